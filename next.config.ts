@@ -1,0 +1,9 @@
+import type { NextConfig } from 'next';
+
+const config: NextConfig = {
+  // Native addons cannot be bundled by Turbopack; load them from node_modules at run time.
+  serverExternalPackages: ['roaring', 'better-sqlite3', 'pg', '@prisma/adapter-better-sqlite3', '@prisma/adapter-pg'],
+  poweredByHeader: false,
+};
+
+export default config;

@@ -1,0 +1,13 @@
+import { applyMigrations } from './storage/migrate';
+import { dbTarget } from './storage/db';
+
+let booted: Promise<void> | undefined;
+
+/** Once per server process: bring the database schema up to date, then start the background loops. */
+export function boot(): Promise<void> {
+  booted ??= (async () => {
+    const applied = await applyMigrations(dbTarget());
+    if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
+  })();
+  return booted;
+}

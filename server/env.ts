@@ -1,0 +1,22 @@
+import { z } from 'zod';
+
+// Parsed once per process; everything else reads `env()` instead of process.env.
+const EnvSchema = z.object({
+  DATABASE_URL: z.string().default('file:./data/crowdflow.db'),
+  CROWDFLOW_ADMIN_TOKEN: z.string().min(16, 'CROWDFLOW_ADMIN_TOKEN must be at least 16 characters').optional(),
+  CROWDFLOW_MAX_UPLOAD_BYTES: z.coerce.number().int().positive().default(1024 ** 3),
+  CROWDFLOW_ENGINE: z.enum(['on', 'off']).default('on'),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+let parsed: Env | undefined;
+
+export function env(): Env {
+  parsed ??= EnvSchema.parse(process.env);
+  return parsed;
+}
+
+export function resetEnvForTests(): void {
+  parsed = undefined;
+}

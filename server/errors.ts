@@ -1,0 +1,44 @@
+// The one error table: every failure a caller can cause has a code, and each code one HTTP status.
+export const ERROR_STATUS = {
+  bad_request: 400,
+  invalid_json: 400,
+  validation_failed: 400,
+  invalid_id: 400,
+  invalid_bitmap: 400,
+  invalid_workflow: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  unprocessable: 422,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export const notFound = (what: string) => new AppError('not_found', `${what} was not found`);
+export const conflict = (message: string, details?: unknown) => new AppError('conflict', message, details);
+export const badRequest = (message: string, details?: unknown) => new AppError('bad_request', message, details);
+
+/** Unique-constraint violations from either provider, as Prisma reports them. */
+export function isUniqueViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'P2002';
+}

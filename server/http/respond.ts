@@ -1,0 +1,88 @@
+import { ZodError, type ZodType, type z } from 'zod';
+import { AppError, isUniqueViolation } from '../errors';
+
+export function json(body: unknown, status = 200, headers: HeadersInit = {}): Response {
+  return new Response(JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? Number(value) : value)), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+  });
+}
+
+export function errorResponse(error: unknown): Response {
+  if (error instanceof AppError) {
+    return json({ error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } }, error.status);
+  }
+  if (error instanceof ZodError) {
+    const first = error.issues[0];
+    const where = first?.path.length ? first.path.join('.') : 'body';
+    return json(
+      {
+        error: {
+          code: 'validation_failed',
+          message: `${where}: ${first?.message ?? 'invalid input'}`,
+          details: error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+        },
+      },
+      400,
+    );
+  }
+  if (isUniqueViolation(error)) return json({ error: { code: 'conflict', message: 'A resource with this name already exists' } }, 409);
+  console.error('[crowdflow] unexpected error', error);
+  return json({ error: { code: 'internal', message: 'Internal error' } }, 500);
+}
+
+type Params = Record<string, string | string[]>;
+type Context = { params: Promise<Params> };
+type Handler<P extends Params> = (request: Request, params: P) => Promise<Response>;
+
+/** Wraps a route handler: resolves params, maps every thrown error through the one error table. */
+export function route<P extends Params = Params>(handler: Handler<P>) {
+  return async (request: Request, context: Context): Promise<Response> => {
+    try {
+      return await handler(request, ((await context?.params) ?? {}) as P);
+    } catch (error) {
+      return errorResponse(error);
+    }
+  };
+}
+
+const DEFAULT_JSON_LIMIT = 32 * 1024 * 1024;
+
+/** Reads a JSON body with a size cap and validates it; malformed JSON and wrong shapes are 400s. */
+export async function readJson<S extends ZodType>(request: Request, schema: S, limit = DEFAULT_JSON_LIMIT): Promise<z.infer<S>> {
+  const type = request.headers.get('content-type') ?? '';
+  if (type && !type.includes('json')) throw new AppError('unsupported_media_type', `Expected application/json, got ${type}`);
+  const declared = Number(request.headers.get('content-length') ?? 0);
+  if (declared > limit) throw new AppError('payload_too_large', `The body is ${declared} bytes; the limit is ${limit}`);
+  const text = await readTextCapped(request, limit);
+  let value: unknown;
+  try {
+    value = text.length === 0 ? undefined : JSON.parse(text);
+  } catch (error) {
+    throw new AppError('invalid_json', `The body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (value === undefined) throw new AppError('invalid_json', 'The body is empty; expected JSON');
+  return schema.parse(value);
+}
+
+async function readTextCapped(request: Request, limit: number): Promise<string> {
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel();
+      throw new AppError('payload_too_large', `The body is larger than the limit of ${limit} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function queryParams<S extends ZodType>(request: Request, schema: S): z.infer<S> {
+  return schema.parse(Object.fromEntries(new URL(request.url).searchParams));
+}

@@ -1,0 +1,106 @@
+import { z } from 'zod';
+import { authenticate, hashKey, newApiKeySecret, type Principal } from '../auth';
+import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
+import { newId } from '../ids';
+import { db } from '../storage/db';
+
+export const TenantName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'Tenant names are 1–63 characters of a–z, 0–9, "-" and "_", starting with a letter or digit');
+
+export const CreateTenantBody = z.strictObject({
+  name: TenantName,
+  partitions: z.number().int().min(1).max(256).default(8),
+});
+
+export const CreateApiKeyBody = z.strictObject({ name: z.string().trim().min(1).max(100).default('default') });
+
+export type TenantView = { id: string; name: string; partitions: number; createdAt: string };
+export type Tenant = { id: string; name: string; partitions: number; createdAt: Date };
+
+const view = (t: Tenant): TenantView => ({ id: t.id, name: t.name, partitions: t.partitions, createdAt: t.createdAt.toISOString() });
+
+export const ACTIVE_INSTANCE_STATES = ['starting', 'running', 'stopping'];
+
+export async function createTenant(body: z.infer<typeof CreateTenantBody>): Promise<TenantView> {
+  try {
+    return view(await db().tenant.create({ data: { id: newId('tn'), name: body.name, partitions: body.partitions } }));
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`A tenant named "${body.name}" already exists`);
+    throw error;
+  }
+}
+
+export async function listTenants(principal: Principal): Promise<TenantView[]> {
+  const where = principal.kind === 'tenant' ? { id: principal.tenantId } : {};
+  return (await db().tenant.findMany({ where, orderBy: { name: 'asc' } })).map(view);
+}
+
+/** Finds a tenant by id or name; a key of another tenant gets the same 404 as a tenant that does not exist. */
+export async function findTenant(principal: Principal, ref: string): Promise<Tenant> {
+  const tenant = await db().tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } });
+  if (!tenant || (principal.kind === 'tenant' && principal.tenantId !== tenant.id)) throw notFound(`Tenant "${ref}"`);
+  return tenant;
+}
+
+/** Authenticates the request and resolves the tenant it may act on. */
+export async function tenantFromRequest(request: Request, ref: string): Promise<Tenant> {
+  return findTenant(await authenticate(request), ref);
+}
+
+export function tenantView(tenant: Tenant): TenantView {
+  return view(tenant);
+}
+
+export async function deleteTenant(tenant: Tenant): Promise<void> {
+  const client = db();
+  const running = await client.instance.count({ where: { tenantId: tenant.id, state: { in: ACTIVE_INSTANCE_STATES } } });
+  if (running > 0) throw conflict(`Tenant "${tenant.name}" has ${running} running instance(s); stop them before deleting the tenant`);
+  const tenantId = tenant.id;
+  const workflows = await client.workflow.findMany({ where: { tenantId }, select: { id: true } });
+  const instances = await client.instance.findMany({ where: { tenantId }, select: { id: true } });
+  await client.$transaction([
+    client.workflowVersion.deleteMany({ where: { workflowId: { in: workflows.map((w) => w.id) } } }),
+    client.shardCheckpoint.deleteMany({ where: { instanceId: { in: instances.map((i) => i.id) } } }),
+    client.workflow.deleteMany({ where: { tenantId } }),
+    client.instance.deleteMany({ where: { tenantId } }),
+    client.instanceSnapshot.deleteMany({ where: { tenantId } }),
+    client.crowd.deleteMany({ where: { tenantId } }),
+    client.profile.deleteMany({ where: { tenantId } }),
+    client.eventLog.deleteMany({ where: { tenantId } }),
+    client.partitionState.deleteMany({ where: { tenantId } }),
+    client.journal.deleteMany({ where: { tenantId } }),
+    client.consumer.deleteMany({ where: { tenantId } }),
+    client.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } }),
+    client.tenant.delete({ where: { id: tenantId } }),
+  ]);
+}
+
+export type ApiKeyView = { id: string; name: string; prefix: string; createdAt: string; revokedAt: string | null };
+
+export async function createApiKey(tenant: Tenant, name: string): Promise<ApiKeyView & { secret: string }> {
+  const secret = newApiKeySecret();
+  const key = await db().apiKey.create({
+    data: { id: newId('key'), tenantId: tenant.id, name, prefix: secret.slice(0, 10), hash: hashKey(secret) },
+  });
+  return { ...keyView(key), secret };
+}
+
+function keyView(k: { id: string; name: string; prefix: string; createdAt: Date; revokedAt: Date | null }): ApiKeyView {
+  return { id: k.id, name: k.name, prefix: k.prefix, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
+}
+
+export async function listApiKeys(tenant: Tenant): Promise<ApiKeyView[]> {
+  return (await db().apiKey.findMany({ where: { tenantId: tenant.id }, orderBy: { createdAt: 'asc' } })).map(keyView);
+}
+
+export async function revokeApiKey(tenant: Tenant, keyId: string): Promise<ApiKeyView> {
+  const key = await db().apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } });
+  if (!key) throw notFound(`API key "${keyId}"`);
+  if (key.revokedAt) return keyView(key);
+  return keyView(await db().apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } }));
+}
+
+export function assertAdmin(principal: Principal): void {
+  if (principal.kind !== 'admin') throw new AppError('forbidden', 'This call needs the admin token');
+}

@@ -1,0 +1,30 @@
+import { defineConfig } from 'vitest/config';
+
+// Every test file runs twice: once on a fresh SQLite file, once on a fresh PostgreSQL schema
+// (test/setup/database.ts). API tests talk to a real Next.js server per provider (test/setup/server.ts).
+const provider = (name: 'sqlite' | 'postgres') => ({
+  extends: true as const,
+  test: {
+    name,
+    include: ['test/unit/**/*.test.ts', 'test/api/**/*.test.ts'],
+    env: { CROWDFLOW_TEST_PROVIDER: name },
+    setupFiles: ['test/setup/database.ts'],
+    globalSetup: ['test/setup/server.ts'],
+  },
+});
+
+export default defineConfig({
+  test: {
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
+    pool: 'forks',
+    projects: [
+      provider('sqlite'),
+      provider('postgres'),
+      {
+        extends: true,
+        test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], env: { CROWDFLOW_TEST_PROVIDER: 'sqlite' }, globalSetup: ['test/setup/server.ts'], fileParallelism: false },
+      },
+    ],
+  },
+});
