@@ -1,0 +1,73 @@
+// Time is injected everywhere timers matter, so tests skip time instead of sleeping for it.
+export interface Clock {
+  now(): number;
+  /** Resolves after `ms` of this clock's time (or at once when aborted). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const timer = setTimeout(done, Math.max(0, ms));
+      function done() {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      }
+      signal?.addEventListener('abort', done, { once: true });
+    }),
+};
+
+type Sleeper = { at: number; resolve: () => void };
+
+/** A clock that only moves when a test calls advance()/set(); sleepers wake in time order. */
+export class ManualClock implements Clock {
+  private sleepers: Sleeper[] = [];
+
+  constructor(private current = Date.UTC(2026, 0, 1)) {}
+
+  now(): number {
+    return this.current;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const sleeper: Sleeper = { at: this.current + Math.max(0, ms), resolve };
+      this.sleepers.push(sleeper);
+      signal?.addEventListener('abort', () => this.wake(sleeper), { once: true });
+    });
+  }
+
+  /** Moves time forward, waking every sleeper whose time has come and letting its continuation run. */
+  async advance(ms: number): Promise<void> {
+    await this.set(this.current + ms);
+  }
+
+  async set(time: number): Promise<void> {
+    for (;;) {
+      const due = this.sleepers.filter((s) => s.at <= time).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      this.current = Math.max(this.current, due.at);
+      this.wake(due);
+      await flushMicrotasks();
+    }
+    this.current = Math.max(this.current, time);
+    await flushMicrotasks();
+  }
+
+  pendingSleepers(): number {
+    return this.sleepers.length;
+  }
+
+  private wake(sleeper: Sleeper): void {
+    this.sleepers = this.sleepers.filter((s) => s !== sleeper);
+    sleeper.resolve();
+  }
+}
+
+async function flushMicrotasks(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
+}

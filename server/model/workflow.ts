@@ -1,0 +1,104 @@
+import { z } from 'zod';
+
+// One workflow schema for canvas and server. The runnable definition holds only what the engine
+// needs; canvas-only data (positions, labels) lives in the draft beside it.
+
+export const StepName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, 'Step names are 1–64 letters, digits, "_" or "-", starting with a letter or "_"');
+
+/** `30s`, `5m`, `2h`, `7d`, `1h30m`, `500ms`. */
+export const Duration = z.string().regex(/^(\d+(ms|s|m|h|d|w))+$/, 'Durations look like 30s, 5m, 2h, 7d or 1h30m');
+
+export const ActionTag = z.string().trim().min(1).max(128);
+export const ConditionText = z.string().trim().min(1, 'A condition cannot be empty').max(4096);
+
+const stepCommon = {
+  name: StepName,
+  enterAction: ActionTag.optional(),
+  leaveAction: ActionTag.optional(),
+  ttl: Duration.optional(),
+};
+
+export const DirectStep = z.strictObject({ ...stepCommon, kind: z.literal('direct'), next: StepName.optional() });
+export const BranchStep = z.strictObject({
+  ...stepCommon,
+  kind: z.literal('branch'),
+  branches: z.array(z.strictObject({ condition: ConditionText, next: StepName })),
+});
+export const TimerStep = z.strictObject({
+  ...stepCommon,
+  kind: z.literal('timer'),
+  cron: z.string().trim().min(1),
+  condition: ConditionText.optional(),
+  next: StepName,
+});
+export const DelayStep = z.strictObject({ ...stepCommon, kind: z.literal('delay'), after: Duration, next: StepName });
+export const SplitStep = z.strictObject({
+  ...stepCommon,
+  kind: z.literal('split'),
+  paths: z.array(z.strictObject({ percent: z.number().min(0).max(100), next: StepName })),
+});
+export const ParallelStep = z.strictObject({
+  ...stepCommon,
+  kind: z.literal('parallel'),
+  actions: z.array(ActionTag),
+  next: StepName.optional(),
+});
+
+export const Step = z.discriminatedUnion('kind', [DirectStep, BranchStep, TimerStep, DelayStep, SplitStep, ParallelStep]);
+export type Step = z.infer<typeof Step>;
+export type StepKind = Step['kind'];
+export const STEP_KINDS = ['direct', 'branch', 'timer', 'delay', 'split', 'parallel'] as const satisfies readonly StepKind[];
+
+export const WorkflowDefinition = z.strictObject({
+  steps: z.array(Step).min(1, 'A workflow needs at least one step'),
+  stopAt: z.iso.datetime({ offset: true }).optional(),
+});
+export type WorkflowDefinition = z.infer<typeof WorkflowDefinition>;
+
+export const WorkflowDraft = z.strictObject({
+  positions: z.record(z.string(), z.strictObject({ x: z.number(), y: z.number() })).default({}),
+  labels: z.record(z.string(), z.string().max(200)).default({}),
+});
+export type WorkflowDraft = z.infer<typeof WorkflowDraft>;
+
+export const WorkflowSchedule = z.strictObject({ cron: z.string().trim().min(1), crowd: z.string().min(1), enabled: z.boolean().default(true) });
+export type WorkflowSchedule = z.infer<typeof WorkflowSchedule>;
+
+export const WorkflowName = z.string().trim().min(1).max(200);
+
+export const CreateWorkflowBody = z.strictObject({
+  name: WorkflowName,
+  definition: WorkflowDefinition,
+  draft: WorkflowDraft.optional(),
+  schedule: WorkflowSchedule.nullable().optional(),
+});
+export const UpdateWorkflowBody = CreateWorkflowBody.partial();
+
+/** A problem found by validateWorkflow(); `step` is null for problems of the workflow as a whole. */
+export type WorkflowProblem = { step: string | null; code: string; message: string };
+
+/** Every `next` a step can move users to, in the order the step tries them. */
+export function stepTargets(step: Step): string[] {
+  switch (step.kind) {
+    case 'direct':
+    case 'parallel':
+      return step.next ? [step.next] : [];
+    case 'branch':
+      return step.branches.map((b) => b.next);
+    case 'timer':
+    case 'delay':
+      return [step.next];
+    case 'split':
+      return step.paths.map((p) => p.next);
+  }
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+export function parseDuration(text: string): number {
+  let total = 0;
+  for (const [, amount, unit] of text.matchAll(/(\d+)(ms|s|m|h|d|w)/g)) total += Number(amount) * UNIT_MS[unit];
+  return total;
+}
