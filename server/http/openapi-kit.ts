@@ -1,0 +1,44 @@
+import { z, type ZodType } from 'zod';
+
+// Small builders so every area documents its routes from the same zod schemas it validates with.
+
+export const ErrorBody = z.object({
+  error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }),
+});
+
+export function schemaOf(schema: ZodType): object {
+  return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as object;
+}
+
+type Operation = {
+  summary: string;
+  tags: string[];
+  params?: string[];
+  query?: Record<string, string>;
+  body?: ZodType | { contentTypes: string[]; description: string };
+  ok: { status: number; description: string; schema?: ZodType; contentType?: string };
+  errors?: number[];
+};
+
+/** One OpenAPI operation; `{name}` path parameters are listed in `params`. */
+export function operation(op: Operation): object {
+  const parameters = [
+    ...(op.params ?? []).map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+    ...Object.entries(op.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } })),
+  ];
+  const requestBody = !op.body
+    ? undefined
+    : 'contentTypes' in op.body
+      ? { required: true, description: op.body.description, content: Object.fromEntries(op.body.contentTypes.map((t) => [t, { schema: {} }])) }
+      : { required: true, content: { 'application/json': { schema: schemaOf(op.body as ZodType) } } };
+  const responses: Record<string, object> = {
+    [op.ok.status]: {
+      description: op.ok.description,
+      ...(op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? 'application/json']: { schema: op.ok.schema ? schemaOf(op.ok.schema) : {} } } } : {}),
+    },
+  };
+  for (const status of [400, 401, ...(op.errors ?? [])]) {
+    responses[status] = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+  }
+  return { summary: op.summary, tags: op.tags, parameters, ...(requestBody ? { requestBody } : {}), responses };
+}
