@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One command on a fresh clone: install, build, migrate, start the studio with its embedded engine on the SQLite
+# default, seed the demo tenant/crowd/workflow, and keep serving on http://localhost:${PORT:-3000}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CROWDFLOW_SKIP_BROWSER=1 bash scripts/install.sh
+if ! grep -qs '^CROWDFLOW_ADMIN_TOKEN=' .env; then
+  echo "CROWDFLOW_ADMIN_TOKEN=$(node -e "console.log(require('crypto').randomBytes(24).toString('base64url'))")" >> .env
+  echo "Created an admin token in $(pwd)/.env"
+fi
+set -a; . ./.env; set +a
+PORT="${PORT:-3000}"
+node node_modules/next/dist/bin/next build
+npx tsx scripts/migrate.ts
+node node_modules/next/dist/bin/next start -p "$PORT" &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT INT TERM
+for _ in $(seq 1 120); do
+  curl -s -o /dev/null "http://localhost:$PORT/api/v1/openapi.json" && break
+  sleep 0.5
+done
+npx tsx scripts/seed.ts "http://localhost:$PORT"
+echo
+echo "Crowdflow is running on http://localhost:$PORT"
+echo "Sign in with the admin token from $(pwd)/.env (CROWDFLOW_ADMIN_TOKEN=$CROWDFLOW_ADMIN_TOKEN)"
+wait $server

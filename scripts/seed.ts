@@ -1,0 +1,98 @@
+// Seeds the demo over the real API of a running server: tenant `demo`, a 1,000,000-user crowd, profiles for the
+// conditions to read, and a sample workflow with branch, timer, delay and split steps. Idempotent.
+// Usage: tsx scripts/seed.ts http://localhost:3000   (CROWDFLOW_ADMIN_TOKEN from the environment)
+
+const baseUrl = process.argv[2] ?? 'http://localhost:3000';
+const token = process.env.CROWDFLOW_ADMIN_TOKEN;
+if (!token) throw new Error('CROWDFLOW_ADMIN_TOKEN is not set');
+
+const TENANT = 'demo';
+const CROWD = 'newsletter-subscribers';
+const CROWD_SIZE = 1_000_000;
+
+async function call(method: string, path: string, body?: BodyInit, contentType = 'application/json') {
+  const response = await fetch(`${baseUrl}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': contentType } : {}) },
+    body,
+    ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+  } as RequestInit);
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+function must(result: { status: number; body: any }, what: string) {
+  if (result.status >= 300) throw new Error(`${what} failed (${result.status}): ${JSON.stringify(result.body)}`);
+  return result.body;
+}
+
+/** 1M distinct ids spread over 0..4M, generated as text in chunks instead of one giant string. */
+function crowdText(): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let next = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (next >= CROWD_SIZE) return controller.close();
+      const lines: string[] = [];
+      for (let i = 0; i < 50_000 && next < CROWD_SIZE; i++, next++) lines.push(String(next * 4 + (next % 3)));
+      controller.enqueue(encoder.encode(lines.join('\n') + '\n'));
+    },
+  });
+}
+
+const definition = {
+  steps: [
+    {
+      name: 'welcome',
+      kind: 'branch',
+      enterAction: 'send_welcome_email',
+      branches: [
+        { condition: 'event.type == "purchase"', next: 'customer' },
+        { condition: 'event.type == "open" && profile.plan == "pro"', next: 'pro_nurture' },
+        { condition: 'event.type == "open"', next: 'nurture' },
+      ],
+      ttl: '7d',
+    },
+    { name: 'nurture', kind: 'timer', cron: '0 0 9 * * *', condition: 'inCrowd("engaged") || profile.country == "NL"', next: 'ab_test', enterAction: 'tag_nurture' },
+    { name: 'pro_nurture', kind: 'delay', after: '2h', next: 'ab_test', enterAction: 'send_pro_tips' },
+    { name: 'ab_test', kind: 'split', paths: [{ percent: 50, next: 'offer_a' }, { percent: 50, next: 'offer_b' }] },
+    { name: 'offer_a', kind: 'parallel', actions: ['send_discount_email', 'push_discount'], next: 'done' },
+    { name: 'offer_b', kind: 'direct', enterAction: 'send_free_shipping_email', next: 'done' },
+    { name: 'customer', kind: 'direct', enterAction: 'send_thank_you' },
+    { name: 'done', kind: 'direct' },
+  ],
+};
+
+const draft = {
+  positions: {
+    welcome: { x: 300, y: 0 },
+    nurture: { x: 120, y: 160 },
+    pro_nurture: { x: 360, y: 160 },
+    customer: { x: 600, y: 160 },
+    ab_test: { x: 240, y: 320 },
+    offer_a: { x: 120, y: 480 },
+    offer_b: { x: 360, y: 480 },
+    done: { x: 240, y: 640 },
+  },
+  labels: {},
+};
+
+const tenants = must(await call('GET', '/tenants'), 'listing tenants');
+if (!tenants.tenants.some((t: { name: string }) => t.name === TENANT)) must(await call('POST', '/tenants', JSON.stringify({ name: TENANT, partitions: 8 })), 'creating the demo tenant');
+
+const crowd = await call('GET', `/tenants/${TENANT}/crowds/${CROWD}`);
+if (crowd.status === 404) {
+  const started = Date.now();
+  const uploaded = must(await call('PUT', `/tenants/${TENANT}/crowds/${CROWD}`, crowdText(), 'text/plain'), 'uploading the demo crowd');
+  console.log(`uploaded crowd ${CROWD}: ${uploaded.count} users in ${Date.now() - started} ms`);
+  const engaged = Array.from({ length: 50_000 }, (_, i) => i * 80);
+  must(await call('PUT', `/tenants/${TENANT}/crowds/engaged`, JSON.stringify(engaged)), 'uploading the engaged crowd');
+  const profiles = Array.from({ length: 10_000 }, (_, i) => ({ user: i * 4, attributes: { plan: i % 5 === 0 ? 'pro' : 'free', country: ['NL', 'DE', 'US', 'FR'][i % 4] } }));
+  must(await call('POST', `/tenants/${TENANT}/profiles`, JSON.stringify(profiles)), 'upserting demo profiles');
+}
+
+const workflows = must(await call('GET', `/tenants/${TENANT}/workflows`), 'listing workflows');
+if (!workflows.workflows.some((w: { name: string }) => w.name === 'Welcome journey')) {
+  must(await call('POST', `/tenants/${TENANT}/workflows`, JSON.stringify({ name: 'Welcome journey', definition, draft })), 'creating the demo workflow');
+}
+console.log(`demo ready: tenant "${TENANT}", crowd "${CROWD}" (${CROWD_SIZE.toLocaleString('en')} users), workflow "Welcome journey"`);
