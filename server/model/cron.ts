@@ -1,0 +1,55 @@
+import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import cronstrue from 'cronstrue';
+
+// Crowdflow crons always carry a seconds field (6 fields: s m h dom mon dow), evaluated in UTC.
+// cron-parser 5 silently reads a 5-field expression as "minute hour dom mon dow" with seconds = 0,
+// so "*/5 * * * *" would run every 5 minutes where the author may have meant seconds: the field
+// count is checked here before cron-parser sees the text. Its @-aliases (@daily, @hourly…) expand
+// to 6 fields and are accepted.
+
+const ALIASES = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@hourly', '@minutely', '@secondly', '@weekdays', '@weekends'];
+
+/** Null when `cron` is a valid 6-field (seconds-first) expression, otherwise why it is not. */
+export function cronProblem(cron: string): string | null {
+  const text = cron.trim();
+  if (text.startsWith('@')) {
+    return ALIASES.includes(text) ? parseProblem(text) : `"${text}" is not a known cron alias (${ALIASES.join(', ')})`;
+  }
+  // cron-parser picks hashed ("H") values at random unless seeded: every parse would schedule differently.
+  if (/H/i.test(text.replace(/[A-Za-z]{3}/g, ''))) return `"${text}": hashed "H" values are not supported; write the exact second/minute`;
+  const fields = text.split(/\s+/).filter(Boolean).length;
+  if (fields === 5) return `"${text}" has 5 fields; Crowdflow crons start with a seconds field, e.g. "0 ${text}"`;
+  if (fields !== 6) return `"${text}" has ${fields} field${fields === 1 ? '' : 's'}; expected 6: second minute hour day-of-month month day-of-week`;
+  return parseProblem(text);
+}
+
+function parseProblem(text: string): string | null {
+  try {
+    CronExpressionParser.parse(text, { tz: 'UTC' });
+    return null;
+  } catch (error) {
+    return `"${text}": ${(error as Error).message}`;
+  }
+}
+
+/** A parsed cron in UTC; `currentDate` is where iteration starts. Throws on an invalid expression. */
+export function parseCron(cron: string, currentDate: number | Date = Date.now()): CronExpression {
+  const problem = cronProblem(cron);
+  if (problem) throw new Error(problem);
+  return CronExpressionParser.parse(cron.trim(), { tz: 'UTC', currentDate });
+}
+
+/** The next time (epoch ms) strictly after `after` at which `cron` fires. */
+export function nextCronTime(cron: string, after: number): number {
+  return parseCron(cron, after).next().getTime();
+}
+
+/** Human wording of a valid cron ("At 09:00, Monday through Friday (UTC)"); the raw text when invalid. */
+export function describeCron(cron: string): string {
+  if (cronProblem(cron)) return cron;
+  try {
+    return `${cronstrue.toString(cron.trim(), { use24HourTimeFormat: true, verbose: false })} (UTC)`;
+  } catch {
+    return cron;
+  }
+}

@@ -1,0 +1,286 @@
+import type { z } from 'zod';
+import { celSyntaxProblem } from '../conditions/parse';
+import { cronProblem } from './cron';
+import { ConditionText, Duration, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
+
+// validateWorkflow() is shared by the canvas and the server, so it stays pure: no node: imports, no db.
+// It reports every problem at once. Shape problems (zod) come first, each tied to the step it is in;
+// the graph and content rules then run over whatever each step got right, so a step with one wrong
+// field still has its other fields (and its `next` targets) checked.
+
+export type ProblemCode =
+  | 'invalid_field'
+  | 'duplicate_step'
+  | 'unknown_next'
+  | 'too_few_branches'
+  | 'too_few_paths'
+  | 'no_actions'
+  | 'percent_sum'
+  | 'bad_cron'
+  | 'bad_duration'
+  | 'bad_condition'
+  | 'bad_stop_at'
+  | 'instant_cycle'
+  | 'unreachable';
+
+export type ValidationResult = { ok: true; definition: WorkflowDefinition } | { ok: false; problems: WorkflowProblem[] };
+
+export type ValidateOptions = {
+  /** When given, a `stopAt` at or before this time (epoch ms) is a problem. Saves pass it; immutable versions are checked without it. */
+  now?: number;
+};
+
+/** Steps that move entering users on within the same transaction: a cycle made only of these never ends. */
+const INSTANT_KINDS = new Set(['direct', 'parallel', 'split']);
+
+/** What the rules need from one step, taken from the raw input wherever the field has the right type. */
+type LooseStep = {
+  label: string;
+  name?: string;
+  kind?: string;
+  targets: { next: string; where: string }[];
+  branches?: unknown[];
+  paths?: unknown[];
+  percents: (number | undefined)[];
+  actions?: unknown[];
+  durations: { field: string; value: string }[];
+  conditions: { field: string; value: string }[];
+  cron?: string;
+};
+
+export function validateWorkflow(definition: unknown, options: ValidateOptions = {}): ValidationResult {
+  const problems: WorkflowProblem[] = [];
+  const rawSteps = isRecord(definition) && Array.isArray(definition.steps) ? definition.steps : [];
+  const steps = rawSteps.map(looseStep);
+
+  const shape = WorkflowDefinition.safeParse(definition);
+  if (!shape.success) problems.push(...shape.error.issues.filter((issue) => !checkedBelow(issue)).map((issue) => shapeProblem(issue, steps)));
+
+  problems.push(...duplicateNames(steps));
+  const names = new Set(steps.flatMap((s) => (s.name === undefined ? [] : [s.name])));
+  for (const step of steps) problems.push(...stepProblems(step, names));
+  problems.push(...instantCycles(steps));
+  problems.push(...unreachable(steps));
+  if (isRecord(definition)) problems.push(...stopAtProblems(definition.stopAt, options));
+
+  return problems.length === 0 && shape.success ? { ok: true, definition: shape.data } : { ok: false, problems: distinct(problems) };
+}
+
+/** Two steps sharing a name can raise the same problem twice; say it once. */
+function distinct(problems: WorkflowProblem[]): WorkflowProblem[] {
+  const seen = new Set<string>();
+  return problems.filter((p) => {
+    const key = `${p.step}\u0000${p.code}\u0000${p.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** Problems of a workflow's start schedule (step null: they belong to the workflow, not a step). */
+export function validateSchedule(schedule: unknown): WorkflowProblem[] {
+  const shape = WorkflowSchedule.safeParse(schedule);
+  if (!shape.success) {
+    return shape.error.issues.map((issue) => ({
+      step: null,
+      code: 'invalid_field',
+      message: `Schedule ${issue.path.length ? issue.path.join('.') : ''}: ${issue.message}`.replace(' :', ':'),
+    }));
+  }
+  const problem = cronProblem(shape.data.cron);
+  return problem ? [{ step: null, code: 'bad_cron', message: `Schedule cron ${problem}` }] : [];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const stringAt = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+function looseStep(raw: unknown, index: number): LooseStep {
+  const step = isRecord(raw) ? raw : {};
+  const name = stringAt(step.name);
+  const kind = stringAt(step.kind);
+  const targets: LooseStep['targets'] = [];
+  const conditions: LooseStep['conditions'] = [];
+  const percents: LooseStep['percents'] = [];
+  const branches = Array.isArray(step.branches) ? step.branches : undefined;
+  const paths = Array.isArray(step.paths) ? step.paths : undefined;
+  const next = stringAt(step.next);
+  if (next !== undefined) targets.push({ next, where: 'next' });
+  branches?.forEach((branch, i) => {
+    const item = isRecord(branch) ? branch : {};
+    const target = stringAt(item.next);
+    if (target !== undefined) targets.push({ next: target, where: `branches[${i}].next` });
+    const condition = stringAt(item.condition);
+    if (condition !== undefined) conditions.push({ field: `branches[${i}].condition`, value: condition });
+  });
+  paths?.forEach((path, i) => {
+    const item = isRecord(path) ? path : {};
+    const target = stringAt(item.next);
+    if (target !== undefined) targets.push({ next: target, where: `paths[${i}].next` });
+    percents.push(typeof item.percent === 'number' && Number.isFinite(item.percent) ? item.percent : undefined);
+  });
+  const condition = stringAt(step.condition);
+  if (condition !== undefined) conditions.push({ field: 'condition', value: condition });
+  const durations = (['after', 'ttl'] as const).flatMap((field) => {
+    const value = stringAt(step[field]);
+    return value === undefined ? [] : [{ field, value }];
+  });
+  return {
+    label: name ?? `steps[${index}]`,
+    name,
+    kind,
+    targets,
+    branches,
+    paths,
+    percents,
+    actions: Array.isArray(step.actions) ? step.actions : undefined,
+    durations,
+    conditions,
+    cron: stringAt(step.cron),
+  };
+}
+
+/** Shape issues on fields the content rules check themselves (durations, conditions, stopAt) are reported once, there. */
+function checkedBelow(issue: z.core.$ZodIssue): boolean {
+  const last = issue.path[issue.path.length - 1];
+  if (issue.path.length === 1 && last === 'stopAt') return true;
+  if (issue.code === 'invalid_type' || issue.code === 'unrecognized_keys') return false;
+  return issue.path[0] === 'steps' && (last === 'after' || last === 'ttl' || last === 'condition');
+}
+
+function shapeProblem(issue: z.core.$ZodIssue, steps: LooseStep[]): WorkflowProblem {
+  const [top, index, ...rest] = issue.path;
+  if (top === 'steps' && typeof index === 'number') {
+    const step = steps[index];
+    const field = formatPath(rest);
+    return { step: step.label, code: 'invalid_field', message: `Step "${step.label}"${field ? ` ${field}` : ''}: ${issue.message}` };
+  }
+  const field = formatPath(issue.path);
+  return { step: null, code: 'invalid_field', message: `Workflow${field ? ` ${field}` : ''}: ${issue.message}` };
+}
+
+function formatPath(path: PropertyKey[]): string {
+  return path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`)).join('');
+}
+
+function duplicateNames(steps: LooseStep[]): WorkflowProblem[] {
+  const positions = new Map<string, number[]>();
+  steps.forEach((step, i) => step.name !== undefined && positions.set(step.name, [...(positions.get(step.name) ?? []), i + 1]));
+  return [...positions]
+    .filter(([, at]) => at.length > 1)
+    .map(([name, at]) => ({
+      step: name,
+      code: 'duplicate_step',
+      message: `Step name "${name}" is used by ${at.length} steps (positions ${at.join(', ')}); step names must be unique`,
+    }));
+}
+
+function stepProblems(step: LooseStep, names: Set<string>): WorkflowProblem[] {
+  const problems: WorkflowProblem[] = [];
+  const add = (code: ProblemCode, message: string) => problems.push({ step: step.label, code, message: `Step "${step.label}" ${message}` });
+
+  for (const target of step.targets) {
+    if (!names.has(target.next)) add('unknown_next', `${target.where} points at "${target.next}", which is not a step of this workflow`);
+  }
+  if (step.kind === 'branch' && step.branches && step.branches.length < 2) {
+    add('too_few_branches', `has ${step.branches.length} branch${step.branches.length === 1 ? '' : 'es'}; a branch step needs at least 2 (use "true" as the last condition for an else)`);
+  }
+  if (step.kind === 'split' && step.paths) {
+    if (step.paths.length < 2) add('too_few_paths', `has ${step.paths.length} path${step.paths.length === 1 ? '' : 's'}; a split step needs at least 2`);
+    const known = step.percents.filter((p): p is number => p !== undefined);
+    const sum = known.reduce((total, p) => total + p, 0);
+    if (step.paths.length > 0 && known.length === step.percents.length && Math.abs(sum - 100) > 1e-9) {
+      add('percent_sum', `split percents add up to ${Number(sum.toFixed(6))}; they must add up to 100`);
+    }
+  }
+  if (step.kind === 'parallel' && step.actions && step.actions.length === 0) add('no_actions', 'has no actions; a parallel step emits at least 1 action');
+  if (step.kind === 'timer' && step.cron !== undefined) {
+    const problem = cronProblem(step.cron);
+    if (problem) add('bad_cron', `cron ${problem}`);
+  }
+  for (const { field, value } of step.durations) {
+    if (!Duration.safeParse(value).success) add('bad_duration', `${field} "${value}" is not a duration; write e.g. 30s, 5m, 2h, 7d or 1h30m`);
+    else if (parseDuration(value) <= 0) add('bad_duration', `${field} "${value}" is zero; a duration must be longer than 0`);
+  }
+  for (const { field, value } of step.conditions) {
+    const text = ConditionText.safeParse(value);
+    if (!text.success) add('bad_condition', `${field}: ${text.error.issues[0].message}`);
+    else {
+      const problem = celSyntaxProblem(text.data);
+      if (problem) add('bad_condition', `${field} is not valid CEL: ${problem}`);
+    }
+  }
+  return problems;
+}
+
+/** Cycles of direct/parallel/split steps: users entering one would be moved around it forever in one transaction. */
+function instantCycles(steps: LooseStep[]): WorkflowProblem[] {
+  const byName = new Map(steps.flatMap((s) => (s.name === undefined ? [] : [[s.name, s] as const])));
+  const instant = (s: LooseStep | undefined) => s !== undefined && s.kind !== undefined && INSTANT_KINDS.has(s.kind);
+  const state = new Map<string, 'visiting' | 'done'>();
+  const reported = new Set<string>();
+  const problems: WorkflowProblem[] = [];
+  const visit = (step: LooseStep, trail: string[]) => {
+    const name = step.name!;
+    state.set(name, 'visiting');
+    for (const { next } of step.targets) {
+      const target = byName.get(next);
+      if (!instant(target)) continue;
+      if (state.get(next) === 'visiting') {
+        const cycle = [...trail.slice(trail.indexOf(next)), name];
+        const key = [...cycle].sort().join('|');
+        if (!reported.has(key)) {
+          reported.add(key);
+          problems.push({
+            step: next,
+            code: 'instant_cycle',
+            message: `Step "${next}" is on a loop of steps that move users on at once (${[...cycle, next].join(' → ')}); put a branch, timer or delay step on the loop`,
+          });
+        }
+      } else if (!state.has(next)) visit(target!, [...trail, name]);
+    }
+    state.set(name, 'done');
+  };
+  for (const step of steps) if (instant(step) && step.name !== undefined && !state.has(step.name)) visit(step, []);
+  return problems;
+}
+
+function unreachable(steps: LooseStep[]): WorkflowProblem[] {
+  const entry = steps[0];
+  if (entry?.name === undefined) return [];
+  const byName = new Map<string, LooseStep[]>();
+  for (const step of steps) if (step.name !== undefined) byName.set(step.name, [...(byName.get(step.name) ?? []), step]);
+  const reached = new Set<LooseStep>([entry]);
+  const queue = [entry];
+  while (queue.length > 0) {
+    for (const { next } of queue.shift()!.targets) {
+      for (const target of byName.get(next) ?? []) {
+        if (!reached.has(target)) {
+          reached.add(target);
+          queue.push(target);
+        }
+      }
+    }
+  }
+  return steps
+    .filter((step) => !reached.has(step) && step.name !== undefined)
+    .map((step) => ({
+      step: step.label,
+      code: 'unreachable',
+      message: `Step "${step.label}" cannot be reached from the entry step "${entry.label}"; no step moves users to it`,
+    }));
+}
+
+function stopAtProblems(stopAt: unknown, options: ValidateOptions): WorkflowProblem[] {
+  if (stopAt === undefined) return [];
+  const problem = (message: string): WorkflowProblem[] => [{ step: null, code: 'bad_stop_at', message }];
+  if (typeof stopAt !== 'string' || !WorkflowDefinition.shape.stopAt.safeParse(stopAt).success) {
+    return problem(`Workflow stopAt ${JSON.stringify(stopAt)} is not an ISO 8601 time with a zone, e.g. 2026-12-31T23:00:00Z`);
+  }
+  if (options.now !== undefined && Date.parse(stopAt) <= options.now) {
+    return problem(`Workflow stopAt ${stopAt} is in the past; an instance would stop as soon as it starts`);
+  }
+  return [];
+}
