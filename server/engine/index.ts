@@ -1,0 +1,15 @@
+// The engine's public face: what routes, the procedure runner, boot and tests call. Plain TypeScript (no next/react).
+//
+// EventLog rows (written by ingest, read here): one row per (tenant, partition) per ingested batch:
+//   { tenantId, partition, offset: 1, 2, 3… per partition (committed in order), events: JSON array of
+//     { user, type, data, time (epoch ms) } in arrival order, count }.
+// PartitionState (written here): the offset applied so far, plus the owner lease (owner, epoch, leaseUntilMs) that
+// fences every batch commit.
+// Journal rows (written here, read by notifications): one row per move, in one transaction with the partition offset:
+//   { seq (global, monotonic, in commit order), tenantId, instanceId, partition, fromStep (null when a user enters
+//     the entry step at start), toStep, user (single-user move) or bitmap (portable roaring, bulk move: start, timer,
+//     ttl, bulk chains), count, leaveAction (of fromStep), enterAction (of toStep; for a parallel step its enterAction
+//     followed by its actions, comma-separated), timeMs (engine clock) }.
+// A direct chain is one row per hop. Update-crowd changes no journal (busybee: no notifications).
+export { getEngine, startEngine, stopEngine, setEngineForTests, type EngineOptions } from './engine';
+export type { Counts, InstanceView, SnapshotView, WhereIsUser, StartRequest, UpdateWorkflowRequest } from './types';

@@ -1,0 +1,68 @@
+import type { RoaringBitmap32 } from '../crowd/bitmap';
+
+export type InstanceState = 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
+
+export interface InstanceView {
+  id: string;
+  tenantId: string;
+  workflowId: string;
+  version: number;
+  crowdName: string;
+  state: InstanceState;
+  userCount: number;
+  excludedCount: number;
+  createdAt: string;
+  startedAt: string | null;
+  stoppedAt: string | null;
+}
+
+/** Per-step user counts (summed over partitions) and how many users took each edge ("from->to"). */
+export interface Counts {
+  instanceId: string;
+  total: number;
+  steps: Record<string, number>;
+  edges: Record<string, number>;
+}
+
+export interface SnapshotView {
+  instanceId: string;
+  workflowId: string;
+  version: number;
+  counts: Counts;
+  createdAt: string;
+  expiresAt: string;
+}
+
+export interface UserMove {
+  seq: number;
+  instanceId: string;
+  fromStep: string | null;
+  toStep: string;
+  time: string;
+}
+
+export interface WhereIsUser {
+  user: number;
+  instances: { instanceId: string; workflowId: string; step: string }[];
+  recentMoves: UserMove[];
+}
+
+export interface StartRequest {
+  crowd: string;
+  version?: number;
+}
+
+export interface UpdateWorkflowRequest {
+  version: number;
+  /** Users of steps the new version removes go to the mapped step (a step of the new version). */
+  mapping?: Record<string, string>;
+}
+
+export interface SubmittedOperation {
+  procedureId: string;
+  instanceId: string;
+}
+
+export type CountsListener = (counts: Counts) => void;
+
+export type StepBitmapSource = (instanceId: string, step: string) => Promise<RoaringBitmap32>;
