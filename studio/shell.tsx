@@ -1,0 +1,81 @@
+'use client';
+import Link from 'next/link';
+import { usePathname, useRouter } from 'next/navigation';
+import { useEffect, type ReactNode } from 'react';
+import { apiCall, apiGet } from './api';
+import { useQuery } from './query';
+import { ErrorBox } from './ui';
+
+export type TenantView = { id: string; name: string; partitions: number; createdAt: string };
+
+export function useTenants() {
+  return useQuery<{ tenants: TenantView[] }>('tenants', () => apiGet('/tenants'));
+}
+
+/** Redirects to the sign-in page when the session is missing or expired. */
+export function useSignedIn(error: { status: number } | undefined) {
+  const router = useRouter();
+  const pathname = usePathname();
+  useEffect(() => {
+    if (error?.status === 401) router.replace(`/signin?next=${encodeURIComponent(pathname)}`);
+  }, [error, router, pathname]);
+}
+
+export async function signOut() {
+  await apiCall('DELETE', '/session');
+  window.location.assign('/signin');
+}
+
+/** The header every tenant page shares: tenant picker (the tenant lives in the URL), sections, sign out. */
+export function TenantShell({ tenant, children }: { tenant: string; children: ReactNode }) {
+  const tenants = useTenants();
+  useSignedIn(tenants.error);
+  const router = useRouter();
+  const pathname = usePathname();
+  const base = `/t/${encodeURIComponent(tenant)}`;
+  const section = (href: string, label: string, exact = false) => {
+    const active = exact ? pathname === href : pathname.startsWith(href);
+    return (
+      <Link href={href} className={active ? 'nav-link active' : 'nav-link'}>
+        {label}
+      </Link>
+    );
+  };
+  const known = tenants.data?.tenants.some((t) => t.name === tenant || t.id === tenant);
+  return (
+    <div className="shell">
+      <header className="topbar">
+        <Link href="/" className="brand">
+          Crowdflow
+        </Link>
+        <label className="tenant-picker">
+          <span className="muted">Tenant</span>
+          <select
+            aria-label="Tenant"
+            data-testid="tenant-picker"
+            value={tenant}
+            onChange={(event) => router.push(`/t/${encodeURIComponent(event.target.value)}`)}
+          >
+            {!known && <option value={tenant}>{tenant}</option>}
+            {tenants.data?.tenants.map((t) => (
+              <option key={t.id} value={t.name}>
+                {t.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <nav>
+          {section(base, 'Workflows', true)}
+          {section(`${base}/crowds`, 'Crowds')}
+          {section(`${base}/procedures`, 'Procedures')}
+        </nav>
+        <button type="button" className="link signout" onClick={() => void signOut()}>
+          Sign out
+        </button>
+      </header>
+      {tenants.error && tenants.error.status !== 401 && <ErrorBox error={tenants.error} />}
+      {tenants.data && !known && <ErrorBox error={`Tenant "${tenant}" does not exist`} />}
+      <div className="page">{children}</div>
+    </div>
+  );
+}

@@ -1,0 +1,44 @@
+'use client';
+import { useRouter, useSearchParams } from 'next/navigation';
+import { useState, type FormEvent } from 'react';
+import { ApiError, apiCall } from './api';
+import { ErrorBox } from './ui';
+
+export function SignInForm() {
+  const router = useRouter();
+  const next = useSearchParams().get('next');
+  const [token, setToken] = useState('');
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function submit(event: FormEvent) {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await apiCall('POST', '/session', { token });
+      // only same-site paths: never an open redirect
+      router.replace(next && next.startsWith('/') && !next.startsWith('//') ? next : '/');
+    } catch (caught) {
+      setError(caught as ApiError);
+      setBusy(false);
+    }
+  }
+
+  return (
+    <main className="signin">
+      <form onSubmit={submit} className="card">
+        <h1>Crowdflow</h1>
+        <p className="muted">Sign in with the admin token.</p>
+        <label>
+          Admin token
+          <input type="password" name="token" autoComplete="current-password" value={token} onChange={(e) => setToken(e.target.value)} required autoFocus />
+        </label>
+        {error && <ErrorBox error={error} />}
+        <button type="submit" className="primary" disabled={busy || !token}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+    </main>
+  );
+}

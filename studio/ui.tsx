@@ -1,0 +1,59 @@
+'use client';
+import { useEffect, useRef, type ReactNode } from 'react';
+import type { ApiError } from './api';
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p className="state state-loading" role="status">
+      Loading {what}…
+    </p>
+  );
+}
+
+export function ErrorBox({ error, onRetry }: { error: ApiError | Error | string; onRetry?: () => void }) {
+  const message = typeof error === 'string' ? error : error.message;
+  const code = typeof error === 'object' && 'code' in error ? (error as ApiError).code : undefined;
+  return (
+    <div className="state state-error" role="alert" data-testid="error">
+      <strong>{message}</strong>
+      {code && <span className="muted"> ({code})</span>}
+      {onRetry && (
+        <button type="button" className="link" onClick={onRetry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="state state-empty">{children}</div>;
+}
+
+/** A modal dialog on the native <dialog> element (focus trap and Escape for free). */
+export function Dialog({ title, onClose, children, testId }: { title: string; onClose: () => void; children: ReactNode; testId?: string }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const dialog = ref.current;
+    if (dialog && !dialog.open) dialog.showModal();
+  }, []);
+  return (
+    <dialog ref={ref} className="dialog" onClose={onClose} onCancel={onClose} data-testid={testId}>
+      <header>
+        <h2>{title}</h2>
+        <button type="button" className="icon" aria-label="Close" onClick={onClose}>
+          ×
+        </button>
+      </header>
+      {children}
+    </dialog>
+  );
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+export const formatCount = (n: number) => n.toLocaleString('en-US');
