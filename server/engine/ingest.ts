@@ -1,0 +1,169 @@
+// Ingest: validate a whole batch of events by hand (one pass, no per-event schema objects), then append it to
+// the tenant's partitioned input log with ONE SQL statement, so a batch is either all durable or not there at all.
+import type { Principal } from '../auth';
+import { AppError } from '../errors';
+import { db, dbTarget } from '../storage/db';
+import { findTenant } from '../tenants/tenants';
+
+export const MAX_EVENTS_PER_BATCH = 10_000;
+export const MAX_USER_ID = 0xffff_ffff;
+export const MAX_EVENT_TYPE_LENGTH = 128;
+/** Latest accepted epoch-ms time (the largest a JS Date can hold). */
+const MAX_TIME_MS = 8.64e15;
+/** A timestamp with a time zone (or a bare date, read as UTC midnight); Date.parse alone accepts far too much. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2}))?$/i;
+const EVENT_FIELDS = new Set(['user', 'type', 'data', 'time']);
+const BODY_FIELDS = new Set(['tenant', 'events']);
+
+/** One event as it is stored in the log: `time` is epoch milliseconds. */
+export type LoggedEvent = { user: number; type: string; data: Record<string, unknown>; time: number };
+export type EventBatch = { tenant?: string; events: LoggedEvent[] };
+
+const invalid = (where: string, problem: string) => new AppError('validation_failed', `${where}: ${problem}`, { path: where });
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'object') return 'an object';
+  return `${typeof value} ${String(value)}`;
+}
+
+function eventTime(value: unknown, where: string, now: number): number {
+  if (value === undefined) return now;
+  if (typeof value === 'number') {
+    if (!Number.isInteger(value) || value < 0 || value > MAX_TIME_MS) throw invalid(where, `expected epoch milliseconds (a non-negative integer), got ${describe(value)}`);
+    return value;
+  }
+  if (typeof value === 'string' && ISO_TIME.test(value)) {
+    const ms = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
+    if (Number.isFinite(ms) && ms >= 0) return ms;
+  }
+  throw invalid(where, `expected an ISO-8601 timestamp with a time zone (e.g. "2026-01-31T12:00:00Z") or epoch milliseconds, got ${describe(value)}`);
+}
+
+/**
+ * Validates a decoded request body. Every event is checked before anything is written; the first problem is
+ * thrown as a 400 naming its place (`events[17].user: …`). `now` stamps events sent without a time.
+ */
+export function parseEventBatch(body: unknown, now: number): EventBatch {
+  if (!isPlainObject(body)) throw invalid('body', `expected an object {tenant?, events: [...]}, got ${describe(body)}`);
+  for (const key in body) if (!BODY_FIELDS.has(key)) throw invalid(key, 'unknown field (expected tenant and events)');
+  const { tenant, events } = body;
+  if (tenant !== undefined && (typeof tenant !== 'string' || tenant.length === 0)) throw invalid('tenant', `expected a tenant id or name, got ${describe(tenant)}`);
+  if (!Array.isArray(events)) throw invalid('events', `expected an array of events, got ${describe(events)}`);
+  if (events.length === 0) throw invalid('events', 'the batch is empty; send at least one event');
+  if (events.length > MAX_EVENTS_PER_BATCH) {
+    throw invalid(`events[${MAX_EVENTS_PER_BATCH}]`, `a batch holds at most ${MAX_EVENTS_PER_BATCH} events; this one has ${events.length}`);
+  }
+  const parsed = new Array<LoggedEvent>(events.length);
+  for (let i = 0; i < events.length; i++) {
+    const event: unknown = events[i];
+    if (!isPlainObject(event)) throw invalid(`events[${i}]`, `expected an object {user, type, data?, time?}, got ${describe(event)}`);
+    for (const key in event) if (!EVENT_FIELDS.has(key)) throw invalid(`events[${i}].${key}`, 'unknown field (expected user, type, data, time)');
+    const { user, type, data } = event;
+    if (typeof user !== 'number' || !Number.isInteger(user) || user < 0 || user > MAX_USER_ID) {
+      throw invalid(`events[${i}].user`, `expected an integer user id from 0 to ${MAX_USER_ID}, got ${describe(user)}`);
+    }
+    if (typeof type !== 'string' || type.length === 0 || type.length > MAX_EVENT_TYPE_LENGTH) {
+      throw invalid(`events[${i}].type`, `expected a non-empty string of at most ${MAX_EVENT_TYPE_LENGTH} characters, got ${describe(type)}`);
+    }
+    if (data !== undefined && !isPlainObject(data)) throw invalid(`events[${i}].data`, `expected an object, got ${describe(data)}`);
+    parsed[i] = { user, type, data: (data as Record<string, unknown> | undefined) ?? {}, time: eventTime(event.time, `events[${i}].time`, now) };
+  }
+  return tenant === undefined ? { events: parsed } : { tenant, events: parsed };
+}
+
+/** The events of one batch grouped by input partition (`user % partitions`), in their order within the batch. */
+export function partitionEvents(events: LoggedEvent[], partitions: number): Map<number, LoggedEvent[]> {
+  const groups = new Map<number, LoggedEvent[]>();
+  for (const event of events) {
+    const partition = event.user % partitions;
+    let group = groups.get(partition);
+    if (!group) groups.set(partition, (group = []));
+    group.push(event);
+  }
+  return groups;
+}
+
+const MAX_APPEND_ATTEMPTS = 20;
+
+/** A table name for raw SQL: PostgreSQL raw queries do not get the client's schema, so it is spelled out. */
+export function tableName(table: string): string {
+  const target = dbTarget();
+  return target.provider === 'postgres' ? `"${target.schema.replace(/"/g, '""')}"."${table}"` : `"${table}"`;
+}
+
+/** A unique-key clash on the log's (tenant, partition, offset): another writer took the offset first. */
+function isOffsetClash(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message, meta } = error as { code?: string; message?: string; meta?: unknown };
+  if (code === 'P2002') return true;
+  const text = `${message ?? ''} ${JSON.stringify(meta ?? {})}`;
+  return /23505|SQLITE_CONSTRAINT|UNIQUE constraint failed|duplicate key value/i.test(text);
+}
+
+/**
+ * Appends a validated batch: one EventLog row per touched partition, each at that partition's previous max offset
+ * + 1. One INSERT statement holds every row, so the batch is atomic without an interactive transaction; rows are
+ * listed in partition order so concurrent writers lock in the same order. Offsets are computed from committed
+ * rows only, so two writers racing for an offset make one of them fail on the primary key — it simply retries.
+ * Returns the number of events appended.
+ */
+export async function appendEvents(tenantId: string, partitions: number, events: LoggedEvent[]): Promise<number> {
+  if (events.length === 0) return 0;
+  // Batches of one tenant are written one at a time in this process: racing our own requests for the same
+  // offsets would only cost retries. Other processes still race, and the retry below settles that.
+  const previous = tenantWrites.get(tenantId) ?? Promise.resolve();
+  const write = previous.then(() => insertBatch(tenantId, partitions, events));
+  const settled = write.then(
+    () => undefined,
+    () => undefined,
+  );
+  tenantWrites.set(tenantId, settled);
+  void settled.then(() => {
+    if (tenantWrites.get(tenantId) === settled) tenantWrites.delete(tenantId);
+  });
+  return write;
+}
+
+const tenantWrites = new Map<string, Promise<void>>();
+
+async function insertBatch(tenantId: string, partitions: number, events: LoggedEvent[]): Promise<number> {
+  const groups = [...partitionEvents(events, partitions)].sort((a, b) => a[0] - b[0]);
+  // Placeholders: `$n` on PostgreSQL, `?` on SQLite; each occurrence gets its own parameter.
+  const postgres = dbTarget().provider === 'postgres';
+  const eventLog = tableName('EventLog');
+  const params: unknown[] = [];
+  const bind = (value: unknown) => (params.push(value), postgres ? `$${params.length}` : '?');
+  const values = groups.map(([partition, group]) => {
+    const row = [bind(tenantId), bind(partition)];
+    const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
+    return `(${row[0]}, ${row[1]}, ${offset}, ${bind(JSON.stringify(group))}, ${bind(group.length)})`;
+  });
+  const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES ${values.join(', ')}`;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db().$executeRawUnsafe(sql, ...params);
+      return events.length;
+    } catch (error) {
+      if (!isOffsetClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
+    }
+  }
+}
+
+/**
+ * The whole ingest call: validates the batch, resolves the tenant (an API key's own, or `tenant` with the admin
+ * token; a key naming another tenant gets 404 like a tenant that does not exist), then appends durably.
+ */
+export async function ingest(principal: Principal, body: unknown, now: number): Promise<{ tenantId: string; accepted: number }> {
+  const batch = parseEventBatch(body, now);
+  if (principal.kind === 'admin' && batch.tenant === undefined) throw invalid('tenant', 'required with the admin token (a tenant id or name)');
+  const tenant = await findTenant(principal, batch.tenant ?? (principal as { tenantId: string }).tenantId);
+  return { tenantId: tenant.id, accepted: await appendEvents(tenant.id, tenant.partitions, batch.events) };
+}

@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../server/errors';
+import { appendEvents, ingest, MAX_EVENTS_PER_BATCH, parseEventBatch, partitionEvents } from '../../server/engine/ingest';
+import { newId } from '../../server/ids';
+import { db } from '../../server/storage/db';
+
+const NOW = Date.UTC(2026, 0, 1, 12);
+
+async function tenant(partitions: number): Promise<{ id: string; name: string }> {
+  const id = newId('tn');
+  await db().tenant.create({ data: { id, name: id.toLowerCase().replace(/[^a-z0-9]/g, 'x'), partitions } });
+  return (await db().tenant.findUniqueOrThrow({ where: { id } })) as { id: string; name: string };
+}
+
+function refusal(body: unknown): AppError {
+  try {
+    parseEventBatch(body, NOW);
+  } catch (error) {
+    expect(error).toBeInstanceOf(AppError);
+    return error as AppError;
+  }
+  throw new Error('the batch was accepted');
+}
+
+async function logRows(tenantId: string) {
+  return db().eventLog.findMany({ where: { tenantId }, orderBy: [{ partition: 'asc' }, { offset: 'asc' }] });
+}
+
+describe('event batch validation', () => {
+  it('normalizes events: default data {}, time from ISO, epoch ms, or now', () => {
+    const batch = parseEventBatch(
+      { events: [{ user: 0, type: 'a' }, { user: 4294967295, type: 'b', data: { x: 1 }, time: '2026-01-02T03:04:05.678Z' }, { user: 7, type: 'c', time: 1234 }] },
+      NOW,
+    );
+    expect(batch.events).toEqual([
+      { user: 0, type: 'a', data: {}, time: NOW },
+      { user: 4294967295, type: 'b', data: { x: 1 }, time: Date.UTC(2026, 0, 2, 3, 4, 5, 678) },
+      { user: 7, type: 'c', data: {}, time: 1234 },
+    ]);
+    expect(parseEventBatch({ tenant: 'acme', events: [{ user: 1, type: 't', time: '2026-01-02T03:04:05+02:00' }] }, NOW)).toEqual({
+      tenant: 'acme',
+      events: [{ user: 1, type: 't', data: {}, time: Date.UTC(2026, 0, 2, 1, 4, 5) }],
+    });
+  });
+
+  it('names the FIRST bad index and field of a batch', () => {
+    const good = { user: 1, type: 'click' };
+    const cases: [unknown, RegExp][] = [
+      [[good, good, { user: -1, type: 'x' }, { user: 'bad' }], /^events\[2\]\.user: .*0 to 4294967295.*-1/],
+      [[good, { user: 4294967296, type: 'x' }], /^events\[1\]\.user: /],
+      [[{ user: 1.5, type: 'x' }], /^events\[0\]\.user: /],
+      [[good, { user: '12', type: 'x' }], /^events\[1\]\.user: .*the string "12"/],
+      [[good, good, good, { user: 3 }], /^events\[3\]\.type: /],
+      [[{ user: 3, type: '' }], /^events\[0\]\.type: /],
+      [[{ user: 3, type: 'x'.repeat(129) }], /^events\[0\]\.type: .*128/],
+      [[{ user: 3, type: 'x', data: [1] }], /^events\[0\]\.data: expected an object, got an array/],
+      [[{ user: 3, type: 'x', data: 'nope' }], /^events\[0\]\.data: /],
+      [[{ user: 3, type: 'x', time: 'yesterday' }], /^events\[0\]\.time: /],
+      [[{ user: 3, type: 'x', time: '2026-01-02T03:04:05' }], /^events\[0\]\.time: .*time zone/],
+      [[{ user: 3, type: 'x', time: -5 }], /^events\[0\]\.time: /],
+      [[good, { user: 3, type: 'x', colour: 'red' }], /^events\[1\]\.colour: unknown field/],
+      [[good, null], /^events\[1\]: expected an object/],
+    ];
+    for (const [events, message] of cases) {
+      const error = refusal({ events });
+      expect(error.code).toBe('validation_failed');
+      expect(error.status).toBe(400);
+      expect(error.message).toMatch(message);
+    }
+  });
+
+  it('refuses bodies that are not a batch, an empty batch and one over the limit', () => {
+    expect(refusal([]).message).toMatch(/^body: /);
+    expect(refusal({}).message).toMatch(/^events: expected an array/);
+    expect(refusal({ events: [] }).message).toMatch(/^events: the batch is empty/);
+    expect(refusal({ events: [], extra: 1 }).message).toMatch(/^extra: unknown field/);
+    expect(refusal({ tenant: 5, events: [{ user: 1, type: 'x' }] }).message).toMatch(/^tenant: /);
+    const oversized = Array.from({ length: MAX_EVENTS_PER_BATCH + 1 }, (_, user) => ({ user, type: 'x' }));
+    const error = refusal({ events: oversized });
+    expect(error.status).toBe(400);
+    expect(error.message).toMatch(/^events\[10000\]: a batch holds at most 10000 events; this one has 10001/);
+    expect(parseEventBatch({ events: oversized.slice(0, MAX_EVENTS_PER_BATCH) }, NOW).events).toHaveLength(MAX_EVENTS_PER_BATCH);
+  });
+});
+
+describe('appending to the partitioned log', () => {
+  it('groups a batch by user % P, keeping the order within each partition', () => {
+    const events = [5, 2, 9, 4, 1, 6].map((user, i) => ({ user, type: `e${i}`, data: {}, time: NOW }));
+    const groups = partitionEvents(events, 4);
+    expect([...groups.keys()].sort()).toEqual([0, 1, 2]);
+    expect(groups.get(1)!.map((e) => e.user)).toEqual([5, 9, 1]);
+    expect(groups.get(2)!.map((e) => e.user)).toEqual([2, 6]);
+    expect(groups.get(0)!.map((e) => e.user)).toEqual([4]);
+  });
+
+  it('writes one row per touched partition per batch, offsets 1, 2, 3… per partition', async () => {
+    const t = await tenant(4);
+    const first = parseEventBatch({ events: [{ user: 1, type: 'a', data: { n: 1 } }, { user: 5, type: 'b' }, { user: 2, type: 'c', time: 99 }] }, NOW).events;
+    expect(await appendEvents(t.id, 4, first)).toBe(3);
+    expect(await appendEvents(t.id, 4, parseEventBatch({ events: [{ user: 9, type: 'd' }] }, NOW).events)).toBe(1);
+    const rows = await logRows(t.id);
+    expect(rows.map((r) => [r.partition, Number(r.offset), r.count])).toEqual([
+      [1, 1, 2],
+      [1, 2, 1],
+      [2, 1, 1],
+    ]);
+    expect(JSON.parse(rows[0].events)).toEqual([
+      { user: 1, type: 'a', data: { n: 1 }, time: NOW },
+      { user: 5, type: 'b', data: {}, time: NOW },
+    ]);
+    expect(JSON.parse(rows[2].events)).toEqual([{ user: 2, type: 'c', data: {}, time: 99 }]);
+  });
+
+  it('keeps offsets gap-free and unique under many concurrent batches, and tenants apart', async () => {
+    const [a, b] = [await tenant(3), await tenant(3)];
+    const batches = Array.from({ length: 30 }, (_, i) => Array.from({ length: 10 }, (_, j) => ({ user: i * 10 + j, type: 'x', data: {}, time: NOW })));
+    await Promise.all(batches.flatMap((events) => [appendEvents(a.id, 3, events), appendEvents(b.id, 3, events)]));
+    for (const t of [a, b]) {
+      const rows = await logRows(t.id);
+      for (const partition of [0, 1, 2]) {
+        const offsets = rows.filter((r) => r.partition === partition).map((r) => Number(r.offset));
+        expect(offsets).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+      }
+      const users = rows.flatMap((r) => (JSON.parse(r.events) as { user: number }[]).map((e) => e.user)).sort((x, y) => x - y);
+      expect(users).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    }
+  });
+
+  it('resolves the tenant from the key or from `tenant` with the admin token', async () => {
+    const t = await tenant(2);
+    const events = [{ user: 3, type: 'x' }];
+    expect(await ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { events }, NOW)).toEqual({ tenantId: t.id, accepted: 1 });
+    expect(await ingest({ kind: 'admin' }, { tenant: t.name, events }, NOW)).toEqual({ tenantId: t.id, accepted: 1 });
+    await expect(ingest({ kind: 'admin' }, { events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: /^tenant: required/ });
+    const other = await tenant(2);
+    await expect(ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(ingest({ kind: 'admin' }, { tenant: 'no-such-tenant', events }, NOW)).rejects.toMatchObject({ code: 'not_found' });
+    expect(await logRows(other.id)).toEqual([]);
+    expect((await logRows(t.id)).map((r) => Number(r.offset))).toEqual([1, 2]);
+  });
+});
