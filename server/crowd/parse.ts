@@ -1,0 +1,336 @@
+import { AppError } from '../errors';
+import { deserializeBitmap, MAX_USER_ID, RoaringBitmap32 } from './bitmap';
+
+// Uploads are scanned byte by byte into a Uint32Array and handed to roaring in batches (`addMany`):
+// one N-API call per ID would cost more than the whole scan (see ENVIRONMENT.md).
+
+export type UploadFormat = 'text' | 'json' | 'roaring';
+
+const FORMATS: Record<string, UploadFormat> = {
+  'text/plain': 'text',
+  'text/csv': 'text',
+  'application/json': 'json',
+  'application/octet-stream': 'roaring',
+};
+
+/** Maps a Content-Type to an upload format; anything else is a 415 naming the accepted types. */
+export function uploadFormat(contentType: string | null | undefined): UploadFormat {
+  const mediaType = (contentType ?? '').split(';')[0].trim().toLowerCase();
+  const format = FORMATS[mediaType];
+  if (!format) {
+    throw new AppError(
+      'unsupported_media_type',
+      `${mediaType ? `Content-Type ${mediaType} is not a crowd format` : 'The upload has no Content-Type'}; use ${Object.keys(FORMATS).join(', ')}`,
+    );
+  }
+  return format;
+}
+
+export type ByteSource = AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>;
+
+/** Parses a crowd upload as it streams in; more than `maxBytes` bytes is a 413 and nothing is kept. */
+export async function parseCrowdUpload(body: ByteSource | null, contentType: string | null | undefined, maxBytes: number): Promise<RoaringBitmap32> {
+  const format = uploadFormat(contentType);
+  const chunks = cappedChunks(body, maxBytes);
+  if (format === 'roaring') return deserializeBitmap(await collect(chunks));
+  const scanner = format === 'json' ? new JsonIdScanner() : new TextIdScanner();
+  for await (const chunk of chunks) scanner.feed(chunk);
+  return scanner.end();
+}
+
+async function* cappedChunks(body: ByteSource | null, maxBytes: number): AsyncGenerator<Uint8Array> {
+  if (!body) return;
+  let total = 0;
+  const tooLarge = () => new AppError('payload_too_large', `The upload is larger than the limit of ${maxBytes} bytes (CROWDFLOW_MAX_UPLOAD_BYTES)`);
+  if (isReadableStream(body)) {
+    const reader = body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        total += value.byteLength;
+        if (total > maxBytes) throw tooLarge();
+        yield value;
+      }
+    } finally {
+      // Stops the transfer when we give up early (too large, bad ID); a finished stream ignores it.
+      await reader.cancel().catch(() => undefined);
+    }
+  }
+  for await (const value of body) {
+    total += value.byteLength;
+    if (total > maxBytes) throw tooLarge();
+    yield value;
+  }
+}
+
+function isReadableStream(body: ByteSource): body is ReadableStream<Uint8Array> {
+  return typeof (body as ReadableStream).getReader === 'function';
+}
+
+async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  return Buffer.concat(parts);
+}
+
+/** Collects IDs into a fixed buffer and adds them to the bitmap a batch at a time (sorted: roaring adds runs faster). */
+class IdSink {
+  private readonly buffer = new Uint32Array(1 << 20);
+  private length = 0;
+  readonly bitmap = new RoaringBitmap32();
+
+  add(id: number): void {
+    this.buffer[this.length++] = id;
+    if (this.length === this.buffer.length) this.flush();
+  }
+
+  flush(): RoaringBitmap32 {
+    if (this.length > 0) this.bitmap.addMany(this.buffer.subarray(0, this.length).sort());
+    this.length = 0;
+    return this.bitmap;
+  }
+}
+
+const KIND_ID = 0;
+const KIND_TOO_LARGE = 1;
+const KIND_NEGATIVE = 2;
+const KIND_NOT_INTEGER = 3;
+const MAX_SHOWN = 40;
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+const TAB = 9;
+const COMMA = 44;
+const MINUS = 45;
+const QUOTE = 34;
+const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
+
+/**
+ * The token being read: its kind, value, and its bytes from earlier chunks (kept only for the error message,
+ * capped). A token never spans a line, so `line` is the token's line.
+ */
+abstract class IdScanner {
+  protected readonly sink = new IdSink();
+  protected line = 1;
+  protected inToken = false;
+  protected kind = KIND_ID;
+  protected value = 0;
+  protected digits = 0;
+  protected carry: number[] = [];
+  /** Bytes of a leading UTF-8 byte order mark matched so far; -1 once past the start of the upload. */
+  private bomMatched = 0;
+
+  feed(chunk: Uint8Array): void {
+    let start = 0;
+    while (this.bomMatched >= 0 && start < chunk.byteLength) {
+      if (chunk[start] !== BYTE_ORDER_MARK[this.bomMatched]) {
+        this.bomMatched = -1;
+        break;
+      }
+      start++;
+      if (++this.bomMatched === BYTE_ORDER_MARK.length) this.bomMatched = -1;
+    }
+    this.scan(chunk, start);
+  }
+
+  protected abstract scan(chunk: Uint8Array, start: number): void;
+
+  abstract end(): RoaringBitmap32;
+
+  protected startToken(first: number): void {
+    this.inToken = true;
+    this.value = 0;
+    this.digits = 0;
+    this.carry.length = 0;
+    this.kind = first === MINUS ? KIND_NEGATIVE : KIND_NOT_INTEGER;
+  }
+
+  /** Keeps the start of a token that continues in the next chunk, for its error message. */
+  protected carryOver(chunk: Uint8Array, tokenStart: number): void {
+    for (let i = tokenStart; i < chunk.byteLength && this.carry.length <= MAX_SHOWN; i++) this.carry.push(chunk[i]);
+  }
+
+  protected finishToken(chunk: Uint8Array, tokenStart: number, tokenEnd: number): void {
+    this.inToken = false;
+    if (this.kind === KIND_ID && this.digits > 0) {
+      this.sink.add(this.value);
+      return;
+    }
+    const kind = this.kind === KIND_NEGATIVE && this.digits === 0 ? KIND_NOT_INTEGER : this.kind;
+    throw badId(this.line, this.tokenText(chunk, tokenStart, tokenEnd), kind);
+  }
+
+  protected tokenText(chunk: Uint8Array, tokenStart: number, tokenEnd: number): string {
+    const own = chunk.subarray(tokenStart, Math.min(tokenEnd, tokenStart + MAX_SHOWN + 1));
+    return Buffer.concat([Uint8Array.from(this.carry), own]).toString('utf8');
+  }
+}
+
+function badId(line: number, text: string, kind: number): AppError {
+  const shown = text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text;
+  const why = kind === KIND_NEGATIVE ? 'is negative' : kind === KIND_TOO_LARGE ? `is above ${MAX_USER_ID}` : 'is not an integer';
+  return new AppError('invalid_id', `Line ${line}: "${shown}" ${why}; user IDs are integers from 0 to ${MAX_USER_ID}`, { line, value: shown });
+}
+
+function isHeaderStart(byte: number): boolean {
+  return (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) || byte === 95 || byte === QUOTE;
+}
+
+/**
+ * text/plain and text/csv: IDs separated by newlines (LF or CRLF), commas, spaces or tabs. A first line that
+ * starts with a letter, "_" or a quote is a header (e.g. `user_id`) and is skipped.
+ */
+class TextIdScanner extends IdScanner {
+  private headerPossible = true;
+  private skippingLine = false;
+
+  protected scan(chunk: Uint8Array, start: number): void {
+    const n = chunk.byteLength;
+    let i = start;
+    let tokenStart = this.inToken ? 0 : -1;
+    if (this.skippingLine) {
+      i = chunk.indexOf(LF, i);
+      if (i < 0) return;
+      this.skippingLine = false;
+    }
+    for (; i < n; i++) {
+      const b = chunk[i];
+      if (b >= 48 && b <= 57) {
+        if (!this.inToken) {
+          this.inToken = true;
+          this.kind = KIND_ID;
+          this.value = 0;
+          this.digits = 0;
+          this.carry.length = 0;
+          this.headerPossible = false;
+          tokenStart = i;
+        }
+        if (this.kind === KIND_ID) {
+          this.value = this.value * 10 + (b - 48);
+          if (this.value > MAX_USER_ID) this.kind = KIND_TOO_LARGE;
+        }
+        this.digits++;
+      } else if (b === LF || b === COMMA || b === SPACE || b === CR || b === TAB) {
+        if (this.inToken) this.finishToken(chunk, tokenStart, i);
+        if (b === LF) {
+          this.line++;
+          this.headerPossible = false;
+        }
+      } else if (this.inToken) {
+        this.kind = KIND_NOT_INTEGER;
+      } else if (this.headerPossible && isHeaderStart(b)) {
+        this.headerPossible = false;
+        const lineEnd = chunk.indexOf(LF, i);
+        if (lineEnd < 0) {
+          this.skippingLine = true;
+          return;
+        }
+        i = lineEnd - 1;
+      } else {
+        this.headerPossible = false;
+        this.startToken(b);
+        tokenStart = i;
+      }
+    }
+    if (this.inToken) this.carryOver(chunk, tokenStart);
+  }
+
+  end(): RoaringBitmap32 {
+    if (this.inToken) this.finishToken(new Uint8Array(0), 0, 0);
+    return this.sink.flush();
+  }
+}
+
+const BEFORE_ARRAY = 0;
+const AFTER_OPEN = 1;
+const AFTER_COMMA = 2;
+const AFTER_VALUE = 3;
+const IN_STRING = 4;
+const AFTER_ARRAY = 5;
+
+/** application/json: one array of integers, e.g. `[1, 2, 3]`; anything else in it names its line. */
+class JsonIdScanner extends IdScanner {
+  private state = BEFORE_ARRAY;
+  private escaped = false;
+
+  protected scan(chunk: Uint8Array, start: number): void {
+    const n = chunk.byteLength;
+    let tokenStart = this.inToken || this.state === IN_STRING ? 0 : -1;
+    for (let i = start; i < n; i++) {
+      const b = chunk[i];
+      if (this.state === IN_STRING) {
+        if (this.escaped) this.escaped = false;
+        else if (b === 92) this.escaped = true;
+        else if (b === QUOTE) throw badId(this.line, this.tokenText(chunk, tokenStart, i + 1), KIND_NOT_INTEGER);
+        else if (b === LF) throw this.structural('a string that is not closed');
+      } else if (b >= 48 && b <= 57) {
+        if (!this.inToken) {
+          if (this.state !== AFTER_OPEN && this.state !== AFTER_COMMA) throw this.unexpected(b);
+          this.inToken = true;
+          this.kind = KIND_ID;
+          this.value = 0;
+          this.digits = 0;
+          this.carry.length = 0;
+          tokenStart = i;
+        }
+        if (this.kind === KIND_ID) {
+          this.value = this.value * 10 + (b - 48);
+          if (this.value > MAX_USER_ID) this.kind = KIND_TOO_LARGE;
+        }
+        this.digits++;
+      } else if (b === SPACE || b === LF || b === CR || b === TAB) {
+        this.endValue(chunk, tokenStart, i);
+        if (b === LF) this.line++;
+      } else if (b === COMMA) {
+        this.endValue(chunk, tokenStart, i);
+        if (this.state !== AFTER_VALUE) throw this.unexpected(b);
+        this.state = AFTER_COMMA;
+      } else if (b === 93 /* ] */) {
+        this.endValue(chunk, tokenStart, i);
+        if (this.state !== AFTER_VALUE && this.state !== AFTER_OPEN) throw this.unexpected(b);
+        this.state = AFTER_ARRAY;
+      } else if (b === 91 /* [ */ && this.state === BEFORE_ARRAY) {
+        this.state = AFTER_OPEN;
+      } else if (this.inToken) {
+        if (b === 91 || b === 123 || b === 125 || b === 58 || b === QUOTE) throw this.unexpected(b);
+        this.kind = KIND_NOT_INTEGER;
+      } else if (this.state === AFTER_OPEN || this.state === AFTER_COMMA) {
+        if (b === 91 || b === 123 || b === 125 || b === 58) throw this.unexpected(b);
+        tokenStart = i;
+        if (b === QUOTE) {
+          this.state = IN_STRING;
+          this.carry.length = 0;
+        } else {
+          this.startToken(b);
+        }
+      } else {
+        throw this.unexpected(b);
+      }
+    }
+    if (this.inToken || this.state === IN_STRING) this.carryOver(chunk, tokenStart);
+  }
+
+  private endValue(chunk: Uint8Array, tokenStart: number, i: number): void {
+    if (!this.inToken) return;
+    this.finishToken(chunk, tokenStart, i);
+    this.state = AFTER_VALUE;
+  }
+
+  private unexpected(byte: number): AppError {
+    const expected = ['"["', 'a user ID or "]"', 'a user ID', '"," or "]"', '', 'nothing after the closing "]"'][this.state];
+    return this.structural(`expected ${expected} but found "${String.fromCharCode(byte)}"`);
+  }
+
+  private structural(problem: string): AppError {
+    return new AppError('invalid_json', `Line ${this.line}: ${problem}; a JSON crowd is an array of user IDs like [1, 2, 3]`, { line: this.line });
+  }
+
+  end(): RoaringBitmap32 {
+    if (this.inToken) this.endValue(new Uint8Array(0), 0, 0);
+    if (this.state === IN_STRING) throw this.structural('a string that is not closed');
+    if (this.state === BEFORE_ARRAY) throw new AppError('invalid_json', 'The body is empty; a JSON crowd is an array of user IDs like [1, 2, 3]');
+    if (this.state !== AFTER_ARRAY) throw this.structural('the array is not closed with "]"');
+    return this.sink.flush();
+  }
+}

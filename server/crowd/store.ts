@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
+import { newId } from '../ids';
+import { db } from '../storage/db';
+import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from './bitmap';
+import { notifyCrowdChanged } from './changes';
+
+export const CrowdName = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,100}$/, 'Crowd names are 1–100 characters of A–Z, a–z, 0–9, "_", "." and "-"');
+
+export type CrowdMeta = { id: string; name: string; count: number; sizeBytes: number; createdAt: Date; updatedAt: Date };
+export type LoadedCrowd = CrowdMeta & { bitmap: RoaringBitmap32 };
+export type CrowdView = { name: string; count: number; sizeBytes: number; createdAt: string; updatedAt: string };
+
+const META = { id: true, name: true, count: true, sizeBytes: true, createdAt: true, updatedAt: true } as const;
+
+type MetaRow = { id: string; name: string; count: bigint; sizeBytes: bigint; createdAt: Date; updatedAt: Date };
+
+const meta = (row: MetaRow): CrowdMeta => ({ ...row, count: Number(row.count), sizeBytes: Number(row.sizeBytes) });
+
+export function crowdView(crowd: CrowdMeta): CrowdView {
+  return {
+    name: crowd.name,
+    count: crowd.count,
+    sizeBytes: crowd.sizeBytes,
+    createdAt: crowd.createdAt.toISOString(),
+    updatedAt: crowd.updatedAt.toISOString(),
+  };
+}
+
+export async function listCrowds(tenantId: string): Promise<CrowdMeta[]> {
+  return (await db().crowd.findMany({ where: { tenantId }, select: META, orderBy: { name: 'asc' } })).map(meta);
+}
+
+/** A crowd's metadata without its bitmap; 404 when missing. */
+export async function requireCrowdMeta(tenantId: string, name: string): Promise<CrowdMeta> {
+  const row = await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: META });
+  if (!row) throw notFound(`Crowd "${name}"`);
+  return meta(row);
+}
+
+/** A crowd with its bitmap, or null when the tenant has no crowd of that name. */
+export async function loadCrowd(tenantId: string, name: string): Promise<LoadedCrowd | null> {
+  const row = await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { ...META, bitmap: true } });
+  if (!row) return null;
+  const { bitmap, ...rest } = row;
+  return { ...meta(rest), bitmap: deserializeBitmap(bitmap) };
+}
+
+/** Like loadCrowd, but a missing crowd is a 404 naming it. */
+export async function requireCrowd(tenantId: string, name: string): Promise<LoadedCrowd> {
+  const crowd = await loadCrowd(tenantId, name);
+  if (!crowd) throw notFound(`Crowd "${name}"`);
+  return crowd;
+}
+
+/**
+ * Stores a crowd in one statement: `create` refuses an existing name (409); `replace` creates or swaps the
+ * whole bitmap atomically (readers see the old or the new crowd, never a mix).
+ */
+export async function saveCrowd(
+  tenantId: string,
+  name: string,
+  bitmap: RoaringBitmap32,
+  mode: 'create' | 'replace',
+): Promise<{ crowd: CrowdMeta; created: boolean }> {
+  CrowdName.parse(name);
+  const bytes = serializeBitmap(bitmap);
+  const data = { count: BigInt(bitmap.size), sizeBytes: BigInt(bytes.byteLength), bitmap: bytes as Uint8Array<ArrayBuffer> };
+  const client = db();
+  const alreadyThere = `Crowd "${name}" already exists; use PUT to replace it`;
+  try {
+    if (mode === 'create') {
+      const row = await client.crowd.create({ data: { id: newId('cr'), tenantId, name, ...data }, select: META });
+      notifyCrowdChanged(tenantId, name, 'saved');
+      return { crowd: meta(row), created: true };
+    }
+    const existing = await client.crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { id: true } });
+    const row = await client.crowd.upsert({
+      where: { tenantId_name: { tenantId, name } },
+      create: { id: newId('cr'), tenantId, name, ...data },
+      update: { ...data, updatedAt: new Date() },
+      select: META,
+    });
+    notifyCrowdChanged(tenantId, name, 'saved');
+    return { crowd: meta(row), created: !existing };
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(alreadyThere);
+    throw error;
+  }
+}
+
+/** Fails with 409 before an upload is read when `create` would be refused anyway. */
+export async function assertCrowdAbsent(tenantId: string, name: string): Promise<void> {
+  const existing = await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { id: true } });
+  if (existing) throw conflict(`Crowd "${name}" already exists; use PUT to replace it`);
+}
+
+/**
+ * Deletes a crowd. Running instances are not affected: each keeps its own copy of its users in its shards;
+ * only a later update-crowd naming this crowd would then get a 404.
+ */
+export async function deleteCrowd(tenantId: string, name: string): Promise<void> {
+  const { count } = await db().crowd.deleteMany({ where: { tenantId, name } });
+  if (count === 0) throw notFound(`Crowd "${name}"`);
+  notifyCrowdChanged(tenantId, name, 'deleted');
+}
+
+export const CombineOperation = z.enum(['union', 'intersection', 'difference']);
+
+export const CombineCrowdsBody = z.strictObject({
+  name: CrowdName,
+  op: CombineOperation,
+  crowds: z.array(CrowdName).min(1).max(100),
+  replace: z.boolean().default(false),
+});
+
+/**
+ * Makes a new crowd from existing ones: union (in any), intersection (in all), difference (in the first and
+ * none of the others). Every source is named in the 404 when missing.
+ */
+export async function combineCrowds(tenantId: string, body: z.infer<typeof CombineCrowdsBody>): Promise<{ crowd: CrowdMeta; created: boolean }> {
+  const names = [...new Set(body.crowds)];
+  const loaded = await Promise.all(names.map((name) => loadCrowd(tenantId, name)));
+  const missing = names.filter((_, i) => !loaded[i]);
+  if (missing.length > 0) {
+    throw new AppError('not_found', `Crowd${missing.length > 1 ? 's' : ''} ${missing.map((n) => `"${n}"`).join(', ')} not found`, { missing });
+  }
+  const bitmaps = loaded.map((crowd) => crowd!.bitmap);
+  const byName = new Map(names.map((name, i) => [name, bitmaps[i]]));
+  const result = combine(body.op, body.crowds.map((name) => byName.get(name)!));
+  return saveCrowd(tenantId, body.name, result, body.replace ? 'replace' : 'create');
+}
+
+export function combine(op: z.infer<typeof CombineOperation>, bitmaps: RoaringBitmap32[]): RoaringBitmap32 {
+  const [first, ...rest] = bitmaps;
+  if (op === 'union') return RoaringBitmap32.orMany(bitmaps);
+  if (op === 'intersection') return rest.reduce((acc, b) => acc.intersection(b), first.clone());
+  return rest.length === 0 ? first.clone() : RoaringBitmap32.andNot(first, RoaringBitmap32.orMany(rest));
+}
