@@ -1,5 +1,8 @@
-import type { ReadonlyRoaringBitmap32, RoaringBitmap32 } from 'roaring';
+import { serialize, type ASTNode } from '@marcbachmann/cel-js';
+import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { AppError } from '../errors';
+import { analyzeCondition, profileEquality, profileMembership, type ConditionUsage } from './analyze';
+import { conditionEnvironment, withMembership } from './environment';
 
 export type ConditionEvent = { type: string; data: Record<string, unknown>; time: number /* epoch ms */ };
 export type ConditionInput = { user: number; now: number; event?: ConditionEvent; profile?: Record<string, unknown> };
@@ -34,9 +37,122 @@ export interface CompiledCondition {
   profileFields: string[];
 }
 
+/** One evaluation: the input, its crowd lookup and the CEL context, built on first use by a CEL leaf. */
+type Evaluation = { input: ConditionInput; crowds: CrowdMembership; context: Record<string, unknown> | null };
+type PredicateNode = (evaluation: Evaluation) => boolean;
+
+// roaring is CommonJS: under ESM its classes are only reachable through the default import.
+const { RoaringBitmap32: Bitmap } = roaring;
+
+const NOTHING: Record<string, unknown> = Object.freeze({});
+
+/** Profile values are JSON; ints in CEL literals were turned into numbers, so plain numbers compare as CEL does. */
+export function sameScalar(actual: unknown, expected: PlanScalar): boolean {
+  if (typeof actual === 'bigint') return typeof expected === 'number' && Number(actual) === expected;
+  return actual === expected;
+}
+
+function celContext(evaluation: Evaluation, usage: ConditionUsage): Record<string, unknown> {
+  const { input } = evaluation;
+  const context: Record<string, unknown> = { profile: input.profile ?? NOTHING };
+  if (usage.usesEvent) {
+    const event = input.event;
+    context.event = event ? { type: event.type, data: event.data ?? NOTHING, time: new Date(event.time) } : NOTHING;
+  }
+  if (usage.usesNow) context.now = new Date(input.now);
+  if (usage.usesUser) context.user = BigInt(input.user);
+  return context;
+}
+
+/**
+ * Boolean connectives and the plan-shaped leaves (inCrowd, profile ==/in) run as JS; every other subexpression is
+ * a CEL leaf evaluated by cel-js, where a missing value or type mismatch makes that leaf false. So a comparison
+ * with a missing value is false and `!` of it is true, exactly as the bitmap plan computes it.
+ */
+function predicateOf(node: ASTNode, usage: ConditionUsage): PredicateNode {
+  switch (node.op) {
+    case 'value':
+      if (typeof node.args === 'boolean') {
+        const constant = node.args;
+        return () => constant;
+      }
+      break;
+    case '!_': {
+      const arg = predicateOf(node.args, usage);
+      return (evaluation) => !arg(evaluation);
+    }
+    case '&&': {
+      const [left, right] = node.args.map((child) => predicateOf(child, usage));
+      return (evaluation) => left(evaluation) && right(evaluation);
+    }
+    case '||': {
+      const [left, right] = node.args.map((child) => predicateOf(child, usage));
+      return (evaluation) => left(evaluation) || right(evaluation);
+    }
+    case 'call': {
+      const name = node.args[0] === 'inCrowd' && node.args[1][0]?.op === 'value' ? node.args[1][0].args : null;
+      if (typeof name === 'string') return (evaluation) => evaluation.crowds.has(name, evaluation.input.user);
+      break;
+    }
+    case '==': {
+      const equality = profileEquality(node);
+      if (equality) {
+        const [field, value] = equality;
+        return (evaluation) => sameScalar(evaluation.input.profile?.[field], value);
+      }
+      break;
+    }
+    case 'in': {
+      const membership = profileMembership(node);
+      if (membership) {
+        const [field, values] = membership;
+        return (evaluation) => {
+          const actual = evaluation.input.profile?.[field];
+          return values.some((value) => sameScalar(actual, value));
+        };
+      }
+      break;
+    }
+  }
+  return celLeaf(node, usage);
+}
+
+function celLeaf(node: ASTNode, usage: ConditionUsage): PredicateNode {
+  const evaluate = conditionEnvironment.parse(serialize(node));
+  return (evaluation) => {
+    evaluation.context ??= celContext(evaluation, usage);
+    try {
+      return withMembership(evaluation.crowds, evaluation.input.user, () => evaluate(evaluation.context!)) === true;
+    } catch {
+      return false;
+    }
+  };
+}
+
+const compiledByText = new Map<string, CompiledCondition>();
+const MAX_CACHED_CONDITIONS = 10_000;
+
 /** Compiles CEL once (cached by text). Throws AppError('invalid_workflow') naming the problem on bad CEL. */
 export function compileCondition(text: string): CompiledCondition {
-  throw new AppError('invalid_workflow', `conditions are not implemented yet: ${text}`);
+  const cached = compiledByText.get(text);
+  if (cached) return cached;
+  const analysis = analyzeCondition(text);
+  if (!analysis.ok) throw new AppError('invalid_workflow', `condition ${JSON.stringify(text)}: ${analysis.problem}`, { condition: text, problem: analysis.problem });
+  const { parsed, usage, plan } = analysis.condition;
+  const root = predicateOf(parsed.ast, usage);
+  const compiled: CompiledCondition = {
+    text,
+    predicate: (input, crowds) => root({ input, crowds, context: null }),
+    plan,
+    usesEvent: usage.usesEvent,
+    usesProfile: usage.usesProfile,
+    usesNow: usage.usesNow,
+    crowds: usage.crowds,
+    profileFields: usage.profileFields,
+  };
+  if (compiledByText.size >= MAX_CACHED_CONDITIONS) compiledByText.delete(compiledByText.keys().next().value!);
+  compiledByText.set(text, compiled);
+  return compiled;
 }
 
 /** Where a plan's leaves come from: crowd bitmaps and the tenant's profile index. Returned bitmaps are never mutated. */
@@ -47,5 +163,35 @@ export interface PlanResolver {
 
 /** The users of `universe` that satisfy `plan`, by bitmap AND / OR / ANDNOT only (never a per-user loop). */
 export function evaluatePlan(plan: BitmapPlan, resolver: PlanResolver, universe: ReadonlyRoaringBitmap32): RoaringBitmap32 {
-  throw new Error(`evaluatePlan is not implemented yet (${plan.op}, ${typeof resolver}, ${universe.size})`);
+  switch (plan.op) {
+    case 'all':
+      return universe.clone();
+    case 'none':
+      return new Bitmap();
+    case 'crowd':
+      return Bitmap.and(universe, resolver.crowd(plan.name));
+    case 'profileEq':
+      return Bitmap.and(universe, resolver.profileEquals(plan.field, plan.value));
+    case 'profileIn': {
+      if (plan.values.length === 0) return new Bitmap();
+      const matching = Bitmap.orMany(plan.values.map((value) => resolver.profileEquals(plan.field, value)));
+      return matching.andInPlace(universe);
+    }
+    case 'or':
+      return Bitmap.orMany(plan.args.map((arg) => evaluatePlan(arg, resolver, universe)));
+    case 'and': {
+      // Each further operand only needs evaluating inside what is left, so negations run last as ANDNOTs of a
+      // shrinking universe instead of complements of the whole one.
+      if (plan.args.length === 0) return universe.clone();
+      const ordered = [...plan.args.filter((arg) => arg.op !== 'not'), ...plan.args.filter((arg) => arg.op === 'not')];
+      let remaining = evaluatePlan(ordered[0], resolver, universe);
+      for (const arg of ordered.slice(1)) {
+        if (remaining.isEmpty) break;
+        remaining = evaluatePlan(arg, resolver, remaining);
+      }
+      return remaining;
+    }
+    case 'not':
+      return Bitmap.andNot(universe, evaluatePlan(plan.arg, resolver, universe));
+  }
 }

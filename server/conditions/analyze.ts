@@ -1,0 +1,168 @@
+import type { ASTNode, ParseResult } from '@marcbachmann/cel-js';
+import type { BitmapPlan, PlanScalar } from './compile';
+import { conditionEnvironment } from './environment';
+
+/** What a condition reads, found by walking its AST once at compile time. */
+export type ConditionUsage = {
+  usesEvent: boolean;
+  usesProfile: boolean;
+  usesNow: boolean;
+  usesUser: boolean;
+  crowds: string[];
+  profileFields: string[];
+};
+
+export type AnalyzedCondition = { parsed: ParseResult; usage: ConditionUsage; plan: BitmapPlan | null };
+
+export type AnalysisResult = { ok: true; condition: AnalyzedCondition } | { ok: false; problem: string };
+
+type CelError = { summary?: string; message: string; range?: { start: number } };
+
+function describe(error: CelError): string {
+  const summary = error.summary ?? error.message.split('\n')[0];
+  return error.range ? `${summary} (at character ${error.range.start + 1})` : summary;
+}
+
+/** Parses and type-checks `text` against the condition environment; returns the first problem in words. */
+export function analyzeCondition(text: string): AnalysisResult {
+  if (text.trim() === '') return { ok: false, problem: 'condition is empty (write true to always match)' };
+  let parsed: ParseResult;
+  try {
+    parsed = conditionEnvironment.parse(text);
+  } catch (error) {
+    return { ok: false, problem: describe(error as CelError) };
+  }
+  const checked = parsed.check();
+  if (!checked.valid) return { ok: false, problem: describe(checked.error as CelError) };
+  if (checked.type !== 'bool' && checked.type !== 'dyn') {
+    return { ok: false, problem: `condition must be true or false, but it gives a ${checked.type}` };
+  }
+  const usage: ConditionUsage = { usesEvent: false, usesProfile: false, usesNow: false, usesUser: false, crowds: [], profileFields: [] };
+  const crowdProblem = collectUsage(parsed.ast, usage);
+  if (crowdProblem) return { ok: false, problem: crowdProblem };
+  return { ok: true, condition: { parsed, usage, plan: planOf(parsed.ast) } };
+}
+
+function childNodes(node: ASTNode): ASTNode[] {
+  const found: ASTNode[] = [];
+  const visit = (value: unknown) => {
+    if (Array.isArray(value)) value.forEach(visit);
+    else if (value && typeof value === 'object' && 'op' in value && 'args' in value) found.push(value as ASTNode);
+  };
+  if (node.op !== 'value' && node.op !== 'id') visit(node.args);
+  return found;
+}
+
+/** Fills `usage`; returns a problem when inCrowd is not given a crowd name literal (the engine must know which crowds to load). */
+function collectUsage(root: ASTNode, usage: ConditionUsage): string | null {
+  const crowds = new Set<string>();
+  const fields = new Set<string>();
+  const stack = [root];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (node.op === 'id') {
+      if (node.args === 'event') usage.usesEvent = true;
+      if (node.args === 'profile') usage.usesProfile = true;
+      if (node.args === 'now') usage.usesNow = true;
+      if (node.args === 'user') usage.usesUser = true;
+    }
+    const field = profileField(node);
+    if (field !== null) fields.add(field);
+    if (node.op === 'call' && node.args[0] === 'inCrowd') {
+      const name = stringLiteral(node.args[1][0]);
+      if (name === null || name === '') return 'inCrowd() takes a crowd name in quotes, e.g. inCrowd("vip")';
+      crowds.add(name);
+    }
+    stack.push(...childNodes(node));
+  }
+  usage.crowds = [...crowds].sort();
+  usage.profileFields = [...fields].sort();
+  return null;
+}
+
+function stringLiteral(node: ASTNode | undefined): string | null {
+  return node?.op === 'value' && typeof node.args === 'string' ? node.args : null;
+}
+
+/** `profile.x` or `profile["x"]` → "x". */
+export function profileField(node: ASTNode): string | null {
+  if (node.op === '.' && node.args[0].op === 'id' && node.args[0].args === 'profile') return node.args[1];
+  if (node.op === '[]' && node.args[0].op === 'id' && node.args[0].args === 'profile') return stringLiteral(node.args[1]);
+  return null;
+}
+
+/** A string, bool, int or double literal (optionally negated), as the profile index keys it. */
+export function scalarLiteral(node: ASTNode): PlanScalar | null {
+  if (node.op === 'value') {
+    const value = node.args;
+    if (typeof value === 'string' || typeof value === 'boolean') return value;
+    if (typeof value === 'number') return value;
+    if (typeof value === 'bigint') return Number(value);
+    return null;
+  }
+  if (node.op === '-_' && node.args.op === 'value') {
+    const value = node.args.args;
+    if (typeof value === 'number' || typeof value === 'bigint') return -Number(value);
+  }
+  return null;
+}
+
+/** `profile.f == literal` (either order) → [field, value]. */
+export function profileEquality(node: ASTNode): [string, PlanScalar] | null {
+  if (node.op !== '==') return null;
+  const [left, right] = node.args;
+  for (const [fieldSide, valueSide] of [[left, right], [right, left]]) {
+    const field = profileField(fieldSide);
+    const value = scalarLiteral(valueSide);
+    if (field !== null && value !== null) return [field, value];
+  }
+  return null;
+}
+
+/** `profile.f in [literals]` → [field, values]. */
+export function profileMembership(node: ASTNode): [string, PlanScalar[]] | null {
+  if (node.op !== 'in' || node.args[1].op !== 'list') return null;
+  const field = profileField(node.args[0]);
+  if (field === null) return null;
+  const values = node.args[1].args.map(scalarLiteral);
+  return values.every((value) => value !== null) ? [field, values as PlanScalar[]] : null;
+}
+
+/** The bitmap plan of `node`, or null when any part of it needs per-user evaluation. */
+export function planOf(node: ASTNode): BitmapPlan | null {
+  switch (node.op) {
+    case 'value':
+      return node.args === true ? { op: 'all' } : node.args === false ? { op: 'none' } : null;
+    case 'call': {
+      const name = node.args[0] === 'inCrowd' && node.args[1].length === 1 ? stringLiteral(node.args[1][0]) : null;
+      return name === null ? null : { op: 'crowd', name };
+    }
+    case '!_': {
+      const arg = planOf(node.args);
+      return arg && { op: 'not', arg };
+    }
+    case '&&':
+    case '||': {
+      const op = node.op === '&&' ? 'and' : 'or';
+      const args: BitmapPlan[] = [];
+      for (const child of node.args) {
+        const plan = planOf(child);
+        if (plan === null) return null;
+        // a && (b && c) is one AND of three bitmaps
+        if (plan.op === op) args.push(...plan.args);
+        else args.push(plan);
+      }
+      return { op, args };
+    }
+    case '==': {
+      const equality = profileEquality(node);
+      return equality && { op: 'profileEq', field: equality[0], value: equality[1] };
+    }
+    case 'in': {
+      const membership = profileMembership(node);
+      return membership && { op: 'profileIn', field: membership[0], values: membership[1] };
+    }
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,33 @@
+import { Environment } from '@marcbachmann/cel-js';
+import type { CrowdMembership } from './compile';
+
+/**
+ * The crowd lookup of the evaluation in progress. cel-js function handlers only receive their arguments, and
+ * evaluation is synchronous, so the predicate sets this right before it calls into CEL and clears it after.
+ */
+let membership: { crowds: CrowdMembership; user: number } | null = null;
+
+export function withMembership<T>(crowds: CrowdMembership, user: number, evaluate: () => T): T {
+  membership = { crowds, user };
+  try {
+    return evaluate();
+  } finally {
+    membership = null;
+  }
+}
+
+/**
+ * The one CEL environment of conditions. `user` is a CEL int (not uint) so that `user == 5` and `user % 10 == 0`
+ * type-check as people write them; `now` is a timestamp; `event` and `profile` are maps whose JSON numbers are
+ * CEL doubles (the CEL convention for JSON), which compare equal to ints (`profile.age == 30`).
+ */
+export const conditionEnvironment = new Environment()
+  .registerVariable('event', 'map', { description: 'The event being applied: type, data (map), time (timestamp)' })
+  .registerVariable('profile', 'map', { description: "The user's profile attributes" })
+  .registerVariable('now', 'google.protobuf.Timestamp', { description: 'The current time' })
+  .registerVariable('user', 'int', { description: 'The user id' })
+  .registerFunction(
+    'inCrowd(string): bool',
+    (name: string) => (membership ? membership.crowds.has(name, membership.user) : false),
+    { description: 'Whether the user belongs to the tenant crowd of that name' },
+  );
