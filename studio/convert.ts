@@ -1,0 +1,200 @@
+// Canvas ↔ definition. The canvas holds one node per step (typed by kind, data = the step's own fields)
+// and one edge per connected output handle; the definition holds steps whose `next` fields name other
+// steps. Node ids are stable across renames, so edges survive a step being renamed. Positions go to
+// the draft, never into the runnable definition. The first node is the entry step.
+import dagre from '@dagrejs/dagre';
+import type { Edge, Node } from '@xyflow/react';
+import type { Step, WorkflowDefinition, WorkflowDraft } from '../server/model/workflow';
+
+type Common = { name: string; enterAction?: string; leaveAction?: string; ttl?: string };
+export type DirectData = Common;
+export type ExitData = Common;
+export type BranchData = Common & { branches: { condition: string }[] };
+export type TimerData = Common & { cron: string; condition?: string };
+export type DelayData = Common & { after: string };
+export type SplitData = Common & { paths: { percent: number }[] };
+export type ParallelData = Common & { actions: string[] };
+
+export type StepNode =
+  | Node<DirectData, 'direct'>
+  | Node<ExitData, 'exit'>
+  | Node<BranchData, 'branch'>
+  | Node<TimerData, 'timer'>
+  | Node<DelayData, 'delay'>
+  | Node<SplitData, 'split'>
+  | Node<ParallelData, 'parallel'>;
+export type CanvasKind = NonNullable<StepNode['type']>;
+export type StepData = StepNode['data'];
+export type FlowEdge = Edge<{ label?: string }>;
+
+export const CANVAS_KINDS: CanvasKind[] = ['direct', 'branch', 'timer', 'delay', 'split', 'parallel', 'exit'];
+export const NODE_WIDTH = 220;
+export const NODE_HEIGHT = 96;
+
+/** Fresh data for a step dropped from the palette. */
+export function defaultData(kind: CanvasKind, name: string): StepData {
+  switch (kind) {
+    case 'direct':
+    case 'exit':
+      return { name };
+    case 'branch':
+      return { name, branches: [{ condition: 'event.type == "purchase"' }, { condition: 'true' }] };
+    case 'timer':
+      return { name, cron: '0 0 9 * * *' };
+    case 'delay':
+      return { name, after: '1d' };
+    case 'split':
+      return { name, paths: [{ percent: 50 }, { percent: 50 }] };
+    case 'parallel':
+      return { name, actions: ['email', 'push'] };
+  }
+}
+
+/** The output handles of a node, in the order the step tries them, with the label drawn beside each. */
+export function outputHandles(node: StepNode): { id: string; label?: string }[] {
+  switch (node.type) {
+    case 'exit':
+      return [];
+    case 'branch':
+      return node.data.branches.map((b, i) => ({ id: `branch-${i}`, label: b.condition === 'true' ? 'else' : `if ${i + 1}` }));
+    case 'split':
+      return node.data.paths.map((p, i) => ({ id: `path-${i}`, label: `${p.percent}%` }));
+    default:
+      return [{ id: 'next' }];
+  }
+}
+
+const edgeId = (source: string, handle: string) => `${source}:${handle}`;
+
+export function makeEdge(source: string, sourceHandle: string, target: string): FlowEdge {
+  return { id: edgeId(source, sourceHandle), source, sourceHandle, target, type: 'step' };
+}
+
+function common(step: Step): Common {
+  const data: Common = { name: step.name };
+  if (step.enterAction !== undefined) data.enterAction = step.enterAction;
+  if (step.leaveAction !== undefined) data.leaveAction = step.leaveAction;
+  if (step.ttl !== undefined) data.ttl = step.ttl;
+  return data;
+}
+
+function nodeFor(step: Step, id: string, position: { x: number; y: number }): StepNode {
+  const base = { id, position };
+  switch (step.kind) {
+    case 'direct':
+      return step.next === undefined ? { ...base, type: 'exit', data: common(step) } : { ...base, type: 'direct', data: common(step) };
+    case 'branch':
+      return { ...base, type: 'branch', data: { ...common(step), branches: step.branches.map((b) => ({ condition: b.condition })) } };
+    case 'timer': {
+      const data: TimerData = { ...common(step), cron: step.cron };
+      if (step.condition !== undefined) data.condition = step.condition;
+      return { ...base, type: 'timer', data };
+    }
+    case 'delay':
+      return { ...base, type: 'delay', data: { ...common(step), after: step.after } };
+    case 'split':
+      return { ...base, type: 'split', data: { ...common(step), paths: step.paths.map((p) => ({ percent: p.percent })) } };
+    case 'parallel':
+      return { ...base, type: 'parallel', data: { ...common(step), actions: [...step.actions] } };
+  }
+}
+
+/** Targets of a step by output handle id, matching outputHandles(). */
+function targetsByHandle(step: Step): [string, string][] {
+  switch (step.kind) {
+    case 'branch':
+      return step.branches.map((b, i) => [`branch-${i}`, b.next]);
+    case 'split':
+      return step.paths.map((p, i) => [`path-${i}`, p.next]);
+    default:
+      return step.next === undefined ? [] : [['next', step.next]];
+  }
+}
+
+export const nodeIdFor = (stepName: string) => `step-${stepName}`;
+
+export function definitionToGraph(definition: WorkflowDefinition, draft?: WorkflowDraft | null): { nodes: StepNode[]; edges: FlowEdge[] } {
+  const positions = draft?.positions ?? {};
+  const missing = definition.steps.some((s) => !positions[s.name]);
+  let nodes = definition.steps.map((step) => nodeFor(step, nodeIdFor(step.name), positions[step.name] ?? { x: 0, y: 0 }));
+  const known = new Set(definition.steps.map((s) => s.name));
+  // an edge to a step that does not exist cannot be drawn; validation reports that `next` on the source step
+  const edges = definition.steps.flatMap((step) =>
+    targetsByHandle(step)
+      .filter(([, next]) => known.has(next))
+      .map(([handle, next]) => makeEdge(nodeIdFor(step.name), handle, nodeIdFor(next))),
+  );
+  if (missing) nodes = layout(nodes, edges);
+  return { nodes, edges };
+}
+
+function dataCommon(data: Common): Common {
+  const out: Common = { name: data.name };
+  if (data.enterAction) out.enterAction = data.enterAction;
+  if (data.leaveAction) out.leaveAction = data.leaveAction;
+  if (data.ttl) out.ttl = data.ttl;
+  return out;
+}
+
+/**
+ * The definition the canvas describes. An unconnected required output becomes `next: ""`, which
+ * validateWorkflow() reports on that step, so the canvas shows the problem where it is.
+ */
+export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?: string): { definition: WorkflowDefinition; draft: WorkflowDraft } {
+  const nameOf = new Map(nodes.map((n) => [n.id, n.data.name]));
+  const target = (node: StepNode, handle: string): string | undefined => {
+    const edge = edges.find((e) => e.source === node.id && (e.sourceHandle ?? 'next') === handle);
+    return edge ? nameOf.get(edge.target) : undefined;
+  };
+  const steps = nodes.map((node): Step => {
+    const base = dataCommon(node.data);
+    switch (node.type) {
+      case 'exit':
+        return { ...base, kind: 'direct' };
+      case 'direct': {
+        const next = target(node, 'next');
+        return next === undefined ? { ...base, kind: 'direct' } : { ...base, kind: 'direct', next };
+      }
+      case 'parallel': {
+        const next = target(node, 'next');
+        return { ...base, kind: 'parallel', actions: [...node.data.actions], ...(next === undefined ? {} : { next }) };
+      }
+      case 'branch':
+        return { ...base, kind: 'branch', branches: node.data.branches.map((b, i) => ({ condition: b.condition, next: target(node, `branch-${i}`) ?? '' })) };
+      case 'split':
+        return { ...base, kind: 'split', paths: node.data.paths.map((p, i) => ({ percent: p.percent, next: target(node, `path-${i}`) ?? '' })) };
+      case 'timer': {
+        const step: Step = { ...base, kind: 'timer', cron: node.data.cron, next: target(node, 'next') ?? '' };
+        if (node.data.condition) step.condition = node.data.condition;
+        return step;
+      }
+      case 'delay':
+        return { ...base, kind: 'delay', after: node.data.after, next: target(node, 'next') ?? '' };
+    }
+  });
+  const positions = Object.fromEntries(nodes.map((n) => [n.data.name, { x: Math.round(n.position.x), y: Math.round(n.position.y) }]));
+  return { definition: stopAt ? { steps, stopAt } : { steps }, draft: { positions, labels: {} } };
+}
+
+/** Top-to-bottom layered layout (dagre); returns new nodes, leaves the input untouched. */
+export function layout(nodes: StepNode[], edges: FlowEdge[]): StepNode[] {
+  const graph = new dagre.graphlib.Graph();
+  graph.setGraph({ rankdir: 'TB', nodesep: 60, ranksep: 80 });
+  graph.setDefaultEdgeLabel(() => ({}));
+  for (const node of nodes) graph.setNode(node.id, { width: node.measured?.width ?? NODE_WIDTH, height: node.measured?.height ?? NODE_HEIGHT });
+  for (const edge of edges) graph.setEdge(edge.source, edge.target);
+  dagre.layout(graph);
+  return nodes.map((node) => {
+    const placed = graph.node(node.id);
+    const width = node.measured?.width ?? NODE_WIDTH;
+    const height = node.measured?.height ?? NODE_HEIGHT;
+    return { ...node, position: { x: Math.round(placed.x - width / 2), y: Math.round(placed.y - height / 2) } };
+  });
+}
+
+/** Step name for a new node: `<kind>`, `<kind>_2`, … whichever is free. */
+export function freeName(nodes: StepNode[], kind: CanvasKind): string {
+  const taken = new Set(nodes.map((n) => n.data.name));
+  if (!taken.has(kind)) return kind;
+  for (let i = 2; ; i++) if (!taken.has(`${kind}_${i}`)) return `${kind}_${i}`;
+}

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { validateWorkflow } from '../../server/model/validate';
+import type { WorkflowDefinition } from '../../server/model/workflow';
+import { definitionToGraph, graphToDefinition, layout, makeEdge, outputHandles, type StepNode } from '../../studio/convert';
+
+const EVERY_KIND: WorkflowDefinition = {
+  steps: [
+    { name: 'entry', kind: 'direct', next: 'choose', enterAction: 'welcome', ttl: '1h' },
+    {
+      name: 'choose',
+      kind: 'branch',
+      branches: [
+        { condition: 'event.type == "purchase"', next: 'thanks' },
+        { condition: 'true', next: 'wait' },
+      ],
+      leaveAction: 'left-choose',
+    },
+    { name: 'wait', kind: 'delay', after: '2d', next: 'nightly' },
+    { name: 'nightly', kind: 'timer', cron: '0 0 2 * * *', condition: 'inCrowd("vip")', next: 'ab' },
+    { name: 'ab', kind: 'split', paths: [{ percent: 30, next: 'fanout' }, { percent: 70, next: 'done' }] },
+    { name: 'fanout', kind: 'parallel', actions: ['email', 'push'], next: 'done' },
+    { name: 'thanks', kind: 'parallel', actions: ['sms'] },
+    { name: 'done', kind: 'direct' },
+  ],
+  stopAt: '2030-01-01T00:00:00Z',
+};
+
+describe('canvas ↔ definition', () => {
+  it('round-trips every step kind, field and target exactly', () => {
+    const { nodes, edges } = definitionToGraph(EVERY_KIND, null);
+    expect(nodes.map((n) => n.type)).toEqual(['direct', 'branch', 'delay', 'timer', 'split', 'parallel', 'parallel', 'exit']);
+    expect(edges).toHaveLength(8);
+    const { definition } = graphToDefinition(nodes, edges, EVERY_KIND.stopAt);
+    expect(definition).toEqual(EVERY_KIND);
+    expect(validateWorkflow(definition)).toMatchObject({ ok: true });
+  });
+
+  it('keeps positions in the draft, keyed by step name, never in the definition', () => {
+    const draft = { positions: Object.fromEntries(EVERY_KIND.steps.map((s, i) => [s.name, { x: i * 10, y: i * 20 }])), labels: {} };
+    const { nodes, edges } = definitionToGraph(EVERY_KIND, draft);
+    expect(nodes[3].position).toEqual({ x: 30, y: 60 });
+    const saved = graphToDefinition(nodes, edges, EVERY_KIND.stopAt);
+    expect(saved.draft.positions).toEqual(draft.positions);
+    expect(JSON.stringify(saved.definition)).not.toContain('"x"');
+  });
+
+  it('lays out a definition without positions so no two nodes overlap', () => {
+    const { nodes } = definitionToGraph(EVERY_KIND, { positions: {}, labels: {} });
+    const spots = new Set(nodes.map((n) => `${n.position.x},${n.position.y}`));
+    expect(spots.size).toBe(nodes.length);
+    expect(nodes[0].position.y).toBeLessThan(nodes[1].position.y);
+  });
+
+  it('edges survive a rename because node ids are not step names', () => {
+    const { nodes, edges } = definitionToGraph(EVERY_KIND, null);
+    const renamed = nodes.map((n): StepNode => (n.data.name === 'wait' ? ({ ...n, data: { ...n.data, name: 'cool_off' } } as StepNode) : n));
+    const { definition } = graphToDefinition(renamed, edges);
+    const choose = definition.steps.find((s) => s.name === 'choose');
+    expect(choose).toMatchObject({ branches: [{ next: 'thanks' }, { next: 'cool_off' }] });
+    expect(definition.steps.find((s) => s.name === 'cool_off')).toMatchObject({ kind: 'delay', next: 'nightly' });
+  });
+
+  it('an unconnected branch output becomes a problem validateWorkflow() pins on that step', () => {
+    const { nodes, edges } = definitionToGraph(EVERY_KIND, null);
+    const withoutElse = edges.filter((e) => !(e.source === 'step-choose' && e.sourceHandle === 'branch-1'));
+    const { definition } = graphToDefinition(nodes, withoutElse);
+    const result = validateWorkflow(definition);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.problems.map((p) => p.step)).toContain('choose');
+  });
+
+  it('gives branch and split nodes one labelled output per path', () => {
+    const { nodes } = definitionToGraph(EVERY_KIND, null);
+    expect(outputHandles(nodes[1])).toEqual([
+      { id: 'branch-0', label: 'if 1' },
+      { id: 'branch-1', label: 'else' },
+    ]);
+    expect(outputHandles(nodes[4]).map((h) => h.label)).toEqual(['30%', '70%']);
+    expect(outputHandles(nodes[7])).toEqual([]);
+  });
+
+  it('a newly connected direct step stops being an exit', () => {
+    const nodes = layout(
+      [
+        { id: 'a', type: 'direct', position: { x: 0, y: 0 }, data: { name: 'a' } },
+        { id: 'b', type: 'exit', position: { x: 0, y: 0 }, data: { name: 'b' } },
+      ],
+      [],
+    );
+    const { definition } = graphToDefinition(nodes, [makeEdge('a', 'next', 'b')]);
+    expect(definition.steps).toEqual([
+      { name: 'a', kind: 'direct', next: 'b' },
+      { name: 'b', kind: 'direct' },
+    ]);
+  });
+});
