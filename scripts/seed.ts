@@ -1,3 +1,5 @@
+export {};
+
 // Seeds the demo over the real API of a running server: tenant `demo`, a 1,000,000-user crowd, profiles for the
 // conditions to read, and a sample workflow with branch, timer, delay and split steps. Idempotent.
 // Usage: tsx scripts/seed.ts http://localhost:3000   (CROWDFLOW_ADMIN_TOKEN from the environment)
