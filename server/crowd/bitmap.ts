@@ -9,9 +9,10 @@ export type RoaringBitmap32 = InstanceType<typeof roaring.RoaringBitmap32>;
 export const MAX_USER_ID = 4294967295;
 
 /** The portable roaring format (readable by CRoaring, pyroaring, Java and Go RoaringBitmap). */
-export function serializeBitmap(bitmap: RoaringBitmap32): Buffer {
+export function serializeBitmap(bitmap: RoaringBitmap32): Buffer<ArrayBuffer> {
   const bytes = bitmap.serialize('portable');
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  // A fresh, unshared buffer: typed as such so Prisma `Bytes` fields and Response bodies accept it.
+  return Buffer.from(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /**

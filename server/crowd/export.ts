@@ -31,7 +31,7 @@ export function bitmapExportResponse(bitmap: RoaringBitmap32, format: ExportForm
   if (format === 'roaring') {
     const source = total === bitmap.size ? bitmap : firstIds(bitmap, total);
     const bytes = serializeBitmap(source);
-    return new Response(bytes as Uint8Array<ArrayBuffer>, {
+    return new Response(bytes, {
       headers: { ...headers, 'content-length': String(bytes.byteLength) },
     });
   }

@@ -67,7 +67,7 @@ export async function saveCrowd(
 ): Promise<{ crowd: CrowdMeta; created: boolean }> {
   CrowdName.parse(name);
   const bytes = serializeBitmap(bitmap);
-  const data = { count: BigInt(bitmap.size), sizeBytes: BigInt(bytes.byteLength), bitmap: bytes as Uint8Array<ArrayBuffer> };
+  const data = { count: BigInt(bitmap.size), sizeBytes: BigInt(bytes.byteLength), bitmap: bytes };
   const client = db();
   const alreadyThere = `Crowd "${name}" already exists; use PUT to replace it`;
   try {
