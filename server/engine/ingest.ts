@@ -3,7 +3,7 @@
 import type { Principal } from '../auth';
 import { AppError } from '../errors';
 import { db, dbTarget } from '../storage/db';
-import { findTenant } from '../tenants/tenants';
+import { findTenant, type Tenant } from '../tenants/tenants';
 
 export const MAX_EVENTS_PER_BATCH = 10_000;
 export const MAX_USER_ID = 0xffff_ffff;
@@ -98,6 +98,13 @@ export function tableName(table: string): string {
   return target.provider === 'postgres' ? `"${target.schema.replace(/"/g, '""')}"."${table}"` : `"${table}"`;
 }
 
+/** Positional parameters for raw SQL: `$n` on PostgreSQL, `?` on SQLite; each occurrence gets its own value. */
+export function sqlParameters(): { params: unknown[]; bind: (value: unknown) => string } {
+  const postgres = dbTarget().provider === 'postgres';
+  const params: unknown[] = [];
+  return { params, bind: (value) => (params.push(value), postgres ? `$${params.length}` : '?') };
+}
+
 /** A unique-key clash on the log's (tenant, partition, offset): another writer took the offset first. */
 function isOffsetClash(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
@@ -135,11 +142,8 @@ const tenantWrites = new Map<string, Promise<void>>();
 
 async function insertBatch(tenantId: string, partitions: number, events: LoggedEvent[]): Promise<number> {
   const groups = [...partitionEvents(events, partitions)].sort((a, b) => a[0] - b[0]);
-  // Placeholders: `$n` on PostgreSQL, `?` on SQLite; each occurrence gets its own parameter.
-  const postgres = dbTarget().provider === 'postgres';
   const eventLog = tableName('EventLog');
-  const params: unknown[] = [];
-  const bind = (value: unknown) => (params.push(value), postgres ? `$${params.length}` : '?');
+  const { params, bind } = sqlParameters();
   const values = groups.map(([partition, group]) => {
     const row = [bind(tenantId), bind(partition)];
     const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
@@ -158,12 +162,20 @@ async function insertBatch(tenantId: string, partitions: number, events: LoggedE
 }
 
 /**
- * The whole ingest call: validates the batch, resolves the tenant (an API key's own, or `tenant` with the admin
- * token; a key naming another tenant gets 404 like a tenant that does not exist), then appends durably.
+ * The tenant a call acts on: an API key's own tenant (naming another one gets 404, like a tenant that does not
+ * exist), or with the admin token the tenant named by `ref`, which is then required.
  */
+export async function callerTenant(principal: Principal, ref: string | undefined): Promise<Tenant> {
+  if (principal.kind === 'admin') {
+    if (ref === undefined) throw invalid('tenant', 'required with the admin token (a tenant id or name)');
+    return findTenant(principal, ref);
+  }
+  return findTenant(principal, ref ?? principal.tenantId);
+}
+
+/** The whole ingest call: validates the batch, resolves the tenant, then appends durably. */
 export async function ingest(principal: Principal, body: unknown, now: number): Promise<{ tenantId: string; accepted: number }> {
   const batch = parseEventBatch(body, now);
-  if (principal.kind === 'admin' && batch.tenant === undefined) throw invalid('tenant', 'required with the admin token (a tenant id or name)');
-  const tenant = await findTenant(principal, batch.tenant ?? (principal as { tenantId: string }).tenantId);
+  const tenant = await callerTenant(principal, batch.tenant);
   return { tenantId: tenant.id, accepted: await appendEvents(tenant.id, tenant.partitions, batch.events) };
 }

@@ -1,0 +1,11 @@
+import { authenticate } from '@/server/auth';
+import { callerTenant } from '@/server/engine/ingest';
+import { commitConsumer, CommitBody, ConsumerParams, TenantQuery } from '@/server/engine/notifications';
+import { json, queryParams, readJson, route } from '@/server/http/respond';
+
+export const POST = route<{ name: string }>(async (request, { name }) => {
+  const tenant = await callerTenant(await authenticate(request), queryParams(request, TenantQuery).tenant);
+  const consumerName = ConsumerParams.parse({ name }).name;
+  const { cursor } = await readJson(request, CommitBody);
+  return json(await commitConsumer(tenant.id, consumerName, cursor, Date.now()));
+});

@@ -1,0 +1,30 @@
+import { authenticate } from '@/server/auth';
+import { callerTenant } from '@/server/engine/ingest';
+import { ConsumerParams, createConsumer, CreateConsumerBody, deleteConsumer, getConsumer, TenantQuery } from '@/server/engine/notifications';
+import { json, queryParams, readJson, route } from '@/server/http/respond';
+
+type Params = { name: string };
+
+async function tenantOf(request: Request) {
+  return callerTenant(await authenticate(request), queryParams(request, TenantQuery).tenant);
+}
+
+export const GET = route<Params>(async (request, { name }) => {
+  const tenant = await tenantOf(request);
+  return json(await getConsumer(tenant.id, ConsumerParams.parse({ name }).name));
+});
+
+/** Creates the consumer (201) at `start`; an existing one is returned unchanged (200). */
+export const PUT = route<Params>(async (request, { name }) => {
+  const tenant = await tenantOf(request);
+  const consumerName = ConsumerParams.parse({ name }).name;
+  const body = await readJson(request, CreateConsumerBody);
+  const { consumer, created } = await createConsumer(tenant.id, consumerName, body.start);
+  return json(consumer, created ? 201 : 200);
+});
+
+export const DELETE = route<Params>(async (request, { name }) => {
+  const tenant = await tenantOf(request);
+  await deleteConsumer(tenant.id, ConsumerParams.parse({ name }).name);
+  return new Response(null, { status: 204 });
+});

@@ -1,0 +1,9 @@
+import { authenticate } from '@/server/auth';
+import { callerTenant } from '@/server/engine/ingest';
+import { listConsumers, TenantQuery } from '@/server/engine/notifications';
+import { json, queryParams, route } from '@/server/http/respond';
+
+export const GET = route(async (request) => {
+  const tenant = await callerTenant(await authenticate(request), queryParams(request, TenantQuery).tenant);
+  return json({ consumers: await listConsumers(tenant.id) });
+});

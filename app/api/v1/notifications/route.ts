@@ -1,0 +1,10 @@
+import { authenticate } from '@/server/auth';
+import { callerTenant } from '@/server/engine/ingest';
+import { NotificationsQuery, readNotifications } from '@/server/engine/notifications';
+import { json, queryParams, route } from '@/server/http/respond';
+
+export const GET = route(async (request) => {
+  const query = queryParams(request, NotificationsQuery);
+  const tenant = await callerTenant(await authenticate(request), query.tenant);
+  return json(await readNotifications(tenant.id, query.after, query.limit));
+});

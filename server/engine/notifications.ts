@@ -1,0 +1,210 @@
+// Notifications: the engine's committed moves (the Journal table) read by integrations with a cursor, named
+// consumers that remember their cursor, and the cleanup that keeps the journal bounded.
+//
+// A cursor is a journal `seq`: `after=<cursor>` returns the tenant's moves with a larger seq, oldest first, and
+// `next` is the cursor to send next time. Seqs are global and assigned in commit order by the engine, so a reader
+// that has seen seq N never misses a later-committed move with a smaller seq.
+import { z } from 'zod';
+import type { Clock } from '../clock';
+import { deserializeBitmap } from '../crowd/bitmap';
+import { AppError, conflict, notFound } from '../errors';
+import { db } from '../storage/db';
+import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
+import { sqlParameters, tableName } from './ingest';
+
+export const DEFAULT_PAGE = 100;
+export const MAX_PAGE = 10_000;
+/** A bulk move of at most this many users lists their IDs; a larger one carries its portable roaring bitmap. */
+export const INLINE_USERS_MAX = 1_000;
+export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+const Cursor = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export const NotificationsQuery = z.strictObject({
+  after: Cursor.default(0),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(DEFAULT_PAGE),
+  tenant: z.string().min(1).optional(),
+});
+
+export const ConsumerName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/, 'Consumer names are 1–100 characters of letters, digits, "_", "-" and ".", starting with a letter or digit');
+
+export const ConsumerParams = z.object({ name: ConsumerName });
+
+export const CreateConsumerBody = z.strictObject({
+  start: z.union([z.enum(['tail', 'head']), Cursor]).default('tail'),
+});
+
+export const CommitBody = z.strictObject({ cursor: Cursor });
+
+export const TenantQuery = z.strictObject({ tenant: z.string().min(1).optional() });
+
+export type Notification = {
+  seq: number;
+  instanceId: string;
+  /** null when users enter the entry step at start. */
+  from: string | null;
+  to: string;
+  /** A single-user move. */
+  user?: number;
+  /** A bulk move of at most INLINE_USERS_MAX users. */
+  users?: number[];
+  /** A larger bulk move: base64 of the portable roaring bitmap. */
+  bitmap?: string;
+  count: number;
+  leaveAction: string | null;
+  enterAction: string | null;
+  time: string;
+};
+
+export type NotificationPage = { items: Notification[]; next: number };
+
+type JournalRow = {
+  seq: bigint;
+  instanceId: string;
+  fromStep: string | null;
+  toStep: string;
+  user: bigint | null;
+  bitmap: Uint8Array | null;
+  count: bigint;
+  leaveAction: string | null;
+  enterAction: string | null;
+  timeMs: bigint;
+};
+
+function notification(row: JournalRow): Notification {
+  const item: Notification = {
+    seq: Number(row.seq),
+    instanceId: row.instanceId,
+    from: row.fromStep,
+    to: row.toStep,
+    count: Number(row.count),
+    leaveAction: row.leaveAction,
+    enterAction: row.enterAction,
+    time: new Date(Number(row.timeMs)).toISOString(),
+  };
+  if (row.user !== null) item.user = Number(row.user);
+  else if (row.bitmap && row.count <= BigInt(INLINE_USERS_MAX)) item.users = Array.from(deserializeBitmap(row.bitmap).toUint32Array());
+  else if (row.bitmap) item.bitmap = Buffer.from(row.bitmap).toString('base64');
+  return item;
+}
+
+/** One page of the tenant's moves after `after`, oldest first. */
+export async function readNotifications(tenantId: string, after: number, limit: number): Promise<NotificationPage> {
+  const rows = await db().journal.findMany({
+    where: { tenantId, seq: { gt: BigInt(after) } },
+    orderBy: { seq: 'asc' },
+    take: limit,
+  });
+  const items = rows.map(notification);
+  return { items, next: items.length ? items[items.length - 1].seq : after };
+}
+
+export type ConsumerView = { name: string; cursor: number; lag: number; updatedAt: string };
+
+async function newestSeq(tenantId: string): Promise<number> {
+  const newest = await db().journal.findFirst({ where: { tenantId }, orderBy: { seq: 'desc' }, select: { seq: true } });
+  return newest ? Number(newest.seq) : 0;
+}
+
+async function consumerView(tenantId: string, consumer: { name: string; cursor: bigint; updatedAt: Date }): Promise<ConsumerView> {
+  const lag = await db().journal.count({ where: { tenantId, seq: { gt: consumer.cursor } } });
+  return { name: consumer.name, cursor: Number(consumer.cursor), lag, updatedAt: consumer.updatedAt.toISOString() };
+}
+
+/**
+ * Creates a named consumer at the tail (only moves committed from now on), the head (every retained move) or a
+ * given cursor. A consumer that already exists is returned as it is (`created: false`): re-running a setup
+ * script never rewinds or skips a consumer's position.
+ */
+export async function createConsumer(tenantId: string, name: string, start: 'tail' | 'head' | number): Promise<{ consumer: ConsumerView; created: boolean }> {
+  const existing = await db().consumer.findUnique({ where: { tenantId_name: { tenantId, name } } });
+  if (existing) return { consumer: await consumerView(tenantId, existing), created: false };
+  const newest = await newestSeq(tenantId);
+  if (typeof start === 'number' && start > newest) {
+    throw new AppError('bad_request', `start cursor ${start} is ahead of the newest notification (${newest}); use "tail" to start after it`, { start, newest });
+  }
+  const cursor = start === 'tail' ? newest : start === 'head' ? 0 : start;
+  const created = await db().consumer.upsert({
+    where: { tenantId_name: { tenantId, name } },
+    create: { tenantId, name, cursor: BigInt(cursor) },
+    update: {},
+  });
+  return { consumer: await consumerView(tenantId, created), created: true };
+}
+
+async function requireConsumer(tenantId: string, name: string) {
+  const consumer = await db().consumer.findUnique({ where: { tenantId_name: { tenantId, name } } });
+  if (!consumer) throw notFound(`Consumer "${name}"`);
+  return consumer;
+}
+
+export async function getConsumer(tenantId: string, name: string): Promise<ConsumerView> {
+  return consumerView(tenantId, await requireConsumer(tenantId, name));
+}
+
+export async function listConsumers(tenantId: string): Promise<ConsumerView[]> {
+  const consumers = await db().consumer.findMany({ where: { tenantId }, orderBy: { name: 'asc' } });
+  return Promise.all(consumers.map((consumer) => consumerView(tenantId, consumer)));
+}
+
+export async function deleteConsumer(tenantId: string, name: string): Promise<void> {
+  await requireConsumer(tenantId, name);
+  await db().consumer.deleteMany({ where: { tenantId, name } });
+}
+
+/**
+ * Moves a consumer's cursor forward. Committing the same cursor again is a no-op; a lower one is refused with 409
+ * (commits never go backwards), one beyond the newest move with 400 (it would skip moves not yet written).
+ * The compare-and-set is one conditional UPDATE, so two committers cannot move a cursor backwards between them.
+ */
+export async function commitConsumer(tenantId: string, name: string, cursor: number, now: number): Promise<ConsumerView> {
+  const current = await requireConsumer(tenantId, name);
+  const newest = await newestSeq(tenantId);
+  if (cursor > newest && cursor > Number(current.cursor)) {
+    throw new AppError('bad_request', `cursor ${cursor} is ahead of the newest notification (${newest}); commit a cursor you have read`, { cursor, newest });
+  }
+  const moved = await db().consumer.updateMany({
+    where: { tenantId, name, cursor: { lte: BigInt(cursor) } },
+    data: { cursor: BigInt(cursor), updatedAt: new Date(now) },
+  });
+  const after = await requireConsumer(tenantId, name);
+  if (moved.count === 0) {
+    throw conflict(`cursor ${cursor} is behind consumer "${name}"'s committed cursor ${after.cursor}; commits never go backwards`, {
+      cursor,
+      committed: Number(after.cursor),
+    });
+  }
+  return consumerView(tenantId, after);
+}
+
+/**
+ * Deletes journal entries that every consumer of their tenant has committed past AND that are older than the
+ * retention. Entries a running instance still needs for recovery (newer than its shard's checkpoint) stay.
+ * Returns how many entries were deleted. Called by the engine's housekeeping.
+ */
+export async function cleanupJournal(clock: Clock, retentionMs = DEFAULT_RETENTION_MS): Promise<number> {
+  const cutoff = BigInt(clock.now() - retentionMs);
+  const tenants = await db().journal.groupBy({ by: ['tenantId'], where: { timeMs: { lt: cutoff } } });
+  let deleted = 0;
+  for (const { tenantId } of tenants) {
+    const slowest = await db().consumer.aggregate({ where: { tenantId }, _min: { cursor: true } });
+    deleted += await deleteOldEntries(tenantId, cutoff, slowest._min.cursor);
+  }
+  return deleted;
+}
+
+async function deleteOldEntries(tenantId: string, cutoff: bigint, slowestCursor: bigint | null): Promise<number> {
+  const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map(tableName);
+  // Binding order is placeholder order (SQLite's `?`), so values are bound inline, left to right.
+  const { params, bind } = sqlParameters();
+  const sql = `DELETE FROM ${journal} WHERE "tenantId" = ${bind(tenantId)} AND "timeMs" < ${bind(cutoff)}
+    ${slowestCursor === null ? '' : `AND "seq" <= ${bind(slowestCursor)}`}
+    AND NOT EXISTS (
+      SELECT 1 FROM ${instance} i WHERE i."id" = ${journal}."instanceId" AND i."state" IN (${ACTIVE_INSTANCE_STATES.map(bind).join(', ')})
+        AND NOT EXISTS (
+          SELECT 1 FROM ${checkpoint} c
+          WHERE c."instanceId" = ${journal}."instanceId" AND c."partition" = ${journal}."partition" AND c."journalSeq" >= ${journal}."seq"))`;
+  return db().$executeRawUnsafe(sql, ...params);
+}

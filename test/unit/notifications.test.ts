@@ -1,0 +1,174 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../server/clock';
+import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
+import {
+  cleanupJournal,
+  commitConsumer,
+  createConsumer,
+  DEFAULT_RETENTION_MS,
+  getConsumer,
+  INLINE_USERS_MAX,
+  readNotifications,
+} from '../../server/engine/notifications';
+import { newId } from '../../server/ids';
+import { db } from '../../server/storage/db';
+
+const DAY = 24 * 60 * 60 * 1000;
+let nextSeq = 1;
+
+async function tenant(): Promise<string> {
+  const id = newId('tn');
+  await db().tenant.create({ data: { id, name: id.toLowerCase().replace(/[^a-z0-9]/g, 'x'), partitions: 2 } });
+  return id;
+}
+
+/** Journal rows as the engine core writes them; seqs are global across tenants, like the engine's. */
+async function move(tenantId: string, move: { users?: number[]; user?: number; from?: string | null; to?: string; timeMs?: number; instanceId?: string; partition?: number }) {
+  const seq = nextSeq++;
+  const bitmap = move.users ? serializeBitmap(new RoaringBitmap32(move.users)) : null;
+  await db().journal.create({
+    data: {
+      seq: BigInt(seq),
+      tenantId,
+      instanceId: move.instanceId ?? 'in_1',
+      partition: move.partition ?? 0,
+      fromStep: move.from === undefined ? 'a' : move.from,
+      toStep: move.to ?? 'b',
+      user: move.user === undefined ? null : BigInt(move.user),
+      bitmap,
+      count: BigInt(move.users ? move.users.length : 1),
+      leaveAction: 'left-a',
+      enterAction: 'entered-b',
+      timeMs: BigInt(move.timeMs ?? Date.UTC(2026, 0, 1)),
+    },
+  });
+  return seq;
+}
+
+describe('reading notifications', () => {
+  it('pages through one tenant in seq order with a next cursor, never showing another tenant', async () => {
+    const [t, other] = [await tenant(), await tenant()];
+    const seqs: number[] = [];
+    for (let user = 0; user < 7; user++) {
+      seqs.push(await move(t, { user }));
+      await move(other, { user: 100 + user });
+    }
+    const first = await readNotifications(t, 0, 3);
+    expect(first.items.map((i) => i.user)).toEqual([0, 1, 2]);
+    expect(first.next).toBe(seqs[2]);
+    const second = await readNotifications(t, first.next, 3);
+    expect(second.items.map((i) => i.user)).toEqual([3, 4, 5]);
+    const third = await readNotifications(t, second.next, 3);
+    expect(third.items.map((i) => i.user)).toEqual([6]);
+    const empty = await readNotifications(t, third.next, 3);
+    expect(empty).toEqual({ items: [], next: third.next });
+    expect(first.items[0]).toEqual({
+      seq: seqs[0],
+      instanceId: 'in_1',
+      from: 'a',
+      to: 'b',
+      user: 0,
+      count: 1,
+      leaveAction: 'left-a',
+      enterAction: 'entered-b',
+      time: '2026-01-01T00:00:00.000Z',
+    });
+  });
+
+  it('lists the users of a small bulk move and carries a large one as a portable roaring bitmap', async () => {
+    const t = await tenant();
+    await move(t, { users: [5, 1, 9], from: null, to: 'entry' });
+    const large = Array.from({ length: INLINE_USERS_MAX + 1 }, (_, i) => i * 3);
+    await move(t, { users: large });
+    const { items } = await readNotifications(t, 0, 10);
+    expect(items[0]).toMatchObject({ from: null, to: 'entry', users: [1, 5, 9], count: 3 });
+    expect(items[0].bitmap).toBeUndefined();
+    expect(items[1].users).toBeUndefined();
+    expect(items[1].count).toBe(large.length);
+    expect(Array.from(deserializeBitmap(Buffer.from(items[1].bitmap!, 'base64')).toUint32Array())).toEqual(large);
+  });
+});
+
+describe('consumers', () => {
+  it('starts at the tail, the head or a given cursor, and reports its lag', async () => {
+    const t = await tenant();
+    const [s1, s2, s3] = [await move(t, { user: 1 }), await move(t, { user: 2 }), await move(t, { user: 3 })];
+    const tail = await createConsumer(t, 'tail', 'tail');
+    expect(tail).toMatchObject({ created: true, consumer: { name: 'tail', cursor: s3, lag: 0 } });
+    expect((await createConsumer(t, 'head', 'head')).consumer).toMatchObject({ cursor: 0, lag: 3 });
+    expect((await createConsumer(t, 'mid', s1)).consumer).toMatchObject({ cursor: s1, lag: 2 });
+    await expect(createConsumer(t, 'future', s3 + 1000)).rejects.toMatchObject({ code: 'bad_request', message: /ahead of the newest/ });
+    const s4 = await move(t, { user: 4 });
+    expect(await getConsumer(t, 'tail')).toMatchObject({ cursor: s3, lag: 1 });
+    expect((await readNotifications(t, (await getConsumer(t, 'tail')).cursor, 100)).items.map((i) => i.seq)).toEqual([s4]);
+    // Re-creating an existing consumer keeps its position.
+    expect(await createConsumer(t, 'mid', 'tail')).toMatchObject({ created: false, consumer: { cursor: s1 } });
+    expect(s2).toBeGreaterThan(s1);
+  });
+
+  it('commits move forward only: the same cursor again is fine, a lower one is a 409 naming both', async () => {
+    const t = await tenant();
+    const [s1, s2] = [await move(t, { user: 1 }), await move(t, { user: 2 })];
+    await createConsumer(t, 'c', 'head');
+    expect(await commitConsumer(t, 'c', s2, Date.now())).toMatchObject({ cursor: s2, lag: 0 });
+    expect(await commitConsumer(t, 'c', s2, Date.now())).toMatchObject({ cursor: s2 });
+    const refused = commitConsumer(t, 'c', s1, Date.now());
+    await expect(refused).rejects.toMatchObject({ code: 'conflict', details: { cursor: s1, committed: s2 } });
+    await expect(commitConsumer(t, 'c', s1, Date.now())).rejects.toThrow(new RegExp(`cursor ${s1} is behind .* ${s2}`));
+    await expect(commitConsumer(t, 'c', s2 + 1000, Date.now())).rejects.toMatchObject({ code: 'bad_request' });
+    await expect(commitConsumer(t, 'missing', s1, Date.now())).rejects.toMatchObject({ code: 'not_found' });
+    expect((await getConsumer(t, 'c')).cursor).toBe(s2);
+  });
+
+  it('keeps the highest cursor when commits race', async () => {
+    const t = await tenant();
+    const seqs = [];
+    for (let user = 0; user < 10; user++) seqs.push(await move(t, { user }));
+    await createConsumer(t, 'racer', 'head');
+    await Promise.allSettled(seqs.map((seq) => commitConsumer(t, 'racer', seq, Date.now())));
+    expect((await getConsumer(t, 'racer')).cursor).toBe(seqs[9]);
+  });
+});
+
+describe('journal cleanup', () => {
+  it('deletes only entries past every consumer cursor AND older than the retention', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 1, 1));
+    const t = await tenant();
+    const old = clock.now() - 8 * DAY;
+    const s1 = await move(t, { user: 1, timeMs: old });
+    const s2 = await move(t, { user: 2, timeMs: old });
+    const s3 = await move(t, { user: 3, timeMs: old });
+    const recent = await move(t, { user: 4, timeMs: clock.now() - DAY });
+    await createConsumer(t, 'slow', 'head');
+    await createConsumer(t, 'fast', 'tail');
+    await cleanupJournal(clock);
+    expect((await readNotifications(t, 0, 100)).items).toHaveLength(4); // `slow` has read nothing yet
+    await commitConsumer(t, 'slow', s2, clock.now());
+    await cleanupJournal(clock);
+    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([s3, recent]);
+    await commitConsumer(t, 'slow', recent, clock.now());
+    await cleanupJournal(clock);
+    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([recent]); // within retention
+    await clock.advance(DEFAULT_RETENTION_MS);
+    expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(1);
+    expect((await readNotifications(t, 0, 100)).items).toEqual([]);
+    expect(s1).toBeLessThan(s2);
+  });
+
+  it('without consumers uses the retention alone, and keeps what a running instance needs to recover', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 1, 1));
+    const t = await tenant();
+    const old = clock.now() - 30 * DAY;
+    const instanceId = newId('in');
+    await db().instance.create({ data: { id: instanceId, tenantId: t, workflowId: 'wf', version: 1, crowdName: 'c', state: 'running', userCount: 3n } });
+    await db().shardCheckpoint.create({ data: { instanceId, partition: 0, journalSeq: 0n, data: Buffer.alloc(0) } });
+    const beforeCheckpoint = await move(t, { user: 1, timeMs: old, instanceId, partition: 0 });
+    const afterCheckpoint = await move(t, { user: 2, timeMs: old, instanceId, partition: 0 });
+    const noCheckpoint = await move(t, { user: 3, timeMs: old, instanceId, partition: 1 });
+    const stoppedInstance = await move(t, { user: 4, timeMs: old, instanceId: 'in_stopped' });
+    await db().shardCheckpoint.update({ where: { instanceId_partition: { instanceId, partition: 0 } }, data: { journalSeq: BigInt(beforeCheckpoint) } });
+    await cleanupJournal(clock);
+    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([afterCheckpoint, noCheckpoint]);
+    expect(stoppedInstance).toBeGreaterThan(noCheckpoint);
+  });
+});
