@@ -90,7 +90,10 @@ export interface ProcedureView {
   step: number;
   data: Json;
   output: Json | null;
+  /** The failure that started the rollback (or failed the procedure). */
   error: string | null;
+  /** The last failure of the rollback itself, when it failed too. */
+  rollbackError: string | null;
   attempts: number;
   nextRunAt: string | null;
   owner: string | null;

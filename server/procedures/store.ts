@@ -1,0 +1,218 @@
+import { db, dbTarget, type Tx } from '../storage/db';
+import type { Procedure } from '../storage/generated/sqlite/client';
+import { compareOrder, mayAcquire, type QueuedLocks } from './locks';
+import { FINISHED_STATES, type Json, type LockKey, type ProcedureState, type ProcedureView } from './types';
+
+// Every write of a running procedure is fenced by its owner: a process that lost its lease (another took the
+// procedure over) fails the write and abandons the procedure instead of running a step twice.
+
+export type ProcedureRow = Procedure;
+
+/** Thrown when a fenced write finds the procedure no longer ours (lease taken over, or deleted). */
+export class LeaseLostError extends Error {
+  constructor(id: string) {
+    super(`Procedure ${id} is no longer owned by this runner`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/** The stored error: the failure that started the rollback, and the last rollback failure if any. */
+export interface StoredError {
+  message: string;
+  rollbackError?: string;
+}
+
+export function parseError(text: string | null): StoredError | null {
+  return text === null ? null : (JSON.parse(text) as StoredError);
+}
+
+export function toView(row: ProcedureRow): ProcedureView {
+  const error = parseError(row.error);
+  return {
+    id: row.id,
+    type: row.type,
+    parentId: row.parentId,
+    tenantId: row.tenantId,
+    workflowId: row.workflowId,
+    lockKeys: JSON.parse(row.lockKeys) as LockKey[],
+    state: row.state as ProcedureState,
+    step: row.step,
+    data: JSON.parse(row.data) as Json,
+    output: row.output === null ? null : (JSON.parse(row.output) as Json),
+    error: error?.message ?? null,
+    rollbackError: error?.rollbackError ?? null,
+    attempts: row.attempts,
+    nextRunAt: row.nextRunMs > 0n ? new Date(Number(row.nextRunMs)).toISOString() : null,
+    owner: row.owner,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+    finishedAt: row.finishedAt?.toISOString() ?? null,
+  };
+}
+
+export interface NewProcedure {
+  id: string;
+  type: string;
+  parentId: string | null;
+  tenantId: string | null;
+  workflowId: string | null;
+  lockKeys: LockKey[];
+  data: Json;
+  createdAt: Date;
+  /** Set for records that are finished on arrival (e.g. a skipped scheduled firing). */
+  output?: Json;
+}
+
+export function newProcedureRecord(p: NewProcedure) {
+  const finished = p.output !== undefined;
+  return {
+    id: p.id,
+    type: p.type,
+    parentId: p.parentId,
+    tenantId: p.tenantId,
+    workflowId: p.workflowId,
+    lockKeys: JSON.stringify(p.lockKeys),
+    state: finished ? 'done' : 'running',
+    data: JSON.stringify(p.data),
+    output: finished ? JSON.stringify(p.output) : null,
+    createdAt: p.createdAt,
+    updatedAt: p.createdAt,
+    finishedAt: finished ? p.createdAt : null,
+  };
+}
+
+export interface StepUpdate {
+  state: ProcedureState;
+  data: Json;
+  attempts?: number;
+  output?: Json;
+  error?: StoredError | null;
+  nextRunMs?: number;
+}
+
+function updateFields(update: Omit<StepUpdate, 'data'> & { data?: Json }, now: number) {
+  const finished = FINISHED_STATES.includes(update.state);
+  return {
+    state: update.state,
+    ...(update.data !== undefined ? { data: JSON.stringify(update.data) } : {}),
+    ...(update.attempts !== undefined ? { attempts: update.attempts } : {}),
+    ...(update.output !== undefined ? { output: JSON.stringify(update.output) } : {}),
+    ...(update.error !== undefined ? { error: update.error === null ? null : JSON.stringify(update.error) } : {}),
+    nextRunMs: BigInt(update.nextRunMs ?? 0),
+    updatedAt: new Date(now),
+    // A finished procedure holds no locks and no lease.
+    ...(finished ? { owner: null, finishedAt: new Date(now) } : {}),
+  };
+}
+
+/**
+ * Commits one step: the new state and step counter, a ProcedureStep record, and (for a suspension) the children,
+ * all in one transaction. `children` whose ids already exist are left alone (a replayed suspension).
+ */
+export async function commitStep(id: string, owner: string, step: number, update: StepUpdate, now: number, children: NewProcedure[] = []): Promise<void> {
+  await db().$transaction(async (tx) => {
+    const result = await tx.procedure.updateMany({ where: { id, owner, step }, data: { ...updateFields(update, now), step: step + 1 } });
+    if (result.count !== 1) throw new LeaseLostError(id);
+    await tx.procedureStep.create({ data: { procedureId: id, step: step + 1, state: update.state, data: JSON.stringify(update.data), createdAt: new Date(now) } });
+    if (children.length === 0) return;
+    const existing = new Set((await tx.procedure.findMany({ where: { id: { in: children.map((c) => c.id) } }, select: { id: true } })).map((r) => r.id));
+    const fresh = children.filter((c) => !existing.has(c.id));
+    if (fresh.length) await tx.procedure.createMany({ data: fresh.map(newProcedureRecord) });
+  });
+}
+
+/** A state change that is not a step (retrying, prepare-rollback, failed without a rollback step). */
+export async function transition(id: string, owner: string, step: number, update: Omit<StepUpdate, 'data'>, now: number): Promise<void> {
+  const result = await db().procedure.updateMany({ where: { id, owner, step }, data: updateFields(update, now) });
+  if (result.count !== 1) throw new LeaseLostError(id);
+}
+
+/** Renews the lease of every unfinished procedure this owner holds. */
+export async function heartbeat(owner: string, now: number): Promise<void> {
+  await db().procedure.updateMany({ where: { owner, state: { notIn: [...FINISHED_STATES] } }, data: { updatedAt: new Date(now) } });
+}
+
+export interface ClaimRequest {
+  owner: string;
+  now: number;
+  leaseMs: number;
+  limit: number;
+  /** Procedures already executing in this process. */
+  busy: ReadonlySet<string>;
+  isRegistered(type: string): boolean;
+}
+
+export interface ClaimResult {
+  claimed: ProcedureRow[];
+  /** Earliest time a procedure waiting for its backoff becomes due (for the runner's next wake-up). */
+  nextDueMs: number | null;
+}
+
+/** Serializes claimers across processes for the rest of the transaction; returns the rows not locked by others. */
+async function lockForClaim(tx: Tx): Promise<Set<string> | null> {
+  const target = dbTarget();
+  if (target.provider === 'sqlite') {
+    // Take SQLite's write lock first so the reads below see every committed claim (WAL readers would not).
+    await tx.$executeRawUnsafe('UPDATE "Procedure" SET "owner" = "owner" WHERE 1 = 0');
+    return null;
+  }
+  const table = `"${target.schema}"."Procedure"`;
+  await tx.$queryRawUnsafe('SELECT 1 AS "locked" FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS "claim"', `crowdflow.procedures.${target.schema}`);
+  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(`SELECT "id" FROM ${table} WHERE "state" NOT IN ('done', 'failed') FOR UPDATE SKIP LOCKED`);
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Claims, in queue order, up to `limit` procedures this owner may run now: due, not waiting for children, not held by
+ * another live owner, and whose lock keys are free (no conflicting holder, no conflicting procedure queued earlier).
+ */
+export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
+  return db().$transaction(async (tx) => {
+    const lockable = await lockForClaim(tx);
+    const unfinished = await tx.procedure.findMany({ where: { state: { notIn: [...FINISHED_STATES] } } });
+    const byId = new Map(unfinished.map((row) => [row.id, row]));
+    const waitingForChildren = new Set(unfinished.flatMap((row) => (row.parentId ? [row.parentId] : [])));
+    const queue = unfinished.map((row) => queuedLocks(row, byId)).sort((a, b) => compareOrder(a.order, b.order));
+    const claimed: ProcedureRow[] = [];
+    let nextDueMs: number | null = null;
+    for (const entry of queue) {
+      if (claimed.length >= request.limit) break;
+      const row = byId.get(entry.id)!;
+      if (request.busy.has(row.id) || waitingForChildren.has(row.id) || !request.isRegistered(row.type)) continue;
+      if (lockable && !lockable.has(row.id)) continue;
+      if (row.owner && row.owner !== request.owner && !leaseExpired(row, request)) continue;
+      if (Number(row.nextRunMs) > request.now) {
+        nextDueMs = Math.min(nextDueMs ?? Infinity, Number(row.nextRunMs));
+        continue;
+      }
+      if (!mayAcquire(entry, queue)) continue;
+      const taken = await tx.procedure.updateMany({ where: { id: row.id, owner: row.owner }, data: { owner: request.owner, updatedAt: new Date(request.now) } });
+      if (taken.count !== 1) continue;
+      entry.holding = true;
+      claimed.push({ ...row, owner: request.owner, updatedAt: new Date(request.now) });
+    }
+    return { claimed, nextDueMs };
+  });
+}
+
+function leaseExpired(row: ProcedureRow, request: ClaimRequest): boolean {
+  return row.updatedAt.getTime() + request.leaseMs <= request.now;
+}
+
+function queuedLocks(row: ProcedureRow, byId: Map<string, ProcedureRow>): QueuedLocks {
+  const chain: ProcedureRow[] = [];
+  const ancestors = new Set<string>();
+  for (let current: ProcedureRow | undefined = row; current; current = current.parentId ? byId.get(current.parentId) : undefined) {
+    if (chain.includes(current)) break;
+    chain.unshift(current);
+    if (current !== row) ancestors.add(current.id);
+  }
+  return {
+    id: row.id,
+    order: chain.flatMap((r) => [r.createdAt.getTime(), r.id]),
+    keys: JSON.parse(row.lockKeys) as LockKey[],
+    // An expired lease still holds the locks until its procedure is taken over; nobody else may slip in between steps.
+    holding: row.owner !== null,
+    ancestors,
+  };
+}

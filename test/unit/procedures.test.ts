@@ -1,0 +1,205 @@
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../server/clock';
+import { AppError } from '../../server/errors';
+import { registerProcedureType } from '../../server/procedures/registry';
+import { createProcedureRunner } from '../../server/procedures/runner';
+import type { ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
+import { db } from '../../server/storage/db';
+import { gate, script, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
+
+const ROLLBACK = 'test.rollback'; // supports rollback, 2 retries
+const PLAIN = 'test.plain'; // no rollback, default 3 retries
+
+let clock: ManualClock;
+let runner: ProcedureRunner;
+const runners: ProcedureRunner[] = [];
+
+function startRunner(options: Parameters<typeof createProcedureRunner>[0] = {}): ProcedureRunner {
+  const created = createProcedureRunner({ clock, owner: 'test-runner', ...options });
+  runners.push(created);
+  void created.start();
+  return created;
+}
+
+/** Polls the database (real time, a few ms) until the procedure reaches one of `states`. */
+async function waitForState(id: string, ...states: ProcedureState[]): Promise<ProcedureView> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const view = await runner.get(id);
+    if (view && states.includes(view.state)) return view;
+    if (Date.now() > deadline) throw new Error(`${id} stayed ${view?.state}, expected ${states.join('|')}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function waitUntil(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function stepStates(id: string): Promise<string[]> {
+  const rows = await db().procedureStep.findMany({ where: { procedureId: id }, orderBy: { step: 'asc' } });
+  return rows.map((row) => `${row.step}:${row.state}`);
+}
+
+beforeAll(() => {
+  registerProcedureType(scriptedType(ROLLBACK, { supportsRollback: true, maxRetries: 2 }));
+  registerProcedureType(scriptedType(PLAIN, { supportsRollback: false }));
+});
+
+afterEach(async () => {
+  await Promise.all(runners.splice(0).map((r) => r.stop()));
+  await db().procedureStep.deleteMany({});
+  await db().procedure.deleteMany({});
+});
+
+describe('procedure runner', () => {
+  beforeAll(() => {
+    clock = new ManualClock();
+  });
+
+  it('refuses a second registration of the same type', () => {
+    expect(() => registerProcedureType(scriptedType(ROLLBACK, { supportsRollback: false }))).toThrow(/already registered/);
+  });
+
+  it('runs a multi-step procedure to done, persisting each step once', async () => {
+    runner = startRunner();
+    const id = await runner.submit(PLAIN, scriptedState('three-steps', 3));
+    const done = await runner.await(id);
+    expect(done.state).toBe('done');
+    expect(done.step).toBe(3);
+    expect(done.output).toEqual({ done: 3, children: {} });
+    expect(done.owner).toBeNull();
+    expect(done.finishedAt).not.toBeNull();
+    expect(await stepStates(id)).toEqual(['1:running', '2:running', '3:done']);
+  });
+
+  it('retries a retry-later error with backoff, then succeeds', async () => {
+    const s = script('flaky', { failures: ['retry', 'retry'] });
+    runner = startRunner();
+    const id = await runner.submit(ROLLBACK, scriptedState('flaky', 2));
+    const first = await waitForState(id, 'retrying');
+    expect(first.attempts).toBe(1);
+    expect(first.error).toBe('database busy');
+    const firstDelay = Date.parse(first.nextRunAt!) - clock.now();
+    expect(firstDelay).toBeGreaterThanOrEqual(500);
+    expect(firstDelay).toBeLessThanOrEqual(625);
+
+    await clock.advance(firstDelay - 1);
+    expect((await runner.get(id))!.attempts).toBe(1); // not before its time
+    await clock.advance(1);
+    await waitUntil(async () => (await runner.get(id))!.attempts === 2, 'second attempt');
+    const second = (await runner.get(id))!;
+    const secondDelay = Date.parse(second.nextRunAt!) - clock.now();
+    expect(secondDelay).toBeGreaterThanOrEqual(1000);
+    expect(secondDelay).toBeLessThanOrEqual(1250);
+
+    await clock.advance(secondDelay);
+    const done = await waitForState(id, 'done');
+    expect(done.attempts).toBe(0);
+    expect(done.error).toBeNull();
+    expect(done.output).toEqual({ done: 2, children: {} });
+    expect(s.log).toEqual(['execute 0', 'execute 0', 'execute 0', 'execute 1']);
+  });
+
+  it('after the retries are exhausted, rolls back step by step and fails, keeping the error', async () => {
+    const s = script('exhausted', { failures: ['retry', 'retry', 'retry'] });
+    runner = startRunner();
+    const id = await runner.submit(ROLLBACK, scriptedState('exhausted', 3, { done: 2 }));
+    for (const attempt of [1, 2]) {
+      const retrying = await waitForState(id, 'retrying');
+      expect(retrying.attempts).toBe(attempt);
+      await clock.advance(Date.parse(retrying.nextRunAt!) - clock.now());
+      if (attempt === 1) await waitUntil(async () => (await runner.get(id))!.attempts === 2, 'attempt 2');
+    }
+    const failed = await waitForState(id, 'failed');
+    expect(failed.error).toBe('database busy');
+    expect(failed.rollbackError).toBeNull();
+    expect(failed.data).toMatchObject({ done: 2, undone: 2 });
+    expect(s.log).toEqual(['execute 2', 'execute 2', 'execute 2', 'rollback 0', 'rollback 1']);
+    expect(await stepStates(id)).toEqual(['1:rolling-back', '2:failed']);
+  });
+
+  it('a rollback that keeps failing is retried with backoff, then the procedure fails with both errors', async () => {
+    const s = script('stuck-rollback', { failures: ['fatal'], rollbackFailures: 10 });
+    runner = startRunner();
+    const id = await runner.submit(ROLLBACK, scriptedState('stuck-rollback', 2, { done: 1 }));
+    for (const attempt of [1, 2]) {
+      const waiting = await waitForState(id, 'rolling-back');
+      await waitUntil(async () => (await runner.get(id))!.attempts === attempt, `rollback attempt ${attempt}`);
+      const view = (await runner.get(id))!;
+      expect(view.rollbackError).toBe('rollback broken');
+      expect(waiting.state).toBe('rolling-back');
+      await clock.advance(Date.parse(view.nextRunAt!) - clock.now());
+    }
+    const failed = await waitForState(id, 'failed');
+    expect(failed.error).toBe('quota exceeded');
+    expect(failed.rollbackError).toBe('rollback broken');
+    expect(s.log).toEqual(['execute 1', 'rollback 0', 'rollback 0', 'rollback 0']);
+  });
+
+  it('a non-retryable error is not retried: prepare-rollback, rollback, failed', async () => {
+    const s = script('fatal', { failures: ['fatal'] });
+    runner = startRunner();
+    const id = await runner.submit(ROLLBACK, scriptedState('fatal', 2, { done: 1 }));
+    const failed = await waitForState(id, 'failed');
+    expect(failed.attempts).toBe(0);
+    expect(failed.error).toBe('quota exceeded');
+    expect(s.log).toEqual(['execute 1', 'rollback 0']);
+    expect(await stepStates(id)).toEqual(['1:failed']);
+  });
+
+  it('a throw inside execute of a type without rollback fails it at once, and a retry by hand resumes from its last step', async () => {
+    const s = script('bug', { failures: ['none', 'bug'] });
+    runner = startRunner();
+    const id = await runner.submit(PLAIN, scriptedState('bug', 3));
+    const failed = await waitForState(id, 'failed');
+    expect(failed.error).toMatch(/Cannot read properties of null/);
+    expect(failed.step).toBe(1);
+    await expect(runner.retry(id).then(() => runner.retry(id))).rejects.toMatchObject({ code: 'conflict' });
+    const done = await runner.await(id);
+    expect(done.state).toBe('done');
+    expect(done.step).toBe(3);
+    expect(s.log).toEqual(['execute 0', 'execute 1', 'execute 1', 'execute 2']);
+  });
+
+  it('submitting an existing id returns it without a second run', async () => {
+    const s = script('once');
+    runner = startRunner();
+    const [a, b] = await Promise.all([runner.submit(PLAIN, scriptedState('once', 1), { id: 'fixed-id' }), runner.submit(PLAIN, scriptedState('once', 1), { id: 'fixed-id' })]);
+    expect([a, b]).toEqual(['fixed-id', 'fixed-id']);
+    await runner.await('fixed-id');
+    expect(await runner.submit(PLAIN, scriptedState('once', 1), { id: 'fixed-id' })).toBe('fixed-id');
+    expect(await db().procedure.count()).toBe(1);
+    expect(s.log).toEqual(['execute 0']);
+    await expect(runner.submit(ROLLBACK, scriptedState('once', 1), { id: 'fixed-id' })).rejects.toBeInstanceOf(AppError);
+  });
+
+  it('await returns the unfinished procedure when its timeout elapses on the runner clock', async () => {
+    const held = gate();
+    script('slow', { gate: held.promise });
+    runner = startRunner();
+    const id = await runner.submit(PLAIN, scriptedState('slow', 1));
+    const waiting = runner.await(id, 5_000);
+    await clock.advance(5_000);
+    expect((await waiting).state).toBe('running');
+    held.open();
+    expect((await runner.await(id)).state).toBe('done');
+  });
+
+  it('removes finished procedures and their steps after the retention, keeping the rest', async () => {
+    runner = startRunner({ retentionMs: 60_000 });
+    const old = await runner.submit(PLAIN, scriptedState('old', 2));
+    await runner.await(old);
+    await clock.advance(60_001);
+    const recent = await runner.submit(PLAIN, scriptedState('recent', 1));
+    await runner.await(recent);
+    expect(await runner.cleanup()).toBe(1);
+    expect(await runner.get(old)).toBeNull();
+    expect(await db().procedureStep.count({ where: { procedureId: old } })).toBe(0);
+    expect((await runner.get(recent))!.state).toBe('done');
+  });
+});
