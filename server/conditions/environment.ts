@@ -19,9 +19,10 @@ export function withMembership<T>(crowds: CrowdMembership, user: number, evaluat
 /**
  * The one CEL environment of conditions. `user` is a CEL int (not uint) so that `user == 5` and `user % 10 == 0`
  * type-check as people write them; `now` is a timestamp; `event` and `profile` are maps whose JSON numbers are
- * CEL doubles (the CEL convention for JSON), which compare equal to ints (`profile.age == 30`).
+ * CEL doubles (the CEL convention for JSON), which compare equal to ints (`profile.age == 30`). List literals may
+ * mix types (`profile.score in [1, 2.5]`), as profile values from JSON do.
  */
-export const conditionEnvironment = new Environment()
+export const conditionEnvironment = new Environment({ homogeneousAggregateLiterals: false })
   .registerVariable('event', 'map', { description: 'The event being applied: type, data (map), time (timestamp)' })
   .registerVariable('profile', 'map', { description: "The user's profile attributes" })
   .registerVariable('now', 'google.protobuf.Timestamp', { description: 'The current time' })

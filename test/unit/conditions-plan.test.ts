@@ -1,0 +1,173 @@
+import roaring from 'roaring';
+import { describe, expect, it } from 'vitest';
+import { compileCondition, evaluatePlan, type BitmapPlan, type CrowdMembership } from '../../server/conditions/compile';
+import { ProfileIndex, planResolver } from '../../server/conditions/profile-index';
+
+const { RoaringBitmap32 } = roaring;
+
+describe('plan extraction', () => {
+  it.each<[string, BitmapPlan]>([
+    ['true', { op: 'all' }],
+    ['false', { op: 'none' }],
+    ['inCrowd("vip")', { op: 'crowd', name: 'vip' }],
+    ['profile.plan == "pro"', { op: 'profileEq', field: 'plan', value: 'pro' }],
+    ['"pro" == profile["plan"]', { op: 'profileEq', field: 'plan', value: 'pro' }],
+    ['profile.age == 30', { op: 'profileEq', field: 'age', value: 30 }],
+    ['profile.score == -2.5', { op: 'profileEq', field: 'score', value: -2.5 }],
+    ['profile.optIn == true', { op: 'profileEq', field: 'optIn', value: true }],
+    ['profile.country in ["FR", "DE"]', { op: 'profileIn', field: 'country', values: ['FR', 'DE'] }],
+    ['!inCrowd("churned")', { op: 'not', arg: { op: 'crowd', name: 'churned' } }],
+    [
+      'inCrowd("a") && inCrowd("b") && !inCrowd("c")',
+      { op: 'and', args: [{ op: 'crowd', name: 'a' }, { op: 'crowd', name: 'b' }, { op: 'not', arg: { op: 'crowd', name: 'c' } }] },
+    ],
+    [
+      '(inCrowd("a") || profile.plan == "pro") && !(profile.country in ["US"] || false)',
+      {
+        op: 'and',
+        args: [
+          { op: 'or', args: [{ op: 'crowd', name: 'a' }, { op: 'profileEq', field: 'plan', value: 'pro' }] },
+          { op: 'not', arg: { op: 'or', args: [{ op: 'profileIn', field: 'country', values: ['US'] }, { op: 'none' }] } },
+        ],
+      },
+    ],
+  ])('%s', (text, plan) => {
+    expect(compileCondition(text).plan).toEqual(plan);
+  });
+
+  it.each([
+    'event.type == "click"',
+    'inCrowd("vip") && event.type == "click"',
+    'profile.plan != "pro"',
+    'profile.age > 30',
+    'user == 5',
+    'now > timestamp("2026-01-01T00:00:00Z")',
+    'profile.optIn',
+    'has(profile.plan)',
+    'profile.plan == profile.previousPlan',
+    '"beta" in profile.tags',
+    'profile.plan.startsWith("pro")',
+    'inCrowd("vip") ? true : false',
+    'profile.address.city == "Paris"',
+  ])('%s has no plan', (text) => {
+    expect(compileCondition(text).plan).toBeNull();
+  });
+});
+
+/** Deterministic pseudo-random numbers (mulberry32), so a failure reproduces. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const CROWDS = ['a', 'b', 'c', 'empty'];
+const FIELDS: Record<string, unknown[]> = {
+  plan: ['pro', 'free', 'trial', undefined, null],
+  country: ['FR', 'DE', 'US', 'GB', undefined],
+  age: [18, 30, 30.5, 65, '30', undefined],
+  optIn: [true, false, 'true', undefined],
+};
+const LITERALS: Record<string, string[]> = {
+  plan: ['"pro"', '"free"', '"trial"', '"gold"'],
+  country: ['"FR"', '"DE"', '"US"'],
+  age: ['30', '18', '30.5', '65', '-1'],
+  optIn: ['true', 'false'],
+};
+
+function randomCondition(random: () => number, depth: number): string {
+  const pick = <T,>(items: T[]): T => items[Math.floor(random() * items.length)];
+  const choice = depth <= 0 ? Math.floor(random() * 4) : Math.floor(random() * 7);
+  switch (choice) {
+    case 0:
+      return `inCrowd("${pick(CROWDS)}")`;
+    case 1: {
+      const field = pick(Object.keys(FIELDS));
+      return random() < 0.5 ? `profile.${field} == ${pick(LITERALS[field])}` : `${pick(LITERALS[field])} == profile["${field}"]`;
+    }
+    case 2: {
+      const field = pick(Object.keys(FIELDS));
+      const values = Array.from({ length: Math.floor(random() * 3) + 1 }, () => pick(LITERALS[field]));
+      return `profile.${field} in [${values.join(', ')}]`;
+    }
+    case 3:
+      return random() < 0.9 ? `inCrowd("${pick(CROWDS)}")` : pick(['true', 'false']);
+    case 4:
+      return `!(${randomCondition(random, depth - 1)})`;
+    default:
+      return `(${randomCondition(random, depth - 1)} ${choice === 5 ? '&&' : '||'} ${randomCondition(random, depth - 1)})`;
+  }
+}
+
+describe('evaluatePlan equals the predicate applied per user', () => {
+  const random = seededRandom(20260310);
+  const USERS = 100_000;
+  const crowdBitmaps = new Map(CROWDS.map((name) => [name, new RoaringBitmap32()]));
+  const profiles = new ProfileIndex();
+  const density: Record<string, number> = { a: 0.5, b: 0.1, c: 0.9, empty: 0 };
+  for (let user = 0; user < USERS; user++) {
+    for (const name of CROWDS) if (random() < density[name]) crowdBitmaps.get(name)!.add(user);
+    if (random() < 0.15) continue; // no profile at all
+    const attributes: Record<string, unknown> = {};
+    for (const [field, values] of Object.entries(FIELDS)) {
+      const value = values[Math.floor(random() * values.length)];
+      if (value !== undefined) attributes[field] = value;
+    }
+    profiles.set(user, attributes);
+  }
+  // The universe (e.g. the users of a timer step) leaves out some users and holds users beyond the crowds' range.
+  const universe = new RoaringBitmap32();
+  for (let user = 0; user < USERS + 5_000; user++) if (random() < 0.8) universe.add(user);
+  const universeUsers = universe.toArray();
+  const membership: CrowdMembership = { has: (name, user) => crowdBitmaps.get(name)?.has(user) ?? false };
+  const resolver = planResolver((name) => crowdBitmaps.get(name), profiles);
+
+  function expectPlanMatchesPredicate(text: string) {
+    const condition = compileCondition(text);
+    expect(condition.plan, text).not.toBeNull();
+    const viaPlan = evaluatePlan(condition.plan!, resolver, universe);
+    const viaPredicate = universeUsers.filter((user) => condition.predicate({ user, now: 0, profile: profiles.get(user) }, membership));
+    expect(viaPlan.size, text).toBe(viaPredicate.length);
+    expect(viaPlan.toArray(), text).toEqual(viaPredicate);
+  }
+
+  it.each([
+    'true',
+    'false',
+    'inCrowd("a")',
+    'inCrowd("empty")',
+    'inCrowd("unknown")',
+    '!inCrowd("a")',
+    'inCrowd("a") && inCrowd("b")',
+    'inCrowd("a") || inCrowd("b") || inCrowd("c")',
+    'inCrowd("c") && !inCrowd("a") && !inCrowd("b")',
+    'profile.plan == "pro"',
+    '!(profile.plan == "pro")',
+    'profile.age == 30',
+    'profile.age == 30.5',
+    'profile.optIn == true',
+    'profile.country in ["FR", "DE"]',
+    '!(profile.country in ["FR", "DE"]) && inCrowd("a")',
+    '(inCrowd("a") || profile.plan == "pro") && !(profile.country in ["US"] || profile.optIn == false)',
+  ])('%s', (text) => {
+    expectPlanMatchesPredicate(text);
+  });
+
+  it('on 300 random conditions (seeded)', () => {
+    const conditions = seededRandom(7);
+    for (let i = 0; i < 300; i++) expectPlanMatchesPredicate(randomCondition(conditions, 3));
+  });
+
+  it('never mutates the crowd or index bitmaps it is given', () => {
+    const sizes = CROWDS.map((name) => crowdBitmaps.get(name)!.size);
+    const pro = profiles.equals('plan', 'pro').size;
+    evaluatePlan(compileCondition('!(inCrowd("a") && profile.plan == "pro") || inCrowd("b")').plan!, resolver, universe);
+    expect(CROWDS.map((name) => crowdBitmaps.get(name)!.size)).toEqual(sizes);
+    expect(profiles.equals('plan', 'pro').size).toBe(pro);
+  });
+});
