@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { bitmapExportResponse, CrowdParams, EXPORT_FORMATS, requireCrowd } from '@/server/crowd';
+import { queryParams, route } from '@/server/http/respond';
+import { tenantFromRequest } from '@/server/tenants/tenants';
+
+const ExportQuery = z.strictObject({
+  format: z.enum(EXPORT_FORMATS).default('csv'),
+  limit: z.coerce.number().int().min(0).optional(),
+});
+
+export const GET = route<{ tenant: string; name: string }>(async (request, params) => {
+  const tenant = await tenantFromRequest(request, params.tenant);
+  const { name } = CrowdParams.parse(params);
+  const { format, limit } = queryParams(request, ExportQuery);
+  const crowd = await requireCrowd(tenant.id, name);
+  return bitmapExportResponse(crowd.bitmap, format, crowd.name, limit);
+});

@@ -1,0 +1,8 @@
+import { crowdView, listCrowds } from '@/server/crowd';
+import { json, route } from '@/server/http/respond';
+import { tenantFromRequest } from '@/server/tenants/tenants';
+
+export const GET = route<{ tenant: string }>(async (request, params) => {
+  const tenant = await tenantFromRequest(request, params.tenant);
+  return json({ crowds: (await listCrowds(tenant.id)).map(crowdView) });
+});
