@@ -1,0 +1,17 @@
+import { json, readJson, route } from '@/server/http/respond';
+import { tenantFromRequest } from '@/server/tenants/tenants';
+import { deleteWorkflow, getWorkflow, updateWorkflow, UpdateWorkflowRequest } from '@/server/workflows/workflows';
+
+type Params = { tenant: string; id: string };
+
+export const GET = route<Params>(async (request, { tenant, id }) => json(await getWorkflow(await tenantFromRequest(request, tenant), id)));
+
+export const PUT = route<Params>(async (request, { tenant, id }) => {
+  const owner = await tenantFromRequest(request, tenant);
+  return json(await updateWorkflow(owner, id, await readJson(request, UpdateWorkflowRequest)));
+});
+
+export const DELETE = route<Params>(async (request, { tenant, id }) => {
+  await deleteWorkflow(await tenantFromRequest(request, tenant), id);
+  return new Response(null, { status: 204 });
+});

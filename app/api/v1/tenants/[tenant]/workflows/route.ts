@@ -1,0 +1,12 @@
+import { json, readJson, route } from '@/server/http/respond';
+import { tenantFromRequest } from '@/server/tenants/tenants';
+import { createWorkflow, CreateWorkflowRequest, listWorkflows } from '@/server/workflows/workflows';
+
+type Params = { tenant: string };
+
+export const GET = route<Params>(async (request, { tenant }) => json({ workflows: await listWorkflows(await tenantFromRequest(request, tenant)) }));
+
+export const POST = route<Params>(async (request, { tenant }) => {
+  const owner = await tenantFromRequest(request, tenant);
+  return json(await createWorkflow(owner, await readJson(request, CreateWorkflowRequest)), 201);
+});

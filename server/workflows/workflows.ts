@@ -1,0 +1,210 @@
+import { z } from 'zod';
+import { AppError, badRequest, conflict, isUniqueViolation, notFound } from '../errors';
+import { newId } from '../ids';
+import { validateSchedule, validateWorkflow } from '../model/validate';
+import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../model/workflow';
+import { db } from '../storage/db';
+import { ACTIVE_INSTANCE_STATES, type Tenant } from '../tenants/tenants';
+import { runningOf } from './running';
+
+// Workflows of a tenant. Every save that carries a definition writes a new immutable WorkflowVersion
+// and bumps currentVersion in the same transaction; draft (canvas positions/labels), name and schedule
+// live on the Workflow row and change without a new version.
+
+// The definition and schedule are taken as unknown here and checked by validateWorkflow()/validateSchedule(),
+// so a bad save answers 400 invalid_workflow with every problem at once instead of zod's first shape error.
+export const CreateWorkflowRequest = z.strictObject({
+  name: WorkflowName,
+  definition: z.unknown().refine((value) => value !== undefined, 'A workflow needs a definition'),
+  draft: WorkflowDraft.optional(),
+  schedule: z.unknown().optional(),
+});
+export const UpdateWorkflowRequest = z.strictObject({
+  name: WorkflowName.optional(),
+  definition: z.unknown().optional(),
+  draft: WorkflowDraft.optional(),
+  schedule: z.unknown().optional(),
+});
+export type CreateWorkflowRequest = z.infer<typeof CreateWorkflowRequest>;
+export type UpdateWorkflowRequest = z.infer<typeof UpdateWorkflowRequest>;
+
+export const VersionParam = z.string().regex(/^[1-9]\d{0,8}$/, 'Versions are whole numbers from 1');
+
+export type Running = { instanceId: string; userCount: number } | null;
+export type WorkflowView = {
+  id: string;
+  name: string;
+  version: number;
+  definition: WorkflowDefinition;
+  draft: WorkflowDraft;
+  schedule: WorkflowSchedule | null;
+  createdAt: string;
+  updatedAt: string;
+  running: Running;
+};
+export type WorkflowSummary = Pick<WorkflowView, 'id' | 'name' | 'version' | 'schedule' | 'createdAt' | 'updatedAt' | 'running'>;
+export type VersionView = { workflowId: string; version: number; definition: WorkflowDefinition; createdAt: string };
+
+type WorkflowRow = { id: string; tenantId: string; name: string; currentVersion: number; draft: string; schedule: string | null; createdAt: Date; updatedAt: Date };
+
+const EMPTY_DRAFT: WorkflowDraft = { positions: {}, labels: {} };
+
+function summary(row: WorkflowRow, running: Running): WorkflowSummary {
+  return {
+    id: row.id,
+    name: row.name,
+    version: row.currentVersion,
+    schedule: row.schedule ? (JSON.parse(row.schedule) as WorkflowSchedule) : null,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+    running,
+  };
+}
+
+/** Finds a workflow of the tenant by id, or else by name; other tenants' workflows are never found. */
+export async function findWorkflow(tenant: Tenant, ref: string): Promise<WorkflowRow> {
+  const rows = await db().workflow.findMany({ where: { tenantId: tenant.id, OR: [{ id: ref }, { name: ref }] }, take: 2 });
+  const row = rows.find((r) => r.id === ref) ?? rows[0];
+  if (!row) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
+  return row;
+}
+
+async function view(row: WorkflowRow): Promise<WorkflowView> {
+  const version = await db().workflowVersion.findUnique({ where: { workflowId_version: { workflowId: row.id, version: row.currentVersion } } });
+  if (!version) throw notFound(`Version ${row.currentVersion} of workflow "${row.name}"`);
+  const running = (await runningOf([row.id])).get(row.id) ?? null;
+  const { id, name, version: v, schedule, createdAt, updatedAt } = summary(row, running);
+  return { id, name, version: v, definition: JSON.parse(version.definition), draft: JSON.parse(row.draft), schedule, createdAt, updatedAt, running };
+}
+
+/** Throws 400 invalid_workflow listing every problem of the definition and the schedule; returns what to store. */
+function checkedSave(definition: unknown, schedule: unknown, now: number): { definition?: WorkflowDefinition; schedule?: WorkflowSchedule | null } {
+  const problems: WorkflowProblem[] = [];
+  let checked: WorkflowDefinition | undefined;
+  if (definition !== undefined) {
+    const result = validateWorkflow(definition, { now });
+    if (result.ok) checked = result.definition;
+    else problems.push(...result.problems);
+  }
+  if (schedule !== undefined && schedule !== null) problems.push(...validateSchedule(schedule));
+  if (problems.length > 0) {
+    const first = problems[0].message;
+    throw new AppError('invalid_workflow', `The workflow has ${problems.length} problem${problems.length === 1 ? '' : 's'}: ${first}${problems.length > 1 ? ' …' : ''}`, { problems });
+  }
+  return {
+    ...(definition === undefined ? {} : { definition: checked }),
+    ...(schedule === undefined ? {} : { schedule: schedule === null ? null : WorkflowSchedule.parse(schedule) }),
+  };
+}
+
+function duplicateName(tenant: Tenant, name: string): AppError {
+  return conflict(`A workflow named "${name}" already exists in tenant "${tenant.name}"`);
+}
+
+export async function createWorkflow(tenant: Tenant, body: CreateWorkflowRequest, now = Date.now()): Promise<WorkflowView> {
+  const checked = checkedSave(body.definition, body.schedule ?? null, now);
+  const id = newId('wf');
+  const at = new Date(now);
+  const client = db();
+  try {
+    await client.$transaction([
+      client.workflow.create({
+        data: {
+          id,
+          tenantId: tenant.id,
+          name: body.name,
+          currentVersion: 1,
+          draft: JSON.stringify(body.draft ?? EMPTY_DRAFT),
+          schedule: checked.schedule ? JSON.stringify(checked.schedule) : null,
+          createdAt: at,
+          updatedAt: at,
+        },
+      }),
+      client.workflowVersion.create({ data: { workflowId: id, version: 1, definition: JSON.stringify(checked.definition), createdAt: at } }),
+    ]);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw duplicateName(tenant, body.name);
+    throw error;
+  }
+  return view(await findWorkflow(tenant, id));
+}
+
+export async function listWorkflows(tenant: Tenant): Promise<WorkflowSummary[]> {
+  const rows = await db().workflow.findMany({ where: { tenantId: tenant.id }, orderBy: { name: 'asc' } });
+  const running = await runningOf(rows.map((r) => r.id));
+  return rows.map((row) => summary(row, running.get(row.id) ?? null));
+}
+
+export async function getWorkflow(tenant: Tenant, ref: string): Promise<WorkflowView> {
+  return view(await findWorkflow(tenant, ref));
+}
+
+/** A save: with a definition it makes version N+1; without one it changes only name, draft or schedule. */
+export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWorkflowRequest, now = Date.now()): Promise<WorkflowView> {
+  if (Object.values(body).every((value) => value === undefined)) {
+    throw badRequest('Nothing to save: give at least one of name, definition, draft, schedule');
+  }
+  const current = await findWorkflow(tenant, ref);
+  const checked = checkedSave(body.definition, body.schedule, now);
+  const fields = {
+    ...(body.name === undefined ? {} : { name: body.name }),
+    ...(body.draft === undefined ? {} : { draft: JSON.stringify(body.draft) }),
+    ...(checked.schedule === undefined ? {} : { schedule: checked.schedule ? JSON.stringify(checked.schedule) : null }),
+    updatedAt: new Date(now),
+  };
+  try {
+    await db().$transaction(async (tx) => {
+      if (checked.definition === undefined) {
+        await tx.workflow.update({ where: { id: current.id }, data: fields });
+        return;
+      }
+      // The increment is the row write that serializes concurrent saves: each gets its own version number.
+      const updated = await tx.workflow.update({ where: { id: current.id }, data: { ...fields, currentVersion: { increment: 1 } } });
+      await tx.workflowVersion.create({ data: { workflowId: current.id, version: updated.currentVersion, definition: JSON.stringify(checked.definition), createdAt: fields.updatedAt } });
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw duplicateName(tenant, body.name ?? current.name);
+    if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
+    throw error;
+  }
+  return view(await findWorkflow(tenant, current.id));
+}
+
+/** Deletes a workflow and its versions; refused while one of its instances is starting, running or stopping. */
+export async function deleteWorkflow(tenant: Tenant, ref: string): Promise<void> {
+  const workflow = await findWorkflow(tenant, ref);
+  const client = db();
+  const active = await client.instance.findFirst({ where: { workflowId: workflow.id, state: { in: ACTIVE_INSTANCE_STATES } } });
+  if (active) {
+    throw conflict(`Workflow "${workflow.name}" has instance ${active.id} ${active.state}; stop it before deleting the workflow`, {
+      instanceId: active.id,
+      state: active.state,
+    });
+  }
+  await client.$transaction([
+    client.workflowVersion.deleteMany({ where: { workflowId: workflow.id } }),
+    client.workflow.deleteMany({ where: { id: workflow.id, tenantId: tenant.id } }),
+  ]);
+}
+
+export async function listVersions(tenant: Tenant, ref: string): Promise<{ workflowId: string; current: number; versions: { version: number; createdAt: string }[] }> {
+  const workflow = await findWorkflow(tenant, ref);
+  const versions = await db().workflowVersion.findMany({
+    where: { workflowId: workflow.id },
+    select: { version: true, createdAt: true },
+    orderBy: { version: 'desc' },
+  });
+  return { workflowId: workflow.id, current: workflow.currentVersion, versions: versions.map((v) => ({ version: v.version, createdAt: v.createdAt.toISOString() })) };
+}
+
+export async function getVersion(tenant: Tenant, ref: string, version: number): Promise<VersionView> {
+  const workflow = await findWorkflow(tenant, ref);
+  const row = await db().workflowVersion.findUnique({ where: { workflowId_version: { workflowId: workflow.id, version } } });
+  if (!row) throw notFound(`Version ${version} of workflow "${workflow.name}"`);
+  return { workflowId: workflow.id, version: row.version, definition: JSON.parse(row.definition), createdAt: row.createdAt.toISOString() };
+}
+
+function isRecordMissing(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'P2025';
+}
+export { setRunningLookup, type RunningLookup, type RunningInstance } from './running';
