@@ -154,7 +154,8 @@ class DurableProcedureRunner implements ProcedureRunner {
         console.error('[procedures] claim failed; retrying', error);
       }
       const wait = Math.min(this.pollMs, nextDueMs === null ? Infinity : nextDueMs - this.clock.now());
-      if (this.dirty || this.stopping || wait <= 0) continue;
+      // Time that moved during this pass may have made a backoff or an expired lease due: look again at once.
+      if (this.dirty || this.stopping || wait <= 0 || this.clock.now() !== now) continue;
       this.wakeLoop = new AbortController();
       await this.clock.sleep(wait, this.wakeLoop.signal);
     }
