@@ -1,0 +1,10 @@
+import { getEngine } from '@/server/engine';
+import { UpdateCrowdBody } from '@/server/engine/openapi';
+import { json, readJson, route } from '@/server/http/respond';
+import { tenantFromRequest } from '@/server/tenants/tenants';
+
+export const POST = route<{ tenant: string; iid: string }>(async (request, params) => {
+  const tenant = await tenantFromRequest(request, params.tenant);
+  const body = await readJson(request, UpdateCrowdBody);
+  return json(await getEngine().updateInstanceCrowd(tenant.id, params.iid, body), 202);
+});

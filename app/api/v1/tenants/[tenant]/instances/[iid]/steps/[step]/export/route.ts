@@ -1,0 +1,12 @@
+import { bitmapExportResponse } from '@/server/crowd/export';
+import { getEngine } from '@/server/engine';
+import { ExportQuery } from '@/server/engine/openapi';
+import { queryParams, route } from '@/server/http/respond';
+import { tenantFromRequest } from '@/server/tenants/tenants';
+
+export const GET = route<{ tenant: string; iid: string; step: string }>(async (request, params) => {
+  const tenant = await tenantFromRequest(request, params.tenant);
+  const { format, limit } = queryParams(request, ExportQuery);
+  const bitmap = await getEngine().stepBitmap(tenant.id, params.iid, params.step);
+  return bitmapExportResponse(bitmap, format, `${params.iid}-${params.step}`, limit);
+});

@@ -1,0 +1,237 @@
+// The engine's HTTP surface: the zod schemas its routes validate with (instances, events, notifications,
+// consumers) and the OpenAPI 3.1 path items documenting them, built from the same schemas.
+import { z } from 'zod';
+import { EXPORT_FORMATS } from '../crowd/export';
+import { operation } from '../http/openapi-kit';
+import { MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH, MAX_USER_ID } from './ingest';
+import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, MAX_PAGE } from './notifications';
+
+export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
+
+export const StartInstanceBody = z.strictObject({
+  crowd: z.string().min(1).describe('Name of the tenant crowd the instance runs over'),
+  version: z.number().int().min(1).optional().describe('Workflow version; the current one when omitted'),
+});
+
+export const UpdateCrowdBody = z.strictObject({ crowd: z.string().min(1) });
+
+export const UpdateWorkflowBody = z.strictObject({
+  version: z.number().int().min(1),
+  mapping: z
+    .record(z.string().min(1), z.string().min(1))
+    .optional()
+    .describe('{removedStep: stepOfTheNewVersion} for users of steps the new version no longer has'),
+});
+
+export const InstancesQuery = z.strictObject({
+  workflow: z.string().min(1).optional(),
+  state: z.enum(INSTANCE_STATES).optional(),
+});
+
+export const ExportQuery = z.strictObject({
+  format: z.enum(EXPORT_FORMATS).default('csv'),
+  limit: z.coerce.number().int().min(0).optional(),
+});
+
+export const UserParams = z.object({
+  user: z
+    .string()
+    .regex(/^\d{1,10}$/, `expected a user id from 0 to ${MAX_USER_ID}`)
+    .transform(Number)
+    .refine((user) => user <= MAX_USER_ID, `expected a user id from 0 to ${MAX_USER_ID}`),
+});
+
+const Instance = z.object({
+  id: z.string(),
+  tenantId: z.string(),
+  workflowId: z.string(),
+  version: z.number(),
+  crowdName: z.string(),
+  state: z.enum(INSTANCE_STATES),
+  userCount: z.number(),
+  excludedCount: z.number(),
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
+  stoppedAt: z.string().nullable(),
+});
+const Counts = z.object({
+  instanceId: z.string(),
+  total: z.number(),
+  steps: z.record(z.string(), z.number()).describe('Users currently in each step'),
+  edges: z.record(z.string(), z.number()).describe('Users who took each edge, keyed "from->to"'),
+});
+const Submitted = z.object({ procedureId: z.string(), instanceId: z.string() });
+const Snapshot = z.object({
+  instanceId: z.string(),
+  workflowId: z.string(),
+  version: z.number(),
+  counts: Counts,
+  createdAt: z.string(),
+  expiresAt: z.string(),
+  exports: z.record(z.string(), z.string()).describe('Per step: the path that exports its users at stop time'),
+});
+const WhereIsUser = z.object({
+  user: z.number(),
+  instances: z.array(z.object({ instanceId: z.string(), workflowId: z.string(), step: z.string() })),
+  recentMoves: z.array(z.object({ seq: z.number(), instanceId: z.string(), fromStep: z.string().nullable(), toStep: z.string(), time: z.string() })),
+});
+const EventsBody = z.object({
+  tenant: z.string().optional().describe('Tenant id or name; required with the admin token, optional with a tenant API key'),
+  events: z
+    .array(
+      z.strictObject({
+        user: z.number().int().min(0).max(MAX_USER_ID),
+        type: z.string().min(1).max(MAX_EVENT_TYPE_LENGTH),
+        data: z.record(z.string(), z.unknown()).optional(),
+        time: z.union([z.string(), z.number().int().min(0)]).optional().describe('ISO-8601 with a time zone, or epoch milliseconds; default now'),
+      }),
+    )
+    .min(1)
+    .max(MAX_EVENTS_PER_BATCH),
+});
+const Notification = z.object({
+  seq: z.number(),
+  instanceId: z.string(),
+  from: z.string().nullable(),
+  to: z.string(),
+  user: z.number().optional().describe('A single-user move'),
+  users: z.array(z.number()).optional().describe(`A bulk move of at most ${INLINE_USERS_MAX} users`),
+  bitmap: z.string().optional().describe('A larger bulk move: base64 of the portable roaring bitmap'),
+  count: z.number(),
+  leaveAction: z.string().nullable(),
+  enterAction: z.string().nullable(),
+  time: z.string(),
+});
+const Consumer = z.object({ name: z.string(), cursor: z.number(), lag: z.number(), updatedAt: z.string() });
+
+const tags = ['instances'];
+const instance = ['tenant', 'iid'];
+const tenantQuery = { tenant: 'Tenant id or name (required with the admin token)' };
+
+export const paths: Record<string, object> = {
+  '/tenants/{tenant}/workflows/{id}/start': {
+    post: operation({
+      summary: 'Start an instance of a workflow over a crowd (refused: empty crowd, invalid workflow, already running)',
+      tags,
+      params: ['tenant', 'id'],
+      body: StartInstanceBody,
+      ok: { status: 202, description: 'Start submitted as a procedure', schema: Submitted },
+      errors: [404, 409],
+    }),
+  },
+  '/tenants/{tenant}/instances': {
+    get: operation({
+      summary: 'List instances',
+      tags,
+      params: ['tenant'],
+      query: { workflow: 'Workflow id', state: INSTANCE_STATES.join(' | ') },
+      ok: { status: 200, description: 'Instances', schema: z.object({ instances: z.array(Instance) }) },
+      errors: [404],
+    }),
+  },
+  '/tenants/{tenant}/instances/{iid}': {
+    get: operation({ summary: 'Get an instance', tags, params: instance, ok: { status: 200, description: 'Instance', schema: Instance }, errors: [404] }),
+  },
+  '/tenants/{tenant}/instances/{iid}/stop': {
+    post: operation({ summary: 'Stop an instance (saves a history snapshot)', tags, params: instance, ok: { status: 202, description: 'Stop submitted', schema: Submitted }, errors: [404, 409] }),
+  },
+  '/tenants/{tenant}/instances/{iid}/crowd': {
+    post: operation({
+      summary: 'Replace the crowd of a running instance: new users join the entry step, departed users leave (no notifications)',
+      tags,
+      params: instance,
+      body: UpdateCrowdBody,
+      ok: { status: 202, description: 'Update submitted', schema: Submitted },
+      errors: [404, 409],
+    }),
+  },
+  '/tenants/{tenant}/instances/{iid}/workflow': {
+    post: operation({
+      summary: 'Move a running instance to another workflow version; users of removed steps must be mapped (409 with details.stranded otherwise)',
+      tags,
+      params: instance,
+      body: UpdateWorkflowBody,
+      ok: { status: 202, description: 'Update submitted', schema: Submitted },
+      errors: [404, 409],
+    }),
+  },
+  '/tenants/{tenant}/instances/{iid}/counts': {
+    get: operation({ summary: 'Per-step and per-edge user counts', tags, params: instance, ok: { status: 200, description: 'Counts', schema: Counts }, errors: [404] }),
+  },
+  '/tenants/{tenant}/instances/{iid}/counts/stream': {
+    get: operation({
+      summary: 'Server-Sent Events: `event: counts` with the counts JSON at once and on every change; a `: heartbeat` comment every 15 s',
+      tags,
+      params: instance,
+      ok: { status: 200, description: 'Event stream', contentType: 'text/event-stream' },
+      errors: [404],
+    }),
+  },
+  '/tenants/{tenant}/instances/{iid}/steps/{step}/export': {
+    get: operation({
+      summary: 'Export the users at a step (a stopped instance: at stop time): csv (one ID a line), json (array) or portable roaring',
+      tags,
+      params: [...instance, 'step'],
+      query: { format: EXPORT_FORMATS.join(' | '), limit: 'At most this many IDs (the smallest)' },
+      ok: { status: 200, description: 'The IDs; header x-crowdflow-count holds how many', contentType: 'text/csv' },
+      errors: [404],
+    }),
+  },
+  '/tenants/{tenant}/instances/{iid}/snapshot': {
+    get: operation({ summary: 'History of a stopped instance: counts at stop and per-step exports', tags, params: instance, ok: { status: 200, description: 'Snapshot', schema: Snapshot }, errors: [404] }),
+  },
+  '/tenants/{tenant}/users/{user}': {
+    get: operation({
+      summary: "Where is user U: the user's step in each running instance and recent moves",
+      tags,
+      params: ['tenant', 'user'],
+      ok: { status: 200, description: 'Where the user is', schema: WhereIsUser },
+      errors: [404],
+    }),
+  },
+  '/events': {
+    post: operation({
+      summary: `Append up to ${MAX_EVENTS_PER_BATCH} events durably to the tenant's partitioned log; a bad batch is refused whole with a 400 naming the first bad index`,
+      tags: ['events'],
+      body: EventsBody,
+      ok: { status: 202, description: 'All events appended', schema: z.object({ accepted: z.number() }) },
+      errors: [404, 413, 415],
+    }),
+  },
+  '/notifications': {
+    get: operation({
+      summary: 'Committed moves after a cursor, oldest first; send `next` as `after` to continue',
+      tags: ['notifications'],
+      query: { after: 'Cursor (a seq); 0 = from the oldest retained', limit: `Page size, default 100, at most ${MAX_PAGE}`, ...tenantQuery },
+      ok: { status: 200, description: 'A page', schema: z.object({ items: z.array(Notification), next: z.number() }) },
+      errors: [404],
+    }),
+  },
+  '/consumers': {
+    get: operation({ summary: 'List named consumers', tags: ['notifications'], query: tenantQuery, ok: { status: 200, description: 'Consumers', schema: z.object({ consumers: z.array(Consumer) }) }, errors: [404] }),
+  },
+  '/consumers/{name}': {
+    put: operation({
+      summary: 'Create a named consumer at the tail, the head or a cursor (an existing one is returned unchanged, 200)',
+      tags: ['notifications'],
+      params: ['name'],
+      query: tenantQuery,
+      body: CreateConsumerBody,
+      ok: { status: 201, description: 'Created', schema: Consumer },
+      errors: [404],
+    }),
+    get: operation({ summary: 'A consumer: cursor and lag (moves after the cursor)', tags: ['notifications'], params: ['name'], query: tenantQuery, ok: { status: 200, description: 'Consumer', schema: Consumer }, errors: [404] }),
+    delete: operation({ summary: 'Delete a consumer', tags: ['notifications'], params: ['name'], query: tenantQuery, ok: { status: 204, description: 'Deleted' }, errors: [404] }),
+  },
+  '/consumers/{name}/commit': {
+    post: operation({
+      summary: "Commit a consumer's cursor; commits never go backwards (409 naming both cursors)",
+      tags: ['notifications'],
+      params: ['name'],
+      query: tenantQuery,
+      body: CommitBody,
+      ok: { status: 200, description: 'Committed', schema: Consumer },
+      errors: [404, 409],
+    }),
+  },
+};
