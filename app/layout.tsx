@@ -2,6 +2,7 @@ import type { ReactNode } from 'react';
 import '@xyflow/react/dist/style.css';
 import './globals.css';
 import './studio.css';
+import './canvas.css';
 
 export const metadata = { title: 'Crowdflow', description: 'Visual journeys over very large crowds' };
 

@@ -157,7 +157,7 @@ export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?:
       }
       case 'parallel': {
         const next = target(node, 'next');
-        return { ...base, kind: 'parallel', actions: [...node.data.actions], ...(next === undefined ? {} : { next }) };
+        return { ...base, kind: 'parallel', actions: node.data.actions.filter(Boolean), ...(next === undefined ? {} : { next }) };
       }
       case 'branch':
         return { ...base, kind: 'branch', branches: node.data.branches.map((b, i) => ({ condition: b.condition, next: target(node, `branch-${i}`) ?? '' })) };

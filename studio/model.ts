@@ -19,26 +19,35 @@ export type InstanceView = {
   id: string;
   workflowId: string;
   version: number;
-  state: string;
-  crowd?: string | null;
-  userCount?: number;
-  createdAt?: string;
-  startedAt?: string | null;
-  stoppedAt?: string | null;
+  crowdName: string;
+  state: 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
+  userCount: number;
+  excludedCount: number;
+  createdAt: string;
+  startedAt: string | null;
+  stoppedAt: string | null;
 };
 
 export type Counts = { instanceId: string; total: number; steps: Record<string, number>; edges: Record<string, number> };
 
+export type SnapshotView = { instanceId: string; workflowId: string; version: number; counts: Counts; createdAt: string; expiresAt: string };
+
 export type ProcedureView = {
   id: string;
   type: string;
-  state: string;
+  parentId: string | null;
+  workflowId: string | null;
+  state: 'running' | 'retrying' | 'prepare-rollback' | 'rolling-back' | 'done' | 'failed';
   step: number;
-  error?: string | null;
-  parentId?: string | null;
-  createdAt?: string;
-  updatedAt?: string;
+  error: string | null;
+  rollbackError: string | null;
+  attempts: number;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
 };
+
+export const PROCEDURE_FINISHED = ['done', 'failed'];
 
 export type { WorkflowProblem };
 

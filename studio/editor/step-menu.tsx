@@ -1,0 +1,87 @@
+'use client';
+import { useState, type FormEvent } from 'react';
+import { ApiError, API_ROOT, apiGet, tenantPath } from '../api';
+import { ErrorBox } from '../ui';
+import { useCanvasInfo } from './context';
+
+type WhereIsUser = { user: number; instances: { instanceId: string; workflowId: string; step: string }[]; recentMoves: { seq: number; fromStep: string | null; toStep: string; time: string }[] };
+
+/** A step's menu: export its users, look at the first ones, find where a user is. */
+export function StepMenu({ stepName }: { stepName: string }) {
+  const { tenant, instanceId } = useCanvasInfo();
+  const [open, setOpen] = useState(false);
+  const [firstUsers, setFirstUsers] = useState<number[] | null>(null);
+  const [where, setWhere] = useState<WhereIsUser | null>(null);
+  const [user, setUser] = useState('');
+  const [error, setError] = useState<ApiError | null>(null);
+  if (!instanceId) return null;
+  const exportUrl = (format: string, limit?: number) =>
+    `${API_ROOT}${tenantPath(tenant, `/instances/${instanceId}/steps/${encodeURIComponent(stepName)}/export`)}?format=${format}${limit ? `&limit=${limit}` : ''}`;
+
+  async function showFirst() {
+    setError(null);
+    try {
+      const body = await apiGet<number[] | { users: number[] }>(exportUrl('json', 20).slice(API_ROOT.length));
+      setFirstUsers(Array.isArray(body) ? body : body.users);
+    } catch (caught) {
+      setError(caught as ApiError);
+    }
+  }
+
+  async function find(event: FormEvent) {
+    event.preventDefault();
+    setError(null);
+    try {
+      setWhere(await apiGet<WhereIsUser>(tenantPath(tenant, `/users/${encodeURIComponent(user.trim())}`)));
+    } catch (caught) {
+      setError(caught as ApiError);
+    }
+  }
+
+  return (
+    <span className="step-menu nodrag nopan">
+      <button type="button" className="icon menu-button" aria-label={`Menu of step ${stepName}`} data-testid="step-menu" onClick={() => setOpen(!open)}>
+        ⋯
+      </button>
+      {open && (
+        <div className="menu step-menu-panel" role="menu">
+          <a href={exportUrl('csv')} download={`${stepName}.csv`} data-testid="export-csv">
+            Export users (CSV)
+          </a>
+          <a href={exportUrl('roaring')} download={`${stepName}.roaring`} data-testid="export-roaring">
+            Export users (roaring)
+          </a>
+          <button type="button" onClick={() => void showFirst()}>
+            View first users
+          </button>
+          {firstUsers && (
+            <p className="small" data-testid="first-users">
+              {firstUsers.length ? firstUsers.join(', ') : 'No users in this step.'}
+            </p>
+          )}
+          <form onSubmit={find} className="row">
+            <input aria-label="User ID" placeholder="User ID" value={user} onChange={(e) => setUser(e.target.value)} inputMode="numeric" />
+            <button type="submit">Find</button>
+          </form>
+          {where && (
+            <div className="small" data-testid="where-user">
+              {where.instances.length === 0
+                ? `User ${where.user} is in no running instance.`
+                : where.instances.map((i) => (
+                    <div key={i.instanceId}>
+                      User {where.user} is in “{i.step}”{i.instanceId === instanceId ? '' : ` (instance ${i.instanceId.slice(0, 10)})`}
+                    </div>
+                  ))}
+              {where.recentMoves.slice(0, 5).map((m) => (
+                <div key={m.seq} className="muted">
+                  {m.fromStep ?? 'start'} → {m.toStep} · {new Date(m.time).toLocaleString()}
+                </div>
+              ))}
+            </div>
+          )}
+          {error && <ErrorBox error={error} />}
+        </div>
+      )}
+    </span>
+  );
+}

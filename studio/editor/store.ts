@@ -1,0 +1,213 @@
+'use client';
+import { applyEdgeChanges, applyNodeChanges, type Connection, type EdgeChange, type NodeChange, type XYPosition } from '@xyflow/react';
+import { createContext, useContext, useSyncExternalStore } from 'react';
+import type { WorkflowProblem } from '../../server/model/workflow';
+import { defaultData, freeName, layout, makeEdge, type CanvasKind, type FlowEdge, type StepData, type StepNode } from '../convert';
+
+// The editor's document (nodes + edges) with undo/redo, selection and the problems of the last
+// validation. Components read slices through useEditor(selector) — the tldraw idea: one store,
+// small subscriptions — so typing in the inspector re-renders the inspector, not the whole canvas.
+
+export type EditorState = {
+  nodes: StepNode[];
+  edges: FlowEdge[];
+  selectedId: string | null;
+  /** Problems by step name from the last validateWorkflow() run or the server's 400; `null` key = whole workflow. */
+  problems: WorkflowProblem[];
+  dirty: boolean;
+  canUndo: boolean;
+  canRedo: boolean;
+};
+
+type Snapshot = { nodes: StepNode[]; edges: FlowEdge[] };
+const HISTORY_LIMIT = 100;
+/** Edits to the same field within this window are one undo step (typing a name is one change). */
+const COALESCE_MS = 800;
+
+export class EditorStore {
+  private state: EditorState;
+  private past: Snapshot[] = [];
+  private future: Snapshot[] = [];
+  private listeners = new Set<() => void>();
+  private lastEditKey: string | null = null;
+  private lastEditAt = 0;
+  private clipboard: Snapshot | null = null;
+  private dragging = false;
+
+  constructor(nodes: StepNode[], edges: FlowEdge[]) {
+    this.state = { nodes, edges, selectedId: null, problems: [], dirty: false, canUndo: false, canRedo: false };
+  }
+
+  subscribe = (listener: () => void) => {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  };
+
+  get = () => this.state;
+
+  private set(patch: Partial<EditorState>) {
+    this.state = { ...this.state, ...patch, canUndo: this.past.length > 0, canRedo: this.future.length > 0 };
+    for (const listener of this.listeners) listener();
+  }
+
+  /** Records the current document as an undo step before a change. */
+  private checkpoint(editKey: string | null = null) {
+    const now = Date.now();
+    if (editKey !== null && editKey === this.lastEditKey && now - this.lastEditAt < COALESCE_MS) {
+      this.lastEditAt = now;
+      return;
+    }
+    this.lastEditKey = editKey;
+    this.lastEditAt = now;
+    this.past = [...this.past.slice(-HISTORY_LIMIT + 1), { nodes: this.state.nodes, edges: this.state.edges }];
+    this.future = [];
+  }
+
+  private change(nodes: StepNode[], edges: FlowEdge[], editKey: string | null = null, extra: Partial<EditorState> = {}) {
+    this.checkpoint(editKey);
+    this.set({ nodes, edges, dirty: true, ...extra });
+  }
+
+  undo = () => {
+    const previous = this.past.pop();
+    if (!previous) return;
+    this.future.push({ nodes: this.state.nodes, edges: this.state.edges });
+    this.lastEditKey = null;
+    this.set({ ...previous, dirty: true });
+  };
+
+  redo = () => {
+    const next = this.future.pop();
+    if (!next) return;
+    this.past.push({ nodes: this.state.nodes, edges: this.state.edges });
+    this.lastEditKey = null;
+    this.set({ ...next, dirty: true });
+  };
+
+  /** React Flow's own changes: drags, selection, dimension measurements, deletions. */
+  onNodesChange = (changes: NodeChange<StepNode>[]) => {
+    const selected = changes.find((c) => c.type === 'select' && c.selected);
+    const removedSelected = changes.some((c) => c.type === 'remove' && c.id === this.state.selectedId);
+    const selectedId = selected?.type === 'select' ? selected.id : removedSelected ? null : this.state.selectedId;
+    const dragStep = changes.find((c) => c.type === 'position');
+    // a drag is one undo step: the checkpoint is taken as it starts, holding the positions from before
+    if (dragStep?.type === 'position' && dragStep.dragging && !this.dragging) {
+      this.dragging = true;
+      this.checkpoint();
+    }
+    if (dragStep?.type === 'position' && dragStep.dragging === false) this.dragging = false;
+    if (changes.some((c) => c.type === 'remove' || c.type === 'add')) this.checkpoint();
+    const nodes = applyNodeChanges(changes, this.state.nodes);
+    const edits = changes.some((c) => c.type === 'remove' || c.type === 'add' || c.type === 'position');
+    this.set(edits ? { nodes, selectedId, dirty: true } : { nodes, selectedId });
+  };
+
+  onEdgesChange = (changes: EdgeChange<FlowEdge>[]) => {
+    const edges = applyEdgeChanges(changes, this.state.edges);
+    if (changes.some((c) => c.type === 'remove' || c.type === 'add')) this.change(this.state.nodes, edges);
+    else this.set({ edges });
+  };
+
+  /** One edge per output handle: connecting a handle again moves its edge. */
+  connect = (connection: Connection) => {
+    const handle = connection.sourceHandle ?? 'next';
+    const edges = this.state.edges.filter((e) => !(e.source === connection.source && (e.sourceHandle ?? 'next') === handle));
+    this.change(this.state.nodes, [...edges, makeEdge(connection.source, handle, connection.target)]);
+  };
+
+  addNode = (kind: CanvasKind, position: XYPosition, from?: { nodeId: string; handle: string }): string => {
+    const id = `node-${Math.random().toString(36).slice(2, 10)}`;
+    const node = { id, type: kind, position, data: defaultData(kind, freeName(this.state.nodes, kind)), selected: true } as StepNode;
+    const nodes = [...this.state.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node];
+    const edges = from ? [...this.state.edges.filter((e) => !(e.source === from.nodeId && e.sourceHandle === from.handle)), makeEdge(from.nodeId, from.handle, id)] : this.state.edges;
+    this.change(nodes, edges, null, { selectedId: id });
+    return id;
+  };
+
+  /** Changes a node's data; `field` groups keystrokes into one undo step. Handles removed from a branch/split drop their edges. */
+  updateData = (id: string, patch: Partial<StepData>, field: string) => {
+    const nodes = this.state.nodes.map((n) => (n.id === id ? ({ ...n, data: { ...n.data, ...patch } } as StepNode) : n));
+    const node = nodes.find((n) => n.id === id);
+    let edges = this.state.edges;
+    if (node?.type === 'branch' || node?.type === 'split') {
+      const count = node.type === 'branch' ? node.data.branches.length : node.data.paths.length;
+      const prefix = node.type === 'branch' ? 'branch-' : 'path-';
+      edges = edges.filter((e) => e.source !== id || Number((e.sourceHandle ?? '').slice(prefix.length)) < count);
+    }
+    this.change(nodes, edges, `${id}:${field}`);
+  };
+
+  /** Changes a node's kind in place (e.g. exit ↔ direct) keeping name and actions. */
+  setKind = (id: string, kind: CanvasKind) => {
+    const nodes = this.state.nodes.map((n) => {
+      if (n.id !== id) return n;
+      const { name, enterAction, leaveAction, ttl } = n.data;
+      return { ...n, type: kind, data: { ...defaultData(kind, name), enterAction, leaveAction, ttl } } as StepNode;
+    });
+    this.change(nodes, this.state.edges.filter((e) => e.source !== id));
+  };
+
+  select = (id: string | null) => this.set({ selectedId: id, nodes: this.state.nodes.map((n) => ({ ...n, selected: n.id === id })) });
+
+  /** The entry step is the first step of the definition. */
+  makeEntry = (id: string) => {
+    const node = this.state.nodes.find((n) => n.id === id);
+    if (!node) return;
+    this.change([node, ...this.state.nodes.filter((n) => n.id !== id)], this.state.edges);
+  };
+
+  deleteSelected = () => {
+    const doomed = new Set(this.state.nodes.filter((n) => n.selected || n.id === this.state.selectedId).map((n) => n.id));
+    const selectedEdges = new Set(this.state.edges.filter((e) => e.selected).map((e) => e.id));
+    if (doomed.size === 0 && selectedEdges.size === 0) return;
+    this.change(
+      this.state.nodes.filter((n) => !doomed.has(n.id)),
+      this.state.edges.filter((e) => !doomed.has(e.source) && !doomed.has(e.target) && !selectedEdges.has(e.id)),
+      null,
+      { selectedId: null },
+    );
+  };
+
+  copy = () => {
+    const nodes = this.state.nodes.filter((n) => n.selected || n.id === this.state.selectedId);
+    const ids = new Set(nodes.map((n) => n.id));
+    this.clipboard = { nodes, edges: this.state.edges.filter((e) => ids.has(e.source) && ids.has(e.target)) };
+  };
+
+  /** Pastes the copied steps offset from the originals, with fresh ids and free names; edges between them come along. */
+  paste = () => {
+    if (!this.clipboard || this.clipboard.nodes.length === 0) return;
+    const idMap = new Map<string, string>();
+    let all = this.state.nodes.map((n) => (n.selected ? { ...n, selected: false } : n));
+    for (const node of this.clipboard.nodes) {
+      const id = `node-${Math.random().toString(36).slice(2, 10)}`;
+      idMap.set(node.id, id);
+      const taken = new Set(all.map((n) => n.data.name));
+      let name = `${node.data.name}_copy`;
+      for (let i = 2; taken.has(name); i++) name = `${node.data.name}_copy${i}`;
+      all = [...all, { ...node, id, selected: true, position: { x: node.position.x + 40, y: node.position.y + 40 }, data: { ...node.data, name } } as StepNode];
+    }
+    const edges = this.clipboard.edges.map((e) => makeEdge(idMap.get(e.source)!, e.sourceHandle ?? 'next', idMap.get(e.target)!));
+    this.change(all, [...this.state.edges, ...edges], null, { selectedId: idMap.get(this.clipboard.nodes[0].id) ?? null });
+  };
+
+  autoLayout = () => this.change(layout(this.state.nodes, this.state.edges), this.state.edges);
+
+  setProblems = (problems: WorkflowProblem[]) => this.set({ problems });
+
+  markSaved = () => this.set({ dirty: false });
+}
+
+export const EditorContext = createContext<EditorStore | null>(null);
+
+export function useEditorStore(): EditorStore {
+  const store = useContext(EditorContext);
+  if (!store) throw new Error('useEditorStore needs an <EditorContext.Provider>');
+  return store;
+}
+
+/** Reads one slice of the editor state; re-renders only when that slice changes (by reference). */
+export function useEditor<T>(selector: (state: EditorState) => T): T {
+  const store = useEditorStore();
+  return useSyncExternalStore(store.subscribe, () => selector(store.get()), () => selector(store.get()));
+}
