@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cronProblem, describeCron, nextCronTime } from '../../server/model/cron';
+import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
 import { validateSchedule, validateWorkflow } from '../../server/model/validate';
 import type { WorkflowProblem } from '../../server/model/workflow';
 
@@ -44,6 +45,12 @@ describe('validateWorkflow', () => {
   it('accepts a workflow with every step kind and returns the parsed definition', () => {
     const result = validateWorkflow(everyKind);
     expect(result).toEqual({ ok: true, definition: everyKind });
+  });
+
+  it('accepts the demo journey, whose draft places every step', () => {
+    expect(validateWorkflow(welcomeJourney)).toEqual({ ok: true, definition: welcomeJourney });
+    expect(Object.keys(welcomeJourneyDraft.positions).sort()).toEqual(welcomeJourney.steps.map((s) => s.name).sort());
+    expect(new Set(welcomeJourney.steps.map((s) => s.kind))).toEqual(new Set(['branch', 'timer', 'delay', 'split', 'parallel', 'direct']));
   });
 
   it('accepts a single terminal step', () => {
