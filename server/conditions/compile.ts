@@ -134,6 +134,14 @@ function celLeaf(node: ASTNode, usage: ConditionUsage): PredicateNode {
   };
 }
 
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 const compiledByText = new Map<string, CompiledCondition>();
 const MAX_CACHED_CONDITIONS = 10_000;
 
@@ -145,16 +153,17 @@ export function compileCondition(text: string): CompiledCondition {
   if (!analysis.ok) throw new AppError('invalid_workflow', `condition ${JSON.stringify(text)}: ${analysis.problem}`, { condition: text, problem: analysis.problem });
   const { parsed, usage, plan } = analysis.condition;
   const root = predicateOf(parsed.ast, usage);
-  const compiled: CompiledCondition = {
+  // Frozen because the cache hands the same object to every workflow version that uses this text.
+  const compiled: CompiledCondition = deepFreeze({
     text,
-    predicate: (input, crowds) => root({ input, crowds, context: null }),
+    predicate: (input: ConditionInput, crowds: CrowdMembership) => root({ input, crowds, context: null }),
     plan,
     usesEvent: usage.usesEvent,
     usesProfile: usage.usesProfile,
     usesNow: usage.usesNow,
     crowds: usage.crowds,
     profileFields: usage.profileFields,
-  };
+  });
   if (compiledByText.size >= MAX_CACHED_CONDITIONS) compiledByText.delete(compiledByText.keys().next().value!);
   compiledByText.set(text, compiled);
   return compiled;

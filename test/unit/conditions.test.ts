@@ -168,7 +168,13 @@ describe('bad CEL is refused with a clear message', () => {
     }
   });
 
-  it('compiles once per text', () => {
-    expect(compileCondition('profile.plan == "cached"')).toBe(compileCondition('profile.plan == "cached"'));
+  it('compiles once per text, and the shared result cannot be altered by a caller', () => {
+    const condition = compileCondition('inCrowd("vip") && profile.plan == "cached"');
+    expect(compileCondition('inCrowd("vip") && profile.plan == "cached"')).toBe(condition);
+    expect(() => (condition.crowds as string[]).push('other')).toThrow(TypeError);
+    expect(() => {
+      (condition.plan as { op: string }).op = 'all';
+    }).toThrow(TypeError);
+    expect(condition.plan).toEqual({ op: 'and', args: [{ op: 'crowd', name: 'vip' }, { op: 'profileEq', field: 'plan', value: 'cached' }] });
   });
 });
