@@ -4,6 +4,7 @@ import { ApiError, API_ROOT, apiCall, apiGet, tenantPath } from '../api';
 import { listOf, PROCEDURE_FINISHED, type Counts, type CrowdView, type InstanceView, type ProcedureView, type SnapshotView, type WorkflowView } from '../model';
 import { invalidate, setQueryData, useQuery } from '../query';
 import { Dialog, Empty, ErrorBox, Loading, formatCount } from '../ui';
+import { crowdsKey } from '../crowds';
 import { workflowsKey } from '../workflows';
 import { liveCountsKey } from './context';
 
@@ -38,7 +39,7 @@ export async function waitForProcedure(id: string, onProgress?: (p: ProcedureVie
 }
 
 function useCrowds(tenant: string) {
-  return useQuery<CrowdView[]>(`crowds:${tenant}`, async () => listOf<CrowdView>(await apiGet(tenantPath(tenant, '/crowds')), 'crowds'));
+  return useQuery<CrowdView[]>(crowdsKey(tenant), async () => listOf<CrowdView>(await apiGet(tenantPath(tenant, '/crowds')), 'crowds'));
 }
 
 function CrowdPicker({ tenant, value, onChange }: { tenant: string; value: string; onChange: (name: string) => void }) {

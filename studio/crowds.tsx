@@ -1,0 +1,211 @@
+'use client';
+import { useRef, useState, type FormEvent } from 'react';
+import { ApiError, API_ROOT, apiCall, apiGet, apiUpload, tenantPath, uploadContentType } from './api';
+import { listOf, type CrowdView } from './model';
+import { invalidate, useQuery } from './query';
+import { Empty, ErrorBox, formatBytes, formatCount, Loading } from './ui';
+
+export const crowdsKey = (tenant: string) => `crowds:${tenant}`;
+
+/** A crowd name from a file name: `vip-users.csv` → `vip-users`. */
+function nameFromFile(file: string): string {
+  return file.replace(/\.[^.]+$/, '').replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, 64) || 'crowd';
+}
+
+function UploadForm({ tenant }: { tenant: string }) {
+  const input = useRef<HTMLInputElement>(null);
+  const [file, setFile] = useState<File | null>(null);
+  const [name, setName] = useState('');
+  const [replace, setReplace] = useState(false);
+  const [progress, setProgress] = useState<number | null>(null);
+  const [result, setResult] = useState<CrowdView | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+
+  async function upload(event: FormEvent) {
+    event.preventDefault();
+    if (!file) return;
+    setError(null);
+    setResult(null);
+    setProgress(0);
+    try {
+      const path = tenantPath(tenant, `/crowds/${encodeURIComponent(name)}`);
+      const crowd = await apiUpload<CrowdView>(replace ? 'PUT' : 'POST', path, file, uploadContentType(file.name), setProgress);
+      setResult(crowd);
+      await invalidate(crowdsKey(tenant));
+    } catch (caught) {
+      setError(caught as ApiError);
+      setProgress(null);
+    }
+  }
+
+  return (
+    <form onSubmit={upload} className="card upload-form" data-testid="upload-form">
+      <h2>Upload a crowd</h2>
+      <p className="muted small">User IDs as text (one per line), CSV (first column), a JSON array, or a portable roaring bitmap (.roaring).</p>
+      <div className="row">
+        <label>
+          File
+          <input
+            ref={input}
+            type="file"
+            accept=".txt,.csv,.json,.roaring,.bin,text/plain,text/csv,application/json,application/octet-stream"
+            data-testid="crowd-file"
+            onChange={(e) => {
+              const picked = e.target.files?.[0] ?? null;
+              setFile(picked);
+              if (picked && !name) setName(nameFromFile(picked.name));
+            }}
+          />
+        </label>
+        <label>
+          Crowd name
+          <input value={name} onChange={(e) => setName(e.target.value)} required data-testid="crowd-name" />
+        </label>
+        <label className="inline">
+          <input type="checkbox" checked={replace} onChange={(e) => setReplace(e.target.checked)} /> Replace if it exists
+        </label>
+        <button type="submit" className="primary" disabled={!file || !name || (progress !== null && progress < 1 && !result && !error)} data-testid="upload">
+          Upload
+        </button>
+      </div>
+      {progress !== null && (
+        <div className="upload-progress">
+          <div className="progress" role="progressbar" aria-valuemin={0} aria-valuemax={100} aria-valuenow={Math.round(progress * 100)}>
+            <div style={{ width: `${Math.round(progress * 100)}%` }} />
+          </div>
+          <span className="muted small">{result ? 'Done' : progress < 1 ? `Uploading ${Math.round(progress * 100)}%` : 'Processing…'}</span>
+        </div>
+      )}
+      {result && (
+        <p className="ok-text" data-testid="upload-result">
+          Crowd “{result.name}”: {formatCount(result.count)} users ({formatBytes(result.sizeBytes)})
+        </p>
+      )}
+      {error && <ErrorBox error={error} />}
+    </form>
+  );
+}
+
+function CombineForm({ tenant, crowds }: { tenant: string; crowds: CrowdView[] }) {
+  const [op, setOp] = useState<'union' | 'intersection' | 'difference'>('union');
+  const [picked, setPicked] = useState<string[]>([]);
+  const [name, setName] = useState('');
+  const [error, setError] = useState<ApiError | null>(null);
+  const [result, setResult] = useState<CrowdView | null>(null);
+
+  async function combine(event: FormEvent) {
+    event.preventDefault();
+    setError(null);
+    setResult(null);
+    try {
+      setResult(await apiCall<CrowdView>('POST', tenantPath(tenant, '/combine-crowds'), { name, op, crowds: picked }));
+      await invalidate(crowdsKey(tenant));
+    } catch (caught) {
+      setError(caught as ApiError);
+    }
+  }
+
+  return (
+    <form onSubmit={combine} className="card" data-testid="combine-form">
+      <h2>Combine crowds</h2>
+      <div className="row">
+        <label>
+          Operation
+          <select value={op} onChange={(e) => setOp(e.target.value as typeof op)}>
+            <option value="union">Union (in any)</option>
+            <option value="intersection">Intersection (in all)</option>
+            <option value="difference">Difference (first minus the others)</option>
+          </select>
+        </label>
+        <label>
+          Crowds (in order)
+          <select multiple value={picked} onChange={(e) => setPicked([...e.target.selectedOptions].map((o) => o.value))} size={Math.min(5, Math.max(2, crowds.length))}>
+            {crowds.map((c) => (
+              <option key={c.name} value={c.name}>
+                {c.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          New crowd name
+          <input value={name} onChange={(e) => setName(e.target.value)} required />
+        </label>
+        <button type="submit" disabled={picked.length < 2 || !name}>
+          Combine
+        </button>
+      </div>
+      {result && (
+        <p className="ok-text">
+          Crowd “{result.name}”: {formatCount(result.count)} users
+        </p>
+      )}
+      {error && <ErrorBox error={error} />}
+    </form>
+  );
+}
+
+export function CrowdsPage({ tenant }: { tenant: string }) {
+  const crowds = useQuery<CrowdView[]>(crowdsKey(tenant), async () => listOf<CrowdView>(await apiGet(tenantPath(tenant, '/crowds')), 'crowds'));
+  const [error, setError] = useState<ApiError | null>(null);
+  const exportHref = (name: string, format: 'csv' | 'roaring') => `${API_ROOT}${tenantPath(tenant, `/crowds/${encodeURIComponent(name)}/export`)}?format=${format}`;
+
+  async function remove(name: string) {
+    if (!window.confirm(`Delete crowd "${name}"?`)) return;
+    setError(null);
+    try {
+      await apiCall('DELETE', tenantPath(tenant, `/crowds/${encodeURIComponent(name)}`));
+      await invalidate(crowdsKey(tenant));
+    } catch (caught) {
+      setError(caught as ApiError);
+    }
+  }
+
+  return (
+    <section className="stack">
+      <h1>Crowds</h1>
+      <UploadForm tenant={tenant} />
+      {error && <ErrorBox error={error} />}
+      {crowds.loading && !crowds.data && <Loading what="crowds" />}
+      {crowds.error && <ErrorBox error={crowds.error} onRetry={crowds.refetch} />}
+      {crowds.data?.length === 0 && <Empty>No crowds yet. Upload a file of user IDs above.</Empty>}
+      {crowds.data && crowds.data.length > 0 && (
+        <>
+          <table data-testid="crowd-table">
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Users</th>
+                <th>Size</th>
+                <th>Updated</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {crowds.data.map((c) => (
+                <tr key={c.name} data-testid="crowd-row" data-crowd={c.name}>
+                  <td>{c.name}</td>
+                  <td data-testid="crowd-row-count">{formatCount(c.count)}</td>
+                  <td>{formatBytes(c.sizeBytes)}</td>
+                  <td className="muted">{new Date(c.updatedAt).toLocaleString()}</td>
+                  <td className="actions">
+                    <a href={exportHref(c.name, 'csv')} download={`${c.name}.csv`}>
+                      CSV
+                    </a>{' '}
+                    <a href={exportHref(c.name, 'roaring')} download={`${c.name}.roaring`}>
+                      roaring
+                    </a>
+                    <button type="button" className="link danger" onClick={() => void remove(c.name)}>
+                      Delete
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <CombineForm tenant={tenant} crowds={crowds.data} />
+        </>
+      )}
+    </section>
+  );
+}
