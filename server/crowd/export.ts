@@ -1,8 +1,15 @@
+import { z } from 'zod';
 import { RoaringBitmap32, serializeBitmap } from './bitmap';
 
 export type ExportFormat = 'csv' | 'roaring' | 'json';
 
 export const EXPORT_FORMATS = ['csv', 'roaring', 'json'] as const;
+
+/** `?format=csv|roaring|json&limit=N` of an export route. */
+export const ExportQuery = z.strictObject({
+  format: z.enum(EXPORT_FORMATS).default('csv'),
+  limit: z.coerce.number().int().min(0).optional(),
+});
 
 const PAGE_IDS = 65536;
 const MAX_DIGITS = 10;

@@ -2,7 +2,7 @@
 export { MAX_USER_ID, RoaringBitmap32, deserializeBitmap, serializeBitmap } from './bitmap';
 export { parseCrowdUpload, uploadFormat, type ByteSource, type UploadFormat } from './parse';
 export { uploadCrowd, CrowdParams } from './upload';
-export { bitmapExportResponse, EXPORT_FORMATS, type ExportFormat } from './export';
+export { bitmapExportResponse, EXPORT_FORMATS, ExportQuery, type ExportFormat } from './export';
 export { onCrowdChanged, type CrowdChange } from './changes';
 export {
   assertCrowdAbsent,

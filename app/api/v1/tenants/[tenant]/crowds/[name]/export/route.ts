@@ -1,12 +1,6 @@
-import { z } from 'zod';
-import { bitmapExportResponse, CrowdParams, EXPORT_FORMATS, requireCrowd } from '@/server/crowd';
+import { bitmapExportResponse, CrowdParams, ExportQuery, requireCrowd } from '@/server/crowd';
 import { queryParams, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
-
-const ExportQuery = z.strictObject({
-  format: z.enum(EXPORT_FORMATS).default('csv'),
-  limit: z.coerce.number().int().min(0).optional(),
-});
 
 export const GET = route<{ tenant: string; name: string }>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);

@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { AppError, notFound } from '../errors';
+import { MAX_USER_ID } from '../crowd/bitmap';
+import { db, dbTarget, type Tx } from '../storage/db';
+import { notifyProfilesChanged } from './changes';
+
+export type Attributes = Record<string, unknown>;
+export type ProfileView = { user: number; attributes: Attributes; updatedAt: string };
+
+export const MAX_PROFILES_PER_CALL = 10_000;
+export const MAX_PROFILE_BYTES = 64 * 1024;
+/** Rows per statement: keeps IN lists and multi-row inserts under SQLite's bound-parameter limit. */
+const ROWS_PER_STATEMENT = 1000;
+
+export const UserId = z.number().int().min(0).max(MAX_USER_ID);
+export const ProfileAttributes = z.record(z.string(), z.unknown());
+export const ProfileUpsert = z.strictObject({ user: UserId, attributes: ProfileAttributes });
+export const UpsertProfilesBody = z.array(ProfileUpsert).min(1).max(MAX_PROFILES_PER_CALL);
+
+/** A user id from a URL: digits only, 0 … 4294967295. */
+export function parseUserParam(raw: string): number {
+  const user = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
+  if (!(user <= MAX_USER_ID)) {
+    throw new AppError('invalid_id', `"${raw.slice(0, 40)}" is not a user ID; user IDs are integers from 0 to ${MAX_USER_ID}`, { value: raw.slice(0, 40) });
+  }
+  return user;
+}
+
+const isObject = (value: unknown): value is Attributes => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * JSON Merge Patch (RFC 7386): objects merge key by key, `null` removes a key, anything else replaces it.
+ * So `{"plan": "gold"}` keeps the other attributes, and `{"plan": null}` removes only `plan`.
+ */
+export function mergeAttributes(target: Attributes, patch: Attributes): Attributes {
+  const result: Attributes = { ...target };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else if (isObject(value)) result[key] = mergeAttributes(isObject(result[key]) ? result[key] : {}, value);
+    else result[key] = value;
+  }
+  return result;
+}
+
+/**
+ * Merges each item's attributes into the user's stored profile (creating it), all in one transaction: either
+ * every profile of the call is written or none. Items for the same user apply in order.
+ */
+export async function upsertProfiles(tenantId: string, items: z.infer<typeof UpsertProfilesBody>): Promise<{ upserted: number; created: number }> {
+  const users = [...new Set(items.map((item) => item.user))];
+  const result = await db().$transaction(
+    async (tx) => {
+      await lockTenantProfiles(tx, tenantId);
+      const stored = new Map<number, Attributes>();
+      for (const part of chunks(users)) {
+        const rows = await tx.profile.findMany({ where: { tenantId, user: { in: part.map(BigInt) } }, select: { user: true, attributes: true } });
+        for (const row of rows) stored.set(Number(row.user), JSON.parse(row.attributes) as Attributes);
+      }
+      const existing = new Set(stored.keys());
+      const merged = new Map<number, Attributes>(stored);
+      for (const item of items) merged.set(item.user, mergeAttributes(merged.get(item.user) ?? {}, item.attributes));
+      const now = new Date();
+      const rows = users.map((user) => ({ tenantId, user: BigInt(user), attributes: serialize(user, merged.get(user)!), updatedAt: now }));
+      // Delete-then-insert replaces every row in two statements per chunk instead of one update per user.
+      for (const part of chunks([...existing])) await tx.profile.deleteMany({ where: { tenantId, user: { in: part.map(BigInt) } } });
+      for (const part of chunks(rows)) await tx.profile.createMany({ data: part });
+      return { upserted: users.length, created: users.length - existing.size };
+    },
+    { maxWait: 30_000, timeout: 120_000 },
+  );
+  notifyProfilesChanged(tenantId, users);
+  return result;
+}
+
+/**
+ * Two concurrent merges of the same user would each read the old profile and one would lose the other's
+ * attributes. SQLite runs one write transaction at a time; PostgreSQL needs a per-tenant lock for that.
+ */
+async function lockTenantProfiles(tx: Tx, tenantId: string): Promise<void> {
+  if (dbTarget().provider !== 'postgres') return;
+  await tx.$queryRawUnsafe('SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS lock', `profiles:${tenantId}`);
+}
+
+function serialize(user: number, attributes: Attributes): string {
+  const text = JSON.stringify(attributes);
+  if (Buffer.byteLength(text) > MAX_PROFILE_BYTES) {
+    throw new AppError('validation_failed', `The profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, { user });
+  }
+  return text;
+}
+
+function chunks<T>(items: T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += ROWS_PER_STATEMENT) out.push(items.slice(i, i + ROWS_PER_STATEMENT));
+  return out;
+}
+
+export async function getProfile(tenantId: string, user: number): Promise<ProfileView> {
+  const row = await db().profile.findUnique({ where: { tenantId_user: { tenantId, user: BigInt(user) } } });
+  if (!row) throw notFound(`The profile of user ${user}`);
+  return { user, attributes: JSON.parse(row.attributes) as Attributes, updatedAt: row.updatedAt.toISOString() };
+}
+
+export async function deleteProfile(tenantId: string, user: number): Promise<void> {
+  const { count } = await db().profile.deleteMany({ where: { tenantId, user: BigInt(user) } });
+  if (count === 0) throw notFound(`The profile of user ${user}`);
+  notifyProfilesChanged(tenantId, [user]);
+}
+
+/** Every profile of a tenant in user order, read a page at a time (for the engine's in-memory index). */
+export async function* loadProfiles(tenantId: string, pageSize = 5000): AsyncIterable<{ user: number; attributes: Attributes }> {
+  let after = -1n;
+  for (;;) {
+    const page = await db().profile.findMany({
+      where: { tenantId, user: { gt: after } },
+      orderBy: { user: 'asc' },
+      take: pageSize,
+      select: { user: true, attributes: true },
+    });
+    for (const row of page) yield { user: Number(row.user), attributes: JSON.parse(row.attributes) as Attributes };
+    if (page.length < pageSize) return;
+    after = page[page.length - 1].user;
+  }
+}
