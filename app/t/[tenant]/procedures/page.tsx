@@ -1,0 +1,5 @@
+import { ProceduresPanel } from '@/studio/procedures';
+
+export default function Procedures() {
+  return <ProceduresPanel />;
+}

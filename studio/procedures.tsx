@@ -1,0 +1,88 @@
+'use client';
+import { useState } from 'react';
+import { ApiError, apiCall, apiGet } from './api';
+import { listOf, type ProcedureView } from './model';
+import { invalidate, useQuery } from './query';
+import { Empty, ErrorBox, Loading } from './ui';
+
+const REFRESH_MS = 2000;
+const STATES = ['', 'running', 'retrying', 'prepare-rollback', 'rolling-back', 'done', 'failed'];
+
+/** Running and recent procedures, refreshed every 2 s, with Retry on a failed one. */
+export function ProceduresPanel() {
+  const [state, setState] = useState('');
+  const key = `procedures:${state}`;
+  const procedures = useQuery<ProcedureView[]>(key, async () => listOf<ProcedureView>(await apiGet(`/procedures${state ? `?state=${state}` : ''}`), 'procedures'), { refetchMs: REFRESH_MS });
+  const [error, setError] = useState<ApiError | null>(null);
+
+  async function retry(id: string) {
+    setError(null);
+    try {
+      await apiCall('POST', `/procedures/${encodeURIComponent(id)}/retry`);
+      await invalidate('procedures:');
+    } catch (caught) {
+      setError(caught as ApiError);
+    }
+  }
+
+  return (
+    <section className="stack">
+      <header className="row spread">
+        <h1>Procedures</h1>
+        <label className="inline">
+          State
+          <select value={state} onChange={(e) => setState(e.target.value)}>
+            {STATES.map((s) => (
+              <option key={s} value={s}>
+                {s || 'all'}
+              </option>
+            ))}
+          </select>
+        </label>
+      </header>
+      {error && <ErrorBox error={error} />}
+      {procedures.loading && !procedures.data && <Loading what="procedures" />}
+      {procedures.error && <ErrorBox error={procedures.error} onRetry={procedures.refetch} />}
+      {procedures.data?.length === 0 && <Empty>No procedures{state ? ` in state ${state}` : ''}. Starting, stopping or updating an instance runs one.</Empty>}
+      {procedures.data && procedures.data.length > 0 && (
+        <table data-testid="procedure-table">
+          <thead>
+            <tr>
+              <th>Type</th>
+              <th>State</th>
+              <th>Step</th>
+              <th>Attempts</th>
+              <th>Error</th>
+              <th>Updated</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {procedures.data.map((p) => (
+              <tr key={p.id} data-testid="procedure-row">
+                <td title={p.id}>
+                  {p.type}
+                  {p.parentId && <span className="muted small"> (child)</span>}
+                </td>
+                <td>
+                  <span className={`badge ${p.state === 'failed' ? 'failed' : p.state === 'done' ? '' : 'running'}`}>{p.state}</span>
+                </td>
+                <td>{p.step}</td>
+                <td>{p.attempts}</td>
+                <td className="danger small">{[p.error, p.rollbackError].filter(Boolean).join(' · ')}</td>
+                <td className="muted">{new Date(p.updatedAt).toLocaleString()}</td>
+                <td className="actions">
+                  {p.state === 'failed' && (
+                    <button type="button" onClick={() => void retry(p.id)}>
+                      Retry
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
