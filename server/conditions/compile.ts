@@ -46,8 +46,8 @@ const { RoaringBitmap32: Bitmap } = roaring;
 
 const NOTHING: Record<string, unknown> = Object.freeze({});
 
-/** Profile values are JSON; ints in CEL literals were turned into numbers, so plain numbers compare as CEL does. */
-export function sameScalar(actual: unknown, expected: PlanScalar): boolean {
+/** CEL int literals became numbers and profiles are JSON, so `===` is CEL's `==` on scalars (a string never equals a number). */
+function sameScalar(actual: unknown, expected: PlanScalar): boolean {
   if (typeof actual === 'bigint') return typeof expected === 'number' && Number(actual) === expected;
   return actual === expected;
 }

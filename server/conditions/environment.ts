@@ -3,16 +3,17 @@ import type { CrowdMembership } from './compile';
 
 /**
  * The crowd lookup of the evaluation in progress. cel-js function handlers only receive their arguments, and
- * evaluation is synchronous, so the predicate sets this right before it calls into CEL and clears it after.
+ * evaluation is synchronous, so the predicate sets this right before it calls into CEL and restores it after.
  */
 let membership: { crowds: CrowdMembership; user: number } | null = null;
 
 export function withMembership<T>(crowds: CrowdMembership, user: number, evaluate: () => T): T {
+  const outer = membership;
   membership = { crowds, user };
   try {
     return evaluate();
   } finally {
-    membership = null;
+    membership = outer;
   }
 }
 
