@@ -1,89 +1,343 @@
-import { AppError } from '../errors';
+import { hostname } from 'node:os';
 import { systemClock, type Clock } from '../clock';
+import { notFound } from '../errors';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
-import type {
-  Counts,
-  CountsListener,
-  InstanceView,
-  SnapshotView,
-  StartRequest,
-  SubmittedOperation,
-  UpdateWorkflowRequest,
-  WhereIsUser,
-} from './types';
+import type { ProcedureRunner } from '../procedures/types';
+import { getProcedureRunner } from '../procedures/runner';
+import { setRunningLookup } from '../workflows/running';
+import { db, dbTarget } from '../storage/db';
+import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
+import { PartitionWorker, type EngineSide } from './partition';
+import { WorkflowRuntime } from './runtime';
+import { Shard } from './shard';
+import { logEnds, table } from './store';
+import { InstanceRuntime, TenantRuntime } from './tenant';
+import { loadDefinition, instanceView } from './instance-store';
+import * as ops from './instances';
+import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 export interface EngineOptions {
   clock?: Clock;
   /** Lease owner name; a process restarting under the same name takes its partitions back at once. */
   owner?: string;
+  runner?: ProcedureRunner;
+  leaseMs?: number;
+  pollMs?: number;
+  checkpointEveryMs?: number;
+  checkpointEveryMoves?: number;
 }
 
-const notYet = () => new AppError('unprocessable', 'not implemented yet');
+const COUNTS_PUSH_MS = 100;
+/** The timer loop re-plans at least this often (engine clock), so nothing is missed for long. */
+const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
 
 /** One engine per process: partition owner loops, shards in memory, timers, counts. */
-export class Engine {
+export class Engine implements EngineSide {
   readonly clock: Clock;
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly pollMs: number;
+  readonly checkpointEveryMs: number;
+  readonly checkpointEveryMoves: number;
+  private readonly runnerOverride: ProcedureRunner | undefined;
+  private readonly tenants = new Map<string, TenantEntry>();
+  private readonly listeners = new Map<string, Set<CountsListener>>();
+  private readonly pendingCounts = new Map<string, ReturnType<typeof setTimeout>>();
+  private readonly stopRequested = new Set<string>();
+  private timerWake = new AbortController();
+  private timerLoop: Promise<void> | undefined;
+  private running = false;
 
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.owner = options.owner ?? `${hostname()}:${process.pid}`;
+    this.runnerOverride = options.runner;
+    this.leaseMs = options.leaseMs ?? 15_000;
+    this.pollMs = options.pollMs ?? 200;
+    this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
+    this.checkpointEveryMoves = options.checkpointEveryMoves ?? 100_000;
   }
 
-  async start(): Promise<void> {}
-
-  async stop(): Promise<void> {}
-
-  /** Refuses an empty crowd, an invalid workflow or a running instance at once; the rest runs as `instance.start`. */
-  async startInstance(tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
-    throw notYet();
+  get runner(): ProcedureRunner {
+    return this.runnerOverride ?? getProcedureRunner();
   }
 
-  async stopInstance(tenantId: string, instanceId: string): Promise<SubmittedOperation> {
-    throw notYet();
+  /** Takes every tenant's partitions, rebuilds their shards and starts the loops and timers. */
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    ops.registerInstanceProcedures();
+    setRunningLookup((ids) => this.runningOf(ids));
+    for (const tenant of await db().tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
+    this.timerLoop = this.runTimerLoop();
   }
 
-  async updateInstanceCrowd(tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation> {
-    throw notYet();
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.timersChanged();
+    await this.timerLoop;
+    for (const entry of this.tenants.values()) {
+      const { runtime, workers } = await entry.ready;
+      await Promise.all(workers.map((w) => w.stop()));
+      runtime.data.close();
+    }
+    this.tenants.clear();
+    for (const timer of this.pendingCounts.values()) clearTimeout(timer);
+    this.pendingCounts.clear();
   }
 
-  /** 409 with details.stranded {step: count} when users of removed steps are not mapped. */
-  async updateInstanceWorkflow(tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
-    throw notYet();
+  /** The tenant's runtime: its running instances loaded and one owner loop per partition started. */
+  async tenant(tenantId: string): Promise<TenantRuntime> {
+    return (await this.tenantEntry(tenantId)).runtime;
   }
+
+  async workers(tenantId: string): Promise<PartitionWorker[]> {
+    return (await this.tenantEntry(tenantId)).workers;
+  }
+
+  private tenantEntry(tenantId: string): Promise<LoadedTenant> {
+    let entry = this.tenants.get(tenantId);
+    if (!entry) {
+      const ready = this.loadTenant(tenantId);
+      const created: TenantEntry = { ready };
+      entry = created;
+      this.tenants.set(tenantId, created);
+      ready.then(
+        (loaded) => (created.loaded = loaded),
+        () => this.tenants.delete(tenantId),
+      );
+    }
+    return entry.ready;
+  }
+
+  private async loadTenant(tenantId: string): Promise<LoadedTenant> {
+    const tenant = await db().tenant.findUnique({ where: { id: tenantId } });
+    if (!tenant) throw notFound(`Tenant "${tenantId}"`);
+    const runtime = new TenantRuntime(tenant.id, tenant.partitions);
+    for (const row of await db().instance.findMany({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } })) {
+      if (row.state === 'starting') continue; // its start procedure installs it
+      const definition = await loadDefinition(row.workflowId, row.version);
+      runtime.instances.set(row.id, new InstanceRuntime(row, new WorkflowRuntime(definition), tenant.partitions));
+    }
+    const workers = Array.from({ length: tenant.partitions }, (_, p) => new PartitionWorker(this, runtime, p));
+    if (this.running) {
+      for (const worker of workers) worker.start();
+      await Promise.all(workers.map((w) => w.firstAttempt));
+    }
+    return { runtime, workers };
+  }
+
+  /** Ingest calls this after appending events so the partition loops read them at once. */
+  wakeTenant(tenantId: string): void {
+    if (!this.running) return;
+    void this.workers(tenantId).then(
+      (workers) => workers.forEach((w) => w.poke()),
+      () => undefined,
+    );
+  }
+
+  /** Resolves once every partition of the tenant applied the log as far as it reached when called. */
+  async drain(tenantId: string, timeoutMs = 60_000): Promise<void> {
+    const ends = await logEnds(tenantId);
+    const workers = await this.workers(tenantId);
+    const deadline = Date.now() + timeoutMs;
+    for (const worker of workers) {
+      const end = ends.get(worker.partition) ?? 0;
+      while (!worker.lease || worker.offset < end) {
+        if (Date.now() > deadline) throw new Error(`partition ${worker.partition} did not reach offset ${end} (at ${worker.offset})`);
+        worker.poke();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
+  }
+
+  // ---- timers -------------------------------------------------------------------------------------------------
+
+  timersChanged(): void {
+    this.timerWake.abort();
+    this.timerWake = new AbortController();
+  }
+
+  /** Runs every due timer now (the loop does this by itself; tests call it after moving a ManualClock). */
+  async runTimers(): Promise<void> {
+    for (const entry of [...this.tenants.values()]) {
+      const { workers } = await entry.ready;
+      for (const worker of workers) await worker.runTimers();
+    }
+  }
+
+  private async runTimerLoop(): Promise<void> {
+    while (this.running) {
+      const signal = this.timerWake.signal;
+      try {
+        let due = Number.POSITIVE_INFINITY;
+        for (const entry of [...this.tenants.values()]) for (const worker of (await entry.ready).workers) due = Math.min(due, worker.nextDue() ?? due);
+        const now = this.clock.now();
+        if (due <= now) await this.runTimers();
+        else await this.clock.sleep(Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
+      } catch (error) {
+        console.error('[crowdflow] timer loop failed; retrying in 1 s', error);
+        await systemClock.sleep(1_000, signal);
+      }
+    }
+  }
+
+  requestStop(instance: InstanceRuntime): void {
+    if (this.stopRequested.has(instance.id)) return;
+    this.stopRequested.add(instance.id);
+    const { tenantId, id } = instance.record;
+    this.runner
+      .submit('instance.stop', { tenantId, instanceId: id, workflowId: instance.record.workflowId }, { id: `instance.stop:${id}:stopAt`, tenantId, workflowId: instance.record.workflowId })
+      .catch((error) => {
+        this.stopRequested.delete(id);
+        console.error(`[crowdflow] could not stop instance ${id} at its stopAt`, error);
+      });
+  }
+
+  // ---- counts -------------------------------------------------------------------------------------------------
+
+  countsChanged(instanceId: string): void {
+    if (!this.listeners.get(instanceId)?.size || this.pendingCounts.has(instanceId)) return;
+    this.pendingCounts.set(
+      instanceId,
+      setTimeout(() => {
+        this.pendingCounts.delete(instanceId);
+        const instance = this.findRuntime(instanceId);
+        if (!instance) return;
+        const counts = instance.counts();
+        for (const listener of this.listeners.get(instanceId) ?? []) listener(counts);
+      }, COUNTS_PUSH_MS),
+    );
+  }
+
+  /** Called after committed changes of the instance's counts (coalesced to one push per 100 ms). */
+  subscribeCounts(instanceId: string, listener: CountsListener): () => void {
+    let set = this.listeners.get(instanceId);
+    if (!set) this.listeners.set(instanceId, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(instanceId);
+    };
+  }
+
+  findRuntime(instanceId: string): InstanceRuntime | undefined {
+    for (const entry of this.tenants.values()) {
+      const instance = entry.loaded?.runtime.instances.get(instanceId);
+      if (instance) return instance;
+    }
+    return undefined;
+  }
+
+  private async runningOf(workflowIds: string[]) {
+    const rows = await db().instance.findMany({ where: { workflowId: { in: workflowIds }, state: { in: ACTIVE_INSTANCE_STATES } }, orderBy: { createdAt: 'asc' } });
+    const out = new Map<string, { instanceId: string; userCount: number }>();
+    for (const row of rows) {
+      const live = this.findRuntime(row.id);
+      out.set(row.workflowId, { instanceId: row.id, userCount: live ? live.counts().total : Number(row.userCount) });
+    }
+    return out;
+  }
+
+  // ---- queries ------------------------------------------------------------------------------------------------
 
   async listInstances(tenantId: string, filter: { workflowId?: string; state?: string } = {}): Promise<InstanceView[]> {
-    throw notYet();
+    const rows = await db().instance.findMany({
+      where: { tenantId, ...(filter.workflowId ? { workflowId: filter.workflowId } : {}), ...(filter.state ? { state: filter.state } : {}) },
+      orderBy: { createdAt: 'desc' },
+    });
+    return rows.map(instanceView);
   }
 
   async getInstance(tenantId: string, instanceId: string): Promise<InstanceView> {
-    throw notYet();
+    return instanceView(await ops.requireInstance(tenantId, instanceId));
   }
 
   /** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
   async getCounts(tenantId: string, instanceId: string): Promise<Counts> {
-    throw notYet();
-  }
-
-  /** Called after every committed change of the instance's counts (coalesced, well within a second). */
-  subscribeCounts(instanceId: string, listener: CountsListener): () => void {
-    throw notYet();
+    const row = await ops.requireInstance(tenantId, instanceId);
+    const live = (await this.tenant(tenantId)).instances.get(row.id);
+    if (live) return live.counts();
+    const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
+    if (snapshot) return JSON.parse(snapshot.counts) as Counts;
+    return { instanceId, total: 0, steps: {}, edges: {} };
   }
 
   /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
   async stepBitmap(tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32> {
-    throw notYet();
-  }
-
-  async whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {
-    throw notYet();
+    const row = await ops.requireInstance(tenantId, instanceId);
+    const live = (await this.tenant(tenantId)).instances.get(row.id);
+    if (live) {
+      if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
+      return live.stepUsers(step);
+    }
+    const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
+    if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
+    const counts = JSON.parse(snapshot.counts) as Counts;
+    if (!(step in counts.steps)) throw notFound(`Step "${step}" of instance ${instanceId}`);
+    return Shard.decode(instanceId, -1, snapshot.bitmaps).step(step);
   }
 
   async getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {
-    throw notYet();
+    const row = await ops.requireInstance(tenantId, instanceId);
+    const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
+    if (!snapshot) throw notFound(`Snapshot of instance ${instanceId} (it is ${row.state}, or its snapshot expired)`);
+    return {
+      instanceId,
+      workflowId: row.workflowId,
+      version: row.version,
+      counts: JSON.parse(snapshot.counts) as Counts,
+      createdAt: snapshot.createdAt.toISOString(),
+      expiresAt: snapshot.expiresAt.toISOString(),
+    };
   }
 
-  /** Ingest calls this after appending events so the partition loops read them at once. */
-  wakeTenant(tenantId: string): void {}
+  async whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {
+    const runtime = await this.tenant(tenantId);
+    const instances: WhereIsUser['instances'] = [];
+    const partition = user % runtime.partitions;
+    for (const instance of runtime.instances.values()) {
+      const shard = instance.shards[partition];
+      if (!shard) continue;
+      for (const [step, bitmap] of shard.steps) {
+        if (bitmap.has(user)) instances.push({ instanceId: instance.id, workflowId: instance.record.workflowId, step });
+      }
+    }
+    const rows = await db().$queryRawUnsafe<{ seq: unknown; instanceId: string; fromStep: string | null; toStep: string; timeMs: unknown }[]>(
+      `SELECT "seq", "instanceId", "fromStep", "toStep", "timeMs" FROM ${table('Journal')} WHERE "tenantId" = ${ph(1)} AND "user" = ${ph(2)} ORDER BY "seq" DESC LIMIT 50`,
+      tenantId,
+      user,
+    );
+    const recentMoves = rows.map((r) => ({ seq: Number(r.seq), instanceId: r.instanceId, fromStep: r.fromStep, toStep: r.toStep, time: new Date(Number(r.timeMs)).toISOString() }));
+    return { user, instances, recentMoves };
+  }
+
+  // ---- instance operations (each runs as a procedure) ---------------------------------------------------------
+
+  /** Refuses an empty crowd, an invalid workflow or a running instance at once; the rest runs as `instance.start`. */
+  startInstance(tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
+    return ops.submitStart(this, tenantId, workflowId, request);
+  }
+
+  stopInstance(tenantId: string, instanceId: string): Promise<SubmittedOperation> {
+    return ops.submitStop(this, tenantId, instanceId);
+  }
+
+  updateInstanceCrowd(tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation> {
+    return ops.submitUpdateCrowd(this, tenantId, instanceId, request);
+  }
+
+  /** 409 with details.stranded {step: count} when users of removed steps are not mapped. */
+  updateInstanceWorkflow(tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
+    return ops.submitUpdateWorkflow(this, tenantId, instanceId, request);
+  }
 }
+
+type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] };
+type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
+
+const ph = (n: number) => (dbTarget().provider === 'postgres' ? `$${n}` : '?');
 
 const globalKey = Symbol.for('crowdflow.engine');
 const store = globalThis as unknown as Record<symbol, Engine | undefined>;

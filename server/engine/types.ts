@@ -1,5 +1,8 @@
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 
+/** One event as the log holds it (see index.ts): `time` is epoch milliseconds. */
+export type LoggedEvent = { user: number; type: string; data: Record<string, unknown>; time: number };
+
 export type InstanceState = 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
 
 export interface InstanceView {

@@ -1,0 +1,32 @@
+import { AppError, notFound } from '../errors';
+import { validateWorkflow } from '../model/validate';
+import type { WorkflowDefinition } from '../model/workflow';
+import { db } from '../storage/db';
+import type { InstanceState, InstanceView } from './types';
+
+type InstanceRow = Awaited<ReturnType<ReturnType<typeof db>['instance']['findUniqueOrThrow']>>;
+
+export function instanceView(row: InstanceRow): InstanceView {
+  return {
+    id: row.id,
+    tenantId: row.tenantId,
+    workflowId: row.workflowId,
+    version: row.version,
+    crowdName: row.crowdName,
+    state: row.state as InstanceState,
+    userCount: Number(row.userCount),
+    excludedCount: Number(row.excludedCount),
+    createdAt: row.createdAt.toISOString(),
+    startedAt: row.startedAt?.toISOString() ?? null,
+    stoppedAt: row.stoppedAt?.toISOString() ?? null,
+  };
+}
+
+/** A stored workflow version, validated (a version saved before a rule existed may not run). */
+export async function loadDefinition(workflowId: string, version: number): Promise<WorkflowDefinition> {
+  const row = await db().workflowVersion.findUnique({ where: { workflowId_version: { workflowId, version } } });
+  if (!row) throw notFound(`Version ${version} of workflow ${workflowId}`);
+  const result = validateWorkflow(JSON.parse(row.definition));
+  if (!result.ok) throw new AppError('invalid_workflow', `Version ${version} of workflow ${workflowId} is not valid`, { problems: result.problems });
+  return result.definition;
+}

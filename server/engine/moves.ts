@@ -1,0 +1,156 @@
+// Moving users between steps, one user or a whole bitmap at a time. Entering a step runs it through ONE exhaustive
+// switch on its kind: direct/parallel/split move on at once (one journaled move per hop); branch, timer, delay and
+// terminal steps keep the user. Every move carries the leave tag of its source and the enter tags of its target.
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import { bucketEnd, bucketsOf, type Buckets, type Shard } from './shard';
+import { splitPath, type WorkflowRuntime } from './runtime';
+import type { JournalMove } from './store';
+
+/** Guards against a chain that loops (validation refuses instant cycles; this only keeps a bad version finite). */
+const MAX_HOPS = 256;
+
+export class Mover {
+  constructor(
+    readonly workflow: WorkflowRuntime,
+    readonly shard: Shard,
+    readonly moves: JournalMove[],
+    readonly now: number,
+  ) {}
+
+  /** Moves one user out of `from` (a step it rests in, or null when it enters the instance) into `to`. Returns where it rests. */
+  moveUser(user: number, from: string | null, to: string): string {
+    if (from !== null) this.leaveUser(user, from);
+    return this.enterUser(user, from, to, 0);
+  }
+
+  /** Moves a bitmap of users resting in `from` (or new to the instance) into `to`, as bulk moves. */
+  moveBulk(users: RoaringBitmap32, from: string | null, to: string): void {
+    if (users.size === 0) return;
+    if (from !== null) this.leaveBulk(users, from);
+    this.enterBulk(users, from, to, 0);
+  }
+
+  /** Users that left `from` by other means (a removed step of an older version) arrive at `to`, journaled from `from`. */
+  arriveBulk(users: RoaringBitmap32, from: string, to: string): void {
+    if (users.size > 0) this.enterBulk(users, from, to, 0);
+  }
+
+  leaveUser(user: number, from: string): void {
+    const shard = this.shard;
+    shard.step(from).remove(user);
+    for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) if (buckets) for (const bitmap of buckets.values()) bitmap.remove(user);
+  }
+
+  leaveBulk(users: RoaringBitmap32, from: string): void {
+    const shard = this.shard;
+    shard.step(from).andNotInPlace(users);
+    for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) if (buckets) for (const bitmap of buckets.values()) bitmap.andNotInPlace(users);
+  }
+
+  private record(from: string | null, to: string, user: number | null, bitmap: RoaringBitmap32 | null, count: number): void {
+    this.moves.push({
+      instanceId: this.shard.instanceId,
+      partition: this.shard.partition,
+      fromStep: from,
+      toStep: to,
+      user,
+      bitmap: bitmap ? bitmap.serialize('portable') : null,
+      count,
+      leaveAction: from === null ? null : (this.workflow.steps.get(from)?.step.leaveAction ?? null),
+      enterAction: this.workflow.get(to).enterTags,
+      timeMs: this.now,
+    });
+    this.shard.countEdge(from, to, count);
+  }
+
+  private enterUser(user: number, from: string | null, to: string, hops: number): string {
+    this.record(from, to, user, null, 1);
+    const runtime = this.workflow.get(to);
+    const step = runtime.step;
+    if (hops < MAX_HOPS) {
+      switch (step.kind) {
+        case 'direct':
+        case 'parallel':
+          if (step.next) return this.enterUser(user, to, step.next, hops + 1);
+          break;
+        case 'split':
+          return this.enterUser(user, to, step.paths[splitPath(runtime, user)].next, hops + 1);
+        case 'delay':
+          this.bucketNow(this.shard.delays, to, runtime.delayBucketMs).add(user);
+          break;
+        case 'branch':
+        case 'timer':
+          break;
+        default:
+          return unreachable(step);
+      }
+    }
+    this.settle(to, user, null);
+    return to;
+  }
+
+  private enterBulk(users: RoaringBitmap32, from: string | null, to: string, hops: number): void {
+    this.record(from, to, null, users, users.size);
+    const runtime = this.workflow.get(to);
+    const step = runtime.step;
+    if (hops < MAX_HOPS) {
+      switch (step.kind) {
+        case 'direct':
+        case 'parallel':
+          if (step.next) return this.enterBulk(users, to, step.next, hops + 1);
+          break;
+        case 'split':
+          splitBitmap(users, (user) => splitPath(runtime, user), step.paths.length).forEach((part, i) => {
+            if (part.size > 0) this.enterBulk(part, to, step.paths[i].next, hops + 1);
+          });
+          return;
+        case 'delay':
+          this.bucketNow(this.shard.delays, to, runtime.delayBucketMs).orInPlace(users);
+          break;
+        case 'branch':
+        case 'timer':
+          break;
+        default:
+          return unreachable(step);
+      }
+    }
+    this.settle(to, null, users);
+  }
+
+  private settle(to: string, user: number | null, users: RoaringBitmap32 | null): void {
+    const runtime = this.workflow.get(to);
+    const bitmap = this.shard.step(to);
+    if (user !== null) bitmap.add(user);
+    else bitmap.orInPlace(users!);
+    if (runtime.ttlMs) {
+      const bucket = this.bucketNow(this.shard.ttls, to, runtime.ttlBucketMs);
+      if (user !== null) bucket.add(user);
+      else bucket.orInPlace(users!);
+    }
+  }
+
+  /** The step's bucket for users entering now. */
+  bucketNow(map: Map<string, Buckets>, step: string, width: number): RoaringBitmap32 {
+    const buckets = bucketsOf(map, step);
+    const end = bucketEnd(this.now, width);
+    let bucket = buckets.get(end);
+    if (!bucket) buckets.set(end, (bucket = new RoaringBitmap32()));
+    return bucket;
+  }
+}
+
+/** Splits a bitmap by a per-user choice into `parts` bitmaps (one pass over the ids, built from sorted arrays). */
+export function splitBitmap(users: RoaringBitmap32, choose: (user: number) => number, parts: number): RoaringBitmap32[] {
+  const ids = users.toUint32Array();
+  const choice = new Uint8Array(ids.length);
+  const counts = new Array<number>(parts).fill(0);
+  for (let i = 0; i < ids.length; i++) counts[(choice[i] = choose(ids[i]))]++;
+  const arrays = counts.map((n) => new Uint32Array(n));
+  const fill = new Array<number>(parts).fill(0);
+  for (let i = 0; i < ids.length; i++) arrays[choice[i]][fill[choice[i]]++] = ids[i];
+  return arrays.map((array) => RoaringBitmap32.from(array));
+}
+
+function unreachable(value: never): never {
+  throw new Error(`Unknown step kind ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,212 @@
+// The work of the instance procedures, done under every partition lock of the tenant and committed in ONE fenced
+// transaction with fresh checkpoints, so a crash leaves either the old or the new state, never a mix.
+import { loadCrowd } from '../crowd';
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import { AppError, conflict, notFound } from '../errors';
+import { parseCron } from '../model/cron';
+import { RetryLaterError, type Json } from '../procedures/types';
+import { db } from '../storage/db';
+import type { Engine } from './engine';
+import { loadDefinition } from './instance-store';
+import { Mover, splitBitmap } from './moves';
+import { WorkflowRuntime } from './runtime';
+import { Shard } from './shard';
+import { commitBatch, type JournalMove, type Lease } from './store';
+import { InstanceRuntime, type TenantRuntime } from './tenant';
+
+const SNAPSHOT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Users of the workflow's previous stopped instance (busybee re-entry rule: a new instance excludes them). */
+async function previousUsers(workflowId: string, exceptId: string): Promise<RoaringBitmap32 | null> {
+  const previous = await db().instance.findFirst({ where: { workflowId, state: 'stopped', id: { not: exceptId } }, orderBy: { stoppedAt: 'desc' } });
+  if (!previous) return null;
+  const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId: previous.id } });
+  return snapshot ? Shard.decode(previous.id, -1, snapshot.bitmaps).members() : null;
+}
+
+async function crowdOf(tenantId: string, name: string, workflowId: string, instanceId: string) {
+  const crowd = await loadCrowd(tenantId, name);
+  if (!crowd) throw notFound(`Crowd "${name}"`);
+  const excluded = await previousUsers(workflowId, instanceId);
+  const users = excluded ? RoaringBitmap32.andNot(crowd.bitmap, excluded) : crowd.bitmap;
+  return { users, excludedCount: crowd.bitmap.size - users.size };
+}
+
+/** Every partition lease of the tenant; an operation needs them all (another process owns some → retry later). */
+async function allLeases(engine: Engine, tenantId: string): Promise<Lease[]> {
+  const workers = await engine.workers(tenantId);
+  const missing = workers.filter((w) => !w.lease).map((w) => w.partition);
+  if (missing.length) throw new RetryLaterError(`partitions ${missing.join(', ')} of tenant ${tenantId} are not owned by this process yet`);
+  return workers.map((w) => w.lease!);
+}
+
+function byPartition(users: RoaringBitmap32, partitions: number): RoaringBitmap32[] {
+  return partitions === 1 ? [users] : splitBitmap(users, (user) => user % partitions, partitions);
+}
+
+function encodeAll(instance: InstanceRuntime) {
+  return instance.shards.map((shard, partition) => ({ instanceId: instance.id, partition, data: shard!.encode() }));
+}
+
+function startCrons(shard: Shard, workflow: WorkflowRuntime, now: number): void {
+  for (const runtime of workflow.steps.values()) {
+    if (runtime.step.kind === 'timer' && !shard.cronNext.has(runtime.step.name)) shard.cronNext.set(runtime.step.name, parseCron(runtime.step.cron, now).next().getTime());
+  }
+}
+
+async function locked<T>(engine: Engine, tenantId: string, work: (tenant: TenantRuntime, leases: Lease[]) => Promise<T>): Promise<T> {
+  const tenant = await engine.tenant(tenantId);
+  return tenant.exclusive(async () => work(tenant, await allLeases(engine, tenantId)));
+}
+
+export async function materializeStart(engine: Engine, tenantId: string, instanceId: string): Promise<Json> {
+  const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
+  if (row.state === 'running') return { instanceId, userCount: Number(row.userCount), excludedCount: Number(row.excludedCount) };
+  if (row.state !== 'starting') throw conflict(`Instance ${instanceId} is ${row.state}; only a starting instance can start`);
+  const workflow = new WorkflowRuntime(await loadDefinition(row.workflowId, row.version));
+  const { users, excludedCount } = await crowdOf(tenantId, row.crowdName, row.workflowId, instanceId);
+  if (users.size === 0) {
+    throw new AppError('unprocessable', `Crowd "${row.crowdName}" has no users left to start: all ${excludedCount} were in the previous instance of this workflow`, { excludedCount });
+  }
+  await locked(engine, tenantId, async (tenant, leases) => {
+    const now = engine.clock.now();
+    const instance = new InstanceRuntime(row, workflow, tenant.partitions);
+    const moves: JournalMove[] = [];
+    byPartition(users, tenant.partitions).forEach((part, partition) => {
+      const shard = (instance.shards[partition] = new Shard(instanceId, partition));
+      new Mover(workflow, shard, moves, now).moveBulk(part, null, workflow.entry);
+      startCrons(shard, workflow, now);
+    });
+    await commitBatch(tenantId, {
+      leases,
+      moves,
+      checkpoints: encodeAll(instance),
+      now,
+      also: async (tx) => {
+        await tx.instance.update({ where: { id: instanceId }, data: { state: 'running', userCount: users.size, excludedCount, startedAt: new Date(now) } });
+      },
+    });
+    tenant.instances.set(instanceId, instance);
+  });
+  engine.timersChanged();
+  engine.countsChanged(instanceId);
+  return { instanceId, userCount: users.size, excludedCount };
+}
+
+export async function materializeStop(engine: Engine, tenantId: string, instanceId: string): Promise<Json> {
+  return locked(engine, tenantId, async (tenant, leases) => {
+    const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
+    if (row.state === 'stopped') return { instanceId, state: 'stopped', total: Number(row.userCount) };
+    const now = engine.clock.now();
+    const instance = tenant.instances.get(instanceId);
+    const snapshot = new Shard(instanceId, -1);
+    const counts = instance?.counts() ?? { instanceId, total: 0, steps: {}, edges: {} };
+    if (instance) {
+      for (const step of instance.workflow.steps.keys()) snapshot.steps.set(step, instance.stepUsers(step));
+      for (const [key, count] of Object.entries(counts.edges)) snapshot.edges.set(key, count);
+    }
+    await commitBatch(tenantId, {
+      leases,
+      moves: [],
+      now,
+      also: async (tx) => {
+        const data = { tenantId, counts: JSON.stringify(counts), bitmaps: snapshot.encode() as Buffer<ArrayBuffer>, createdAt: new Date(now), expiresAt: new Date(now + SNAPSHOT_RETENTION_MS) };
+        await tx.instanceSnapshot.upsert({ where: { instanceId }, create: { instanceId, ...data }, update: data });
+        await tx.shardCheckpoint.deleteMany({ where: { instanceId } });
+        await tx.instance.update({ where: { id: instanceId }, data: { state: 'stopped', stoppedAt: new Date(now), userCount: counts.total } });
+      },
+    });
+    tenant.instances.delete(instanceId);
+    return { instanceId, state: 'stopped', total: counts.total };
+  });
+}
+
+/** New users join the entry step, departed users leave every step; no notifications (nothing is journaled). */
+export async function materializeUpdateCrowd(engine: Engine, tenantId: string, instanceId: string, crowdName: string): Promise<Json> {
+  const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
+  const { users } = await crowdOf(tenantId, crowdName, row.workflowId, instanceId);
+  return locked(engine, tenantId, async (tenant, leases) => {
+    const instance = tenant.instances.get(instanceId);
+    if (!instance) throw conflict(`Instance ${instanceId} is not running here`);
+    const now = engine.clock.now();
+    let joined = 0;
+    let left = 0;
+    byPartition(users, tenant.partitions).forEach((target, partition) => {
+      const shard = instance.shards[partition]!;
+      const members = shard.members();
+      const leavers = RoaringBitmap32.andNot(members, target);
+      const joiners = RoaringBitmap32.andNot(target, members);
+      const mover = new Mover(instance.workflow, shard, [], now);
+      if (leavers.size > 0) for (const step of [...shard.steps.keys()]) mover.leaveBulk(leavers, step);
+      mover.moveBulk(joiners, null, instance.workflow.entry);
+      joined += joiners.size;
+      left += leavers.size;
+    });
+    const userCount = instance.counts().total;
+    await commitBatch(tenantId, {
+      leases,
+      moves: [],
+      checkpoints: encodeAll(instance),
+      now,
+      also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { crowdName, userCount } })),
+    });
+    engine.countsChanged(instanceId);
+    engine.timersChanged();
+    return { instanceId, joined, left, userCount };
+  });
+}
+
+/** Users per step of the running version that the new version drops and `mapping` does not place. */
+export function strandedUsers(instance: InstanceRuntime, next: WorkflowRuntime, mapping: Record<string, string>): Record<string, number> {
+  const stranded: Record<string, number> = {};
+  for (const [step, count] of Object.entries(instance.counts().steps)) {
+    if (count > 0 && !next.steps.has(step) && !mapping[step]) stranded[step] = count;
+  }
+  return stranded;
+}
+
+/** Keeps users by step name, moves users of removed steps as mapped (journaled), starts new steps empty. */
+export async function materializeUpdateWorkflow(engine: Engine, tenantId: string, instanceId: string, version: number, mapping: Record<string, string>): Promise<Json> {
+  const next = new WorkflowRuntime(await loadDefinition((await db().instance.findUniqueOrThrow({ where: { id: instanceId } })).workflowId, version));
+  return locked(engine, tenantId, async (tenant, leases) => {
+    const instance = tenant.instances.get(instanceId);
+    if (!instance) throw conflict(`Instance ${instanceId} is not running here`);
+    const stranded = strandedUsers(instance, next, mapping);
+    if (Object.keys(stranded).length) throw conflict(`Users of steps removed in version ${version} would be stranded`, { stranded });
+    const now = engine.clock.now();
+    const moves: JournalMove[] = [];
+    const shards = instance.shards.map((old, partition) => {
+      const fresh = new Shard(instanceId, partition);
+      const mover = new Mover(next, fresh, moves, now);
+      for (const [name, users] of old!.steps) {
+        if (users.size === 0) continue;
+        const kept = next.steps.get(name);
+        if (!kept) {
+          mover.arriveBulk(users, name, mapping[name]);
+          continue;
+        }
+        fresh.step(name).orInPlace(users);
+        if (kept.delayMs && old!.delays.has(name)) fresh.delays.set(name, old!.delays.get(name)!);
+        if (kept.ttlMs && old!.ttls.has(name)) fresh.ttls.set(name, old!.ttls.get(name)!);
+        if (kept.step.kind === 'timer' && old!.cronNext.has(name)) fresh.cronNext.set(name, old!.cronNext.get(name)!);
+      }
+      for (const [key, count] of old!.edges) fresh.edges.set(key, count);
+      startCrons(fresh, next, now);
+      return fresh;
+    });
+    const updated = new InstanceRuntime(instance.record, next, tenant.partitions);
+    shards.forEach((shard, partition) => (updated.shards[partition] = shard));
+    await commitBatch(tenantId, {
+      leases,
+      moves,
+      checkpoints: encodeAll(updated),
+      now,
+      also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { version } })),
+    });
+    instance.workflow = next;
+    shards.forEach((shard, partition) => (instance.shards[partition] = shard));
+    engine.countsChanged(instanceId);
+    engine.timersChanged();
+    return { instanceId, version, moved: moves.length };
+  });
+}

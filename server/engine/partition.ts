@@ -1,0 +1,305 @@
+// The owner loop of one tenant partition: hold the lease, read the log in offset order, apply each event to every
+// running instance, commit the moves and the new offset in one fenced transaction, then publish counts. Timers
+// (cron, delay buckets, ttl re-evaluation, stopAt) of the partition run here too, under the same lock.
+import { evaluatePlan, type CompiledCondition, type ConditionEvent } from '../conditions/compile';
+import { systemClock, type Clock } from '../clock';
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import { parseCron } from '../model/cron';
+import { Mover } from './moves';
+import { loadShard } from './recovery';
+import { acquireLease, commitBatch, LeaseLostError, readLog, type JournalMove, type Lease, type LogRow } from './store';
+import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';
+
+/** What a partition worker needs from its engine. */
+export interface EngineSide {
+  readonly clock: Clock;
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly pollMs: number;
+  readonly checkpointEveryMs: number;
+  readonly checkpointEveryMoves: number;
+  countsChanged(instanceId: string): void;
+  timersChanged(): void;
+  requestStop(instance: InstanceRuntime): void;
+}
+
+/** Log rows read per batch (each row is one ingested batch of up to 10,000 events for this partition). */
+const ROWS_PER_BATCH = 32;
+
+export class PartitionWorker {
+  lease: Lease | null = null;
+  offset = 0;
+  private wake = new AbortController();
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private movesSinceCheckpoint = 0;
+  private lastCheckpointAt = 0;
+  private readonly lock: Mutex;
+  private firstAttemptDone!: () => void;
+  /** Settles after the first try to take the lease (and rebuild the shards when it was taken). */
+  readonly firstAttempt = new Promise<void>((resolve) => (this.firstAttemptDone = resolve));
+
+  constructor(
+    private readonly engine: EngineSide,
+    private readonly tenant: TenantRuntime,
+    readonly partition: number,
+  ) {
+    this.lock = tenant.locks[partition];
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.poke();
+    await this.loop;
+  }
+
+  /** New events (or a new instance): read the log now instead of at the next poll. */
+  poke(): void {
+    this.wake.abort();
+    this.wake = new AbortController();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const signal = this.wake.signal;
+      try {
+        if (!this.lease) {
+          const acquired = await this.acquire().finally(() => this.firstAttemptDone());
+          if (!acquired) {
+            await systemClock.sleep(this.engine.leaseMs / 2, signal);
+            continue;
+          }
+        }
+        const rows = await readLog(this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
+        if (rows.length > 0) {
+          await this.lock.run(() => this.applyRows(rows));
+          continue;
+        }
+        await this.checkpointIfDue();
+        await systemClock.sleep(this.engine.pollMs, signal);
+      } catch (error) {
+        if (this.stopped) return;
+        await this.recoverFrom(error);
+        await systemClock.sleep(1_000, signal);
+      }
+    }
+  }
+
+  /** Takes the lease and rebuilds this partition's shard of every running instance. */
+  private async acquire(): Promise<boolean> {
+    const taken = await acquireLease(this.tenant.id, this.partition, this.engine.owner, systemClock.now(), this.engine.leaseMs);
+    if (!taken) return false;
+    await this.lock.run(async () => {
+      this.lease = taken.lease;
+      this.offset = taken.offset;
+      for (const instance of this.tenant.instances.values()) await this.loadShard(instance);
+    });
+    this.engine.timersChanged();
+    return true;
+  }
+
+  async loadShard(instance: InstanceRuntime): Promise<void> {
+    instance.shards[this.partition] = (await loadShard(instance.id, this.partition, instance.workflow)).shard;
+    this.engine.countsChanged(instance.id);
+  }
+
+  /** After a failed commit the in-memory shards may be ahead of the database: drop them and rebuild from it. */
+  private async recoverFrom(error: unknown): Promise<void> {
+    if (error instanceof LeaseLostError) {
+      console.warn(`[crowdflow] ${error.message}; partition released`);
+      await this.lock.run(async () => {
+        this.lease = null;
+        for (const instance of this.tenant.instances.values()) instance.shards[this.partition] = undefined;
+      });
+      return;
+    }
+    console.error(`[crowdflow] partition ${this.partition} of tenant ${this.tenant.id} failed; rebuilding it from its checkpoint and journal`, error);
+    await this.lock.run(async () => {
+      this.lease = null; // re-acquiring re-reads the committed offset and rebuilds the shards
+    });
+  }
+
+  private async applyRows(rows: LogRow[]): Promise<void> {
+    if (!this.lease) return;
+    const now = this.engine.clock.now();
+    const events = rows.length === 1 ? rows[0].events : rows.flatMap((row) => row.events);
+    const moves: JournalMove[] = [];
+    const touched: InstanceRuntime[] = [];
+    for (const instance of this.tenant.instances.values()) {
+      const before = moves.length;
+      await this.applyEvents(instance, events, now, moves);
+      if (moves.length > before) touched.push(instance);
+    }
+    const to = rows[rows.length - 1].offset;
+    await commitBatch(this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now });
+    this.offset = to;
+    this.afterCommit(touched, moves.length);
+  }
+
+  /** Finds the batch's users in the instance's event steps with one AND per step, then runs events in order. */
+  private async applyEvents(instance: InstanceRuntime, events: LogRow['events'], now: number, moves: JournalMove[]): Promise<void> {
+    const shard = instance.shards[this.partition];
+    const workflow = instance.workflow;
+    if (!shard || workflow.eventSteps.length === 0) return;
+    const ids = new Uint32Array(events.length);
+    for (let i = 0; i < events.length; i++) ids[i] = events[i].user;
+    const batch = RoaringBitmap32.from(ids);
+    const where = new Map<number, string>();
+    for (const step of workflow.eventSteps) {
+      const bitmap = shard.steps.get(step);
+      if (!bitmap || bitmap.size === 0) continue;
+      for (const user of RoaringBitmap32.and(batch, bitmap).toUint32Array()) where.set(user, step);
+    }
+    if (where.size === 0) return;
+    const profiles = workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys()) : null;
+    await this.tenant.data.prepareCrowds(workflow.crowdsUsed());
+    const mover = new Mover(workflow, shard, moves, now);
+    for (const event of events) {
+      const step = where.get(event.user);
+      if (step === undefined) continue;
+      const input = { user: event.user, now, event: event as ConditionEvent, profile: profiles?.get(event.user) };
+      const runtime = workflow.get(step);
+      if (runtime.step.kind !== 'branch') continue;
+      for (const [i, condition] of runtime.conditions.entries()) {
+        if (!condition.predicate(input, this.tenant.data.membership)) continue;
+        const rest = mover.moveUser(event.user, step, runtime.step.branches[i].next);
+        if (workflow.get(rest).step.kind === 'branch') where.set(event.user, rest);
+        else where.delete(event.user);
+        break;
+      }
+    }
+  }
+
+  private afterCommit(touched: InstanceRuntime[], moveCount: number): void {
+    for (const instance of touched) this.engine.countsChanged(instance.id);
+    if (moveCount > 0) this.engine.timersChanged();
+    this.movesSinceCheckpoint += moveCount;
+  }
+
+  /** Writes every shard of this partition when enough moves or time passed since the last checkpoint. */
+  async checkpointIfDue(force = false): Promise<void> {
+    const now = systemClock.now();
+    const due = this.movesSinceCheckpoint >= this.engine.checkpointEveryMoves || (this.movesSinceCheckpoint > 0 && now - this.lastCheckpointAt >= this.engine.checkpointEveryMs);
+    if (!force && !due) return;
+    await this.lock.run(async () => {
+      if (!this.lease) return;
+      const checkpoints = [...this.tenant.instances.values()].flatMap((i) => {
+        const shard = i.shards[this.partition];
+        return shard ? [{ instanceId: i.id, partition: this.partition, data: shard.encode() }] : [];
+      });
+      await commitBatch(this.tenant.id, { leases: [this.lease], moves: [], checkpoints, now: this.engine.clock.now() });
+      this.movesSinceCheckpoint = 0;
+      this.lastCheckpointAt = now;
+    });
+  }
+
+  /** Earliest time (engine clock) a timer of this partition is due, or null. */
+  nextDue(): number | null {
+    let due: number | null = null;
+    const consider = (t: number) => (due = due === null ? t : Math.min(due, t));
+    for (const instance of this.tenant.instances.values()) {
+      const shard = instance.shards[this.partition];
+      if (!shard) continue;
+      if (instance.workflow.stopAt !== null) consider(instance.workflow.stopAt);
+      for (const runtime of instance.workflow.steps.values()) {
+        const name = runtime.step.name;
+        if (runtime.step.kind === 'timer') consider(shard.cronNext.get(name) ?? 0);
+        if (runtime.delayMs) for (const end of shard.delays.get(name)?.keys() ?? []) consider(end + runtime.delayMs);
+        if (runtime.ttlMs) for (const end of shard.ttls.get(name)?.keys() ?? []) consider(end + runtime.ttlMs);
+      }
+    }
+    return due;
+  }
+
+  /** Runs every due timer of this partition and commits its moves with fresh checkpoints of the shards it touched. */
+  runTimers(): Promise<void> {
+    return this.lock.run(async () => {
+      if (!this.lease) return;
+      const now = this.engine.clock.now();
+      const moves: JournalMove[] = [];
+      const touched: InstanceRuntime[] = [];
+      for (const instance of this.tenant.instances.values()) {
+        if (instance.workflow.stopAt !== null && now >= instance.workflow.stopAt) this.engine.requestStop(instance);
+        if (await this.instanceTimers(instance, now, moves)) touched.push(instance);
+      }
+      if (touched.length === 0) return;
+      const checkpoints = touched.map((i) => ({ instanceId: i.id, partition: this.partition, data: i.shards[this.partition]!.encode() }));
+      await commitBatch(this.tenant.id, { leases: [this.lease], moves, checkpoints, now });
+      this.afterCommit(touched, moves.length);
+    });
+  }
+
+  /** Returns whether the shard changed (moves, re-bucketed ttl users or a new cron time). */
+  private async instanceTimers(instance: InstanceRuntime, now: number, moves: JournalMove[]): Promise<boolean> {
+    const shard = instance.shards[this.partition];
+    if (!shard) return false;
+    const mover = new Mover(instance.workflow, shard, moves, now);
+    let changed = false;
+    for (const runtime of instance.workflow.steps.values()) {
+      const step = runtime.step;
+      const name = step.name;
+      if (step.kind === 'timer') {
+        const next = shard.cronNext.get(name);
+        if (next !== undefined && next > now) continue;
+        if (next !== undefined) {
+          const users = shard.steps.get(name)?.clone() ?? new RoaringBitmap32();
+          if (users.size > 0) mover.moveBulk(await this.matching(runtime.timerCondition, users, now), name, step.next);
+        }
+        shard.cronNext.set(name, parseCron(step.cron, now).next().getTime());
+        changed = true;
+      }
+      if (step.kind === 'delay') {
+        const users = takeDue(shard.delays.get(name), runtime.delayMs, now);
+        if (users) {
+          users.andInPlace(shard.step(name));
+          mover.moveBulk(users, name, step.next);
+          changed = true;
+        }
+      }
+      if (runtime.ttlMs && step.kind === 'branch') {
+        const remaining = takeDue(shard.ttls.get(name), runtime.ttlMs, now);
+        if (!remaining) continue;
+        remaining.andInPlace(shard.step(name));
+        for (const [i, condition] of runtime.conditions.entries()) {
+          if (remaining.size === 0) break;
+          const matched = await this.matching(condition, remaining, now);
+          mover.moveBulk(matched, name, step.branches[i].next);
+          remaining.andNotInPlace(matched);
+        }
+        if (remaining.size > 0) mover.bucketNow(shard.ttls, name, runtime.ttlBucketMs).orInPlace(remaining);
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  /** The users of `users` satisfying the condition (no event): one bitmap plan when it compiles to one, else per user. */
+  private async matching(condition: CompiledCondition | null, users: RoaringBitmap32, now: number): Promise<RoaringBitmap32> {
+    if (!condition) return users.clone();
+    const data = this.tenant.data;
+    if (condition.plan) return evaluatePlan(condition.plan, await data.resolver(condition.crowds, condition.usesProfile ? users : null), users);
+    await data.prepareCrowds(condition.crowds);
+    const ids = users.toUint32Array();
+    const profiles = condition.usesProfile ? await data.profilesOf(ids) : null;
+    const out: number[] = [];
+    for (const user of ids) if (condition.predicate({ user, now, profile: profiles?.get(user) }, data.membership)) out.push(user);
+    return RoaringBitmap32.from(out);
+  }
+}
+
+/** Removes and returns the union of the buckets due at `now` (bucket end + duration ≤ now), or null. */
+function takeDue(buckets: Map<number, RoaringBitmap32> | undefined, durationMs: number, now: number): RoaringBitmap32 | null {
+  if (!buckets) return null;
+  const due: RoaringBitmap32[] = [];
+  for (const [end, bitmap] of buckets) {
+    if (end + durationMs > now) continue;
+    due.push(bitmap);
+    buckets.delete(end);
+  }
+  return due.length ? RoaringBitmap32.orMany(due) : null;
+}
+

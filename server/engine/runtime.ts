@@ -1,0 +1,118 @@
+// A workflow version prepared for running: steps by name, conditions compiled once, split tables, bucket widths.
+import { compileCondition, type CompiledCondition } from '../conditions/compile';
+import { parseDuration, type Step, type WorkflowDefinition } from '../model/workflow';
+import { bucketWidth } from './shard';
+
+export interface StepRuntime {
+  step: Step;
+  /** Branch steps: one compiled condition per branch, in order. */
+  conditions: CompiledCondition[];
+  /** Timer steps: the optional condition. */
+  timerCondition: CompiledCondition | null;
+  delayMs: number;
+  delayBucketMs: number;
+  ttlMs: number;
+  ttlBucketMs: number;
+  /** Split steps: cumulative upper bounds in [0, 1) per path, and the per-step hash seed. */
+  splitBounds: number[];
+  splitSeed: number;
+  /** Tags carried by a move into this step (parallel: its enterAction and then its actions, comma-separated). */
+  enterTags: string | null;
+}
+
+export class WorkflowRuntime {
+  readonly steps = new Map<string, StepRuntime>();
+  readonly entry: string;
+  /** Steps where users wait for events (branch steps), the only ones an event can move users out of. */
+  readonly eventSteps: string[];
+  readonly stopAt: number | null;
+
+  constructor(readonly definition: WorkflowDefinition) {
+    this.entry = definition.steps[0].name;
+    for (const step of definition.steps) this.steps.set(step.name, prepare(step));
+    this.eventSteps = definition.steps.filter((s) => s.kind === 'branch').map((s) => s.name);
+    this.stopAt = definition.stopAt ? Date.parse(definition.stopAt) : null;
+  }
+
+  get(name: string): StepRuntime {
+    const step = this.steps.get(name);
+    if (!step) throw new Error(`Step "${name}" is not in this workflow version`);
+    return step;
+  }
+
+  /** Whether any condition needs the user's profile or crowd memberships (so a batch loads them). */
+  usesProfiles(): boolean {
+    for (const s of this.steps.values()) if (s.conditions.some((c) => c.usesProfile) || s.timerCondition?.usesProfile) return true;
+    return false;
+  }
+
+  crowdsUsed(): string[] {
+    const names = new Set<string>();
+    for (const s of this.steps.values()) for (const c of [...s.conditions, ...(s.timerCondition ? [s.timerCondition] : [])]) for (const n of c.crowds) names.add(n);
+    return [...names];
+  }
+}
+
+function prepare(step: Step): StepRuntime {
+  // Re-evaluating an idle user as a data-less event can only move users of branch steps; other kinds ignore ttl.
+  const ttlMs = step.ttl && step.kind === 'branch' ? parseDuration(step.ttl) : 0;
+  const runtime: StepRuntime = {
+    step,
+    conditions: [],
+    timerCondition: null,
+    delayMs: 0,
+    delayBucketMs: 0,
+    ttlMs,
+    ttlBucketMs: ttlMs ? bucketWidth(ttlMs) : 0,
+    splitBounds: [],
+    splitSeed: 0,
+    enterTags: step.enterAction ?? null,
+  };
+  switch (step.kind) {
+    case 'branch':
+      runtime.conditions = step.branches.map((b) => compileCondition(b.condition));
+      break;
+    case 'timer':
+      runtime.timerCondition = step.condition ? compileCondition(step.condition) : null;
+      break;
+    case 'delay':
+      runtime.delayMs = parseDuration(step.after);
+      runtime.delayBucketMs = bucketWidth(runtime.delayMs);
+      break;
+    case 'split': {
+      let sum = 0;
+      const total = step.paths.reduce((a, p) => a + p.percent, 0) || 1;
+      runtime.splitBounds = step.paths.map((p) => (sum += p.percent / total));
+      runtime.splitSeed = fnv1a(step.name);
+      break;
+    }
+    case 'parallel':
+      runtime.enterTags = [step.enterAction, ...step.actions].filter(Boolean).join(',') || null;
+      break;
+    case 'direct':
+      break;
+  }
+  return runtime;
+}
+
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return hash;
+}
+
+/** murmur3's 32-bit finalizer: a well-mixed, deterministic hash of (user, step). */
+function mix(user: number, seed: number): number {
+  let h = (user ^ seed) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** The path index a split step sends `user` to: the same answer for the same user and step, every time. */
+export function splitPath(runtime: StepRuntime, user: number): number {
+  const point = mix(user, runtime.splitSeed) / 4294967296;
+  const bounds = runtime.splitBounds;
+  for (let i = 0; i < bounds.length - 1; i++) if (point < bounds[i]) return i;
+  return bounds.length - 1;
+}

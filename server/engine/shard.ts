@@ -1,0 +1,107 @@
+// A shard: the state of one instance inside one partition. One bitmap per step, entry-time buckets for delay and ttl
+// steps (a few bitmaps per step, never one timestamp per user), edge counters and the next cron firing per timer step.
+// The whole shard serializes into one checkpoint blob: a JSON header naming byte lengths, then portable roaring bytes.
+import { RoaringBitmap32 } from '../crowd/bitmap';
+
+/** Bitmaps keyed by bucket end time (epoch ms): a user entered during the bucket that ends there. */
+export type Buckets = Map<number, RoaringBitmap32>;
+
+export class Shard {
+  readonly steps = new Map<string, RoaringBitmap32>();
+  /** Delay steps: users by entry bucket. */
+  readonly delays = new Map<string, Buckets>();
+  /** Steps with a ttl: users by the bucket of their entry (or last re-evaluation). */
+  readonly ttls = new Map<string, Buckets>();
+  readonly edges = new Map<string, number>();
+  /** Timer steps: the next firing (epoch ms). */
+  readonly cronNext = new Map<string, number>();
+
+  constructor(
+    readonly instanceId: string,
+    readonly partition: number,
+  ) {}
+
+  step(name: string): RoaringBitmap32 {
+    let bitmap = this.steps.get(name);
+    if (!bitmap) this.steps.set(name, (bitmap = new RoaringBitmap32()));
+    return bitmap;
+  }
+
+  countEdge(from: string | null, to: string, count: number): void {
+    if (from === null || count === 0) return;
+    const key = `${from}->${to}`;
+    this.edges.set(key, (this.edges.get(key) ?? 0) + count);
+  }
+
+  /** Every user of the shard (the union of its steps). */
+  members(): RoaringBitmap32 {
+    return RoaringBitmap32.orMany([...this.steps.values()]);
+  }
+
+  encode(): Buffer {
+    const parts: Uint8Array[] = [];
+    const put = (bitmap: RoaringBitmap32) => {
+      const bytes = bitmap.serialize('portable');
+      parts.push(bytes);
+      return bytes.byteLength;
+    };
+    const header = {
+      steps: [...this.steps].filter(([, b]) => b.size > 0).map(([name, b]) => [name, put(b)]),
+      delays: bucketEntries(this.delays).map(([step, end, b]) => [step, end, put(b)]),
+      ttls: bucketEntries(this.ttls).map(([step, end, b]) => [step, end, put(b)]),
+      edges: Object.fromEntries(this.edges),
+      cronNext: Object.fromEntries(this.cronNext),
+    };
+    const head = Buffer.from(JSON.stringify(header));
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(head.byteLength);
+    return Buffer.concat([length, head, ...parts]);
+  }
+
+  static decode(instanceId: string, partition: number, data: Uint8Array): Shard {
+    const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    const headLength = bytes.readUInt32LE(0);
+    const header = JSON.parse(bytes.subarray(4, 4 + headLength).toString()) as {
+      steps: [string, number][];
+      delays: [string, number, number][];
+      ttls: [string, number, number][];
+      edges: Record<string, number>;
+      cronNext: Record<string, number>;
+    };
+    let at = 4 + headLength;
+    const take = (length: number) => {
+      const bitmap = RoaringBitmap32.deserialize(bytes.subarray(at, at + length), 'portable');
+      at += length;
+      return bitmap;
+    };
+    const shard = new Shard(instanceId, partition);
+    for (const [name, length] of header.steps) shard.steps.set(name, take(length));
+    for (const [step, end, length] of header.delays) bucketsOf(shard.delays, step).set(end, take(length));
+    for (const [step, end, length] of header.ttls) bucketsOf(shard.ttls, step).set(end, take(length));
+    for (const [key, count] of Object.entries(header.edges)) shard.edges.set(key, count);
+    for (const [step, at] of Object.entries(header.cronNext)) shard.cronNext.set(step, at);
+    return shard;
+  }
+}
+
+export function bucketsOf(map: Map<string, Buckets>, step: string): Buckets {
+  let buckets = map.get(step);
+  if (!buckets) map.set(step, (buckets = new Map()));
+  return buckets;
+}
+
+function bucketEntries(map: Map<string, Buckets>): [string, number, RoaringBitmap32][] {
+  const out: [string, number, RoaringBitmap32][] = [];
+  for (const [step, buckets] of map) for (const [end, bitmap] of buckets) if (bitmap.size > 0) out.push([step, end, bitmap]);
+  return out;
+}
+
+/** Bucket width for a duration: 1/100 of it, between 1 s and 1 min (a user moves at most that late, never early). */
+export function bucketWidth(durationMs: number): number {
+  return Math.min(60_000, Math.max(1_000, Math.floor(durationMs / 100)));
+}
+
+/** The end of the bucket holding time `t`. */
+export function bucketEnd(t: number, width: number): number {
+  return Math.floor(t / width) * width + width;
+}

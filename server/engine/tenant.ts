@@ -1,0 +1,90 @@
+// In-memory runtime of a tenant: its running instances (workflow version + one shard per owned partition) and a
+// lock per partition that serializes the partition's owner loop, its timers and instance operations.
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import { TenantData } from './context';
+import { WorkflowRuntime } from './runtime';
+import { Shard } from './shard';
+import type { Counts } from './types';
+
+export class Mutex {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(work);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+/** Runs `work` holding every given lock (taken in index order, so two callers never deadlock). */
+export function withLocks<T>(locks: Mutex[], work: () => Promise<T>): Promise<T> {
+  if (locks.length === 0) return work();
+  const [first, ...rest] = locks;
+  return first.run(() => withLocks(rest, work));
+}
+
+export interface InstanceRecord {
+  id: string;
+  tenantId: string;
+  workflowId: string;
+  version: number;
+  crowdName: string;
+}
+
+export class InstanceRuntime {
+  /** Indexed by partition; undefined for partitions this process does not own (yet). */
+  readonly shards: (Shard | undefined)[];
+
+  constructor(
+    readonly record: InstanceRecord,
+    public workflow: WorkflowRuntime,
+    partitions: number,
+  ) {
+    this.shards = new Array<Shard | undefined>(partitions).fill(undefined);
+  }
+
+  get id(): string {
+    return this.record.id;
+  }
+
+  counts(): Counts {
+    const steps: Record<string, number> = {};
+    const edges: Record<string, number> = {};
+    for (const name of this.workflow.steps.keys()) steps[name] = 0;
+    let total = 0;
+    for (const shard of this.shards) {
+      if (!shard) continue;
+      for (const [name, bitmap] of shard.steps) {
+        const size = bitmap.size;
+        if (size === 0 && !(name in steps)) continue;
+        steps[name] = (steps[name] ?? 0) + size;
+        total += size;
+      }
+      for (const [key, count] of shard.edges) edges[key] = (edges[key] ?? 0) + count;
+    }
+    return { instanceId: this.id, total, steps, edges };
+  }
+
+  stepUsers(step: string): RoaringBitmap32 {
+    return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s?.steps.get(step) ? [s.steps.get(step)!] : [])));
+  }
+}
+
+export class TenantRuntime {
+  readonly instances = new Map<string, InstanceRuntime>();
+  readonly locks: Mutex[];
+  readonly data: TenantData;
+
+  constructor(
+    readonly id: string,
+    readonly partitions: number,
+  ) {
+    this.locks = Array.from({ length: partitions }, () => new Mutex());
+    this.data = new TenantData(id);
+  }
+
+  /** Runs `work` while no partition loop of this tenant is inside a batch. */
+  exclusive<T>(work: () => Promise<T>): Promise<T> {
+    return withLocks(this.locks, work);
+  }
+}

@@ -1,0 +1,145 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AppError } from '../../server/errors';
+import type { WorkflowDefinition } from '../../server/model/workflow';
+import { db } from '../../server/storage/db';
+import { crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
+
+// Busybee's instance semantics with its exact numbers.
+const busybee: WorkflowDefinition = {
+  steps: [
+    {
+      name: 'entry',
+      kind: 'branch',
+      branches: [
+        { condition: 'user == 1', next: 'end_1' },
+        { condition: 'true', next: 'else' },
+      ],
+    },
+    { name: 'end_1', kind: 'direct' },
+    { name: 'else', kind: 'direct' },
+  ],
+};
+
+let h: Harness;
+beforeEach(async () => {
+  h = await startHarness(4);
+});
+afterEach(async () => {
+  await h.close();
+});
+
+async function refusal(promise: Promise<unknown>): Promise<AppError> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(AppError);
+  return error as AppError;
+}
+
+describe('instances', () => {
+  it('re-entry: crowd {1..4} then {1..9} runs {5..9}', async () => {
+    const wf = await workflow(h, busybee);
+    await crowd(h, 'first', range(1, 4));
+    await crowd(h, 'second', range(1, 9));
+    const first = await start(h, wf, 'first');
+    expect(await stepUsers(h, first, 'entry')).toEqual([1, 2, 3, 4]);
+    await settle(h, h.engine.stopInstance(h.tenantId, first));
+    const second = await start(h, wf, 'second');
+    expect(await stepUsers(h, second, 'entry')).toEqual([5, 6, 7, 8, 9]);
+    const view = await h.engine.getInstance(h.tenantId, second);
+    expect(view).toMatchObject({ state: 'running', userCount: 5, excludedCount: 4 });
+  });
+
+  it('update crowd: {2,3,4} in else, update to {1,2,3,5}, event for 1 → entry {5}, end_1 {1}, else {2,3}', async () => {
+    const wf = await workflow(h, busybee);
+    await crowd(h, 'c1', [2, 3, 4]);
+    await crowd(h, 'c2', [1, 2, 3, 5]);
+    const id = await start(h, wf, 'c1');
+    await send(h, [2, 3, 4].map((user) => ({ user, type: 'visit' })));
+    expect(await stepUsers(h, id, 'else')).toEqual([2, 3, 4]);
+    const journalBefore = await db().journal.count({ where: { instanceId: id } });
+    await settle(h, h.engine.updateInstanceCrowd(h.tenantId, id, { crowd: 'c2' }));
+    expect(await db().journal.count({ where: { instanceId: id } })).toBe(journalBefore); // no notifications
+    await send(h, [{ user: 1, type: 'visit' }]);
+    expect(await stepUsers(h, id, 'entry')).toEqual([5]);
+    expect(await stepUsers(h, id, 'end_1')).toEqual([1]);
+    expect(await stepUsers(h, id, 'else')).toEqual([2, 3]);
+    // The update survives a restart (it was checkpointed, not journaled).
+    await restartEngine(h);
+    expect(await steps(h, id)).toEqual({ entry: 1, end_1: 1, else: 2 });
+  });
+
+  it('start refuses an empty crowd, an invalid workflow and a workflow that already runs', async () => {
+    const wf = await workflow(h, busybee);
+    await crowd(h, 'empty', []);
+    await crowd(h, 'some', [1, 2]);
+    expect((await refusal(h.engine.startInstance(h.tenantId, wf, { crowd: 'empty' }))).code).toBe('unprocessable');
+    expect((await refusal(h.engine.startInstance(h.tenantId, wf, { crowd: 'missing' }))).code).toBe('not_found');
+    const invalid = await workflow(h, { steps: [{ name: 'a', kind: 'direct', next: 'nowhere' }] });
+    const bad = await refusal(h.engine.startInstance(h.tenantId, invalid, { crowd: 'some' }));
+    expect(bad.code).toBe('invalid_workflow');
+    await start(h, wf, 'some');
+    const twice = await refusal(h.engine.startInstance(h.tenantId, wf, { crowd: 'some' }));
+    expect(twice.code).toBe('conflict');
+    expect(twice.message).toMatch(/already has an instance running/);
+  });
+
+  it('stop keeps a snapshot (per-step bitmaps and counts, 7 days) and frees the shards', async () => {
+    const wf = await workflow(h, busybee);
+    await crowd(h, 'c', range(1, 6));
+    const id = await start(h, wf, 'c');
+    await send(h, [{ user: 1, type: 'x' }, { user: 2, type: 'x' }]);
+    await settle(h, h.engine.stopInstance(h.tenantId, id));
+    const snapshot = await h.engine.getSnapshot(h.tenantId, id);
+    expect(snapshot.counts.steps).toEqual({ entry: 4, end_1: 1, else: 1 });
+    expect(snapshot.counts.edges).toEqual({ 'entry->end_1': 1, 'entry->else': 1 });
+    expect(Date.parse(snapshot.expiresAt) - Date.parse(snapshot.createdAt)).toBe(7 * 24 * 3600 * 1000);
+    expect(await stepUsers(h, id, 'entry')).toEqual([3, 4, 5, 6]);
+    expect(await db().shardCheckpoint.count({ where: { instanceId: id } })).toBe(0);
+    expect((await h.engine.getInstance(h.tenantId, id)).state).toBe('stopped');
+  });
+
+  it('update workflow keeps users by step name, maps removed steps, refuses unmapped ones with the stranded counts', async () => {
+    const v2: WorkflowDefinition = {
+      steps: [
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition: 'user == 1', next: 'vip' },
+            { condition: 'event.type == "new"', next: 'fresh' },
+            { condition: 'true', next: 'rest' },
+          ],
+        },
+        { name: 'vip', kind: 'direct' },
+        { name: 'rest', kind: 'direct' },
+        { name: 'fresh', kind: 'direct' },
+      ],
+    };
+    const wf = await workflow(h, busybee, [v2]);
+    await crowd(h, 'c', range(1, 5));
+    const id = await settle(h, h.engine.startInstance(h.tenantId, wf, { crowd: 'c', version: 1 }));
+    await send(h, [1, 2, 3].map((user) => ({ user, type: 'x' })));
+    const refused = await refusal(h.engine.updateInstanceWorkflow(h.tenantId, id, { version: 2, mapping: { else: 'rest' } }));
+    expect(refused.status).toBe(409);
+    expect(refused.details).toEqual({ stranded: { end_1: 1 } });
+    await settle(h, h.engine.updateInstanceWorkflow(h.tenantId, id, { version: 2, mapping: { else: 'rest', end_1: 'vip' } }));
+    expect(await steps(h, id)).toEqual({ entry: 2, vip: 1, rest: 2, fresh: 0 });
+    await send(h, [{ user: 4, type: 'x' }]);
+    expect(await stepUsers(h, id, 'rest')).toEqual([2, 3, 4]);
+    await restartEngine(h);
+    expect(await steps(h, id)).toEqual({ entry: 1, vip: 1, rest: 3, fresh: 0 });
+  });
+
+  it('recovers shards from checkpoint + journal in a fresh engine object', async () => {
+    const wf = await workflow(h, busybee);
+    await crowd(h, 'c', range(1, 100));
+    const id = await start(h, wf, 'c');
+    await send(h, range(1, 50).map((user) => ({ user, type: 'x' })));
+    const before = await h.engine.getCounts(h.tenantId, id);
+    await restartEngine(h);
+    expect(await h.engine.getCounts(h.tenantId, id)).toEqual(before);
+    expect(before.steps).toEqual({ entry: 50, end_1: 1, else: 49 });
+  });
+});
