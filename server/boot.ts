@@ -1,5 +1,6 @@
 import { applyMigrations } from './storage/migrate';
 import { dbTarget } from './storage/db';
+import { env } from './env';
 
 let booted: Promise<void> | undefined;
 
@@ -8,6 +9,7 @@ export function boot(): Promise<void> {
   booted ??= (async () => {
     const applied = await applyMigrations(dbTarget());
     if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
+    if (env().CROWDFLOW_ENGINE !== 'off') await (await import('./engine')).startEngine();
   })();
   return booted;
 }
