@@ -194,8 +194,26 @@ class TextIdScanner extends IdScanner {
       if (i < 0) return;
       this.skippingLine = false;
     }
+    const sink = this.sink;
     for (; i < n; i++) {
       const b = chunk[i];
+      if (b >= 48 && b <= 57 && !this.inToken) {
+        // Fast path for the usual case, a whole ID inside this chunk: read its digits in a tight local loop.
+        // Anything unusual (a long or bad token, a chunk border) falls through to the general path below.
+        let value = b - 48;
+        let j = i + 1;
+        let next = chunk[j];
+        while (j < n && next >= 48 && next <= 57 && j - i < 10) {
+          value = value * 10 + (next - 48);
+          next = chunk[++j];
+        }
+        if (j < n && value <= MAX_USER_ID && (next === LF || next === COMMA || next === SPACE || next === CR || next === TAB)) {
+          sink.add(value);
+          this.headerPossible = false;
+          i = j - 1;
+          continue;
+        }
+      }
       if (b >= 48 && b <= 57) {
         if (!this.inToken) {
           this.inToken = true;

@@ -60,6 +60,7 @@ describe('crowd upload parsing', () => {
   it('keeps duplicates once and accepts 0 and 4294967295', async () => {
     expect(await idsOf('5\n5\n0\n4294967295\n5\n0000000007', 'text/plain')).toEqual([0, 5, 7, 4294967295]);
     expect(await idsOf('[4294967295, 0, 0]', 'application/json')).toEqual([0, 4294967295]);
+    expect(await idsOf('00000000000000000001\n1234567890,4294967295', 'text/plain')).toEqual([1, 1234567890, 4294967295]);
   });
 
   it('reads a JSON array across lines, and an empty one', async () => {

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
+import { bitmapExportResponse } from '../../server/crowd/export';
+import { parseCrowdUpload } from '../../server/crowd/parse';
+import { loadCrowd, saveCrowd } from '../../server/crowd/store';
+
+const USERS = 10_000_000;
+const CHUNK = 64 * 1024;
+
+/** 10M distinct IDs spread over 0 … 40M, in a scrambled order (k·7919 mod 10M visits every k once). */
+function scrambledIds(): Uint32Array {
+  const ids = new Uint32Array(USERS);
+  for (let k = 0; k < USERS; k++) {
+    const i = (k * 7919) % USERS;
+    ids[k] = i * 4 + (Math.imul(i, 2654435761) >>> 30);
+  }
+  return ids;
+}
+
+/** One ID per line, written independently of the exporter under test. */
+function asText(ids: Uint32Array): Buffer {
+  const out = Buffer.allocUnsafe(ids.length * 11);
+  let position = 0;
+  for (const id of ids) position += out.write(`${id}\n`, position, 'latin1');
+  return out.subarray(0, position);
+}
+
+async function* inChunks(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+  for (let offset = 0; offset < bytes.length; offset += CHUNK) yield bytes.subarray(offset, offset + CHUNK);
+}
+
+async function timed<T>(label: string, work: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  const result = await work();
+  console.log(`[crowd figures] ${label}: ${Math.round(performance.now() - started)} ms`);
+  return result;
+}
+
+describe('10M-user crowd round trip', () => {
+  it('parses text, exports CSV and roaring, and reads both back to the same crowd', { timeout: 300_000 }, async () => {
+    const ids = scrambledIds();
+    const expected = new RoaringBitmap32();
+    expected.addMany(ids);
+    expect(expected.size).toBe(USERS);
+    const text = asText(ids);
+
+    const parsed = await timed(`parse ${USERS} IDs of text (${(text.length / 1e6).toFixed(0)} MB)`, () => parseCrowdUpload(inChunks(text), 'text/plain', text.length));
+    expect(parsed.size).toBe(USERS);
+    expect(parsed.isEqual(expected)).toBe(true);
+
+    const csv = await timed('export CSV', async () => Buffer.from(await bitmapExportResponse(parsed, 'csv', 'all').arrayBuffer()));
+    expect(csv.equals(asText(expected.toUint32Array()))).toBe(true);
+    const reparsed = await timed('parse the CSV export', () => parseCrowdUpload(inChunks(csv), 'text/csv', csv.length));
+    expect(reparsed.isEqual(expected)).toBe(true);
+
+    const roaring = Buffer.from(await bitmapExportResponse(parsed, 'roaring', 'all').arrayBuffer());
+    console.log(`[crowd figures] portable roaring: ${roaring.length} bytes (${(roaring.length / USERS).toFixed(2)} bytes per user)`);
+    const fromRoaring = await timed('parse the roaring upload', () => parseCrowdUpload(inChunks(roaring), 'application/octet-stream', roaring.length));
+    expect(fromRoaring.isEqual(expected)).toBe(true);
+
+    await timed('save the crowd', () => saveCrowd('tn_big', 'everyone', fromRoaring, 'create'));
+    const loaded = await timed('load the crowd', () => loadCrowd('tn_big', 'everyone'));
+    expect(loaded?.count).toBe(USERS);
+    expect(loaded?.sizeBytes).toBe(serializeBitmap(expected).length);
+    expect(loaded?.bitmap.isEqual(expected)).toBe(true);
+  });
+});
