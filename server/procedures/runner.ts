@@ -71,17 +71,21 @@ class DurableProcedureRunner implements ProcedureRunner {
   async await(id: string, timeoutMs?: number): Promise<ProcedureView> {
     const deadline = timeoutMs === undefined ? Infinity : this.clock.now() + Math.max(0, timeoutMs);
     for (;;) {
-      const view = await this.get(id);
-      if (!view) throw notFound(`Procedure ${id}`);
-      if (FINISHED_STATES.includes(view.state) || this.clock.now() >= deadline) return view;
-      // Woken by this process's own commits at once; procedures run by other processes are polled.
+      // Watch before reading, so a commit between the read and the sleep still wakes us. Commits of this process wake
+      // at once; procedures run by other processes are polled.
       const wake = new AbortController();
       const watchers = this.watchers.get(id) ?? new Set();
       const onChange = () => wake.abort();
       this.watchers.set(id, watchers.add(onChange));
-      await this.clock.sleep(Math.min(this.pollMs, deadline - this.clock.now()), wake.signal);
-      watchers.delete(onChange);
-      if (watchers.size === 0) this.watchers.delete(id);
+      try {
+        const view = await this.get(id);
+        if (!view) throw notFound(`Procedure ${id}`);
+        if (FINISHED_STATES.includes(view.state) || this.clock.now() >= deadline) return view;
+        if (!wake.signal.aborted) await this.clock.sleep(Math.min(this.pollMs, deadline - this.clock.now()), wake.signal);
+      } finally {
+        watchers.delete(onChange);
+        if (watchers.size === 0) this.watchers.delete(id);
+      }
     }
   }
 

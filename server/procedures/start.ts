@@ -1,0 +1,15 @@
+import { getProcedureRunner } from './runner';
+import { createScheduler, type Scheduler } from './scheduler';
+
+const globalKey = Symbol.for('crowdflow.scheduler');
+const store = globalThis as unknown as Record<symbol, Scheduler | undefined>;
+
+/**
+ * Once per server process (server/boot.ts): resume every unfinished procedure and keep running new ones; with the
+ * engine on, also fire workflow schedules (their starts need the engine's instance.start type).
+ */
+export async function startProcedures(options: { scheduler: boolean }): Promise<void> {
+  const runner = getProcedureRunner();
+  await runner.start();
+  if (options.scheduler) (store[globalKey] ??= createScheduler({ runner })).start();
+}

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../server/clock';
+import { registerProcedureType } from '../../server/procedures/registry';
+import { createProcedureRunner } from '../../server/procedures/runner';
+import { createScheduler, scheduledProcedureId, SCHEDULED_START_TYPE } from '../../server/procedures/scheduler';
+import type { Json } from '../../server/procedures/types';
+import { db } from '../../server/storage/db';
+
+// A stand-in for the engine's instance.start: creates a running instance under an id derived from the procedure id.
+let starts = 0;
+beforeAll(() => {
+  registerProcedureType({
+    type: SCHEDULED_START_TYPE,
+    supportsRollback: false,
+    create(raw) {
+      const state = raw as { tenantId: string; workflowId: string; crowd: string };
+      return {
+        lockKeys: () => [{ key: `workflow:${state.workflowId}`, mode: 'exclusive' as const }],
+        state: () => state as unknown as Json,
+        async execute(ctx) {
+          starts += 1;
+          const id = `in-${ctx.procedureId}`;
+          await db().instance.create({ data: { id, tenantId: state.tenantId, workflowId: state.workflowId, version: 1, crowdName: state.crowd, state: 'running', userCount: 1n } });
+          return { kind: 'done' as const, output: { instanceId: id } };
+        },
+      };
+    },
+  });
+});
+
+const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
+const runner = createProcedureRunner({ clock, owner: 'scheduler-test' });
+afterAll(() => runner.stop());
+
+async function workflow(id: string, schedule: Json | string) {
+  const text = typeof schedule === 'string' ? schedule : JSON.stringify(schedule);
+  await db().workflow.create({ data: { id, tenantId: 'tenant-s', name: id, currentVersion: 1, draft: '{}', schedule: text } });
+}
+
+describe('scheduled starts', () => {
+  it('two processes seeing the same firing start one instance; a firing while it runs is skipped and recorded', async () => {
+    await workflow('wf-every-10s', { cron: '*/10 * * * * *', crowd: 'vip', enabled: true });
+    await runner.start();
+    // Two schedulers stand for two server processes on one database.
+    const [a, b] = [createScheduler({ runner, clock }), createScheduler({ runner, clock })];
+    expect(await a.tick()).toEqual([]);
+    expect(await b.tick()).toEqual([]);
+
+    await clock.advance(9_700); // 00:00:10.200
+    const firingMs = Date.UTC(2026, 0, 1, 0, 0, 10);
+    const id = scheduledProcedureId('wf-every-10s', firingMs);
+    const [firedA, firedB] = await Promise.all([a.tick(), b.tick()]);
+    expect([...firedA, ...firedB].map((f) => f.procedureId)).toEqual([id, id]);
+    const started = await runner.await(id);
+    expect(started.state).toBe('done');
+    expect(started.data).toMatchObject({ tenantId: 'tenant-s', workflowId: 'wf-every-10s', crowd: 'vip' });
+    expect(started.workflowId).toBe('wf-every-10s');
+    expect(await db().procedure.count({ where: { workflowId: 'wf-every-10s' } })).toBe(1);
+    expect(await db().instance.count({ where: { workflowId: 'wf-every-10s' } })).toBe(1);
+    expect(starts).toBe(1);
+
+    // A scheduler ticking the same window again (a slow or restarted process) records nothing new.
+    await clock.advance(10_000); // 00:00:20.200: the instance from 00:00:10 still runs
+    const [skipped] = await a.tick();
+    expect(skipped).toMatchObject({ outcome: 'skipped', procedureId: scheduledProcedureId('wf-every-10s', firingMs + 10_000) });
+    const record = (await runner.get(skipped!.procedureId))!;
+    expect(record).toMatchObject({ state: 'done', type: SCHEDULED_START_TYPE, output: { skipped: 'already running', instanceId: `in-${id}` } });
+    const [again] = await b.tick();
+    expect(again).toMatchObject({ outcome: 'already-recorded', procedureId: skipped!.procedureId });
+    expect(starts).toBe(1);
+    expect(await db().instance.count({ where: { workflowId: 'wf-every-10s' } })).toBe(1);
+  });
+
+  it('ignores disabled and invalid schedules, and fires only the latest firing missed since the last tick', async () => {
+    await db().workflow.deleteMany({});
+    await workflow('wf-disabled', { cron: '* * * * * *', crowd: 'vip', enabled: false });
+    await workflow('wf-invalid', '{"cron":"* * * * *","crowd":"vip"}');
+    await workflow('wf-minutely', { cron: '0 * * * * *', crowd: 'all', enabled: true });
+    const scheduler = createScheduler({ runner, clock });
+    await scheduler.tick();
+    await clock.advance(5 * 60_000);
+    const fired = await scheduler.tick();
+    const latest = Math.floor(clock.now() / 60_000) * 60_000;
+    expect(fired.map((f) => [f.workflowId, f.firingMs, f.outcome])).toEqual([['wf-minutely', latest, 'submitted']]);
+    expect((await runner.await(fired[0]!.procedureId)).state).toBe('done');
+  });
+});
