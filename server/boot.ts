@@ -10,6 +10,7 @@ export function boot(): Promise<void> {
     const applied = await applyMigrations(dbTarget());
     if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
     if (env().CROWDFLOW_ENGINE !== 'off') await (await import('./engine')).startEngine();
+    await (await import('./procedures/start')).startProcedures({ scheduler: env().CROWDFLOW_ENGINE !== 'off' });
   })();
   return booted;
 }
