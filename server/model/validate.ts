@@ -21,7 +21,8 @@ export type ProblemCode =
   | 'bad_condition'
   | 'bad_stop_at'
   | 'instant_cycle'
-  | 'unreachable';
+  | 'unreachable'
+  | 'too_many_steps';
 
 export type ValidationResult = { ok: true; definition: WorkflowDefinition } | { ok: false; problems: WorkflowProblem[] };
 
@@ -29,6 +30,9 @@ export type ValidateOptions = {
   /** When given, a `stopAt` at or before this time (epoch ms) is a problem. Saves pass it; immutable versions are checked without it. */
   now?: number;
 };
+
+/** Far above any journey a marketer draws; keeps validation (and the canvas) fast on hostile input. */
+export const MAX_STEPS = 1000;
 
 /** Steps that move entering users on within the same transaction: a cycle made only of these never ends. */
 const INSTANT_KINDS = new Set(['direct', 'parallel', 'split']);
@@ -51,6 +55,9 @@ type LooseStep = {
 export function validateWorkflow(definition: unknown, options: ValidateOptions = {}): ValidationResult {
   const problems: WorkflowProblem[] = [];
   const rawSteps = isRecord(definition) && Array.isArray(definition.steps) ? definition.steps : [];
+  if (rawSteps.length > MAX_STEPS) {
+    return { ok: false, problems: [{ step: null, code: 'too_many_steps', message: `Workflow has ${rawSteps.length} steps; the limit is ${MAX_STEPS}` }] };
+  }
   const steps = rawSteps.map(looseStep);
 
   const shape = WorkflowDefinition.safeParse(definition);
@@ -209,7 +216,7 @@ function stepProblems(step: LooseStep, names: Set<string>): WorkflowProblem[] {
     if (!text.success) add('bad_condition', `${field}: ${text.error.issues[0].message}`);
     else {
       const problem = celSyntaxProblem(text.data);
-      if (problem) add('bad_condition', `${field} is not valid CEL: ${problem}`);
+      if (problem) add('bad_condition', `${field} is not a valid condition: ${problem}`);
     }
   }
   return problems;

@@ -161,18 +161,21 @@ describe('validateWorkflow', () => {
     ]);
   });
 
-  it('parses conditions as CEL and refuses empty ones', () => {
+  it('checks conditions as CEL and refuses empty ones', () => {
     const problems = problemsOf(
       everyKindWith((steps) => {
         steps[0].branches[0].condition = 'event.type == ';
         steps[0].branches[1].condition = '   ';
+        steps[0].branches[2].condition = 'score > 3';
         steps[1].condition = 'profile.score >> 3';
       }),
     );
     expect(problems).toEqual([
-      { step: 'entry', code: 'bad_condition', message: expect.stringMatching(/^Step "entry" branches\[0\]\.condition is not valid CEL: \S/) },
+      { step: 'entry', code: 'bad_condition', message: expect.stringMatching(/^Step "entry" branches\[0\]\.condition is not a valid condition: \S/) },
       { step: 'entry', code: 'bad_condition', message: 'Step "entry" branches[1].condition: A condition cannot be empty' },
-      { step: 'nightly', code: 'bad_condition', message: expect.stringMatching(/^Step "nightly" condition is not valid CEL: \S/) },
+      // Beyond syntax: the conditions module also refuses variables a condition cannot read.
+      { step: 'entry', code: 'bad_condition', message: expect.stringMatching(/^Step "entry" branches\[2\]\.condition is not a valid condition: .*score/) },
+      { step: 'nightly', code: 'bad_condition', message: expect.stringMatching(/^Step "nightly" condition is not a valid condition: \S/) },
     ]);
   });
 
@@ -219,6 +222,14 @@ describe('validateWorkflow', () => {
     expect(problemsOf({ ...everyKind, stopAt: 1767225600000 })).toEqual([
       { step: null, code: 'bad_stop_at', message: 'Workflow stopAt 1767225600000 is not an ISO 8601 time with a zone, e.g. 2026-12-31T23:00:00Z' },
     ]);
+  });
+
+  it('handles the longest allowed chain and refuses more steps than the limit', () => {
+    const chain = (length: number) => ({
+      steps: Array.from({ length }, (_, i) => ({ name: `s${i}`, kind: 'direct', ...(i + 1 < length ? { next: `s${i + 1}` } : {}) })),
+    });
+    expect(validateWorkflow(chain(1000)).ok).toBe(true);
+    expect(problemsOf(chain(1001))).toEqual([{ step: null, code: 'too_many_steps', message: 'Workflow has 1001 steps; the limit is 1000' }]);
   });
 
   it('returns every problem of a workflow at once', () => {
