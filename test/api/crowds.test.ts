@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { describe, expect, inject, it } from 'vitest';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
@@ -71,6 +72,14 @@ describe('crowds API', () => {
     expect((await api('DELETE', `${base}/vip`, { token: tenant.key })).status).toBe(204);
     expectError(await api('GET', `${base}/vip`, { token: tenant.key }), 404, 'not_found');
     expectError(await api('DELETE', `${base}/vip`, { token: tenant.key }), 404, 'not_found');
+  });
+
+  it('uploads the studio sample crowd file', async () => {
+    const tenant = await createTenant();
+    const sample = readFileSync('public/samples/crowd-1000.csv', 'utf8');
+    const uploaded = await api('POST', `/tenants/${tenant.name}/crowds/sample`, text(sample, 'text/csv'));
+    expect(uploaded.status).toBe(201);
+    expect(uploaded.body.count).toBe(1000);
   });
 
   it('accepts an empty text upload as an empty crowd', async () => {

@@ -37,7 +37,7 @@ async function timed<T>(label: string, work: () => Promise<T>): Promise<T> {
 }
 
 describe('10M-user crowd round trip', () => {
-  it('parses text, exports CSV and roaring, and reads both back to the same crowd', { timeout: 300_000 }, async () => {
+  it('parses text, exports CSV, JSON and roaring, and reads each back to the same crowd', { timeout: 300_000 }, async () => {
     const ids = scrambledIds();
     const expected = new RoaringBitmap32();
     expected.addMany(ids);
@@ -52,6 +52,10 @@ describe('10M-user crowd round trip', () => {
     expect(csv.equals(asText(expected.toUint32Array()))).toBe(true);
     const reparsed = await timed('parse the CSV export', () => parseCrowdUpload(inChunks(csv), 'text/csv', csv.length));
     expect(reparsed.isEqual(expected)).toBe(true);
+
+    const json = await timed('export JSON', async () => Buffer.from(await bitmapExportResponse(parsed, 'json', 'all').arrayBuffer()));
+    const fromJson = await timed('parse the JSON export', () => parseCrowdUpload(inChunks(json), 'application/json', json.length));
+    expect(fromJson.isEqual(expected)).toBe(true);
 
     const roaring = Buffer.from(await bitmapExportResponse(parsed, 'roaring', 'all').arrayBuffer());
     console.log(`[crowd figures] portable roaring: ${roaring.length} bytes (${(roaring.length / USERS).toFixed(2)} bytes per user)`);
