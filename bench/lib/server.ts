@@ -1,0 +1,121 @@
+// A real `next start` server (from the last `next build`) on a scratch database, like test/setup/server.ts,
+// and a small JSON client for it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { TMP_DIR } from './database';
+
+export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+
+export interface BenchServer {
+  baseUrl: string;
+  pid: number;
+  /** Milliseconds from spawn until the server answered its first request. */
+  bootMs: number;
+  /** Resident memory of the server process (bytes), from /proc. */
+  rssBytes(): number;
+  log(): string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Starts the server; with `profile`, it writes a V8 CPU profile under bench/tmp/profiles when it stops. */
+export async function startServer(databaseUrl: string, options: { profile?: boolean } = {}): Promise<BenchServer> {
+  const port = await freePort();
+  const flags = options.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(TMP_DIR, 'profiles')}`] : [];
+  const started = performance.now();
+  const child = spawn(process.execPath, [...flags, 'node_modules/next/dist/bin/next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, CROWDFLOW_ADMIN_TOKEN: BENCH_ADMIN_TOKEN, NODE_ENV: 'production' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (d) => (output = (output + d).slice(-20_000)));
+  child.stderr?.on('data', (d) => (output = (output + d).slice(-20_000)));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitUntilUp(baseUrl, child, () => output);
+  const bootMs = performance.now() - started;
+  return {
+    baseUrl,
+    pid: child.pid!,
+    bootMs,
+    rssBytes: () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) * 1024,
+    log: () => output,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const exited = new Promise((r) => child.once('exit', r));
+      const timeout = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timeout);
+    },
+  };
+}
+
+async function waitUntilUp(url: string, child: ChildProcess, log: () => string): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`next start exited with ${child.exitCode}:\n${log()}`);
+    try {
+      const response = await fetch(`${url}/api/v1/tenants`);
+      if (response.status === 401) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`next start did not answer within 120 s:\n${log()}`);
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    what: string,
+  ) {
+    super(`${what} → ${status} ${JSON.stringify(body).slice(0, 400)}`);
+  }
+}
+
+/** JSON (or raw bytes) over HTTP with the admin token; anything but a 2xx throws an ApiError. */
+export async function call<T = any>(server: BenchServer, method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
+  const headers: Record<string, string> = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` };
+  let payload: BodyInit | undefined;
+  if (body instanceof Uint8Array || typeof body === 'string') {
+    payload = body as BodyInit;
+    headers['content-type'] = contentType ?? 'application/octet-stream';
+  } else if (body !== undefined) {
+    payload = JSON.stringify(body);
+    headers['content-type'] = 'application/json';
+  }
+  const response = await fetch(`${server.baseUrl}/api/v1${path}`, { method, headers, body: payload });
+  const text = await response.text();
+  const parsed = text && (response.headers.get('content-type') ?? '').includes('json') ? JSON.parse(text) : text;
+  if (!response.ok) throw new ApiError(response.status, parsed, `${method} ${path}`);
+  return parsed as T;
+}
+
+/** Downloads a response body to its end; returns bytes and wall time (ms) to the last byte. */
+export async function download(server: BenchServer, path: string): Promise<{ bytes: number; ms: number }> {
+  const started = performance.now();
+  const response = await fetch(`${server.baseUrl}/api/v1${path}`, { headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` } });
+  if (!response.ok) throw new ApiError(response.status, await response.text(), `GET ${path}`);
+  let bytes = 0;
+  const reader = response.body!.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+  }
+  return { bytes, ms: performance.now() - started };
+}

@@ -1,0 +1,115 @@
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine] [--providers=sqlite,postgres] [--profile]`
+// Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
+// prints a table and writes bench/results.json. Benchmarks report; they never fail.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { denseBitmap, idsAsText, journeyEvents, sparseIds } from './lib/data';
+import { createScratchDatabase, TMP_DIR, type Provider } from './lib/database';
+import { formatTable, score, type ScenarioResult } from './lib/report';
+import { measureCrowd, type CrowdFigures } from './scenarios/crowd';
+import { measureEngine, type EngineFigures } from './scenarios/engine';
+import { measureJourney, PARTITIONS, type JourneyFigures } from './scenarios/journey';
+import { measureLimits, type LimitFigures } from './scenarios/limits';
+import { measureRows, type RowsFigures } from './scenarios/rows';
+import { buildResults } from './scenarios/table';
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const profile = args.includes('--profile');
+const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1].split(',') ?? all;
+const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine']));
+const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
+
+const scale = quick ? 0.1 : 1;
+export const SCALE = {
+  scale,
+  users: 10_000_000 * scale,
+  rowUsers: 1_000_000 * scale,
+  events: 1_000_000 * scale,
+  rowEvents: 20_000 * scale,
+  recoveryMoves: 1_000_000 * scale,
+  countReads: quick ? 200 : 1_000,
+  sseSamples: quick ? 20 : 100,
+  repeats: quick ? 3 : 5,
+  partitions: PARTITIONS,
+};
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadBefore = loadavg();
+  mkdirSync(TMP_DIR, { recursive: true });
+  console.log(`Crowdflow benchmarks${quick ? ' (--quick: 1/10 scale)' : ''}: ${SCALE.users.toLocaleString('en-US')} users, ${PARTITIONS} partitions, per-user rows at ${SCALE.rowUsers.toLocaleString('en-US')} users`);
+  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`);
+
+  console.log('preparing inputs…');
+  const sparse = sparseIds(SCALE.users);
+  const crowdText = idsAsText(sparse);
+  const dense = denseBitmap(SCALE.users);
+
+  let crowd: CrowdFigures | undefined;
+  if (sections.has('crowd')) {
+    console.log('crowd library (parse, export) and the bare limits…');
+    crowd = await measureCrowd(crowdText, sparse.length, SCALE.repeats);
+  }
+  console.log('bare limits…');
+  const limits: LimitFigures = measureLimits(dense, SCALE);
+
+  const rows: Partial<Record<Provider, RowsFigures>> = {};
+  const http: Partial<Record<Provider, JourneyFigures>> = {};
+  const engine: Partial<Record<Provider, EngineFigures>> = {};
+  for (const provider of providers) {
+    if (sections.has('rows')) {
+      console.log(`per-user rows baseline on ${provider} (${SCALE.rowUsers.toLocaleString('en-US')} users)…`);
+      rows[provider] = await withDatabase(provider, 'rows', (database) =>
+        measureRows(database, SCALE.rowUsers, journeyEvents(SCALE.rowEvents, SCALE.rowUsers, 11), quick ? 20 : 50),
+      );
+    }
+    if (sections.has('http')) {
+      console.log(`journey over HTTP on ${provider}…`);
+      http[provider] = await withDatabase(provider, 'http', (database) =>
+        measureJourney(database, { users: SCALE.users, crowdText, events: SCALE.events, countReads: SCALE.countReads, sseSamples: SCALE.sseSamples, recoveryMoves: SCALE.recoveryMoves, profile }),
+      );
+    }
+    if (sections.has('engine')) {
+      console.log(`engine only (no HTTP) on ${provider}…`);
+      engine[provider] = await withDatabase(provider, 'engine', (database) => measureEngine(database, SCALE));
+    }
+  }
+
+  const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine }).map((r: ScenarioResult) => score(r, scale));
+  console.log('');
+  console.log(formatTable(results));
+  const finishedAt = new Date();
+  const report = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    quick,
+    scale: SCALE,
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadBefore, loadAfter: loadavg() },
+    results,
+  };
+  writeFileSync(join(process.cwd(), 'bench/results.json'), `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`\nwrote bench/results.json (${((finishedAt.getTime() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
+}
+
+async function withDatabase<T>(provider: Provider, label: string, work: (database: Awaited<ReturnType<typeof createScratchDatabase>>) => Promise<T>): Promise<T | undefined> {
+  let database;
+  try {
+    database = await createScratchDatabase(provider, label);
+    return await work(database);
+  } catch (error) {
+    console.log(`  ! ${label} on ${provider} failed: ${(error as Error).stack ?? error}`);
+    return undefined;
+  } finally {
+    await database?.drop().catch(() => undefined);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(0); // benchmarks report; they never fail the build
+  },
+);

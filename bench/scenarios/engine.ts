@@ -1,0 +1,94 @@
+// Engine only, no HTTP: this process boots like a server does (migrations, engine, procedure runner), starts the
+// branch journey over a dense crowd, appends event batches straight to the input log (appendEvents, what the
+// events route calls) and waits until the engine's counts show every expected move. Also the memory a running
+// instance adds to the process, measured after garbage collection.
+import { boot } from '../../server/boot';
+import { saveCrowd } from '../../server/crowd';
+import { getEngine, stopEngine } from '../../server/engine';
+import { appendEvents, type LoggedEvent } from '../../server/engine/ingest';
+import { WorkflowDefinition } from '../../server/model/workflow';
+import { closeDb } from '../../server/storage/db';
+import { createTenant } from '../../server/tenants/tenants';
+import { createWorkflow } from '../../server/workflows/workflows';
+import { BRANCH_JOURNEY, denseBitmap, expectedMoves, journeyEvents } from '../lib/data';
+import type { ScratchDatabase } from '../lib/database';
+import { progress } from '../lib/report';
+import type { Measured } from './journey';
+import { useDatabase } from './rows';
+
+const APPEND_BATCH = 10_000;
+const RESERVED_USERS = 1_000;
+
+export interface EngineFigures {
+  apply: Measured;
+  memory: Measured;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function settledRss(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  return process.memoryUsage().rss;
+}
+
+/** Bytes of every step bitmap of every shard the engine holds for the instance (portable size ≈ heap size). */
+function shardBytes(engine: ReturnType<typeof getEngine>, instanceId: string): number {
+  const runtime = engine.findRuntime(instanceId);
+  if (!runtime) throw new Error(`the engine holds no runtime for ${instanceId}`);
+  let bytes = 0;
+  for (const shard of runtime.shards) for (const bitmap of shard?.steps.values() ?? []) bytes += bitmap.getSerializationSizeInBytes('portable');
+  return bytes;
+}
+
+export async function measureEngine(database: ScratchDatabase, scale: { users: number; events: number; partitions: number }): Promise<EngineFigures> {
+  await useDatabase(database.url);
+  await boot();
+  const engine = getEngine();
+  try {
+    const view = await createTenant({ name: 'bench', partitions: scale.partitions });
+    const tenant = { ...view, createdAt: new Date(view.createdAt) };
+    await saveCrowd(tenant.id, 'all', denseBitmap(scale.users), 'replace');
+    const workflow = await createWorkflow(tenant, { name: 'branch', definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });
+    await sleep(500);
+    const rssBefore = settledRss();
+    const { instanceId } = await engine.startInstance(tenant.id, workflow.id, { crowd: 'all' });
+    for (let state = ''; state !== 'running'; await sleep(10)) {
+      state = (await engine.getInstance(tenant.id, instanceId)).state;
+      if (state === 'failed' || state === 'stopped') throw new Error(`instance ${instanceId} is ${state}`);
+    }
+    await sleep(1_000);
+    const grown = settledRss() - rssBefore;
+    const memory: Measured = { value: shardBytes(engine, instanceId) / scale.users, note: '(shard bitmaps)', details: { rssGrowthBytesAfterGc: grown } };
+
+    const events = journeyEvents(scale.events, scale.users - RESERVED_USERS);
+    const expected = expectedMoves(events, scale.users - RESERVED_USERS);
+    const now = Date.now();
+    const logged: LoggedEvent[] = events.map((e) => ({ ...e, time: now }));
+    const tick = progress('engine only: events appended');
+    const started = performance.now();
+    for (let offset = 0; offset < logged.length; offset += APPEND_BATCH) {
+      await appendEvents(tenant.id, scale.partitions, logged.slice(offset, offset + APPEND_BATCH));
+      engine.wakeTenant(tenant.id);
+      tick(offset + APPEND_BATCH, logged.length);
+    }
+    const appendedMs = performance.now() - started;
+    const movesTick = progress('engine only: moves committed');
+    for (;;) {
+      const counts = await engine.getCounts(tenant.id, instanceId);
+      const big = counts.steps.big ?? 0;
+      const small = counts.steps.small ?? 0;
+      movesTick(big + small, expected.big + expected.small);
+      if (big === expected.big && small === expected.small) break;
+      if (performance.now() - started > 600_000) throw new Error(`moves not all committed after 600 s: ${JSON.stringify(counts.steps)}`);
+      await sleep(5);
+    }
+    const ms = performance.now() - started;
+    const apply: Measured = { value: events.length / (ms / 1000), details: { events: events.length, ms: Math.round(ms), appendMs: Math.round(appendedMs) } };
+    return { apply, memory };
+  } finally {
+    await stopEngine();
+    await closeDb();
+  }
+}

@@ -1,0 +1,297 @@
+// The journey scenarios end to end over HTTP against a real `next start` server on a scratch database:
+// crowd upload, instance start, counts, SSE, exports, events applied, a timer step, memory and restart recovery.
+// Each step records its figure or why it could not be measured, and the next steps go on where they can.
+import { RoaringBitmap32 } from '../../server/crowd/bitmap';
+import { BRANCH_JOURNEY, expectedMoves, journeyEvents, timerJourney, type BenchEvent } from '../lib/data';
+import type { ScratchDatabase } from '../lib/database';
+import { median, percentile, progress } from '../lib/report';
+import { call, download, startServer, type BenchServer } from '../lib/server';
+import { subscribeCounts, type CountsJson } from '../lib/sse';
+
+export const TENANT = 'bench';
+export const PARTITIONS = 8;
+/** The top users of the crowd are kept out of the event stream for the SSE probes. */
+const RESERVED_USERS = 1_000;
+const EVENT_BATCH = 1_000;
+const IN_FLIGHT = 4;
+
+export interface JourneyOptions {
+  users: number;
+  crowdText: Buffer;
+  events: number;
+  countReads: number;
+  sseSamples: number;
+  recoveryMoves: number;
+  profile: boolean;
+}
+
+export type Measured = { value: number | null; note?: string; details?: Record<string, unknown> };
+
+export type JourneyFigures = Record<
+  'uploadText' | 'start' | 'counts' | 'sse' | 'exportCsv' | 'exportRoaring' | 'memory' | 'apply' | 'timer' | 'recovery',
+  Measured
+>;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `work`; a failure becomes a figure without a value whose note says what failed. */
+async function attempt(label: string, work: () => Promise<Measured>): Promise<Measured> {
+  try {
+    return await work();
+  } catch (error) {
+    const message = (error as Error).message.split('\n')[0].slice(0, 160);
+    console.log(`  ! ${label}: ${message}`);
+    return { value: null, note: message };
+  }
+}
+
+async function waitForState(server: BenchServer, instanceId: string, wanted: string, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const instance = await call<{ state: string }>(server, 'GET', `/tenants/${TENANT}/instances/${instanceId}`);
+    if (instance.state === wanted) return;
+    if (instance.state === 'failed' || instance.state === 'stopped') throw new Error(`instance ${instanceId} is ${instance.state}`);
+    if (performance.now() > deadline) throw new Error(`instance ${instanceId} not ${wanted} after ${timeoutMs} ms (still ${instance.state})`);
+    await sleep(5);
+  }
+}
+
+async function counts(server: BenchServer, instanceId: string): Promise<CountsJson> {
+  return call<CountsJson>(server, 'GET', `/tenants/${TENANT}/instances/${instanceId}/counts`);
+}
+
+/** Polls counts until `done` says so; returns the wall time (performance.now) it was first seen. */
+async function waitForCounts(server: BenchServer, instanceId: string, done: (c: CountsJson) => boolean, timeoutMs: number, intervalMs: number, onPoll?: (c: CountsJson) => void): Promise<number> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const current = await counts(server, instanceId);
+    const seenAt = performance.now();
+    onPoll?.(current);
+    if (done(current)) return seenAt;
+    if (seenAt > deadline) throw new Error(`counts not reached within ${timeoutMs} ms: ${JSON.stringify(current.steps)}`);
+    await sleep(intervalMs);
+  }
+}
+
+async function createWorkflow(server: BenchServer, name: string, definition: object): Promise<string> {
+  return (await call<{ id: string }>(server, 'POST', `/tenants/${TENANT}/workflows`, { name, definition })).id;
+}
+
+async function startInstance(server: BenchServer, workflowId: string, timeoutMs: number): Promise<{ instanceId: string; ms: number }> {
+  const started = performance.now();
+  const { instanceId } = await call<{ instanceId: string }>(server, 'POST', `/tenants/${TENANT}/workflows/${workflowId}/start`, { crowd: 'all' });
+  await waitForState(server, instanceId, 'running', timeoutMs);
+  return { instanceId, ms: performance.now() - started };
+}
+
+export async function measureJourney(database: ScratchDatabase, options: JourneyOptions): Promise<JourneyFigures> {
+  const { users } = options;
+  const label = `http on ${database.provider}`;
+  let server = await startServer(database.url, { profile: options.profile });
+  const figures = {} as JourneyFigures;
+  try {
+    await call(server, 'POST', '/tenants', { name: TENANT, partitions: PARTITIONS });
+    const dense = new RoaringBitmap32();
+    dense.addRange(0, users);
+    await call(server, 'PUT', `/tenants/${TENANT}/crowds/all`, Buffer.from(dense.serialize('portable')), 'application/octet-stream');
+
+    figures.uploadText = await attempt(`${label}: text upload`, async () => {
+      const started = performance.now();
+      const crowd = await call<{ count: number }>(server, 'PUT', `/tenants/${TENANT}/crowds/uploaded`, options.crowdText, 'text/plain');
+      return { value: performance.now() - started, details: { users: crowd.count, bytes: options.crowdText.length } };
+    });
+
+    const branchId = await createWorkflow(server, 'branch', BRANCH_JOURNEY);
+    let branch: { instanceId: string; ms: number } | undefined;
+    figures.start = await attempt(`${label}: start`, async () => {
+      branch = await startInstance(server, branchId, 300_000);
+      return { value: branch.ms };
+    });
+    const notStarted = { value: null, note: 'instance did not start' };
+    if (!branch) {
+      Object.assign(figures, { counts: notStarted, sse: notStarted, exportCsv: notStarted, exportRoaring: notStarted, memory: notStarted, apply: notStarted, timer: notStarted, recovery: notStarted });
+      return figures;
+    }
+    const instanceId = branch.instanceId;
+    console.log(`  ${label}: instance of ${users.toLocaleString('en-US')} users running after ${branch.ms.toFixed(0)} ms`);
+
+    figures.counts = await attempt(`${label}: counts`, async () => {
+      const samples: number[] = [];
+      for (let i = 0; i < options.countReads + 10; i++) {
+        const started = performance.now();
+        const current = await counts(server, instanceId);
+        if (i >= 10) samples.push(performance.now() - started);
+        if (current.total !== users) throw new Error(`counts total ${current.total}, expected ${users}`);
+      }
+      return { value: percentile(samples, 99), note: `(p50 ${median(samples).toFixed(1)})`, details: { p50Ms: median(samples), reads: samples.length } };
+    });
+
+    const exportPath = (format: string) => `/tenants/${TENANT}/instances/${instanceId}/steps/wait/export?format=${format}`;
+    figures.exportCsv = await attempt(`${label}: export csv`, async () => {
+      const runs = [await download(server, exportPath('csv')), await download(server, exportPath('csv'))];
+      return { value: Math.min(...runs.map((r) => r.ms)), details: { bytes: runs[0].bytes, runs: runs.map((r) => Math.round(r.ms)) } };
+    });
+    figures.exportRoaring = await attempt(`${label}: export roaring`, async () => {
+      const runs = [];
+      for (let i = 0; i < 3; i++) runs.push(await download(server, exportPath('roaring')));
+      return { value: median(runs.map((r) => r.ms)), details: { bytes: runs[0].bytes } };
+    });
+
+    let bigBefore = 0;
+    figures.sse = await attempt(`${label}: sse`, async () => {
+      const result = await measureSse(server, instanceId, users, options.sseSamples);
+      bigBefore = result.moved;
+      return result.figure;
+    });
+
+    const events = journeyEvents(options.events, users - RESERVED_USERS);
+    figures.apply = await attempt(`${label}: events`, () => measureApply(server, instanceId, events, users - RESERVED_USERS, bigBefore, label));
+
+    let memory: Measured = { value: null, note: 'timer instance did not start' };
+    figures.timer = await attempt(`${label}: timer`, async () => {
+      const result = await measureTimer(server, users, branch!.ms);
+      memory = result.memory;
+      return result.timer;
+    });
+    figures.memory = memory;
+
+    figures.recovery = await attempt(`${label}: recovery`, async () => {
+      const moved = movedUsers(events, users - RESERVED_USERS);
+      const result = await measureRecovery(database, server, instanceId, moved, options);
+      server = result.server;
+      return result.figure;
+    });
+    return figures;
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Single-user moves one at a time: from just before the event is sent until the subscriber sees the new count. */
+async function measureSse(server: BenchServer, instanceId: string, users: number, samples: number): Promise<{ figure: Measured; moved: number }> {
+  let latest: CountsJson | undefined;
+  const waiters: { big: number; resolve: (at: number) => void }[] = [];
+  const unsubscribe = await subscribeCounts(server, `/tenants/${TENANT}/instances/${instanceId}/counts/stream`, (current, at) => {
+    latest = current;
+    for (const waiter of [...waiters]) {
+      if ((current.steps.big ?? 0) >= waiter.big) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(at);
+      }
+    }
+  });
+  try {
+    const latencies: number[] = [];
+    let moved = 0;
+    for (let i = 0; i < samples; i++) {
+      const expectedBig = moved + 1;
+      const seen = new Promise<number>((resolve, reject) => {
+        waiters.push({ big: expectedBig, resolve });
+        setTimeout(() => reject(new Error(`move ${i + 1} not seen on the stream within 10 s (last counts ${JSON.stringify(latest?.steps)})`)), 10_000);
+      });
+      const sent = performance.now();
+      await call(server, 'POST', '/events', { tenant: TENANT, events: [{ user: users - 1 - i, type: 'purchase', data: { amount: 500 } }] });
+      latencies.push((await seen) - sent);
+      moved++;
+      await sleep(20 + (i % 7) * 10);
+    }
+    return { figure: { value: percentile(latencies, 99), note: `(p50 ${median(latencies).toFixed(0)})`, details: { p50Ms: median(latencies), samples: latencies.length } }, moved };
+  } finally {
+    unsubscribe();
+  }
+}
+
+/** Batches of 1,000 events, IN_FLIGHT at a time, from the first send until the counts show every expected move. */
+async function measureApply(server: BenchServer, instanceId: string, events: BenchEvent[], users: number, bigBefore: number, label: string): Promise<Measured> {
+  const expected = expectedMoves(events, users);
+  const bodies: string[] = [];
+  for (let offset = 0; offset < events.length; offset += EVENT_BATCH) bodies.push(JSON.stringify({ tenant: TENANT, events: events.slice(offset, offset + EVENT_BATCH) }));
+  const tick = progress(`${label}: events sent`);
+  const started = performance.now();
+  let next = 0;
+  const sender = async () => {
+    while (next < bodies.length) {
+      const body = bodies[next++];
+      await call(server, 'POST', '/events', body, 'application/json');
+      tick(next * EVENT_BATCH, events.length);
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, sender));
+  const acceptedMs = performance.now() - started;
+  const movesWanted = expected.big + expected.small;
+  const appliedTick = progress(`${label}: moves committed`);
+  let lastMoved = 0;
+  const seenAt = await waitForCounts(
+    server,
+    instanceId,
+    (c) => (c.steps.big ?? 0) - bigBefore === expected.big && (c.steps.small ?? 0) === expected.small,
+    600_000,
+    20,
+    (c) => {
+      lastMoved = (c.steps.big ?? 0) - bigBefore + (c.steps.small ?? 0);
+      appliedTick(lastMoved, movesWanted);
+    },
+  );
+  const ms = seenAt - started;
+  return { value: events.length / (ms / 1000), details: { events: events.length, ms: Math.round(ms), acceptedEventsPerSecond: Math.round(events.length / (acceptedMs / 1000)), moves: movesWanted } };
+}
+
+/**
+ * A second instance whose entry step is a timer firing at a known second; figure = fire time → counts show all
+ * moved. Its start also gives the memory figure: the server's RSS growth across starting a second dense instance
+ * (the first one already loaded the code paths), sampled after it settles and before the timer fires.
+ */
+async function measureTimer(server: BenchServer, users: number, startMs: number): Promise<{ timer: Measured; memory: Measured }> {
+  const fireAt = new Date(Math.ceil((Date.now() + Math.max(10_000, 3 * startMs + 6_000)) / 1000) * 1000);
+  const workflowId = await createWorkflow(server, 'timer', timerJourney(fireAt));
+  const rssBefore = server.rssBytes();
+  const { instanceId } = await startInstance(server, workflowId, 300_000);
+  await sleep(2_000);
+  const grown = server.rssBytes() - rssBefore;
+  const memory: Measured = { value: grown / users, note: '(RSS growth)', details: { rssBeforeBytes: rssBefore, rssGrowthBytes: grown } };
+  const untilFire = fireAt.getTime() - Date.now();
+  if (untilFire < 200) throw new Error('the timer instance started after its fire time; rerun');
+  await sleep(untilFire - 150);
+  const seenAt = await waitForCounts(server, instanceId, (c) => (c.steps.done ?? 0) === users, 120_000, 2);
+  const firePerf = performance.now() - (Date.now() - fireAt.getTime());
+  return { timer: { value: seenAt - firePerf, details: { fireAt: fireAt.toISOString() } }, memory };
+}
+
+function movedUsers(events: BenchEvent[], users: number): Uint8Array {
+  const moved = new Uint8Array(users);
+  for (const event of events) if (event.type === 'purchase') moved[event.user] = 1;
+  return moved;
+}
+
+/**
+ * Stops the server (its checkpoints are written), appends `recoveryMoves` single-user journal moves wait → small
+ * after them (the documented Journal row format), restarts, and measures spawn → counts showing those moves.
+ */
+async function measureRecovery(database: ScratchDatabase, server: BenchServer, instanceId: string, moved: Uint8Array, options: JourneyOptions): Promise<{ figure: Measured; server: BenchServer }> {
+  const before = await counts(server, instanceId);
+  await server.stop();
+  const [{ tenantId }] = await database.query<{ tenantId: string }>(`SELECT "tenantId" FROM "Instance" WHERE "id" = ?`, [instanceId]);
+  const [{ seq }] = await database.query<{ seq: string | number | null }>(`SELECT MAX("seq") AS "seq" FROM "Journal"`);
+  const checkpoints = await database.query<{ partition: number }>(`SELECT "partition" FROM "ShardCheckpoint" WHERE "instanceId" = ?`, [instanceId]);
+  if (checkpoints.length === 0) throw new Error('no ShardCheckpoint rows after a clean stop');
+  const rows: unknown[][] = [];
+  const now = Date.now();
+  let nextSeq = Number(seq ?? 0) + 1;
+  for (let user = 0; user < moved.length && rows.length < options.recoveryMoves; user++) {
+    if (moved[user]) continue;
+    rows.push([nextSeq++, tenantId, instanceId, user % PARTITIONS, 'wait', 'small', user, 1, now]);
+  }
+  const tick = progress(`journal rows on ${database.provider}`);
+  for (let offset = 0; offset < rows.length; offset += 50_000) {
+    await database.insertRows('Journal', ['seq', 'tenantId', 'instanceId', 'partition', 'fromStep', 'toStep', 'user', 'count', 'timeMs'], rows.slice(offset, offset + 50_000));
+    tick(offset + 50_000, rows.length);
+  }
+  const wantedSmall = (before.steps.small ?? 0) + rows.length;
+  const started = performance.now();
+  const restarted = await startServer(database.url, { profile: options.profile });
+  const seenAt = await waitForCounts(restarted, instanceId, (c) => (c.steps.small ?? 0) === wantedSmall, 300_000, 10).catch(async (error) => {
+    await restarted.stop();
+    throw error;
+  });
+  return { figure: { value: seenAt - started, note: `(boot ${restarted.bootMs.toFixed(0)})`, details: { journalMoves: rows.length, serverBootMs: Math.round(restarted.bootMs) } }, server: restarted };
+}

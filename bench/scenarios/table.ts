@@ -1,0 +1,92 @@
+// Turns the measured figures into the table's rows: our figure, the per-user-rows baseline, the limit, the target.
+import type { Provider } from '../lib/database';
+import type { Figure, ScenarioResult, Target } from '../lib/report';
+import type { CrowdFigures } from './crowd';
+import type { EngineFigures } from './engine';
+import type { JourneyFigures, Measured } from './journey';
+import type { LimitFigures } from './limits';
+import type { RowsFigures } from './rows';
+
+export interface AllFigures {
+  scale: { scale: number; users: number; rowUsers: number; recoveryMoves: number };
+  crowd?: CrowdFigures;
+  limits: LimitFigures;
+  rows: Partial<Record<Provider, RowsFigures>>;
+  http: Partial<Record<Provider, JourneyFigures>>;
+  engine: Partial<Record<Provider, EngineFigures>>;
+}
+
+const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
+const measured = (m: Measured | undefined, unit: string): Figure => (m ? { value: m.value, unit, ...(m.note ? { note: m.note } : {}) } : { value: null, unit, note: 'not run' });
+
+const lower = (value: number, text: string, extra: Partial<Target> = {}): Target => ({ value, direction: 'lower', text, ...extra });
+const higher = (value: number, text: string, extra: Partial<Target> = {}): Target => ({ value, direction: 'higher', text, ...extra });
+
+export function buildResults(all: AllFigures): ScenarioResult[] {
+  const { scale, crowd, limits } = all;
+  const millions = (n: number) => `${n / 1_000_000}M`;
+  const U = millions(scale.users);
+  /** Whole-crowd work of the per-user-rows baseline grows with the rows: measured at rowUsers, scaled to the crowd. */
+  const rowsScaled = (value: number | undefined) =>
+    value === undefined ? undefined : ms(value * (scale.users / scale.rowUsers), `(${millions(scale.rowUsers)} rows ×${scale.users / scale.rowUsers})`);
+  const out: ScenarioResult[] = [];
+
+  if (crowd) {
+    out.push({ scenario: `parse ${U}-ID text upload (library)`, provider: 'memory', ours: ms(crowd.parseTextMs), limit: ms(crowd.parseTextLimitMs), target: lower(1500, '≤ 1.5 s', { scalesWithUsers: true }) });
+    out.push({ scenario: `parse ${U}-user roaring upload (library)`, provider: 'memory', ours: ms(crowd.parseRoaringMs), limit: ms(crowd.parseRoaringLimitMs), target: lower(50, '≤ 50 ms', { scalesWithUsers: true }) });
+    out.push({ scenario: `export ${U} IDs as CSV (library)`, provider: 'memory', ours: ms(crowd.exportCsvMs), limit: ms(crowd.exportCsvLimitMs), target: lower(2000, '≤ 2 s', { scalesWithUsers: true }) });
+    out.push({ scenario: `export ${U} IDs as roaring (library)`, provider: 'memory', ours: ms(crowd.exportRoaringMs), limit: ms(crowd.exportRoaringLimitMs), target: lower(100, '≤ 100 ms', { scalesWithUsers: true }) });
+  }
+
+  for (const provider of ['sqlite', 'postgres'] as const) {
+    const http = all.http[provider];
+    const rows = all.rows[provider];
+    const engine = all.engine[provider];
+    const where = `http-${provider}` as const;
+    if (engine) {
+      out.push({
+        scenario: 'engine-only apply (no HTTP), branch step with CEL',
+        provider,
+        ours: measured(engine.apply, 'events/s'),
+        rows: rows ? { value: rows.applyEventsPerSecond, unit: 'events/s', note: `(at ${millions(scale.rowUsers)} rows)` } : undefined,
+        limit: { value: limits.applyEventsPerSecond, unit: 'events/s' },
+        target: higher(300_000, '≥ 300k/s, ≤ 10× limit', { maxOverheadVsLimit: 10 }),
+        details: engine.apply?.details,
+      });
+      out.push({
+        scenario: `memory of a running ${U}-user dense instance (engine shard bitmaps)`,
+        provider,
+        ours: measured(engine.memory, 'B/user'),
+        limit: { value: limits.bytesPerUser, unit: 'B/user' },
+        target: lower(2, '≤ 2 B/user'),
+        details: engine.memory?.details,
+      });
+    }
+    if (!http) continue;
+    const row = (scenario: string, key: keyof JourneyFigures, unit: string, extra: Omit<ScenarioResult, 'scenario' | 'provider' | 'ours'>) =>
+      out.push({ scenario, provider: where, ours: measured(http[key], unit), details: http[key].details, ...extra });
+    row(`upload ${U}-ID text crowd over HTTP (parse + store)`, 'uploadText', 'ms', { limit: crowd ? ms(crowd.parseTextLimitMs) : undefined, target: lower(1500, '≤ 1.5 s', { scalesWithUsers: true }) });
+    row(`start instance over ${U} users, ${8} partitions, until running`, 'start', 'ms', {
+      rows: rowsScaled(rows?.startMs),
+      limit: ms(limits.startMs),
+      target: lower(2000, '≤ 2 s, ≥ 50× rows', { scalesWithUsers: true, minSpeedupVsRows: 50 }),
+    });
+    row('events end to end (HTTP batches of 1,000), branch step with CEL', 'apply', 'events/s', {
+      rows: rows ? { value: rows.applyEventsPerSecond, unit: 'events/s', note: `(at ${millions(scale.rowUsers)} rows)` } : undefined,
+      limit: { value: limits.applyFromJsonEventsPerSecond, unit: 'events/s' },
+      target: higher(100_000, '≥ 100k/s'),
+    });
+    row(`timer step moving ${U} users (fire → counts)`, 'timer', 'ms', { rows: rowsScaled(rows?.timerMs), limit: ms(limits.timerMs), target: lower(100, '≤ 100 ms', { scalesWithUsers: true }) });
+    row(`per-step counts of a ${U}-user instance (API p99)`, 'counts', 'ms', { rows: rowsScaled(rows?.countsP99Ms), limit: ms(limits.countsP99Ms), target: lower(5, 'p99 ≤ 5 ms') });
+    row('SSE latency, event sent → count seen (p99)', 'sse', 'ms', { target: lower(1000, 'p99 ≤ 1 s') });
+    row(`export a ${U}-user step as CSV (HTTP)`, 'exportCsv', 'ms', { rows: rowsScaled(rows?.exportCsvMs), limit: ms(limits.exportCsvMs), target: lower(2000, '≤ 2 s', { scalesWithUsers: true }) });
+    row(`export a ${U}-user step as roaring (HTTP)`, 'exportRoaring', 'ms', { limit: ms(limits.exportRoaringMs), target: lower(100, '≤ 100 ms', { scalesWithUsers: true }) });
+    row(`restart recovery: checkpoint + ${millions(scale.recoveryMoves)} journal moves (spawn → counts)`, 'recovery', 'ms', { limit: ms(limits.recoveryMs), target: lower(5000, '≤ 5 s', { scalesWithUsers: true }) });
+    row(`memory of a running ${U}-user dense instance (server RSS growth, 2nd instance)`, 'memory', 'B/user', {
+      rows: rows?.storageBytesPerUser != null ? { value: rows.storageBytesPerUser, unit: 'B/user', note: '(on disk)' } : undefined,
+      limit: { value: limits.bytesPerUser, unit: 'B/user' },
+      target: lower(2, '≤ 2 B/user'),
+    });
+  }
+  return out;
+}
