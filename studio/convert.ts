@@ -4,7 +4,7 @@
 // the draft, never into the runnable definition. The first node is the entry step.
 import dagre from '@dagrejs/dagre';
 import type { Edge, Node } from '@xyflow/react';
-import type { Step, WorkflowDefinition, WorkflowDraft } from '../server/model/workflow';
+import type { Step, WorkflowDefinition, WorkflowDraft, WorkflowProblem } from '../server/model/workflow';
 
 type Common = { name: string; enterAction?: string; leaveAction?: string; ttl?: string };
 export type DirectData = Common;
@@ -78,11 +78,12 @@ function common(step: Step): Common {
   return data;
 }
 
-function nodeFor(step: Step, id: string, position: { x: number; y: number }): StepNode {
+function nodeFor(step: Step, id: string, position: { x: number; y: number }, lone: boolean): StepNode {
   const base = { id, position };
   switch (step.kind) {
     case 'direct':
-      return step.next === undefined ? { ...base, type: 'exit', data: common(step) } : { ...base, type: 'direct', data: common(step) };
+      // a direct step without next is an exit; a lone entry step is a journey being drawn, so it keeps its output
+      return step.next === undefined && !lone ? { ...base, type: 'exit', data: common(step) } : { ...base, type: 'direct', data: common(step) };
     case 'branch':
       return { ...base, type: 'branch', data: { ...common(step), branches: step.branches.map((b) => ({ condition: b.condition })) } };
     case 'timer': {
@@ -116,7 +117,7 @@ export const nodeIdFor = (stepName: string) => `step-${stepName}`;
 export function definitionToGraph(definition: WorkflowDefinition, draft?: WorkflowDraft | null): { nodes: StepNode[]; edges: FlowEdge[] } {
   const positions = draft?.positions ?? {};
   const missing = definition.steps.some((s) => !positions[s.name]);
-  let nodes = definition.steps.map((step) => nodeFor(step, nodeIdFor(step.name), positions[step.name] ?? { x: 0, y: 0 }));
+  let nodes = definition.steps.map((step) => nodeFor(step, nodeIdFor(step.name), positions[step.name] ?? { x: 0, y: 0 }, definition.steps.length === 1));
   const known = new Set(definition.steps.map((s) => s.name));
   // an edge to a step that does not exist cannot be drawn; validation reports that `next` on the source step
   const edges = definition.steps.flatMap((step) =>
@@ -197,4 +198,23 @@ export function freeName(nodes: StepNode[], kind: CanvasKind): string {
   const taken = new Set(nodes.map((n) => n.data.name));
   if (!taken.has(kind)) return kind;
   for (let i = 2; ; i++) if (!taken.has(`${kind}_${i}`)) return `${kind}_${i}`;
+}
+
+/**
+ * validateWorkflow()'s problems as the canvas shows them: an unconnected output reaches the validator as
+ * `next: ""` (two technical messages); on the canvas it is one problem naming the output to connect.
+ */
+export function canvasProblems(nodes: StepNode[], edges: FlowEdge[], problems: WorkflowProblem[]): WorkflowProblem[] {
+  const unconnected: WorkflowProblem[] = [];
+  for (const node of nodes) {
+    if (node.type === 'direct' || node.type === 'parallel' || node.type === 'exit') continue;
+    for (const handle of outputHandles(node)) {
+      if (!edges.some((e) => e.source === node.id && (e.sourceHandle ?? 'next') === handle.id)) {
+        const output = handle.label ? `output “${handle.label}”` : 'its output';
+        unconnected.push({ step: node.data.name, code: 'unconnected', message: `Step "${node.data.name}": connect ${output} to the step users go to next` });
+      }
+    }
+  }
+  const aboutEmptyNext = (p: WorkflowProblem) => p.message.includes('next points at ""') || p.message.includes('next: Step names');
+  return [...unconnected, ...problems.filter((p) => !(unconnected.some((u) => u.step === p.step) && aboutEmptyNext(p)))];
 }

@@ -55,6 +55,14 @@ export function setQueryData<T>(key: string, data: T) {
   publish(key, { data, loading: false });
 }
 
+/** Forgets every cached value (sign-in and sign-out: what one session saw is not another's). */
+export function resetQueries() {
+  for (const [key, e] of cache) {
+    if (e.listeners.size === 0) cache.delete(key);
+    else publish(key, EMPTY);
+  }
+}
+
 export function readQueryData<T>(key: string): T | undefined {
   return cache.get(key)?.state.data as T | undefined;
 }

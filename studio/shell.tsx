@@ -3,7 +3,7 @@ import Link from 'next/link';
 import { usePathname, useRouter } from 'next/navigation';
 import { useEffect, type ReactNode } from 'react';
 import { apiCall, apiGet } from './api';
-import { useQuery } from './query';
+import { resetQueries, useQuery } from './query';
 import { ErrorBox } from './ui';
 
 export type TenantView = { id: string; name: string; partitions: number; createdAt: string };
@@ -13,23 +13,26 @@ export function useTenants() {
 }
 
 /** Redirects to the sign-in page when the session is missing or expired. */
-export function useSignedIn(error: { status: number } | undefined) {
+export function useSignedIn(query: { error?: { status: number }; loading: boolean }) {
   const router = useRouter();
   const pathname = usePathname();
+  // only a settled 401: a stale one from before sign-in is being re-fetched while loading
+  const signedOut = query.error?.status === 401 && !query.loading;
   useEffect(() => {
-    if (error?.status === 401) router.replace(`/signin?next=${encodeURIComponent(pathname)}`);
-  }, [error, router, pathname]);
+    if (signedOut) router.replace(`/signin?next=${encodeURIComponent(pathname)}`);
+  }, [signedOut, router, pathname]);
 }
 
 export async function signOut() {
   await apiCall('DELETE', '/session');
+  resetQueries();
   window.location.assign('/signin');
 }
 
 /** The header every tenant page shares: tenant picker (the tenant lives in the URL), sections, sign out. */
 export function TenantShell({ tenant, children }: { tenant: string; children: ReactNode }) {
   const tenants = useTenants();
-  useSignedIn(tenants.error);
+  useSignedIn(tenants);
   const router = useRouter();
   const pathname = usePathname();
   const base = `/t/${encodeURIComponent(tenant)}`;

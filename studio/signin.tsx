@@ -2,6 +2,7 @@
 import { useRouter, useSearchParams } from 'next/navigation';
 import { useState, type FormEvent } from 'react';
 import { ApiError, apiCall } from './api';
+import { resetQueries } from './query';
 import { ErrorBox } from './ui';
 
 export function SignInForm() {
@@ -17,6 +18,7 @@ export function SignInForm() {
     setError(null);
     try {
       await apiCall('POST', '/session', { token });
+      resetQueries();
       // only same-site paths: never an open redirect
       router.replace(next && next.startsWith('/') && !next.startsWith('//') ? next : '/');
     } catch (caught) {

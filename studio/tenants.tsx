@@ -10,7 +10,7 @@ import { Empty, ErrorBox, Loading } from './ui';
 /** The landing page: pick a tenant to work in, or create one. */
 export function TenantChooser() {
   const tenants = useTenants();
-  useSignedIn(tenants.error);
+  useSignedIn(tenants);
   const router = useRouter();
   const [name, setName] = useState('');
   const [partitions, setPartitions] = useState(4);

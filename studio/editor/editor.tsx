@@ -4,7 +4,7 @@ import Link from 'next/link';
 import { useEffect, useState, type DragEvent } from 'react';
 import { validateWorkflow } from '../../server/model/validate';
 import { ApiError, apiCall, apiGet, tenantPath } from '../api';
-import { CANVAS_KINDS, definitionToGraph, graphToDefinition, type CanvasKind, type StepNode } from '../convert';
+import { CANVAS_KINDS, canvasProblems, definitionToGraph, graphToDefinition, type CanvasKind, type StepNode } from '../convert';
 import type { WorkflowProblem, WorkflowView } from '../model';
 import { invalidate, setQueryData, useQuery } from '../query';
 import { ErrorBox, Loading } from '../ui';
@@ -197,7 +197,7 @@ function Toolbar({ tenant, workflow, history, onHistory }: { tenant: string; wor
     setError(null);
     setNotice(null);
     if (!result.ok) {
-      store.setProblems(result.problems);
+      store.setProblems(canvasProblems(nodes, edges, result.problems));
       setNotice('Not saved: fix the problems marked on the steps.');
       return;
     }
@@ -212,7 +212,7 @@ function Toolbar({ tenant, workflow, history, onHistory }: { tenant: string; wor
     } catch (caught) {
       const apiError = caught as ApiError;
       const problems = (apiError.details as { problems?: WorkflowProblem[] } | undefined)?.problems;
-      if (apiError.code === 'invalid_workflow' && problems) store.setProblems(problems);
+      if (apiError.code === 'invalid_workflow' && problems) store.setProblems(canvasProblems(nodes, edges, problems));
       // the canvas keeps every edit: a failed save loses nothing
       setError(apiError);
     } finally {

@@ -18,7 +18,7 @@ export const KIND_LABEL: Record<CanvasKind, string> = {
   exit: 'Exit',
 };
 
-export const KIND_ICON: Record<CanvasKind, string> = { direct: '→', branch: '◇', timer: '◷', delay: '⧗', split: '⋔', parallel: '⇉', exit: '■' };
+export const KIND_ICON: Record<CanvasKind, string> = { direct: '→', branch: '◇', timer: '◷', delay: '◔', split: '⋔', parallel: '⇉', exit: '■' };
 
 function summary(node: StepNode): string {
   switch (node.type) {
@@ -100,11 +100,10 @@ function StepNodeView(props: NodeProps<StepNode>) {
         </div>
       )}
       {mine.length > 0 && (
-        <ul className="step-problems" data-testid="step-problems">
-          {mine.map((p) => (
-            <li key={p.code + p.message}>{p.message}</li>
-          ))}
-        </ul>
+        <div className="step-problems" data-testid="step-problems" title={mine.map((p) => p.message).join('\n')}>
+          {mine[0].message}
+          {mine.length > 1 && <strong> (+{mine.length - 1} more)</strong>}
+        </div>
       )}
       <div className="outputs">
         {handles.map((h, i) => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { validateWorkflow } from '../../server/model/validate';
 import type { WorkflowDefinition } from '../../server/model/workflow';
-import { definitionToGraph, graphToDefinition, layout, makeEdge, outputHandles, type StepNode } from '../../studio/convert';
+import { canvasProblems, definitionToGraph, graphToDefinition, layout, makeEdge, outputHandles, type StepNode } from '../../studio/convert';
 
 const EVERY_KIND: WorkflowDefinition = {
   steps: [
@@ -66,7 +66,11 @@ describe('canvas ↔ definition', () => {
     const { definition } = graphToDefinition(nodes, withoutElse);
     const result = validateWorkflow(definition);
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.problems.map((p) => p.step)).toContain('choose');
+    if (result.ok) return;
+    expect(result.problems.map((p) => p.step)).toContain('choose');
+    // on the canvas the technical `next: ""` problems become one that names the output to connect
+    const shown = canvasProblems(nodes, withoutElse, result.problems).filter((p) => p.step === 'choose');
+    expect(shown).toEqual([{ step: 'choose', code: 'unconnected', message: 'Step "choose": connect output “else” to the step users go to next' }]);
   });
 
   it('gives branch and split nodes one labelled output per path', () => {
@@ -77,6 +81,13 @@ describe('canvas ↔ definition', () => {
     ]);
     expect(outputHandles(nodes[4]).map((h) => h.label)).toEqual(['30%', '70%']);
     expect(outputHandles(nodes[7])).toEqual([]);
+  });
+
+  it('a lone entry step keeps its output so the journey can be drawn on from it', () => {
+    const { nodes } = definitionToGraph({ steps: [{ name: 'start', kind: 'direct' }] }, null);
+    expect(nodes[0].type).toBe('direct');
+    expect(outputHandles(nodes[0])).toEqual([{ id: 'next' }]);
+    expect(graphToDefinition(nodes, []).definition).toEqual({ steps: [{ name: 'start', kind: 'direct' }] });
   });
 
   it('a newly connected direct step stops being an exit', () => {

@@ -1,0 +1,150 @@
+import { mkdirSync } from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { api, createTenant } from '../helpers/api';
+
+// A marketer's day in the real studio, in Debian's Chromium against the real server (built by `next build`).
+// The steps share one page and run in order; each asserts what the user sees.
+
+const SHOTS = 'test-results';
+const CROWD = Array.from({ length: 10 }, (_, i) => i + 1);
+
+let browser: Browser;
+let page: Page;
+let tenant: { name: string; id: string; key: string };
+let workflowId: string;
+
+async function shot(name: string) {
+  await page.screenshot({ path: `${SHOTS}/studio-${name}.png` });
+}
+
+/** Drops a palette step at a point of the canvas (relative to its top-left corner) and names it. */
+async function dropStep(kind: string, at: { x: number; y: number }, name: string) {
+  await page.locator(`[data-testid=palette-${kind}]`).dragTo(page.locator('[data-testid=canvas]'), { targetPosition: at });
+  const nameInput = page.locator('[data-testid=step-name-input]');
+  await expect.poll(() => nameInput.inputValue()).toMatch(new RegExp(`^${kind}`));
+  await nameInput.fill(name);
+  await page.locator(`[data-step="${name}"]`).waitFor();
+}
+
+/** Drags from a step's output handle to another step's input handle. */
+async function connect(from: string, handle: string, to: string) {
+  const source = await page.locator(`[data-step="${from}"] [data-testid="handle-${handle}"]`).boundingBox();
+  const target = await page.locator(`[data-step="${to}"] .handle-in`).boundingBox();
+  if (!source || !target) throw new Error(`cannot see handles of ${from} or ${to}`);
+  await page.mouse.move(source.x + source.width / 2, source.y + source.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(target.x + target.width / 2, target.y + target.height / 2, { steps: 12 });
+  await page.mouse.up();
+}
+
+describe('studio end to end', () => {
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    tenant = await createTenant(2);
+    browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+    const context = await browser.newContext({ baseURL: inject('baseUrl'), viewport: { width: 1440, height: 1000 }, acceptDownloads: true });
+    page = await context.newPage();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('refuses a wrong token with the server message, then signs in with the admin token', async () => {
+    await page.goto('/');
+    await page.waitForURL(/\/signin/);
+    await page.fill('input[name=token]', 'not-the-admin-token');
+    await page.click('button[type=submit]');
+    await expect.poll(() => page.locator('[data-testid=error]').textContent()).toContain('not valid');
+    await page.fill('input[name=token]', inject('adminToken'));
+    await page.click('button[type=submit]');
+    await page.waitForURL((url) => url.pathname === '/');
+    await page.locator('[data-testid=tenant-link]', { hasText: tenant.name }).click();
+    await page.waitForURL(`**/t/${tenant.name}`);
+    expect(await page.locator('[data-testid=tenant-picker]').inputValue()).toBe(tenant.name);
+    await page.getByText('No workflows yet').waitFor();
+    await shot('01-workflows-empty');
+  });
+
+  it('builds a workflow from scratch on the canvas with a rule-builder condition', async () => {
+    await page.fill('input[aria-label="New workflow name"]', 'Buyers journey');
+    await page.click('text=New workflow');
+    await page.waitForURL(/\/workflows\/wf_/);
+    workflowId = page.url().split('/').pop()!;
+    await page.locator('[data-step=start]').waitFor();
+    const canvas = (await page.locator('[data-testid=canvas]').boundingBox())!;
+    // pan the lone entry step up to make room below it
+    await page.mouse.move(canvas.x + 60, canvas.y + canvas.height - 60);
+    await page.mouse.down();
+    await page.mouse.move(canvas.x + 60, canvas.y + canvas.height - 360, { steps: 8 });
+    await page.mouse.up();
+    const start = (await page.locator('[data-step=start]').boundingBox())!;
+    const centerX = start.x - canvas.x + start.width / 2;
+    const top = start.y - canvas.y;
+
+    await dropStep('branch', { x: centerX, y: top + 200 }, 'choose');
+    // the condition of the first branch, written with the rule builder
+    const firstBranch = page.locator('[data-testid=branch-0]');
+    await firstBranch.locator('.rule-remove').first().click();
+    await firstBranch.locator('.ruleGroup-addRule').click();
+    await firstBranch.locator('[data-testid=rule-field]').fill('event.type');
+    await firstBranch.locator('.rule-operators').selectOption('=');
+    await firstBranch.locator('.rule-value').fill('buy');
+    await expect.poll(() => firstBranch.locator('[data-testid=cel-preview]').textContent()).toBe('event.type == "buy"');
+
+    await dropStep('exit', { x: centerX - 200, y: top + 460 }, 'bought');
+    await dropStep('exit', { x: centerX + 200, y: top + 460 }, 'other');
+    await connect('start', 'next', 'choose');
+    await connect('choose', 'branch-0', 'bought');
+    await expect.poll(() => page.locator('.react-flow__edge').count()).toBe(2);
+    await shot('02-canvas-built');
+  });
+
+  it('marks a validation problem on its step, and saves once it is fixed', async () => {
+    await page.click('[data-testid=save]');
+    const problems = page.locator('[data-step=choose] [data-testid=step-problems]');
+    await problems.waitFor();
+    expect(await problems.textContent()).toBe('Step "choose": connect output “else” to the step users go to next');
+    expect(await page.locator('[data-step=bought] [data-testid=step-problems]').count()).toBe(0);
+    await shot('03-validation-problem');
+
+    await connect('choose', 'branch-1', 'other');
+    await page.click('[data-testid=save]');
+    await expect.poll(() => page.locator('[data-testid=save-notice]').textContent()).toBe('Saved version 2.');
+    expect(await page.locator('[data-testid=step-problems]').count()).toBe(0);
+
+    const saved = await api('GET', `/tenants/${tenant.name}/workflows/${workflowId}`);
+    expect(saved.body.definition).toEqual({
+      steps: [
+        { name: 'start', kind: 'direct', next: 'choose' },
+        {
+          name: 'choose',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "buy"', next: 'bought' },
+            { condition: 'true', next: 'other' },
+          ],
+        },
+        { name: 'bought', kind: 'direct' },
+        { name: 'other', kind: 'direct' },
+      ],
+    });
+    expect(Object.keys(saved.body.draft.positions).sort()).toEqual(['bought', 'choose', 'other', 'start']);
+    await shot('04-saved');
+  });
+
+  it('uploads a crowd file with progress and shows its count', async () => {
+    await page.click('nav >> text=Crowds');
+    await page.waitForURL(/\/crowds$/);
+    await page.setInputFiles('[data-testid=crowd-file]', { name: 'buyers.txt', mimeType: 'text/plain', buffer: Buffer.from(CROWD.join('\n')) });
+    expect(await page.locator('[data-testid=crowd-name]').inputValue()).toBe('buyers');
+    await page.click('[data-testid=upload]');
+    await expect.poll(() => page.locator('[data-testid=upload-result]').textContent()).toContain('10 users');
+    await expect.poll(() => page.locator('[data-crowd=buyers] [data-testid=crowd-row-count]').textContent()).toBe('10');
+    await shot('05-crowd-uploaded');
+  });
+});
