@@ -1,7 +1,7 @@
 // `npm run bench [-- --quick] [--only=crowd,rows,http,engine] [--providers=sqlite,postgres] [--profile]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { denseBitmap, idsAsText, journeyEvents, sparseIds } from './lib/data';
@@ -13,6 +13,8 @@ import { measureJourney, PARTITIONS, type JourneyFigures } from './scenarios/jou
 import { measureLimits, type LimitFigures } from './scenarios/limits';
 import { measureRows, type RowsFigures } from './scenarios/rows';
 import { buildResults } from './scenarios/table';
+import { summarizeWindows } from './profile-summary';
+import { windows } from './lib/windows';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -39,6 +41,7 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const loadBefore = loadavg();
   mkdirSync(TMP_DIR, { recursive: true });
+  if (profile) rmSync(join(TMP_DIR, 'profiles'), { recursive: true, force: true });
   console.log(`Crowdflow benchmarks${quick ? ' (--quick: 1/10 scale)' : ''}: ${SCALE.users.toLocaleString('en-US')} users, ${PARTITIONS} partitions, per-user rows at ${SCALE.rowUsers.toLocaleString('en-US')} users`);
   console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`);
 
@@ -73,7 +76,7 @@ async function main(): Promise<void> {
     }
     if (sections.has('engine')) {
       console.log(`engine only (no HTTP) on ${provider}…`);
-      engine[provider] = await withDatabase(provider, 'engine', (database) => measureEngine(database, SCALE));
+      engine[provider] = await withDatabase(provider, 'engine', (database) => measureEngine(database, SCALE, profile));
     }
   }
 
@@ -89,6 +92,7 @@ async function main(): Promise<void> {
     machine: { cpus: cpus().length, model: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadBefore, loadAfter: loadavg() },
     results,
   };
+  if (profile) console.log(`\nwhere the time went (self time per function inside each scenario's window):${summarizeWindows(join(TMP_DIR, 'profiles'), windows)}`);
   writeFileSync(join(process.cwd(), 'bench/results.json'), `${JSON.stringify(report, null, 2)}\n`);
   console.log(`\nwrote bench/results.json (${((finishedAt.getTime() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
 }

@@ -13,6 +13,7 @@ import { createWorkflow } from '../../server/workflows/workflows';
 import { BRANCH_JOURNEY, denseBitmap, expectedMoves, journeyEvents } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
 import { progress } from '../lib/report';
+import { profiled } from '../lib/windows';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
 
@@ -42,7 +43,7 @@ function shardBytes(engine: ReturnType<typeof getEngine>, instanceId: string): n
   return bytes;
 }
 
-export async function measureEngine(database: ScratchDatabase, scale: { users: number; events: number; partitions: number }): Promise<EngineFigures> {
+export async function measureEngine(database: ScratchDatabase, scale: { users: number; events: number; partitions: number }, profile: boolean): Promise<EngineFigures> {
   await useDatabase(database.url);
   await boot();
   const engine = getEngine();
@@ -66,26 +67,28 @@ export async function measureEngine(database: ScratchDatabase, scale: { users: n
     const expected = expectedMoves(events, scale.users - RESERVED_USERS);
     const now = Date.now();
     const logged: LoggedEvent[] = events.map((e) => ({ ...e, time: now }));
-    const tick = progress('engine only: events appended');
-    const started = performance.now();
-    for (let offset = 0; offset < logged.length; offset += APPEND_BATCH) {
-      await appendEvents(tenant.id, scale.partitions, logged.slice(offset, offset + APPEND_BATCH));
-      engine.wakeTenant(tenant.id);
-      tick(offset + APPEND_BATCH, logged.length);
-    }
-    const appendedMs = performance.now() - started;
-    const movesTick = progress('engine only: moves committed');
-    for (;;) {
-      const counts = await engine.getCounts(tenant.id, instanceId);
-      const big = counts.steps.big ?? 0;
-      const small = counts.steps.small ?? 0;
-      movesTick(big + small, expected.big + expected.small);
-      if (big === expected.big && small === expected.small) break;
-      if (performance.now() - started > 600_000) throw new Error(`moves not all committed after 600 s: ${JSON.stringify(counts.steps)}`);
-      await sleep(5);
-    }
-    const ms = performance.now() - started;
-    const apply: Measured = { value: events.length / (ms / 1000), details: { events: events.length, ms: Math.round(ms), appendMs: Math.round(appendedMs) } };
+    const apply = await profiled(profile, `engine only on ${database.provider}: apply`, async (): Promise<Measured> => {
+      const tick = progress('engine only: events appended');
+      const started = performance.now();
+      for (let offset = 0; offset < logged.length; offset += APPEND_BATCH) {
+        await appendEvents(tenant.id, scale.partitions, logged.slice(offset, offset + APPEND_BATCH));
+        engine.wakeTenant(tenant.id);
+        tick(offset + APPEND_BATCH, logged.length);
+      }
+      const appendMs = performance.now() - started;
+      const movesTick = progress('engine only: moves committed');
+      for (;;) {
+        const counts = await engine.getCounts(tenant.id, instanceId);
+        const big = counts.steps.big ?? 0;
+        const small = counts.steps.small ?? 0;
+        movesTick(big + small, expected.big + expected.small);
+        if (big === expected.big && small === expected.small) break;
+        if (performance.now() - started > 600_000) throw new Error(`moves not all committed after 600 s: ${JSON.stringify(counts.steps)}`);
+        await sleep(5);
+      }
+      const ms = performance.now() - started;
+      return { value: events.length / (ms / 1000), details: { events: events.length, ms: Math.round(ms), appendMs: Math.round(appendMs) } };
+    });
     return { apply, memory };
   } finally {
     await stopEngine();

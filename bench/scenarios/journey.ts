@@ -7,6 +7,7 @@ import type { ScratchDatabase } from '../lib/database';
 import { median, percentile, progress } from '../lib/report';
 import { call, download, startServer, type BenchServer } from '../lib/server';
 import { subscribeCounts, type CountsJson } from '../lib/sse';
+import { inWindow } from '../lib/windows';
 
 export const TENANT = 'bench';
 export const PARTITIONS = 8;
@@ -37,7 +38,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Runs `work`; a failure becomes a figure without a value whose note says what failed. */
 async function attempt(label: string, work: () => Promise<Measured>): Promise<Measured> {
   try {
-    return await work();
+    return await inWindow(label, work);
   } catch (error) {
     const message = (error as Error).message.split('\n')[0].slice(0, 160);
     console.log(`  ! ${label}: ${message}`);
@@ -289,9 +290,10 @@ async function measureRecovery(database: ScratchDatabase, server: BenchServer, i
   const wantedSmall = (before.steps.small ?? 0) + rows.length;
   const started = performance.now();
   const restarted = await startServer(database.url, { profile: options.profile });
-  const seenAt = await waitForCounts(restarted, instanceId, (c) => (c.steps.small ?? 0) === wantedSmall, 300_000, 10).catch(async (error) => {
+  const seenAt = await inWindow(`http on ${database.provider}: recovery after the restart`, () => waitForCounts(restarted, instanceId, (c) => (c.steps.small ?? 0) === wantedSmall, 300_000, 10)).catch(async (error) => {
     await restarted.stop();
     throw error;
   });
-  return { figure: { value: seenAt - started, note: `(boot ${restarted.bootMs.toFixed(0)})`, details: { journalMoves: rows.length, serverBootMs: Math.round(restarted.bootMs) } }, server: restarted };
+  const note = `(boot ${restarted.bootMs.toFixed(0)}; empty-db boot ${server.bootMs.toFixed(0)})`;
+  return { figure: { value: seenAt - started, note, details: { journalMoves: rows.length, serverBootMs: Math.round(restarted.bootMs), emptyDatabaseBootMs: Math.round(server.bootMs) } }, server: restarted };
 }
