@@ -28,6 +28,9 @@ export const UpdateWorkflowRequest = z.strictObject({
 export type CreateWorkflowRequest = z.infer<typeof CreateWorkflowRequest>;
 export type UpdateWorkflowRequest = z.infer<typeof UpdateWorkflowRequest>;
 
+/** A 1,000-step journey is ~200 KB of JSON; 1 MiB bounds validation to a few hundred ms on hostile input. */
+export const WORKFLOW_BODY_LIMIT = 1024 * 1024;
+
 export const VersionParam = z.string().regex(/^[1-9]\d{0,8}$/, 'Versions are whole numbers from 1');
 
 export type Running = { instanceId: string; userCount: number } | null;

@@ -171,6 +171,9 @@ describe('workflows API', () => {
     const badSchedule = expectError(await api('POST', path, { body: { name: 'x', definition, schedule: { cron: '0 0 8 * * *', crowd: 7 } } }), 400, 'invalid_workflow');
     expect(badSchedule.details).toEqual({ problems: [{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Schedule crowd: /) }] });
 
+    const huge = { steps: [{ name: 'e', kind: 'branch', branches: Array.from({ length: 30_000 }, () => ({ condition: 'event.type == "x"', next: 'e' })) }] };
+    expect(expectError(await api('POST', path, { body: { name: 'huge', definition: huge } }), 413, 'payload_too_large').message).toMatch(/limit/);
+
     const created = await create(tenant.name);
     expectError(await api('PUT', `${path}/${created.id}`, { body: {} }), 400, 'bad_request');
     expectError(await api('PUT', `${path}/${created.id}`, { body: { version: 7 } }), 400, 'validation_failed');

@@ -1,6 +1,6 @@
 import { json, readJson, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
-import { createWorkflow, CreateWorkflowRequest, listWorkflows } from '@/server/workflows/workflows';
+import { createWorkflow, CreateWorkflowRequest, listWorkflows, WORKFLOW_BODY_LIMIT } from '@/server/workflows/workflows';
 
 type Params = { tenant: string };
 
@@ -8,5 +8,5 @@ export const GET = route<Params>(async (request, { tenant }) => json({ workflows
 
 export const POST = route<Params>(async (request, { tenant }) => {
   const owner = await tenantFromRequest(request, tenant);
-  return json(await createWorkflow(owner, await readJson(request, CreateWorkflowRequest)), 201);
+  return json(await createWorkflow(owner, await readJson(request, CreateWorkflowRequest, WORKFLOW_BODY_LIMIT)), 201);
 });

@@ -1,6 +1,6 @@
 import { json, readJson, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
-import { deleteWorkflow, getWorkflow, updateWorkflow, UpdateWorkflowRequest } from '@/server/workflows/workflows';
+import { deleteWorkflow, getWorkflow, updateWorkflow, UpdateWorkflowRequest, WORKFLOW_BODY_LIMIT } from '@/server/workflows/workflows';
 
 type Params = { tenant: string; id: string };
 
@@ -8,7 +8,7 @@ export const GET = route<Params>(async (request, { tenant, id }) => json(await g
 
 export const PUT = route<Params>(async (request, { tenant, id }) => {
   const owner = await tenantFromRequest(request, tenant);
-  return json(await updateWorkflow(owner, id, await readJson(request, UpdateWorkflowRequest)));
+  return json(await updateWorkflow(owner, id, await readJson(request, UpdateWorkflowRequest, WORKFLOW_BODY_LIMIT)));
 });
 
 export const DELETE = route<Params>(async (request, { tenant, id }) => {
