@@ -19,7 +19,18 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** Next.js bundles instrumentation (which starts the engine) and each route apart, each with its own copy of this
+ * class; the brand makes `instanceof AppError` true for an AppError from any copy. */
+const APP_ERROR = Symbol.for('crowdflow.AppError');
+
 export class AppError extends Error {
+  readonly [APP_ERROR] = true;
+
+  static [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== AppError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[APP_ERROR] === true;
+  }
+
   constructor(
     readonly code: ErrorCode,
     message: string,
