@@ -12,7 +12,7 @@ function nameFromFile(file: string): string {
   return file.replace(/\.[^.]+$/, '').replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, 64) || 'crowd';
 }
 
-function UploadForm({ tenant }: { tenant: string }) {
+export function UploadForm({ tenant, onUploaded }: { tenant: string; onUploaded?: (crowd: CrowdView) => void }) {
   const input = useRef<HTMLInputElement>(null);
   const [file, setFile] = useState<File | null>(null);
   const [name, setName] = useState('');
@@ -32,6 +32,7 @@ function UploadForm({ tenant }: { tenant: string }) {
       const crowd = await apiUpload<CrowdView>(replace ? 'PUT' : 'POST', path, file, uploadContentType(file.name), setProgress);
       setResult(crowd);
       await invalidate(crowdsKey(tenant));
+      onUploaded?.(crowd);
     } catch (caught) {
       setError(caught as ApiError);
       setProgress(null);

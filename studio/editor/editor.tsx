@@ -220,6 +220,14 @@ function Toolbar({ tenant, workflow, history, onHistory }: { tenant: string; wor
     }
   }
 
+  // leaving with unsaved edits asks first: a closed tab must not silently drop a morning's work
+  useEffect(() => {
+    if (!dirty) return;
+    const onLeave = (event: BeforeUnloadEvent) => event.preventDefault();
+    window.addEventListener('beforeunload', onLeave);
+    return () => window.removeEventListener('beforeunload', onLeave);
+  }, [dirty]);
+
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
       if ((event.metaKey || event.ctrlKey) && event.key.toLowerCase() === 's') {

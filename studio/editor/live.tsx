@@ -4,7 +4,7 @@ import { ApiError, API_ROOT, apiCall, apiGet, tenantPath } from '../api';
 import { listOf, PROCEDURE_FINISHED, type Counts, type CrowdView, type InstanceView, type ProcedureView, type SnapshotView, type WorkflowView } from '../model';
 import { invalidate, setQueryData, useQuery } from '../query';
 import { Dialog, Empty, ErrorBox, Loading, formatCount } from '../ui';
-import { crowdsKey } from '../crowds';
+import { crowdsKey, UploadForm } from '../crowds';
 import { workflowsKey } from '../workflows';
 import { liveCountsKey } from './context';
 
@@ -92,26 +92,54 @@ function useOperation(tenant: string, workflowId: string) {
 
 function StartDialog({ tenant, workflow, onClose }: { tenant: string; workflow: WorkflowView; onClose: () => void }) {
   const [crowd, setCrowd] = useState('');
+  const [uploading, setUploading] = useState(false);
+  const [started, setStarted] = useState<InstanceView | null>(null);
   const op = useOperation(tenant, workflow.id);
   const start = async () => {
-    const ok = await op.run(() => apiCall('POST', tenantPath(tenant, `/workflows/${workflow.id}/start`), { crowd, version: workflow.version }));
-    if (ok) onClose();
+    let instanceId = '';
+    const ok = await op.run(async () => {
+      const submitted = await apiCall<{ procedureId: string; instanceId: string }>('POST', tenantPath(tenant, `/workflows/${workflow.id}/start`), { crowd, version: workflow.version });
+      instanceId = submitted.instanceId;
+      return submitted;
+    });
+    if (ok) setStarted(await apiGet<InstanceView>(tenantPath(tenant, `/instances/${instanceId}`)));
   };
   return (
     <Dialog title={`Start “${workflow.name}” v${workflow.version}`} onClose={onClose} testId="start-dialog">
       <div className="dialog-body">
-        <CrowdPicker tenant={tenant} value={crowd} onChange={setCrowd} />
-        <p className="muted small">Users of a previous instance of this workflow are excluded from the new one.</p>
-        {op.state && <p className="muted small">{op.state}</p>}
-        {op.error && <ErrorBox error={op.error} />}
-        <div className="row">
-          <button type="button" className="primary" disabled={!crowd || op.busy} onClick={() => void start()} data-testid="start-confirm">
-            {op.busy ? 'Starting…' : 'Start'}
-          </button>
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-        </div>
+        {started ? (
+          <>
+            <p data-testid="start-result">
+              Started with {formatCount(started.userCount)} users from “{started.crowdName}”
+              {started.excludedCount > 0 ? `; ${formatCount(started.excludedCount)} were excluded because a previous instance already had them` : ''}.
+            </p>
+            <button type="button" className="primary" onClick={onClose}>
+              Close
+            </button>
+          </>
+        ) : (
+          <>
+            <CrowdPicker tenant={tenant} value={crowd} onChange={setCrowd} />
+            {uploading ? (
+              <UploadForm tenant={tenant} onUploaded={(uploaded) => setCrowd(uploaded.name)} />
+            ) : (
+              <button type="button" className="link" onClick={() => setUploading(true)}>
+                …or upload a new crowd
+              </button>
+            )}
+            <p className="muted small">Users a previous instance of this workflow already had are excluded from the new one.</p>
+            {op.state && <p className="muted small">{op.state}</p>}
+            {op.error && <ErrorBox error={op.error} />}
+            <div className="row">
+              <button type="button" className="primary" disabled={!crowd || op.busy} onClick={() => void start()} data-testid="start-confirm">
+                {op.busy ? 'Starting…' : 'Start'}
+              </button>
+              <button type="button" onClick={onClose}>
+                Cancel
+              </button>
+            </div>
+          </>
+        )}
       </div>
     </Dialog>
   );
