@@ -59,6 +59,9 @@ describe('profiles API', () => {
     const huge = await post([{ user: 8, attributes: { ok: true } }, { user: 9, attributes: { blob: 'x'.repeat(70_000) } }]);
     expect(expectError(huge, 400, 'validation_failed').message).toMatch(/user 9/);
     expectError(await api('GET', `${base}/8`), 404, 'not_found');
+    const spanning = Array.from({ length: 1_500 }, (_, user) => ({ user, attributes: user === 1_400 ? { blob: 'x'.repeat(70_000) } : { ok: true } }));
+    expect(expectError(await post(spanning), 400, 'validation_failed').message).toMatch(/user 1400/);
+    expectError(await api('GET', `${base}/0`), 404, 'not_found');
     expectError(await api('POST', base, { body: '[{"user": 1', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
     expectError(await api('POST', base, { body: 'user=1', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
     for (const bad of ['abc', '-1', '4294967296', '1.5', '99999999999']) {
