@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
 import { AppError } from '../../server/errors';
 import { appendEvents, ingest, MAX_EVENTS_PER_BATCH, parseEventBatch, partitionEvents } from '../../server/engine/ingest';
 import { newId } from '../../server/ids';
@@ -138,4 +139,36 @@ describe('appending to the partitioned log', () => {
     expect(await logRows(other.id)).toEqual([]);
     expect((await logRows(t.id)).map((r) => Number(r.offset))).toEqual([1, 2]);
   });
+});
+
+describe('several processes appending to one tenant', () => {
+  it('keeps offsets gap-free and unique: a writer that loses an offset race retries', async () => {
+    const t = await tenant(2);
+    const ingestModule = new URL('../../server/engine/ingest.ts', import.meta.url).href;
+    // Each child is a separate process with its own client, so only the database arbitrates between them.
+    const writer = (id: number) => `
+      const { appendEvents } = await import(${JSON.stringify(ingestModule)});
+      const { closeDb } = await import(${JSON.stringify(new URL('../../server/storage/db.ts', import.meta.url).href)});
+      for (let b = 0; b < 40; b++) {
+        await appendEvents(${JSON.stringify(t.id)}, 2, [0, 1].map((p) => ({ user: ${id} * 1000 + b * 2 + p, type: 'w${id}', data: {}, time: 0 })));
+      }
+      await closeDb();`;
+    const run = (id: number) =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', writer(id)], { env: process.env, stdio: ['ignore', 'inherit', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${id} exited ${code}: ${stderr}`))));
+      });
+    await Promise.all([run(1), run(2), run(3)]);
+    const rows = await logRows(t.id);
+    for (const partition of [0, 1]) {
+      expect(rows.filter((r) => r.partition === partition).map((r) => Number(r.offset))).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+    }
+    for (const id of [1, 2, 3]) {
+      // Each writer's own batches stay in its order within a partition.
+      const mine = rows.filter((r) => r.partition === 0).flatMap((r) => (JSON.parse(r.events) as { user: number; type: string }[]).filter((e) => e.type === `w${id}`));
+      expect(mine.map((e) => e.user)).toEqual(Array.from({ length: 40 }, (_, b) => id * 1000 + b * 2));
+    }
+  }, 120_000);
 });
