@@ -290,7 +290,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     for (const [index, child] of children.entries()) {
       const definition = procedureType(child.type);
       if (!definition) throw new Error(`Unknown child procedure type "${child.type}"`);
-      const record = this.newRecord(definition.create(child.state), { id: child.id ?? `${parent.id}/${parent.step + 1}.${index}`, type: child.type, state: child.state }, parent);
+      const record = this.newRecord(definition.create(child.state), { id: child.id ?? `${parent.id}:${parent.step + 1}.${index}`, type: child.type, state: child.state }, parent);
       await refuseConflictWithAncestors(record, parent);
       records.push(record);
     }

@@ -167,6 +167,9 @@ async function lockForClaim(tx: Tx): Promise<Set<string> | null> {
  * another live owner, and whose lock keys are free (no conflicting holder, no conflicting procedure queued earlier).
  */
 export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
+  // Idle check without the claim lock: on SQLite that lock is the database's single write lock.
+  const waiting = await db().procedure.count({ where: { state: { notIn: [...FINISHED_STATES] }, id: { notIn: [...request.busy] } } });
+  if (waiting === 0) return { claimed: [], nextDueMs: null };
   return db().$transaction(async (tx) => {
     const lockable = await lockForClaim(tx);
     const unfinished = await tx.procedure.findMany({ where: { state: { notIn: [...FINISHED_STATES] } } });

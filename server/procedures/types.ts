@@ -19,7 +19,7 @@ export const FINISHED_STATES: readonly ProcedureState[] = ['done', 'failed'];
 export interface ChildProcedure {
   type: string;
   state: Json;
-  /** Deterministic id; defaults to `<parentId>/<step>.<index>` so a replayed suspension never submits twice. */
+  /** Deterministic id; defaults to `<parentId>:<step>.<index>` so a replayed suspension never submits twice. */
   id?: string;
 }
 

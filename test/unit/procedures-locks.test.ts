@@ -152,7 +152,7 @@ describe('sub-procedures', () => {
       { type: PLAIN, state: scriptedState('child-fast', 1) },
     ];
     const parent = await runner.submit(ROLLBACK, scriptedState('parent', 1, { keys: [exclusive('workflow/1')], children }), { tenantId: 'tenant-1', workflowId: 'wf-1' });
-    const fast = `${parent}/1.1`;
+    const fast = `${parent}:1.1`;
     await waitForState(fast, 'done');
     await settle();
     expect(parentScript.log).toEqual(['execute 0']);
@@ -161,7 +161,7 @@ describe('sub-procedures', () => {
     const done = await runner.await(parent);
     expect(done.state).toBe('done');
     expect(parentScript.log).toEqual(['execute 0', 'execute 0']);
-    expect(done.output).toEqual({ done: 1, children: { [`${parent}/1.0`]: { done: 2, children: {} }, [fast]: { done: 1, children: {} } } });
+    expect(done.output).toEqual({ done: 1, children: { [`${parent}:1.0`]: { done: 2, children: {} }, [fast]: { done: 1, children: {} } } });
     const child = (await runner.get(fast))!;
     expect(child).toMatchObject({ parentId: parent, tenantId: 'tenant-1', workflowId: 'wf-1' });
   });
@@ -177,9 +177,9 @@ describe('sub-procedures', () => {
     const parent = await runner.submit(ROLLBACK, scriptedState('doomed-parent', 2, { done: 1, children }));
     const failed = await runner.await(parent);
     expect(failed.state).toBe('failed');
-    expect(failed.error).toBe(`child procedure ${parent}/1.0 (${PLAIN}) failed: quota exceeded`);
+    expect(failed.error).toBe(`child procedure ${parent}:1.0 (${PLAIN}) failed: quota exceeded`);
     expect(parentScript.log).toEqual(['execute 1', 'rollback 0']);
-    expect((await runner.get(`${parent}/1.1`))!.state).toBe('done');
+    expect((await runner.get(`${parent}:1.1`))!.state).toBe('done');
   });
 });
 

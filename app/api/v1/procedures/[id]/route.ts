@@ -1,0 +1,9 @@
+import { authenticate } from '@/server/auth';
+import { json, queryParams, route } from '@/server/http/respond';
+import { getProcedure, WaitQuery } from '@/server/procedures/api';
+
+export const GET = route<{ id: string }>(async (request, { id }) => {
+  const principal = await authenticate(request);
+  const { wait } = queryParams(request, WaitQuery);
+  return json(await getProcedure(principal, id, wait));
+});

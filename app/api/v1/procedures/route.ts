@@ -1,0 +1,8 @@
+import { authenticate } from '@/server/auth';
+import { json, queryParams, route } from '@/server/http/respond';
+import { ListProceduresQuery, listProcedures } from '@/server/procedures/api';
+
+export const GET = route(async (request) => {
+  const principal = await authenticate(request);
+  return json(await listProcedures(principal, queryParams(request, ListProceduresQuery)));
+});

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import type { Principal } from '../auth';
+import { AppError, notFound } from '../errors';
+import { db } from '../storage/db';
+import { getProcedureRunner } from './runner';
+import { toView } from './store';
+import { PROCEDURE_STATES, type ProcedureView } from './types';
+
+// The procedures API: an admin sees every procedure; a tenant key sees only its tenant's (others are 404, never 403,
+// so ids of other tenants do not leak).
+
+export const ListProceduresQuery = z.strictObject({
+  type: z.string().min(1).optional(),
+  state: z.enum(PROCEDURE_STATES).optional(),
+  workflow: z.string().min(1).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+export const WaitQuery = z.strictObject({
+  wait: z.coerce.number().min(0, 'wait is seconds from 0 to 60').max(60, 'wait is seconds from 0 to 60').default(0),
+});
+
+function visibleTo(principal: Principal) {
+  return principal.kind === 'tenant' ? { tenantId: principal.tenantId } : {};
+}
+
+/** Newest first. */
+export async function listProcedures(principal: Principal, query: z.infer<typeof ListProceduresQuery>): Promise<{ procedures: ProcedureView[] }> {
+  const rows = await db().procedure.findMany({
+    where: { ...visibleTo(principal), type: query.type, state: query.state, workflowId: query.workflow },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    take: query.limit,
+  });
+  return { procedures: rows.map(toView) };
+}
+
+async function requireVisible(principal: Principal, id: string): Promise<void> {
+  const row = await db().procedure.findFirst({ where: { id, ...visibleTo(principal) }, select: { id: true } });
+  if (!row) throw notFound(`Procedure "${id}"`);
+}
+
+/** The procedure now, or (with waitSeconds) once it has finished or the wait has elapsed, whichever comes first. */
+export async function getProcedure(principal: Principal, id: string, waitSeconds: number): Promise<ProcedureView> {
+  await requireVisible(principal, id);
+  return getProcedureRunner().await(id, waitSeconds * 1000).catch(asLocalAppError);
+}
+
+export async function retryProcedure(principal: Principal, id: string): Promise<ProcedureView> {
+  await requireVisible(principal, id);
+  return getProcedureRunner().retry(id).catch(asLocalAppError);
+}
+
+/**
+ * The runner lives on globalThis, created by whichever Next.js bundle booted it; its errors are that bundle's AppError
+ * class, which this bundle's `instanceof AppError` does not recognise. Re-create them here so they map to their 4xx.
+ */
+function asLocalAppError(error: unknown): never {
+  if (!(error instanceof AppError) && error instanceof Error && error.name === 'AppError') {
+    const { code, details } = error as Error & { code: AppError['code']; details?: unknown };
+    throw new AppError(code, error.message, details);
+  }
+  throw error;
+}
