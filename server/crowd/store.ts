@@ -69,7 +69,6 @@ export async function saveCrowd(
   const bytes = serializeBitmap(bitmap);
   const data = { count: BigInt(bitmap.size), sizeBytes: BigInt(bytes.byteLength), bitmap: bytes };
   const client = db();
-  const alreadyThere = `Crowd "${name}" already exists; use PUT to replace it`;
   try {
     if (mode === 'create') {
       const row = await client.crowd.create({ data: { id: newId('cr'), tenantId, name, ...data }, select: META });
@@ -86,15 +85,15 @@ export async function saveCrowd(
     notifyCrowdChanged(tenantId, name, 'saved');
     return { crowd: meta(row), created: !existing };
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(alreadyThere);
+    if (isUniqueViolation(error)) throw conflict(`Crowd "${name}" already exists`);
     throw error;
   }
 }
 
-/** Fails with 409 before an upload is read when `create` would be refused anyway. */
-export async function assertCrowdAbsent(tenantId: string, name: string): Promise<void> {
+/** Fails with 409 before any work (reading an upload, combining) when `create` would be refused anyway. */
+export async function assertCrowdAbsent(tenantId: string, name: string, howToReplace: string): Promise<void> {
   const existing = await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { id: true } });
-  if (existing) throw conflict(`Crowd "${name}" already exists; use PUT to replace it`);
+  if (existing) throw conflict(`Crowd "${name}" already exists; ${howToReplace}`);
 }
 
 /**
@@ -121,6 +120,7 @@ export const CombineCrowdsBody = z.strictObject({
  * none of the others). Every source is named in the 404 when missing.
  */
 export async function combineCrowds(tenantId: string, body: z.infer<typeof CombineCrowdsBody>): Promise<{ crowd: CrowdMeta; created: boolean }> {
+  if (!body.replace) await assertCrowdAbsent(tenantId, body.name, 'set "replace": true to replace it');
   const names = [...new Set(body.crowds)];
   const loaded = await Promise.all(names.map((name) => loadCrowd(tenantId, name)));
   const missing = names.filter((_, i) => !loaded[i]);

@@ -20,7 +20,7 @@ export async function uploadCrowd(request: Request, tenantId: string, rawName: s
   if (declared > maxBytes) {
     throw new AppError('payload_too_large', `The upload is ${declared} bytes; the limit is ${maxBytes} bytes (CROWDFLOW_MAX_UPLOAD_BYTES)`);
   }
-  if (mode === 'create') await assertCrowdAbsent(tenantId, name);
+  if (mode === 'create') await assertCrowdAbsent(tenantId, name, 'use PUT to replace it');
   const bitmap = await parseCrowdUpload(request.body, contentType, maxBytes);
   return saveCrowd(tenantId, name, bitmap, mode);
 }

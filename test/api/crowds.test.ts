@@ -117,7 +117,7 @@ describe('crowds API', () => {
     const tenant = await createTenant();
     const base = `/tenants/${tenant.name}/crowds`;
     expect((await api('POST', `${base}/dup`, text('1,2,3'))).status).toBe(201);
-    expect(expectError(await api('POST', `${base}/dup`, text('4')), 409, 'conflict').message).toContain('"dup"');
+    expect(expectError(await api('POST', `${base}/dup`, text('4')), 409, 'conflict').message).toMatch(/"dup" already exists; use PUT/);
     expectError(await api('PUT', `${base}/dup`, text('4\nfive')), 400, 'invalid_id');
     expectError(await api('PUT', `${base}/dup`, { body: new Uint8Array([1, 2, 3]), headers: { 'content-type': 'application/octet-stream' } }), 400, 'invalid_bitmap');
     expect((await api('GET', `${base}/dup`)).body.count).toBe(3);
@@ -155,7 +155,7 @@ describe('crowds API', () => {
 
     const missing = expectError(await combine({ name: 'x', op: 'union', crowds: ['a', 'nope', 'gone'] }), 404, 'not_found');
     expect(missing.message).toContain('"nope", "gone"');
-    expect(expectError(await combine({ name: 'a-or-b', op: 'union', crowds: ['c'] }), 409, 'conflict').message).toContain('a-or-b');
+    expect(expectError(await combine({ name: 'a-or-b', op: 'union', crowds: ['c'] }), 409, 'conflict').message).toMatch(/"a-or-b" already exists; set "replace": true/);
     const replaced = await combine({ name: 'a-or-b', op: 'union', crowds: ['c'], replace: true });
     expect(replaced.status).toBe(200);
     expect(replaced.body.count).toBe(1);
