@@ -108,7 +108,9 @@ export async function call<T = any>(server: BenchServer, method: string, path: s
 /** Downloads a response body to its end; returns bytes and wall time (ms) to the last byte. */
 export async function download(server: BenchServer, path: string): Promise<{ bytes: number; ms: number }> {
   const started = performance.now();
-  const response = await fetch(`${server.baseUrl}/api/v1${path}`, { headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` } });
+  // identity: the bytes as the server writes them, as curl fetches them by default (no gzip on either side).
+  const headers = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'accept-encoding': 'identity' };
+  const response = await fetch(`${server.baseUrl}/api/v1${path}`, { headers });
   if (!response.ok) throw new ApiError(response.status, await response.text(), `GET ${path}`);
   let bytes = 0;
   const reader = response.body!.getReader();

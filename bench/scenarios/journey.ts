@@ -150,7 +150,7 @@ export async function measureJourney(database: ScratchDatabase, options: Journey
 
     let memory: Measured = { value: null, note: 'timer instance did not start' };
     figures.timer = await attempt(`${label}: timer`, async () => {
-      const result = await measureTimer(server, users, branch!.ms);
+      const result = await measureTimer(server, users, branch!.ms, label);
       memory = result.memory;
       return result.timer;
     });
@@ -242,7 +242,7 @@ async function measureApply(server: BenchServer, instanceId: string, events: Ben
  * moved. Its start also gives the memory figure: the server's RSS growth across starting a second dense instance
  * (the first one already loaded the code paths), sampled after it settles and before the timer fires.
  */
-async function measureTimer(server: BenchServer, users: number, startMs: number): Promise<{ timer: Measured; memory: Measured }> {
+async function measureTimer(server: BenchServer, users: number, startMs: number, label: string): Promise<{ timer: Measured; memory: Measured }> {
   const fireAt = new Date(Math.ceil((Date.now() + Math.max(10_000, 3 * startMs + 6_000)) / 1000) * 1000);
   const workflowId = await createWorkflow(server, 'timer', timerJourney(fireAt));
   const rssBefore = server.rssBytes();
@@ -253,7 +253,7 @@ async function measureTimer(server: BenchServer, users: number, startMs: number)
   const untilFire = fireAt.getTime() - Date.now();
   if (untilFire < 200) throw new Error('the timer instance started after its fire time; rerun');
   await sleep(untilFire - 150);
-  const seenAt = await waitForCounts(server, instanceId, (c) => (c.steps.done ?? 0) === users, 120_000, 2);
+  const seenAt = await inWindow(`${label}: timer fired → counts`, () => waitForCounts(server, instanceId, (c) => (c.steps.done ?? 0) === users, 120_000, 2));
   const firePerf = performance.now() - (Date.now() - fireAt.getTime());
   return { timer: { value: seenAt - firePerf, details: { fireAt: fireAt.toISOString() } }, memory };
 }
@@ -289,10 +289,13 @@ async function measureRecovery(database: ScratchDatabase, server: BenchServer, i
   }
   const wantedSmall = (before.steps.small ?? 0) + rows.length;
   const started = performance.now();
-  const restarted = await startServer(database.url, { profile: options.profile });
-  const seenAt = await inWindow(`http on ${database.provider}: recovery after the restart`, () => waitForCounts(restarted, instanceId, (c) => (c.steps.small ?? 0) === wantedSmall, 300_000, 10)).catch(async (error) => {
-    await restarted.stop();
-    throw error;
+  const { restarted, seenAt } = await inWindow(`http on ${database.provider}: restart → recovered counts`, async () => {
+    const restarted = await startServer(database.url, { profile: options.profile });
+    const seenAt = await waitForCounts(restarted, instanceId, (c) => (c.steps.small ?? 0) === wantedSmall, 300_000, 10).catch(async (error) => {
+      await restarted.stop();
+      throw error;
+    });
+    return { restarted, seenAt };
   });
   const note = `(boot ${restarted.bootMs.toFixed(0)}; empty-db boot ${server.bootMs.toFixed(0)})`;
   return { figure: { value: seenAt - started, note, details: { journalMoves: rows.length, serverBootMs: Math.round(restarted.bootMs), emptyDatabaseBootMs: Math.round(server.bootMs) } }, server: restarted };
