@@ -120,7 +120,7 @@ function looseStep(raw: unknown, index: number): LooseStep {
     const target = stringAt(item.next);
     if (target !== undefined) targets.push({ next: target, where: `branches[${i}].next` });
     const condition = stringAt(item.condition);
-    if (condition !== undefined) conditions.push({ field: `branches[${i}].condition`, value: condition });
+    if (condition !== undefined && kind === 'branch') conditions.push({ field: `branches[${i}].condition`, value: condition });
   });
   paths?.forEach((path, i) => {
     const item = isRecord(path) ? path : {};
@@ -128,9 +128,11 @@ function looseStep(raw: unknown, index: number): LooseStep {
     if (target !== undefined) targets.push({ next: target, where: `paths[${i}].next` });
     percents.push(typeof item.percent === 'number' && Number.isFinite(item.percent) ? item.percent : undefined);
   });
+  // Content is checked only where the kind has the field; a stray field is already an unrecognized key.
   const condition = stringAt(step.condition);
-  if (condition !== undefined) conditions.push({ field: 'condition', value: condition });
-  const durations = (['after', 'ttl'] as const).flatMap((field) => {
+  if (condition !== undefined && kind === 'timer') conditions.push({ field: 'condition', value: condition });
+  const durationFields = kind === 'delay' ? (['after', 'ttl'] as const) : (['ttl'] as const);
+  const durations = durationFields.flatMap((field) => {
     const value = stringAt(step[field]);
     return value === undefined ? [] : [{ field, value }];
   });

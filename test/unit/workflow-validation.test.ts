@@ -73,6 +73,11 @@ describe('validateWorkflow', () => {
     expect(problems).toContainEqual({ step: 'steps[3]', code: 'invalid_field', message: expect.stringMatching(/^Step "steps\[3\]" name: .*expected string/) });
   });
 
+  it('reports a field a step kind does not have once, as an unrecognized key', () => {
+    const problems = problemsOf({ steps: [{ name: 'a', kind: 'direct', after: 'soon', condition: '(' }] });
+    expect(problems).toEqual([{ step: 'a', code: 'invalid_field', message: 'Step "a": Unrecognized keys: "after", "condition"' }]);
+  });
+
   it('reports problems of the workflow as a whole with step null', () => {
     expect(problemsOf(null)).toEqual([{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Workflow: .*expected object/) }]);
     expect(problemsOf({ steps: [] })).toEqual([{ step: null, code: 'invalid_field', message: 'Workflow steps: A workflow needs at least one step' }]);
