@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { RoaringBitmap32 } from '../../server/crowd/bitmap';
+import { onCrowdChanged, type CrowdChange } from '../../server/crowd/changes';
+import { combine, combineCrowds, deleteCrowd, listCrowds, loadCrowd, requireCrowd, requireCrowdMeta, saveCrowd } from '../../server/crowd/store';
+
+describe('crowd store', () => {
+  it('saves, replaces, loads and deletes a crowd, telling listeners after each change', async () => {
+    const tenantId = 'tn_store';
+    const heard: Array<[string, string, CrowdChange]> = [];
+    const unsubscribe = onCrowdChanged((tenant, name, change) => heard.push([tenant, name, change]));
+
+    const first = await saveCrowd(tenantId, 'vip', RoaringBitmap32.from([1, 2, 3]), 'create');
+    expect(first.created).toBe(true);
+    expect(first.crowd).toMatchObject({ name: 'vip', count: 3 });
+    await expect(saveCrowd(tenantId, 'vip', RoaringBitmap32.from([9]), 'create')).rejects.toMatchObject({ code: 'conflict' });
+    const replaced = await saveCrowd(tenantId, 'vip', RoaringBitmap32.from([7, 8]), 'replace');
+    expect(replaced.created).toBe(false);
+    expect(replaced.crowd.createdAt).toEqual(first.crowd.createdAt);
+    expect(replaced.crowd.updatedAt.getTime()).toBeGreaterThanOrEqual(first.crowd.updatedAt.getTime());
+
+    const loaded = await requireCrowd(tenantId, 'vip');
+    expect(loaded.bitmap.toArray()).toEqual([7, 8]);
+    expect(loaded.count).toBe(2);
+    expect((await requireCrowdMeta(tenantId, 'vip')).sizeBytes).toBe(loaded.sizeBytes);
+    expect(await loadCrowd('tn_someone_else', 'vip')).toBeNull();
+    expect((await listCrowds(tenantId)).map((c) => c.name)).toEqual(['vip']);
+
+    await deleteCrowd(tenantId, 'vip');
+    await expect(deleteCrowd(tenantId, 'vip')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(requireCrowd(tenantId, 'vip')).rejects.toMatchObject({ code: 'not_found', message: 'Crowd "vip" was not found' });
+    unsubscribe();
+    await saveCrowd(tenantId, 'after', new RoaringBitmap32(), 'create');
+    expect(heard).toEqual([
+      [tenantId, 'vip', 'saved'],
+      [tenantId, 'vip', 'saved'],
+      [tenantId, 'vip', 'deleted'],
+    ]);
+  });
+
+  it('refuses a bad crowd name', async () => {
+    await expect(saveCrowd('tn_store', 'no spaces', new RoaringBitmap32(), 'create')).rejects.toThrow(/Crowd names/);
+  });
+
+  it('combines bitmaps: union, intersection, and difference of the first with the rest', () => {
+    const a = RoaringBitmap32.from([1, 2, 3, 4]);
+    const b = RoaringBitmap32.from([3, 4, 5]);
+    const c = RoaringBitmap32.from([4, 9]);
+    expect(combine('union', [a, b, c]).toArray()).toEqual([1, 2, 3, 4, 5, 9]);
+    expect(combine('intersection', [a, b, c]).toArray()).toEqual([4]);
+    expect(combine('difference', [a, b, c]).toArray()).toEqual([1, 2]);
+    expect(combine('difference', [a]).toArray()).toEqual([1, 2, 3, 4]);
+    expect(combine('intersection', [a]).toArray()).toEqual([1, 2, 3, 4]);
+    expect(a.toArray()).toEqual([1, 2, 3, 4]);
+  });
+
+  it('combines stored crowds, may overwrite a source with replace, and names every missing source', async () => {
+    const tenantId = 'tn_combine';
+    await saveCrowd(tenantId, 'a', RoaringBitmap32.from([1, 2, 3]), 'create');
+    await saveCrowd(tenantId, 'b', RoaringBitmap32.from([3, 4]), 'create');
+    const result = await combineCrowds(tenantId, { name: 'a', op: 'union', crowds: ['a', 'b', 'a'], replace: true });
+    expect(result.created).toBe(false);
+    expect((await requireCrowd(tenantId, 'a')).bitmap.toArray()).toEqual([1, 2, 3, 4]);
+    await expect(combineCrowds(tenantId, { name: 'x', op: 'union', crowds: ['a', 'm1', 'm2'], replace: false })).rejects.toMatchObject({
+      code: 'not_found',
+      details: { missing: ['m1', 'm2'] },
+    });
+    expect(await loadCrowd(tenantId, 'x')).toBeNull();
+  });
+});
