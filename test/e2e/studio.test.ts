@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { api, createTenant } from '../helpers/api';
@@ -146,5 +146,47 @@ describe('studio end to end', () => {
     await expect.poll(() => page.locator('[data-testid=upload-result]').textContent()).toContain('10 users');
     await expect.poll(() => page.locator('[data-crowd=buyers] [data-testid=crowd-row-count]').textContent()).toBe('10');
     await shot('05-crowd-uploaded');
+  });
+
+  it('starts the workflow on the crowd and shows live counts on the nodes as events arrive', async () => {
+    await page.goto(`/t/${tenant.name}/workflows/${workflowId}`);
+    await page.click('[data-testid=start]');
+    await page.locator('[data-testid=crowd-select]').selectOption('buyers');
+    expect(await page.locator('[data-testid=crowd-count]').textContent()).toBe('10 users in this crowd');
+    await page.click('[data-testid=start-confirm]');
+    await expect.poll(() => page.locator('[data-testid=start-result]').textContent(), { timeout: 20_000 }).toContain('Started with 10 users');
+    await page.click('[data-testid=start-dialog] >> text=Close');
+    const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
+    await expect.poll(() => count('choose'), { timeout: 10_000 }).toBe('10');
+    expect(await page.locator('[data-step=choose] [data-testid=step-count]').textContent()).toBe('10 · 100%');
+    await shot('06-started');
+
+    const events = [1, 2, 3].map((user) => ({ user, type: 'buy' })).concat([4, 5].map((user) => ({ user, type: 'browse' })));
+    const sent = await api('POST', '/events', { token: tenant.key, body: { events } });
+    expect(sent.body).toEqual({ accepted: 5 });
+    await expect.poll(() => count('bought'), { timeout: 5_000 }).toBe('3');
+    await expect.poll(() => count('other'), { timeout: 5_000 }).toBe('2');
+    await expect.poll(() => count('choose'), { timeout: 5_000 }).toBe('5');
+    expect(await page.locator('[data-step=bought] [data-testid=step-count]').textContent()).toBe('3 · 30%');
+    // start→choose carried all 10, choose→bought 3, choose→other 2
+    await expect.poll(() => page.locator('[data-testid=edge-count]').allTextContents().then((t) => t.map(Number).sort((a, b) => a - b))).toEqual([2, 3, 10]);
+    await shot('07-live-counts');
+  });
+
+  it('exports the users of a step and they are exactly the users who took that path', async () => {
+    await page.locator('[data-step=bought] [data-testid=step-menu]').click();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-step=bought] [data-testid=export-csv]')]);
+    const ids = readFileSync((await download.path())!, 'utf8').trim().split('\n').map(Number);
+    expect(ids).toEqual([1, 2, 3]);
+    await page.locator('[data-step=bought] >> text=View first users').click();
+    expect(await page.locator('[data-step=bought] [data-testid=first-users]').textContent()).toBe('1, 2, 3');
+    await shot('08-step-menu');
+  });
+
+  it('signs out, and the studio then asks for the token again', async () => {
+    await page.click('text=Sign out');
+    await page.waitForURL(/\/signin/);
+    await page.goto(`/t/${tenant.name}/crowds`);
+    await page.waitForURL(/\/signin/);
   });
 });
