@@ -15,6 +15,8 @@ export interface BenchServer {
   bootMs: number;
   /** Resident memory of the server process (bytes), from /proc. */
   rssBytes(): number;
+  /** CPU time the server process has used so far (user + system, ms), from /proc: a figure the machine's load cannot inflate. */
+  cpuMs(): number;
   log(): string;
   stop(): Promise<void>;
 }
@@ -49,6 +51,11 @@ export async function startServer(databaseUrl: string, options: { profile?: bool
     pid: child.pid!,
     bootMs,
     rssBytes: () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) * 1024,
+    cpuMs: () => {
+      // Fields 14 and 15 of /proc/<pid>/stat (after the parenthesized command name) are utime and stime in ticks of 10 ms.
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    },
     log: () => output,
     async stop() {
       if (child.exitCode !== null) return;

@@ -4,7 +4,7 @@
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { BRANCH_JOURNEY, expectedMoves, journeyEvents, timerJourney, type BenchEvent } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
-import { median, percentile, progress } from '../lib/report';
+import { formatNumber, median, percentile, progress } from '../lib/report';
 import { call, download, startServer, type BenchServer } from '../lib/server';
 import { subscribeCounts, type CountsJson } from '../lib/sse';
 import { inWindow } from '../lib/windows';
@@ -105,8 +105,10 @@ export async function measureJourney(database: ScratchDatabase, options: Journey
     const branchId = await createWorkflow(server, 'branch', BRANCH_JOURNEY);
     let branch: { instanceId: string; ms: number } | undefined;
     figures.start = await attempt(`${label}: start`, async () => {
+      const cpuBefore = server.cpuMs();
       branch = await startInstance(server, branchId, 300_000);
-      return { value: branch.ms };
+      const serverCpuMs = server.cpuMs() - cpuBefore;
+      return { value: branch.ms, note: `(server CPU ${serverCpuMs} ms)`, details: { serverCpuMs } };
     });
     const notStarted = { value: null, note: 'instance did not start' };
     if (!branch) {
@@ -208,6 +210,7 @@ async function measureApply(server: BenchServer, instanceId: string, events: Ben
   const bodies: string[] = [];
   for (let offset = 0; offset < events.length; offset += EVENT_BATCH) bodies.push(JSON.stringify({ tenant: TENANT, events: events.slice(offset, offset + EVENT_BATCH) }));
   const tick = progress(`${label}: events sent`);
+  const cpuBefore = server.cpuMs();
   const started = performance.now();
   let next = 0;
   const sender = async () => {
@@ -234,7 +237,13 @@ async function measureApply(server: BenchServer, instanceId: string, events: Ben
     },
   );
   const ms = seenAt - started;
-  return { value: events.length / (ms / 1000), details: { events: events.length, ms: Math.round(ms), acceptedEventsPerSecond: Math.round(events.length / (acceptedMs / 1000)), moves: movesWanted } };
+  const serverCpuMs = server.cpuMs() - cpuBefore;
+  const perCpuSecond = events.length / (serverCpuMs / 1000);
+  return {
+    value: events.length / (ms / 1000),
+    note: `(${formatNumber(perCpuSecond)} per server CPU-s)`,
+    details: { events: events.length, ms: Math.round(ms), serverCpuMs, eventsPerServerCpuSecond: Math.round(perCpuSecond), acceptedEventsPerSecond: Math.round(events.length / (acceptedMs / 1000)), moves: movesWanted },
+  };
 }
 
 /**
@@ -253,9 +262,11 @@ async function measureTimer(server: BenchServer, users: number, startMs: number,
   const untilFire = fireAt.getTime() - Date.now();
   if (untilFire < 200) throw new Error('the timer instance started after its fire time; rerun');
   await sleep(untilFire - 150);
+  const cpuBefore = server.cpuMs();
   const seenAt = await inWindow(`${label}: timer fired → counts`, () => waitForCounts(server, instanceId, (c) => (c.steps.done ?? 0) === users, 120_000, 2));
   const firePerf = performance.now() - (Date.now() - fireAt.getTime());
-  return { timer: { value: seenAt - firePerf, details: { fireAt: fireAt.toISOString() } }, memory };
+  const serverCpuMs = server.cpuMs() - cpuBefore;
+  return { timer: { value: seenAt - firePerf, note: `(server CPU ${serverCpuMs} ms)`, details: { fireAt: fireAt.toISOString(), serverCpuMs } }, memory };
 }
 
 function movedUsers(events: BenchEvent[], users: number): Uint8Array {
