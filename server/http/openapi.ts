@@ -1,7 +1,12 @@
+import { paths as crowdPaths } from '../crowd/openapi';
+import { paths as enginePaths } from '../engine/openapi';
+import { paths as procedurePaths } from '../procedures/openapi';
+import { paths as profilePaths } from '../profiles/openapi';
 import { paths as tenantPaths } from '../tenants/openapi';
+import { paths as workflowPaths } from '../workflows/openapi';
 
 // Every area documents its own routes; this merges them into one OpenAPI 3.1 document.
-const areas: Record<string, object>[] = [tenantPaths];
+const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, procedurePaths];
 
 export function openApiDocument(): object {
   const paths: Record<string, object> = {};
