@@ -115,45 +115,88 @@ function isOffsetClash(error: unknown): boolean {
 }
 
 /**
- * Appends a validated batch: one EventLog row per touched partition, each at that partition's previous max offset
- * + 1. One INSERT statement holds every row, so the batch is atomic without an interactive transaction; rows are
- * listed in partition order so concurrent writers lock in the same order. Offsets are computed from committed
- * rows only, so two writers racing for an offset make one of them fail on the primary key — it simply retries.
- * Returns the number of events appended.
+ * Appends a validated batch: one EventLog row per touched partition, at that partition's previous max offset + 1.
+ * Resolves once the batch is durable; an acknowledged batch is never lost, a failed one left no row.
+ *
+ * Group commit: batches of one tenant are written one statement at a time in this process (racing our own
+ * requests for offsets would only cost retries), and batches that arrived while a statement was in flight are
+ * written together by the next one — still one row per partition per batch, in arrival order.
  */
-export async function appendEvents(tenantId: string, partitions: number, events: LoggedEvent[]): Promise<number> {
-  if (events.length === 0) return 0;
-  // Batches of one tenant are written one at a time in this process: racing our own requests for the same
-  // offsets would only cost retries. Other processes still race, and the retry below settles that.
-  const previous = tenantWrites.get(tenantId) ?? Promise.resolve();
-  const write = previous.then(() => insertBatch(tenantId, partitions, events));
-  const settled = write.then(
-    () => undefined,
-    () => undefined,
-  );
-  tenantWrites.set(tenantId, settled);
-  void settled.then(() => {
-    if (tenantWrites.get(tenantId) === settled) tenantWrites.delete(tenantId);
+export function appendEvents(tenantId: string, partitions: number, events: LoggedEvent[]): Promise<number> {
+  if (events.length === 0) return Promise.resolve(0);
+  return new Promise((resolve, reject) => {
+    let queue = tenantQueues.get(tenantId);
+    if (!queue) tenantQueues.set(tenantId, (queue = { waiting: [], writing: false }));
+    queue.waiting.push({ partitions, events, resolve, reject });
+    if (!queue.writing) void drain(tenantId, queue);
   });
-  return write;
 }
 
-const tenantWrites = new Map<string, Promise<void>>();
+type Waiting = { partitions: number; events: LoggedEvent[]; resolve: (accepted: number) => void; reject: (error: unknown) => void };
+type TenantQueue = { waiting: Waiting[]; writing: boolean };
+const tenantQueues = new Map<string, TenantQueue>();
+/** Bounds one group-commit statement (rows and bound parameters stay far below SQLite's and PostgreSQL's limits). */
+const MAX_ROWS_PER_STATEMENT = 512;
+const MAX_EVENTS_PER_STATEMENT = 50_000;
 
-async function insertBatch(tenantId: string, partitions: number, events: LoggedEvent[]): Promise<number> {
-  const groups = [...partitionEvents(events, partitions)].sort((a, b) => a[0] - b[0]);
+async function drain(tenantId: string, queue: TenantQueue): Promise<void> {
+  queue.writing = true;
+  while (queue.waiting.length > 0) {
+    const group = takeGroup(queue.waiting);
+    try {
+      await insertBatches(tenantId, group);
+      for (const batch of group) batch.resolve(batch.events.length);
+    } catch (error) {
+      for (const batch of group) batch.reject(error);
+    }
+  }
+  queue.writing = false;
+  tenantQueues.delete(tenantId);
+}
+
+function takeGroup(waiting: Waiting[]): Waiting[] {
+  let rows = 0;
+  let events = 0;
+  let count = 0;
+  for (const batch of waiting) {
+    const batchRows = Math.min(batch.partitions, batch.events.length);
+    if (count > 0 && (rows + batchRows > MAX_ROWS_PER_STATEMENT || events + batch.events.length > MAX_EVENTS_PER_STATEMENT)) break;
+    rows += batchRows;
+    events += batch.events.length;
+    count++;
+  }
+  return waiting.splice(0, count);
+}
+
+/**
+ * One INSERT for every row of the given batches, so they are atomic together without an interactive transaction.
+ * A partition's k-th row of the statement takes the committed max offset + k (both providers evaluate the
+ * subqueries against the table as it was before the statement). Rows are listed in partition order so concurrent
+ * writers lock in the same order; a writer in another process that took an offset first makes the statement fail
+ * on the primary key, and it is simply retried.
+ */
+async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void> {
+  const rows: { partition: number; json: string; count: number }[] = [];
+  for (const batch of batches) {
+    for (const [partition, group] of partitionEvents(batch.events, batch.partitions)) rows.push({ partition, json: JSON.stringify(group), count: group.length });
+  }
+  rows.sort((a, b) => a.partition - b.partition); // stable: batches keep their arrival order within a partition
   const eventLog = tableName('EventLog');
   const { params, bind } = sqlParameters();
-  const values = groups.map(([partition, group]) => {
-    const row = [bind(tenantId), bind(partition)];
-    const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
-    return `(${row[0]}, ${row[1]}, ${offset}, ${bind(JSON.stringify(group))}, ${bind(group.length)})`;
+  let previousPartition = -1;
+  let k = 0;
+  const values = rows.map(({ partition, json, count }) => {
+    k = partition === previousPartition ? k + 1 : 1;
+    previousPartition = partition;
+    const head = `${bind(tenantId)}, ${bind(partition)}`;
+    const offset = `(SELECT COALESCE(MAX("offset"), 0) + ${k} FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
+    return `(${head}, ${offset}, ${bind(json)}, ${bind(count)})`;
   });
   const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES ${values.join(', ')}`;
   for (let attempt = 1; ; attempt++) {
     try {
       await db().$executeRawUnsafe(sql, ...params);
-      return events.length;
+      return;
     } catch (error) {
       if (!isOffsetClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));

@@ -124,6 +124,11 @@ describe('appending to the partitioned log', () => {
       }
       const users = rows.flatMap((r) => (JSON.parse(r.events) as { user: number }[]).map((e) => e.user)).sort((x, y) => x - y);
       expect(users).toEqual(Array.from({ length: 300 }, (_, i) => i));
+      // Group commit keeps one row per batch and partition, in arrival order: batch i is at offset i + 1.
+      for (const row of rows) {
+        const batch = Number(row.offset) - 1;
+        for (const event of JSON.parse(row.events) as { user: number }[]) expect(Math.floor(event.user / 10)).toBe(batch);
+      }
     }
   });
 
