@@ -5,7 +5,7 @@ import { validateSchedule, validateWorkflow } from '../model/validate';
 import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../model/workflow';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES, type Tenant } from '../tenants/tenants';
-import { runningOf } from './running';
+import { runningOf, type RunningInstance } from './running';
 
 // Workflows of a tenant. Every save that carries a definition writes a new immutable WorkflowVersion
 // and bumps currentVersion in the same transaction; draft (canvas positions/labels), name and schedule
@@ -33,7 +33,7 @@ export const WORKFLOW_BODY_LIMIT = 1024 * 1024;
 
 export const VersionParam = z.string().regex(/^[1-9]\d{0,8}$/, 'Versions are whole numbers from 1');
 
-export type Running = { instanceId: string; userCount: number } | null;
+export type Running = RunningInstance | null;
 export type WorkflowView = {
   id: string;
   name: string;
