@@ -175,12 +175,16 @@ export class Engine implements EngineSide {
         for (const entry of [...this.tenants.values()]) for (const worker of (await entry.ready).workers) due = Math.min(due, worker.nextDue() ?? due);
         const now = this.clock.now();
         if (due <= now) await this.runTimers();
-        else await this.clock.sleep(Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
+        else await sleepUnlessWoken(this.clock, Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {
         console.error('[crowdflow] timer loop failed; retrying in 1 s', error);
         await systemClock.sleep(1_000, signal);
       }
     }
+  }
+
+  isStopRequested(instanceId: string): boolean {
+    return this.stopRequested.has(instanceId);
   }
 
   requestStop(instance: InstanceRuntime): void {
@@ -331,6 +335,18 @@ export class Engine implements EngineSide {
   /** 409 with details.stranded {step: count} when users of removed steps are not mapped. */
   updateInstanceWorkflow(tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
     return ops.submitUpdateWorkflow(this, tenantId, instanceId, request);
+  }
+}
+
+/** Sleeps on the engine clock with a one-off signal, so repeated sleeps never pile listeners onto `wake`. */
+async function sleepUnlessWoken(clock: Clock, ms: number, wake: AbortSignal): Promise<void> {
+  const once = new AbortController();
+  const abort = () => once.abort();
+  wake.addEventListener('abort', abort, { once: true });
+  try {
+    await clock.sleep(ms, once.signal);
+  } finally {
+    wake.removeEventListener('abort', abort);
   }
 }
 

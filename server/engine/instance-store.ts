@@ -27,6 +27,10 @@ export async function loadDefinition(workflowId: string, version: number): Promi
   const row = await db().workflowVersion.findUnique({ where: { workflowId_version: { workflowId, version } } });
   if (!row) throw notFound(`Version ${version} of workflow ${workflowId}`);
   const result = validateWorkflow(JSON.parse(row.definition));
-  if (!result.ok) throw new AppError('invalid_workflow', `Version ${version} of workflow ${workflowId} is not valid`, { problems: result.problems });
+  if (!result.ok) {
+    const first = result.problems[0];
+    const where = first.step ? `step "${first.step}": ` : '';
+    throw new AppError('invalid_workflow', `Version ${version} of workflow ${workflowId} is not valid: ${where}${first.message}`, { problems: result.problems });
+  }
   return result.definition;
 }

@@ -21,6 +21,7 @@ export interface EngineSide {
   countsChanged(instanceId: string): void;
   timersChanged(): void;
   requestStop(instance: InstanceRuntime): void;
+  isStopRequested(instanceId: string): boolean;
 }
 
 /** Log rows read per batch (each row is one ingested batch of up to 10,000 events for this partition). */
@@ -204,7 +205,7 @@ export class PartitionWorker {
     for (const instance of this.tenant.instances.values()) {
       const shard = instance.shards[this.partition];
       if (!shard) continue;
-      if (instance.workflow.stopAt !== null) consider(instance.workflow.stopAt);
+      if (instance.workflow.stopAt !== null && !this.engine.isStopRequested(instance.id)) consider(instance.workflow.stopAt);
       for (const runtime of instance.workflow.steps.values()) {
         const name = runtime.step.name;
         if (runtime.step.kind === 'timer') consider(shard.cronNext.get(name) ?? 0);
