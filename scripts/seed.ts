@@ -1,4 +1,4 @@
-export {};
+import { WELCOME_JOURNEY_NAME, welcomeJourney, welcomeJourneyDraft } from '../server/model/sample-workflows';
 
 // Seeds the demo over the real API of a running server: tenant `demo`, a 1,000,000-user crowd, profiles for the
 // conditions to read, and a sample workflow with branch, timer, delay and split steps. Idempotent.
@@ -42,43 +42,6 @@ function crowdText(): ReadableStream<Uint8Array> {
   });
 }
 
-const definition = {
-  steps: [
-    {
-      name: 'welcome',
-      kind: 'branch',
-      enterAction: 'send_welcome_email',
-      branches: [
-        { condition: 'event.type == "purchase"', next: 'customer' },
-        { condition: 'event.type == "open" && profile.plan == "pro"', next: 'pro_nurture' },
-        { condition: 'event.type == "open"', next: 'nurture' },
-      ],
-      ttl: '7d',
-    },
-    { name: 'nurture', kind: 'timer', cron: '0 0 9 * * *', condition: 'inCrowd("engaged") || profile.country == "NL"', next: 'ab_test', enterAction: 'tag_nurture' },
-    { name: 'pro_nurture', kind: 'delay', after: '2h', next: 'ab_test', enterAction: 'send_pro_tips' },
-    { name: 'ab_test', kind: 'split', paths: [{ percent: 50, next: 'offer_a' }, { percent: 50, next: 'offer_b' }] },
-    { name: 'offer_a', kind: 'parallel', actions: ['send_discount_email', 'push_discount'], next: 'done' },
-    { name: 'offer_b', kind: 'direct', enterAction: 'send_free_shipping_email', next: 'done' },
-    { name: 'customer', kind: 'direct', enterAction: 'send_thank_you' },
-    { name: 'done', kind: 'direct' },
-  ],
-};
-
-const draft = {
-  positions: {
-    welcome: { x: 300, y: 0 },
-    nurture: { x: 120, y: 160 },
-    pro_nurture: { x: 360, y: 160 },
-    customer: { x: 600, y: 160 },
-    ab_test: { x: 240, y: 320 },
-    offer_a: { x: 120, y: 480 },
-    offer_b: { x: 360, y: 480 },
-    done: { x: 240, y: 640 },
-  },
-  labels: {},
-};
-
 const tenants = must(await call('GET', '/tenants'), 'listing tenants');
 if (!tenants.tenants.some((t: { name: string }) => t.name === TENANT)) must(await call('POST', '/tenants', JSON.stringify({ name: TENANT, partitions: 8 })), 'creating the demo tenant');
 
@@ -94,7 +57,7 @@ if (crowd.status === 404) {
 }
 
 const workflows = must(await call('GET', `/tenants/${TENANT}/workflows`), 'listing workflows');
-if (!workflows.workflows.some((w: { name: string }) => w.name === 'Welcome journey')) {
-  must(await call('POST', `/tenants/${TENANT}/workflows`, JSON.stringify({ name: 'Welcome journey', definition, draft })), 'creating the demo workflow');
+if (!workflows.workflows.some((w: { name: string }) => w.name === WELCOME_JOURNEY_NAME)) {
+  must(await call('POST', `/tenants/${TENANT}/workflows`, JSON.stringify({ name: WELCOME_JOURNEY_NAME, definition: welcomeJourney, draft: welcomeJourneyDraft })), 'creating the demo workflow');
 }
-console.log(`demo ready: tenant "${TENANT}", crowd "${CROWD}" (${CROWD_SIZE.toLocaleString('en')} users), workflow "Welcome journey"`);
+console.log(`demo ready: tenant "${TENANT}", crowd "${CROWD}" (${CROWD_SIZE.toLocaleString('en')} users), workflow "${WELCOME_JOURNEY_NAME}"`);
