@@ -16,6 +16,8 @@ export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 10_000;
 /** A bulk move of at most this many users lists their IDs; a larger one carries its portable roaring bitmap. */
 export const INLINE_USERS_MAX = 1_000;
+/** …as long as the page has listed fewer than this many IDs in all; later bulk moves of the page carry bitmaps. */
+export const INLINE_USERS_PER_PAGE = 100_000;
 export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 const Cursor = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -73,7 +75,7 @@ type JournalRow = {
   timeMs: bigint;
 };
 
-function notification(row: JournalRow): Notification {
+function notification(row: JournalRow, inlineBudget: { left: number }): Notification {
   const item: Notification = {
     seq: Number(row.seq),
     instanceId: row.instanceId,
@@ -85,8 +87,10 @@ function notification(row: JournalRow): Notification {
     time: new Date(Number(row.timeMs)).toISOString(),
   };
   if (row.user !== null) item.user = Number(row.user);
-  else if (row.bitmap && row.count <= BigInt(INLINE_USERS_MAX)) item.users = Array.from(deserializeBitmap(row.bitmap).toUint32Array());
-  else if (row.bitmap) item.bitmap = Buffer.from(row.bitmap).toString('base64');
+  else if (row.bitmap && row.count <= BigInt(Math.min(INLINE_USERS_MAX, inlineBudget.left))) {
+    item.users = Array.from(deserializeBitmap(row.bitmap).toUint32Array());
+    inlineBudget.left -= item.users.length;
+  } else if (row.bitmap) item.bitmap = Buffer.from(row.bitmap).toString('base64');
   return item;
 }
 
@@ -97,7 +101,8 @@ export async function readNotifications(tenantId: string, after: number, limit: 
     orderBy: { seq: 'asc' },
     take: limit,
   });
-  const items = rows.map(notification);
+  const inlineBudget = { left: INLINE_USERS_PER_PAGE };
+  const items = rows.map((row) => notification(row, inlineBudget));
   return { items, next: items.length ? items[items.length - 1].seq : after };
 }
 

@@ -8,6 +8,7 @@ import {
   DEFAULT_RETENTION_MS,
   getConsumer,
   INLINE_USERS_MAX,
+  INLINE_USERS_PER_PAGE,
   readNotifications,
 } from '../../server/engine/notifications';
 import { newId } from '../../server/ids';
@@ -86,6 +87,19 @@ describe('reading notifications', () => {
     expect(items[1].users).toBeUndefined();
     expect(items[1].count).toBe(large.length);
     expect(Array.from(deserializeBitmap(Buffer.from(items[1].bitmap!, 'base64')).toUint32Array())).toEqual(large);
+  });
+
+  it('lists at most INLINE_USERS_PER_PAGE IDs in one page; later bulk moves of the page carry bitmaps', async () => {
+    const t = await tenant();
+    const perMove = INLINE_USERS_MAX;
+    const moves = INLINE_USERS_PER_PAGE / perMove + 1;
+    for (let m = 0; m < moves; m++) await move(t, { users: Array.from({ length: perMove }, (_, i) => m * perMove + i) });
+    const { items } = await readNotifications(t, 0, moves);
+    expect(items.filter((i) => i.users).length).toBe(moves - 1);
+    expect(items[moves - 1].users).toBeUndefined();
+    expect(deserializeBitmap(Buffer.from(items[moves - 1].bitmap!, 'base64')).size).toBe(perMove);
+    const nextPage = await readNotifications(t, items[moves - 2].seq, 10);
+    expect(nextPage.items[0].users).toHaveLength(perMove);
   });
 });
 
