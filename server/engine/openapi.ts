@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { EXPORT_FORMATS } from '../crowd/export';
 import { operation } from '../http/openapi-kit';
 import { MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH, MAX_USER_ID } from './ingest';
-import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, MAX_PAGE } from './notifications';
+import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, INLINE_USERS_PER_PAGE, MAX_PAGE } from './notifications';
 
 export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
 
@@ -95,7 +95,7 @@ const Notification = z.object({
   from: z.string().nullable(),
   to: z.string(),
   user: z.number().optional().describe('A single-user move'),
-  users: z.array(z.number()).optional().describe(`A bulk move of at most ${INLINE_USERS_MAX} users`),
+  users: z.array(z.number()).optional().describe(`A bulk move of at most ${INLINE_USERS_MAX} users (at most ${INLINE_USERS_PER_PAGE} listed IDs per page)`),
   bitmap: z.string().optional().describe('A larger bulk move: base64 of the portable roaring bitmap'),
   count: z.number(),
   leaveAction: z.string().nullable(),
