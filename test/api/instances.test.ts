@@ -129,6 +129,51 @@ describe('instances over HTTP', () => {
     expect((await api('GET', `${base}/users/1`)).body.instances).toEqual([]);
   });
 
+  it('updates the crowd and the workflow version of a running instance (busybee numbers, stranded users refused)', async () => {
+    const { tenant, workflowId } = await setUp([2, 3, 4]);
+    const base = `/tenants/${tenant.name}`;
+    const settled = async (submitted: { status: number; body: { procedureId: string } }) => {
+      expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+      const procedure = await api('GET', `/procedures/${encodeURIComponent(submitted.body.procedureId)}?wait=20`);
+      expect(procedure.body.state, JSON.stringify(procedure.body)).toBe('done');
+    };
+    const countsOf = async (instanceId: string) => (await api('GET', `${base}/instances/${instanceId}/counts`)).body.steps;
+    const waitForCounts = async (instanceId: string, steps: Record<string, number>) => {
+      const deadline = Date.now() + 10_000;
+      while (JSON.stringify(await countsOf(instanceId)) !== JSON.stringify(steps) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(await countsOf(instanceId)).toEqual(steps);
+    };
+    const started = await api('POST', `${base}/workflows/${workflowId}/start`, { token: tenant.key, body: { crowd: 'launch' } });
+    await settled(started);
+    const instanceId: string = started.body.instanceId;
+    await api('POST', '/events', { token: tenant.key, body: { events: [2, 3, 4].map((user) => ({ user, type: 'visit' })) } });
+    await waitForCounts(instanceId, { entry: 0, end_1: 0, else: 3 });
+
+    const next = await api('PUT', `${base}/crowds/next`, { body: '1\n2\n3\n5', headers: { 'content-type': 'text/plain' } });
+    expect(next.status).toBeLessThan(300);
+    await settled(await api('POST', `${base}/instances/${instanceId}/crowd`, { token: tenant.key, body: { crowd: 'next' } }));
+    await api('POST', '/events', { token: tenant.key, body: { events: [{ user: 1, type: 'visit' }] } });
+    await waitForCounts(instanceId, { entry: 1, end_1: 1, else: 2 });
+    expect((await api('GET', `${base}/instances/${instanceId}/steps/entry/export?format=json`)).body).toEqual([5]);
+
+    // Version 2 renames `else` to `other`: its two users must be mapped, or the update is refused with their count.
+    const v2 = {
+      steps: [
+        { name: 'entry', kind: 'branch', branches: [{ condition: 'user == 1', next: 'end_1' }, { condition: 'true', next: 'other' }] },
+        { name: 'end_1', kind: 'direct' },
+        { name: 'other', kind: 'direct' },
+      ],
+    };
+    expect((await api('PUT', `${base}/workflows/${workflowId}`, { body: { definition: v2 } })).body.version).toBe(2);
+    const refused = expectError(await api('POST', `${base}/instances/${instanceId}/workflow`, { token: tenant.key, body: { version: 2 } }), 409, 'conflict');
+    expect(refused.details).toEqual({ stranded: { else: 2 } });
+    await settled(await api('POST', `${base}/instances/${instanceId}/workflow`, { token: tenant.key, body: { version: 2, mapping: { else: 'other' } } }));
+    await waitForCounts(instanceId, { entry: 1, end_1: 1, other: 2 });
+    const listed = await api('GET', `${base}/instances?workflow=${workflowId}`, { token: tenant.key });
+    expect(listed.body.instances).toEqual([expect.objectContaining({ id: instanceId, version: 2, state: 'running' })]);
+    await settled(await api('POST', `${base}/instances/${instanceId}/stop`));
+  });
+
   it('refuses bad instance calls with a 4xx naming the problem', async () => {
     const { tenant, workflowId } = await setUp([1, 2, 3]);
     const other = await createTenant(2);
