@@ -36,6 +36,7 @@ export type ProcedureView = {
   id: string;
   type: string;
   parentId: string | null;
+  tenantId: string | null;
   workflowId: string | null;
   state: 'running' | 'retrying' | 'prepare-rollback' | 'rolling-back' | 'done' | 'failed';
   step: number;

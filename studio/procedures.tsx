@@ -3,16 +3,20 @@ import { useState } from 'react';
 import { ApiError, apiCall, apiGet } from './api';
 import { listOf, type ProcedureView } from './model';
 import { invalidate, useQuery } from './query';
+import { useTenants } from './shell';
 import { Empty, ErrorBox, Loading } from './ui';
 
 const REFRESH_MS = 2000;
 const STATES = ['', 'running', 'retrying', 'prepare-rollback', 'rolling-back', 'done', 'failed'];
 
-/** Running and recent procedures, refreshed every 2 s, with Retry on a failed one. */
-export function ProceduresPanel() {
+/** The tenant's running and recent procedures, refreshed every 2 s, with Retry on a failed one. */
+export function ProceduresPanel({ tenant }: { tenant: string }) {
+  const tenantId = useTenants().data?.tenants.find((t) => t.name === tenant || t.id === tenant)?.id;
   const [state, setState] = useState('');
   const key = `procedures:${state}`;
-  const procedures = useQuery<ProcedureView[]>(key, async () => listOf<ProcedureView>(await apiGet(`/procedures${state ? `?state=${state}` : ''}`), 'procedures'), { refetchMs: REFRESH_MS });
+  const all = useQuery<ProcedureView[]>(key, async () => listOf<ProcedureView>(await apiGet(`/procedures${state ? `?state=${state}` : ''}`), 'procedures'), { refetchMs: REFRESH_MS });
+  // the admin session sees every tenant's procedures; the page shows the picked tenant's
+  const procedures = { ...all, data: all.data && tenantId ? all.data.filter((p) => p.tenantId === tenantId) : undefined };
   const [error, setError] = useState<ApiError | null>(null);
 
   async function retry(id: string) {

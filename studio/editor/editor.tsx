@@ -11,7 +11,7 @@ import { ErrorBox, Loading } from '../ui';
 import { workflowsKey } from '../workflows';
 import { CanvasContext, type CanvasInfo } from './context';
 import { Inspector } from './inspector';
-import { LiveToolbar, useLiveCounts } from './live';
+import { LiveToolbar, useLiveCounts, type HistoryView } from './live';
 import { edgeTypes, KIND_ICON, KIND_LABEL, nodeTypes } from './nodes';
 import { EditorContext, EditorStore, useEditor, useEditorStore } from './store';
 
@@ -36,7 +36,7 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
     const graph = definitionToGraph(workflow.definition, workflow.draft);
     return new EditorStore(graph.nodes, graph.edges);
   });
-  const [history, setHistory] = useState<{ instanceId: string; version: number } | null>(null);
+  const [history, setHistory] = useState<HistoryView | null>(null);
   const instanceId = history?.instanceId ?? workflow.running?.instanceId ?? null;
   useLiveCounts(tenant, workflow.id, history ? null : (workflow.running?.instanceId ?? null));
   const info: CanvasInfo = {
@@ -48,7 +48,7 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
     live: !history && workflow.running !== null,
   };
   return (
-    <EditorContext.Provider value={store}>
+    <EditorContext.Provider value={history?.store ?? store}>
       <CanvasContext.Provider value={info}>
         <div className="editor">
           <Toolbar tenant={tenant} workflow={workflow} history={history} onHistory={setHistory} />
@@ -179,7 +179,14 @@ function ProblemsBar() {
   );
 }
 
-function Toolbar({ tenant, workflow, history, onHistory }: { tenant: string; workflow: WorkflowView; history: { instanceId: string; version: number } | null; onHistory: (h: { instanceId: string; version: number } | null) => void }) {
+/** Deep equality of JSON values regardless of key order. */
+function sameJson(left: unknown, right: unknown): boolean {
+  const canonical = (value: unknown): unknown =>
+    Array.isArray(value) ? value.map(canonical) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)])) : value;
+  return JSON.stringify(canonical(left)) === JSON.stringify(canonical(right));
+}
+
+function Toolbar({ tenant, workflow, history, onHistory }: { tenant: string; workflow: WorkflowView; history: HistoryView | null; onHistory: (h: HistoryView | null) => void }) {
   const store = useEditorStore();
   const dirty = useEditor((s) => s.dirty);
   const canUndo = useEditor((s) => s.canUndo);
@@ -204,10 +211,12 @@ function Toolbar({ tenant, workflow, history, onHistory }: { tenant: string; wor
     store.setProblems([]);
     setSaving(true);
     try {
-      const saved = await apiCall<WorkflowView>('PUT', tenantPath(tenant, `/workflows/${workflow.id}`), { name, definition, draft });
+      // moving steps around is not a new version: an unchanged definition saves only the name and the layout
+      const changed = !sameJson(definition, workflow.definition);
+      const saved = await apiCall<WorkflowView>('PUT', tenantPath(tenant, `/workflows/${workflow.id}`), changed ? { name, definition, draft } : { name, draft });
       setQueryData(`workflow:${tenant}:${workflow.id}`, saved);
       store.markSaved();
-      setNotice(`Saved version ${saved.version}.`);
+      setNotice(changed ? `Saved version ${saved.version}.` : `Saved (layout only; still version ${saved.version}).`);
       void invalidate(workflowsKey(tenant));
     } catch (caught) {
       const apiError = caught as ApiError;

@@ -6,7 +6,10 @@ import { invalidate, setQueryData, useQuery } from '../query';
 import { Dialog, Empty, ErrorBox, Loading, formatCount } from '../ui';
 import { crowdsKey, UploadForm } from '../crowds';
 import { workflowsKey } from '../workflows';
+import type { WorkflowDefinition } from '../../server/model/workflow';
+import { definitionToGraph } from '../convert';
 import { liveCountsKey } from './context';
+import { EditorStore } from './store';
 
 /** Streams the running instance's counts (SSE) into the counts query; nodes and edges read them from there. */
 export function useLiveCounts(tenant: string, workflowId: string, instanceId: string | null) {
@@ -78,7 +81,7 @@ function useOperation(tenant: string, workflowId: string) {
         const done = await waitForProcedure(submitted.procedureId, (p) => setState(`${p.type}: ${p.state} (step ${p.step})`));
         if (done.state === 'failed') throw new Error(done.error ?? 'The operation failed');
       }
-      await Promise.all([invalidate(`workflow:${tenant}:${workflowId}`), invalidate(workflowsKey(tenant)), invalidate(`instances:${tenant}:${workflowId}`)]);
+      await Promise.all([invalidate(`workflow:${tenant}:${workflowId}`), invalidate(workflowsKey(tenant)), invalidate(`instances:${tenant}:${workflowId}`), invalidate(`instance:${tenant}:`)]);
       return true;
     } catch (caught) {
       setError(caught as Error);
@@ -199,7 +202,7 @@ function ApplyVersionDialog({ tenant, workflow, instanceId, onClose }: { tenant:
             </label>
           ))}
         {op.error && <ErrorBox error={op.error} />}
-        <button type="button" className="primary" disabled={op.busy} onClick={() => void apply()}>
+        <button type="button" className="primary" disabled={op.busy} onClick={() => void apply()} data-testid="apply-confirm">
           {stranded ? 'Apply with this mapping' : 'Apply'}
         </button>
       </div>
@@ -207,23 +210,30 @@ function ApplyVersionDialog({ tenant, workflow, instanceId, onClose }: { tenant:
   );
 }
 
-function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: string; workflow: WorkflowView; onPick: (h: { instanceId: string; version: number }) => void; onClose: () => void }) {
+/** A stopped instance shown read-only: its version's graph with the snapshot counts. */
+export type HistoryView = { instanceId: string; version: number; store: EditorStore };
+
+function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: string; workflow: WorkflowView; onPick: (h: HistoryView) => void; onClose: () => void }) {
   const instances = useQuery<InstanceView[]>(`instances:${tenant}:${workflow.id}`, async () =>
     listOf<InstanceView>(await apiGet(tenantPath(tenant, `/instances?workflow=${workflow.id}&state=stopped`)), 'instances'),
   );
   const [error, setError] = useState<ApiError | null>(null);
   async function open(instance: InstanceView) {
     try {
-      const snapshot = await apiGet<SnapshotView>(tenantPath(tenant, `/instances/${instance.id}/snapshot`));
+      const [snapshot, version] = await Promise.all([
+        apiGet<SnapshotView>(tenantPath(tenant, `/instances/${instance.id}/snapshot`)),
+        apiGet<{ definition: WorkflowDefinition }>(tenantPath(tenant, `/workflows/${workflow.id}/versions/${instance.version}`)),
+      ]);
       setQueryData(`snapshot:${tenant}:${instance.id}`, snapshot.counts);
-      onPick({ instanceId: instance.id, version: instance.version });
+      const graph = definitionToGraph(version.definition, workflow.draft);
+      onPick({ instanceId: instance.id, version: instance.version, store: new EditorStore(graph.nodes, graph.edges) });
       onClose();
     } catch (caught) {
       setError(caught as ApiError);
     }
   }
   return (
-    <Dialog title="Stopped instances" onClose={onClose}>
+    <Dialog title="Stopped instances" onClose={onClose} testId="history-dialog">
       <div className="dialog-body">
         {instances.loading && !instances.data && <Loading what="instances" />}
         {instances.error && <ErrorBox error={instances.error} />}
@@ -232,7 +242,7 @@ function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: string; 
         <ul className="plain-list">
           {instances.data?.map((i) => (
             <li key={i.id}>
-              <button type="button" className="link" onClick={() => void open(i)}>
+              <button type="button" className="link" onClick={() => void open(i)} data-testid="history-item">
                 v{i.version} · {i.crowdName} · {formatCount(i.userCount)} users · stopped {i.stoppedAt ? new Date(i.stoppedAt).toLocaleString() : ''}
               </button>
             </li>
@@ -245,7 +255,7 @@ function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: string; 
 
 type DialogName = 'start' | 'crowd' | 'apply' | 'history' | null;
 
-export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: string; workflow: WorkflowView; dirty: boolean; onHistory: (h: { instanceId: string; version: number }) => void }) {
+export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: string; workflow: WorkflowView; dirty: boolean; onHistory: (h: HistoryView) => void }) {
   const [dialog, setDialog] = useState<DialogName>(null);
   const stop = useOperation(tenant, workflow.id);
   const running = workflow.running;

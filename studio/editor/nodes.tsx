@@ -129,11 +129,13 @@ export const nodeTypes = Object.fromEntries(CANVAS_KINDS.map((kind) => [kind, St
 
 function StepEdgeView(props: EdgeProps<FlowEdge>) {
   const counts = useCounts();
-  const { getNode } = useReactFlow<StepNode, FlowEdge>();
+  const { getNode, getEdges } = useReactFlow<StepNode, FlowEdge>();
   const [path, labelX, labelY] = getSmoothStepPath({ ...props, borderRadius: 12 });
   const source = getNode(props.source);
   const target = getNode(props.target);
-  const taken = source && target ? counts?.edges[`${source.data.name}->${target.data.name}`] : undefined;
+  // counts are per step pair: two outputs into the same step share one number, drawn on the first of them
+  const firstOfPair = getEdges().find((e) => e.source === props.source && e.target === props.target)?.id === props.id;
+  const taken = source && target && firstOfPair ? counts?.edges[`${source.data.name}->${target.data.name}`] : undefined;
   return (
     <>
       <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined} />

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { api, createTenant } from '../helpers/api';
 
 // A marketer's day in the real studio, in Debian's Chromium against the real server (built by `next build`).
@@ -52,6 +52,10 @@ describe('studio end to end', () => {
 
   afterAll(async () => {
     await browser?.close();
+  });
+
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail') await shot(`failed-${context.task.name.slice(0, 40).replace(/\W+/g, '-')}`);
   });
 
   it('refuses a wrong token with the server message, then signs in with the admin token', async () => {
@@ -181,6 +185,54 @@ describe('studio end to end', () => {
     await page.locator('[data-step=bought] >> text=View first users').click();
     expect(await page.locator('[data-step=bought] [data-testid=first-users]').textContent()).toBe('1, 2, 3');
     await shot('08-step-menu');
+  });
+
+  it('edits the running workflow: users of a removed step are mapped in the dialog', async () => {
+    await page.keyboard.press('Escape');
+    await page.locator('[data-step=other]').click({ position: { x: 60, y: 14 } });
+    await page.click('[data-testid=inspector] >> text=Delete step');
+    await expect.poll(() => page.locator('[data-step=other]').count()).toBe(0);
+    await connect('choose', 'branch-1', 'bought');
+    await page.click('[data-testid=save]');
+    await expect.poll(() => page.locator('[data-testid=save-notice]').textContent()).toBe('Saved version 3.');
+    await page.locator('[data-testid=apply-version]').click({ timeout: 15_000 });
+    await page.click('[data-testid=apply-confirm]');
+    const stranded = page.locator('[data-testid=apply-dialog] label', { hasText: 'removed step “other”' });
+    expect(await stranded.textContent()).toContain('2 users in removed step “other” move to');
+    await stranded.locator('select').selectOption('bought');
+    await shot('09-map-removed-step');
+    expect(await page.locator('[data-testid=apply-confirm]').textContent()).toBe('Apply with this mapping');
+    await page.click('[data-testid=apply-confirm]');
+    await page.locator('[data-testid=apply-dialog]').waitFor({ state: 'detached', timeout: 20_000 });
+    const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
+    await expect.poll(() => count('bought'), { timeout: 10_000 }).toBe('5');
+    expect(await count('choose')).toBe('5');
+    await page.locator('[data-testid=apply-version]').waitFor({ state: 'detached' });
+  });
+
+  it('lists the procedures that ran, live', async () => {
+    await page.click('nav >> text=Procedures');
+    const rows = page.locator('[data-testid=procedure-row]');
+    await expect.poll(() => rows.count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+    const texts = await rows.allTextContents();
+    expect(texts.some((t) => t.includes('start') && t.includes('done'))).toBe(true);
+    await shot('10-procedures');
+    await page.goBack();
+  });
+
+  it('stops the instance and shows its snapshot counts in the history view', async () => {
+    await page.goto(`/t/${tenant.name}/workflows/${workflowId}`);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click('[data-testid=stop]');
+    await page.locator('[data-testid=start]').waitFor({ timeout: 20_000 });
+    await page.click('text=History');
+    await page.locator('[data-testid=history-item]').first().click();
+    const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
+    await expect.poll(() => count('bought')).toBe('5');
+    expect(await count('choose')).toBe('5');
+    expect(await page.locator('[data-step]').count()).toBe(3);
+    await shot('11-history');
+    await page.click('text=Back to the editor');
   });
 
   it('signs out, and the studio then asks for the token again', async () => {

@@ -1,5 +1,6 @@
 import { ProceduresPanel } from '@/studio/procedures';
 
-export default function Procedures() {
-  return <ProceduresPanel />;
+export default async function Procedures({ params }: { params: Promise<{ tenant: string }> }) {
+  const { tenant } = await params;
+  return <ProceduresPanel tenant={decodeURIComponent(tenant)} />;
 }
