@@ -90,3 +90,34 @@ describe('POST /events', () => {
     expect(users).toEqual(Array.from({ length: 360 }, (_, i) => i));
   });
 });
+
+describe('ingest throughput', () => {
+  it('accepts 100 HTTP batches of 1,000 events, 4 in flight, every event logged once (prints events/s)', async () => {
+    const tenant = await createTenant(8);
+    const bodies = Array.from({ length: 10 }, (_, b) =>
+      JSON.stringify({ events: Array.from({ length: 1000 }, (_, i) => ({ user: b * 1000 + i, type: i % 3 ? 'click' : 'buy', data: { page: `/p/${i % 50}`, amount: i % 100 } })) }),
+    );
+    const batches = 100;
+    let next = 0;
+    let accepted = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < batches) {
+          const body = bodies[next++ % bodies.length];
+          const result = await api('POST', '/events', { token: tenant.key, body, headers: { 'content-type': 'application/json' } });
+          expect(result.status, JSON.stringify(result.body)).toBe(202);
+          accepted += result.body.accepted;
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`[ingest] ${accepted} events in ${batches} HTTP batches of 1,000: ${Math.round(accepted / seconds)} events/s (${seconds.toFixed(2)} s)`);
+    expect(accepted).toBe(100_000);
+    const rows = await eventLog(tenant.id);
+    expect(rows.reduce((n, r) => n + r.count, 0)).toBe(100_000);
+    for (let partition = 0; partition < 8; partition++) {
+      expect(rows.filter((r) => r.partition === partition).map((r) => r.offset)).toEqual(Array.from({ length: batches }, (_, i) => i + 1));
+    }
+  });
+});
