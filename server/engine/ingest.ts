@@ -216,9 +216,25 @@ export async function callerTenant(principal: Principal, ref: string | undefined
   return findTenant(principal, ref ?? principal.tenantId);
 }
 
+/**
+ * Partition counts of tenants seen by this process. A tenant's partition count never changes, and a valid API key
+ * proves its tenant exists (keys are deleted with their tenant), so key callers skip the tenant lookup.
+ */
+const partitionsOf = new Map<string, number>();
+
+async function ingestTarget(principal: Principal, ref: string | undefined): Promise<{ id: string; partitions: number }> {
+  if (principal.kind === 'tenant' && (ref === undefined || ref === principal.tenantId)) {
+    const partitions = partitionsOf.get(principal.tenantId);
+    if (partitions !== undefined) return { id: principal.tenantId, partitions };
+  }
+  const tenant = await callerTenant(principal, ref);
+  partitionsOf.set(tenant.id, tenant.partitions);
+  return tenant;
+}
+
 /** The whole ingest call: validates the batch, resolves the tenant, then appends durably. */
 export async function ingest(principal: Principal, body: unknown, now: number): Promise<{ tenantId: string; accepted: number }> {
   const batch = parseEventBatch(body, now);
-  const tenant = await callerTenant(principal, batch.tenant);
+  const tenant = await ingestTarget(principal, batch.tenant);
   return { tenantId: tenant.id, accepted: await appendEvents(tenant.id, tenant.partitions, batch.events) };
 }
