@@ -20,7 +20,9 @@ export const INLINE_USERS_MAX = 1_000;
 export const INLINE_USERS_PER_PAGE = 100_000;
 export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
+/** A cursor in a query string (text, so coerced) and in a JSON body (a number, never a string or a boolean). */
 const Cursor = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const BodyCursor = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 export const NotificationsQuery = z.strictObject({
   after: Cursor.default(0),
@@ -35,10 +37,10 @@ export const ConsumerName = z
 export const ConsumerParams = z.object({ name: ConsumerName });
 
 export const CreateConsumerBody = z.strictObject({
-  start: z.union([z.enum(['tail', 'head']), Cursor]).default('tail'),
+  start: z.union([z.enum(['tail', 'head']), BodyCursor]).default('tail'),
 });
 
-export const CommitBody = z.strictObject({ cursor: Cursor });
+export const CommitBody = z.strictObject({ cursor: BodyCursor });
 
 export const TenantQuery = z.strictObject({ tenant: z.string().min(1).optional() });
 
