@@ -57,6 +57,7 @@ export function TenantShell({ tenant, children }: { tenant: string; children: Re
             aria-label="Tenant"
             data-testid="tenant-picker"
             value={tenant}
+            onFocus={() => void tenants.refetch()}
             onChange={(event) => router.push(`/t/${encodeURIComponent(event.target.value)}`)}
           >
             {!known && <option value={tenant}>{tenant}</option>}

@@ -52,13 +52,21 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
   const [raw, setRaw] = useState(!parsed.ok);
   // the builder's own tree, so half-written rules (empty value) survive while the CEL text stays valid
   const [query, setQuery] = useState<RuleGroupType>(parsed.ok ? parsed.query : EMPTY_QUERY);
+  // the text changed from outside (undo, raw CEL): re-read it into the builder
+  const [emitted, setEmitted] = useState(text);
+  if (text !== emitted) {
+    setEmitted(text);
+    if (parsed.ok) setQuery(parsed.query);
+  }
   const syntax = text.trim() ? celSyntaxProblem(text) : optional ? null : 'A condition cannot be empty';
   const mode = raw || !parsed.ok ? 'raw' : 'builder';
 
   function fromBuilder(next: RuleGroupType) {
     setQuery(next);
     const cel = queryToCel(next);
-    onChange(optional && cel === 'true' ? undefined : cel);
+    const value = optional && cel === 'true' ? undefined : cel;
+    setEmitted(value ?? '');
+    onChange(value);
   }
 
   function switchTo(target: 'raw' | 'builder') {

@@ -43,7 +43,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
       </h2>
       <fieldset disabled={readOnly}>
         <Text label="Name" value={node.data.name} onChange={(v) => update({ name: v ?? '' }, 'name')} testId="step-name-input" />
-        <KindFields node={node} update={update} />
+        <KindFields key={node.id} node={node} update={update} />
         <h3>Actions</h3>
         <Text label="On enter (action tag)" value={node.data.enterAction} onChange={(v) => update({ enterAction: v }, 'enterAction')} placeholder="e.g. send-welcome-email" />
         <Text label="On leave (action tag)" value={node.data.leaveAction} onChange={(v) => update({ leaveAction: v }, 'leaveAction')} />

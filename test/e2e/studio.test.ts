@@ -12,6 +12,7 @@ const CROWD = Array.from({ length: 10 }, (_, i) => i + 1);
 let browser: Browser;
 let page: Page;
 let tenant: { name: string; id: string; key: string };
+let other: { name: string };
 let workflowId: string;
 
 async function shot(name: string) {
@@ -42,6 +43,7 @@ describe('studio end to end', () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     tenant = await createTenant(2);
+    other = await createTenant(1);
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
@@ -106,6 +108,43 @@ describe('studio end to end', () => {
     await connect('choose', 'branch-0', 'bought');
     await expect.poll(() => page.locator('.react-flow__edge').count()).toBe(2);
     await shot('02-canvas-built');
+  });
+
+  it('edits conditions as raw CEL with live parse errors, and back in the rule builder', async () => {
+    await page.locator('[data-step=choose]').click({ position: { x: 60, y: 14 } });
+    const firstBranch = page.locator('[data-testid=branch-0]');
+    await firstBranch.getByRole('tab', { name: 'CEL' }).click();
+    const cel = firstBranch.locator('[data-testid=cel-input]');
+    expect(await cel.inputValue()).toBe('event.type == "buy"');
+    await cel.fill('event.type == ');
+    await firstBranch.locator('[data-testid=cel-error]').waitFor();
+    await cel.fill('event.type == "buy"');
+    await firstBranch.locator('[data-testid=cel-error]').waitFor({ state: 'detached' });
+    await firstBranch.getByRole('tab', { name: 'Rules' }).click();
+    expect(await firstBranch.locator('.rule-value').inputValue()).toBe('buy');
+  });
+
+  it('adds a connected step from "+", copies and pastes, and undoes and redoes with the keyboard', async () => {
+    const steps = page.locator('[data-testid=step-node]');
+    await page.locator('[data-step=choose] [data-testid=add-after-branch-1]').click();
+    await page.locator('[data-step=choose] [role=menuitem]', { hasText: 'Exit' }).click();
+    await expect.poll(() => steps.count()).toBe(5);
+    await expect.poll(() => page.locator('.react-flow__edge').count()).toBe(3);
+    await page.locator('.react-flow__pane').click({ position: { x: 20, y: 20 } });
+    await page.keyboard.press('ControlOrMeta+z');
+    await expect.poll(() => steps.count()).toBe(4);
+    await page.keyboard.press('ControlOrMeta+Shift+z');
+    await expect.poll(() => steps.count()).toBe(5);
+    await page.keyboard.press('ControlOrMeta+z');
+    await expect.poll(() => steps.count()).toBe(4);
+
+    await page.locator('[data-step=bought]').click({ position: { x: 60, y: 14 } });
+    await page.keyboard.press('ControlOrMeta+c');
+    await page.keyboard.press('ControlOrMeta+v');
+    await page.locator('[data-step=bought_copy]').waitFor();
+    await page.keyboard.press('Delete');
+    await expect.poll(() => page.locator('[data-step=bought_copy]').count()).toBe(0);
+    expect(await steps.count()).toBe(4);
   });
 
   it('marks a validation problem on its step, and saves once it is fixed', async () => {
@@ -233,6 +272,28 @@ describe('studio end to end', () => {
     expect(await page.locator('[data-step]').count()).toBe(3);
     await shot('11-history');
     await page.click('text=Back to the editor');
+  });
+
+  it('lists workflows with version and state, duplicates and deletes, and switches tenants in the header', async () => {
+    await page.click('nav >> text=Workflows');
+    const byName = (name: string) => page.locator('[data-testid=workflow-row]').filter({ has: page.getByRole('link', { name, exact: true }) });
+    const original = byName('Buyers journey');
+    await expect.poll(() => original.textContent(), { timeout: 10_000 }).toContain('v3');
+    expect(await original.textContent()).toContain('idle');
+    await original.getByRole('button', { name: 'Duplicate' }).click();
+    const copy = byName('Buyers journey (copy)');
+    await copy.waitFor();
+    expect(await copy.textContent()).toContain('v1');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await copy.getByRole('button', { name: 'Delete' }).click();
+    await copy.waitFor({ state: 'detached' });
+    await shot('12-workflow-list');
+
+    await page.locator('[data-testid=tenant-picker]').selectOption(other.name);
+    await page.waitForURL(`**/t/${other.name}`);
+    await page.getByText('No workflows yet').waitFor();
+    await page.locator('[data-testid=tenant-picker]').selectOption(tenant.name);
+    await original.waitFor();
   });
 
   it('signs out, and the studio then asks for the token again', async () => {
