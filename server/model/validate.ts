@@ -166,8 +166,9 @@ function shapeProblem(issue: z.core.$ZodIssue, steps: LooseStep[]): WorkflowProb
     const field = formatPath(rest);
     return { step: step.label, code: 'invalid_field', message: `Step "${step.label}"${field ? ` ${field}` : ''}: ${issue.message}` };
   }
+  // A problem of the whole definition names the save request's field that holds it, so the caller knows where to look.
   const field = formatPath(issue.path);
-  return { step: null, code: 'invalid_field', message: `Workflow${field ? ` ${field}` : ''}: ${issue.message}` };
+  return { step: null, code: 'invalid_field', message: `Workflow ${field || 'definition'}: ${issue.message}` };
 }
 
 function formatPath(path: PropertyKey[]): string {

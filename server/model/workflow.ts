@@ -66,7 +66,9 @@ export type WorkflowDraft = z.infer<typeof WorkflowDraft>;
 export const WorkflowSchedule = z.strictObject({ cron: z.string().trim().min(1), crowd: z.string().min(1), enabled: z.boolean().default(true) });
 export type WorkflowSchedule = z.infer<typeof WorkflowSchedule>;
 
-export const WorkflowName = z.string().trim().min(1).max(200);
+/** Names are stored as text: PostgreSQL refuses NUL, and no other control character belongs in a name either. */
+export const PrintableName = z.string().regex(/^[^\u0000-\u001f\u007f]*$/, 'Names cannot contain control characters (such as NUL or a line break)');
+export const WorkflowName = PrintableName.trim().min(1).max(200);
 
 export const CreateWorkflowBody = z.strictObject({
   name: WorkflowName,

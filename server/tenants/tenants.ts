@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { authenticate, hashKey, newApiKeySecret, type Principal } from '../auth';
 import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
+import { PrintableName } from '../model/workflow';
 import { db } from '../storage/db';
 
 export const TenantName = z
@@ -13,7 +14,7 @@ export const CreateTenantBody = z.strictObject({
   partitions: z.number().int().min(1).max(256).default(8),
 });
 
-export const CreateApiKeyBody = z.strictObject({ name: z.string().trim().min(1).max(100).default('default') });
+export const CreateApiKeyBody = z.strictObject({ name: PrintableName.trim().min(1).max(100).default('default') });
 
 export type TenantView = { id: string; name: string; partitions: number; createdAt: string };
 export type Tenant = { id: string; name: string; partitions: number; createdAt: Date };
@@ -36,9 +37,17 @@ export async function listTenants(principal: Principal): Promise<TenantView[]> {
   return (await db().tenant.findMany({ where, orderBy: { name: 'asc' } })).map(view);
 }
 
+/**
+ * Whether a reference from a URL can name a stored row. PostgreSQL text cannot hold NUL (a query with one fails),
+ * and no id or name we create has one, so such a reference is a 404 without a query.
+ */
+export function canNameRow(ref: string): boolean {
+  return !ref.includes('\u0000');
+}
+
 /** Finds a tenant by id or name; a key of another tenant gets the same 404 as a tenant that does not exist. */
 export async function findTenant(principal: Principal, ref: string): Promise<Tenant> {
-  const tenant = await db().tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } });
+  const tenant = canNameRow(ref) ? await db().tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } }) : null;
   if (!tenant || (principal.kind === 'tenant' && principal.tenantId !== tenant.id)) throw notFound(`Tenant "${ref}"`);
   return tenant;
 }
@@ -95,7 +104,7 @@ export async function listApiKeys(tenant: Tenant): Promise<ApiKeyView[]> {
 }
 
 export async function revokeApiKey(tenant: Tenant, keyId: string): Promise<ApiKeyView> {
-  const key = await db().apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } });
+  const key = canNameRow(keyId) ? await db().apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } }) : null;
   if (!key) throw notFound(`API key "${keyId}"`);
   if (key.revokedAt) return keyView(key);
   return keyView(await db().apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } }));

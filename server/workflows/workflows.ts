@@ -4,7 +4,7 @@ import { newId } from '../ids';
 import { validateSchedule, validateWorkflow } from '../model/validate';
 import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../model/workflow';
 import { db } from '../storage/db';
-import { ACTIVE_INSTANCE_STATES, type Tenant } from '../tenants/tenants';
+import { ACTIVE_INSTANCE_STATES, canNameRow, type Tenant } from '../tenants/tenants';
 import { runningOf, type RunningInstance } from './running';
 
 // Workflows of a tenant. Every save that carries a definition writes a new immutable WorkflowVersion
@@ -66,7 +66,7 @@ function summary(row: WorkflowRow, running: Running): WorkflowSummary {
 
 /** Finds a workflow of the tenant by id, or else by name; other tenants' workflows are never found. */
 export async function findWorkflow(tenant: Tenant, ref: string): Promise<WorkflowRow> {
-  const rows = await db().workflow.findMany({ where: { tenantId: tenant.id, OR: [{ id: ref }, { name: ref }] }, take: 2 });
+  const rows = canNameRow(ref) ? await db().workflow.findMany({ where: { tenantId: tenant.id, OR: [{ id: ref }, { name: ref }] }, take: 2 }) : [];
   const row = rows.find((r) => r.id === ref) ?? rows[0];
   if (!row) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
   return row;

@@ -167,7 +167,7 @@ describe('workflows API', () => {
     expect(expectError(await api('POST', path, { body: { name: 'x', definition, owner: 'me' } }), 400, 'validation_failed').message).toMatch(/owner/);
     expect(expectError(await api('POST', path, { body: { name: 'x', definition, draft: { positions: { a: { x: 'left' } } } } }), 400, 'validation_failed').message).toMatch(/^draft\.positions\.a\.x: /);
     const notAnObject = expectError(await api('POST', path, { body: { name: 'x', definition: [1, 2] } }), 400, 'invalid_workflow');
-    expect(notAnObject.details).toEqual({ problems: [{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Workflow: .*expected object/) }] });
+    expect(notAnObject.details).toEqual({ problems: [{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Workflow definition: .*expected object/) }] });
     const badSchedule = expectError(await api('POST', path, { body: { name: 'x', definition, schedule: { cron: '0 0 8 * * *', crowd: 7 } } }), 400, 'invalid_workflow');
     expect(badSchedule.details).toEqual({ problems: [{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Schedule crowd: /) }] });
 

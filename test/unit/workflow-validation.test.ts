@@ -79,10 +79,10 @@ describe('validateWorkflow', () => {
   });
 
   it('reports problems of the workflow as a whole with step null', () => {
-    expect(problemsOf(null)).toEqual([{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Workflow: .*expected object/) }]);
+    expect(problemsOf(null)).toEqual([{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Workflow definition: .*expected object/) }]);
     expect(problemsOf({ steps: [] })).toEqual([{ step: null, code: 'invalid_field', message: 'Workflow steps: A workflow needs at least one step' }]);
     expect(problemsOf({ steps: [{ name: 'a', kind: 'direct' }], owner: 'me' })).toEqual([
-      { step: null, code: 'invalid_field', message: 'Workflow: Unrecognized key: "owner"' },
+      { step: null, code: 'invalid_field', message: 'Workflow definition: Unrecognized key: "owner"' },
     ]);
   });
 
