@@ -202,16 +202,25 @@ export async function cleanupJournal(clock: Clock, retentionMs = DEFAULT_RETENTI
   return deleted;
 }
 
+/** Deletes run in chunks of this many entries, so a large cleanup never holds the journal locked for long. */
+const CLEANUP_CHUNK = 10_000;
+
 async function deleteOldEntries(tenantId: string, cutoff: bigint, slowestCursor: bigint | null): Promise<number> {
   const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map(tableName);
   // Binding order is placeholder order (SQLite's `?`), so values are bound inline, left to right.
   const { params, bind } = sqlParameters();
-  const sql = `DELETE FROM ${journal} WHERE "tenantId" = ${bind(tenantId)} AND "timeMs" < ${bind(cutoff)}
-    ${slowestCursor === null ? '' : `AND "seq" <= ${bind(slowestCursor)}`}
-    AND NOT EXISTS (
-      SELECT 1 FROM ${instance} i WHERE i."id" = ${journal}."instanceId" AND i."state" IN (${ACTIVE_INSTANCE_STATES.map(bind).join(', ')})
-        AND NOT EXISTS (
-          SELECT 1 FROM ${checkpoint} c
-          WHERE c."instanceId" = ${journal}."instanceId" AND c."partition" = ${journal}."partition" AND c."journalSeq" >= ${journal}."seq"))`;
-  return db().$executeRawUnsafe(sql, ...params);
+  const sql = `DELETE FROM ${journal} WHERE "seq" IN (
+    SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)} AND j."timeMs" < ${bind(cutoff)}
+      ${slowestCursor === null ? '' : `AND j."seq" <= ${bind(slowestCursor)}`}
+      AND NOT EXISTS (
+        SELECT 1 FROM ${instance} i WHERE i."id" = j."instanceId" AND i."state" IN (${ACTIVE_INSTANCE_STATES.map(bind).join(', ')})
+          AND NOT EXISTS (
+            SELECT 1 FROM ${checkpoint} c WHERE c."instanceId" = j."instanceId" AND c."partition" = j."partition" AND c."journalSeq" >= j."seq"))
+      ORDER BY j."seq" LIMIT ${CLEANUP_CHUNK})`;
+  let deleted = 0;
+  for (;;) {
+    const chunk = await db().$executeRawUnsafe(sql, ...params);
+    deleted += chunk;
+    if (chunk < CLEANUP_CHUNK) return deleted;
+  }
 }

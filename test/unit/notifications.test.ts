@@ -11,6 +11,7 @@ import {
   INLINE_USERS_PER_PAGE,
   readNotifications,
 } from '../../server/engine/notifications';
+import { sqlParameters, tableName } from '../../server/engine/ingest';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 
@@ -184,5 +185,24 @@ describe('journal cleanup', () => {
     await cleanupJournal(clock);
     expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([afterCheckpoint, noCheckpoint]);
     expect(stoppedInstance).toBeGreaterThan(noCheckpoint);
+  });
+
+  it('deletes a large backlog in chunks until nothing old is left', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 1, 1));
+    const t = await tenant();
+    const first = nextSeq;
+    const total = 10_005;
+    nextSeq += total;
+    // One statement: Prisma's createMany of 10,000 rows takes seconds on SQLite.
+    const { params, bind } = sqlParameters();
+    await db().$executeRawUnsafe(
+      `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${total - 1})
+       INSERT INTO ${tableName('Journal')} ("seq", "tenantId", "instanceId", "partition", "toStep", "user", "count", "timeMs")
+       SELECT ${first} + i, ${bind(t)}, 'in_backlog', 0, 'b', i, 1, ${clock.now() - 10 * DAY} FROM n`,
+      ...params,
+    );
+    const kept = await move(t, { user: 1, timeMs: clock.now() });
+    expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(total);
+    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([kept]);
   });
 });
