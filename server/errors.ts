@@ -53,3 +53,8 @@ export const badRequest = (message: string, details?: unknown) => new AppError('
 export function isUniqueViolation(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'P2002';
 }
+
+/** "Record to update/delete does not exist" from either provider (a row removed under a concurrent request). */
+export function isRecordMissing(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'P2025';
+}
