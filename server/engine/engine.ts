@@ -340,6 +340,7 @@ export class Engine implements EngineSide {
 
 /** Sleeps on the engine clock with a one-off signal, so repeated sleeps never pile listeners onto `wake`. */
 async function sleepUnlessWoken(clock: Clock, ms: number, wake: AbortSignal): Promise<void> {
+  if (wake.aborted) return; // woken between planning and sleeping: plan again
   const once = new AbortController();
   const abort = () => once.abort();
   wake.addEventListener('abort', abort, { once: true });

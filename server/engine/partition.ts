@@ -7,7 +7,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { parseCron } from '../model/cron';
 import { Mover } from './moves';
 import { loadShard } from './recovery';
-import { acquireLease, commitBatch, LeaseLostError, readLog, type JournalMove, type Lease, type LogRow } from './store';
+import { acquireLease, commitBatch, LeaseLostError, readLog, releaseLease, renewLease, type JournalMove, type Lease, type LogRow } from './store';
 import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';
 
 /** What a partition worker needs from its engine. */
@@ -34,6 +34,7 @@ export class PartitionWorker {
   private stopped = false;
   private loop: Promise<void> | undefined;
   private movesSinceCheckpoint = 0;
+  private renewedAt = 0;
   private lastCheckpointAt = 0;
   private readonly lock: Mutex;
   private firstAttemptDone!: () => void;
@@ -52,10 +53,14 @@ export class PartitionWorker {
     this.loop ??= this.run();
   }
 
+  /** Ends the loop and hands the lease back, so another process takes the partition at once. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.poke();
     await this.loop;
+    const lease = this.lease;
+    this.lease = null;
+    if (lease) await releaseLease(lease).catch(() => undefined);
   }
 
   /** New events (or a new instance): read the log now instead of at the next poll. */
@@ -75,6 +80,7 @@ export class PartitionWorker {
             continue;
           }
         }
+        await this.renewIfDue();
         const rows = await readLog(this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
         if (rows.length > 0) {
           await this.lock.run(() => this.applyRows(rows));
@@ -97,10 +103,19 @@ export class PartitionWorker {
     await this.lock.run(async () => {
       this.lease = taken.lease;
       this.offset = taken.offset;
+      this.renewedAt = systemClock.now();
       for (const instance of this.tenant.instances.values()) await this.loadShard(instance);
     });
     this.engine.timersChanged();
     return true;
+  }
+
+  /** Keeps the lease alive (every third of its length); a lost lease stops this process writing the partition. */
+  private async renewIfDue(): Promise<void> {
+    const now = systemClock.now();
+    if (!this.lease || now - this.renewedAt < this.engine.leaseMs / 3) return;
+    if (!(await renewLease(this.lease, now, this.engine.leaseMs))) throw new LeaseLostError(this.lease);
+    this.renewedAt = now;
   }
 
   async loadShard(instance: InstanceRuntime): Promise<void> {
