@@ -158,8 +158,11 @@ class DurableProcedureRunner implements ProcedureRunner {
         console.error('[procedures] claim failed; retrying', error);
       }
       const wait = Math.min(this.pollMs, nextDueMs === null ? Infinity : nextDueMs - this.clock.now());
-      // Time that moved during this pass may have made a backoff or an expired lease due: look again at once.
-      if (this.dirty || this.stopping || wait <= 0 || this.clock.now() !== now) continue;
+      if (this.dirty || this.stopping || wait <= 0) {
+        // Look again at once, but let timers and I/O run first (SQLite calls resolve without ever yielding to them).
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
+      }
       this.wakeLoop = new AbortController();
       await this.clock.sleep(wait, this.wakeLoop.signal);
     }

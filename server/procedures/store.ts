@@ -144,7 +144,7 @@ export interface ClaimRequest {
 
 export interface ClaimResult {
   claimed: ProcedureRow[];
-  /** Earliest time a procedure waiting for its backoff becomes due (for the runner's next wake-up). */
+  /** Earliest time a backoff ends or another owner's lease expires (for the runner's next wake-up). */
   nextDueMs: number | null;
 }
 
@@ -183,7 +183,10 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
       const row = byId.get(entry.id)!;
       if (request.busy.has(row.id) || waitingForChildren.has(row.id) || !request.isRegistered(row.type)) continue;
       if (lockable && !lockable.has(row.id)) continue;
-      if (row.owner && row.owner !== request.owner && !leaseExpired(row, request)) continue;
+      if (row.owner && row.owner !== request.owner && !leaseExpired(row, request)) {
+        nextDueMs = Math.min(nextDueMs ?? Infinity, row.updatedAt.getTime() + request.leaseMs);
+        continue;
+      }
       if (Number(row.nextRunMs) > request.now) {
         nextDueMs = Math.min(nextDueMs ?? Infinity, Number(row.nextRunMs));
         continue;

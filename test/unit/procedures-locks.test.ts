@@ -1,5 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../server/clock';
+import { ManualClock, systemClock } from '../../server/clock';
 import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import type { LockKey, ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
@@ -195,5 +195,38 @@ describe('leases', () => {
     const done = await runner.await('orphan');
     expect(done.state).toBe('done');
     expect(done.step).toBe(2);
+  });
+});
+
+describe('scale-out', () => {
+  it('two runners on one database never run the same procedure nor overlap on an exclusive key', async () => {
+    const executions = new Map<string, number>();
+    let inside = 0;
+    let maxInside = 0;
+    registerProcedureType({
+      type: 'locks.contended',
+      supportsRollback: false,
+      create: (state) => ({
+        lockKeys: () => [{ key: 'workflow/contended', mode: 'exclusive' as const }],
+        state: () => state,
+        async execute(ctx) {
+          executions.set(ctx.procedureId, (executions.get(ctx.procedureId) ?? 0) + 1);
+          inside += 1;
+          maxInside = Math.max(maxInside, inside);
+          await new Promise((r) => setTimeout(r, 5)); // a real pause, so an overlap would be seen
+          inside -= 1;
+          return { kind: 'done' as const };
+        },
+      }),
+    });
+    // Real time here: each runner only hears its own commits and polls for the other's, as two processes would.
+    const [a, b] = ['process-a', 'process-b'].map((owner) => startRunner({ owner, clock: systemClock, pollMs: 20 })) as [ProcedureRunner, ProcedureRunner];
+    runner = a;
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push(await (i % 2 ? a : b).submit('locks.contended', { i }));
+    for (const id of ids) expect((await a.await(id)).state).toBe('done');
+    expect(maxInside).toBe(1);
+    expect([...executions.values()]).toEqual(ids.map(() => 1));
+    expect(await db().procedureStep.count({ where: { procedureId: { in: ids } } })).toBe(ids.length);
   });
 });
