@@ -66,7 +66,8 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
     const cel = queryToCel(next);
     const value = optional && cel === 'true' ? undefined : cel;
     setEmitted(value ?? '');
-    onChange(value);
+    // the builder also reports trees that say the same thing (ids added, an empty rule); not an edit
+    if ((value ?? '') !== text) onChange(value);
   }
 
   function switchTo(target: 'raw' | 'builder') {
@@ -101,6 +102,7 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
             controlElements={{ fieldSelector: FieldInput }}
             controlClassnames={{ queryBuilder: 'queryBuilder-branches' }}
             resetOnFieldChange={false}
+            enableMountQueryChange={false}
           />
           <code className="cel-preview" data-testid="cel-preview">
             {text || 'true'}

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { deserializeBitmap } from '../../server/crowd/bitmap';
 import { api, createTenant } from '../helpers/api';
 
 // A marketer's day in the real studio, in Debian's Chromium against the real server (built by `next build`).
@@ -127,9 +128,12 @@ describe('studio end to end', () => {
   it('adds a connected step from "+", copies and pastes, and undoes and redoes with the keyboard', async () => {
     const steps = page.locator('[data-testid=step-node]');
     await page.locator('[data-step=choose] [data-testid=add-after-branch-1]').click();
-    await page.locator('[data-step=choose] [role=menuitem]', { hasText: 'Exit' }).click();
+    await page.locator('[data-step=choose] [role=menuitem]', { hasText: 'Timer' }).click();
     await expect.poll(() => steps.count()).toBe(5);
     await expect.poll(() => page.locator('.react-flow__edge').count()).toBe(3);
+    // the new step is selected; its cron reads as words
+    expect(await page.locator('[data-testid=cron-description]').textContent()).toBe('At 09:00 (UTC)');
+    expect(await page.locator('[data-step=timer] .step-summary').textContent()).toBe('At 09:00 (UTC)');
     await page.locator('.react-flow__pane').click({ position: { x: 20, y: 20 } });
     await page.keyboard.press('ControlOrMeta+z');
     await expect.poll(() => steps.count()).toBe(4);
@@ -221,8 +225,13 @@ describe('studio end to end', () => {
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-step=bought] [data-testid=export-csv]')]);
     const ids = readFileSync((await download.path())!, 'utf8').trim().split('\n').map(Number);
     expect(ids).toEqual([1, 2, 3]);
+    const [roaring] = await Promise.all([page.waitForEvent('download'), page.click('[data-step=bought] [data-testid=export-roaring]')]);
+    expect(deserializeBitmap(readFileSync((await roaring.path())!)).toArray()).toEqual([1, 2, 3]);
     await page.locator('[data-step=bought] >> text=View first users').click();
     expect(await page.locator('[data-step=bought] [data-testid=first-users]').textContent()).toBe('1, 2, 3');
+    await page.locator('[data-step=bought] input[aria-label="User ID"]').fill('4');
+    await page.locator('[data-step=bought] button', { hasText: 'Find' }).click();
+    expect(await page.locator('[data-step=bought] [data-testid=where-user]').textContent()).toContain('User 4 is in “other”');
     await shot('08-step-menu');
   });
 
