@@ -1,12 +1,12 @@
 // Ingest: validate a whole batch of events by hand (one pass, no per-event schema objects), then append it to
 // the tenant's partitioned input log with ONE SQL statement, so a batch is either all durable or not there at all.
 import type { Principal } from '../auth';
+import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
 import { db, dbTarget } from '../storage/db';
 import { findTenant, type Tenant } from '../tenants/tenants';
 
 export const MAX_EVENTS_PER_BATCH = 10_000;
-export const MAX_USER_ID = 0xffff_ffff;
 export const MAX_EVENT_TYPE_LENGTH = 128;
 /** Latest accepted epoch-ms time (the largest a JS Date can hold). */
 const MAX_TIME_MS = 8.64e15;

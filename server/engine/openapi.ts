@@ -1,9 +1,10 @@
 // The engine's HTTP surface: the zod schemas its routes validate with (instances, events, notifications,
 // consumers) and the OpenAPI 3.1 path items documenting them, built from the same schemas.
 import { z } from 'zod';
+import { MAX_USER_ID } from '../crowd/bitmap';
 import { EXPORT_FORMATS } from '../crowd/export';
 import { operation } from '../http/openapi-kit';
-import { MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH, MAX_USER_ID } from './ingest';
+import { MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from './ingest';
 import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, INLINE_USERS_PER_PAGE, MAX_PAGE } from './notifications';
 
 export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
