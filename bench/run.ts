@@ -15,6 +15,7 @@ import { measureRows, type RowsFigures } from './scenarios/rows';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
 import { windows } from './lib/windows';
+import { installInterruptHandler, undoOnInterrupt } from './lib/cleanup';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -39,6 +40,7 @@ export const SCALE = {
 
 async function main(): Promise<void> {
   const startedAt = new Date();
+  installInterruptHandler();
   const loadBefore = loadavg();
   mkdirSync(TMP_DIR, { recursive: true });
   if (profile) rmSync(join(TMP_DIR, 'profiles'), { recursive: true, force: true });
@@ -61,51 +63,64 @@ async function main(): Promise<void> {
   const rows: Partial<Record<Provider, RowsFigures>> = {};
   const http: Partial<Record<Provider, JourneyFigures>> = {};
   const engine: Partial<Record<Provider, EngineFigures>> = {};
+  const save = (complete: boolean) => {
+    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine }).map((r: ScenarioResult) => score(r, scale));
+    const report = {
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      complete,
+      quick,
+      scale: SCALE,
+      machine: { cpus: cpus().length, model: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadBefore, loadAfter: loadavg() },
+      results,
+    };
+    // Written after every section too, so an interrupted run still leaves what it measured.
+    writeFileSync(join(process.cwd(), 'bench/results.json'), `${JSON.stringify(report, null, 2)}\n`);
+    return results;
+  };
+  // The per-user-rows baseline goes last per provider: it is the slowest part (Prisma inserts a million rows).
   for (const provider of providers) {
-    if (sections.has('rows')) {
-      console.log(`per-user rows baseline on ${provider} (${SCALE.rowUsers.toLocaleString('en-US')} users)…`);
-      rows[provider] = await withDatabase(provider, 'rows', (database) =>
-        measureRows(database, SCALE.rowUsers, journeyEvents(SCALE.rowEvents, SCALE.rowUsers, 11), quick ? 20 : 50),
-      );
-    }
     if (sections.has('http')) {
       console.log(`journey over HTTP on ${provider}…`);
       http[provider] = await withDatabase(provider, 'http', (database) =>
         measureJourney(database, { users: SCALE.users, crowdText, events: SCALE.events, countReads: SCALE.countReads, sseSamples: SCALE.sseSamples, recoveryMoves: SCALE.recoveryMoves, profile }),
       );
+      save(false);
     }
     if (sections.has('engine')) {
       console.log(`engine only (no HTTP) on ${provider}…`);
       engine[provider] = await withDatabase(provider, 'engine', (database) => measureEngine(database, SCALE, profile));
+      save(false);
+    }
+    if (sections.has('rows')) {
+      console.log(`per-user rows baseline on ${provider} (${SCALE.rowUsers.toLocaleString('en-US')} users)…`);
+      rows[provider] = await withDatabase(provider, 'rows', (database) =>
+        measureRows(database, SCALE.rowUsers, journeyEvents(SCALE.rowEvents, SCALE.rowUsers, 11), quick ? 20 : 50),
+      );
+      save(false);
     }
   }
 
-  const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine }).map((r: ScenarioResult) => score(r, scale));
+  const results = save(true);
   console.log('');
   console.log(formatTable(results));
   const finishedAt = new Date();
-  const report = {
-    startedAt: startedAt.toISOString(),
-    finishedAt: finishedAt.toISOString(),
-    quick,
-    scale: SCALE,
-    machine: { cpus: cpus().length, model: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadBefore, loadAfter: loadavg() },
-    results,
-  };
   if (profile) console.log(`\nwhere the time went (self time per function inside each scenario's window):${summarizeWindows(join(TMP_DIR, 'profiles'), windows)}`);
-  writeFileSync(join(process.cwd(), 'bench/results.json'), `${JSON.stringify(report, null, 2)}\n`);
   console.log(`\nwrote bench/results.json (${((finishedAt.getTime() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
 }
 
 async function withDatabase<T>(provider: Provider, label: string, work: (database: Awaited<ReturnType<typeof createScratchDatabase>>) => Promise<T>): Promise<T | undefined> {
   let database;
+  let forget = () => {};
   try {
     database = await createScratchDatabase(provider, label);
+    forget = undoOnInterrupt(database.drop);
     return await work(database);
   } catch (error) {
     console.log(`  ! ${label} on ${provider} failed: ${(error as Error).stack ?? error}`);
     return undefined;
   } finally {
+    forget();
     await database?.drop().catch(() => undefined);
   }
 }

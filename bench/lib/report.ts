@@ -130,13 +130,25 @@ export function median(samples: number[]): number {
   return percentile(samples, 50);
 }
 
-/** Runs `work` `times` times (after the first, which warms up) and returns the median wall time in ms. */
-export async function medianMs(times: number, work: () => unknown): Promise<number> {
-  const samples: number[] = [];
+/**
+ * Runs `work` `times` times and returns the medians (the first run only warms up) of its wall time and of the
+ * CPU time this process used meanwhile: the CPU figure is what a quiet machine would show for single-threaded work.
+ */
+export async function medianTimes(times: number, work: () => unknown): Promise<{ wallMs: number; cpuMs: number }> {
+  const wall: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < times; i++) {
+    const cpuBefore = process.cpuUsage();
     const start = performance.now();
     await work();
-    samples.push(performance.now() - start);
+    wall.push(performance.now() - start);
+    const used = process.cpuUsage(cpuBefore);
+    cpu.push((used.user + used.system) / 1000);
   }
-  return median(samples.length > 1 ? samples.slice(1) : samples);
+  const measured = (samples: number[]) => median(samples.length > 1 ? samples.slice(1) : samples);
+  return { wallMs: measured(wall), cpuMs: measured(cpu) };
+}
+
+export async function medianMs(times: number, work: () => unknown): Promise<number> {
+  return (await medianTimes(times, work)).wallMs;
 }

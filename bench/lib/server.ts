@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { undoOnInterrupt } from './cleanup';
 import { TMP_DIR } from './database';
 
 export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
@@ -44,6 +45,7 @@ export async function startServer(databaseUrl: string, options: { profile?: bool
   child.stdout?.on('data', (d) => (output = (output + d).slice(-20_000)));
   child.stderr?.on('data', (d) => (output = (output + d).slice(-20_000)));
   const baseUrl = `http://127.0.0.1:${port}`;
+  const forget = undoOnInterrupt(async () => void child.kill('SIGKILL'));
   await waitUntilUp(baseUrl, child, () => output);
   const bootMs = performance.now() - started;
   return {
@@ -58,6 +60,7 @@ export async function startServer(databaseUrl: string, options: { profile?: bool
     },
     log: () => output,
     async stop() {
+      forget();
       if (child.exitCode !== null) return;
       child.kill('SIGTERM');
       const exited = new Promise((r) => child.once('exit', r));

@@ -1,10 +1,10 @@
-// Engine only, no HTTP: this process boots like a server does (migrations, engine, procedure runner), starts the
+// Engine only, no HTTP: this process starts the engine and the procedure runner like a server does, starts the
 // branch journey over a dense crowd, appends event batches straight to the input log (appendEvents, what the
 // events route calls) and waits until the engine's counts show every expected move. Also the memory a running
 // instance adds to the process, measured after garbage collection.
-import { boot } from '../../server/boot';
 import { saveCrowd } from '../../server/crowd';
-import { getEngine, stopEngine } from '../../server/engine';
+import { getEngine, startEngine, stopEngine } from '../../server/engine';
+import { getProcedureRunner } from '../../server/procedures/runner';
 import { appendEvents, type LoggedEvent } from '../../server/engine/ingest';
 import { WorkflowDefinition } from '../../server/model/workflow';
 import { closeDb } from '../../server/storage/db';
@@ -12,7 +12,7 @@ import { createTenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { BRANCH_JOURNEY, denseBitmap, expectedMoves, journeyEvents } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
-import { formatNumber, progress } from '../lib/report';
+import { formatNumber, median, percentile, progress } from '../lib/report';
 import { profiled } from '../lib/windows';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
@@ -22,6 +22,7 @@ const RESERVED_USERS = 1_000;
 
 export interface EngineFigures {
   start: Measured;
+  counts: Measured;
   apply: Measured;
   memory: Measured;
 }
@@ -46,8 +47,10 @@ function shardBytes(engine: ReturnType<typeof getEngine>, instanceId: string): n
 
 export async function measureEngine(database: ScratchDatabase, scale: { users: number; events: number; partitions: number }, profile: boolean): Promise<EngineFigures> {
   await useDatabase(database.url);
-  await boot();
-  const engine = getEngine();
+  // What server/boot.ts starts (the scratch database is migrated already); stopped again below, so the next
+  // provider's run starts them afresh on its own database.
+  const engine = await startEngine();
+  await getProcedureRunner().start();
   try {
     const view = await createTenant({ name: 'bench', partitions: scale.partitions });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };
@@ -68,6 +71,14 @@ export async function measureEngine(database: ScratchDatabase, scale: { users: n
     await sleep(1_000);
     const grown = settledRss() - rssBefore;
     const memory: Measured = { value: shardBytes(engine, instanceId) / scale.users, note: '(shard bitmaps)', details: { rssGrowthBytesAfterGc: grown } };
+
+    const countSamples: number[] = [];
+    for (let i = 0; i < 1_010; i++) {
+      const before = performance.now();
+      await engine.getCounts(tenant.id, instanceId);
+      if (i >= 10) countSamples.push(performance.now() - before);
+    }
+    const counts: Measured = { value: percentile(countSamples, 99), note: `(p50 ${median(countSamples).toFixed(3)})` };
 
     const events = journeyEvents(scale.events, scale.users - RESERVED_USERS);
     const expected = expectedMoves(events, scale.users - RESERVED_USERS);
@@ -103,8 +114,9 @@ export async function measureEngine(database: ScratchDatabase, scale: { users: n
         details: { events: events.length, ms: Math.round(ms), appendMs: Math.round(appendMs), cpuMs: Math.round(cpuMs), eventsPerCpuSecond: Math.round(perCpuSecond) },
       };
     });
-    return { start, apply, memory };
+    return { start, counts, apply, memory };
   } finally {
+    await getProcedureRunner().stop();
     await stopEngine();
     await closeDb();
   }

@@ -36,12 +36,14 @@ export type JourneyFigures = Record<
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs `work`; a failure becomes a figure without a value whose note says what failed. */
-async function attempt(label: string, work: () => Promise<Measured>): Promise<Measured> {
+async function attempt(label: string, work: () => Promise<Measured>, server?: () => BenchServer): Promise<Measured> {
   try {
     return await inWindow(label, work);
   } catch (error) {
     const message = (error as Error).message.split('\n')[0].slice(0, 160);
     console.log(`  ! ${label}: ${message}`);
+    const problems = server?.().log().split('\n').filter((line) => /error|fail|warn/i.test(line)).slice(-8);
+    if (problems?.length) console.log(`    server log:\n    ${problems.join('\n    ')}`);
     return { value: null, note: message };
   }
 }
@@ -90,13 +92,14 @@ export async function measureJourney(database: ScratchDatabase, options: Journey
   const label = `http on ${database.provider}`;
   let server = await startServer(database.url, { profile: options.profile });
   const figures = {} as JourneyFigures;
+  const tryStep = (name: string, work: () => Promise<Measured>) => attempt(`${label}: ${name}`, work, () => server);
   try {
     await call(server, 'POST', '/tenants', { name: TENANT, partitions: PARTITIONS });
     const dense = new RoaringBitmap32();
     dense.addRange(0, users);
     await call(server, 'PUT', `/tenants/${TENANT}/crowds/all`, Buffer.from(dense.serialize('portable')), 'application/octet-stream');
 
-    figures.uploadText = await attempt(`${label}: text upload`, async () => {
+    figures.uploadText = await tryStep('text upload', async () => {
       const started = performance.now();
       const crowd = await call<{ count: number }>(server, 'PUT', `/tenants/${TENANT}/crowds/uploaded`, options.crowdText, 'text/plain');
       return { value: performance.now() - started, details: { users: crowd.count, bytes: options.crowdText.length } };
@@ -104,7 +107,7 @@ export async function measureJourney(database: ScratchDatabase, options: Journey
 
     const branchId = await createWorkflow(server, 'branch', BRANCH_JOURNEY);
     let branch: { instanceId: string; ms: number } | undefined;
-    figures.start = await attempt(`${label}: start`, async () => {
+    figures.start = await tryStep('start', async () => {
       const cpuBefore = server.cpuMs();
       branch = await startInstance(server, branchId, 300_000);
       const serverCpuMs = server.cpuMs() - cpuBefore;
@@ -118,7 +121,7 @@ export async function measureJourney(database: ScratchDatabase, options: Journey
     const instanceId = branch.instanceId;
     console.log(`  ${label}: instance of ${users.toLocaleString('en-US')} users running after ${branch.ms.toFixed(0)} ms`);
 
-    figures.counts = await attempt(`${label}: counts`, async () => {
+    figures.counts = await tryStep('counts', async () => {
       const samples: number[] = [];
       for (let i = 0; i < options.countReads + 10; i++) {
         const started = performance.now();
@@ -130,35 +133,35 @@ export async function measureJourney(database: ScratchDatabase, options: Journey
     });
 
     const exportPath = (format: string) => `/tenants/${TENANT}/instances/${instanceId}/steps/wait/export?format=${format}`;
-    figures.exportCsv = await attempt(`${label}: export csv`, async () => {
+    figures.exportCsv = await tryStep('export csv', async () => {
       const runs = [await download(server, exportPath('csv')), await download(server, exportPath('csv'))];
       return { value: Math.min(...runs.map((r) => r.ms)), details: { bytes: runs[0].bytes, runs: runs.map((r) => Math.round(r.ms)) } };
     });
-    figures.exportRoaring = await attempt(`${label}: export roaring`, async () => {
+    figures.exportRoaring = await tryStep('export roaring', async () => {
       const runs = [];
       for (let i = 0; i < 3; i++) runs.push(await download(server, exportPath('roaring')));
       return { value: median(runs.map((r) => r.ms)), details: { bytes: runs[0].bytes } };
     });
 
     let bigBefore = 0;
-    figures.sse = await attempt(`${label}: sse`, async () => {
+    figures.sse = await tryStep('sse', async () => {
       const result = await measureSse(server, instanceId, users, options.sseSamples);
       bigBefore = result.moved;
       return result.figure;
     });
 
     const events = journeyEvents(options.events, users - RESERVED_USERS);
-    figures.apply = await attempt(`${label}: events`, () => measureApply(server, instanceId, events, users - RESERVED_USERS, bigBefore, label));
+    figures.apply = await tryStep('events', () => measureApply(server, instanceId, events, users - RESERVED_USERS, bigBefore, label));
 
     let memory: Measured = { value: null, note: 'timer instance did not start' };
-    figures.timer = await attempt(`${label}: timer`, async () => {
+    figures.timer = await tryStep('timer', async () => {
       const result = await measureTimer(server, users, branch!.ms, label);
       memory = result.memory;
       return result.timer;
     });
     figures.memory = memory;
 
-    figures.recovery = await attempt(`${label}: recovery`, async () => {
+    figures.recovery = await tryStep('recovery', async () => {
       const moved = movedUsers(events, users - RESERVED_USERS);
       const result = await measureRecovery(database, server, instanceId, moved, options);
       server = result.server;
