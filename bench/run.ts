@@ -95,7 +95,7 @@ async function main(): Promise<void> {
     if (sections.has('rows')) {
       console.log(`per-user rows baseline on ${provider} (${SCALE.rowUsers.toLocaleString('en-US')} users)…`);
       rows[provider] = await withDatabase(provider, 'rows', (database) =>
-        measureRows(database, SCALE.rowUsers, journeyEvents(SCALE.rowEvents, SCALE.rowUsers, 11), quick ? 20 : 50),
+        measureRows(database, SCALE.rowUsers, journeyEvents(SCALE.rowEvents, SCALE.rowUsers, 11), quick ? 10 : 20),
       );
       save(false);
     }
