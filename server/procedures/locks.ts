@@ -19,17 +19,6 @@ export function conflictingKeys(a: LockKey[], b: LockKey[]): string[] {
   return a.filter((lock) => modes.has(lock.key) && (lock.mode === 'exclusive' || modes.get(lock.key) === 'exclusive')).map((lock) => lock.key);
 }
 
-/** A candidate in the lock queue: its queue position and whether it already holds its keys. */
-export interface QueuedLocks {
-  id: string;
-  /** Ancestors first; a child inherits its root's queue position so it never waits behind a procedure its parent blocks. */
-  order: readonly (string | number)[];
-  keys: LockKey[];
-  holding: boolean;
-  /** Ids of this procedure's ancestors: they never block their own descendants. */
-  ancestors: ReadonlySet<string>;
-}
-
 export function compareOrder(a: readonly (string | number)[], b: readonly (string | number)[]): number {
   for (let i = 0; i < Math.min(a.length, b.length); i++) {
     if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
@@ -38,15 +27,26 @@ export function compareOrder(a: readonly (string | number)[], b: readonly (strin
 }
 
 /**
- * Whether `candidate` may take its locks now: no conflicting procedure holds them, and no conflicting procedure queued
- * ahead of it is still waiting (FIFO per key, so a stream of shared holders never starves an exclusive waiter).
+ * The keys taken so far while walking the procedures in queue order: first by every holder, then by each waiter in turn
+ * (FIFO per key, so a stream of shared holders never starves an exclusive waiter). A waiter may take its locks when none
+ * of its keys conflicts with what is taken. A child never conflicts with its ancestors (refused up front), and inherits
+ * its root's queue position, so it never waits behind a procedure that waits for its parent.
  */
-export function mayAcquire(candidate: QueuedLocks, others: Iterable<QueuedLocks>): boolean {
-  if (candidate.holding || candidate.keys.length === 0) return true;
-  for (const other of others) {
-    if (other.id === candidate.id || candidate.ancestors.has(other.id) || other.ancestors.has(candidate.id)) continue;
-    if (conflictingKeys(candidate.keys, other.keys).length === 0) continue;
-    if (other.holding || compareOrder(other.order, candidate.order) < 0) return false;
+export class LockTable {
+  private readonly taken = new Map<string, { exclusive: boolean; shared: boolean }>();
+
+  take(keys: LockKey[]): void {
+    for (const { key, mode } of keys) {
+      const entry = this.taken.get(key) ?? { exclusive: false, shared: false };
+      entry[mode] = true;
+      this.taken.set(key, entry);
+    }
   }
-  return true;
+
+  conflicts(keys: LockKey[]): boolean {
+    return keys.some(({ key, mode }) => {
+      const entry = this.taken.get(key);
+      return entry !== undefined && (entry.exclusive || (mode === 'exclusive' && entry.shared));
+    });
+  }
 }

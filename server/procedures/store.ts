@@ -1,6 +1,6 @@
 import { db, dbTarget, type Tx } from '../storage/db';
 import type { Procedure } from '../storage/generated/sqlite/client';
-import { compareOrder, mayAcquire, type QueuedLocks } from './locks';
+import { compareOrder, LockTable } from './locks';
 import { FINISHED_STATES, type Json, type LockKey, type ProcedureState, type ProcedureView } from './types';
 
 // Every write of a running procedure is fenced by its owner: a process that lost its lease (another took the
@@ -175,12 +175,20 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
     const unfinished = await tx.procedure.findMany({ where: { state: { notIn: [...FINISHED_STATES] } } });
     const byId = new Map(unfinished.map((row) => [row.id, row]));
     const waitingForChildren = new Set(unfinished.flatMap((row) => (row.parentId ? [row.parentId] : [])));
-    const queue = unfinished.map((row) => queuedLocks(row, byId)).sort((a, b) => compareOrder(a.order, b.order));
+    const queue = unfinished.map((row) => ({ row, order: queueOrder(row, byId) })).sort((a, b) => compareOrder(a.order, b.order));
+    const locks = new LockTable();
+    for (const { row } of queue) if (row.owner !== null) locks.take(keysOf(row));
     const claimed: ProcedureRow[] = [];
     let nextDueMs: number | null = null;
-    for (const entry of queue) {
+    for (const { row } of queue) {
       if (claimed.length >= request.limit) break;
-      const row = byId.get(entry.id)!;
+      // A procedure without an owner holds no locks yet; it queues for them whether or not it can run now.
+      if (row.owner === null) {
+        const keys = keysOf(row);
+        const blocked = locks.conflicts(keys);
+        locks.take(keys);
+        if (blocked) continue;
+      }
       if (request.busy.has(row.id) || waitingForChildren.has(row.id) || !request.isRegistered(row.type)) continue;
       if (lockable && !lockable.has(row.id)) continue;
       if (row.owner && row.owner !== request.owner && !leaseExpired(row, request)) {
@@ -191,10 +199,8 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
         nextDueMs = Math.min(nextDueMs ?? Infinity, Number(row.nextRunMs));
         continue;
       }
-      if (!mayAcquire(entry, queue)) continue;
       const taken = await tx.procedure.updateMany({ where: { id: row.id, owner: row.owner }, data: { owner: request.owner, updatedAt: new Date(request.now) } });
       if (taken.count !== 1) continue;
-      entry.holding = true;
       claimed.push({ ...row, owner: request.owner, updatedAt: new Date(request.now) });
     }
     return { claimed, nextDueMs };
@@ -205,20 +211,15 @@ function leaseExpired(row: ProcedureRow, request: ClaimRequest): boolean {
   return row.updatedAt.getTime() + request.leaseMs <= request.now;
 }
 
-function queuedLocks(row: ProcedureRow, byId: Map<string, ProcedureRow>): QueuedLocks {
+function keysOf(row: ProcedureRow): LockKey[] {
+  return JSON.parse(row.lockKeys) as LockKey[];
+}
+
+/** Queue position: a child inherits its ancestors' positions, so it is ordered right after its root. */
+function queueOrder(row: ProcedureRow, byId: Map<string, ProcedureRow>): (string | number)[] {
   const chain: ProcedureRow[] = [];
-  const ancestors = new Set<string>();
-  for (let current: ProcedureRow | undefined = row; current; current = current.parentId ? byId.get(current.parentId) : undefined) {
-    if (chain.includes(current)) break;
+  for (let current: ProcedureRow | undefined = row; current && !chain.includes(current); current = current.parentId ? byId.get(current.parentId) : undefined) {
     chain.unshift(current);
-    if (current !== row) ancestors.add(current.id);
   }
-  return {
-    id: row.id,
-    order: chain.flatMap((r) => [r.createdAt.getTime(), r.id]),
-    keys: JSON.parse(row.lockKeys) as LockKey[],
-    // An expired lease still holds the locks until its procedure is taken over; nobody else may slip in between steps.
-    holding: row.owner !== null,
-    ancestors,
-  };
+  return chain.flatMap((r) => [r.createdAt.getTime(), r.id]);
 }
