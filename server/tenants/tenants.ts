@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { authenticate, hashKey, newApiKeySecret, type Principal } from '../auth';
-import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
+import { AppError, conflict, isRecordMissing, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { PrintableName } from '../model/workflow';
 import { db } from '../storage/db';
+import { removeInstances } from '../workflows/history';
 
 export const TenantName = z
   .string()
@@ -61,28 +62,39 @@ export function tenantView(tenant: Tenant): TenantView {
   return view(tenant);
 }
 
+/**
+ * Deletes a tenant and everything it owns in one transaction. The tenant row goes first (a row lock on PostgreSQL,
+ * the write lock on SQLite), then the check for active instances sees every instance committed before it, and a
+ * refusal rolls the whole delete back. Unfinished procedures are kept.
+ */
 export async function deleteTenant(tenant: Tenant): Promise<void> {
-  const client = db();
-  const running = await client.instance.count({ where: { tenantId: tenant.id, state: { in: ACTIVE_INSTANCE_STATES } } });
-  if (running > 0) throw conflict(`Tenant "${tenant.name}" has ${running} running instance(s); stop them before deleting the tenant`);
   const tenantId = tenant.id;
-  const workflows = await client.workflow.findMany({ where: { tenantId }, select: { id: true } });
-  const instances = await client.instance.findMany({ where: { tenantId }, select: { id: true } });
-  await client.$transaction([
-    client.workflowVersion.deleteMany({ where: { workflowId: { in: workflows.map((w) => w.id) } } }),
-    client.shardCheckpoint.deleteMany({ where: { instanceId: { in: instances.map((i) => i.id) } } }),
-    client.workflow.deleteMany({ where: { tenantId } }),
-    client.instance.deleteMany({ where: { tenantId } }),
-    client.instanceSnapshot.deleteMany({ where: { tenantId } }),
-    client.crowd.deleteMany({ where: { tenantId } }),
-    client.profile.deleteMany({ where: { tenantId } }),
-    client.eventLog.deleteMany({ where: { tenantId } }),
-    client.partitionState.deleteMany({ where: { tenantId } }),
-    client.journal.deleteMany({ where: { tenantId } }),
-    client.consumer.deleteMany({ where: { tenantId } }),
-    client.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } }),
-    client.tenant.delete({ where: { id: tenantId } }),
-  ]);
+  try {
+    await db().$transaction(
+      async (tx) => {
+        await tx.tenant.delete({ where: { id: tenantId } });
+        const running = await tx.instance.count({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } });
+        if (running > 0) throw conflict(`Tenant "${tenant.name}" has ${running} running instance(s); stop them before deleting the tenant`);
+        const workflows = await tx.workflow.findMany({ where: { tenantId }, select: { id: true } });
+        const instances = await tx.instance.findMany({ where: { tenantId }, select: { id: true } });
+        await removeInstances(tx, instances.map((i) => i.id));
+        await tx.instanceSnapshot.deleteMany({ where: { tenantId } });
+        await tx.workflowVersion.deleteMany({ where: { workflowId: { in: workflows.map((w) => w.id) } } });
+        await tx.workflow.deleteMany({ where: { tenantId } });
+        await tx.crowd.deleteMany({ where: { tenantId } });
+        await tx.profile.deleteMany({ where: { tenantId } });
+        await tx.eventLog.deleteMany({ where: { tenantId } });
+        await tx.partitionState.deleteMany({ where: { tenantId } });
+        await tx.journal.deleteMany({ where: { tenantId } });
+        await tx.consumer.deleteMany({ where: { tenantId } });
+        await tx.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } });
+      },
+      { maxWait: 30_000, timeout: 120_000 },
+    );
+  } catch (error) {
+    if (isRecordMissing(error)) throw notFound(`Tenant "${tenant.name}"`);
+    throw error;
+  }
 }
 
 export type ApiKeyView = { id: string; name: string; prefix: string; createdAt: string; revokedAt: string | null };

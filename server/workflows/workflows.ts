@@ -1,10 +1,11 @@
 import { z } from 'zod';
-import { AppError, badRequest, conflict, isUniqueViolation, notFound } from '../errors';
+import { AppError, badRequest, conflict, isRecordMissing, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { validateSchedule, validateWorkflow } from '../model/validate';
 import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../model/workflow';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES, canNameRow, type Tenant } from '../tenants/tenants';
+import { removeInstances } from './history';
 import { runningOf, type RunningInstance } from './running';
 
 // Workflows of a tenant. Every save that carries a definition writes a new immutable WorkflowVersion
@@ -173,21 +174,37 @@ export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWo
   return view(await findWorkflow(tenant, current.id));
 }
 
-/** Deletes a workflow and its versions; refused while one of its instances is starting, running or stopping. */
+/**
+ * Deletes a workflow with its versions and its stopped instances (their history snapshots and shard checkpoints),
+ * in one transaction that first writes the workflow row (a row lock on PostgreSQL, the write lock on SQLite, so
+ * concurrent saves and deletes of it wait) and then checks for an active instance: one that became active after
+ * the request began is still seen, and refuses the delete with nothing removed. The journal (notifications) and
+ * procedure records stay: consumers and the procedures panel keep their history until retention removes it.
+ */
 export async function deleteWorkflow(tenant: Tenant, ref: string): Promise<void> {
   const workflow = await findWorkflow(tenant, ref);
-  const client = db();
-  const active = await client.instance.findFirst({ where: { workflowId: workflow.id, state: { in: ACTIVE_INSTANCE_STATES } } });
-  if (active) {
-    throw conflict(`Workflow "${workflow.name}" has instance ${active.id} ${active.state}; stop it before deleting the workflow`, {
-      instanceId: active.id,
-      state: active.state,
-    });
+  try {
+    await db().$transaction(
+      async (tx) => {
+        await tx.workflow.update({ where: { id: workflow.id }, data: { updatedAt: new Date() } });
+        const active = await tx.instance.findFirst({ where: { workflowId: workflow.id, state: { in: ACTIVE_INSTANCE_STATES } } });
+        if (active) {
+          throw conflict(`Workflow "${workflow.name}" has instance ${active.id} ${active.state}; stop it before deleting the workflow`, {
+            instanceId: active.id,
+            state: active.state,
+          });
+        }
+        const stopped = await tx.instance.findMany({ where: { workflowId: workflow.id }, select: { id: true } });
+        await removeInstances(tx, stopped.map((instance) => instance.id));
+        await tx.workflowVersion.deleteMany({ where: { workflowId: workflow.id } });
+        await tx.workflow.delete({ where: { id: workflow.id } });
+      },
+      { maxWait: 30_000, timeout: 120_000 },
+    );
+  } catch (error) {
+    if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
+    throw error;
   }
-  await client.$transaction([
-    client.workflowVersion.deleteMany({ where: { workflowId: workflow.id } }),
-    client.workflow.deleteMany({ where: { id: workflow.id, tenantId: tenant.id } }),
-  ]);
 }
 
 export async function listVersions(tenant: Tenant, ref: string): Promise<{ workflowId: string; current: number; versions: { version: number; createdAt: string }[] }> {
@@ -205,9 +222,5 @@ export async function getVersion(tenant: Tenant, ref: string, version: number): 
   const row = await db().workflowVersion.findUnique({ where: { workflowId_version: { workflowId: workflow.id, version } } });
   if (!row) throw notFound(`Version ${version} of workflow "${workflow.name}"`);
   return { workflowId: workflow.id, version: row.version, definition: JSON.parse(row.definition), createdAt: row.createdAt.toISOString() };
-}
-
-function isRecordMissing(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'P2025';
 }
 export { setRunningLookup, type RunningLookup, type RunningInstance } from './running';
