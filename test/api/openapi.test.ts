@@ -15,7 +15,11 @@ function routeFiles(dir = API_ROOT): { path: string; methods: string[] }[] {
     if (rel.includes('[...')) return [];
     const path = '/' + rel.split('/').map((s) => s.replace(/^\[(.+)\]$/, '{$1}')).join('/');
     const source = readFileSync(full, 'utf8');
-    const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => new RegExp(`export const ${m}\\b|\\b${m}\\b[^;]*\\} from|as ${m}\\b`).test(source));
+    // Methods re-exported from a handler that only answers 405 (e.g. immutable versions) are not operations.
+    const refused = source.includes("'method_not_allowed'");
+    const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter(
+      (m) => new RegExp(`export const ${m}\\b`).test(source) || (!refused && new RegExp(`as ${m}\\b`).test(source)),
+    );
     return [{ path, methods }];
   });
 }
