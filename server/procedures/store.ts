@@ -172,16 +172,17 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
   if (waiting === 0) return { claimed: [], nextDueMs: null };
   return db().$transaction(async (tx) => {
     const lockable = await lockForClaim(tx);
-    const unfinished = await tx.procedure.findMany({ where: { state: { notIn: [...FINISHED_STATES] } } });
+    // The queue needs no states or outputs: only the claimed rows are read in full.
+    const unfinished = await tx.procedure.findMany({ where: { state: { notIn: [...FINISHED_STATES] } }, select: QUEUE_COLUMNS });
     const byId = new Map(unfinished.map((row) => [row.id, row]));
     const waitingForChildren = new Set(unfinished.flatMap((row) => (row.parentId ? [row.parentId] : [])));
     const queue = unfinished.map((row) => ({ row, order: queueOrder(row, byId) })).sort((a, b) => compareOrder(a.order, b.order));
     const locks = new LockTable();
     for (const { row } of queue) if (row.owner !== null) locks.take(keysOf(row));
-    const claimed: ProcedureRow[] = [];
+    const claimedIds: string[] = [];
     let nextDueMs: number | null = null;
     for (const { row } of queue) {
-      if (claimed.length >= request.limit) break;
+      if (claimedIds.length >= request.limit) break;
       // A procedure without an owner holds no locks yet; it queues for them whether or not it can run now.
       if (row.owner === null) {
         const keys = keysOf(row);
@@ -201,24 +202,29 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
       }
       const taken = await tx.procedure.updateMany({ where: { id: row.id, owner: row.owner }, data: { owner: request.owner, updatedAt: new Date(request.now) } });
       if (taken.count !== 1) continue;
-      claimed.push({ ...row, owner: request.owner, updatedAt: new Date(request.now) });
+      claimedIds.push(row.id);
     }
+    const claimed = claimedIds.length ? await tx.procedure.findMany({ where: { id: { in: claimedIds } } }) : [];
+    claimed.sort((a, b) => claimedIds.indexOf(a.id) - claimedIds.indexOf(b.id));
     return { claimed, nextDueMs };
   });
 }
 
-function leaseExpired(row: ProcedureRow, request: ClaimRequest): boolean {
+function leaseExpired(row: QueueRow, request: ClaimRequest): boolean {
   return row.updatedAt.getTime() + request.leaseMs <= request.now;
 }
 
-function keysOf(row: ProcedureRow): LockKey[] {
+const QUEUE_COLUMNS = { id: true, type: true, parentId: true, lockKeys: true, owner: true, nextRunMs: true, createdAt: true, updatedAt: true } as const;
+type QueueRow = Pick<ProcedureRow, keyof typeof QUEUE_COLUMNS>;
+
+function keysOf(row: QueueRow): LockKey[] {
   return JSON.parse(row.lockKeys) as LockKey[];
 }
 
 /** Queue position: a child inherits its ancestors' positions, so it is ordered right after its root. */
-function queueOrder(row: ProcedureRow, byId: Map<string, ProcedureRow>): (string | number)[] {
-  const chain: ProcedureRow[] = [];
-  for (let current: ProcedureRow | undefined = row; current && !chain.includes(current); current = current.parentId ? byId.get(current.parentId) : undefined) {
+function queueOrder(row: QueueRow, byId: Map<string, QueueRow>): (string | number)[] {
+  const chain: QueueRow[] = [];
+  for (let current: QueueRow | undefined = row; current && !chain.includes(current); current = current.parentId ? byId.get(current.parentId) : undefined) {
     chain.unshift(current);
   }
   return chain.flatMap((r) => [r.createdAt.getTime(), r.id]);
