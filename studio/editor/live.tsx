@@ -157,7 +157,13 @@ function UpdateCrowdDialog({ tenant, workflow, instanceId, onClose }: { tenant: 
         <CrowdPicker tenant={tenant} value={crowd} onChange={setCrowd} />
         <p className="muted small">New users join the entry step; users no longer in the crowd leave every step. No notifications are sent.</p>
         {op.error && <ErrorBox error={op.error} />}
-        <button type="button" className="primary" disabled={!crowd || op.busy} onClick={() => void op.run(() => apiCall('POST', tenantPath(tenant, `/instances/${instanceId}/crowd`), { crowd })).then((ok) => ok && onClose())}>
+        <button
+          type="button"
+          className="primary"
+          disabled={!crowd || op.busy}
+          onClick={() => void op.run(() => apiCall('POST', tenantPath(tenant, `/instances/${instanceId}/crowd`), { crowd })).then((ok) => ok && onClose())}
+          data-testid="update-crowd-confirm"
+        >
           Update crowd
         </button>
       </div>
