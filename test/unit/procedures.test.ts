@@ -166,6 +166,22 @@ describe('procedure runner', () => {
     expect(s.log).toEqual(['execute 0', 'execute 1', 'execute 1', 'execute 2']);
   });
 
+  it('on start, resumes procedures persisted in prepare-rollback and rolling-back (they keep rolling back)', async () => {
+    const prepared = script('resume-prepared');
+    const rolling = script('resume-rolling');
+    const now = new Date(clock.now());
+    const base = { type: ROLLBACK, lockKeys: '[]', createdAt: now, updatedAt: now, error: JSON.stringify({ message: 'disk full' }) };
+    await db().procedure.create({ data: { ...base, id: 'was-preparing', state: 'prepare-rollback', step: 2, data: JSON.stringify(scriptedState('resume-prepared', 3, { done: 2 })) } });
+    await db().procedure.create({ data: { ...base, id: 'was-rolling', state: 'rolling-back', step: 3, data: JSON.stringify(scriptedState('resume-rolling', 3, { done: 2, undone: 1 })) } });
+    runner = startRunner();
+    const [a, b] = [await runner.await('was-preparing'), await runner.await('was-rolling')];
+    expect([a.state, a.error, a.step]).toEqual(['failed', 'disk full', 4]);
+    expect([b.state, b.error, b.step]).toEqual(['failed', 'disk full', 4]);
+    expect(prepared.log).toEqual(['rollback 0', 'rollback 1']);
+    expect(rolling.log).toEqual(['rollback 1']);
+    expect(await stepStates('was-rolling')).toEqual(['4:failed']);
+  });
+
   it('submitting an existing id returns it without a second run', async () => {
     const s = script('once');
     runner = startRunner();
