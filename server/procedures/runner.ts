@@ -5,7 +5,7 @@ import { db } from '../storage/db';
 import { backoffDelay } from './backoff';
 import { conflictingKeys, normalizeLockKeys } from './locks';
 import { DEFAULT_MAX_RETRIES, isProcedureTypeRegistered, procedureType } from './registry';
-import { claimReady, commitStep, heartbeat, LeaseLostError, newProcedureRecord, parseError, toView, transition, type NewProcedure, type ProcedureRow, type StoredError } from './store';
+import { claimReady, commitStep, heartbeat, releaseOwned, LeaseLostError, newProcedureRecord, parseError, toView, transition, type NewProcedure, type ProcedureRow, type StoredError } from './store';
 import { FINISHED_STATES, RetryLaterError, type ChildProcedure, type Json, type LockKey, type ProcedureContext, type ProcedureInstance, type ProcedureRunner, type ProcedureRunnerOptions, type ProcedureTypeDefinition, type ProcedureView, type SubmitOptions } from './types';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -117,6 +117,9 @@ class DurableProcedureRunner implements ProcedureRunner {
     await this.loop;
     this.loop = undefined;
     await Promise.all(this.executing.values());
+    // Every procedure of ours is between two steps now: hand them over at once instead of after the lease. They keep
+    // their place in the lock queue (creation order), so nothing conflicting can slip in before they resume.
+    await releaseOwned(this.owner, this.clock.now());
   }
 
   async cleanup(): Promise<number> {

@@ -132,6 +132,11 @@ export async function heartbeat(owner: string, now: number): Promise<void> {
   await db().procedure.updateMany({ where: { owner, state: { notIn: [...FINISHED_STATES] } }, data: { updatedAt: new Date(now) } });
 }
 
+/** Gives up this owner's claims (a graceful stop), so another process resumes them without waiting for the lease. */
+export async function releaseOwned(owner: string, now: number): Promise<void> {
+  await db().procedure.updateMany({ where: { owner, state: { notIn: [...FINISHED_STATES] } }, data: { owner: null, updatedAt: new Date(now) } });
+}
+
 export interface ClaimRequest {
   owner: string;
   now: number;

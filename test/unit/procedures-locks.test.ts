@@ -230,3 +230,22 @@ describe('scale-out', () => {
     expect(await db().procedureStep.count({ where: { procedureId: { in: ids } } })).toBe(ids.length);
   });
 });
+
+describe('graceful stop', () => {
+  it('a stopped runner hands its procedures over at once; they keep their place in the lock queue', async () => {
+    script('handed-over', { failures: ['retry'] });
+    const first = startRunner({ owner: 'stopping-process' });
+    runner = first;
+    const id = await first.submit(PLAIN, scriptedState('handed-over', 1, { keys: [exclusive('workflow/h')] }));
+    await waitForState(id, 'retrying');
+    await first.stop();
+    expect((await first.get(id))!.owner).toBeNull();
+    const later = await first.submit(PLAIN, scriptedState('handed-later', 1, { keys: [exclusive('workflow/h')] }));
+    runner = startRunner({ owner: 'next-process', leaseMs: 30_000 });
+    await clock.advance(1_000); // the backoff, far less than the lease
+    const done = await runner.await(id);
+    expect(done.state).toBe('done');
+    const after = await runner.await(later);
+    expect(Date.parse(done.finishedAt!)).toBeLessThanOrEqual(Date.parse(after.finishedAt!));
+  });
+});
