@@ -16,6 +16,11 @@ let tenant: { name: string; id: string; key: string };
 let other: { name: string };
 let workflowId: string;
 
+/** Polls until the assertion holds; the server and the browser share two busy cores, so allow 10 s. */
+function eventually<T>(read: () => Promise<T> | T, timeout = 10_000) {
+  return expect.poll(read, { timeout });
+}
+
 async function shot(name: string) {
   await page.screenshot({ path: `${SHOTS}/studio-${name}.png` });
 }
@@ -24,7 +29,7 @@ async function shot(name: string) {
 async function dropStep(kind: string, at: { x: number; y: number }, name: string) {
   await page.locator(`[data-testid=palette-${kind}]`).dragTo(page.locator('[data-testid=canvas]'), { targetPosition: at });
   const nameInput = page.locator('[data-testid=step-name-input]');
-  await expect.poll(() => nameInput.inputValue()).toMatch(new RegExp(`^${kind}`));
+  await eventually(() => nameInput.inputValue()).toMatch(new RegExp(`^${kind}`));
   await nameInput.fill(name);
   await page.locator(`[data-step="${name}"]`).waitFor();
 }
@@ -66,7 +71,7 @@ describe('studio end to end', () => {
     await page.waitForURL(/\/signin/);
     await page.fill('input[name=token]', 'not-the-admin-token');
     await page.click('button[type=submit]');
-    await expect.poll(() => page.locator('[data-testid=error]').textContent()).toContain('not valid');
+    await eventually(() => page.locator('[data-testid=error]').textContent()).toContain('not valid');
     await page.fill('input[name=token]', inject('adminToken'));
     await page.click('button[type=submit]');
     await page.waitForURL((url) => url.pathname === '/');
@@ -101,13 +106,13 @@ describe('studio end to end', () => {
     await firstBranch.locator('[data-testid=rule-field]').fill('event.type');
     await firstBranch.locator('.rule-operators').selectOption('=');
     await firstBranch.locator('.rule-value').fill('buy');
-    await expect.poll(() => firstBranch.locator('[data-testid=cel-preview]').textContent()).toBe('event.type == "buy"');
+    await eventually(() => firstBranch.locator('[data-testid=cel-preview]').textContent()).toBe('event.type == "buy"');
 
     await dropStep('exit', { x: centerX - 200, y: top + 460 }, 'bought');
     await dropStep('exit', { x: centerX + 200, y: top + 460 }, 'other');
     await connect('start', 'next', 'choose');
     await connect('choose', 'branch-0', 'bought');
-    await expect.poll(() => page.locator('.react-flow__edge').count()).toBe(2);
+    await eventually(() => page.locator('.react-flow__edge').count()).toBe(2);
     await shot('02-canvas-built');
   });
 
@@ -129,25 +134,25 @@ describe('studio end to end', () => {
     const steps = page.locator('[data-testid=step-node]');
     await page.locator('[data-step=choose] [data-testid=add-after-branch-1]').click();
     await page.locator('[data-step=choose] [role=menuitem]', { hasText: 'Timer' }).click();
-    await expect.poll(() => steps.count()).toBe(5);
-    await expect.poll(() => page.locator('.react-flow__edge').count()).toBe(3);
+    await eventually(() => steps.count()).toBe(5);
+    await eventually(() => page.locator('.react-flow__edge').count()).toBe(3);
     // the new step is selected; its cron reads as words
     expect(await page.locator('[data-testid=cron-description]').textContent()).toBe('At 09:00 (UTC)');
     expect(await page.locator('[data-step=timer] .step-summary').textContent()).toBe('At 09:00 (UTC)');
     await page.locator('.react-flow__pane').click({ position: { x: 20, y: 20 } });
     await page.keyboard.press('ControlOrMeta+z');
-    await expect.poll(() => steps.count()).toBe(4);
+    await eventually(() => steps.count()).toBe(4);
     await page.keyboard.press('ControlOrMeta+Shift+z');
-    await expect.poll(() => steps.count()).toBe(5);
+    await eventually(() => steps.count()).toBe(5);
     await page.keyboard.press('ControlOrMeta+z');
-    await expect.poll(() => steps.count()).toBe(4);
+    await eventually(() => steps.count()).toBe(4);
 
     await page.locator('[data-step=bought]').click({ position: { x: 60, y: 14 } });
     await page.keyboard.press('ControlOrMeta+c');
     await page.keyboard.press('ControlOrMeta+v');
     await page.locator('[data-step=bought_copy]').waitFor();
     await page.keyboard.press('Delete');
-    await expect.poll(() => page.locator('[data-step=bought_copy]').count()).toBe(0);
+    await eventually(() => page.locator('[data-step=bought_copy]').count()).toBe(0);
     expect(await steps.count()).toBe(4);
   });
 
@@ -161,7 +166,7 @@ describe('studio end to end', () => {
 
     await connect('choose', 'branch-1', 'other');
     await page.click('[data-testid=save]');
-    await expect.poll(() => page.locator('[data-testid=save-notice]').textContent()).toBe('Saved version 2.');
+    await eventually(() => page.locator('[data-testid=save-notice]').textContent()).toBe('Saved version 2.');
     expect(await page.locator('[data-testid=step-problems]').count()).toBe(0);
 
     const saved = await api('GET', `/tenants/${tenant.name}/workflows/${workflowId}`);
@@ -190,8 +195,8 @@ describe('studio end to end', () => {
     await page.setInputFiles('[data-testid=crowd-file]', { name: 'buyers.txt', mimeType: 'text/plain', buffer: Buffer.from(CROWD.join('\n')) });
     expect(await page.locator('[data-testid=crowd-name]').inputValue()).toBe('buyers');
     await page.click('[data-testid=upload]');
-    await expect.poll(() => page.locator('[data-testid=upload-result]').textContent()).toContain('10 users');
-    await expect.poll(() => page.locator('[data-crowd=buyers] [data-testid=crowd-row-count]').textContent()).toBe('10');
+    await eventually(() => page.locator('[data-testid=upload-result]').textContent()).toContain('10 users');
+    await eventually(() => page.locator('[data-crowd=buyers] [data-testid=crowd-row-count]').textContent()).toBe('10');
     await shot('05-crowd-uploaded');
   });
 
@@ -201,22 +206,22 @@ describe('studio end to end', () => {
     await page.locator('[data-testid=crowd-select]').selectOption('buyers');
     expect(await page.locator('[data-testid=crowd-count]').textContent()).toBe('10 users in this crowd');
     await page.click('[data-testid=start-confirm]');
-    await expect.poll(() => page.locator('[data-testid=start-result]').textContent(), { timeout: 20_000 }).toContain('Started with 10 users');
+    await eventually(() => page.locator('[data-testid=start-result]').textContent(), 20_000).toContain('Started with 10 users');
     await page.click('[data-testid=start-dialog] >> text=Close');
     const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
-    await expect.poll(() => count('choose'), { timeout: 10_000 }).toBe('10');
+    await eventually(() => count('choose'), 10_000).toBe('10');
     expect(await page.locator('[data-step=choose] [data-testid=step-count]').textContent()).toBe('10 · 100%');
     await shot('06-started');
 
     const events = [1, 2, 3].map((user) => ({ user, type: 'buy' })).concat([4, 5].map((user) => ({ user, type: 'browse' })));
     const sent = await api('POST', '/events', { token: tenant.key, body: { events } });
     expect(sent.body).toEqual({ accepted: 5 });
-    await expect.poll(() => count('bought'), { timeout: 5_000 }).toBe('3');
-    await expect.poll(() => count('other'), { timeout: 5_000 }).toBe('2');
-    await expect.poll(() => count('choose'), { timeout: 5_000 }).toBe('5');
+    await eventually(() => count('bought'), 5_000).toBe('3');
+    await eventually(() => count('other'), 5_000).toBe('2');
+    await eventually(() => count('choose'), 5_000).toBe('5');
     expect(await page.locator('[data-step=bought] [data-testid=step-count]').textContent()).toBe('3 · 30%');
     // start→choose carried all 10, choose→bought 3, choose→other 2
-    await expect.poll(() => page.locator('[data-testid=edge-count]').allTextContents().then((t) => t.map(Number).sort((a, b) => a - b))).toEqual([2, 3, 10]);
+    await eventually(() => page.locator('[data-testid=edge-count]').allTextContents().then((t) => t.map(Number).sort((a, b) => a - b))).toEqual([2, 3, 10]);
     await shot('07-live-counts');
   });
 
@@ -239,10 +244,10 @@ describe('studio end to end', () => {
     await page.keyboard.press('Escape');
     await page.locator('[data-step=other]').click({ position: { x: 60, y: 14 } });
     await page.click('[data-testid=inspector] >> text=Delete step');
-    await expect.poll(() => page.locator('[data-step=other]').count()).toBe(0);
+    await eventually(() => page.locator('[data-step=other]').count()).toBe(0);
     await connect('choose', 'branch-1', 'bought');
     await page.click('[data-testid=save]');
-    await expect.poll(() => page.locator('[data-testid=save-notice]').textContent()).toBe('Saved version 3.');
+    await eventually(() => page.locator('[data-testid=save-notice]').textContent()).toBe('Saved version 3.');
     await page.locator('[data-testid=apply-version]').click({ timeout: 15_000 });
     await page.click('[data-testid=apply-confirm]');
     const stranded = page.locator('[data-testid=apply-dialog] label', { hasText: 'removed step “other”' });
@@ -253,15 +258,28 @@ describe('studio end to end', () => {
     await page.click('[data-testid=apply-confirm]');
     await page.locator('[data-testid=apply-dialog]').waitFor({ state: 'detached', timeout: 20_000 });
     const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
-    await expect.poll(() => count('bought'), { timeout: 10_000 }).toBe('5');
+    await eventually(() => count('bought'), 10_000).toBe('5');
     expect(await count('choose')).toBe('5');
     await page.locator('[data-testid=apply-version]').waitFor({ state: 'detached' });
+  });
+
+  it('updates the crowd of the running instance: new users enter at the entry step', async () => {
+    const bigger = await api('PUT', `/tenants/${tenant.name}/crowds/buyers_plus`, { body: [...CROWD, 11, 12].join('\n'), headers: { 'content-type': 'text/plain' } });
+    expect(bigger.status).toBe(201);
+    await page.click('text=Update crowd');
+    await page.locator('[data-testid=crowd-select]').selectOption('buyers_plus');
+    await page.click('[data-testid=update-crowd-confirm]');
+    const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
+    // 11 and 12 enter at start, a direct step, and move on to choose at once
+    await eventually(() => count('choose'), 20_000).toBe('7');
+    expect(await count('bought')).toBe('5');
+    await eventually(() => page.locator('[data-testid=running-badge]').textContent()).toBe('running · 12 users');
   });
 
   it('lists the procedures that ran, live', async () => {
     await page.click('nav >> text=Procedures');
     const rows = page.locator('[data-testid=procedure-row]');
-    await expect.poll(() => rows.count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+    await eventually(() => rows.count(), 15_000).toBeGreaterThanOrEqual(2);
     const texts = await rows.allTextContents();
     expect(texts.some((t) => t.includes('start') && t.includes('done'))).toBe(true);
     await shot('10-procedures');
@@ -276,8 +294,8 @@ describe('studio end to end', () => {
     await page.click('text=History');
     await page.locator('[data-testid=history-item]').first().click();
     const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
-    await expect.poll(() => count('bought')).toBe('5');
-    expect(await count('choose')).toBe('5');
+    await eventually(() => count('bought')).toBe('5');
+    expect(await count('choose')).toBe('7');
     expect(await page.locator('[data-step]').count()).toBe(3);
     await shot('11-history');
     await page.click('text=Back to the editor');
@@ -287,7 +305,7 @@ describe('studio end to end', () => {
     await page.click('nav >> text=Workflows');
     const byName = (name: string) => page.locator('[data-testid=workflow-row]').filter({ has: page.getByRole('link', { name, exact: true }) });
     const original = byName('Buyers journey');
-    await expect.poll(() => original.textContent(), { timeout: 10_000 }).toContain('v3');
+    await eventually(() => original.textContent(), 10_000).toContain('v3');
     expect(await original.textContent()).toContain('idle');
     await original.getByRole('button', { name: 'Duplicate' }).click();
     const copy = byName('Buyers journey (copy)');
