@@ -30,6 +30,7 @@ export interface EngineOptions {
 const COUNTS_PUSH_MS = 100;
 /** The timer loop re-plans at least this often (engine clock), so nothing is missed for long. */
 const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
+const SNAPSHOT_CLEANUP_EVERY_MS = 60 * 60 * 1000;
 
 /** One engine per process: partition owner loops, shards in memory, timers, counts. */
 export class Engine implements EngineSide {
@@ -47,6 +48,7 @@ export class Engine implements EngineSide {
   private timerWake = new AbortController();
   private timerLoop: Promise<void> | undefined;
   private running = false;
+  private snapshotsCleanedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -174,6 +176,8 @@ export class Engine implements EngineSide {
         let due = Number.POSITIVE_INFINITY;
         for (const entry of [...this.tenants.values()]) for (const worker of (await entry.ready).workers) due = Math.min(due, worker.nextDue() ?? due);
         const now = this.clock.now();
+        if (now - this.snapshotsCleanedAt >= SNAPSHOT_CLEANUP_EVERY_MS) await this.removeExpiredSnapshots(now);
+        due = Math.min(due, this.snapshotsCleanedAt + SNAPSHOT_CLEANUP_EVERY_MS);
         if (due <= now) await this.runTimers();
         else await sleepUnlessWoken(this.clock, Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {
@@ -185,6 +189,12 @@ export class Engine implements EngineSide {
 
   isStopRequested(instanceId: string): boolean {
     return this.stopRequested.has(instanceId);
+  }
+
+  /** History snapshots are kept 7 days (their expiresAt); the timer loop removes expired ones hourly. */
+  async removeExpiredSnapshots(now: number): Promise<number> {
+    this.snapshotsCleanedAt = now;
+    return (await db().instanceSnapshot.deleteMany({ where: { expiresAt: { lt: new Date(now) } } })).count;
   }
 
   requestStop(instance: InstanceRuntime): void {

@@ -98,6 +98,9 @@ describe('instances', () => {
     expect(await stepUsers(h, id, 'entry')).toEqual([3, 4, 5, 6]);
     expect(await db().shardCheckpoint.count({ where: { instanceId: id } })).toBe(0);
     expect((await h.engine.getInstance(h.tenantId, id)).state).toBe('stopped');
+    expect(await h.engine.removeExpiredSnapshots(h.clock.now() + 6 * 24 * 3600 * 1000)).toBe(0);
+    expect(await h.engine.removeExpiredSnapshots(h.clock.now() + 7 * 24 * 3600 * 1000 + 1)).toBeGreaterThanOrEqual(1);
+    expect((await refusal(h.engine.getSnapshot(h.tenantId, id))).code).toBe('not_found');
   });
 
   it('update workflow keeps users by step name, maps removed steps, refuses unmapped ones with the stranded counts', async () => {
