@@ -58,6 +58,8 @@ export class Engine implements EngineSide {
     this.pollMs = options.pollMs ?? 200;
     this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
     this.checkpointEveryMoves = options.checkpointEveryMoves ?? 100_000;
+    // Registered before any start so the runner (which may resume instance procedures at boot) knows the types.
+    ops.registerInstanceProcedures();
   }
 
   get runner(): ProcedureRunner {
@@ -68,7 +70,6 @@ export class Engine implements EngineSide {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    ops.registerInstanceProcedures();
     setRunningLookup((ids) => this.runningOf(ids));
     for (const tenant of await db().tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
     this.timerLoop = this.runTimerLoop();
