@@ -323,6 +323,20 @@ describe('studio end to end', () => {
     await original.waitFor();
   });
 
+  it('combines crowds and offers their exports', async () => {
+    await page.click('nav >> text=Crowds');
+    const combine = page.locator('[data-testid=combine-form]');
+    await combine.locator('select').first().selectOption('intersection');
+    await combine.locator('select[multiple]').selectOption(['buyers', 'buyers_plus']);
+    await combine.locator('input').fill('both');
+    await combine.getByRole('button', { name: 'Combine' }).click();
+    await eventually(() => combine.locator('.ok-text').textContent()).toBe('Crowd “both”: 10 users');
+    await eventually(() => page.locator('[data-crowd=both] [data-testid=crowd-row-count]').textContent()).toBe('10');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('[data-crowd=both]').getByRole('link', { name: 'CSV' }).click()]);
+    expect(readFileSync((await download.path())!, 'utf8').trim().split('\n').map(Number)).toEqual(CROWD);
+    await shot('13-crowds');
+  });
+
   it('signs out, and the studio then asks for the token again', async () => {
     await page.click('text=Sign out');
     await page.waitForURL(/\/signin/);
