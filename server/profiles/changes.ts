@@ -1,23 +1,11 @@
-// In-process notice that profiles changed, so the engine can refresh its in-memory profile index. Only this
-// process hears it: other processes of a scale-out deployment read profiles from the database.
+import { processNotice } from '../crowd/notice';
 
-type Listener = (tenantId: string, users: number[]) => void;
+// Notice that profiles changed (committed upserts and deletes), for in-memory profile indexes.
 
-const listeners = new Set<Listener>();
+const profilesChanged = processNotice<[tenantId: string, users: number[]]>('profiles-changed');
 
 /** Subscribes to committed profile upserts and deletes; returns the unsubscribe function. */
-export function onProfilesChanged(listener: Listener): () => void {
-  listeners.add(listener);
-  return () => listeners.delete(listener);
-}
+export const onProfilesChanged = profilesChanged.subscribe;
 
-/** Called after the change is committed. A failing listener is logged and never fails the request. */
-export function notifyProfilesChanged(tenantId: string, users: number[]): void {
-  for (const listener of listeners) {
-    try {
-      listener(tenantId, users);
-    } catch (error) {
-      console.error('[crowdflow] profile change listener failed', error);
-    }
-  }
-}
+/** Called after the change is committed; a failing listener never fails the request. */
+export const notifyProfilesChanged = profilesChanged.notify;

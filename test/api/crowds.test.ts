@@ -182,3 +182,38 @@ describe('crowds API', () => {
     expectError(await api('GET', `${other}/crowds`, { token: null }), 401, 'unauthorized');
   });
 });
+
+describe('crowds seen by running instances', () => {
+  it('an inCrowd condition sees a crowd replaced over the API while the instance runs', async () => {
+    const tenant = await createTenant(2);
+    const base = `/tenants/${tenant.name}`;
+    expect((await api('PUT', `${base}/crowds/everyone`, text('1\n2\n'))).status).toBe(201);
+    expect((await api('PUT', `${base}/crowds/vip`, text('2\n'))).status).toBe(201);
+    const definition = {
+      steps: [
+        { name: 'entry', kind: 'branch', branches: [{ condition: 'inCrowd("vip")', next: 'vip' }, { condition: 'event.type == "other"', next: 'rest' }] },
+        { name: 'vip', kind: 'direct' },
+        { name: 'rest', kind: 'direct' },
+      ],
+    };
+    const workflow = await api('POST', `${base}/workflows`, { body: { name: uniqueName('vip'), definition } });
+    const started = await api('POST', `${base}/workflows/${workflow.body.id}/start`, { body: { crowd: 'everyone' } });
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    expect((await api('GET', `/procedures/${started.body.procedureId}?wait=30`)).body.state).toBe('done');
+    const countsAfter = async (events: { user: number; type: string }[], expected: Record<string, number>) => {
+      expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
+      const deadline = Date.now() + 10_000;
+      let steps: Record<string, number> = {};
+      while (Date.now() < deadline) {
+        steps = (await api('GET', `${base}/instances/${started.body.instanceId}/counts`)).body.steps;
+        if (Object.entries(expected).every(([step, count]) => steps[step] === count)) return;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(steps).toMatchObject(expected);
+    };
+    await countsAfter([{ user: 2, type: 'visit' }], { entry: 1, vip: 1 });
+    // User 1 joins the vip crowd through the API; the engine must not keep deciding on its cached copy.
+    expect((await api('PUT', `${base}/crowds/vip`, text('1\n2\n'))).status).toBe(200);
+    await countsAfter([{ user: 1, type: 'visit' }], { entry: 0, vip: 2 });
+  });
+});

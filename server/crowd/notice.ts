@@ -1,0 +1,33 @@
+// In-process notices of committed changes, so caches (the engine's crowd bitmaps) can drop their copy.
+// The listeners live on globalThis: Next.js bundles instrumentation (where the engine starts and subscribes) and
+// each route handler (where changes are announced) apart, each with its own copy of this module, and a set kept
+// in a module variable would never connect the two. Only this process hears a notice: other processes of a
+// scale-out deployment must re-read from the database.
+
+export type Notice<Args extends unknown[]> = {
+  /** Subscribes; returns the unsubscribe function. */
+  subscribe(listener: (...args: Args) => void): () => void;
+  /** Called after the change is committed. A failing listener is logged and never fails the caller. */
+  notify(...args: Args): void;
+};
+
+export function processNotice<Args extends unknown[]>(name: string): Notice<Args> {
+  const key = Symbol.for(`crowdflow.notice.${name}`);
+  const store = globalThis as unknown as Record<symbol, Set<(...args: Args) => void> | undefined>;
+  const listeners = (store[key] ??= new Set());
+  return {
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    notify(...args) {
+      for (const listener of listeners) {
+        try {
+          listener(...args);
+        } catch (error) {
+          console.error(`[crowdflow] ${name} listener failed`, error);
+        }
+      }
+    },
+  };
+}
