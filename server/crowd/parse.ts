@@ -107,7 +107,17 @@ const TAB = 9;
 const COMMA = 44;
 const MINUS = 45;
 const QUOTE = 34;
+const CLOSE_BRACKET = 93;
 const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
+
+const isDigit = (byte: number) => byte >= 48 && byte <= 57;
+
+/** A byte → 1 table of the bytes that end an ID. */
+function byteSet(bytes: number[]): Uint8Array {
+  const set = new Uint8Array(256);
+  for (const byte of bytes) set[byte] = 1;
+  return set;
+}
 
 /**
  * The token being read: its kind, value, and its bytes from earlier chunks (kept only for the error message,
@@ -115,6 +125,8 @@ const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
  */
 abstract class IdScanner {
   protected readonly sink = new IdSink();
+  /** The bytes that end an ID in this format. */
+  protected abstract readonly separators: Uint8Array;
   protected line = 1;
   protected inToken = false;
   protected kind = KIND_ID;
@@ -141,12 +153,41 @@ abstract class IdScanner {
 
   abstract end(): RoaringBitmap32;
 
+  /**
+   * The fast path for the usual case, a whole ID inside this chunk at `i` (a digit) followed by a separator: adds
+   * it and returns the separator's index. Anything unusual (a long or bad token, a chunk border) returns -1 for
+   * the general, byte-at-a-time path.
+   */
+  protected wholeId(chunk: Uint8Array, i: number): number {
+    const n = chunk.byteLength;
+    let value = chunk[i] - 48;
+    let j = i + 1;
+    let next = chunk[j];
+    while (j < n && isDigit(next) && j - i < 10) {
+      value = value * 10 + (next - 48);
+      next = chunk[++j];
+    }
+    if (j < n && value <= MAX_USER_ID && this.separators[next] === 1) {
+      this.sink.add(value);
+      return j;
+    }
+    return -1;
+  }
+
   protected startToken(first: number): void {
     this.inToken = true;
     this.value = 0;
     this.digits = 0;
     this.carry.length = 0;
-    this.kind = first === MINUS ? KIND_NEGATIVE : KIND_NOT_INTEGER;
+    this.kind = isDigit(first) ? KIND_ID : first === MINUS ? KIND_NEGATIVE : KIND_NOT_INTEGER;
+  }
+
+  protected addDigit(byte: number): void {
+    if (this.kind === KIND_ID) {
+      this.value = this.value * 10 + (byte - 48);
+      if (this.value > MAX_USER_ID) this.kind = KIND_TOO_LARGE;
+    }
+    this.digits++;
   }
 
   /** Keeps the start of a token that continues in the next chunk, for its error message. */
@@ -185,6 +226,7 @@ function isHeaderStart(byte: number): boolean {
  * starts with a letter, "_" or a quote is a header (e.g. `user_id`) and is skipped.
  */
 class TextIdScanner extends IdScanner {
+  protected readonly separators = byteSet([LF, COMMA, SPACE, CR, TAB]);
   private headerPossible = true;
   private skippingLine = false;
 
@@ -197,42 +239,21 @@ class TextIdScanner extends IdScanner {
       if (i < 0) return;
       this.skippingLine = false;
     }
-    const sink = this.sink;
     for (; i < n; i++) {
       const b = chunk[i];
-      if (b >= 48 && b <= 57 && !this.inToken) {
-        // Fast path for the usual case, a whole ID inside this chunk: read its digits in a tight local loop.
-        // Anything unusual (a long or bad token, a chunk border) falls through to the general path below.
-        let value = b - 48;
-        let j = i + 1;
-        let next = chunk[j];
-        while (j < n && next >= 48 && next <= 57 && j - i < 10) {
-          value = value * 10 + (next - 48);
-          next = chunk[++j];
-        }
-        if (j < n && value <= MAX_USER_ID && (next === LF || next === COMMA || next === SPACE || next === CR || next === TAB)) {
-          sink.add(value);
-          this.headerPossible = false;
-          i = j - 1;
-          continue;
-        }
-      }
-      if (b >= 48 && b <= 57) {
+      if (isDigit(b)) {
         if (!this.inToken) {
-          this.inToken = true;
-          this.kind = KIND_ID;
-          this.value = 0;
-          this.digits = 0;
-          this.carry.length = 0;
           this.headerPossible = false;
+          const end = this.wholeId(chunk, i);
+          if (end >= 0) {
+            i = end - 1;
+            continue;
+          }
+          this.startToken(b);
           tokenStart = i;
         }
-        if (this.kind === KIND_ID) {
-          this.value = this.value * 10 + (b - 48);
-          if (this.value > MAX_USER_ID) this.kind = KIND_TOO_LARGE;
-        }
-        this.digits++;
-      } else if (b === LF || b === COMMA || b === SPACE || b === CR || b === TAB) {
+        this.addDigit(b);
+      } else if (this.separators[b] === 1) {
         if (this.inToken) this.finishToken(chunk, tokenStart, i);
         if (b === LF) {
           this.line++;
@@ -272,6 +293,7 @@ const AFTER_ARRAY = 5;
 
 /** application/json: one array of integers, e.g. `[1, 2, 3]`; anything else in it names its line. */
 class JsonIdScanner extends IdScanner {
+  protected readonly separators = byteSet([COMMA, CLOSE_BRACKET, SPACE, LF, CR, TAB]);
   private state = BEFORE_ARRAY;
   private escaped = false;
 
@@ -285,37 +307,19 @@ class JsonIdScanner extends IdScanner {
         else if (b === 92) this.escaped = true;
         else if (b === QUOTE) throw badId(this.line, this.tokenText(chunk, tokenStart, i + 1), KIND_NOT_INTEGER);
         else if (b === LF) throw this.structural('a string that is not closed');
-      } else if (b >= 48 && b <= 57) {
-        if (!this.inToken && (this.state === AFTER_OPEN || this.state === AFTER_COMMA)) {
-          // Fast path, as in the text scanner: a whole ID inside this chunk.
-          let value = b - 48;
-          let j = i + 1;
-          let next = chunk[j];
-          while (j < n && next >= 48 && next <= 57 && j - i < 10) {
-            value = value * 10 + (next - 48);
-            next = chunk[++j];
-          }
-          if (j < n && value <= MAX_USER_ID && (next === COMMA || next === 93 || next === SPACE || next === LF || next === CR || next === TAB)) {
-            this.sink.add(value);
-            this.state = AFTER_VALUE;
-            i = j - 1;
-            continue;
-          }
-        }
+      } else if (isDigit(b)) {
         if (!this.inToken) {
           if (this.state !== AFTER_OPEN && this.state !== AFTER_COMMA) throw this.unexpected(b);
-          this.inToken = true;
-          this.kind = KIND_ID;
-          this.value = 0;
-          this.digits = 0;
-          this.carry.length = 0;
+          const end = this.wholeId(chunk, i);
+          if (end >= 0) {
+            this.state = AFTER_VALUE;
+            i = end - 1;
+            continue;
+          }
+          this.startToken(b);
           tokenStart = i;
         }
-        if (this.kind === KIND_ID) {
-          this.value = this.value * 10 + (b - 48);
-          if (this.value > MAX_USER_ID) this.kind = KIND_TOO_LARGE;
-        }
-        this.digits++;
+        this.addDigit(b);
       } else if (b === SPACE || b === LF || b === CR || b === TAB) {
         this.endValue(chunk, tokenStart, i);
         if (b === LF) this.line++;
@@ -323,7 +327,7 @@ class JsonIdScanner extends IdScanner {
         this.endValue(chunk, tokenStart, i);
         if (this.state !== AFTER_VALUE) throw this.unexpected(b);
         this.state = AFTER_COMMA;
-      } else if (b === 93 /* ] */) {
+      } else if (b === CLOSE_BRACKET) {
         this.endValue(chunk, tokenStart, i);
         if (this.state !== AFTER_VALUE && this.state !== AFTER_OPEN) throw this.unexpected(b);
         this.state = AFTER_ARRAY;
