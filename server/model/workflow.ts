@@ -48,8 +48,6 @@ export const ParallelStep = z.strictObject({
 
 export const Step = z.discriminatedUnion('kind', [DirectStep, BranchStep, TimerStep, DelayStep, SplitStep, ParallelStep]);
 export type Step = z.infer<typeof Step>;
-export type StepKind = Step['kind'];
-export const STEP_KINDS = ['direct', 'branch', 'timer', 'delay', 'split', 'parallel'] as const satisfies readonly StepKind[];
 
 export const WorkflowDefinition = z.strictObject({
   steps: z.array(Step).min(1, 'A workflow needs at least one step'),

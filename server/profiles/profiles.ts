@@ -130,19 +130,3 @@ export async function deleteProfile(tenantId: string, user: number): Promise<voi
   if (count === 0) throw notFound(`The profile of user ${user}`);
   notifyProfilesChanged(tenantId, [user]);
 }
-
-/** Every profile of a tenant in user order, read a page at a time (for the engine's in-memory index). */
-export async function* loadProfiles(tenantId: string, pageSize = 5000): AsyncIterable<{ user: number; attributes: Attributes }> {
-  let after = -1n;
-  for (;;) {
-    const page = await db().profile.findMany({
-      where: { tenantId, user: { gt: after } },
-      orderBy: { user: 'asc' },
-      take: pageSize,
-      select: { user: true, attributes: true },
-    });
-    for (const row of page) yield { user: Number(row.user), attributes: JSON.parse(row.attributes) as Attributes };
-    if (page.length < pageSize) return;
-    after = page[page.length - 1].user;
-  }
-}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { onProfilesChanged } from '../../server/profiles/changes';
-import { deleteProfile, getProfile, loadProfiles, mergeAttributes, upsertProfiles } from '../../server/profiles/profiles';
+import { deleteProfile, getProfile, mergeAttributes, upsertProfiles } from '../../server/profiles/profiles';
 import { api, createTenant, expectError } from '../helpers/api';
 
 describe('profiles API', () => {
@@ -93,7 +93,7 @@ describe('profiles API', () => {
   });
 });
 
-// The engine's side of profiles: change notices and paged reads, on this test file's own database.
+// The engine's side of profiles: change notices, on this test file's own database.
 describe('profiles library', () => {
   it('merges by JSON Merge Patch rules', () => {
     expect(mergeAttributes({ a: 1, b: { c: 2, d: 3 }, e: [1] }, { a: null, b: { c: null, x: 1 }, e: [2], f: 'new' })).toEqual({ b: { d: 3, x: 1 }, e: [2], f: 'new' });
@@ -119,19 +119,6 @@ describe('profiles library', () => {
       [tenantId, [1]],
     ]);
     expect((await getProfile(tenantId, 3)).attributes).toEqual({ a: 1, b: 1 });
-  });
-
-  it('reads every profile of a tenant page by page in user order', async () => {
-    const tenantId = 'tn_paged';
-    const users = Array.from({ length: 2_500 }, (_, i) => 4294967295 - i * 3);
-    await upsertProfiles(tenantId, users.map((user) => ({ user, attributes: { user } })));
-    await upsertProfiles('tn_other', [{ user: 1, attributes: {} }]);
-    const read: number[] = [];
-    for await (const profile of loadProfiles(tenantId, 1000)) {
-      expect(profile.attributes).toEqual({ user: profile.user });
-      read.push(profile.user);
-    }
-    expect(read).toEqual([...users].sort((a, b) => a - b));
   });
 
   it('keeps both attributes when two merges of the same user race', async () => {
