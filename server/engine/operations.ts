@@ -8,7 +8,7 @@ import { RetryLaterError, type Json } from '../procedures/types';
 import { db } from '../storage/db';
 import type { Engine } from './engine';
 import { loadDefinition } from './instance-store';
-import { Mover, splitBitmap } from './moves';
+import { Mover } from './moves';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { commitBatch, type JournalMove, type Lease } from './store';
@@ -40,8 +40,19 @@ async function allLeases(engine: Engine, tenantId: string): Promise<Lease[]> {
   return workers.map((w) => w.lease!);
 }
 
+/** Users by input partition (`user % P`): two tight passes over the ids, then one bitmap per partition from sorted ids. */
 function byPartition(users: RoaringBitmap32, partitions: number): RoaringBitmap32[] {
-  return partitions === 1 ? [users] : splitBitmap(users, (user) => user % partitions, partitions);
+  if (partitions === 1) return [users];
+  const ids = users.toUint32Array();
+  const counts = new Uint32Array(partitions);
+  for (let i = 0; i < ids.length; i++) counts[ids[i] % partitions]++;
+  const parts = Array.from(counts, (n) => new Uint32Array(n));
+  const fill = new Uint32Array(partitions);
+  for (let i = 0; i < ids.length; i++) {
+    const p = ids[i] % partitions;
+    parts[p][fill[p]++] = ids[i];
+  }
+  return parts.map((part) => RoaringBitmap32.from(part));
 }
 
 function encodeAll(instance: InstanceRuntime) {

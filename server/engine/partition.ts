@@ -84,6 +84,7 @@ export class PartitionWorker {
         const rows = await readLog(this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
         if (rows.length > 0) {
           await this.lock.run(() => this.applyRows(rows));
+          await this.checkpointIfDue(); // also under continuous load, so recovery never replays too much
           continue;
         }
         await this.checkpointIfDue();

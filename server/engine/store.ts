@@ -155,19 +155,40 @@ const JOURNAL_ROWS_PER_STATEMENT = 20_000;
  */
 function insertJournal(tenantId: string, moves: JournalMove[]): Statement[] {
   const out: Statement[] = [];
-  const t = table('Journal');
-  const columns = JOURNAL_COLUMNS.map((c) => `"${c}"`).join(', ');
-  for (let start = 0; start < moves.length; start += JOURNAL_ROWS_PER_STATEMENT) {
-    const rows = moves.slice(start, start + JOURNAL_ROWS_PER_STATEMENT).map((m) => [m.instanceId, m.partition, m.fromStep, m.toStep, m.user, m.bitmap ? Buffer.from(m.bitmap).toString('hex') : null, m.count, m.leaveAction, m.enterAction, m.timeMs]);
-    out.push(
-      statement((bind) =>
-        isPostgres()
-          ? `INSERT INTO ${t} (${columns}) SELECT (SELECT COALESCE(MAX("seq"), 0) FROM ${t}) + j.ord, ${bind(tenantId)}, j.v->>0, (j.v->>1)::int, j.v->>2, j.v->>3, (j.v->>4)::bigint, decode(j.v->>5, 'hex'), (j.v->>6)::bigint, j.v->>7, j.v->>8, (j.v->>9)::bigint FROM json_array_elements(${bind(JSON.stringify(rows))}::json) WITH ORDINALITY AS j(v, ord) ORDER BY j.ord`
-          : `INSERT INTO ${t} (${columns}) SELECT (SELECT COALESCE(MAX("seq"), 0) FROM ${t}) + j."key" + 1, ${bind(tenantId)}, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), unhex(json_extract(j.value, '$[5]')), json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]') FROM json_each(${bind(JSON.stringify(rows))}) AS j ORDER BY j."key"`,
-      ),
-    );
+  // Consecutive single-user moves go as one JSON statement; a bulk move binds its bitmap bytes directly. Statements
+  // run in move order, each continuing the seqs, so seq order is move order.
+  for (let start = 0; start < moves.length; ) {
+    if (moves[start].bitmap) {
+      out.push(insertBulkMove(tenantId, moves[start++]));
+      continue;
+    }
+    let end = start;
+    while (end < moves.length && !moves[end].bitmap && end - start < JOURNAL_ROWS_PER_STATEMENT) end++;
+    out.push(insertSingleMoves(tenantId, moves.slice(start, end)));
+    start = end;
   }
   return out;
+}
+
+const journalColumns = () => JOURNAL_COLUMNS.map((c) => `"${c}"`).join(', ');
+const nextSeqSql = () => `(SELECT COALESCE(MAX("seq"), 0) FROM ${table('Journal')})`;
+
+function insertSingleMoves(tenantId: string, moves: JournalMove[]): Statement {
+  const rows = moves.map((m) => [m.instanceId, m.partition, m.fromStep, m.toStep, m.user, m.count, m.leaveAction, m.enterAction, m.timeMs]);
+  const t = table('Journal');
+  return statement((bind) =>
+    isPostgres()
+      ? `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql()} + j.ord, ${bind(tenantId)}, j.v->>0, (j.v->>1)::int, j.v->>2, j.v->>3, (j.v->>4)::bigint, NULL, (j.v->>5)::bigint, j.v->>6, j.v->>7, (j.v->>8)::bigint FROM json_array_elements(${bind(JSON.stringify(rows))}::json) WITH ORDINALITY AS j(v, ord) ORDER BY j.ord`
+      : `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql()} + j."key" + 1, ${bind(tenantId)}, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), NULL, json_extract(j.value, '$[5]'), json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]') FROM json_each(${bind(JSON.stringify(rows))}) AS j ORDER BY j."key"`,
+  );
+}
+
+function insertBulkMove(tenantId: string, m: JournalMove): Statement {
+  const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
+  return statement(
+    (bind) =>
+      `INSERT INTO ${table('Journal')} (${journalColumns()}) VALUES (${nextSeqSql()} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
+  );
 }
 
 /** A checkpoint includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
