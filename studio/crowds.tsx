@@ -120,7 +120,16 @@ function CombineForm({ tenant, crowds }: { tenant: string; crowds: CrowdView[] }
         </label>
         <label>
           Crowds (in order)
-          <select multiple value={picked} onChange={(e) => setPicked([...e.target.selectedOptions].map((o) => o.value))} size={Math.min(5, Math.max(2, crowds.length))}>
+          <select
+            multiple
+            value={picked}
+            // keep the order of picking: a difference is the first crowd picked minus the others
+            onChange={(e) => {
+              const selected = [...e.target.selectedOptions].map((o) => o.value);
+              setPicked((previous) => [...previous.filter((n) => selected.includes(n)), ...selected.filter((n) => !previous.includes(n))]);
+            }}
+            size={Math.min(5, Math.max(2, crowds.length))}
+          >
             {crowds.map((c) => (
               <option key={c.name} value={c.name}>
                 {c.name}
@@ -136,6 +145,7 @@ function CombineForm({ tenant, crowds }: { tenant: string; crowds: CrowdView[] }
           Combine
         </button>
       </div>
+      {picked.length > 1 && <p className="muted small">{picked.join(op === 'union' ? ' ∪ ' : op === 'intersection' ? ' ∩ ' : ' − ')}</p>}
       {result && (
         <p className="ok-text">
           Crowd “{result.name}”: {formatCount(result.count)} users
