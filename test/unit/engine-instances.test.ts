@@ -145,4 +145,21 @@ describe('instances', () => {
     expect(await h.engine.getCounts(h.tenantId, id)).toEqual(before);
     expect(before.steps).toEqual({ entry: 50, end_1: 1, else: 49 });
   });
+
+  it('pushes count changes to subscribers within a second and answers where a user is', async () => {
+    const wf = await workflow(h, busybee);
+    await crowd(h, 'c', [1, 2, 3]);
+    const id = await start(h, wf, 'c');
+    const pushed: { at: number; steps: Record<string, number> }[] = [];
+    const unsubscribe = h.engine.subscribeCounts(id, (counts) => pushed.push({ at: Date.now(), steps: counts.steps }));
+    const sent = Date.now();
+    await send(h, [{ user: 1, type: 'x' }]);
+    await expect.poll(() => pushed.at(-1)?.steps, { timeout: 1_000, interval: 20 }).toEqual({ entry: 2, end_1: 1, else: 0 });
+    expect(pushed.at(-1)!.at - sent).toBeLessThan(1_000);
+    unsubscribe();
+    const where = await h.engine.whereIsUser(h.tenantId, 1);
+    expect(where.instances).toEqual([{ instanceId: id, workflowId: wf, step: 'end_1' }]);
+    expect(where.recentMoves.map((m) => `${m.fromStep}->${m.toStep}`)).toEqual(['entry->end_1']);
+    expect((await h.engine.whereIsUser(h.tenantId, 99)).instances).toEqual([]);
+  });
 });
