@@ -33,15 +33,22 @@ export async function listCrowds(tenantId: string): Promise<CrowdMeta[]> {
   return (await db().crowd.findMany({ where: { tenantId }, select: META, orderBy: { name: 'asc' } })).map(meta);
 }
 
+/**
+ * Whether `name` can name a stored crowd: names are checked when saved, so any other text (a NUL, which PostgreSQL
+ * cannot even compare, a slash, 5,000 characters) names no crowd and needs no query.
+ */
+const storable = (name: string) => CrowdName.safeParse(name).success;
+
 /** A crowd's metadata without its bitmap; 404 when missing. */
 export async function requireCrowdMeta(tenantId: string, name: string): Promise<CrowdMeta> {
-  const row = await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: META });
+  const row = storable(name) ? await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: META }) : null;
   if (!row) throw notFound(`Crowd "${name}"`);
   return meta(row);
 }
 
 /** A crowd with its bitmap, or null when the tenant has no crowd of that name. */
 export async function loadCrowd(tenantId: string, name: string): Promise<LoadedCrowd | null> {
+  if (!storable(name)) return null;
   const row = await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { ...META, bitmap: true } });
   if (!row) return null;
   const { bitmap, ...rest } = row;

@@ -41,6 +41,12 @@ describe('crowd store', () => {
     await expect(saveCrowd('tn_store', 'no spaces', new RoaringBitmap32(), 'create')).rejects.toThrow(/Crowd names/);
   });
 
+  it('finds no crowd under a name no crowd can have (a NUL fails a PostgreSQL query), without an error', async () => {
+    expect(await loadCrowd('tn_store', 'a\u0000b')).toBeNull();
+    await expect(requireCrowdMeta('tn_store', 'a\u0000b')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(requireCrowd('tn_store', 'x'.repeat(5000))).rejects.toMatchObject({ code: 'not_found' });
+  });
+
   it('combines bitmaps: union, intersection, and difference of the first with the rest', () => {
     const a = RoaringBitmap32.from([1, 2, 3, 4]);
     const b = RoaringBitmap32.from([3, 4, 5]);
