@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine] [--providers=sqlite,postgres] [--profile]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine] [--providers=sqlite,postgres] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +23,7 @@ const profile = args.includes('--profile');
 const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1].split(',') ?? all;
 const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine']));
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
+const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 
 const scale = quick ? 0.1 : 1;
 export const SCALE = {
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
       results,
     };
     // Written after every section too, so an interrupted run still leaves what it measured.
-    writeFileSync(join(process.cwd(), 'bench/results.json'), `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(join(process.cwd(), output), `${JSON.stringify(report, null, 2)}\n`);
     return results;
   };
   // The per-user-rows baseline goes last per provider: it is the slowest part (Prisma inserts a million rows).
@@ -106,7 +107,7 @@ async function main(): Promise<void> {
   console.log(formatTable(results));
   const finishedAt = new Date();
   if (profile) console.log(`\nwhere the time went (self time per function inside each scenario's window):${summarizeWindows(join(TMP_DIR, 'profiles'), windows)}`);
-  console.log(`\nwrote bench/results.json (${((finishedAt.getTime() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
+  console.log(`\nwrote ${output} (${((finishedAt.getTime() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
 }
 
 async function withDatabase<T>(provider: Provider, label: string, work: (database: Awaited<ReturnType<typeof createScratchDatabase>>) => Promise<T>): Promise<T | undefined> {
