@@ -8,7 +8,7 @@ import { ApiError } from './api';
 
 export type QueryState<T> = { data?: T; error?: ApiError; loading: boolean };
 
-type Entry = { state: QueryState<unknown>; fetcher?: () => Promise<unknown>; inFlight?: Promise<void>; listeners: Set<() => void> };
+type Entry = { state: QueryState<unknown>; fetcher?: () => Promise<unknown>; inFlight?: Promise<void>; refetchAfter?: boolean; listeners: Set<() => void> };
 
 const cache = new Map<string, Entry>();
 const EMPTY: QueryState<never> = { loading: true };
@@ -28,10 +28,16 @@ function publish(key: string, state: QueryState<unknown>) {
   for (const listener of target.listeners) listener();
 }
 
-async function run(key: string): Promise<void> {
+/** Fetches a key; `fresh` (an invalidation) means a fetch already in flight started too early and must be repeated. */
+async function run(key: string, fresh = false): Promise<void> {
   const target = entry(key);
   if (!target.fetcher) return;
-  if (target.inFlight) return target.inFlight;
+  if (target.inFlight) {
+    if (!fresh) return target.inFlight;
+    target.refetchAfter = true;
+    // the repeat starts in the in-flight fetch's `finally`; wait for that one too
+    return target.inFlight.then(() => target.inFlight);
+  }
   publish(key, { ...target.state, loading: true });
   target.inFlight = target
     .fetcher()
@@ -41,13 +47,17 @@ async function run(key: string): Promise<void> {
     )
     .finally(() => {
       target.inFlight = undefined;
+      if (target.refetchAfter) {
+        target.refetchAfter = false;
+        void run(key);
+      }
     });
   return target.inFlight;
 }
 
 /** Re-fetches every mounted query whose key starts with `prefix`. */
 export function invalidate(prefix: string): Promise<void[]> {
-  return Promise.all([...cache.entries()].filter(([key, e]) => key.startsWith(prefix) && e.listeners.size > 0).map(([key]) => run(key)));
+  return Promise.all([...cache.entries()].filter(([key, e]) => key.startsWith(prefix) && e.listeners.size > 0).map(([key]) => run(key, true)));
 }
 
 /** Writes a value into the cache (used for pushed data such as SSE counts). */
