@@ -10,7 +10,9 @@ import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { PartitionWorker, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { logEnds, table } from './store';
+import { cleanupJournal } from './notifications';
+import { logEnds } from './store';
+import { tableName } from '../storage/sql';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition, instanceView } from './instance-store';
 import * as ops from './instances';
@@ -30,7 +32,7 @@ export interface EngineOptions {
 const COUNTS_PUSH_MS = 100;
 /** The timer loop re-plans at least this often (engine clock), so nothing is missed for long. */
 const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
-const SNAPSHOT_CLEANUP_EVERY_MS = 60 * 60 * 1000;
+const HOUSEKEEPING_EVERY_MS = 60 * 60 * 1000;
 
 /** One engine per process: partition owner loops, shards in memory, timers, counts. */
 export class Engine implements EngineSide {
@@ -177,8 +179,8 @@ export class Engine implements EngineSide {
         let due = Number.POSITIVE_INFINITY;
         for (const entry of [...this.tenants.values()]) for (const worker of (await entry.ready).workers) due = Math.min(due, worker.nextDue() ?? due);
         const now = this.clock.now();
-        if (now - this.snapshotsCleanedAt >= SNAPSHOT_CLEANUP_EVERY_MS) await this.removeExpiredSnapshots(now);
-        due = Math.min(due, this.snapshotsCleanedAt + SNAPSHOT_CLEANUP_EVERY_MS);
+        if (now - this.snapshotsCleanedAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
+        due = Math.min(due, this.snapshotsCleanedAt + HOUSEKEEPING_EVERY_MS);
         if (due <= now) await this.runTimers();
         else await sleepUnlessWoken(this.clock, Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {
@@ -190,6 +192,12 @@ export class Engine implements EngineSide {
 
   isStopRequested(instanceId: string): boolean {
     return this.stopRequested.has(instanceId);
+  }
+
+  /** Hourly: expired history snapshots and journal entries every consumer has read and the retention has passed. */
+  private async housekeeping(now: number): Promise<void> {
+    await this.removeExpiredSnapshots(now);
+    await cleanupJournal(this.clock);
   }
 
   /** History snapshots are kept 7 days (their expiresAt); the timer loop removes expired ones hourly. */
@@ -320,7 +328,7 @@ export class Engine implements EngineSide {
       }
     }
     const rows = await db().$queryRawUnsafe<{ seq: unknown; instanceId: string; fromStep: string | null; toStep: string; timeMs: unknown }[]>(
-      `SELECT "seq", "instanceId", "fromStep", "toStep", "timeMs" FROM ${table('Journal')} WHERE "tenantId" = ${ph(1)} AND "user" = ${ph(2)} ORDER BY "seq" DESC LIMIT 50`,
+      `SELECT "seq", "instanceId", "fromStep", "toStep", "timeMs" FROM ${tableName('Journal')} WHERE "tenantId" = ${ph(1)} AND "user" = ${ph(2)} ORDER BY "seq" DESC LIMIT 50`,
       tenantId,
       user,
     );

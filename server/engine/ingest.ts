@@ -4,6 +4,7 @@ import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
 import { db, dbTarget } from '../storage/db';
+import { sqlParameters, tableName } from '../storage/sql';
 import { findTenant, type Tenant } from '../tenants/tenants';
 
 export const MAX_EVENTS_PER_BATCH = 10_000;
@@ -91,19 +92,6 @@ export function partitionEvents(events: LoggedEvent[], partitions: number): Map<
 }
 
 const MAX_APPEND_ATTEMPTS = 20;
-
-/** A table name for raw SQL: PostgreSQL raw queries do not get the client's schema, so it is spelled out. */
-export function tableName(table: string): string {
-  const target = dbTarget();
-  return target.provider === 'postgres' ? `"${target.schema.replace(/"/g, '""')}"."${table}"` : `"${table}"`;
-}
-
-/** Positional parameters for raw SQL: `$n` on PostgreSQL, `?` on SQLite; each occurrence gets its own value. */
-export function sqlParameters(): { params: unknown[]; bind: (value: unknown) => string } {
-  const postgres = dbTarget().provider === 'postgres';
-  const params: unknown[] = [];
-  return { params, bind: (value) => (params.push(value), postgres ? `$${params.length}` : '?') };
-}
 
 /** A unique-key clash on the log's (tenant, partition, offset): another writer took the offset first. */
 function isOffsetClash(error: unknown): boolean {

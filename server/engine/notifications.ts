@@ -10,7 +10,7 @@ import { deserializeBitmap } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { sqlParameters, tableName } from './ingest';
+import { sqlParameters, tableName } from '../storage/sql';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 10_000;

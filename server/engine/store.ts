@@ -2,6 +2,7 @@
 // new offset + checkpoints) in ONE transaction fenced by the partition lease epoch, leases with expiry and takeover.
 // Hot paths are raw SQL through Prisma (multi-row INSERTs); identifiers are quoted so both providers accept them.
 import { db, dbTarget, type Tx } from '../storage/db';
+import { sqlParameters, tableName } from '../storage/sql';
 import type { LoggedEvent } from './types';
 
 /** A move to journal: a single user or a bulk bitmap (portable roaring bytes). */
@@ -45,19 +46,7 @@ export class LeaseLostError extends Error {
 
 const JOURNAL_COLUMNS = ['seq', 'tenantId', 'instanceId', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'leaveAction', 'enterAction', 'timeMs'];
 
-export function table(name: string): string {
-  const target = dbTarget();
-  return target.provider === 'postgres' ? `"${target.schema.replace(/"/g, '""')}"."${name}"` : `"${name}"`;
-}
-
 const isPostgres = () => dbTarget().provider === 'postgres';
-
-/** Builds placeholders for one statement: `$n` on PostgreSQL, `?` on SQLite. */
-function binder() {
-  const params: unknown[] = [];
-  const postgres = isPostgres();
-  return { params, bind: (value: unknown) => (params.push(value), postgres ? `$${params.length}` : '?') };
-}
 
 const num = (value: unknown): number => (value === null || value === undefined ? 0 : Number(value));
 
@@ -68,17 +57,17 @@ export interface LogRow {
 
 /** Up to `limit` log rows of one partition after `offset`, in offset order. */
 export async function readLog(tenantId: string, partition: number, offset: number, limit: number): Promise<LogRow[]> {
-  const { params, bind } = binder();
-  const sql = `SELECT "offset", "events" FROM ${table('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
+  const { params, bind } = sqlParameters();
+  const sql = `SELECT "offset", "events" FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
   const rows = await db().$queryRawUnsafe<{ offset: unknown; events: string }[]>(sql, ...params);
   return rows.map((row) => ({ offset: num(row.offset), events: JSON.parse(row.events) as LoggedEvent[] }));
 }
 
 /** The last offset ingest wrote for each partition of the tenant. */
 export async function logEnds(tenantId: string): Promise<Map<number, number>> {
-  const { params, bind } = binder();
+  const { params, bind } = sqlParameters();
   const rows = await db().$queryRawUnsafe<{ partition: unknown; last: unknown }[]>(
-    `SELECT "partition", MAX("offset") AS "last" FROM ${table('EventLog')} WHERE "tenantId" = ${bind(tenantId)} GROUP BY "partition"`,
+    `SELECT "partition", MAX("offset") AS "last" FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} GROUP BY "partition"`,
     ...params,
   );
   return new Map(rows.map((row) => [num(row.partition), num(row.last)]));
@@ -89,14 +78,14 @@ export async function logEnds(tenantId: string): Promise<Map<number, number>> {
  * bumping the fencing epoch. Returns the lease and the applied offset, or null when another owner holds it.
  */
 export async function acquireLease(tenantId: string, partition: number, owner: string, now: number, leaseMs: number): Promise<{ lease: Lease; offset: number } | null> {
-  const insert = binder();
+  const insert = sqlParameters();
   await db().$executeRawUnsafe(
-    `INSERT INTO ${table('PartitionState')} ("tenantId", "partition", "offset", "epoch", "leaseUntilMs") VALUES (${insert.bind(tenantId)}, ${insert.bind(partition)}, 0, 0, 0) ON CONFLICT DO NOTHING`,
+    `INSERT INTO ${tableName('PartitionState')} ("tenantId", "partition", "offset", "epoch", "leaseUntilMs") VALUES (${insert.bind(tenantId)}, ${insert.bind(partition)}, 0, 0, 0) ON CONFLICT DO NOTHING`,
     ...insert.params,
   );
-  const update = binder();
+  const update = sqlParameters();
   const taken = await db().$executeRawUnsafe(
-    `UPDATE ${table('PartitionState')} SET "owner" = ${update.bind(owner)}, "epoch" = "epoch" + 1, "leaseUntilMs" = ${update.bind(now + leaseMs)}
+    `UPDATE ${tableName('PartitionState')} SET "owner" = ${update.bind(owner)}, "epoch" = "epoch" + 1, "leaseUntilMs" = ${update.bind(now + leaseMs)}
      WHERE "tenantId" = ${update.bind(tenantId)} AND "partition" = ${update.bind(partition)}
        AND ("owner" IS NULL OR "owner" = ${update.bind(owner)} OR "leaseUntilMs" < ${update.bind(now)})`,
     ...update.params,
@@ -108,18 +97,18 @@ export async function acquireLease(tenantId: string, partition: number, owner: s
 
 /** Extends a held lease; false when it was lost. */
 export async function renewLease(lease: Lease, now: number, leaseMs: number): Promise<boolean> {
-  const { params, bind } = binder();
+  const { params, bind } = sqlParameters();
   const renewed = await db().$executeRawUnsafe(
-    `UPDATE ${table('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
+    `UPDATE ${tableName('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
     ...params,
   );
   return renewed === 1;
 }
 
 export async function releaseLease(lease: Lease): Promise<void> {
-  const { params, bind } = binder();
+  const { params, bind } = sqlParameters();
   await db().$executeRawUnsafe(
-    `UPDATE ${table('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0 WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
+    `UPDATE ${tableName('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0 WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
     ...params,
   );
 }
@@ -127,7 +116,7 @@ export async function releaseLease(lease: Lease): Promise<void> {
 type Statement = { sql: string; params: unknown[] };
 
 function statement(build: (bind: (value: unknown) => string) => string): Statement {
-  const { params, bind } = binder();
+  const { params, bind } = sqlParameters();
   return { sql: build(bind), params };
 }
 
@@ -138,7 +127,7 @@ function statement(build: (bind: (value: unknown) => string) => string): Stateme
  */
 function fence(lease: Lease, offset?: number): Statement {
   return statement((bind) => {
-    const t = table('PartitionState');
+    const t = tableName('PartitionState');
     // Placeholders are bound in text order (SQLite's `?` are positional).
     const head = `INSERT INTO ${t} ("tenantId", "partition") SELECT ${bind(lease.tenantId)}, ${bind(lease.partition)} WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`;
     return offset === undefined ? `${head})` : `${head} AND "offset" = ${bind(offset)})`;
@@ -171,11 +160,11 @@ function insertJournal(tenantId: string, moves: JournalMove[]): Statement[] {
 }
 
 const journalColumns = () => JOURNAL_COLUMNS.map((c) => `"${c}"`).join(', ');
-const nextSeqSql = () => `(SELECT COALESCE(MAX("seq"), 0) FROM ${table('Journal')})`;
+const nextSeqSql = () => `(SELECT COALESCE(MAX("seq"), 0) FROM ${tableName('Journal')})`;
 
 function insertSingleMoves(tenantId: string, moves: JournalMove[]): Statement {
   const rows = moves.map((m) => [m.instanceId, m.partition, m.fromStep, m.toStep, m.user, m.count, m.leaveAction, m.enterAction, m.timeMs]);
-  const t = table('Journal');
+  const t = tableName('Journal');
   return statement((bind) =>
     isPostgres()
       ? `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql()} + j.ord, ${bind(tenantId)}, j.v->>0, (j.v->>1)::int, j.v->>2, j.v->>3, (j.v->>4)::bigint, NULL, (j.v->>5)::bigint, j.v->>6, j.v->>7, (j.v->>8)::bigint FROM json_array_elements(${bind(JSON.stringify(rows))}::json) WITH ORDINALITY AS j(v, ord) ORDER BY j.ord`
@@ -187,16 +176,16 @@ function insertBulkMove(tenantId: string, m: JournalMove): Statement {
   const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
   return statement(
     (bind) =>
-      `INSERT INTO ${table('Journal')} (${journalColumns()}) VALUES (${nextSeqSql()} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
+      `INSERT INTO ${tableName('Journal')} (${journalColumns()}) VALUES (${nextSeqSql()} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
   );
 }
 
 /** A checkpoint includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
 function writeCheckpoint(cp: CheckpointWrite): Statement {
-  const t = table('ShardCheckpoint');
+  const t = tableName('ShardCheckpoint');
   return statement(
     (bind) =>
-      `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data") VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${table('Journal')}), ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})
+      `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data") VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${tableName('Journal')}), ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})
        ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data", "updatedAt" = CURRENT_TIMESTAMP`,
   );
 }
@@ -220,7 +209,7 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
   commit.leases.forEach((lease, i) => statements.push(fence(lease, i === 0 ? commit.offsets?.from : undefined)));
   if (commit.offsets) {
     const lease = commit.leases[0];
-    statements.push(statement((bind) => `UPDATE ${table('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
+    statements.push(statement((bind) => `UPDATE ${tableName('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
   }
   statements.push(...insertJournal(tenantId, commit.moves));
   for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(cp));
@@ -256,9 +245,9 @@ export async function loadCheckpoint(instanceId: string, partition: number): Pro
 /** Journal rows of one shard after `seq`, in seq order, in pages (recovery replays them onto the checkpoint). */
 export async function* journalAfter(instanceId: string, partition: number, seq: number, pageSize = 20_000): AsyncGenerator<StoredJournalRow[]> {
   for (let after = seq; ; ) {
-    const { params, bind } = binder();
+    const { params, bind } = sqlParameters();
     const rows = await db().$queryRawUnsafe<Record<string, unknown>[]>(
-      `SELECT "seq", "fromStep", "toStep", "user", "bitmap", "count", "leaveAction", "enterAction", "timeMs" FROM ${table('Journal')}
+      `SELECT "seq", "fromStep", "toStep", "user", "bitmap", "count", "leaveAction", "enterAction", "timeMs" FROM ${tableName('Journal')}
        WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)} ORDER BY "seq" LIMIT ${bind(pageSize)}`,
       ...params,
     );

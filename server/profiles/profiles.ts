@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { db, dbTarget, type Tx } from '../storage/db';
+import { sqlParameters, tableName } from '../storage/sql';
 import { notifyProfilesChanged } from './changes';
 
 export type Attributes = Record<string, unknown>;
@@ -71,12 +72,7 @@ export async function upsertProfiles(tenantId: string, items: z.infer<typeof Ups
 
 /** Placeholders for one raw statement: `$n` on PostgreSQL, `?` on SQLite. */
 function statement() {
-  const target = dbTarget();
-  const postgres = target.provider === 'postgres';
-  const params: unknown[] = [];
-  const bind = (value: unknown) => (params.push(value), postgres ? `$${params.length}` : '?');
-  const table = postgres ? `"${target.schema.replace(/"/g, '""')}"."Profile"` : '"Profile"';
-  return { params, bind, table };
+  return { ...sqlParameters(), table: tableName('Profile') };
 }
 
 async function readAttributes(tx: Tx, tenantId: string, users: number[]): Promise<Map<number, Attributes>> {

@@ -11,7 +11,7 @@ import {
   INLINE_USERS_PER_PAGE,
   readNotifications,
 } from '../../server/engine/notifications';
-import { sqlParameters, tableName } from '../../server/engine/ingest';
+import { sqlParameters, tableName } from '../../server/storage/sql';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 
