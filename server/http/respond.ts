@@ -39,11 +39,23 @@ type Handler<P extends Params> = (request: Request, params: P) => Promise<Respon
 export function route<P extends Params = Params>(handler: Handler<P>) {
   return async (request: Request, context: Context): Promise<Response> => {
     try {
-      return await handler(request, ((await context?.params) ?? {}) as P);
+      const params = ((await context?.params) ?? {}) as P;
+      refuseNul(request, params);
+      return await handler(request, params);
     } catch (error) {
       return errorResponse(error);
     }
   };
+}
+
+/** No id, name or query value can hold a NUL, and PostgreSQL refuses one in a query: answer 400 before any lookup. */
+function refuseNul(request: Request, params: Params): void {
+  for (const [name, value] of Object.entries(params)) {
+    if ([value].flat().some((v) => v.includes('\u0000'))) throw new AppError('bad_request', `Path parameter "${name}" contains a NUL character`);
+  }
+  for (const [name, value] of new URL(request.url).searchParams) {
+    if (name.includes('\u0000') || value.includes('\u0000')) throw new AppError('bad_request', `Query parameter "${name.replace(/\u0000/g, '\\0')}" contains a NUL character`);
+  }
 }
 
 const DEFAULT_JSON_LIMIT = 32 * 1024 * 1024;
