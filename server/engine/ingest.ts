@@ -215,7 +215,11 @@ async function ingestTarget(principal: Principal, ref: string | undefined): Prom
     const partitions = partitionsOf.get(principal.tenantId);
     if (partitions !== undefined) return { id: principal.tenantId, partitions };
   }
-  const tenant = await callerTenant(principal, ref);
+  // The tenant of an event batch is a body field, so an unknown one (or one the key may not see) is bad input: 400.
+  const tenant = await callerTenant(principal, ref).catch((error: unknown) => {
+    if (error instanceof AppError && error.code === 'not_found') throw invalid('tenant', `unknown tenant "${ref}"`);
+    throw error;
+  });
   partitionsOf.set(tenant.id, tenant.partitions);
   return tenant;
 }

@@ -30,13 +30,13 @@ describe('POST /events', () => {
     expect((await eventLog(tenant.id)).filter((r) => r.partition === 0).map((r) => r.offset)).toEqual([1, 2]);
   });
 
-  it('takes the tenant from the body with the admin token; a key naming another tenant gets 404', async () => {
+  it('takes the tenant from the body with the admin token; an unknown tenant, or one the key may not see, is a 400 naming the field', async () => {
     const [a, b] = [await createTenant(2), await createTenant(2)];
     expect((await api('POST', '/events', { body: { tenant: a.name, events: events(2) } })).status).toBe(202);
     expect((await api('POST', '/events', { body: { tenant: b.id, events: events(2) } })).status).toBe(202);
     expect(expectError(await api('POST', '/events', { body: { events: events(2) } }), 400, 'validation_failed').message).toMatch(/^tenant: required/);
-    expectError(await api('POST', '/events', { body: { tenant: 'no-such-tenant', events: events(2) } }), 404, 'not_found');
-    expectError(await api('POST', '/events', { token: a.key, body: { tenant: b.name, events: events(2) } }), 404, 'not_found');
+    expect(expectError(await api('POST', '/events', { body: { tenant: 'no-such-tenant', events: events(2) } }), 400, 'validation_failed').message).toMatch(/^tenant: unknown tenant "no-such-tenant"/);
+    expect(expectError(await api('POST', '/events', { token: a.key, body: { tenant: b.name, events: events(2) } }), 400, 'validation_failed').message).toMatch(/^tenant: unknown tenant/);
     expect((await api('POST', '/events', { token: a.key, body: { tenant: a.name, events: events(1) } })).status).toBe(202);
     expect((await eventLog(a.id)).reduce((n, r) => n + r.count, 0)).toBe(3);
     expect((await eventLog(b.id)).reduce((n, r) => n + r.count, 0)).toBe(2);

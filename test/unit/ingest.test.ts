@@ -139,8 +139,8 @@ describe('appending to the partitioned log', () => {
     expect(await ingest({ kind: 'admin' }, { tenant: t.name, events }, NOW)).toEqual({ tenantId: t.id, accepted: 1 });
     await expect(ingest({ kind: 'admin' }, { events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: /^tenant: required/ });
     const other = await tenant(2);
-    await expect(ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({ code: 'not_found' });
-    await expect(ingest({ kind: 'admin' }, { tenant: 'no-such-tenant', events }, NOW)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: `tenant: unknown tenant "${other.id}"` });
+    await expect(ingest({ kind: 'admin' }, { tenant: 'no-such-tenant', events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: 'tenant: unknown tenant "no-such-tenant"' });
     expect(await logRows(other.id)).toEqual([]);
     expect((await logRows(t.id)).map((r) => Number(r.offset))).toEqual([1, 2]);
   });
