@@ -12,5 +12,6 @@ export CROWDFLOW_DIST_DIR=bench/tmp/next
 if [ ! -f "$CROWDFLOW_DIST_DIR/BUILD_ID" ] || [ -n "$(find app server studio instrumentation.ts next.config.ts package-lock.json -newer "$CROWDFLOW_DIST_DIR/BUILD_ID" -type f -print -quit 2>/dev/null)" ]; then
   echo "building the app (next build)…"
   node node_modules/next/dist/bin/next build >bench/tmp/build.log 2>&1 || { cat bench/tmp/build.log; exit 1; }
+  node scripts/tsconfig-clean.mjs
 fi
 exec node --expose-gc --max-old-space-size=8192 --import tsx bench/run.ts "$@"

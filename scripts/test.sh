@@ -10,12 +10,5 @@ if [ -z "${CROWDFLOW_DIST_DIR:-}" ]; then
 fi
 build_log="$(mktemp)"
 node node_modules/next/dist/bin/next build >"$build_log" 2>&1 || { cat "$build_log"; exit 1; }
-# next build lists its dist folder's types in tsconfig.json; a per-run folder must not stay there.
-node -e "
-const fs = require('fs');
-const text = fs.readFileSync('tsconfig.json', 'utf8');
-const config = JSON.parse(text);
-const include = config.include.filter((p) => !p.startsWith('.next-test/'));
-if (include.length !== config.include.length) fs.writeFileSync('tsconfig.json', JSON.stringify({ ...config, include }, null, 2) + '\n');
-"
+node scripts/tsconfig-clean.mjs
 node node_modules/vitest/vitest.mjs run "$@"
