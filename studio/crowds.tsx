@@ -3,7 +3,7 @@ import { useRef, useState, type FormEvent } from 'react';
 import { ApiError, API_ROOT, apiCall, apiGet, apiUpload, tenantPath, uploadContentType } from './api';
 import { listOf, type CrowdView } from './model';
 import { invalidate, useQuery } from './query';
-import { Empty, ErrorBox, formatBytes, formatCount, Loading } from './ui';
+import { ErrorBox, formatBytes, formatCount, ListStates } from './ui';
 
 export const crowdsKey = (tenant: string) => `crowds:${tenant}`;
 
@@ -177,9 +177,7 @@ export function CrowdsPage({ tenant }: { tenant: string }) {
       <h1>Crowds</h1>
       <UploadForm tenant={tenant} />
       {error && <ErrorBox error={error} />}
-      {crowds.loading && !crowds.data && <Loading what="crowds" />}
-      {crowds.error && <ErrorBox error={crowds.error} onRetry={crowds.refetch} />}
-      {crowds.data?.length === 0 && <Empty>No crowds yet. Upload a file of user IDs above.</Empty>}
+      <ListStates query={crowds} what="crowds" empty="No crowds yet. Upload a file of user IDs above." />
       {crowds.data && crowds.data.length > 0 && (
         <>
           <table data-testid="crowd-table">

@@ -4,7 +4,7 @@ import { ApiError, apiCall, apiGet } from './api';
 import { listOf, type ProcedureView } from './model';
 import { invalidate, useQuery } from './query';
 import { useTenants } from './shell';
-import { Empty, ErrorBox, Loading } from './ui';
+import { ErrorBox, ListStates } from './ui';
 
 const REFRESH_MS = 2000;
 const STATES = ['', 'running', 'retrying', 'prepare-rollback', 'rolling-back', 'done', 'failed'];
@@ -45,9 +45,7 @@ export function ProceduresPanel({ tenant }: { tenant: string }) {
         </label>
       </header>
       {error && <ErrorBox error={error} />}
-      {procedures.loading && !procedures.data && <Loading what="procedures" />}
-      {procedures.error && <ErrorBox error={procedures.error} onRetry={procedures.refetch} />}
-      {procedures.data?.length === 0 && <Empty>No procedures{state ? ` in state ${state}` : ''}. Starting, stopping or updating an instance runs one.</Empty>}
+      <ListStates query={procedures} what="procedures" empty={<>No procedures{state ? ` in state ${state}` : ''}. Starting, stopping or updating an instance runs one.</>} />
       {procedures.data && procedures.data.length > 0 && (
         <table data-testid="procedure-table">
           <thead>

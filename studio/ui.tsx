@@ -30,6 +30,17 @@ export function Empty({ children }: { children: ReactNode }) {
   return <div className="state state-empty">{children}</div>;
 }
 
+/** The loading, error and empty states of a list fetched with useQuery. */
+export function ListStates({ query, what, empty }: { query: { data?: unknown[]; error?: ApiError; loading: boolean; refetch: () => void }; what: string; empty: ReactNode }) {
+  return (
+    <>
+      {query.loading && !query.data && <Loading what={what} />}
+      {query.error && <ErrorBox error={query.error} onRetry={query.refetch} />}
+      {query.data?.length === 0 && <Empty>{empty}</Empty>}
+    </>
+  );
+}
+
 /** A modal dialog on the native <dialog> element (focus trap and Escape for free). */
 export function Dialog({ title, onClose, children, testId }: { title: string; onClose: () => void; children: ReactNode; testId?: string }) {
   const ref = useRef<HTMLDialogElement>(null);

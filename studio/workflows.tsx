@@ -5,7 +5,7 @@ import { useState, type FormEvent } from 'react';
 import { ApiError, apiCall, apiGet, tenantPath } from './api';
 import { listOf, type WorkflowView } from './model';
 import { invalidate, useQuery } from './query';
-import { Empty, ErrorBox, Loading, formatCount } from './ui';
+import { ErrorBox, formatCount, ListStates } from './ui';
 
 export const workflowsKey = (tenant: string) => `workflows:${tenant}`;
 
@@ -64,9 +64,7 @@ export function WorkflowList({ tenant }: { tenant: string }) {
         </form>
       </header>
       {error && <ErrorBox error={error} />}
-      {workflows.loading && !workflows.data && <Loading what="workflows" />}
-      {workflows.error && <ErrorBox error={workflows.error} onRetry={workflows.refetch} />}
-      {workflows.data?.length === 0 && <Empty>No workflows yet. Name one above and draw it on the canvas.</Empty>}
+      <ListStates query={workflows} what="workflows" empty="No workflows yet. Name one above and draw it on the canvas." />
       {workflows.data && workflows.data.length > 0 && (
         <table data-testid="workflow-table">
           <thead>
