@@ -1,9 +1,9 @@
 // A real `next start` server (from the last `next build`) on a scratch database, like test/setup/server.ts,
 // and a small JSON client for it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort, waitUntilUp } from '../../test/helpers/next-server';
 import { undoOnInterrupt } from './cleanup';
 import { TMP_DIR } from './database';
 
@@ -22,16 +22,6 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
 /** Starts the server; with `profile`, it writes a V8 CPU profile under bench/tmp/profiles when it stops. */
 export async function startServer(databaseUrl: string, options: { profile?: boolean } = {}): Promise<BenchServer> {
   const port = await freePort();
@@ -46,7 +36,7 @@ export async function startServer(databaseUrl: string, options: { profile?: bool
   child.stderr?.on('data', (d) => (output = (output + d).slice(-20_000)));
   const baseUrl = `http://127.0.0.1:${port}`;
   const forget = undoOnInterrupt(async () => void child.kill('SIGKILL'));
-  await waitUntilUp(baseUrl, child, () => output);
+  await waitUntilUp(baseUrl, child, () => output, { timeoutMs: 120_000, pollMs: 20 });
   const bootMs = performance.now() - started;
   return {
     baseUrl,
@@ -69,22 +59,6 @@ export async function startServer(databaseUrl: string, options: { profile?: bool
       clearTimeout(timeout);
     },
   };
-}
-
-async function waitUntilUp(url: string, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`next start exited with ${child.exitCode}:\n${log()}`);
-    try {
-      const response = await fetch(`${url}/api/v1/tenants`);
-      if (response.status === 401) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`next start did not answer within 120 s:\n${log()}`);
 }
 
 export class ApiError extends Error {

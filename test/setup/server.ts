@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { spawn } from 'node:child_process';
 import type { TestProject } from 'vitest/node';
 import { applyMigrations } from '../../server/storage/migrate';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
+import { freePort, waitUntilUp } from '../helpers/next-server';
 import { createTestDatabase } from '../helpers/test-database';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -13,31 +13,6 @@ declare module 'vitest' {
     adminToken: string;
     serverDatabaseUrl: string;
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-async function waitUntilUp(url: string, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`next start exited with ${child.exitCode}:\n${log()}`);
-    try {
-      const response = await fetch(`${url}/api/v1/tenants`);
-      if (response.status === 401) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`next start did not answer within 60 s:\n${log()}`);
 }
 
 /** One real Next.js server (built by `next build` beforehand) per provider, on its own database. */
@@ -54,7 +29,7 @@ export default async function setup(project: TestProject) {
   child.stdout?.on('data', (d) => (output += d));
   child.stderr?.on('data', (d) => (output += d));
   const baseUrl = `http://127.0.0.1:${port}`;
-  await waitUntilUp(baseUrl, child, () => output);
+  await waitUntilUp(baseUrl, child, () => output, { timeoutMs: 60_000, pollMs: 200 });
   project.provide('baseUrl', baseUrl);
   project.provide('adminToken', TEST_ADMIN_TOKEN);
   project.provide('serverDatabaseUrl', database.url);
