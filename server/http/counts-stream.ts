@@ -1,0 +1,54 @@
+import { getEngine, type Counts } from '../engine';
+
+const HEARTBEAT_MS = 15_000;
+
+/**
+ * Server-Sent Events: `event: counts` with the counts JSON at once and after every change, a comment every 15 s
+ * so proxies keep the connection open. The engine subscription and the timer end when the client goes away.
+ * The caller has checked that the instance exists and belongs to the tenant.
+ */
+export function countsEventStream(request: Request, tenantId: string, instanceId: string): Response {
+  const engine = getEngine();
+  const encoder = new TextEncoder();
+  let close = () => {};
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      let open = true;
+      const write = (text: string) => {
+        if (open) controller.enqueue(encoder.encode(text));
+      };
+      const send = (counts: Counts) => write(`event: counts\ndata: ${JSON.stringify(counts)}\n\n`);
+      // Subscribe first and hold changes back until the current counts are out: nothing is missed and
+      // nothing older is sent after something newer.
+      let held: Counts[] | undefined = [];
+      const unsubscribe = engine.subscribeCounts(instanceId, (counts) => (held ? held.push(counts) : send(counts)));
+      const heartbeat = setInterval(() => write(': heartbeat\n\n'), HEARTBEAT_MS);
+      close = () => {
+        if (!open) return;
+        open = false;
+        clearInterval(heartbeat);
+        unsubscribe();
+        request.signal.removeEventListener('abort', close);
+        try {
+          controller.close();
+        } catch {
+          // already closed by the runtime after a disconnect
+        }
+      };
+      request.signal.addEventListener('abort', close);
+      try {
+        send(await engine.getCounts(tenantId, instanceId));
+        for (const counts of held) send(counts);
+        held = undefined;
+      } catch {
+        close(); // the instance went away between the check and the first counts
+      }
+    },
+    cancel() {
+      close();
+    },
+  });
+  return new Response(stream, {
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' },
+  });
+}
