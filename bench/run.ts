@@ -3,7 +3,7 @@
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { denseBitmap, idsAsText, journeyEvents, sparseIds } from './lib/data';
 import { createScratchDatabase, TMP_DIR, type Provider } from './lib/database';
 import { formatTable, score, type ScenarioResult } from './lib/report';
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
       results,
     };
     // Written after every section too, so an interrupted run still leaves what it measured.
-    writeFileSync(join(process.cwd(), output), `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(resolve(output), `${JSON.stringify(report, null, 2)}\n`);
     return results;
   };
   // The per-user-rows baseline goes last per provider: it is the slowest part (Prisma inserts a million rows).

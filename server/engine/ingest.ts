@@ -1,9 +1,9 @@
 // Ingest: validate a whole batch of events by hand (one pass, no per-event schema objects), then append it to
-// the tenant's partitioned input log with ONE SQL statement, so a batch is either all durable or not there at all.
+// the tenant's partitioned input log in ONE transaction, so a batch is either all durable or not there at all.
 import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
-import { db, dbTarget } from '../storage/db';
+import { raw } from '../storage/raw';
 import { sqlParameters, tableName } from '../storage/sql';
 import { findTenant, type Tenant } from '../tenants/tenants';
 
@@ -96,9 +96,8 @@ const MAX_APPEND_ATTEMPTS = 20;
 /** A unique-key clash on the log's (tenant, partition, offset): another writer took the offset first. */
 function isOffsetClash(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
-  const { code, message, meta } = error as { code?: string; message?: string; meta?: unknown };
-  if (code === 'P2002') return true;
-  const text = `${message ?? ''} ${JSON.stringify(meta ?? {})}`;
+  const { code, message } = error as { code?: string; message?: string };
+  const text = `${code ?? ''} ${message ?? ''}`;
   return /23505|SQLITE_CONSTRAINT|UNIQUE constraint failed|duplicate key value/i.test(text);
 }
 
@@ -106,8 +105,8 @@ function isOffsetClash(error: unknown): boolean {
  * Appends a validated batch: one EventLog row per touched partition, at that partition's previous max offset + 1.
  * Resolves once the batch is durable; an acknowledged batch is never lost, a failed one left no row.
  *
- * Group commit: batches of one tenant are written one statement at a time in this process (racing our own
- * requests for offsets would only cost retries), and batches that arrived while a statement was in flight are
+ * Group commit: batches of one tenant are written one transaction at a time in this process (racing our own
+ * requests for offsets would only cost retries), and batches that arrived while a commit was in flight are
  * written together by the next one — still one row per partition per batch, in arrival order.
  */
 export function appendEvents(tenantId: string, partitions: number, events: LoggedEvent[]): Promise<number> {
@@ -123,7 +122,7 @@ export function appendEvents(tenantId: string, partitions: number, events: Logge
 type Waiting = { partitions: number; events: LoggedEvent[]; resolve: (accepted: number) => void; reject: (error: unknown) => void };
 type TenantQueue = { waiting: Waiting[]; writing: boolean };
 const tenantQueues = new Map<string, TenantQueue>();
-/** Bounds one group-commit statement (rows and bound parameters stay far below SQLite's and PostgreSQL's limits). */
+/** Bounds one group commit (one transaction). */
 const MAX_ROWS_PER_STATEMENT = 512;
 const MAX_EVENTS_PER_STATEMENT = 50_000;
 
@@ -157,11 +156,10 @@ function takeGroup(waiting: Waiting[]): Waiting[] {
 }
 
 /**
- * One INSERT for every row of the given batches, so they are atomic together without an interactive transaction.
- * A partition's k-th row of the statement takes the committed max offset + k (both providers evaluate the
- * subqueries against the table as it was before the statement). Rows are listed in partition order so concurrent
- * writers lock in the same order; a writer in another process that took an offset first makes the statement fail
- * on the primary key, and it is simply retried.
+ * One transaction for every row of the given batches, so they are atomic together. Each row takes its partition's
+ * committed max offset + 1 (earlier rows of the same transaction included); rows are written in partition order so
+ * concurrent writers lock in the same order, and a writer in another process that took an offset first makes the
+ * transaction fail on the primary key: it is simply retried.
  */
 async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void> {
   const rows: { partition: number; json: string; count: number }[] = [];
@@ -170,20 +168,16 @@ async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void
   }
   rows.sort((a, b) => a.partition - b.partition); // stable: batches keep their arrival order within a partition
   const eventLog = tableName('EventLog');
-  const { params, bind } = sqlParameters();
-  let previousPartition = -1;
-  let k = 0;
-  const values = rows.map(({ partition, json, count }) => {
-    k = partition === previousPartition ? k + 1 : 1;
-    previousPartition = partition;
-    const head = `${bind(tenantId)}, ${bind(partition)}`;
-    const offset = `(SELECT COALESCE(MAX("offset"), 0) + ${k} FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
-    return `(${head}, ${offset}, ${bind(json)}, ${bind(count)})`;
+  const statements = rows.map(({ partition, json, count }) => {
+    const { params, bind } = sqlParameters();
+    const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
+    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(json)}, ${bind(count)})`;
+    return { sql, params };
   });
-  const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES ${values.join(', ')}`;
+  const rawDb = await raw();
   for (let attempt = 1; ; attempt++) {
     try {
-      await db().$executeRawUnsafe(sql, ...params);
+      await rawDb.transaction(statements);
       return;
     } catch (error) {
       if (!isOffsetClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;

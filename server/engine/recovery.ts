@@ -1,38 +1,87 @@
 // Rebuilding a shard: its last checkpoint plus the journal's moves after it, replayed in seq order. Replay only
 // moves bits (and re-derives delay/ttl buckets from each move's time); it never runs steps again.
+//
+// Single-user moves are replayed as bitmaps: a run of consecutive rows in which no user appears twice is grouped by
+// (from, to, delay/ttl bucket) and each group applied with one bitmap operation per step. Within such a run the
+// order of different users' moves cannot change the result; a user's second move starts a new run.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
-import { journalAfter, loadCheckpoint, type StoredJournalRow } from './store';
+import { journalAfter, loadCheckpoint, type ReplayRow } from './store';
 
 export async function loadShard(instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<{ shard: Shard; replayed: number }> {
   const checkpoint = await loadCheckpoint(instanceId, partition);
   const shard = checkpoint ? Shard.decode(instanceId, partition, checkpoint.data) : new Shard(instanceId, partition);
+  const replay = new Replay(shard, workflow);
   let replayed = 0;
   for await (const page of journalAfter(instanceId, partition, checkpoint?.journalSeq ?? 0)) {
-    for (const row of page) replayMove(shard, workflow, row);
+    for (const row of page) replay.add(row);
     replayed += page.length;
   }
+  replay.flush();
   return { shard, replayed };
 }
 
-export function replayMove(shard: Shard, workflow: WorkflowRuntime, row: StoredJournalRow): void {
-  const users = row.bitmap ? RoaringBitmap32.deserialize(row.bitmap, 'portable') : null;
-  const single = row.user;
-  if (row.fromStep !== null) {
-    const from = row.fromStep;
-    const maps = [shard.step(from), ...[shard.delays.get(from), shard.ttls.get(from)].flatMap((b) => (b ? [...b.values()] : []))];
-    for (const bitmap of maps) {
-      if (users) bitmap.andNotInPlace(users);
-      else bitmap.remove(single!);
+interface MoveGroup {
+  from: string | null;
+  to: string;
+  timeMs: number;
+  users: number[];
+  count: number;
+}
+
+class Replay {
+  private runUsers = new RoaringBitmap32();
+  private readonly groups = new Map<string, MoveGroup>();
+
+  constructor(
+    private readonly shard: Shard,
+    private readonly workflow: WorkflowRuntime,
+  ) {}
+
+  add(row: ReplayRow): void {
+    if (row.bitmap) {
+      this.flush();
+      applyMove(this.shard, this.workflow, row.fromStep, row.toStep, row.timeMs, RoaringBitmap32.deserialize(row.bitmap, 'portable'), row.count);
+      return;
     }
+    const user = row.user!;
+    if (!this.runUsers.tryAdd(user)) {
+      this.flush();
+      this.runUsers.add(user);
+    }
+    const key = this.groupKey(row);
+    let group = this.groups.get(key);
+    if (!group) this.groups.set(key, (group = { from: row.fromStep, to: row.toStep, timeMs: row.timeMs, users: [], count: 0 }));
+    group.users.push(user);
+    group.count += row.count;
   }
-  const add = (bitmap: RoaringBitmap32) => (users ? bitmap.orInPlace(users) : bitmap.add(single!));
-  add(shard.step(row.toStep));
-  const runtime = workflow.steps.get(row.toStep);
-  if (runtime?.delayMs) add(bucket(shard.delays, row.toStep, bucketEnd(row.timeMs, runtime.delayBucketMs)));
-  if (runtime?.ttlMs) add(bucket(shard.ttls, row.toStep, bucketEnd(row.timeMs, runtime.ttlBucketMs)));
-  shard.countEdge(row.fromStep, row.toStep, row.count);
+
+  flush(): void {
+    for (const g of this.groups.values()) applyMove(this.shard, this.workflow, g.from, g.to, g.timeMs, RoaringBitmap32.from(g.users), g.count);
+    this.groups.clear();
+    if (this.runUsers.size > 0) this.runUsers = new RoaringBitmap32();
+  }
+
+  /** Rows in one group land in the same delay and ttl buckets of their target step. */
+  private groupKey(row: ReplayRow): string {
+    const target = this.workflow.steps.get(row.toStep);
+    const delay = target?.delayMs ? bucketEnd(row.timeMs, target.delayBucketMs) : '';
+    const ttl = target?.ttlMs ? bucketEnd(row.timeMs, target.ttlBucketMs) : '';
+    return `${row.fromStep ?? ''}\u0000${row.fromStep === null ? 0 : 1}\u0000${row.toStep}\u0000${delay}\u0000${ttl}`;
+  }
+}
+
+function applyMove(shard: Shard, workflow: WorkflowRuntime, from: string | null, to: string, timeMs: number, users: RoaringBitmap32, count: number): void {
+  if (from !== null) {
+    shard.step(from).andNotInPlace(users);
+    for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) for (const bitmap of buckets?.values() ?? []) bitmap.andNotInPlace(users);
+  }
+  shard.step(to).orInPlace(users);
+  const runtime = workflow.steps.get(to);
+  if (runtime?.delayMs) bucket(shard.delays, to, bucketEnd(timeMs, runtime.delayBucketMs)).orInPlace(users);
+  if (runtime?.ttlMs) bucket(shard.ttls, to, bucketEnd(timeMs, runtime.ttlBucketMs)).orInPlace(users);
+  shard.countEdge(from, to, count);
 }
 
 function bucket(map: Map<string, Map<number, RoaringBitmap32>>, step: string, end: number): RoaringBitmap32 {

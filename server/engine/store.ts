@@ -1,7 +1,10 @@
 // The engine's storage, after BullMQ's model: read the partition log after an offset, commit a batch (journal rows +
 // new offset + checkpoints) in ONE transaction fenced by the partition lease epoch, leases with expiry and takeover.
-// Hot paths are raw SQL through Prisma (multi-row INSERTs); identifiers are quoted so both providers accept them.
+// These are the engine's hot paths, so they run on the raw driver (server/storage/raw.ts) with identifiers quoted for
+// both providers; only a commit that also writes through Prisma (`also`, instance operations) is a Prisma transaction.
 import { db, dbTarget, type Tx } from '../storage/db';
+import { raw, type RawStatement } from '../storage/raw';
+import { isDeadLocalOwner } from '../process-owner';
 import { sqlParameters, tableName } from '../storage/sql';
 import type { LoggedEvent } from './types';
 
@@ -17,10 +20,6 @@ export interface JournalMove {
   leaveAction: string | null;
   enterAction: string | null;
   timeMs: number;
-}
-
-export interface StoredJournalRow extends JournalMove {
-  seq: number;
 }
 
 export interface CheckpointWrite {
@@ -59,61 +58,71 @@ export interface LogRow {
 export async function readLog(tenantId: string, partition: number, offset: number, limit: number): Promise<LogRow[]> {
   const { params, bind } = sqlParameters();
   const sql = `SELECT "offset", "events" FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
-  const rows = await db().$queryRawUnsafe<{ offset: unknown; events: string }[]>(sql, ...params);
+  const rows = await (await raw()).query<{ offset: unknown; events: string }>(sql, params);
   return rows.map((row) => ({ offset: num(row.offset), events: JSON.parse(row.events) as LoggedEvent[] }));
 }
 
 /** The last offset ingest wrote for each partition of the tenant. */
 export async function logEnds(tenantId: string): Promise<Map<number, number>> {
   const { params, bind } = sqlParameters();
-  const rows = await db().$queryRawUnsafe<{ partition: unknown; last: unknown }[]>(
+  const rows = await (await raw()).query<{ partition: unknown; last: unknown }>(
     `SELECT "partition", MAX("offset") AS "last" FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} GROUP BY "partition"`,
-    ...params,
+    params,
   );
   return new Map(rows.map((row) => [num(row.partition), num(row.last)]));
 }
 
 /**
- * Takes the partition's lease when it is free, expired or already ours (a restart under the same owner name),
- * bumping the fencing epoch. Returns the lease and the applied offset, or null when another owner holds it.
+ * Takes the partition's lease when it is free, expired, already ours (a restart under the same owner name) or held by
+ * a process of this host that is gone, bumping the fencing epoch. Returns the lease and the applied offset, or null
+ * when another owner holds it.
  */
 export async function acquireLease(tenantId: string, partition: number, owner: string, now: number, leaseMs: number): Promise<{ lease: Lease; offset: number } | null> {
+  const rawDb = await raw();
+  const t = tableName('PartitionState');
   const insert = sqlParameters();
-  await db().$executeRawUnsafe(
-    `INSERT INTO ${tableName('PartitionState')} ("tenantId", "partition", "offset", "epoch", "leaseUntilMs") VALUES (${insert.bind(tenantId)}, ${insert.bind(partition)}, 0, 0, 0) ON CONFLICT DO NOTHING`,
-    ...insert.params,
+  await rawDb.execute(
+    `INSERT INTO ${t} ("tenantId", "partition", "offset", "epoch", "leaseUntilMs") VALUES (${insert.bind(tenantId)}, ${insert.bind(partition)}, 0, 0, 0) ON CONFLICT DO NOTHING`,
+    insert.params,
   );
+  const read = sqlParameters();
+  const [state] = await rawDb.query<{ owner: string | null; epoch: unknown; offset: unknown; leaseUntilMs: unknown }>(
+    `SELECT "owner", "epoch", "offset", "leaseUntilMs" FROM ${t} WHERE "tenantId" = ${read.bind(tenantId)} AND "partition" = ${read.bind(partition)}`,
+    read.params,
+  );
+  const free = state.owner === null || state.owner === owner || num(state.leaseUntilMs) < now || isDeadLocalOwner(state.owner);
+  if (!free) return null;
+  // Taken only if nobody else took it since the read (same epoch).
+  const epoch = num(state.epoch);
   const update = sqlParameters();
-  const taken = await db().$executeRawUnsafe(
-    `UPDATE ${tableName('PartitionState')} SET "owner" = ${update.bind(owner)}, "epoch" = "epoch" + 1, "leaseUntilMs" = ${update.bind(now + leaseMs)}
-     WHERE "tenantId" = ${update.bind(tenantId)} AND "partition" = ${update.bind(partition)}
-       AND ("owner" IS NULL OR "owner" = ${update.bind(owner)} OR "leaseUntilMs" < ${update.bind(now)})`,
-    ...update.params,
+  const taken = await rawDb.execute(
+    `UPDATE ${t} SET "owner" = ${update.bind(owner)}, "epoch" = ${update.bind(epoch + 1)}, "leaseUntilMs" = ${update.bind(now + leaseMs)}
+     WHERE "tenantId" = ${update.bind(tenantId)} AND "partition" = ${update.bind(partition)} AND "epoch" = ${update.bind(epoch)}`,
+    update.params,
   );
   if (taken !== 1) return null;
-  const state = await db().partitionState.findUniqueOrThrow({ where: { tenantId_partition: { tenantId, partition } } });
-  return { lease: { tenantId, partition, owner, epoch: state.epoch }, offset: Number(state.offset) };
+  return { lease: { tenantId, partition, owner, epoch: epoch + 1 }, offset: num(state.offset) };
 }
 
 /** Extends a held lease; false when it was lost. */
 export async function renewLease(lease: Lease, now: number, leaseMs: number): Promise<boolean> {
   const { params, bind } = sqlParameters();
-  const renewed = await db().$executeRawUnsafe(
+  const renewed = await (await raw()).execute(
     `UPDATE ${tableName('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
-    ...params,
+    params,
   );
   return renewed === 1;
 }
 
 export async function releaseLease(lease: Lease): Promise<void> {
   const { params, bind } = sqlParameters();
-  await db().$executeRawUnsafe(
+  await (await raw()).execute(
     `UPDATE ${tableName('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0 WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
-    ...params,
+    params,
   );
 }
 
-type Statement = { sql: string; params: unknown[] };
+type Statement = RawStatement;
 
 function statement(build: (bind: (value: unknown) => string) => string): Statement {
   const { params, bind } = sqlParameters();
@@ -224,7 +233,7 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
         { timeout: 300_000, maxWait: 300_000 },
       );
     } else {
-      await db().$transaction(statements.map((s) => db().$executeRawUnsafe(s.sql, ...s.params)));
+      await (await raw()).transaction(statements);
     }
   } catch (error) {
     if (isFenceViolation(error)) throw new LeaseLostError(commit.leases[0]);
@@ -238,33 +247,39 @@ function isFenceViolation(error: unknown): boolean {
 }
 
 export async function loadCheckpoint(instanceId: string, partition: number): Promise<{ journalSeq: number; data: Uint8Array } | null> {
-  const row = await db().shardCheckpoint.findUnique({ where: { instanceId_partition: { instanceId, partition } } });
-  return row ? { journalSeq: Number(row.journalSeq), data: row.data } : null;
+  const { params, bind } = sqlParameters();
+  const [row] = await (await raw()).query<{ journalSeq: unknown; data: Uint8Array }>(
+    `SELECT "journalSeq", "data" FROM ${tableName('ShardCheckpoint')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
+    params,
+  );
+  return row ? { journalSeq: num(row.journalSeq), data: row.data } : null;
+}
+
+/** What replay needs of a journal row: the move, its time (delay/ttl buckets) and its edge count. */
+export interface ReplayRow {
+  seq: number;
+  fromStep: string | null;
+  toStep: string;
+  user: number | null;
+  bitmap: Uint8Array | null;
+  count: number;
+  timeMs: number;
 }
 
 /** Journal rows of one shard after `seq`, in seq order, in pages (recovery replays them onto the checkpoint). */
-export async function* journalAfter(instanceId: string, partition: number, seq: number, pageSize = 20_000): AsyncGenerator<StoredJournalRow[]> {
+export async function* journalAfter(instanceId: string, partition: number, seq: number, pageSize = 50_000): AsyncGenerator<ReplayRow[]> {
+  const rawDb = await raw();
   for (let after = seq; ; ) {
     const { params, bind } = sqlParameters();
-    const rows = await db().$queryRawUnsafe<Record<string, unknown>[]>(
-      `SELECT "seq", "fromStep", "toStep", "user", "bitmap", "count", "leaveAction", "enterAction", "timeMs" FROM ${tableName('Journal')}
+    const rows = await rawDb.query<ReplayRow>(
+      `SELECT "seq", "fromStep", "toStep", "user", "bitmap", "count", "timeMs" FROM ${tableName('Journal')}
        WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)} ORDER BY "seq" LIMIT ${bind(pageSize)}`,
-      ...params,
+      params,
     );
     if (rows.length === 0) return;
-    yield rows.map((r) => ({
-      seq: num(r.seq),
-      instanceId,
-      partition,
-      fromStep: (r.fromStep as string | null) ?? null,
-      toStep: r.toStep as string,
-      user: r.user === null ? null : num(r.user),
-      bitmap: (r.bitmap as Uint8Array | null) ?? null,
-      count: num(r.count),
-      leaveAction: (r.leaveAction as string | null) ?? null,
-      enterAction: (r.enterAction as string | null) ?? null,
-      timeMs: num(r.timeMs),
-    }));
+    // PostgreSQL returns BIGINT columns as strings.
+    if (isPostgres()) for (const r of rows) Object.assign(r, { seq: num(r.seq), user: r.user === null ? null : num(r.user), count: num(r.count), timeMs: num(r.timeMs) });
+    yield rows;
     after = num(rows[rows.length - 1].seq);
     if (rows.length < pageSize) return;
   }

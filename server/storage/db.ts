@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient as SqliteClient, type Prisma } from './generated/sqlite/client';
 import { PrismaClient as PostgresClient } from './generated/postgres/client';
@@ -11,26 +12,42 @@ import { parseDatabaseUrl, type DatabaseTarget } from './database-url';
 export type Db = SqliteClient;
 export type Tx = Prisma.TransactionClient;
 
-type Holder = { db: Db; target: DatabaseTarget };
+type Holder = { db: Db; target: DatabaseTarget; sqlite?: Promise<BetterSqlite3.Database> };
 const globalKey = Symbol.for('crowdflow.db');
 const store = globalThis as unknown as Record<symbol, Holder | undefined>;
 
-function createClient(target: DatabaseTarget): Db {
+/** Hands out the better-sqlite3 connection it opens for Prisma, so raw statements share it (server/storage/raw.ts). */
+class SharedSqliteAdapter extends PrismaBetterSqlite3 {
+  readonly connection: Promise<BetterSqlite3.Database>;
+  private opened!: (connection: BetterSqlite3.Database) => void;
+
+  constructor(file: string) {
+    super({ url: `file:${file}`, timeout: 30_000 });
+    this.connection = new Promise((resolve) => (this.opened = resolve));
+  }
+
+  override async connect() {
+    const adapter = await super.connect();
+    this.opened((adapter as unknown as { client: BetterSqlite3.Database }).client);
+    return adapter;
+  }
+}
+
+function createClient(target: DatabaseTarget): Holder {
   if (target.provider === 'sqlite') {
     mkdirSync(dirname(target.file), { recursive: true });
-    const adapter = new PrismaBetterSqlite3({ url: `file:${target.file}`, timeout: 30_000 });
-    return new SqliteClient({ adapter });
+    const adapter = new SharedSqliteAdapter(target.file);
+    return { db: new SqliteClient({ adapter }), target, sqlite: adapter.connection };
   }
   const adapter = new PrismaPg({ connectionString: target.connectionString, max: 10 }, { schema: target.schema });
-  return new PostgresClient({ adapter }) as unknown as Db;
+  return { db: new PostgresClient({ adapter }) as unknown as Db, target };
 }
 
 /** The one Prisma client of this process (kept on globalThis so Next.js dev reloads reuse it). */
 export function db(): Db {
   let holder = store[globalKey];
   if (!holder) {
-    const target = parseDatabaseUrl(env().DATABASE_URL);
-    holder = { db: createClient(target), target };
+    holder = createClient(parseDatabaseUrl(env().DATABASE_URL));
     store[globalKey] = holder;
   }
   return holder.db;
@@ -41,7 +58,16 @@ export function dbTarget(): DatabaseTarget {
   return store[globalKey]!.target;
 }
 
+/** The SQLite connection under the Prisma client (opened by its first query). */
+export async function connectedSqlite(): Promise<BetterSqlite3.Database> {
+  const holder = store[globalKey];
+  if (!holder?.sqlite) throw new Error('The database is not SQLite');
+  await holder.db.$connect();
+  return holder.sqlite;
+}
+
 export async function closeDb(): Promise<void> {
+  await (await import('./raw')).closeRaw();
   const holder = store[globalKey];
   store[globalKey] = undefined;
   await holder?.db.$disconnect();

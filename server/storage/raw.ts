@@ -1,0 +1,147 @@
+// The engine's hot statements (event log appends and reads, partition commits, leases, recovery reads) skip the ORM:
+// through Prisma every statement is prepared anew and every Bytes/large-string parameter is copied and encoded for
+// its de-duplication key, which profiles showed costs more than the bitmap work itself (BENCHMARKS.md). Everything
+// else stays on the one Prisma client.
+//
+// SQLite: the SAME better-sqlite3 connection Prisma uses (one writer, one file lock), with prepared statements cached
+// by SQL text. Its calls are synchronous, so a transaction here runs start to end without yielding; it only has to
+// wait while one of Prisma's interactive transactions is open on the connection (Prisma awaits between statements).
+// PostgreSQL: a small pg pool of its own, schema-qualified SQL (`tableName`).
+import type BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { connectedSqlite, db, dbTarget } from './db';
+
+export interface RawStatement {
+  sql: string;
+  params: unknown[];
+}
+
+export interface RawDb {
+  query<Row = Record<string, unknown>>(sql: string, params: unknown[]): Promise<Row[]>;
+  /** Returns the number of rows changed. */
+  execute(sql: string, params: unknown[]): Promise<number>;
+  /** Runs the statements in order in one transaction: all commit, or none and the first error is thrown. */
+  transaction(statements: RawStatement[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** How long a raw call may wait for one of Prisma's interactive SQLite transactions to end before it gives up. */
+const PRISMA_TRANSACTION_WAIT_MS = 600_000;
+const MAX_CACHED_STATEMENTS = 256;
+
+class SqliteRaw implements RawDb {
+  private readonly statements = new Map<string, BetterSqlite3.Statement>();
+
+  constructor(private readonly connection: BetterSqlite3.Database) {}
+
+  private prepared(sql: string): BetterSqlite3.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      if (this.statements.size >= MAX_CACHED_STATEMENTS) this.statements.clear();
+      // Prisma turns safe integers on for the whole connection; our columns all fit a double.
+      statement = this.connection.prepare(sql).safeIntegers(false);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** Waits until no Prisma transaction is open on the shared connection (ours never stay open across a yield). */
+  private async idle(): Promise<void> {
+    const deadline = Date.now() + PRISMA_TRANSACTION_WAIT_MS;
+    while (this.connection.inTransaction) {
+      if (Date.now() > deadline) throw new Error('A database transaction has stayed open for 10 minutes');
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  }
+
+  async query<Row>(sql: string, params: unknown[]): Promise<Row[]> {
+    await this.idle();
+    return this.prepared(sql).all(...params.map(sqliteValue)) as Row[];
+  }
+
+  async execute(sql: string, params: unknown[]): Promise<number> {
+    await this.idle();
+    return this.prepared(sql).run(...params.map(sqliteValue)).changes;
+  }
+
+  async transaction(statements: RawStatement[]): Promise<void> {
+    await this.idle();
+    this.prepared('BEGIN IMMEDIATE').run();
+    try {
+      for (const s of statements) this.prepared(s.sql).run(...s.params.map(sqliteValue));
+      this.prepared('COMMIT').run();
+    } catch (error) {
+      if (this.connection.inTransaction) this.prepared('ROLLBACK').run();
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.statements.clear(); // the connection is Prisma's to close
+  }
+}
+
+/** better-sqlite3 binds Buffers, not other Uint8Array views. */
+function sqliteValue(value: unknown): unknown {
+  return value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value;
+}
+
+class PostgresRaw implements RawDb {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async query<Row>(sql: string, params: unknown[]): Promise<Row[]> {
+    return (await this.pool.query(sql, params)).rows as Row[];
+  }
+
+  async execute(sql: string, params: unknown[]): Promise<number> {
+    return (await this.pool.query(sql, params)).rowCount ?? 0;
+  }
+
+  async transaction(statements: RawStatement[]): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      for (const s of statements) await client.query(s.sql, s.params);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+function postgresPool(connectionString: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max: 4 });
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', (error) => console.warn('[crowdflow] idle PostgreSQL connection lost:', error.message));
+  return pool;
+}
+
+const globalKey = Symbol.for('crowdflow.raw');
+const store = globalThis as unknown as Record<symbol, { raw: Promise<RawDb>; forClient: object } | undefined>;
+
+/** The raw connection of this process, bound to the current Prisma client (a new client gets a new one). */
+export function raw(): Promise<RawDb> {
+  const client = db();
+  const held = store[globalKey];
+  if (held && held.forClient === client) return held.raw;
+  const target = dbTarget();
+  const created: Promise<RawDb> =
+    target.provider === 'sqlite'
+      ? connectedSqlite().then((connection) => new SqliteRaw(connection))
+      : Promise.resolve(new PostgresRaw(postgresPool(target.connectionString)));
+  store[globalKey] = { raw: created, forClient: client };
+  return created;
+}
+
+export async function closeRaw(): Promise<void> {
+  const held = store[globalKey];
+  store[globalKey] = undefined;
+  await (await held?.raw)?.close();
+}

@@ -1,0 +1,87 @@
+import { spawnSync } from 'node:child_process';
+import { hostname } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RoaringBitmap32 } from '../../server/crowd/bitmap';
+import { loadShard } from '../../server/engine/recovery';
+import type { Shard } from '../../server/engine/shard';
+import { acquireLease } from '../../server/engine/store';
+import { newId } from '../../server/ids';
+import { isDeadLocalOwner, processOwner } from '../../server/process-owner';
+import { db } from '../../server/storage/db';
+import { advance, crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+/** A pid that belonged to a process of this host and no longer does. */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(child.stdout);
+}
+
+/** A shard as plain data: non-empty bitmaps of steps and delay/ttl buckets, and edge counts. */
+function shape(shard: Shard) {
+  const bitmaps = (map: Map<string | number, RoaringBitmap32>) => Object.fromEntries([...map].filter(([, b]) => b.size > 0).map(([k, b]) => [k, b.toArray()]));
+  const buckets = (map: Map<string, Map<number, RoaringBitmap32>>) =>
+    Object.fromEntries([...map].map(([step, byEnd]) => [step, bitmaps(byEnd)]).filter(([, b]) => Object.keys(b).length > 0));
+  return { steps: bitmaps(shard.steps), delays: buckets(shard.delays), ttls: buckets(shard.ttls), edges: Object.fromEntries(shard.edges) };
+}
+
+describe('recovery', () => {
+  it('replaying the whole journal rebuilds exactly the shards the engine holds: repeated, bulk and single moves, delay and ttl buckets', async () => {
+    h = await startHarness(2);
+    const wf = await workflow(h, {
+      steps: [
+        { name: 'entry', kind: 'branch', ttl: '1h', branches: [{ condition: 'event.type == "a"', next: 'mid' }, { condition: 'event.type == "skip"', next: 'done' }] },
+        { name: 'mid', kind: 'branch', branches: [{ condition: 'event.type == "b"', next: 'wait' }, { condition: 'event.type == "back"', next: 'entry' }] },
+        { name: 'wait', kind: 'delay', after: '10m', next: 'done' },
+        { name: 'done', kind: 'direct' },
+      ],
+    });
+    await crowd(h, 'c', range(1, 60));
+    const id = await start(h, wf, 'c');
+    // Users 1–20 move twice within one batch (entry → mid → wait); 21–30 go back to entry and on again.
+    await send(h, [...range(1, 40).map((user) => ({ user, type: 'a' })), ...range(1, 20).map((user) => ({ user, type: 'b' }))]);
+    await advance(h, 5 * 60_000);
+    await send(h, [...range(21, 30).map((user) => ({ user, type: 'back' })), ...range(21, 25).map((user) => ({ user, type: 'a' })), ...range(31, 35).map((user) => ({ user, type: 'b' }))]);
+    await advance(h, 6 * 60_000); // users 1–20 leave the delay in bulk; 31–35 are still waiting
+    const instance = h.engine.findRuntime(id)!;
+    expect(instance.counts().steps).toEqual({ entry: 25, mid: 10, wait: 5, done: 20 });
+
+    await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
+    for (let partition = 0; partition < h.partitions; partition++) {
+      const { shard, replayed } = await loadShard(id, partition, instance.workflow);
+      expect(replayed).toBeGreaterThan(0);
+      expect(shape(shard)).toEqual(shape(instance.shards[partition]!));
+    }
+  });
+});
+
+describe('leases left by a process that is gone', () => {
+  it('knows a dead process of this host from a live one, another host or another naming scheme', () => {
+    expect(isDeadLocalOwner(`${hostname()}:${deadPid()}`)).toBe(true);
+    expect(isDeadLocalOwner(processOwner())).toBe(false);
+    expect(isDeadLocalOwner(`${hostname()}:${process.ppid}`)).toBe(false);
+    expect(isDeadLocalOwner(`another-host.example:${deadPid()}`)).toBe(false);
+    expect(isDeadLocalOwner('test-owner')).toBe(false);
+    expect(isDeadLocalOwner(null)).toBe(false);
+  });
+
+  it('a partition held by a dead local process is taken at once, one held by a live process is not', async () => {
+    const tenantId = newId('tn');
+    await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 2 } });
+    const now = Date.now();
+    const held = (partition: number, owner: string) =>
+      db().partitionState.create({ data: { tenantId, partition, owner, epoch: 3, offset: 7n, leaseUntilMs: BigInt(now + 3_600_000) } });
+    await held(0, `${hostname()}:${deadPid()}`);
+    await held(1, `${hostname()}:${process.ppid}`);
+
+    const taken = await acquireLease(tenantId, 0, 'new-owner', now, 15_000);
+    expect(taken).toEqual({ lease: { tenantId, partition: 0, owner: 'new-owner', epoch: 4 }, offset: 7 });
+    expect(await acquireLease(tenantId, 1, 'new-owner', now, 15_000)).toBeNull();
+    expect(await db().partitionState.findUnique({ where: { tenantId_partition: { tenantId, partition: 1 } } })).toMatchObject({ owner: `${hostname()}:${process.ppid}`, epoch: 3 });
+  });
+});
