@@ -1,6 +1,7 @@
 import { applyMigrations } from './storage/migrate';
 import { dbTarget } from './storage/db';
 import { env } from './env';
+import { stopOnSignals } from './shutdown';
 
 let booted: Promise<void> | undefined;
 
@@ -10,7 +11,12 @@ export function boot(): Promise<void> {
     const applied = await applyMigrations(dbTarget());
     if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
     if (env().CROWDFLOW_ENGINE !== 'off') await (await import('./engine')).startEngine();
-    await (await import('./procedures/start')).startProcedures({ scheduler: env().CROWDFLOW_ENGINE !== 'off' });
+    const procedures = await import('./procedures/start');
+    await procedures.startProcedures({ scheduler: env().CROWDFLOW_ENGINE !== 'off' });
+    stopOnSignals(async () => {
+      await procedures.stopProcedures();
+      await (await import('./engine')).stopEngine();
+    });
   })();
   return booted;
 }

@@ -1,5 +1,5 @@
-import { hostname } from 'node:os';
 import { systemClock, type Clock } from '../clock';
+import { processOwner } from '../process-owner';
 import { notFound } from '../errors';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { ProcedureRunner } from '../procedures/types';
@@ -54,7 +54,7 @@ export class Engine implements EngineSide {
 
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
-    this.owner = options.owner ?? `${hostname()}:${process.pid}`;
+    this.owner = options.owner ?? processOwner();
     this.runnerOverride = options.runner;
     this.leaseMs = options.leaseMs ?? 15_000;
     this.pollMs = options.pollMs ?? 200;

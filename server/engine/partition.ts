@@ -53,11 +53,13 @@ export class PartitionWorker {
     this.loop ??= this.run();
   }
 
-  /** Ends the loop and hands the lease back, so another process takes the partition at once. */
+  /** Ends the loop, checkpoints and hands the lease back, so another process takes the partition at once. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.poke();
     await this.loop;
+    // A clean stop leaves nothing to replay: the next owner starts from these checkpoints.
+    await this.checkpointIfDue(true).catch(() => undefined);
     const lease = this.lease;
     this.lease = null;
     if (lease) await releaseLease(lease).catch(() => undefined);

@@ -1,4 +1,4 @@
-import { hostname } from 'node:os';
+import { processOwner } from '../process-owner';
 import { systemClock, type Clock } from '../clock';
 import { badRequest, conflict, isUniqueViolation, notFound } from '../errors';
 import { db } from '../storage/db';
@@ -37,7 +37,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     this.clock = options.clock ?? systemClock;
     this.maxConcurrent = options.maxConcurrent ?? 128;
     this.retentionMs = options.retentionMs ?? 7 * DAY_MS;
-    this.owner = options.owner ?? `${hostname()}:${process.pid}`;
+    this.owner = options.owner ?? processOwner();
     this.leaseMs = options.leaseMs ?? 30_000;
     this.pollMs = options.pollMs ?? 1_000;
   }

@@ -13,3 +13,10 @@ export async function startProcedures(options: { scheduler: boolean }): Promise<
   await runner.start();
   if (options.scheduler) (store[globalKey] ??= createScheduler({ runner })).start();
 }
+
+/** Stops the scheduler and hands this process's procedures back (they resume elsewhere, or after a restart). */
+export async function stopProcedures(): Promise<void> {
+  await store[globalKey]?.stop();
+  store[globalKey] = undefined;
+  await getProcedureRunner().stop();
+}

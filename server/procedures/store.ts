@@ -1,3 +1,4 @@
+import { isDeadLocalOwner } from '../process-owner';
 import { db, dbTarget, type Tx } from '../storage/db';
 import type { Procedure } from '../storage/generated/sqlite/client';
 import { compareOrder, LockTable } from './locks';
@@ -216,7 +217,7 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
 }
 
 function leaseExpired(row: QueueRow, request: ClaimRequest): boolean {
-  return row.updatedAt.getTime() + request.leaseMs <= request.now;
+  return row.updatedAt.getTime() + request.leaseMs <= request.now || isDeadLocalOwner(row.owner);
 }
 
 const QUEUE_COLUMNS = { id: true, type: true, parentId: true, lockKeys: true, owner: true, nextRunMs: true, createdAt: true, updatedAt: true } as const;

@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { hostname } from 'node:os';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../server/clock';
 import { registerProcedureType } from '../../server/procedures/registry';
@@ -195,6 +197,17 @@ describe('leases', () => {
     const done = await runner.await('orphan');
     expect(done.state).toBe('done');
     expect(done.step).toBe(2);
+  });
+
+  it('a procedure held by a process of this host that is gone is taken over at once, without waiting for its lease', async () => {
+    const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
+    const now = clock.now();
+    const row = { type: PLAIN, lockKeys: '[]', state: 'running', data: JSON.stringify(scriptedState('crashed', 2)), step: 0 };
+    await db().procedure.create({ data: { ...row, id: 'crashed', owner: `${hostname()}:${gone}`, createdAt: new Date(now), updatedAt: new Date(now) } });
+    runner = startRunner({ leaseMs: 30_000 });
+    const done = await runner.await('crashed');
+    expect(done).toMatchObject({ state: 'done', step: 2 });
+    expect(clock.now() - now).toBeLessThan(30_000);
   });
 });
 
