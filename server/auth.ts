@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { env } from './env';
 import { AppError } from './errors';
+import { lookupCache } from './lookup-cache';
 import { db } from './storage/db';
 
 export type Principal = { kind: 'admin' } | { kind: 'tenant'; tenantId: string; keyId: string };
@@ -51,6 +52,10 @@ function readCookie(request: Request, name: string): string | undefined {
   return undefined;
 }
 
+type KnownKey = { tenantId: string; keyId: string; revoked: boolean };
+/** Keys by hash; cleared when this process revokes a key or deletes a tenant. */
+export const apiKeys = () => lookupCache<KnownKey>('api-keys');
+
 /** Who is calling: the admin (token or studio session) or one tenant's API key. */
 export async function authenticate(request: Request): Promise<Principal> {
   const header = request.headers.get('authorization');
@@ -59,9 +64,16 @@ export async function authenticate(request: Request): Promise<Principal> {
     if (!match) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
     const secret = match[1];
     if (env().CROWDFLOW_ADMIN_TOKEN && sameSecret(secret, adminToken())) return { kind: 'admin' };
-    const key = await db().apiKey.findUnique({ where: { hash: hashKey(secret) } });
-    if (!key || key.revokedAt) throw new AppError('unauthorized', key ? 'This API key was revoked' : 'The token is not a valid admin token or API key');
-    return { kind: 'tenant', tenantId: key.tenantId, keyId: key.id };
+    const hash = hashKey(secret);
+    let key = apiKeys().get(hash);
+    if (!key) {
+      const row = await db().apiKey.findUnique({ where: { hash }, select: { id: true, tenantId: true, revokedAt: true } });
+      if (!row) throw new AppError('unauthorized', 'The token is not a valid admin token or API key');
+      key = { tenantId: row.tenantId, keyId: row.id, revoked: row.revokedAt !== null };
+      apiKeys().set(hash, key);
+    }
+    if (key.revoked) throw new AppError('unauthorized', 'This API key was revoked');
+    return { kind: 'tenant', tenantId: key.tenantId, keyId: key.keyId };
   }
   const session = readCookie(request, SESSION_COOKIE);
   if (session && env().CROWDFLOW_ADMIN_TOKEN && validSession(session)) return { kind: 'admin' };

@@ -52,12 +52,24 @@ function sameScalar(actual: unknown, expected: PlanScalar): boolean {
   return actual === expected;
 }
 
+/** `event.time` as a CEL timestamp, built only when a condition reads it (a Date per event is measurable). */
+function eventContext(event: ConditionEvent): Record<string, unknown> {
+  let time: Date | undefined;
+  return {
+    type: event.type,
+    data: event.data ?? NOTHING,
+    get time() {
+      return (time ??= new Date(event.time));
+    },
+  };
+}
+
 function celContext(evaluation: Evaluation, usage: ConditionUsage): Record<string, unknown> {
   const { input } = evaluation;
   const context: Record<string, unknown> = { profile: input.profile ?? NOTHING };
   if (usage.usesEvent) {
     const event = input.event;
-    context.event = event ? { type: event.type, data: event.data ?? NOTHING, time: new Date(event.time) } : NOTHING;
+    context.event = event ? eventContext(event) : NOTHING;
   }
   if (usage.usesNow) context.now = new Date(input.now);
   if (usage.usesUser) context.user = BigInt(input.user);

@@ -279,6 +279,9 @@ export class Engine implements EngineSide {
 
   /** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
   async getCounts(tenantId: string, instanceId: string): Promise<Counts> {
+    // The hot path (a live instance) answers from memory without a query.
+    const running = this.findRuntime(instanceId);
+    if (running && running.record.tenantId === tenantId) return running.counts();
     const row = await ops.requireInstance(tenantId, instanceId);
     const live = (await this.tenant(tenantId)).instances.get(row.id);
     if (live) return live.counts();

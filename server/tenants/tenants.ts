@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { authenticate, hashKey, newApiKeySecret, type Principal } from '../auth';
+import { apiKeys, authenticate, hashKey, newApiKeySecret, type Principal } from '../auth';
+import { lookupCache } from '../lookup-cache';
 import { AppError, conflict, isRecordMissing, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { PrintableName } from '../model/workflow';
@@ -48,8 +49,19 @@ export function canNameRow(ref: string): boolean {
 
 /** Finds a tenant by id or name; a key of another tenant gets the same 404 as a tenant that does not exist. */
 export async function findTenant(principal: Principal, ref: string): Promise<Tenant> {
-  const tenant = canNameRow(ref) ? await db().tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } }) : null;
+  const tenant = canNameRow(ref) ? await lookupTenant(ref) : null;
   if (!tenant || (principal.kind === 'tenant' && principal.tenantId !== tenant.id)) throw notFound(`Tenant "${ref}"`);
+  return tenant;
+}
+
+/** Tenants by id or name; a tenant never changes after it is created, only its deletion clears the cache. */
+const tenantsByRef = () => lookupCache<Tenant>('tenants');
+
+async function lookupTenant(ref: string): Promise<Tenant | null> {
+  const cached = tenantsByRef().get(ref);
+  if (cached) return cached;
+  const tenant = await db().tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } });
+  if (tenant) tenantsByRef().set(ref, tenant);
   return tenant;
 }
 
@@ -95,6 +107,8 @@ export async function deleteTenant(tenant: Tenant): Promise<void> {
     if (isRecordMissing(error)) throw notFound(`Tenant "${tenant.name}"`);
     throw error;
   }
+  tenantsByRef().clear();
+  apiKeys().clear();
 }
 
 export type ApiKeyView = { id: string; name: string; prefix: string; createdAt: string; revokedAt: string | null };
@@ -119,7 +133,9 @@ export async function revokeApiKey(tenant: Tenant, keyId: string): Promise<ApiKe
   const key = canNameRow(keyId) ? await db().apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } }) : null;
   if (!key) throw notFound(`API key "${keyId}"`);
   if (key.revokedAt) return keyView(key);
-  return keyView(await db().apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } }));
+  const revoked = await db().apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+  apiKeys().clear();
+  return keyView(revoked);
 }
 
 export function assertAdmin(principal: Principal): void {
