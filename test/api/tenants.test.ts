@@ -13,6 +13,18 @@ describe('tenants API', () => {
     expect((await api('GET', `/tenants/${created.body.id}`)).body.name).toBe(name);
     expect((await api('DELETE', `/tenants/${name}`)).status).toBe(204);
     expectError(await api('GET', `/tenants/${name}`), 404, 'not_found');
+    // Lookups are cached; a deletion is seen at once, and the name can be reused for a new tenant.
+    const again = await api('POST', '/tenants', { body: { name } });
+    expect(again.status).toBe(201);
+    expect((await api('GET', `/tenants/${name}`)).body.id).toBe(again.body.id);
+    expect(again.body.id).not.toBe(created.body.id);
+  });
+
+  it("a deleted tenant's keys stop working at once", async () => {
+    const tenant = await createTenant();
+    expect((await api('GET', `/tenants/${tenant.name}`, { token: tenant.key })).status).toBe(200);
+    expect((await api('DELETE', `/tenants/${tenant.name}`)).status).toBe(204);
+    expectError(await api('GET', `/tenants/${tenant.name}`, { token: tenant.key }), 401, 'unauthorized');
   });
 
   it('refuses bad tenant input with a 4xx naming the problem', async () => {
