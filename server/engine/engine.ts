@@ -7,7 +7,7 @@ import { getProcedureRunner } from '../procedures/runner';
 import { setRunningLookup } from '../workflows/running';
 import { db, dbTarget } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { PartitionWorker, type EngineSide } from './partition';
+import { PartitionWorker, runTimersTogether, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { cleanupJournal } from './notifications';
@@ -167,8 +167,8 @@ export class Engine implements EngineSide {
   /** Runs every due timer now (the loop does this by itself; tests call it after moving a ManualClock). */
   async runTimers(): Promise<void> {
     for (const entry of [...this.tenants.values()]) {
-      const { workers } = await entry.ready;
-      for (const worker of workers) await worker.runTimers();
+      const { runtime, workers } = await entry.ready;
+      await runTimersTogether(runtime.id, workers, this.clock.now());
     }
   }
 

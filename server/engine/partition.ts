@@ -7,8 +7,8 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { parseCron } from '../model/cron';
 import { Mover } from './moves';
 import { loadShard } from './recovery';
-import { acquireLease, commitBatch, LeaseLostError, readLog, releaseLease, renewLease, type JournalMove, type Lease, type LogRow } from './store';
-import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';
+import { acquireLease, commitBatch, LeaseLostError, readLog, releaseLease, renewLease, type CheckpointWrite, type JournalMove, type Lease, type LogRow } from './store';
+import { withLocks, type InstanceRuntime, type Mutex, type TenantRuntime } from './tenant';
 
 /** What a partition worker needs from its engine. */
 export interface EngineSide {
@@ -36,7 +36,7 @@ export class PartitionWorker {
   private movesSinceCheckpoint = 0;
   private renewedAt = 0;
   private lastCheckpointAt = 0;
-  private readonly lock: Mutex;
+  readonly lock: Mutex;
   private firstAttemptDone!: () => void;
   /** Settles after the first try to take the lease (and rebuild the shards when it was taken). */
   readonly firstAttempt = new Promise<void>((resolve) => (this.firstAttemptDone = resolve));
@@ -193,7 +193,7 @@ export class PartitionWorker {
     }
   }
 
-  private afterCommit(touched: InstanceRuntime[], moveCount: number): void {
+  afterCommit(touched: InstanceRuntime[], moveCount: number): void {
     for (const instance of touched) this.engine.countsChanged(instance.id);
     if (moveCount > 0) this.engine.timersChanged();
     this.movesSinceCheckpoint += moveCount;
@@ -234,22 +234,27 @@ export class PartitionWorker {
     return due;
   }
 
-  /** Runs every due timer of this partition and commits its moves with fresh checkpoints of the shards it touched. */
-  runTimers(): Promise<void> {
-    return this.lock.run(async () => {
-      if (!this.lease) return;
-      const now = this.engine.clock.now();
-      const moves: JournalMove[] = [];
-      const touched: InstanceRuntime[] = [];
-      for (const instance of this.tenant.instances.values()) {
-        if (instance.workflow.stopAt !== null && now >= instance.workflow.stopAt) this.engine.requestStop(instance);
-        if (await this.instanceTimers(instance, now, moves)) touched.push(instance);
-      }
-      if (touched.length === 0) return;
-      const checkpoints = touched.map((i) => ({ instanceId: i.id, partition: this.partition, data: i.shards[this.partition]!.encode() }));
-      await commitBatch(this.tenant.id, { leases: [this.lease], moves, checkpoints, now });
-      this.afterCommit(touched, moves.length);
-    });
+  /**
+   * Runs every due timer of this partition in memory (the caller holds the partition lock) and returns what to
+   * commit: its moves and fresh checkpoints of the shards it touched (cron times and re-bucketed ttl users live
+   * only in checkpoints). Null when nothing changed or the partition is not ours.
+   */
+  async collectTimers(now: number): Promise<TimerWork | null> {
+    if (!this.lease) return null;
+    const moves: JournalMove[] = [];
+    const touched: InstanceRuntime[] = [];
+    for (const instance of this.tenant.instances.values()) {
+      if (instance.workflow.stopAt !== null && now >= instance.workflow.stopAt) this.engine.requestStop(instance);
+      if (await this.instanceTimers(instance, now, moves)) touched.push(instance);
+    }
+    if (touched.length === 0) return null;
+    const checkpoints = touched.map((i) => ({ instanceId: i.id, partition: this.partition, data: i.shards[this.partition]!.encode() }));
+    return { worker: this, lease: this.lease, moves, touched, checkpoints };
+  }
+
+  /** After a failed commit the shards in memory are ahead of the database: rebuild them from it. */
+  discardUncommitted(): void {
+    this.lease = null;
   }
 
   /** Returns whether the shard changed (moves, re-bucketed ttl users or a new cron time). */
@@ -322,3 +327,39 @@ function takeDue(buckets: Map<number, RoaringBitmap32> | undefined, durationMs: 
   return due.length ? RoaringBitmap32.orMany(due) : null;
 }
 
+
+export interface TimerWork {
+  worker: PartitionWorker;
+  lease: Lease;
+  moves: JournalMove[];
+  touched: InstanceRuntime[];
+  checkpoints: CheckpointWrite[];
+}
+
+/**
+ * One timer tick of a tenant: every due partition runs its timers under its lock, and all of them commit in ONE
+ * transaction fenced by their leases. A 10M-user timer step moves its users in all partitions at once instead of
+ * one partition (and one commit) after another.
+ */
+export async function runTimersTogether(tenantId: string, workers: PartitionWorker[], now: number): Promise<void> {
+  const due = workers.filter((w) => w.lease && (w.nextDue() ?? Number.POSITIVE_INFINITY) <= now);
+  if (due.length === 0) return;
+  await withLocks(
+    due.map((w) => w.lock),
+    async () => {
+      const work: TimerWork[] = [];
+      for (const worker of due) {
+        const collected = await worker.collectTimers(now);
+        if (collected) work.push(collected);
+      }
+      if (work.length === 0) return;
+      try {
+        await commitBatch(tenantId, { leases: work.map((w) => w.lease), moves: work.flatMap((w) => w.moves), checkpoints: work.flatMap((w) => w.checkpoints), now });
+      } catch (error) {
+        for (const w of work) w.worker.discardUncommitted();
+        throw error;
+      }
+      for (const w of work) w.worker.afterCommit(w.touched, w.moves.length);
+    },
+  );
+}
