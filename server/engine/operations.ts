@@ -3,7 +3,7 @@
 import { loadCrowd } from '../crowd';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
-import { parseCron } from '../model/cron';
+import { nextCronTime } from '../model/cron';
 import { RetryLaterError, type Json } from '../procedures/types';
 import { db } from '../storage/db';
 import type { Engine } from './engine';
@@ -61,7 +61,7 @@ function encodeAll(instance: InstanceRuntime) {
 
 function startCrons(shard: Shard, workflow: WorkflowRuntime, now: number): void {
   for (const runtime of workflow.steps.values()) {
-    if (runtime.step.kind === 'timer' && !shard.cronNext.has(runtime.step.name)) shard.cronNext.set(runtime.step.name, parseCron(runtime.step.cron, now).next().getTime());
+    if (runtime.step.kind === 'timer' && !shard.cronNext.has(runtime.step.name)) shard.cronNext.set(runtime.step.name, nextCronTime(runtime.step.cron, now));
   }
 }
 

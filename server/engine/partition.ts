@@ -4,7 +4,7 @@
 import { evaluatePlan, type CompiledCondition, type ConditionEvent } from '../conditions/compile';
 import { systemClock, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
-import { parseCron } from '../model/cron';
+import { nextCronTime } from '../model/cron';
 import { Mover } from './moves';
 import { loadShard } from './recovery';
 import { acquireLease, commitBatch, LeaseLostError, readLog, releaseLease, renewLease, type CheckpointWrite, type JournalMove, type Lease, type LogRow } from './store';
@@ -218,6 +218,7 @@ export class PartitionWorker {
 
   /** Earliest time (engine clock) a timer of this partition is due, or null. */
   nextDue(): number | null {
+    if (!this.lease) return null; // re-taking the lease rebuilds the shards; their timers count from then
     let due: number | null = null;
     const consider = (t: number) => (due = due === null ? t : Math.min(due, t));
     for (const instance of this.tenant.instances.values()) {
@@ -252,9 +253,11 @@ export class PartitionWorker {
     return { worker: this, lease: this.lease, moves, touched, checkpoints };
   }
 
-  /** After a failed commit the shards in memory are ahead of the database: rebuild them from it. */
+  /** After a failed commit the shards in memory are ahead of the database: drop them and rebuild from it. */
   discardUncommitted(): void {
     this.lease = null;
+    for (const instance of this.tenant.instances.values()) instance.shards[this.partition] = undefined;
+    this.poke();
   }
 
   /** Returns whether the shard changed (moves, re-bucketed ttl users or a new cron time). */
@@ -273,7 +276,7 @@ export class PartitionWorker {
           const users = shard.steps.get(name)?.clone() ?? new RoaringBitmap32();
           if (users.size > 0) mover.moveBulk(await this.matching(runtime.timerCondition, users, now), name, step.next);
         }
-        shard.cronNext.set(name, parseCron(step.cron, now).next().getTime());
+        shard.cronNext.set(name, nextCronTime(step.cron, now));
         changed = true;
       }
       if (step.kind === 'delay') {
@@ -342,13 +345,14 @@ export interface TimerWork {
  * one partition (and one commit) after another.
  */
 export async function runTimersTogether(tenantId: string, workers: PartitionWorker[], now: number): Promise<void> {
-  const due = workers.filter((w) => w.lease && (w.nextDue() ?? Number.POSITIVE_INFINITY) <= now);
-  if (due.length === 0) return;
+  // Due-ness is judged under the locks: a tick already in flight (the timer loop's) finishes first, and what it
+  // took is no longer due.
   await withLocks(
-    due.map((w) => w.lock),
+    workers.map((w) => w.lock),
     async () => {
       const work: TimerWork[] = [];
-      for (const worker of due) {
+      for (const worker of workers) {
+        if ((worker.nextDue() ?? Number.POSITIVE_INFINITY) > now) continue;
         const collected = await worker.collectTimers(now);
         if (collected) work.push(collected);
       }

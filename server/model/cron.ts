@@ -39,9 +39,21 @@ export function parseCron(cron: string, currentDate: number | Date = Date.now())
   return CronExpressionParser.parse(cron.trim(), { tz: 'UTC', currentDate });
 }
 
-/** The next time (epoch ms) strictly after `after` at which `cron` fires. */
+const nextTimes = new Map<string, number>();
+
+/**
+ * The next time (epoch ms) strictly after `after` at which `cron` fires. Memoised: every partition of a timer step
+ * asks the same question in one tick, and cron-parser takes milliseconds per answer.
+ */
 export function nextCronTime(cron: string, after: number): number {
-  return parseCron(cron, after).next().getTime();
+  const key = `${after} ${cron}`;
+  let next = nextTimes.get(key);
+  if (next === undefined) {
+    if (nextTimes.size >= 1_000) nextTimes.clear();
+    next = parseCron(cron, after).next().getTime();
+    nextTimes.set(key, next);
+  }
+  return next;
 }
 
 /** Human wording of a valid cron ("At 09:00, Monday through Friday (UTC)"); the raw text when invalid. */

@@ -60,6 +60,25 @@ describe('recovery', () => {
   });
 });
 
+describe('timer ticks', () => {
+  it('moves every partition in one commit; when the commit fails, memory is rebuilt and the next tick moves each user once', async () => {
+    h = await startHarness(3);
+    const wf = await workflow(h, { steps: [{ name: 'hold', kind: 'timer', cron: '0 0 * * * *', next: 'done' }, { name: 'done', kind: 'direct' }] });
+    await crowd(h, 'c', range(1, 30));
+    const id = await start(h, wf, 'c');
+    // Another process takes partition 1 over: the tick's commit is refused for every partition, not just that one,
+    // and all three drop their memory and re-take their lease (epoch + 1) before the retried tick moves the users.
+    await db().partitionState.update({ where: { tenantId_partition: { tenantId: h.tenantId, partition: 1 } }, data: { epoch: { increment: 1 } } });
+    await h.clock.advance(3_600_000); // the engine's timer loop fires, fails, and retries a second later
+    await expect.poll(() => h!.engine.findRuntime(id)?.counts().steps, { timeout: 15_000 }).toEqual({ hold: 0, done: 30 });
+    const epochs = await db().partitionState.findMany({ where: { tenantId: h.tenantId }, orderBy: { partition: 'asc' } });
+    expect(epochs.map((p) => p.epoch)).toEqual([2, 3, 2]);
+    const moved = await db().journal.findMany({ where: { instanceId: id, fromStep: 'hold' } });
+    expect(moved.map((m) => Number(m.partition)).sort()).toEqual([0, 1, 2]);
+    expect(moved.reduce((sum, m) => sum + Number(m.count), 0)).toBe(30);
+  });
+});
+
 describe('leases left by a process that is gone', () => {
   it('knows a dead process of this host from a live one, another host or another naming scheme', () => {
     expect(isDeadLocalOwner(`${hostname()}:${deadPid()}`)).toBe(true);
