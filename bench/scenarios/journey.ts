@@ -4,8 +4,9 @@
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { BRANCH_JOURNEY, expectedMoves, journeyEvents, timerJourney, type BenchEvent } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
+import { clientFloor, measureGets } from '../lib/latency';
 import { formatNumber, median, percentile, progress } from '../lib/report';
-import { call, download, startServer, type BenchServer } from '../lib/server';
+import { BENCH_ADMIN_TOKEN, call, download, startServer, type BenchServer } from '../lib/server';
 import { subscribeCounts, type CountsJson } from '../lib/sse';
 import { inWindow } from '../lib/windows';
 
@@ -122,14 +123,17 @@ export async function measureJourney(database: ScratchDatabase, options: Journey
     console.log(`  ${label}: instance of ${users.toLocaleString('en-US')} users running after ${branch.ms.toFixed(0)} ms`);
 
     figures.counts = await tryStep('counts', async () => {
-      const samples: number[] = [];
-      for (let i = 0; i < options.countReads + 10; i++) {
-        const started = performance.now();
-        const current = await counts(server, instanceId);
-        if (i >= 10) samples.push(performance.now() - started);
-        if (current.total !== users) throw new Error(`counts total ${current.total}, expected ${users}`);
-      }
-      return { value: percentile(samples, 99), note: `(p50 ${median(samples).toFixed(1)})`, details: { p50Ms: median(samples), reads: samples.length } };
+      const path = `/api/v1/tenants/${TENANT}/instances/${instanceId}/counts`;
+      const latency = await measureGets(server.baseUrl, path, { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` }, options.countReads, (body) => {
+        const total = (JSON.parse(body) as CountsJson).total;
+        if (total !== users) throw new Error(`counts total ${total}, expected ${users}`);
+      });
+      const floor = await clientFloor(options.countReads, JSON.stringify(await counts(server, instanceId)));
+      return {
+        value: latency.p99Ms,
+        note: `(p50 ${latency.p50Ms.toFixed(1)}; bare node:http server p99 ${floor.p99Ms.toFixed(1)})`,
+        details: { p50Ms: latency.p50Ms, reads: options.countReads, client: 'node:http, one kept-alive connection', bareServer: floor },
+      };
     });
 
     const exportPath = (format: string) => `/tenants/${TENANT}/instances/${instanceId}/steps/wait/export?format=${format}`;
