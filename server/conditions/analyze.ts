@@ -8,6 +8,8 @@ export type ConditionUsage = {
   usesProfile: boolean;
   usesNow: boolean;
   usesUser: boolean;
+  /** False when `event` is only read as `event.type` / `event.data…`, so no timestamp need be built per event. */
+  usesEventTime: boolean;
   crowds: string[];
   profileFields: string[];
 };
@@ -37,7 +39,7 @@ export function analyzeCondition(text: string): AnalysisResult {
   if (checked.type !== 'bool' && checked.type !== 'dyn') {
     return { ok: false, problem: `condition must be true or false, but it gives a ${checked.type}` };
   }
-  const usage: ConditionUsage = { usesEvent: false, usesProfile: false, usesNow: false, usesUser: false, crowds: [], profileFields: [] };
+  const usage: ConditionUsage = { usesEvent: false, usesProfile: false, usesNow: false, usesUser: false, usesEventTime: false, crowds: [], profileFields: [] };
   const crowdProblem = collectUsage(parsed.ast, usage);
   if (crowdProblem) return { ok: false, problem: crowdProblem };
   return { ok: true, condition: { parsed, usage, plan: planOf(parsed.ast) } };
@@ -57,11 +59,15 @@ function childNodes(node: ASTNode): ASTNode[] {
 function collectUsage(root: ASTNode, usage: ConditionUsage): string | null {
   const crowds = new Set<string>();
   const fields = new Set<string>();
+  let eventReads = 0;
+  let typeOrDataReads = 0;
   const stack = [root];
   while (stack.length > 0) {
     const node = stack.pop()!;
+    const eventField = memberOf(node, 'event');
+    if (eventField === 'type' || eventField === 'data') typeOrDataReads++;
     if (node.op === 'id') {
-      if (node.args === 'event') usage.usesEvent = true;
+      if (node.args === 'event') (usage.usesEvent = true), eventReads++;
       if (node.args === 'profile') usage.usesProfile = true;
       if (node.args === 'now') usage.usesNow = true;
       if (node.args === 'user') usage.usesUser = true;
@@ -77,6 +83,7 @@ function collectUsage(root: ASTNode, usage: ConditionUsage): string | null {
   }
   usage.crowds = [...crowds].sort();
   usage.profileFields = [...fields].sort();
+  usage.usesEventTime = eventReads > typeOrDataReads;
   return null;
 }
 
@@ -84,11 +91,16 @@ function stringLiteral(node: ASTNode | undefined): string | null {
   return node?.op === 'value' && typeof node.args === 'string' ? node.args : null;
 }
 
+/** `variable.x` or `variable["x"]` → "x". */
+function memberOf(node: ASTNode, variable: string): string | null {
+  if (node.op === '.' && node.args[0].op === 'id' && node.args[0].args === variable) return node.args[1];
+  if (node.op === '[]' && node.args[0].op === 'id' && node.args[0].args === variable) return stringLiteral(node.args[1]);
+  return null;
+}
+
 /** `profile.x` or `profile["x"]` → "x". */
 export function profileField(node: ASTNode): string | null {
-  if (node.op === '.' && node.args[0].op === 'id' && node.args[0].args === 'profile') return node.args[1];
-  if (node.op === '[]' && node.args[0].op === 'id' && node.args[0].args === 'profile') return stringLiteral(node.args[1]);
-  return null;
+  return memberOf(node, 'profile');
 }
 
 /** A string, bool, int or double literal (optionally negated), as the profile index keys it. */

@@ -52,24 +52,14 @@ function sameScalar(actual: unknown, expected: PlanScalar): boolean {
   return actual === expected;
 }
 
-/** `event.time` as a CEL timestamp, built only when a condition reads it (a Date per event is measurable). */
-function eventContext(event: ConditionEvent): Record<string, unknown> {
-  let time: Date | undefined;
-  return {
-    type: event.type,
-    data: event.data ?? NOTHING,
-    get time() {
-      return (time ??= new Date(event.time));
-    },
-  };
-}
-
 function celContext(evaluation: Evaluation, usage: ConditionUsage): Record<string, unknown> {
   const { input } = evaluation;
   const context: Record<string, unknown> = { profile: input.profile ?? NOTHING };
   if (usage.usesEvent) {
     const event = input.event;
-    context.event = event ? eventContext(event) : NOTHING;
+    // A Date per event is measurable; it is built only for conditions that can read event.time.
+    const data = event?.data ?? NOTHING;
+    context.event = !event ? NOTHING : usage.usesEventTime ? { type: event.type, data, time: new Date(event.time) } : { type: event.type, data };
   }
   if (usage.usesNow) context.now = new Date(input.now);
   if (usage.usesUser) context.user = BigInt(input.user);

@@ -83,6 +83,21 @@ describe('condition variables and functions', () => {
     expect(condition).toMatchObject({ usesEvent: true, usesProfile: true, usesNow: true, crowds: ['new', 'vip'], profileFields: ['plan'] });
     expect(compileCondition('true')).toMatchObject({ usesEvent: false, usesProfile: false, usesNow: false, crowds: [], profileFields: [] });
   });
+
+  it('builds the event timestamp only for conditions that can read event.time', () => {
+    const event = { type: 'buy', data: { amount: 150 }, time: NOW - 1_000 };
+    const input = { user: 1, now: NOW, event };
+    for (const [text, expected] of [
+      ['event.type == "buy" && event.data.amount > 100', true],
+      ['event["type"] == "buy" && event.data["amount"] < 100', false],
+      ['event.time < now', true],
+      ['event["time"] > now', false],
+      ['has(event.time) && event.type == "buy"', true],
+      ['event.type == "buy" && now - event.time == duration("1s")', true],
+    ] as const) {
+      expect(holds(text, input), text).toBe(expected);
+    }
+  });
 });
 
 describe('missing values are false, never an exception', () => {
