@@ -4,6 +4,7 @@ import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
 import { raw } from '../storage/raw';
+import { rememberAppended } from './recent-log';
 import { sqlParameters, tableName } from '../storage/sql';
 import { findTenant, type Tenant } from '../tenants/tenants';
 
@@ -162,22 +163,21 @@ function takeGroup(waiting: Waiting[]): Waiting[] {
  * transaction fail on the primary key: it is simply retried.
  */
 async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void> {
-  const rows: { partition: number; json: string; count: number }[] = [];
-  for (const batch of batches) {
-    for (const [partition, group] of partitionEvents(batch.events, batch.partitions)) rows.push({ partition, json: JSON.stringify(group), count: group.length });
-  }
+  const rows: { partition: number; events: LoggedEvent[] }[] = [];
+  for (const batch of batches) for (const [partition, events] of partitionEvents(batch.events, batch.partitions)) rows.push({ partition, events });
   rows.sort((a, b) => a.partition - b.partition); // stable: batches keep their arrival order within a partition
   const eventLog = tableName('EventLog');
-  const statements = rows.map(({ partition, json, count }) => {
+  const statements = rows.map(({ partition, events }) => {
     const { params, bind } = sqlParameters();
     const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
-    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(json)}, ${bind(count)})`;
-    return { sql, params };
+    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(JSON.stringify(events))}, ${bind(events.length)}) RETURNING "offset"`;
+    return { sql, params, returning: true };
   });
   const rawDb = await raw();
   for (let attempt = 1; ; attempt++) {
     try {
-      await rawDb.transaction(statements);
+      const offsets = await rawDb.transaction(statements);
+      rows.forEach((row, i) => rememberAppended(tenantId, row.partition, Number(offsets[i][0].offset), row.events));
       return;
     } catch (error) {
       if (!isOffsetClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;

@@ -5,6 +5,7 @@
 import { db, dbTarget, type Tx } from '../storage/db';
 import { raw, type RawStatement } from '../storage/raw';
 import { isDeadLocalOwner } from '../process-owner';
+import { takeRecent } from './recent-log';
 import { sqlParameters, tableName } from '../storage/sql';
 import type { LoggedEvent } from './types';
 
@@ -54,8 +55,10 @@ export interface LogRow {
   events: LoggedEvent[];
 }
 
-/** Up to `limit` log rows of one partition after `offset`, in offset order. */
+/** Up to `limit` log rows of one partition after `offset`, in offset order (from memory when this process wrote them). */
 export async function readLog(tenantId: string, partition: number, offset: number, limit: number): Promise<LogRow[]> {
+  const recent = takeRecent(tenantId, partition, offset, limit);
+  if (recent.length > 0) return recent;
   const { params, bind } = sqlParameters();
   const sql = `SELECT "offset", "events" FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
   const rows = await (await raw()).query<{ offset: unknown; events: string }>(sql, params);

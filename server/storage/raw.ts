@@ -14,14 +14,19 @@ import { connectedSqlite, db, dbTarget } from './db';
 export interface RawStatement {
   sql: string;
   params: unknown[];
+  /** The statement has a RETURNING clause: its rows are part of the transaction's result. */
+  returning?: boolean;
 }
 
 export interface RawDb {
   query<Row = Record<string, unknown>>(sql: string, params: unknown[]): Promise<Row[]>;
   /** Returns the number of rows changed. */
   execute(sql: string, params: unknown[]): Promise<number>;
-  /** Runs the statements in order in one transaction: all commit, or none and the first error is thrown. */
-  transaction(statements: RawStatement[]): Promise<void>;
+  /**
+   * Runs the statements in order in one transaction: all commit, or none and the first error is thrown. Returns the
+   * rows of each statement marked `returning` (an empty list for the others).
+   */
+  transaction(statements: RawStatement[]): Promise<Record<string, unknown>[][]>;
   close(): Promise<void>;
 }
 
@@ -64,12 +69,19 @@ class SqliteRaw implements RawDb {
     return this.prepared(sql).run(...params.map(sqliteValue)).changes;
   }
 
-  async transaction(statements: RawStatement[]): Promise<void> {
+  async transaction(statements: RawStatement[]): Promise<Record<string, unknown>[][]> {
     await this.idle();
     this.prepared('BEGIN IMMEDIATE').run();
     try {
-      for (const s of statements) this.prepared(s.sql).run(...s.params.map(sqliteValue));
+      const results = statements.map((s) => {
+        const prepared = this.prepared(s.sql);
+        const values = s.params.map(sqliteValue);
+        if (s.returning) return prepared.all(...values) as Record<string, unknown>[];
+        prepared.run(...values);
+        return [];
+      });
       this.prepared('COMMIT').run();
+      return results;
     } catch (error) {
       if (this.connection.inTransaction) this.prepared('ROLLBACK').run();
       throw error;
@@ -97,12 +109,17 @@ class PostgresRaw implements RawDb {
     return (await this.pool.query(sql, params)).rowCount ?? 0;
   }
 
-  async transaction(statements: RawStatement[]): Promise<void> {
+  async transaction(statements: RawStatement[]): Promise<Record<string, unknown>[][]> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      for (const s of statements) await client.query(s.sql, s.params);
+      const results: Record<string, unknown>[][] = [];
+      for (const s of statements) {
+        const { rows } = await client.query(s.sql, s.params);
+        results.push(s.returning ? rows : []);
+      }
       await client.query('COMMIT');
+      return results;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;

@@ -1,0 +1,52 @@
+// Ingest and the partition loops usually run in the same process: rows this process has just appended are handed to
+// the loops from memory, so they skip reading and JSON-decoding what was encoded a moment before. The log table
+// stays the source of truth: a loop that finds nothing here (another process appended the row, the row was trimmed,
+// a commit failed and the loop re-reads) reads the table as before.
+import type { LoggedEvent } from './types';
+
+/** Per partition: rows kept for a loop that is not reading (another process owns the partition) stop here. */
+const MAX_EVENTS_PER_PARTITION = 200_000;
+
+interface Held {
+  rows: Map<number, LoggedEvent[]>; // offset → events, in offset order
+  events: number;
+}
+
+const globalKey = Symbol.for('crowdflow.recent-log');
+const store = globalThis as unknown as Record<symbol, Map<string, Held> | undefined>;
+const partitions = () => (store[globalKey] ??= new Map());
+const keyOf = (tenantId: string, partition: number) => `${tenantId}\u0000${partition}`;
+
+/** Called by ingest after the row at `offset` committed. */
+export function rememberAppended(tenantId: string, partition: number, offset: number, events: LoggedEvent[]): void {
+  const key = keyOf(tenantId, partition);
+  let held = partitions().get(key);
+  if (!held) partitions().set(key, (held = { rows: new Map(), events: 0 }));
+  held.rows.set(offset, events);
+  held.events += events.length;
+  for (const [oldest, rows] of held.rows) {
+    if (held.events <= MAX_EVENTS_PER_PARTITION) break;
+    held.rows.delete(oldest);
+    held.events -= rows.length;
+  }
+}
+
+/** The rows right after `offset` (contiguous, at most `limit`), taken out of memory; rows at or before it are dropped. */
+export function takeRecent(tenantId: string, partition: number, offset: number, limit: number): { offset: number; events: LoggedEvent[] }[] {
+  const held = partitions().get(keyOf(tenantId, partition));
+  if (!held) return [];
+  for (const [at, rows] of held.rows) {
+    if (at > offset) break;
+    held.rows.delete(at);
+    held.events -= rows.length;
+  }
+  const out: { offset: number; events: LoggedEvent[] }[] = [];
+  for (let next = offset + 1; out.length < limit; next++) {
+    const events = held.rows.get(next);
+    if (!events) break;
+    held.rows.delete(next);
+    held.events -= events.length;
+    out.push({ offset: next, events });
+  }
+  return out;
+}
