@@ -145,7 +145,7 @@ export class PartitionWorker {
   private async applyRows(rows: LogRow[]): Promise<void> {
     if (!this.lease) return;
     const now = this.engine.clock.now();
-    const events = rows.length === 1 ? rows[0].events : rows.flatMap((row) => row.events);
+    const events = rows.length === 1 ? rows[0].events : concatEvents(rows);
     const moves: JournalMove[] = [];
     const touched: InstanceRuntime[] = [];
     for (const instance of this.tenant.instances.values()) {
@@ -177,14 +177,17 @@ export class PartitionWorker {
     const profiles = workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys()) : null;
     await this.tenant.data.prepareCrowds(workflow.crowdsUsed());
     const mover = new Mover(workflow, shard, moves, now);
-    for (const event of events) {
+    const membership = this.tenant.data.membership;
+    for (let e = 0; e < events.length; e++) {
+      const event = events[e];
       const step = where.get(event.user);
       if (step === undefined) continue;
-      const input = { user: event.user, now, event: event as ConditionEvent, profile: profiles?.get(event.user) };
       const runtime = workflow.get(step);
       if (runtime.step.kind !== 'branch') continue;
-      for (const [i, condition] of runtime.conditions.entries()) {
-        if (!condition.predicate(input, this.tenant.data.membership)) continue;
+      const input = { user: event.user, now, event: event as ConditionEvent, profile: profiles?.get(event.user) };
+      const { conditions } = runtime;
+      for (let i = 0; i < conditions.length; i++) {
+        if (!conditions[i].predicate(input, membership)) continue;
         const rest = mover.moveUser(event.user, step, runtime.step.branches[i].next);
         if (workflow.get(rest).step.kind === 'branch') where.set(event.user, rest);
         else where.delete(event.user);
@@ -316,6 +319,15 @@ export class PartitionWorker {
     for (const user of ids) if (condition.predicate({ user, now, profile: profiles?.get(user) }, data.membership)) out.push(user);
     return RoaringBitmap32.from(out);
   }
+}
+
+function concatEvents(rows: LogRow[]): LogRow['events'] {
+  let total = 0;
+  for (const row of rows) total += row.events.length;
+  const events = new Array<LogRow['events'][number]>(total);
+  let at = 0;
+  for (const row of rows) for (const event of row.events) events[at++] = event;
+  return events;
 }
 
 /** Removes and returns the union of the buckets due at `now` (bucket end + duration ≤ now), or null. */
