@@ -240,19 +240,21 @@ export class PartitionWorker {
 
   /**
    * Runs every due timer of this partition in memory (the caller holds the partition lock) and returns what to
-   * commit: its moves and fresh checkpoints of the shards it touched (cron times and re-bucketed ttl users live
-   * only in checkpoints). Null when nothing changed or the partition is not ours.
+   * commit: its moves, and checkpoints of the shards whose changes the journal cannot replay. Null when nothing
+   * changed or the partition is not ours.
    */
   async collectTimers(now: number): Promise<TimerWork | null> {
     if (!this.lease) return null;
     const moves: JournalMove[] = [];
     const touched: InstanceRuntime[] = [];
+    const checkpoints: CheckpointWrite[] = [];
     for (const instance of this.tenant.instances.values()) {
       if (instance.workflow.stopAt !== null && now >= instance.workflow.stopAt) this.engine.requestStop(instance);
-      if (await this.instanceTimers(instance, now, moves)) touched.push(instance);
+      const { changed, checkpoint } = await this.instanceTimers(instance, now, moves);
+      if (changed) touched.push(instance);
+      if (checkpoint) checkpoints.push({ instanceId: instance.id, partition: this.partition, data: instance.shards[this.partition]!.encode() });
     }
     if (touched.length === 0) return null;
-    const checkpoints = touched.map((i) => ({ instanceId: i.id, partition: this.partition, data: i.shards[this.partition]!.encode() }));
     return { worker: this, lease: this.lease, moves, touched, checkpoints };
   }
 
@@ -263,22 +265,28 @@ export class PartitionWorker {
     this.poke();
   }
 
-  /** Returns whether the shard changed (moves, re-bucketed ttl users or a new cron time). */
-  private async instanceTimers(instance: InstanceRuntime, now: number, moves: JournalMove[]): Promise<boolean> {
+  /**
+   * Runs the instance's due timers on this partition's shard. `changed`: anything moved or was re-planned.
+   * `checkpoint`: some of it is not in the journal, so the commit must carry a checkpoint — a timer that fired
+   * without moving anyone (or its first planning), and ttl users put into a new bucket. A timer that moved users
+   * needs none: replay derives its next firing from the journaled move (server/engine/recovery.ts).
+   */
+  private async instanceTimers(instance: InstanceRuntime, now: number, moves: JournalMove[]): Promise<{ changed: boolean; checkpoint: boolean }> {
     const shard = instance.shards[this.partition];
-    if (!shard) return false;
+    if (!shard) return { changed: false, checkpoint: false };
     const mover = new Mover(instance.workflow, shard, moves, now);
     let changed = false;
+    let checkpoint = false;
     for (const runtime of instance.workflow.steps.values()) {
       const step = runtime.step;
       const name = step.name;
       if (step.kind === 'timer') {
         const next = shard.cronNext.get(name);
         if (next !== undefined && next > now) continue;
-        if (next !== undefined) {
-          const users = shard.steps.get(name)?.clone() ?? new RoaringBitmap32();
-          if (users.size > 0) mover.moveBulk(await this.matching(runtime.timerCondition, users, now), name, step.next);
-        }
+        const journaled = moves.length;
+        const users = next === undefined ? null : shard.steps.get(name);
+        if (users && users.size > 0) mover.moveBulk(runtime.timerCondition ? await this.matching(runtime.timerCondition, users, now) : users.clone(), name, step.next);
+        if (moves.length === journaled) checkpoint = true;
         shard.cronNext.set(name, nextCronTime(step.cron, now));
         changed = true;
       }
@@ -302,9 +310,10 @@ export class PartitionWorker {
         }
         if (remaining.size > 0) mover.bucketNow(shard.ttls, name, runtime.ttlBucketMs).orInPlace(remaining);
         changed = true;
+        checkpoint = true;
       }
     }
-    return changed;
+    return { changed, checkpoint };
   }
 
   /** The users of `users` satisfying the condition (no event): one bitmap plan when it compiles to one, else per user. */

@@ -5,6 +5,7 @@
 // (from, to, delay/ttl bucket) and each group applied with one bitmap operation per step. Within such a run the
 // order of different users' moves cannot change the result; a user's second move starts a new run.
 import { RoaringBitmap32 } from '../crowd/bitmap';
+import { nextCronTime } from '../model/cron';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
 import { journalAfter, loadCheckpoint, type ReplayRow } from './store';
@@ -73,6 +74,10 @@ class Replay {
 }
 
 function applyMove(shard: Shard, workflow: WorkflowRuntime, from: string | null, to: string, timeMs: number, users: RoaringBitmap32, count: number): void {
+  // Users leave a timer step only when it fires, and a firing that moved users commits no checkpoint: its next
+  // firing is planned from the move's time, exactly as the live tick planned it.
+  const source = from === null ? undefined : workflow.steps.get(from)?.step;
+  if (source?.kind === 'timer') shard.cronNext.set(source.name, nextCronTime(source.cron, timeMs));
   if (from !== null) {
     shard.step(from).andNotInPlace(users);
     for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) for (const bitmap of buckets?.values() ?? []) bitmap.andNotInPlace(users);

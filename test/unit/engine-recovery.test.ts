@@ -27,7 +27,7 @@ function shape(shard: Shard) {
   const bitmaps = (map: Map<string | number, RoaringBitmap32>) => Object.fromEntries([...map].filter(([, b]) => b.size > 0).map(([k, b]) => [k, b.toArray()]));
   const buckets = (map: Map<string, Map<number, RoaringBitmap32>>) =>
     Object.fromEntries([...map].map(([step, byEnd]) => [step, bitmaps(byEnd)]).filter(([, b]) => Object.keys(b).length > 0));
-  return { steps: bitmaps(shard.steps), delays: buckets(shard.delays), ttls: buckets(shard.ttls), edges: Object.fromEntries(shard.edges) };
+  return { steps: bitmaps(shard.steps), delays: buckets(shard.delays), ttls: buckets(shard.ttls), edges: Object.fromEntries(shard.edges), cronNext: Object.fromEntries(shard.cronNext) };
 }
 
 describe('recovery', () => {
@@ -61,6 +61,32 @@ describe('recovery', () => {
 });
 
 describe('timer ticks', () => {
+  it('a firing that moved users commits no checkpoint; replay plans the next firing from the journaled move', async () => {
+    h = await startHarness(2);
+    const wf = await workflow(h, {
+      steps: [
+        { name: 'hold', kind: 'timer', cron: '0 0 * * * *', next: 'wait' },
+        { name: 'wait', kind: 'branch', branches: [{ condition: 'event.type == "go"', next: 'done' }, { condition: 'event.type == "stop"', next: 'done' }] },
+        { name: 'done', kind: 'direct' },
+      ],
+    });
+    await crowd(h, 'c', range(1, 10));
+    const id = await start(h, wf, 'c');
+    await advance(h, 3_600_000); // fires at 13:00; next at 14:00
+    const fired = await db().journal.findMany({ where: { instanceId: id, fromStep: 'hold' } });
+    expect(fired).toHaveLength(2);
+    const checkpoints = await db().shardCheckpoint.findMany({ where: { instanceId: id } });
+    expect(checkpoints.every((c) => c.journalSeq < fired[0].seq)).toBe(true);
+
+    const instance = h.engine.findRuntime(id)!;
+    for (let partition = 0; partition < h.partitions; partition++) {
+      const live = shape(instance.shards[partition]!);
+      expect(live.cronNext).toEqual({ hold: Date.UTC(2026, 0, 1, 14, 0, 0) });
+      expect(shape((await loadShard(id, partition, instance.workflow)).shard)).toEqual(live);
+    }
+  });
+
+
   it('moves every partition in one commit; when the commit fails, memory is rebuilt and the next tick moves each user once', async () => {
     h = await startHarness(3);
     const wf = await workflow(h, { steps: [{ name: 'hold', kind: 'timer', cron: '0 0 * * * *', next: 'done' }, { name: 'done', kind: 'direct' }] });
