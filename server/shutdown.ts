@@ -2,7 +2,19 @@
 // checkpoint), then lets Next.js close the HTTP server and exit as it would have. Without this the process exits
 // holding its leases, and the next server (a restart, a deploy) waits for them to expire before it runs anything.
 const installedKey = Symbol.for('crowdflow.shutdown');
+const closersKey = Symbol.for('crowdflow.shutdown.closers');
 const flags = globalThis as unknown as Record<symbol, boolean | undefined>;
+const shared = globalThis as unknown as Record<symbol, Set<() => void> | undefined>;
+const closers = () => (shared[closersKey] ??= new Set());
+
+/**
+ * Long-lived responses (event streams) register how to end themselves: Next.js waits for every open connection
+ * before it exits, so a studio tab left open would otherwise keep a stopping server alive. Returns the unregister.
+ */
+export function onShutdown(close: () => void): () => void {
+  closers().add(close);
+  return () => closers().delete(close);
+}
 
 /** The background work gets this long to stop; then the process exits regardless. */
 const STOP_DEADLINE_MS = 10_000;
@@ -16,6 +28,7 @@ export function stopOnSignals(stopWork: () => Promise<void>): void {
     const next = process.listeners(signal);
     process.removeAllListeners(signal);
     process.once(signal, () => {
+      for (const close of [...closers()]) close();
       void stopWithin(stopWork, STOP_DEADLINE_MS).then(() => {
         if (next.length === 0) process.exit(EXIT_CODES[signal]);
         for (const listener of next) (listener as NodeJS.SignalsListener)(signal);

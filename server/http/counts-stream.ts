@@ -1,11 +1,12 @@
 import { getEngine, type Counts } from '../engine';
+import { onShutdown } from '../shutdown';
 
 const HEARTBEAT_MS = 15_000;
 
 /**
  * Server-Sent Events: `event: counts` with the counts JSON at once and after every change, a comment every 15 s
  * so proxies keep the connection open. The engine subscription and the timer end when the client goes away.
- * The caller has checked that the instance exists and belongs to the tenant.
+ * The stream ends when the server stops. The caller has checked that the instance exists and belongs to the tenant.
  */
 export function countsEventStream(request: Request, tenantId: string, instanceId: string): Response {
   const engine = getEngine();
@@ -28,6 +29,7 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
         open = false;
         clearInterval(heartbeat);
         unsubscribe();
+        forgetOnShutdown();
         request.signal.removeEventListener('abort', close);
         try {
           controller.close();
@@ -36,6 +38,7 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
         }
       };
       request.signal.addEventListener('abort', close);
+      const forgetOnShutdown = onShutdown(() => close());
       try {
         send(await engine.getCounts(tenantId, instanceId));
         for (const counts of held) send(counts);

@@ -42,9 +42,19 @@ it('SIGTERM hands back every partition lease and checkpoints the running instanc
   expect((await partitions()).map((p) => p.owner)).toEqual([expect.any(String), expect.any(String), expect.any(String)]);
   const lastSeq = Number((await db().journal.aggregate({ _max: { seq: true } }))._max.seq);
 
+  // A studio tab watching counts: its event stream must not keep the stopping server alive.
+  const stream = await fetch(`${base}/tenants/shutdown/instances/${instanceId}/counts/stream`, { headers: { authorization: `Bearer ${ADMIN}` } });
+  const reader = stream.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toContain('event: counts');
+  const streamEnded = (async () => {
+    while (!(await reader.read()).done);
+    return true;
+  })().catch(() => true);
+
   const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');
   expect(await exited).toBe(143);
+  expect(await streamEnded).toBe(true);
 
   expect((await partitions()).map((p) => [p.owner, Number(p.leaseUntilMs)])).toEqual([[null, 0], [null, 0], [null, 0]]);
   // Checkpoints include every journaled move, so the next owner replays nothing.
