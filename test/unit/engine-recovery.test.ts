@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoaringBitmap32 } from '../../server/crowd/bitmap';
+import { runTimersTogether } from '../../server/engine/partition';
 import { loadShard } from '../../server/engine/recovery';
 import type { Shard } from '../../server/engine/shard';
 import { acquireLease } from '../../server/engine/store';
@@ -93,12 +94,18 @@ describe('timer ticks', () => {
     await crowd(h, 'c', range(1, 30));
     const id = await start(h, wf, 'c');
     // Another process takes partition 1 over: the tick's commit is refused for every partition, not just that one,
-    // and all three drop their memory and re-take their lease (epoch + 1) before the retried tick moves the users.
+    // and all three drop their memory and re-take their lease (epoch + 1). The tick is run for 13:00 directly; the
+    // engine's clock stays at 12:00, so its own timer loop stays out of the way.
     await db().partitionState.update({ where: { tenantId_partition: { tenantId: h.tenantId, partition: 1 } }, data: { epoch: { increment: 1 } } });
-    await h.clock.advance(3_600_000); // the engine's timer loop fires, fails, and retries a second later
-    await expect.poll(() => h!.engine.findRuntime(id)?.counts().steps, { timeout: 15_000 }).toEqual({ hold: 0, done: 30 });
-    const epochs = await db().partitionState.findMany({ where: { tenantId: h.tenantId }, orderBy: { partition: 'asc' } });
-    expect(epochs.map((p) => p.epoch)).toEqual([2, 3, 2]);
+    const workers = await h.engine.workers(h.tenantId);
+    const fireAt = h.clock.now() + 3_600_000;
+    await expect(runTimersTogether(h.tenantId, workers, fireAt)).rejects.toThrow(/Lease of partition/);
+    await expect.poll(() => workers.every((w) => w.lease !== null), { timeout: 10_000 }).toBe(true);
+    expect((await db().partitionState.findMany({ where: { tenantId: h.tenantId }, orderBy: { partition: 'asc' } })).map((p) => p.epoch)).toEqual([2, 3, 2]);
+    expect(h.engine.findRuntime(id)!.counts().steps).toEqual({ hold: 30, done: 0 });
+
+    await runTimersTogether(h.tenantId, workers, fireAt);
+    expect(h.engine.findRuntime(id)!.counts().steps).toEqual({ hold: 0, done: 30 });
     const moved = await db().journal.findMany({ where: { instanceId: id, fromStep: 'hold' } });
     expect(moved.map((m) => Number(m.partition)).sort()).toEqual([0, 1, 2]);
     expect(moved.reduce((sum, m) => sum + Number(m.count), 0)).toBe(30);
