@@ -125,9 +125,7 @@ export async function releaseLease(lease: Lease): Promise<void> {
   );
 }
 
-type Statement = RawStatement;
-
-function statement(build: (bind: (value: unknown) => string) => string): Statement {
+function statement(build: (bind: (value: unknown) => string) => string): RawStatement {
   const { params, bind } = sqlParameters();
   return { sql: build(bind), params };
 }
@@ -137,7 +135,7 @@ function statement(build: (bind: (value: unknown) => string) => string): Stateme
  * the INSERT hits the existing row's primary key, so nothing of the batch commits. One statement, no round trip to
  * inspect a row count, so a whole batch commits as one non-interactive transaction.
  */
-function fence(lease: Lease, offset?: number): Statement {
+function fence(lease: Lease, offset?: number): RawStatement {
   return statement((bind) => {
     const t = tableName('PartitionState');
     // Placeholders are bound in text order (SQLite's `?` are positional).
@@ -149,13 +147,13 @@ function fence(lease: Lease, offset?: number): Statement {
 const JOURNAL_ROWS_PER_STATEMENT = 20_000;
 
 /**
- * Journal rows travel as ONE JSON parameter per statement (parameter binding through Prisma costs far more per value
- * than SQLite's json_each / PostgreSQL's json_array_elements); seqs continue from the journal's max inside the
- * statement. On PostgreSQL a transaction-scoped advisory lock (taken first) serializes journal writers, so seq order
+ * Journal rows travel as ONE JSON parameter per statement, unpacked by SQLite's json_each / PostgreSQL's
+ * json_array_elements (one statement and one round trip however many moves); seqs continue from the journal's max
+ * inside the statement. On PostgreSQL a transaction-scoped advisory lock (taken first) serializes journal writers, so seq order
  * is commit order and a reader after cursor N never misses a later-committing smaller seq.
  */
-function insertJournal(tenantId: string, moves: JournalMove[]): Statement[] {
-  const out: Statement[] = [];
+function insertJournal(tenantId: string, moves: JournalMove[]): RawStatement[] {
+  const out: RawStatement[] = [];
   // Consecutive single-user moves go as one JSON statement; a bulk move binds its bitmap bytes directly. Statements
   // run in move order, each continuing the seqs, so seq order is move order.
   for (let start = 0; start < moves.length; ) {
@@ -174,7 +172,7 @@ function insertJournal(tenantId: string, moves: JournalMove[]): Statement[] {
 const journalColumns = () => JOURNAL_COLUMNS.map((c) => `"${c}"`).join(', ');
 const nextSeqSql = () => `(SELECT COALESCE(MAX("seq"), 0) FROM ${tableName('Journal')})`;
 
-function insertSingleMoves(tenantId: string, moves: JournalMove[]): Statement {
+function insertSingleMoves(tenantId: string, moves: JournalMove[]): RawStatement {
   const rows = moves.map((m) => [m.instanceId, m.partition, m.fromStep, m.toStep, m.user, m.count, m.leaveAction, m.enterAction, m.timeMs]);
   const t = tableName('Journal');
   return statement((bind) =>
@@ -184,7 +182,7 @@ function insertSingleMoves(tenantId: string, moves: JournalMove[]): Statement {
   );
 }
 
-function insertBulkMove(tenantId: string, m: JournalMove): Statement {
+function insertBulkMove(tenantId: string, m: JournalMove): RawStatement {
   const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
   return statement(
     (bind) =>
@@ -193,7 +191,7 @@ function insertBulkMove(tenantId: string, m: JournalMove): Statement {
 }
 
 /** A checkpoint includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
-function writeCheckpoint(cp: CheckpointWrite): Statement {
+function writeCheckpoint(cp: CheckpointWrite): RawStatement {
   const t = tableName('ShardCheckpoint');
   return statement(
     (bind) =>
@@ -216,7 +214,7 @@ export interface BatchCommit {
 
 /** Commits journal rows, the new offset and checkpoints atomically, fenced by the leases. */
 export async function commitBatch(tenantId: string, commit: BatchCommit): Promise<void> {
-  const statements: Statement[] = [];
+  const statements: RawStatement[] = [];
   if (isPostgres()) statements.push({ sql: `SELECT pg_advisory_xact_lock(7300400001)`, params: [] });
   commit.leases.forEach((lease, i) => statements.push(fence(lease, i === 0 ? commit.offsets?.from : undefined)));
   if (commit.offsets) {
