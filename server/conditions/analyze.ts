@@ -131,6 +131,17 @@ export function profileEquality(node: ASTNode): [string, PlanScalar] | null {
   return null;
 }
 
+/** `event.type == "literal"` (either side) → the literal: the most common event test, answered without cel-js. */
+export function eventTypeEquality(node: ASTNode): string | null {
+  if (node.op !== '==') return null;
+  const [left, right] = node.args;
+  for (const [fieldSide, valueSide] of [[left, right], [right, left]]) {
+    const literal = stringLiteral(valueSide);
+    if (memberOf(fieldSide, 'event') === 'type' && literal !== null) return literal;
+  }
+  return null;
+}
+
 /** `profile.f in [literals]` → [field, values]. */
 export function profileMembership(node: ASTNode): [string, PlanScalar[]] | null {
   if (node.op !== 'in' || node.args[1].op !== 'list') return null;

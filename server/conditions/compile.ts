@@ -1,7 +1,7 @@
 import { serialize, type ASTNode } from '@marcbachmann/cel-js';
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { AppError } from '../errors';
-import { analyzeCondition, profileEquality, profileMembership, type ConditionUsage } from './analyze';
+import { analyzeCondition, eventTypeEquality, profileEquality, profileMembership, type ConditionUsage } from './analyze';
 import { conditionEnvironment, withMembership } from './environment';
 
 export type ConditionEvent = { type: string; data: Record<string, unknown>; time: number /* epoch ms */ };
@@ -102,6 +102,9 @@ function predicateOf(node: ASTNode, usage: ConditionUsage): PredicateNode {
         const [field, value] = equality;
         return (evaluation) => sameScalar(evaluation.input.profile?.[field], value);
       }
+      const eventType = eventTypeEquality(node);
+      // Without an event CEL finds no `event.type` and the leaf is false; so is `undefined === type`.
+      if (eventType !== null) return (evaluation) => evaluation.input.event?.type === eventType;
       break;
     }
     case 'in': {

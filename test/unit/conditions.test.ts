@@ -84,6 +84,17 @@ describe('condition variables and functions', () => {
     expect(compileCondition('true')).toMatchObject({ usesEvent: false, usesProfile: false, usesNow: false, crowds: [], profileFields: [] });
   });
 
+  it('answers event.type equality without cel-js exactly as CEL would, with and without an event', () => {
+    const buy = { user: 1, now: NOW, event: { type: 'buy', data: {}, time: NOW } };
+    const none = { user: 1, now: NOW };
+    expect(holds('event.type == "buy"', buy)).toBe(true);
+    expect(holds('"buy" == event.type', buy)).toBe(true);
+    expect(holds('event.type == "sell"', buy)).toBe(false);
+    expect(holds('event.type == "buy"', none)).toBe(false);
+    expect(holds('!(event.type == "buy")', none)).toBe(true);
+    expect(holds('event.type == "buy" || user == 1', none)).toBe(true);
+  });
+
   it('builds the event timestamp only for conditions that can read event.time', () => {
     const event = { type: 'buy', data: { amount: 150 }, time: NOW - 1_000 };
     const input = { user: 1, now: NOW, event };
