@@ -11,7 +11,7 @@ import { PartitionWorker, runTimersTogether, type EngineSide } from './partition
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { cleanupJournal } from './notifications';
-import { logEnds } from './store';
+import { logEnds, trimLog } from './store';
 import { tableName } from '../storage/sql';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition, instanceView } from './instance-store';
@@ -194,10 +194,12 @@ export class Engine implements EngineSide {
     return this.stopRequested.has(instanceId);
   }
 
-  /** Hourly: expired history snapshots and journal entries every consumer has read and the retention has passed. */
+  /** Hourly: expired history snapshots, journal entries every consumer has read and the retention has passed, and event
+   * log rows every partition has applied. */
   private async housekeeping(now: number): Promise<void> {
     await this.removeExpiredSnapshots(now);
     await cleanupJournal(this.clock);
+    for (const tenantId of this.tenants.keys()) await trimLog(tenantId);
   }
 
   /** History snapshots are kept 7 days (their expiresAt); the timer loop removes expired ones hourly. */

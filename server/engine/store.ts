@@ -75,6 +75,38 @@ export async function logEnds(tenantId: string): Promise<Map<number, number>> {
   return new Map(rows.map((row) => [num(row.partition), num(row.last)]));
 }
 
+/** Rows deleted per statement when trimming the log, so no single statement holds the write lock for long. */
+const TRIM_ROWS_PER_STATEMENT = 500;
+
+/**
+ * Deletes the tenant's log rows every partition has applied (offset ≤ its committed offset in PartitionState): they
+ * are never read again, since a partition resumes after its committed offset. The newest row of each partition
+ * stays, because ingest numbers the next row from it. Returns the number of rows deleted.
+ */
+export async function trimLog(tenantId: string): Promise<number> {
+  const rawDb = await raw();
+  const read = sqlParameters();
+  const partitions = await rawDb.query<{ partition: unknown; first: unknown; last: unknown; applied: unknown }>(
+    `SELECT e."partition", MIN(e."offset") AS "first", MAX(e."offset") AS "last", p."offset" AS "applied"
+     FROM ${tableName('EventLog')} e JOIN ${tableName('PartitionState')} p ON p."tenantId" = e."tenantId" AND p."partition" = e."partition"
+     WHERE e."tenantId" = ${read.bind(tenantId)} GROUP BY e."partition", p."offset"`,
+    read.params,
+  );
+  let deleted = 0;
+  for (const row of partitions) {
+    const partition = num(row.partition);
+    const end = Math.min(num(row.applied) + 1, num(row.last)); // exclusive
+    for (let from = num(row.first); from < end; from += TRIM_ROWS_PER_STATEMENT) {
+      const { params, bind } = sqlParameters();
+      deleted += await rawDb.execute(
+        `DELETE FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" >= ${bind(from)} AND "offset" < ${bind(Math.min(from + TRIM_ROWS_PER_STATEMENT, end))}`,
+        params,
+      );
+    }
+  }
+  return deleted;
+}
+
 /**
  * Takes the partition's lease when it is free, expired, already ours (a restart under the same owner name) or held by
  * a process of this host that is gone, bumping the fencing epoch. Returns the lease and the applied offset, or null

@@ -1,0 +1,52 @@
+import { afterEach, expect, it } from 'vitest';
+import { trimLog } from '../../server/engine/store';
+import { newId } from '../../server/ids';
+import { db } from '../../server/storage/db';
+import { crowd, range, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
+
+let h: Harness;
+afterEach(async () => {
+  await h.close();
+});
+
+const offsets = async (tenantId: string) =>
+  (await db().eventLog.findMany({ where: { tenantId }, orderBy: [{ partition: 'asc' }, { offset: 'asc' }] })).map((r) => `${r.partition}:${r.offset}`);
+
+it('trims applied log rows but the newest of each partition, and the log goes on numbering and applying after it', async () => {
+  h = await startHarness(2);
+  const wf = await workflow(h, {
+    steps: [
+      { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'done' }, { condition: 'event.type == "quit"', next: 'gone' }] },
+      { name: 'done', kind: 'direct' },
+      { name: 'gone', kind: 'direct' },
+    ],
+  });
+  await crowd(h, 'c', range(1, 20));
+  const id = await start(h, wf, 'c');
+  for (const users of [[1, 2], [3, 4], [5, 6]]) await send(h, users.map((user) => ({ user, type: 'buy' })));
+  expect(await offsets(h.tenantId)).toEqual(['0:1', '0:2', '0:3', '1:1', '1:2', '1:3']);
+
+  expect(await trimLog(h.tenantId)).toBe(4);
+  expect(await offsets(h.tenantId)).toEqual(['0:3', '1:3']);
+
+  await send(h, [{ user: 7, type: 'buy' }, { user: 8, type: 'quit' }]);
+  expect(await offsets(h.tenantId)).toEqual(['0:3', '0:4', '1:3', '1:4']);
+  expect(await steps(h, id)).toEqual({ entry: 12, done: 7, gone: 1 });
+  await restartEngine(h);
+  expect(await steps(h, id)).toEqual({ entry: 12, done: 7, gone: 1 });
+  const moves = await db().journal.count({ where: { instanceId: id, fromStep: 'entry' } });
+  expect(moves).toBe(8);
+});
+
+it('keeps rows a partition has not applied yet, and partitions nobody has taken yet', async () => {
+  h = await startHarness(1);
+  // A tenant no engine has loaded: its rows and offsets stay exactly as written here.
+  const tenantId = newId('tn');
+  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 2 } });
+  await db().partitionState.create({ data: { tenantId, partition: 0, offset: 1n } });
+  for (const partition of [0, 1]) {
+    for (const offset of [1, 2, 3]) await db().eventLog.create({ data: { tenantId, partition, offset: BigInt(offset), events: '[]', count: 0 } });
+  }
+  expect(await trimLog(tenantId)).toBe(1);
+  expect(await offsets(tenantId)).toEqual(['0:2', '0:3', '1:1', '1:2', '1:3']);
+});
