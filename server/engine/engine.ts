@@ -11,7 +11,7 @@ import { PartitionWorker, runTimersTogether, type EngineSide } from './partition
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { cleanupJournal } from './notifications';
-import { logEnds, trimLog } from './store';
+import { LogTrimmer, logEnds } from './store';
 import { tableName } from '../storage/sql';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition, instanceView } from './instance-store';
@@ -51,6 +51,7 @@ export class Engine implements EngineSide {
   private timerLoop: Promise<void> | undefined;
   private running = false;
   private snapshotsCleanedAt = Number.NEGATIVE_INFINITY;
+  private readonly logTrimmer = new LogTrimmer();
 
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -195,11 +196,11 @@ export class Engine implements EngineSide {
   }
 
   /** Hourly: expired history snapshots, journal entries every consumer has read and the retention has passed, and event
-   * log rows every partition has applied. */
+   * log rows every partition had applied by the previous run. */
   private async housekeeping(now: number): Promise<void> {
     await this.removeExpiredSnapshots(now);
     await cleanupJournal(this.clock);
-    for (const tenantId of this.tenants.keys()) await trimLog(tenantId);
+    for (const tenantId of this.tenants.keys()) await this.logTrimmer.run(tenantId);
   }
 
   /** History snapshots are kept 7 days (their expiresAt); the timer loop removes expired ones hourly. */

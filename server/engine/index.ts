@@ -2,8 +2,8 @@
 //
 // EventLog rows (written by ingest, read here): one row per (tenant, partition) per ingested batch:
 //   { tenantId, partition, offset: 1, 2, 3… per partition (committed in order), events: JSON array of
-//     { user, type, data, time (epoch ms) } in arrival order, count }. Rows a partition has applied are deleted by the
-//     hourly housekeeping, except each partition's newest (ingest numbers the next row from it).
+//     { user, type, data, time (epoch ms) } in arrival order, count }. Rows a partition had applied an hour earlier are
+//     deleted by the hourly housekeeping, except each partition's newest (ingest numbers the next row from it).
 // PartitionState (written here): the offset applied so far, plus the owner lease (owner, epoch, leaseUntilMs) that
 // fences every batch commit.
 // Journal rows (written here, read by notifications): one row per move, in one transaction with the partition offset:

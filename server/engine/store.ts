@@ -78,12 +78,22 @@ export async function logEnds(tenantId: string): Promise<Map<number, number>> {
 /** Rows deleted per statement when trimming the log, so no single statement holds the write lock for long. */
 const TRIM_ROWS_PER_STATEMENT = 500;
 
+/** Each partition's committed offset (what it has applied of the log). */
+export async function appliedOffsets(tenantId: string): Promise<Map<number, number>> {
+  const { params, bind } = sqlParameters();
+  const rows = await (await raw()).query<{ partition: unknown; offset: unknown }>(
+    `SELECT "partition", "offset" FROM ${tableName('PartitionState')} WHERE "tenantId" = ${bind(tenantId)}`,
+    params,
+  );
+  return new Map(rows.map((row) => [num(row.partition), num(row.offset)]));
+}
+
 /**
- * Deletes the tenant's log rows every partition has applied (offset ≤ its committed offset in PartitionState): they
- * are never read again, since a partition resumes after its committed offset. The newest row of each partition
- * stays, because ingest numbers the next row from it. Returns the number of rows deleted.
+ * Deletes the tenant's log rows up to `upTo` (offsets per partition) that are also applied: a partition resumes after
+ * its committed offset, so it never reads them again. The newest row of each partition stays, because ingest numbers
+ * the next row from it. Returns the number of rows deleted.
  */
-export async function trimLog(tenantId: string): Promise<number> {
+export async function trimLog(tenantId: string, upTo: Map<number, number>): Promise<number> {
   const rawDb = await raw();
   const read = sqlParameters();
   const partitions = await rawDb.query<{ partition: unknown; first: unknown; last: unknown; applied: unknown }>(
@@ -95,7 +105,7 @@ export async function trimLog(tenantId: string): Promise<number> {
   let deleted = 0;
   for (const row of partitions) {
     const partition = num(row.partition);
-    const end = Math.min(num(row.applied) + 1, num(row.last)); // exclusive
+    const end = Math.min((upTo.get(partition) ?? 0) + 1, num(row.applied) + 1, num(row.last)); // exclusive
     for (let from = num(row.first); from < end; from += TRIM_ROWS_PER_STATEMENT) {
       const { params, bind } = sqlParameters();
       deleted += await rawDb.execute(
@@ -105,6 +115,22 @@ export async function trimLog(tenantId: string): Promise<number> {
     }
   }
   return deleted;
+}
+
+/**
+ * Trims each tenant's log up to what its partitions had applied at the previous run, so applied rows stay for one
+ * interval (the engine runs it hourly) for inspection, and a process that just started (after a crash, say) trims
+ * nothing on its first run.
+ */
+export class LogTrimmer {
+  private readonly marks = new Map<string, Map<number, number>>();
+
+  async run(tenantId: string): Promise<number> {
+    const applied = await appliedOffsets(tenantId);
+    const previous = this.marks.get(tenantId);
+    this.marks.set(tenantId, applied);
+    return previous ? trimLog(tenantId, previous) : 0;
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
-import { trimLog } from '../../server/engine/store';
+import { appliedOffsets, LogTrimmer, trimLog } from '../../server/engine/store';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 import { crowd, range, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
@@ -26,7 +26,7 @@ it('trims applied log rows but the newest of each partition, and the log goes on
   for (const users of [[1, 2], [3, 4], [5, 6]]) await send(h, users.map((user) => ({ user, type: 'buy' })));
   expect(await offsets(h.tenantId)).toEqual(['0:1', '0:2', '0:3', '1:1', '1:2', '1:3']);
 
-  expect(await trimLog(h.tenantId)).toBe(4);
+  expect(await trimLog(h.tenantId, await appliedOffsets(h.tenantId))).toBe(4);
   expect(await offsets(h.tenantId)).toEqual(['0:3', '1:3']);
 
   await send(h, [{ user: 7, type: 'buy' }, { user: 8, type: 'quit' }]);
@@ -47,6 +47,25 @@ it('keeps rows a partition has not applied yet, and partitions nobody has taken 
   for (const partition of [0, 1]) {
     for (const offset of [1, 2, 3]) await db().eventLog.create({ data: { tenantId, partition, offset: BigInt(offset), events: '[]', count: 0 } });
   }
-  expect(await trimLog(tenantId)).toBe(1);
+  // Asked up to offset 3 everywhere, it still keeps what is not applied, and partition 1 has no committed offset.
+  expect(await trimLog(tenantId, new Map([[0, 3], [1, 3]]))).toBe(1);
   expect(await offsets(tenantId)).toEqual(['0:2', '0:3', '1:1', '1:2', '1:3']);
+});
+
+it('trims what was applied by the previous run, not what was applied since, and nothing on a first run', async () => {
+  h = await startHarness(2);
+  const wf = await workflow(h, {
+    steps: [
+      { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'done' }, { condition: 'event.type == "quit"', next: 'done' }] },
+      { name: 'done', kind: 'direct' },
+    ],
+  });
+  await crowd(h, 'c', range(1, 12));
+  await start(h, wf, 'c');
+  for (const users of [[1, 2], [3, 4], [5, 6]]) await send(h, users.map((user) => ({ user, type: 'buy' })));
+  const trimmer = new LogTrimmer();
+  expect(await trimmer.run(h.tenantId)).toBe(0); // a first run only marks offset 3
+  for (const users of [[7, 8], [9, 10]]) await send(h, users.map((user) => ({ user, type: 'buy' })));
+  expect(await trimmer.run(h.tenantId)).toBe(6); // up to 3, though 5 is applied by now
+  expect(await offsets(h.tenantId)).toEqual(['0:4', '0:5', '1:4', '1:5']);
 });
