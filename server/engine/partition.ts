@@ -351,7 +351,6 @@ function takeDue(buckets: Map<number, RoaringBitmap32> | undefined, durationMs: 
   return due.length ? RoaringBitmap32.orMany(due) : null;
 }
 
-
 export interface TimerWork {
   worker: PartitionWorker;
   lease: Lease;
