@@ -1,6 +1,7 @@
 import { afterEach, expect, it } from 'vitest';
 import { appliedOffsets, LogTrimmer, trimLog } from '../../server/engine/store';
 import { newId } from '../../server/ids';
+import type { WorkflowDefinition } from '../../server/model/workflow';
 import { db } from '../../server/storage/db';
 import { crowd, range, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
@@ -9,18 +10,20 @@ afterEach(async () => {
   await h.close();
 });
 
+const buyOrQuit: WorkflowDefinition = {
+  steps: [
+    { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'done' }, { condition: 'event.type == "quit"', next: 'gone' }] },
+    { name: 'done', kind: 'direct' },
+    { name: 'gone', kind: 'direct' },
+  ],
+};
+
 const offsets = async (tenantId: string) =>
   (await db().eventLog.findMany({ where: { tenantId }, orderBy: [{ partition: 'asc' }, { offset: 'asc' }] })).map((r) => `${r.partition}:${r.offset}`);
 
 it('trims applied log rows but the newest of each partition, and the log goes on numbering and applying after it', async () => {
   h = await startHarness(2);
-  const wf = await workflow(h, {
-    steps: [
-      { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'done' }, { condition: 'event.type == "quit"', next: 'gone' }] },
-      { name: 'done', kind: 'direct' },
-      { name: 'gone', kind: 'direct' },
-    ],
-  });
+  const wf = await workflow(h, buyOrQuit);
   await crowd(h, 'c', range(1, 20));
   const id = await start(h, wf, 'c');
   for (const users of [[1, 2], [3, 4], [5, 6]]) await send(h, users.map((user) => ({ user, type: 'buy' })));
@@ -54,12 +57,7 @@ it('keeps rows a partition has not applied yet, and partitions nobody has taken 
 
 it('trims what was applied by the previous run, not what was applied since, and nothing on a first run', async () => {
   h = await startHarness(2);
-  const wf = await workflow(h, {
-    steps: [
-      { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'done' }, { condition: 'event.type == "quit"', next: 'done' }] },
-      { name: 'done', kind: 'direct' },
-    ],
-  });
+  const wf = await workflow(h, buyOrQuit);
   await crowd(h, 'c', range(1, 12));
   await start(h, wf, 'c');
   for (const users of [[1, 2], [3, 4], [5, 6]]) await send(h, users.map((user) => ({ user, type: 'buy' })));
