@@ -142,6 +142,37 @@ export function eventTypeEquality(node: ASTNode): string | null {
   return null;
 }
 
+export type Relational = '<' | '<=' | '>' | '>=';
+const MIRRORED: Record<Relational, Relational> = { '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
+
+/**
+ * `event.data.f <op> n` or `n <op> event.data.f` (a relational operator, a number literal that is exact as a double)
+ * → the comparison with the field on the left: answered without cel-js, which compares a number field numerically
+ * and makes anything else (missing, a string, null) false.
+ */
+export function eventDataComparison(node: ASTNode): { field: string; op: Relational; value: number } | null {
+  if (!(node.op in MIRRORED)) return null;
+  const op = node.op as Relational;
+  const [left, right] = node.args as [ASTNode, ASTNode];
+  const direct = [eventDataField(left), exactNumber(right)] as const;
+  if (direct[0] !== null && direct[1] !== null) return { field: direct[0], op, value: direct[1] };
+  const mirrored = [eventDataField(right), exactNumber(left)] as const;
+  if (mirrored[0] !== null && mirrored[1] !== null) return { field: mirrored[0], op: MIRRORED[op], value: mirrored[1] };
+  return null;
+}
+
+/** `event.data.f` or `event.data["f"]` → "f". */
+function eventDataField(node: ASTNode): string | null {
+  if (node.op !== '.' && node.op !== '[]') return null;
+  if (memberOf(node.args[0], 'event') !== 'data') return null;
+  return node.op === '.' ? node.args[1] : stringLiteral(node.args[1]);
+}
+
+function exactNumber(node: ASTNode): number | null {
+  const value = scalarLiteral(node);
+  return typeof value === 'number' && Number.isFinite(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER ? value : null;
+}
+
 /** `profile.f in [literals]` → [field, values]. */
 export function profileMembership(node: ASTNode): [string, PlanScalar[]] | null {
   if (node.op !== 'in' || node.args[1].op !== 'list') return null;

@@ -1,7 +1,7 @@
 import { serialize, type ASTNode } from '@marcbachmann/cel-js';
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { AppError } from '../errors';
-import { analyzeCondition, eventTypeEquality, profileEquality, profileMembership, type ConditionUsage } from './analyze';
+import { analyzeCondition, eventDataComparison, eventTypeEquality, profileEquality, profileMembership, type ConditionUsage, type Relational } from './analyze';
 import { conditionEnvironment, withMembership } from './environment';
 
 export type ConditionEvent = { type: string; data: Record<string, unknown>; time: number /* epoch ms */ };
@@ -66,10 +66,38 @@ function celContext(evaluation: Evaluation, usage: ConditionUsage): Record<strin
   return context;
 }
 
+/** `event.data[field] <op> value`: a number field compares, anything else (no event, missing, not a number) is false. */
+function dataComparison(field: string, op: Relational, value: number): PredicateNode {
+  const read = (evaluation: Evaluation) => evaluation.input.event?.data[field];
+  switch (op) {
+    case '<':
+      return (evaluation) => {
+        const actual = read(evaluation);
+        return typeof actual === 'number' && actual < value;
+      };
+    case '<=':
+      return (evaluation) => {
+        const actual = read(evaluation);
+        return typeof actual === 'number' && actual <= value;
+      };
+    case '>':
+      return (evaluation) => {
+        const actual = read(evaluation);
+        return typeof actual === 'number' && actual > value;
+      };
+    case '>=':
+      return (evaluation) => {
+        const actual = read(evaluation);
+        return typeof actual === 'number' && actual >= value;
+      };
+  }
+}
+
 /**
- * Boolean connectives and the plan-shaped leaves (inCrowd, profile ==/in) run as JS; every other subexpression is
- * a CEL leaf evaluated by cel-js, where a missing value or type mismatch makes that leaf false. So a comparison
- * with a missing value is false and `!` of it is true, exactly as the bitmap plan computes it.
+ * Boolean connectives, the plan-shaped leaves (inCrowd, profile ==/in) and the common event tests
+ * (`event.type == "…"`, `event.data.f <op> n`) run as JS; every other subexpression is a CEL leaf evaluated by
+ * cel-js, where a missing value or type mismatch makes that leaf false. So a comparison with a missing value is false
+ * and `!` of it is true, exactly as the bitmap plan computes it.
  */
 function predicateOf(node: ASTNode, usage: ConditionUsage): PredicateNode {
   switch (node.op) {
@@ -105,6 +133,14 @@ function predicateOf(node: ASTNode, usage: ConditionUsage): PredicateNode {
       const eventType = eventTypeEquality(node);
       // Without an event CEL finds no `event.type` and the leaf is false; so is `undefined === type`.
       if (eventType !== null) return (evaluation) => evaluation.input.event?.type === eventType;
+      break;
+    }
+    case '<':
+    case '<=':
+    case '>':
+    case '>=': {
+      const comparison = eventDataComparison(node);
+      if (comparison) return dataComparison(comparison.field, comparison.op, comparison.value);
       break;
     }
     case 'in': {

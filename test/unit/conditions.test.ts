@@ -95,6 +95,20 @@ describe('condition variables and functions', () => {
     expect(holds('event.type == "buy" || user == 1', none)).toBe(true);
   });
 
+  it('compares event.data numbers without cel-js exactly as cel-js does (checked against the same test as one CEL leaf)', () => {
+    const texts = ['event.data.amount > 100', 'event.data.amount >= 100.0', '100 < event.data.amount', 'event.data["amount"] <= -1', 'event.data.amount < 100.5'];
+    const amounts: unknown[] = [150, 100, 100.5, -2, 0, '150', true, null, undefined];
+    for (const text of texts) {
+      for (const amount of amounts) {
+        const input = { user: 1, now: NOW, event: { type: 'buy', data: amount === undefined ? {} : { amount }, time: NOW } };
+        // `(…) == true` is not a shape the compiler answers in JS: cel-js evaluates the whole test.
+        expect(holds(text, input), `${text} with ${JSON.stringify(amount)}`).toBe(holds(`(${text}) == true`, input));
+      }
+      expect(holds(text, { user: 1, now: NOW }), `${text} without an event`).toBe(false);
+    }
+    expect(holds('event.data.amount > 100', { user: 1, now: NOW, event: { type: 'buy', data: { amount: 150 }, time: NOW } })).toBe(true);
+  });
+
   it('builds the event timestamp only for conditions that can read event.time', () => {
     const event = { type: 'buy', data: { amount: 150 }, time: NOW - 1_000 };
     const input = { user: 1, now: NOW, event };
