@@ -5,7 +5,8 @@
 import { saveCrowd } from '../../server/crowd';
 import { getEngine, startEngine, stopEngine } from '../../server/engine';
 import { getProcedureRunner } from '../../server/procedures/runner';
-import { appendEvents, type LoggedEvent } from '../../server/engine/ingest';
+import { appendEvents } from '../../server/engine/ingest';
+import type { LoggedEvent } from '../../server/engine/types';
 import { WorkflowDefinition } from '../../server/model/workflow';
 import { closeDb } from '../../server/storage/db';
 import { createTenant } from '../../server/tenants/tenants';

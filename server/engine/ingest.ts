@@ -5,6 +5,7 @@ import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
 import { raw } from '../storage/raw';
 import { rememberAppended } from './recent-log';
+import type { LoggedEvent } from './types';
 import { sqlParameters, tableName } from '../storage/sql';
 import { findTenant, type Tenant } from '../tenants/tenants';
 
@@ -17,8 +18,6 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(
 const EVENT_FIELDS = new Set(['user', 'type', 'data', 'time']);
 const BODY_FIELDS = new Set(['tenant', 'events']);
 
-/** One event as it is stored in the log: `time` is epoch milliseconds. */
-export type LoggedEvent = { user: number; type: string; data: Record<string, unknown>; time: number };
 export type EventBatch = { tenant?: string; events: LoggedEvent[] };
 
 const invalid = (where: string, problem: string) => new AppError('validation_failed', `${where}: ${problem}`, { path: where });
