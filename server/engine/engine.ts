@@ -50,7 +50,7 @@ export class Engine implements EngineSide {
   private timerWake = new AbortController();
   private timerLoop: Promise<void> | undefined;
   private running = false;
-  private snapshotsCleanedAt = Number.NEGATIVE_INFINITY;
+  private housekeptAt = Number.NEGATIVE_INFINITY;
   private readonly logTrimmer = new LogTrimmer();
 
   constructor(options: EngineOptions = {}) {
@@ -180,8 +180,8 @@ export class Engine implements EngineSide {
         let due = Number.POSITIVE_INFINITY;
         for (const entry of [...this.tenants.values()]) for (const worker of (await entry.ready).workers) due = Math.min(due, worker.nextDue() ?? due);
         const now = this.clock.now();
-        if (now - this.snapshotsCleanedAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
-        due = Math.min(due, this.snapshotsCleanedAt + HOUSEKEEPING_EVERY_MS);
+        if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
+        due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
         if (due <= now) await this.runTimers();
         else await sleepUnlessWoken(this.clock, Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {
@@ -205,7 +205,7 @@ export class Engine implements EngineSide {
 
   /** History snapshots are kept 7 days (their expiresAt); the timer loop removes expired ones hourly. */
   async removeExpiredSnapshots(now: number): Promise<number> {
-    this.snapshotsCleanedAt = now;
+    this.housekeptAt = now;
     return (await db().instanceSnapshot.deleteMany({ where: { expiresAt: { lt: new Date(now) } } })).count;
   }
 
