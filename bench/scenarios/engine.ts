@@ -5,7 +5,7 @@
 import { saveCrowd } from '../../server/crowd';
 import { getEngine, startEngine, stopEngine } from '../../server/engine';
 import { getProcedureRunner } from '../../server/procedures/runner';
-import { appendEvents } from '../../server/engine/ingest';
+import { appendEvents, parseEventBatch } from '../../server/engine/ingest';
 import type { LoggedEvent } from '../../server/engine/types';
 import { WorkflowDefinition } from '../../server/model/workflow';
 import { closeDb } from '../../server/storage/db';
@@ -83,8 +83,13 @@ export async function measureEngine(database: ScratchDatabase, scale: { users: n
 
     const events = journeyEvents(scale.events, scale.users - RESERVED_USERS);
     const expected = expectedMoves(events, scale.users - RESERVED_USERS);
+    // The objects the events route hands to appendEvents: decoded from the request's JSON, then normalised by
+    // parseEventBatch (not copies of the generator's objects, whose heap layout V8 reads several times slower).
     const now = Date.now();
-    const logged: LoggedEvent[] = events.map((e) => ({ ...e, time: now }));
+    const logged: LoggedEvent[] = [];
+    for (let offset = 0; offset < events.length; offset += APPEND_BATCH) {
+      logged.push(...parseEventBatch({ events: JSON.parse(JSON.stringify(events.slice(offset, offset + APPEND_BATCH))) }, now).events);
+    }
     const apply = await profiled(profile, `engine only on ${database.provider}: apply`, async (): Promise<Measured> => {
       const tick = progress('engine only: events appended');
       const cpuBefore = process.cpuUsage();

@@ -1,8 +1,8 @@
 // The engine's public face: what routes, the procedure runner, boot and tests call. Plain TypeScript (no next/react).
 //
 // EventLog rows (written by ingest, read here): one row per (tenant, partition) per ingested batch:
-//   { tenantId, partition, offset: 1, 2, 3… per partition (committed in order), events: JSON array of
-//     { user, type, data, time (epoch ms) } in arrival order, count }. Rows a partition had applied an hour earlier are
+//   { tenantId, partition, offset: 1, 2, 3… per partition (committed in order), events: { user, type, data, time
+//     (epoch ms) } in arrival order, in the byte format of log-codec.ts, count }. Rows a partition had applied an hour earlier are
 //     deleted by the hourly housekeeping, except each partition's newest (ingest numbers the next row from it).
 // PartitionState (written here): the offset applied so far, plus the owner lease (owner, epoch, leaseUntilMs) that
 // fences every batch commit.

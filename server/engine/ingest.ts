@@ -4,6 +4,7 @@ import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
 import { raw } from '../storage/raw';
+import { encodeEvents } from './log-codec';
 import { rememberAppended } from './recent-log';
 import type { LoggedEvent } from './types';
 import { sqlParameters, tableName } from '../storage/sql';
@@ -169,7 +170,7 @@ async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void
   const statements = rows.map(({ partition, events }) => {
     const { params, bind } = sqlParameters();
     const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
-    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(JSON.stringify(events))}, ${bind(events.length)}) RETURNING "offset"`;
+    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(encodeEvents(events))}, ${bind(events.length)}) RETURNING "offset"`;
     return { sql, params, returning: true };
   });
   const rawDb = await raw();

@@ -5,6 +5,7 @@
 import { db, dbTarget, type Tx } from '../storage/db';
 import { raw, type RawStatement } from '../storage/raw';
 import { isDeadLocalOwner } from '../process-owner';
+import { decodeEvents } from './log-codec';
 import { takeRecent } from './recent-log';
 import { sqlParameters, tableName } from '../storage/sql';
 import type { LoggedEvent } from './types';
@@ -61,8 +62,8 @@ export async function readLog(tenantId: string, partition: number, offset: numbe
   if (recent.length > 0) return recent;
   const { params, bind } = sqlParameters();
   const sql = `SELECT "offset", "events" FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
-  const rows = await (await raw()).query<{ offset: unknown; events: string }>(sql, params);
-  return rows.map((row) => ({ offset: num(row.offset), events: JSON.parse(row.events) as LoggedEvent[] }));
+  const rows = await (await raw()).query<{ offset: unknown; events: Uint8Array }>(sql, params);
+  return rows.map((row) => ({ offset: num(row.offset), events: decodeEvents(row.events) }));
 }
 
 /** The last offset ingest wrote for each partition of the tenant. */

@@ -37,9 +37,13 @@ function loadMigrations(provider: DatabaseTarget['provider']): Migration[] {
     });
 }
 
-/** Returns the names of the migrations applied by this call. */
-export async function applyMigrations(target: DatabaseTarget): Promise<string[]> {
-  const migrations = loadMigrations(target.provider);
+/**
+ * Returns the names of the migrations applied by this call. `before` stops at the first migration whose name
+ * (e.g. `20261130120415_event_log_bytes`) is not earlier: a database as an older release left it, to test upgrades.
+ */
+export async function applyMigrations(target: DatabaseTarget, options: { before?: string } = {}): Promise<string[]> {
+  const { before } = options;
+  const migrations = loadMigrations(target.provider).filter((m) => before === undefined || m.name < before);
   return target.provider === 'sqlite' ? applySqlite(target.file, migrations) : applyPostgres(target, migrations);
 }
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
+import { decodeEvents } from '../../server/engine/log-codec';
 import { serverSql } from '../helpers/server-db';
 
-type LogRow = { partition: number; offset: number; count: number; events: string };
+type LogRow = { partition: number; offset: number; count: number; events: Uint8Array };
 
 async function eventLog(tenantId: string): Promise<LogRow[]> {
   const rows = await serverSql<LogRow>('SELECT "partition", "offset", "count", "events" FROM "EventLog" WHERE "tenantId" = $1 ORDER BY "partition", "offset"', [tenantId]);
@@ -24,7 +25,7 @@ describe('POST /events', () => {
       [2, 1, 1],
       [3, 1, 1],
     ]);
-    expect(JSON.parse(rows[1].events)).toMatchObject([{ user: 1 }, { user: 5 }, { user: 9, type: 'buy', data: {}, time: Date.UTC(2026, 2, 1, 10) }]);
+    expect(decodeEvents(rows[1].events)).toMatchObject([{ user: 1 }, { user: 5 }, { user: 9, type: 'buy', data: {}, time: Date.UTC(2026, 2, 1, 10) }]);
     const again = await api('POST', '/events', { token: tenant.key, body: { events: events(1, 4) } });
     expect(again.status).toBe(202);
     expect((await eventLog(tenant.id)).filter((r) => r.partition === 0).map((r) => r.offset)).toEqual([1, 2]);
@@ -86,7 +87,7 @@ describe('POST /events', () => {
     for (const partition of [0, 1, 2]) {
       expect(rows.filter((r) => r.partition === partition).map((r) => r.offset)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     }
-    const users = rows.flatMap((r) => (JSON.parse(r.events) as { user: number }[]).map((e) => e.user)).sort((x, y) => x - y);
+    const users = rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user)).sort((x, y) => x - y);
     expect(users).toEqual(Array.from({ length: 360 }, (_, i) => i));
   });
 });

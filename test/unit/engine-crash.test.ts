@@ -4,6 +4,7 @@ import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
 import { Engine, setEngineForTests } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
+import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 import { crashBatches, CRASH_SEED, CRASH_USERS, crashWorkflow, seeded } from '../fixtures/engine/crash-events';
@@ -105,7 +106,7 @@ it('every acknowledged event is applied exactly once across 20 SIGKILLs of a rea
   const batches = crashBatches();
   const logged = new Map<number, number>();
   for (const row of await db().eventLog.findMany({ where: { tenantId: crashed.tenantId } })) {
-    for (const event of JSON.parse(row.events) as { data: { batch: number } }[]) logged.set(event.data.batch, (logged.get(event.data.batch) ?? 0) + 1);
+    for (const event of decodeEvents(row.events)) logged.set(Number(event.data.batch), (logged.get(Number(event.data.batch)) ?? 0) + 1);
   }
   expect([...logged.keys()].sort((a, b) => a - b)).toEqual(range(0, batches.length - 1));
   expect(new Set(logged.values())).toEqual(new Set([batches[0].length]));

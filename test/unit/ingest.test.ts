@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { AppError } from '../../server/errors';
 import { appendEvents, ingest, MAX_EVENTS_PER_BATCH, parseEventBatch, partitionEvents } from '../../server/engine/ingest';
+import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 
@@ -105,11 +106,11 @@ describe('appending to the partitioned log', () => {
       [1, 2, 1],
       [2, 1, 1],
     ]);
-    expect(JSON.parse(rows[0].events)).toEqual([
+    expect(decodeEvents(rows[0].events)).toEqual([
       { user: 1, type: 'a', data: { n: 1 }, time: NOW },
       { user: 5, type: 'b', data: {}, time: NOW },
     ]);
-    expect(JSON.parse(rows[2].events)).toEqual([{ user: 2, type: 'c', data: {}, time: 99 }]);
+    expect(decodeEvents(rows[2].events)).toEqual([{ user: 2, type: 'c', data: {}, time: 99 }]);
   });
 
   it('keeps offsets gap-free and unique under many concurrent batches, and tenants apart', async () => {
@@ -122,12 +123,12 @@ describe('appending to the partitioned log', () => {
         const offsets = rows.filter((r) => r.partition === partition).map((r) => Number(r.offset));
         expect(offsets).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
       }
-      const users = rows.flatMap((r) => (JSON.parse(r.events) as { user: number }[]).map((e) => e.user)).sort((x, y) => x - y);
+      const users = rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user)).sort((x, y) => x - y);
       expect(users).toEqual(Array.from({ length: 300 }, (_, i) => i));
       // Group commit keeps one row per batch and partition, in arrival order: batch i is at offset i + 1.
       for (const row of rows) {
         const batch = Number(row.offset) - 1;
-        for (const event of JSON.parse(row.events) as { user: number }[]) expect(Math.floor(event.user / 10)).toBe(batch);
+        for (const event of decodeEvents(row.events)) expect(Math.floor(event.user / 10)).toBe(batch);
       }
     }
   });
@@ -172,7 +173,7 @@ describe('several processes appending to one tenant', () => {
     }
     for (const id of [1, 2, 3]) {
       // Each writer's own batches stay in its order within a partition.
-      const mine = rows.filter((r) => r.partition === 0).flatMap((r) => (JSON.parse(r.events) as { user: number; type: string }[]).filter((e) => e.type === `w${id}`));
+      const mine = rows.filter((r) => r.partition === 0).flatMap((r) => decodeEvents(r.events).filter((e) => e.type === `w${id}`));
       expect(mine.map((e) => e.user)).toEqual(Array.from({ length: 40 }, (_, b) => id * 1000 + b * 2));
     }
   }, 120_000);

@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
+import { encodeEvents } from '../../server/engine/log-codec';
 import { appliedOffsets, LogTrimmer, trimLog } from '../../server/engine/store';
 import { newId } from '../../server/ids';
 import type { WorkflowDefinition } from '../../server/model/workflow';
@@ -48,7 +49,7 @@ it('keeps rows a partition has not applied yet, and partitions nobody has taken 
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 2 } });
   await db().partitionState.create({ data: { tenantId, partition: 0, offset: 1n } });
   for (const partition of [0, 1]) {
-    for (const offset of [1, 2, 3]) await db().eventLog.create({ data: { tenantId, partition, offset: BigInt(offset), events: '[]', count: 0 } });
+    for (const offset of [1, 2, 3]) await db().eventLog.create({ data: { tenantId, partition, offset: BigInt(offset), events: encodeEvents([]), count: 0 } });
   }
   // Asked up to offset 3 everywhere, it still keeps what is not applied, and partition 1 has no committed offset.
   expect(await trimLog(tenantId, new Map([[0, 3], [1, 3]]))).toBe(1);

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { appendEvents } from '../../server/engine/ingest';
+import { encodeEvents } from '../../server/engine/log-codec';
 import { takeRecent } from '../../server/engine/recent-log';
 import { readLog } from '../../server/engine/store';
 import { newId } from '../../server/ids';
@@ -12,7 +13,7 @@ it('hands rows this process appended to the partition loop from memory, and read
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 1 } });
   await appendEvents(tenantId, 1, [event(1), event(2)]);
   // Another process appends offset 2: this process never saw it.
-  await db().eventLog.create({ data: { tenantId, partition: 0, offset: 2n, events: JSON.stringify([event(3)]), count: 1 } });
+  await db().eventLog.create({ data: { tenantId, partition: 0, offset: 2n, events: encodeEvents([event(3)]), count: 1 } });
   await appendEvents(tenantId, 1, [event(4)]);
 
   const first = await readLog(tenantId, 0, 0, 10);
