@@ -3,6 +3,7 @@
 import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
+import { dbTarget } from '../storage/db';
 import { raw } from '../storage/raw';
 import { encodeEvents } from './log-codec';
 import { rememberAppended } from './recent-log';
@@ -163,9 +164,26 @@ function takeGroup(waiting: Waiting[]): Waiting[] {
  * transaction fail on the primary key: it is simply retried.
  */
 async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void> {
-  const rows: { partition: number; events: LoggedEvent[] }[] = [];
+  const rows: LogRowToWrite[] = [];
   for (const batch of batches) for (const [partition, events] of partitionEvents(batch.events, batch.partitions)) rows.push({ partition, events });
   rows.sort((a, b) => a.partition - b.partition); // stable: batches keep their arrival order within a partition
+  const write = dbTarget().provider === 'postgres' ? insertAsOneStatement : insertRowByRow;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const offsets = await write(tenantId, rows);
+      rows.forEach((row, i) => rememberAppended(tenantId, row.partition, offsets[i], row.events));
+      return;
+    } catch (error) {
+      if (!isOffsetClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
+    }
+  }
+}
+
+type LogRowToWrite = { partition: number; events: LoggedEvent[] };
+
+/** SQLite: one INSERT per row in one transaction (no round trips; each statement sees the rows before it). */
+async function insertRowByRow(tenantId: string, rows: LogRowToWrite[]): Promise<number[]> {
   const eventLog = tableName('EventLog');
   const statements = rows.map(({ partition, events }) => {
     const { params, bind } = sqlParameters();
@@ -173,17 +191,41 @@ async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void
     const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(encodeEvents(events))}, ${bind(events.length)}) RETURNING "offset"`;
     return { sql, params, returning: true };
   });
-  const rawDb = await raw();
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const offsets = await rawDb.transaction(statements);
-      rows.forEach((row, i) => rememberAppended(tenantId, row.partition, Number(offsets[i][0].offset), row.events));
-      return;
-    } catch (error) {
-      if (!isOffsetClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
-    }
+  const results = await (await raw()).transaction(statements);
+  return results.map(([row]) => Number(row.offset));
+}
+
+/**
+ * PostgreSQL: every row in ONE statement (one round trip, atomic without BEGIN/COMMIT). A statement sees only the
+ * rows committed before it, so each row's offset is its partition's max + its rank among this statement's rows.
+ */
+async function insertAsOneStatement(tenantId: string, rows: LogRowToWrite[]): Promise<number[]> {
+  const eventLog = tableName('EventLog');
+  const rank = new Map<number, number>();
+  const ranks = rows.map((row) => {
+    const next = (rank.get(row.partition) ?? 0) + 1;
+    rank.set(row.partition, next);
+    return next;
+  });
+  const { params, bind } = sqlParameters();
+  const tenant = bind(tenantId);
+  // Multi-row VALUES, not unnest(): the blobs then travel as binary parameters instead of one hex array literal.
+  const values = rows.map((row, i) => {
+    const partition = bind(row.partition);
+    const offset = `COALESCE((SELECT MAX("offset") FROM ${eventLog} WHERE "tenantId" = ${tenant} AND "partition" = ${partition}), 0) + ${bind(ranks[i])}`;
+    return `(${tenant}, ${partition}, ${offset}, ${bind(encodeEvents(row.events))}, ${bind(row.events.length)})`;
+  });
+  const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES ${values.join(', ')} RETURNING "partition", "offset"`;
+  const written = await (await raw()).query<{ partition: number; offset: string | number }>(sql, params);
+  // Per partition the offsets are consecutive in rank order: the k-th smallest belongs to the row of rank k.
+  const offsetsOf = new Map<number, number[]>();
+  for (const row of written) {
+    let offsets = offsetsOf.get(row.partition);
+    if (!offsets) offsetsOf.set(row.partition, (offsets = []));
+    offsets.push(Number(row.offset));
   }
+  for (const offsets of offsetsOf.values()) offsets.sort((a, b) => a - b);
+  return rows.map((row, i) => offsetsOf.get(row.partition)![ranks[i] - 1]);
 }
 
 /**

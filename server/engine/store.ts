@@ -204,12 +204,15 @@ function fence(lease: Lease, offset?: number): RawStatement {
 }
 
 const JOURNAL_ROWS_PER_STATEMENT = 20_000;
+/** The PostgreSQL advisory lock key of journal writers. */
+const JOURNAL_LOCK = 7300400001;
 
 /**
  * Journal rows travel as ONE JSON parameter per statement, unpacked by SQLite's json_each / PostgreSQL's
  * json_array_elements (one statement and one round trip however many moves); seqs continue from the journal's max
- * inside the statement. On PostgreSQL a transaction-scoped advisory lock (taken first) serializes journal writers, so seq order
- * is commit order and a reader after cursor N never misses a later-committing smaller seq.
+ * inside the statement. On PostgreSQL a transaction-scoped advisory lock (JOURNAL_LOCK, taken before the first statement
+ * that reads the max seq) serializes journal writers, so seq order is commit order and a reader after cursor N never
+ * misses a later-committing smaller seq.
  */
 function insertJournal(tenantId: string, moves: JournalMove[]): RawStatement[] {
   const out: RawStatement[] = [];
@@ -274,12 +277,14 @@ export interface BatchCommit {
 /** Commits journal rows, the new offset and checkpoints atomically, fenced by the leases. */
 export async function commitBatch(tenantId: string, commit: BatchCommit): Promise<void> {
   const statements: RawStatement[] = [];
-  if (isPostgres()) statements.push({ sql: `SELECT pg_advisory_xact_lock(7300400001)`, params: [] });
   commit.leases.forEach((lease, i) => statements.push(fence(lease, i === 0 ? commit.offsets?.from : undefined)));
   if (commit.offsets) {
     const lease = commit.leases[0];
     statements.push(statement((bind) => `UPDATE ${tableName('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
   }
+  // Only what reads the journal's max seq needs the journal lock, and it is held to the commit: taken this late, a
+  // commit holds it for its journal and checkpoint statements only, and one without either never waits for it.
+  if (isPostgres() && (commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0)) statements.push({ sql: `SELECT pg_advisory_xact_lock(${JOURNAL_LOCK})`, params: [] });
   statements.push(...insertJournal(tenantId, commit.moves));
   for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(cp));
   try {

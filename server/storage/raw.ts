@@ -134,7 +134,9 @@ class PostgresRaw implements RawDb {
 }
 
 function postgresPool(connectionString: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max: 4 });
+  // Partition commits queue for the journal lock while holding a connection: with 4, they left ingest waiting for
+  // one (PostgreSQL events end to end 92,000/s; with 10, 150,000–176,000/s). Connections open on demand only.
+  const pool = new pg.Pool({ connectionString, max: 10 });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', (error) => console.warn('[crowdflow] idle PostgreSQL connection lost:', error.message));
   return pool;
