@@ -71,3 +71,23 @@ export class ManualClock implements Clock {
 async function flushMicrotasks(): Promise<void> {
   for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
 }
+
+const WOKEN = 'woken';
+
+/**
+ * Wakes a loop that sleeps on `signal()`. The loop takes the signal before it looks for work, so a wake() after it
+ * looked still ends the sleep; waking an already woken round costs nothing (no new controller, no DOMException),
+ * which matters when every commit and every ingested batch wakes someone.
+ */
+export class Wakeup {
+  private controller = new AbortController();
+
+  signal(): AbortSignal {
+    if (this.controller.signal.aborted) this.controller = new AbortController();
+    return this.controller.signal;
+  }
+
+  wake(): void {
+    if (!this.controller.signal.aborted) this.controller.abort(WOKEN);
+  }
+}

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../clock';
+import { systemClock, Wakeup, type Clock } from '../clock';
 import { processOwner } from '../process-owner';
 import { notFound } from '../errors';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
@@ -47,7 +47,7 @@ export class Engine implements EngineSide {
   private readonly listeners = new Map<string, Set<CountsListener>>();
   private readonly pendingCounts = new Map<string, ReturnType<typeof setTimeout>>();
   private readonly stopRequested = new Set<string>();
-  private timerWake = new AbortController();
+  private readonly timerWakeup = new Wakeup();
   private timerLoop: Promise<void> | undefined;
   private running = false;
   private housekeptAt = Number.NEGATIVE_INFINITY;
@@ -161,8 +161,7 @@ export class Engine implements EngineSide {
   // ---- timers -------------------------------------------------------------------------------------------------
 
   timersChanged(): void {
-    this.timerWake.abort();
-    this.timerWake = new AbortController();
+    this.timerWakeup.wake();
   }
 
   /** Runs every due timer now (the loop does this by itself; tests call it after moving a ManualClock). */
@@ -175,7 +174,7 @@ export class Engine implements EngineSide {
 
   private async runTimerLoop(): Promise<void> {
     while (this.running) {
-      const signal = this.timerWake.signal;
+      const signal = this.timerWakeup.signal();
       try {
         let due = Number.POSITIVE_INFINITY;
         for (const entry of [...this.tenants.values()]) for (const worker of (await entry.ready).workers) due = Math.min(due, worker.nextDue() ?? due);

@@ -2,7 +2,7 @@
 // running instance, commit the moves and the new offset in one fenced transaction, then publish counts. Timers
 // (cron, delay buckets, ttl re-evaluation, stopAt) of the partition run here too, under the same lock.
 import { evaluatePlan, type CompiledCondition, type ConditionEvent } from '../conditions/compile';
-import { systemClock, type Clock } from '../clock';
+import { systemClock, Wakeup, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
 import { Mover } from './moves';
@@ -30,7 +30,7 @@ const ROWS_PER_BATCH = 32;
 export class PartitionWorker {
   lease: Lease | null = null;
   offset = 0;
-  private wake = new AbortController();
+  private readonly wakeup = new Wakeup();
   private stopped = false;
   private loop: Promise<void> | undefined;
   private movesSinceCheckpoint = 0;
@@ -67,13 +67,12 @@ export class PartitionWorker {
 
   /** New events (or a new instance): read the log now instead of at the next poll. */
   poke(): void {
-    this.wake.abort();
-    this.wake = new AbortController();
+    this.wakeup.wake();
   }
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      const signal = this.wake.signal;
+      const signal = this.wakeup.signal();
       try {
         if (!this.lease) {
           const acquired = await this.acquire().finally(() => this.firstAttemptDone());
