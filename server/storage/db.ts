@@ -7,28 +7,32 @@ import { PrismaClient as SqliteClient, type Prisma } from './generated/sqlite/cl
 import { PrismaClient as PostgresClient } from './generated/postgres/client';
 import { env } from '../env';
 import { parseDatabaseUrl, type DatabaseTarget } from './database-url';
+import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer';
 
 /** Both generated clients have the same models; the SQLite one's type stands for both. */
 export type Db = SqliteClient;
 export type Tx = Prisma.TransactionClient;
 
-type Holder = { db: Db; target: DatabaseTarget; sqlite?: Promise<BetterSqlite3.Database> };
+type Holder = { db: Db; target: DatabaseTarget; sqlite?: SharedSqliteAdapter };
 const globalKey = Symbol.for('crowdflow.db');
 const store = globalThis as unknown as Record<symbol, Holder | undefined>;
 
 /** Hands out the better-sqlite3 connection it opens for Prisma, so raw statements share it (server/storage/raw.ts). */
 class SharedSqliteAdapter extends PrismaBetterSqlite3 {
   readonly connection: Promise<BetterSqlite3.Database>;
+  checkpointer: Checkpointer | undefined;
   private opened!: (connection: BetterSqlite3.Database) => void;
 
-  constructor(file: string) {
+  constructor(private readonly file: string) {
     super({ url: `file:${file}`, timeout: 30_000 });
     this.connection = new Promise((resolve) => (this.opened = resolve));
   }
 
   override async connect() {
     const adapter = await super.connect();
-    this.opened((adapter as unknown as { client: BetterSqlite3.Database }).client);
+    const connection = (adapter as unknown as { client: BetterSqlite3.Database }).client;
+    this.checkpointer ??= startCheckpointer(connection, this.file);
+    this.opened(connection);
     return adapter;
   }
 }
@@ -37,7 +41,7 @@ function createClient(target: DatabaseTarget): Holder {
   if (target.provider === 'sqlite') {
     mkdirSync(dirname(target.file), { recursive: true });
     const adapter = new SharedSqliteAdapter(target.file);
-    return { db: new SqliteClient({ adapter }), target, sqlite: adapter.connection };
+    return { db: new SqliteClient({ adapter }), target, sqlite: adapter };
   }
   const adapter = new PrismaPg({ connectionString: target.connectionString, max: 10 }, { schema: target.schema });
   return { db: new PostgresClient({ adapter }) as unknown as Db, target };
@@ -63,12 +67,18 @@ export async function connectedSqlite(): Promise<BetterSqlite3.Database> {
   const holder = store[globalKey];
   if (!holder?.sqlite) throw new Error('The database is not SQLite');
   await holder.db.$connect();
-  return holder.sqlite;
+  return holder.sqlite.connection;
+}
+
+/** The background checkpointer of the SQLite database (server/storage/sqlite-checkpointer.ts), once connected. */
+export function sqliteCheckpointer(): Checkpointer | undefined {
+  return store[globalKey]?.sqlite?.checkpointer;
 }
 
 export async function closeDb(): Promise<void> {
   await (await import('./raw')).closeRaw();
   const holder = store[globalKey];
   store[globalKey] = undefined;
+  await holder?.sqlite?.checkpointer?.stop();
   await holder?.db.$disconnect();
 }
