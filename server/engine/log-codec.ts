@@ -8,7 +8,8 @@
 //   per event with data: one tagged value per key of its shape, or u32 byte length + JSON text
 //
 // A shape is the key list of a data object whose values are all numbers, strings, booleans or null; anything else
-// (nested values, `__proto__` keys, more shapes or types than a u16 holds) is kept as JSON text for that event.
+// (nested values, `__proto__` keys, keys too long for a u16 length, more shapes than a u16 holds) is kept as JSON
+// text for that event.
 // Rows written before this format hold JSON text (a string, or its UTF-8 bytes on PostgreSQL): decoding reads both.
 import type { LoggedEvent } from './types';
 
@@ -16,6 +17,8 @@ const VERSION = 1;
 const EMPTY_DATA = 0;
 const JSON_DATA = 0xffff;
 const MAX_TABLE = 0xfffe;
+/** Keys are stored after a u16 byte length; longer ones (UTF-8 takes up to 3 bytes per unit) stay in JSON. */
+const MAX_KEY_LENGTH = 0xffff / 3;
 const enum Tag {
   Number = 0,
   String = 1,
@@ -76,7 +79,7 @@ function isTaggable(value: unknown): boolean {
 function shapeOf(data: Record<string, unknown>): string | null {
   let shape = '';
   for (const key in data) {
-    if (!isTaggable(data[key]) || key === '__proto__') return null;
+    if (!isTaggable(data[key]) || key === '__proto__' || key.length > MAX_KEY_LENGTH) return null;
     shape += `${key.length}:${key}`;
   }
   return shape;

@@ -49,13 +49,14 @@ describe('EventLog row format', () => {
     expect(Object.is(decoded[1].data.a, 0)).toBe(true);
   });
 
-  it('keeps what only JSON can hold: nested values, dropped undefined, non-finite numbers as null, a __proto__ key', () => {
+  it('keeps what only JSON can hold: nested values, dropped undefined, non-finite numbers as null, a __proto__ key, a huge key', () => {
     const parsed = JSON.parse('{"__proto__": 5, "n": 1}') as Record<string, unknown>;
     const events: LoggedEvent[] = [
       { user: 1, type: 'a', data: { deep: { list: [1, 'two', { three: 3 }] } }, time: 1 },
       { user: 2, type: 'a', data: { gone: undefined, kept: 1 }, time: 2 },
       { user: 3, type: 'a', data: { inf: Number.POSITIVE_INFINITY, nan: Number.NaN }, time: 3 },
       { user: 4, type: 'a', data: parsed, time: 4 },
+      { user: 5, type: 'a', data: { ['ключ'.repeat(9_000)]: 1 }, time: 5 }, // 72,000 bytes of UTF-8: past a u16 length
     ];
     const decoded = decodeEvents(encodeEvents(events));
     expect(decoded).toEqual(asJson(events));
