@@ -3,22 +3,26 @@
 // form is about 20 bytes per typical event and cheap to write and read.
 //
 //   u8 version (1) · u32 count · u8 timeMode (0: one time for all, 1: one per event) · time(s) as f64
-//   u16 type count · per type: u16 byte length, UTF-8 · u16 shape count · per shape: u16 key count, per key: u16
+//   u16 type count · per type: u16 byte length, its JSON string literal · u16 shape count · per shape: u16 key count, per key: u16
 //   byte length, UTF-8 · per event: u32 user, u16 type index, u16 shape (0: empty data, JSON_DATA: JSON text) ·
 //   per event with data: one tagged value per key of its shape, or u32 byte length + JSON text
 //
 // A shape is the key list of a data object whose values are all numbers, strings, booleans or null; anything else
-// (nested values, `__proto__` keys, keys too long for a u16 length, more shapes than a u16 holds) is kept as JSON
-// text for that event.
-// Rows written before this format hold JSON text (a string, or its UTF-8 bytes on PostgreSQL): decoding reads both.
+// (nested values, `__proto__` keys, keys too long for a u16 length, more keys or shapes than a u16 holds, strings
+// with a lone surrogate, which UTF-8 cannot carry but JSON escapes) is kept as JSON text for that event.
+// Rows written before this format hold JSON text (a string on SQLite before the migration, UTF-8 bytes after it):
+// decoding reads both. The user/code columns are written in this machine's byte order, which must be little-endian.
+import { endianness } from 'node:os';
 import type { LoggedEvent } from './types';
 
 const VERSION = 1;
+if (endianness() !== 'LE') throw new Error('The EventLog row format needs a little-endian machine');
 const EMPTY_DATA = 0;
 const JSON_DATA = 0xffff;
 const MAX_TABLE = 0xfffe;
 /** Keys are stored after a u16 byte length; longer ones (UTF-8 takes up to 3 bytes per unit) stay in JSON. */
 const MAX_KEY_LENGTH = 0xffff / 3;
+const MAX_KEYS = 0xffff;
 const enum Tag {
   Number = 0,
   String = 1,
@@ -72,14 +76,16 @@ class Writer {
 function isTaggable(value: unknown): boolean {
   const type = typeof value;
   // Non-finite numbers are not JSON: left to JSON.stringify, which turns them into null as before.
-  return type === 'string' || type === 'boolean' || value === null || (type === 'number' && Number.isFinite(value));
+  if (type === 'string') return (value as string).isWellFormed();
+  return type === 'boolean' || value === null || (type === 'number' && Number.isFinite(value));
 }
 
 /** The key list of `data` when it can be stored as tagged values, as one string; null otherwise. */
 function shapeOf(data: Record<string, unknown>): string | null {
   let shape = '';
+  let keys = 0;
   for (const key in data) {
-    if (!isTaggable(data[key]) || key === '__proto__' || key.length > MAX_KEY_LENGTH) return null;
+    if (!isTaggable(data[key]) || key === '__proto__' || key.length > MAX_KEY_LENGTH || !key.isWellFormed() || ++keys > MAX_KEYS) return null;
     shape += `${key.length}:${key}`;
   }
   return shape;
@@ -172,7 +178,7 @@ export function encodeEvents(events: LoggedEvent[]): Buffer<ArrayBuffer> {
   if (sameTime) head.f64(firstTime);
   else for (const event of events) head.f64(event.time);
   head.u16(tables.types.size);
-  for (const type of tables.types.keys()) head.text(type, false);
+  for (const type of tables.types.keys()) head.text(JSON.stringify(type), false);
   head.u16(tables.shapeKeys.length);
   for (const keys of tables.shapeKeys) {
     head.u16(keys.length);
@@ -239,7 +245,7 @@ export function decodeEvents(stored: Uint8Array | string): LoggedEvent[] {
   const count = input.u32();
   const sameTime = input.u8() === 0;
   const times = sameTime ? [input.f64()] : Array.from({ length: count }, () => input.f64());
-  const types = Array.from({ length: input.u16() }, () => input.text(false));
+  const types = Array.from({ length: input.u16() }, () => JSON.parse(input.text(false)) as string);
   const shapes = Array.from({ length: input.u16() }, () => Array.from({ length: input.u16() }, () => input.text(false)));
   const events = new Array<LoggedEvent>(count);
   const shapeOfEvent = new Uint16Array(count);

@@ -49,7 +49,7 @@ describe('EventLog row format', () => {
     expect(Object.is(decoded[1].data.a, 0)).toBe(true);
   });
 
-  it('keeps what only JSON can hold: nested values, dropped undefined, non-finite numbers as null, a __proto__ key, a huge key', () => {
+  it('keeps what only JSON can hold: nested values, dropped undefined, non-finite numbers as null, a __proto__ key, huge keys and key lists, lone surrogates', () => {
     const parsed = JSON.parse('{"__proto__": 5, "n": 1}') as Record<string, unknown>;
     const events: LoggedEvent[] = [
       { user: 1, type: 'a', data: { deep: { list: [1, 'two', { three: 3 }] } }, time: 1 },
@@ -57,11 +57,16 @@ describe('EventLog row format', () => {
       { user: 3, type: 'a', data: { inf: Number.POSITIVE_INFINITY, nan: Number.NaN }, time: 3 },
       { user: 4, type: 'a', data: parsed, time: 4 },
       { user: 5, type: 'a', data: { ['ключ'.repeat(9_000)]: 1 }, time: 5 }, // 72,000 bytes of UTF-8: past a u16 length
+      { user: 6, type: 'a', data: Object.fromEntries(Array.from({ length: 70_000 }, (_, i) => [`k${i}`, i])), time: 6 }, // more keys than a u16
+      // Lone surrogates: UTF-8 would turn each into U+FFFD (and two such keys into one); JSON keeps them.
+      { user: 7, type: 'lone\ud800', data: { ['k\udc00']: 'v\ud800', ['k\udc01']: 1 }, time: 7 },
+      { user: 8, type: 'a', data: { s: 'x\udfff' }, time: 8 },
     ];
     const decoded = decodeEvents(encodeEvents(events));
     expect(decoded).toEqual(asJson(events));
     expect(Object.getOwnPropertyNames(decoded[3].data)).toEqual(['__proto__', 'n']);
     expect(Object.getPrototypeOf(decoded[3].data)).toBe(Object.prototype);
+    expect(decoded[6]).toEqual({ user: 7, type: 'lone\ud800', data: { ['k\udc00']: 'v\ud800', ['k\udc01']: 1 }, time: 7 });
   });
 
   it('is far smaller than the JSON row for a typical batch', () => {
