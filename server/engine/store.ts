@@ -192,14 +192,17 @@ function statement(build: (bind: (value: unknown) => string) => string): RawStat
 /**
  * Aborts the transaction unless the lease is still ours (and the offset is where we left it): when the guard fails,
  * the INSERT hits the existing row's primary key, so nothing of the batch commits. One statement, no round trip to
- * inspect a row count, so a whole batch commits as one non-interactive transaction.
+ * inspect a row count, so a whole batch commits as one non-interactive transaction. On PostgreSQL the lease row it
+ * found stays share-locked to the commit, so a takeover (an UPDATE of that row) waits for it instead of slipping in
+ * between the fence and the commit; SQLite's write transaction already excludes every other writer.
  */
 function fence(lease: Lease, offset?: number): RawStatement {
   return statement((bind) => {
     const t = tableName('PartitionState');
     // Placeholders are bound in text order (SQLite's `?` are positional).
     const head = `INSERT INTO ${t} ("tenantId", "partition") SELECT ${bind(lease.tenantId)}, ${bind(lease.partition)} WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`;
-    return offset === undefined ? `${head})` : `${head} AND "offset" = ${bind(offset)})`;
+    const guard = offset === undefined ? head : `${head} AND "offset" = ${bind(offset)}`;
+    return `${guard}${isPostgres() ? ' FOR SHARE' : ''})`;
   });
 }
 
@@ -283,7 +286,8 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
     statements.push(statement((bind) => `UPDATE ${tableName('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
   }
   // Only what reads the journal's max seq needs the journal lock, and it is held to the commit: taken this late, a
-  // commit holds it for its journal and checkpoint statements only, and one without either never waits for it.
+  // commit holds it for its journal and checkpoint statements only, and one without either never waits for it. The
+  // fences above keep their lease rows locked meanwhile, so waiting here cannot let a takeover in.
   if (isPostgres() && (commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0)) statements.push({ sql: `SELECT pg_advisory_xact_lock(${JOURNAL_LOCK})`, params: [] });
   statements.push(...insertJournal(tenantId, commit.moves));
   for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(cp));

@@ -31,7 +31,12 @@ class SharedSqliteAdapter extends PrismaBetterSqlite3 {
   override async connect() {
     const adapter = await super.connect();
     const connection = (adapter as unknown as { client: BetterSqlite3.Database }).client;
-    this.checkpointer ??= startCheckpointer(connection, this.file);
+    try {
+      this.checkpointer ??= startCheckpointer(connection, this.file);
+    } catch (error) {
+      // Without the worker, SQLite checkpoints inside commits as it always did.
+      console.warn('[crowdflow] could not start the SQLite checkpoint worker:', error instanceof Error ? error.message : error);
+    }
     this.opened(connection);
     return adapter;
   }
@@ -64,6 +69,7 @@ export function dbTarget(): DatabaseTarget {
 
 /** The SQLite connection under the Prisma client (opened by its first query). */
 export async function connectedSqlite(): Promise<BetterSqlite3.Database> {
+  db();
   const holder = store[globalKey];
   if (!holder?.sqlite) throw new Error('The database is not SQLite');
   await holder.db.$connect();

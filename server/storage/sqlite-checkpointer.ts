@@ -1,7 +1,8 @@
 // SQLite copies its write-ahead log into the database file ("checkpoints") inside whichever commit pushes the log
 // past 1,000 pages: on our one connection, that is the event loop stalling for the copy and its fsync several times a
 // second under load. A worker thread with its own connection checkpoints instead, without blocking the writer
-// (PASSIVE), and the connection's own automatic checkpoint is raised to a backstop for a stalled worker.
+// (PASSIVE), and the connection's own automatic checkpoint is raised to a backstop for a slow worker; a worker that
+// dies hands checkpointing back to the writer.
 // Measured (`npm run bench -- --only=engine,http --providers=sqlite`, two runs each): events end to end over HTTP
 // 161,000–168,000 → 176,000–185,000/s, a 10M-user timer step 71–179 → 60–64 ms; engine-only apply unchanged within
 // the noise (the copy still takes CPU, now on the other core).
@@ -10,36 +11,46 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
 
-const CHECKPOINT_EVERY_MS = 200;
 /** Pages (4 KiB) after which the writer checkpoints by itself after all: the worker is not keeping up. */
 const BACKSTOP_PAGES = 16_384;
+/** SQLite's own default, restored when the worker is gone. */
+const DEFAULT_AUTOCHECKPOINT_PAGES = 1_000;
 /** The log file is cut back to this size when it restarts, so one burst does not leave a huge file behind. */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 // Plain CommonJS evaluated in the worker, so no bundler has to know about it; the driver's path comes from the
-// main thread.
+// main thread. Replies: {kind: 'ran'} after each periodic checkpoint, {kind: 'now', id} to a request, {kind:
+// 'failed'} once when periodic checkpoints start failing.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 let connection = null;
-let warned = false;
-function checkpoint(id) {
-  try {
-    connection ??= new Database(workerData.file, { fileMustExist: true });
-    const [result] = connection.pragma('wal_checkpoint(PASSIVE)');
-    if (id !== undefined) parentPort.postMessage({ id, log: result.log, checkpointed: result.checkpointed });
-  } catch (error) {
-    const message = String((error && error.message) || error);
-    if (id !== undefined || !warned) parentPort.postMessage({ id, error: message });
-    warned = true;
-  }
+let failing = false;
+function checkpoint() {
+  connection ??= new Database(workerData.file, { fileMustExist: true });
+  const [result] = connection.pragma('wal_checkpoint(PASSIVE)');
+  return { log: result.log, checkpointed: result.checkpointed };
 }
-const timer = setInterval(checkpoint, workerData.everyMs);
+const timer = setInterval(() => {
+  try {
+    parentPort.postMessage({ kind: 'ran', ...checkpoint() });
+    failing = false;
+  } catch (error) {
+    if (!failing) parentPort.postMessage({ kind: 'failed', error: String((error && error.message) || error) });
+    failing = true;
+  }
+}, workerData.everyMs);
 parentPort.on('message', (message) => {
-  if (message.now !== undefined) return checkpoint(message.now);
-  clearInterval(timer);
-  connection?.close();
-  parentPort.close();
+  if (message.stop) {
+    clearInterval(timer);
+    connection?.close();
+    return parentPort.close();
+  }
+  try {
+    parentPort.postMessage({ kind: 'now', id: message.now, ...checkpoint() });
+  } catch (error) {
+    parentPort.postMessage({ kind: 'now', id: message.now, error: String((error && error.message) || error) });
+  }
 });
 `;
 
@@ -50,39 +61,74 @@ export interface CheckpointResult {
 }
 
 export interface Checkpointer {
-  /** Checkpoints at once and resolves with the outcome (tests; the worker also runs on its own). */
+  /** Checkpoints at once (tests; the worker also runs on its own). Rejects once the worker is gone. */
   now(): Promise<CheckpointResult>;
+  /** The outcome of the worker's next periodic checkpoint. Rejects once the worker is gone. */
+  nextRun(): Promise<CheckpointResult>;
   stop(): Promise<void>;
 }
 
-/** Tunes the writer connection and starts the worker for the database file it writes. */
-export function startCheckpointer(connection: BetterSqlite3.Database, file: string): Checkpointer {
+type WorkerReply = { kind: 'ran' | 'now' | 'failed'; id?: number; error?: string } & Partial<CheckpointResult>;
+type Waiter = { resolve: (result: CheckpointResult) => void; reject: (error: Error) => void };
+
+export interface CheckpointerOptions {
+  everyMs?: number;
+  /** The better-sqlite3 entry file (default: the project's); tests pass a broken one. */
+  driver?: string;
+}
+
+/** Starts the worker for the database file `connection` writes, then lets the connection leave checkpoints to it. */
+export function startCheckpointer(connection: BetterSqlite3.Database, file: string, options: CheckpointerOptions = {}): Checkpointer {
+  const driver = options.driver ?? createRequire(join(/*turbopackIgnore: true*/ process.cwd(), 'package.json')).resolve('better-sqlite3');
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, everyMs: options.everyMs ?? 200 } });
+  worker.unref(); // never what keeps a process alive
   connection.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
   connection.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
-  const driver = createRequire(join(process.cwd(), 'package.json')).resolve('better-sqlite3');
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, everyMs: CHECKPOINT_EVERY_MS } });
-  worker.unref(); // never what keeps a process alive
-  const waiting = new Map<number, (result: CheckpointResult | Error) => void>();
+
+  const requests = new Map<number, Waiter>();
+  let runs: Waiter[] = [];
   let nextId = 0;
-  worker.on('message', (message: { id?: number; error?: string } & Partial<CheckpointResult>) => {
-    const reply = message.id === undefined ? undefined : waiting.get(message.id);
-    if (message.id !== undefined) waiting.delete(message.id);
-    if (reply) reply(message.error === undefined ? { log: message.log!, checkpointed: message.checkpointed! } : new Error(message.error));
-    // Said once by the worker: the writer's backstop checkpoints meanwhile.
-    else if (message.error !== undefined) console.warn(`[crowdflow] background SQLite checkpoint failed: ${message.error}`);
+  let gone: Error | null = null;
+  let stopping = false;
+  worker.on('message', (reply: WorkerReply) => {
+    const result = { log: reply.log!, checkpointed: reply.checkpointed! };
+    if (reply.kind === 'now') {
+      const waiter = requests.get(reply.id!);
+      requests.delete(reply.id!);
+      if (reply.error === undefined) waiter?.resolve(result);
+      else waiter?.reject(new Error(reply.error));
+    } else if (reply.kind === 'ran') {
+      for (const waiter of runs) waiter.resolve(result);
+      runs = [];
+    } else console.warn(`[crowdflow] background SQLite checkpoint failed (the writer's backstop checkpoints meanwhile): ${reply.error}`);
   });
-  worker.on('error', (error) => console.warn('[crowdflow] SQLite checkpoint worker stopped:', error.message));
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  worker.on('error', (error) => console.warn('[crowdflow] SQLite checkpoint worker failed:', error.message));
+  const exited = new Promise<void>((resolve) =>
+    worker.once('exit', () => {
+      gone = new Error(stopping ? 'The checkpoint worker was stopped' : 'The checkpoint worker exited');
+      if (!stopping && connection.open) connection.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
+      for (const waiter of [...requests.values(), ...runs]) waiter.reject(gone);
+      requests.clear();
+      runs = [];
+      resolve();
+    }),
+  );
+  const waiting = (register: (waiter: Waiter) => void) =>
+    new Promise<CheckpointResult>((resolve, reject) => (gone ? reject(gone) : register({ resolve, reject })));
   return {
     now: () =>
-      new Promise((resolve, reject) => {
+      waiting((waiter) => {
         const id = nextId++;
-        waiting.set(id, (result) => (result instanceof Error ? reject(result) : resolve(result)));
+        requests.set(id, waiter);
         worker.postMessage({ now: id });
       }),
+    nextRun: () => waiting((waiter) => runs.push(waiter)),
     stop: async () => {
-      worker.ref(); // waiting for its exit must keep this process alive until then
-      worker.postMessage({ stop: true });
+      if (!gone) {
+        stopping = true;
+        worker.ref(); // waiting for its exit must keep this process alive until then
+        worker.postMessage({ stop: true });
+      }
       await exited;
     },
   };

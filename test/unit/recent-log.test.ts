@@ -37,3 +37,16 @@ it('a row is read the same from memory as from the log, so a loop that re-reads 
   expect(fromMemory).toEqual([{ offset: 1, events: [event(1), event(3)] }]);
   expect(fromLog).toEqual(fromMemory);
 });
+
+it('batches written together in one group commit are handed over under the offsets the log gave them', async () => {
+  const tenantId = newId('tn');
+  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 3 } });
+  // Sent at once, they queue behind the first transaction and the rest go in one group: several rows per partition.
+  await Promise.all(Array.from({ length: 12 }, (_, batch) => appendEvents(tenantId, 3, [0, 1, 2, 3].map((i) => event(batch * 100 + i)))));
+  for (const partition of [0, 1, 2]) {
+    const fromMemory = takeRecent(tenantId, partition, 0, 100);
+    const fromLog = await readLog(tenantId, partition, 0, 100); // memory is empty now: this reads the table
+    expect(fromMemory.length).toBe(12);
+    expect(fromLog).toEqual(fromMemory);
+  }
+});

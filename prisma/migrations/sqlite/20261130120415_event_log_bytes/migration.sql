@@ -2,6 +2,8 @@
 -- RedefineTables
 PRAGMA defer_foreign_keys=ON;
 PRAGMA foreign_keys=OFF;
+-- One transaction (EventLog has no foreign keys, so nothing cascades): a crash mid-way leaves the old table.
+BEGIN;
 CREATE TABLE "new_EventLog" (
     "tenantId" TEXT NOT NULL,
     "partition" INTEGER NOT NULL,
@@ -15,5 +17,6 @@ CREATE TABLE "new_EventLog" (
 INSERT INTO "new_EventLog" ("count", "createdAt", "events", "offset", "partition", "tenantId") SELECT "count", "createdAt", CAST("events" AS BLOB), "offset", "partition", "tenantId" FROM "EventLog";
 DROP TABLE "EventLog";
 ALTER TABLE "new_EventLog" RENAME TO "EventLog";
+COMMIT;
 PRAGMA foreign_keys=ON;
 PRAGMA defer_foreign_keys=OFF;
