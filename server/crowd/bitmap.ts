@@ -13,6 +13,8 @@ export const MAX_USER_ID = 4294967295;
  * 3× faster than TypedArray#sort on a million random IDs, and roaring takes sorted batches several times faster.
  */
 export function radixSortUint32(values: Uint32Array, scratch: Uint32Array): Uint32Array {
+  // Typed arrays drop writes past their end silently: a short scratch would lose IDs.
+  if (scratch.length < values.length) throw new RangeError(`radixSortUint32: scratch holds ${scratch.length} values, ${values.length} needed`);
   const low = new Uint32Array(65536);
   const high = new Uint32Array(65536);
   const n = values.length;

@@ -188,7 +188,9 @@ export async function commitConsumer(tenantId: string, name: string, cursor: num
 
 /**
  * Deletes journal entries that every consumer of their tenant has committed past AND that are older than the
- * retention. Entries a running instance still needs for recovery (newer than its shard's checkpoint) stay.
+ * retention. Entries a running instance still needs for recovery (newer than its shard's checkpoint) stay, and so
+ * does the journal's newest entry: seqs continue from the max, so deleting it would hand out seqs again that
+ * consumer cursors and checkpoints have already passed (their moves would be skipped).
  * Returns how many entries were deleted. Called by the engine's housekeeping.
  */
 export async function cleanupJournal(clock: Clock, retentionMs = DEFAULT_RETENTION_MS): Promise<number> {
@@ -211,6 +213,7 @@ async function deleteOldEntries(tenantId: string, cutoff: bigint, slowestCursor:
   const { params, bind } = sqlParameters();
   const sql = `DELETE FROM ${journal} WHERE "seq" IN (
     SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)} AND j."timeMs" < ${bind(cutoff)}
+      AND j."seq" < (SELECT MAX("seq") FROM ${journal})
       ${slowestCursor === null ? '' : `AND j."seq" <= ${bind(slowestCursor)}`}
       AND NOT EXISTS (
         SELECT 1 FROM ${instance} i WHERE i."id" = j."instanceId" AND i."state" IN (${ACTIVE_INSTANCE_STATES.map(bind).join(', ')})

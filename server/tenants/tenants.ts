@@ -97,7 +97,10 @@ export async function deleteTenant(tenant: Tenant): Promise<void> {
         await tx.profile.deleteMany({ where: { tenantId } });
         await tx.eventLog.deleteMany({ where: { tenantId } });
         await tx.partitionState.deleteMany({ where: { tenantId } });
-        await tx.journal.deleteMany({ where: { tenantId } });
+        // The journal's newest entry stays even when it is this tenant's: seqs continue from the max, so deleting it
+        // would hand out seqs again that other tenants' checkpoints and consumer cursors have already passed.
+        const newest = await tx.journal.aggregate({ _max: { seq: true } });
+        await tx.journal.deleteMany({ where: { tenantId, seq: { lt: newest._max.seq ?? 0n } } });
         await tx.consumer.deleteMany({ where: { tenantId } });
         await tx.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } });
       },

@@ -14,6 +14,7 @@ import {
 import { sqlParameters, tableName } from '../../server/storage/sql';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
+import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 
 const DAY = 24 * 60 * 60 * 1000;
 let nextSeq = 1;
@@ -164,10 +165,24 @@ describe('journal cleanup', () => {
     await commitConsumer(t, 'slow', recent, clock.now());
     await cleanupJournal(clock);
     expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([recent]); // within retention
+    const newest = await move(t, { user: 5, timeMs: clock.now() });
     await clock.advance(DEFAULT_RETENTION_MS);
     expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(1);
-    expect((await readNotifications(t, 0, 100)).items).toEqual([]);
+    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([newest]); // `slow` has not read it
     expect(s1).toBeLessThan(s2);
+  });
+
+  it('never deletes the journal\'s newest entry, so the next move never gets a seq a cursor has passed', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 1, 1));
+    const t = await tenant();
+    const newest = await move(t, { user: 1, timeMs: clock.now() - 30 * DAY });
+    await createConsumer(t, 'done', 'tail');
+    await cleanupJournal(clock);
+    const [row] = await db().journal.findMany({ orderBy: { seq: 'desc' }, take: 1 });
+    expect(Number(row.seq)).toBe(newest); // old and read by every consumer, but the engine numbers after it
+    const next = await move(t, { user: 2, timeMs: clock.now() });
+    expect(await cleanupJournal(clock)).toBe(1);
+    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([next]);
   });
 
   it('without consumers uses the retention alone, and keeps what a running instance needs to recover', async () => {
@@ -181,10 +196,23 @@ describe('journal cleanup', () => {
     const afterCheckpoint = await move(t, { user: 2, timeMs: old, instanceId, partition: 0 });
     const noCheckpoint = await move(t, { user: 3, timeMs: old, instanceId, partition: 1 });
     const stoppedInstance = await move(t, { user: 4, timeMs: old, instanceId: 'in_stopped' });
+    const newest = await move(t, { user: 5, timeMs: clock.now() });
     await db().shardCheckpoint.update({ where: { instanceId_partition: { instanceId, partition: 0 } }, data: { journalSeq: BigInt(beforeCheckpoint) } });
     await cleanupJournal(clock);
-    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([afterCheckpoint, noCheckpoint]);
+    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([afterCheckpoint, noCheckpoint, newest]);
     expect(stoppedInstance).toBeGreaterThan(noCheckpoint);
+  });
+
+  it('deleting a tenant keeps the journal\'s newest entry when it is the tenant\'s, and deletes the rest of its entries', async () => {
+    const other = await tenant();
+    const otherSeq = await move(other, { user: 1 });
+    const view = await createTenant({ name: `gone-${nextSeq}`, partitions: 1 });
+    const older = await move(view.id, { user: 2 });
+    const newest = await move(view.id, { user: 3 });
+    await deleteTenant({ ...view, createdAt: new Date(view.createdAt) });
+    const left = await db().journal.findMany({ where: { seq: { in: [BigInt(otherSeq), BigInt(older), BigInt(newest)] } }, orderBy: { seq: 'asc' } });
+    expect(left.map((row) => Number(row.seq))).toEqual([otherSeq, newest]);
+    expect(Number((await db().journal.aggregate({ _max: { seq: true } }))._max.seq)).toBe(newest);
   });
 
   it('deletes a large backlog in chunks until nothing old is left', async () => {
