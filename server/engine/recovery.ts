@@ -32,8 +32,11 @@ interface MoveGroup {
 }
 
 class Replay {
-  private runUsers = new RoaringBitmap32();
+  /** Users moved in the current run: a user seen again ends the run. */
+  private readonly runUsers = new Set<number>();
   private readonly groups = new Map<string, MoveGroup>();
+  /** The group of the previous row: consecutive rows mostly share from, to and time, so the key is built rarely. */
+  private last: MoveGroup | null = null;
 
   constructor(
     private readonly shard: Shard,
@@ -47,13 +50,15 @@ class Replay {
       return;
     }
     const user = row.user!;
-    if (!this.runUsers.tryAdd(user)) {
-      this.flush();
-      this.runUsers.add(user);
+    if (this.runUsers.has(user)) this.flush();
+    this.runUsers.add(user);
+    let group = this.last;
+    if (group === null || group.from !== row.fromStep || group.to !== row.toStep || group.timeMs !== row.timeMs) {
+      const key = this.groupKey(row);
+      group = this.groups.get(key) ?? null;
+      if (!group) this.groups.set(key, (group = { from: row.fromStep, to: row.toStep, timeMs: row.timeMs, users: [], count: 0 }));
+      this.last = group;
     }
-    const key = this.groupKey(row);
-    let group = this.groups.get(key);
-    if (!group) this.groups.set(key, (group = { from: row.fromStep, to: row.toStep, timeMs: row.timeMs, users: [], count: 0 }));
     group.users.push(user);
     group.count += row.count;
   }
@@ -61,7 +66,8 @@ class Replay {
   flush(): void {
     for (const g of this.groups.values()) applyMove(this.shard, this.workflow, g.from, g.to, g.timeMs, RoaringBitmap32.from(g.users), g.count);
     this.groups.clear();
-    if (this.runUsers.size > 0) this.runUsers = new RoaringBitmap32();
+    this.last = null;
+    this.runUsers.clear();
   }
 
   /** Rows in one group land in the same delay and ttl buckets of their target step. */

@@ -338,16 +338,17 @@ export interface ReplayRow {
 /** Journal rows of one shard after `seq`, in seq order, in pages (recovery replays them onto the checkpoint). */
 export async function* journalAfter(instanceId: string, partition: number, seq: number, pageSize = 50_000): AsyncGenerator<ReplayRow[]> {
   const rawDb = await raw();
+  // PostgreSQL hands BIGINT columns over as strings; as doubles (exact below 2^53) they parse straight to numbers.
+  const number = (column: string) => (isPostgres() ? `"${column}"::float8 AS "${column}"` : `"${column}"`);
+  const columns = `${number('seq')}, "fromStep", "toStep", ${number('user')}, "bitmap", ${number('count')}, ${number('timeMs')}`;
   for (let after = seq; ; ) {
     const { params, bind } = sqlParameters();
     const rows = await rawDb.query<ReplayRow>(
-      `SELECT "seq", "fromStep", "toStep", "user", "bitmap", "count", "timeMs" FROM ${tableName('Journal')}
+      `SELECT ${columns} FROM ${tableName('Journal')}
        WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)} ORDER BY "seq" LIMIT ${bind(pageSize)}`,
       params,
     );
     if (rows.length === 0) return;
-    // PostgreSQL returns BIGINT columns as strings.
-    if (isPostgres()) for (const r of rows) Object.assign(r, { seq: num(r.seq), user: r.user === null ? null : num(r.user), count: num(r.count), timeMs: num(r.timeMs) });
     yield rows;
     after = num(rows[rows.length - 1].seq);
     if (rows.length < pageSize) return;
