@@ -1,11 +1,11 @@
 // The byte format of one EventLog row (the events of one ingested batch for one partition). JSON was a fifth of the
-// engine's CPU time at full load (stringify on ingest) and ~80 bytes per event for SQLite to write; this columnar
-// form is about 20 bytes per typical event and cheap to write and read.
+// engine's CPU time at full load (stringify on ingest) and ~74 bytes per event for SQLite to write; this columnar
+// form is about 17 bytes per typical event and cheap to write and read.
 //
 //   u8 version (1) · u32 count · u8 timeMode (0: one time for all, 1: one per event) · time(s) as f64
-//   u16 type count · per type: u16 byte length, its JSON string literal · u16 shape count · per shape: u16 key count, per key: u16
-//   byte length, UTF-8 · per event: u32 user, u16 type index, u16 shape (0: empty data, JSON_DATA: JSON text) ·
-//   per event with data: one tagged value per key of its shape, or u32 byte length + JSON text
+//   u16 type count · per type: u16 byte length, its JSON string literal · u16 shape count · per shape: u16 key
+//   count, per key: u16 byte length, UTF-8 · per event: u32 user, u16 type index, u16 shape (0: empty data,
+//   JSON_DATA: JSON text) · per event with data: one tagged value per key of its shape, or u32 length + JSON text
 //
 // A shape is the key list of a data object whose values are all numbers, strings, booleans or null; anything else
 // (nested values, `__proto__` keys, keys too long for a u16 length, more keys or shapes than a u16 holds, strings
