@@ -3,12 +3,11 @@
 import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
-import { dbTarget } from '../storage/db';
 import { raw } from '../storage/raw';
 import { encodeEvents } from './log-codec';
 import { rememberAppended } from './recent-log';
 import type { LoggedEvent } from './types';
-import { sqlParameters, tableName } from '../storage/sql';
+import { isPostgres, sqlParameters, tableName } from '../storage/sql';
 import { findTenant, type Tenant } from '../tenants/tenants';
 
 export const MAX_EVENTS_PER_BATCH = 10_000;
@@ -167,7 +166,7 @@ async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void
   const rows: LogRowToWrite[] = [];
   for (const batch of batches) for (const [partition, events] of partitionEvents(batch.events, batch.partitions)) rows.push({ partition, events });
   rows.sort((a, b) => a.partition - b.partition); // stable: batches keep their arrival order within a partition
-  const write = dbTarget().provider === 'postgres' ? insertAsOneStatement : insertRowByRow;
+  const write = isPostgres() ? insertAsOneStatement : insertRowByRow;
   for (let attempt = 1; ; attempt++) {
     try {
       const offsets = await write(tenantId, rows);

@@ -2,12 +2,12 @@
 // new offset + checkpoints) in ONE transaction fenced by the partition lease epoch, leases with expiry and takeover.
 // These are the engine's hot paths, so they run on the raw driver (server/storage/raw.ts) with identifiers quoted for
 // both providers; only a commit that also writes through Prisma (`also`, instance operations) is a Prisma transaction.
-import { db, dbTarget, type Tx } from '../storage/db';
+import { db, type Tx } from '../storage/db';
 import { raw, type RawStatement } from '../storage/raw';
 import { isDeadLocalOwner } from '../process-owner';
 import { decodeEvents } from './log-codec';
 import { takeRecent } from './recent-log';
-import { sqlParameters, tableName } from '../storage/sql';
+import { isPostgres, sqlParameters, tableName } from '../storage/sql';
 import type { LoggedEvent } from './types';
 
 /** A move to journal: a single user or a bulk bitmap (portable roaring bytes). */
@@ -47,7 +47,6 @@ export class LeaseLostError extends Error {
 
 const JOURNAL_COLUMNS = ['seq', 'tenantId', 'instanceId', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'leaveAction', 'enterAction', 'timeMs'];
 
-const isPostgres = () => dbTarget().provider === 'postgres';
 
 const num = (value: unknown): number => (value === null || value === undefined ? 0 : Number(value));
 
