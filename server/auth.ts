@@ -47,7 +47,12 @@ function readCookie(request: Request, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(';')) {
     const [key, ...rest] = part.trim().split('=');
-    if (key === name) return decodeURIComponent(rest.join('='));
+    if (key !== name) continue;
+    try {
+      return decodeURIComponent(rest.join('='));
+    } catch {
+      throw new AppError('unauthorized', `The ${name} cookie is malformed (a bad percent-escape); sign in again`);
+    }
   }
   return undefined;
 }

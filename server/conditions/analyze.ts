@@ -25,6 +25,11 @@ function describe(error: CelError): string {
   return error.range ? `${summary} (at character ${error.range.start + 1})` : summary;
 }
 
+/** Deepest nesting a condition may have: cel-js parses, checks and evaluates recursively, and a deeper tree (thousands
+ * of `!` or `&&` in a row) would overflow the call stack (4,000 `!` did in the server). */
+export const MAX_CONDITION_DEPTH = 1000;
+const tooDeep = `condition is nested too deeply (more than ${MAX_CONDITION_DEPTH} levels of operators such as !, -, && or ||); simplify it`;
+
 /** Parses and type-checks `text` against the condition environment; returns the first problem in words. */
 export function analyzeCondition(text: string): AnalysisResult {
   if (text.trim() === '') return { ok: false, problem: 'condition is empty (write true to always match)' };
@@ -32,8 +37,9 @@ export function analyzeCondition(text: string): AnalysisResult {
   try {
     parsed = conditionEnvironment.parse(text);
   } catch (error) {
-    return { ok: false, problem: describe(error as CelError) };
+    return { ok: false, problem: error instanceof RangeError ? tooDeep : describe(error as CelError) };
   }
+  if (astDepth(parsed.ast) > MAX_CONDITION_DEPTH) return { ok: false, problem: tooDeep };
   const checked = parsed.check();
   if (!checked.valid) return { ok: false, problem: describe(checked.error as CelError) };
   if (checked.type !== 'bool' && checked.type !== 'dyn') {
@@ -43,6 +49,17 @@ export function analyzeCondition(text: string): AnalysisResult {
   const crowdProblem = collectUsage(parsed.ast, usage);
   if (crowdProblem) return { ok: false, problem: crowdProblem };
   return { ok: true, condition: { parsed, usage, plan: planOf(parsed.ast) } };
+}
+
+function astDepth(root: ASTNode): number {
+  let deepest = 0;
+  const stack: [ASTNode, number][] = [[root, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    deepest = Math.max(deepest, depth);
+    for (const child of childNodes(node)) stack.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 function childNodes(node: ASTNode): ASTNode[] {
