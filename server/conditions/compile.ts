@@ -3,6 +3,7 @@ import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roa
 import { AppError } from '../errors';
 import { analyzeCondition, eventDataComparison, eventTypeEquality, profileEquality, profileMembership, type ConditionUsage, type Relational } from './analyze';
 import { conditionEnvironment, withMembership } from './environment';
+import { withRe2Matches } from './regex';
 
 export type ConditionEvent = { type: string; data: Record<string, unknown>; time: number /* epoch ms */ };
 export type ConditionInput = { user: number; now: number; event?: ConditionEvent; profile?: Record<string, unknown> };
@@ -159,7 +160,7 @@ function predicateOf(node: ASTNode, usage: ConditionUsage): PredicateNode {
 }
 
 function celLeaf(node: ASTNode, usage: ConditionUsage): PredicateNode {
-  const evaluate = conditionEnvironment.parse(serialize(node));
+  const evaluate = conditionEnvironment.parse(serialize(withRe2Matches(node)));
   return (evaluation) => {
     evaluation.context ??= celContext(evaluation, usage);
     // A missing value surfaces as a thrown cel-js error; capturing its stack trace cost ~7x the evaluation itself.

@@ -1,5 +1,6 @@
 import { Environment } from '@marcbachmann/cel-js';
 import type { CrowdMembership } from './compile';
+import { re2Matches } from './regex';
 
 /**
  * The crowd lookup of the evaluation in progress. cel-js function handlers only receive their arguments, and
@@ -32,4 +33,6 @@ export const conditionEnvironment = new Environment({ homogeneousAggregateLitera
     'inCrowd(string): bool',
     (name: string) => (membership ? membership.crowds.has(name, membership.user) : false),
     { description: 'Whether the user belongs to the tenant crowd of that name' },
-  );
+  )
+  // CEL's function form of matches, with RE2 semantics; evaluation rewrites the method form to it (see regex.ts).
+  .registerFunction('matches(string, string): bool', re2Matches, { description: 'Whether the RE2 pattern (second) matches part of the text (first)' });
