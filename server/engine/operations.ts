@@ -32,11 +32,20 @@ async function crowdOf(tenantId: string, name: string, workflowId: string, insta
   return { users, excludedCount: crowd.bitmap.size - users.size };
 }
 
-/** Every partition lease of the tenant; an operation needs them all (another process owns some → retry later). */
+/**
+ * How long an operation waits for partitions this process does not own yet before it fails: after a restart the
+ * predecessor's leases (15 s) run out first, and a member joining or leaving moves partitions within a few leases.
+ */
+export const PARTITION_WAIT_MS = 2 * 60 * 1000;
+
+/** Every partition lease of the tenant; an operation needs them all (some not owned yet → wait for them). */
 async function allLeases(engine: Engine, tenantId: string): Promise<Lease[]> {
   const workers = await engine.workers(tenantId);
   const missing = workers.filter((w) => !w.lease).map((w) => w.partition);
-  if (missing.length) throw new RetryLaterError(`partitions ${missing.join(', ')} of tenant ${tenantId} are not owned by this process yet`);
+  if (missing.length) {
+    for (const worker of workers) if (!worker.lease) worker.poke();
+    throw new RetryLaterError(`waiting for partitions ${missing.join(', ')} of tenant ${tenantId}: not owned by this process yet`, { waitMs: PARTITION_WAIT_MS });
+  }
   return workers.map((w) => w.lease!);
 }
 

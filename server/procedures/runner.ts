@@ -10,6 +10,8 @@ import { FINISHED_STATES, RetryLaterError, type ChildProcedure, type Json, type 
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const CLEANUP_EVERY_MS = 60 * 60 * 1000;
+/** A procedure waiting for a resource looks again at least this often, so it goes on soon after the resource is free. */
+const WAIT_RETRY_CAP_MS = 1_000;
 
 /** Bookkeeping of one procedure during one turn (a run of steps until it finishes, waits or is stopped). */
 interface Turn {
@@ -191,7 +193,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     try {
       instance = definition.create(JSON.parse(row.data) as Json);
     } catch (error) {
-      return this.fail(row, errorMessage(error));
+      return this.fail(row, { message: errorMessage(error) });
     }
     const turn: Turn = { row, definition, instance };
     if (row.state === 'prepare-rollback') return this.prepareRollback(turn, parseError(row.error) ?? { message: 'unknown failure' });
@@ -213,6 +215,7 @@ class DurableProcedureRunner implements ProcedureRunner {
       try {
         status = await instance.execute(this.context(row, childOutputs));
       } catch (error) {
+        if (error instanceof RetryLaterError && error.waitMs !== undefined) return this.waitOrGiveUp(turn, error, error.waitMs);
         const maxRetries = turn.definition.maxRetries ?? DEFAULT_MAX_RETRIES;
         if (error instanceof RetryLaterError && row.attempts < maxRetries) return this.scheduleRetry(turn, 'retrying', { message: error.message });
         return this.prepareRollback(turn, { message: errorMessage(error) });
@@ -240,13 +243,14 @@ class DurableProcedureRunner implements ProcedureRunner {
   /** Persists prepare-rollback with the error, then rolls back if the type can, else fails. */
   private async prepareRollback(turn: Turn, error: StoredError): Promise<void> {
     const { row, definition, instance } = turn;
+    // The attempts stay as they were (a failed procedure shows how often it was tried); the rollback counts its own.
     if (row.state !== 'prepare-rollback') {
-      await transition(row.id, this.owner, row.step, { state: 'prepare-rollback', error, attempts: 0 }, this.clock.now());
-      Object.assign(row, { state: 'prepare-rollback', error: JSON.stringify(error), attempts: 0 });
+      await transition(row.id, this.owner, row.step, { state: 'prepare-rollback', error }, this.clock.now());
+      Object.assign(row, { state: 'prepare-rollback', error: JSON.stringify(error) });
     }
-    if (!definition.supportsRollback || !instance.rollback) return this.fail(row, error.message);
+    if (!definition.supportsRollback || !instance.rollback) return this.fail(row, error);
     await transition(row.id, this.owner, row.step, { state: 'rolling-back', attempts: 0 }, this.clock.now());
-    Object.assign(row, { state: 'rolling-back' });
+    Object.assign(row, { state: 'rolling-back', attempts: 0 });
     return this.rollBack(turn);
   }
 
@@ -269,14 +273,23 @@ class DurableProcedureRunner implements ProcedureRunner {
     }
   }
 
-  private async scheduleRetry(turn: Turn, state: 'retrying' | 'rolling-back', error: StoredError): Promise<void> {
+  private async scheduleRetry(turn: Turn, state: 'retrying' | 'rolling-back', error: StoredError, delayMs = backoffDelay(turn.row.attempts + 1)): Promise<void> {
     const attempts = turn.row.attempts + 1;
-    const nextRunMs = this.clock.now() + backoffDelay(attempts);
-    await transition(turn.row.id, this.owner, turn.row.step, { state, attempts, error, nextRunMs }, this.clock.now());
+    await transition(turn.row.id, this.owner, turn.row.step, { state, attempts, error, nextRunMs: this.clock.now() + delayMs }, this.clock.now());
   }
 
-  private async fail(row: ProcedureRow, message: string): Promise<void> {
-    await transition(row.id, this.owner, row.step, { state: 'failed', error: { message } }, this.clock.now());
+  /** A wait for a resource: retried (not counted against maxRetries) until `waitMs` after the wait began, then failed. */
+  private async waitOrGiveUp(turn: Turn, error: RetryLaterError, waitMs: number): Promise<void> {
+    const now = this.clock.now();
+    const since = parseError(turn.row.error)?.waitingSinceMs ?? now;
+    if (now - since >= waitMs) {
+      return this.prepareRollback(turn, { message: `${error.message} (gave up after waiting ${Math.round((now - since) / 1000)} s; the limit is ${Math.round(waitMs / 1000)} s)`, waitingSinceMs: since });
+    }
+    await this.scheduleRetry(turn, 'retrying', { message: error.message, waitingSinceMs: since }, Math.min(WAIT_RETRY_CAP_MS, backoffDelay(turn.row.attempts + 1)));
+  }
+
+  private async fail(row: ProcedureRow, error: StoredError): Promise<void> {
+    await transition(row.id, this.owner, row.step, { state: 'failed', error }, this.clock.now());
   }
 
   private async commit(turn: Turn, update: Parameters<typeof commitStep>[3], now: number, children: NewProcedure[] = []): Promise<void> {

@@ -21,6 +21,8 @@ export class LeaseLostError extends Error {
 export interface StoredError {
   message: string;
   rollbackError?: string;
+  /** Set while the procedure waits for a resource: when the wait began (its deadline counts from here). */
+  waitingSinceMs?: number;
 }
 
 export function parseError(text: string | null): StoredError | null {
@@ -43,7 +45,8 @@ export function toView(row: ProcedureRow): ProcedureView {
     error: error?.message ?? null,
     rollbackError: error?.rollbackError ?? null,
     attempts: row.attempts,
-    nextRunAt: row.nextRunMs > 0n ? new Date(Number(row.nextRunMs)).toISOString() : null,
+    nextAttemptAt: row.nextRunMs > 0n ? new Date(Number(row.nextRunMs)).toISOString() : null,
+    waitingSince: error?.waitingSinceMs !== undefined ? new Date(error.waitingSinceMs).toISOString() : null,
     owner: row.owner,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),

@@ -62,11 +62,18 @@ export interface ProcedureTypeDefinition {
   create(state: Json): ProcedureInstance;
 }
 
-/** The only error the runner retries (with exponential backoff); everything else rolls back / fails. */
+/**
+ * The only error the runner retries (with exponential backoff); everything else rolls back / fails. A transient failure
+ * is retried `maxRetries` times. A wait (`waitMs` set: a resource another process still holds, such as partitions this
+ * process is taking over after a restart) is retried without counting against `maxRetries`, every second at most,
+ * until `waitMs` have passed since the wait began; only then does the procedure fail (or roll back).
+ */
 export class RetryLaterError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  readonly waitMs: number | undefined;
+  constructor(message: string, options?: { cause?: unknown; waitMs?: number }) {
     super(message, options);
     this.name = 'RetryLaterError';
+    this.waitMs = options?.waitMs;
   }
 }
 
@@ -94,8 +101,12 @@ export interface ProcedureView {
   error: string | null;
   /** The last failure of the rollback itself, when it failed too. */
   rollbackError: string | null;
+  /** Retries so far of the current step (or rollback step); a failed procedure keeps the count it failed with. */
   attempts: number;
-  nextRunAt: string | null;
+  /** When a retrying procedure runs its next attempt. */
+  nextAttemptAt: string | null;
+  /** Since when a retrying procedure has been waiting for a resource (see RetryLaterError.waitMs), else null. */
+  waitingSince: string | null;
   owner: string | null;
   createdAt: string;
   updatedAt: string;

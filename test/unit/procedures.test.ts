@@ -5,7 +5,7 @@ import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import type { ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
-import { gate, script, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
+import { gate, script, SCRIPTED_WAIT_MS, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
 
 const ROLLBACK = 'test.rollback'; // supports rollback, 2 retries
 const PLAIN = 'test.plain'; // no rollback, default 3 retries
@@ -84,7 +84,7 @@ describe('procedure runner', () => {
     const first = await waitForState(id, 'retrying');
     expect(first.attempts).toBe(1);
     expect(first.error).toBe('database busy');
-    const firstDelay = Date.parse(first.nextRunAt!) - clock.now();
+    const firstDelay = Date.parse(first.nextAttemptAt!) - clock.now();
     expect(firstDelay).toBeGreaterThanOrEqual(500);
     expect(firstDelay).toBeLessThanOrEqual(625);
 
@@ -93,7 +93,7 @@ describe('procedure runner', () => {
     await clock.advance(1);
     await waitUntil(async () => (await runner.get(id))!.attempts === 2, 'second attempt');
     const second = (await runner.get(id))!;
-    const secondDelay = Date.parse(second.nextRunAt!) - clock.now();
+    const secondDelay = Date.parse(second.nextAttemptAt!) - clock.now();
     expect(secondDelay).toBeGreaterThanOrEqual(1000);
     expect(secondDelay).toBeLessThanOrEqual(1250);
 
@@ -105,6 +105,47 @@ describe('procedure runner', () => {
     expect(s.log).toEqual(['execute 0', 'execute 0', 'execute 0', 'execute 1']);
   });
 
+  it('a wait for a resource is retried beyond maxRetries, at most a second apart, showing attempts and the next attempt', async () => {
+    const s = script('waits', { failures: ['wait', 'wait', 'wait', 'wait', 'wait'] });
+    runner = startRunner();
+    const id = await runner.submit(ROLLBACK, scriptedState('waits', 1));
+    const startedAt = clock.now();
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      await waitUntil(async () => (await runner.get(id))!.attempts === attempt, `attempt ${attempt}`);
+      const view = (await runner.get(id))!;
+      expect(view).toMatchObject({ state: 'retrying', error: 'partitions not owned yet', waitingSince: new Date(startedAt).toISOString() });
+      const delay = Date.parse(view.nextAttemptAt!) - clock.now();
+      expect(delay).toBeGreaterThan(0);
+      expect(delay).toBeLessThanOrEqual(1_000);
+      await clock.advance(delay);
+    }
+    const done = await waitForState(id, 'done');
+    expect(done).toMatchObject({ attempts: 0, error: null, waitingSince: null });
+    expect(s.log.filter((l) => l === 'execute 0')).toHaveLength(6);
+  });
+
+  it('a wait that outlasts its deadline fails, keeping its attempts and saying how long it waited', async () => {
+    script('waits-forever', { failures: Array(100).fill('wait') });
+    runner = startRunner();
+    const id = await runner.submit(PLAIN, scriptedState('waits-forever', 1));
+    const startedAt = clock.now();
+    let attempts = 0;
+    for (;;) {
+      const view = await waitForState(id, 'retrying', 'failed');
+      if (view.state === 'failed') {
+        expect(view.error).toMatch(new RegExp(`^partitions not owned yet \\(gave up after waiting 1[01] s; the limit is ${SCRIPTED_WAIT_MS / 1000} s\\)$`));
+        expect(clock.now() - startedAt).toBeGreaterThanOrEqual(SCRIPTED_WAIT_MS);
+        expect(view.attempts).toBe(attempts);
+        expect(view.attempts).toBeGreaterThan(3);
+        expect(view.waitingSince).toBe(new Date(startedAt).toISOString());
+        break;
+      }
+      if (view.attempts === attempts) continue;
+      attempts = view.attempts;
+      await clock.advance(Date.parse(view.nextAttemptAt!) - clock.now());
+    }
+  });
+
   it('after the retries are exhausted, rolls back step by step and fails, keeping the error', async () => {
     const s = script('exhausted', { failures: ['retry', 'retry', 'retry'] });
     runner = startRunner();
@@ -112,7 +153,7 @@ describe('procedure runner', () => {
     for (const attempt of [1, 2]) {
       const retrying = await waitForState(id, 'retrying');
       expect(retrying.attempts).toBe(attempt);
-      await clock.advance(Date.parse(retrying.nextRunAt!) - clock.now());
+      await clock.advance(Date.parse(retrying.nextAttemptAt!) - clock.now());
       if (attempt === 1) await waitUntil(async () => (await runner.get(id))!.attempts === 2, 'attempt 2');
     }
     const failed = await waitForState(id, 'failed');
@@ -133,7 +174,7 @@ describe('procedure runner', () => {
       const view = (await runner.get(id))!;
       expect(view.rollbackError).toBe('rollback broken');
       expect(waiting.state).toBe('rolling-back');
-      await clock.advance(Date.parse(view.nextRunAt!) - clock.now());
+      await clock.advance(Date.parse(view.nextAttemptAt!) - clock.now());
     }
     const failed = await waitForState(id, 'failed');
     expect(failed.error).toBe('quota exceeded');

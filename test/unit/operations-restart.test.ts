@@ -1,0 +1,91 @@
+import { hostname } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RoaringBitmap32 } from '../../server/crowd/bitmap';
+import { saveCrowd } from '../../server/crowd/store';
+import { Engine } from '../../server/engine/engine';
+import { newId } from '../../server/ids';
+import { createProcedureRunner } from '../../server/procedures/runner';
+import type { ProcedureView } from '../../server/procedures/types';
+import { db } from '../../server/storage/db';
+import { processState, startServerProcess, type ServerProcess } from '../helpers/server-process';
+
+// Operations issued right after a server restart, with real server processes: they must wait for the partitions the
+// new process is taking over (a retry-later condition with its own deadline), never fail in the first seconds.
+
+const PARTITIONS = 4;
+const servers: ServerProcess[] = [];
+afterEach(() => servers.splice(0).forEach((server) => server.close()));
+
+// This process only submits (inserts procedure rows) and reads; the server processes run everything.
+const runner = createProcedureRunner({ owner: 'test-submitter', pollMs: 20 });
+const submitter = new Engine({ runner });
+
+function server(): ServerProcess {
+  const started = startServerProcess();
+  servers.push(started);
+  return started;
+}
+
+async function tenantWithWorkflow(): Promise<{ tenantId: string; workflowId: string }> {
+  const tenantId = newId('tn');
+  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: PARTITIONS } });
+  await saveCrowd(tenantId, 'crowd', RoaringBitmap32.from(Array.from({ length: 100 }, (_, i) => i + 1)), 'replace');
+  const workflowId = newId('wf');
+  await db().workflow.create({ data: { id: workflowId, tenantId, name: 'restart', currentVersion: 1, draft: '{}' } });
+  const definition = { steps: [{ name: 'entry', kind: 'direct', next: 'end' }, { name: 'end', kind: 'direct' }] };
+  await db().workflowVersion.create({ data: { workflowId, version: 1, definition: JSON.stringify(definition) } });
+  return { tenantId, workflowId };
+}
+
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const finished = (id: string) => runner.await(id, 30_000);
+const instanceState = async (id: string) => (await db().instance.findUniqueOrThrow({ where: { id } })).state;
+
+describe('operations right after a restart (real processes)', () => {
+  it('a stop issued right after a SIGKILL and restart completes at once: a killed, unreaped predecessor holds nothing', async () => {
+    const { tenantId, workflowId } = await tenantWithWorkflow();
+    const first = server();
+    await first.ready;
+    const started = await submitter.startInstance(tenantId, workflowId, { crowd: 'crowd' });
+    expect((await finished(started.procedureId)).state).toBe('done');
+
+    first.kill();
+    await until(async () => processState(first.pid), (state) => state === 'Z', 'the killed server to be a zombie');
+    const second = server();
+    await second.ready;
+    const stop = await submitter.stopInstance(tenantId, started.instanceId);
+    const stopped = await finished(stop.procedureId);
+    expect(stopped).toMatchObject({ state: 'done', attempts: 0, error: null, output: { instanceId: started.instanceId, state: 'stopped', total: 100 } });
+    expect(await instanceState(started.instanceId)).toBe('stopped');
+  });
+
+  it('a start needing partitions another live process holds waits for them, showing attempts, next attempt and since when, then completes', async () => {
+    const { tenantId, workflowId } = await tenantWithWorkflow();
+    // Another live member (this test process) holds every partition of the tenant.
+    const liveOwner = `${hostname()}:${process.pid}`;
+    await db().partitionState.createMany({ data: Array.from({ length: PARTITIONS }, (_, partition) => ({ tenantId, partition, owner: liveOwner, epoch: 1, leaseUntilMs: BigInt(Date.now() + 10 * 60_000) })) });
+    const restarted = server();
+    await restarted.ready;
+    const started = await submitter.startInstance(tenantId, workflowId, { crowd: 'crowd' });
+    const waiting = await until(async () => (await runner.get(started.procedureId))!, (view) => view.attempts >= 2, 'a second attempt');
+    expect(waiting).toMatchObject({ state: 'retrying', error: `waiting for partitions 0, 1, 2, 3 of tenant ${tenantId}: not owned by this process yet` });
+    expect(waiting.waitingSince).not.toBeNull();
+    expect(Date.parse(waiting.nextAttemptAt!)).toBeGreaterThan(Date.parse(waiting.waitingSince!));
+    expect(await instanceState(started.instanceId)).toBe('starting');
+
+    // The holder hands them over: the waiting start goes on and completes.
+    await db().partitionState.updateMany({ where: { tenantId }, data: { owner: null, leaseUntilMs: 0n } });
+    const done: ProcedureView = await finished(started.procedureId);
+    expect(done).toMatchObject({ state: 'done', error: null, waitingSince: null, output: { instanceId: started.instanceId, userCount: 100 } });
+    expect(await instanceState(started.instanceId)).toBe('running');
+  });
+});
