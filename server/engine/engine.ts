@@ -5,14 +5,14 @@ import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { ProcedureRunner } from '../procedures/types';
 import { getProcedureRunner } from '../procedures/runner';
 import { setRunningLookup } from '../workflows/running';
-import { db, dbTarget } from '../storage/db';
+import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { PartitionWorker, runTimersTogether, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { cleanupJournal } from './notifications';
 import { LogTrimmer, logEnds } from './store';
-import { tableName } from '../storage/sql';
+import { dialect } from '../storage/dialect';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition, instanceView } from './instance-store';
 import * as ops from './instances';
@@ -332,10 +332,10 @@ export class Engine implements EngineSide {
         if (bitmap.has(user)) instances.push({ instanceId: instance.id, workflowId: instance.record.workflowId, step });
       }
     }
+    const { params, bind } = dialect().parameters();
     const rows = await db().$queryRawUnsafe<{ seq: unknown; instanceId: string; fromStep: string | null; toStep: string; timeMs: unknown }[]>(
-      `SELECT "seq", "instanceId", "fromStep", "toStep", "timeMs" FROM ${tableName('Journal')} WHERE "tenantId" = ${ph(1)} AND "user" = ${ph(2)} ORDER BY "seq" DESC LIMIT 50`,
-      tenantId,
-      user,
+      `SELECT "seq", "instanceId", "fromStep", "toStep", "timeMs" FROM ${dialect().table('Journal')} WHERE "tenantId" = ${bind(tenantId)} AND "user" = ${bind(user)} ORDER BY "seq" DESC LIMIT 50`,
+      ...params,
     );
     const recentMoves = rows.map((r) => ({ seq: Number(r.seq), instanceId: r.instanceId, fromStep: r.fromStep, toStep: r.toStep, time: new Date(Number(r.timeMs)).toISOString() }));
     return { user, instances, recentMoves };
@@ -377,8 +377,6 @@ async function sleepUnlessWoken(clock: Clock, ms: number, wake: AbortSignal): Pr
 
 type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] };
 type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
-
-const ph = (n: number) => (dbTarget().provider === 'postgres' ? `$${n}` : '?');
 
 const globalKey = Symbol.for('crowdflow.engine');
 const store = globalThis as unknown as Record<symbol, Engine | undefined>;

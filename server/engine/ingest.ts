@@ -7,7 +7,7 @@ import { raw } from '../storage/raw';
 import { encodeEvents } from './log-codec';
 import { rememberAppended } from './recent-log';
 import type { LoggedEvent } from './types';
-import { isPostgres, sqlParameters, tableName } from '../storage/sql';
+import { dialect } from '../storage/dialect';
 import { findTenant, type Tenant } from '../tenants/tenants';
 
 export const MAX_EVENTS_PER_BATCH = 10_000;
@@ -166,7 +166,7 @@ async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void
   const rows: LogRowToWrite[] = [];
   for (const batch of batches) for (const [partition, events] of partitionEvents(batch.events, batch.partitions)) rows.push({ partition, events });
   rows.sort((a, b) => a.partition - b.partition); // stable: batches keep their arrival order within a partition
-  const write = isPostgres() ? insertAsOneStatement : insertRowByRow;
+  const write = dialect().roundTripPerStatement ? insertAsOneStatement : insertRowByRow;
   for (let attempt = 1; ; attempt++) {
     try {
       const offsets = await write(tenantId, rows);
@@ -181,11 +181,11 @@ async function insertBatches(tenantId: string, batches: Waiting[]): Promise<void
 
 type LogRowToWrite = { partition: number; events: LoggedEvent[] };
 
-/** SQLite: one INSERT per row in one transaction (no round trips; each statement sees the rows before it). */
+/** In-process statements (SQLite): one INSERT per row in one transaction (each statement sees the rows before it). */
 async function insertRowByRow(tenantId: string, rows: LogRowToWrite[]): Promise<number[]> {
-  const eventLog = tableName('EventLog');
+  const eventLog = dialect().table('EventLog');
   const statements = rows.map(({ partition, events }) => {
-    const { params, bind } = sqlParameters();
+    const { params, bind } = dialect().parameters();
     const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
     const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(encodeEvents(events))}, ${bind(events.length)}) RETURNING "offset"`;
     return { sql, params, returning: true };
@@ -195,18 +195,18 @@ async function insertRowByRow(tenantId: string, rows: LogRowToWrite[]): Promise<
 }
 
 /**
- * PostgreSQL: every row in ONE statement (one round trip, atomic without BEGIN/COMMIT). A statement sees only the
+ * Statements over the network (PostgreSQL): every row in ONE statement (one round trip, atomic without BEGIN/COMMIT). A statement sees only the
  * rows committed before it, so each row's offset is its partition's max + its rank among this statement's rows.
  */
 async function insertAsOneStatement(tenantId: string, rows: LogRowToWrite[]): Promise<number[]> {
-  const eventLog = tableName('EventLog');
+  const eventLog = dialect().table('EventLog');
   const rank = new Map<number, number>();
   const ranks = rows.map((row) => {
     const next = (rank.get(row.partition) ?? 0) + 1;
     rank.set(row.partition, next);
     return next;
   });
-  const { params, bind } = sqlParameters();
+  const { params, bind } = dialect().parameters();
   const tenant = bind(tenantId);
   // Multi-row VALUES, not unnest(): the blobs then travel as binary parameters instead of one hex array literal.
   const values = rows.map((row, i) => {

@@ -10,7 +10,7 @@ import { deserializeBitmap } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { sqlParameters, tableName } from '../storage/sql';
+import { dialect } from '../storage/dialect';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 10_000;
@@ -208,9 +208,9 @@ export async function cleanupJournal(clock: Clock, retentionMs = DEFAULT_RETENTI
 const CLEANUP_CHUNK = 10_000;
 
 async function deleteOldEntries(tenantId: string, cutoff: bigint, slowestCursor: bigint | null): Promise<number> {
-  const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map(tableName);
+  const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map((name) => dialect().table(name));
   // Binding order is placeholder order (SQLite's `?`), so values are bound inline, left to right.
-  const { params, bind } = sqlParameters();
+  const { params, bind } = dialect().parameters();
   const sql = `DELETE FROM ${journal} WHERE "seq" IN (
     SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)} AND j."timeMs" < ${bind(cutoff)}
       AND j."seq" < (SELECT MAX("seq") FROM ${journal})

@@ -7,7 +7,7 @@ import { raw, type RawStatement } from '../storage/raw';
 import { isDeadLocalOwner } from '../process-owner';
 import { decodeEvents } from './log-codec';
 import { takeRecent } from './recent-log';
-import { isPostgres, sqlParameters, tableName } from '../storage/sql';
+import { dialect } from '../storage/dialect';
 import type { LoggedEvent } from './types';
 
 /** A move to journal: a single user or a bulk bitmap (portable roaring bytes). */
@@ -59,17 +59,17 @@ export interface LogRow {
 export async function readLog(tenantId: string, partition: number, offset: number, limit: number): Promise<LogRow[]> {
   const recent = takeRecent(tenantId, partition, offset, limit);
   if (recent.length > 0) return recent;
-  const { params, bind } = sqlParameters();
-  const sql = `SELECT "offset", "events" FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
+  const { params, bind } = dialect().parameters();
+  const sql = `SELECT "offset", "events" FROM ${dialect().table('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
   const rows = await (await raw()).query<{ offset: unknown; events: Uint8Array }>(sql, params);
   return rows.map((row) => ({ offset: num(row.offset), events: decodeEvents(row.events) }));
 }
 
 /** The last offset ingest wrote for each partition of the tenant. */
 export async function logEnds(tenantId: string): Promise<Map<number, number>> {
-  const { params, bind } = sqlParameters();
+  const { params, bind } = dialect().parameters();
   const rows = await (await raw()).query<{ partition: unknown; last: unknown }>(
-    `SELECT "partition", MAX("offset") AS "last" FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} GROUP BY "partition"`,
+    `SELECT "partition", MAX("offset") AS "last" FROM ${dialect().table('EventLog')} WHERE "tenantId" = ${bind(tenantId)} GROUP BY "partition"`,
     params,
   );
   return new Map(rows.map((row) => [num(row.partition), num(row.last)]));
@@ -80,9 +80,9 @@ const TRIM_ROWS_PER_STATEMENT = 500;
 
 /** Each partition's committed offset (what it has applied of the log). */
 export async function appliedOffsets(tenantId: string): Promise<Map<number, number>> {
-  const { params, bind } = sqlParameters();
+  const { params, bind } = dialect().parameters();
   const rows = await (await raw()).query<{ partition: unknown; offset: unknown }>(
-    `SELECT "partition", "offset" FROM ${tableName('PartitionState')} WHERE "tenantId" = ${bind(tenantId)}`,
+    `SELECT "partition", "offset" FROM ${dialect().table('PartitionState')} WHERE "tenantId" = ${bind(tenantId)}`,
     params,
   );
   return new Map(rows.map((row) => [num(row.partition), num(row.offset)]));
@@ -95,10 +95,10 @@ export async function appliedOffsets(tenantId: string): Promise<Map<number, numb
  */
 export async function trimLog(tenantId: string, upTo: Map<number, number>): Promise<number> {
   const rawDb = await raw();
-  const read = sqlParameters();
+  const read = dialect().parameters();
   const partitions = await rawDb.query<{ partition: unknown; first: unknown; last: unknown; applied: unknown }>(
     `SELECT e."partition", MIN(e."offset") AS "first", MAX(e."offset") AS "last", p."offset" AS "applied"
-     FROM ${tableName('EventLog')} e JOIN ${tableName('PartitionState')} p ON p."tenantId" = e."tenantId" AND p."partition" = e."partition"
+     FROM ${dialect().table('EventLog')} e JOIN ${dialect().table('PartitionState')} p ON p."tenantId" = e."tenantId" AND p."partition" = e."partition"
      WHERE e."tenantId" = ${read.bind(tenantId)} GROUP BY e."partition", p."offset"`,
     read.params,
   );
@@ -107,9 +107,9 @@ export async function trimLog(tenantId: string, upTo: Map<number, number>): Prom
     const partition = num(row.partition);
     const end = Math.min((upTo.get(partition) ?? 0) + 1, num(row.applied) + 1, num(row.last)); // exclusive
     for (let from = num(row.first); from < end; from += TRIM_ROWS_PER_STATEMENT) {
-      const { params, bind } = sqlParameters();
+      const { params, bind } = dialect().parameters();
       deleted += await rawDb.execute(
-        `DELETE FROM ${tableName('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" >= ${bind(from)} AND "offset" < ${bind(Math.min(from + TRIM_ROWS_PER_STATEMENT, end))}`,
+        `DELETE FROM ${dialect().table('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" >= ${bind(from)} AND "offset" < ${bind(Math.min(from + TRIM_ROWS_PER_STATEMENT, end))}`,
         params,
       );
     }
@@ -140,13 +140,13 @@ export class LogTrimmer {
  */
 export async function acquireLease(tenantId: string, partition: number, owner: string, now: number, leaseMs: number): Promise<{ lease: Lease; offset: number } | null> {
   const rawDb = await raw();
-  const t = tableName('PartitionState');
-  const insert = sqlParameters();
+  const t = dialect().table('PartitionState');
+  const insert = dialect().parameters();
   await rawDb.execute(
     `INSERT INTO ${t} ("tenantId", "partition", "offset", "epoch", "leaseUntilMs") VALUES (${insert.bind(tenantId)}, ${insert.bind(partition)}, 0, 0, 0) ON CONFLICT DO NOTHING`,
     insert.params,
   );
-  const read = sqlParameters();
+  const read = dialect().parameters();
   const [state] = await rawDb.query<{ owner: string | null; epoch: unknown; offset: unknown; leaseUntilMs: unknown }>(
     `SELECT "owner", "epoch", "offset", "leaseUntilMs" FROM ${t} WHERE "tenantId" = ${read.bind(tenantId)} AND "partition" = ${read.bind(partition)}`,
     read.params,
@@ -155,7 +155,7 @@ export async function acquireLease(tenantId: string, partition: number, owner: s
   if (!free) return null;
   // Taken only if nobody else took it since the read (same epoch).
   const epoch = num(state.epoch);
-  const update = sqlParameters();
+  const update = dialect().parameters();
   const taken = await rawDb.execute(
     `UPDATE ${t} SET "owner" = ${update.bind(owner)}, "epoch" = ${update.bind(epoch + 1)}, "leaseUntilMs" = ${update.bind(now + leaseMs)}
      WHERE "tenantId" = ${update.bind(tenantId)} AND "partition" = ${update.bind(partition)} AND "epoch" = ${update.bind(epoch)}`,
@@ -167,24 +167,24 @@ export async function acquireLease(tenantId: string, partition: number, owner: s
 
 /** Extends a held lease; false when it was lost. */
 export async function renewLease(lease: Lease, now: number, leaseMs: number): Promise<boolean> {
-  const { params, bind } = sqlParameters();
+  const { params, bind } = dialect().parameters();
   const renewed = await (await raw()).execute(
-    `UPDATE ${tableName('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
+    `UPDATE ${dialect().table('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
     params,
   );
   return renewed === 1;
 }
 
 export async function releaseLease(lease: Lease): Promise<void> {
-  const { params, bind } = sqlParameters();
+  const { params, bind } = dialect().parameters();
   await (await raw()).execute(
-    `UPDATE ${tableName('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0 WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
+    `UPDATE ${dialect().table('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0 WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
     params,
   );
 }
 
 function statement(build: (bind: (value: unknown) => string) => string): RawStatement {
-  const { params, bind } = sqlParameters();
+  const { params, bind } = dialect().parameters();
   return { sql: build(bind), params };
 }
 
@@ -197,11 +197,11 @@ function statement(build: (bind: (value: unknown) => string) => string): RawStat
  */
 function fence(lease: Lease, offset?: number): RawStatement {
   return statement((bind) => {
-    const t = tableName('PartitionState');
+    const t = dialect().table('PartitionState');
     // Placeholders are bound in text order (SQLite's `?` are positional).
     const head = `INSERT INTO ${t} ("tenantId", "partition") SELECT ${bind(lease.tenantId)}, ${bind(lease.partition)} WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`;
     const guard = offset === undefined ? head : `${head} AND "offset" = ${bind(offset)}`;
-    return `${guard}${isPostgres() ? ' FOR SHARE' : ''})`;
+    return `${guard}${dialect().lockFoundRows})`;
   });
 }
 
@@ -234,32 +234,34 @@ function insertJournal(tenantId: string, moves: JournalMove[]): RawStatement[] {
 }
 
 const journalColumns = () => JOURNAL_COLUMNS.map((c) => `"${c}"`).join(', ');
-const nextSeqSql = () => `(SELECT COALESCE(MAX("seq"), 0) FROM ${tableName('Journal')})`;
+const nextSeqSql = () => `(SELECT COALESCE(MAX("seq"), 0) FROM ${dialect().table('Journal')})`;
 
 function insertSingleMoves(tenantId: string, moves: JournalMove[]): RawStatement {
   const rows = moves.map((m) => [m.instanceId, m.partition, m.fromStep, m.toStep, m.user, m.count, m.leaveAction, m.enterAction, m.timeMs]);
-  const t = tableName('Journal');
-  return statement((bind) =>
-    isPostgres()
-      ? `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql()} + j.ord, ${bind(tenantId)}, j.v->>0, (j.v->>1)::int, j.v->>2, j.v->>3, (j.v->>4)::bigint, NULL, (j.v->>5)::bigint, j.v->>6, j.v->>7, (j.v->>8)::bigint FROM json_array_elements(${bind(JSON.stringify(rows))}::json) WITH ORDINALITY AS j(v, ord) ORDER BY j.ord`
-      : `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql()} + j."key" + 1, ${bind(tenantId)}, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), NULL, json_extract(j.value, '$[5]'), json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]') FROM json_each(${bind(JSON.stringify(rows))}) AS j ORDER BY j."key"`,
-  );
+  const t = dialect().table('Journal');
+  return statement((bind) => {
+    // Placeholders are bound in text order (SQLite's `?` are positional): the tenant comes before the rows.
+    const tenant = bind(tenantId);
+    const j = dialect().jsonArrayRows(bind(JSON.stringify(rows)));
+    const fields = [j.field(0), j.field(1, 'int'), j.field(2), j.field(3), j.field(4, 'bigint'), 'NULL', j.field(5, 'bigint'), j.field(6), j.field(7), j.field(8, 'bigint')];
+    return `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql()} + ${j.ordinal}, ${tenant}, ${fields.join(', ')} FROM ${j.from} ORDER BY ${j.ordinal}`;
+  });
 }
 
 function insertBulkMove(tenantId: string, m: JournalMove): RawStatement {
   const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
   return statement(
     (bind) =>
-      `INSERT INTO ${tableName('Journal')} (${journalColumns()}) VALUES (${nextSeqSql()} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
+      `INSERT INTO ${dialect().table('Journal')} (${journalColumns()}) VALUES (${nextSeqSql()} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
   );
 }
 
 /** A checkpoint includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
 function writeCheckpoint(cp: CheckpointWrite): RawStatement {
-  const t = tableName('ShardCheckpoint');
+  const t = dialect().table('ShardCheckpoint');
   return statement(
     (bind) =>
-      `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data") VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${tableName('Journal')}), ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})
+      `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data") VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${dialect().table('Journal')}), ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})
        ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data", "updatedAt" = CURRENT_TIMESTAMP`,
   );
 }
@@ -282,12 +284,13 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
   commit.leases.forEach((lease, i) => statements.push(fence(lease, i === 0 ? commit.offsets?.from : undefined)));
   if (commit.offsets) {
     const lease = commit.leases[0];
-    statements.push(statement((bind) => `UPDATE ${tableName('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
+    statements.push(statement((bind) => `UPDATE ${dialect().table('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
   }
   // Only what reads the journal's max seq needs the journal lock, and it is held to the commit: taken this late, a
   // commit holds it for its journal and checkpoint statements only, and one without either never waits for it. The
   // fences above keep their lease rows locked meanwhile, so waiting here cannot let a takeover in.
-  if (isPostgres() && (commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0)) statements.push({ sql: `SELECT pg_advisory_xact_lock(${JOURNAL_LOCK})`, params: [] });
+  const journalLock = dialect().serializeWriters(JOURNAL_LOCK);
+  if (journalLock && (commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0)) statements.push(journalLock);
   statements.push(...insertJournal(tenantId, commit.moves));
   for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(cp));
   try {
@@ -315,9 +318,9 @@ function isFenceViolation(error: unknown): boolean {
 }
 
 export async function loadCheckpoint(instanceId: string, partition: number): Promise<{ journalSeq: number; data: Uint8Array } | null> {
-  const { params, bind } = sqlParameters();
+  const { params, bind } = dialect().parameters();
   const [row] = await (await raw()).query<{ journalSeq: unknown; data: Uint8Array }>(
-    `SELECT "journalSeq", "data" FROM ${tableName('ShardCheckpoint')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
+    `SELECT "journalSeq", "data" FROM ${dialect().table('ShardCheckpoint')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
     params,
   );
   return row ? { journalSeq: num(row.journalSeq), data: row.data } : null;
@@ -337,13 +340,12 @@ export interface ReplayRow {
 /** Journal rows of one shard after `seq`, in seq order, in pages (recovery replays them onto the checkpoint). */
 export async function* journalAfter(instanceId: string, partition: number, seq: number, pageSize = 50_000): AsyncGenerator<ReplayRow[]> {
   const rawDb = await raw();
-  // PostgreSQL hands BIGINT columns over as strings; as doubles (exact below 2^53) they parse straight to numbers.
-  const number = (column: string) => (isPostgres() ? `"${column}"::float8 AS "${column}"` : `"${column}"`);
+  const number = dialect().numberColumn;
   const columns = `${number('seq')}, "fromStep", "toStep", ${number('user')}, "bitmap", ${number('count')}, ${number('timeMs')}`;
   for (let after = seq; ; ) {
-    const { params, bind } = sqlParameters();
+    const { params, bind } = dialect().parameters();
     const rows = await rawDb.query<ReplayRow>(
-      `SELECT ${columns} FROM ${tableName('Journal')}
+      `SELECT ${columns} FROM ${dialect().table('Journal')}
        WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)} ORDER BY "seq" LIMIT ${bind(pageSize)}`,
       params,
     );

@@ -1,5 +1,6 @@
 import { isDeadLocalOwner } from '../process-owner';
-import { db, dbTarget, type Tx } from '../storage/db';
+import { db, type Tx } from '../storage/db';
+import { dialect } from '../storage/dialect';
 import type { Procedure } from '../storage/generated/sqlite/client';
 import { compareOrder, LockTable } from './locks';
 import { FINISHED_STATES, type Json, type LockKey, type ProcedureState, type ProcedureView } from './types';
@@ -159,15 +160,11 @@ export interface ClaimResult {
 
 /** Serializes claimers across processes for the rest of the transaction; returns the rows not locked by others. */
 async function lockForClaim(tx: Tx): Promise<Set<string> | null> {
-  const target = dbTarget();
-  if (target.provider === 'sqlite') {
-    // Take SQLite's write lock first so the reads below see every committed claim (WAL readers would not).
-    await tx.$executeRawUnsafe('UPDATE "Procedure" SET "owner" = "owner" WHERE 1 = 0');
-    return null;
-  }
-  const table = `"${target.schema}"."Procedure"`;
-  await tx.$queryRawUnsafe('SELECT 1 AS "locked" FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS "claim"', `crowdflow.procedures.${target.schema}`);
-  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(`SELECT "id" FROM ${table} WHERE "state" NOT IN ('done', 'failed') FOR UPDATE SKIP LOCKED`);
+  const sql = dialect();
+  await sql.lockUntilCommit(tx, 'crowdflow.procedures');
+  const unlocked = sql.skippingLockedRows(`SELECT "id" FROM ${sql.table('Procedure')} WHERE "state" NOT IN ('done', 'failed')`);
+  if (unlocked === null) return null; // no row locks: the claim lock already excludes every other claimer
+  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(unlocked);
   return new Set(rows.map((r) => r.id));
 }
 

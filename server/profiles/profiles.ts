@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { MAX_USER_ID } from '../crowd/bitmap';
-import { db, dbTarget, type Tx } from '../storage/db';
-import { sqlParameters, tableName } from '../storage/sql';
+import { db, type Tx } from '../storage/db';
+import { dialect } from '../storage/dialect';
 import { notifyProfilesChanged } from './changes';
 
 export type Attributes = Record<string, unknown>;
@@ -72,7 +72,7 @@ export async function upsertProfiles(tenantId: string, items: z.infer<typeof Ups
 
 /** Placeholders for one raw statement: `$n` on PostgreSQL, `?` on SQLite. */
 function statement() {
-  return { ...sqlParameters(), table: tableName('Profile') };
+  return { ...dialect().parameters(), table: dialect().table('Profile') };
 }
 
 async function readAttributes(tx: Tx, tenantId: string, users: number[]): Promise<Map<number, Attributes>> {
@@ -94,11 +94,10 @@ async function writeProfiles(tx: Tx, tenantId: string, rows: Array<[number, stri
 
 /**
  * Two concurrent merges of the same user would each read the old profile and one would lose the other's
- * attributes. SQLite runs one write transaction at a time; PostgreSQL needs a per-tenant lock for that.
+ * attributes, so merges of one tenant take turns.
  */
 async function lockTenantProfiles(tx: Tx, tenantId: string): Promise<void> {
-  if (dbTarget().provider !== 'postgres') return;
-  await tx.$queryRawUnsafe('SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS lock', `profiles:${tenantId}`);
+  await dialect().lockUntilCommit(tx, `profiles:${tenantId}`);
 }
 
 function serialize(user: number, attributes: Attributes): string {

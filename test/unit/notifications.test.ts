@@ -11,7 +11,7 @@ import {
   INLINE_USERS_PER_PAGE,
   readNotifications,
 } from '../../server/engine/notifications';
-import { sqlParameters, tableName } from '../../server/storage/sql';
+import { dialect } from '../../server/storage/dialect';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
@@ -222,10 +222,10 @@ describe('journal cleanup', () => {
     const total = 10_005;
     nextSeq += total;
     // One statement: Prisma's createMany of 10,000 rows takes seconds on SQLite.
-    const { params, bind } = sqlParameters();
+    const { params, bind } = dialect().parameters();
     await db().$executeRawUnsafe(
       `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${total - 1})
-       INSERT INTO ${tableName('Journal')} ("seq", "tenantId", "instanceId", "partition", "toStep", "user", "count", "timeMs")
+       INSERT INTO ${dialect().table('Journal')} ("seq", "tenantId", "instanceId", "partition", "toStep", "user", "count", "timeMs")
        SELECT ${first} + i, ${bind(t)}, 'in_backlog', 0, 'b', i, 1, ${clock.now() - 10 * DAY} FROM n`,
       ...params,
     );

@@ -1,0 +1,121 @@
+// The one place that knows which SQL database this process runs on. Everything outside server/storage/ that writes
+// raw SQL asks the Dialect for the piece that differs (placeholders, schema-qualified names, locks, JSON rows, casts)
+// instead of asking which database it is.
+import type { DatabaseTarget } from './database-url';
+import { dbTarget, type Tx } from './db';
+import type { RawStatement } from './raw';
+
+/** Positional parameters of one statement: `bind` returns the placeholder of a value and records it in `params`. */
+export interface Parameters {
+  params: unknown[];
+  bind: (value: unknown) => string;
+}
+
+/** The rows of a JSON array bound as one parameter, for `INSERT … SELECT … FROM ${from} ORDER BY ${ordinal}`. */
+export interface JsonArrayRows {
+  from: string;
+  /** 1-based position of the element in the array. */
+  ordinal: string;
+  /** Element `index` of a row that is itself an array, as text, or cast to an integer column's type. */
+  field(index: number, type?: 'int' | 'bigint'): string;
+}
+
+export interface Dialect {
+  /** A table name for raw SQL: PostgreSQL raw queries do not get the client's schema, so it is spelled out there. */
+  table(name: string): string;
+  /** Placeholders for one statement: `$n` on PostgreSQL, `?` on SQLite (bound in text order). */
+  parameters(): Parameters;
+  /**
+   * Appended to a SELECT whose rows must stay unchanged until the transaction commits. PostgreSQL share-locks them;
+   * SQLite's write transaction already excludes every other writer, so there it is empty.
+   */
+  readonly lockFoundRows: string;
+  /**
+   * A statement that serializes, until commit, every transaction that runs it with the same key; null where the
+   * write transaction already does (SQLite: one writer at a time).
+   */
+  serializeWriters(key: number): RawStatement | null;
+  /**
+   * Within an interactive transaction: waits until no other transaction holding `key` is open, and holds it to the
+   * commit. SQLite takes its (single) write lock now, so the reads that follow see every committed write.
+   */
+  lockUntilCommit(tx: Tx, key: string): Promise<void>;
+  /**
+   * `select` with the rows it finds locked for update, skipping rows other transactions hold; null where rows have no
+   * locks of their own (SQLite: `lockUntilCommit` already excluded every other writer).
+   */
+  skippingLockedRows(select: string): string | null;
+  /** A select-list entry that reads an integer column as a JS number (PostgreSQL hands BIGINT over as a string). */
+  numberColumn(column: string): string;
+  /** The rows of a JSON array bound as one parameter (`bound` is its placeholder). */
+  jsonArrayRows(bound: string): JsonArrayRows;
+  /**
+   * True where every statement is a network round trip (PostgreSQL), so several rows go in one statement; false where
+   * statements are in-process calls (SQLite), so a transaction of simple statements costs nothing more. A multi-row
+   * statement sees only rows committed before it on PostgreSQL, which is what the one-statement writers rely on.
+   */
+  readonly roundTripPerStatement: boolean;
+}
+
+function sqliteDialect(): Dialect {
+  return {
+    table: (name) => `"${name}"`,
+    parameters: () => {
+      const params: unknown[] = [];
+      return { params, bind: (value) => (params.push(value), '?') };
+    },
+    lockFoundRows: '',
+    serializeWriters: () => null,
+    lockUntilCommit: async (tx) => {
+      // A write that changes nothing still starts the write transaction (WAL readers would keep an older snapshot).
+      await tx.$executeRawUnsafe('UPDATE "Tenant" SET "id" = "id" WHERE 1 = 0');
+    },
+    skippingLockedRows: () => null,
+    numberColumn: (column) => `"${column}"`,
+    jsonArrayRows: (bound) => ({
+      from: `json_each(${bound}) AS j`,
+      ordinal: `j."key" + 1`,
+      field: (index) => `json_extract(j.value, '$[${index}]')`,
+    }),
+    roundTripPerStatement: false,
+  };
+}
+
+function postgresDialect(schema: string): Dialect {
+  const quotedSchema = `"${schema.replace(/"/g, '""')}"`;
+  return {
+    table: (name) => `${quotedSchema}."${name}"`,
+    parameters: () => {
+      const params: unknown[] = [];
+      return { params, bind: (value) => (params.push(value), `$${params.length}`) };
+    },
+    lockFoundRows: ' FOR SHARE',
+    serializeWriters: (key) => ({ sql: `SELECT pg_advisory_xact_lock(${Math.trunc(key)})`, params: [] }),
+    lockUntilCommit: async (tx, key) => {
+      // Advisory locks are database-wide: the schema keeps processes on other schemas (test runs) out of the way.
+      await tx.$queryRawUnsafe('SELECT 1 AS "locked" FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS "lock"', `${schema}:${key}`);
+    },
+    skippingLockedRows: (select) => `${select} FOR UPDATE SKIP LOCKED`,
+    numberColumn: (column) => `"${column}"::float8 AS "${column}"`,
+    jsonArrayRows: (bound) => ({
+      from: `json_array_elements(${bound}::json) WITH ORDINALITY AS j(v, ord)`,
+      ordinal: 'j.ord',
+      field: (index, type) => (type ? `(j.v->>${index})::${type}` : `j.v->>${index}`),
+    }),
+    roundTripPerStatement: true,
+  };
+}
+
+export function dialectOf(target: DatabaseTarget): Dialect {
+  return target.provider === 'postgres' ? postgresDialect(target.schema) : sqliteDialect();
+}
+
+const dialects = new WeakMap<DatabaseTarget, Dialect>();
+
+/** The dialect of this process's database. */
+export function dialect(): Dialect {
+  const target = dbTarget();
+  let found = dialects.get(target);
+  if (!found) dialects.set(target, (found = dialectOf(target)));
+  return found;
+}
