@@ -3,6 +3,7 @@ import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roa
 import { AppError } from '../errors';
 import { analyzeCondition, eventDataComparison, eventTypeEquality, profileEquality, profileMembership, type ConditionUsage, type Relational } from './analyze';
 import { conditionEnvironment, withMembership } from './environment';
+import { charge, runtimeCost } from './cost';
 import { withRe2Matches } from './regex';
 
 export type ConditionEvent = { type: string; data: Record<string, unknown>; time: number /* epoch ms */ };
@@ -27,7 +28,10 @@ export type BitmapPlan =
 
 export interface CompiledCondition {
   text: string;
-  /** Missing values (no event, no profile, missing field, type mismatch) make a comparison false; never throws. */
+  /**
+   * Missing values (no event, no profile, missing field, type mismatch) make a comparison false. Throws only
+   * ConditionCostExceeded, when an event's evaluation would exceed the runtime cost budget.
+   */
   predicate(input: ConditionInput, crowds: CrowdMembership): boolean;
   /** Non-null only when the condition uses nothing but inCrowd, profile ==/in, &&, ||, !, true/false. */
   plan: BitmapPlan | null;
@@ -39,7 +43,7 @@ export interface CompiledCondition {
 }
 
 /** One evaluation: the input, its crowd lookup and the CEL context, built on first use by a CEL leaf. */
-type Evaluation = { input: ConditionInput; crowds: CrowdMembership; context: Record<string, unknown> | null };
+type Evaluation = { input: ConditionInput; crowds: CrowdMembership; context: Record<string, unknown> | null; spent: number };
 type PredicateNode = (evaluation: Evaluation) => boolean;
 
 // roaring is CommonJS: under ESM its classes are only reachable through the default import.
@@ -161,8 +165,12 @@ function predicateOf(node: ASTNode, usage: ConditionUsage): PredicateNode {
 
 function celLeaf(node: ASTNode, usage: ConditionUsage): PredicateNode {
   const evaluate = conditionEnvironment.parse(serialize(withRe2Matches(node)));
+  const cost = runtimeCost(node);
+  const text = cost && serialize(node);
   return (evaluation) => {
     evaluation.context ??= celContext(evaluation, usage);
+    // Checked before evaluating, with the actual sizes of event and profile (server/conditions/cost.ts).
+    if (cost && !charge(evaluation, cost(evaluation.context), text!)) return false;
     // A missing value surfaces as a thrown cel-js error; capturing its stack trace cost ~7x the evaluation itself.
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
@@ -198,7 +206,7 @@ export function compileCondition(text: string): CompiledCondition {
   // Frozen because the cache hands the same object to every workflow version that uses this text.
   const compiled: CompiledCondition = deepFreeze({
     text,
-    predicate: (input: ConditionInput, crowds: CrowdMembership) => root({ input, crowds, context: null }),
+    predicate: (input: ConditionInput, crowds: CrowdMembership) => root({ input, crowds, context: null, spent: 0 }),
     plan,
     usesEvent: usage.usesEvent,
     usesProfile: usage.usesProfile,

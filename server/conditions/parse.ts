@@ -1,4 +1,5 @@
 import { analyzeCondition } from './analyze';
+import { ASSUMED_VALUE_SIZE, CONDITION_COST_BUDGET, formatCost, staticCost } from './cost';
 import { regexProblems } from './regex';
 
 /**
@@ -12,4 +13,19 @@ export function celSyntaxProblem(text: string): string | null {
   if (!analysis.ok) return analysis.problem;
   // Saved conditions must be valid RE2; compiling (older versions included) only makes a bad pattern false.
   return regexProblems(analysis.condition.parsed.ast)[0] ?? null;
+}
+
+/**
+ * Null when a valid condition's estimated cost per evaluation is within CONDITION_COST_BUDGET, otherwise the estimate
+ * and the budget in words (server/conditions/cost.ts says how it is estimated).
+ */
+export function celCostProblem(text: string): string | null {
+  const analysis = analyzeCondition(text);
+  if (!analysis.ok) return null;
+  const cost = staticCost(analysis.condition.parsed.ast);
+  if (cost <= CONDITION_COST_BUDGET) return null;
+  return (
+    `is estimated to cost ${formatCost(cost)} per evaluation (with strings and lists of event and profile values up to ${ASSUMED_VALUE_SIZE.toLocaleString('en-US')} long); ` +
+    `the budget is ${formatCost(CONDITION_COST_BUDGET)}. Nest fewer comprehensions or use shorter patterns`
+  );
 }

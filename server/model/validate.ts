@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { celSyntaxProblem } from '../conditions/parse';
+import { celCostProblem, celSyntaxProblem } from '../conditions/parse';
 import { cronProblem } from './cron';
 import { ConditionText, Duration, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
 
@@ -19,6 +19,7 @@ export type ProblemCode =
   | 'bad_cron'
   | 'bad_duration'
   | 'bad_condition'
+  | 'condition_too_costly'
   | 'bad_stop_at'
   | 'instant_cycle'
   | 'unreachable'
@@ -219,7 +220,9 @@ function stepProblems(step: LooseStep, names: Set<string>): WorkflowProblem[] {
     if (!text.success) add('bad_condition', `${field}: ${text.error.issues[0].message}`);
     else {
       const problem = celSyntaxProblem(text.data);
+      const costProblem = problem ? null : celCostProblem(text.data);
       if (problem) add('bad_condition', `${field} is not a valid condition: ${problem}`);
+      else if (costProblem) add('condition_too_costly', `${field} ${costProblem}`);
     }
   }
   return problems;
