@@ -2,6 +2,8 @@
 // cheap in-memory call like per-step counts pays two or three database round trips. Changes made by this process
 // (revoking a key, deleting a tenant) clear the entries at once; another server process sharing the database sees
 // them after at most LOOKUP_CACHE_MS.
+import { runtime } from './runtime';
+
 export const LOOKUP_CACHE_MS = 5_000;
 const MAX_ENTRIES = 10_000;
 
@@ -26,10 +28,9 @@ export class LookupCache<V> {
   }
 }
 
-const store = globalThis as unknown as Record<symbol, LookupCache<unknown> | undefined>;
-
-/** One cache per name and process (route handlers are separate bundles; globalThis is what they share). */
+/** One cache per name and process (route handlers are separate bundles; the process runtime is what they share). */
 export function lookupCache<V>(name: string): LookupCache<V> {
-  const key = Symbol.for(`crowdflow.cache.${name}`);
-  return (store[key] ??= new LookupCache<unknown>()) as LookupCache<V>;
+  const caches = runtime().caches;
+  if (!caches.has(name)) caches.set(name, new LookupCache<unknown>());
+  return caches.get(name) as LookupCache<V>;
 }

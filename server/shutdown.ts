@@ -1,11 +1,9 @@
 // On SIGTERM/SIGINT the server first hands back what it holds (procedure and partition leases, after a last
 // checkpoint), then lets Next.js close the HTTP server and exit as it would have. Without this the process exits
 // holding its leases, and the next server (a restart, a deploy) waits for them to expire before it runs anything.
-const installedKey = Symbol.for('crowdflow.shutdown');
-const closersKey = Symbol.for('crowdflow.shutdown.closers');
-const flags = globalThis as unknown as Record<symbol, boolean | undefined>;
-const shared = globalThis as unknown as Record<symbol, Set<() => void> | undefined>;
-const closers = () => (shared[closersKey] ??= new Set());
+import { runtime } from './runtime';
+
+const closers = () => runtime().shutdown.closers;
 
 /**
  * Long-lived responses (event streams) register how to end themselves: Next.js waits for every open connection
@@ -21,8 +19,9 @@ const STOP_DEADLINE_MS = 10_000;
 const EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const;
 
 export function stopOnSignals(stopWork: () => Promise<void>): void {
-  if (flags[installedKey]) return;
-  flags[installedKey] = true;
+  const state = runtime().shutdown;
+  if (state.installed) return;
+  state.installed = true;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     // Next.js's own handler (close the server, then exit) runs after ours instead of racing it.
     const next = process.listeners(signal);

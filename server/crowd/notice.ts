@@ -1,8 +1,9 @@
 // In-process notices of committed changes, so caches (the engine's crowd bitmaps) can drop their copy.
-// The listeners live on globalThis: Next.js bundles instrumentation (where the engine starts and subscribes) and
-// each route handler (where changes are announced) apart, each with its own copy of this module, and a set kept
-// in a module variable would never connect the two. Only this process hears a notice: other processes of a
-// scale-out deployment must re-read from the database.
+// The listeners live in the process runtime (server/runtime.ts): Next.js bundles instrumentation (where the engine
+// starts and subscribes) and each route handler (where changes are announced) apart, each with its own copy of this
+// module, and a set kept in a module variable would never connect the two. Only this process hears a notice: other
+// processes of a scale-out deployment must re-read from the database.
+import { runtime } from '../runtime';
 
 export type Notice<Args extends unknown[]> = {
   /** Subscribes; returns the unsubscribe function. */
@@ -12,9 +13,9 @@ export type Notice<Args extends unknown[]> = {
 };
 
 export function processNotice<Args extends unknown[]>(name: string): Notice<Args> {
-  const key = Symbol.for(`crowdflow.notice.${name}`);
-  const store = globalThis as unknown as Record<symbol, Set<(...args: Args) => void> | undefined>;
-  const listeners = (store[key] ??= new Set());
+  const notices = runtime().notices;
+  if (!notices.has(name)) notices.set(name, new Set());
+  const listeners = notices.get(name) as Set<(...args: Args) => void>;
   return {
     subscribe(listener) {
       listeners.add(listener);

@@ -1,5 +1,6 @@
 import { systemClock, Wakeup, type Clock } from '../clock';
 import { processOwner } from '../process-owner';
+import { runtime } from '../runtime';
 import { notFound } from '../errors';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { ProcedureRunner } from '../procedures/types';
@@ -62,7 +63,7 @@ export class Engine implements EngineSide {
     this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
     this.checkpointEveryMoves = options.checkpointEveryMoves ?? 100_000;
     // Registered before any start so the runner (which may resume instance procedures at boot) knows the types.
-    ops.registerInstanceProcedures();
+    ops.registerInstanceProcedures(this);
   }
 
   get runner(): ProcedureRunner {
@@ -378,27 +379,23 @@ async function sleepUnlessWoken(clock: Clock, ms: number, wake: AbortSignal): Pr
 type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] };
 type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
 
-const globalKey = Symbol.for('crowdflow.engine');
-const store = globalThis as unknown as Record<symbol, Engine | undefined>;
-
-/** The process's engine (created on first use; started by boot). */
+/** The process's engine (created on first use with the process's procedure runner; started by boot). */
 export function getEngine(): Engine {
-  return (store[globalKey] ??= new Engine());
+  return (runtime().engine ??= new Engine({ runner: getProcedureRunner() }));
 }
 
-export async function startEngine(options: EngineOptions = {}): Promise<Engine> {
-  const engine = store[globalKey] ?? new Engine(options);
-  store[globalKey] = engine;
+export async function startEngine(): Promise<Engine> {
+  const engine = getEngine();
   await engine.start();
   return engine;
 }
 
 export async function stopEngine(): Promise<void> {
-  await store[globalKey]?.stop();
-  store[globalKey] = undefined;
+  await runtime().engine?.stop();
+  runtime().engine = undefined;
 }
 
 /** Tests run their own engine (ManualClock); this makes getEngine() return it. */
 export function setEngineForTests(engine: Engine | undefined): void {
-  store[globalKey] = engine;
+  runtime().engine = engine;
 }

@@ -5,12 +5,11 @@ import { createHash } from 'node:crypto';
 import { requireCrowdMeta } from '../crowd';
 import { AppError, badRequest, conflict, notFound } from '../errors';
 import { newId } from '../ids';
-import { isProcedureTypeRegistered, registerProcedureType } from '../procedures/registry';
+import { registerProcedureType } from '../procedures/registry';
 import type { Json, ProcedureContext, ProcedureInstance, ProcedureStatus } from '../procedures/types';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import type { Engine } from './engine';
-import { getEngine } from './engine';
 import { loadDefinition } from './instance-store';
 import { materializeStart, materializeStop, materializeUpdateCrowd, materializeUpdateWorkflow, strandedUsers } from './operations';
 import { WorkflowRuntime } from './runtime';
@@ -95,8 +94,13 @@ export async function submitUpdateWorkflow(engine: Engine, tenantId: string, ins
 
 type OperationState = { tenantId: string; instanceId?: string; workflowId: string } & Record<string, Json | undefined>;
 
-/** A one-step procedure over an instance with an exclusive lock on its workflow. */
-function operation(type: string, run: (engine: Engine, state: OperationState, ctx: ProcedureContext) => Promise<ProcedureStatus>, onRollback?: (state: OperationState) => Promise<void>) {
+/** A one-step procedure over an instance of `engine` with an exclusive lock on its workflow. */
+function operation(
+  engine: Engine,
+  type: string,
+  run: (engine: Engine, state: OperationState, ctx: ProcedureContext) => Promise<ProcedureStatus>,
+  onRollback?: (state: OperationState) => Promise<void>,
+) {
   return {
     type,
     supportsRollback: onRollback !== undefined,
@@ -104,7 +108,7 @@ function operation(type: string, run: (engine: Engine, state: OperationState, ct
       const state = raw as OperationState;
       return {
         lockKeys: () => [{ key: `workflow:${state.workflowId}`, mode: 'exclusive' }],
-        execute: (ctx) => run(getEngine(), state, ctx),
+        execute: (ctx) => run(engine, state, ctx),
         rollback: onRollback ? async () => void (await onRollback(state)) : undefined,
         state: () => state as Json,
       };
@@ -117,10 +121,12 @@ function scheduledInstanceId(procedureId: string): string {
   return `in_${createHash('sha256').update(procedureId).digest('base64url').slice(0, 16)}`;
 }
 
-export function registerInstanceProcedures(): void {
-  if (isProcedureTypeRegistered('instance.start')) return;
-  registerProcedureType(
+/** Registers the instance procedures, run by `engine` (a later engine of the same process takes them over). */
+export function registerInstanceProcedures(engine: Engine): void {
+  const register = (definition: ReturnType<typeof operation>) => registerProcedureType(definition, { replace: true });
+  register(
     operation(
+      engine,
       'instance.start',
       async (engine, state, ctx) => {
         if (!state.instanceId) {
@@ -145,18 +151,18 @@ export function registerInstanceProcedures(): void {
       },
     ),
   );
-  registerProcedureType(
-    operation('instance.stop', async (engine, state) => {
+  register(
+    operation(engine, 'instance.stop', async (engine, state) => {
       return { kind: 'done', output: await materializeStop(engine, state.tenantId, state.instanceId!) };
     }),
   );
-  registerProcedureType(
-    operation('instance.update-crowd', async (engine, state) => {
+  register(
+    operation(engine, 'instance.update-crowd', async (engine, state) => {
       return { kind: 'done', output: await materializeUpdateCrowd(engine, state.tenantId, state.instanceId!, state.crowd as string) };
     }),
   );
-  registerProcedureType(
-    operation('instance.update-workflow', async (engine, state) => {
+  register(
+    operation(engine, 'instance.update-workflow', async (engine, state) => {
       const mapping = (state.mapping ?? {}) as Record<string, string>;
       return { kind: 'done', output: await materializeUpdateWorkflow(engine, state.tenantId, state.instanceId!, state.version as number, mapping) };
     }),

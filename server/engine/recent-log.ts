@@ -2,19 +2,14 @@
 // the loops from memory, so they skip reading and JSON-decoding what was encoded a moment before. The log table
 // stays the source of truth: a loop that finds nothing here (another process appended the row, the row was trimmed,
 // a commit failed and the loop re-reads) reads the table as before.
+import { runtime } from '../runtime';
 import type { LoggedEvent } from './types';
 
 /** Per partition: rows kept for a loop that is not reading (another process owns the partition) stop here. */
 const MAX_EVENTS_PER_PARTITION = 200_000;
 
-interface Held {
-  rows: Map<number, LoggedEvent[]>; // offset → events, in offset order
-  events: number;
-}
-
-const globalKey = Symbol.for('crowdflow.recent-log');
-const store = globalThis as unknown as Record<symbol, Map<string, Held> | undefined>;
-const partitions = () => (store[globalKey] ??= new Map());
+// Held per partition in the process runtime: rows (offset → events, in offset order) and their event count.
+const partitions = () => runtime().recentLog;
 const keyOf = (tenantId: string, partition: number) => `${tenantId}\u0000${partition}`;
 
 /** Called by ingest after the row at `offset` committed. */

@@ -1,4 +1,5 @@
 import { processOwner } from '../process-owner';
+import { runtime } from '../runtime';
 import { systemClock, type Clock } from '../clock';
 import { badRequest, conflict, isUniqueViolation, notFound } from '../errors';
 import { db } from '../storage/db';
@@ -359,10 +360,7 @@ export function createProcedureRunner(options: ProcedureRunnerOptions = {}): Pro
   return new DurableProcedureRunner(options);
 }
 
-const globalKey = Symbol.for('crowdflow.procedureRunner');
-const store = globalThis as unknown as Record<symbol, ProcedureRunner | undefined>;
-
 /** The runner of this server process (started by server/boot.ts; procedure types may register before or after). */
 export function getProcedureRunner(): ProcedureRunner {
-  return (store[globalKey] ??= createProcedureRunner());
+  return (runtime().procedureRunner ??= createProcedureRunner());
 }

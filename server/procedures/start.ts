@@ -1,8 +1,6 @@
+import { runtime } from '../runtime';
 import { getProcedureRunner } from './runner';
-import { createScheduler, type Scheduler } from './scheduler';
-
-const globalKey = Symbol.for('crowdflow.scheduler');
-const store = globalThis as unknown as Record<symbol, Scheduler | undefined>;
+import { createScheduler } from './scheduler';
 
 /**
  * Once per server process (server/boot.ts): resume every unfinished procedure and keep running new ones; with the
@@ -11,12 +9,12 @@ const store = globalThis as unknown as Record<symbol, Scheduler | undefined>;
 export async function startProcedures(options: { scheduler: boolean }): Promise<void> {
   const runner = getProcedureRunner();
   await runner.start();
-  if (options.scheduler) (store[globalKey] ??= createScheduler({ runner })).start();
+  if (options.scheduler) (runtime().scheduler ??= createScheduler({ runner })).start();
 }
 
 /** Stops the scheduler and hands this process's procedures back (they resume elsewhere, or after a restart). */
 export async function stopProcedures(): Promise<void> {
-  await store[globalKey]?.stop();
-  store[globalKey] = undefined;
+  await runtime().scheduler?.stop();
+  runtime().scheduler = undefined;
   await getProcedureRunner().stop();
 }

@@ -8,14 +8,15 @@ import { PrismaClient as PostgresClient } from './generated/postgres/client';
 import { env } from '../env';
 import { parseDatabaseUrl, type DatabaseTarget } from './database-url';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer';
+import { runtime } from '../runtime';
+import type { RawDb } from './raw';
 
 /** Both generated clients have the same models; the SQLite one's type stands for both. */
 export type Db = SqliteClient;
 export type Tx = Prisma.TransactionClient;
 
-type Holder = { db: Db; target: DatabaseTarget; sqlite?: SharedSqliteAdapter };
-const globalKey = Symbol.for('crowdflow.db');
-const store = globalThis as unknown as Record<symbol, Holder | undefined>;
+/** The process's storage (held by the runtime, server/runtime.ts): the Prisma client and, once opened, the raw driver. */
+export type Storage = { db: Db; target: DatabaseTarget; sqlite?: SharedSqliteAdapter; raw?: Promise<RawDb> };
 
 /** Hands out the better-sqlite3 connection it opens for Prisma, so raw statements share it (server/storage/raw.ts). */
 class SharedSqliteAdapter extends PrismaBetterSqlite3 {
@@ -42,7 +43,7 @@ class SharedSqliteAdapter extends PrismaBetterSqlite3 {
   }
 }
 
-function createClient(target: DatabaseTarget): Holder {
+function createStorage(target: DatabaseTarget): Storage {
   if (target.provider === 'sqlite') {
     mkdirSync(dirname(target.file), { recursive: true });
     const adapter = new SharedSqliteAdapter(target.file);
@@ -52,39 +53,38 @@ function createClient(target: DatabaseTarget): Holder {
   return { db: new PostgresClient({ adapter }) as unknown as Db, target };
 }
 
-/** The one Prisma client of this process (kept on globalThis so Next.js dev reloads reuse it). */
+/** The process's storage, built from DATABASE_URL on first use (and again after closeDb()). */
+export function storage(): Storage {
+  const held = runtime();
+  return (held.storage ??= createStorage(parseDatabaseUrl(env().DATABASE_URL)));
+}
+
+/** The one Prisma client of this process. */
 export function db(): Db {
-  let holder = store[globalKey];
-  if (!holder) {
-    holder = createClient(parseDatabaseUrl(env().DATABASE_URL));
-    store[globalKey] = holder;
-  }
-  return holder.db;
+  return storage().db;
 }
 
 export function dbTarget(): DatabaseTarget {
-  db();
-  return store[globalKey]!.target;
+  return storage().target;
 }
 
 /** The SQLite connection under the Prisma client (opened by its first query). */
 export async function connectedSqlite(): Promise<BetterSqlite3.Database> {
-  db();
-  const holder = store[globalKey];
-  if (!holder?.sqlite) throw new Error('The database is not SQLite');
+  const holder = storage();
+  if (!holder.sqlite) throw new Error('The database is not SQLite');
   await holder.db.$connect();
   return holder.sqlite.connection;
 }
 
 /** The background checkpointer of the SQLite database (server/storage/sqlite-checkpointer.ts), once connected. */
 export function sqliteCheckpointer(): Checkpointer | undefined {
-  return store[globalKey]?.sqlite?.checkpointer;
+  return runtime().storage?.sqlite?.checkpointer;
 }
 
 export async function closeDb(): Promise<void> {
-  await (await import('./raw')).closeRaw();
-  const holder = store[globalKey];
-  store[globalKey] = undefined;
+  const holder = runtime().storage;
+  runtime().storage = undefined;
+  await (await holder?.raw)?.close();
   await holder?.sqlite?.checkpointer?.stop();
   await holder?.db.$disconnect();
 }

@@ -9,7 +9,7 @@
 // PostgreSQL: a small pg pool of its own, schema-qualified SQL (`tableName`).
 import type BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { connectedSqlite, db, dbTarget } from './db';
+import { connectedSqlite, storage } from './db';
 
 export interface RawStatement {
   sql: string;
@@ -142,25 +142,12 @@ function postgresPool(connectionString: string): pg.Pool {
   return pool;
 }
 
-const globalKey = Symbol.for('crowdflow.raw');
-const store = globalThis as unknown as Record<symbol, { raw: Promise<RawDb>; forClient: object } | undefined>;
-
-/** The raw connection of this process, bound to the current Prisma client (a new client gets a new one). */
+/** The raw connection of this process, bound to the current storage (storage built anew gets a new one). */
 export function raw(): Promise<RawDb> {
-  const client = db();
-  const held = store[globalKey];
-  if (held && held.forClient === client) return held.raw;
-  const target = dbTarget();
-  const created: Promise<RawDb> =
-    target.provider === 'sqlite'
+  const held = storage();
+  held.raw ??=
+    held.target.provider === 'sqlite'
       ? connectedSqlite().then((connection) => new SqliteRaw(connection))
-      : Promise.resolve(new PostgresRaw(postgresPool(target.connectionString)));
-  store[globalKey] = { raw: created, forClient: client };
-  return created;
-}
-
-export async function closeRaw(): Promise<void> {
-  const held = store[globalKey];
-  store[globalKey] = undefined;
-  await (await held?.raw)?.close();
+      : Promise.resolve(new PostgresRaw(postgresPool(held.target.connectionString)));
+  return held.raw;
 }

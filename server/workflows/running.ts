@@ -1,3 +1,4 @@
+import { runtime } from '../runtime';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 
@@ -8,18 +9,15 @@ import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 export type RunningInstance = { instanceId: string; userCount: number };
 export type RunningLookup = (workflowIds: string[]) => Promise<Map<string, RunningInstance>>;
 
-// Kept on globalThis: Next.js bundles instrumentation (where the engine starts) and route handlers
+// Kept in the process runtime: Next.js bundles instrumentation (where the engine starts) and route handlers
 // separately, so a plain module variable set by one would not be seen by the other.
-const globalKey = Symbol.for('crowdflow.workflows.runningLookup');
-const store = globalThis as unknown as Record<symbol, RunningLookup | undefined>;
-
 export function setRunningLookup(lookup: RunningLookup): void {
-  store[globalKey] = lookup;
+  runtime().runningLookup = lookup;
 }
 
 export async function runningOf(workflowIds: string[]): Promise<Map<string, RunningInstance>> {
   if (workflowIds.length === 0) return new Map();
-  return (store[globalKey] ?? fromInstanceTable)(workflowIds);
+  return (runtime().runningLookup ?? fromInstanceTable)(workflowIds);
 }
 
 async function fromInstanceTable(workflowIds: string[]): Promise<Map<string, RunningInstance>> {

@@ -1,0 +1,67 @@
+// The composition root: everything one server process holds — storage (Prisma client and raw driver), procedure
+// types, the procedure runner and scheduler, the engine, lookup caches, change notices, the recent-log hand-over
+// and the shutdown hooks — lives in ONE Runtime object, built by createRuntime() and kept under ONE global key.
+//
+// Why a global at all: Next.js bundles instrumentation.ts (where boot starts the engine) and every route handler
+// apart, each with its own copy of every module, so module variables set by one copy are invisible to the others.
+// globalThis is what the copies share; one key for the whole runtime replaces the per-module slots each module used
+// to keep. Modules reach their part through their own accessor (db(), getEngine(), getProcedureRunner()…), which
+// reads this runtime; parts that need another part get it as an argument (the engine gets its runner, the instance
+// procedures get their engine).
+//
+// This file imports types only, so any module can import it without an import cycle at evaluation time; each part is
+// built on first use by the module that owns it (storage by storage/db.ts, the engine by engine/engine.ts…), and a
+// part that is closed (storage after closeDb(), the engine after stopEngine()) is built again on next use.
+import type { Engine } from './engine/engine';
+import type { LookupCache } from './lookup-cache';
+import type { ProcedureRunner, ProcedureTypeDefinition } from './procedures/types';
+import type { Scheduler } from './procedures/scheduler';
+import type { Storage } from './storage/db';
+import type { RunningLookup } from './workflows/running';
+import type { LoggedEvent } from './engine/types';
+
+/** Rows ingest appended and the partition loop has not taken yet (server/engine/recent-log.ts), per partition. */
+export interface RecentRows {
+  rows: Map<number, LoggedEvent[]>;
+  events: number;
+}
+
+export interface Runtime {
+  /** Prisma client + raw driver of DATABASE_URL (server/storage/db.ts); rebuilt after closeDb(). */
+  storage: Storage | undefined;
+  readonly procedureTypes: Map<string, ProcedureTypeDefinition>;
+  procedureRunner: ProcedureRunner | undefined;
+  scheduler: Scheduler | undefined;
+  /** The partition owner loops, shards and timers (server/engine/engine.ts); created on first use, started by boot. */
+  engine: Engine | undefined;
+  /** The engine's live-count lookup for workflow views (server/workflows/running.ts). */
+  runningLookup: RunningLookup | undefined;
+  readonly caches: Map<string, LookupCache<unknown>>;
+  /** Listeners of in-process change notices by notice name (server/crowd/notice.ts). */
+  readonly notices: Map<string, Set<unknown>>;
+  readonly recentLog: Map<string, RecentRows>;
+  readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
+}
+
+export function createRuntime(): Runtime {
+  return {
+    storage: undefined,
+    procedureTypes: new Map(),
+    procedureRunner: undefined,
+    scheduler: undefined,
+    engine: undefined,
+    runningLookup: undefined,
+    caches: new Map(),
+    notices: new Map(),
+    recentLog: new Map(),
+    shutdown: { installed: false, closers: new Set() },
+  };
+}
+
+const RUNTIME_KEY = Symbol.for('crowdflow.runtime');
+const slot = globalThis as unknown as Record<symbol, Runtime | undefined>;
+
+/** This process's runtime (created on first use; every bundle's copy of this module finds the same one). */
+export function runtime(): Runtime {
+  return (slot[RUNTIME_KEY] ??= createRuntime());
+}
