@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine] [--providers=sqlite,postgres] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load] [--providers=sqlite,postgres] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { measureCrowd, type CrowdFigures } from './scenarios/crowd';
 import { measureEngine, type EngineFigures } from './scenarios/engine';
 import { measureJourney, PARTITIONS, type JourneyFigures } from './scenarios/journey';
 import { measureLimits, type LimitFigures } from './scenarios/limits';
+import { measureLoadLatency, type LoadFigures } from './scenarios/load-latency';
 import { measureRows, type RowsFigures } from './scenarios/rows';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
@@ -21,7 +22,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
 const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1].split(',') ?? all;
-const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine']));
+const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load']));
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 
@@ -64,8 +65,9 @@ async function main(): Promise<void> {
   const rows: Partial<Record<Provider, RowsFigures>> = {};
   const http: Partial<Record<Provider, JourneyFigures>> = {};
   const engine: Partial<Record<Provider, EngineFigures>> = {};
+  const load: Partial<Record<Provider, LoadFigures>> = {};
   const save = (complete: boolean) => {
-    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine }).map((r: ScenarioResult) => score(r, scale));
+    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
@@ -86,6 +88,11 @@ async function main(): Promise<void> {
       http[provider] = await withDatabase(provider, 'http', (database) =>
         measureJourney(database, { users: SCALE.users, crowdText, events: SCALE.events, countReads: SCALE.countReads, sseSamples: SCALE.sseSamples, recoveryMoves: SCALE.recoveryMoves, profile }),
       );
+      save(false);
+    }
+    if (sections.has('load')) {
+      console.log(`API latency under engine load on ${provider}…`);
+      load[provider] = await withDatabase(provider, 'load', (database) => measureLoadLatency(database, { users: SCALE.users, events: SCALE.events }));
       save(false);
     }
     if (sections.has('engine')) {

@@ -5,6 +5,7 @@ import type { CrowdFigures } from './crowd';
 import type { EngineFigures } from './engine';
 import type { JourneyFigures, Measured } from './journey';
 import type { LimitFigures } from './limits';
+import type { LoadFigures } from './load-latency';
 import type { RowsFigures } from './rows';
 
 export interface AllFigures {
@@ -14,6 +15,7 @@ export interface AllFigures {
   rows: Partial<Record<Provider, RowsFigures>>;
   http: Partial<Record<Provider, JourneyFigures>>;
   engine: Partial<Record<Provider, EngineFigures>>;
+  load?: Partial<Record<Provider, LoadFigures>>;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -81,6 +83,25 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
         target: lower(2, '≤ 2 B/user'),
         details: engine.memory?.details,
       });
+    }
+    const load = all.load?.[provider];
+    if (load) {
+      const phases = [
+        ['idle', 'nothing else running'],
+        ['apply', `${millions(scale.users / 10)} events applied`],
+        ['timer', `a timer moving ${U} users`],
+        ['start', `a ${U}-user instance starting`],
+        ['exportCsv', `a ${U}-user CSV export streaming`],
+      ] as const;
+      for (const [key, what] of phases) {
+        out.push({
+          scenario: `API latency under engine load: counts of another tenant (p99) while ${what}`,
+          provider: where,
+          ours: measured(load[key], 'ms'),
+          target: lower(50, 'p99 ≤ 50 ms, max ≤ 200 ms'),
+          details: load[key].details,
+        });
+      }
     }
     if (!http) continue;
     const row = (scenario: string, key: keyof JourneyFigures, unit: string, extra: Omit<ScenarioResult, 'scenario' | 'provider' | 'ours'>) =>
