@@ -1,13 +1,22 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { env } from './env';
 import { AppError } from './errors';
 import { lookupCache } from './lookup-cache';
+import { assertSameOriginWrite } from './security/csrf';
+import { parseScopes, requiredScope, type Scope } from './security/scopes';
+import { liveSession, SESSION_COOKIE, startSession } from './security/sessions';
 import { db } from './storage/db';
 
-export type Principal = { kind: 'admin' } | { kind: 'tenant'; tenantId: string; keyId: string };
+/** The admin signed in with the token itself or through a studio session (`session` is its id); or one API key. */
+export type Principal = { kind: 'admin'; session?: string } | { kind: 'tenant'; tenantId: string; keyId: string; scopes?: readonly Scope[] };
 
-export const SESSION_COOKIE = 'cf_session';
-const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+export { SESSION_COOKIE };
+
+/** Who did something, as the audit trail records it. */
+export function actorOf(principal: Principal): string {
+  if (principal.kind === 'tenant') return `key:${principal.keyId}`;
+  return principal.session ? `admin:session:${principal.session}` : 'admin:token';
+}
 
 export function hashKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
@@ -29,20 +38,13 @@ function adminToken(): string {
   return token;
 }
 
-/** A studio session: `expiry.signature`, signed with the admin token so rotating the token ends every session. */
-export function createSession(token: string, now = Date.now()): string {
+/** Signs the studio in: checks the admin token and stores a new server-side session. */
+export async function signIn(token: string): Promise<{ id: string; cookie: string; expiresAt: Date }> {
   if (!sameSecret(token, adminToken())) throw new AppError('unauthorized', 'The admin token is not valid');
-  const expiry = String(now + SESSION_TTL_MS);
-  return `${expiry}.${createHmac('sha256', adminToken()).update(expiry).digest('base64url')}`;
+  return startSession(adminToken());
 }
 
-function validSession(value: string, now = Date.now()): boolean {
-  const [expiry, signature] = value.split('.');
-  if (!expiry || !signature || Number(expiry) < now) return false;
-  return sameSecret(signature, createHmac('sha256', adminToken()).update(expiry).digest('base64url'));
-}
-
-function readCookie(request: Request, name: string): string | undefined {
+export function readCookie(request: Request, name: string): string | undefined {
   const header = request.headers.get('cookie');
   if (!header) return undefined;
   for (const part of header.split(';')) {
@@ -57,11 +59,11 @@ function readCookie(request: Request, name: string): string | undefined {
   return undefined;
 }
 
-type KnownKey = { tenantId: string; keyId: string; revoked: boolean };
+type KnownKey = { tenantId: string; keyId: string; revoked: boolean; scopes: Scope[] };
 /** Keys by hash; cleared when this process revokes a key or deletes a tenant. */
 export const apiKeys = () => lookupCache<KnownKey>('api-keys');
 
-/** Who is calling: the admin (token or studio session) or one tenant's API key. */
+/** Who is calling: the admin (token or studio session) or one tenant's API key, allowed to make this call. */
 export async function authenticate(request: Request): Promise<Principal> {
   const header = request.headers.get('authorization');
   if (header) {
@@ -69,20 +71,58 @@ export async function authenticate(request: Request): Promise<Principal> {
     if (!match) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
     const secret = match[1];
     if (env().CROWDFLOW_ADMIN_TOKEN && sameSecret(secret, adminToken())) return { kind: 'admin' };
-    const hash = hashKey(secret);
-    let key = apiKeys().get(hash);
-    if (!key) {
-      const row = await db().apiKey.findUnique({ where: { hash }, select: { id: true, tenantId: true, revokedAt: true } });
-      if (!row) throw new AppError('unauthorized', 'The token is not a valid admin token or API key');
-      key = { tenantId: row.tenantId, keyId: row.id, revoked: row.revokedAt !== null };
-      apiKeys().set(hash, key);
-    }
+    const key = await findKey(secret);
     if (key.revoked) throw new AppError('unauthorized', 'This API key was revoked');
-    return { kind: 'tenant', tenantId: key.tenantId, keyId: key.keyId };
+    assertScope(request, key.scopes);
+    noteKeyUse(key.keyId);
+    return { kind: 'tenant', tenantId: key.tenantId, keyId: key.keyId, scopes: key.scopes };
   }
-  const session = readCookie(request, SESSION_COOKIE);
-  if (session && env().CROWDFLOW_ADMIN_TOKEN && validSession(session)) return { kind: 'admin' };
+  const cookie = readCookie(request, SESSION_COOKIE);
+  if (cookie && env().CROWDFLOW_ADMIN_TOKEN) {
+    const session = await liveSession(cookie, adminToken());
+    if (!session) {
+      throw new AppError('unauthorized', 'The studio session has ended (signed out, expired, or the admin token changed): sign in again, or send credentials as "Authorization: Bearer <token>"');
+    }
+    assertSameOriginWrite(request);
+    return { kind: 'admin', session: session.id };
+  }
   throw new AppError('unauthorized', 'Missing credentials: send "Authorization: Bearer <admin token or API key>"');
+}
+
+async function findKey(secret: string): Promise<KnownKey> {
+  const hash = hashKey(secret);
+  const cached = apiKeys().get(hash);
+  if (cached) return cached;
+  const row = await db().apiKey.findUnique({ where: { hash }, select: { id: true, tenantId: true, revokedAt: true, scopes: true } });
+  if (!row) throw new AppError('unauthorized', 'The token is not a valid admin token or API key');
+  const key = { tenantId: row.tenantId, keyId: row.id, revoked: row.revokedAt !== null, scopes: parseScopes(row.scopes) };
+  apiKeys().set(hash, key);
+  return key;
+}
+
+function assertScope(request: Request, scopes: readonly Scope[]): void {
+  const path = new URL(request.url).pathname.replace(/^\/api\/v1/, '');
+  const needed = requiredScope(request.method, path);
+  if (needed === 'any') return;
+  if (needed === 'admin') throw new AppError('forbidden', 'This call needs the admin token');
+  if (!scopes.includes(needed)) {
+    throw new AppError('forbidden', `This call needs an API key with the "${needed}" scope; this key has: ${scopes.join(', ') || 'none'}`, { requiredScope: needed });
+  }
+}
+
+/** Last use is written at most once a minute per key and process: a write per request would cost ingest its speed. */
+const LAST_USED_EVERY_MS = 60_000;
+const shared = globalThis as unknown as Record<symbol, Map<string, number> | undefined>;
+/** One map per process (route handlers are separate bundles; globalThis is what they share). */
+const lastUseMemory = (shared[Symbol.for('crowdflow.api-key-last-use')] ??= new Map<string, number>());
+
+function noteKeyUse(keyId: string, now = Date.now()): void {
+  if (now - (lastUseMemory.get(keyId) ?? 0) < LAST_USED_EVERY_MS) return;
+  if (lastUseMemory.size > 100_000) lastUseMemory.clear();
+  lastUseMemory.set(keyId, now);
+  db()
+    .apiKey.updateMany({ where: { id: keyId }, data: { lastUsedAt: new Date(now) } })
+    .catch((error: unknown) => console.error('[crowdflow] could not record an API key use', error));
 }
 
 export async function requireAdmin(request: Request): Promise<void> {

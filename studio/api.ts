@@ -73,13 +73,13 @@ export function apiUpload<T>(method: 'POST' | 'PUT', path: string, file: Blob, c
   });
 }
 
-/** Content type for an upload, from the file name (the server parses by content type). */
+/** Content type for an upload, from the file name (the server parses by content type). Plain text IDs go as text/csv
+ * (read the same way): the server refuses text/plain from a signed-in session, the type a cross-site form can send. */
 export function uploadContentType(fileName: string): string {
   const lower = fileName.toLowerCase();
-  if (lower.endsWith('.csv')) return 'text/csv';
   if (lower.endsWith('.json')) return 'application/json';
   if (lower.endsWith('.roaring') || lower.endsWith('.bin') || lower.endsWith('.rb')) return 'application/octet-stream';
-  return 'text/plain';
+  return 'text/csv';
 }
 
 export const tenantPath = (tenant: string, rest = '') => `/tenants/${encodeURIComponent(tenant)}${rest}`;

@@ -1,9 +1,19 @@
 import { z } from 'zod';
 import { operation } from '../http/openapi-kit';
+import { SCOPES } from '../security/scopes';
 import { CreateApiKeyBody, CreateTenantBody } from './tenants';
 
 const Tenant = z.object({ id: z.string(), name: z.string(), partitions: z.number(), createdAt: z.string() });
-const ApiKey = z.object({ id: z.string(), name: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() });
+const ApiKey = z.object({
+  id: z.string(),
+  name: z.string(),
+  prefix: z.string(),
+  scopes: z.array(z.enum(SCOPES)),
+  createdBy: z.string().describe('"admin" or the id of the key that created this one'),
+  createdAt: z.string(),
+  lastUsedAt: z.string().nullable().describe('Last use, to the minute'),
+  revokedAt: z.string().nullable(),
+});
 const tags = ['tenants'];
 
 export const paths: Record<string, object> = {
@@ -17,14 +27,14 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/keys': {
     get: operation({ summary: 'List API keys (never the secrets)', tags, params: ['tenant'], ok: { status: 200, description: 'Keys', schema: z.object({ keys: z.array(ApiKey) }) }, errors: [404] }),
-    post: operation({ summary: 'Create an API key; the secret is shown once', tags, params: ['tenant'], body: CreateApiKeyBody, ok: { status: 201, description: 'Created', schema: ApiKey.extend({ secret: z.string() }) }, errors: [404] }),
+    post: operation({ summary: 'Create an API key with scopes (default: ingest); the secret is shown once. A key may only give scopes it has', tags, params: ['tenant'], body: CreateApiKeyBody, ok: { status: 201, description: 'Created', schema: ApiKey.extend({ secret: z.string() }) }, errors: [403, 404] }),
   },
   '/tenants/{tenant}/keys/{keyId}': {
-    delete: operation({ summary: 'Revoke an API key', tags, params: ['tenant', 'keyId'], ok: { status: 200, description: 'Revoked', schema: ApiKey }, errors: [404] }),
+    delete: operation({ summary: 'Revoke an API key and every key it created (directly or through its keys)', tags, params: ['tenant', 'keyId'], ok: { status: 200, description: 'Revoked', schema: ApiKey.extend({ alsoRevoked: z.array(z.string()) }) }, errors: [404] }),
   },
   '/session': {
     post: operation({ summary: 'Sign the studio in with the admin token (sets a session cookie)', tags: ['session'], body: z.object({ token: z.string() }), ok: { status: 200, description: 'Signed in' } }),
-    delete: operation({ summary: 'Sign out (clears the session cookie)', tags: ['session'], ok: { status: 200, description: 'Signed out' } }),
+    delete: operation({ summary: 'Sign out: ends the session on the server and clears the cookie', tags: ['session'], ok: { status: 200, description: 'Signed out' } }),
   },
   '/openapi.json': {
     get: operation({ summary: 'This document', tags: ['meta'], ok: { status: 200, description: 'OpenAPI 3.1 document' } }),

@@ -6,6 +6,7 @@ import { newId } from '../ids';
 import { PrintableName } from '../model/workflow';
 import { db } from '../storage/db';
 import { removeInstances } from '../workflows/history';
+import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
 
 export const TenantName = z
   .string()
@@ -16,7 +17,15 @@ export const CreateTenantBody = z.strictObject({
   partitions: z.number().int().min(1).max(256).default(8),
 });
 
-export const CreateApiKeyBody = z.strictObject({ name: PrintableName.trim().min(1).max(100).default('default') });
+export const CreateApiKeyBody = z.strictObject({
+  name: PrintableName.trim().min(1).max(100).default('default'),
+  scopes: z
+    .array(z.enum(SCOPES))
+    .min(1)
+    .max(SCOPES.length)
+    .optional()
+    .describe(`What the key may do (default ${DEFAULT_SCOPES.join(', ')}): ${SCOPES.map((s) => `${s} = ${SCOPE_MEANING[s]}`).join('; ')}`),
+});
 
 export type TenantView = { id: string; name: string; partitions: number; createdAt: string };
 export type Tenant = { id: string; name: string; partitions: number; createdAt: Date };
@@ -114,31 +123,80 @@ export async function deleteTenant(tenant: Tenant): Promise<void> {
   apiKeys().clear();
 }
 
-export type ApiKeyView = { id: string; name: string; prefix: string; createdAt: string; revokedAt: string | null };
+export type ApiKeyView = {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  createdBy: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+};
 
-export async function createApiKey(tenant: Tenant, name: string): Promise<ApiKeyView & { secret: string }> {
+type ApiKeyRow = { id: string; name: string; prefix: string; scopes: string; createdBy: string; createdAt: Date; lastUsedAt: Date | null; revokedAt: Date | null };
+
+/**
+ * Creates a key. The admin may give any scopes; a key (with the `keys` scope) only scopes it has itself, so a key
+ * can never mint a more powerful one. `createdBy` records who made it: revoking that key revokes this one too.
+ */
+export async function createApiKey(tenant: Tenant, principal: Principal, body: z.infer<typeof CreateApiKeyBody>): Promise<ApiKeyView & { secret: string }> {
+  const scopes = SCOPES.filter((s) => (body.scopes ?? DEFAULT_SCOPES).includes(s));
+  if (principal.kind === 'tenant') {
+    const own = principal.scopes ?? [];
+    const beyond = scopes.filter((s) => !own.includes(s));
+    if (beyond.length > 0) throw new AppError('forbidden', `A key can only create keys with scopes it has itself; this key lacks: ${beyond.join(', ')}`);
+  }
   const secret = newApiKeySecret();
   const key = await db().apiKey.create({
-    data: { id: newId('key'), tenantId: tenant.id, name, prefix: secret.slice(0, 10), hash: hashKey(secret) },
+    data: {
+      id: newId('key'),
+      tenantId: tenant.id,
+      name: body.name,
+      prefix: secret.slice(0, 10),
+      hash: hashKey(secret),
+      scopes: scopes.join(','),
+      createdBy: principal.kind === 'tenant' ? principal.keyId : 'admin',
+    },
   });
   return { ...keyView(key), secret };
 }
 
-function keyView(k: { id: string; name: string; prefix: string; createdAt: Date; revokedAt: Date | null }): ApiKeyView {
-  return { id: k.id, name: k.name, prefix: k.prefix, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
+function keyView(k: ApiKeyRow): ApiKeyView {
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    scopes: parseScopes(k.scopes),
+    createdBy: k.createdBy,
+    createdAt: k.createdAt.toISOString(),
+    lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+    revokedAt: k.revokedAt?.toISOString() ?? null,
+  };
 }
 
 export async function listApiKeys(tenant: Tenant): Promise<ApiKeyView[]> {
   return (await db().apiKey.findMany({ where: { tenantId: tenant.id }, orderBy: { createdAt: 'asc' } })).map(keyView);
 }
 
-export async function revokeApiKey(tenant: Tenant, keyId: string): Promise<ApiKeyView> {
+/** Revokes a key and every key it created, directly or through keys it created, in one transaction. */
+export async function revokeApiKey(tenant: Tenant, keyId: string): Promise<ApiKeyView & { alsoRevoked: string[] }> {
   const key = canNameRow(keyId) ? await db().apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } }) : null;
   if (!key) throw notFound(`API key "${keyId}"`);
-  if (key.revokedAt) return keyView(key);
-  const revoked = await db().apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+  const now = new Date();
+  const descendants = await db().$transaction(async (tx) => {
+    const found: string[] = [];
+    for (let parents = [key.id]; parents.length > 0; ) {
+      const children = await tx.apiKey.findMany({ where: { tenantId: tenant.id, createdBy: { in: parents } }, select: { id: true } });
+      parents = children.map((c) => c.id).filter((id) => !found.includes(id));
+      found.push(...parents);
+    }
+    await tx.apiKey.updateMany({ where: { id: { in: [key.id, ...found] }, revokedAt: null }, data: { revokedAt: now } });
+    return found;
+  });
   apiKeys().clear();
-  return keyView(revoked);
+  const revoked = await db().apiKey.findUniqueOrThrow({ where: { id: key.id } });
+  return { ...keyView(revoked), alsoRevoked: descendants };
 }
 
 export function assertAdmin(principal: Principal): void {

@@ -196,6 +196,8 @@ describe('robustness: hostile input on every documented route', () => {
       const namesTenantA = op.pathParams.length > 0 || op.query.some((q) => q.name === 'tenant') || key === 'POST /events';
       if (PUBLIC.has(key) || !namesTenantA) continue;
       if (ADMIN_ONLY.has(key)) await check(failures, withBody(op, other), { status: [403], mentions: /admin/ });
+      // Key management needs the `keys` scope, which the other tenant's key lacks: refused before any tenant lookup.
+      else if (op.path.startsWith('/tenants/{tenant}/keys')) await check(failures, withBody(op, other), { status: [403], mentions: /scope/ });
       // An event batch names its tenant in the body, so another tenant there is bad input (400), not a missing path.
       else await check(failures, withBody(op, other), { status: [key === 'POST /events' ? 400 : 404], mentions: /tenant|procedure/i });
     }

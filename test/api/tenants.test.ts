@@ -57,8 +57,9 @@ describe('tenants API', () => {
     const b = await createTenant();
     expect((await api('GET', `/tenants/${a.name}`, { token: a.key })).status).toBe(200);
     expectError(await api('GET', `/tenants/${b.name}`, { token: a.key }), 404, 'not_found');
-    expectError(await api('GET', `/tenants/${b.name}/keys`, { token: a.key }), 404, 'not_found');
-    expectError(await api('POST', `/tenants/${b.name}/keys`, { token: a.key, body: {} }), 404, 'not_found');
+    const withKeysScope = await api('POST', `/tenants/${a.name}/keys`, { body: { name: 'keys', scopes: ['keys'] } });
+    expectError(await api('GET', `/tenants/${b.name}/keys`, { token: withKeysScope.body.secret }), 404, 'not_found');
+    expectError(await api('POST', `/tenants/${b.name}/keys`, { token: withKeysScope.body.secret, body: { scopes: ['keys'] } }), 404, 'not_found');
   });
 
   it('shows a key secret once, lists keys without secrets, and a revoked key gets 401', async () => {

@@ -38,12 +38,12 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
-/** Creates a tenant and one API key for it. */
-export async function createTenant(partitions = 4): Promise<{ name: string; id: string; key: string; keyId: string }> {
+/** Creates a tenant and one API key for it (scopes ingest, read and manage unless given). */
+export async function createTenant(partitions = 4, scopes = ['ingest', 'read', 'manage']): Promise<{ name: string; id: string; key: string; keyId: string }> {
   const name = uniqueName('t');
   const tenant = await api('POST', '/tenants', { body: { name, partitions } });
   expect(tenant.status, JSON.stringify(tenant.body)).toBe(201);
-  const key = await api('POST', `/tenants/${name}/keys`, { body: { name: 'test' } });
+  const key = await api('POST', `/tenants/${name}/keys`, { body: { name: 'test', scopes } });
   expect(key.status).toBe(201);
   return { name, id: tenant.body.id, key: key.body.secret, keyId: key.body.id };
 }

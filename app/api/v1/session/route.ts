@@ -1,14 +1,21 @@
 import { z } from 'zod';
-import { createSession, SESSION_COOKIE } from '@/server/auth';
+import { readCookie, SESSION_COOKIE, signIn } from '@/server/auth';
 import { json, readJson, route } from '@/server/http/respond';
+import { endSession, SESSION_TTL_MS } from '@/server/security/sessions';
 
 const SignInBody = z.strictObject({ token: z.string().min(1) });
 
 export const POST = route(async (request) => {
   const { token } = await readJson(request, SignInBody);
-  const session = createSession(token);
+  const session = await signIn(token);
   const secure = new URL(request.url).protocol === 'https:' ? '; Secure' : '';
-  return json({ signedIn: true }, 200, { 'set-cookie': `${SESSION_COOKIE}=${encodeURIComponent(session)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=43200${secure}` });
+  const cookie = `${SESSION_COOKIE}=${session.cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}${secure}`;
+  return json({ signedIn: true, expiresAt: session.expiresAt.toISOString() }, 200, { 'set-cookie': cookie });
 });
 
-export const DELETE = route(async () => json({ signedIn: false }, 200, { 'set-cookie': `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0` }));
+/** Signs out: the session ends on the server (the old cookie no longer works anywhere), and the cookie is cleared. */
+export const DELETE = route(async (request) => {
+  const cookie = readCookie(request, SESSION_COOKIE);
+  if (cookie) await endSession(cookie);
+  return json({ signedIn: false }, 200, { 'set-cookie': `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0` });
+});
