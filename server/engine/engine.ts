@@ -17,6 +17,7 @@ import { dialect } from '../storage/dialect';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition, instanceView } from './instance-store';
 import * as ops from './instances';
+import { PARTITION_WAIT_MS } from './operations';
 import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 export interface EngineOptions {
@@ -28,6 +29,8 @@ export interface EngineOptions {
   pollMs?: number;
   checkpointEveryMs?: number;
   checkpointEveryMoves?: number;
+  /** How long an operation waits for partitions this process does not own yet before failing. Default 2 minutes. */
+  partitionWaitMs?: number;
 }
 
 const COUNTS_PUSH_MS = 100;
@@ -43,6 +46,7 @@ export class Engine implements EngineSide {
   readonly pollMs: number;
   readonly checkpointEveryMs: number;
   readonly checkpointEveryMoves: number;
+  readonly partitionWaitMs: number;
   private readonly runnerOverride: ProcedureRunner | undefined;
   private readonly tenants = new Map<string, TenantEntry>();
   private readonly listeners = new Map<string, Set<CountsListener>>();
@@ -62,6 +66,7 @@ export class Engine implements EngineSide {
     this.pollMs = options.pollMs ?? 200;
     this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
     this.checkpointEveryMoves = options.checkpointEveryMoves ?? 100_000;
+    this.partitionWaitMs = options.partitionWaitMs ?? PARTITION_WAIT_MS;
     // Registered before any start so the runner (which may resume instance procedures at boot) knows the types.
     ops.registerInstanceProcedures(this);
   }
@@ -77,6 +82,7 @@ export class Engine implements EngineSide {
     setRunningLookup((ids) => this.runningOf(ids));
     for (const tenant of await db().tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
     this.timerLoop = this.runTimerLoop();
+    await ops.resumeInterruptedOperations(this);
   }
 
   async stop(): Promise<void> {

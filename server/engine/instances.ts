@@ -6,7 +6,7 @@ import { requireCrowdMeta } from '../crowd';
 import { AppError, badRequest, conflict, notFound } from '../errors';
 import { newId } from '../ids';
 import { registerProcedureType } from '../procedures/registry';
-import type { Json, ProcedureContext, ProcedureInstance, ProcedureStatus } from '../procedures/types';
+import { FINISHED_STATES, type Json, type ProcedureContext, type ProcedureInstance, type ProcedureStatus } from '../procedures/types';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import type { Engine } from './engine';
@@ -62,8 +62,41 @@ export async function submitStop(engine: Engine, tenantId: string, instanceId: s
   const row = await requireInstance(tenantId, instanceId);
   if (row.state !== 'running' && row.state !== 'stopping') throw conflict(`Instance ${instanceId} is ${row.state}, not running`, { state: row.state });
   await db().instance.updateMany({ where: { id: instanceId, state: 'running' }, data: { state: 'stopping' } });
-  const procedureId = await engine.runner.submit('instance.stop', { tenantId, instanceId, workflowId: row.workflowId }, { id: `instance.stop:${instanceId}`, tenantId, workflowId: row.workflowId });
-  return { procedureId, instanceId };
+  return { procedureId: await submitOrRetry(engine, 'instance.stop', stopState(row), `instance.stop:${instanceId}`), instanceId };
+}
+
+type InstanceRow = Awaited<ReturnType<typeof requireInstance>>;
+
+function stopState(row: InstanceRow): Json {
+  return { tenantId: row.tenantId, instanceId: row.id, workflowId: row.workflowId };
+}
+
+/** Submits under a deterministic id; when that procedure already failed (an earlier attempt), retries it instead. */
+async function submitOrRetry(engine: Engine, type: string, state: Json, id: string): Promise<string> {
+  const { tenantId, workflowId } = state as { tenantId: string; workflowId: string };
+  const procedureId = await engine.runner.submit(type, state, { id, tenantId, workflowId });
+  if ((await engine.runner.get(procedureId))?.state === 'failed') await engine.runner.retry(procedureId);
+  return procedureId;
+}
+
+/**
+ * At boot: an instance left `starting` or `stopping` with no unfinished procedure to finish it (a crash between
+ * marking the instance and submitting its procedure, or a failed rollback) gets one, so nothing stays half-done.
+ */
+export async function resumeInterruptedOperations(engine: Engine): Promise<void> {
+  const stuck = await db().instance.findMany({ where: { state: { in: ['starting', 'stopping'] } } });
+  if (stuck.length === 0) return;
+  const unfinished = await db().procedure.findMany({
+    where: { type: { in: ['instance.start', 'instance.stop'] }, state: { notIn: [...FINISHED_STATES] }, workflowId: { in: stuck.map((row) => row.workflowId) } },
+    select: { id: true, type: true, data: true },
+  });
+  const handled = new Set(unfinished.map((p) => (JSON.parse(p.data) as { instanceId?: string }).instanceId ?? scheduledInstanceId(p.id)));
+  for (const row of stuck) {
+    if (handled.has(row.id)) continue;
+    console.warn(`[crowdflow] instance ${row.id} was left ${row.state} with nothing to finish it; resuming`);
+    if (row.state === 'stopping') await submitOrRetry(engine, 'instance.stop', stopState(row), `instance.stop:${row.id}`);
+    else await submitOrRetry(engine, 'instance.start', { tenantId: row.tenantId, workflowId: row.workflowId, crowd: row.crowdName, version: row.version, instanceId: row.id }, `instance.start:${row.id}`);
+  }
 }
 
 export async function submitUpdateCrowd(engine: Engine, tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation> {
@@ -144,6 +177,8 @@ export function registerInstanceProcedures(engine: Engine): void {
           return { kind: 'executing' };
         }
         await refuseActive(state.workflowId, state.instanceId);
+        // Run again after a failure (a retry): the rollback left the instance failed; it is starting again.
+        await db().instance.updateMany({ where: { id: state.instanceId, state: 'failed' }, data: { state: 'starting' } });
         return { kind: 'done', output: await materializeStart(engine, state.tenantId, state.instanceId) };
       },
       async (state) => {
@@ -152,9 +187,18 @@ export function registerInstanceProcedures(engine: Engine): void {
     ),
   );
   register(
-    operation(engine, 'instance.stop', async (engine, state) => {
-      return { kind: 'done', output: await materializeStop(engine, state.tenantId, state.instanceId!) };
-    }),
+    operation(
+      engine,
+      'instance.stop',
+      async (engine, state) => {
+        // Marked again on a retry (a failed stop put the instance back to running).
+        await db().instance.updateMany({ where: { id: state.instanceId!, state: 'running' }, data: { state: 'stopping' } });
+        return { kind: 'done', output: await materializeStop(engine, state.tenantId, state.instanceId!) };
+      },
+      // The stop commits in one transaction: when it failed nothing was stopped, so the instance runs on, never left
+      // stopping with nothing to finish it.
+      async (state) => void (await db().instance.updateMany({ where: { id: state.instanceId!, state: 'stopping' }, data: { state: 'running' } })),
+    ),
   );
   register(
     operation(engine, 'instance.update-crowd', async (engine, state) => {

@@ -33,8 +33,9 @@ async function crowdOf(tenantId: string, name: string, workflowId: string, insta
 }
 
 /**
- * How long an operation waits for partitions this process does not own yet before it fails: after a restart the
- * predecessor's leases (15 s) run out first, and a member joining or leaving moves partitions within a few leases.
+ * How long an operation waits for partitions this process does not own yet before it fails (the default of
+ * EngineOptions.partitionWaitMs): after a restart the predecessor's leases (15 s) run out first, and a member joining
+ * or leaving moves partitions within a few leases.
  */
 export const PARTITION_WAIT_MS = 2 * 60 * 1000;
 
@@ -44,7 +45,7 @@ async function allLeases(engine: Engine, tenantId: string): Promise<Lease[]> {
   const missing = workers.filter((w) => !w.lease).map((w) => w.partition);
   if (missing.length) {
     for (const worker of workers) if (!worker.lease) worker.poke();
-    throw new RetryLaterError(`waiting for partitions ${missing.join(', ')} of tenant ${tenantId}: not owned by this process yet`, { waitMs: PARTITION_WAIT_MS });
+    throw new RetryLaterError(`waiting for partitions ${missing.join(', ')} of tenant ${tenantId}: not owned by this process yet`, { waitMs: engine.partitionWaitMs });
   }
   return workers.map((w) => w.lease!);
 }

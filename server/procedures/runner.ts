@@ -242,9 +242,10 @@ class DurableProcedureRunner implements ProcedureRunner {
   }
 
   /** Persists prepare-rollback with the error, then rolls back if the type can, else fails. */
-  private async prepareRollback(turn: Turn, error: StoredError): Promise<void> {
+  private async prepareRollback(turn: Turn, cause: StoredError): Promise<void> {
     const { row, definition, instance } = turn;
-    // The attempts stay as they were (a failed procedure shows how often it was tried); the rollback counts its own.
+    // A failed procedure shows how often its failing step was tried; the rollback counts its own retries meanwhile.
+    const error: StoredError = { ...cause, attempts: cause.attempts ?? row.attempts };
     if (row.state !== 'prepare-rollback') {
       await transition(row.id, this.owner, row.step, { state: 'prepare-rollback', error }, this.clock.now());
       Object.assign(row, { state: 'prepare-rollback', error: JSON.stringify(error) });
@@ -257,19 +258,21 @@ class DurableProcedureRunner implements ProcedureRunner {
 
   private async rollBack(turn: Turn): Promise<void> {
     const stored = parseError(turn.row.error) ?? { message: 'unknown failure' };
+    const cause: StoredError = { message: stored.message, attempts: stored.attempts, waitingSinceMs: stored.waitingSinceMs };
+    const failedAttempts = cause.attempts ?? 0;
     while (!this.stopping) {
       const { row, instance } = turn;
       let status;
       try {
         status = (await instance.rollback!(this.context(row, {}))) ?? { kind: 'rolled-back' as const };
       } catch (error) {
-        const failure = { message: stored.message, rollbackError: errorMessage(error) };
+        const failure = { ...cause, rollbackError: errorMessage(error) };
         if (row.attempts < (turn.definition.maxRetries ?? DEFAULT_MAX_RETRIES)) return this.scheduleRetry(turn, 'rolling-back', failure);
-        await transition(row.id, this.owner, row.step, { state: 'failed', error: failure }, this.clock.now());
+        await transition(row.id, this.owner, row.step, { state: 'failed', error: failure, attempts: failedAttempts }, this.clock.now());
         return;
       }
       const finished = status.kind === 'rolled-back';
-      await this.commit(turn, { state: finished ? 'failed' : 'rolling-back', data: instance.state(), attempts: 0, error: { message: stored.message } }, this.clock.now());
+      await this.commit(turn, { state: finished ? 'failed' : 'rolling-back', data: instance.state(), attempts: finished ? failedAttempts : 0, error: cause }, this.clock.now());
       if (finished) return;
     }
   }

@@ -24,6 +24,8 @@ export interface StoredError {
   rollbackError?: string;
   /** Set while the procedure waits for a resource: when the wait began (its deadline counts from here). */
   waitingSinceMs?: number;
+  /** Attempts made by the step that failed; the failed procedure shows them again once its rollback is over. */
+  attempts?: number;
 }
 
 export function parseError(text: string | null): StoredError | null {

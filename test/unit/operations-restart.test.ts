@@ -1,18 +1,13 @@
-import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RoaringBitmap32 } from '../../server/crowd/bitmap';
-import { saveCrowd } from '../../server/crowd/store';
 import { Engine } from '../../server/engine/engine';
-import { newId } from '../../server/ids';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import type { ProcedureView } from '../../server/procedures/types';
-import { db } from '../../server/storage/db';
+import { holdPartitions, instanceState, releasePartitions, tenantWithWorkflow, until } from '../fixtures/operations/setup';
 import { processState, startServerProcess, type ServerProcess } from '../helpers/server-process';
 
 // Operations issued right after a server restart, with real server processes: they must wait for the partitions the
 // new process is taking over (a retry-later condition with its own deadline), never fail in the first seconds.
 
-const PARTITIONS = 4;
 const servers: ServerProcess[] = [];
 afterEach(() => servers.splice(0).forEach((server) => server.close()));
 
@@ -26,29 +21,7 @@ function server(): ServerProcess {
   return started;
 }
 
-async function tenantWithWorkflow(): Promise<{ tenantId: string; workflowId: string }> {
-  const tenantId = newId('tn');
-  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: PARTITIONS } });
-  await saveCrowd(tenantId, 'crowd', RoaringBitmap32.from(Array.from({ length: 100 }, (_, i) => i + 1)), 'replace');
-  const workflowId = newId('wf');
-  await db().workflow.create({ data: { id: workflowId, tenantId, name: 'restart', currentVersion: 1, draft: '{}' } });
-  const definition = { steps: [{ name: 'entry', kind: 'direct', next: 'end' }, { name: 'end', kind: 'direct' }] };
-  await db().workflowVersion.create({ data: { workflowId, version: 1, definition: JSON.stringify(definition) } });
-  return { tenantId, workflowId };
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 const finished = (id: string) => runner.await(id, 30_000);
-const instanceState = async (id: string) => (await db().instance.findUniqueOrThrow({ where: { id } })).state;
 
 describe('operations right after a restart (real processes)', () => {
   it('a stop issued right after a SIGKILL and restart completes at once: a killed, unreaped predecessor holds nothing', async () => {
@@ -70,9 +43,7 @@ describe('operations right after a restart (real processes)', () => {
 
   it('a start needing partitions another live process holds waits for them, showing attempts, next attempt and since when, then completes', async () => {
     const { tenantId, workflowId } = await tenantWithWorkflow();
-    // Another live member (this test process) holds every partition of the tenant.
-    const liveOwner = `${hostname()}:${process.pid}`;
-    await db().partitionState.createMany({ data: Array.from({ length: PARTITIONS }, (_, partition) => ({ tenantId, partition, owner: liveOwner, epoch: 1, leaseUntilMs: BigInt(Date.now() + 10 * 60_000) })) });
+    await holdPartitions(tenantId);
     const restarted = server();
     await restarted.ready;
     const started = await submitter.startInstance(tenantId, workflowId, { crowd: 'crowd' });
@@ -83,7 +54,7 @@ describe('operations right after a restart (real processes)', () => {
     expect(await instanceState(started.instanceId)).toBe('starting');
 
     // The holder hands them over: the waiting start goes on and completes.
-    await db().partitionState.updateMany({ where: { tenantId }, data: { owner: null, leaseUntilMs: 0n } });
+    await releasePartitions(tenantId);
     const done: ProcedureView = await finished(started.procedureId);
     expect(done).toMatchObject({ state: 'done', error: null, waitingSince: null, output: { instanceId: started.instanceId, userCount: 100 } });
     expect(await instanceState(started.instanceId)).toBe('running');
