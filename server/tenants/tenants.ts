@@ -105,6 +105,7 @@ export async function deleteTenant(tenant: Tenant): Promise<void> {
         await tx.crowd.deleteMany({ where: { tenantId } });
         await tx.profile.deleteMany({ where: { tenantId } });
         await tx.eventLog.deleteMany({ where: { tenantId } });
+        await tx.ingestRecord.deleteMany({ where: { tenantId } });
         await tx.partitionState.deleteMany({ where: { tenantId } });
         // The journal's newest entry stays even when it is this tenant's: seqs continue from the max, so deleting it
         // would hand out seqs again that other tenants' checkpoints and consumer cursors have already passed.

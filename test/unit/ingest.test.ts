@@ -136,8 +136,9 @@ describe('appending to the partitioned log', () => {
   it('resolves the tenant from the key or from `tenant` with the admin token', async () => {
     const t = await tenant(2);
     const events = [{ user: 3, type: 'x' }];
-    expect(await ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { events }, NOW)).toEqual({ tenantId: t.id, accepted: 1 });
-    expect(await ingest({ kind: 'admin' }, { tenant: t.name, events }, NOW)).toEqual({ tenantId: t.id, accepted: 1 });
+    const appended = { tenantId: t.id, accepted: 1, duplicates: 0, replayed: false };
+    expect(await ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { events }, NOW)).toEqual(appended);
+    expect(await ingest({ kind: 'admin' }, { tenant: t.name, events }, NOW)).toEqual(appended);
     await expect(ingest({ kind: 'admin' }, { events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: /^tenant: required/ });
     const other = await tenant(2);
     await expect(ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: `tenant: unknown tenant "${other.id}"` });

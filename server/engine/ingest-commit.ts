@@ -1,0 +1,283 @@
+// Group commit of validated event batches into the tenant's partitioned input log, with the dedupe records of
+// Idempotency-Keys and event ids (ingest-dedupe.ts) in the same transaction.
+//
+// Batches of one tenant are written one transaction at a time in this process (racing our own requests for offsets
+// would only cost retries), and batches that arrived while a commit was in flight are written together by the next
+// one: still one row per partition per batch, in arrival order. A batch that cannot be encoded, or whose key was
+// used for another body, is answered on its own before the write; a write that fails for another reason is retried
+// batch by batch, so one bad batch never fails its neighbours (each failure answers only its own request).
+import { AppError } from '../errors';
+import { raw, type RawStatement } from '../storage/raw';
+import { dialect } from '../storage/dialect';
+import { DEDUPE_WINDOW_MS, recordInsert, tenantDedupe, type NewRecord, type RecordedAnswer, type TenantDedupe } from './ingest-dedupe';
+import { encodeEvents } from './log-codec';
+import { rememberAppended } from './recent-log';
+import type { LoggedEvent } from './types';
+
+/** One validated request: its events, and optionally its Idempotency-Key (with the body's hash) and event ids. */
+export type IngestRequest = { events: LoggedEvent[]; ids?: (string | undefined)[]; key?: string; requestHash?: string };
+
+/** `accepted`: events of the request now in the log; `duplicates`: those skipped as already logged (by event id). */
+export type IngestResult = RecordedAnswer & { replayed: boolean };
+
+type Waiting = {
+  partitions: number;
+  request: IngestRequest;
+  now: number;
+  settled: boolean;
+  resolve: (result: IngestResult) => void;
+  reject: (error: unknown) => void;
+};
+type TenantQueue = { waiting: Waiting[]; writing: boolean };
+const tenantQueues = new Map<string, TenantQueue>();
+
+/** Bounds one group commit (one transaction). */
+const MAX_ROWS_PER_STATEMENT = 512;
+const MAX_EVENTS_PER_STATEMENT = 50_000;
+const MAX_APPEND_ATTEMPTS = 20;
+
+/**
+ * Appends a validated request: one EventLog row per touched partition, at that partition's previous max offset + 1.
+ * Resolves once it is durable (or recognised as a retry of a durable one); an acknowledged batch is never lost, a
+ * failed one left no row. `now` stamps its dedupe record.
+ */
+export function appendRequest(tenantId: string, partitions: number, request: IngestRequest, now: number): Promise<IngestResult> {
+  return new Promise((resolve, reject) => {
+    let queue = tenantQueues.get(tenantId);
+    if (!queue) tenantQueues.set(tenantId, (queue = { waiting: [], writing: false }));
+    queue.waiting.push({ partitions, request, now, settled: false, resolve, reject });
+    if (!queue.writing) void drain(tenantId, queue);
+  });
+}
+
+async function drain(tenantId: string, queue: TenantQueue): Promise<void> {
+  queue.writing = true;
+  while (queue.waiting.length > 0) await commitGroup(tenantId, takeGroup(queue.waiting));
+  queue.writing = false;
+  tenantQueues.delete(tenantId);
+}
+
+function takeGroup(waiting: Waiting[]): Waiting[] {
+  let rows = 0;
+  let events = 0;
+  let count = 0;
+  for (const batch of waiting) {
+    const batchRows = Math.min(batch.partitions, batch.request.events.length);
+    if (count > 0 && (rows + batchRows > MAX_ROWS_PER_STATEMENT || events + batch.request.events.length > MAX_EVENTS_PER_STATEMENT)) break;
+    rows += batchRows;
+    events += batch.request.events.length;
+    count++;
+  }
+  return waiting.splice(0, count);
+}
+
+async function commitGroup(tenantId: string, group: Waiting[]): Promise<void> {
+  try {
+    await writeGroup(tenantId, group);
+  } catch (error) {
+    if (group.length === 1) return settleFailed(group[0], error);
+    // Which batch broke the transaction is unknown: each goes again on its own, so only that one fails.
+    for (const batch of group) await writeGroup(tenantId, [batch]).catch((alone: unknown) => settleFailed(batch, alone));
+  }
+}
+
+function settleFailed(batch: Waiting, error: unknown): void {
+  if (batch.settled) return;
+  batch.settled = true;
+  batch.reject(storageFailure(error));
+}
+
+/** A failed write as the caller sees it: bad input (400) when the database refused the data, else storage (503). */
+function storageFailure(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  // PostgreSQL classes 22 (data exception) and 54 (program limit exceeded, e.g. too deeply nested) are the data's fault.
+  if (typeof code === 'string' && /^(22|54)/.test(code)) return new AppError('validation_failed', `events: the batch cannot be stored: ${String(message)}`, { path: 'events' });
+  console.warn('[crowdflow] event batch not stored:', error);
+  return new AppError('unavailable', 'The event log could not be written; nothing of this batch was stored, send it again');
+}
+
+/** One transaction for the unsettled batches of `group`, retried from the dedupe decision when another writer won a race. */
+async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
+  const deduplicating = group.some((b) => b.request.key !== undefined || b.request.ids !== undefined);
+  const dedupe = deduplicating ? tenantDedupe(tenantId) : undefined;
+  for (let attempt = 1; ; attempt++) {
+    const pending = group.filter((b) => !b.settled);
+    if (pending.length === 0) return;
+    if (dedupe) {
+      await dedupe.catchUp();
+      // Before deciding, so a key or id older than the window counts as new.
+      await dedupe.cleanUp(Math.max(...pending.map((b) => b.now))).catch((error: unknown) => console.warn('[crowdflow] ingest dedupe cleanup failed:', error));
+    }
+    const plan = planGroup(pending, dedupe);
+    try {
+      const offsets = await (dialect().roundTripPerStatement ? insertAsOneStatement : insertRowByRow)(tenantId, plan.rows, plan.records);
+      plan.rows.forEach((row, i) => rememberAppended(tenantId, row.partition, offsets[i], row.events));
+    } catch (error) {
+      if (!isUniqueClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
+      continue;
+    }
+    for (const record of plan.records) dedupe!.learn(record);
+    for (const [batch, answer] of plan.answers) {
+      batch.settled = true;
+      batch.resolve(answer);
+    }
+    return;
+  }
+}
+
+type LogRowToWrite = { partition: number; events: LoggedEvent[]; bytes: Buffer };
+type GroupPlan = { rows: LogRowToWrite[]; records: NewRecord[]; answers: Map<Waiting, IngestResult> };
+
+/**
+ * Decides, in arrival order, what each batch appends: a known key with the same body is answered as the first time
+ * (nothing appended), with another body it is refused; events whose id is already logged (or earlier in the group)
+ * are skipped. Batches refused here are settled at once.
+ */
+function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupPlan {
+  const plan: GroupPlan = { rows: [], records: [], answers: new Map() };
+  const groupKeys = new Map<string, RecordedAnswer & { requestHash: string }>();
+  const groupIds = new Set<string>();
+  let seq = dedupe?.lastSeq ?? 0;
+  for (const batch of pending) {
+    const { events, ids, key, requestHash = '' } = batch.request;
+    if (key !== undefined) {
+      const known = groupKeys.get(key) ?? dedupe?.answerFor(key);
+      if (known && known.requestHash === requestHash) {
+        plan.answers.set(batch, { accepted: known.accepted, duplicates: known.duplicates, replayed: true });
+        continue;
+      }
+      if (known) {
+        batch.settled = true;
+        batch.reject(keyReused(key));
+        continue;
+      }
+    }
+    const { fresh, appendedIds } = ids && dedupe ? freshEvents(events, ids, dedupe, groupIds) : { fresh: events, appendedIds: [] };
+    let rows: LogRowToWrite[];
+    try {
+      rows = [...partitionEvents(fresh, batch.partitions)].map(([partition, inPartition]) => ({ partition, events: inPartition, bytes: encodeEvents(inPartition) }));
+    } catch (error) {
+      batch.settled = true;
+      batch.reject(new AppError('validation_failed', `events: the batch cannot be stored: ${(error as Error).message}`, { path: 'events' }));
+      continue;
+    }
+    plan.rows.push(...rows);
+    for (const id of appendedIds) groupIds.add(id);
+    const answer = { accepted: events.length, duplicates: events.length - fresh.length };
+    if (key !== undefined || appendedIds.length > 0) {
+      plan.records.push({ seq: ++seq, key: key ?? null, requestHash: key === undefined ? null : requestHash, eventIds: appendedIds, createdAtMs: batch.now, ...answer });
+      if (key !== undefined) groupKeys.set(key, { requestHash, ...answer });
+    }
+    plan.answers.set(batch, { ...answer, replayed: false });
+  }
+  plan.rows.sort((a, b) => a.partition - b.partition); // stable: batches keep their arrival order within a partition
+  return plan;
+}
+
+/** The events not logged before (by id), and the ids they add; events without an id are always fresh. */
+function freshEvents(events: LoggedEvent[], ids: (string | undefined)[], dedupe: TenantDedupe, groupIds: Set<string>): { fresh: LoggedEvent[]; appendedIds: string[] } {
+  const fresh: LoggedEvent[] = [];
+  const appendedIds: string[] = [];
+  const inBatch = new Set<string>();
+  for (let i = 0; i < events.length; i++) {
+    const id = ids[i];
+    if (id !== undefined) {
+      if (inBatch.has(id) || groupIds.has(id) || dedupe.hasId(id)) continue;
+      inBatch.add(id);
+      appendedIds.push(id);
+    }
+    fresh.push(events[i]);
+  }
+  return { fresh, appendedIds };
+}
+
+const keyReused = (key: string) =>
+  new AppError(
+    'idempotency_key_reused',
+    `Idempotency-Key ${JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}…` : key)} was already used for a different request body within the last ${DEDUPE_WINDOW_MS / 3_600_000} hours; a new batch needs a new key`,
+    { path: 'Idempotency-Key' },
+  );
+
+/** The events of one batch grouped by input partition (`user % partitions`), in their order within the batch. */
+export function partitionEvents(events: LoggedEvent[], partitions: number): Map<number, LoggedEvent[]> {
+  const groups = new Map<number, LoggedEvent[]>();
+  for (const event of events) {
+    const partition = event.user % partitions;
+    let group = groups.get(partition);
+    if (!group) groups.set(partition, (group = []));
+    group.push(event);
+  }
+  return groups;
+}
+
+/** A unique-key clash: another writer took the log offset or the dedupe seq (or key) first. */
+function isUniqueClash(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: string; message?: string };
+  const text = `${code ?? ''} ${message ?? ''}`;
+  return /23505|SQLITE_CONSTRAINT|UNIQUE constraint failed|duplicate key value/i.test(text);
+}
+
+/**
+ * SQLite: one INSERT per row in one transaction (no round trips; each statement sees the rows before it). Each row
+ * takes its partition's committed max offset + 1 (earlier rows of the same transaction included).
+ */
+async function insertRowByRow(tenantId: string, rows: LogRowToWrite[], records: NewRecord[]): Promise<number[]> {
+  const eventLog = dialect().table('EventLog');
+  const statements: RawStatement[] = rows.map(({ partition, events, bytes }) => {
+    const { params, bind } = dialect().parameters();
+    const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
+    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(bytes)}, ${bind(events.length)}) RETURNING "offset"`;
+    return { sql, params, returning: true };
+  });
+  if (records.length > 0) {
+    const recordParameters = dialect().parameters();
+    statements.push({ sql: recordInsert(tenantId, records, recordParameters.bind), params: recordParameters.params, returning: false });
+  }
+  if (statements.length === 0) return [];
+  const results = await (await raw()).transaction(statements);
+  return rows.map((_, i) => Number(results[i][0].offset));
+}
+
+/**
+ * PostgreSQL: every row in ONE statement (one round trip, atomic without BEGIN/COMMIT), the dedupe records in a
+ * data-modifying WITH of the same statement. A statement sees only the rows committed before it, so each row's offset
+ * is its partition's max + its rank among this statement's rows; rows are in partition order so concurrent writers
+ * lock in the same order, and one that took an offset first makes this statement fail on the primary key: retried.
+ */
+async function insertAsOneStatement(tenantId: string, rows: LogRowToWrite[], records: NewRecord[]): Promise<number[]> {
+  const eventLog = dialect().table('EventLog');
+  const rank = new Map<number, number>();
+  const ranks = rows.map((row) => {
+    const next = (rank.get(row.partition) ?? 0) + 1;
+    rank.set(row.partition, next);
+    return next;
+  });
+  const { params, bind } = dialect().parameters();
+  const recorded = records.length > 0 ? recordInsert(tenantId, records, bind) : undefined;
+  if (rows.length === 0) {
+    if (recorded) await (await raw()).execute(recorded, params);
+    return [];
+  }
+  const tenant = bind(tenantId);
+  // Multi-row VALUES, not unnest(): the blobs then travel as binary parameters instead of one hex array literal.
+  const values = rows.map((row, i) => {
+    const partition = bind(row.partition);
+    const offset = `COALESCE((SELECT MAX("offset") FROM ${eventLog} WHERE "tenantId" = ${tenant} AND "partition" = ${partition}), 0) + ${bind(ranks[i])}`;
+    return `(${tenant}, ${partition}, ${offset}, ${bind(row.bytes)}, ${bind(row.events.length)})`;
+  });
+  const insert = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES ${values.join(', ')} RETURNING "partition", "offset"`;
+  const sql = recorded ? `WITH recorded AS (${recorded}) ${insert}` : insert;
+  const written = await (await raw()).query<{ partition: number; offset: string | number }>(sql, params);
+  // Per partition the offsets are consecutive in rank order: the k-th smallest belongs to the row of rank k.
+  const offsetsOf = new Map<number, number[]>();
+  for (const row of written) {
+    let offsets = offsetsOf.get(row.partition);
+    if (!offsets) offsetsOf.set(row.partition, (offsets = []));
+    offsets.push(Number(row.offset));
+  }
+  for (const offsets of offsetsOf.values()) offsets.sort((a, b) => a - b);
+  return rows.map((row, i) => offsetsOf.get(row.partition)![ranks[i] - 1]);
+}

@@ -1,0 +1,120 @@
+// Exactly-once ingest: what a tenant's Idempotency-Keys and event ids have already appended, within the dedupe window.
+//
+// The durable truth is the IngestRecord table: one row per request that carried a key or event ids, written in the
+// same transaction as that request's EventLog rows (ingest-commit.ts), so a crash can neither lose an acknowledged
+// request nor let its retry append it twice. This process keeps the live rows in memory (keys and ids of the window)
+// and, before each group commit, reads the rows other processes wrote since (`seq` > the last one seen). Every writer
+// takes seq = last seen + 1, so two writers that decided at once clash on the primary key and the loser reads the
+// winner's row and decides again: no lock, and no per-event index lookups in the database.
+import { raw } from '../storage/raw';
+import { dialect } from '../storage/dialect';
+
+/** How long a key or event id is remembered: at least 24 hours; expired rows go at the next cleanup (≤ 10 min later). */
+export const DEDUPE_WINDOW_MS = 24 * 60 * 60 * 1000;
+const CLEANUP_EVERY_MS = 10 * 60 * 1000;
+
+/** What a keyed request was first answered. */
+export type RecordedAnswer = { accepted: number; duplicates: number };
+
+type KeyEntry = RecordedAnswer & { seq: number; requestHash: string };
+type LiveRecord = { seq: number; createdAtMs: number; key: string | null; eventIds: string[] };
+
+/** One new IngestRecord row, decided by a group commit. */
+export type NewRecord = RecordedAnswer & { seq: number; key: string | null; requestHash: string | null; eventIds: string[]; createdAtMs: number };
+
+export class TenantDedupe {
+  lastSeq = 0;
+  private readonly keys = new Map<string, KeyEntry>();
+  private readonly ids = new Set<string>();
+  /** Live records in seq order, for expiry. */
+  private readonly records: LiveRecord[] = [];
+  private recordsStart = 0;
+  private lastCleanupMs = 0;
+
+  constructor(readonly tenantId: string) {}
+
+  answerFor(key: string): KeyEntry | undefined {
+    return this.keys.get(key);
+  }
+
+  hasId(id: string): boolean {
+    return this.ids.has(id);
+  }
+
+  /** Adds committed rows (read back from the table or just written by this process). */
+  learn(record: NewRecord): void {
+    if (record.seq <= this.lastSeq) return;
+    this.lastSeq = record.seq;
+    if (record.key !== null) this.keys.set(record.key, { seq: record.seq, requestHash: record.requestHash ?? '', accepted: record.accepted, duplicates: record.duplicates });
+    for (const id of record.eventIds) this.ids.add(id);
+    this.records.push({ seq: record.seq, createdAtMs: record.createdAtMs, key: record.key, eventIds: record.eventIds });
+  }
+
+  /** Reads the rows written since the last one this process knows (all live rows, the first time). */
+  async catchUp(): Promise<void> {
+    const { params, bind } = dialect().parameters();
+    const sql = `SELECT "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs" FROM ${dialect().table('IngestRecord')} WHERE "tenantId" = ${bind(this.tenantId)} AND "seq" > ${bind(this.lastSeq)} ORDER BY "seq"`;
+    const rows = await (await raw()).query<StoredRecord>(sql, params);
+    for (const row of rows) {
+      this.learn({
+        seq: Number(row.seq),
+        key: row.key,
+        requestHash: row.requestHash,
+        accepted: Number(row.accepted),
+        duplicates: Number(row.duplicates),
+        eventIds: row.eventIds === null ? [] : (JSON.parse(row.eventIds) as string[]),
+        createdAtMs: Number(row.createdAtMs),
+      });
+    }
+  }
+
+  /**
+   * Every CLEANUP_EVERY_MS: deletes the rows older than the window (the newest row stays, without its key and ids,
+   * so seqs continue from it) and forgets them here at the same moment, so memory and table agree on what is live.
+   */
+  async cleanUp(now: number): Promise<void> {
+    if (now - this.lastCleanupMs < CLEANUP_EVERY_MS) return;
+    this.lastCleanupMs = now;
+    const cutoff = now - DEDUPE_WINDOW_MS;
+    const table = dialect().table('IngestRecord');
+    const rawDb = await raw();
+    const removed = dialect().parameters();
+    await rawDb.execute(
+      `DELETE FROM ${table} WHERE "tenantId" = ${removed.bind(this.tenantId)} AND "createdAtMs" < ${removed.bind(cutoff)} AND "seq" < ${removed.bind(this.lastSeq)}`,
+      removed.params,
+    );
+    const kept = dialect().parameters();
+    await rawDb.execute(
+      `UPDATE ${table} SET "key" = NULL, "eventIds" = NULL WHERE "tenantId" = ${kept.bind(this.tenantId)} AND "createdAtMs" < ${kept.bind(cutoff)}`,
+      kept.params,
+    );
+    while (this.recordsStart < this.records.length && this.records[this.recordsStart].createdAtMs < cutoff) {
+      const expired = this.records[this.recordsStart++];
+      if (expired.key !== null && this.keys.get(expired.key)?.seq === expired.seq) this.keys.delete(expired.key);
+      for (const id of expired.eventIds) this.ids.delete(id);
+    }
+    if (this.recordsStart > 1024 && this.recordsStart * 2 > this.records.length) this.records.splice(0, this.recordsStart), (this.recordsStart = 0);
+  }
+}
+
+type StoredRecord = { seq: number | string; key: string | null; requestHash: string | null; accepted: number; duplicates: number; eventIds: string | null; createdAtMs: number | string };
+
+const globalKey = Symbol.for('crowdflow.ingest-dedupe');
+const store = globalThis as unknown as Record<symbol, Map<string, TenantDedupe> | undefined>;
+
+/** This process's dedupe state of a tenant (shared by every bundle of the app that ingests). */
+export function tenantDedupe(tenantId: string): TenantDedupe {
+  const tenants = (store[globalKey] ??= new Map());
+  let state = tenants.get(tenantId);
+  if (!state) tenants.set(tenantId, (state = new TenantDedupe(tenantId)));
+  return state;
+}
+
+/** The INSERT of new records for the group commit's statement; `bind` adds each value to that statement's parameters. */
+export function recordInsert(tenantId: string, records: NewRecord[], bind: (value: unknown) => string): string {
+  const values = records.map(
+    (r) =>
+      `(${bind(tenantId)}, ${bind(r.seq)}, ${bind(r.key)}, ${bind(r.requestHash)}, ${bind(r.accepted)}, ${bind(r.duplicates)}, ${bind(r.eventIds.length === 0 ? null : JSON.stringify(r.eventIds))}, ${bind(r.createdAtMs)})`,
+  );
+  return `INSERT INTO ${dialect().table('IngestRecord')} ("tenantId", "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs") VALUES ${values.join(', ')}`;
+}
