@@ -19,6 +19,7 @@ import type { Scheduler } from './procedures/scheduler';
 import type { Storage } from './storage/db';
 import type { RunningLookup } from './workflows/running';
 import type { LoggedEvent } from './engine/types';
+import type { TenantDedupe } from './engine/ingest-dedupe';
 
 /** Rows ingest appended and the partition loop has not taken yet (server/engine/recent-log.ts), per partition. */
 export interface RecentRows {
@@ -40,6 +41,8 @@ export interface Runtime {
   /** Listeners of in-process change notices by notice name (server/crowd/notice.ts). */
   readonly notices: Map<string, Set<unknown>>;
   readonly recentLog: Map<string, RecentRows>;
+  /** Per tenant: the Idempotency-Keys and event ids of the dedupe window (server/engine/ingest-dedupe.ts). */
+  readonly ingestDedupe: Map<string, TenantDedupe>;
   readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
 }
 
@@ -54,6 +57,7 @@ export function createRuntime(): Runtime {
     caches: new Map(),
     notices: new Map(),
     recentLog: new Map(),
+    ingestDedupe: new Map(),
     shutdown: { installed: false, closers: new Set() },
   };
 }

@@ -6,6 +6,7 @@
 // and, before each group commit, reads the rows other processes wrote since (`seq` > the last one seen). Every writer
 // takes seq = last seen + 1, so two writers that decided at once clash on the primary key and the loser reads the
 // winner's row and decides again: no lock, and no per-event index lookups in the database.
+import { runtime } from '../runtime';
 import { raw } from '../storage/raw';
 import { dialect } from '../storage/dialect';
 
@@ -99,12 +100,9 @@ export class TenantDedupe {
 
 type StoredRecord = { seq: number | string; key: string | null; requestHash: string | null; accepted: number; duplicates: number; eventIds: string | null; createdAtMs: number | string };
 
-const globalKey = Symbol.for('crowdflow.ingest-dedupe');
-const store = globalThis as unknown as Record<symbol, Map<string, TenantDedupe> | undefined>;
-
-/** This process's dedupe state of a tenant (shared by every bundle of the app that ingests). */
+/** This process's dedupe state of a tenant (kept in the process runtime). */
 export function tenantDedupe(tenantId: string): TenantDedupe {
-  const tenants = (store[globalKey] ??= new Map());
+  const tenants = runtime().ingestDedupe;
   let state = tenants.get(tenantId);
   if (!state) tenants.set(tenantId, (state = new TenantDedupe(tenantId)));
   return state;

@@ -67,13 +67,13 @@ describe('POST /events with event ids', () => {
 describe('group commit isolation', () => {
   it('a batch that cannot be stored is a 400 of its own; valid batches sent at the same time are all acknowledged', async () => {
     const tenant = await createTenant(4);
-    // Deep enough that the log encoder overflows the stack: JSON.parse takes it, storing it fails.
+    // Refused by the JSON depth limit, or else by the log encoder (the stack overflows): either way on its own.
     const deep = `{"events":[{"user":99,"type":"deep","data":${'{"a":'.repeat(200_000)}1${'}'.repeat(200_000)}}]}`;
     const bad = Array.from({ length: 4 }, () => api('POST', '/events', { token: tenant.key, body: deep, headers: { 'content-type': 'application/json' } }));
     const good = Array.from({ length: 40 }, (_, i) => api('POST', '/events', { token: tenant.key, body: { events: events([i]) } }));
     for (const result of await Promise.all(bad)) {
       expect(result.status, JSON.stringify(result.body)).toBe(400);
-      expect(result.body.error.code).toBe('validation_failed');
+      expect(result.body.error.message).toMatch(/nests .* levels deep|cannot be stored/);
     }
     for (const result of await Promise.all(good)) expect(result.status).toBe(202);
     expect(await loggedUsers(tenant.id)).toEqual(Array.from({ length: 40 }, (_, i) => i));

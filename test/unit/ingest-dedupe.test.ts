@@ -3,6 +3,7 @@ import { appendEvents, ingest } from '../../server/engine/ingest';
 import { DEDUPE_WINDOW_MS } from '../../server/engine/ingest-dedupe';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
+import { runtime } from '../../server/runtime';
 import { db } from '../../server/storage/db';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
@@ -21,7 +22,7 @@ async function loggedUsers(tenantId: string): Promise<number[]> {
 
 /** What a restarted process knows: nothing in memory, only the IngestRecord table. */
 function forgetInMemory(): void {
-  delete (globalThis as Record<symbol, unknown>)[Symbol.for('crowdflow.ingest-dedupe')];
+  runtime().ingestDedupe.clear();
 }
 
 const batch = (users: number[], idPrefix?: string) => ({ events: users.map((user) => ({ user, type: 'x', ...(idPrefix ? { id: `${idPrefix}-${user}` } : {}) })) });
