@@ -28,6 +28,7 @@ async function errorFrom(response: Response): Promise<ApiError> {
 
 /** A JSON call; resolves with the parsed body (undefined for 204) or rejects with an ApiError. */
 export async function apiCall<T>(method: string, path: string, body?: unknown): Promise<T> {
+  refuseDotSegments(path);
   let response: Response;
   try {
     response = await fetch(`${API_ROOT}${path}`, {
@@ -50,6 +51,7 @@ export const apiGet = <T>(path: string) => apiCall<T>('GET', path);
 /** Uploads a file with upload progress (fetch has no upload progress; XMLHttpRequest does). */
 export function apiUpload<T>(method: 'POST' | 'PUT', path: string, file: Blob, contentType: string, onProgress: (fraction: number) => void): Promise<T> {
   return new Promise((resolve, reject) => {
+    refuseDotSegments(path);
     const request = new XMLHttpRequest();
     request.open(method, `${API_ROOT}${path}`);
     request.setRequestHeader('content-type', contentType);
@@ -82,4 +84,18 @@ export function uploadContentType(fileName: string): string {
   return 'text/csv';
 }
 
-export const tenantPath = (tenant: string, rest = '') => `/tenants/${encodeURIComponent(tenant)}${rest}`;
+/**
+ * One path segment from a name or id. Browsers resolve `.` and `..` segments (also `%2e%2e`) before sending, so
+ * `…/crowds/..` would reach the tenant itself: such a value is refused here, never sent.
+ */
+export function pathSegment(value: string): string {
+  if (value === '.' || value === '..') throw new ApiError(400, 'bad_request', `"${value}" cannot be used in a URL path`);
+  return encodeURIComponent(value);
+}
+
+function refuseDotSegments(path: string): void {
+  const segments = path.split('?')[0].split('/').map((s) => s.replace(/%2e/gi, '.'));
+  if (segments.some((s) => s === '.' || s === '..')) throw new ApiError(400, 'bad_request', `The path ${path} has a "." or ".." segment`);
+}
+
+export const tenantPath = (tenant: string, rest = '') => `/tenants/${pathSegment(tenant)}${rest}`;

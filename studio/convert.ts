@@ -215,6 +215,6 @@ export function canvasProblems(nodes: StepNode[], edges: FlowEdge[], problems: W
       }
     }
   }
-  const aboutEmptyNext = (p: WorkflowProblem) => p.message.includes('next points at ""') || p.message.includes('next: Step names');
+  const aboutEmptyNext = (p: WorkflowProblem) => p.message.includes('next points at ""') || p.message.includes('next: Step name');
   return [...unconnected, ...problems.filter((p) => !(unconnected.some((u) => u.step === p.step) && aboutEmptyNext(p)))];
 }

@@ -1,6 +1,6 @@
 'use client';
 import { useRef, useState, type FormEvent } from 'react';
-import { ApiError, API_ROOT, apiCall, apiGet, apiUpload, tenantPath, uploadContentType } from './api';
+import { ApiError, API_ROOT, apiCall, apiGet, apiUpload, pathSegment, tenantPath, uploadContentType } from './api';
 import { listOf, type CrowdView } from './model';
 import { invalidate, useQuery } from './query';
 import { ErrorBox, formatBytes, formatCount, ListStates } from './ui';
@@ -28,7 +28,7 @@ export function UploadForm({ tenant, onUploaded }: { tenant: string; onUploaded?
     setResult(null);
     setProgress(0);
     try {
-      const path = tenantPath(tenant, `/crowds/${encodeURIComponent(name)}`);
+      const path = tenantPath(tenant, `/crowds/${pathSegment(name)}`);
       const crowd = await apiUpload<CrowdView>(replace ? 'PUT' : 'POST', path, file, uploadContentType(file.name), setProgress);
       setResult(crowd);
       await invalidate(crowdsKey(tenant));
@@ -159,13 +159,13 @@ function CombineForm({ tenant, crowds }: { tenant: string; crowds: CrowdView[] }
 export function CrowdsPage({ tenant }: { tenant: string }) {
   const crowds = useQuery<CrowdView[]>(crowdsKey(tenant), async () => listOf<CrowdView>(await apiGet(tenantPath(tenant, '/crowds')), 'crowds'));
   const [error, setError] = useState<ApiError | null>(null);
-  const exportHref = (name: string, format: 'csv' | 'roaring') => `${API_ROOT}${tenantPath(tenant, `/crowds/${encodeURIComponent(name)}/export`)}?format=${format}`;
+  const exportHref = (name: string, format: 'csv' | 'roaring') => `${API_ROOT}${tenantPath(tenant, `/crowds/${pathSegment(name)}/export`)}?format=${format}`;
 
   async function remove(name: string) {
     if (!window.confirm(`Delete crowd "${name}"?`)) return;
     setError(null);
     try {
-      await apiCall('DELETE', tenantPath(tenant, `/crowds/${encodeURIComponent(name)}`));
+      await apiCall('DELETE', tenantPath(tenant, `/crowds/${pathSegment(name)}`));
       await invalidate(crowdsKey(tenant));
     } catch (caught) {
       setError(caught as ApiError);

@@ -1,6 +1,6 @@
 'use client';
 import { useState } from 'react';
-import { ApiError, apiCall, apiGet } from './api';
+import { ApiError, apiCall, apiGet, pathSegment } from './api';
 import { listOf, type ProcedureView } from './model';
 import { invalidate, useQuery } from './query';
 import { useTenants } from './shell';
@@ -22,7 +22,7 @@ export function ProceduresPanel({ tenant }: { tenant: string }) {
   async function retry(id: string) {
     setError(null);
     try {
-      await apiCall('POST', `/procedures/${encodeURIComponent(id)}/retry`);
+      await apiCall('POST', `/procedures/${pathSegment(id)}/retry`);
       await invalidate('procedures:');
     } catch (caught) {
       setError(caught as ApiError);

@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
+import { NAME_KINDS, nameSchema } from '../model/names';
 import { db } from '../storage/db';
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from './bitmap';
 import { notifyCrowdChanged } from './changes';
 
-export const CrowdName = z
-  .string()
-  .regex(/^[A-Za-z0-9_.-]{1,100}$/, 'Crowd names are 1–100 characters of A–Z, a–z, 0–9, "_", "." and "-"');
+export const CrowdName = nameSchema(NAME_KINDS.crowd);
 
 export type CrowdMeta = { id: string; name: string; count: number; sizeBytes: number; createdAt: Date; updatedAt: Date };
 export type LoadedCrowd = CrowdMeta & { bitmap: RoaringBitmap32 };

@@ -11,6 +11,7 @@ import { AppError, conflict, notFound } from '../errors';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { dialect } from '../storage/dialect';
+import { NAME_KINDS, nameSchema } from '../model/names';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 10_000;
@@ -30,9 +31,7 @@ export const NotificationsQuery = z.strictObject({
   tenant: z.string().min(1).optional(),
 });
 
-export const ConsumerName = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/, 'Consumer names are 1–100 characters of letters, digits, "_", "-" and ".", starting with a letter or digit');
+export const ConsumerName = nameSchema(NAME_KINDS.consumer);
 
 export const ConsumerParams = z.object({ name: ConsumerName });
 

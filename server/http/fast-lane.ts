@@ -5,6 +5,7 @@
 // differs. Anything that does not match exactly (other methods, trailing slashes) goes to Next. API paths with a
 // malformed percent-escape, which Next's router answers with a 500, get a 400 here.
 import http from 'node:http';
+import { inexactApiPath } from './exact-path';
 
 /** Marks answers of the fast lane (for tests and for telling the two paths apart when debugging). */
 export const FAST_LANE_HEADER = 'x-crowdflow-fast-lane';
@@ -29,7 +30,12 @@ export function installFastLane(routes: FastRoute[]): void {
     if (event === 'request') {
       const [request, response] = args as [http.IncomingMessage, http.ServerResponse];
       if (hasMalformedEscape(request.url ?? '')) {
-        refuseMalformedPath(response);
+        refuse(response, 400, 'bad_request', 'The path has a malformed percent-escape (a "%" not followed by a valid UTF-8 byte sequence)');
+        return true;
+      }
+      const inexact = inexactRequestPath(request);
+      if (inexact) {
+        refuse(response, 404, 'not_found', inexact);
         return true;
       }
       const match = request.method === 'GET' ? matchRoute(compiled, request.url ?? '') : null;
@@ -54,9 +60,17 @@ function hasMalformedEscape(url: string): boolean {
   }
 }
 
-function refuseMalformedPath(response: http.ServerResponse): void {
-  const body = JSON.stringify({ error: { code: 'bad_request', message: 'The path has a malformed percent-escape (a "%" not followed by a valid UTF-8 byte sequence)' } });
-  response.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)) });
+/** Checked here, before Next's router, which would answer an inexact API path with a 308 to another path. */
+function inexactRequestPath(request: http.IncomingMessage): string | null {
+  const url = request.url ?? '';
+  if (!url.startsWith('/api/')) return null;
+  const queryAt = url.indexOf('?');
+  return inexactApiPath(request.method ?? 'GET', queryAt === -1 ? url : url.slice(0, queryAt));
+}
+
+function refuse(response: http.ServerResponse, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)) });
   response.end(body);
 }
 

@@ -1,5 +1,6 @@
 import { ZodError, type ZodType, type z } from 'zod';
 import { AppError, isUniqueViolation } from '../errors';
+import { inexactApiPath } from './exact-path';
 
 export function json(body: unknown, status = 200, headers: HeadersInit = {}): Response {
   return new Response(JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? Number(value) : value)), {
@@ -39,6 +40,7 @@ type Handler<P extends Params> = (request: Request, params: P) => Promise<Respon
 export function route<P extends Params = Params>(handler: Handler<P>) {
   return async (request: Request, context: Context): Promise<Response> => {
     try {
+      refuseInexactPath(request);
       const params = ((await context?.params) ?? {}) as P;
       refuseNul(request, params);
       return await handler(request, params);
@@ -46,6 +48,11 @@ export function route<P extends Params = Params>(handler: Handler<P>) {
       return errorResponse(error);
     }
   };
+}
+
+function refuseInexactPath(request: Request): void {
+  const problem = inexactApiPath(request.method, new URL(request.url).pathname);
+  if (problem) throw new AppError('not_found', problem);
 }
 
 /** No id, name or query value can hold a NUL, and PostgreSQL refuses one in a query: answer 400 before any lookup. */

@@ -1,11 +1,10 @@
 import { z } from 'zod';
+import { NAME_KINDS, nameSchema } from './names';
 
 // One workflow schema for canvas and server. The runnable definition holds only what the engine
 // needs; canvas-only data (positions, labels) lives in the draft beside it.
 
-export const StepName = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, 'Step names are 1–64 letters, digits, "_" or "-", starting with a letter or "_"');
+export const StepName = nameSchema(NAME_KINDS.step);
 
 /** `30s`, `5m`, `2h`, `7d`, `1h30m`, `500ms`. */
 export const Duration = z.string().regex(/^(\d+(ms|s|m|h|d|w))+$/, 'Durations look like 30s, 5m, 2h, 7d or 1h30m');
@@ -64,9 +63,7 @@ export type WorkflowDraft = z.infer<typeof WorkflowDraft>;
 export const WorkflowSchedule = z.strictObject({ cron: z.string().trim().min(1), crowd: z.string().min(1), enabled: z.boolean().default(true) });
 export type WorkflowSchedule = z.infer<typeof WorkflowSchedule>;
 
-/** Names are stored as text: PostgreSQL refuses NUL, and no other control character belongs in a name either. */
-export const PrintableName = z.string().regex(/^[^\u0000-\u001f\u007f]*$/, 'Names cannot contain control characters (such as NUL or a line break)');
-export const WorkflowName = PrintableName.trim().min(1).max(200);
+export const WorkflowName = nameSchema(NAME_KINDS.workflow);
 
 export const CreateWorkflowBody = z.strictObject({
   name: WorkflowName,

@@ -3,14 +3,12 @@ import { apiKeys, authenticate, hashKey, newApiKeySecret, type Principal } from 
 import { lookupCache } from '../lookup-cache';
 import { AppError, conflict, isRecordMissing, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
-import { PrintableName } from '../model/workflow';
+import { NAME_KINDS, nameSchema } from '../model/names';
 import { db } from '../storage/db';
 import { removeInstances } from '../workflows/history';
 import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
 
-export const TenantName = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'Tenant names are 1–63 characters of a–z, 0–9, "-" and "_", starting with a letter or digit');
+export const TenantName = nameSchema(NAME_KINDS.tenant);
 
 export const CreateTenantBody = z.strictObject({
   name: TenantName,
@@ -18,7 +16,7 @@ export const CreateTenantBody = z.strictObject({
 });
 
 export const CreateApiKeyBody = z.strictObject({
-  name: PrintableName.trim().min(1).max(100).default('default'),
+  name: nameSchema(NAME_KINDS.apiKey).default('default'),
   scopes: z
     .array(z.enum(SCOPES))
     .min(1)

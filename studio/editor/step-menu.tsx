@@ -1,6 +1,6 @@
 'use client';
 import { useState, type FormEvent } from 'react';
-import { ApiError, API_ROOT, apiGet, tenantPath } from '../api';
+import { ApiError, API_ROOT, apiGet, pathSegment, tenantPath } from '../api';
 import { ErrorBox } from '../ui';
 import { useCanvasInfo } from './context';
 
@@ -16,7 +16,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
   const [error, setError] = useState<ApiError | null>(null);
   if (!instanceId) return null;
   const exportUrl = (format: string, limit?: number) =>
-    `${API_ROOT}${tenantPath(tenant, `/instances/${instanceId}/steps/${encodeURIComponent(stepName)}/export`)}?format=${format}${limit ? `&limit=${limit}` : ''}`;
+    `${API_ROOT}${tenantPath(tenant, `/instances/${instanceId}/steps/${pathSegment(stepName)}/export`)}?format=${format}${limit ? `&limit=${limit}` : ''}`;
 
   async function showFirst() {
     setError(null);
@@ -32,7 +32,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
     event.preventDefault();
     setError(null);
     try {
-      setWhere(await apiGet<WhereIsUser>(tenantPath(tenant, `/users/${encodeURIComponent(user.trim())}`)));
+      setWhere(await apiGet<WhereIsUser>(tenantPath(tenant, `/users/${pathSegment(user.trim())}`)));
     } catch (caught) {
       setError(caught as ApiError);
     }
