@@ -72,6 +72,7 @@ export function TenantShell({ tenant, children }: { tenant: string; children: Re
           {section(base, 'Workflows', true)}
           {section(`${base}/crowds`, 'Crowds')}
           {section(`${base}/procedures`, 'Procedures')}
+          {section(`${base}/keys`, 'API keys')}
         </nav>
         <button type="button" className="link signout" onClick={() => void signOut()}>
           Sign out

@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -74,6 +75,42 @@ describe('cross-site request forgery in Chromium', () => {
       { url: `${studio}/api/v1/tenants`, body: JSON.stringify({ name }) },
     );
     expect(own).toBe(201);
+    await page.close();
+  });
+});
+
+describe('API keys page', () => {
+  it('creates a key with scopes and shows its secret once, shows its last use, and revokes it', async () => {
+    const tenant = await createTenant(1);
+    const page = await context.newPage();
+    await page.goto(`${inject('baseUrl')}/t/${tenant.name}/keys`);
+    await page.getByRole('link', { name: 'API keys' }).waitFor();
+    await page.locator('[data-testid=key-name]').fill('crm sync');
+    await page.locator('[data-testid=key-scope-read]').check();
+    await page.locator('[data-testid=key-create]').click();
+    const secret = await page.locator('[data-testid=key-secret]').innerText();
+    expect(secret).toMatch(/^cfk_/);
+    const row = page.locator('[data-testid=key-row][data-key="crm sync"]');
+    await expect.poll(() => row.locator('td').nth(2).innerText()).toBe('ingest, read');
+    expect(await row.locator('[data-testid=key-last-used]').innerText()).toBe('—');
+    mkdirSync('test-results', { recursive: true });
+    await page.screenshot({ path: 'test-results/studio-keys.png' });
+
+    expect((await api('GET', `/tenants/${tenant.name}/crowds`, { token: secret })).status).toBe(200);
+    expect((await api('PUT', `/tenants/${tenant.name}/crowds/c`, { token: secret, body: '1\n', headers: { 'content-type': 'text/csv' } })).status).toBe(403);
+    await expect
+      .poll(async () => {
+        await page.reload();
+        return row.locator('[data-testid=key-last-used]').innerText();
+      }, { timeout: 10_000 })
+      .not.toBe('—');
+    // After a reload the secret is gone from the page: it was shown once.
+    expect(await page.locator('[data-testid=key-secret]').count()).toBe(0);
+
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row.locator('[data-testid=key-revoke]').click();
+    await expect.poll(() => row.locator('[data-testid=key-status]').innerText()).toMatch(/^revoked/);
+    expect((await api('GET', `/tenants/${tenant.name}/crowds`, { token: secret })).status).toBe(401);
     await page.close();
   });
 });
