@@ -3,6 +3,15 @@ import { ASSUMED_VALUE_SIZE, CONDITION_COST_BUDGET, formatCost, staticCost } fro
 import { regexProblems } from './regex';
 
 /**
+ * What a stored version needs to run: null when `text` compiles. The save-time rules (RE2 patterns, cost) are not
+ * applied, so versions saved before them keep running (their evaluations are bounded at run time instead).
+ */
+export function celCompileProblem(text: string): string | null {
+  const analysis = analyzeCondition(text);
+  return analysis.ok ? null : analysis.problem;
+}
+
+/**
  * Null when `text` is a valid condition, otherwise the problem in words (shown on the canvas and in save errors):
  * syntax errors, unknown variables or functions, type errors, a non-boolean result, inCrowd without a crowd name,
  * a `matches` pattern that is not RE2.

@@ -1,5 +1,6 @@
 import { AppError } from '../errors';
 import { deserializeBitmap, MAX_USER_ID, radixSortUint32, RoaringBitmap32 } from './bitmap';
+import { portableCardinality } from './cardinality';
 
 // Uploads are scanned byte by byte into a Uint32Array and handed to roaring in batches (`addMany`):
 // one N-API call per ID would cost more than the whole scan (see ENVIRONMENT.md).
@@ -28,11 +29,24 @@ export function uploadFormat(contentType: string | null | undefined): UploadForm
 
 export type ByteSource = AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>;
 
-/** Parses a crowd upload as it streams in; more than `maxBytes` bytes is a 413 and nothing is kept. */
-export async function parseCrowdUpload(body: ByteSource | null, contentType: string | null | undefined, maxBytes: number): Promise<RoaringBitmap32> {
+/**
+ * Parses a crowd upload as it streams in; more than `maxBytes` bytes is a 413 and nothing is kept. `checkUsers`
+ * throws for a user count the caller refuses: a roaring upload's is read from its header, before it is deserialized.
+ */
+export async function parseCrowdUpload(
+  body: ByteSource | null,
+  contentType: string | null | undefined,
+  maxBytes: number,
+  checkUsers: (users: number) => void = () => undefined,
+): Promise<RoaringBitmap32> {
   const format = uploadFormat(contentType);
   const chunks = cappedChunks(body, maxBytes);
-  if (format === 'roaring') return deserializeBitmap(await collect(chunks));
+  if (format === 'roaring') {
+    const bytes = await collect(chunks);
+    const declared = portableCardinality(bytes);
+    if (declared !== null) checkUsers(declared);
+    return deserializeBitmap(bytes);
+  }
   const scanner = format === 'json' ? new JsonIdScanner() : new TextIdScanner();
   for await (const chunk of chunks) scanner.feed(chunk);
   return scanner.end();

@@ -5,6 +5,7 @@ import { NAME_KINDS, nameSchema } from '../model/names';
 import { db } from '../storage/db';
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from './bitmap';
 import { notifyCrowdChanged } from './changes';
+import { checkCrowdUsers, tenantLimits } from '../limits/limits';
 
 export const CrowdName = nameSchema(NAME_KINDS.crowd);
 
@@ -136,6 +137,7 @@ export async function combineCrowds(tenantId: string, body: z.infer<typeof Combi
   const bitmaps = loaded.map((crowd) => crowd!.bitmap);
   const byName = new Map(names.map((name, i) => [name, bitmaps[i]]));
   const result = combine(body.op, body.crowds.map((name) => byName.get(name)!));
+  checkCrowdUsers(result.size, await tenantLimits(tenantId));
   return saveCrowd(tenantId, body.name, result, body.replace ? 'replace' : 'create');
 }
 

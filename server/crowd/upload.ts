@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../errors';
 import { env } from '../env';
+import { checkCrowdUsers, tenantLimits } from '../limits/limits';
 import { parseCrowdUpload, uploadFormat } from './parse';
 import { assertCrowdAbsent, CrowdName, saveCrowd, type CrowdMeta } from './store';
 
@@ -21,6 +22,9 @@ export async function uploadCrowd(request: Request, tenantId: string, rawName: s
     throw new AppError('payload_too_large', `The upload is ${declared} bytes; the limit is ${maxBytes} bytes (CROWDFLOW_MAX_UPLOAD_BYTES)`);
   }
   if (mode === 'create') await assertCrowdAbsent(tenantId, name, 'use PUT to replace it');
-  const bitmap = await parseCrowdUpload(request.body, contentType, maxBytes);
+  const limits = await tenantLimits(tenantId);
+  const checkUsers = (users: number) => checkCrowdUsers(users, limits, maxBytes);
+  const bitmap = await parseCrowdUpload(request.body, contentType, maxBytes, checkUsers);
+  checkUsers(bitmap.size);
   return saveCrowd(tenantId, name, bitmap, mode);
 }

@@ -3,6 +3,7 @@
 // partition lock of the tenant and commits in one transaction.
 import { createHash } from 'node:crypto';
 import { requireCrowdMeta } from '../crowd';
+import { checkInstanceUsers, tenantLimits } from '../limits/limits';
 import { AppError, badRequest, conflict, notFound } from '../errors';
 import { newId } from '../ids';
 import { registerProcedureType } from '../procedures/registry';
@@ -41,6 +42,7 @@ async function refuseActive(workflowId: string, except?: string): Promise<void> 
 async function requireUsableCrowd(tenantId: string, name: string) {
   const crowd = await requireCrowdMeta(tenantId, name);
   if (crowd.count === 0) throw new AppError('unprocessable', `Crowd "${name}" is empty; an instance needs at least one user`, { crowd: name });
+  checkInstanceUsers(Number(crowd.count), await tenantLimits(tenantId));
   return crowd;
 }
 

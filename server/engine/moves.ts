@@ -5,9 +5,18 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { bucketEnd, bucketsOf, type Buckets, type Shard } from './shard';
 import { splitPath, type WorkflowRuntime } from './runtime';
 import type { JournalMove } from './store';
+import { MAX_STEPS } from '../model/validate';
 
-/** Guards against a chain that loops (validation refuses instant cycles; this only keeps a bad version finite). */
-const MAX_HOPS = 256;
+/**
+ * Chains are followed to their end: validation refuses loops of steps that move users on at once, so a chain has
+ * fewer than MAX_STEPS hops. More can only be a loop in a version saved before that rule; the users then rest
+ * where the loop is cut, and the engine log says so (throwing would fail the partition on every retry).
+ */
+const MAX_HOPS = MAX_STEPS;
+
+function loopCut(step: string): void {
+  console.error(`[crowdflow] users entering step "${step}" moved on ${MAX_HOPS} times in one go (a loop of direct, split or parallel steps); they rest there`);
+}
 
 export class Mover {
   constructor(
@@ -67,23 +76,22 @@ export class Mover {
     this.record(from, to, user, null, 1);
     const runtime = this.workflow.get(to);
     const step = runtime.step;
-    if (hops < MAX_HOPS) {
-      switch (step.kind) {
-        case 'direct':
-        case 'parallel':
-          if (step.next) return this.enterUser(user, to, step.next, hops + 1);
-          break;
-        case 'split':
-          return this.enterUser(user, to, step.paths[splitPath(runtime, user)].next, hops + 1);
-        case 'delay':
-          this.bucketNow(this.shard.delays, to, runtime.delayBucketMs).add(user);
-          break;
-        case 'branch':
-        case 'timer':
-          break;
-        default:
-          return unreachable(step);
-      }
+    if (hops >= MAX_HOPS) loopCut(to);
+    else switch (step.kind) {
+      case 'direct':
+      case 'parallel':
+        if (step.next) return this.enterUser(user, to, step.next, hops + 1);
+        break;
+      case 'split':
+        return this.enterUser(user, to, step.paths[splitPath(runtime, user)].next, hops + 1);
+      case 'delay':
+        this.bucketNow(this.shard.delays, to, runtime.delayBucketMs).add(user);
+        break;
+      case 'branch':
+      case 'timer':
+        break;
+      default:
+        return unreachable(step);
     }
     this.settle(to, user, null);
     return to;
@@ -93,26 +101,25 @@ export class Mover {
     this.record(from, to, null, users, users.size);
     const runtime = this.workflow.get(to);
     const step = runtime.step;
-    if (hops < MAX_HOPS) {
-      switch (step.kind) {
-        case 'direct':
-        case 'parallel':
-          if (step.next) return this.enterBulk(users, to, step.next, hops + 1);
-          break;
-        case 'split':
-          splitBitmap(users, (user) => splitPath(runtime, user), step.paths.length).forEach((part, i) => {
-            if (part.size > 0) this.enterBulk(part, to, step.paths[i].next, hops + 1);
-          });
-          return;
-        case 'delay':
-          this.bucketNow(this.shard.delays, to, runtime.delayBucketMs).orInPlace(users);
-          break;
-        case 'branch':
-        case 'timer':
-          break;
-        default:
-          return unreachable(step);
-      }
+    if (hops >= MAX_HOPS) loopCut(to);
+    else switch (step.kind) {
+      case 'direct':
+      case 'parallel':
+        if (step.next) return this.enterBulk(users, to, step.next, hops + 1);
+        break;
+      case 'split':
+        splitBitmap(users, (user) => splitPath(runtime, user), step.paths.length).forEach((part, i) => {
+          if (part.size > 0) this.enterBulk(part, to, step.paths[i].next, hops + 1);
+        });
+        return;
+      case 'delay':
+        this.bucketNow(this.shard.delays, to, runtime.delayBucketMs).orInPlace(users);
+        break;
+      case 'branch':
+      case 'timer':
+        break;
+      default:
+        return unreachable(step);
     }
     this.settle(to, null, users);
   }

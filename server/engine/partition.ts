@@ -5,6 +5,7 @@ import { evaluatePlan, type CompiledCondition, type ConditionEvent } from '../co
 import { systemClock, Wakeup, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
+import { DeadLetterBatch } from './dead-letter';
 import { Mover } from './moves';
 import { loadShard } from './recovery';
 import { acquireLease, commitBatch, LeaseLostError, readLog, releaseLease, renewLease, type CheckpointWrite, type JournalMove, type Lease, type LogRow } from './store';
@@ -147,19 +148,20 @@ export class PartitionWorker {
     const events = rows.length === 1 ? rows[0].events : concatEvents(rows);
     const moves: JournalMove[] = [];
     const touched: InstanceRuntime[] = [];
+    const letters = new DeadLetterBatch(this.tenant.id, this.partition, rows);
     for (const instance of this.tenant.instances.values()) {
       const before = moves.length;
-      await this.applyEvents(instance, events, now, moves);
+      await this.applyEvents(instance, events, now, moves, letters);
       if (moves.length > before) touched.push(instance);
     }
     const to = rows[rows.length - 1].offset;
-    await commitBatch(this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now });
+    await commitBatch(this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra: letters.statements() });
     this.offset = to;
     this.afterCommit(touched, moves.length);
   }
 
   /** Finds the batch's users in the instance's event steps with one AND per step, then runs events in order. */
-  private async applyEvents(instance: InstanceRuntime, events: LogRow['events'], now: number, moves: JournalMove[]): Promise<void> {
+  private async applyEvents(instance: InstanceRuntime, events: LogRow['events'], now: number, moves: JournalMove[], letters: DeadLetterBatch): Promise<void> {
     const shard = instance.shards[this.partition];
     const workflow = instance.workflow;
     if (!shard || workflow.eventSteps.length === 0) return;
@@ -184,14 +186,11 @@ export class PartitionWorker {
       const runtime = workflow.get(step);
       if (runtime.step.kind !== 'branch') continue;
       const input = { user: event.user, now, event: event as ConditionEvent, profile: profiles?.get(event.user) };
-      const { conditions } = runtime;
-      for (let i = 0; i < conditions.length; i++) {
-        if (!conditions[i].predicate(input, membership)) continue;
-        const rest = mover.moveUser(event.user, step, runtime.step.branches[i].next);
-        if (workflow.get(rest).step.kind === 'branch') where.set(event.user, rest);
-        else where.delete(event.user);
-        break;
-      }
+      const i = letters.firstBranch(runtime.conditions, input, membership, { instanceId: instance.id, step, index: e });
+      if (i < 0) continue;
+      const rest = mover.moveUser(event.user, step, runtime.step.branches[i].next);
+      if (workflow.get(rest).step.kind === 'branch') where.set(event.user, rest);
+      else where.delete(event.user);
     }
   }
 

@@ -276,6 +276,8 @@ export interface BatchCommit {
   now: number;
   /** More writes in the same transaction (instance rows, snapshots). */
   also?: (tx: Tx) => Promise<void>;
+  /** More raw statements in the same transaction (dead letters of the batch). */
+  extra?: RawStatement[];
 }
 
 /** Commits journal rows, the new offset and checkpoints atomically, fenced by the leases. */
@@ -293,6 +295,7 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
   if (journalLock && (commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0)) statements.push(journalLock);
   statements.push(...insertJournal(tenantId, commit.moves));
   for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(cp));
+  statements.push(...(commit.extra ?? []));
   try {
     if (commit.also) {
       const also = commit.also;

@@ -1,4 +1,5 @@
 import { paths as crowdPaths } from '../crowd/openapi';
+import { paths as costPaths } from '../engine/cost-openapi';
 import { paths as enginePaths } from '../engine/openapi';
 import { paths as procedurePaths } from '../procedures/openapi';
 import { paths as profilePaths } from '../profiles/openapi';
@@ -7,7 +8,7 @@ import { paths as workflowPaths } from '../workflows/openapi';
 import { requiredScope, SCOPE_MEANING } from '../security/scopes';
 
 // Every area documents its own routes; this merges them into one OpenAPI 3.1 document.
-const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, procedurePaths];
+const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, procedurePaths, costPaths];
 
 const PUBLIC_PATHS = new Set(['/session', '/openapi.json']);
 

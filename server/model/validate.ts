@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { celCostProblem, celSyntaxProblem } from '../conditions/parse';
+import { celCompileProblem, celCostProblem, celSyntaxProblem } from '../conditions/parse';
 import { cronProblem } from './cron';
 import { ConditionText, Duration, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
 
@@ -20,6 +20,7 @@ export type ProblemCode =
   | 'bad_duration'
   | 'bad_condition'
   | 'condition_too_costly'
+  | 'timer_too_frequent'
   | 'bad_stop_at'
   | 'instant_cycle'
   | 'unreachable'
@@ -28,7 +29,10 @@ export type ProblemCode =
 export type ValidationResult = { ok: true; definition: WorkflowDefinition } | { ok: false; problems: WorkflowProblem[] };
 
 export type ValidateOptions = {
-  /** When given, a `stopAt` at or before this time (epoch ms) is a problem. Saves pass it; immutable versions are checked without it. */
+  /**
+   * Saves pass it; stored versions are checked without it. When given, a `stopAt` at or before this time (epoch ms) is
+   * a problem, and so are the save-time rules for conditions (RE2 patterns, the cost budget).
+   */
   now?: number;
 };
 
@@ -66,7 +70,7 @@ export function validateWorkflow(definition: unknown, options: ValidateOptions =
 
   problems.push(...duplicateNames(steps));
   const names = new Set(steps.flatMap((s) => (s.name === undefined ? [] : [s.name])));
-  for (const step of steps) problems.push(...stepProblems(step, names));
+  for (const step of steps) problems.push(...stepProblems(step, names, options.now !== undefined));
   problems.push(...instantCycles(steps));
   problems.push(...unreachable(steps));
   if (isRecord(definition)) problems.push(...stopAtProblems(definition.stopAt, options));
@@ -188,7 +192,7 @@ function duplicateNames(steps: LooseStep[]): WorkflowProblem[] {
     }));
 }
 
-function stepProblems(step: LooseStep, names: Set<string>): WorkflowProblem[] {
+function stepProblems(step: LooseStep, names: Set<string>, saving: boolean): WorkflowProblem[] {
   const problems: WorkflowProblem[] = [];
   const add = (code: ProblemCode, message: string) => problems.push({ step: step.label, code, message: `Step "${step.label}" ${message}` });
 
@@ -219,8 +223,9 @@ function stepProblems(step: LooseStep, names: Set<string>): WorkflowProblem[] {
     const text = ConditionText.safeParse(value);
     if (!text.success) add('bad_condition', `${field}: ${text.error.issues[0].message}`);
     else {
-      const problem = celSyntaxProblem(text.data);
-      const costProblem = problem ? null : celCostProblem(text.data);
+      // RE2 patterns and cost are save-time rules: a stored version saved before them is checked for what it needs to run.
+      const problem = saving ? celSyntaxProblem(text.data) : celCompileProblem(text.data);
+      const costProblem = problem || !saving ? null : celCostProblem(text.data);
       if (problem) add('bad_condition', `${field} is not a valid condition: ${problem}`);
       else if (costProblem) add('condition_too_costly', `${field} ${costProblem}`);
     }

@@ -7,6 +7,8 @@ import { NAME_KINDS, nameSchema } from '../model/names';
 import { db } from '../storage/db';
 import { removeInstances } from '../workflows/history';
 import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
+import { deleteDeadLetters } from '../engine/dead-letter';
+import { deleteTenantLimits } from '../limits/limits';
 
 export const TenantName = nameSchema(NAME_KINDS.tenant);
 
@@ -110,6 +112,8 @@ export async function deleteTenant(tenant: Tenant): Promise<void> {
         const newest = await tx.journal.aggregate({ _max: { seq: true } });
         await tx.journal.deleteMany({ where: { tenantId, seq: { lt: newest._max.seq ?? 0n } } });
         await tx.consumer.deleteMany({ where: { tenantId } });
+        await deleteDeadLetters(tx, tenantId);
+        await deleteTenantLimits(tx, tenantId);
         await tx.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } });
       },
       { maxWait: 30_000, timeout: 120_000 },

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { AppError, badRequest, conflict, isRecordMissing, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { validateSchedule, validateWorkflow } from '../model/validate';
+import { tenantLimits } from '../limits/limits';
+import { timerPeriodProblems } from '../limits/timer-period';
 import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../model/workflow';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES, canNameRow, type Tenant } from '../tenants/tenants';
@@ -82,13 +84,15 @@ async function view(row: WorkflowRow): Promise<WorkflowView> {
 }
 
 /** Throws 400 invalid_workflow listing every problem of the definition and the schedule; returns what to store. */
-function checkedSave(definition: unknown, schedule: unknown, now: number): { definition?: WorkflowDefinition; schedule?: WorkflowSchedule | null } {
+async function checkedSave(tenant: Tenant, definition: unknown, schedule: unknown, now: number): Promise<{ definition?: WorkflowDefinition; schedule?: WorkflowSchedule | null }> {
   const problems: WorkflowProblem[] = [];
   let checked: WorkflowDefinition | undefined;
   if (definition !== undefined) {
     const result = validateWorkflow(definition, { now });
     if (result.ok) checked = result.definition;
     else problems.push(...result.problems);
+    // The one rule that depends on the tenant, so it is checked here and not in the shared validateWorkflow().
+    if (result.ok) problems.push(...timerPeriodProblems(result.definition, (await tenantLimits(tenant.id)).minTimerPeriodSeconds, now));
   }
   if (schedule !== undefined && schedule !== null) problems.push(...validateSchedule(schedule));
   if (problems.length > 0) {
@@ -106,7 +110,7 @@ function duplicateName(tenant: Tenant, name: string): AppError {
 }
 
 export async function createWorkflow(tenant: Tenant, body: CreateWorkflowRequest, now = Date.now()): Promise<WorkflowView> {
-  const checked = checkedSave(body.definition, body.schedule ?? null, now);
+  const checked = await checkedSave(tenant, body.definition, body.schedule ?? null, now);
   const id = newId('wf');
   const at = new Date(now);
   const client = db();
@@ -149,7 +153,7 @@ export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWo
     throw badRequest('Nothing to save: give at least one of name, definition, draft, schedule');
   }
   const current = await findWorkflow(tenant, ref);
-  const checked = checkedSave(body.definition, body.schedule, now);
+  const checked = await checkedSave(tenant, body.definition, body.schedule, now);
   const fields = {
     ...(body.name === undefined ? {} : { name: body.name }),
     ...(body.draft === undefined ? {} : { draft: JSON.stringify(body.draft) }),

@@ -14,7 +14,7 @@ const HEAVY_TIMEOUT_MS = 300_000;
 
 const PUBLIC = new Set(['POST /session', 'DELETE /session', 'GET /openapi.json']);
 /** Calls only the admin may make: another tenant's key gets 403 there, not 404. */
-const ADMIN_ONLY = new Set(['POST /tenants', 'DELETE /tenants/{tenant}']);
+const ADMIN_ONLY = new Set(['POST /tenants', 'DELETE /tenants/{tenant}', 'PUT /tenants/{tenant}/limits']);
 /** Path slots that name a resource the call creates: a hostile value that is a valid name may be created. */
 const CREATES_BY_NAME = new Set(['POST /tenants/{tenant}/crowds/{name}:name', 'PUT /tenants/{tenant}/crowds/{name}:name', 'PUT /consumers/{name}:name']);
 

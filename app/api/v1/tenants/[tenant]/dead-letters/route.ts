@@ -1,0 +1,9 @@
+import { DeadLettersQuery } from '@/server/engine/cost-openapi';
+import { listDeadLetters } from '@/server/engine/dead-letter';
+import { json, queryParams, route } from '@/server/http/respond';
+import { tenantFromRequest } from '@/server/tenants/tenants';
+
+export const GET = route<{ tenant: string }>(async (request, params) => {
+  const tenant = await tenantFromRequest(request, params.tenant);
+  return json(await listDeadLetters(tenant.id, queryParams(request, DeadLettersQuery)));
+});

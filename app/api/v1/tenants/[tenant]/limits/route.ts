@@ -1,0 +1,13 @@
+import { authenticate } from '@/server/auth';
+import { json, readJson, route } from '@/server/http/respond';
+import { tenantLimits, TenantLimitsPatch, updateTenantLimits } from '@/server/limits/limits';
+import { assertAdmin, findTenant, tenantFromRequest } from '@/server/tenants/tenants';
+
+export const GET = route<{ tenant: string }>(async (request, params) => json(await tenantLimits((await tenantFromRequest(request, params.tenant)).id)));
+
+export const PUT = route<{ tenant: string }>(async (request, params) => {
+  const principal = await authenticate(request);
+  assertAdmin(principal);
+  const tenant = await findTenant(principal, params.tenant);
+  return json(await updateTenantLimits(tenant.id, await readJson(request, TenantLimitsPatch)));
+});

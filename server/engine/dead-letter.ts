@@ -1,0 +1,149 @@
+// Dead letters: an event whose branch evaluation exceeded the runtime cost budget (server/conditions/cost.ts) or
+// threw is not retried. It is recorded for the tenant with the reason, in the same transaction that moves the
+// partition's offset past it, and the user stays where they were. So a restart never evaluates it again, and the
+// tenant can list, inspect and discard what was set aside (GET/DELETE /api/v1/tenants/{tenant}/dead-letters).
+import type { CompiledCondition, ConditionInput, CrowdMembership } from '../conditions/compile';
+import { notFound } from '../errors';
+import { randomBytes } from 'node:crypto';
+import type { Tx } from '../storage/db';
+import { dialect } from '../storage/dialect';
+import { raw, type RawStatement } from '../storage/raw';
+import type { LogRow } from './store';
+import type { LoggedEvent } from './types';
+
+export interface DeadLetterView {
+  id: string;
+  instanceId: string;
+  step: string;
+  /** Where the event is in the tenant's input log: partition, log row offset and index within that row. */
+  partition: number;
+  logOffset: number;
+  eventIndex: number;
+  reason: string;
+  createdAt: string;
+  event: { user: number; type: string; data: Record<string, unknown>; time: string };
+}
+
+type Pending = { id: string; instanceId: string; step: string; logOffset: number; eventIndex: number; event: LoggedEvent; reason: string };
+
+/** The dead letters of one batch of log rows, written with the batch's commit. */
+export class DeadLetterBatch {
+  private readonly pending: Pending[] = [];
+
+  constructor(
+    private readonly tenantId: string,
+    private readonly partition: number,
+    private readonly rows: LogRow[],
+  ) {}
+
+  get size(): number {
+    return this.pending.length;
+  }
+
+  /**
+   * The index of the first branch whose condition holds for the event, or -1 when none does. An evaluation that
+   * throws (ConditionCostExceeded, or anything else) sets the event aside for this instance and gives -1.
+   */
+  firstBranch(conditions: readonly CompiledCondition[], input: ConditionInput, crowds: CrowdMembership, where: { instanceId: string; step: string; index: number }): number {
+    let i = 0;
+    try {
+      for (; i < conditions.length; i++) if (conditions[i].predicate(input, crowds)) return i;
+      return -1;
+    } catch (error) {
+      const { offset, index } = this.locate(where.index);
+      const reason = `branches[${i}].condition: ${(error as Error).message}`;
+      this.pending.push({ id: deadLetterId(), instanceId: where.instanceId, step: where.step, logOffset: offset, eventIndex: index, event: this.eventAt(where.index), reason });
+      return -1;
+    }
+  }
+
+  /** INSERT statements for the commit of this batch (none when nothing was set aside). */
+  statements(): RawStatement[] {
+    const columns = '"id", "tenantId", "instanceId", "step", "partition", "logOffset", "eventIndex", "event", "reason"';
+    const statements: RawStatement[] = [];
+    // 9 parameters a row: 500 rows keep a statement far below SQLite's bound-parameter limit.
+    for (let start = 0; start < this.pending.length; start += 500) {
+      const { params, bind } = dialect().parameters();
+      const values = this.pending
+        .slice(start, start + 500)
+        .map((p) => `(${[p.id, this.tenantId, p.instanceId, p.step, this.partition, p.logOffset, p.eventIndex, JSON.stringify(p.event), p.reason].map(bind).join(', ')})`);
+      statements.push({ sql: `INSERT INTO ${dialect().table('DeadLetter')} (${columns}) VALUES ${values.join(', ')}`, params });
+    }
+    return statements;
+  }
+
+  /** Log row offset and index within it of the batch's `index`-th event (the rows' events, concatenated). */
+  private locate(index: number): { offset: number; index: number } {
+    let remaining = index;
+    for (const row of this.rows) {
+      if (remaining < row.events.length) return { offset: row.offset, index: remaining };
+      remaining -= row.events.length;
+    }
+    return { offset: this.rows.at(-1)?.offset ?? 0, index: remaining };
+  }
+
+  private eventAt(index: number): LoggedEvent {
+    const { offset, index: within } = this.locate(index);
+    return this.rows.find((row) => row.offset === offset)!.events[within];
+  }
+}
+
+/** Ids that sort by creation time (lower-case base 36 milliseconds, then random hex), so listing pages by id. */
+function deadLetterId(): string {
+  return `dl_${Date.now().toString(36).padStart(10, '0')}${randomBytes(6).toString('hex')}`;
+}
+
+type Row = { id: string; instanceId: string; step: string; partition: unknown; logOffset: unknown; eventIndex: unknown; event: string; reason: string; createdAt: unknown };
+
+function view(row: Row): DeadLetterView {
+  const event = JSON.parse(row.event) as LoggedEvent;
+  const created = row.createdAt instanceof Date ? row.createdAt : new Date(`${String(row.createdAt).replace(' ', 'T')}Z`);
+  return {
+    id: row.id,
+    instanceId: row.instanceId,
+    step: row.step,
+    partition: Number(row.partition),
+    logOffset: Number(row.logOffset),
+    eventIndex: Number(row.eventIndex),
+    reason: row.reason,
+    createdAt: Number.isNaN(created.getTime()) ? String(row.createdAt) : created.toISOString(),
+    event: { user: event.user, type: event.type, data: event.data, time: new Date(event.time).toISOString() },
+  };
+}
+
+const COLUMNS = '"id", "instanceId", "step", "partition", "logOffset", "eventIndex", "event", "reason", "createdAt"';
+
+/** The tenant's dead letters, oldest first, `limit` at a time after the one with id `after`. */
+export async function listDeadLetters(tenantId: string, options: { limit: number; after?: string }): Promise<{ deadLetters: DeadLetterView[]; next: string | null }> {
+  const { params, bind } = dialect().parameters();
+  const table = dialect().table('DeadLetter');
+  const after = options.after ? ` AND "id" > ${bind(options.after)}` : '';
+  const rows = await (await raw()).query<Row>(`SELECT ${COLUMNS} FROM ${table} WHERE "tenantId" = ${bind(tenantId)}${after} ORDER BY "id" LIMIT ${bind(options.limit + 1)}`, params);
+  const page = rows.slice(0, options.limit).map(view);
+  return { deadLetters: page, next: rows.length > options.limit ? page.at(-1)!.id : null };
+}
+
+/** Ids this module makes; anything else (a NUL, which PostgreSQL text cannot hold) is a 404 without a query. */
+const isDeadLetterId = (id: string) => /^dl_[0-9a-z]+$/.test(id);
+
+export async function getDeadLetter(tenantId: string, id: string): Promise<DeadLetterView> {
+  if (!isDeadLetterId(id)) throw notFound(`Dead letter "${id.slice(0, 60)}"`);
+  const { params, bind } = dialect().parameters();
+  const [row] = await (await raw()).query<Row>(`SELECT ${COLUMNS} FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`, params);
+  if (!row) throw notFound(`Dead letter "${id}"`);
+  return view(row);
+}
+
+/** Discards a dead letter for good (the event stays in the input log until the log is trimmed). */
+export async function discardDeadLetter(tenantId: string, id: string): Promise<void> {
+  if (!isDeadLetterId(id)) throw notFound(`Dead letter "${id.slice(0, 60)}"`);
+  const { params, bind } = dialect().parameters();
+  const removed = await (await raw()).execute(`DELETE FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`, params);
+  if (removed === 0) throw notFound(`Dead letter "${id}"`);
+}
+
+/** Removes every dead letter of a tenant, inside the tenant deletion's transaction. */
+export async function deleteDeadLetters(tx: Tx, tenantId: string): Promise<void> {
+  const { params, bind } = dialect().parameters();
+  await tx.$executeRawUnsafe(`DELETE FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)}`, ...params);
+}

@@ -1,0 +1,113 @@
+// Limits that protect the server from what one tenant sends, with documented defaults (README "Limits") that an
+// administrator may override per tenant (PUT /api/v1/tenants/{tenant}/limits). Stored as a JSON object of the
+// overridden fields only, so a default changed in a later release reaches every tenant that did not override it.
+import { z } from 'zod';
+import { AppError } from '../errors';
+import type { Tx } from '../storage/db';
+import { dialect } from '../storage/dialect';
+import { raw } from '../storage/raw';
+
+const LimitsShape = {
+  maxCrowdUsers: z.number().int().min(1).max(2 ** 32).describe('Users one crowd may hold (uploads and combinations)'),
+  maxInstanceUsers: z.number().int().min(1).max(2 ** 32).describe('Users one instance may run over (start, crowd update)'),
+  minTimerPeriodSeconds: z.number().int().min(1).max(366 * 86_400).describe('Shortest time between two firings of a timer step cron'),
+  journalRetentionHours: z.number().int().min(1).max(10 * 366 * 24).describe('Notifications older than this are deleted'),
+  journalMaxRows: z.number().int().min(1_000).max(1e12).describe('Notifications kept per tenant at most; the oldest beyond are deleted'),
+};
+
+export const TenantLimits = z.strictObject(LimitsShape);
+export type TenantLimits = z.infer<typeof TenantLimits>;
+
+/** Body of PUT …/limits: the fields to override; null puts a field back to its default. */
+export const TenantLimitsPatch = z.strictObject(Object.fromEntries(Object.entries(LimitsShape).map(([key, schema]) => [key, schema.nullable().optional()])) as {
+  [K in keyof TenantLimits]: z.ZodOptional<z.ZodNullable<(typeof LimitsShape)[K]>>;
+});
+
+/**
+ * Defaults: a 100M-user crowd and instance fit (about 60 MB of bitmap at 0.57 bytes a user, measured), far below
+ * what a 2^32-user upload would cost; timers fire at most once a minute; the journal keeps 7 days and at most 50M
+ * notifications per tenant (a cron moving 1M users every second added ~2 MB/s without a bound).
+ */
+export const DEFAULT_LIMITS: TenantLimits = Object.freeze({
+  maxCrowdUsers: 100_000_000,
+  maxInstanceUsers: 100_000_000,
+  minTimerPeriodSeconds: 60,
+  journalRetentionHours: 7 * 24,
+  journalMaxRows: 50_000_000,
+});
+
+type Row = { limits: string };
+
+async function overrides(tenantId: string): Promise<Partial<TenantLimits>> {
+  const { params, bind } = dialect().parameters();
+  const [row] = await (await raw()).query<Row>(`SELECT "limits" FROM ${dialect().table('TenantLimits')} WHERE "tenantId" = ${bind(tenantId)}`, params);
+  return row ? (JSON.parse(row.limits) as Partial<TenantLimits>) : {};
+}
+
+/** The tenant's limits: its overrides over the defaults. */
+export async function tenantLimits(tenantId: string): Promise<TenantLimits> {
+  return { ...DEFAULT_LIMITS, ...(await overrides(tenantId)) };
+}
+
+/** Applies a patch (null = back to the default) and returns the limits now in force. */
+export async function updateTenantLimits(tenantId: string, patch: z.infer<typeof TenantLimitsPatch>): Promise<TenantLimits> {
+  const next: Partial<TenantLimits> = { ...(await overrides(tenantId)) };
+  for (const [key, value] of Object.entries(patch) as [keyof TenantLimits, number | null | undefined][]) {
+    if (value === null) delete next[key];
+    else if (value !== undefined) next[key] = value;
+  }
+  const { params, bind } = dialect().parameters();
+  await (await raw()).execute(
+    `INSERT INTO ${dialect().table('TenantLimits')} ("tenantId", "limits", "updatedAt") VALUES (${bind(tenantId)}, ${bind(JSON.stringify(next))}, CURRENT_TIMESTAMP)
+     ON CONFLICT ("tenantId") DO UPDATE SET "limits" = excluded."limits", "updatedAt" = excluded."updatedAt"`,
+    params,
+  );
+  return { ...DEFAULT_LIMITS, ...next };
+}
+
+/** Removes a tenant's overrides, inside the tenant deletion's transaction. */
+export async function deleteTenantLimits(tx: Tx, tenantId: string): Promise<void> {
+  const { params, bind } = dialect().parameters();
+  await tx.$executeRawUnsafe(`DELETE FROM ${dialect().table('TenantLimits')} WHERE "tenantId" = ${bind(tenantId)}`, ...params);
+}
+
+const count = (n: number) => n.toLocaleString('en-US');
+
+/**
+ * The most users an upload of at most `maxUploadBytes` may become: what a text upload of that size can name (an ID
+ * and a newline are at least 2 bytes), so the upload cap bounds what an upload becomes, not only its bytes.
+ */
+export function usersPerUploadCap(maxUploadBytes: number): number {
+  return Math.floor(maxUploadBytes / 2);
+}
+
+/** Refuses (413, naming the limit) a crowd of `users` users for this tenant and, for an upload, the upload cap. */
+export function checkCrowdUsers(users: number, limits: TenantLimits, maxUploadBytes?: number): void {
+  if (users > limits.maxCrowdUsers) {
+    throw new AppError('payload_too_large', `The crowd would hold ${count(users)} users; this tenant's crowds may hold at most ${count(limits.maxCrowdUsers)} (limit maxCrowdUsers)`, {
+      limit: 'maxCrowdUsers',
+      value: limits.maxCrowdUsers,
+      users,
+    });
+  }
+  if (maxUploadBytes === undefined) return;
+  const cap = usersPerUploadCap(maxUploadBytes);
+  if (users > cap) {
+    throw new AppError(
+      'payload_too_large',
+      `The upload would become ${count(users)} users; an upload of at most ${count(maxUploadBytes)} bytes (CROWDFLOW_MAX_UPLOAD_BYTES) may become at most ${count(cap)} users`,
+      { limit: 'CROWDFLOW_MAX_UPLOAD_BYTES', value: maxUploadBytes, users },
+    );
+  }
+}
+
+/** Refuses (422, naming the limit) an instance over `users` users. */
+export function checkInstanceUsers(users: number, limits: TenantLimits): void {
+  if (users > limits.maxInstanceUsers) {
+    throw new AppError('unprocessable', `The instance would run over ${count(users)} users; this tenant's instances may hold at most ${count(limits.maxInstanceUsers)} (limit maxInstanceUsers)`, {
+      limit: 'maxInstanceUsers',
+      value: limits.maxInstanceUsers,
+      users,
+    });
+  }
+}
