@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load] [--providers=sqlite,postgres] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,6 +25,8 @@ const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`
 const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load']));
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
+/** Journey steps over HTTP to run (text upload, counts, export csv, export roaring, sse, events, timer, recovery). */
+const steps = args.find((a) => a.startsWith('--steps='))?.split('=')[1].split(',');
 
 const scale = quick ? 0.1 : 1;
 export const SCALE = {
@@ -86,7 +88,7 @@ async function main(): Promise<void> {
     if (sections.has('http')) {
       console.log(`journey over HTTP on ${provider}…`);
       http[provider] = await withDatabase(provider, 'http', (database) =>
-        measureJourney(database, { users: SCALE.users, crowdText, events: SCALE.events, countReads: SCALE.countReads, sseSamples: SCALE.sseSamples, recoveryMoves: SCALE.recoveryMoves, profile }),
+        measureJourney(database, { users: SCALE.users, crowdText, events: SCALE.events, countReads: SCALE.countReads, sseSamples: SCALE.sseSamples, recoveryMoves: SCALE.recoveryMoves, profile, steps }),
       );
       save(false);
     }

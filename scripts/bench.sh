@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `npm run bench [-- --quick] [--only=crowd,rows,http,engine] [--providers=sqlite,postgres] [--profile]`:
+# `npm run bench [-- --quick] [--only=crowd,rows,http,engine] [--providers=sqlite,postgres] [--steps=counts,…] [--profile]`:
 # installs what is missing, builds the app when the sources are newer than the last build (the HTTP scenarios run
-# a real `next start`), then runs bench/run.ts. Scratch databases live under bench/tmp and in throwaway
+# a real server, server/main.ts), then runs bench/run.ts. Scratch databases live under bench/tmp and in throwaway
 # PostgreSQL schemas; data/crowdflow.db is never touched. Benchmarks report; this script never fails on a figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +9,7 @@ mkdir -p bench/tmp
 CROWDFLOW_SKIP_BROWSER=1 bash scripts/install.sh
 # Our own build folder, so a test run building .next at the same time never swaps the server under us.
 export CROWDFLOW_DIST_DIR=bench/tmp/next
-if [ ! -f "$CROWDFLOW_DIST_DIR/BUILD_ID" ] || [ -n "$(find app server studio instrumentation.ts next.config.ts package-lock.json -newer "$CROWDFLOW_DIST_DIR/BUILD_ID" -type f -print -quit 2>/dev/null)" ]; then
+if [ ! -f "$CROWDFLOW_DIST_DIR/BUILD_ID" ] || [ -n "$(find app server studio next.config.ts package-lock.json -newer "$CROWDFLOW_DIST_DIR/BUILD_ID" -type f -print -quit 2>/dev/null)" ]; then
   echo "building the app (next build)…"
   node node_modules/next/dist/bin/next build >bench/tmp/build.log 2>&1 || { cat bench/tmp/build.log; exit 1; }
   node scripts/tsconfig-clean.mjs

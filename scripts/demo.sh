@@ -12,7 +12,7 @@ set -a; . ./.env; set +a
 PORT="${PORT:-3000}"
 node node_modules/next/dist/bin/next build
 npx tsx scripts/migrate.ts
-node node_modules/next/dist/bin/next start -p "$PORT" &
+node --import tsx server/main.ts -p "$PORT" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT INT TERM
 for _ in $(seq 1 120); do

@@ -2,15 +2,12 @@ import { applyMigrations } from './storage/migrate';
 import { dbTarget } from './storage/db';
 import { env } from './env';
 import { stopOnSignals } from './shutdown';
-import { installFastLane } from './http/fast-lane';
 
 let booted: Promise<void> | undefined;
 
 /** Once per server process: bring the database schema up to date, then start the background loops. */
 export function boot(): Promise<void> {
   booted ??= (async () => {
-    const { getCounts } = await import('./http/counts-route');
-    installFastLane([{ path: '/api/v1/tenants/:tenant/instances/:iid/counts', handler: getCounts }]);
     const applied = await applyMigrations(dbTarget());
     if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
     if (env().CROWDFLOW_ENGINE !== 'off') await (await import('./engine')).startEngine();

@@ -1,5 +1,5 @@
 // On SIGTERM/SIGINT the server first hands back what it holds (procedure and partition leases, after a last
-// checkpoint), then lets Next.js close the HTTP server and exit as it would have. Without this the process exits
+// checkpoint), then lets the server entry (server/main.ts) close the HTTP server and exit. Without this the process exits
 // holding its leases, and the next server (a restart, a deploy) waits for them to expire before it runs anything.
 import { runtime } from './runtime';
 
@@ -23,7 +23,7 @@ export function stopOnSignals(stopWork: () => Promise<void>): void {
   if (state.installed) return;
   state.installed = true;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    // Next.js's own handler (close the server, then exit) runs after ours instead of racing it.
+    // The server entry's handler (close the server, then exit) runs after ours instead of racing it.
     const next = process.listeners(signal);
     process.removeAllListeners(signal);
     process.once(signal, () => {

@@ -1,9 +1,9 @@
-// A real `next start` server (from the last `next build`) on a scratch database, like test/setup/server.ts,
+// A real server (server/main.ts over the last `next build`) on a scratch database, like test/setup/server.ts,
 // and a small JSON client for it.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, waitUntilUp } from '../../test/helpers/next-server';
+import { freePort, serverArguments, waitUntilUp } from '../../test/helpers/next-server';
 import { undoOnInterrupt } from './cleanup';
 import { TMP_DIR } from './database';
 
@@ -27,7 +27,7 @@ export async function startServer(databaseUrl: string, options: { profile?: bool
   const port = await freePort();
   const flags = options.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(TMP_DIR, 'profiles')}`] : [];
   const started = performance.now();
-  const child = spawn(process.execPath, [...flags, 'node_modules/next/dist/bin/next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
+  const child = spawn(process.execPath, [...flags, ...serverArguments(port)], {
     env: { ...process.env, DATABASE_URL: databaseUrl, CROWDFLOW_ADMIN_TOKEN: BENCH_ADMIN_TOKEN, NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,4 +1,4 @@
-// The journey scenarios end to end over HTTP against a real `next start` server on a scratch database:
+// The journey scenarios end to end over HTTP against a real server (server/main.ts) on a scratch database:
 // crowd upload, instance start, counts, SSE, exports, events applied, a timer step, memory and restart recovery.
 // Each step records its figure or why it could not be measured, and the next steps go on where they can.
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
@@ -25,6 +25,8 @@ export interface JourneyOptions {
   sseSamples: number;
   recoveryMoves: number;
   profile: boolean;
+  /** Only these steps (by the names the run prints: `counts`, `sse`, `events`, …); the instance always starts. */
+  steps?: string[];
 }
 
 export type Measured = { value: number | null; note?: string; details?: Record<string, unknown> };
@@ -93,7 +95,9 @@ export async function measureJourney(database: ScratchDatabase, options: Journey
   const label = `http on ${database.provider}`;
   let server = await startServer(database.url, { profile: options.profile });
   const figures = {} as JourneyFigures;
-  const tryStep = (name: string, work: () => Promise<Measured>) => attempt(`${label}: ${name}`, work, () => server);
+  const wanted = (name: string) => name === 'start' || !options.steps || options.steps.includes(name);
+  const tryStep = (name: string, work: () => Promise<Measured>) =>
+    wanted(name) ? attempt(`${label}: ${name}`, work, () => server) : Promise.resolve({ value: null, note: 'not run (--steps)' });
   try {
     await call(server, 'POST', '/tenants', { name: TENANT, partitions: PARTITIONS });
     const dense = new RoaringBitmap32();

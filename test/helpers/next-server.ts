@@ -3,6 +3,11 @@ import { createServer } from 'node:net';
 
 // Shared by the test servers (test/setup/server.ts) and the benchmark servers (bench/lib/server.ts).
 
+/** Node arguments that start the server entry (server/main.ts, as `npm start` does) on 127.0.0.1:`port`. */
+export function serverArguments(port: number): string[] {
+  return ['--import', 'tsx', 'server/main.ts', '-p', String(port), '-H', '127.0.0.1'];
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -13,11 +18,11 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Waits until a spawned `next start` answers the API (401 without credentials); kills it when it never does. */
+/** Waits until a spawned server answers the API (401 without credentials); kills it when it never does. */
 export async function waitUntilUp(url: string, child: ChildProcess, log: () => string, options: { timeoutMs: number; pollMs: number }): Promise<void> {
   const deadline = Date.now() + options.timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`next start exited with ${child.exitCode}:\n${log()}`);
+    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}:\n${log()}`);
     try {
       const response = await fetch(`${url}/api/v1/tenants`);
       if (response.status === 401) return;
@@ -27,5 +32,5 @@ export async function waitUntilUp(url: string, child: ChildProcess, log: () => s
     await new Promise((r) => setTimeout(r, options.pollMs));
   }
   child.kill('SIGKILL');
-  throw new Error(`next start did not answer within ${options.timeoutMs / 1000} s:\n${log()}`);
+  throw new Error(`the server did not answer within ${options.timeoutMs / 1000} s:\n${log()}`);
 }

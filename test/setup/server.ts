@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { TestProject } from 'vitest/node';
 import { applyMigrations } from '../../server/storage/migrate';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
-import { freePort, waitUntilUp } from '../helpers/next-server';
+import { freePort, serverArguments, waitUntilUp } from '../helpers/next-server';
 import { createTestDatabase } from '../helpers/test-database';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -22,7 +22,7 @@ export default async function setup(project: TestProject) {
   await applyMigrations(parseDatabaseUrl(database.url));
   const port = await freePort();
   let output = '';
-  const child = spawn(process.execPath, ['node_modules/next/dist/bin/next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
+  const child = spawn(process.execPath, serverArguments(port), {
     env: { ...process.env, DATABASE_URL: database.url, CROWDFLOW_ADMIN_TOKEN: TEST_ADMIN_TOKEN, NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

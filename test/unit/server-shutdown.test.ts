@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { afterAll, expect, it } from 'vitest';
-import { freePort, waitUntilUp } from '../helpers/next-server';
+import { freePort, serverArguments, waitUntilUp } from '../helpers/next-server';
 import { db } from '../../server/storage/db';
 
-// A real `next start` on this file's database is stopped the way a deploy or Ctrl-C stops it. It must hand back its
+// A real server (server/main.ts) on this file's database is stopped the way a deploy or Ctrl-C stops it. It must hand back its
 // partition leases (after a last checkpoint), so the next server takes over at once instead of after the lease.
 const ADMIN = 'shutdown-admin-token-0123456789';
 let child: ReturnType<typeof spawn> | undefined;
@@ -12,7 +12,7 @@ afterAll(() => void child?.kill('SIGKILL'));
 it('SIGTERM hands back every partition lease and checkpoints the running instance before the server exits', async () => {
   const port = await freePort();
   let output = '';
-  child = spawn(process.execPath, ['node_modules/next/dist/bin/next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
+  child = spawn(process.execPath, serverArguments(port), {
     env: { ...process.env, CROWDFLOW_ADMIN_TOKEN: ADMIN, NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

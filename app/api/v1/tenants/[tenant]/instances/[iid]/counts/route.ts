@@ -1,4 +1,4 @@
 import { getCounts } from '@/server/http/counts-route';
 
-// Usually answered by the fast lane (server/http/fast-lane.ts) before Next.js routes the request; same handler.
+// Usually answered by our HTTP server (server/http/http-server.ts) before Next.js routes the request; same handler.
 export const GET = getCounts;

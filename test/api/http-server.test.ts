@@ -1,8 +1,24 @@
+import { request } from 'node:http';
 import { describe, expect, inject, it } from 'vitest';
 import { api, baseUrl, createTenant, expectError } from '../helpers/api';
 
-// Per-step counts are answered before Next.js routes the request (server/http/fast-lane.ts), by the same handler.
+// Our own HTTP server (server/main.ts, server/http/http-server.ts) answers per-step counts without Next.js, by the
+// same handler as the route file, and refuses API paths that Next.js would redirect to a normalized path.
 const FAST = 'x-crowdflow-fast-lane';
+
+/** A request with the path exactly as given: fetch() would resolve `.` and `..` segments (also `%2e`) itself. */
+function rawRequest(method: string, path: string): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(baseUrl());
+    const sent = request({ host: url.hostname, port: url.port, method, path, headers: { authorization: `Bearer ${inject('adminToken')}` } }, (response) => {
+      let text = '';
+      response.on('data', (chunk) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: text ? JSON.parse(text) : undefined }));
+    });
+    sent.on('error', reject);
+    sent.end();
+  });
+}
 
 async function runningInstance() {
   const tenant = await createTenant(2);
@@ -15,7 +31,7 @@ async function runningInstance() {
   return { tenant, base, instanceId: started.body.instanceId as string };
 }
 
-describe('fast lane for counts', () => {
+describe('the server entry', () => {
   it('answers counts, and its errors, with the same shapes as the route', async () => {
     const { tenant, base, instanceId } = await runningInstance();
     const counts = await api('GET', `${base}/instances/${instanceId}/counts`, { token: tenant.key });
@@ -51,5 +67,37 @@ describe('fast lane for counts', () => {
       expect(expectError(await api('GET', path), 400, 'bad_request').message, path).toMatch(/percent-escape/);
     }
     expect(expectError(await api('DELETE', `${base}/crowds/%E0%A4%A`), 400, 'bad_request').message).toMatch(/percent-escape/);
+  });
+
+  it('answers 404 and never redirects an API path with a trailing slash, an empty, "." or ".." segment (also as %2e)', async () => {
+    const { tenant, base, instanceId } = await runningInstance();
+    expect((await api('PUT', `${base}/crowds/kept`, { body: '7', headers: { 'content-type': 'text/plain' } })).status).toBeLessThan(300);
+    const paths = [
+      `/api/v1${base}/crowds/..`,
+      `/api/v1${base}/crowds/%2e%2e`,
+      `/api/v1${base}/crowds/.%2E`,
+      `/api/v1${base}/crowds/.`,
+      `/api/v1${base}/crowds/%2e`,
+      `/api/v1${base}/crowds/kept/`,
+      `/api/v1${base}//crowds/kept`,
+      `/api/v1${base}/crowds/kept/../kept`,
+      `/api/v1${base}/instances/${instanceId}/./counts`,
+      `/api/v1${base}/`,
+      `/api/v1/`,
+      `//api/v1${base}`,
+      `/api\\v1${base}`,
+    ];
+    for (const path of paths) {
+      for (const method of ['GET', 'DELETE']) {
+        const answer = await rawRequest(method, path);
+        expect(answer.status, `${method} ${path}`).toBe(404);
+        expect(answer.headers.location, `${method} ${path}`).toBeUndefined();
+        expect(answer.body.error.code, `${method} ${path}`).toBe('not_found');
+        expect(answer.body.error.message, `${method} ${path}`).toMatch(/trailing slash|segment/);
+      }
+    }
+    // Nothing was deleted through a normalized path: the tenant and its crowd are still there.
+    expect((await api('GET', `/tenants/${tenant.name}`)).status).toBe(200);
+    expect((await api('GET', `${base}/crowds/kept`)).status).toBe(200);
   });
 });

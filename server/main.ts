@@ -1,0 +1,56 @@
+// The server process: a Next.js custom server (https://nextjs.org/docs/app/guides/custom-server). It boots the
+// runtime (migrations, engine, procedures), owns the HTTP server, answers what must not wait for Next's router
+// (server/http/http-server.ts) and hands every other request to Next's handler.
+//
+//   node --import tsx server/main.ts [-p PORT] [-H HOST] [--dev]      (npm start / npm run dev)
+import { createServer } from 'node:http';
+import next from 'next';
+import { boot } from './boot';
+import { getCounts } from './http/counts-route';
+import { crowdflowRequestListener } from './http/http-server';
+
+interface Options {
+  port: number;
+  hostname: string | undefined;
+  dev: boolean;
+}
+
+function parseArguments(args: string[]): Options {
+  const options: Options = { port: Number(process.env.PORT ?? 3000), hostname: process.env.HOSTNAME, dev: false };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '-p' || arg === '--port') options.port = Number(args[++i]);
+    else if (arg === '-H' || arg === '--hostname') options.hostname = args[++i];
+    else if (arg === '--dev') options.dev = true;
+    else throw new Error(`Unknown argument ${arg} (expected -p PORT, -H HOST, --dev)`);
+  }
+  if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) throw new Error(`Invalid port ${options.port}`);
+  return options;
+}
+
+async function main(): Promise<void> {
+  const options = parseArguments(process.argv.slice(2));
+  // As `next start` / `next dev` do: React and Next pick their production or development builds by it.
+  (process.env as Record<string, string | undefined>).NODE_ENV ??= options.dev ? 'development' : 'production';
+  const app = next({ dev: options.dev, dir: process.cwd(), hostname: options.hostname, port: options.port });
+  const server = createServer(crowdflowRequestListener([{ method: 'GET', path: '/api/v1/tenants/:tenant/instances/:iid/counts', handler: getCounts }], app.getRequestHandler()));
+  // After the runtime has handed back its leases (server/shutdown.ts runs first), stop taking requests and exit.
+  for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
+    process.once(signal, () => {
+      server.close();
+      server.closeAllConnections();
+      process.exit(code);
+    });
+  }
+  await Promise.all([boot(), app.prepare()]);
+  if (options.dev) server.on('upgrade', app.getUpgradeHandler());
+  await new Promise<void>((resolve) => server.listen(options.port, options.hostname, resolve));
+  const address = server.address();
+  const where = typeof address === 'object' && address ? `http://${options.hostname ?? 'localhost'}:${address.port}` : String(address);
+  console.log(`[crowdflow] listening on ${where}${options.dev ? ' (development)' : ''}`);
+}
+
+main().catch((error: unknown) => {
+  console.error('[crowdflow] the server could not start:', error);
+  process.exit(1);
+});
