@@ -1,8 +1,8 @@
 // The request listener of Crowdflow's own HTTP server (server/main.ts, a Next.js custom server). Three things happen
 // here, before any request reaches Next.js:
 // 1. API paths Next.js would mishandle are answered: a malformed percent-escape (Next's router answers 500) is a 400;
-//    an inexact path (server/http/exact-path.ts: a trailing slash, an empty or `.`/`..` segment, also as %2e;  or a
-//    backslash, which Next reads as a slash) is a 404. Next would redirect those (308) to a normalized
+//    an inexact path (server/http/exact-path.ts: a trailing slash, an empty or `.`/`..` segment, also as %2e) or a
+//    backslash (Next reads it as a slash) is a 404. Next would redirect those (308) to a normalized
 //    path — `DELETE …/crowds/..` to `DELETE /tenants/T` — so they never reach it.
 // 2. Per-step counts, read by live canvases and integrations many times a second, are answered directly by the same
 //    handler function the route file exports (same auth, same errors): Next's router and route runtime cost more
