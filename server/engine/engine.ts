@@ -11,7 +11,7 @@ import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { PartitionWorker, runTimersTogether, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { cleanupJournal } from './notifications';
+import { cleanupJournal } from '../notifications/notifications';
 import { LogTrimmer, logEnds } from './store';
 import { dialect } from '../storage/dialect';
 import { InstanceRuntime, TenantRuntime } from './tenant';

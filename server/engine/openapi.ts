@@ -5,7 +5,7 @@ import { MAX_USER_ID } from '../crowd/bitmap';
 import { EXPORT_FORMATS } from '../crowd/export';
 import { operation } from '../http/openapi-kit';
 import { MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from './ingest';
-import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, INLINE_USERS_PER_PAGE, MAX_PAGE } from './notifications';
+import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, INLINE_USERS_PER_PAGE, MAX_PAGE } from '../notifications/notifications';
 
 export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
 

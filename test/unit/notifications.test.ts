@@ -10,7 +10,7 @@ import {
   INLINE_USERS_MAX,
   INLINE_USERS_PER_PAGE,
   readNotifications,
-} from '../../server/engine/notifications';
+} from '../../server/notifications/notifications';
 import { dialect } from '../../server/storage/dialect';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';

@@ -1,6 +1,6 @@
 import { authenticate } from '@/server/auth';
 import { callerTenant } from '@/server/engine/ingest';
-import { listConsumers, TenantQuery } from '@/server/engine/notifications';
+import { listConsumers, TenantQuery } from '@/server/notifications/notifications';
 import { json, queryParams, route } from '@/server/http/respond';
 
 export const GET = route(async (request) => {

@@ -1,6 +1,6 @@
 import { authenticate } from '@/server/auth';
 import { callerTenant } from '@/server/engine/ingest';
-import { ConsumerParams, createConsumer, CreateConsumerBody, deleteConsumer, getConsumer, TenantQuery } from '@/server/engine/notifications';
+import { ConsumerParams, createConsumer, CreateConsumerBody, deleteConsumer, getConsumer, TenantQuery } from '@/server/notifications/notifications';
 import { json, queryParams, readJson, route } from '@/server/http/respond';
 
 type Params = { name: string };

@@ -1,6 +1,6 @@
 import { authenticate } from '@/server/auth';
 import { callerTenant } from '@/server/engine/ingest';
-import { commitConsumer, CommitBody, ConsumerParams, TenantQuery } from '@/server/engine/notifications';
+import { commitConsumer, CommitBody, ConsumerParams, TenantQuery } from '@/server/notifications/notifications';
 import { json, queryParams, readJson, route } from '@/server/http/respond';
 
 export const POST = route<{ name: string }>(async (request, { name }) => {
