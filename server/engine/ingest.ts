@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
-import { findTenant, type Tenant } from '../tenants/tenants';
+import { callerTenant } from '../tenants/tenants';
 import { appendRequest, type IngestResult } from './ingest-commit';
 import type { LoggedEvent } from './types';
 
@@ -96,18 +96,6 @@ export function parseEventBatch(body: unknown, now: number): EventBatch {
 export async function appendEvents(tenantId: string, partitions: number, events: LoggedEvent[], now = Date.now()): Promise<number> {
   if (events.length === 0) return 0;
   return (await appendRequest(tenantId, partitions, { events }, now)).accepted;
-}
-
-/**
- * The tenant a call acts on: an API key's own tenant (naming another one gets 404, like a tenant that does not
- * exist), or with the admin token the tenant named by `ref`, which is then required.
- */
-export async function callerTenant(principal: Principal, ref: string | undefined): Promise<Tenant> {
-  if (principal.kind === 'admin') {
-    if (ref === undefined) throw invalid('tenant', 'required with the admin token (a tenant id or name)');
-    return findTenant(principal, ref);
-  }
-  return findTenant(principal, ref ?? principal.tenantId);
 }
 
 /**

@@ -63,6 +63,18 @@ export async function findTenant(principal: Principal, ref: string): Promise<Ten
   return tenant;
 }
 
+/**
+ * The tenant a call acts on: an API key's own tenant (naming another one gets 404, like a tenant that does not
+ * exist), or with the admin token the tenant named by `ref`, which is then required.
+ */
+export async function callerTenant(principal: Principal, ref: string | undefined): Promise<Tenant> {
+  if (principal.kind === 'admin') {
+    if (ref === undefined) throw new AppError('validation_failed', 'tenant: required with the admin token (a tenant id or name)', { path: 'tenant' });
+    return findTenant(principal, ref);
+  }
+  return findTenant(principal, ref ?? principal.tenantId);
+}
+
 /** Tenants by id or name; a tenant never changes after it is created, only its deletion clears the cache. */
 const tenantsByRef = () => lookupCache<Tenant>('tenants');
 

@@ -1,5 +1,5 @@
 import { authenticate } from '@/server/auth';
-import { callerTenant } from '@/server/engine/ingest';
+import { callerTenant } from '@/server/tenants/tenants';
 import { listConsumers, TenantQuery } from '@/server/notifications/notifications';
 import { json, queryParams, route } from '@/server/http/respond';
 
