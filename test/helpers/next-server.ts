@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 
 // Shared by the test servers (test/setup/server.ts) and the benchmark servers (bench/lib/server.ts).
@@ -33,4 +33,22 @@ export async function waitUntilUp(url: string, child: ChildProcess, log: () => s
   }
   child.kill('SIGKILL');
   throw new Error(`the server did not answer within ${options.timeoutMs / 1000} s:\n${log()}`);
+}
+
+export type SpawnedServer = { baseUrl: string; child: ChildProcess; log: () => string; exited: Promise<void> };
+
+/** A `next start` of the last build on its own port and database, answering the API once this resolves. */
+export async function spawnNextServer(databaseUrl: string, adminToken: string): Promise<SpawnedServer> {
+  const port = await freePort();
+  let output = '';
+  const child = spawn(process.execPath, ['node_modules/next/dist/bin/next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, CROWDFLOW_ADMIN_TOKEN: adminToken, NODE_ENV: 'production' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (d) => (output += d));
+  child.stderr?.on('data', (d) => (output += d));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitUntilUp(baseUrl, child, () => output, { timeoutMs: 60_000, pollMs: 100 });
+  return { baseUrl, child, log: () => output, exited };
 }
