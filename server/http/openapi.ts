@@ -1,6 +1,7 @@
 import { paths as crowdPaths } from '../crowd/openapi';
 import { paths as costPaths } from '../engine/cost-openapi';
-import { paths as enginePaths } from '../engine/openapi';
+import { paths as enginePaths } from './engine-api';
+import { paths as notificationPaths } from '../notifications/openapi';
 import { paths as procedurePaths } from '../procedures/openapi';
 import { paths as profilePaths } from '../profiles/openapi';
 import { paths as tenantPaths } from '../tenants/openapi';
@@ -8,7 +9,7 @@ import { paths as workflowPaths } from '../workflows/openapi';
 import { requiredScope, SCOPE_MEANING } from '../security/scopes';
 
 // Every area documents its own routes; this merges them into one OpenAPI 3.1 document.
-const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, procedurePaths, costPaths];
+const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, notificationPaths, procedurePaths, costPaths];
 
 const PUBLIC_PATHS = new Set(['/session', '/openapi.json']);
 

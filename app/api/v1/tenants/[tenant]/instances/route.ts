@@ -1,5 +1,5 @@
 import { getEngine } from '@/server/engine';
-import { InstancesQuery } from '@/server/engine/openapi';
+import { InstancesQuery } from '@/server/http/engine-api';
 import { json, queryParams, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 

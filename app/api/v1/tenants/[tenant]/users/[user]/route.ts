@@ -1,5 +1,5 @@
 import { getEngine } from '@/server/engine';
-import { UserParams } from '@/server/engine/openapi';
+import { UserParams } from '@/server/http/engine-api';
 import { json, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 

@@ -1,5 +1,5 @@
 import { getEngine } from '@/server/engine';
-import { UpdateCrowdBody } from '@/server/engine/openapi';
+import { UpdateCrowdBody } from '@/server/http/engine-api';
 import { json, readJson, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 

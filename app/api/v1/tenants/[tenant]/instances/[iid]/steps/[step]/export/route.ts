@@ -1,6 +1,6 @@
 import { bitmapExportResponse } from '@/server/crowd/export';
 import { getEngine } from '@/server/engine';
-import { ExportQuery } from '@/server/engine/openapi';
+import { ExportQuery } from '@/server/http/engine-api';
 import { queryParams, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 

@@ -1,11 +1,11 @@
-// The engine's HTTP surface: the zod schemas its routes validate with (instances, events, notifications,
-// consumers) and the OpenAPI 3.1 path items documenting them, built from the same schemas.
+// The engine's HTTP surface (app/api/v1/events, …/instances/**, …/users/{user}, and starting a workflow): the zod
+// schemas its routes validate with and the OpenAPI 3.1 path items documenting them, built from the same schemas.
+// The engine itself (server/engine/) knows nothing of HTTP.
 import { z } from 'zod';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { EXPORT_FORMATS } from '../crowd/export';
-import { operation } from '../http/openapi-kit';
-import { MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from './ingest';
-import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, INLINE_USERS_PER_PAGE, MAX_PAGE } from '../notifications/notifications';
+import { operation } from './openapi-kit';
+import { MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from '../engine/ingest';
 
 export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
 
@@ -90,24 +90,9 @@ const EventsBody = z.object({
     .min(1)
     .max(MAX_EVENTS_PER_BATCH),
 });
-const Notification = z.object({
-  seq: z.number(),
-  instanceId: z.string(),
-  from: z.string().nullable(),
-  to: z.string(),
-  user: z.number().optional().describe('A single-user move'),
-  users: z.array(z.number()).optional().describe(`A bulk move of at most ${INLINE_USERS_MAX} users (at most ${INLINE_USERS_PER_PAGE} listed IDs per page)`),
-  bitmap: z.string().optional().describe('A larger bulk move: base64 of the portable roaring bitmap'),
-  count: z.number(),
-  leaveAction: z.string().nullable(),
-  enterAction: z.string().nullable(),
-  time: z.string(),
-});
-const Consumer = z.object({ name: z.string(), cursor: z.number(), lag: z.number(), updatedAt: z.string() });
 
 const tags = ['instances'];
 const instance = ['tenant', 'iid'];
-const tenantQuery = { tenant: 'Tenant id or name (required with the admin token)' };
 
 export const paths: Record<string, object> = {
   '/tenants/{tenant}/workflows/{id}/start': {
@@ -197,42 +182,6 @@ export const paths: Record<string, object> = {
       body: EventsBody,
       ok: { status: 202, description: 'All events appended', schema: z.object({ accepted: z.number() }) },
       errors: [404, 413, 415],
-    }),
-  },
-  '/notifications': {
-    get: operation({
-      summary: 'Committed moves after a cursor, oldest first; send `next` as `after` to continue',
-      tags: ['notifications'],
-      query: { after: 'Cursor (a seq); 0 = from the oldest retained', limit: `Page size, default 100, at most ${MAX_PAGE}`, ...tenantQuery },
-      ok: { status: 200, description: 'A page', schema: z.object({ items: z.array(Notification), next: z.number() }) },
-      errors: [404],
-    }),
-  },
-  '/consumers': {
-    get: operation({ summary: 'List named consumers', tags: ['notifications'], query: tenantQuery, ok: { status: 200, description: 'Consumers', schema: z.object({ consumers: z.array(Consumer) }) }, errors: [404] }),
-  },
-  '/consumers/{name}': {
-    put: operation({
-      summary: 'Create a named consumer at the tail, the head or a cursor (an existing one is returned unchanged, 200)',
-      tags: ['notifications'],
-      params: ['name'],
-      query: tenantQuery,
-      body: CreateConsumerBody,
-      ok: { status: 201, description: 'Created', schema: Consumer },
-      errors: [404],
-    }),
-    get: operation({ summary: 'A consumer: cursor and lag (moves after the cursor)', tags: ['notifications'], params: ['name'], query: tenantQuery, ok: { status: 200, description: 'Consumer', schema: Consumer }, errors: [404] }),
-    delete: operation({ summary: 'Delete a consumer', tags: ['notifications'], params: ['name'], query: tenantQuery, ok: { status: 204, description: 'Deleted' }, errors: [404] }),
-  },
-  '/consumers/{name}/commit': {
-    post: operation({
-      summary: "Commit a consumer's cursor; commits never go backwards (409 naming both cursors)",
-      tags: ['notifications'],
-      params: ['name'],
-      query: tenantQuery,
-      body: CommitBody,
-      ok: { status: 200, description: 'Committed', schema: Consumer },
-      errors: [404, 409],
     }),
   },
 };
