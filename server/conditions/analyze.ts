@@ -1,6 +1,6 @@
 import type { ASTNode, ParseResult } from '@marcbachmann/cel-js';
-import type { BitmapPlan, PlanScalar } from './compile';
 import { conditionEnvironment } from './environment';
+import { planOf, type BitmapPlan, type PlanScalar } from './plan';
 
 /** What a condition reads, found by walking its AST once at compile time. */
 export type ConditionUsage = {
@@ -197,43 +197,4 @@ export function profileMembership(node: ASTNode): [string, PlanScalar[]] | null 
   if (field === null) return null;
   const values = node.args[1].args.map(scalarLiteral);
   return values.every((value) => value !== null) ? [field, values as PlanScalar[]] : null;
-}
-
-/** The bitmap plan of `node`, or null when any part of it needs per-user evaluation. */
-export function planOf(node: ASTNode): BitmapPlan | null {
-  switch (node.op) {
-    case 'value':
-      return node.args === true ? { op: 'all' } : node.args === false ? { op: 'none' } : null;
-    case 'call': {
-      const name = node.args[0] === 'inCrowd' && node.args[1].length === 1 ? stringLiteral(node.args[1][0]) : null;
-      return name === null ? null : { op: 'crowd', name };
-    }
-    case '!_': {
-      const arg = planOf(node.args);
-      return arg && { op: 'not', arg };
-    }
-    case '&&':
-    case '||': {
-      const op = node.op === '&&' ? 'and' : 'or';
-      const args: BitmapPlan[] = [];
-      for (const child of node.args) {
-        const plan = planOf(child);
-        if (plan === null) return null;
-        // a && (b && c) is one AND of three bitmaps
-        if (plan.op === op) args.push(...plan.args);
-        else args.push(plan);
-      }
-      return { op, args };
-    }
-    case '==': {
-      const equality = profileEquality(node);
-      return equality && { op: 'profileEq', field: equality[0], value: equality[1] };
-    }
-    case 'in': {
-      const membership = profileMembership(node);
-      return membership && { op: 'profileIn', field: membership[0], values: membership[1] };
-    }
-    default:
-      return null;
-  }
 }

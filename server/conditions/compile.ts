@@ -1,9 +1,10 @@
 import { serialize, type ASTNode } from '@marcbachmann/cel-js';
-import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { AppError } from '../errors';
 import { analyzeCondition, eventDataComparison, eventTypeEquality, profileEquality, profileMembership, type ConditionUsage, type Relational } from './analyze';
 import { conditionEnvironment, withMembership } from './environment';
 import { charge, runtimeCost } from './cost';
+import type { BitmapPlan, PlanScalar } from './plan';
+import { profileComparison } from './profile-predicate';
 import { withRe2Matches } from './regex';
 
 export type ConditionEvent = { type: string; data: Record<string, unknown>; time: number /* epoch ms */ };
@@ -14,17 +15,8 @@ export interface CrowdMembership {
   has(crowdName: string, user: number): boolean;
 }
 
-export type PlanScalar = string | number | boolean;
-
-/** Bitmap algebra for conditions that only use inCrowd, profile ==/in, &&, ||, ! and true/false. */
-export type BitmapPlan =
-  | { op: 'all' }
-  | { op: 'none' }
-  | { op: 'crowd'; name: string }
-  | { op: 'profileEq'; field: string; value: PlanScalar }
-  | { op: 'profileIn'; field: string; values: PlanScalar[] }
-  | { op: 'and' | 'or'; args: BitmapPlan[] }
-  | { op: 'not'; arg: BitmapPlan };
+export { type BitmapPlan, type PlanScalar } from './plan';
+export { evaluatePlan, type PlanResolver } from './plan-eval';
 
 export interface CompiledCondition {
   text: string;
@@ -33,7 +25,7 @@ export interface CompiledCondition {
    * ConditionCostExceeded, when an event's evaluation would exceed the runtime cost budget.
    */
   predicate(input: ConditionInput, crowds: CrowdMembership): boolean;
-  /** Non-null only when the condition uses nothing but inCrowd, profile ==/in, &&, ||, !, true/false. */
+  /** Non-null only when the condition uses nothing but inCrowd, profile ==, !=, in, <, <=, >, >=, has(), timestamp comparisons, &&, ||, !, true/false. */
   plan: BitmapPlan | null;
   usesEvent: boolean;
   usesProfile: boolean;
@@ -45,9 +37,6 @@ export interface CompiledCondition {
 /** One evaluation: the input, its crowd lookup and the CEL context, built on first use by a CEL leaf. */
 type Evaluation = { input: ConditionInput; crowds: CrowdMembership; context: Record<string, unknown> | null; spent: number };
 type PredicateNode = (evaluation: Evaluation) => boolean;
-
-// roaring is CommonJS: under ESM its classes are only reachable through the default import.
-const { RoaringBitmap32: Bitmap } = roaring;
 
 const NOTHING: Record<string, unknown> = Object.freeze({});
 
@@ -146,6 +135,8 @@ function predicateOf(node: ASTNode, usage: ConditionUsage): PredicateNode {
     case '>=': {
       const comparison = eventDataComparison(node);
       if (comparison) return dataComparison(comparison.field, comparison.op, comparison.value);
+      const profileTest = profileComparison(node);
+      if (profileTest) return (evaluation) => profileTest(evaluation.input.profile);
       break;
     }
     case 'in': {
@@ -217,45 +208,4 @@ export function compileCondition(text: string): CompiledCondition {
   if (compiledByText.size >= MAX_CACHED_CONDITIONS) compiledByText.delete(compiledByText.keys().next().value!);
   compiledByText.set(text, compiled);
   return compiled;
-}
-
-/** Where a plan's leaves come from: crowd bitmaps and the tenant's profile index. Returned bitmaps are never mutated. */
-export interface PlanResolver {
-  crowd(name: string): ReadonlyRoaringBitmap32;
-  profileEquals(field: string, value: PlanScalar): ReadonlyRoaringBitmap32;
-}
-
-/** The users of `universe` that satisfy `plan`, by bitmap AND / OR / ANDNOT only (never a per-user loop). */
-export function evaluatePlan(plan: BitmapPlan, resolver: PlanResolver, universe: ReadonlyRoaringBitmap32): RoaringBitmap32 {
-  switch (plan.op) {
-    case 'all':
-      return universe.clone();
-    case 'none':
-      return new Bitmap();
-    case 'crowd':
-      return Bitmap.and(universe, resolver.crowd(plan.name));
-    case 'profileEq':
-      return Bitmap.and(universe, resolver.profileEquals(plan.field, plan.value));
-    case 'profileIn': {
-      if (plan.values.length === 0) return new Bitmap();
-      const matching = Bitmap.orMany(plan.values.map((value) => resolver.profileEquals(plan.field, value)));
-      return matching.andInPlace(universe);
-    }
-    case 'or':
-      return Bitmap.orMany(plan.args.map((arg) => evaluatePlan(arg, resolver, universe)));
-    case 'and': {
-      // Each further operand only needs evaluating inside what is left, so negations run last as ANDNOTs of a
-      // shrinking universe instead of complements of the whole one.
-      if (plan.args.length === 0) return universe.clone();
-      const ordered = [...plan.args.filter((arg) => arg.op !== 'not'), ...plan.args.filter((arg) => arg.op === 'not')];
-      let remaining = evaluatePlan(ordered[0], resolver, universe);
-      for (const arg of ordered.slice(1)) {
-        if (remaining.isEmpty) break;
-        remaining = evaluatePlan(arg, resolver, remaining);
-      }
-      return remaining;
-    }
-    case 'not':
-      return Bitmap.andNot(universe, evaluatePlan(plan.arg, resolver, universe));
-  }
 }

@@ -1,97 +1,28 @@
-import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
-import type { PlanResolver, PlanScalar } from './compile';
+import roaring, { type ReadonlyRoaringBitmap32 } from 'roaring';
+import { ProfileIndex } from '../profiles/index-tenant';
+import type { ProfileLeaf } from './plan';
+import type { PlanResolver } from './plan-eval';
 
 // roaring is CommonJS: under ESM its classes are only reachable through the default import.
 const { RoaringBitmap32: Bitmap } = roaring;
 
-export type ProfileAttributes = Record<string, unknown>;
-
-/** Strings, booleans and numbers are indexed (never equal to each other, as in CEL); an int literal and an equal JSON number share a key. */
-function scalarKey(value: unknown): string | null {
-  switch (typeof value) {
-    case 'string':
-      return `s:${value}`;
-    case 'boolean':
-      return value ? 'b:true' : 'b:false';
-    case 'number':
-      return Number.isNaN(value) ? null : `n:${value === 0 ? 0 : value}`;
-    case 'bigint':
-      return `n:${Number(value)}`;
-    default:
-      return null;
-  }
-}
+export { ProfileIndex };
 
 const EMPTY: ReadonlyRoaringBitmap32 = new Bitmap().freeze();
 
-/**
- * One tenant's profiles in memory, with a bitmap of users per (field, scalar value) kept up to date on every
- * change, so `profile.plan == "pro"` over millions of users is a bitmap lookup, not a scan.
- */
-export class ProfileIndex {
-  private readonly profiles = new Map<number, ProfileAttributes>();
-  private readonly bitmaps = new Map<string, Map<string, RoaringBitmap32>>();
-
-  get size(): number {
-    return this.profiles.size;
-  }
-
-  get(user: number): ProfileAttributes | undefined {
-    return this.profiles.get(user);
-  }
-
-  /** Replaces the user's attributes (the caller merges partial updates first); only changed fields touch bitmaps. */
-  set(user: number, attributes: ProfileAttributes): void {
-    const previous = this.profiles.get(user);
-    if (previous) {
-      for (const field of Object.keys(previous)) {
-        if (!Object.hasOwn(attributes, field) || scalarKey(attributes[field]) !== scalarKey(previous[field])) {
-          this.unindex(user, field, previous[field]);
-        }
-      }
-    }
-    for (const [field, value] of Object.entries(attributes)) {
-      if (!previous || !Object.hasOwn(previous, field) || scalarKey(previous[field]) !== scalarKey(value)) {
-        this.index(user, field, value);
-      }
-    }
-    this.profiles.set(user, attributes);
-  }
-
-  remove(user: number): void {
-    const previous = this.profiles.get(user);
-    if (!previous) return;
-    for (const [field, value] of Object.entries(previous)) this.unindex(user, field, value);
-    this.profiles.delete(user);
-  }
-
-  /** The users whose `field` equals `value` (read-only: it is the live index bitmap). */
-  equals(field: string, value: PlanScalar): ReadonlyRoaringBitmap32 {
-    const key = scalarKey(value);
-    return (key !== null && this.bitmaps.get(field)?.get(key)) || EMPTY;
-  }
-
-  private index(user: number, field: string, value: unknown): void {
-    const key = scalarKey(value);
-    if (key === null) return;
-    let byValue = this.bitmaps.get(field);
-    if (!byValue) this.bitmaps.set(field, (byValue = new Map()));
-    let users = byValue.get(key);
-    if (!users) byValue.set(key, (users = new Bitmap()));
-    users.add(user);
-  }
-
-  private unindex(user: number, field: string, value: unknown): void {
-    const key = scalarKey(value);
-    if (key === null) return;
-    const byValue = this.bitmaps.get(field);
-    const users = byValue?.get(key);
-    if (!byValue || !users) return;
-    users.remove(user);
-    if (users.isEmpty) {
-      byValue.delete(key);
-      if (byValue.size === 0) this.bitmaps.delete(field);
-    }
+/** The users of `within` that satisfy one profile leaf of a plan, answered by the tenant's index. */
+export function profileLeaf(profiles: ProfileIndex, leaf: ProfileLeaf, within: ReadonlyRoaringBitmap32) {
+  switch (leaf.op) {
+    case 'profileEq':
+      return profiles.equals(leaf.field, leaf.value, within);
+    case 'profileIn':
+      return Bitmap.orMany(leaf.values.map((value) => profiles.equals(leaf.field, value, within)));
+    case 'profileHas':
+      return profiles.has(leaf.field, within);
+    case 'profileCmp':
+      return profiles.compare(leaf.field, leaf.cmp, leaf.value, within);
+    case 'profileTime':
+      return profiles.compareTime(leaf.field, leaf.cmp, leaf.at, within);
   }
 }
 
@@ -99,6 +30,6 @@ export class ProfileIndex {
 export function planResolver(crowd: (name: string) => ReadonlyRoaringBitmap32 | undefined, profiles: ProfileIndex): PlanResolver {
   return {
     crowd: (name) => crowd(name) ?? EMPTY,
-    profileEquals: (field, value) => profiles.equals(field, value),
+    profile: (leaf, within) => profileLeaf(profiles, leaf, within),
   };
 }

@@ -2,6 +2,8 @@ import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
 import { compileCondition, evaluatePlan, type BitmapPlan, type CrowdMembership } from '../../server/conditions/compile';
 import { ProfileIndex, planResolver } from '../../server/conditions/profile-index';
+import { conditionEnvironment } from '../../server/conditions/environment';
+import { mergeAttributes } from '../../server/profiles/profiles';
 
 const { RoaringBitmap32 } = roaring;
 
@@ -31,6 +33,20 @@ describe('plan extraction', () => {
         ],
       },
     ],
+    ['profile.age >= 30', { op: 'profileCmp', field: 'age', cmp: '>=', value: 30 }],
+    ['30 < profile.age', { op: 'profileCmp', field: 'age', cmp: '>', value: 30 }],
+    ['profile.score <= -2.5', { op: 'profileCmp', field: 'score', cmp: '<=', value: -2.5 }],
+    ['has(profile.plan)', { op: 'profileHas', field: 'plan' }],
+    ['profile.address.city == "Paris"', { op: 'profileEq', field: 'address\u001fcity', value: 'Paris' }],
+    [
+      'profile.plan != "pro"',
+      { op: 'and', args: [{ op: 'profileHas', field: 'plan' }, { op: 'not', arg: { op: 'profileEq', field: 'plan', value: 'pro' } }] },
+    ],
+    [
+      'timestamp(profile.signup) >= timestamp("2026-01-01T00:00:00Z")',
+      { op: 'profileTime', field: 'signup', cmp: '>=', at: Date.parse('2026-01-01T00:00:00Z') },
+    ],
+    ['timestamp(profile.signup) < timestamp("not a time at all, no")', { op: 'none' }],
   ])('%s', (text, plan) => {
     expect(compileCondition(text).plan).toEqual(plan);
   });
@@ -38,17 +54,16 @@ describe('plan extraction', () => {
   it.each([
     'event.type == "click"',
     'inCrowd("vip") && event.type == "click"',
-    'profile.plan != "pro"',
-    'profile.age > 30',
+    'profile.plan > "m"',
+    'profile.age > 9007199254740993',
     'user == 5',
     'now > timestamp("2026-01-01T00:00:00Z")',
     'profile.optIn',
-    'has(profile.plan)',
     'profile.plan == profile.previousPlan',
     '"beta" in profile.tags',
     'profile.plan.startsWith("pro")',
     'inCrowd("vip") ? true : false',
-    'profile.address.city == "Paris"',
+    'timestamp(profile.signup) < now',
   ])('%s has no plan', (text) => {
     expect(compileCondition(text).plan).toBeNull();
   });
@@ -70,19 +85,27 @@ const CROWDS = ['a', 'b', 'c', 'empty'];
 const FIELDS: Record<string, unknown[]> = {
   plan: ['pro', 'free', 'trial', undefined, null],
   country: ['FR', 'DE', 'US', 'GB', undefined],
-  age: [18, 30, 30.5, 65, '30', undefined],
+  age: [18, 30, 30.5, 65, '30', -4, 1 / 3, 1e20, undefined],
   optIn: [true, false, 'true', undefined],
+  signup: ['2026-01-01T00:00:00Z', '2025-12-31T23:00:00-02:00', '2025-06-01T00:00:00.250Z', 'soon', 20260101, undefined],
+  address: [{ city: 'Paris', zip: 75001 }, { city: 'Lyon' }, {}, 'Paris', { zip: '75001' }, undefined],
 };
 const LITERALS: Record<string, string[]> = {
   plan: ['"pro"', '"free"', '"trial"', '"gold"'],
   country: ['"FR"', '"DE"', '"US"'],
   age: ['30', '18', '30.5', '65', '-1'],
   optIn: ['true', 'false'],
+  signup: ['"2026-01-01T00:00:00Z"'],
+  address: ['"Paris"'],
 };
+const NUMBERS = ['30', '30.5', '-1', '0', '65', '0.3333', '1e20', '-4'];
+const TIMES = ['"2026-01-01T00:00:00Z"', '"2025-12-31T23:00:00Z"', '"2026-01-01T01:00:00+01:00"', '"2025-06-01T00:00:00.250Z"'];
+const NESTED = ['profile.address.city', 'profile.address.zip', 'profile["address"].city'];
 
 function randomCondition(random: () => number, depth: number): string {
   const pick = <T,>(items: T[]): T => items[Math.floor(random() * items.length)];
   const choice = depth <= 0 ? Math.floor(random() * 4) : Math.floor(random() * 7);
+  if (random() < 0.4) return rangeOrHas(random, pick);
   switch (choice) {
     case 0:
       return `inCrowd("${pick(CROWDS)}")`;
@@ -104,11 +127,34 @@ function randomCondition(random: () => number, depth: number): string {
   }
 }
 
+/** The leaves added with the bit-sliced index: numeric ranges, !=, has(), nested paths and timestamp comparisons. */
+function rangeOrHas(random: () => number, pick: <T>(items: T[]) => T): string {
+  const op = pick(['<', '<=', '>', '>=']);
+  switch (Math.floor(random() * 6)) {
+    case 0:
+      return random() < 0.5 ? `profile.age ${op} ${pick(NUMBERS)}` : `${pick(NUMBERS)} ${op} profile.age`;
+    case 1:
+      return `has(${pick(['profile.plan', 'profile.age', 'profile.address', 'profile.address.city', 'profile.address.zip', 'profile.nothing'])})`;
+    case 2: {
+      const field = pick(Object.keys(LITERALS));
+      return `profile.${field} != ${pick([...LITERALS[field], ...NUMBERS.slice(0, 2)])}`;
+    }
+    case 3:
+      return `${pick(NESTED)} ${pick(['==', '!=', op])} ${pick(['"Paris"', '"Lyon"', '75001', '"75001"'])}`.replace(/ [<>]=? "(\w+)"/, ' == "$1"');
+    case 4:
+      return `timestamp(profile.signup) ${pick([op, '=='])} timestamp(${pick(TIMES)})`;
+    default:
+      return `profile.age in [${pick(NUMBERS)}, ${pick(NUMBERS)}]`;
+  }
+}
+
 describe('evaluatePlan equals the predicate applied per user', () => {
   const random = seededRandom(20260310);
   const USERS = 100_000;
   const crowdBitmaps = new Map(CROWDS.map((name) => [name, new RoaringBitmap32()]));
   const profiles = new ProfileIndex();
+  // What the database would hold: JSON Merge Patch drops null attributes.
+  const stored = new Map<number, Record<string, unknown>>();
   const density: Record<string, number> = { a: 0.5, b: 0.1, c: 0.9, empty: 0 };
   for (let user = 0; user < USERS; user++) {
     for (const name of CROWDS) if (random() < density[name]) crowdBitmaps.get(name)!.add(user);
@@ -118,8 +164,9 @@ describe('evaluatePlan equals the predicate applied per user', () => {
       const value = values[Math.floor(random() * values.length)];
       if (value !== undefined) attributes[field] = value;
     }
-    profiles.set(user, attributes);
+    stored.set(user, mergeAttributes({}, attributes));
   }
+  profiles.apply([...stored].map(([user, after]) => ({ user, after })));
   // The universe (e.g. the users of a timer step) leaves out some users and holds users beyond the crowds' range.
   const universe = new RoaringBitmap32();
   for (let user = 0; user < USERS + 5_000; user++) if (random() < 0.8) universe.add(user);
@@ -131,7 +178,7 @@ describe('evaluatePlan equals the predicate applied per user', () => {
     const condition = compileCondition(text);
     expect(condition.plan, text).not.toBeNull();
     const viaPlan = evaluatePlan(condition.plan!, resolver, universe);
-    const viaPredicate = universeUsers.filter((user) => condition.predicate({ user, now: 0, profile: profiles.get(user) }, membership));
+    const viaPredicate = universeUsers.filter((user) => condition.predicate({ user, now: 0, profile: stored.get(user) }, membership));
     expect(viaPlan.size, text).toBe(viaPredicate.length);
     expect(viaPlan.toArray(), text).toEqual(viaPredicate);
   }
@@ -154,8 +201,41 @@ describe('evaluatePlan equals the predicate applied per user', () => {
     'profile.country in ["FR", "DE"]',
     '!(profile.country in ["FR", "DE"]) && inCrowd("a")',
     '(inCrowd("a") || profile.plan == "pro") && !(profile.country in ["US"] || profile.optIn == false)',
+    'profile.age >= 30',
+    'profile.age < 30.5',
+    'profile.age > -5 && profile.age <= 0.3333333333333333',
+    '!(profile.age >= 18)',
+    'profile.age > 1e19',
+    'has(profile.address.city) && !has(profile.plan)',
+    'profile.plan != "pro"',
+    '!(profile.plan != "pro")',
+    'profile.address.zip == 75001 || profile.address.city != "Paris"',
+    'timestamp(profile.signup) >= timestamp("2026-01-01T00:00:00Z")',
+    'timestamp(profile.signup) == timestamp("2026-01-01T01:00:00+01:00")',
+    'profile.plan == "pro" && profile.age >= 30',
   ])('%s', (text) => {
     expectPlanMatchesPredicate(text);
+  });
+
+  it('reads every profile back from the index as stored', () => {
+    expect(Object.fromEntries(profiles.materialize(universe))).toEqual(Object.fromEntries([...stored].filter(([user]) => universe.has(user))));
+  });
+
+  it('answers profile number comparisons as cel-js does when it evaluates the whole text', () => {
+    const texts = ['profile.age <= 0.3333333333333333', '0.3333333333333333 >= profile.age', 'profile.age > -4', 'profile.age < 1e20', 'profile.address.zip >= 75001', 'profile.age > 18'];
+    for (const text of texts) {
+      const direct = conditionEnvironment.parse(text);
+      const predicate = compileCondition(text).predicate;
+      for (const [user, profile] of [...stored].slice(0, 3000)) {
+        let expected: boolean;
+        try {
+          expected = direct({ profile }) === true;
+        } catch {
+          expected = false;
+        }
+        expect(predicate({ user, now: 0, profile }, membership), `${text} on ${JSON.stringify(profile)}`).toBe(expected);
+      }
+    }
   });
 
   it('on 300 random conditions (seeded)', () => {
@@ -166,6 +246,7 @@ describe('evaluatePlan equals the predicate applied per user', () => {
   it('never mutates the crowd or index bitmaps it is given', () => {
     const sizes = CROWDS.map((name) => crowdBitmaps.get(name)!.size);
     const pro = profiles.equals('plan', 'pro').size;
+    evaluatePlan(compileCondition('!(profile.age >= 30) || has(profile.plan)').plan!, resolver, universe);
     evaluatePlan(compileCondition('!(inCrowd("a") && profile.plan == "pro") || inCrowd("b")').plan!, resolver, universe);
     expect(CROWDS.map((name) => crowdBitmaps.get(name)!.size)).toEqual(sizes);
     expect(profiles.equals('plan', 'pro').size).toBe(pro);

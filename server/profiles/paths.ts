@@ -1,0 +1,21 @@
+// Attribute paths and timestamp reading shared by the profile index and condition planning (browser-safe: no roaring).
+
+const SEPARATOR = '\u001f';
+
+/** The key of a path (a list of object keys): segments joined by U+001F, which keys rarely hold (then escaped). */
+export function pathKey(segments: readonly string[]): string {
+  return segments.map((s) => (s.includes(SEPARATOR) || s.includes('\\') ? s.replaceAll('\\', '\\\\').replaceAll(SEPARATOR, '\\u') : s)).join(SEPARATOR);
+}
+
+/** How people read a path: `address.country`. */
+export function displayPath(segments: readonly string[]): string {
+  return segments.join('.');
+}
+
+/** What cel-js's timestamp(string) accepts (20–30 characters that `new Date` parses, years 1–9999), in epoch ms. */
+export function celTimestampMs(text: string): number | null {
+  if (text.length < 20 || text.length > 30) return null;
+  const ms = Date.parse(text);
+  return ms <= 253402300799999 && ms >= -62135596800000 ? ms : null;
+}
+
