@@ -20,6 +20,7 @@ import type { Storage } from './storage/db';
 import type { RunningLookup } from './workflows/running';
 import type { LoggedEvent } from './engine/types';
 import type { TenantDedupe } from './engine/ingest-dedupe';
+import type { TenantProfiles } from './profiles/index-store';
 
 /** Rows ingest appended and the partition loop has not taken yet (server/engine/recent-log.ts), per partition. */
 export interface RecentRows {
@@ -43,6 +44,8 @@ export interface Runtime {
   readonly recentLog: Map<string, RecentRows>;
   /** Per tenant: the Idempotency-Keys and event ids of the dedupe window (server/engine/ingest-dedupe.ts). */
   readonly ingestDedupe: Map<string, TenantDedupe>;
+  /** Each tenant's profile index, loaded on first use (server/profiles/index-store.ts). */
+  readonly profileIndexes: Map<string, TenantProfiles>;
   readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
 }
 
@@ -58,6 +61,7 @@ export function createRuntime(): Runtime {
     notices: new Map(),
     recentLog: new Map(),
     ingestDedupe: new Map(),
+    profileIndexes: new Map(),
     shutdown: { installed: false, closers: new Set() },
   };
 }

@@ -1,6 +1,6 @@
 import type { ASTNode } from '@marcbachmann/cel-js';
-import type { PlanComparison } from './plan';
-import { profilePath } from './plan';
+import { conditionEnvironment } from './environment';
+import { profilePath, type PlanComparison } from './plan';
 
 // `profile.a.b <op> number` answered in JS: the per-user side of a numeric range leaf. cel-js would also answer it,
 // but its leaves are re-parsed from serialized text, which rounds doubles to 9 decimals (0.3333333333333333 became
@@ -64,4 +64,47 @@ export function profileComparison(node: ASTNode): ((profile: Record<string, unkn
         return typeof actual === 'number' && actual >= c;
       };
   }
+}
+
+const keysByText = new Map<string, string[] | null>();
+
+/**
+ * The top-level profile attributes `text` reads, or null when it reads the profile as a whole (`size(profile)`,
+ * `profile.x` with a computed key): a batch then reads only those attributes back from the index.
+ */
+export function profileKeysRead(text: string): string[] | null {
+  if (keysByText.has(text)) return keysByText.get(text)!;
+  const keys = new Set<string>();
+  let whole = false;
+  const visit = (node: ASTNode, parent: ASTNode | null) => {
+    if (node.op === 'id' && node.args === 'profile') {
+      const key = parent && (parent.op === '.' || parent.op === '[]') && parent.args[0] === node ? (parent.op === '.' ? parent.args[1] : parent.args[1].op === 'value' ? parent.args[1].args : null) : null;
+      if (typeof key === 'string') keys.add(key);
+      else whole = true;
+    }
+    if (node.op === 'value' || node.op === 'id') return;
+    const children: ASTNode[] = [];
+    const collect = (value: unknown) => {
+      if (Array.isArray(value)) value.forEach(collect);
+      else if (value && typeof value === 'object' && 'op' in value && 'args' in value) children.push(value as ASTNode);
+    };
+    collect(node.args);
+    for (const child of children) visit(child, node);
+  };
+  visit(conditionEnvironment.parse(text).ast, null);
+  const result = whole ? null : [...keys].sort();
+  if (keysByText.size > 10_000) keysByText.clear();
+  keysByText.set(text, result);
+  return result;
+}
+
+/** The attributes any of `texts` reads (null: the whole profile). */
+export function profileKeysOfAll(texts: readonly string[]): string[] | null {
+  const keys = new Set<string>();
+  for (const text of texts) {
+    const read = profileKeysRead(text);
+    if (read === null) return null;
+    for (const key of read) keys.add(key);
+  }
+  return [...keys];
 }

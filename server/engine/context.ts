@@ -1,17 +1,14 @@
 // What conditions read besides the event: tenant crowds (inCrowd) and profiles. Crowds are cached per tenant and
-// dropped when the crowd module reports a change; profiles are read fresh per batch (only for the users a batch
-// evaluates), and a ProfileIndex is built when a bitmap plan needs profile equality over a whole step.
-import type { ReadonlyRoaringBitmap32 } from 'roaring';
+// dropped when the crowd module reports a change; profiles come from the tenant's profile index in memory
+// (server/profiles/index-store.ts), which plans query as bitmaps and the per-user path reads values back from.
 import type { CrowdMembership, PlanResolver } from '../conditions/compile';
-import { planResolver, ProfileIndex } from '../conditions/profile-index';
+import { planResolver } from '../conditions/profile-index';
 import { loadCrowd } from '../crowd';
-import type { RoaringBitmap32 } from '../crowd/bitmap';
+import { RoaringBitmap32 } from '../crowd/bitmap';
 import { onCrowdChanged } from '../crowd/changes';
-import { db } from '../storage/db';
+import { profileIndex } from '../profiles/index-store';
 
 export type Attributes = Record<string, unknown>;
-
-const IN_LIST_CHUNK = 5_000;
 
 export class TenantData {
   private crowds = new Map<string, RoaringBitmap32 | undefined>();
@@ -39,25 +36,19 @@ export class TenantData {
     has: (name, user) => this.crowds.get(name)?.has(user) ?? false,
   };
 
-  /** The profiles of `users` (users without one are absent). */
-  async profilesOf(users: Iterable<number>): Promise<Map<number, Attributes>> {
-    const list = [...users];
-    const out = new Map<number, Attributes>();
-    for (let i = 0; i < list.length; i += IN_LIST_CHUNK) {
-      const rows = await db().profile.findMany({
-        where: { tenantId: this.tenantId, user: { in: list.slice(i, i + IN_LIST_CHUNK).map(BigInt) } },
-        select: { user: true, attributes: true },
-      });
-      for (const row of rows) out.set(Number(row.user), JSON.parse(row.attributes) as Attributes);
-    }
-    return out;
+  /**
+   * The profiles of `users` (users without one are absent), read back from the tenant's in-memory profile index:
+   * no database query. `keys` limits them to the attributes the conditions read (null: whole profiles).
+   */
+  async profilesOf(users: Iterable<number>, keys: readonly string[] | null = null): Promise<Map<number, Attributes>> {
+    const index = await profileIndex(this.tenantId);
+    const bitmap = users instanceof RoaringBitmap32 ? users : RoaringBitmap32.from(Uint32Array.from(users));
+    return index.materialize(bitmap, keys ?? undefined);
   }
 
-  /** A plan resolver over the cached crowds and, when the plan reads profiles, an index of the given users' profiles. */
-  async resolver(crowdNames: string[], profileUsers: ReadonlyRoaringBitmap32 | null): Promise<PlanResolver> {
+  /** A plan resolver over the cached crowds and the tenant's profile index. */
+  async resolver(crowdNames: string[]): Promise<PlanResolver> {
     await this.prepareCrowds(crowdNames);
-    const index = new ProfileIndex();
-    if (profileUsers) for (const [user, attributes] of await this.profilesOf(profileUsers.toArray())) index.set(user, attributes);
-    return planResolver((name) => this.crowds.get(name), index);
+    return planResolver((name) => this.crowds.get(name), await profileIndex(this.tenantId));
   }
 }

@@ -2,6 +2,7 @@
 // running instance, commit the moves and the new offset in one fenced transaction, then publish counts. Timers
 // (cron, delay buckets, ttl re-evaluation, stopAt) of the partition run here too, under the same lock.
 import { evaluatePlan, type CompiledCondition, type ConditionEvent } from '../conditions/compile';
+import { profileKeysOfAll, profileKeysRead } from '../conditions/profile-predicate';
 import { systemClock, Wakeup, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
@@ -24,6 +25,9 @@ export interface EngineSide {
   requestStop(instance: InstanceRuntime): void;
   isStopRequested(instanceId: string): boolean;
 }
+
+/** Users per slice when a timer or ttl condition has no bitmap plan and runs per user. */
+const PER_USER_SLICE = 20_000;
 
 /** Log rows read per batch (each row is one ingested batch of up to 10,000 events for this partition). */
 const ROWS_PER_BATCH = 32;
@@ -175,7 +179,7 @@ export class PartitionWorker {
       for (const user of RoaringBitmap32.and(batch, bitmap).toUint32Array()) where.set(user, step);
     }
     if (where.size === 0) return;
-    const profiles = workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys()) : null;
+    const profiles = workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys(), profileKeysOfAll(branchConditionTexts(workflow))) : null;
     await this.tenant.data.prepareCrowds(workflow.crowdsUsed());
     const mover = new Mover(workflow, shard, moves, now);
     const membership = this.tenant.data.membership;
@@ -318,14 +322,25 @@ export class PartitionWorker {
   private async matching(condition: CompiledCondition | null, users: RoaringBitmap32, now: number): Promise<RoaringBitmap32> {
     if (!condition) return users.clone();
     const data = this.tenant.data;
-    if (condition.plan) return evaluatePlan(condition.plan, await data.resolver(condition.crowds, condition.usesProfile ? users : null), users);
+    if (condition.plan) return evaluatePlan(condition.plan, await data.resolver(condition.crowds), users);
     await data.prepareCrowds(condition.crowds);
+    // Per user, a slice at a time: the slice's profiles are read back from the index (never all of them as objects),
+    // and the event loop gets a turn between slices.
     const ids = users.toUint32Array();
-    const profiles = condition.usesProfile ? await data.profilesOf(ids) : null;
+    const keys = condition.usesProfile ? profileKeysRead(condition.text) : null;
     const out: number[] = [];
-    for (const user of ids) if (condition.predicate({ user, now, profile: profiles?.get(user) }, data.membership)) out.push(user);
+    for (let from = 0; from < ids.length; from += PER_USER_SLICE) {
+      const slice = ids.subarray(from, from + PER_USER_SLICE);
+      const profiles = condition.usesProfile ? await data.profilesOf(slice, keys) : null;
+      for (const user of slice) if (condition.predicate({ user, now, profile: profiles?.get(user) }, data.membership)) out.push(user);
+      if (from + PER_USER_SLICE < ids.length) await new Promise((resolve) => setImmediate(resolve));
+    }
     return RoaringBitmap32.from(out);
   }
+}
+
+function branchConditionTexts(workflow: InstanceRuntime['workflow']): string[] {
+  return workflow.eventSteps.flatMap((step) => workflow.get(step).conditions.map((condition) => condition.text));
 }
 
 function concatEvents(rows: LogRow[]): LogRow['events'] {

@@ -98,7 +98,7 @@ export class FieldIndex {
   readonly falses = new Bitmap();
   numbers = new BitSlicedIndex();
   scale = 0;
-  readonly times = new BitSlicedIndex();
+  times = new BitSlicedIndex();
   /** Lists, and numbers fixed point cannot hold: kept per user. */
   readonly others = new Map<number, unknown>();
 

@@ -28,7 +28,7 @@ function flatten(attributes: Attributes, out = new Map<string, { segments: strin
 
 /** Whether the index holds `a` and `b` identically (objects only mark presence; their keys are diffed as paths). */
 function sameIndexed(a: unknown, b: unknown): boolean {
-  if (a === b) return !(typeof a === 'number' && Object.is(a, -0) !== Object.is(b, -0)) || true;
+  if (a === b) return true; // 0 and -0 included: both are fixed-point 0
   return isObject(a) && isObject(b);
 }
 
@@ -102,6 +102,11 @@ export class ProfileIndex {
       this.byDepth = null;
     }
     return field;
+  }
+
+  /** An empty index for `segments`, for a snapshot being read back. */
+  restorePath(segments: string[]): FieldIndex {
+    return this.field(pathKey(segments), segments);
   }
 
   /** The index of a path key, if any user has the path. */

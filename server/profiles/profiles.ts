@@ -4,6 +4,7 @@ import { MAX_USER_ID } from '../crowd/bitmap';
 import { db, type Tx } from '../storage/db';
 import { dialect } from '../storage/dialect';
 import { notifyProfilesChanged } from './changes';
+import { bumpProfileSeq, profileWrite } from './index-store';
 
 export type Attributes = Record<string, unknown>;
 export type ProfileView = { user: number; attributes: Attributes; updatedAt: string };
@@ -51,20 +52,24 @@ export function mergeAttributes(target: Attributes, patch: Attributes): Attribut
  */
 export async function upsertProfiles(tenantId: string, items: z.infer<typeof UpsertProfilesBody>): Promise<{ upserted: number; created: number }> {
   const users = [...new Set(items.map((item) => item.user))];
-  const result = await db().$transaction(
-    async (tx) => {
-      await lockTenantProfiles(tx, tenantId);
-      const merged = new Map<number, Attributes>();
-      for (const part of chunks(users)) {
-        for (const [user, attributes] of await readAttributes(tx, tenantId, part)) merged.set(user, attributes);
-      }
-      const existing = merged.size;
-      for (const item of items) merged.set(item.user, mergeAttributes(merged.get(item.user) ?? {}, item.attributes));
-      const now = new Date();
-      for (const part of chunks(users)) await writeProfiles(tx, tenantId, part.map((user) => [user, serialize(user, merged.get(user)!)]), now);
-      return { upserted: users.length, created: users.length - existing };
-    },
-    { maxWait: 30_000, timeout: 120_000 },
+  const result = await profileWrite(tenantId, () =>
+    db().$transaction(
+      async (tx) => {
+        await lockTenantProfiles(tx, tenantId);
+        const before = new Map<number, Attributes>();
+        for (const part of chunks(users)) {
+          for (const [user, attributes] of await readAttributes(tx, tenantId, part)) before.set(user, attributes);
+        }
+        const merged = new Map(before);
+        for (const item of items) merged.set(item.user, mergeAttributes(merged.get(item.user) ?? {}, item.attributes));
+        const now = new Date();
+        for (const part of chunks(users)) await writeProfiles(tx, tenantId, part.map((user) => [user, serialize(user, merged.get(user)!)]), now);
+        const seq = await bumpProfileSeq(tx, tenantId);
+        const changes = users.map((user) => ({ user, before: before.get(user), after: merged.get(user) }));
+        return { result: { upserted: users.length, created: users.length - before.size }, changes, seq };
+      },
+      { maxWait: 30_000, timeout: 120_000 },
+    ),
   );
   notifyProfilesChanged(tenantId, users);
   return result;
@@ -121,7 +126,14 @@ export async function getProfile(tenantId: string, user: number): Promise<Profil
 }
 
 export async function deleteProfile(tenantId: string, user: number): Promise<void> {
-  const { count } = await db().profile.deleteMany({ where: { tenantId, user: BigInt(user) } });
-  if (count === 0) throw notFound(`The profile of user ${user}`);
+  await profileWrite(tenantId, () =>
+    db().$transaction(async (tx) => {
+      await lockTenantProfiles(tx, tenantId);
+      const before = (await readAttributes(tx, tenantId, [user])).get(user);
+      if (!before) throw notFound(`The profile of user ${user}`);
+      await tx.profile.deleteMany({ where: { tenantId, user: BigInt(user) } });
+      return { result: undefined, changes: [{ user, before }], seq: await bumpProfileSeq(tx, tenantId) };
+    }),
+  );
   notifyProfilesChanged(tenantId, [user]);
 }

@@ -9,6 +9,7 @@ import { removeInstances } from '../workflows/history';
 import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
 import { deleteDeadLetters } from '../engine/dead-letter';
 import { deleteTenantLimits } from '../limits/limits';
+import { dropProfileIndex } from '../profiles/index-store';
 
 export const TenantName = nameSchema(NAME_KINDS.tenant);
 
@@ -116,6 +117,7 @@ export async function deleteTenant(tenant: Tenant): Promise<void> {
         await tx.workflow.deleteMany({ where: { tenantId } });
         await tx.crowd.deleteMany({ where: { tenantId } });
         await tx.profile.deleteMany({ where: { tenantId } });
+        await tx.profileIndexState.deleteMany({ where: { tenantId } });
         await tx.eventLog.deleteMany({ where: { tenantId } });
         await tx.ingestRecord.deleteMany({ where: { tenantId } });
         await tx.partitionState.deleteMany({ where: { tenantId } });
@@ -134,6 +136,7 @@ export async function deleteTenant(tenant: Tenant): Promise<void> {
     if (isRecordMissing(error)) throw notFound(`Tenant "${tenant.name}"`);
     throw error;
   }
+  dropProfileIndex(tenantId);
   tenantsByRef().clear();
   apiKeys().clear();
 }

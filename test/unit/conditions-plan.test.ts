@@ -174,11 +174,15 @@ describe('evaluatePlan equals the predicate applied per user', () => {
   const membership: CrowdMembership = { has: (name, user) => crowdBitmaps.get(name)?.has(user) ?? false };
   const resolver = planResolver((name) => crowdBitmaps.get(name), profiles);
 
-  function expectPlanMatchesPredicate(text: string) {
+  // Random conditions run over every 8th user of the universe: cel-js leaves cost microseconds per user.
+  const sample = RoaringBitmap32.from(universeUsers.filter((user) => user % 8 === 0));
+  const sampleUsers = sample.toArray();
+
+  function expectPlanMatchesPredicate(text: string, users = universe, userList = universeUsers) {
     const condition = compileCondition(text);
     expect(condition.plan, text).not.toBeNull();
-    const viaPlan = evaluatePlan(condition.plan!, resolver, universe);
-    const viaPredicate = universeUsers.filter((user) => condition.predicate({ user, now: 0, profile: stored.get(user) }, membership));
+    const viaPlan = evaluatePlan(condition.plan!, resolver, users);
+    const viaPredicate = userList.filter((user) => condition.predicate({ user, now: 0, profile: stored.get(user) }, membership));
     expect(viaPlan.size, text).toBe(viaPredicate.length);
     expect(viaPlan.toArray(), text).toEqual(viaPredicate);
   }
@@ -240,7 +244,7 @@ describe('evaluatePlan equals the predicate applied per user', () => {
 
   it('on 300 random conditions (seeded)', () => {
     const conditions = seededRandom(7);
-    for (let i = 0; i < 300; i++) expectPlanMatchesPredicate(randomCondition(conditions, 3));
+    for (let i = 0; i < 300; i++) expectPlanMatchesPredicate(randomCondition(conditions, 3), sample, sampleUsers);
   });
 
   it('never mutates the crowd or index bitmaps it is given', () => {

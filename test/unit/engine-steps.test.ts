@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import type { WorkflowDefinition } from '../../server/model/workflow';
+import { upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, send, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
@@ -22,9 +23,9 @@ async function journal(instanceId: string) {
   }));
 }
 
+/** Through the profiles module, as the API writes them, so the tenant's profile index sees the change. */
 async function setProfile(user: number, attributes: Record<string, unknown>) {
-  const data = { attributes: JSON.stringify(attributes) };
-  await db().profile.upsert({ where: { tenantId_user: { tenantId: h.tenantId, user: BigInt(user) } }, create: { tenantId: h.tenantId, user: BigInt(user), ...data }, update: data });
+  await upsertProfiles(h.tenantId, [{ user, attributes }]);
 }
 
 describe('step kinds', () => {

@@ -1,0 +1,176 @@
+// Each tenant's profile index in this process: loaded on first use (from its snapshot when the snapshot is current,
+// else rebuilt from the Profile rows), changed only through profileWrite() (commit first, then apply), and
+// snapshotted a few seconds after the last write. Writes and loads of one tenant take turns on a per-tenant lock,
+// so the index in memory is always exactly the database at `seq` (the count of committed writes).
+import { runtime } from '../runtime';
+import { db, type Tx } from '../storage/db';
+import { dialect } from '../storage/dialect';
+import { raw } from '../storage/raw';
+import { decodeIndex, encodeIndex } from './index-codec';
+import { ProfileIndex, type Attributes, type ProfileChange } from './index-tenant';
+
+/** Profile rows read per page while rebuilding; the event loop is free between pages. */
+const REBUILD_PAGE = 20_000;
+/** A snapshot is written this long after the last write, and at the latest this long after the first unsaved one. */
+const SNAPSHOT_QUIET_MS = 2_000;
+const SNAPSHOT_MAX_DELAY_MS = 30_000;
+
+export class TenantProfiles {
+  index: ProfileIndex | null = null;
+  seq = 0;
+  savedSeq = -1;
+  private tail: Promise<unknown> = Promise.resolve();
+  private quietTimer: NodeJS.Timeout | undefined;
+  private firstUnsavedAt = 0;
+  /** Load and rebuild figures of the last load, for /profiles/fields and the bench. */
+  lastLoad: { source: 'snapshot' | 'rows' | 'empty'; ms: number; profiles: number } | null = null;
+
+  constructor(readonly tenantId: string) {}
+
+  /** Runs `work` alone among this tenant's profile writes, loads and snapshots. */
+  exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(work);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  async loaded(): Promise<ProfileIndex> {
+    if (!this.index) await this.load();
+    return this.index!;
+  }
+
+  private async load(): Promise<void> {
+    const started = performance.now();
+    const state = await db().profileIndexState.findUnique({ where: { tenantId: this.tenantId } });
+    const seq = Number(state?.seq ?? 0);
+    const snapshot = state?.snapshot && Number(state.snapshotSeq) === seq ? decodeIndex(state.snapshot) : null;
+    if (snapshot) {
+      this.index = snapshot;
+      this.seq = this.savedSeq = seq;
+      this.lastLoad = { source: 'snapshot', ms: performance.now() - started, profiles: snapshot.size };
+      return;
+    }
+    const index = new ProfileIndex();
+    await readAllProfiles(this.tenantId, (changes) => index.apply(changes));
+    this.index = index;
+    this.seq = seq;
+    this.lastLoad = { source: index.size === 0 && !state ? 'empty' : 'rows', ms: performance.now() - started, profiles: index.size };
+    // Profiles written before this table existed have no state row yet: give them one, so the next boot reads a snapshot.
+    if (!state && index.size > 0) await db().profileIndexState.upsert({ where: { tenantId: this.tenantId }, create: { tenantId: this.tenantId }, update: {} });
+    if (state || index.size > 0) await this.saveSnapshot();
+  }
+
+  /** Writes the index as it is now, labelled with the seq it reflects. */
+  async saveSnapshot(): Promise<void> {
+    if (!this.index || this.savedSeq === this.seq) return;
+    const seq = this.seq;
+    const bytes = encodeIndex(this.index);
+    // Only if no other process has written since (its writes are not in this index): then the next load rebuilds.
+    await db().profileIndexState.updateMany({
+      where: { tenantId: this.tenantId, seq: BigInt(seq) },
+      data: { snapshot: new Uint8Array(bytes), snapshotSeq: BigInt(seq), updatedAt: new Date() },
+    });
+    this.savedSeq = seq;
+  }
+
+  scheduleSnapshot(): void {
+    const now = Date.now();
+    if (this.savedSeq === this.seq) this.firstUnsavedAt = now;
+    clearTimeout(this.quietTimer);
+    const wait = Math.max(0, Math.min(SNAPSHOT_QUIET_MS, this.firstUnsavedAt + SNAPSHOT_MAX_DELAY_MS - now));
+    this.quietTimer = setTimeout(() => {
+      this.exclusive(() => this.saveSnapshot()).catch((error) => console.warn(`[crowdflow] profile index snapshot of tenant ${this.tenantId} failed`, error));
+    }, wait);
+    this.quietTimer.unref();
+  }
+
+  close(): void {
+    clearTimeout(this.quietTimer);
+  }
+}
+
+function tenants(): Map<string, TenantProfiles> {
+  return runtime().profileIndexes;
+}
+
+function tenantProfiles(tenantId: string): TenantProfiles {
+  let held = tenants().get(tenantId);
+  if (!held) tenants().set(tenantId, (held = new TenantProfiles(tenantId)));
+  return held;
+}
+
+/** The tenant's index, loaded if needed. Read it synchronously: every change is applied in one synchronous step. */
+export function profileIndex(tenantId: string): Promise<ProfileIndex> {
+  const held = tenantProfiles(tenantId);
+  if (held.index) return Promise.resolve(held.index);
+  return held.exclusive(() => held.loaded());
+}
+
+/** How the tenant's index was last loaded (null: not loaded in this process yet). */
+export function profileIndexLoad(tenantId: string) {
+  return tenants().get(tenantId)?.lastLoad ?? null;
+}
+
+/**
+ * Runs a profile write: `write` gets the loaded index (to know who has a profile) and the transaction-side seq bump,
+ * commits, and returns its changes; they are applied to the index only after the commit. A write that fails
+ * changes nothing; an apply that throws drops the index, so the next use rebuilds it from the database.
+ */
+export function profileWrite<T>(tenantId: string, write: (index: ProfileIndex) => Promise<{ result: T; changes: ProfileChange[]; seq: number }>): Promise<T> {
+  const held = tenantProfiles(tenantId);
+  return held.exclusive(async () => {
+    const index = await held.loaded();
+    const { result, changes, seq } = await write(index);
+    try {
+      index.apply(changes);
+      held.seq = seq;
+    } catch (error) {
+      held.index = null;
+      throw error;
+    }
+    held.scheduleSnapshot();
+    return result;
+  });
+}
+
+/** Inside a profile write's transaction: counts the write, returning the new seq. */
+export async function bumpProfileSeq(tx: Tx, tenantId: string): Promise<number> {
+  const { params, bind } = dialect().parameters();
+  const table = dialect().table('ProfileIndexState');
+  const rows = await tx.$queryRawUnsafe<{ seq: number | bigint | string }[]>(
+    `INSERT INTO ${table} ("tenantId", "seq") VALUES (${bind(tenantId)}, 1) ON CONFLICT ("tenantId") DO UPDATE SET "seq" = ${table}."seq" + 1 RETURNING "seq"`,
+    ...params,
+  );
+  return Number(rows[0].seq);
+}
+
+/** Writes the snapshot now (after an import; tests), instead of a few seconds after the last write. */
+export async function saveProfileSnapshot(tenantId: string): Promise<void> {
+  const held = tenants().get(tenantId);
+  if (held) await held.exclusive(() => held.saveSnapshot());
+}
+
+/** Forgets the tenant's index in this process (tenant deleted; tests simulating a restart). */
+export function dropProfileIndex(tenantId: string): void {
+  const held = tenants().get(tenantId);
+  held?.close();
+  tenants().delete(tenantId);
+}
+
+/** Every profile row of the tenant, a page at a time in user order, handed over as changes from nothing. */
+async function readAllProfiles(tenantId: string, apply: (changes: ProfileChange[]) => void): Promise<void> {
+  const connection = await raw();
+  const table = dialect().table('Profile');
+  let after = -1;
+  for (;;) {
+    const { params, bind } = dialect().parameters();
+    const rows = await connection.query<{ user: number | string; attributes: string }>(
+      `SELECT ${dialect().numberColumn('user')}, "attributes" FROM ${table} WHERE "tenantId" = ${bind(tenantId)} AND "user" > ${bind(after)} ORDER BY "user" LIMIT ${REBUILD_PAGE}`,
+      params,
+    );
+    if (rows.length === 0) return;
+    apply(rows.map((row) => ({ user: Number(row.user), after: JSON.parse(row.attributes) as Attributes })));
+    after = Number(rows[rows.length - 1].user);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
