@@ -1,0 +1,143 @@
+// Bulk profile import: a streamed NDJSON or CSV body, merged into stored profiles with the upsert route's JSON Merge
+// Patch semantics, committed in chunks of IMPORT_CHUNK_LINES lines. Each chunk is one transaction and is applied to
+// the profile index only after it commits (server/profiles/index-store.ts), so data and index agree after any
+// failure: a bad line refuses its whole chunk (the error names the line and how many lines were committed before
+// it), and a process killed mid-import leaves committed chunks whose write counter no longer matches the index
+// snapshot, so the next load rebuilds the index from the rows. Importing the same file again is harmless: merging
+// the same attributes twice gives the same profiles.
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import { AppError } from '../errors';
+import { raw, type RawStatement } from '../storage/raw';
+import { dialect } from '../storage/dialect';
+import { notifyProfilesChanged } from './changes';
+import { CsvReader, numberedLines, parseColumnTypes, parseNdjsonLine, splitCsv, badLine, type ImportItem } from './import-parse';
+import { profileWrite, saveProfileSnapshot } from './index-store';
+import type { Attributes, ProfileChange, ProfileIndex } from './index-tenant';
+import { MAX_PROFILE_BYTES, mergeAttributes } from './profiles';
+
+/** Lines per committed chunk: one transaction each, short enough that the event loop is never held for long. */
+export const IMPORT_CHUNK_LINES = 20_000;
+/** Lines parsed between turns of the event loop. */
+const PARSE_SLICE = 2_000;
+/** PostgreSQL: rows per INSERT … SELECT FROM unnest(…) statement. */
+const PG_ROWS_PER_STATEMENT = 10_000;
+
+export type ImportFormat = 'ndjson' | 'csv';
+export type ImportResult = { lines: number; users: number; created: number; chunks: number; ms: number };
+
+/** The format of a Content-Type, or an unsupported_media_type error. */
+export function importFormat(contentType: string | null): ImportFormat {
+  const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
+  if (type === 'application/x-ndjson' || type === 'application/ndjson' || type === 'application/jsonl') return 'ndjson';
+  if (type === 'text/csv') return 'csv';
+  throw new AppError('unsupported_media_type', `Send profiles as application/x-ndjson (one {"user", "attributes"} object a line) or text/csv with a header row; got ${contentType ?? 'no Content-Type'}`);
+}
+
+export async function importProfiles(tenantId: string, body: ReadableStream<Uint8Array> | null, format: ImportFormat, columnTypes: string | null = null): Promise<ImportResult> {
+  const started = performance.now();
+  const types = parseColumnTypes(columnTypes);
+  if (format === 'ndjson' && Object.keys(types).length > 0) throw new AppError('bad_request', 'types applies to CSV imports only');
+  if (!body) throw new AppError('bad_request', 'The import body is empty');
+  const result: ImportResult = { lines: 0, users: 0, created: 0, chunks: 0, ms: 0 };
+  let csv: CsvReader | null = null;
+  let chunk: ImportItem[] = [];
+  let lastLine = 0;
+  const commit = async () => {
+    const committed = await commitChunk(tenantId, chunk);
+    result.lines += chunk.length;
+    result.users += committed.users;
+    result.created += committed.created;
+    result.chunks++;
+    chunk = [];
+  };
+  try {
+    for await (const [line, text] of numberedLines(body)) {
+      lastLine = line;
+      if (format === 'csv' && !csv) {
+        csv = new CsvReader(splitCsv(text, line), types, line);
+        continue;
+      }
+      chunk.push(csv ? csv.read(text, line) : parseNdjsonLine(text, line));
+      if (chunk.length >= IMPORT_CHUNK_LINES) await commit();
+      else if (chunk.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (chunk.length > 0) await commit();
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'validation_failed') {
+      const details = { ...(error.details as object), committedLines: result.lines, committedChunks: result.chunks };
+      throw new AppError('validation_failed', `${error.message}; ${result.lines} lines before it were committed (chunks of ${IMPORT_CHUNK_LINES}), the rest of the import was not`, details);
+    }
+    throw error;
+  }
+  if (format === 'csv' && !csv) throw badLine(lastLine + 1, 'the CSV has no header row');
+  if (result.chunks > 0) await saveProfileSnapshot(tenantId);
+  result.ms = Math.round(performance.now() - started);
+  return result;
+}
+
+/** One chunk in one transaction; the index learns of it after the commit. */
+async function commitChunk(tenantId: string, items: ImportItem[]): Promise<{ users: number; created: number }> {
+  const users: number[] = [];
+  const summary = await profileWrite(tenantId, async (index) => {
+    const before = existingProfiles(index, items);
+    const after = new Map<number, Attributes>();
+    for (const { user, attributes } of items) {
+      const previous = after.get(user) ?? before.get(user);
+      if (!after.has(user)) users.push(user);
+      after.set(user, mergeAttributes(previous ?? {}, attributes));
+    }
+    const rows: Array<[number, string]> = [];
+    for (const user of users) {
+      const text = JSON.stringify(after.get(user));
+      if (Buffer.byteLength(text) > MAX_PROFILE_BYTES) {
+        const line = items.findIndex((item) => item.user === user);
+        throw new AppError('validation_failed', `the profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, { user, itemInChunk: line + 1 });
+      }
+      rows.push([user, text]);
+    }
+    const seq = await writeRows(tenantId, rows);
+    const changes: ProfileChange[] = users.map((user) => ({ user, before: before.get(user), after: after.get(user) }));
+    return { result: { users: users.length, created: users.length - before.size }, changes, seq };
+  });
+  notifyProfilesChanged(tenantId, users);
+  return summary;
+}
+
+/**
+ * The current profiles of the chunk's users that have one, read back from the index (which is the database at
+ * its write counter while this write holds the tenant's turn): a first import reads nothing at all.
+ */
+function existingProfiles(index: ProfileIndex, items: ImportItem[]): Map<number, Attributes> {
+  const ids = new Uint32Array(items.length);
+  for (let i = 0; i < items.length; i++) ids[i] = items[i].user;
+  return index.materialize(RoaringBitmap32.from(ids));
+}
+
+/** Upserts the rows and counts the write, in one transaction; returns the write counter. */
+async function writeRows(tenantId: string, rows: Array<[number, string]>): Promise<number> {
+  const d = dialect();
+  const table = d.table('Profile');
+  const statements: RawStatement[] = [];
+  const upsert = `ON CONFLICT ("tenantId", "user") DO UPDATE SET "attributes" = excluded."attributes", "updatedAt" = excluded."updatedAt"`;
+  if (d.roundTripPerStatement) {
+    for (let i = 0; i < rows.length; i += PG_ROWS_PER_STATEMENT) {
+      const part = rows.slice(i, i + PG_ROWS_PER_STATEMENT);
+      statements.push({
+        sql: `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") SELECT $1, u, a, CURRENT_TIMESTAMP FROM unnest($2::bigint[], $3::text[]) AS t(u, a) ${upsert}`,
+        params: [tenantId, part.map(([user]) => user), part.map(([, text]) => text)],
+      });
+    }
+  } else {
+    const sql = `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") VALUES (?, ?, ?, CURRENT_TIMESTAMP) ${upsert}`;
+    for (const [user, text] of rows) statements.push({ sql, params: [tenantId, user, text] });
+  }
+  const state = d.table('ProfileIndexState');
+  const { params, bind } = d.parameters();
+  statements.push({
+    sql: `INSERT INTO ${state} ("tenantId", "seq") VALUES (${bind(tenantId)}, 1) ON CONFLICT ("tenantId") DO UPDATE SET "seq" = ${state}."seq" + 1 RETURNING ${d.numberColumn('seq')}`,
+    params,
+    returning: true,
+  });
+  const results = await (await raw()).transaction(statements);
+  return Number(results[results.length - 1][0].seq);
+}
