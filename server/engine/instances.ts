@@ -46,6 +46,16 @@ async function requireUsableCrowd(tenantId: string, name: string) {
   return crowd;
 }
 
+/** A scheduled start's crowd, with a failure that says which schedule names it and how to fix it. */
+async function requireScheduledCrowd(workflow: { id: string; name: string }, tenantId: string, crowd: string) {
+  try {
+    return await requireUsableCrowd(tenantId, crowd);
+  } catch (error) {
+    if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
+    throw new AppError('not_found', `Crowd "${crowd}" named by the schedule of workflow "${workflow.name}" (${workflow.id}) does not exist: upload it and retry this procedure, or change the schedule`);
+  }
+}
+
 /** Checks everything a start needs, then creates the instance row and submits `instance.start`. */
 export async function submitStart(engine: Engine, tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
   const workflow = await requireWorkflow(tenantId, workflowId);
@@ -171,7 +181,7 @@ export function registerInstanceProcedures(engine: Engine): void {
           const instanceId = scheduledInstanceId(ctx.procedureId);
           if (!(await db().instance.findUnique({ where: { id: instanceId } }))) {
             await loadDefinition(workflow.id, version);
-            await requireUsableCrowd(state.tenantId, state.crowd as string);
+            await requireScheduledCrowd(workflow, state.tenantId, state.crowd as string);
             await refuseActive(workflow.id);
             await db().instance.create({ data: { id: instanceId, tenantId: state.tenantId, workflowId: workflow.id, version, crowdName: state.crowd as string, state: 'starting', userCount: 0 } });
           }

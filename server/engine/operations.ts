@@ -196,6 +196,7 @@ export async function materializeUpdateWorkflow(engine: Engine, tenantId: string
     if (Object.keys(stranded).length) throw conflict(`Users of steps removed in version ${version} would be stranded`, { stranded });
     const now = engine.clock.now();
     const moves: JournalMove[] = [];
+    let moved = 0; // users, not journal rows: one row carries a whole bitmap, and a chain of steps journals every hop
     const shards = instance.shards.map((old, partition) => {
       const fresh = new Shard(instanceId, partition);
       const mover = new Mover(next, fresh, moves, now);
@@ -203,6 +204,7 @@ export async function materializeUpdateWorkflow(engine: Engine, tenantId: string
         if (users.size === 0) continue;
         const kept = next.steps.get(name);
         if (!kept) {
+          moved += users.size;
           mover.arriveBulk(users, name, mapping[name]);
           continue;
         }
@@ -228,6 +230,6 @@ export async function materializeUpdateWorkflow(engine: Engine, tenantId: string
     shards.forEach((shard, partition) => (instance.shards[partition] = shard));
     engine.countsChanged(instanceId);
     engine.timersChanged();
-    return { instanceId, version, moved: moves.length };
+    return { instanceId, version, moved };
   });
 }

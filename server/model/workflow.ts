@@ -60,7 +60,18 @@ export const WorkflowDraft = z.strictObject({
 });
 export type WorkflowDraft = z.infer<typeof WorkflowDraft>;
 
-export const WorkflowSchedule = z.strictObject({ cron: z.string().trim().min(1), crowd: z.string().min(1), enabled: z.boolean().default(true) });
+/** What a schedule does about firings missed while no server ran (server/procedures/scheduler.ts). */
+export const CATCH_UP_POLICIES = ['skip', 'latest'] as const;
+export const DEFAULT_STARTING_DEADLINE_SECONDS = 3600;
+export const WorkflowSchedule = z.strictObject({
+  cron: z.string().trim().min(1),
+  crowd: z.string().min(1),
+  enabled: z.boolean().default(true),
+  /** `skip`: missed firings are recorded as missed; `latest`: the latest missed one runs if still within the deadline. */
+  catchUp: z.enum(CATCH_UP_POLICIES).default('skip'),
+  /** With `latest`: how late (seconds after its time) a missed firing may still start (Kubernetes' startingDeadlineSeconds). */
+  startingDeadlineSeconds: z.number().int().min(1).max(7 * 24 * 3600).default(DEFAULT_STARTING_DEADLINE_SECONDS),
+});
 export type WorkflowSchedule = z.infer<typeof WorkflowSchedule>;
 
 export const WorkflowName = nameSchema(NAME_KINDS.workflow);

@@ -4,7 +4,7 @@ import { AppError, notFound } from '../errors';
 import { db } from '../storage/db';
 import { getProcedureRunner } from './runner';
 import { toView } from './store';
-import { PROCEDURE_STATES, type ProcedureView } from './types';
+import { PROCEDURE_STATES, type ProcedureState, type ProcedureView } from './types';
 
 // The procedures API: an admin sees every procedure; a tenant key sees only its tenant's (others are 404, never 403,
 // so ids of other tenants do not leak).
@@ -39,10 +39,29 @@ async function requireVisible(principal: Principal, id: string): Promise<void> {
   if (!row) throw notFound(`Procedure "${id}"`);
 }
 
+/** One committed step of a procedure (execute or rollback), oldest first. */
+export interface ProcedureStepView {
+  step: number;
+  state: ProcedureState;
+  at: string;
+}
+
+/** A procedure with its committed steps and its child procedures (what the studio's procedure panel shows). */
+export type ProcedureDetail = ProcedureView & { steps: ProcedureStepView[]; children: ProcedureView[] };
+
 /** The procedure now, or (with waitSeconds) once it has finished or the wait has elapsed, whichever comes first. */
-export async function getProcedure(principal: Principal, id: string, waitSeconds: number): Promise<ProcedureView> {
+export async function getProcedure(principal: Principal, id: string, waitSeconds: number): Promise<ProcedureDetail> {
   await requireVisible(principal, id);
-  return getProcedureRunner().await(id, waitSeconds * 1000).catch(asLocalAppError);
+  const view = await getProcedureRunner().await(id, waitSeconds * 1000).catch(asLocalAppError);
+  const [steps, children] = await Promise.all([
+    db().procedureStep.findMany({ where: { procedureId: id }, orderBy: { step: 'asc' }, select: { step: true, state: true, createdAt: true } }),
+    db().procedure.findMany({ where: { parentId: id }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
+  ]);
+  return {
+    ...view,
+    steps: steps.map((row) => ({ step: row.step, state: row.state as ProcedureState, at: row.createdAt.toISOString() })),
+    children: children.map(toView),
+  };
 }
 
 export async function retryProcedure(principal: Principal, id: string): Promise<ProcedureView> {

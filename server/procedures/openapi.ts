@@ -24,6 +24,10 @@ const Procedure = z.object({
   updatedAt: z.string(),
   finishedAt: z.string().nullable(),
 });
+const ProcedureDetail = Procedure.extend({
+  steps: z.array(z.object({ step: z.number().int(), state: z.enum(PROCEDURE_STATES), at: z.string() })).describe('Committed steps, oldest first'),
+  children: z.array(Procedure).describe('Child procedures (sub-procedures this one waited for), oldest first'),
+});
 const tags = ['procedures'];
 
 export const paths: Record<string, object> = {
@@ -41,7 +45,7 @@ export const paths: Record<string, object> = {
       tags,
       params: ['id'],
       query: { wait: 'seconds to wait for the procedure to finish, 0–60 (default 0)' },
-      ok: { status: 200, description: 'The procedure (still unfinished if the wait elapsed)', schema: Procedure },
+      ok: { status: 200, description: 'The procedure (still unfinished if the wait elapsed), with its steps and children', schema: ProcedureDetail },
       errors: [404],
     }),
   },

@@ -10,6 +10,11 @@ import { FINISHED_STATES, type Json, type ProcedureRunner } from './types';
 // Scheduled starts (after luno/workflow's Schedule): each firing of a workflow's cron submits one start procedure whose
 // id is derived from the workflow and the firing time, so however many processes (or overlapping ticks) see the same
 // firing, it starts at most once. A firing while the workflow already has an instance is recorded as skipped.
+//
+// Firings missed while no server ran (found by a process's first tick: those after the schedule's last recorded
+// firing, or after the workflow was last saved) follow the schedule's catch-up policy, like a Kubernetes CronJob's
+// startingDeadlineSeconds: `skip` records the latest missed firing as missed (with how many were missed); `latest` runs
+// the latest missed firing if it is at most `startingDeadlineSeconds` old, and records it as missed otherwise.
 
 export const SCHEDULED_START_TYPE = 'instance.start';
 
@@ -20,7 +25,7 @@ export interface SchedulerOptions {
   pollMs?: number;
 }
 
-export type FiringOutcome = 'submitted' | 'skipped' | 'already-recorded' | 'error';
+export type FiringOutcome = 'submitted' | 'skipped' | 'missed' | 'already-recorded' | 'error';
 export interface Firing {
   workflowId: string;
   procedureId: string;
@@ -35,8 +40,29 @@ export interface Scheduler {
   tick(): Promise<Firing[]>;
 }
 
-export function scheduledProcedureId(workflowId: string, firingMs: number): string {
+/** The id of a firing's procedure; ids of one workflow sort by firing time (13-digit epoch ms until the year 2286). */
+export function scheduledProcedureId(workflowId: string, firingMs: number | ''): string {
   return `schedule:${workflowId}:${firingMs}`;
+}
+
+type ScheduledWorkflow = { id: string; tenantId: string; updatedAt: Date };
+
+function startState(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, firingMs: number, extra: Record<string, Json> = {}): { [key: string]: Json } {
+  return { tenantId: workflow.tenantId, workflowId: workflow.id, crowd: schedule.crowd, scheduledAt: new Date(firingMs).toISOString(), ...extra };
+}
+
+/** Counting stops here: a second-by-second schedule down for a day still answers in milliseconds. */
+const MAX_COUNTED_FIRINGS = 100_000;
+
+/** Firings of `cron` in (fromMs, toMs]: how many (counted up to MAX_COUNTED_FIRINGS), the first and the latest. */
+export function firingsBetween(cron: string, fromMs: number, toMs: number): { count: number; firstMs: number; latestMs: number } | null {
+  const latestMs = parseCron(cron, toMs + 1).prev().getTime();
+  if (latestMs <= fromMs) return null;
+  const iterator = parseCron(cron, fromMs);
+  const firstMs = iterator.next().getTime();
+  let count = 1;
+  while (count < MAX_COUNTED_FIRINGS && iterator.next().getTime() <= latestMs) count++;
+  return { count, firstMs, latestMs };
 }
 
 export function createScheduler(options: SchedulerOptions): Scheduler {
@@ -48,51 +74,73 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   async function tick(): Promise<Firing[]> {
     const now = clock.now();
+    const firstTick = watchedSince === undefined;
     const since = watchedSince ?? now;
     watchedSince = now;
-    if (since >= now) return [];
-    const workflows = await db().workflow.findMany({ where: { schedule: { not: null } }, select: { id: true, tenantId: true, schedule: true } });
+    if (!firstTick && since >= now) return [];
+    const workflows = await db().workflow.findMany({ where: { schedule: { not: null } }, select: { id: true, tenantId: true, schedule: true, updatedAt: true } });
     const firings: Firing[] = [];
     for (const workflow of workflows) {
       const parsed = WorkflowSchedule.safeParse(JSON.parse(workflow.schedule!));
       if (!parsed.success || !parsed.data.enabled) continue;
-      let firingMs: number;
+      const schedule = parsed.data;
       try {
-        // Only the latest firing in the window counts: after downtime a schedule fires once, not once per missed tick.
-        firingMs = parseCron(parsed.data.cron, now + 1).prev().getTime();
+        if (firstTick) {
+          const missed = await catchUp(workflow, schedule, now);
+          if (missed) firings.push(missed);
+          continue;
+        }
+        // Only the latest firing in the window counts: a late tick fires once, not once per firing it slept through.
+        const firingMs = parseCron(schedule.cron, now + 1).prev().getTime();
+        if (firingMs > since) firings.push(await fire(workflow, schedule, firingMs));
       } catch (error) {
         console.warn(`[scheduler] workflow ${workflow.id}: ${(error as Error).message}`);
-        continue;
       }
-      if (firingMs <= since) continue;
-      firings.push(await fire({ ...workflow, crowd: parsed.data.crowd }, firingMs));
     }
     return firings;
   }
 
-  async function fire(workflow: { id: string; tenantId: string; crowd: string }, firingMs: number): Promise<Firing> {
+  /** The first tick of a process: what the schedule missed since its last recorded firing (or its last save). */
+  async function catchUp(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, now: number): Promise<Firing | null> {
+    const last = await db().procedure.findFirst({ where: { id: { startsWith: scheduledProcedureId(workflow.id, '') } }, orderBy: { id: 'desc' }, select: { id: true } });
+    const lastFiringMs = last ? Number(last.id.slice(last.id.lastIndexOf(':') + 1)) : 0;
+    const missed = firingsBetween(schedule.cron, Math.max(lastFiringMs, workflow.updatedAt.getTime()), now);
+    if (!missed) return null;
+    const lateMs = now - missed.latestMs;
+    const deadlineMs = schedule.startingDeadlineSeconds * 1000;
+    if (schedule.catchUp === 'latest' && lateMs <= deadlineMs) return fire(workflow, schedule, missed.latestMs, { missedBefore: missed.count - 1 });
+    const reason = schedule.catchUp === 'skip' ? 'no server was running (catch-up policy: skip)' : `no server was running, and it is ${Math.round(lateMs / 1000)} s late, past the starting deadline of ${schedule.startingDeadlineSeconds} s`;
+    return record(workflow, schedule, missed.latestMs, 'missed', { skipped: 'missed', reason, missedCount: missed.count, firstMissedAt: new Date(missed.firstMs).toISOString() });
+  }
+
+  async function fire(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, firingMs: number, catchUpInfo: Record<string, Json> = {}): Promise<Firing> {
     const procedureId = scheduledProcedureId(workflow.id, firingMs);
     const firing = { workflowId: workflow.id, procedureId, firingMs };
     if (await db().procedure.findUnique({ where: { id: procedureId }, select: { id: true } })) return { ...firing, outcome: 'already-recorded' };
-    const state: Json = { tenantId: workflow.tenantId, workflowId: workflow.id, crowd: workflow.crowd, scheduledAt: new Date(firingMs).toISOString() };
     const busy = await runningWork(workflow.id, procedureId);
-    if (busy) {
-      try {
-        const output = { skipped: 'already running', ...busy };
-        const record = { id: procedureId, type: SCHEDULED_START_TYPE, parentId: null, tenantId: workflow.tenantId, workflowId: workflow.id, lockKeys: [], data: state, createdAt: new Date(clock.now()), output };
-        await db().procedure.create({ data: newProcedureRecord(record) });
-        return { ...firing, outcome: 'skipped' };
-      } catch (error) {
-        if (isUniqueViolation(error)) return { ...firing, outcome: 'already-recorded' };
-        throw error;
-      }
-    }
+    if (busy) return record(workflow, schedule, firingMs, 'skipped', { skipped: 'already running', ...busy });
+    const state = startState(workflow, schedule, firingMs, catchUpInfo);
     try {
       await options.runner.submit(SCHEDULED_START_TYPE, state, { id: procedureId, tenantId: workflow.tenantId, workflowId: workflow.id });
       return { ...firing, outcome: 'submitted' };
     } catch (error) {
       console.error(`[scheduler] could not start workflow ${workflow.id} for the firing at ${state.scheduledAt}`, error);
       return { ...firing, outcome: 'error' };
+    }
+  }
+
+  /** A firing that starts nothing, recorded as a finished procedure (shown with the others; never recorded twice). */
+  async function record(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, firingMs: number, outcome: 'skipped' | 'missed', output: Json): Promise<Firing> {
+    const procedureId = scheduledProcedureId(workflow.id, firingMs);
+    const firing = { workflowId: workflow.id, procedureId, firingMs };
+    try {
+      const data = startState(workflow, schedule, firingMs);
+      const row = { id: procedureId, type: SCHEDULED_START_TYPE, parentId: null, tenantId: workflow.tenantId, workflowId: workflow.id, lockKeys: [], data, createdAt: new Date(clock.now()), output };
+      await db().procedure.create({ data: newProcedureRecord(row) });
+      return { ...firing, outcome };
+    } catch (error) {
+      if (isUniqueViolation(error)) return { ...firing, outcome: 'already-recorded' };
+      throw error;
     }
   }
 

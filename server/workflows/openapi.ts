@@ -16,6 +16,8 @@ const Summary = z.object({
   running: Running,
 });
 const Workflow = Summary.extend({ definition: WorkflowDefinition, draft: WorkflowDraft });
+const Problem = z.object({ step: z.string().nullable(), code: z.string(), message: z.string() });
+const SavedWorkflow = Workflow.extend({ warnings: z.array(Problem).describe('Saved, but will not work yet: e.g. unknown_crowd, a schedule naming a crowd the tenant does not have') });
 const Version = z.object({ workflowId: z.string(), version: z.number().int(), definition: WorkflowDefinition, createdAt: z.string() });
 const Versions = z.object({
   workflowId: z.string(),
@@ -34,18 +36,18 @@ export const paths: Record<string, object> = {
       tags,
       params: ['tenant'],
       body: CreateWorkflowBody,
-      ok: { status: 201, description: 'Created', schema: Workflow },
+      ok: { status: 201, description: 'Created', schema: SavedWorkflow },
       errors: [404, 409],
     }),
   },
   '/tenants/{tenant}/workflows/{id}': {
-    get: operation({ summary: 'Get a workflow (by id or name) with its current definition, draft and schedule', tags, params, ok: { status: 200, description: 'Workflow', schema: Workflow }, errors: [404] }),
+    get: operation({ summary: 'Get a workflow (by id or name) with its current definition, draft and schedule', tags, params, ok: { status: 200, description: 'Workflow', schema: SavedWorkflow }, errors: [404] }),
     put: operation({
       summary: 'Save a workflow: a definition makes a new immutable version; name, draft and schedule alone do not',
       tags,
       params,
       body: UpdateWorkflowBody,
-      ok: { status: 200, description: 'Saved', schema: Workflow },
+      ok: { status: 200, description: 'Saved', schema: SavedWorkflow },
       errors: [404, 409],
     }),
     delete: operation({ summary: 'Delete a workflow and its versions (refused while an instance is starting, running or stopping)', tags, params, ok: { status: 204, description: 'Deleted' }, errors: [404, 409] }),

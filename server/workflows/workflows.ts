@@ -55,12 +55,19 @@ type WorkflowRow = { id: string; tenantId: string; name: string; currentVersion:
 
 const EMPTY_DRAFT: WorkflowDraft = { positions: {}, labels: {} };
 
+/** A schedule saved before a field existed reads with that field's default. */
+function storedSchedule(text: string): WorkflowSchedule {
+  const stored = JSON.parse(text) as WorkflowSchedule;
+  const parsed = WorkflowSchedule.safeParse(stored);
+  return parsed.success ? parsed.data : stored;
+}
+
 function summary(row: WorkflowRow, running: Running): WorkflowSummary {
   return {
     id: row.id,
     name: row.name,
     version: row.currentVersion,
-    schedule: row.schedule ? (JSON.parse(row.schedule) as WorkflowSchedule) : null,
+    schedule: row.schedule ? storedSchedule(row.schedule) : null,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
     running,
@@ -109,7 +116,19 @@ function duplicateName(tenant: Tenant, name: string): AppError {
   return conflict(`A workflow named "${name}" already exists in tenant "${tenant.name}"`);
 }
 
-export async function createWorkflow(tenant: Tenant, body: CreateWorkflowRequest, now = Date.now()): Promise<WorkflowView> {
+/** A saved workflow with what is allowed but will not work yet (a schedule naming a crowd the tenant does not have). */
+export type SavedWorkflow = WorkflowView & { warnings: WorkflowProblem[] };
+
+async function withWarnings(tenant: Tenant, saved: WorkflowView): Promise<SavedWorkflow> {
+  const warnings: WorkflowProblem[] = [];
+  const crowd = saved.schedule?.crowd;
+  if (crowd !== undefined && !(await db().crowd.findFirst({ where: { tenantId: tenant.id, name: crowd }, select: { id: true } }))) {
+    warnings.push({ step: null, code: 'unknown_crowd', message: `Schedule crowd "${crowd}" does not exist in tenant "${tenant.name}"; its firings will fail until it is uploaded` });
+  }
+  return { ...saved, warnings };
+}
+
+export async function createWorkflow(tenant: Tenant, body: CreateWorkflowRequest, now = Date.now()): Promise<SavedWorkflow> {
   const checked = await checkedSave(tenant, body.definition, body.schedule ?? null, now);
   const id = newId('wf');
   const at = new Date(now);
@@ -134,7 +153,7 @@ export async function createWorkflow(tenant: Tenant, body: CreateWorkflowRequest
     if (isUniqueViolation(error)) throw duplicateName(tenant, body.name);
     throw error;
   }
-  return view(await findWorkflow(tenant, id));
+  return withWarnings(tenant, await view(await findWorkflow(tenant, id)));
 }
 
 export async function listWorkflows(tenant: Tenant): Promise<WorkflowSummary[]> {
@@ -143,12 +162,12 @@ export async function listWorkflows(tenant: Tenant): Promise<WorkflowSummary[]> 
   return rows.map((row) => summary(row, running.get(row.id) ?? null));
 }
 
-export async function getWorkflow(tenant: Tenant, ref: string): Promise<WorkflowView> {
-  return view(await findWorkflow(tenant, ref));
+export async function getWorkflow(tenant: Tenant, ref: string): Promise<SavedWorkflow> {
+  return withWarnings(tenant, await view(await findWorkflow(tenant, ref)));
 }
 
 /** A save: with a definition it makes version N+1; without one it changes only name, draft or schedule. */
-export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWorkflowRequest, now = Date.now()): Promise<WorkflowView> {
+export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWorkflowRequest, now = Date.now()): Promise<SavedWorkflow> {
   if (Object.values(body).every((value) => value === undefined)) {
     throw badRequest('Nothing to save: give at least one of name, definition, draft, schedule');
   }
@@ -175,7 +194,7 @@ export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWo
     if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
     throw error;
   }
-  return view(await findWorkflow(tenant, current.id));
+  return withWarnings(tenant, await view(await findWorkflow(tenant, current.id)));
 }
 
 /**

@@ -7,7 +7,7 @@ import { api, createTenant, expectError, uniqueName } from '../helpers/api';
 // The procedures API over real HTTP. Procedures are written straight into the server's database under a type the
 // server has not registered, so its runner leaves them alone and each test controls their state exactly.
 
-type Row = { id: string; type: string; state: string; tenantId?: string | null; workflowId?: string | null; error?: string | null; step?: number };
+type Row = { id: string; type: string; state: string; tenantId?: string | null; workflowId?: string | null; error?: string | null; step?: number; parentId?: string | null };
 
 interface ServerDb {
   insert(row: Row): Promise<void>;
@@ -17,8 +17,8 @@ interface ServerDb {
 
 function openServerDb(): ServerDb {
   const target = parseDatabaseUrl(inject('serverDatabaseUrl'));
-  const columns = ['id', 'type', 'state', 'tenantId', 'workflowId', 'error', 'step', 'lockKeys', 'data', 'createdAt', 'updatedAt'];
-  const values = (row: Row, now: unknown) => [row.id, row.type, row.state, row.tenantId ?? null, row.workflowId ?? null, row.error ?? null, row.step ?? 0, '[]', '{"test":true}', now, now];
+  const columns = ['id', 'type', 'state', 'tenantId', 'workflowId', 'error', 'step', 'lockKeys', 'data', 'createdAt', 'updatedAt', 'parentId'];
+  const values = (row: Row, now: unknown) => [row.id, row.type, row.state, row.tenantId ?? null, row.workflowId ?? null, row.error ?? null, row.step ?? 0, '[]', '{"test":true}', now, now, row.parentId ?? null];
   const quoted = columns.map((c) => `"${c}"`).join(', ');
   if (target.provider === 'sqlite') {
     const sqlite = new Database(target.file, { timeout: 30_000 });
@@ -96,6 +96,23 @@ describe('procedures API', () => {
     const own = await api('GET', path(ids.foreign), { token: other.key });
     expect(own.status).toBe(200);
     expect(own.body).toMatchObject({ id: ids.foreign, error: 'not yours' });
+  });
+
+  it('gets a procedure with its committed steps and its children; a real start shows state, attempts and next attempt', async () => {
+    const parent = uniqueName('proc:parent');
+    await server.insert({ id: parent, type: TYPE, state: 'running', tenantId: tenant.id });
+    await server.insert({ id: `${parent}:1.0`, type: TYPE, state: 'failed', tenantId: tenant.id, parentId: parent, error: JSON.stringify({ message: 'child broke', attempts: 2 }) });
+    const got = await api('GET', path(parent), { token: tenant.key });
+    expect(got.body).toMatchObject({ id: parent, steps: [], children: [{ id: `${parent}:1.0`, state: 'failed', error: 'child broke', parentId: parent }] });
+
+    const base = `/tenants/${tenant.name}`;
+    expect((await api('PUT', `${base}/crowds/everyone`, { body: '1\n2\n3', headers: { 'content-type': 'text/plain' } })).status).toBe(201);
+    const definition = { steps: [{ name: 'entry', kind: 'direct', next: 'end' }, { name: 'end', kind: 'direct' }] };
+    const created = await api('POST', `${base}/workflows`, { body: { name: uniqueName('steps'), definition } });
+    const started = await api('POST', `${base}/workflows/${created.body.id}/start`, { body: { crowd: 'everyone' } });
+    const done = await api('GET', `${path(started.body.procedureId)}?wait=30`, { token: tenant.key });
+    expect(done.body).toMatchObject({ state: 'done', attempts: 0, nextAttemptAt: null, waitingSince: null, error: null, children: [], output: { userCount: 3 } });
+    expect(done.body.steps).toEqual([{ step: 1, state: 'done', at: expect.any(String) }]);
   });
 
   it('long-polls: returns as soon as the procedure finishes, or when the wait elapses', async () => {

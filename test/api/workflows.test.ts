@@ -22,6 +22,8 @@ const definition = {
 };
 const draft = { positions: { entry: { x: 0, y: 0 }, thanks: { x: 200, y: 300 } }, labels: { entry: 'Did they buy?' } };
 const schedule = { cron: '0 0 8 * * MON', crowd: 'weekly', enabled: true };
+/** The schedule as stored and shown: with the catch-up defaults. */
+const savedSchedule = { ...schedule, catchUp: 'skip', startingDeadlineSeconds: 3600 };
 
 const base = (tenant: string) => `/tenants/${tenant}/workflows`;
 
@@ -51,6 +53,18 @@ describe('workflows API', () => {
     expect((await api('GET', `${base(tenant.id)}/${encodeURIComponent(name)}`)).body).toEqual(created.body);
   });
 
+  it('saves a schedule naming a crowd the tenant does not have, with an unknown_crowd warning until it exists', async () => {
+    const tenant = await createTenant();
+    const created = await api('POST', base(tenant.name), { body: { name: uniqueName('later'), definition, schedule: { ...schedule, catchUp: 'latest', startingDeadlineSeconds: 600 } } });
+    expect(created.status).toBe(201);
+    expect(created.body.schedule).toEqual({ ...schedule, catchUp: 'latest', startingDeadlineSeconds: 600 });
+    expect(created.body.warnings).toEqual([{ step: null, code: 'unknown_crowd', message: `Schedule crowd "weekly" does not exist in tenant "${tenant.name}"; its firings will fail until it is uploaded` }]);
+    expect((await api('PUT', `/tenants/${tenant.name}/crowds/weekly`, { body: '1\n2', headers: { 'content-type': 'text/plain' } })).status).toBe(201);
+    expect((await api('PUT', `${base(tenant.name)}/${created.body.id}`, { body: { schedule } })).body).toMatchObject({ schedule: savedSchedule, warnings: [] });
+    const refused = expectError(await api('POST', base(tenant.name), { body: { name: 'x', definition, schedule: { ...schedule, catchUp: 'all' } } }), 400, 'invalid_workflow');
+    expect(refused.message).toMatch(/catchUp/);
+  });
+
   it('stores an empty draft and no schedule when none are given', async () => {
     const tenant = await createTenant();
     const created = await create(tenant.name);
@@ -65,7 +79,7 @@ describe('workflows API', () => {
     const list = await api('GET', base(tenant.name), { token: tenant.key });
     expect(list.status).toBe(200);
     expect(list.body.workflows).toEqual([
-      { id: a.id, name: 'a-journey', version: 1, schedule, createdAt: a.createdAt, updatedAt: a.updatedAt, running: null },
+      { id: a.id, name: 'a-journey', version: 1, schedule: savedSchedule, createdAt: a.createdAt, updatedAt: a.updatedAt, running: null },
       { id: b.id, name: 'b-journey', version: 1, schedule: null, createdAt: b.createdAt, updatedAt: b.updatedAt, running: null },
     ]);
     expect((await api('GET', base((await createTenant()).name))).body.workflows).toEqual([]);

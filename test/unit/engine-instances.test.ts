@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../server/errors';
 import type { WorkflowDefinition } from '../../server/model/workflow';
+import { createScheduler } from '../../server/procedures/scheduler';
 import { db } from '../../server/storage/db';
 import { crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
@@ -133,6 +134,40 @@ describe('instances', () => {
     expect(await stepUsers(h, id, 'rest')).toEqual([2, 3, 4]);
     await restartEngine(h);
     expect(await steps(h, id)).toEqual({ entry: 1, vip: 1, rest: 3, fresh: 0 });
+  });
+
+  it('update workflow reports the users it moved out of removed steps, not the journal rows', async () => {
+    const v1: WorkflowDefinition = {
+      steps: [
+        { name: 'entry', kind: 'direct', next: 'hold' },
+        { name: 'hold', kind: 'timer', cron: '0 0 0 1 1 *', next: 'end' },
+        { name: 'end', kind: 'direct' },
+      ],
+    };
+    const v2: WorkflowDefinition = { steps: [{ name: 'entry', kind: 'direct', next: 'end' }, { name: 'end', kind: 'direct' }] };
+    const wf = await workflow(h, v1, [v2]);
+    await crowd(h, 'c', range(1, 90));
+    const id = await settle(h, h.engine.startInstance(h.tenantId, wf, { crowd: 'c', version: 1 }));
+    const updated = await h.engine.updateInstanceWorkflow(h.tenantId, id, { version: 2, mapping: { hold: 'end' } });
+    const done = await h.runner.await(updated.procedureId, 60_000);
+    expect(done.output).toEqual({ instanceId: id, version: 2, moved: 90 });
+    expect(await steps(h, id)).toEqual({ entry: 0, end: 90 });
+  });
+
+  it('a scheduled start naming an unknown crowd fails saying which schedule names it; a retry after the upload starts it', async () => {
+    const wf = await workflow(h, busybee);
+    await db().workflow.update({ where: { id: wf }, data: { schedule: JSON.stringify({ cron: '0 * * * * *', crowd: 'ghosts' }), updatedAt: new Date(h.clock.now()) } });
+    const scheduler = createScheduler({ runner: h.runner, clock: h.clock });
+    await scheduler.tick();
+    await h.clock.advance(60_000);
+    const [firing] = await scheduler.tick();
+    const failed = await h.runner.await(firing!.procedureId, 60_000);
+    expect(failed).toMatchObject({ state: 'failed', error: `Crowd "ghosts" named by the schedule of workflow "${wf}" (${wf}) does not exist: upload it and retry this procedure, or change the schedule` });
+    await crowd(h, 'ghosts', range(1, 7));
+    await h.runner.retry(firing!.procedureId);
+    const done = await h.runner.await(firing!.procedureId, 60_000);
+    expect(done).toMatchObject({ state: 'done', output: { userCount: 7 } });
+    expect((await h.engine.getInstance(h.tenantId, (done.output as { instanceId: string }).instanceId)).state).toBe('running');
   });
 
   it('recovers shards from checkpoint + journal in a fresh engine object', async () => {

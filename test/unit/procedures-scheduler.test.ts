@@ -32,9 +32,10 @@ const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
 const runner = createProcedureRunner({ clock, owner: 'scheduler-test' });
 afterAll(() => runner.stop());
 
-async function workflow(id: string, schedule: Json | string) {
+async function workflow(id: string, schedule: Json | string, savedAt?: number) {
   const text = typeof schedule === 'string' ? schedule : JSON.stringify(schedule);
-  await db().workflow.create({ data: { id, tenantId: 'tenant-s', name: id, currentVersion: 1, draft: '{}', schedule: text } });
+  const updatedAt = savedAt === undefined ? undefined : new Date(savedAt);
+  await db().workflow.create({ data: { id, tenantId: 'tenant-s', name: id, currentVersion: 1, draft: '{}', schedule: text, updatedAt } });
 }
 
 describe('scheduled starts', () => {
@@ -83,5 +84,33 @@ describe('scheduled starts', () => {
     const latest = Math.floor(clock.now() / 60_000) * 60_000;
     expect(fired.map((f) => [f.workflowId, f.firingMs, f.outcome])).toEqual([['wf-minutely', latest, 'submitted']]);
     expect((await runner.await(fired[0]!.procedureId)).state).toBe('done');
+  });
+
+  it('firings missed while no server ran follow the catch-up policy: skip records them missed, latest runs the latest within its deadline', async () => {
+    await db().workflow.deleteMany({});
+    await clock.advance(60_000 - (clock.now() % 60_000)); // saved on the minute
+    const savedAt = clock.now();
+    await workflow('wf-skip', { cron: '0 * * * * *', crowd: 'vip', catchUp: 'skip' }, savedAt);
+    await workflow('wf-latest', { cron: '0 * * * * *', crowd: 'vip', catchUp: 'latest', startingDeadlineSeconds: 600 }, savedAt);
+    await workflow('wf-late', { cron: '0 * * * * *', crowd: 'vip', catchUp: 'latest', startingDeadlineSeconds: 10 }, savedAt);
+    expect(await createScheduler({ runner, clock }).tick()).toEqual([]); // a process starts: nothing missed yet
+
+    // That process dies; five firings fall while no server runs; a new process starts 30 s after the latest.
+    await clock.advance(5 * 60_000 + 30_000);
+    const latestMs = Math.floor(clock.now() / 60_000) * 60_000;
+    const restarted = createScheduler({ runner, clock });
+    const fired = await restarted.tick();
+    expect(fired.map((f) => [f.workflowId, f.outcome, f.firingMs])).toEqual([
+      ['wf-skip', 'missed', latestMs],
+      ['wf-latest', 'submitted', latestMs],
+      ['wf-late', 'missed', latestMs],
+    ]);
+    const [skip, latest, late] = await Promise.all(fired.map((f) => runner.await(f.procedureId)));
+    expect(skip).toMatchObject({ state: 'done', output: { skipped: 'missed', missedCount: 5, reason: 'no server was running (catch-up policy: skip)', firstMissedAt: new Date(latestMs - 4 * 60_000).toISOString() } });
+    expect(latest).toMatchObject({ state: 'done', data: { scheduledAt: new Date(latestMs).toISOString(), missedBefore: 4 }, output: { instanceId: `in-${latest.id}` } });
+    expect(late).toMatchObject({ state: 'done', output: { skipped: 'missed', missedCount: 5, reason: 'no server was running, and it is 30 s late, past the starting deadline of 10 s' } });
+
+    // Another process starting now finds every missed firing recorded: nothing twice.
+    expect(await createScheduler({ runner, clock }).tick()).toEqual([]);
   });
 });
