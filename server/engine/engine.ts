@@ -8,7 +8,8 @@ import { getProcedureRunner } from '../procedures/runner';
 import { setRunningLookup } from '../workflows/running';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { PartitionWorker, runTimersTogether, type EngineSide } from './partition';
+import { PartitionWorker, type EngineSide } from './partition';
+import { nextTimerDue, runTimersTogether } from './timers';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { cleanupJournal } from '../notifications/notifications';
@@ -184,7 +185,7 @@ export class Engine implements EngineSide {
       const signal = this.timerWakeup.signal();
       try {
         let due = Number.POSITIVE_INFINITY;
-        for (const entry of [...this.tenants.values()]) for (const worker of (await entry.ready).workers) due = Math.min(due, worker.nextDue() ?? due);
+        for (const entry of [...this.tenants.values()]) for (const worker of (await entry.ready).workers) due = Math.min(due, nextTimerDue(worker) ?? due);
         const now = this.clock.now();
         if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
         due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoaringBitmap32 } from '../../server/crowd/bitmap';
-import { runTimersTogether } from '../../server/engine/partition';
+import { runTimersTogether } from '../../server/engine/timers';
 import { loadShard } from '../../server/engine/recovery';
 import type { Shard } from '../../server/engine/shard';
 import { acquireLease } from '../../server/engine/store';

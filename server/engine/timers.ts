@@ -1,0 +1,173 @@
+// Timers of a partition: cron steps, delay buckets, ttl re-evaluation of branch steps and an instance's stopAt. They
+// run in memory under the partition lock (the same lock as event application), and one timer tick of a tenant
+// commits every due partition's moves in ONE transaction fenced by all their leases.
+import { evaluatePlan, type CompiledCondition } from '../conditions/compile';
+import { profileKeysRead } from '../conditions/profile-predicate';
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import { nextCronTime } from '../model/cron';
+import { Mover } from './moves';
+import type { PartitionWorker } from './partition';
+import { commitBatch, type CheckpointWrite, type JournalMove, type Lease } from './store';
+import { withLocks, type InstanceRuntime, type TenantRuntime } from './tenant';
+
+/** Users per slice when a timer or ttl condition has no bitmap plan and runs per user. */
+const PER_USER_SLICE = 20_000;
+
+/** Earliest time (engine clock) a timer of the worker's partition is due, or null. */
+export function nextTimerDue(worker: PartitionWorker): number | null {
+  if (!worker.lease) return null; // re-taking the lease rebuilds the shards; their timers count from then
+  let due: number | null = null;
+  const consider = (t: number) => (due = due === null ? t : Math.min(due, t));
+  for (const instance of worker.tenant.instances.values()) {
+    const shard = instance.shards[worker.partition];
+    if (!shard) continue;
+    if (instance.workflow.stopAt !== null && !worker.engine.isStopRequested(instance.id)) consider(instance.workflow.stopAt);
+    for (const runtime of instance.workflow.steps.values()) {
+      const name = runtime.step.name;
+      if (runtime.step.kind === 'timer') consider(shard.cronNext.get(name) ?? 0);
+      if (runtime.delayMs) for (const end of shard.delays.get(name)?.keys() ?? []) consider(end + runtime.delayMs);
+      if (runtime.ttlMs) for (const end of shard.ttls.get(name)?.keys() ?? []) consider(end + runtime.ttlMs);
+    }
+  }
+  return due;
+}
+
+interface TimerWork {
+  worker: PartitionWorker;
+  lease: Lease;
+  moves: JournalMove[];
+  touched: InstanceRuntime[];
+  checkpoints: CheckpointWrite[];
+}
+
+/**
+ * One timer tick of a tenant: every due partition runs its timers under its lock, and all of them commit in ONE
+ * transaction fenced by their leases. A 10M-user timer step moves its users in all partitions at once instead of
+ * one partition (and one commit) after another.
+ */
+export async function runTimersTogether(tenantId: string, workers: PartitionWorker[], now: number): Promise<void> {
+  // Due-ness is judged under the locks: a tick already in flight (the timer loop's) finishes first, and what it
+  // took is no longer due.
+  await withLocks(
+    workers.map((w) => w.lock),
+    async () => {
+      const work: TimerWork[] = [];
+      for (const worker of workers) {
+        if ((nextTimerDue(worker) ?? Number.POSITIVE_INFINITY) > now) continue;
+        const collected = await collectTimers(worker, now);
+        if (collected) work.push(collected);
+      }
+      if (work.length === 0) return;
+      try {
+        await commitBatch(tenantId, { leases: work.map((w) => w.lease), moves: work.flatMap((w) => w.moves), checkpoints: work.flatMap((w) => w.checkpoints), now });
+      } catch (error) {
+        for (const w of work) w.worker.discardUncommitted();
+        throw error;
+      }
+      for (const w of work) w.worker.afterCommit(w.touched, w.moves.length);
+    },
+  );
+}
+
+/**
+ * Runs every due timer of the worker's partition in memory (the caller holds the partition lock) and returns what to
+ * commit: its moves, and checkpoints of the shards whose changes the journal cannot replay. Null when nothing
+ * changed or the partition is not ours.
+ */
+async function collectTimers(worker: PartitionWorker, now: number): Promise<TimerWork | null> {
+  if (!worker.lease) return null;
+  const moves: JournalMove[] = [];
+  const touched: InstanceRuntime[] = [];
+  const checkpoints: CheckpointWrite[] = [];
+  for (const instance of worker.tenant.instances.values()) {
+    if (instance.workflow.stopAt !== null && now >= instance.workflow.stopAt) worker.engine.requestStop(instance);
+    const { changed, checkpoint } = await instanceTimers(worker, instance, now, moves);
+    if (changed) touched.push(instance);
+    if (checkpoint) checkpoints.push({ instanceId: instance.id, partition: worker.partition, data: instance.shards[worker.partition]!.encode() });
+  }
+  if (touched.length === 0) return null;
+  return { worker, lease: worker.lease, moves, touched, checkpoints };
+}
+
+/**
+ * Runs the instance's due timers on the worker's partition shard. `changed`: anything moved or was re-planned.
+ * `checkpoint`: some of it is not in the journal, so the commit must carry a checkpoint — a timer that fired
+ * without moving anyone (or its first planning), and ttl users put into a new bucket. A timer that moved users
+ * needs none: replay derives its next firing from the journaled move (server/engine/recovery.ts).
+ */
+async function instanceTimers(worker: PartitionWorker, instance: InstanceRuntime, now: number, moves: JournalMove[]): Promise<{ changed: boolean; checkpoint: boolean }> {
+  const shard = instance.shards[worker.partition];
+  if (!shard) return { changed: false, checkpoint: false };
+  const mover = new Mover(instance.workflow, shard, moves, now);
+  let changed = false;
+  let checkpoint = false;
+  for (const runtime of instance.workflow.steps.values()) {
+    const step = runtime.step;
+    const name = step.name;
+    if (step.kind === 'timer') {
+      const next = shard.cronNext.get(name);
+      if (next !== undefined && next > now) continue;
+      const journaled = moves.length;
+      const users = next === undefined ? null : shard.steps.get(name);
+      if (users && users.size > 0) mover.moveBulk(runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, users, now) : users.clone(), name, step.next);
+      if (moves.length === journaled) checkpoint = true;
+      shard.cronNext.set(name, nextCronTime(step.cron, now));
+      changed = true;
+    }
+    if (step.kind === 'delay') {
+      const users = takeDue(shard.delays.get(name), runtime.delayMs, now);
+      if (users) {
+        users.andInPlace(shard.step(name));
+        mover.moveBulk(users, name, step.next);
+        changed = true;
+      }
+    }
+    if (runtime.ttlMs && step.kind === 'branch') {
+      const remaining = takeDue(shard.ttls.get(name), runtime.ttlMs, now);
+      if (!remaining) continue;
+      remaining.andInPlace(shard.step(name));
+      for (const [i, condition] of runtime.conditions.entries()) {
+        if (remaining.size === 0) break;
+        const matched = await matching(worker.tenant, condition, remaining, now);
+        mover.moveBulk(matched, name, step.branches[i].next);
+        remaining.andNotInPlace(matched);
+      }
+      if (remaining.size > 0) mover.bucketNow(shard.ttls, name, runtime.ttlBucketMs).orInPlace(remaining);
+      changed = true;
+      checkpoint = true;
+    }
+  }
+  return { changed, checkpoint };
+}
+
+/** The users of `users` satisfying the condition (no event): one bitmap plan when it compiles to one, else per user. */
+async function matching(tenant: TenantRuntime, condition: CompiledCondition | null, users: RoaringBitmap32, now: number): Promise<RoaringBitmap32> {
+  if (!condition) return users.clone();
+  const data = tenant.data;
+  if (condition.plan) return evaluatePlan(condition.plan, await data.resolver(condition.crowds), users);
+  await data.prepareCrowds(condition.crowds);
+  // Per user, a slice at a time: the slice's profiles are read back from the index (never all of them as objects),
+  // and the event loop gets a turn between slices.
+  const ids = users.toUint32Array();
+  const keys = condition.usesProfile ? profileKeysRead(condition.text) : null;
+  const out: number[] = [];
+  for (let from = 0; from < ids.length; from += PER_USER_SLICE) {
+    const slice = ids.subarray(from, from + PER_USER_SLICE);
+    const profiles = condition.usesProfile ? await data.profilesOf(slice, keys) : null;
+    for (const user of slice) if (condition.predicate({ user, now, profile: profiles?.get(user) }, data.membership)) out.push(user);
+    if (from + PER_USER_SLICE < ids.length) await new Promise((resolve) => setImmediate(resolve));
+  }
+  return RoaringBitmap32.from(out);
+}
+
+/** Removes and returns the union of the buckets due at `now` (bucket end + duration ≤ now), or null. */
+function takeDue(buckets: Map<number, RoaringBitmap32> | undefined, durationMs: number, now: number): RoaringBitmap32 | null {
+  if (!buckets) return null;
+  const due: RoaringBitmap32[] = [];
+  for (const [end, bitmap] of buckets) {
+    if (end + durationMs > now) continue;
+    due.push(bitmap);
+    buckets.delete(end);
+  }
+  return due.length ? RoaringBitmap32.orMany(due) : null;
+}
