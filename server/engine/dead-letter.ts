@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Tx } from '../storage/db';
 import { dialect } from '../storage/dialect';
 import { raw, type RawStatement } from '../storage/raw';
-import type { LogRow } from './store';
+import type { LogRow } from './store/log';
 import type { LoggedEvent } from './types';
 
 export interface DeadLetterView {

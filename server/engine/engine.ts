@@ -13,7 +13,7 @@ import { nextTimerDue, runTimersTogether } from './timers';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { cleanupJournal } from '../notifications/notifications';
-import { LogTrimmer, logEnds } from './store';
+import { LogTrimmer, logEnds } from './store/log';
 import { dialect } from '../storage/dialect';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition, instanceView } from './instance-store';

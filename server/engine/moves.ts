@@ -4,7 +4,7 @@
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { bucketEnd, bucketsOf, type Buckets, type Shard } from './shard';
 import { splitPath, type WorkflowRuntime } from './runtime';
-import type { JournalMove } from './store';
+import type { JournalMove } from './store/commit';
 import { MAX_STEPS } from '../model/validate';
 
 /**

@@ -11,7 +11,8 @@ import { loadDefinition } from './instance-store';
 import { Mover } from './moves';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { commitBatch, type JournalMove, type Lease } from './store';
+import { commitBatch, type JournalMove } from './store/commit';
+import type { Lease } from './store/leases';
 import { InstanceRuntime, type TenantRuntime } from './tenant';
 
 const SNAPSHOT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;

@@ -8,7 +8,9 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { DeadLetterBatch } from './dead-letter';
 import { Mover } from './moves';
 import { loadShard } from './recovery';
-import { acquireLease, commitBatch, LeaseLostError, readLog, releaseLease, renewLease, type JournalMove, type Lease, type LogRow } from './store';
+import { commitBatch, type JournalMove } from './store/commit';
+import { acquireLease, LeaseLostError, releaseLease, renewLease, type Lease } from './store/leases';
+import { readLog, type LogRow } from './store/log';
 import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';
 
 /** What a partition worker needs from its engine. */

@@ -8,7 +8,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
-import { journalAfter, loadCheckpoint, type ReplayRow } from './store';
+import { journalAfter, loadCheckpoint, type ReplayRow } from './store/replay';
 
 export async function loadShard(instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<{ shard: Shard; replayed: number }> {
   const checkpoint = await loadCheckpoint(instanceId, partition);

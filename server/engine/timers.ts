@@ -7,7 +7,8 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
 import { Mover } from './moves';
 import type { PartitionWorker } from './partition';
-import { commitBatch, type CheckpointWrite, type JournalMove, type Lease } from './store';
+import { commitBatch, type CheckpointWrite, type JournalMove } from './store/commit';
+import type { Lease } from './store/leases';
 import { withLocks, type InstanceRuntime, type TenantRuntime } from './tenant';
 
 /** Users per slice when a timer or ttl condition has no bitmap plan and runs per user. */

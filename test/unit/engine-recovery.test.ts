@@ -5,7 +5,7 @@ import type { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { runTimersTogether } from '../../server/engine/timers';
 import { loadShard } from '../../server/engine/recovery';
 import type { Shard } from '../../server/engine/shard';
-import { acquireLease } from '../../server/engine/store';
+import { acquireLease } from '../../server/engine/store/leases';
 import { newId } from '../../server/ids';
 import { isDeadLocalOwner, processOwner } from '../../server/process-owner';
 import { db } from '../../server/storage/db';

@@ -1,6 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
 import { encodeEvents } from '../../server/engine/log-codec';
-import { appliedOffsets, LogTrimmer, trimLog } from '../../server/engine/store';
+import { appliedOffsets, LogTrimmer, trimLog } from '../../server/engine/store/log';
 import { newId } from '../../server/ids';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { db } from '../../server/storage/db';

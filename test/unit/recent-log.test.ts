@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { appendEvents } from '../../server/engine/ingest';
 import { encodeEvents } from '../../server/engine/log-codec';
 import { takeRecent } from '../../server/engine/recent-log';
-import { readLog } from '../../server/engine/store';
+import { readLog } from '../../server/engine/store/log';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 

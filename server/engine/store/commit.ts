@@ -1,0 +1,167 @@
+// A batch commit, after BullMQ's model: journal rows + the partition's new offset + checkpoints in ONE transaction,
+// fenced by the partition lease epochs (./leases.ts). It runs on the raw driver (server/storage/raw.ts), the engine's
+// hot path; only a commit that also writes through Prisma (`also`, instance operations) is a Prisma transaction.
+import { db, type Tx } from '../../storage/db';
+import { raw, type RawStatement } from '../../storage/raw';
+import { dialect } from '../../storage/dialect';
+import { LeaseLostError, type Lease } from './leases';
+
+/** A move to journal: a single user or a bulk bitmap (portable roaring bytes). */
+export interface JournalMove {
+  instanceId: string;
+  partition: number;
+  fromStep: string | null;
+  toStep: string;
+  user: number | null;
+  bitmap: Uint8Array | null;
+  count: number;
+  leaveAction: string | null;
+  enterAction: string | null;
+  timeMs: number;
+}
+
+export interface CheckpointWrite {
+  instanceId: string;
+  partition: number;
+  data: Uint8Array;
+}
+
+const JOURNAL_COLUMNS = ['seq', 'tenantId', 'instanceId', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'leaveAction', 'enterAction', 'timeMs'];
+
+
+function statement(build: (bind: (value: unknown) => string) => string): RawStatement {
+  const { params, bind } = dialect().parameters();
+  return { sql: build(bind), params };
+}
+
+/**
+ * Aborts the transaction unless the lease is still ours (and the offset is where we left it): when the guard fails,
+ * the INSERT hits the existing row's primary key, so nothing of the batch commits. One statement, no round trip to
+ * inspect a row count, so a whole batch commits as one non-interactive transaction. On PostgreSQL the lease row it
+ * found stays share-locked to the commit, so a takeover (an UPDATE of that row) waits for it instead of slipping in
+ * between the fence and the commit; SQLite's write transaction already excludes every other writer.
+ */
+function fence(lease: Lease, offset?: number): RawStatement {
+  return statement((bind) => {
+    const t = dialect().table('PartitionState');
+    // Placeholders are bound in text order (SQLite's `?` are positional).
+    const head = `INSERT INTO ${t} ("tenantId", "partition") SELECT ${bind(lease.tenantId)}, ${bind(lease.partition)} WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`;
+    const guard = offset === undefined ? head : `${head} AND "offset" = ${bind(offset)}`;
+    return `${guard}${dialect().lockFoundRows})`;
+  });
+}
+
+const JOURNAL_ROWS_PER_STATEMENT = 20_000;
+/** The PostgreSQL advisory lock key of journal writers. */
+const JOURNAL_LOCK = 7300400001;
+
+/**
+ * Journal rows travel as ONE JSON parameter per statement, unpacked by SQLite's json_each / PostgreSQL's
+ * json_array_elements (one statement and one round trip however many moves); seqs continue from the journal's max
+ * inside the statement. On PostgreSQL a transaction-scoped advisory lock (JOURNAL_LOCK, taken before the first statement
+ * that reads the max seq) serializes journal writers, so seq order is commit order and a reader after cursor N never
+ * misses a later-committing smaller seq.
+ */
+function insertJournal(tenantId: string, moves: JournalMove[]): RawStatement[] {
+  const out: RawStatement[] = [];
+  // Consecutive single-user moves go as one JSON statement; a bulk move binds its bitmap bytes directly. Statements
+  // run in move order, each continuing the seqs, so seq order is move order.
+  for (let start = 0; start < moves.length; ) {
+    if (moves[start].bitmap) {
+      out.push(insertBulkMove(tenantId, moves[start++]));
+      continue;
+    }
+    let end = start;
+    while (end < moves.length && !moves[end].bitmap && end - start < JOURNAL_ROWS_PER_STATEMENT) end++;
+    out.push(insertSingleMoves(tenantId, moves.slice(start, end)));
+    start = end;
+  }
+  return out;
+}
+
+const journalColumns = () => JOURNAL_COLUMNS.map((c) => `"${c}"`).join(', ');
+const nextSeqSql = () => `(SELECT COALESCE(MAX("seq"), 0) FROM ${dialect().table('Journal')})`;
+
+function insertSingleMoves(tenantId: string, moves: JournalMove[]): RawStatement {
+  const rows = moves.map((m) => [m.instanceId, m.partition, m.fromStep, m.toStep, m.user, m.count, m.leaveAction, m.enterAction, m.timeMs]);
+  const t = dialect().table('Journal');
+  return statement((bind) => {
+    // Placeholders are bound in text order (SQLite's `?` are positional): the tenant comes before the rows.
+    const tenant = bind(tenantId);
+    const j = dialect().jsonArrayRows(bind(JSON.stringify(rows)));
+    const fields = [j.field(0), j.field(1, 'int'), j.field(2), j.field(3), j.field(4, 'bigint'), 'NULL', j.field(5, 'bigint'), j.field(6), j.field(7), j.field(8, 'bigint')];
+    return `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql()} + ${j.ordinal}, ${tenant}, ${fields.join(', ')} FROM ${j.from} ORDER BY ${j.ordinal}`;
+  });
+}
+
+function insertBulkMove(tenantId: string, m: JournalMove): RawStatement {
+  const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
+  return statement(
+    (bind) =>
+      `INSERT INTO ${dialect().table('Journal')} (${journalColumns()}) VALUES (${nextSeqSql()} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
+  );
+}
+
+/** A checkpoint includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
+function writeCheckpoint(cp: CheckpointWrite): RawStatement {
+  const t = dialect().table('ShardCheckpoint');
+  return statement(
+    (bind) =>
+      `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data") VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${dialect().table('Journal')}), ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})
+       ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data", "updatedAt" = CURRENT_TIMESTAMP`,
+  );
+}
+
+export interface BatchCommit {
+  /** Every partition whose lease fences this commit; `offsets` moves the first one's offset. */
+  leases: Lease[];
+  offsets?: { from: number; to: number };
+  moves: JournalMove[];
+  /** Written with journalSeq = the journal's max after this commit's moves, so they include them. */
+  checkpoints?: CheckpointWrite[];
+  now: number;
+  /** More writes in the same transaction (instance rows, snapshots). */
+  also?: (tx: Tx) => Promise<void>;
+  /** More raw statements in the same transaction (dead letters of the batch). */
+  extra?: RawStatement[];
+}
+
+/** Commits journal rows, the new offset and checkpoints atomically, fenced by the leases. */
+export async function commitBatch(tenantId: string, commit: BatchCommit): Promise<void> {
+  const statements: RawStatement[] = [];
+  commit.leases.forEach((lease, i) => statements.push(fence(lease, i === 0 ? commit.offsets?.from : undefined)));
+  if (commit.offsets) {
+    const lease = commit.leases[0];
+    statements.push(statement((bind) => `UPDATE ${dialect().table('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
+  }
+  // Only what reads the journal's max seq needs the journal lock, and it is held to the commit: taken this late, a
+  // commit holds it for its journal and checkpoint statements only, and one without either never waits for it. The
+  // fences above keep their lease rows locked meanwhile, so waiting here cannot let a takeover in.
+  const journalLock = dialect().serializeWriters(JOURNAL_LOCK);
+  if (journalLock && (commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0)) statements.push(journalLock);
+  statements.push(...insertJournal(tenantId, commit.moves));
+  for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(cp));
+  statements.push(...(commit.extra ?? []));
+  try {
+    if (commit.also) {
+      const also = commit.also;
+      await db().$transaction(
+        async (tx) => {
+          for (const s of statements) await tx.$executeRawUnsafe(s.sql, ...s.params);
+          await also(tx);
+        },
+        { timeout: 300_000, maxWait: 300_000 },
+      );
+    } else {
+      await (await raw()).transaction(statements);
+    }
+  } catch (error) {
+    if (isFenceViolation(error)) throw new LeaseLostError(commit.leases[0]);
+    throw error;
+  }
+}
+
+function isFenceViolation(error: unknown): boolean {
+  const text = `${(error as { code?: string })?.code ?? ''} ${(error as Error)?.message ?? ''} ${JSON.stringify((error as { meta?: unknown })?.meta ?? {})}`;
+  return /P2002|23505|UNIQUE constraint failed: PartitionState|duplicate key value.*PartitionState/i.test(text);
+}

@@ -1,0 +1,71 @@
+// Partition leases (PartitionState.owner/epoch/leaseUntilMs): one owner process per partition, with expiry and
+// takeover; every take bumps the fencing epoch that each batch commit checks (./commit.ts).
+import { raw } from '../../storage/raw';
+import { dialect } from '../../storage/dialect';
+import { isDeadLocalOwner } from '../../process-owner';
+import { num } from './row-number';
+
+export interface Lease {
+  tenantId: string;
+  partition: number;
+  owner: string;
+  epoch: number;
+}
+
+/** The partition's lease was taken over (or expired and was taken): this process must stop writing for it. */
+export class LeaseLostError extends Error {
+  constructor(lease: Lease) {
+    super(`Lease of partition ${lease.partition} of tenant ${lease.tenantId} (epoch ${lease.epoch}) is no longer held by ${lease.owner}`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/**
+ * Takes the partition's lease when it is free, expired, already ours (a restart under the same owner name) or held by
+ * a process of this host that is gone, bumping the fencing epoch. Returns the lease and the applied offset, or null
+ * when another owner holds it.
+ */
+export async function acquireLease(tenantId: string, partition: number, owner: string, now: number, leaseMs: number): Promise<{ lease: Lease; offset: number } | null> {
+  const rawDb = await raw();
+  const t = dialect().table('PartitionState');
+  const insert = dialect().parameters();
+  await rawDb.execute(
+    `INSERT INTO ${t} ("tenantId", "partition", "offset", "epoch", "leaseUntilMs") VALUES (${insert.bind(tenantId)}, ${insert.bind(partition)}, 0, 0, 0) ON CONFLICT DO NOTHING`,
+    insert.params,
+  );
+  const read = dialect().parameters();
+  const [state] = await rawDb.query<{ owner: string | null; epoch: unknown; offset: unknown; leaseUntilMs: unknown }>(
+    `SELECT "owner", "epoch", "offset", "leaseUntilMs" FROM ${t} WHERE "tenantId" = ${read.bind(tenantId)} AND "partition" = ${read.bind(partition)}`,
+    read.params,
+  );
+  const free = state.owner === null || state.owner === owner || num(state.leaseUntilMs) < now || isDeadLocalOwner(state.owner);
+  if (!free) return null;
+  // Taken only if nobody else took it since the read (same epoch).
+  const epoch = num(state.epoch);
+  const update = dialect().parameters();
+  const taken = await rawDb.execute(
+    `UPDATE ${t} SET "owner" = ${update.bind(owner)}, "epoch" = ${update.bind(epoch + 1)}, "leaseUntilMs" = ${update.bind(now + leaseMs)}
+     WHERE "tenantId" = ${update.bind(tenantId)} AND "partition" = ${update.bind(partition)} AND "epoch" = ${update.bind(epoch)}`,
+    update.params,
+  );
+  if (taken !== 1) return null;
+  return { lease: { tenantId, partition, owner, epoch: epoch + 1 }, offset: num(state.offset) };
+}
+
+/** Extends a held lease; false when it was lost. */
+export async function renewLease(lease: Lease, now: number, leaseMs: number): Promise<boolean> {
+  const { params, bind } = dialect().parameters();
+  const renewed = await (await raw()).execute(
+    `UPDATE ${dialect().table('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
+    params,
+  );
+  return renewed === 1;
+}
+
+export async function releaseLease(lease: Lease): Promise<void> {
+  const { params, bind } = dialect().parameters();
+  await (await raw()).execute(
+    `UPDATE ${dialect().table('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0 WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
+    params,
+  );
+}
