@@ -1,4 +1,5 @@
-// The engine's public face: what routes, the procedure runner, boot and tests call. Plain TypeScript (no next/react).
+// The engine's public face, and the only engine file routes import: what routes, the procedure runner, boot and
+// tests call. Plain TypeScript (no next/react).
 //
 // EventLog rows (written by ingest, read here): one row per (tenant, partition) per ingested batch:
 //   { tenantId, partition, offset: 1, 2, 3… per partition (committed in order), events: { user, type, data, time
@@ -13,4 +14,6 @@
 //     followed by its actions, comma-separated), timeMs (engine clock) }.
 // A direct chain is one row per hop. Update-crowd changes no journal (busybee: no notifications).
 export { getEngine, startEngine, stopEngine, setEngineForTests, type EngineOptions } from './engine';
+export { idempotencyKey, ingest } from './ingest';
+export { discardDeadLetter, getDeadLetter, listDeadLetters } from './dead-letter';
 export type { Counts, InstanceView, SnapshotView, WhereIsUser, StartRequest, UpdateWorkflowRequest } from './types';

@@ -1,5 +1,5 @@
 import { paths as crowdPaths } from '../crowd/openapi';
-import { paths as costPaths } from '../engine/cost-openapi';
+import { paths as costPaths } from './cost-api';
 import { paths as enginePaths } from './engine-api';
 import { paths as notificationPaths } from '../notifications/openapi';
 import { paths as procedurePaths } from '../procedures/openapi';

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { authenticate } from '@/server/auth';
-import { getEngine } from '@/server/engine';
-import { idempotencyKey, ingest } from '@/server/engine/ingest';
+import { getEngine, idempotencyKey, ingest } from '@/server/engine';
 import { json, readJson, route } from '@/server/http/respond';
 
 // The body is validated by hand in server/engine/ingest.ts (one pass over up to 10,000 events), not by zod.

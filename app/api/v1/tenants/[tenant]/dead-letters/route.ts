@@ -1,5 +1,5 @@
-import { DeadLettersQuery } from '@/server/engine/cost-openapi';
-import { listDeadLetters } from '@/server/engine/dead-letter';
+import { listDeadLetters } from '@/server/engine';
+import { DeadLettersQuery } from '@/server/http/cost-api';
 import { json, queryParams, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 

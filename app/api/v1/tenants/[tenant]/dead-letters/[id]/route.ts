@@ -1,4 +1,4 @@
-import { discardDeadLetter, getDeadLetter } from '@/server/engine/dead-letter';
+import { discardDeadLetter, getDeadLetter } from '@/server/engine';
 import { json, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 
