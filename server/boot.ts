@@ -10,7 +10,10 @@ export function boot(): Promise<void> {
   booted ??= (async () => {
     const applied = await applyMigrations(dbTarget());
     if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
-    if (env().CROWDFLOW_ENGINE !== 'off') await (await import('./engine')).startEngine();
+    if (env().CROWDFLOW_ENGINE !== 'off') {
+      if (env().CROWDFLOW_ENGINE_THREAD === 'on') await (await import('./engine/client')).startEngineThread((await import('./procedures/runner')).getProcedureRunner());
+      else await (await import('./engine')).startEngine();
+    }
     const procedures = await import('./procedures/start');
     await procedures.startProcedures({ scheduler: env().CROWDFLOW_ENGINE !== 'off' });
     stopOnSignals(async () => {

@@ -12,13 +12,14 @@
 // This file imports types only, so any module can import it without an import cycle at evaluation time; each part is
 // built on first use by the module that owns it (storage by storage/db.ts, the engine by engine/engine.ts…), and a
 // part that is closed (storage after closeDb(), the engine after stopEngine()) is built again on next use.
-import type { Engine } from './engine/engine';
+import type { EngineHandle } from './engine/handle';
 import type { LookupCache } from './lookup-cache';
 import type { ProcedureRunner, ProcedureTypeDefinition } from './procedures/types';
 import type { Scheduler } from './procedures/scheduler';
 import type { Storage } from './storage/db';
 import type { RunningLookup } from './workflows/running';
 import type { LoggedEvent } from './engine/types';
+import type { ProfileChange } from './profiles/index-tenant';
 import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantProfiles } from './profiles/index-store';
 
@@ -34,18 +35,26 @@ export interface Runtime {
   readonly procedureTypes: Map<string, ProcedureTypeDefinition>;
   procedureRunner: ProcedureRunner | undefined;
   scheduler: Scheduler | undefined;
-  /** The partition owner loops, shards and timers (server/engine/engine.ts); created on first use, started by boot. */
-  engine: Engine | undefined;
+  /** The engine: the client of the engine thread (server/engine/client.ts) once boot started it, else an in-thread
+   * `Engine` (server/engine/engine.ts) created on first use. */
+  engine: EngineHandle | undefined;
   /** The engine's live-count lookup for workflow views (server/workflows/running.ts). */
   runningLookup: RunningLookup | undefined;
   readonly caches: Map<string, LookupCache<unknown>>;
   /** Listeners of in-process change notices by notice name (server/crowd/notice.ts). */
   readonly notices: Map<string, Set<unknown>>;
+  /** Hands every notice of this thread to the engine thread as well (set by its client, server/engine/client.ts). */
+  noticeRelay: ((name: string, args: unknown[]) => void) | undefined;
   readonly recentLog: Map<string, RecentRows>;
   /** Per tenant: the Idempotency-Keys and event ids of the dedupe window (server/engine/ingest-dedupe.ts). */
   readonly ingestDedupe: Map<string, TenantDedupe>;
   /** Each tenant's profile index, loaded on first use (server/profiles/index-store.ts). */
   readonly profileIndexes: Map<string, TenantProfiles>;
+  /** Hands every committed profile write of this thread to the engine thread's index (set by server/engine/client.ts);
+   * `changes` null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
+  profileRelay: ((tenantId: string, changes: ProfileChange[] | null, seq: number) => void) | undefined;
+  /** Whether ingest hands appended rows to partition loops of this thread (off when the engine has its own thread). */
+  recentLogEnabled: boolean;
   readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
 }
 
@@ -59,9 +68,12 @@ export function createRuntime(): Runtime {
     runningLookup: undefined,
     caches: new Map(),
     notices: new Map(),
+    noticeRelay: undefined,
     recentLog: new Map(),
     ingestDedupe: new Map(),
     profileIndexes: new Map(),
+    recentLogEnabled: true,
+    profileRelay: undefined,
     shutdown: { installed: false, closers: new Set() },
   };
 }

@@ -3,7 +3,8 @@
 // events route calls) and waits until the engine's counts show every expected move. Also the memory a running
 // instance adds to the process, measured after garbage collection.
 import { saveCrowd } from '../../server/crowd';
-import { getEngine, startEngine, stopEngine } from '../../server/engine';
+import { startEngine, stopEngine } from '../../server/engine';
+import type { Engine } from '../../server/engine/engine';
 import { getProcedureRunner } from '../../server/procedures/runner';
 import { appendEvents, parseEventBatch } from '../../server/engine/ingest';
 import type { LoggedEvent } from '../../server/engine/types';
@@ -38,7 +39,7 @@ function settledRss(): number {
 }
 
 /** Bytes of every step bitmap of every shard the engine holds for the instance (portable size ≈ heap size). */
-function shardBytes(engine: ReturnType<typeof getEngine>, instanceId: string): number {
+function shardBytes(engine: Engine, instanceId: string): number {
   const runtime = engine.findRuntime(instanceId);
   if (!runtime) throw new Error(`the engine holds no runtime for ${instanceId}`);
   let bytes = 0;

@@ -2,7 +2,8 @@
 // The listeners live in the process runtime (server/runtime.ts): Next.js bundles instrumentation (where the engine
 // starts and subscribes) and each route handler (where changes are announced) apart, each with its own copy of this
 // module, and a set kept in a module variable would never connect the two. Only this process hears a notice: other
-// processes of a scale-out deployment must re-read from the database.
+// processes of a scale-out deployment must re-read from the database. The engine thread has a runtime of its own: its
+// client relays every notice there too.
 import { runtime } from '../runtime';
 
 export type Notice<Args extends unknown[]> = {
@@ -29,6 +30,7 @@ export function processNotice<Args extends unknown[]>(name: string): Notice<Args
           console.error(`[crowdflow] ${name} listener failed`, error);
         }
       }
+      runtime().noticeRelay?.(name, args);
     },
   };
 }

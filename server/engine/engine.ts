@@ -3,7 +3,6 @@ import { processOwner } from '../process-owner';
 import { runtime } from '../runtime';
 import { notFound } from '../errors';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
-import type { ProcedureRunner } from '../procedures/types';
 import { getProcedureRunner } from '../procedures/runner';
 import { setRunningLookup } from '../workflows/running';
 import { db } from '../storage/db';
@@ -16,9 +15,13 @@ import { cleanupJournal } from '../notifications/notifications';
 import { LogTrimmer, logEnds } from './store/log';
 import { dialect } from '../storage/dialect';
 import { InstanceRuntime, TenantRuntime } from './tenant';
-import { loadDefinition, instanceView } from './instance-store';
+import { loadDefinition } from './instance-store';
 import * as ops from './instances';
 import { PARTITION_WAIT_MS } from './operations';
+import type { InstanceEngine } from './instances';
+import type { EngineHandle } from './handle';
+import { materializeStart, materializeStop, materializeUpdateCrowd, materializeUpdateWorkflow } from './operations';
+import type { Json, ProcedureRunner } from '../procedures/types';
 import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 export interface EngineOptions {
@@ -32,6 +35,8 @@ export interface EngineOptions {
   checkpointEveryMoves?: number;
   /** How long an operation waits for partitions this process does not own yet before failing. Default 2 minutes. */
   partitionWaitMs?: number;
+  /** Told the counts of an instance right after every change (the engine thread publishes them to the request thread). */
+  publishCounts?: (tenantId: string, counts: Counts) => void;
 }
 
 const COUNTS_PUSH_MS = 100;
@@ -40,7 +45,7 @@ const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
 const HOUSEKEEPING_EVERY_MS = 60 * 60 * 1000;
 
 /** One engine per process: partition owner loops, shards in memory, timers, counts. */
-export class Engine implements EngineSide {
+export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly clock: Clock;
   readonly owner: string;
   readonly leaseMs: number;
@@ -49,6 +54,7 @@ export class Engine implements EngineSide {
   readonly checkpointEveryMoves: number;
   readonly partitionWaitMs: number;
   private readonly runnerOverride: ProcedureRunner | undefined;
+  private readonly publishCounts: EngineOptions['publishCounts'];
   private readonly tenants = new Map<string, TenantEntry>();
   private readonly listeners = new Map<string, Set<CountsListener>>();
   private readonly pendingCounts = new Map<string, ReturnType<typeof setTimeout>>();
@@ -63,6 +69,7 @@ export class Engine implements EngineSide {
     this.clock = options.clock ?? systemClock;
     this.owner = options.owner ?? processOwner();
     this.runnerOverride = options.runner;
+    this.publishCounts = options.publishCounts;
     this.leaseMs = options.leaseMs ?? 15_000;
     this.pollMs = options.pollMs ?? 200;
     this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
@@ -231,6 +238,10 @@ export class Engine implements EngineSide {
   // ---- counts -------------------------------------------------------------------------------------------------
 
   countsChanged(instanceId: string): void {
+    if (this.publishCounts) {
+      const instance = this.findRuntime(instanceId);
+      if (instance) this.publishCounts(instance.record.tenantId, instance.counts());
+    }
     if (!this.listeners.get(instanceId)?.size || this.pendingCounts.has(instanceId)) return;
     this.pendingCounts.set(
       instanceId,
@@ -275,16 +286,12 @@ export class Engine implements EngineSide {
 
   // ---- queries ------------------------------------------------------------------------------------------------
 
-  async listInstances(tenantId: string, filter: { workflowId?: string; state?: string } = {}): Promise<InstanceView[]> {
-    const rows = await db().instance.findMany({
-      where: { tenantId, ...(filter.workflowId ? { workflowId: filter.workflowId } : {}), ...(filter.state ? { state: filter.state } : {}) },
-      orderBy: { createdAt: 'desc' },
-    });
-    return rows.map(instanceView);
+  listInstances(tenantId: string, filter: { workflowId?: string; state?: string } = {}): Promise<InstanceView[]> {
+    return ops.listInstances(tenantId, filter);
   }
 
-  async getInstance(tenantId: string, instanceId: string): Promise<InstanceView> {
-    return instanceView(await ops.requireInstance(tenantId, instanceId));
+  getInstance(tenantId: string, instanceId: string): Promise<InstanceView> {
+    return ops.getInstance(tenantId, instanceId);
   }
 
   /** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
@@ -315,18 +322,8 @@ export class Engine implements EngineSide {
     return Shard.decode(instanceId, -1, snapshot.bitmaps).step(step);
   }
 
-  async getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {
-    const row = await ops.requireInstance(tenantId, instanceId);
-    const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
-    if (!snapshot) throw notFound(`Snapshot of instance ${instanceId} (it is ${row.state}, or its snapshot expired)`);
-    return {
-      instanceId,
-      workflowId: row.workflowId,
-      version: row.version,
-      counts: JSON.parse(snapshot.counts) as Counts,
-      createdAt: snapshot.createdAt.toISOString(),
-      expiresAt: snapshot.expiresAt.toISOString(),
-    };
+  getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {
+    return ops.getSnapshot(tenantId, instanceId);
   }
 
   async whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {
@@ -350,6 +347,26 @@ export class Engine implements EngineSide {
   }
 
   // ---- instance operations (each runs as a procedure) ---------------------------------------------------------
+
+  async liveCounts(tenantId: string, instanceId: string): Promise<Counts | undefined> {
+    return (await this.tenant(tenantId)).instances.get(instanceId)?.counts();
+  }
+
+  materializeStart(tenantId: string, instanceId: string): Promise<Json> {
+    return materializeStart(this, tenantId, instanceId);
+  }
+
+  materializeStop(tenantId: string, instanceId: string): Promise<Json> {
+    return materializeStop(this, tenantId, instanceId);
+  }
+
+  materializeUpdateCrowd(tenantId: string, instanceId: string, crowd: string): Promise<Json> {
+    return materializeUpdateCrowd(this, tenantId, instanceId, crowd);
+  }
+
+  materializeUpdateWorkflow(tenantId: string, instanceId: string, version: number, mapping: Record<string, string>): Promise<Json> {
+    return materializeUpdateWorkflow(this, tenantId, instanceId, version, mapping);
+  }
 
   /** Refuses an empty crowd, an invalid workflow or a running instance at once; the rest runs as `instance.start`. */
   startInstance(tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
@@ -386,13 +403,15 @@ async function sleepUnlessWoken(clock: Clock, ms: number, wake: AbortSignal): Pr
 type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] };
 type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
 
-/** The process's engine (created on first use with the process's procedure runner; started by boot). */
-export function getEngine(): Engine {
+/** The process's engine: the engine thread's client once boot started it, else an engine in this thread. */
+export function getEngine(): EngineHandle {
   return (runtime().engine ??= new Engine({ runner: getProcedureRunner() }));
 }
 
+/** Starts an engine in this thread (the engine-only bench; the server starts the engine thread instead). */
 export async function startEngine(): Promise<Engine> {
-  const engine = getEngine();
+  const engine = new Engine({ runner: getProcedureRunner() });
+  runtime().engine = engine;
   await engine.start();
   return engine;
 }
@@ -403,6 +422,6 @@ export async function stopEngine(): Promise<void> {
 }
 
 /** Tests run their own engine (ManualClock); this makes getEngine() return it. */
-export function setEngineForTests(engine: Engine | undefined): void {
+export function setEngineForTests(engine: EngineHandle | undefined): void {
   runtime().engine = engine;
 }

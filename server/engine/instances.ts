@@ -7,19 +7,59 @@ import { checkInstanceUsers, tenantLimits } from '../limits/limits';
 import { AppError, badRequest, conflict, notFound } from '../errors';
 import { newId } from '../ids';
 import { registerProcedureType } from '../procedures/registry';
-import { FINISHED_STATES, type Json, type ProcedureContext, type ProcedureInstance, type ProcedureStatus } from '../procedures/types';
+import { FINISHED_STATES, type Json, type ProcedureContext, type ProcedureInstance, type ProcedureRunner, type ProcedureStatus } from '../procedures/types';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import type { Engine } from './engine';
-import { loadDefinition } from './instance-store';
-import { materializeStart, materializeStop, materializeUpdateCrowd, materializeUpdateWorkflow, strandedUsers } from './operations';
+import { instanceView, loadDefinition } from './instance-store';
+import { strandedUsers } from './operations';
 import { WorkflowRuntime } from './runtime';
-import type { StartRequest, SubmittedOperation, UpdateWorkflowRequest } from './types';
+import type { Counts, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest } from './types';
+
+/**
+ * What the instance operations need of an engine: its procedure runner, the live counts of an instance, and the
+ * work itself under the partition locks (server/engine/operations.ts), done by the engine in-process or, from the
+ * request thread, by a call to the engine thread (server/engine/client.ts).
+ */
+export interface InstanceEngine {
+  readonly runner: ProcedureRunner;
+  /** Counts of a running instance this process holds, or undefined. */
+  liveCounts(tenantId: string, instanceId: string): Promise<Counts | undefined>;
+  materializeStart(tenantId: string, instanceId: string): Promise<Json>;
+  materializeStop(tenantId: string, instanceId: string): Promise<Json>;
+  materializeUpdateCrowd(tenantId: string, instanceId: string, crowd: string): Promise<Json>;
+  materializeUpdateWorkflow(tenantId: string, instanceId: string, version: number, mapping: Record<string, string>): Promise<Json>;
+}
 
 export async function requireInstance(tenantId: string, instanceId: string) {
   const row = await db().instance.findFirst({ where: { id: instanceId, tenantId } });
   if (!row) throw notFound(`Instance "${instanceId}"`);
   return row;
+}
+
+export async function listInstances(tenantId: string, filter: { workflowId?: string; state?: string } = {}): Promise<InstanceView[]> {
+  const rows = await db().instance.findMany({
+    where: { tenantId, ...(filter.workflowId ? { workflowId: filter.workflowId } : {}), ...(filter.state ? { state: filter.state } : {}) },
+    orderBy: { createdAt: 'desc' },
+  });
+  return rows.map(instanceView);
+}
+
+export async function getInstance(tenantId: string, instanceId: string): Promise<InstanceView> {
+  return instanceView(await requireInstance(tenantId, instanceId));
+}
+
+export async function getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {
+  const row = await requireInstance(tenantId, instanceId);
+  const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
+  if (!snapshot) throw notFound(`Snapshot of instance ${instanceId} (it is ${row.state}, or its snapshot expired)`);
+  return {
+    instanceId,
+    workflowId: row.workflowId,
+    version: row.version,
+    counts: JSON.parse(snapshot.counts) as Counts,
+    createdAt: snapshot.createdAt.toISOString(),
+    expiresAt: snapshot.expiresAt.toISOString(),
+  };
 }
 
 async function requireWorkflow(tenantId: string, workflowId: string) {
@@ -57,7 +97,7 @@ async function requireScheduledCrowd(workflow: { id: string; name: string }, ten
 }
 
 /** Checks everything a start needs, then creates the instance row and submits `instance.start`. */
-export async function submitStart(engine: Engine, tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
+export async function submitStart(engine: InstanceEngine, tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
   const workflow = await requireWorkflow(tenantId, workflowId);
   const version = request.version ?? workflow.currentVersion;
   await loadDefinition(workflow.id, version);
@@ -70,7 +110,7 @@ export async function submitStart(engine: Engine, tenantId: string, workflowId: 
   return { procedureId, instanceId };
 }
 
-export async function submitStop(engine: Engine, tenantId: string, instanceId: string): Promise<SubmittedOperation> {
+export async function submitStop(engine: InstanceEngine, tenantId: string, instanceId: string): Promise<SubmittedOperation> {
   const row = await requireInstance(tenantId, instanceId);
   if (row.state !== 'running' && row.state !== 'stopping') throw conflict(`Instance ${instanceId} is ${row.state}, not running`, { state: row.state });
   await db().instance.updateMany({ where: { id: instanceId, state: 'running' }, data: { state: 'stopping' } });
@@ -84,7 +124,7 @@ function stopState(row: InstanceRow): Json {
 }
 
 /** Submits under a deterministic id; when that procedure already failed (an earlier attempt), retries it instead. */
-async function submitOrRetry(engine: Engine, type: string, state: Json, id: string): Promise<string> {
+async function submitOrRetry(engine: InstanceEngine, type: string, state: Json, id: string): Promise<string> {
   const { tenantId, workflowId } = state as { tenantId: string; workflowId: string };
   const procedureId = await engine.runner.submit(type, state, { id, tenantId, workflowId });
   if ((await engine.runner.get(procedureId))?.state === 'failed') await engine.runner.retry(procedureId);
@@ -95,7 +135,7 @@ async function submitOrRetry(engine: Engine, type: string, state: Json, id: stri
  * At boot: an instance left `starting` or `stopping` with no unfinished procedure to finish it (a crash between
  * marking the instance and submitting its procedure, or a failed rollback) gets one, so nothing stays half-done.
  */
-export async function resumeInterruptedOperations(engine: Engine): Promise<void> {
+export async function resumeInterruptedOperations(engine: InstanceEngine): Promise<void> {
   const stuck = await db().instance.findMany({ where: { state: { in: ['starting', 'stopping'] } } });
   if (stuck.length === 0) return;
   const unfinished = await db().procedure.findMany({
@@ -111,23 +151,23 @@ export async function resumeInterruptedOperations(engine: Engine): Promise<void>
   }
 }
 
-export async function submitUpdateCrowd(engine: Engine, tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation> {
+export async function submitUpdateCrowd(engine: InstanceEngine, tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation> {
   const row = await requireRunning(tenantId, instanceId);
   await requireUsableCrowd(tenantId, request.crowd);
   const procedureId = await engine.runner.submit('instance.update-crowd', { tenantId, instanceId, workflowId: row.workflowId, crowd: request.crowd }, { tenantId, workflowId: row.workflowId });
   return { procedureId, instanceId };
 }
 
-export async function submitUpdateWorkflow(engine: Engine, tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
+export async function submitUpdateWorkflow(engine: InstanceEngine, tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
   const row = await requireRunning(tenantId, instanceId);
   const next = new WorkflowRuntime(await loadDefinition(row.workflowId, request.version));
   const mapping = request.mapping ?? {};
   for (const [from, to] of Object.entries(mapping)) {
     if (!next.steps.has(to)) throw badRequest(`mapping.${from}: step "${to}" is not in version ${request.version}`, { path: `mapping.${from}` });
   }
-  const live = (await engine.tenant(tenantId)).instances.get(instanceId);
+  const live = await engine.liveCounts(tenantId, instanceId);
   if (live) {
-    const stranded = strandedUsers(live, next, mapping);
+    const stranded = strandedUsers(live.steps, next, mapping);
     if (Object.keys(stranded).length) {
       throw conflict(`Users of steps removed in version ${request.version} would be stranded; map each removed step to a step of the new version`, { stranded });
     }
@@ -141,9 +181,9 @@ type OperationState = { tenantId: string; instanceId?: string; workflowId: strin
 
 /** A one-step procedure over an instance of `engine` with an exclusive lock on its workflow. */
 function operation(
-  engine: Engine,
+  engine: InstanceEngine,
   type: string,
-  run: (engine: Engine, state: OperationState, ctx: ProcedureContext) => Promise<ProcedureStatus>,
+  run: (engine: InstanceEngine, state: OperationState, ctx: ProcedureContext) => Promise<ProcedureStatus>,
   onRollback?: (state: OperationState) => Promise<void>,
 ) {
   return {
@@ -167,7 +207,7 @@ function scheduledInstanceId(procedureId: string): string {
 }
 
 /** Registers the instance procedures, run by `engine` (a later engine of the same process takes them over). */
-export function registerInstanceProcedures(engine: Engine): void {
+export function registerInstanceProcedures(engine: InstanceEngine): void {
   const register = (definition: ReturnType<typeof operation>) => registerProcedureType(definition, { replace: true });
   register(
     operation(
@@ -191,7 +231,7 @@ export function registerInstanceProcedures(engine: Engine): void {
         await refuseActive(state.workflowId, state.instanceId);
         // Run again after a failure (a retry): the rollback left the instance failed; it is starting again.
         await db().instance.updateMany({ where: { id: state.instanceId, state: 'failed' }, data: { state: 'starting' } });
-        return { kind: 'done', output: await materializeStart(engine, state.tenantId, state.instanceId) };
+        return { kind: 'done', output: await engine.materializeStart(state.tenantId, state.instanceId) };
       },
       async (state) => {
         if (state.instanceId) await db().instance.updateMany({ where: { id: state.instanceId, state: 'starting' }, data: { state: 'failed' } });
@@ -205,7 +245,7 @@ export function registerInstanceProcedures(engine: Engine): void {
       async (engine, state) => {
         // Marked again on a retry (a failed stop put the instance back to running).
         await db().instance.updateMany({ where: { id: state.instanceId!, state: 'running' }, data: { state: 'stopping' } });
-        return { kind: 'done', output: await materializeStop(engine, state.tenantId, state.instanceId!) };
+        return { kind: 'done', output: await engine.materializeStop(state.tenantId, state.instanceId!) };
       },
       // The stop commits in one transaction: when it failed nothing was stopped, so the instance runs on, never left
       // stopping with nothing to finish it.
@@ -214,13 +254,13 @@ export function registerInstanceProcedures(engine: Engine): void {
   );
   register(
     operation(engine, 'instance.update-crowd', async (engine, state) => {
-      return { kind: 'done', output: await materializeUpdateCrowd(engine, state.tenantId, state.instanceId!, state.crowd as string) };
+      return { kind: 'done', output: await engine.materializeUpdateCrowd(state.tenantId, state.instanceId!, state.crowd as string) };
     }),
   );
   register(
     operation(engine, 'instance.update-workflow', async (engine, state) => {
       const mapping = (state.mapping ?? {}) as Record<string, string>;
-      return { kind: 'done', output: await materializeUpdateWorkflow(engine, state.tenantId, state.instanceId!, state.version as number, mapping) };
+      return { kind: 'done', output: await engine.materializeUpdateWorkflow(state.tenantId, state.instanceId!, state.version as number, mapping) };
     }),
   );
 }

@@ -179,9 +179,9 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
 }
 
 /** Users per step of the running version that the new version drops and `mapping` does not place. */
-export function strandedUsers(instance: InstanceRuntime, next: WorkflowRuntime, mapping: Record<string, string>): Record<string, number> {
+export function strandedUsers(steps: Record<string, number>, next: WorkflowRuntime, mapping: Record<string, string>): Record<string, number> {
   const stranded: Record<string, number> = {};
-  for (const [step, count] of Object.entries(instance.counts().steps)) {
+  for (const [step, count] of Object.entries(steps)) {
     if (count > 0 && !next.steps.has(step) && !mapping[step]) stranded[step] = count;
   }
   return stranded;
@@ -193,7 +193,7 @@ export async function materializeUpdateWorkflow(engine: Engine, tenantId: string
   return locked(engine, tenantId, async (tenant, leases) => {
     const instance = tenant.instances.get(instanceId);
     if (!instance) throw conflict(`Instance ${instanceId} is not running here`);
-    const stranded = strandedUsers(instance, next, mapping);
+    const stranded = strandedUsers(instance.counts().steps, next, mapping);
     if (Object.keys(stranded).length) throw conflict(`Users of steps removed in version ${version} would be stranded`, { stranded });
     const now = engine.clock.now();
     const moves: JournalMove[] = [];

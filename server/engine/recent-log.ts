@@ -14,6 +14,7 @@ const keyOf = (tenantId: string, partition: number) => `${tenantId}\u0000${parti
 
 /** Called by ingest after the row at `offset` committed. */
 export function rememberAppended(tenantId: string, partition: number, offset: number, events: LoggedEvent[]): void {
+  if (!runtime().recentLogEnabled) return;
   const key = keyOf(tenantId, partition);
   let held = partitions().get(key);
   if (!held) partitions().set(key, (held = { rows: new Map(), events: 0 }));

@@ -129,7 +129,34 @@ export function profileWrite<T>(tenantId: string, write: (index: ProfileIndex) =
       throw error;
     }
     held.scheduleSnapshot();
+    relayProfileWrite(tenantId, changes, seq);
     return result;
+  });
+}
+
+/** Changes copied to the engine thread at most per write; a bigger write makes it reload the index instead. */
+const MAX_RELAYED_CHANGES = 10_000;
+
+function relayProfileWrite(tenantId: string, changes: ProfileChange[] | null, seq: number): void {
+  runtime().profileRelay?.(tenantId, changes && changes.length <= MAX_RELAYED_CHANGES ? changes : null, seq);
+}
+
+/**
+ * The engine thread's side of a write committed by the request thread: applied when it is the next write of the
+ * index held here, skipped when the index was loaded after it, and the index forgotten (reloaded on next use) when
+ * writes are missing or too many changes to copy.
+ */
+export function applyRelayedProfileWrite(tenantId: string, changes: ProfileChange[] | null, seq: number): Promise<void> {
+  const held = tenants().get(tenantId);
+  if (!held) return Promise.resolve();
+  return held.exclusive(async () => {
+    if (!held.index || seq <= held.seq) return;
+    if (changes === null || seq !== held.seq + 1) {
+      held.index = null;
+      return;
+    }
+    held.index.apply(changes);
+    held.seq = seq;
   });
 }
 
@@ -155,6 +182,7 @@ export function dropProfileIndex(tenantId: string): void {
   const held = tenants().get(tenantId);
   held?.close();
   tenants().delete(tenantId);
+  relayProfileWrite(tenantId, null, Number.MAX_SAFE_INTEGER);
 }
 
 /** Every profile row of the tenant, a page at a time in user order, handed over as changes from nothing. */

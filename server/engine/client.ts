@@ -1,0 +1,248 @@
+// The request thread's engine: starts the engine thread (server/engine/thread.ts) and answers routes without ever
+// waiting for a partition. Counts and the counts stream come from the counts the engine publishes after every change
+// (the board); where-is-user, exports and the instance operations are calls the engine answers between two slices of
+// its work; instance lists and snapshots are read from the database here. See docs/ARCHITECTURE.md "Engine threads".
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import type { Json, ProcedureRunner } from '../procedures/types';
+import { runtime } from '../runtime';
+import { db } from '../storage/db';
+import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
+import { setRunningLookup } from '../workflows/running';
+import type { EngineHandle } from './handle';
+import * as ops from './instances';
+import { deserializeError, type EngineCallName, type FromEngine, type ToEngine } from './thread-protocol';
+import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+
+const COUNTS_PUSH_MS = 100;
+/** A thread that died is started again after this pause (its leases are taken back at once under the same owner). */
+const RESTART_AFTER_MS = 1_000;
+
+// The thread loads the engine from its TypeScript sources through tsx's loader: Turbopack (Next 16.4) copies a
+// `new Worker(new URL('./thread.ts', import.meta.url))` entry as a plain asset instead of bundling it, and the
+// server's own bundles cannot be loaded outside Next. Plain CommonJS evaluated in the worker, so no bundler has
+// to know about it; the paths come from the request thread.
+const THREAD_BOOTSTRAP = `
+const { parentPort, workerData } = require('node:worker_threads');
+import(workerData.loader)
+  .then(({ register }) => (register(), import(workerData.entry)))
+  .catch((error) => parentPort.postMessage({ kind: 'failed', error: { type: 'error', name: error.name, message: error.message, stack: error.stack } }));
+`;
+
+function threadEntry(): { loader: string; entry: string } {
+  const root = /*turbopackIgnore: true*/ process.cwd();
+  return {
+    loader: pathToFileURL(join(root, 'node_modules/tsx/dist/esm/api/index.mjs')).href,
+    entry: pathToFileURL(join(root, 'server/engine/thread.ts')).href,
+  };
+}
+
+type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void };
+
+export class EngineClient implements EngineHandle, ops.InstanceEngine {
+  private worker: Worker | undefined;
+  private readonly board = new Map<string, { tenantId: string; counts: Counts }>();
+  private readonly listeners = new Map<string, Set<CountsListener>>();
+  private readonly pendingPushes = new Map<string, ReturnType<typeof setTimeout>>();
+  private readonly pending = new Map<number, Pending>();
+  private nextCallId = 0;
+  private stopping = false;
+
+  constructor(readonly runner: ProcedureRunner) {
+    ops.registerInstanceProcedures(this);
+  }
+
+  async start(): Promise<void> {
+    this.stopping = false;
+    // The partition loops are in the engine thread and read the log there. Handing it the rows ingest appended
+    // costs this thread a structured clone (≈ 4 ms per 1,000 events measured): not worth it; see ARCHITECTURE.md.
+    runtime().recentLogEnabled = false;
+    await this.spawn();
+    setRunningLookup((ids) => this.runningOf(ids));
+    runtime().noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
+    runtime().profileRelay = (tenantId, changes, seq) => this.post({ kind: 'profiles', tenantId, changes, seq });
+  }
+
+  async stop(): Promise<void> {
+    if (!this.worker || this.stopping) return;
+    this.stopping = true;
+    runtime().noticeRelay = undefined;
+    runtime().profileRelay = undefined;
+    const worker = this.worker;
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    await this.call('stop').catch((error: Error) => console.error('[crowdflow] the engine thread did not stop cleanly', error));
+    await exited;
+    this.worker = undefined;
+    for (const timer of this.pendingPushes.values()) clearTimeout(timer);
+    this.pendingPushes.clear();
+  }
+
+  private spawn(): Promise<void> {
+    const worker = new Worker(THREAD_BOOTSTRAP, { eval: true, workerData: threadEntry() });
+    this.worker = worker;
+    return new Promise<void>((resolve, reject) => {
+      worker.on('message', (message: FromEngine) => {
+        if (message.kind === 'ready') resolve();
+        else if (message.kind === 'failed') reject(deserializeError(message.error));
+        else this.received(message);
+      });
+      worker.on('error', (error) => {
+        console.error('[crowdflow] the engine thread failed', error);
+        reject(error);
+      });
+      worker.once('exit', (code) => {
+        const gone = new Error(`the engine thread exited (code ${code})`);
+        for (const call of this.pending.values()) call.reject(gone);
+        this.pending.clear();
+        reject(gone);
+        if (this.stopping || this.worker !== worker) return;
+        console.error(`[crowdflow] ${gone.message}; starting it again in ${RESTART_AFTER_MS} ms`);
+        setTimeout(() => void this.spawn().catch((error) => console.error('[crowdflow] the engine thread did not start again', error)), RESTART_AFTER_MS).unref();
+      });
+    });
+  }
+
+  private received(message: FromEngine): void {
+    if (message.kind === 'counts') {
+      this.board.set(message.counts.instanceId, { tenantId: message.tenantId, counts: message.counts });
+      this.schedulePush(message.counts.instanceId);
+    } else if (message.kind === 'reply') {
+      const call = this.pending.get(message.id);
+      this.pending.delete(message.id);
+      if ('error' in message) call?.reject(deserializeError(message.error));
+      else call?.resolve(message.value);
+    }
+  }
+
+  private post(message: ToEngine): void {
+    this.worker?.postMessage(message);
+  }
+
+  private call<T>(name: EngineCallName, ...args: unknown[]): Promise<T> {
+    const worker = this.worker;
+    if (!worker) return Promise.reject(new Error('the engine thread is not running'));
+    const id = this.nextCallId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      worker.postMessage({ kind: 'call', id, name, args } satisfies ToEngine);
+    });
+  }
+
+  wakeTenant(tenantId: string): void {
+    this.post({ kind: 'wake', tenantId });
+  }
+
+  // ---- counts: from the board, never waiting for the engine ----------------------------------------------------
+
+  async getCounts(tenantId: string, instanceId: string): Promise<Counts> {
+    const published = this.board.get(instanceId);
+    if (published && published.tenantId === tenantId) return published.counts;
+    return this.call<Counts>('getCounts', tenantId, instanceId);
+  }
+
+  async liveCounts(tenantId: string, instanceId: string): Promise<Counts | undefined> {
+    const published = this.board.get(instanceId);
+    if (published && published.tenantId === tenantId) return published.counts;
+    return this.call<Counts | undefined>('liveCounts', tenantId, instanceId);
+  }
+
+  subscribeCounts(instanceId: string, listener: CountsListener): () => void {
+    let set = this.listeners.get(instanceId);
+    if (!set) this.listeners.set(instanceId, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(instanceId);
+    };
+  }
+
+  /** One push per instance per 100 ms at most, with the latest published counts. */
+  private schedulePush(instanceId: string): void {
+    if (!this.listeners.get(instanceId)?.size || this.pendingPushes.has(instanceId)) return;
+    this.pendingPushes.set(
+      instanceId,
+      setTimeout(() => {
+        this.pendingPushes.delete(instanceId);
+        const published = this.board.get(instanceId);
+        if (published) for (const listener of this.listeners.get(instanceId) ?? []) listener(published.counts);
+      }, COUNTS_PUSH_MS),
+    );
+  }
+
+  private async runningOf(workflowIds: string[]) {
+    const rows = await db().instance.findMany({ where: { workflowId: { in: workflowIds }, state: { in: ACTIVE_INSTANCE_STATES } }, orderBy: { createdAt: 'asc' } });
+    const out = new Map<string, { instanceId: string; userCount: number }>();
+    for (const row of rows) out.set(row.workflowId, { instanceId: row.id, userCount: this.board.get(row.id)?.counts.total ?? Number(row.userCount) });
+    return out;
+  }
+
+  // ---- reads the engine answers ----------------------------------------------------------------------------------
+
+  async stepBitmap(tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32> {
+    return RoaringBitmap32.deserialize(await this.call<Uint8Array>('stepBitmap', tenantId, instanceId, step), 'portable');
+  }
+
+  whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {
+    return this.call('whereIsUser', tenantId, user);
+  }
+
+  // ---- reads of the database ---------------------------------------------------------------------------------------
+
+  listInstances(tenantId: string, filter: { workflowId?: string; state?: string } = {}): Promise<InstanceView[]> {
+    return ops.listInstances(tenantId, filter);
+  }
+
+  getInstance(tenantId: string, instanceId: string): Promise<InstanceView> {
+    return ops.getInstance(tenantId, instanceId);
+  }
+
+  getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {
+    return ops.getSnapshot(tenantId, instanceId);
+  }
+
+  // ---- instance operations: checked and submitted here, done by the engine --------------------------------------
+
+  startInstance(tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
+    return ops.submitStart(this, tenantId, workflowId, request);
+  }
+
+  stopInstance(tenantId: string, instanceId: string): Promise<SubmittedOperation> {
+    return ops.submitStop(this, tenantId, instanceId);
+  }
+
+  updateInstanceCrowd(tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation> {
+    return ops.submitUpdateCrowd(this, tenantId, instanceId, request);
+  }
+
+  updateInstanceWorkflow(tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
+    return ops.submitUpdateWorkflow(this, tenantId, instanceId, request);
+  }
+
+  materializeStart(tenantId: string, instanceId: string): Promise<Json> {
+    return this.call('materializeStart', tenantId, instanceId);
+  }
+
+  async materializeStop(tenantId: string, instanceId: string): Promise<Json> {
+    const output = await this.call<Json>('materializeStop', tenantId, instanceId);
+    this.board.delete(instanceId); // stopped: its counts are the snapshot's from now on
+    return output;
+  }
+
+  materializeUpdateCrowd(tenantId: string, instanceId: string, crowd: string): Promise<Json> {
+    return this.call('materializeUpdateCrowd', tenantId, instanceId, crowd);
+  }
+
+  materializeUpdateWorkflow(tenantId: string, instanceId: string, version: number, mapping: Record<string, string>): Promise<Json> {
+    return this.call('materializeUpdateWorkflow', tenantId, instanceId, version, mapping);
+  }
+}
+
+/** Starts the engine thread and makes its client the process's engine (server/boot.ts). */
+export async function startEngineThread(runner: ProcedureRunner): Promise<EngineClient> {
+  const client = new EngineClient(runner);
+  runtime().engine = client;
+  await client.start();
+  return client;
+}

@@ -1,0 +1,26 @@
+// What the rest of the server (routes, ingest, boot) uses of the engine. Two implementations: `Engine` runs the
+// partitions in this thread (tests, the engine-only bench, the engine thread itself); `EngineClient`
+// (server/engine/client.ts) answers the request thread from what the engine thread publishes and calls it for the rest.
+import type { RoaringBitmap32 } from '../crowd/bitmap';
+import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+
+export interface EngineHandle {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Ingest calls this after appending events so the partition loops read them at once. */
+  wakeTenant(tenantId: string): void;
+  /** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
+  getCounts(tenantId: string, instanceId: string): Promise<Counts>;
+  /** Called after committed changes of the instance's counts (coalesced to one push per 100 ms). */
+  subscribeCounts(instanceId: string, listener: CountsListener): () => void;
+  /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
+  stepBitmap(tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32>;
+  whereIsUser(tenantId: string, user: number): Promise<WhereIsUser>;
+  listInstances(tenantId: string, filter?: { workflowId?: string; state?: string }): Promise<InstanceView[]>;
+  getInstance(tenantId: string, instanceId: string): Promise<InstanceView>;
+  getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView>;
+  startInstance(tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation>;
+  stopInstance(tenantId: string, instanceId: string): Promise<SubmittedOperation>;
+  updateInstanceCrowd(tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation>;
+  updateInstanceWorkflow(tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation>;
+}

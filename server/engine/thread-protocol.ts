@@ -1,0 +1,58 @@
+// Messages between the request thread (server/engine/client.ts) and the engine thread (server/engine/thread.ts).
+// One MessagePort carries both directions, in order: the engine publishes an instance's counts before it replies to
+// anything after the commit that changed them, so a caller that awaited a reply already sees those counts.
+import { AppError, type ErrorCode } from '../errors';
+import { RetryLaterError } from '../procedures/types';
+import type { ProfileChange } from '../profiles/index-tenant';
+import type { Counts } from './types';
+
+/** The engine work the request thread calls for; arguments and results are structured-cloneable. */
+export const ENGINE_CALLS = [
+  'getCounts',
+  'liveCounts',
+  'stepBitmap',
+  'whereIsUser',
+  'materializeStart',
+  'materializeStop',
+  'materializeUpdateCrowd',
+  'materializeUpdateWorkflow',
+  'stop',
+] as const;
+export type EngineCallName = (typeof ENGINE_CALLS)[number];
+
+export type ToEngine =
+  | { kind: 'call'; id: number; name: EngineCallName; args: unknown[] }
+  | { kind: 'wake'; tenantId: string }
+  /** A change notice of the request thread (crowd or profiles changed), so the engine's caches drop their copy. */
+  | { kind: 'notice'; name: string; args: unknown[] }
+  /** A profile write the request thread committed (server/profiles/index-store.ts), for the engine's profile index. */
+  | { kind: 'profiles'; tenantId: string; changes: ProfileChange[] | null; seq: number };
+
+export type FromEngine =
+  | { kind: 'ready' }
+  | { kind: 'failed'; error: SerializedError }
+  | { kind: 'counts'; tenantId: string; counts: Counts }
+  | { kind: 'reply'; id: number; value: unknown }
+  | { kind: 'reply'; id: number; error: SerializedError };
+
+export type SerializedError =
+  | { type: 'app'; code: ErrorCode; message: string; details?: unknown }
+  | { type: 'retry-later'; message: string; waitMs?: number }
+  | { type: 'error'; name: string; message: string; stack?: string };
+
+/** Errors cross as data and come back as the same kinds: a 4xx stays a 4xx, a retry-later stays retryable. */
+export function serializeError(error: unknown): SerializedError {
+  if (error instanceof AppError) return { type: 'app', code: error.code, message: error.message, details: error.details };
+  if (error instanceof RetryLaterError) return { type: 'retry-later', message: error.message, waitMs: error.waitMs };
+  const plain = error instanceof Error ? error : new Error(String(error));
+  return { type: 'error', name: plain.name, message: plain.message, stack: plain.stack };
+}
+
+export function deserializeError(error: SerializedError): Error {
+  if (error.type === 'app') return new AppError(error.code, error.message, error.details);
+  if (error.type === 'retry-later') return new RetryLaterError(error.message, { waitMs: error.waitMs });
+  const rebuilt = new Error(error.message);
+  rebuilt.name = error.name;
+  if (error.stack) rebuilt.stack = `${error.stack}\n    (in the engine thread)`;
+  return rebuilt;
+}
