@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { measureEngine, type EngineFigures } from './scenarios/engine';
 import { measureJourney, PARTITIONS, type JourneyFigures } from './scenarios/journey';
 import { measureLimits, type LimitFigures } from './scenarios/limits';
 import { measureLoadLatency, type LoadFigures } from './scenarios/load-latency';
+import { measureProfiles, type ProfileFigures } from './scenarios/profiles';
 import { measureRows, type RowsFigures } from './scenarios/rows';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
@@ -22,7 +23,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
 const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1].split(',') ?? all;
-const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load']));
+const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles']));
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 /** Journey steps over HTTP to run (text upload, counts, export csv, export roaring, sse, events, timer, recovery). */
@@ -68,8 +69,9 @@ async function main(): Promise<void> {
   const http: Partial<Record<Provider, JourneyFigures>> = {};
   const engine: Partial<Record<Provider, EngineFigures>> = {};
   const load: Partial<Record<Provider, LoadFigures>> = {};
+  const profiles: Partial<Record<Provider, ProfileFigures>> = {};
   const save = (complete: boolean) => {
-    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load }).map((r: ScenarioResult) => score(r, scale));
+    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
@@ -100,6 +102,11 @@ async function main(): Promise<void> {
     if (sections.has('engine')) {
       console.log(`engine only (no HTTP) on ${provider}…`);
       engine[provider] = await withDatabase(provider, 'engine', (database) => measureEngine(database, SCALE, profile));
+      save(false);
+    }
+    if (sections.has('profiles')) {
+      console.log(`profiles (import, timer, audience, index boot) on ${provider}…`);
+      profiles[provider] = await withDatabase(provider, 'profiles', (database) => measureProfiles(database, SCALE.users));
       save(false);
     }
     if (sections.has('rows')) {

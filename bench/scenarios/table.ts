@@ -6,6 +6,7 @@ import type { EngineFigures } from './engine';
 import type { JourneyFigures, Measured } from './journey';
 import type { LimitFigures } from './limits';
 import type { LoadFigures } from './load-latency';
+import { profileRows, type ProfileFigures } from './profiles-table';
 import type { RowsFigures } from './rows';
 
 export interface AllFigures {
@@ -16,6 +17,7 @@ export interface AllFigures {
   http: Partial<Record<Provider, JourneyFigures>>;
   engine: Partial<Record<Provider, EngineFigures>>;
   load?: Partial<Record<Provider, LoadFigures>>;
+  profiles?: Partial<Record<Provider, ProfileFigures>>;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -127,6 +129,10 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
       rows: rows?.storageBytesPerUser != null ? { value: rows.storageBytesPerUser, unit: 'B/user', note: '(on disk)' } : undefined,
       limit: { value: limits.bytesPerUser, unit: 'B/user' },
     });
+  }
+  for (const provider of ['sqlite', 'postgres'] as const) {
+    const figures = all.profiles?.[provider];
+    if (figures) out.push(...profileRows(figures, provider, U));
   }
   return out;
 }

@@ -19,6 +19,8 @@ import { MAX_PROFILE_BYTES, mergeAttributes } from './profiles';
 export const IMPORT_CHUNK_LINES = 20_000;
 /** Lines parsed between turns of the event loop. */
 const PARSE_SLICE = 2_000;
+/** SQLite: rows per multi-row INSERT (3 bound parameters each, far below SQLite's limit). */
+const SQLITE_ROWS_PER_STATEMENT = 250;
 /** PostgreSQL: rows per INSERT … SELECT FROM unnest(…) statement. */
 const PG_ROWS_PER_STATEMENT = 10_000;
 
@@ -128,8 +130,14 @@ async function writeRows(tenantId: string, rows: Array<[number, string]>): Promi
       });
     }
   } else {
-    const sql = `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") VALUES (?, ?, ?, CURRENT_TIMESTAMP) ${upsert}`;
-    for (const [user, text] of rows) statements.push({ sql, params: [tenantId, user, text] });
+    // Several rows a statement: fewer calls into the driver (a full statement's SQL text is prepared once and cached).
+    for (let i = 0; i < rows.length; i += SQLITE_ROWS_PER_STATEMENT) {
+      const part = rows.slice(i, i + SQLITE_ROWS_PER_STATEMENT);
+      const params: unknown[] = [];
+      for (const [user, text] of part) params.push(tenantId, user, text);
+      const values = part.map(() => '(?, ?, ?, CURRENT_TIMESTAMP)').join(', ');
+      statements.push({ sql: `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") VALUES ${values} ${upsert}`, params });
+    }
   }
   const state = d.table('ProfileIndexState');
   const { params, bind } = d.parameters();

@@ -15,6 +15,7 @@ function bitOf(value: number, i: number): number {
 }
 
 function depthOf(magnitude: number): number {
+  if (magnitude <= 0x7fffffff) return 32 - Math.clz32(magnitude);
   let depth = 0;
   while (depth < MAX_DEPTH && 2 ** depth <= magnitude) depth++;
   return depth;
@@ -71,7 +72,7 @@ export class BitSlicedIndex {
     while (this.slices.length < depth) this.slices.push(new Bitmap());
     edits.add(this.exists, user);
     if (value < 0) edits.add(this.negative, user);
-    for (let i = 0; i < depth; i++) if (bitOf(magnitude, i)) edits.add(this.slices[i], user);
+    this.eachBit(magnitude, (i) => edits.add(this.slices[i], user));
   }
 
   /** Queues removing `user`, whose value is `value`. */
@@ -79,7 +80,16 @@ export class BitSlicedIndex {
     const magnitude = Math.abs(value);
     edits.remove(this.exists, user);
     if (value < 0) edits.remove(this.negative, user);
-    for (let i = 0; i < depthOf(magnitude); i++) if (bitOf(magnitude, i)) edits.remove(this.slices[i], user);
+    this.eachBit(magnitude, (i) => edits.remove(this.slices[i], user));
+  }
+
+  /** Calls `visit` with the index of every set bit of `magnitude` (32-bit operators where they suffice: most values). */
+  private eachBit(magnitude: number, visit: (i: number) => void): void {
+    if (magnitude <= 0x7fffffff) {
+      for (let i = 0, m = magnitude; m !== 0; i++, m >>>= 1) if (m & 1) visit(i);
+      return;
+    }
+    for (let i = 0; i < depthOf(magnitude); i++) if (bitOf(magnitude, i)) visit(i);
   }
 
   /** Users of `within` with a value > k (k an integer; any magnitude). */

@@ -175,6 +175,11 @@ export class FieldIndex {
 
   /** The fixed-point integer of `value`, rescaling the path when it needs more decimals; null when none holds it. */
   private fixed(edits: BitmapEdits, value: number): number | null {
+    // Integers need no decimals: the common case skips the search for a scale.
+    if (Number.isInteger(value)) {
+      const n = value * 10 ** this.scale;
+      if (Math.abs(n) <= MAX_MAGNITUDE) return n;
+    }
     const needed = scaleOf(value);
     if (needed === null) return null;
     if (needed > this.scale) this.rescale(edits, needed);

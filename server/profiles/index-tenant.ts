@@ -16,12 +16,14 @@ export type ProfileChange = { user: number; before?: Attributes; after?: Attribu
 const isObject = (value: unknown): value is Attributes => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Every path of `attributes` (objects and their keys, recursively) with its value. */
-function flatten(attributes: Attributes, out = new Map<string, { segments: string[]; value: unknown }>(), prefix: string[] = []) {
-  for (const [key, value] of Object.entries(attributes)) {
-    if (value === null || value === undefined) continue;
-    const segments = [...prefix, key];
-    out.set(pathKey(segments), { segments, value });
-    if (isObject(value)) flatten(value, out, segments);
+function flatten(attributes: Attributes, out = new Map<string, { segments: string[]; value: unknown }>(), prefix: string[] = [], prefixKey = '') {
+  for (const key in attributes) {
+    const value = attributes[key];
+    if (value === null || value === undefined || !Object.hasOwn(attributes, key)) continue;
+    const segments = prefix.length === 0 ? [key] : [...prefix, key];
+    const path = prefix.length === 0 ? pathKey(segments) : `${prefixKey}\u001f${pathKey([key])}`;
+    out.set(path, { segments, value });
+    if (isObject(value)) flatten(value, out, segments, path);
   }
   return out;
 }

@@ -1,9 +1,48 @@
 import { z } from 'zod';
 import { operation } from '../http/openapi-kit';
+import { AudienceBody, MAX_PER_USER_AUDIENCE } from './audience';
+import { MAX_DISTINCT_STRINGS } from './index-field';
+import { IMPORT_CHUNK_LINES } from './import';
 import { ProfileAttributes, UpsertProfilesBody } from './profiles';
+import { WorkflowDefinition } from '../model/workflow';
 
 const Profile = z.object({ user: z.number(), attributes: ProfileAttributes, updatedAt: z.string() });
 const tags = ['profiles'];
+
+const FieldSummary = z.object({
+  path: z.string(),
+  users: z.number(),
+  types: z.object({ string: z.number(), number: z.number(), boolean: z.number(), object: z.number(), other: z.number(), timestamp: z.number() }),
+  topValues: z.array(z.object({ value: z.union([z.string(), z.boolean()]), users: z.number() })),
+  distinctStrings: z.number().nullable(),
+  highCardinality: z.boolean(),
+  numbers: z.object({ scale: z.number(), bitSlices: z.number() }).nullable(),
+});
+const AudienceResult = z.object({
+  count: z.number(),
+  sample: z.array(z.number()),
+  universe: z.number(),
+  mode: z.enum(['plan', 'per-user']),
+  exact: z.boolean(),
+  evaluated: z.number(),
+  ms: z.number(),
+});
+const Explanation = z.object({
+  workflowId: z.string(),
+  version: z.number().nullable(),
+  conditions: z.array(
+    z.object({
+      step: z.string(),
+      kind: z.enum(['branch', 'timer']),
+      branch: z.number().nullable(),
+      condition: z.string(),
+      mode: z.enum(['plan', 'per-user']),
+      reason: z.string(),
+      leaves: z.array(z.string()),
+      perEvent: z.string().nullable(),
+    }),
+  ),
+});
 
 export const paths: Record<string, object> = {
   '/tenants/{tenant}/profiles': {
@@ -19,5 +58,56 @@ export const paths: Record<string, object> = {
   '/tenants/{tenant}/profiles/{user}': {
     get: operation({ summary: "Get one user's profile", tags, params: ['tenant', 'user'], ok: { status: 200, description: 'Profile', schema: Profile }, errors: [404] }),
     delete: operation({ summary: "Delete one user's profile", tags, params: ['tenant', 'user'], ok: { status: 204, description: 'Deleted' }, errors: [404] }),
+  },
+  '/tenants/{tenant}/profiles/import': {
+    post: operation({
+      summary: `Import profiles from a streamed body: NDJSON ({"user", "attributes"} a line) or CSV with a header row (user,plan,age,…; address.country nests; an empty cell leaves the attribute out). Merged like the upsert (JSON Merge Patch), committed in chunks of ${IMPORT_CHUNK_LINES} lines, each all or nothing; a bad line is a 400 naming the line and how many lines were committed before it (re-sending the file is safe)`,
+      tags,
+      params: ['tenant'],
+      query: { types: 'CSV only: declared column types, e.g. zip:string,age:number,optIn:boolean (otherwise a JSON number is a number, true/false a boolean, anything else a string)' },
+      body: { contentTypes: ['application/x-ndjson', 'text/csv'], description: 'One profile a line' },
+      ok: {
+        status: 200,
+        description: 'Lines read, distinct users per chunk summed, profiles created, chunks committed, milliseconds',
+        schema: z.object({ lines: z.number(), users: z.number(), created: z.number(), chunks: z.number(), ms: z.number() }),
+      },
+      errors: [404, 415],
+    }),
+  },
+  '/tenants/{tenant}/profiles/fields': {
+    get: operation({
+      summary: `The indexed attribute paths (dotted for nested objects): users having each, users per type, the most common string/boolean values, whether it is high-cardinality (over ${MAX_DISTINCT_STRINGS} distinct strings: equality is a per-user scan), and the numbers' fixed-point scale`,
+      tags,
+      params: ['tenant'],
+      ok: { status: 200, description: 'Fields, most used first', schema: z.object({ profiles: z.number(), bitmapBytes: z.number(), fields: z.array(FieldSummary) }) },
+      errors: [404],
+    }),
+  },
+  '/tenants/{tenant}/audience': {
+    post: operation({
+      summary: `How many users a condition matches now, and the first of them: a bitmap plan over crowds and the profile index when the condition has one (exact), else per user over the first ${MAX_PER_USER_AUDIENCE} users of the universe (count scaled up, exact=false). The universe is the crowd given, else the users with a profile plus the crowds the condition names. Needs the read scope.`,
+      tags: ['profiles'],
+      params: ['tenant'],
+      body: AudienceBody,
+      ok: { status: 200, description: 'The estimate', schema: AudienceResult },
+      errors: [404],
+    }),
+  },
+  '/tenants/{tenant}/workflows/{id}/explain': {
+    get: operation({
+      summary: "For each condition of the workflow's current version: whether timers, ttl and audience estimates run it as a bitmap plan or per user, why, and how each profile leaf is answered",
+      tags: ['workflows'],
+      params: ['tenant', 'id'],
+      ok: { status: 200, description: 'One entry per condition', schema: Explanation },
+      errors: [404],
+    }),
+    post: operation({
+      summary: 'The same for an unsaved definition of this workflow (the editor draft). Needs the read scope.',
+      tags: ['workflows'],
+      params: ['tenant', 'id'],
+      body: z.strictObject({ definition: WorkflowDefinition }),
+      ok: { status: 200, description: 'One entry per condition', schema: Explanation },
+      errors: [404],
+    }),
   },
 };

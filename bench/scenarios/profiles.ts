@@ -1,0 +1,182 @@
+// Profiles at scale (issue 14), in this process on a scratch database: import N profiles (3 attributes: plan, age,
+// time zone) through the import library from a streamed NDJSON body while sampling counts of a running instance;
+// a timer step over N users with `profile.plan == "pro" && profile.age >= 30` fired and counted; audience estimates
+// of the same condition; the index's load from its snapshot and its rebuild from rows; memory per profile. Each
+// beside its limit: the same plan as bare bitmap algebra, and the index built in memory with no database.
+import { ManualClock } from '../../server/clock';
+import { compileCondition, evaluatePlan } from '../../server/conditions/compile';
+import { planResolver } from '../../server/conditions/profile-index';
+import { saveCrowd } from '../../server/crowd';
+import { Engine, setEngineForTests } from '../../server/engine/engine';
+import { WorkflowDefinition } from '../../server/model/workflow';
+import { createProcedureRunner } from '../../server/procedures/runner';
+import { estimateAudience } from '../../server/profiles/audience';
+import { importProfiles } from '../../server/profiles/import';
+import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
+import { ProfileIndex } from '../../server/profiles/index-tenant';
+import { db } from '../../server/storage/db';
+import { createTenant } from '../../server/tenants/tenants';
+import { createWorkflow } from '../../server/workflows/workflows';
+import { denseBitmap } from '../lib/data';
+import type { ScratchDatabase } from '../lib/database';
+import { percentile } from '../lib/report';
+import type { Measured } from './journey';
+import { useDatabase } from './rows';
+
+export const PROFILE_CONDITION = 'profile.plan == "pro" && profile.age >= 30';
+const ZONES = ['Europe/Amsterdam', 'Europe/Paris', 'America/New_York', 'Asia/Tokyo', 'UTC', 'Europe/Berlin', 'America/Sao_Paulo', 'Australia/Sydney'];
+
+export interface ProfileFigures {
+  import: Measured;
+  importLimit: number;
+  countsDuringImport: Measured;
+  timer: Measured;
+  planLimit: number;
+  audience: Measured;
+  snapshotLoad: Measured;
+  rowsRebuild: Measured;
+  memory: Measured;
+}
+
+/** Profile i: a plan (a quarter "pro"), an age 18–80 and a time zone, deterministic per user. */
+export function benchProfile(user: number): { plan: string; age: number; tz: string } {
+  const mixed = Math.imul(user ^ 0x9e3779b9, 0x85ebca6b) >>> 0;
+  return { plan: mixed % 4 === 0 ? 'pro' : mixed % 4 === 1 ? 'trial' : 'free', age: 18 + (mixed % 63), tz: ZONES[(mixed >>> 8) % ZONES.length] };
+}
+
+/** NDJSON of users 0 … n−1, produced as it is read (a 10M-line body is never held whole). */
+export function profileStream(n: number, linesPerChunk = 5_000): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let user = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (user >= n) return controller.close();
+      let text = '';
+      for (const end = Math.min(n, user + linesPerChunk); user < end; user++) text += `{"user":${user},"attributes":${JSON.stringify(benchProfile(user))}}\n`;
+      controller.enqueue(encoder.encode(text));
+    },
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function settledHeap(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  return process.memoryUsage().rss;
+}
+
+export async function measureProfiles(database: ScratchDatabase, users: number): Promise<ProfileFigures> {
+  await useDatabase(database.url);
+  const clock = new ManualClock(Date.UTC(2026, 0, 1, 12, 0, 30));
+  const runner = createProcedureRunner({ pollMs: 50 });
+  const engine = new Engine({ clock, runner, owner: 'bench-profiles', pollMs: 20 });
+  setEngineForTests(engine);
+  await runner.start();
+  await engine.start();
+  try {
+    const view = await createTenant({ name: 'profiles', partitions: 8 });
+    const tenant = { ...view, createdAt: new Date(view.createdAt) };
+    const crowd = denseBitmap(users);
+    await saveCrowd(tenant.id, 'all', crowd, 'replace');
+    const definition = WorkflowDefinition.parse({
+      steps: [
+        { name: 'wait', kind: 'timer', cron: '0 * * * * *', condition: PROFILE_CONDITION, next: 'done' },
+        { name: 'done', kind: 'direct' },
+      ],
+    });
+    const workflow = await createWorkflow(tenant, { name: 'profiles', definition });
+    const { procedureId, instanceId } = await engine.startInstance(tenant.id, workflow.id, { crowd: 'all' });
+    await runner.await(procedureId, 600_000);
+
+    // Import while a reader asks for counts every 5 ms: how long the import holds the event loop.
+    console.log(`  importing ${users.toLocaleString('en-US')} profiles…`);
+    const countSamples: number[] = [];
+    let importing = true;
+    const reader = (async () => {
+      while (importing) {
+        const before = performance.now();
+        await engine.getCounts(tenant.id, instanceId);
+        countSamples.push(performance.now() - before);
+        await sleep(5);
+      }
+    })();
+    const importStarted = performance.now();
+    const imported = await importProfiles(tenant.id, profileStream(users), 'ndjson');
+    const importMs = performance.now() - importStarted;
+    importing = false;
+    await reader;
+    console.log(`  imported in ${(importMs / 1000).toFixed(1)} s (${imported.chunks} chunks)`);
+
+    const index = await profileIndex(tenant.id);
+    const plan = compileCondition(PROFILE_CONDITION).plan!;
+    const resolver = planResolver(() => undefined, index);
+    const planSamples: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const before = performance.now();
+      evaluatePlan(plan, resolver, crowd);
+      planSamples.push(performance.now() - before);
+    }
+    const expected = evaluatePlan(plan, resolver, crowd).size;
+
+    // The first tick plans the cron; the next one, a minute later, fires it.
+    await engine.runTimers();
+    // Advancing the clock wakes the engine's timer loop, which may fire the step itself: both are inside the window.
+    const fired = performance.now();
+    await clock.advance(60_000);
+    await engine.runTimers();
+    const counts = await engine.getCounts(tenant.id, instanceId);
+    const timerMs = performance.now() - fired;
+    if (counts.steps.done !== expected) throw new Error(`the timer moved ${counts.steps.done} users, the plan says ${expected}`);
+
+    const audienceSamples: number[] = [];
+    for (let i = 0; i < 110; i++) {
+      const before = performance.now();
+      const estimate = await estimateAudience(tenant.id, { condition: PROFILE_CONDITION, sample: 20 });
+      if (i >= 10) audienceSamples.push(performance.now() - before); // after warming up
+      if (estimate.count !== expected) throw new Error(`audience ${estimate.count} ≠ ${expected}`);
+    }
+
+    // Boot: the index from its snapshot; after a crash between a write and the next snapshot, from the rows.
+    const bitmapBytes = index.bitmapBytes();
+    dropProfileIndex(tenant.id);
+    const rssBefore = settledHeap();
+    await profileIndex(tenant.id);
+    const snapshotLoad = profileIndexLoad(tenant.id)!;
+    const rssGrowth = settledHeap() - rssBefore;
+    await db().profileIndexState.update({ where: { tenantId: tenant.id }, data: { snapshotSeq: -1 } });
+    dropProfileIndex(tenant.id);
+    console.log('  rebuilding the index from rows…');
+    await profileIndex(tenant.id);
+    const rowsRebuild = profileIndexLoad(tenant.id)!;
+
+    // The limit of the import: the same profiles parsed and indexed in memory, no database.
+    console.log('  the in-memory limit of the import…');
+    const limitStarted = performance.now();
+    const bare = new ProfileIndex();
+    const batch: Array<{ user: number; after: Record<string, unknown> }> = [];
+    for (let user = 0; user < users; user++) {
+      batch.push({ user, after: JSON.parse(JSON.stringify(benchProfile(user))) });
+      if (batch.length === 20_000) bare.apply(batch.splice(0));
+    }
+    bare.apply(batch);
+    const importLimit = performance.now() - limitStarted;
+
+    return {
+      import: { value: importMs, note: `(${imported.chunks} chunks)` },
+      importLimit,
+      countsDuringImport: { value: percentile(countSamples, 99), note: `(p99 of ${countSamples.length}, max ${Math.round(Math.max(...countSamples))} ms)` },
+      timer: { value: timerMs, note: `(${expected.toLocaleString('en-US')} moved)` },
+      planLimit: percentile(planSamples, 50),
+      audience: { value: percentile(audienceSamples, 99), note: `(p99 of ${audienceSamples.length}, median ${percentile(audienceSamples, 50).toFixed(1)} ms)` },
+      snapshotLoad: { value: snapshotLoad.ms, note: `(${snapshotLoad.source})` },
+      rowsRebuild: { value: rowsRebuild.ms, note: `(${rowsRebuild.source})` },
+      memory: { value: bitmapBytes / users, note: '(roaring bytes per profile)', details: { rssGrowthPerProfileOnLoad: rssGrowth / users } },
+    };
+  } finally {
+    await engine.stop();
+    await runner.stop();
+    setEngineForTests(undefined);
+  }
+}
