@@ -29,19 +29,19 @@ export class Mover {
   /** Moves one user out of `from` (a step it rests in, or null when it enters the instance) into `to`. Returns where it rests. */
   moveUser(user: number, from: string | null, to: string): string {
     if (from !== null) this.leaveUser(user, from);
-    return this.enterUser(user, from, to, 0);
+    return this.enter(new OneUser(user), from, to, 0);
   }
 
   /** Moves a bitmap of users resting in `from` (or new to the instance) into `to`, as bulk moves. */
   moveBulk(users: RoaringBitmap32, from: string | null, to: string): void {
     if (users.size === 0) return;
     if (from !== null) this.leaveBulk(users, from);
-    this.enterBulk(users, from, to, 0);
+    this.enter(new ManyUsers(users), from, to, 0);
   }
 
   /** Users that left `from` by other means (a removed step of an older version) arrive at `to`, journaled from `from`. */
   arriveBulk(users: RoaringBitmap32, from: string, to: string): void {
-    if (users.size > 0) this.enterBulk(users, from, to, 0);
+    if (users.size > 0) this.enter(new ManyUsers(users), from, to, 0);
   }
 
   leaveUser(user: number, from: string): void {
@@ -56,84 +56,51 @@ export class Mover {
     for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) if (buckets) for (const bitmap of buckets.values()) bitmap.andNotInPlace(users);
   }
 
-  private record(from: string | null, to: string, user: number | null, bitmap: RoaringBitmap32 | null, count: number): void {
+  private record(from: string | null, to: string, arrivals: Arrivals): void {
     this.moves.push({
       instanceId: this.shard.instanceId,
       partition: this.shard.partition,
       fromStep: from,
       toStep: to,
-      user,
-      bitmap: bitmap ? bitmap.serialize('portable') : null,
-      count,
+      user: arrivals instanceof OneUser ? arrivals.user : null,
+      bitmap: arrivals instanceof ManyUsers ? arrivals.users.serialize('portable') : null,
+      count: arrivals.count,
       leaveAction: from === null ? null : (this.workflow.steps.get(from)?.step.leaveAction ?? null),
       enterAction: this.workflow.get(to).enterTags,
       timeMs: this.now,
     });
-    this.shard.countEdge(from, to, count);
+    this.shard.countEdge(from, to, arrivals.count);
   }
 
-  private enterUser(user: number, from: string | null, to: string, hops: number): string {
-    this.record(from, to, user, null, 1);
+  /** THE step switch: `arrivals` enter `to`, and move on at once or rest there. Returns where they rest. */
+  private enter(arrivals: Arrivals, from: string | null, to: string, hops: number): string {
+    this.record(from, to, arrivals);
     const runtime = this.workflow.get(to);
     const step = runtime.step;
     if (hops >= MAX_HOPS) loopCut(to);
-    else switch (step.kind) {
-      case 'direct':
-      case 'parallel':
-        if (step.next) return this.enterUser(user, to, step.next, hops + 1);
-        break;
-      case 'split':
-        return this.enterUser(user, to, step.paths[splitPath(runtime, user)].next, hops + 1);
-      case 'delay':
-        this.bucketNow(this.shard.delays, to, runtime.delayBucketMs).add(user);
-        break;
-      case 'branch':
-      case 'timer':
-        break;
-      default:
-        return unreachable(step);
-    }
-    this.settle(to, user, null);
+    else
+      switch (step.kind) {
+        case 'direct':
+        case 'parallel':
+          if (step.next) return this.enter(arrivals, to, step.next, hops + 1);
+          break;
+        case 'split': {
+          let rest = to;
+          for (const [path, part] of arrivals.byPath((user) => splitPath(runtime, user), step.paths.length)) rest = this.enter(part, to, step.paths[path].next, hops + 1);
+          return rest;
+        }
+        case 'delay':
+          arrivals.addTo(this.bucketNow(this.shard.delays, to, runtime.delayBucketMs));
+          break;
+        case 'branch':
+        case 'timer':
+          break;
+        default:
+          return unreachable(step);
+      }
+    arrivals.addTo(this.shard.step(to));
+    if (runtime.ttlMs) arrivals.addTo(this.bucketNow(this.shard.ttls, to, runtime.ttlBucketMs));
     return to;
-  }
-
-  private enterBulk(users: RoaringBitmap32, from: string | null, to: string, hops: number): void {
-    this.record(from, to, null, users, users.size);
-    const runtime = this.workflow.get(to);
-    const step = runtime.step;
-    if (hops >= MAX_HOPS) loopCut(to);
-    else switch (step.kind) {
-      case 'direct':
-      case 'parallel':
-        if (step.next) return this.enterBulk(users, to, step.next, hops + 1);
-        break;
-      case 'split':
-        splitBitmap(users, (user) => splitPath(runtime, user), step.paths.length).forEach((part, i) => {
-          if (part.size > 0) this.enterBulk(part, to, step.paths[i].next, hops + 1);
-        });
-        return;
-      case 'delay':
-        this.bucketNow(this.shard.delays, to, runtime.delayBucketMs).orInPlace(users);
-        break;
-      case 'branch':
-      case 'timer':
-        break;
-      default:
-        return unreachable(step);
-    }
-    this.settle(to, null, users);
-  }
-
-  private settle(to: string, user: number | null, users: RoaringBitmap32 | null): void {
-    const runtime = this.workflow.get(to);
-    const bitmap = this.shard.step(to);
-    if (user !== null) bitmap.add(user);
-    else bitmap.orInPlace(users!);
-    if (runtime.ttlMs) {
-      const bucket = this.bucketNow(this.shard.ttls, to, runtime.ttlBucketMs);
-      if (user !== null) bucket.add(user);
-      else bucket.orInPlace(users!);
-    }
   }
 
   /** The step's bucket for users entering now. */
@@ -146,8 +113,40 @@ export class Mover {
   }
 }
 
+/** One user or a bitmap of users entering a step together: the step switch treats both alike. */
+interface Arrivals {
+  readonly count: number;
+  addTo(bitmap: RoaringBitmap32): void;
+  /** The arrivals grouped by a per-user choice among `choices`, in choice order, empty groups left out. */
+  byPath(choose: (user: number) => number, choices: number): Array<[number, Arrivals]>;
+}
+
+class OneUser implements Arrivals {
+  readonly count = 1;
+  constructor(readonly user: number) {}
+  addTo(bitmap: RoaringBitmap32): void {
+    bitmap.add(this.user);
+  }
+  byPath(choose: (user: number) => number): Array<[number, Arrivals]> {
+    return [[choose(this.user), this]];
+  }
+}
+
+class ManyUsers implements Arrivals {
+  constructor(readonly users: RoaringBitmap32) {}
+  get count(): number {
+    return this.users.size;
+  }
+  addTo(bitmap: RoaringBitmap32): void {
+    bitmap.orInPlace(this.users);
+  }
+  byPath(choose: (user: number) => number, choices: number): Array<[number, Arrivals]> {
+    return splitBitmap(this.users, choose, choices).flatMap((part, i): Array<[number, Arrivals]> => (part.size > 0 ? [[i, new ManyUsers(part)]] : []));
+  }
+}
+
 /** Splits a bitmap by a per-user choice into `parts` bitmaps (one pass over the ids, built from sorted arrays). */
-export function splitBitmap(users: RoaringBitmap32, choose: (user: number) => number, parts: number): RoaringBitmap32[] {
+function splitBitmap(users: RoaringBitmap32, choose: (user: number) => number, parts: number): RoaringBitmap32[] {
   const ids = users.toUint32Array();
   const choice = new Uint8Array(ids.length);
   const counts = new Array<number>(parts).fill(0);
