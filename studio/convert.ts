@@ -6,7 +6,8 @@ import dagre from '@dagrejs/dagre';
 import type { Edge, Node } from '@xyflow/react';
 import type { Step, WorkflowDefinition, WorkflowDraft, WorkflowProblem } from '../server/model/workflow';
 
-type Common = { name: string; enterAction?: string; leaveAction?: string; ttl?: string };
+/** A step's own fields, plus its label: canvas-only text kept in the draft, never in the runnable definition. */
+type Common = { name: string; enterAction?: string; leaveAction?: string; ttl?: string; label?: string };
 export type DirectData = Common;
 export type ExitData = Common;
 export type BranchData = Common & { branches: { condition: string }[] };
@@ -116,8 +117,12 @@ export const nodeIdFor = (stepName: string) => `step-${stepName}`;
 
 export function definitionToGraph(definition: WorkflowDefinition, draft?: WorkflowDraft | null): { nodes: StepNode[]; edges: FlowEdge[] } {
   const positions = draft?.positions ?? {};
+  const labels = draft?.labels ?? {};
   const missing = definition.steps.some((s) => !positions[s.name]);
-  let nodes = definition.steps.map((step) => nodeFor(step, nodeIdFor(step.name), positions[step.name] ?? { x: 0, y: 0 }, definition.steps.length === 1));
+  let nodes = definition.steps.map((step) => {
+    const node = nodeFor(step, nodeIdFor(step.name), positions[step.name] ?? { x: 0, y: 0 }, definition.steps.length === 1);
+    return labels[step.name] ? ({ ...node, data: { ...node.data, label: labels[step.name] } } as StepNode) : node;
+  });
   const known = new Set(definition.steps.map((s) => s.name));
   // an edge to a step that does not exist cannot be drawn; validation reports that `next` on the source step
   const edges = definition.steps.flatMap((step) =>
@@ -174,23 +179,48 @@ export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?:
     }
   });
   const positions = Object.fromEntries(nodes.map((n) => [n.data.name, { x: Math.round(n.position.x), y: Math.round(n.position.y) }]));
-  return { definition: stopAt ? { steps, stopAt } : { steps }, draft: { positions, labels: {} } };
+  const labels = Object.fromEntries(nodes.flatMap((n) => (n.data.label?.trim() ? [[n.data.name, n.data.label.trim()]] : [])));
+  return { definition: stopAt ? { steps, stopAt } : { steps }, draft: { positions, labels } };
 }
 
-/** Top-to-bottom layered layout (dagre); returns new nodes, leaves the input untouched. */
+/** Top-to-bottom layered layout (dagre), then each step's targets put left to right in its outputs' order; returns new nodes. */
 export function layout(nodes: StepNode[], edges: FlowEdge[]): StepNode[] {
   const graph = new dagre.graphlib.Graph();
-  graph.setGraph({ rankdir: 'TB', nodesep: 60, ranksep: 80 });
+  graph.setGraph({ rankdir: 'TB', nodesep: 60, ranksep: 90 });
   graph.setDefaultEdgeLabel(() => ({}));
   for (const node of nodes) graph.setNode(node.id, { width: node.measured?.width ?? NODE_WIDTH, height: node.measured?.height ?? NODE_HEIGHT });
   for (const edge of edges) graph.setEdge(edge.source, edge.target);
   dagre.layout(graph);
+  const centers = new Map(nodes.map((node) => [node.id, { x: graph.node(node.id).x, y: graph.node(node.id).y }]));
+  orderTargetsByOutputs(nodes, edges, centers);
   return nodes.map((node) => {
-    const placed = graph.node(node.id);
+    const placed = centers.get(node.id)!;
     const width = node.measured?.width ?? NODE_WIDTH;
     const height = node.measured?.height ?? NODE_HEIGHT;
     return { ...node, position: { x: Math.round(placed.x - width / 2), y: Math.round(placed.y - height / 2) } };
   });
+}
+
+/**
+ * dagre orders a rank without knowing that a branch's outputs sit left to right ("if 1" … "else"); its
+ * targets on one rank swap places to follow that order, so the edges leave the step without crossing.
+ */
+function orderTargetsByOutputs(nodes: StepNode[], edges: FlowEdge[], centers: Map<string, { x: number; y: number }>) {
+  for (const node of nodes) {
+    const handles = outputHandles(node);
+    if (handles.length < 2) continue;
+    const targets = [...new Set(handles.flatMap((h) => edges.filter((e) => e.source === node.id && (e.sourceHandle ?? 'next') === h.id).map((e) => e.target)))];
+    const byRank = new Map<number, string[]>();
+    for (const target of targets) {
+      if (target === node.id) continue;
+      const y = centers.get(target)?.y;
+      if (y !== undefined) byRank.set(y, [...(byRank.get(y) ?? []), target]);
+    }
+    for (const group of byRank.values()) {
+      const xs = group.map((id) => centers.get(id)!.x).sort((a, b) => a - b);
+      group.forEach((id, i) => (centers.get(id)!.x = xs[i]));
+    }
+  }
 }
 
 /** Step name for a new node: `<kind>`, `<kind>_2`, … whichever is free. */

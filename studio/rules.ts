@@ -6,7 +6,6 @@ import { parse } from '@marcbachmann/cel-js';
 import { defaultRuleProcessorCEL, formatQuery } from 'react-querybuilder/formatQuery';
 import { parseCEL } from 'react-querybuilder/parseCEL';
 import type { RuleGroupType, RuleProcessor, RuleType } from 'react-querybuilder';
-import { celSyntaxProblem } from '../server/conditions/parse';
 
 /** The pseudo-field for crowd membership: `{field: 'inCrowd', operator: '=', value: 'vip'}` ⇔ `inCrowd("vip")`. */
 export const IN_CROWD = 'inCrowd';
@@ -56,11 +55,19 @@ export function queryToCel(query: RuleGroupType): string {
 
 export type CelToQuery = { ok: true; query: RuleGroupType } | { ok: false; reason: string; syntax: boolean };
 
+/**
+ * The rule tree for a CEL text. Only the syntax decides: a rule the builder itself wrote while the marketer
+ * is still typing (`p == ""`, an unknown variable) reads back as that rule, so the builder never gives way
+ * to raw CEL in the middle of a word. Whether the condition is valid is the validator's question.
+ */
 export function celToQuery(text: string): CelToQuery {
   const trimmed = text.trim();
   if (trimmed === '' || trimmed === 'true') return { ok: true, query: EMPTY_QUERY };
-  const syntax = celSyntaxProblem(trimmed);
-  if (syntax) return { ok: false, reason: syntax, syntax: true };
+  try {
+    parse(trimmed);
+  } catch (error) {
+    return { ok: false, reason: (error as Error).message.split('\n')[0], syntax: true };
+  }
   let query: RuleGroupType;
   try {
     query = parseCEL(trimmed, {
@@ -100,4 +107,16 @@ function canonical(text: string): string {
     return node;
   };
   return JSON.stringify(strip(parse(text).ast));
+}
+
+const FIELD_ROOTS = /^(event\.type|event\.data\.[A-Za-z_][\w.]*|profile\.[A-Za-z_][\w.]*|user|now|inCrowd)$/;
+
+/** What is still missing from a rule being written, in the builder's words; null when the rule is complete. */
+export function unfinishedRule(rule: RuleType): string | null {
+  const field = String(rule.field ?? '').trim();
+  if (!field) return 'Pick a field for the rule';
+  if (field === IN_CROWD) return String(rule.value ?? '').trim() ? null : 'Pick the crowd for “In crowd”';
+  if (/^(profile|event\.data)\.$/.test(field)) return `Finish the field name: ${field}<name>`;
+  if (!FIELD_ROOTS.test(field)) return `“${field}” is not a field yet: fields start with profile., event.data., event.type, user or inCrowd`;
+  return null;
 }

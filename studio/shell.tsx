@@ -3,6 +3,7 @@ import Link from 'next/link';
 import { usePathname, useRouter } from 'next/navigation';
 import { useEffect, type ReactNode } from 'react';
 import { apiCall, apiGet } from './api';
+import { confirmLeave, useLinkGuard } from './leave-guard';
 import { resetQueries, useQuery } from './query';
 import { ErrorBox } from './ui';
 
@@ -24,6 +25,7 @@ export function useSignedIn(query: { error?: { status: number }; loading: boolea
 }
 
 export async function signOut() {
+  if (!confirmLeave()) return;
   await apiCall('DELETE', '/session');
   resetQueries();
   window.location.assign('/signin');
@@ -33,6 +35,7 @@ export async function signOut() {
 export function TenantShell({ tenant, children }: { tenant: string; children: ReactNode }) {
   const tenants = useTenants();
   useSignedIn(tenants);
+  useLinkGuard();
   const router = useRouter();
   const pathname = usePathname();
   const base = `/t/${encodeURIComponent(tenant)}`;
@@ -58,7 +61,7 @@ export function TenantShell({ tenant, children }: { tenant: string; children: Re
             data-testid="tenant-picker"
             value={tenant}
             onFocus={() => void tenants.refetch()}
-            onChange={(event) => router.push(`/t/${encodeURIComponent(event.target.value)}`)}
+            onChange={(event) => confirmLeave() && router.push(`/t/${encodeURIComponent(event.target.value)}`)}
           >
             {!known && <option value={tenant}>{tenant}</option>}
             {tenants.data?.tenants.map((t) => (

@@ -32,6 +32,10 @@ export function SignInForm() {
       <form onSubmit={submit} className="card">
         <h1>Crowdflow</h1>
         <p className="muted">Sign in with the admin token.</p>
+        <p className="muted small" data-testid="token-hint">
+          Where is it? <code>npm run demo</code> wrote it to the <code>.env</code> file in the project folder as <code>CROWDFLOW_ADMIN_TOKEN=…</code> and printed it
+          when the server started.
+        </p>
         <label>
           Admin token
           <input type="password" name="token" autoComplete="current-password" value={token} onChange={(e) => setToken(e.target.value)} required autoFocus />

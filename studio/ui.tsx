@@ -68,3 +68,11 @@ export function formatBytes(bytes: number): string {
 }
 
 export const formatCount = (n: number) => n.toLocaleString('en-US');
+
+/** A step's share of the instance: one decimal, and "<0.1%" rather than a "0%" that reads as nobody. */
+export function formatShare(count: number, total: number): string {
+  if (total <= 0) return '';
+  const percent = (count / total) * 100;
+  if (count > 0 && percent < 0.1) return '<0.1%';
+  return `${Math.round(percent * 10) / 10}%`;
+}

@@ -1,9 +1,12 @@
 'use client';
 import { useMemo, useState } from 'react';
-import { QueryBuilder, type FieldSelectorProps, type Operator, type RuleGroupType } from 'react-querybuilder';
+import { QueryBuilder, type FieldSelectorProps, type Operator, type RuleGroupType, type RuleType, type ValueEditorProps } from 'react-querybuilder';
 import 'react-querybuilder/dist/query-builder.css';
 import { celSyntaxProblem } from '../../server/conditions/parse';
-import { celToQuery, EMPTY_QUERY, FIELD_SUGGESTIONS, IN_CROWD, queryToCel } from '../rules';
+import { celToQuery, EMPTY_QUERY, FIELD_SUGGESTIONS, IN_CROWD, queryToCel, unfinishedRule } from '../rules';
+import { formatCount } from '../ui';
+import { useCanvasInfo } from './context';
+import { EMPTY_CATALOG, useFieldCatalog, type FieldCatalog } from './fields';
 
 // A condition is edited either in the visual rule builder (which writes CEL) or as raw CEL. The
 // builder opens whenever the text can be shown in it without loss; raw CEL shows live parse errors.
@@ -29,16 +32,24 @@ const CROWD_OPERATORS: Operator[] = [
   { name: '!=', label: 'is not in' },
 ];
 
-/** Fields are open-ended (`event.data.<any>`, `profile.<any>`): a text box with suggestions. */
-function FieldInput({ value, handleOnChange, path, disabled }: FieldSelectorProps) {
-  const listId = `cel-fields-${path.join('-')}`;
+const datalistId = (path: number[], what: string) => `cel-${what}-${path.join('-')}`;
+
+/** Fields are open-ended (`event.data.<any>`, `profile.<any>`): a text box offering what exists, never a trap. */
+function FieldInput({ value, handleOnChange, path, disabled, context }: FieldSelectorProps) {
+  const catalog = (context as FieldCatalog | undefined) ?? EMPTY_CATALOG;
+  const listId = datalistId(path, 'fields');
   return (
     <span className="rule-field">
-      <input aria-label="Field" list={listId} value={value ?? ''} disabled={disabled} onChange={(e) => handleOnChange(e.target.value)} data-testid="rule-field" />
+      <input aria-label="Field" list={listId} value={value ?? ''} disabled={disabled} onChange={(e) => handleOnChange(e.target.value)} data-testid="rule-field" placeholder="profile.plan" />
       <datalist id={listId}>
         {FIELD_SUGGESTIONS.map((f) => (
           <option key={f.name} value={f.name}>
             {f.label}
+          </option>
+        ))}
+        {catalog.profileFields.map((f) => (
+          <option key={f.path} value={`profile.${f.path}`}>
+            {[`Profile: ${f.path}`, f.type, f.users === undefined ? '' : `${formatCount(f.users)} users`].filter(Boolean).join(' · ')}
           </option>
         ))}
       </datalist>
@@ -46,20 +57,56 @@ function FieldInput({ value, handleOnChange, path, disabled }: FieldSelectorProp
   );
 }
 
+/** The value box suggests crowd names for "In crowd", event types for `event.type`, top values for a known profile field. */
+function ValueInput({ field, value, handleOnChange, path, disabled, context }: ValueEditorProps) {
+  const catalog = (context as FieldCatalog | undefined) ?? EMPTY_CATALOG;
+  const suggestions = field === IN_CROWD ? catalog.crowds : field === 'event.type' ? catalog.eventTypes : (catalog.profileFields.find((f) => `profile.${f.path}` === field)?.topValues ?? []);
+  const listId = datalistId(path, 'values');
+  return (
+    <>
+      <input
+        className="rule-value"
+        aria-label={field === IN_CROWD ? 'Crowd' : 'Value'}
+        placeholder={field === IN_CROWD ? 'crowd name' : 'value'}
+        list={suggestions.length ? listId : undefined}
+        value={Array.isArray(value) ? value.join(', ') : String(value ?? '')}
+        disabled={disabled}
+        onChange={(e) => handleOnChange(e.target.value)}
+        data-testid="rule-value"
+      />
+      {suggestions.length > 0 && (
+        <datalist id={listId}>
+          {suggestions.map((s) => (
+            <option key={s} value={s} />
+          ))}
+        </datalist>
+      )}
+    </>
+  );
+}
+
+/** Rules of a tree, depth first (groups flattened). */
+function rulesOf(group: RuleGroupType): RuleType[] {
+  return group.rules.flatMap((rule) => ('rules' in rule ? rulesOf(rule) : typeof rule === 'string' ? [] : [rule]));
+}
+
 export function ConditionEditor({ value, onChange, label, optional = false }: { value: string | undefined; onChange: (text: string | undefined) => void; label: string; optional?: boolean }) {
+  const catalog = useFieldCatalog(useCanvasInfo().tenant);
   const text = value ?? '';
   const parsed = useMemo(() => celToQuery(text), [text]);
-  const [raw, setRaw] = useState(!parsed.ok);
-  // the builder's own tree, so half-written rules (empty value) survive while the CEL text stays valid
+  // The mode is the marketer's choice; only a text the builder cannot show (typed as CEL, or undone to) moves it to CEL.
+  const [mode, setMode] = useState<'builder' | 'raw'>(parsed.ok ? 'builder' : 'raw');
+  // the builder's own tree, so half-written rules survive while the marketer types
   const [query, setQuery] = useState<RuleGroupType>(parsed.ok ? parsed.query : EMPTY_QUERY);
-  // the text changed from outside (undo, raw CEL): re-read it into the builder
+  // the text changed from outside (undo, raw CEL, another step): re-read it into the builder
   const [emitted, setEmitted] = useState(text);
   if (text !== emitted) {
     setEmitted(text);
     if (parsed.ok) setQuery(parsed.query);
+    else if (mode === 'builder') setMode('raw');
   }
-  const syntax = text.trim() ? celSyntaxProblem(text) : optional ? null : 'A condition cannot be empty';
-  const mode = raw || !parsed.ok ? 'raw' : 'builder';
+  const unfinished = mode === 'builder' ? rulesOf(query).map(unfinishedRule).find(Boolean) : null;
+  const problem = unfinished ?? (text.trim() ? celSyntaxProblem(text) : optional ? null : 'A condition cannot be empty');
 
   function fromBuilder(next: RuleGroupType) {
     setQuery(next);
@@ -75,14 +122,14 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
       if (!parsed.ok) return;
       setQuery(parsed.query);
     }
-    setRaw(target === 'raw');
+    setMode(target);
   }
 
   return (
-    <div className="condition" data-testid="condition-editor">
+    <div className="condition" data-testid="condition-editor" data-mode={mode}>
       <div className="row spread">
         <span className="condition-label">{label}</span>
-        <div className="segmented" role="tablist">
+        <div className="segmented" role="tablist" aria-label={`${label}: edit as`}>
           <button type="button" role="tab" aria-selected={mode === 'builder'} className={mode === 'builder' ? 'on' : ''} disabled={!parsed.ok} title={parsed.ok ? '' : parsed.reason} onClick={() => switchTo('builder')}>
             Rules
           </button>
@@ -99,8 +146,9 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
             query={query}
             onQueryChange={fromBuilder}
             getOperators={(field) => (field === IN_CROWD ? CROWD_OPERATORS : OPERATORS)}
-            controlElements={{ fieldSelector: FieldInput }}
+            controlElements={{ fieldSelector: FieldInput, valueEditor: ValueInput }}
             controlClassnames={{ queryBuilder: 'queryBuilder-branches' }}
+            context={catalog}
             resetOnFieldChange={false}
             enableMountQueryChange={false}
           />
@@ -114,9 +162,9 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
           {!parsed.ok && !parsed.syntax && text.trim() && <p className="muted small">{parsed.reason}</p>}
         </>
       )}
-      {syntax && (
+      {problem && (
         <p className="field-error" role="alert" data-testid="cel-error">
-          {syntax}
+          {problem}
         </p>
       )}
     </div>

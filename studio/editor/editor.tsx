@@ -1,23 +1,24 @@
 'use client';
 import { Background, Controls, MiniMap, ReactFlow, ReactFlowProvider, useReactFlow } from '@xyflow/react';
-import Link from 'next/link';
-import { useEffect, useState, type DragEvent } from 'react';
-import { validateWorkflow } from '../../server/model/validate';
-import { ApiError, apiCall, apiGet, tenantPath } from '../api';
-import { CANVAS_KINDS, canvasProblems, definitionToGraph, graphToDefinition, type CanvasKind, type StepNode } from '../convert';
-import type { WorkflowProblem, WorkflowView } from '../model';
-import { invalidate, setQueryData, useQuery } from '../query';
+import { useEffect, useRef, useState, useSyncExternalStore, type DragEvent } from 'react';
+import { apiGet, tenantPath } from '../api';
+import { CANVAS_KINDS, definitionToGraph, type CanvasKind, type StepNode } from '../convert';
+import { useLeaveGuard } from '../leave-guard';
+import type { WorkflowView } from '../model';
+import { useQuery } from '../query';
 import { ErrorBox, Loading } from '../ui';
-import { workflowsKey } from '../workflows';
 import { CanvasContext, type CanvasInfo } from './context';
+import { clearLocalDraft, keepLocalDraft, readLocalDraft, type LocalDraft } from './draft';
 import { Inspector } from './inspector';
-import { LiveToolbar, useLiveCounts, type HistoryView } from './live';
+import { useLiveCounts, type HistoryView } from './live';
 import { edgeTypes, KIND_ICON, KIND_LABEL, nodeTypes } from './nodes';
+import { useReveal } from './reveal';
 import { EditorContext, EditorStore, useEditor, useEditorStore } from './store';
+import { Toolbar, workflowKey } from './toolbar';
 
 const DRAG_TYPE = 'application/x-crowdflow-step';
 
-export const workflowKey = (tenant: string, id: string) => `workflow:${tenant}:${id}`;
+export { workflowKey };
 
 export function WorkflowEditorPage({ tenant, id }: { tenant: string; id: string }) {
   const workflow = useQuery<WorkflowView>(workflowKey(tenant, id), () => apiGet(tenantPath(tenant, `/workflows/${id}`)), { refetchMs: 5000 });
@@ -34,16 +35,23 @@ export function WorkflowEditorPage({ tenant, id }: { tenant: string; id: string 
 function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }) {
   const [store] = useState(() => {
     const graph = definitionToGraph(workflow.definition, workflow.draft);
-    return new EditorStore(graph.nodes, graph.edges);
+    return new EditorStore(graph.nodes, graph.edges, { name: workflow.name, stopAt: workflow.definition.stopAt });
   });
   const [history, setHistory] = useState<HistoryView | null>(null);
+  const dirty = useSyncedDirty(store);
+  useLeaveGuard(dirty, `“${workflow.name}” has unsaved changes. Leave anyway? They stay in this browser, and the editor offers them back when you return.`);
+  const version = useRef(workflow.version);
+  useEffect(() => {
+    version.current = workflow.version;
+  }, [workflow.version]);
+  useEffect(() => keepLocalDraft(store, tenant, workflow.id, () => version.current), [store, tenant, workflow.id]);
   const instanceId = history?.instanceId ?? workflow.running?.instanceId ?? null;
   useLiveCounts(tenant, workflow.id, history ? null : (workflow.running?.instanceId ?? null));
   const info: CanvasInfo = {
     tenant,
     workflowId: workflow.id,
     instanceId,
-    countsKey: history ? `snapshot:${tenant}:${history.instanceId}` : workflow.running ? `counts:${tenant}:${workflow.id}` : null,
+    countsKey: history ? (history.instanceId ? `snapshot:${tenant}:${history.instanceId}` : null) : workflow.running ? `counts:${tenant}:${workflow.id}` : null,
     readOnly: history !== null,
     live: !history && workflow.running !== null,
   };
@@ -52,6 +60,7 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
       <CanvasContext.Provider value={info}>
         <div className="editor">
           <Toolbar tenant={tenant} workflow={workflow} history={history} onHistory={setHistory} />
+          {!history && <DraftOffer tenant={tenant} workflow={workflow} store={store} />}
           <div className="editor-body">
             {!history && <Palette />}
             <Canvas readOnly={history !== null} />
@@ -67,10 +76,13 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
 function Palette() {
   const store = useEditorStore();
   const { screenToFlowPosition } = useReactFlow();
+  const reveal = useReveal();
   const addAtCenter = (kind: CanvasKind) => {
     const pane = document.querySelector('.editor-canvas')?.getBoundingClientRect();
     const center = pane ? screenToFlowPosition({ x: pane.left + pane.width / 2, y: pane.top + pane.height / 2 }) : { x: 0, y: 0 };
-    store.addNode(kind, { x: center.x - 110 + Math.random() * 40, y: center.y - 48 + Math.random() * 40 });
+    const id = store.addNode(kind, { x: center.x - 110, y: center.y - 48 });
+    const added = store.get().nodes.find((n) => n.id === id);
+    if (added) reveal(added.position);
   };
   return (
     <aside className="palette" aria-label="Step palette">
@@ -109,6 +121,7 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
   const nodes = useEditor((s) => s.nodes);
   const edges = useEditor((s) => s.edges);
   const { screenToFlowPosition } = useReactFlow();
+  const reveal = useReveal();
 
   useEffect(() => {
     if (readOnly) return;
@@ -119,14 +132,18 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
       if (mod && key === 'z') store[event.shiftKey ? 'redo' : 'undo']();
       else if (mod && key === 'y') store.redo();
       else if (mod && key === 'c') store.copy();
-      else if (mod && key === 'v') store.paste();
+      else if (mod && key === 'v') {
+        store.paste();
+        const pasted = store.get().nodes.find((n) => n.id === store.get().selectedId);
+        if (pasted) reveal(pasted.position);
+      }
       else if (event.key === 'Delete' || event.key === 'Backspace') store.deleteSelected();
       else return;
       event.preventDefault();
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [store, readOnly]);
+  }, [store, readOnly, reveal]);
 
   const onDrop = (event: DragEvent) => {
     const kind = event.dataTransfer.getData(DRAG_TYPE) as CanvasKind;
@@ -157,145 +174,71 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
       >
         <Background gap={20} />
         <MiniMap pannable zoomable />
-        <Controls />
+        <Controls fitViewOptions={{ maxZoom: 1 }} />
       </ReactFlow>
     </div>
   );
 }
 
+/** The problems of the document as it is now; each one selects its step and brings it into view. */
 function ProblemsBar() {
+  const store = useEditorStore();
   const problems = useEditor((s) => s.problems);
+  const { fitView } = useReactFlow();
   if (problems.length === 0) return null;
+  const show = (nodeId: string | null) => {
+    if (!nodeId) return;
+    store.select(nodeId);
+    void fitView({ nodes: [{ id: nodeId }], duration: 250, maxZoom: 1 });
+  };
   return (
     <div className="problems-bar" role="alert" data-testid="problems-bar">
       <strong>
         {problems.length} problem{problems.length === 1 ? '' : 's'}:
       </strong>
-      {problems.slice(0, 4).map((p: WorkflowProblem) => (
-        <span key={p.step + p.code + p.message}>{p.message}</span>
-      ))}
+      {problems.slice(0, 4).map((p, i) =>
+        p.nodeId ? (
+          <button type="button" className="link problem-link" key={i} onClick={() => show(p.nodeId)} data-testid="problem-link">
+            <strong>{p.step}</strong>: {p.text}
+          </button>
+        ) : (
+          <span key={i}>{p.message}</span>
+        ),
+      )}
       {problems.length > 4 && <span>…and {problems.length - 4} more</span>}
     </div>
   );
 }
 
-/** Deep equality of JSON values regardless of key order. */
-function sameJson(left: unknown, right: unknown): boolean {
-  const canonical = (value: unknown): unknown =>
-    Array.isArray(value) ? value.map(canonical) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)])) : value;
-  return JSON.stringify(canonical(left)) === JSON.stringify(canonical(right));
+function useSyncedDirty(store: EditorStore): boolean {
+  return useSyncExternalStore(store.subscribe, () => store.get().dirty, () => false);
 }
 
-function Toolbar({ tenant, workflow, history, onHistory }: { tenant: string; workflow: WorkflowView; history: HistoryView | null; onHistory: (h: HistoryView | null) => void }) {
-  const store = useEditorStore();
-  const dirty = useEditor((s) => s.dirty);
-  const canUndo = useEditor((s) => s.canUndo);
-  const canRedo = useEditor((s) => s.canRedo);
-  const { fitView } = useReactFlow();
-  const [name, setName] = useState(workflow.name);
-  const [saving, setSaving] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [notice, setNotice] = useState<string | null>(null);
-
-  async function save() {
-    const { nodes, edges } = store.get();
-    const { definition, draft } = graphToDefinition(nodes, edges, workflow.definition.stopAt);
-    const result = validateWorkflow(definition, { now: Date.now() });
-    setError(null);
-    setNotice(null);
-    if (!result.ok) {
-      store.setProblems(canvasProblems(nodes, edges, result.problems));
-      setNotice('Not saved: fix the problems marked on the steps.');
-      return;
-    }
-    store.setProblems([]);
-    setSaving(true);
-    try {
-      // moving steps around is not a new version: an unchanged definition saves only the name and the layout
-      const changed = !sameJson(definition, workflow.definition);
-      const saved = await apiCall<WorkflowView>('PUT', tenantPath(tenant, `/workflows/${workflow.id}`), changed ? { name, definition, draft } : { name, draft });
-      setQueryData(`workflow:${tenant}:${workflow.id}`, saved);
-      store.markSaved();
-      setNotice(changed ? `Saved version ${saved.version}.` : `Saved (layout only; still version ${saved.version}).`);
-      void invalidate(workflowsKey(tenant));
-    } catch (caught) {
-      const apiError = caught as ApiError;
-      const problems = (apiError.details as { problems?: WorkflowProblem[] } | undefined)?.problems;
-      if (apiError.code === 'invalid_workflow' && problems) store.setProblems(canvasProblems(nodes, edges, problems));
-      // the canvas keeps every edit: a failed save loses nothing
-      setError(apiError);
-    } finally {
-      setSaving(false);
-    }
-  }
-
-  // leaving with unsaved edits asks first: a closed tab must not silently drop a morning's work
-  useEffect(() => {
-    if (!dirty) return;
-    const onLeave = (event: BeforeUnloadEvent) => event.preventDefault();
-    window.addEventListener('beforeunload', onLeave);
-    return () => window.removeEventListener('beforeunload', onLeave);
-  }, [dirty]);
-
-  useEffect(() => {
-    const onKey = (event: KeyboardEvent) => {
-      if ((event.metaKey || event.ctrlKey) && event.key.toLowerCase() === 's') {
-        event.preventDefault();
-        void save();
-      }
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  });
-
+/** Unsaved edits kept in this browser from an earlier visit, offered back once when the editor opens. */
+function DraftOffer({ tenant, workflow, store }: { tenant: string; workflow: WorkflowView; store: EditorStore }) {
+  const [draft, setDraft] = useState<LocalDraft | null>(null);
+  useEffect(() => setDraft(readLocalDraft(tenant, workflow.id)), [tenant, workflow.id]);
+  if (!draft) return null;
+  const restore = () => {
+    store.replaceDocument(draft.nodes, draft.edges, draft.name);
+    setDraft(null);
+  };
+  const discard = () => {
+    clearLocalDraft(tenant, workflow.id);
+    setDraft(null);
+  };
   return (
-    <div className="editor-toolbar">
-      <div className="row">
-        <Link href={`/t/${encodeURIComponent(tenant)}`} className="muted">
-          ← Workflows
-        </Link>
-        <input className="title-input" aria-label="Workflow name" value={name} onChange={(e) => setName(e.target.value)} readOnly={history !== null} />
-        <span className="badge" data-testid="version">
-          v{workflow.version}
-        </span>
-        {dirty && <span className="badge unsaved">unsaved</span>}
-      </div>
-      {history ? (
-        <div className="row">
-          <span className="badge">history: instance {history.instanceId.slice(0, 12)} (v{history.version})</span>
-          <button type="button" onClick={() => onHistory(null)}>
-            Back to the editor
-          </button>
-        </div>
-      ) : (
-        <div className="row">
-          <button type="button" onClick={store.undo} disabled={!canUndo} title="Undo (Ctrl/Cmd+Z)">
-            Undo
-          </button>
-          <button type="button" onClick={store.redo} disabled={!canRedo} title="Redo (Ctrl/Cmd+Shift+Z)">
-            Redo
-          </button>
-          <button
-            type="button"
-            onClick={() => {
-              store.autoLayout();
-              requestAnimationFrame(() => void fitView({ duration: 200 }));
-            }}
-          >
-            Auto-layout
-          </button>
-          <button type="button" className="primary" onClick={() => void save()} disabled={saving} data-testid="save">
-            {saving ? 'Saving…' : 'Save'}
-          </button>
-          <LiveToolbar tenant={tenant} workflow={workflow} dirty={dirty} onHistory={onHistory} />
-        </div>
-      )}
-      {notice && (
-        <span className="notice" data-testid="save-notice">
-          {notice}
-        </span>
-      )}
-      {error && <ErrorBox error={error} />}
+    <div className="draft-offer" role="status" data-testid="draft-offer">
+      <span>
+        Unsaved changes from {new Date(draft.savedAt).toLocaleString()} were kept in this browser
+        {draft.version !== workflow.version ? ` (made on v${draft.version}; v${workflow.version} was saved since)` : ''}.
+      </span>
+      <button type="button" className="primary" onClick={restore} data-testid="draft-restore">
+        Restore them
+      </button>
+      <button type="button" onClick={discard} data-testid="draft-discard">
+        Discard
+      </button>
     </div>
   );
 }

@@ -1,17 +1,45 @@
 'use client';
 import { describeCron, cronProblem } from '../../server/model/cron';
-import type { StepData, StepNode } from '../convert';
+import { Duration, parseDuration } from '../../server/model/workflow';
+import { outputHandles, type StepData, type StepNode } from '../convert';
 import { ConditionEditor } from './condition';
 import { KIND_ICON, KIND_LABEL } from './nodes';
 import { useEditor, useEditorStore } from './store';
 
-function Text({ label, value, onChange, placeholder, testId }: { label: string; value: string | undefined; onChange: (v: string | undefined) => void; placeholder?: string; testId?: string }) {
+function Text({ label, value, onChange, placeholder, testId, hint }: { label: string; value: string | undefined; onChange: (v: string | undefined) => void; placeholder?: string; testId?: string; hint?: { ok: boolean; text: string } | null }) {
   return (
     <label>
       {label}
-      <input value={value ?? ''} placeholder={placeholder} onChange={(e) => onChange(e.target.value === '' ? undefined : e.target.value)} data-testid={testId} />
+      <input value={value ?? ''} placeholder={placeholder} onChange={(e) => onChange(e.target.value === '' ? undefined : e.target.value)} data-testid={testId} aria-invalid={hint ? !hint.ok : undefined} />
+      {hint && (
+        <span className={hint.ok ? 'muted small' : 'field-error'} data-testid={testId ? `${testId}-hint` : undefined}>
+          {hint.text}
+        </span>
+      )}
     </label>
   );
+}
+
+const UNITS: [number, string][] = [
+  [86_400_000, 'day'],
+  [3_600_000, 'hour'],
+  [60_000, 'minute'],
+  [1000, 'second'],
+];
+
+/** "1h30m" → "1 hour 30 minutes"; a typo says how to write a duration, as the validator would. */
+export function durationHint(value: string | undefined, optional: boolean): { ok: boolean; text: string } | null {
+  if (!value?.trim()) return optional ? null : { ok: false, text: 'Write how long, e.g. 30m, 2h, 7d or 1h30m' };
+  if (!Duration.safeParse(value).success) return { ok: false, text: `“${value}” is not a duration; write e.g. 30s, 5m, 2h, 7d or 1h30m` };
+  let rest = parseDuration(value);
+  if (rest <= 0) return { ok: false, text: 'A duration must be longer than 0' };
+  const parts: string[] = [];
+  for (const [ms, unit] of UNITS) {
+    const n = Math.floor(rest / ms);
+    rest -= n * ms;
+    if (n > 0) parts.push(`${n} ${unit}${n === 1 ? '' : 's'}`);
+  }
+  return { ok: true, text: `= ${parts.join(' ')}` };
 }
 
 /** The selected step's fields. Every change goes through the store (one undo step per field edit). */
@@ -35,7 +63,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
     );
   }
   const update = (patch: Partial<StepData>, field: string) => !readOnly && store.updateData(node.id, patch, field);
-  const mine = problems.filter((p) => p.step === node.data.name);
+  const mine = problems.filter((p) => p.nodeId === node.id);
   return (
     <aside className="inspector" data-testid="inspector">
       <h2>
@@ -43,11 +71,12 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
       </h2>
       <fieldset disabled={readOnly}>
         <Text label="Name" value={node.data.name} onChange={(v) => update({ name: v ?? '' }, 'name')} testId="step-name-input" />
+        <Text label="Label (shown on the canvas)" value={node.data.label} onChange={(v) => update({ label: v }, 'label')} placeholder="e.g. Signed up: what do they do first?" testId="step-label-input" />
         <KindFields key={node.id} node={node} update={update} />
         <h3>Actions</h3>
         <Text label="On enter (action tag)" value={node.data.enterAction} onChange={(v) => update({ enterAction: v }, 'enterAction')} placeholder="e.g. send-welcome-email" />
         <Text label="On leave (action tag)" value={node.data.leaveAction} onChange={(v) => update({ leaveAction: v }, 'leaveAction')} />
-        <Text label="Re-evaluate when idle for (ttl)" value={node.data.ttl} onChange={(v) => update({ ttl: v }, 'ttl')} placeholder="e.g. 1d" />
+        <Text label="Re-evaluate when idle for (ttl)" value={node.data.ttl} onChange={(v) => update({ ttl: v }, 'ttl')} placeholder="e.g. 1d" testId="ttl-input" hint={durationHint(node.data.ttl, true)} />
         <div className="row inspector-actions">
           {!isEntry && (
             <button type="button" onClick={() => store.makeEntry(node.id)}>
@@ -68,7 +97,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
         <div className="problems-box" data-testid="inspector-problems">
           {mine.map((p) => (
             <p key={p.code + p.message} className="field-error">
-              {p.message}
+              {p.text}
             </p>
           ))}
         </div>
@@ -77,7 +106,21 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
   );
 }
 
+/** Where an output leads, by the target step's name. */
+function Target({ node, handle }: { node: StepNode; handle: string }) {
+  const target = useEditor((s) => {
+    const edge = s.edges.find((e) => e.source === node.id && (e.sourceHandle ?? 'next') === handle);
+    return edge ? s.nodes.find((n) => n.id === edge.target)?.data.name : undefined;
+  });
+  return (
+    <p className={target ? 'muted small target' : 'field-error target'} data-testid={`target-${handle}`}>
+      {target ? `→ goes to “${target}”` : '→ not connected: drag from its handle on the canvas, or use “+”'}
+    </p>
+  );
+}
+
 function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<StepData>, field: string) => void }) {
+  const outputs = outputHandles(node);
   switch (node.type) {
     case 'branch': {
       const branches = node.data.branches;
@@ -87,10 +130,11 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
           {branches.map((branch, i) => (
             <div key={i} className="branch-item" data-testid={`branch-${i}`}>
               <ConditionEditor
-                label={`If ${i + 1}`}
+                label={outputs[i]?.label === 'else' ? 'Else (always true)' : `If ${i + 1}`}
                 value={branch.condition}
                 onChange={(text) => update({ branches: branches.map((b, j) => (j === i ? { condition: text ?? '' } : b)) }, `branch-${i}`)}
               />
+              <Target node={node} handle={`branch-${i}`} />
               {branches.length > 2 && (
                 <button type="button" className="link danger" onClick={() => update({ branches: branches.filter((_, j) => j !== i) }, 'branches')}>
                   Remove branch
@@ -120,12 +164,7 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
       );
     }
     case 'delay':
-      return (
-        <label>
-          Wait for
-          <input value={node.data.after} onChange={(e) => update({ after: e.target.value }, 'after')} placeholder="30m, 2h, 7d, 1h30m" />
-        </label>
-      );
+      return <Text label="Wait for" value={node.data.after} onChange={(v) => update({ after: v ?? '' }, 'after')} placeholder="30m, 2h, 7d, 1h30m" testId="delay-input" hint={durationHint(node.data.after, false)} />;
     case 'split': {
       const paths = node.data.paths;
       const sum = paths.reduce((total, p) => total + p.percent, 0);
@@ -133,11 +172,12 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
         <>
           <h3>Paths</h3>
           {paths.map((path, i) => (
-            <div key={i} className="row">
+            <div key={i} className="row split-path">
               <label>
                 Path {i + 1} (%)
                 <input type="number" min={0} max={100} value={path.percent} onChange={(e) => update({ paths: paths.map((p, j) => (j === i ? { percent: Number(e.target.value) } : p)) }, `path-${i}`)} />
               </label>
+              <Target node={node} handle={`path-${i}`} />
               {paths.length > 2 && (
                 <button type="button" className="link danger" onClick={() => update({ paths: paths.filter((_, j) => j !== i) }, 'paths')}>
                   Remove

@@ -217,7 +217,7 @@ function ApplyVersionDialog({ tenant, workflow, instanceId, onClose }: { tenant:
 }
 
 /** A stopped instance shown read-only: its version's graph with the snapshot counts. */
-export type HistoryView = { instanceId: string; version: number; store: EditorStore };
+export type HistoryView = { instanceId: string | null; version: number; store: EditorStore };
 
 function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: string; workflow: WorkflowView; onPick: (h: HistoryView) => void; onClose: () => void }) {
   const instances = useQuery<InstanceView[]>(`instances:${tenant}:${workflow.id}`, async () =>
@@ -232,7 +232,7 @@ function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: string; 
       ]);
       setQueryData(`snapshot:${tenant}:${instance.id}`, snapshot.counts);
       const graph = definitionToGraph(version.definition, workflow.draft);
-      onPick({ instanceId: instance.id, version: instance.version, store: new EditorStore(graph.nodes, graph.edges) });
+      onPick({ instanceId: instance.id, version: instance.version, store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name }) });
       onClose();
     } catch (caught) {
       setError(caught as ApiError);

@@ -1,10 +1,12 @@
 'use client';
-import { BaseEdge, EdgeLabelRenderer, getSmoothStepPath, Handle, Position, useReactFlow, type EdgeProps, type NodeProps } from '@xyflow/react';
-import { memo, useState } from 'react';
+import { BaseEdge, EdgeLabelRenderer, getSmoothStepPath, Handle, Position, type EdgeProps, type NodeProps } from '@xyflow/react';
+import { memo, useEffect, useRef, useState } from 'react';
+import { createPortal } from 'react-dom';
 import { describeCron } from '../../server/model/cron';
-import { CANVAS_KINDS, NODE_HEIGHT, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
-import { formatCount } from '../ui';
+import { CANVAS_KINDS, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
+import { formatCount, formatShare } from '../ui';
 import { useCanvasInfo, useCounts } from './context';
+import { useReveal } from './reveal';
 import { StepMenu } from './step-menu';
 import { useEditor, useEditorStore } from './store';
 
@@ -39,32 +41,59 @@ function summary(node: StepNode): string {
   }
 }
 
-/** "+" under a free output: pick a kind, get a new connected step below. */
-function AddAfter({ nodeId, handle, position }: { nodeId: string; handle: string; position: { x: number; y: number } }) {
+const MENU_HEIGHT = 250;
+
+/** "+" under a free output: pick a kind, get a new connected step below. The menu floats above the canvas (minimap, other steps). */
+function AddAfter({ nodeId, handle, label }: { nodeId: string; handle: string; label?: string }) {
   const store = useEditorStore();
-  const [open, setOpen] = useState(false);
+  const reveal = useReveal();
+  const button = useRef<HTMLButtonElement>(null);
+  const menu = useRef<HTMLDivElement>(null);
+  const [at, setAt] = useState<{ left: number; top: number } | null>(null);
+  useEffect(() => {
+    if (!at) return;
+    const close = (event: Event) => {
+      if (event instanceof KeyboardEvent ? event.key === 'Escape' : !menu.current?.contains(event.target as Node) && !button.current?.contains(event.target as Node)) setAt(null);
+    };
+    document.addEventListener('pointerdown', close, true);
+    document.addEventListener('keydown', close);
+    menu.current?.querySelector('button')?.focus();
+    return () => {
+      document.removeEventListener('pointerdown', close, true);
+      document.removeEventListener('keydown', close);
+    };
+  }, [at]);
+  const toggle = () => {
+    const box = button.current?.getBoundingClientRect();
+    if (at || !box) return setAt(null);
+    setAt({ left: box.left, top: box.bottom + MENU_HEIGHT > window.innerHeight ? box.top - MENU_HEIGHT - 4 : box.bottom + 4 });
+  };
   return (
     <div className="add-after nodrag">
-      <button type="button" className="plus" aria-label={`Add a step after ${handle}`} data-testid={`add-after-${handle}`} onClick={() => setOpen(!open)}>
+      <button ref={button} type="button" className="plus" aria-label={label ? `Add a step after “${label}”` : 'Add a next step'} aria-haspopup="menu" aria-expanded={at !== null} data-testid={`add-after-${handle}`} onClick={toggle}>
         +
       </button>
-      {open && (
-        <div className="menu" role="menu">
-          {CANVAS_KINDS.map((kind) => (
-            <button
-              key={kind}
-              type="button"
-              role="menuitem"
-              onClick={() => {
-                setOpen(false);
-                store.addNode(kind, { x: position.x, y: position.y + NODE_HEIGHT + 60 }, { nodeId, handle });
-              }}
-            >
-              {KIND_ICON[kind]} {KIND_LABEL[kind]}
-            </button>
-          ))}
-        </div>
-      )}
+      {at &&
+        createPortal(
+          <div ref={menu} className="menu floating-menu" role="menu" aria-label="Kind of the new step" style={{ left: at.left, top: at.top }} data-testid="add-menu">
+            {CANVAS_KINDS.map((kind) => (
+              <button
+                key={kind}
+                type="button"
+                role="menuitem"
+                onClick={() => {
+                  setAt(null);
+                  const id = store.addAfter(kind, nodeId, handle);
+                  const added = store.get().nodes.find((n) => n.id === id);
+                  if (added) reveal(added.position);
+                }}
+              >
+                {KIND_ICON[kind]} {KIND_LABEL[kind]}
+              </button>
+            ))}
+          </div>,
+          document.body,
+        )}
     </div>
   );
 }
@@ -79,7 +108,7 @@ function StepNodeView(props: NodeProps<StepNode>) {
   const mine = problems.filter((p) => p.step === props.data.name);
   const handles = outputHandles(node);
   const count = counts?.steps[props.data.name];
-  const share = counts && counts.total > 0 && count !== undefined ? Math.round((count / counts.total) * 1000) / 10 : null;
+  const share = counts && counts.total > 0 && count !== undefined ? formatShare(count, counts.total) : null;
   const kind = props.type as CanvasKind;
   return (
     <div className={`step step-${kind}${props.selected ? ' selected' : ''}${mine.length ? ' has-problems' : ''}`} data-testid="step-node" data-step={props.data.name}>
@@ -92,17 +121,22 @@ function StepNodeView(props: NodeProps<StepNode>) {
         {isEntry && <span className="entry-badge">entry</span>}
         {info.countsKey && <StepMenu stepName={props.data.name} />}
       </header>
+      {props.data.label && (
+        <div className="step-label" data-testid="step-label" title={props.data.label}>
+          {props.data.label}
+        </div>
+      )}
       <div className="step-summary">{summary(node)}</div>
+      {mine.length > 0 && (
+        <div className="step-problems" data-testid="step-problems" title={mine.map((p) => p.text).join('\n')}>
+          {mine.length > 1 && <strong className="problem-count">{mine.length} problems · </strong>}
+          {mine[0].text}
+        </div>
+      )}
       {info.countsKey && (
         <div className="step-count" data-testid="step-count" data-count={count ?? 0}>
           <strong>{formatCount(count ?? 0)}</strong>
-          <span className="muted">{share === null ? '' : ` · ${share}%`}</span>
-        </div>
-      )}
-      {mine.length > 0 && (
-        <div className="step-problems" data-testid="step-problems" title={mine.map((p) => p.message).join('\n')}>
-          {mine[0].message}
-          {mine.length > 1 && <strong> (+{mine.length - 1} more)</strong>}
+          <span className="muted">{share === null ? '' : ` · ${share}`}</span>
         </div>
       )}
       <div className="outputs">
@@ -111,9 +145,9 @@ function StepNodeView(props: NodeProps<StepNode>) {
           const used = connected.some((e) => e.source === props.id && (e.sourceHandle ?? 'next') === h.id);
           return (
             <div key={h.id} className="output" style={{ left }}>
-              {h.label && <span className="handle-label">{h.label}</span>}
+              {h.label && !used && <span className="handle-label">{h.label}</span>}
               <Handle type="source" position={Position.Bottom} id={h.id} className={used ? 'handle-out' : 'handle-out free'} style={{ left: '50%' }} data-testid={`handle-${h.id}`} />
-              {!used && !info.readOnly && <AddAfter nodeId={props.id} handle={h.id} position={node.position} />}
+              {!used && !info.readOnly && <AddAfter nodeId={props.id} handle={h.id} label={h.label} />}
             </div>
           );
         })}
@@ -127,25 +161,49 @@ const StepNodeMemo = memo(StepNodeView);
 /** Module scope, so React Flow never sees a new nodeTypes object. */
 export const nodeTypes = Object.fromEntries(CANVAS_KINDS.map((kind) => [kind, StepNodeMemo]));
 
+/** The label of the output an edge leaves from ("if 1", "else", "50%"); none for a single output. */
+function outputLabel(source: StepNode | undefined, handle: string | null | undefined): string | undefined {
+  return source ? outputHandles(source).find((h) => h.id === (handle ?? 'next'))?.label : undefined;
+}
+
+/**
+ * Where an edge turns sideways. Outputs of one step turn at different heights, ordered so that none
+ * crosses another: edges heading left turn from the leftmost output down, edges heading right from the
+ * rightmost. A single output turns halfway, as React Flow would.
+ */
+function turnHeight(source: StepNode | undefined, edge: EdgeProps<FlowEdge>): number | undefined {
+  const handles = source ? outputHandles(source) : [];
+  if (handles.length < 2) return undefined;
+  const index = handles.findIndex((h) => h.id === edge.sourceHandleId);
+  const level = edge.targetX < edge.sourceX ? index : handles.length - 1 - index;
+  return Math.min(edge.sourceY + 18 + level * 12, (edge.sourceY + edge.targetY) / 2 + level * 6);
+}
+
 function StepEdgeView(props: EdgeProps<FlowEdge>) {
   const counts = useCounts();
-  const { getNode, getEdges } = useReactFlow<StepNode, FlowEdge>();
-  const [path, labelX, labelY] = getSmoothStepPath({ ...props, borderRadius: 12 });
-  const source = getNode(props.source);
-  const target = getNode(props.target);
+  const source = useEditor((s) => s.nodes.find((n) => n.id === props.source));
+  const targetName = useEditor((s) => s.nodes.find((n) => n.id === props.target)?.data.name);
+  const firstOfPair = useEditor((s) => s.edges.find((e) => e.source === props.source && e.target === props.target)?.id === props.id);
+  const [path, labelX, labelY] = getSmoothStepPath({ ...props, borderRadius: 12, centerY: turnHeight(source, props) });
+  const label = outputLabel(source, props.sourceHandleId);
   // counts are per step pair: two outputs into the same step share one number, drawn on the first of them
-  const firstOfPair = getEdges().find((e) => e.source === props.source && e.target === props.target)?.id === props.id;
-  const taken = source && target && firstOfPair ? counts?.edges[`${source.data.name}->${target.data.name}`] : undefined;
+  const taken = source && targetName && firstOfPair ? counts?.edges[`${source.data.name}->${targetName}`] : undefined;
+  if (label === undefined && taken === undefined) return <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined} />;
+  // an output's label sits where its edge leaves the step: the one place no two edges share
+  const [x, y] = label === undefined ? [labelX, labelY] : [props.sourceX, props.sourceY + 16];
   return (
     <>
       <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined} />
-      {taken !== undefined && (
-        <EdgeLabelRenderer>
-          <div className="edge-count" style={{ transform: `translate(-50%, -50%) translate(${labelX}px, ${labelY}px)` }} data-testid="edge-count">
-            {formatCount(taken)}
-          </div>
-        </EdgeLabelRenderer>
-      )}
+      <EdgeLabelRenderer>
+        <div className="edge-count" style={{ transform: `translate(-50%, -50%) translate(${x}px, ${y}px)` }} data-testid="edge-label" data-output={label ?? ''}>
+          {label && <span className="edge-output">{label}</span>}
+          {taken !== undefined && (
+            <span data-testid="edge-count" className="edge-taken">
+              {formatCount(taken)}
+            </span>
+          )}
+        </div>
+      </EdgeLabelRenderer>
     </>
   );
 }

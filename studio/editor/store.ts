@@ -2,18 +2,23 @@
 import { applyEdgeChanges, applyNodeChanges, type Connection, type EdgeChange, type NodeChange, type XYPosition } from '@xyflow/react';
 import { createContext, useContext, useSyncExternalStore } from 'react';
 import type { WorkflowProblem } from '../../server/model/workflow';
-import { defaultData, freeName, layout, makeEdge, type CanvasKind, type FlowEdge, type StepData, type StepNode } from '../convert';
+import { defaultData, freeName, layout, makeEdge, NODE_HEIGHT, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepData, type StepNode } from '../convert';
+import { freeSpot } from './placement';
+import { describeProblems, validateCanvas, type CanvasProblem } from './problems';
 
-// The editor's document (nodes + edges) with undo/redo, selection and the problems of the last
-// validation. Components read slices through useEditor(selector) — the tldraw idea: one store,
-// small subscriptions — so typing in the inspector re-renders the inspector, not the whole canvas.
+// The editor's document (nodes + edges) with undo/redo, selection and its problems, re-validated on every
+// edit with the server's validateWorkflow(). Plain TypeScript: React reads slices through
+// useEditor(selector) — the tldraw idea: one store, small subscriptions — so typing in the inspector
+// re-renders the inspector, not the whole canvas.
 
 export type EditorState = {
+  /** The workflow's name as edited in the toolbar (saved with the document). */
+  name: string;
   nodes: StepNode[];
   edges: FlowEdge[];
   selectedId: string | null;
-  /** Problems by step name from the last validateWorkflow() run or the server's 400; `null` key = whole workflow. */
-  problems: WorkflowProblem[];
+  /** Problems of the document as it is now (validateWorkflow() after every edit), or the server's 400 after a save. */
+  problems: CanvasProblem[];
   dirty: boolean;
   canUndo: boolean;
   canRedo: boolean;
@@ -33,20 +38,36 @@ export class EditorStore {
   private lastEditAt = 0;
   private clipboard: Snapshot | null = null;
   private dragging = false;
+  /** The document the problems were computed for (step data and connections; positions do not matter). */
+  private validatedKey = '';
+  private readonly stopAt: string | undefined;
+  private readonly now: () => number;
 
-  constructor(nodes: StepNode[], edges: FlowEdge[]) {
-    this.state = { nodes, edges, selectedId: null, problems: [], dirty: false, canUndo: false, canRedo: false };
+  constructor(nodes: StepNode[], edges: FlowEdge[], options: { name?: string; stopAt?: string; now?: () => number } = {}) {
+    this.stopAt = options.stopAt;
+    this.now = options.now ?? Date.now;
+    this.state = { name: options.name ?? '', nodes, edges, selectedId: null, problems: [], dirty: false, canUndo: false, canRedo: false };
+    this.state.problems = this.revalidate(nodes, edges) ?? [];
+  }
+
+  /** New problems when the document's meaning changed since the last validation, else undefined. */
+  private revalidate(nodes: StepNode[], edges: FlowEdge[]): CanvasProblem[] | undefined {
+    const key = JSON.stringify([nodes.map((n) => [n.id, n.type, n.data]), edges.map((e) => [e.source, e.sourceHandle, e.target])]);
+    if (key === this.validatedKey) return undefined;
+    this.validatedKey = key;
+    return validateCanvas(nodes, edges, this.stopAt, this.now());
   }
 
   subscribe = (listener: () => void) => {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return () => void this.listeners.delete(listener);
   };
 
   get = () => this.state;
 
   private set(patch: Partial<EditorState>) {
-    this.state = { ...this.state, ...patch, canUndo: this.past.length > 0, canRedo: this.future.length > 0 };
+    const problems = patch.nodes || patch.edges ? this.revalidate(patch.nodes ?? this.state.nodes, patch.edges ?? this.state.edges) : undefined;
+    this.state = { ...this.state, ...patch, ...(problems ? { problems } : {}), canUndo: this.past.length > 0, canRedo: this.future.length > 0 };
     for (const listener of this.listeners) listener();
   }
 
@@ -115,13 +136,26 @@ export class EditorStore {
     this.change(this.state.nodes, [...edges, makeEdge(connection.source, handle, connection.target)]);
   };
 
+  /** Adds a step at `position`, or the nearest free spot to it: a new step never lands on another. */
   addNode = (kind: CanvasKind, position: XYPosition, from?: { nodeId: string; handle: string }): string => {
     const id = `node-${Math.random().toString(36).slice(2, 10)}`;
-    const node = { id, type: kind, position, data: defaultData(kind, freeName(this.state.nodes, kind)), selected: true } as StepNode;
+    const node = { id, type: kind, position: freeSpot(this.state.nodes, position), data: defaultData(kind, freeName(this.state.nodes, kind)), selected: true } as StepNode;
     const nodes = [...this.state.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node];
     const edges = from ? [...this.state.edges.filter((e) => !(e.source === from.nodeId && e.sourceHandle === from.handle)), makeEdge(from.nodeId, from.handle, id)] : this.state.edges;
     this.change(nodes, edges, null, { selectedId: id });
     return id;
+  };
+
+  /** "+" under an output: a new step below that output (or beside, if taken), connected to it. */
+  addAfter = (kind: CanvasKind, nodeId: string, handle: string): string | null => {
+    const source = this.state.nodes.find((n) => n.id === nodeId);
+    if (!source) return null;
+    const handles = outputHandles(source);
+    const index = Math.max(0, handles.findIndex((h) => h.id === handle));
+    const width = source.measured?.width ?? NODE_WIDTH;
+    const height = source.measured?.height ?? NODE_HEIGHT;
+    const x = source.position.x + (width * (index + 1)) / (handles.length + 1) - NODE_WIDTH / 2;
+    return this.addNode(kind, { x, y: source.position.y + height + 70 }, { nodeId, handle });
   };
 
   /** Changes a node's data; `field` groups keystrokes into one undo step. Handles removed from a branch/split drop their edges. */
@@ -141,8 +175,8 @@ export class EditorStore {
   setKind = (id: string, kind: CanvasKind) => {
     const nodes = this.state.nodes.map((n) => {
       if (n.id !== id) return n;
-      const { name, enterAction, leaveAction, ttl } = n.data;
-      return { ...n, type: kind, data: { ...defaultData(kind, name), enterAction, leaveAction, ttl } } as StepNode;
+      const { name, enterAction, leaveAction, ttl, label } = n.data;
+      return { ...n, type: kind, data: { ...defaultData(kind, name), enterAction, leaveAction, ttl, label } } as StepNode;
     });
     this.change(nodes, this.state.edges.filter((e) => e.source !== id));
   };
@@ -185,7 +219,8 @@ export class EditorStore {
       const taken = new Set(all.map((n) => n.data.name));
       let name = `${node.data.name}_copy`;
       for (let i = 2; taken.has(name); i++) name = `${node.data.name}_copy${i}`;
-      all = [...all, { ...node, id, selected: true, position: { x: node.position.x + 40, y: node.position.y + 40 }, data: { ...node.data, name } } as StepNode];
+      const position = freeSpot(all, { x: node.position.x + 40, y: node.position.y + 40 });
+      all = [...all, { ...node, id, selected: true, measured: undefined, position, data: { ...node.data, name } } as StepNode];
     }
     const edges = this.clipboard.edges.map((e) => makeEdge(idMap.get(e.source)!, e.sourceHandle ?? 'next', idMap.get(e.target)!));
     this.change(all, [...this.state.edges, ...edges], null, { selectedId: idMap.get(this.clipboard.nodes[0].id) ?? null });
@@ -193,7 +228,13 @@ export class EditorStore {
 
   autoLayout = () => this.change(layout(this.state.nodes, this.state.edges), this.state.edges);
 
-  setProblems = (problems: WorkflowProblem[]) => this.set({ problems });
+  /** The server's verdict on a save (the same validator, so normally what the canvas already shows). */
+  setServerProblems = (problems: WorkflowProblem[]) => this.set({ problems: describeProblems(this.state.nodes, problems) });
+
+  setName = (name: string) => this.set({ name, dirty: true });
+
+  /** Replaces the whole document (a recovered local draft) as one undoable, unsaved edit. */
+  replaceDocument = (nodes: StepNode[], edges: FlowEdge[], name = this.state.name) => this.change(nodes, edges, null, { selectedId: null, name });
 
   markSaved = () => this.set({ dirty: false });
 }

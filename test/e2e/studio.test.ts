@@ -1,13 +1,13 @@
-import { mkdirSync, readFileSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { deserializeBitmap } from '../../server/crowd/bitmap';
 import { api, createTenant } from '../helpers/api';
+import { connect as connectOn, dropStep as dropStepOn, eventually, launch, shot as shotOf } from './browser';
 
 // A marketer's day in the real studio, in Debian's Chromium against the real server (built by `next build`).
 // The steps share one page and run in order; each asserts what the user sees.
 
-const SHOTS = 'test-results';
 const CROWD = Array.from({ length: 10 }, (_, i) => i + 1);
 
 let browser: Browser;
@@ -16,44 +16,15 @@ let tenant: { name: string; id: string; key: string };
 let other: { name: string };
 let workflowId: string;
 
-/** Polls until the assertion holds; the server and the browser share two busy cores, so allow 10 s. */
-function eventually<T>(read: () => Promise<T> | T, timeout = 10_000) {
-  return expect.poll(read, { timeout });
-}
-
-async function shot(name: string) {
-  await page.screenshot({ path: `${SHOTS}/studio-${name}.png` });
-}
-
-/** Drops a palette step at a point of the canvas (relative to its top-left corner) and names it. */
-async function dropStep(kind: string, at: { x: number; y: number }, name: string) {
-  await page.locator(`[data-testid=palette-${kind}]`).dragTo(page.locator('[data-testid=canvas]'), { targetPosition: at });
-  const nameInput = page.locator('[data-testid=step-name-input]');
-  await eventually(() => nameInput.inputValue()).toMatch(new RegExp(`^${kind}`));
-  await nameInput.fill(name);
-  await page.locator(`[data-step="${name}"]`).waitFor();
-}
-
-/** Drags from a step's output handle to another step's input handle. */
-async function connect(from: string, handle: string, to: string) {
-  const source = await page.locator(`[data-step="${from}"] [data-testid="handle-${handle}"]`).boundingBox();
-  const target = await page.locator(`[data-step="${to}"] .handle-in`).boundingBox();
-  if (!source || !target) throw new Error(`cannot see handles of ${from} or ${to}`);
-  await page.mouse.move(source.x + source.width / 2, source.y + source.height / 2);
-  await page.mouse.down();
-  await page.mouse.move(target.x + target.width / 2, target.y + target.height / 2, { steps: 12 });
-  await page.mouse.up();
-}
+const shot = (name: string) => shotOf(page, `studio-${name}`);
+const dropStep = (kind: string, at: { x: number; y: number }, name: string) => dropStepOn(page, kind, at, name);
+const connect = (from: string, handle: string, to: string) => connectOn(page, from, handle, to);
 
 describe('studio end to end', () => {
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     tenant = await createTenant(2);
     other = await createTenant(1);
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launch();
     const context = await browser.newContext({ baseURL: inject('baseUrl'), viewport: { width: 1440, height: 1000 }, acceptDownloads: true });
     page = await context.newPage();
   });
@@ -133,7 +104,7 @@ describe('studio end to end', () => {
   it('adds a connected step from "+", copies and pastes, and undoes and redoes with the keyboard', async () => {
     const steps = page.locator('[data-testid=step-node]');
     await page.locator('[data-step=choose] [data-testid=add-after-branch-1]').click();
-    await page.locator('[data-step=choose] [role=menuitem]', { hasText: 'Timer' }).click();
+    await page.getByRole('menuitem', { name: '◷ Timer' }).click();
     await eventually(() => steps.count()).toBe(5);
     await eventually(() => page.locator('.react-flow__edge').count()).toBe(3);
     // the new step is selected; its cron reads as words
@@ -146,6 +117,8 @@ describe('studio end to end', () => {
     await eventually(() => steps.count()).toBe(5);
     await page.keyboard.press('ControlOrMeta+z');
     await eventually(() => steps.count()).toBe(4);
+    // the new step was brought into view; show the whole journey again
+    await page.locator('.react-flow__controls-fitview').click();
 
     await page.locator('[data-step=bought]').click({ position: { x: 60, y: 14 } });
     await page.keyboard.press('ControlOrMeta+c');
@@ -154,13 +127,16 @@ describe('studio end to end', () => {
     await page.keyboard.press('Delete');
     await eventually(() => page.locator('[data-step=bought_copy]').count()).toBe(0);
     expect(await steps.count()).toBe(4);
+    await page.locator('.react-flow__controls-fitview').click();
   });
 
   it('marks a validation problem on its step, and saves once it is fixed', async () => {
-    await page.click('[data-testid=save]');
+    // the problem is on the step before any save: every edit is validated
     const problems = page.locator('[data-step=choose] [data-testid=step-problems]');
     await problems.waitFor();
-    expect(await problems.textContent()).toBe('Step "choose": connect output “else” to the step users go to next');
+    expect(await problems.textContent()).toBe('Connect output “else” to the step users go to next');
+    await page.click('[data-testid=save]');
+    expect(await page.locator('[data-testid=save-notice]').textContent()).toBe('Not saved: fix the problems marked on the steps.');
     expect(await page.locator('[data-step=bought] [data-testid=step-problems]').count()).toBe(0);
     await shot('03-validation-problem');
 
