@@ -47,7 +47,9 @@ it('an upgrade keeps EventLog rows written as JSON text before the byte format, 
   await sql('INSERT INTO "Tenant" ("id", "name", "partitions") VALUES ($1, $2, $3)', ['tn_old', 'old', 1]);
   await sql('INSERT INTO "EventLog" ("tenantId", "partition", "offset", "events", "count") VALUES ($1, $2, $3, $4, $5)', ['tn_old', 0, 1, JSON.stringify(events), 2]);
 
-  expect(await applyMigrations(target)).toEqual([BYTES_MIGRATION]);
+  const upgrade = await applyMigrations(target);
+  expect(upgrade[0]).toBe(BYTES_MIGRATION);
+  expect(upgrade.slice(1).every((name) => name > BYTES_MIGRATION)).toBe(true);
   const [row] = await sql<{ events: Uint8Array; count: number }>('SELECT "events", "count" FROM "EventLog" WHERE "tenantId" = $1', ['tn_old']);
   expect(row.events).toBeInstanceOf(Uint8Array);
   expect(decodeEvents(row.events)).toEqual(events);
