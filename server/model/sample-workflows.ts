@@ -21,7 +21,7 @@ export const welcomeJourney: WorkflowDefinition = {
       name: 'nurture',
       kind: 'timer',
       cron: '0 0 9 * * *',
-      condition: 'inCrowd("engaged") || profile.country == "NL"',
+      condition: 'inCrowd("engaged") || (profile.country == "NL" && profile.age >= 30)',
       next: 'ab_test',
       enterAction: 'tag_nurture',
     },
@@ -47,7 +47,7 @@ export const welcomeJourneyDraft: WorkflowDraft = {
   },
   labels: {
     welcome: 'Signed up: what do they do first?',
-    nurture: 'Every morning at 09:00 UTC, engaged or Dutch users',
+    nurture: 'Every morning at 09:00 UTC, engaged users or Dutch users aged 30+',
     pro_nurture: 'Pro users: tips two hours later',
     ab_test: 'Offer A/B test',
     customer: 'Bought: thank them',
