@@ -4,6 +4,7 @@ import { newId } from '../../server/ids';
 import { dropProfileIndex, profileIndex, profileIndexLoad, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { deleteProfile, upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
+import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 
 const { RoaringBitmap32 } = roaring;
 
@@ -59,5 +60,16 @@ describe('the tenant profile index in this process', () => {
     dropProfileIndex(tenantId);
     await profileIndex(tenantId);
     expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
+  });
+});
+
+describe('tenant delete', () => {
+  it('drops the profile rows, the index state and the index in memory', async () => {
+    const view = await createTenant({ name: `prof-${Date.now()}`, partitions: 2 });
+    await upsertProfiles(view.id, [{ user: 9, attributes: { plan: 'pro' } }]);
+    expect((await profileIndex(view.id)).equals('plan', 'pro').toArray()).toEqual([9]);
+    await deleteTenant({ ...view, createdAt: new Date(view.createdAt) } as Parameters<typeof deleteTenant>[0]);
+    expect(await db().profileIndexState.count({ where: { tenantId: view.id } })).toBe(0);
+    expect((await profileIndex(view.id)).size).toBe(0);
   });
 });
