@@ -2,7 +2,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { env } from './env';
 import { AppError } from './errors';
 import { lookupCache } from './lookup-cache';
+import { runtime } from './runtime';
 import { assertSameOriginWrite } from './security/csrf';
+import { takeRequest } from './security/rate-limit';
 import { parseScopes, requiredScope, type Scope } from './security/scopes';
 import { liveSession, SESSION_COOKIE, startSession } from './security/sessions';
 import { db } from './storage/db';
@@ -73,6 +75,7 @@ export async function authenticate(request: Request): Promise<Principal> {
     if (env().CROWDFLOW_ADMIN_TOKEN && sameSecret(secret, adminToken())) return { kind: 'admin' };
     const key = await findKey(secret);
     if (key.revoked) throw new AppError('unauthorized', 'This API key was revoked');
+    await takeRequest(key.tenantId, key.keyId);
     assertScope(request, key.scopes);
     noteKeyUse(key.keyId);
     return { kind: 'tenant', tenantId: key.tenantId, keyId: key.keyId, scopes: key.scopes };
@@ -112,11 +115,9 @@ function assertScope(request: Request, scopes: readonly Scope[]): void {
 
 /** Last use is written at most once a minute per key and process: a write per request would cost ingest its speed. */
 const LAST_USED_EVERY_MS = 60_000;
-const shared = globalThis as unknown as Record<symbol, Map<string, number> | undefined>;
-/** One map per process (route handlers are separate bundles; globalThis is what they share). */
-const lastUseMemory = (shared[Symbol.for('crowdflow.api-key-last-use')] ??= new Map<string, number>());
 
 function noteKeyUse(keyId: string, now = Date.now()): void {
+  const lastUseMemory = runtime().security.keyUseWritten;
   if (now - (lastUseMemory.get(keyId) ?? 0) < LAST_USED_EVERY_MS) return;
   if (lastUseMemory.size > 100_000) lastUseMemory.clear();
   lastUseMemory.set(keyId, now);

@@ -14,6 +14,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   unprocessable: 422,
+  rate_limited: 429,
   idempotency_key_reused: 422,
   internal: 500,
   unavailable: 503,

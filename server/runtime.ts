@@ -20,6 +20,7 @@ import type { Storage } from './storage/db';
 import type { RunningLookup } from './workflows/running';
 import type { LoggedEvent } from './engine/types';
 import type { ProfileChange } from './profiles/index-tenant';
+import type { TokenBucket } from './security/rate-limit';
 import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantProfiles } from './profiles/index-store';
 
@@ -56,6 +57,8 @@ export interface Runtime {
   /** Whether ingest hands appended rows to partition loops of this thread (off when the engine has its own thread). */
   recentLogEnabled: boolean;
   readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
+  /** Request rate-limit buckets and the last written use, by API key id (server/security/, server/auth.ts). */
+  readonly security: { readonly buckets: Map<string, TokenBucket>; readonly keyUseWritten: Map<string, number> };
 }
 
 export function createRuntime(): Runtime {
@@ -75,6 +78,7 @@ export function createRuntime(): Runtime {
     recentLogEnabled: true,
     profileRelay: undefined,
     shutdown: { installed: false, closers: new Set() },
+    security: { buckets: new Map(), keyUseWritten: new Map() },
   };
 }
 

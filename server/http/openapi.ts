@@ -4,12 +4,13 @@ import { paths as enginePaths } from './engine-api';
 import { paths as notificationPaths } from '../notifications/openapi';
 import { paths as procedurePaths } from '../procedures/openapi';
 import { paths as profilePaths } from '../profiles/openapi';
+import { paths as securityPaths } from '../security/openapi';
 import { paths as tenantPaths } from '../tenants/openapi';
 import { paths as workflowPaths } from '../workflows/openapi';
 import { requiredScope, SCOPE_MEANING } from '../security/scopes';
 
 // Every area documents its own routes; this merges them into one OpenAPI 3.1 document.
-const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, notificationPaths, procedurePaths, costPaths];
+const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, notificationPaths, procedurePaths, costPaths, securityPaths];
 
 const PUBLIC_PATHS = new Set(['/session', '/openapi.json']);
 

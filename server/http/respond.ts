@@ -11,7 +11,9 @@ export function json(body: unknown, status = 200, headers: HeadersInit = {}): Re
 
 export function errorResponse(error: unknown): Response {
   if (error instanceof AppError) {
-    return json({ error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } }, error.status);
+    const retryAfter = (error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
+    const headers: Record<string, string> = retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) };
+    return json({ error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } }, error.status, headers);
   }
   if (error instanceof ZodError) {
     const first = error.issues[0];

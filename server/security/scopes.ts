@@ -35,6 +35,7 @@ export function requiredScope(method: string, path: string): Requirement {
       const depth = path.split('/').filter(Boolean).length;
       if (depth <= 2) return reads ? 'any' : 'admin';
       if (sub === 'keys') return 'keys';
+      if (sub === 'limits' && !reads) return 'admin';
       // Audience estimates and condition explanations are POSTed (they carry a condition or a draft) but only read.
       if (sub === 'audience' || path.split('/').filter(Boolean)[4] === 'explain') return 'read';
       return reads ? 'read' : 'manage';

@@ -142,6 +142,8 @@ describe('bounded cost over HTTP', () => {
       minTimerPeriodSeconds: 60,
       journalRetentionHours: 168,
       journalMaxRows: 50_000_000,
+      requestsPerSecond: 2_000,
+      requestBurst: 4_000,
     });
     expectError(await api('PUT', `/tenants/${tenant.name}/limits`, { token: tenant.key, body: { maxInstanceUsers: 2 } }), 403, 'forbidden');
     expect((await api('PUT', `/tenants/${tenant.name}/limits`, { body: { maxInstanceUsers: 2 } })).body.maxInstanceUsers).toBe(2);

@@ -14,7 +14,7 @@ const HEAVY_TIMEOUT_MS = 300_000;
 
 const PUBLIC = new Set(['POST /session', 'DELETE /session', 'GET /openapi.json']);
 /** Calls only the admin may make: another tenant's key gets 403 there, not 404. */
-const ADMIN_ONLY = new Set(['POST /tenants', 'DELETE /tenants/{tenant}', 'PUT /tenants/{tenant}/limits']);
+const ADMIN_ONLY = new Set(['POST /tenants', 'DELETE /tenants/{tenant}', 'PUT /tenants/{tenant}/limits', 'GET /audit']);
 /** Path slots that name a resource the call creates: a hostile value that is a valid name may be created. */
 const CREATES_BY_NAME = new Set(['POST /tenants/{tenant}/crowds/{name}:name', 'PUT /tenants/{tenant}/crowds/{name}:name', 'PUT /consumers/{name}:name']);
 
@@ -81,6 +81,7 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
   const bodies: Record<string, unknown> = {
     'POST /tenants': { name: uniqueName('t'), partitions: 2 },
     'POST /tenants/{tenant}/keys': { name: 'robust' },
+    'PUT /tenants/{tenant}/limits': { journalRetentionHours: 168 },
     'POST /session': { token: 'not-the-admin-token' },
     'POST /tenants/{tenant}/combine-crowds': { name: 'combined', op: 'union', crowds: ['base'] },
     'POST /tenants/{tenant}/profiles': [{ user: 7, attributes: { plan: 'gold' } }],

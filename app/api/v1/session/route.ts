@@ -1,13 +1,19 @@
 import { z } from 'zod';
 import { readCookie, SESSION_COOKIE, signIn } from '@/server/auth';
+import { AppError } from '@/server/errors';
 import { json, readJson, route } from '@/server/http/respond';
+import { audit } from '@/server/security/audit';
 import { endSession, SESSION_TTL_MS } from '@/server/security/sessions';
 
 const SignInBody = z.strictObject({ token: z.string().min(1) });
 
 export const POST = route(async (request) => {
   const { token } = await readJson(request, SignInBody);
-  const session = await signIn(token);
+  const session = await signIn(token).catch(async (error: unknown) => {
+    if (error instanceof AppError && error.code === 'unauthorized') await audit('anonymous', 'session.sign_in_failed', { target: 'studio' });
+    throw error;
+  });
+  await audit({ kind: 'admin', session: session.id }, 'session.sign_in', { target: session.id });
   const secure = new URL(request.url).protocol === 'https:' ? '; Secure' : '';
   const cookie = `${SESSION_COOKIE}=${session.cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}${secure}`;
   return json({ signedIn: true, expiresAt: session.expiresAt.toISOString() }, 200, { 'set-cookie': cookie });
@@ -16,6 +22,7 @@ export const POST = route(async (request) => {
 /** Signs out: the session ends on the server (the old cookie no longer works anywhere), and the cookie is cleared. */
 export const DELETE = route(async (request) => {
   const cookie = readCookie(request, SESSION_COOKIE);
-  if (cookie) await endSession(cookie);
+  const ended = cookie ? await endSession(cookie) : null;
+  if (ended) await audit({ kind: 'admin', session: ended }, 'session.sign_out', { target: ended });
   return json({ signedIn: false }, 200, { 'set-cookie': `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0` });
 });

@@ -1,5 +1,6 @@
 import { authenticate } from '@/server/auth';
 import { json, route } from '@/server/http/respond';
+import { audit } from '@/server/security/audit';
 import { assertAdmin, deleteTenant, findTenant, tenantFromRequest, tenantView } from '@/server/tenants/tenants';
 
 export const GET = route<{ tenant: string }>(async (request, { tenant }) => json(tenantView(await tenantFromRequest(request, tenant))));
@@ -7,6 +8,8 @@ export const GET = route<{ tenant: string }>(async (request, { tenant }) => json
 export const DELETE = route<{ tenant: string }>(async (request, { tenant }) => {
   const principal = await authenticate(request);
   assertAdmin(principal);
-  await deleteTenant(await findTenant(principal, tenant));
+  const found = await findTenant(principal, tenant);
+  await deleteTenant(found);
+  await audit(principal, 'tenant.delete', { tenantId: found.id, target: found.name });
   return new Response(null, { status: 204 });
 });

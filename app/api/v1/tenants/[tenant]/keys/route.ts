@@ -1,5 +1,6 @@
 import { authenticate } from '@/server/auth';
 import { json, readJson, route } from '@/server/http/respond';
+import { audit } from '@/server/security/audit';
 import { createApiKey, CreateApiKeyBody, findTenant, listApiKeys, tenantFromRequest } from '@/server/tenants/tenants';
 
 export const GET = route<{ tenant: string }>(async (request, { tenant }) => json({ keys: await listApiKeys(await tenantFromRequest(request, tenant)) }));
@@ -8,5 +9,7 @@ export const POST = route<{ tenant: string }>(async (request, params) => {
   const principal = await authenticate(request);
   const tenant = await findTenant(principal, params.tenant);
   const body = await readJson(request, CreateApiKeyBody);
-  return json(await createApiKey(tenant, principal, body), 201);
+  const { secret, ...key } = await createApiKey(tenant, principal, body);
+  await audit(principal, 'key.create', { tenantId: tenant.id, target: key.id, details: { name: key.name, scopes: key.scopes } });
+  return json({ ...key, secret }, 201);
 });

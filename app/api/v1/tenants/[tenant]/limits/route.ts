@@ -1,6 +1,7 @@
 import { authenticate } from '@/server/auth';
 import { json, readJson, route } from '@/server/http/respond';
 import { tenantLimits, TenantLimitsPatch, updateTenantLimits } from '@/server/limits/limits';
+import { audit } from '@/server/security/audit';
 import { assertAdmin, findTenant, tenantFromRequest } from '@/server/tenants/tenants';
 
 export const GET = route<{ tenant: string }>(async (request, params) => json(await tenantLimits((await tenantFromRequest(request, params.tenant)).id)));
@@ -9,5 +10,8 @@ export const PUT = route<{ tenant: string }>(async (request, params) => {
   const principal = await authenticate(request);
   assertAdmin(principal);
   const tenant = await findTenant(principal, params.tenant);
-  return json(await updateTenantLimits(tenant.id, await readJson(request, TenantLimitsPatch)));
+  const patch = await readJson(request, TenantLimitsPatch);
+  const limits = await updateTenantLimits(tenant.id, patch);
+  await audit(principal, 'tenant.limits', { tenantId: tenant.id, target: tenant.name, details: patch });
+  return json(limits);
 });

@@ -1,6 +1,12 @@
+import { authenticate } from '@/server/auth';
 import { json, route } from '@/server/http/respond';
-import { revokeApiKey, tenantFromRequest } from '@/server/tenants/tenants';
+import { audit } from '@/server/security/audit';
+import { findTenant, revokeApiKey } from '@/server/tenants/tenants';
 
-export const DELETE = route<{ tenant: string; keyId: string }>(async (request, params) =>
-  json(await revokeApiKey(await tenantFromRequest(request, params.tenant), params.keyId)),
-);
+export const DELETE = route<{ tenant: string; keyId: string }>(async (request, params) => {
+  const principal = await authenticate(request);
+  const tenant = await findTenant(principal, params.tenant);
+  const revoked = await revokeApiKey(tenant, params.keyId);
+  await audit(principal, 'key.revoke', { tenantId: tenant.id, target: revoked.id, details: { alsoRevoked: revoked.alsoRevoked } });
+  return json(revoked);
+});

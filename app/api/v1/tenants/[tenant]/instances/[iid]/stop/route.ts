@@ -1,8 +1,13 @@
+import { authenticate } from '@/server/auth';
 import { getEngine } from '@/server/engine';
 import { json, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { audit } from '@/server/security/audit';
+import { findTenant } from '@/server/tenants/tenants';
 
 export const POST = route<{ tenant: string; iid: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  return json(await getEngine().stopInstance(tenant.id, params.iid), 202);
+  const principal = await authenticate(request);
+  const tenant = await findTenant(principal, params.tenant);
+  const stopping = await getEngine().stopInstance(tenant.id, params.iid);
+  await audit(principal, 'instance.stop', { tenantId: tenant.id, target: params.iid });
+  return json(stopping, 202);
 });

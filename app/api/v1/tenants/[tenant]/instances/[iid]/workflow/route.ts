@@ -1,10 +1,15 @@
+import { authenticate } from '@/server/auth';
 import { getEngine } from '@/server/engine';
 import { UpdateWorkflowBody } from '@/server/http/engine-api';
 import { json, readJson, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { audit } from '@/server/security/audit';
+import { findTenant } from '@/server/tenants/tenants';
 
 export const POST = route<{ tenant: string; iid: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
+  const principal = await authenticate(request);
+  const tenant = await findTenant(principal, params.tenant);
   const body = await readJson(request, UpdateWorkflowBody);
-  return json(await getEngine().updateInstanceWorkflow(tenant.id, params.iid, body), 202);
+  const updating = await getEngine().updateInstanceWorkflow(tenant.id, params.iid, body);
+  await audit(principal, 'instance.update_workflow', { tenantId: tenant.id, target: params.iid, details: body });
+  return json(updating, 202);
 });

@@ -1,10 +1,15 @@
+import { authenticate } from '@/server/auth';
 import { getEngine } from '@/server/engine';
 import { StartInstanceBody } from '@/server/http/engine-api';
 import { json, readJson, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { audit } from '@/server/security/audit';
+import { findTenant } from '@/server/tenants/tenants';
 
 export const POST = route<{ tenant: string; id: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
+  const principal = await authenticate(request);
+  const tenant = await findTenant(principal, params.tenant);
   const body = await readJson(request, StartInstanceBody);
-  return json(await getEngine().startInstance(tenant.id, params.id, body), 202);
+  const started = await getEngine().startInstance(tenant.id, params.id, body);
+  await audit(principal, 'instance.start', { tenantId: tenant.id, target: started.instanceId, details: { workflowId: params.id, ...body } });
+  return json(started, 202);
 });

@@ -1,0 +1,46 @@
+// Per-key request rate limits: a token bucket per API key in each server process, sized by the tenant's limits
+// (`requestsPerSecond`, `requestBurst`: server/limits/limits.ts, changed with PUT /tenants/T/limits). The admin token
+// is not limited.
+import { AppError } from '../errors';
+import { tenantLimits, type TenantLimits } from '../limits/limits';
+import { lookupCache } from '../lookup-cache';
+import { runtime } from '../runtime';
+
+export type RateLimit = { perSecond: number; burst: number };
+export type TokenBucket = { tokens: number; updatedMs: number; limit: RateLimit };
+
+/** Cleared by updateTenantLimits in this process; other processes see a change within 5 s. */
+const limitsByTenant = () => lookupCache<TenantLimits>('tenant-limits');
+
+async function limitOf(tenantId: string): Promise<RateLimit> {
+  let limits = limitsByTenant().get(tenantId);
+  if (!limits) {
+    limits = await tenantLimits(tenantId);
+    limitsByTenant().set(tenantId, limits);
+  }
+  return { perSecond: limits.requestsPerSecond, burst: limits.requestBurst };
+}
+
+/** Takes one request from the key's bucket, or throws a 429 saying when to retry. */
+export async function takeRequest(tenantId: string, keyId: string, now = Date.now()): Promise<void> {
+  const limit = await limitOf(tenantId);
+  const buckets = runtime().security.buckets;
+  let bucket = buckets.get(keyId);
+  if (!bucket || bucket.limit.perSecond !== limit.perSecond || bucket.limit.burst !== limit.burst) {
+    bucket = { tokens: limit.burst, updatedMs: now, limit };
+    if (buckets.size > 100_000) buckets.clear();
+    buckets.set(keyId, bucket);
+  }
+  bucket.tokens = Math.min(limit.burst, bucket.tokens + ((now - bucket.updatedMs) * limit.perSecond) / 1000);
+  bucket.updatedMs = now;
+  if (bucket.tokens >= 1) {
+    bucket.tokens -= 1;
+    return;
+  }
+  const retryAfterSeconds = Math.max(1, Math.ceil((1 - bucket.tokens) / limit.perSecond));
+  throw new AppError(
+    'rate_limited',
+    `This API key sent more than ${limit.perSecond} requests per second (burst ${limit.burst}); retry in ${retryAfterSeconds} s`,
+    { retryAfterSeconds, perSecond: limit.perSecond, burst: limit.burst },
+  );
+}
