@@ -209,8 +209,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return this.stopRequested.has(instanceId);
   }
 
-  /** Hourly: expired history snapshots, journal entries every consumer has read and the retention has passed, and event
-   * log rows every partition had applied by the previous run. */
+  /** Hourly: expired history snapshots, journal entries past each tenant's retention (age and size), and event log rows
+   * every partition had applied by the previous run. */
   private async housekeeping(now: number): Promise<void> {
     await this.removeExpiredSnapshots(now);
     await cleanupJournal(this.clock);

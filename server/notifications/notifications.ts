@@ -9,8 +9,8 @@ import type { Clock } from '../clock';
 import { deserializeBitmap } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
 import { db } from '../storage/db';
-import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { dialect } from '../storage/dialect';
+import { DEFAULT_LIMITS } from '../limits/limits';
+import { applyJournalRetention, lostAfter, type Lost } from './journal-retention';
 import { NAME_KINDS, nameSchema } from '../model/names';
 
 export const DEFAULT_PAGE = 100;
@@ -19,7 +19,8 @@ export const MAX_PAGE = 10_000;
 export const INLINE_USERS_MAX = 1_000;
 /** …as long as the page has listed fewer than this many IDs in all; later bulk moves of the page carry bitmaps. */
 export const INLINE_USERS_PER_PAGE = 100_000;
-export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+/** The default of the journalRetentionHours limit, in ms. */
+export const DEFAULT_RETENTION_MS = DEFAULT_LIMITS.journalRetentionHours * 3_600_000;
 
 /** A cursor in a query string (text, so coerced) and in a JSON body (a number, never a string or a boolean). */
 const Cursor = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -61,7 +62,8 @@ export type Notification = {
   time: string;
 };
 
-export type NotificationPage = { items: Notification[]; next: number };
+/** `lost`: retention deleted moves this reader had not read (seq ≤ through); absent when nothing was lost. */
+export type NotificationPage = { items: Notification[]; next: number; lost?: Lost };
 
 type JournalRow = {
   seq: bigint;
@@ -104,10 +106,12 @@ export async function readNotifications(tenantId: string, after: number, limit: 
   });
   const inlineBudget = { left: INLINE_USERS_PER_PAGE };
   const items = rows.map((row) => notification(row, inlineBudget));
-  return { items, next: items.length ? items[items.length - 1].seq : after };
+  const lost = await lostAfter(tenantId, after);
+  return { items, next: items.length ? items[items.length - 1].seq : after, ...(lost ? { lost } : {}) };
 }
 
-export type ConsumerView = { name: string; cursor: number; lag: number; updatedAt: string };
+/** `lost`: retention deleted moves after the consumer's cursor before it committed them (seq ≤ through), else null. */
+export type ConsumerView = { name: string; cursor: number; lag: number; updatedAt: string; lost: Lost | null };
 
 async function newestSeq(tenantId: string): Promise<number> {
   const newest = await db().journal.findFirst({ where: { tenantId }, orderBy: { seq: 'desc' }, select: { seq: true } });
@@ -116,7 +120,8 @@ async function newestSeq(tenantId: string): Promise<number> {
 
 async function consumerView(tenantId: string, consumer: { name: string; cursor: bigint; updatedAt: Date }): Promise<ConsumerView> {
   const lag = await db().journal.count({ where: { tenantId, seq: { gt: consumer.cursor } } });
-  return { name: consumer.name, cursor: Number(consumer.cursor), lag, updatedAt: consumer.updatedAt.toISOString() };
+  const lost = await lostAfter(tenantId, Number(consumer.cursor));
+  return { name: consumer.name, cursor: Number(consumer.cursor), lag, updatedAt: consumer.updatedAt.toISOString(), lost };
 }
 
 /**
@@ -186,43 +191,10 @@ export async function commitConsumer(tenantId: string, name: string, cursor: num
 }
 
 /**
- * Deletes journal entries that every consumer of their tenant has committed past AND that are older than the
- * retention. Entries a running instance still needs for recovery (newer than its shard's checkpoint) stay, and so
- * does the journal's newest entry: seqs continue from the max, so deleting it would hand out seqs again that
- * consumer cursors and checkpoints have already passed (their moves would be skipped).
- * Returns how many entries were deleted. Called by the engine's housekeeping.
+ * Applies each tenant's journal retention, by age and by size (server/notifications/journal-retention.ts); readers and
+ * consumers behind what it deleted are told in `lost`. Returns how many entries were deleted. Called by the engine's
+ * housekeeping.
  */
-export async function cleanupJournal(clock: Clock, retentionMs = DEFAULT_RETENTION_MS): Promise<number> {
-  const cutoff = BigInt(clock.now() - retentionMs);
-  const tenants = await db().journal.groupBy({ by: ['tenantId'], where: { timeMs: { lt: cutoff } } });
-  let deleted = 0;
-  for (const { tenantId } of tenants) {
-    const slowest = await db().consumer.aggregate({ where: { tenantId }, _min: { cursor: true } });
-    deleted += await deleteOldEntries(tenantId, cutoff, slowest._min.cursor);
-  }
-  return deleted;
-}
-
-/** Deletes run in chunks of this many entries, so a large cleanup never holds the journal locked for long. */
-const CLEANUP_CHUNK = 10_000;
-
-async function deleteOldEntries(tenantId: string, cutoff: bigint, slowestCursor: bigint | null): Promise<number> {
-  const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map((name) => dialect().table(name));
-  // Binding order is placeholder order (SQLite's `?`), so values are bound inline, left to right.
-  const { params, bind } = dialect().parameters();
-  const sql = `DELETE FROM ${journal} WHERE "seq" IN (
-    SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)} AND j."timeMs" < ${bind(cutoff)}
-      AND j."seq" < (SELECT MAX("seq") FROM ${journal})
-      ${slowestCursor === null ? '' : `AND j."seq" <= ${bind(slowestCursor)}`}
-      AND NOT EXISTS (
-        SELECT 1 FROM ${instance} i WHERE i."id" = j."instanceId" AND i."state" IN (${ACTIVE_INSTANCE_STATES.map(bind).join(', ')})
-          AND NOT EXISTS (
-            SELECT 1 FROM ${checkpoint} c WHERE c."instanceId" = j."instanceId" AND c."partition" = j."partition" AND c."journalSeq" >= j."seq"))
-      ORDER BY j."seq" LIMIT ${CLEANUP_CHUNK})`;
-  let deleted = 0;
-  for (;;) {
-    const chunk = await db().$executeRawUnsafe(sql, ...params);
-    deleted += chunk;
-    if (chunk < CLEANUP_CHUNK) return deleted;
-  }
+export async function cleanupJournal(clock: Clock): Promise<number> {
+  return applyJournalRetention(clock);
 }

@@ -18,7 +18,9 @@ const Notification = z.object({
   time: z.string(),
 });
 
-const Consumer = z.object({ name: z.string(), cursor: z.number(), lag: z.number(), updatedAt: z.string() });
+/** Moves with seq ≤ `through` that journal retention (README "Limits") deleted before this reader read them. */
+const Lost = z.object({ through: z.number() }).describe('Moves with seq ≤ through were deleted by retention before they were read');
+const Consumer = z.object({ name: z.string(), cursor: z.number(), lag: z.number(), updatedAt: z.string(), lost: Lost.nullable() });
 
 const tenantQuery = { tenant: 'Tenant id or name (required with the admin token)' };
 
@@ -28,7 +30,7 @@ export const paths: Record<string, object> = {
       summary: 'Committed moves after a cursor, oldest first; send `next` as `after` to continue',
       tags: ['notifications'],
       query: { after: 'Cursor (a seq); 0 = from the oldest retained', limit: `Page size, default 100, at most ${MAX_PAGE}`, ...tenantQuery },
-      ok: { status: 200, description: 'A page', schema: z.object({ items: z.array(Notification), next: z.number() }) },
+      ok: { status: 200, description: 'A page', schema: z.object({ items: z.array(Notification), next: z.number(), lost: Lost.optional() }) },
       errors: [404],
     }),
   },

@@ -38,6 +38,7 @@ export function requiredScope(method: string, path: string): Requirement {
       if (sub === 'limits' && !reads) return 'admin';
       // Audience estimates and condition explanations are POSTed (they carry a condition or a draft) but only read.
       if (sub === 'audience' || path.split('/').filter(Boolean)[4] === 'explain') return 'read';
+      if (sub === 'limits' && !reads) return 'admin'; // a tenant never raises its own limits
       return reads ? 'read' : 'manage';
     }
     default:

@@ -8,6 +8,7 @@ import { db } from '../storage/db';
 import { removeInstances } from '../workflows/history';
 import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
 import { deleteDeadLetters } from '../engine/dead-letter';
+import { deleteJournalTrim } from '../notifications/journal-retention';
 import { deleteTenantLimits } from '../limits/limits';
 import { dropProfileIndex } from '../profiles/index-store';
 
@@ -128,6 +129,7 @@ export async function deleteTenant(tenant: Tenant): Promise<void> {
         await tx.consumer.deleteMany({ where: { tenantId } });
         await deleteDeadLetters(tx, tenantId);
         await deleteTenantLimits(tx, tenantId);
+        await deleteJournalTrim(tx, tenantId);
         await tx.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } });
       },
       { maxWait: 30_000, timeout: 120_000 },

@@ -15,6 +15,7 @@ import { dialect } from '../../server/storage/dialect';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
+import { updateTenantLimits } from '../../server/limits/limits';
 
 const DAY = 24 * 60 * 60 * 1000;
 let nextSeq = 1;
@@ -147,29 +148,49 @@ describe('consumers', () => {
 });
 
 describe('journal cleanup', () => {
-  it('deletes only entries past every consumer cursor AND older than the retention', async () => {
+  it('deletes entries older than the retention even when a consumer has not read them, and tells that consumer what it lost', async () => {
     const clock = new ManualClock(Date.UTC(2026, 1, 1));
     const t = await tenant();
     const old = clock.now() - 8 * DAY;
     const s1 = await move(t, { user: 1, timeMs: old });
     const s2 = await move(t, { user: 2, timeMs: old });
-    const s3 = await move(t, { user: 3, timeMs: old });
-    const recent = await move(t, { user: 4, timeMs: clock.now() - DAY });
+    const recent = await move(t, { user: 3, timeMs: clock.now() - DAY });
     await createConsumer(t, 'slow', 'head');
     await createConsumer(t, 'fast', 'tail');
-    await cleanupJournal(clock);
-    expect((await readNotifications(t, 0, 100)).items).toHaveLength(4); // `slow` has read nothing yet
-    await commitConsumer(t, 'slow', s2, clock.now());
-    await cleanupJournal(clock);
-    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([s3, recent]);
+    expect((await getConsumer(t, 'slow')).lost).toBeNull();
+    expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(2);
+    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([recent]);
+    // `slow` had read nothing: it is told which moves it lost, on its view and on every page it reads from behind
+    expect((await getConsumer(t, 'slow')).lost).toEqual({ through: s2 });
+    expect((await readNotifications(t, 0, 100)).lost).toEqual({ through: s2 });
+    expect((await readNotifications(t, s1, 100)).lost).toEqual({ through: s2 });
+    expect((await readNotifications(t, s2, 100)).lost).toBeUndefined();
+    expect((await getConsumer(t, 'fast')).lost).toBeNull();
     await commitConsumer(t, 'slow', recent, clock.now());
-    await cleanupJournal(clock);
-    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([recent]); // within retention
+    expect((await getConsumer(t, 'slow')).lost).toBeNull();
     const newest = await move(t, { user: 5, timeMs: clock.now() });
     await clock.advance(DEFAULT_RETENTION_MS);
     expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(1);
-    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([newest]); // `slow` has not read it
-    expect(s1).toBeLessThan(s2);
+    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([newest]);
+  });
+
+  it("keeps at most the tenant's journalMaxRows newest entries", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 1, 1));
+    const t = await tenant();
+    await updateTenantLimits(t, { journalMaxRows: 1_000 });
+    const first = nextSeq;
+    nextSeq += 1_200;
+    const { params, bind } = dialect().parameters();
+    await db().$executeRawUnsafe(
+      `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1199)
+       INSERT INTO ${dialect().table('Journal')} ("seq", "tenantId", "instanceId", "partition", "toStep", "user", "count", "timeMs")
+       SELECT ${first} + i, ${bind(t)}, 'in_size', 0, 'b', i, 1, ${clock.now()} FROM n`,
+      ...params,
+    );
+    expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(200);
+    expect(await db().journal.count({ where: { tenantId: t } })).toBe(1_000);
+    expect((await readNotifications(t, 0, 1)).items[0].seq).toBe(first + 200);
+    expect((await readNotifications(t, 0, 1)).lost).toEqual({ through: first + 199 });
   });
 
   it('never deletes the journal\'s newest entry, so the next move never gets a seq a cursor has passed', async () => {

@@ -1,0 +1,93 @@
+// Journal retention by age and by size, per tenant (limits journalRetentionHours and journalMaxRows). Unlike the
+// earlier rule, a consumer that does not read no longer keeps every entry forever: a cron moving 1M users every
+// second added ~2 MB/s. What retention deletes is recorded per tenant as a watermark (JournalTrim.trimmedThrough), and
+// a reader or consumer whose cursor is behind it is told (`lost`), never left to find moves silently missing.
+// Entries a running instance still needs to recover (newer than its shard's checkpoint) stay, and so does the
+// journal's newest entry (seqs continue from the max).
+import type { Clock } from '../clock';
+import { tenantLimits } from '../limits/limits';
+import { db, type Tx } from '../storage/db';
+import { dialect } from '../storage/dialect';
+import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
+
+/** Deletes run in chunks of this many entries, so a large cleanup never holds the journal locked for long. */
+const CLEANUP_CHUNK = 10_000;
+
+/** Moves of a tenant deleted by retention before a reader at `after` read them: those with seq ≤ `through`. */
+export type Lost = { through: number };
+
+export async function trimmedThrough(tenantId: string): Promise<number> {
+  const { params, bind } = dialect().parameters();
+  const [row] = await db().$queryRawUnsafe<{ through: unknown }[]>(
+    `SELECT "trimmedThrough" AS "through" FROM ${dialect().table('JournalTrim')} WHERE "tenantId" = ${bind(tenantId)}`,
+    ...params,
+  );
+  return row ? Number(row.through) : 0;
+}
+
+/** What a reader whose cursor is `after` lost to retention, or null. */
+export async function lostAfter(tenantId: string, after: number): Promise<Lost | null> {
+  const through = await trimmedThrough(tenantId);
+  return after < through ? { through } : null;
+}
+
+/**
+ * Applies every tenant's retention (age and size) and returns how many entries were deleted. Called by the engine's
+ * hourly housekeeping.
+ */
+export async function applyJournalRetention(clock: Clock): Promise<number> {
+  const tenants = await db().journal.groupBy({ by: ['tenantId'], _count: { _all: true } });
+  let deleted = 0;
+  for (const { tenantId, _count } of tenants) {
+    const limits = await tenantLimits(tenantId);
+    const cutoff = clock.now() - limits.journalRetentionHours * 3_600_000;
+    const beyondSize = _count._all > limits.journalMaxRows ? await newestSeqBeyond(tenantId, limits.journalMaxRows) : null;
+    deleted += await deleteEntries(tenantId, cutoff, beyondSize);
+  }
+  return deleted;
+}
+
+/** The seq of the newest entry that is not among the tenant's `keep` newest. */
+async function newestSeqBeyond(tenantId: string, keep: number): Promise<number | null> {
+  const [row] = await db().journal.findMany({ where: { tenantId }, orderBy: { seq: 'desc' }, skip: keep, take: 1, select: { seq: true } });
+  return row ? Number(row.seq) : null;
+}
+
+async function deleteEntries(tenantId: string, cutoff: number, beyondSize: number | null): Promise<number> {
+  const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map((name) => dialect().table(name));
+  // Binding order is placeholder order (SQLite's `?`), so values are bound inline, left to right.
+  const { params, bind } = dialect().parameters();
+  const chunk = `SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)}
+      AND (j."timeMs" < ${bind(cutoff)}${beyondSize === null ? '' : ` OR j."seq" <= ${bind(beyondSize)}`})
+      AND j."seq" < (SELECT MAX("seq") FROM ${journal})
+      AND NOT EXISTS (
+        SELECT 1 FROM ${instance} i WHERE i."id" = j."instanceId" AND i."state" IN (${ACTIVE_INSTANCE_STATES.map(bind).join(', ')})
+          AND NOT EXISTS (
+            SELECT 1 FROM ${checkpoint} c WHERE c."instanceId" = j."instanceId" AND c."partition" = j."partition" AND c."journalSeq" >= j."seq"))
+      ORDER BY j."seq" LIMIT ${CLEANUP_CHUNK}`;
+  let deleted = 0;
+  for (;;) {
+    // The watermark is raised in the same transaction as the delete: a reader never finds entries gone unannounced.
+    const count = await db().$transaction(async (tx) => {
+      const [{ through }] = await tx.$queryRawUnsafe<{ through: unknown }[]>(`SELECT MAX("seq") AS "through" FROM (${chunk}) AS doomed`, ...params);
+      if (through === null || through === undefined) return 0;
+      const seq = Number(through);
+      const removed = await tx.$executeRawUnsafe(`DELETE FROM ${journal} WHERE "seq" IN (${chunk}) AND "seq" <= ${seq}`, ...params);
+      const trim = dialect().parameters();
+      await tx.$executeRawUnsafe(
+        `INSERT INTO ${dialect().table('JournalTrim')} ("tenantId", "trimmedThrough") VALUES (${trim.bind(tenantId)}, ${trim.bind(seq)})
+         ON CONFLICT ("tenantId") DO UPDATE SET "trimmedThrough" = CASE WHEN excluded."trimmedThrough" > ${dialect().table('JournalTrim')}."trimmedThrough" THEN excluded."trimmedThrough" ELSE ${dialect().table('JournalTrim')}."trimmedThrough" END`,
+        ...trim.params,
+      );
+      return removed;
+    });
+    deleted += count;
+    if (count < CLEANUP_CHUNK) return deleted;
+  }
+}
+
+/** Removes a tenant's watermark, inside the tenant deletion's transaction. */
+export async function deleteJournalTrim(tx: Tx, tenantId: string): Promise<void> {
+  const { params, bind } = dialect().parameters();
+  await tx.$executeRawUnsafe(`DELETE FROM ${dialect().table('JournalTrim')} WHERE "tenantId" = ${bind(tenantId)}`, ...params);
+}
