@@ -77,7 +77,7 @@ describe('bounded cost over HTTP', () => {
     expect(await counts(tenant, instanceId)).toEqual({ entry: 1, matched: 1, other: 1 });
 
     const base = `/tenants/${tenant.name}/dead-letters`;
-    const list = await api('GET', base, { token: tenant.key });
+    const list = await until('dead letters', () => api('GET', base, { token: tenant.key }), (r) => r.status !== 200 || r.body.deadLetters.length > 0, 10_000);
     expect(list.status).toBe(200);
     expect(list.body.next).toBeNull();
     expect(list.body.deadLetters).toEqual([
