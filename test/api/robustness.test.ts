@@ -92,7 +92,6 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
     'POST /tenants/{tenant}/instances/{iid}/workflow': { version: 1 },
     'POST /events': { tenant: fixture.a.name, events: [{ user: 1, type: 'robust' }] },
     'PUT /consumers/{name}': { start: 'tail' },
-    'PUT /tenants/{tenant}/limits': { minTimerPeriodSeconds: 60 },
     'POST /consumers/{name}/commit': { cursor: 0 },
   };
   if (op.bodyTypes.includes('text/plain')) return { contentType: 'text/plain', body: '1\n2\n3\n' };
