@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { measureJourney, PARTITIONS, type JourneyFigures } from './scenarios/jou
 import { measureLimits, type LimitFigures } from './scenarios/limits';
 import { measureLoadLatency, type LoadFigures } from './scenarios/load-latency';
 import { measureProfiles, type ProfileFigures } from './scenarios/profiles';
+import { measureIngest, type IngestFigures } from './scenarios/ingest';
 import { measureRows, type RowsFigures } from './scenarios/rows';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
@@ -23,7 +24,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
 const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1].split(',') ?? all;
-const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles']));
+const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'ingest']));
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 /** Journey steps over HTTP to run (text upload, counts, export csv, export roaring, sse, events, timer, recovery). */
@@ -70,8 +71,9 @@ async function main(): Promise<void> {
   const engine: Partial<Record<Provider, EngineFigures>> = {};
   const load: Partial<Record<Provider, LoadFigures>> = {};
   const profiles: Partial<Record<Provider, ProfileFigures>> = {};
+  const ingest: Partial<Record<Provider, IngestFigures>> = {};
   const save = (complete: boolean) => {
-    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles }).map((r: ScenarioResult) => score(r, scale));
+    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
@@ -97,6 +99,12 @@ async function main(): Promise<void> {
     if (sections.has('load')) {
       console.log(`API latency under engine load on ${provider}…`);
       load[provider] = await withDatabase(provider, 'load', (database) => measureLoadLatency(database, { users: SCALE.users, events: SCALE.events }));
+      save(false);
+    }
+    if (sections.has('ingest')) {
+      console.log(`idempotent ingest (keys and event ids) against plain ingest on ${provider}…`);
+      // A tenth of the journey's crowd: four runs each hold an instance, and the rate, not the crowd, is measured.
+      ingest[provider] = await withDatabase(provider, 'ingest', (database) => measureIngest(database, { users: SCALE.users / 10, events: SCALE.events / 2, profile }));
       save(false);
     }
     if (sections.has('engine')) {

@@ -6,6 +6,7 @@ import type { EngineFigures } from './engine';
 import type { JourneyFigures, Measured } from './journey';
 import type { LimitFigures } from './limits';
 import type { LoadFigures } from './load-latency';
+import type { IngestFigures } from './ingest';
 import { profileRows, type ProfileFigures } from './profiles-table';
 import type { RowsFigures } from './rows';
 
@@ -17,6 +18,7 @@ export interface AllFigures {
   http: Partial<Record<Provider, JourneyFigures>>;
   engine: Partial<Record<Provider, EngineFigures>>;
   load?: Partial<Record<Provider, LoadFigures>>;
+  ingest?: Partial<Record<Provider, IngestFigures>>;
   profiles?: Partial<Record<Provider, ProfileFigures>>;
 }
 
@@ -104,6 +106,16 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
           details: load[key].details,
         });
       }
+    }
+    const ingest = all.ingest?.[provider];
+    if (ingest) {
+      out.push({
+        scenario: 'events end to end over HTTP with an Idempotency-Key on every batch and an id on every event, % of the rate without',
+        provider: where,
+        ours: measured(ingest.ratio, '%'),
+        target: higher(90, '≥ 90% of without'),
+        details: ingest.ratio.details,
+      });
     }
     if (!http) continue;
     const row = (scenario: string, key: keyof JourneyFigures, unit: string, extra: Omit<ScenarioResult, 'scenario' | 'provider' | 'ours'>) =>

@@ -4,11 +4,11 @@ import { decodeEvents } from '../../server/engine/log-codec';
 import { applyMigrations } from '../../server/storage/migrate';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { crashBatches, CRASH_SEED, CRASH_USERS, crashWorkflow, seeded } from '../fixtures/engine/crash-events';
-import { spawnNextServer, type SpawnedServer } from '../helpers/next-server';
+import { spawnServer, type SpawnedServer } from '../helpers/next-server';
 import { serverSql } from '../helpers/server-db';
 import { createTestDatabase } from '../helpers/test-database';
 
-// A real `next start` process is SIGKILLed at seeded random moments while a client posts the crash batches, each with
+// A real server process (server/main.ts) is SIGKILLed at seeded random moments while a client posts the crash batches, each with
 // an Idempotency-Key and an id on every event, and resends every batch that got no 202 (what every integration
 // does). Batches committed just before a kill, whose 202 was lost, come back as retries: with the dedupe records in
 // the same transaction as the log append, the log must hold every batch exactly once, and the journal and counts
@@ -80,7 +80,7 @@ async function journalOf(instanceId: string) {
 
 it('a client retrying through SIGKILLs of the server gets every batch logged exactly once: journal and counts as without kills', { timeout: 600_000 }, async () => {
   await applyMigrations(parseDatabaseUrl(database.url));
-  server = await spawnNextServer(database.url, ADMIN_TOKEN);
+  server = await spawnServer(database.url, ADMIN_TOKEN);
   const crashed = await tenantWithInstance('crashed');
   const reference = await tenantWithInstance('reference');
   const batches = crashBatches();
@@ -110,7 +110,7 @@ it('a client retrying through SIGKILLs of the server gets every batch logged exa
       const killed = await Promise.race([server.exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000))]);
       if (!killed) throw error;
       retries++;
-      server = await spawnNextServer(database.url, ADMIN_TOKEN);
+      server = await spawnServer(database.url, ADMIN_TOKEN);
       continue;
     }
     roundTripMs = 0.8 * roundTripMs + 0.2 * (performance.now() - sent);

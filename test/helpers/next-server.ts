@@ -37,11 +37,11 @@ export async function waitUntilUp(url: string, child: ChildProcess, log: () => s
 
 export type SpawnedServer = { baseUrl: string; child: ChildProcess; log: () => string; exited: Promise<void> };
 
-/** A `next start` of the last build on its own port and database, answering the API once this resolves. */
-export async function spawnNextServer(databaseUrl: string, adminToken: string): Promise<SpawnedServer> {
+/** A server process (server/main.ts over the last build) on its own port and database, answering once this resolves. */
+export async function spawnServer(databaseUrl: string, adminToken: string): Promise<SpawnedServer> {
   const port = await freePort();
   let output = '';
-  const child = spawn(process.execPath, ['node_modules/next/dist/bin/next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
+  const child = spawn(process.execPath, serverArguments(port), {
     env: { ...process.env, DATABASE_URL: databaseUrl, CROWDFLOW_ADMIN_TOKEN: adminToken, NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
