@@ -9,8 +9,7 @@ export interface Latency {
   p99Ms: number;
 }
 
-/** A GET function over one kept-alive connection; it rejects on a status other than 200. */
-export function getter(baseUrl: string, headers: Record<string, string>) {
+function getter(baseUrl: string, headers: Record<string, string>) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   return (path: string) =>
     new Promise<string>((resolve, reject) => {
