@@ -31,5 +31,12 @@ export function profileRows(f: ProfileFigures, provider: Provider, users: string
     { scenario: `profile index load from its snapshot, ${users} profiles`, provider, ours: figure(f.snapshotLoad), target: { value: 5_000, direction: 'lower', text: '≤ 5 s', scalesWithUsers: true } },
     { scenario: `profile index rebuild from rows after a crash, ${users} profiles`, provider, ours: figure(f.rowsRebuild) },
     { scenario: 'profile index memory per profile (3 attributes)', provider, ours: figure(f.memory, 'B') },
+    ...(f.http
+      ? [
+          { scenario: `import ${users} profiles over HTTP (NDJSON stream)`, provider, ours: figure(f.http.import), limit: ms(f.importLimit, '(parse + index in memory, no database)'), target: { value: 60_000, direction: 'lower' as const, text: '≤ 60 s', scalesWithUsers: true } },
+          { scenario: 'counts p99 over HTTP while an HTTP import runs', provider, ours: figure(f.http.countsDuringImport), target: { value: 50, direction: 'lower' as const, text: '≤ 50 ms' } },
+          { scenario: `boot with ${users} profiles until the first count is answered`, provider, ours: figure(f.http.bootToFirstCount), target: { value: 5_000, direction: 'lower' as const, text: '≤ 5 s' } },
+        ]
+      : []),
   ];
 }

@@ -20,6 +20,7 @@ import { createWorkflow } from '../../server/workflows/workflows';
 import { denseBitmap } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
 import { percentile } from '../lib/report';
+import { BENCH_ADMIN_TOKEN, startServer } from '../lib/server';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
 
@@ -36,6 +37,7 @@ export interface ProfileFigures {
   snapshotLoad: Measured;
   rowsRebuild: Measured;
   memory: Measured;
+  http?: { import: Measured; countsDuringImport: Measured; bootToFirstCount: Measured };
 }
 
 /** Profile i: a plan (a quarter "pro"), an age 18–80 and a time zone, deterministic per user. */
@@ -68,6 +70,78 @@ function settledHeap(): number {
 }
 
 export async function measureProfiles(database: ScratchDatabase, users: number): Promise<ProfileFigures> {
+  const { figures, tenantName, instanceId } = await measureInProcess(database, users);
+  try {
+    figures.http = await measureOverHttp(database, users, tenantName, instanceId);
+  } catch (error) {
+    console.log(`  ! profiles over HTTP failed: ${(error as Error).message}`);
+  }
+  return figures;
+}
+
+/**
+ * A real server over the same database: boot until the running instance's first count is answered (N profiles and
+ * their index snapshot in the database), then N more profiles imported over HTTP for a second tenant while counts are
+ * read over HTTP every 5 ms.
+ */
+async function measureOverHttp(database: ScratchDatabase, users: number, tenantName: string, instanceId: string): Promise<ProfileFigures['http']> {
+  const started = performance.now();
+  const server = await startServer(database.url);
+  try {
+    const headers = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` };
+    const countsUrl = `${server.baseUrl}/api/v1/tenants/${tenantName}/instances/${instanceId}/counts`;
+    for (;;) {
+      const response = await fetch(countsUrl, { headers });
+      const body = (await response.json()) as { total?: number };
+      if (response.ok && body.total === users) break;
+      await sleep(5);
+    }
+    const bootToFirstCount = performance.now() - started;
+    const created = await fetch(`${server.baseUrl}/api/v1/tenants`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'profiles-http', partitions: 8 }) });
+    if (!created.ok) throw new Error(`creating the HTTP tenant: ${created.status} ${await created.text()}`);
+    // The route's first call loads its modules: not part of what an import costs other requests.
+    const warm = await fetch(`${server.baseUrl}/api/v1/tenants/profiles-http/profiles/import`, { method: 'POST', headers: { ...headers, 'content-type': 'application/x-ndjson' }, body: '{"user": 0, "attributes": {}}' });
+    if (!warm.ok) throw new Error(`warming the import route: ${warm.status} ${await warm.text()}`);
+    console.log(`  importing ${users.toLocaleString('en-US')} profiles over HTTP…`);
+    // The body is generated before the clock starts, so this process's own work does not delay its count reads.
+    const pieces: Uint8Array[] = [];
+    const generator = profileStream(users).getReader();
+    for (let piece = await generator.read(); !piece.done; piece = await generator.read()) pieces.push(piece.value);
+    let next = 0;
+    const body = new ReadableStream<Uint8Array>({ pull: (controller) => (next < pieces.length ? controller.enqueue(pieces[next++]) : controller.close()) });
+    const samples: number[] = [];
+    let importing = true;
+    const reader = (async () => {
+      while (importing) {
+        const before = performance.now();
+        await (await fetch(countsUrl, { headers })).arrayBuffer();
+        samples.push(performance.now() - before);
+        await sleep(5);
+      }
+    })();
+    const importStarted = performance.now();
+    const response = await fetch(`${server.baseUrl}/api/v1/tenants/profiles-http/profiles/import`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/x-ndjson' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    const result = await response.text();
+    const importMs = performance.now() - importStarted;
+    importing = false;
+    await reader;
+    if (!response.ok) throw new Error(`import over HTTP: ${response.status} ${result.slice(0, 300)}`);
+    return {
+      import: { value: importMs, note: `(server CPU ${Math.round(server.cpuMs() / 1000)} s in all)` },
+      countsDuringImport: { value: percentile(samples, 99), note: `(p99 of ${samples.length} over HTTP, median ${percentile(samples, 50).toFixed(1)}, max ${Math.round(Math.max(...samples))} ms)` },
+      bootToFirstCount: { value: bootToFirstCount, note: `(server up in ${Math.round(server.bootMs)} ms)` },
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+async function measureInProcess(database: ScratchDatabase, users: number): Promise<{ figures: ProfileFigures; tenantName: string; instanceId: string }> {
   await useDatabase(database.url);
   const clock = new ManualClock(Date.UTC(2026, 0, 1, 12, 0, 30));
   const runner = createProcedureRunner({ pollMs: 50 });
@@ -163,7 +237,7 @@ export async function measureProfiles(database: ScratchDatabase, users: number):
     bare.apply(batch);
     const importLimit = performance.now() - limitStarted;
 
-    return {
+    const figures: ProfileFigures = {
       import: { value: importMs, note: `(${imported.chunks} chunks)` },
       importLimit,
       countsDuringImport: { value: percentile(countSamples, 99), note: `(p99 of ${countSamples.length}, max ${Math.round(Math.max(...countSamples))} ms)` },
@@ -174,6 +248,7 @@ export async function measureProfiles(database: ScratchDatabase, users: number):
       rowsRebuild: { value: rowsRebuild.ms, note: `(${rowsRebuild.source})` },
       memory: { value: bitmapBytes / users, note: '(roaring bytes per profile)', details: { rssGrowthPerProfileOnLoad: rssGrowth / users } },
     };
+    return { figures, tenantName: view.name, instanceId };
   } finally {
     await engine.stop();
     await runner.stop();
