@@ -5,7 +5,8 @@ import { z } from 'zod';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { EXPORT_FORMATS } from '../crowd/export';
 import { operation } from './openapi-kit';
-import { MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from '../engine/ingest';
+import { MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from '../engine/ingest';
+import { DEDUPE_WINDOW_MS } from '../engine/ingest-dedupe';
 
 export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
 
@@ -81,6 +82,12 @@ const EventsBody = z.object({
   events: z
     .array(
       z.strictObject({
+        id: z
+          .string()
+          .min(1)
+          .max(MAX_EVENT_ID_LENGTH)
+          .optional()
+          .describe(`Optional event id, unique per tenant (like Segment's messageId): an event whose id the log already holds from the last ${DEDUPE_WINDOW_MS / 3_600_000} hours is not appended again, and counts in \`duplicates\``),
         user: z.number().int().min(0).max(MAX_USER_ID),
         type: z.string().min(1).max(MAX_EVENT_TYPE_LENGTH),
         data: z.record(z.string(), z.unknown()).optional(),
@@ -179,9 +186,25 @@ export const paths: Record<string, object> = {
     post: operation({
       summary: `Append up to ${MAX_EVENTS_PER_BATCH} events durably to the tenant's partitioned log; a bad batch is refused whole with a 400 naming the first bad index`,
       tags: ['events'],
+      description: [
+        'Retrying is safe. Send an `Idempotency-Key` header with every batch (any 1–255 visible ASCII characters, e.g. a UUID) and resend a batch',
+        "with the same key whenever no 202 came back: a key the tenant used in the last 24 hours for the same body appends nothing and is",
+        'answered as the first time (same status and counts, header `Idempotent-Replayed: true`); the same key with another body is a 422',
+        '`idempotency_key_reused`. Independently, an event `id` already logged within 24 hours is skipped and counted in `duplicates`.',
+        'The dedupe record is committed in the same transaction as the events, so no crash can lose an acknowledged batch or log one twice.',
+        'A key or id is remembered for at least 24 hours (expired ones are removed within 10 minutes after that).',
+      ].join(' '),
+      headers: { 'Idempotency-Key': 'Makes a retried request safe: 1–255 visible ASCII characters, unique per batch, remembered 24 hours per tenant' },
       body: EventsBody,
-      ok: { status: 202, description: 'All events appended', schema: z.object({ accepted: z.number() }) },
-      errors: [404, 413, 415],
+      ok: {
+        status: 202,
+        description: 'The events are durable (or were, for a replayed key)',
+        schema: z.object({
+          accepted: z.number().describe('Events of this request now in the log'),
+          duplicates: z.number().optional().describe('Of those, events skipped because their id was already logged (present when > 0)'),
+        }),
+      },
+      errors: [404, 413, 415, 422, 503],
     }),
   },
 };

@@ -12,9 +12,13 @@ export function schemaOf(schema: ZodType): object {
 
 type Operation = {
   summary: string;
+  /** Longer prose (CommonMark) under the summary. */
+  description?: string;
   tags: string[];
   params?: string[];
   query?: Record<string, string>;
+  /** Optional request headers: name → description. */
+  headers?: Record<string, string>;
   body?: ZodType | { contentTypes: string[]; description: string };
   ok: { status: number; description: string; schema?: ZodType; contentType?: string };
   errors?: number[];
@@ -25,6 +29,7 @@ export function operation(op: Operation): object {
   const parameters = [
     ...(op.params ?? []).map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
     ...Object.entries(op.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } })),
+    ...Object.entries(op.headers ?? {}).map(([name, description]) => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })),
   ];
   const requestBody = !op.body
     ? undefined
@@ -40,5 +45,5 @@ export function operation(op: Operation): object {
   for (const status of [400, 401, ...(op.errors ?? [])]) {
     responses[status] = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   }
-  return { summary: op.summary, tags: op.tags, parameters, ...(requestBody ? { requestBody } : {}), responses };
+  return { summary: op.summary, ...(op.description ? { description: op.description } : {}), tags: op.tags, parameters, ...(requestBody ? { requestBody } : {}), responses };
 }
