@@ -11,7 +11,7 @@ import { raw, type RawStatement } from '../storage/raw';
 import { dialect } from '../storage/dialect';
 import { notifyProfilesChanged } from './changes';
 import { CsvReader, numberedLines, parseColumnTypes, parseNdjsonLine, splitCsv, badLine, type ImportItem } from './import-parse';
-import { profileWrite, saveProfileSnapshot } from './index-store';
+import { duringImport, profileWrite } from './index-store';
 import type { Attributes, ProfileChange, ProfileIndex } from './index-tenant';
 import { MAX_PROFILE_BYTES, mergeAttributes } from './profiles';
 
@@ -56,8 +56,23 @@ export async function importProfiles(tenantId: string, body: ReadableStream<Uint
     result.chunks++;
     chunk = [];
   };
-  try {
-    for await (const [line, text] of numberedLines(body)) {
+  await duringImport(tenantId, async () => {
+    try {
+      await readAndCommit();
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'validation_failed') {
+        const details = { ...(error.details as object), committedLines: result.lines, committedChunks: result.chunks };
+        throw new AppError('validation_failed', `${error.message}; ${result.lines} lines before it were committed (chunks of ${IMPORT_CHUNK_LINES}), the rest of the import was not`, details);
+      }
+      throw error;
+    }
+  });
+  if (format === 'csv' && !csv) throw badLine(lastLine + 1, 'the CSV has no header row');
+  result.ms = Math.round(performance.now() - started);
+  return result;
+
+  async function readAndCommit(): Promise<void> {
+    for await (const [line, text] of numberedLines(body!)) {
       lastLine = line;
       if (format === 'csv' && !csv) {
         csv = new CsvReader(splitCsv(text, line), types, line);
@@ -68,17 +83,7 @@ export async function importProfiles(tenantId: string, body: ReadableStream<Uint
       else if (chunk.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
     if (chunk.length > 0) await commit();
-  } catch (error) {
-    if (error instanceof AppError && error.code === 'validation_failed') {
-      const details = { ...(error.details as object), committedLines: result.lines, committedChunks: result.chunks };
-      throw new AppError('validation_failed', `${error.message}; ${result.lines} lines before it were committed (chunks of ${IMPORT_CHUNK_LINES}), the rest of the import was not`, details);
-    }
-    throw error;
   }
-  if (format === 'csv' && !csv) throw badLine(lastLine + 1, 'the CSV has no header row');
-  if (result.chunks > 0) await saveProfileSnapshot(tenantId);
-  result.ms = Math.round(performance.now() - started);
-  return result;
 }
 
 /** One chunk in one transaction; the index learns of it after the commit. */

@@ -73,7 +73,11 @@ export class TenantProfiles {
     this.savedSeq = seq;
   }
 
+  /** Imports in progress: they write their snapshot when they end, so the periodic one waits (encoding 10M profiles is not free). */
+  importing = 0;
+
   scheduleSnapshot(): void {
+    if (this.importing > 0) return;
     const now = Date.now();
     if (this.savedSeq === this.seq) this.firstUnsavedAt = now;
     clearTimeout(this.quietTimer);
@@ -169,6 +173,18 @@ export async function bumpProfileSeq(tx: Tx, tenantId: string): Promise<number> 
     ...params,
   );
   return Number(rows[0].seq);
+}
+
+/** Runs an import: no periodic snapshot meanwhile; one at the end, also after a failed import (its committed chunks). */
+export async function duringImport<T>(tenantId: string, work: () => Promise<T>): Promise<T> {
+  const held = tenantProfiles(tenantId);
+  held.importing++;
+  try {
+    return await work();
+  } finally {
+    held.importing--;
+    await saveProfileSnapshot(tenantId).catch((error) => console.warn(`[crowdflow] profile index snapshot of tenant ${tenantId} failed`, error));
+  }
 }
 
 /** Writes the snapshot now (after an import; tests), instead of a few seconds after the last write. */
