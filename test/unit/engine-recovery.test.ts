@@ -111,7 +111,7 @@ describe('timer ticks', () => {
     await expect(runTimersTogether(h.tenantId, workers, fireAt)).rejects.toThrow(/Lease of partition/);
     await expect.poll(() => workers.every((w) => w.lease !== null), { timeout: 10_000 }).toBe(true);
     // Each worker re-takes its lease first and rebuilds its shards from checkpoint + journal after: wait for both.
-    await expect.poll(() => h.engine.findRuntime(id)?.counts().steps, { timeout: 10_000 }).toEqual({ hold: 30, done: 0 });
+    await expect.poll(() => h!.engine.findRuntime(id)?.counts().steps, { timeout: 10_000 }).toEqual({ hold: 30, done: 0 });
     expect((await db().partitionState.findMany({ where: { tenantId: h.tenantId }, orderBy: { partition: 'asc' } })).map((p) => p.epoch)).toEqual([2, 3, 2]);
 
     await runTimersTogether(h.tenantId, workers, fireAt);
