@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest,procedures] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { measureLimits, type LimitFigures } from './scenarios/limits';
 import { measureLoadLatency, type LoadFigures } from './scenarios/load-latency';
 import { measureProfiles, type ProfileFigures } from './scenarios/profiles';
 import { measureIngest, type IngestFigures } from './scenarios/ingest';
+import { measureProcedures, type ProcedureFigures } from './scenarios/procedures';
 import { measureRows, type RowsFigures } from './scenarios/rows';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
@@ -24,7 +25,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
 const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1].split(',') ?? all;
-const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'ingest']));
+const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'ingest', 'procedures']));
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 /** Journey steps over HTTP to run (text upload, counts, export csv, export roaring, sse, events, timer, recovery). */
@@ -72,8 +73,9 @@ async function main(): Promise<void> {
   const load: Partial<Record<Provider, LoadFigures>> = {};
   const profiles: Partial<Record<Provider, ProfileFigures>> = {};
   const ingest: Partial<Record<Provider, IngestFigures>> = {};
+  const procedures: Partial<Record<Provider, ProcedureFigures>> = {};
   const save = (complete: boolean) => {
-    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest }).map((r: ScenarioResult) => score(r, scale));
+    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest, procedures }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
@@ -115,6 +117,11 @@ async function main(): Promise<void> {
     if (sections.has('profiles')) {
       console.log(`profiles (import, timer, audience, index boot) on ${provider}…`);
       profiles[provider] = await withDatabase(provider, 'profiles', (database) => measureProfiles(database, SCALE.users));
+      save(false);
+    }
+    if (sections.has('procedures')) {
+      console.log(`procedure runner on ${provider}…`);
+      procedures[provider] = await withDatabase(provider, 'procedures', (database) => measureProcedures(database, quick ? 300 : 1_000));
       save(false);
     }
     if (sections.has('rows')) {

@@ -8,6 +8,7 @@ import type { LimitFigures } from './limits';
 import type { LoadFigures } from './load-latency';
 import type { IngestFigures } from './ingest';
 import { profileRows, type ProfileFigures } from './profiles-table';
+import type { ProcedureFigures } from './procedures';
 import type { RowsFigures } from './rows';
 
 export interface AllFigures {
@@ -20,6 +21,7 @@ export interface AllFigures {
   load?: Partial<Record<Provider, LoadFigures>>;
   ingest?: Partial<Record<Provider, IngestFigures>>;
   profiles?: Partial<Record<Provider, ProfileFigures>>;
+  procedures?: Partial<Record<Provider, ProcedureFigures>>;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -87,6 +89,13 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
         target: lower(2, '≤ 2 B/user'),
         details: engine.memory?.details,
       });
+    }
+    const procedures = all.procedures?.[provider];
+    if (procedures) {
+      const stepsTarget = provider === 'sqlite' ? 2_000 : 1_000;
+      out.push({ scenario: 'procedure runner: steps committed per second, independent procedures', provider, ours: measured(procedures.throughput, 'steps/s'), target: higher(stepsTarget, `≥ ${formatNumber(stepsTarget)}/s`) });
+      out.push({ scenario: 'procedure runner: steps per second, procedures on one exclusive key (one at a time; informational)', provider, ours: measured(procedures.serialized, 'steps/s') });
+      out.push({ scenario: 'procedure runner fairness: a tenant with 10% of the queue, queued last, all done at (% of the run)', provider, ours: measured(procedures.fairness, '%'), target: lower(50, '≤ 50%') });
     }
     const load = all.load?.[provider];
     if (load) {

@@ -4,6 +4,7 @@ import { systemClock, type Clock } from '../clock';
 import { badRequest, conflict, isUniqueViolation, notFound } from '../errors';
 import { db } from '../storage/db';
 import { backoffDelay } from './backoff';
+import { GroupCommitter } from './commits';
 import { conflictingKeys, normalizeLockKeys } from './locks';
 import { DEFAULT_MAX_RETRIES, isProcedureTypeRegistered, procedureType } from './registry';
 import { claimReady, commitStep, heartbeat, releaseOwned, LeaseLostError, newProcedureRecord, parseError, toView, transition, type NewProcedure, type ProcedureRow, type StoredError } from './store';
@@ -19,6 +20,8 @@ interface Turn {
   row: ProcedureRow;
   definition: ProcedureTypeDefinition;
   instance: ProcedureInstance;
+  /** Whether it had child procedures when claimed (only then are their outputs and failures read). */
+  hasChildren: boolean;
 }
 
 class DurableProcedureRunner implements ProcedureRunner {
@@ -29,6 +32,7 @@ class DurableProcedureRunner implements ProcedureRunner {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly executing = new Map<string, Promise<void>>();
+  private readonly commits = new GroupCommitter();
   private readonly watchers = new Map<string, Set<() => void>>();
   private loop: Promise<void> | undefined;
   private stopping = false;
@@ -158,7 +162,7 @@ class DurableProcedureRunner implements ProcedureRunner {
         if (free > 0) {
           const claim = await claimReady({ owner: this.owner, now, leaseMs: this.leaseMs, limit: free, busy: new Set(this.executing.keys()), isRegistered: isProcedureTypeRegistered });
           nextDueMs = claim.nextDueMs;
-          for (const row of claim.claimed) this.launch(row);
+          for (const row of claim.claimed) this.launch(row, claim.withChildren.has(row.id));
         }
       } catch (error) {
         console.error('[procedures] claim failed; retrying', error);
@@ -174,8 +178,8 @@ class DurableProcedureRunner implements ProcedureRunner {
     }
   }
 
-  private launch(row: ProcedureRow): void {
-    const turn = this.runTurn(row)
+  private launch(row: ProcedureRow, hasChildren: boolean): void {
+    const turn = this.runTurn(row, hasChildren)
       .catch((error) => {
         if (!(error instanceof LeaseLostError)) console.error(`[procedures] ${row.id} (${row.type}) stopped unexpectedly`, error);
       })
@@ -188,7 +192,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     this.executing.set(row.id, turn);
   }
 
-  private async runTurn(row: ProcedureRow): Promise<void> {
+  private async runTurn(row: ProcedureRow, hasChildren: boolean): Promise<void> {
     const definition = procedureType(row.type)!;
     let instance: ProcedureInstance;
     try {
@@ -196,14 +200,14 @@ class DurableProcedureRunner implements ProcedureRunner {
     } catch (error) {
       return this.fail(row, { message: errorMessage(error) });
     }
-    const turn: Turn = { row, definition, instance };
+    const turn: Turn = { row, definition, instance, hasChildren };
     if (row.state === 'prepare-rollback') return this.prepareRollback(turn, parseError(row.error) ?? { message: 'unknown failure' });
     if (row.state === 'rolling-back') return this.rollBack(turn);
     return this.execute(turn);
   }
 
   private async execute(turn: Turn): Promise<void> {
-    const children = await db().procedure.findMany({ where: { parentId: turn.row.id } });
+    const children = turn.hasChildren ? await db().procedure.findMany({ where: { parentId: turn.row.id } }) : [];
     const failedChild = children.find((child) => child.state === 'failed');
     if (failedChild) {
       const cause = parseError(failedChild.error)?.message ?? 'unknown failure';
@@ -247,11 +251,11 @@ class DurableProcedureRunner implements ProcedureRunner {
     // A failed procedure shows how often its failing step was tried; the rollback counts its own retries meanwhile.
     const error: StoredError = { ...cause, attempts: cause.attempts ?? row.attempts };
     if (row.state !== 'prepare-rollback') {
-      await transition(row.id, this.owner, row.step, { state: 'prepare-rollback', error }, this.clock.now());
+      await transition(this.commits, row.id, this.owner, row.step, { state: 'prepare-rollback', error }, this.clock.now());
       Object.assign(row, { state: 'prepare-rollback', error: JSON.stringify(error) });
     }
     if (!definition.supportsRollback || !instance.rollback) return this.fail(row, error);
-    await transition(row.id, this.owner, row.step, { state: 'rolling-back', attempts: 0 }, this.clock.now());
+    await transition(this.commits, row.id, this.owner, row.step, { state: 'rolling-back', attempts: 0 }, this.clock.now());
     Object.assign(row, { state: 'rolling-back', attempts: 0 });
     return this.rollBack(turn);
   }
@@ -268,7 +272,7 @@ class DurableProcedureRunner implements ProcedureRunner {
       } catch (error) {
         const failure = { ...cause, rollbackError: errorMessage(error) };
         if (row.attempts < (turn.definition.maxRetries ?? DEFAULT_MAX_RETRIES)) return this.scheduleRetry(turn, 'rolling-back', failure);
-        await transition(row.id, this.owner, row.step, { state: 'failed', error: failure, attempts: failedAttempts }, this.clock.now());
+        await transition(this.commits, row.id, this.owner, row.step, { state: 'failed', error: failure, attempts: failedAttempts }, this.clock.now());
         return;
       }
       const finished = status.kind === 'rolled-back';
@@ -279,7 +283,7 @@ class DurableProcedureRunner implements ProcedureRunner {
 
   private async scheduleRetry(turn: Turn, state: 'retrying' | 'rolling-back', error: StoredError, delayMs = backoffDelay(turn.row.attempts + 1)): Promise<void> {
     const attempts = turn.row.attempts + 1;
-    await transition(turn.row.id, this.owner, turn.row.step, { state, attempts, error, nextRunMs: this.clock.now() + delayMs }, this.clock.now());
+    await transition(this.commits, turn.row.id, this.owner, turn.row.step, { state, attempts, error, nextRunMs: this.clock.now() + delayMs }, this.clock.now());
   }
 
   /** A wait for a resource: retried (not counted against maxRetries) until `waitMs` after the wait began, then failed. */
@@ -293,11 +297,11 @@ class DurableProcedureRunner implements ProcedureRunner {
   }
 
   private async fail(row: ProcedureRow, error: StoredError): Promise<void> {
-    await transition(row.id, this.owner, row.step, { state: 'failed', error }, this.clock.now());
+    await transition(this.commits, row.id, this.owner, row.step, { state: 'failed', error }, this.clock.now());
   }
 
-  private async commit(turn: Turn, update: Parameters<typeof commitStep>[3], now: number, children: NewProcedure[] = []): Promise<void> {
-    await commitStep(turn.row.id, this.owner, turn.row.step, update, now, children);
+  private async commit(turn: Turn, update: Parameters<typeof commitStep>[4], now: number, children: NewProcedure[] = []): Promise<void> {
+    await commitStep(this.commits, turn.row.id, this.owner, turn.row.step, update, now, children);
     Object.assign(turn.row, { step: turn.row.step + 1, state: update.state, attempts: update.attempts ?? turn.row.attempts, error: update.error ? JSON.stringify(update.error) : null });
     this.notify(turn.row.id);
     if (children.length) this.signal();

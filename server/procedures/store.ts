@@ -2,6 +2,7 @@ import { isDeadLocalOwner } from '../process-owner';
 import { db, type Tx } from '../storage/db';
 import { dialect } from '../storage/dialect';
 import type { Procedure } from '../storage/generated/sqlite/client';
+import type { GroupCommitter } from './commits';
 import { compareOrder, LockTable } from './locks';
 import { FINISHED_STATES, type Json, type LockKey, type ProcedureState, type ProcedureView } from './types';
 
@@ -113,15 +114,21 @@ function updateFields(update: Omit<StepUpdate, 'data'> & { data?: Json }, now: n
 }
 
 /**
- * Commits one step: the new state and step counter, a ProcedureStep record, and (for a suspension) the children,
- * all in one transaction. `children` whose ids already exist are left alone (a replayed suspension).
+ * Commits one step: the new state and step counter and a ProcedureStep record, through the group committer; a
+ * suspension also creates its children in the same transaction (`children` whose ids already exist are left alone:
+ * a replayed suspension).
  */
-export async function commitStep(id: string, owner: string, step: number, update: StepUpdate, now: number, children: NewProcedure[] = []): Promise<void> {
+export async function commitStep(committer: GroupCommitter, id: string, owner: string, step: number, update: StepUpdate, now: number, children: NewProcedure[] = []): Promise<void> {
+  if (children.length > 0) return commitSuspension(id, owner, step, update, now, children);
+  const matched = await committer.write({ id, owner, step, update, now, nextStep: true });
+  if (!matched) throw new LeaseLostError(id);
+}
+
+async function commitSuspension(id: string, owner: string, step: number, update: StepUpdate, now: number, children: NewProcedure[]): Promise<void> {
   await db().$transaction(async (tx) => {
     const result = await tx.procedure.updateMany({ where: { id, owner, step }, data: { ...updateFields(update, now), step: step + 1 } });
     if (result.count !== 1) throw new LeaseLostError(id);
     await tx.procedureStep.create({ data: { procedureId: id, step: step + 1, state: update.state, data: JSON.stringify(update.data), createdAt: new Date(now) } });
-    if (children.length === 0) return;
     const existing = new Set((await tx.procedure.findMany({ where: { id: { in: children.map((c) => c.id) } }, select: { id: true } })).map((r) => r.id));
     const fresh = children.filter((c) => !existing.has(c.id));
     if (fresh.length) await tx.procedure.createMany({ data: fresh.map(newProcedureRecord) });
@@ -129,9 +136,8 @@ export async function commitStep(id: string, owner: string, step: number, update
 }
 
 /** A state change that is not a step (retrying, prepare-rollback, failed without a rollback step). */
-export async function transition(id: string, owner: string, step: number, update: Omit<StepUpdate, 'data'>, now: number): Promise<void> {
-  const result = await db().procedure.updateMany({ where: { id, owner, step }, data: updateFields(update, now) });
-  if (result.count !== 1) throw new LeaseLostError(id);
+export async function transition(committer: GroupCommitter, id: string, owner: string, step: number, update: Omit<StepUpdate, 'data'>, now: number): Promise<void> {
+  if (!(await committer.write({ id, owner, step, update, now, nextStep: false }))) throw new LeaseLostError(id);
 }
 
 /** Renews the lease of every unfinished procedure this owner holds. */
@@ -156,18 +162,25 @@ export interface ClaimRequest {
 
 export interface ClaimResult {
   claimed: ProcedureRow[];
+  /** The claimed procedures that have child procedures (the others need not look for child outputs). */
+  withChildren: Set<string>;
   /** Earliest time a backoff ends or another owner's lease expires (for the runner's next wake-up). */
   nextDueMs: number | null;
 }
 
-/** Serializes claimers across processes for the rest of the transaction; returns the rows not locked by others. */
-async function lockForClaim(tx: Tx): Promise<Set<string> | null> {
+/**
+ * The chosen rows that no other transaction holds (a commit of their previous owner, a retry) now locked for this
+ * claim, on databases with row locks; all of them where the claim lock already excludes every other writer. Only the
+ * rows about to be taken are locked: locking every queued row made each claim wait for, and hold up, every commit.
+ */
+async function lockChosen(tx: Tx, chosen: QueueRow[]): Promise<QueueRow[]> {
+  if (chosen.length === 0) return chosen;
   const sql = dialect();
-  await sql.lockUntilCommit(tx, 'crowdflow.procedures');
-  const unlocked = sql.skippingLockedRows(`SELECT "id" FROM ${sql.table('Procedure')} WHERE "state" NOT IN ('done', 'failed')`);
-  if (unlocked === null) return null; // no row locks: the claim lock already excludes every other claimer
-  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(unlocked);
-  return new Set(rows.map((r) => r.id));
+  const { params, bind } = sql.parameters();
+  const unlocked = sql.skippingLockedRows(`SELECT "id" FROM ${sql.table('Procedure')} WHERE "id" IN (${chosen.map((row) => bind(row.id)).join(', ')})`);
+  if (unlocked === null) return chosen;
+  const free = new Set((await tx.$queryRawUnsafe<{ id: string }[]>(unlocked, ...params)).map((row) => row.id));
+  return chosen.filter((row) => free.has(row.id));
 }
 
 /**
@@ -177,20 +190,20 @@ async function lockForClaim(tx: Tx): Promise<Set<string> | null> {
 export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
   // Idle check without the claim lock: on SQLite that lock is the database's single write lock.
   const waiting = await db().procedure.count({ where: { state: { notIn: [...FINISHED_STATES] }, id: { notIn: [...request.busy] } } });
-  if (waiting === 0) return { claimed: [], nextDueMs: null };
+  if (waiting === 0) return { claimed: [], withChildren: new Set(), nextDueMs: null };
   return db().$transaction(async (tx) => {
-    const lockable = await lockForClaim(tx);
+    // Serializes claimers across processes for the rest of the transaction.
+    await dialect().lockUntilCommit(tx, 'crowdflow.procedures');
     // The queue needs no states or outputs: only the claimed rows are read in full.
-    const unfinished = await tx.procedure.findMany({ where: { state: { notIn: [...FINISHED_STATES] } }, select: QUEUE_COLUMNS });
+    const unfinished = await readQueue(tx);
     const byId = new Map(unfinished.map((row) => [row.id, row]));
     const waitingForChildren = new Set(unfinished.flatMap((row) => (row.parentId ? [row.parentId] : [])));
     const queue = unfinished.map((row) => ({ row, order: queueOrder(row, byId) })).sort((a, b) => compareOrder(a.order, b.order));
     const locks = new LockTable();
     for (const { row } of queue) if (row.owner !== null) locks.take(keysOf(row));
-    const claimedIds: string[] = [];
+    const runnable: QueueRow[] = [];
     let nextDueMs: number | null = null;
     for (const { row } of queue) {
-      if (claimedIds.length >= request.limit) break;
       // A procedure without an owner holds no locks yet; it queues for them whether or not it can run now.
       if (row.owner === null) {
         const keys = keysOf(row);
@@ -199,7 +212,6 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
         if (blocked) continue;
       }
       if (request.busy.has(row.id) || waitingForChildren.has(row.id) || !request.isRegistered(row.type)) continue;
-      if (lockable && !lockable.has(row.id)) continue;
       if (row.owner && row.owner !== request.owner && !leaseExpired(row, request)) {
         nextDueMs = Math.min(nextDueMs ?? Infinity, row.updatedAt.getTime() + request.leaseMs);
         continue;
@@ -208,21 +220,69 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
         nextDueMs = Math.min(nextDueMs ?? Infinity, Number(row.nextRunMs));
         continue;
       }
-      const taken = await tx.procedure.updateMany({ where: { id: row.id, owner: row.owner }, data: { owner: request.owner, updatedAt: new Date(request.now) } });
-      if (taken.count !== 1) continue;
-      claimedIds.push(row.id);
+      runnable.push(row);
     }
+    const claimedIds = await take(tx, await lockChosen(tx, fairShare(runnable, request.limit)), request);
     const claimed = claimedIds.length ? await tx.procedure.findMany({ where: { id: { in: claimedIds } } }) : [];
     claimed.sort((a, b) => claimedIds.indexOf(a.id) - claimedIds.indexOf(b.id));
-    return { claimed, nextDueMs };
+    const parents = claimedIds.length ? await tx.procedure.findMany({ where: { parentId: { in: claimedIds } }, select: { parentId: true }, distinct: ['parentId'] }) : [];
+    return { claimed, withChildren: new Set(parents.map((row) => row.parentId!)), nextDueMs };
   });
+}
+
+/**
+ * Up to `limit` of the runnable procedures (in queue order), taken round-robin across tenants: a tenant that queued a
+ * thousand procedures gets no more of this claim's slots than one that queued a few.
+ */
+export function fairShare<T extends { tenantId: string | null }>(runnable: T[], limit: number): T[] {
+  const byTenant = new Map<string | null, T[]>();
+  for (const row of runnable) {
+    const rows = byTenant.get(row.tenantId);
+    if (rows) rows.push(row);
+    else byTenant.set(row.tenantId, [row]);
+  }
+  const lanes = [...byTenant.values()];
+  const chosen: T[] = [];
+  for (let round = 0; chosen.length < limit && lanes.some((lane) => round < lane.length); round++) {
+    for (const lane of lanes) if (round < lane.length && chosen.length < limit) chosen.push(lane[round]);
+  }
+  return chosen;
+}
+
+/** Takes the chosen procedures for this owner, one statement per previous owner; returns the ids taken, in order. */
+async function take(tx: Tx, rows: QueueRow[], request: ClaimRequest): Promise<string[]> {
+  const byOwner = new Map<string | null, string[]>();
+  for (const row of rows) byOwner.set(row.owner, [...(byOwner.get(row.owner) ?? []), row.id]);
+  const sql = dialect();
+  const taken = new Set<string>();
+  for (const [previous, ids] of byOwner) {
+    const { params, bind } = sql.parameters();
+    const set = `"owner" = ${bind(request.owner)}, "updatedAt" = ${bind(new Date(request.now))}`;
+    const match = `"id" IN (${ids.map(bind).join(', ')}) AND ${previous === null ? '"owner" IS NULL' : `"owner" = ${bind(previous)}`}`;
+    const updated = await tx.$queryRawUnsafe<{ id: string }[]>(`UPDATE ${sql.table('Procedure')} SET ${set} WHERE ${match} RETURNING "id"`, ...params);
+    for (const { id } of updated) taken.add(id);
+  }
+  return rows.filter((row) => taken.has(row.id)).map((row) => row.id);
 }
 
 function leaseExpired(row: QueueRow, request: ClaimRequest): boolean {
   return row.updatedAt.getTime() + request.leaseMs <= request.now || isDeadLocalOwner(row.owner);
 }
 
-const QUEUE_COLUMNS = { id: true, type: true, parentId: true, lockKeys: true, owner: true, nextRunMs: true, createdAt: true, updatedAt: true } as const;
+/** The unfinished procedures, queue columns only: one raw statement (the ORM's row mapping cost more than the read). */
+async function readQueue(tx: Tx): Promise<QueueRow[]> {
+  const sql = dialect();
+  const columns = Object.keys(QUEUE_COLUMNS).map((column) => `"${column}"`).join(', ');
+  const rows = await tx.$queryRawUnsafe<QueueRow[]>(`SELECT ${columns} FROM ${sql.table('Procedure')} WHERE "state" NOT IN ('done', 'failed')`);
+  for (const row of rows) {
+    // Raw rows may carry dates as text and counters as bigint, depending on the driver.
+    row.createdAt = new Date(row.createdAt);
+    row.updatedAt = new Date(row.updatedAt);
+  }
+  return rows;
+}
+
+const QUEUE_COLUMNS = { id: true, type: true, tenantId: true, parentId: true, lockKeys: true, owner: true, nextRunMs: true, createdAt: true, updatedAt: true } as const;
 type QueueRow = Pick<ProcedureRow, keyof typeof QUEUE_COLUMNS>;
 
 function keysOf(row: QueueRow): LockKey[] {

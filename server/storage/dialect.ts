@@ -47,6 +47,13 @@ export interface Dialect {
   skippingLockedRows(select: string): string | null;
   /** A select-list entry that reads an integer column as a JS number (PostgreSQL hands BIGINT over as a string). */
   numberColumn(column: string): string;
+  /**
+   * A bound value typed for a column where the statement alone does not say (an `INSERT … SELECT` list): PostgreSQL
+   * reads an untyped parameter there as text. Timestamps are bound as `timestamp(ms)`.
+   */
+  typed(bound: string, type: 'int' | 'timestamp'): string;
+  /** A DateTime column value for raw SQL, in the form Prisma writes and reads back. */
+  timestamp(ms: number): string;
   /** The rows of a JSON array bound as one parameter (`bound` is its placeholder). */
   jsonArrayRows(bound: string): JsonArrayRows;
   /**
@@ -72,6 +79,8 @@ function sqliteDialect(): Dialect {
     },
     skippingLockedRows: () => null,
     numberColumn: (column) => `"${column}"`,
+    typed: (bound) => bound,
+    timestamp: (ms) => new Date(ms).toISOString().replace('Z', '+00:00'),
     jsonArrayRows: (bound) => ({
       from: `json_each(${bound}) AS j`,
       ordinal: `j."key" + 1`,
@@ -97,6 +106,9 @@ function postgresDialect(schema: string): Dialect {
     },
     skippingLockedRows: (select) => `${select} FOR UPDATE SKIP LOCKED`,
     numberColumn: (column) => `"${column}"::float8 AS "${column}"`,
+    typed: (bound, type) => `${bound}::${type === 'int' ? 'int' : 'timestamp(3)'}`,
+    // A zone in a literal for a timestamp-without-zone column is ignored: these are the UTC digits Prisma stores.
+    timestamp: (ms) => new Date(ms).toISOString(),
     jsonArrayRows: (bound) => ({
       from: `json_array_elements(${bound}::json) WITH ORDINALITY AS j(v, ord)`,
       ordinal: 'j.ord',

@@ -4,6 +4,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../server/clock';
 import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { fairShare } from '../../server/procedures/store';
 import type { LockKey, ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
 import { gate, script, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
@@ -260,5 +261,13 @@ describe('graceful stop', () => {
     expect(done.state).toBe('done');
     const after = await runner.await(later);
     expect(Date.parse(done.finishedAt!)).toBeLessThanOrEqual(Date.parse(after.finishedAt!));
+  });
+});
+
+describe('claim fairness', () => {
+  it('shares a claim round-robin across tenants, each tenant in its queue order', () => {
+    const queued = [...['a1', 'a2', 'a3', 'a4', 'a5'].map((id) => ({ id, tenantId: 'a' })), { id: 'b1', tenantId: 'b' }, { id: 'b2', tenantId: 'b' }, { id: 'n1', tenantId: null }];
+    expect(fairShare(queued, 5).map((row) => row.id)).toEqual(['a1', 'b1', 'n1', 'a2', 'b2']);
+    expect(fairShare(queued, 100).map((row) => row.id)).toEqual(['a1', 'b1', 'n1', 'a2', 'b2', 'a3', 'a4', 'a5']);
   });
 });
