@@ -6,15 +6,20 @@ import dagre from '@dagrejs/dagre';
 import type { Edge, Node } from '@xyflow/react';
 import type { Step, WorkflowDefinition, WorkflowDraft, WorkflowProblem } from '../server/model/workflow';
 
-/** A step's own fields, plus its label: canvas-only text kept in the draft, never in the runnable definition. */
-type Common = { name: string; enterAction?: string; leaveAction?: string; ttl?: string; label?: string };
-export type DirectData = Common;
-export type ExitData = Common;
-export type BranchData = Common & { branches: { condition: string }[] };
-export type TimerData = Common & { cron: string; condition?: string };
-export type DelayData = Common & { after: string };
-export type SplitData = Common & { paths: { percent: number }[] };
-export type ParallelData = Common & { actions: string[] };
+type StepOf<K extends Step['kind']> = Extract<Step, { kind: K }>;
+/**
+ * A node's data: its step's own fields from the shared schema, without the kind (the node type) and the
+ * targets (edges), plus the label: canvas-only text kept in the draft, never in the runnable definition.
+ */
+type Own<K extends Step['kind'], Without extends string = never> = Omit<StepOf<K>, 'kind' | 'next' | Without> & { label?: string };
+type Common = Own<'direct'>;
+export type DirectData = Own<'direct'>;
+export type ExitData = Own<'direct'>;
+export type BranchData = Own<'branch', 'branches'> & { branches: Omit<StepOf<'branch'>['branches'][number], 'next'>[] };
+export type TimerData = Own<'timer'>;
+export type DelayData = Own<'delay'>;
+export type SplitData = Own<'split', 'paths'> & { paths: Omit<StepOf<'split'>['paths'][number], 'next'>[] };
+export type ParallelData = Own<'parallel'>;
 
 export type StepNode =
   | Node<DirectData, 'direct'>

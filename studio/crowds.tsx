@@ -3,7 +3,8 @@ import { useRef, useState, type FormEvent } from 'react';
 import { ApiError, API_ROOT, apiCall, apiGet, apiUpload, pathSegment, tenantPath, uploadContentType } from './api';
 import { listOf, type CrowdView } from './model';
 import { invalidate, useQuery } from './query';
-import { ErrorBox, formatBytes, formatCount, ListStates } from './ui';
+import { ListTable, type Column } from './list-table';
+import { ErrorBox, formatBytes, formatCount } from './ui';
 
 export const crowdsKey = (tenant: string) => `crowds:${tenant}`;
 
@@ -16,6 +17,8 @@ export function UploadForm({ tenant, onUploaded }: { tenant: string; onUploaded?
   const input = useRef<HTMLInputElement>(null);
   const [file, setFile] = useState<File | null>(null);
   const [name, setName] = useState('');
+  /** A name the marketer typed is kept for the next file; one taken from a file name follows the next file. */
+  const [nameTyped, setNameTyped] = useState(false);
   const [replace, setReplace] = useState(false);
   const [progress, setProgress] = useState<number | null>(null);
   const [result, setResult] = useState<CrowdView | null>(null);
@@ -54,16 +57,30 @@ export function UploadForm({ tenant, onUploaded }: { tenant: string; onUploaded?
             onChange={(e) => {
               const picked = e.target.files?.[0] ?? null;
               setFile(picked);
-              if (picked && !name) setName(nameFromFile(picked.name));
+              setError(null);
+              setResult(null);
+              setProgress(null);
+              if (picked && (!nameTyped || !name)) {
+                setName(nameFromFile(picked.name));
+                setNameTyped(false);
+              }
             }}
           />
         </label>
         <label>
           Crowd name
-          <input value={name} onChange={(e) => setName(e.target.value)} required data-testid="crowd-name" />
+          <input
+            value={name}
+            onChange={(e) => {
+              setName(e.target.value);
+              setNameTyped(true);
+            }}
+            required
+            data-testid="crowd-name"
+          />
         </label>
         <label className="inline">
-          <input type="checkbox" checked={replace} onChange={(e) => setReplace(e.target.checked)} /> Replace if it exists
+          <input type="checkbox" checked={replace} onChange={(e) => setReplace(e.target.checked)} data-testid="crowd-replace" /> Replace if it exists
         </label>
         <button type="submit" className="primary" disabled={!file || !name || (progress !== null && progress < 1 && !result && !error)} data-testid="upload">
           Upload
@@ -82,7 +99,7 @@ export function UploadForm({ tenant, onUploaded }: { tenant: string; onUploaded?
           Crowd “{result.name}”: {formatCount(result.count)} users ({formatBytes(result.sizeBytes)})
         </p>
       )}
-      {error && <ErrorBox error={error} />}
+      {error && <ErrorBox error={error.code === 'conflict' && !replace ? `A crowd named “${name}” already exists. Tick “Replace if it exists” to overwrite it, or choose another name.` : error} />}
     </form>
   );
 }
@@ -172,49 +189,46 @@ export function CrowdsPage({ tenant }: { tenant: string }) {
     }
   }
 
+  const columns: Column<CrowdView>[] = [
+    { header: 'Name', cell: (c) => c.name },
+    { header: 'Users', cell: (c) => <span data-testid="crowd-row-count">{formatCount(c.count)}</span> },
+    { header: 'Size', cell: (c) => formatBytes(c.sizeBytes) },
+    { header: 'Updated', cell: (c) => new Date(c.updatedAt).toLocaleString(), className: 'muted' },
+    {
+      header: '',
+      className: 'actions',
+      cell: (c) => (
+        <>
+          <a href={exportHref(c.name, 'csv')} download={`${c.name}.csv`}>
+            CSV
+          </a>{' '}
+          <a href={exportHref(c.name, 'roaring')} download={`${c.name}.roaring`}>
+            roaring
+          </a>
+          <button type="button" className="link danger" onClick={() => void remove(c.name)}>
+            Delete
+          </button>
+        </>
+      ),
+    },
+  ];
+
   return (
     <section className="stack">
       <h1>Crowds</h1>
       <UploadForm tenant={tenant} />
       {error && <ErrorBox error={error} />}
-      <ListStates query={crowds} what="crowds" empty="No crowds yet. Upload a file of user IDs above." />
-      {crowds.data && crowds.data.length > 0 && (
-        <>
-          <table data-testid="crowd-table">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Users</th>
-                <th>Size</th>
-                <th>Updated</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {crowds.data.map((c) => (
-                <tr key={c.name} data-testid="crowd-row" data-crowd={c.name}>
-                  <td>{c.name}</td>
-                  <td data-testid="crowd-row-count">{formatCount(c.count)}</td>
-                  <td>{formatBytes(c.sizeBytes)}</td>
-                  <td className="muted">{new Date(c.updatedAt).toLocaleString()}</td>
-                  <td className="actions">
-                    <a href={exportHref(c.name, 'csv')} download={`${c.name}.csv`}>
-                      CSV
-                    </a>{' '}
-                    <a href={exportHref(c.name, 'roaring')} download={`${c.name}.roaring`}>
-                      roaring
-                    </a>
-                    <button type="button" className="link danger" onClick={() => void remove(c.name)}>
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <CombineForm tenant={tenant} crowds={crowds.data} />
-        </>
-      )}
+      <ListTable
+        query={crowds}
+        what="crowds"
+        empty="No crowds yet. Upload a file of user IDs above."
+        columns={columns}
+        rowKey={(c) => c.name}
+        testId="crowd-table"
+        rowTestId="crowd-row"
+        rowProps={(c) => ({ 'data-crowd': c.name })}
+      />
+      {crowds.data && crowds.data.length > 0 && <CombineForm tenant={tenant} crowds={crowds.data} />}
     </section>
   );
 }

@@ -1,56 +1,16 @@
-// Shapes of the v1 API responses the studio reads (the server's JSON, as agreed in the REST contract).
-import type { WorkflowDefinition, WorkflowDraft, WorkflowProblem, WorkflowSchedule } from '../server/model/workflow';
+// The v1 API's response shapes, as the server declares them: type-only imports (erased at build time, so no
+// server code reaches the browser), never a second declaration that could drift from the server's.
+import type { WorkflowProblem } from '../server/model/workflow';
 
-export type WorkflowView = {
-  id: string;
-  name: string;
-  version: number;
-  definition: WorkflowDefinition;
-  draft: WorkflowDraft | null;
-  schedule: WorkflowSchedule | null;
-  createdAt: string;
-  updatedAt: string;
-  running: { instanceId: string; userCount: number } | null;
-};
-
-export type CrowdView = { name: string; count: number; sizeBytes: number; createdAt: string; updatedAt: string };
-
-export type InstanceView = {
-  id: string;
-  workflowId: string;
-  version: number;
-  crowdName: string;
-  state: 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
-  userCount: number;
-  excludedCount: number;
-  createdAt: string;
-  startedAt: string | null;
-  stoppedAt: string | null;
-};
-
-export type Counts = { instanceId: string; total: number; steps: Record<string, number>; edges: Record<string, number> };
-
-export type SnapshotView = { instanceId: string; workflowId: string; version: number; counts: Counts; createdAt: string; expiresAt: string };
-
-export type ProcedureView = {
-  id: string;
-  type: string;
-  parentId: string | null;
-  tenantId: string | null;
-  workflowId: string | null;
-  state: 'running' | 'retrying' | 'prepare-rollback' | 'rolling-back' | 'done' | 'failed';
-  step: number;
-  error: string | null;
-  rollbackError: string | null;
-  attempts: number;
-  createdAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
-};
+export type { WorkflowView, WorkflowSummary, VersionView } from '../server/workflows/workflows';
+export type { CrowdView } from '../server/crowd/store';
+export type { InstanceView, SnapshotView, Counts, WhereIsUser } from '../server/engine/types';
+export type { ProcedureView } from '../server/procedures/types';
+export type { ProcedureDetail, ProcedureStepView } from '../server/procedures/api';
+export type { TenantView } from '../server/tenants/tenants';
+export type { WorkflowProblem };
 
 export const PROCEDURE_FINISHED = ['done', 'failed'];
-
-export type { WorkflowProblem };
 
 /** List endpoints answer `{<plural>: [...]}`; accept a bare array too so the UI does not depend on the wrapper. */
 export function listOf<T>(body: unknown, key: string): T[] {

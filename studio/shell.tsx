@@ -3,11 +3,11 @@ import Link from 'next/link';
 import { usePathname, useRouter } from 'next/navigation';
 import { useEffect, type ReactNode } from 'react';
 import { apiCall, apiGet } from './api';
+import type { TenantView } from './model';
 import { confirmLeave, useLinkGuard } from './leave-guard';
 import { resetQueries, useQuery } from './query';
 import { ErrorBox } from './ui';
 
-export type TenantView = { id: string; name: string; partitions: number; createdAt: string };
 
 export function useTenants() {
   return useQuery<{ tenants: TenantView[] }>('tenants', () => apiGet('/tenants'));

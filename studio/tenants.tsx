@@ -4,7 +4,8 @@ import { useRouter } from 'next/navigation';
 import { useState, type FormEvent } from 'react';
 import { ApiError, apiCall } from './api';
 import { invalidate } from './query';
-import { signOut, useSignedIn, useTenants, type TenantView } from './shell';
+import type { TenantView } from './model';
+import { signOut, useSignedIn, useTenants } from './shell';
 import { Empty, ErrorBox, Loading } from './ui';
 
 /** The landing page: pick a tenant to work in, or create one. */

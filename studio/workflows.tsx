@@ -5,7 +5,8 @@ import { useState, type FormEvent } from 'react';
 import { ApiError, apiCall, apiGet, tenantPath } from './api';
 import { listOf, type WorkflowView } from './model';
 import { invalidate, useQuery } from './query';
-import { ErrorBox, formatCount, ListStates } from './ui';
+import { ListTable, type Column } from './list-table';
+import { ErrorBox, formatCount } from './ui';
 
 export const workflowsKey = (tenant: string) => `workflows:${tenant}`;
 
@@ -52,54 +53,55 @@ export function WorkflowList({ tenant }: { tenant: string }) {
     return act(() => apiCall('DELETE', tenantPath(tenant, `/workflows/${workflow.id}`)));
   };
 
+  const columns: Column<WorkflowView>[] = [
+    { header: 'Name', cell: (w) => <Link href={`${base}/${w.id}`}>{w.name}</Link> },
+    { header: 'Version', cell: (w) => `v${w.version}` },
+    {
+      header: 'Status',
+      cell: (w) => (w.running ? <span className="badge running">running</span> : <span className="badge">idle</span>),
+    },
+    { header: 'Users', cell: (w) => (w.running ? formatCount(w.running.userCount) : '—') },
+    { header: 'Updated', cell: (w) => new Date(w.updatedAt).toLocaleString(), className: 'muted' },
+    {
+      header: '',
+      className: 'actions',
+      cell: (w) => (
+        <>
+          <button type="button" className="link" onClick={() => void duplicate(w)}>
+            Duplicate
+          </button>
+          <button type="button" className="link danger" onClick={() => void remove(w)}>
+            Delete
+          </button>
+        </>
+      ),
+    },
+  ];
+
   return (
-    <section>
+    <section className="stack">
       <header className="row spread">
         <h1>Workflows</h1>
-        <form onSubmit={create} className="row">
-          <input aria-label="New workflow name" placeholder="Welcome journey" value={name} onChange={(e) => setName(e.target.value)} required />
+        <form onSubmit={create} className="row new-workflow">
+          <label>
+            New workflow name
+            <input placeholder="Welcome journey" value={name} onChange={(e) => setName(e.target.value)} required data-testid="new-workflow-name" />
+          </label>
           <button type="submit" className="primary">
             New workflow
           </button>
         </form>
       </header>
       {error && <ErrorBox error={error} />}
-      <ListStates query={workflows} what="workflows" empty="No workflows yet. Name one above and draw it on the canvas." />
-      {workflows.data && workflows.data.length > 0 && (
-        <table data-testid="workflow-table">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Version</th>
-              <th>Status</th>
-              <th>Users</th>
-              <th>Updated</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {workflows.data.map((w) => (
-              <tr key={w.id} data-testid="workflow-row">
-                <td>
-                  <Link href={`${base}/${w.id}`}>{w.name}</Link>
-                </td>
-                <td>v{w.version}</td>
-                <td>{w.running ? <span className="badge running">running</span> : <span className="badge">idle</span>}</td>
-                <td>{w.running ? formatCount(w.running.userCount) : '—'}</td>
-                <td className="muted">{new Date(w.updatedAt).toLocaleString()}</td>
-                <td className="actions">
-                  <button type="button" className="link" onClick={() => void duplicate(w)}>
-                    Duplicate
-                  </button>
-                  <button type="button" className="link danger" onClick={() => void remove(w)}>
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        query={workflows}
+        what="workflows"
+        empty="No workflows yet. Name one above and draw it on the canvas."
+        columns={columns}
+        rowKey={(w) => w.id}
+        testId="workflow-table"
+        rowTestId="workflow-row"
+      />
     </section>
   );
 }

@@ -5,6 +5,7 @@ import 'react-querybuilder/dist/query-builder.css';
 import { celSyntaxProblem } from '../../server/conditions/parse';
 import { celToQuery, EMPTY_QUERY, FIELD_SUGGESTIONS, IN_CROWD, queryToCel, unfinishedRule } from '../rules';
 import { formatCount } from '../ui';
+import { AudienceEstimate } from './audience';
 import { useCanvasInfo } from './context';
 import { EMPTY_CATALOG, useFieldCatalog, type FieldCatalog } from './fields';
 
@@ -91,7 +92,8 @@ function rulesOf(group: RuleGroupType): RuleType[] {
 }
 
 export function ConditionEditor({ value, onChange, label, optional = false }: { value: string | undefined; onChange: (text: string | undefined) => void; label: string; optional?: boolean }) {
-  const catalog = useFieldCatalog(useCanvasInfo().tenant);
+  const { tenant } = useCanvasInfo();
+  const catalog = useFieldCatalog(tenant);
   const text = value ?? '';
   const parsed = useMemo(() => celToQuery(text), [text]);
   // The mode is the marketer's choice; only a text the builder cannot show (typed as CEL, or undone to) moves it to CEL.
@@ -167,6 +169,7 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
           {problem}
         </p>
       )}
+      <AudienceEstimate tenant={tenant} condition={problem || !text.trim() || text.trim() === 'true' ? null : text} />
     </div>
   );
 }

@@ -15,7 +15,14 @@ export type FieldCatalog = { crowds: string[]; profileFields: ProfileField[]; ev
 
 export const EMPTY_CATALOG: FieldCatalog = { crowds: [], profileFields: [], eventTypes: [] };
 
-type RawField = { path?: string; name?: string; field?: string; type?: string; users?: number; count?: number; topValues?: unknown[]; values?: unknown[] };
+type RawField = { path?: string; name?: string; field?: string; type?: string; types?: Record<string, number>; users?: number; count?: number; topValues?: unknown[]; values?: unknown[] };
+
+/** The type most of a field's users have (`types` counts users per type). */
+function mainType(raw: RawField): string | undefined {
+  if (raw.type) return raw.type;
+  const [top] = Object.entries(raw.types ?? {}).sort((a, b) => b[1] - a[1]);
+  return top && top[1] > 0 ? top[0] : undefined;
+}
 
 /** Accepts `{fields: [...]}` or a bare array; a top value may be a scalar or `{value, count}`. */
 export function readProfileFields(body: unknown): ProfileField[] {
@@ -23,7 +30,7 @@ export function readProfileFields(body: unknown): ProfileField[] {
     const path = raw.path ?? raw.name ?? raw.field;
     if (typeof path !== 'string' || !path) return [];
     const top = (raw.topValues ?? raw.values ?? []).map((v) => (v && typeof v === 'object' && 'value' in v ? (v as { value: unknown }).value : v));
-    return [{ path: path.replace(/^profile\./, ''), type: raw.type, users: raw.users ?? raw.count, topValues: top.filter((v) => v !== null && v !== undefined).map(String) }];
+    return [{ path: path.replace(/^profile\./, ''), type: mainType(raw), users: raw.users ?? raw.count, topValues: top.filter((v) => v !== null && v !== undefined).map(String) }];
   });
 }
 

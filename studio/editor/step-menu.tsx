@@ -1,14 +1,17 @@
 'use client';
 import { useState, type FormEvent } from 'react';
 import { ApiError, API_ROOT, apiGet, pathSegment, tenantPath } from '../api';
+import type { WhereIsUser } from '../model';
 import { ErrorBox } from '../ui';
+import { useWorkflows } from '../workflows';
 import { useCanvasInfo } from './context';
 
-type WhereIsUser = { user: number; instances: { instanceId: string; workflowId: string; step: string }[]; recentMoves: { seq: number; fromStep: string | null; toStep: string; time: string }[] };
 
 /** A step's menu: export its users, look at the first ones, find where a user is. */
 export function StepMenu({ stepName }: { stepName: string }) {
-  const { tenant, instanceId } = useCanvasInfo();
+  const { tenant, instanceId, workflowId } = useCanvasInfo();
+  const workflows = useWorkflows(tenant);
+  const workflowName = (id: string) => workflows.data?.find((w) => w.id === id)?.name ?? id;
   const [open, setOpen] = useState(false);
   const [firstUsers, setFirstUsers] = useState<number[] | null>(null);
   const [where, setWhere] = useState<WhereIsUser | null>(null);
@@ -31,6 +34,8 @@ export function StepMenu({ stepName }: { stepName: string }) {
   async function find(event: FormEvent) {
     event.preventDefault();
     setError(null);
+    // the answer for another user must never sit beside this one's error
+    setWhere(null);
     try {
       setWhere(await apiGet<WhereIsUser>(tenantPath(tenant, `/users/${pathSegment(user.trim())}`)));
     } catch (caught) {
@@ -68,13 +73,14 @@ export function StepMenu({ stepName }: { stepName: string }) {
               {where.instances.length === 0
                 ? `User ${where.user} is in no running instance.`
                 : where.instances.map((i) => (
-                    <div key={i.instanceId}>
-                      User {where.user} is in “{i.step}”{i.instanceId === instanceId ? '' : ` (instance ${i.instanceId.slice(0, 10)})`}
+                    <div key={i.instanceId} data-testid="where-instance">
+                      {i.instanceId === instanceId ? 'In this instance' : i.workflowId === workflowId ? `In another instance of this workflow (${i.instanceId.slice(0, 10)})` : `In “${workflowName(i.workflowId)}”`}: user {where.user} is in “{i.step}”
                     </div>
                   ))}
+              {where.recentMoves.length > 0 && <div className="muted">Recent moves:</div>}
               {where.recentMoves.slice(0, 5).map((m) => (
-                <div key={m.seq} className="muted">
-                  {m.fromStep ?? 'start'} → {m.toStep} · {new Date(m.time).toLocaleString()}
+                <div key={m.seq} className="muted" data-testid="where-move">
+                  {m.fromStep ?? 'start'} → {m.toStep} · {m.instanceId === instanceId ? 'this instance' : `instance ${m.instanceId.slice(0, 10)}`} · {new Date(m.time).toLocaleString()}
                 </div>
               ))}
             </div>

@@ -9,7 +9,8 @@ import { invalidate, setQueryData } from '../query';
 import { ErrorBox } from '../ui';
 import { workflowsKey } from '../workflows';
 import { clearLocalDraft } from './draft';
-import { LiveToolbar, type HistoryView } from './live';
+import type { HistoryView } from './history';
+import { LiveToolbar } from './live';
 import { useEditor, useEditorStore } from './store';
 
 export const workflowKey = (tenant: string, id: string) => `workflow:${tenant}:${id}`;

@@ -54,8 +54,8 @@ describe('studio end to end', () => {
   });
 
   it('builds a workflow from scratch on the canvas with a rule-builder condition', async () => {
-    await page.fill('input[aria-label="New workflow name"]', 'Buyers journey');
-    await page.click('text=New workflow');
+    await page.getByLabel('New workflow name').fill('Buyers journey');
+    await page.getByRole('button', { name: 'New workflow' }).click();
     await page.waitForURL(/\/workflows\/wf_/);
     workflowId = page.url().split('/').pop()!;
     await page.locator('[data-step=start]').waitFor();
@@ -212,7 +212,7 @@ describe('studio end to end', () => {
     expect(await page.locator('[data-step=bought] [data-testid=first-users]').textContent()).toBe('1, 2, 3');
     await page.locator('[data-step=bought] input[aria-label="User ID"]').fill('4');
     await page.locator('[data-step=bought] button', { hasText: 'Find' }).click();
-    expect(await page.locator('[data-step=bought] [data-testid=where-user]').textContent()).toContain('User 4 is in “other”');
+    expect(await page.locator('[data-step=bought] [data-testid=where-user]').textContent()).toContain('In this instance: user 4 is in “other”');
     await shot('08-step-menu');
   });
 
@@ -233,6 +233,7 @@ describe('studio end to end', () => {
     expect(await page.locator('[data-testid=apply-confirm]').textContent()).toBe('Apply with this mapping');
     await page.click('[data-testid=apply-confirm]');
     await page.locator('[data-testid=apply-dialog]').waitFor({ state: 'detached', timeout: 20_000 });
+    expect(await page.locator('[data-testid=apply-notice]').textContent()).toBe('v3 now runs (was v2): users stayed in their steps; 2 from “other” moved to “bought”.');
     const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
     await eventually(() => count('bought'), 10_000).toBe('5');
     expect(await count('choose')).toBe('5');
@@ -249,7 +250,7 @@ describe('studio end to end', () => {
     // 11 and 12 enter at start, a direct step, and move on to choose at once
     await eventually(() => count('choose'), 20_000).toBe('7');
     expect(await count('bought')).toBe('5');
-    await eventually(() => page.locator('[data-testid=running-badge]').textContent()).toBe('running · 12 users');
+    await eventually(() => page.locator('[data-testid=running-badge]').textContent()).toBe('running v3 · 12 users');
   });
 
   it('lists the procedures that ran, live', async () => {
@@ -258,6 +259,10 @@ describe('studio end to end', () => {
     await eventually(() => rows.count(), 15_000).toBeGreaterThanOrEqual(2);
     const texts = await rows.allTextContents();
     expect(texts.some((t) => t.includes('start') && t.includes('done'))).toBe(true);
+    // a procedure opens with its committed steps
+    await rows.filter({ hasText: 'start' }).first().locator('[data-testid=procedure-open]').click();
+    await page.locator('[data-testid=procedure-steps] li').first().waitFor();
+    expect(await page.locator('[data-testid=procedure-details] h2').textContent()).toContain('start');
     await shot('10-procedures');
     await page.goBack();
   });
