@@ -5,7 +5,6 @@
 import type { CompiledCondition, ConditionInput, CrowdMembership } from '../conditions/compile';
 import { notFound } from '../errors';
 import { randomBytes } from 'node:crypto';
-import type { Tx } from '../storage/db';
 import { dialect } from '../storage/dialect';
 import { raw, type RawStatement } from '../storage/raw';
 import type { LogRow } from './store/log';
@@ -140,10 +139,4 @@ export async function discardDeadLetter(tenantId: string, id: string): Promise<v
   const { params, bind } = dialect().parameters();
   const removed = await (await raw()).execute(`DELETE FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`, params);
   if (removed === 0) throw notFound(`Dead letter "${id}"`);
-}
-
-/** Removes every dead letter of a tenant, inside the tenant deletion's transaction. */
-export async function deleteDeadLetters(tx: Tx, tenantId: string): Promise<void> {
-  const { params, bind } = dialect().parameters();
-  await tx.$executeRawUnsafe(`DELETE FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)}`, ...params);
 }

@@ -7,6 +7,7 @@ import { getProcedureRunner } from '../procedures/runner';
 import { setRunningLookup } from '../workflows/running';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
+import { onTenantDeleted } from '../tenants/changes';
 import { PartitionWorker, type EngineSide } from './partition';
 import { nextTimerDue, runTimersTogether } from './timers';
 import { WorkflowRuntime } from './runtime';
@@ -64,6 +65,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private running = false;
   private housekeptAt = Number.NEGATIVE_INFINITY;
   private readonly logTrimmer = new LogTrimmer();
+  private unsubscribeTenantDeleted: (() => void) | undefined;
 
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -88,6 +90,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     if (this.running) return;
     this.running = true;
     setRunningLookup((ids) => this.runningOf(ids));
+    this.unsubscribeTenantDeleted = onTenantDeleted((tenantId) => void this.forgetTenant(tenantId));
     for (const tenant of await db().tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
     this.timerLoop = this.runTimerLoop();
     await ops.resumeInterruptedOperations(this);
@@ -96,6 +99,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    this.unsubscribeTenantDeleted?.();
     this.timersChanged();
     await this.timerLoop;
     for (const entry of this.tenants.values()) {
@@ -106,6 +110,21 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.tenants.clear();
     for (const timer of this.pendingCounts.values()) clearTimeout(timer);
     this.pendingCounts.clear();
+  }
+
+  /** A deleted tenant: its partition loops end without writing anything more (its rows went with it). */
+  async forgetTenant(tenantId: string): Promise<void> {
+    const entry = this.tenants.get(tenantId);
+    if (!entry) return;
+    const { runtime, workers } = await entry.ready;
+    await Promise.all(workers.map((w) => w.stop(false)));
+    runtime.data.close();
+    if (this.tenants.get(tenantId) === entry) this.tenants.delete(tenantId);
+  }
+
+  /** Whether this engine runs partition loops for the tenant (false once a deleted tenant's loops have ended). */
+  hasTenant(tenantId: string): boolean {
+    return this.tenants.has(tenantId);
   }
 
   /** The tenant's runtime: its running instances loaded and one owner loop per partition started. */

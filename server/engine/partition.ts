@@ -56,11 +56,15 @@ export class PartitionWorker {
     this.loop ??= this.run();
   }
 
-  /** Ends the loop, checkpoints and hands the lease back, so another process takes the partition at once. */
-  async stop(): Promise<void> {
+  /**
+   * Ends the loop, checkpoints and hands the lease back, so another process takes the partition at once. Without
+   * `handBack` (the tenant was deleted: its lease row and shards are gone with it) the loop just ends.
+   */
+  async stop(handBack = true): Promise<void> {
     this.stopped = true;
     this.poke();
     await this.loop;
+    if (!handBack) return void (this.lease = null);
     // A clean stop leaves nothing to replay: the next owner starts from these checkpoints.
     await this.checkpointIfDue(true).catch(() => undefined);
     const lease = this.lease;

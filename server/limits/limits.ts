@@ -4,7 +4,6 @@
 import { z } from 'zod';
 import { AppError } from '../errors';
 import { lookupCache } from '../lookup-cache';
-import type { Tx } from '../storage/db';
 import { dialect } from '../storage/dialect';
 import { raw } from '../storage/raw';
 
@@ -70,12 +69,6 @@ export async function updateTenantLimits(tenantId: string, patch: z.infer<typeof
   );
   lookupCache('tenant-limits').clear();
   return { ...DEFAULT_LIMITS, ...next };
-}
-
-/** Removes a tenant's overrides, inside the tenant deletion's transaction. */
-export async function deleteTenantLimits(tx: Tx, tenantId: string): Promise<void> {
-  const { params, bind } = dialect().parameters();
-  await tx.$executeRawUnsafe(`DELETE FROM ${dialect().table('TenantLimits')} WHERE "tenantId" = ${bind(tenantId)}`, ...params);
 }
 
 const count = (n: number) => n.toLocaleString('en-US');

@@ -6,7 +6,7 @@
 // journal's newest entry (seqs continue from the max).
 import type { Clock } from '../clock';
 import { tenantLimits } from '../limits/limits';
-import { db, type Tx } from '../storage/db';
+import { db } from '../storage/db';
 import { dialect } from '../storage/dialect';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 
@@ -84,10 +84,4 @@ async function deleteEntries(tenantId: string, cutoff: number, beyondSize: numbe
     deleted += count;
     if (count < CLEANUP_CHUNK) return deleted;
   }
-}
-
-/** Removes a tenant's watermark, inside the tenant deletion's transaction. */
-export async function deleteJournalTrim(tx: Tx, tenantId: string): Promise<void> {
-  const { params, bind } = dialect().parameters();
-  await tx.$executeRawUnsafe(`DELETE FROM ${dialect().table('JournalTrim')} WHERE "tenantId" = ${bind(tenantId)}`, ...params);
 }

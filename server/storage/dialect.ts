@@ -41,6 +41,11 @@ export interface Dialect {
    */
   lockUntilCommit(tx: Tx, key: string): Promise<void>;
   /**
+   * Within an interactive transaction: locks the row of `table` with this `id` against every writer (including
+   * inserts of rows that reference it) until the commit; false when there is no such row.
+   */
+  lockRowForUpdate(tx: Tx, table: string, id: string): Promise<boolean>;
+  /**
    * `select` with the rows it finds locked for update, skipping rows other transactions hold; null where rows have no
    * locks of their own (SQLite: `lockUntilCommit` already excluded every other writer).
    */
@@ -77,6 +82,7 @@ function sqliteDialect(): Dialect {
       // A write that changes nothing still starts the write transaction (WAL readers would keep an older snapshot).
       await tx.$executeRawUnsafe('UPDATE "Tenant" SET "id" = "id" WHERE 1 = 0');
     },
+    lockRowForUpdate: async (tx, table, id) => (await tx.$executeRawUnsafe(`UPDATE "${table}" SET "id" = "id" WHERE "id" = ?`, id)) > 0,
     skippingLockedRows: () => null,
     numberColumn: (column) => `"${column}"`,
     typed: (bound) => bound,
@@ -104,6 +110,8 @@ function postgresDialect(schema: string): Dialect {
       // Advisory locks are database-wide: the schema keeps processes on other schemas (test runs) out of the way.
       await tx.$queryRawUnsafe('SELECT 1 AS "locked" FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS "lock"', `${schema}:${key}`);
     },
+    lockRowForUpdate: async (tx, table, id) =>
+      (await tx.$queryRawUnsafe<unknown[]>(`SELECT 1 AS "found" FROM ${quotedSchema}."${table}" WHERE "id" = $1 FOR UPDATE`, id)).length > 0,
     skippingLockedRows: (select) => `${select} FOR UPDATE SKIP LOCKED`,
     numberColumn: (column) => `"${column}"::float8 AS "${column}"`,
     typed: (bound, type) => `${bound}::${type === 'int' ? 'int' : 'timestamp(3)'}`,

@@ -1,15 +1,13 @@
 import { z } from 'zod';
 import { apiKeys, authenticate, hashKey, newApiKeySecret, type Principal } from '../auth';
 import { lookupCache } from '../lookup-cache';
-import { AppError, conflict, isRecordMissing, isUniqueViolation, notFound } from '../errors';
+import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { NAME_KINDS, nameSchema } from '../model/names';
 import { db } from '../storage/db';
-import { removeInstances } from '../workflows/history';
 import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
-import { deleteDeadLetters } from '../engine/dead-letter';
-import { deleteJournalTrim } from '../notifications/journal-retention';
-import { deleteTenantLimits } from '../limits/limits';
+import { dialect } from '../storage/dialect';
+import { notifyTenantDeleted } from './changes';
 import { dropProfileIndex } from '../profiles/index-store';
 
 export const TenantName = nameSchema(NAME_KINDS.tenant);
@@ -98,46 +96,29 @@ export function tenantView(tenant: Tenant): TenantView {
 }
 
 /**
- * Deletes a tenant and everything it owns in one transaction. The tenant row goes first (a row lock on PostgreSQL,
- * the write lock on SQLite), then the check for active instances sees every instance committed before it, and a
- * refusal rolls the whole delete back. Unfinished procedures are kept.
+ * Deletes a tenant and everything it owns in one transaction: the schema's relations cascade from the tenant row
+ * (prisma/models.prisma). The tenant row is locked first (against every writer, including inserts of rows that
+ * reference it), so the check for active instances sees every instance committed before it, and a refusal rolls the
+ * whole delete back. Then the engine forgets the tenant (tenantDeleted), so no partition loop writes for it again.
  */
 export async function deleteTenant(tenant: Tenant): Promise<void> {
   const tenantId = tenant.id;
-  try {
-    await db().$transaction(
-      async (tx) => {
-        await tx.tenant.delete({ where: { id: tenantId } });
-        const running = await tx.instance.count({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } });
-        if (running > 0) throw conflict(`Tenant "${tenant.name}" has ${running} running instance(s); stop them before deleting the tenant`);
-        const workflows = await tx.workflow.findMany({ where: { tenantId }, select: { id: true } });
-        const instances = await tx.instance.findMany({ where: { tenantId }, select: { id: true } });
-        await removeInstances(tx, instances.map((i) => i.id));
-        await tx.instanceSnapshot.deleteMany({ where: { tenantId } });
-        await tx.workflowVersion.deleteMany({ where: { workflowId: { in: workflows.map((w) => w.id) } } });
-        await tx.workflow.deleteMany({ where: { tenantId } });
-        await tx.crowd.deleteMany({ where: { tenantId } });
-        await tx.profile.deleteMany({ where: { tenantId } });
-        await tx.profileIndexState.deleteMany({ where: { tenantId } });
-        await tx.eventLog.deleteMany({ where: { tenantId } });
-        await tx.ingestRecord.deleteMany({ where: { tenantId } });
-        await tx.partitionState.deleteMany({ where: { tenantId } });
-        // The journal's newest entry stays even when it is this tenant's: seqs continue from the max, so deleting it
-        // would hand out seqs again that other tenants' checkpoints and consumer cursors have already passed.
-        const newest = await tx.journal.aggregate({ _max: { seq: true } });
-        await tx.journal.deleteMany({ where: { tenantId, seq: { lt: newest._max.seq ?? 0n } } });
-        await tx.consumer.deleteMany({ where: { tenantId } });
-        await deleteDeadLetters(tx, tenantId);
-        await deleteTenantLimits(tx, tenantId);
-        await deleteJournalTrim(tx, tenantId);
-        await tx.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } });
-      },
-      { maxWait: 30_000, timeout: 120_000 },
-    );
-  } catch (error) {
-    if (isRecordMissing(error)) throw notFound(`Tenant "${tenant.name}"`);
-    throw error;
-  }
+  await db().$transaction(
+    async (tx) => {
+      if (!(await dialect().lockRowForUpdate(tx, 'Tenant', tenantId))) throw notFound(`Tenant "${tenant.name}"`);
+      const running = await tx.instance.count({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } });
+      if (running > 0) throw conflict(`Tenant "${tenant.name}" has ${running} running instance(s); stop them before deleting the tenant`);
+      // Not cascaded: the journal's newest entry stays even when it is this tenant's (seqs continue from the max, so
+      // deleting it would hand out seqs again that other tenants' checkpoints and consumer cursors have passed) ...
+      const newest = await tx.journal.aggregate({ _max: { seq: true } });
+      await tx.journal.deleteMany({ where: { tenantId, seq: { lt: newest._max.seq ?? 0n } } });
+      // ... and unfinished procedures are kept (their runner finishes them; the tenant is then gone).
+      await tx.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } });
+      await tx.tenant.delete({ where: { id: tenantId } });
+    },
+    { maxWait: 30_000, timeout: 120_000 },
+  );
+  notifyTenantDeleted(tenantId);
   dropProfileIndex(tenantId);
   tenantsByRef().clear();
   apiKeys().clear();

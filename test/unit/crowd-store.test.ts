@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { onCrowdChanged, type CrowdChange } from '../../server/crowd/changes';
 import { combine, combineCrowds, deleteCrowd, listCrowds, loadCrowd, requireCrowd, requireCrowdMeta, saveCrowd } from '../../server/crowd/store';
+import { tenantRow } from '../helpers/tenant-row';
 
 describe('crowd store', () => {
   it('saves, replaces, loads and deletes a crowd, telling listeners after each change', async () => {
-    const tenantId = 'tn_store';
+    const tenantId = await tenantRow('tn_store');
     const heard: Array<[string, string, CrowdChange]> = [];
     const unsubscribe = onCrowdChanged((tenant, name, change) => heard.push([tenant, name, change]));
 
@@ -60,7 +61,7 @@ describe('crowd store', () => {
   });
 
   it('combines stored crowds, may overwrite a source with replace, and names every missing source', async () => {
-    const tenantId = 'tn_combine';
+    const tenantId = await tenantRow('tn_combine');
     await saveCrowd(tenantId, 'a', RoaringBitmap32.from([1, 2, 3]), 'create');
     await saveCrowd(tenantId, 'b', RoaringBitmap32.from([3, 4]), 'create');
     const result = await combineCrowds(tenantId, { name: 'a', op: 'union', crowds: ['a', 'b', 'a'], replace: true });

@@ -5,6 +5,7 @@ import { createProcedureRunner } from '../../server/procedures/runner';
 import { createScheduler, scheduledProcedureId, SCHEDULED_START_TYPE } from '../../server/procedures/scheduler';
 import type { Json } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
+import { tenantRow } from '../helpers/tenant-row';
 
 // A stand-in for the engine's instance.start: creates a running instance under an id derived from the procedure id.
 let starts = 0;
@@ -35,6 +36,7 @@ afterAll(() => runner.stop());
 async function workflow(id: string, schedule: Json | string, savedAt?: number) {
   const text = typeof schedule === 'string' ? schedule : JSON.stringify(schedule);
   const updatedAt = savedAt === undefined ? undefined : new Date(savedAt);
+  await tenantRow('tenant-s');
   await db().workflow.create({ data: { id, tenantId: 'tenant-s', name: id, currentVersion: 1, draft: '{}', schedule: text, updatedAt } });
 }
 

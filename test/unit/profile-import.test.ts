@@ -5,6 +5,7 @@ import { IMPORT_CHUNK_LINES, importProfiles } from '../../server/profiles/import
 import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
+import { tenantRow } from '../helpers/tenant-row';
 
 /** In uneven pieces, so lines and multi-byte characters are split across reads. */
 function stream(text: string, piece = 7): ReadableStream<Uint8Array> {
@@ -29,7 +30,7 @@ async function indexedProfiles(tenantId: string) {
 
 describe('profile import', () => {
   it('merges NDJSON lines into stored profiles as the upsert route does, and the index follows', async () => {
-    const tenantId = newId('tn');
+    const tenantId = await tenantRow(newId('tn'));
     await upsertProfiles(tenantId, [{ user: 1, attributes: { plan: 'free', keep: true } }]);
     const result = await importProfiles(
       tenantId,
@@ -42,7 +43,7 @@ describe('profile import', () => {
   });
 
   it('reads CSV with a header: inferred or declared types, empty cells absent, quotes, nested columns', async () => {
-    const tenantId = newId('tn');
+    const tenantId = await tenantRow(newId('tn'));
     const csv = ['user,plan,age,optIn,zip,address.country,note', '1,pro,30,true,01234,NL,"a, ""quoted"" note"', '2,free,,false,75001,,', '3,"trial",41.5,,,BE,plain'].join('\n');
     const result = await importProfiles(tenantId, stream(csv), 'csv', 'zip:string');
     expect(result).toMatchObject({ lines: 3, users: 3, created: 3 });
@@ -64,7 +65,7 @@ describe('profile import', () => {
     ['csv', 'user,plan\n1,"pro', 'line 2: a quoted field is not closed'],
     ['csv', 'user,age\n1,abc', 'line 2: column "age" must be a number'],
   ])('%s: a bad line is refused by number, and its chunk is not written: %s', async (format, body, message) => {
-    const tenantId = newId('tn');
+    const tenantId = await tenantRow(newId('tn'));
     await expect(importProfiles(tenantId, stream(body), format as 'ndjson' | 'csv', format === 'csv' && body.includes('abc') ? 'age:number' : null)).rejects.toMatchObject({
       code: 'validation_failed',
       message: expect.stringContaining(message),
@@ -75,7 +76,7 @@ describe('profile import', () => {
   });
 
   it('commits in chunks: a bad line after the first chunk leaves exactly the first chunk, data and index agreeing', async () => {
-    const tenantId = newId('tn');
+    const tenantId = await tenantRow(newId('tn'));
     const lines = Array.from({ length: IMPORT_CHUNK_LINES + 5 }, (_, user) => JSON.stringify({ user, attributes: { n: user } }));
     lines.push('{"user": "seven"}');
     await expect(importProfiles(tenantId, stream(lines.join('\n'), 65_537), 'ndjson')).rejects.toMatchObject({
@@ -86,7 +87,7 @@ describe('profile import', () => {
   });
 
   it('a process SIGKILLed mid-import leaves whole chunks, and the next load rebuilds an index that agrees with them', async () => {
-    const tenantId = newId('tn');
+    const tenantId = await tenantRow(newId('tn'));
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/profiles/import-child.ts'], {
       env: { ...process.env, IMPORT_TENANT: tenantId },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,6 +5,7 @@ import { dropProfileIndex, profileIndex, profileIndexLoad, saveProfileSnapshot }
 import { deleteProfile, upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
+import { tenantRow } from '../helpers/tenant-row';
 
 const { RoaringBitmap32 } = roaring;
 
@@ -20,7 +21,7 @@ async function indexedProfiles(tenantId: string) {
 
 describe('the tenant profile index in this process', () => {
   it('follows upserts (merge) and deletes, and a restart loads the snapshot when it is current, else the rows', async () => {
-    const tenantId = newId('tn');
+    const tenantId = await tenantRow(newId('tn'));
     await upsertProfiles(tenantId, [
       { user: 1, attributes: { plan: 'pro', age: 31, address: { country: 'NL' } } },
       { user: 2, attributes: { plan: 'free', age: 18.5 } },
@@ -53,7 +54,7 @@ describe('the tenant profile index in this process', () => {
   });
 
   it('rebuilds from rows written before the index had a state row', async () => {
-    const tenantId = newId('tn');
+    const tenantId = await tenantRow(newId('tn'));
     await db().profile.createMany({ data: [1, 2].map((user) => ({ tenantId, user: BigInt(user), attributes: JSON.stringify({ n: user }) })) });
     expect(await indexedProfiles(tenantId)).toEqual({ 1: { n: 1 }, 2: { n: 2 } });
     expect(profileIndexLoad(tenantId)?.source).toBe('rows');
