@@ -57,6 +57,15 @@ export function isUniqueViolation(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'P2002';
 }
 
+/**
+ * A row that refers to one deleted meanwhile (a tenant deleted while a request for it was under way), from Prisma
+ * (P2003) or either raw driver (SQLite's constraint code, PostgreSQL's SQLSTATE 23503).
+ */
+export function isForeignKeyViolation(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return code === 'P2003' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503';
+}
+
 /** "Record to update/delete does not exist" from either provider (a row removed under a concurrent request). */
 export function isRecordMissing(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'P2025';

@@ -1,5 +1,5 @@
 import { ZodError, type ZodType, type z } from 'zod';
-import { AppError, isUniqueViolation } from '../errors';
+import { AppError, isForeignKeyViolation, isUniqueViolation } from '../errors';
 import { inexactApiPath } from './exact-path';
 
 export function json(body: unknown, status = 200, headers: HeadersInit = {}): Response {
@@ -30,6 +30,7 @@ export function errorResponse(error: unknown): Response {
     );
   }
   if (isUniqueViolation(error)) return json({ error: { code: 'conflict', message: 'A resource with this name already exists' } }, 409);
+  if (isForeignKeyViolation(error)) return json({ error: { code: 'not_found', message: 'What this request refers to was deleted meanwhile (its tenant, say)' } }, 404);
   console.error('[crowdflow] unexpected error', error);
   return json({ error: { code: 'internal', message: 'Internal error' } }, 500);
 }

@@ -73,9 +73,11 @@ async function deleteEntries(tenantId: string, cutoff: number, beyondSize: numbe
       if (through === null || through === undefined) return 0;
       const seq = Number(through);
       const removed = await tx.$executeRawUnsafe(`DELETE FROM ${journal} WHERE "seq" IN (${chunk}) AND "seq" <= ${seq}`, ...params);
+      // A deleted tenant's last entries go without a watermark: nobody can read them, and it has no row to hold one.
       const trim = dialect().parameters();
       await tx.$executeRawUnsafe(
-        `INSERT INTO ${dialect().table('JournalTrim')} ("tenantId", "trimmedThrough") VALUES (${trim.bind(tenantId)}, ${trim.bind(seq)})
+        `INSERT INTO ${dialect().table('JournalTrim')} ("tenantId", "trimmedThrough") SELECT ${trim.bind(tenantId)}, ${trim.bind(seq)}
+         WHERE EXISTS (SELECT 1 FROM ${dialect().table('Tenant')} WHERE "id" = ${trim.bind(tenantId)})
          ON CONFLICT ("tenantId") DO UPDATE SET "trimmedThrough" = CASE WHEN excluded."trimmedThrough" > ${dialect().table('JournalTrim')}."trimmedThrough" THEN excluded."trimmedThrough" ELSE ${dialect().table('JournalTrim')}."trimmedThrough" END`,
         ...trim.params,
       );
