@@ -118,7 +118,10 @@ async function measureOverHttp(database: ScratchDatabase, users: number, tenantN
         samples.push(performance.now() - before);
         await sleep(5);
       }
-    })();
+    })().catch((error: Error) => {
+      importing = false;
+      throw new Error(`reading counts during the import: ${error.message}\n${server.log().slice(-3000)}`);
+    });
     const importStarted = performance.now();
     const response = await fetch(`${server.baseUrl}/api/v1/tenants/profiles-http/profiles/import`, {
       method: 'POST',
@@ -126,7 +129,7 @@ async function measureOverHttp(database: ScratchDatabase, users: number, tenantN
       body,
       duplex: 'half',
     } as RequestInit);
-    const result = await response.text();
+    const result = await response.text().catch((error: Error) => `(${error.message})\n${server.log().slice(-3000)}`);
     const importMs = performance.now() - importStarted;
     importing = false;
     await reader;

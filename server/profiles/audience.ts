@@ -59,7 +59,9 @@ export async function estimateAudience(tenantId: string, body: z.infer<typeof Au
     if (!crowd) throw notFound(`Crowd "${body.crowd}"`);
     universe = crowd.bitmap;
   } else {
-    universe = RoaringBitmap32.orMany([index.users, ...[...crowds.values()].filter((c): c is RoaringBitmap32 => c !== undefined)]);
+    const named = [...crowds.values()].filter((c): c is RoaringBitmap32 => c !== undefined);
+    // Read only (plans never change their universe), so the index's own bitmap serves when no crowd adds to it.
+    universe = named.length === 0 ? index.users : RoaringBitmap32.orMany([index.users, ...named]);
   }
   const finish = (matched: RoaringBitmap32, count: number, mode: AudienceResult['mode'], evaluated: number): AudienceResult => ({
     count,
@@ -160,6 +162,8 @@ export async function explainWorkflow(tenantId: string, definition: WorkflowDefi
 
 export type FieldSummary = {
   path: string;
+  /** The type most of its users have ("timestamp": strings that read as timestamps). */
+  type: 'string' | 'number' | 'boolean' | 'object' | 'other' | 'timestamp';
   users: number;
   types: { string: number; number: number; boolean: number; object: number; other: number; timestamp: number };
   topValues: Array<{ value: string | boolean; users: number }>;
@@ -177,17 +181,20 @@ export async function profileFields(tenantId: string, top = 10): Promise<{ profi
     const values: Array<{ value: string | boolean; users: number }> = [...field.strings].map(([value, users]) => ({ value, users: users.size }));
     if (field.trues.size) values.push({ value: true, users: field.trues.size });
     if (field.falses.size) values.push({ value: false, users: field.falses.size });
+    const types = {
+      string: strings,
+      number: field.numbers.exists.size + otherNumbers,
+      boolean: field.trues.size + field.falses.size,
+      object: field.objects.size,
+      other: field.others.size - otherNumbers,
+      timestamp: field.times.exists.size,
+    };
+    const [mostUsed] = (Object.keys(types) as Array<keyof typeof types>).filter((t) => t !== 'timestamp').sort((a, b) => types[b] - types[a]);
     return {
       path: segments.join('.'),
+      type: mostUsed === 'string' && types.timestamp === types.string ? 'timestamp' : mostUsed,
       users: field.presence.size,
-      types: {
-        string: strings,
-        number: field.numbers.exists.size + otherNumbers,
-        boolean: field.trues.size + field.falses.size,
-        object: field.objects.size,
-        other: field.others.size - otherNumbers,
-        timestamp: field.times.exists.size,
-      },
+      types,
       topValues: values.sort((a, b) => b.users - a.users).slice(0, top),
       distinctStrings: field.highCardinality ? null : field.strings.size,
       highCardinality: field.highCardinality !== null,

@@ -11,6 +11,7 @@ const tags = ['profiles'];
 
 const FieldSummary = z.object({
   path: z.string(),
+  type: z.enum(['string', 'number', 'boolean', 'object', 'other', 'timestamp']),
   users: z.number(),
   types: z.object({ string: z.number(), number: z.number(), boolean: z.number(), object: z.number(), other: z.number(), timestamp: z.number() }),
   topValues: z.array(z.object({ value: z.union([z.string(), z.boolean()]), users: z.number() })),

@@ -19,10 +19,10 @@ describe('profile import, fields, audience and explain over HTTP', () => {
     expect(fields.status).toBe(200);
     expect(fields.body.profiles).toBe(1_001);
     const plan = fields.body.fields.find((f: { path: string }) => f.path === 'plan');
-    expect(plan).toMatchObject({ users: 1_000, types: { string: 1_000 }, topValues: [{ value: 'free', users: 750 }, { value: 'pro', users: 250 }], highCardinality: false });
+    expect(plan).toMatchObject({ type: 'string', users: 1_000, types: { string: 1_000 }, topValues: [{ value: 'free', users: 750 }, { value: 'pro', users: 250 }], highCardinality: false });
     expect(fields.body.fields.find((f: { path: string }) => f.path === 'age')).toMatchObject({ types: { number: 1_000 }, numbers: { scale: 0 } });
     expect(fields.body.fields.find((f: { path: string }) => f.path === 'address.country')).toMatchObject({ users: 2 });
-    expect(fields.body.fields.find((f: { path: string }) => f.path === 'signup').types.timestamp).toBe(1_000);
+    expect(fields.body.fields.find((f: { path: string }) => f.path === 'signup')).toMatchObject({ type: 'timestamp', types: { timestamp: 1_000 } });
 
     const audience = await api('POST', `${base}/audience`, { token: tenant.key, body: { condition: 'profile.plan == "pro" && profile.age >= 30', sample: 3 } });
     expect(audience.status, JSON.stringify(audience.body)).toBe(200);
