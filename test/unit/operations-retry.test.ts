@@ -84,7 +84,7 @@ it('every failed or interrupted start and stop finishes: resumed after a SIGKILL
   expect((await finished(aStart.procedureId)).error).toBe('Crowd "crowd" was not found');
   for (const id of [bStart.procedureId, cStop.procedureId]) {
     const failed = await finished(id);
-    expect(failed.state).toBe('failed');
+    expect(failed.state, JSON.stringify(failed)).toBe('failed');
     expect(failed.error).toMatch(/^waiting for partitions 0, 1, 2, 3 of tenant .*: not owned by this process yet \(gave up after waiting \d+ s; the limit is 2 s\)$/);
     expect(failed.attempts).toBeGreaterThan(0);
   }
