@@ -56,9 +56,10 @@ parentPort.on('message', () => (running = false));
 function startProbe(server: BenchServer, path: string): { stop(): Promise<{ at: number; ms: number }[]> } {
   const worker = new Worker(PROBE_SOURCE, { eval: true, workerData: { url: `${server.baseUrl}${path}`, headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` } } });
   const result = new Promise<{ at: number; ms: number }[]>((resolve, reject) => {
-    worker.once('message', (message: { at: number; ms: number }[] | { error: string }) => ('error' in message ? reject(new Error(message.error)) : resolve(message)));
+    worker.once('message', (message: { at: number; ms: number }[] | { error: string }) => ('error' in message ? reject(new Error(`counts probe: ${message.error}`)) : resolve(message)));
     worker.once('error', reject);
   });
+  result.catch(() => undefined); // reported by stop()
   return {
     async stop() {
       worker.postMessage('stop');
@@ -163,6 +164,10 @@ export async function measureLoadLatency(database: ScratchDatabase, options: { u
       };
     };
     return { idle: figure('idle'), apply: figure('apply'), timer: figure('timer'), start: figure('start'), exportCsv: figure('exportCsv') };
+  } catch (error) {
+    console.log(`    cause: ${String((error as { cause?: unknown }).cause ?? 'none')}; server process alive: ${server.rssBytes() > 0}`);
+    console.log(`    server log (last lines):\n    ${server.log().split('\n').slice(-15).join('\n    ')}`);
+    throw error;
   } finally {
     await server.stop();
   }
