@@ -1,6 +1,6 @@
 'use client';
 import { useMemo, useState } from 'react';
-import { QueryBuilder, type FieldSelectorProps, type Operator, type RuleGroupType, type RuleType, type ValueEditorProps } from 'react-querybuilder';
+import { QueryBuilder, type FieldSelectorProps, type Operator, type RuleGroupType, type RuleType, type ValueEditorProps, type ValueSelectorProps } from 'react-querybuilder';
 import 'react-querybuilder/dist/query-builder.css';
 import { celSyntaxProblem } from '../../server/conditions/parse';
 import { celToQuery, EMPTY_QUERY, FIELD_SUGGESTIONS, IN_CROWD, queryToCel, unfinishedRule } from '../rules';
@@ -86,6 +86,20 @@ function ValueInput({ field, value, handleOnChange, path, disabled, context }: V
   );
 }
 
+/** RQB's selects carry only a title; this one is labelled for screen readers too (axe: label-title-only). */
+function LabelledSelect({ options, value, handleOnChange, className, title, disabled, testID }: ValueSelectorProps) {
+  const flat = (options as { name: string; label: string }[]).filter((o) => 'name' in o);
+  return (
+    <select aria-label={title} title={title} className={className} value={value ?? ''} disabled={disabled} onChange={(e) => handleOnChange(e.target.value)} data-testid={testID}>
+      {flat.map((o) => (
+        <option key={o.name} value={o.name}>
+          {o.label}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 /** Rules of a tree, depth first (groups flattened). */
 function rulesOf(group: RuleGroupType): RuleType[] {
   return group.rules.flatMap((rule) => ('rules' in rule ? rulesOf(rule) : typeof rule === 'string' ? [] : [rule]));
@@ -148,7 +162,7 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
             query={query}
             onQueryChange={fromBuilder}
             getOperators={(field) => (field === IN_CROWD ? CROWD_OPERATORS : OPERATORS)}
-            controlElements={{ fieldSelector: FieldInput, valueEditor: ValueInput }}
+            controlElements={{ fieldSelector: FieldInput, valueEditor: ValueInput, combinatorSelector: LabelledSelect, operatorSelector: LabelledSelect }}
             controlClassnames={{ queryBuilder: 'queryBuilder-branches' }}
             context={catalog}
             resetOnFieldChange={false}

@@ -16,8 +16,8 @@ export async function launch(): Promise<Browser> {
   });
 }
 
-export async function openPage(browser: Browser, viewport = { width: 1440, height: 900 }): Promise<Page> {
-  const context = await browser.newContext({ baseURL: inject('baseUrl'), viewport, acceptDownloads: true });
+export async function openPage(browser: Browser, viewport = { width: 1440, height: 900 }, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
+  const context = await browser.newContext({ baseURL: inject('baseUrl'), viewport, acceptDownloads: true, colorScheme });
   return context.newPage();
 }
 

@@ -1,7 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant } from '../helpers/api';
-import { eventually, launch, openPage, shot as shotOf, signIn } from './browser';
+import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { api, createTenant } from '../helpers/api';
+import { eventually, launch, openPage, seriousViolations, shot as shotOf, signIn } from './browser';
 
 // The small things that read as bugs, on the smaller laptop screen (1280×720).
 
@@ -61,5 +62,29 @@ describe('the small things, at 1280×720', () => {
     await page.check('[data-testid=crowd-replace]');
     await page.click('[data-testid=upload]');
     await eventually(() => page.locator('[data-testid=upload-result]').textContent()).toContain('2 users');
+  });
+
+  it('has no serious accessibility violations (axe-core) on the list pages and in the editor', async () => {
+    const created = await api('POST', `/tenants/${tenant.name}/workflows`, { body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft } });
+    const found: Record<string, string[]> = {};
+    for (const path of ['', '/crowds', '/procedures', `/workflows/${created.body.id}`]) {
+      await page.goto(`/t/${tenant.name}${path}`);
+      await page.locator(path.startsWith('/workflows') ? '[data-step=welcome]' : 'h1').waitFor();
+      if (path.startsWith('/workflows')) await page.locator('[data-step=welcome] header').click({ position: { x: 60, y: 10 } });
+      found[path || '/'] = await seriousViolations(page);
+    }
+    expect(found).toEqual({ '/': [], '/crowds': [], '/procedures': [], [`/workflows/${created.body.id}`]: [] });
+  });
+
+  it('follows the system dark mode', async () => {
+    const dark = await openPage(browser, { width: 1280, height: 720 }, 'dark');
+    await signIn(dark);
+    const workflows = await api('GET', `/tenants/${tenant.name}/workflows`);
+    await dark.goto(`/t/${tenant.name}/workflows/${workflows.body.workflows[0].id}`);
+    await dark.locator('[data-step=welcome]').waitFor();
+    const background = await dark.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    expect(background).toBe('rgb(18, 21, 29)');
+    await dark.screenshot({ path: 'test-results/small-04-dark-editor.png' });
+    await dark.context().close();
   });
 });
