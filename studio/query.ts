@@ -73,10 +73,6 @@ export function resetQueries() {
   }
 }
 
-export function readQueryData<T>(key: string): T | undefined {
-  return cache.get(key)?.state.data as T | undefined;
-}
-
 export function useQuery<T>(key: string | null, fetcher?: () => Promise<T>, options: { refetchMs?: number } = {}): QueryState<T> & { refetch: () => Promise<void> } {
   const subscribe = useCallback(
     (listener: () => void) => {

@@ -1,4 +1,3 @@
-import type { RoaringBitmap32 } from '../crowd/bitmap';
 
 /** One event as the log holds it (see index.ts): `time` is epoch milliseconds. */
 export type LoggedEvent = { user: number; type: string; data: Record<string, unknown>; time: number };
@@ -67,5 +66,3 @@ export interface SubmittedOperation {
 }
 
 export type CountsListener = (counts: Counts) => void;
-
-export type StepBitmapSource = (instanceId: string, step: string) => Promise<RoaringBitmap32>;

@@ -2,10 +2,6 @@ import { z, type ZodType } from 'zod';
 
 // Small builders so every area documents its routes from the same zod schemas it validates with.
 
-export const ErrorBody = z.object({
-  error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }),
-});
-
 export function schemaOf(schema: ZodType): object {
   return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as object;
 }

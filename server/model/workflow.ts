@@ -87,22 +87,6 @@ export const UpdateWorkflowBody = CreateWorkflowBody.partial();
 /** A problem found by validateWorkflow(); `step` is null for problems of the workflow as a whole. */
 export type WorkflowProblem = { step: string | null; code: string; message: string };
 
-/** Every `next` a step can move users to, in the order the step tries them. */
-export function stepTargets(step: Step): string[] {
-  switch (step.kind) {
-    case 'direct':
-    case 'parallel':
-      return step.next ? [step.next] : [];
-    case 'branch':
-      return step.branches.map((b) => b.next);
-    case 'timer':
-    case 'delay':
-      return [step.next];
-    case 'split':
-      return step.paths.map((p) => p.next);
-  }
-}
-
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
 export function parseDuration(text: string): number {
