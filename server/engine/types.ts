@@ -1,4 +1,3 @@
-
 /** One event as the log holds it (see index.ts): `time` is epoch milliseconds. */
 export type LoggedEvent = { user: number; type: string; data: Record<string, unknown>; time: number };
 
