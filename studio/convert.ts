@@ -94,6 +94,7 @@ function nodeFor(step: Step, id: string, position: { x: number; y: number }, lon
       return { ...base, type: 'branch', data: { ...common(step), branches: step.branches.map((b) => ({ condition: b.condition })) } };
     case 'timer': {
       const data: TimerData = { ...common(step), cron: step.cron };
+      if (step.tz !== undefined) data.tz = step.tz;
       if (step.condition !== undefined) data.condition = step.condition;
       return { ...base, type: 'timer', data };
     }
@@ -176,6 +177,7 @@ export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?:
         return { ...base, kind: 'split', paths: node.data.paths.map((p, i) => ({ percent: p.percent, next: target(node, `path-${i}`) ?? '' })) };
       case 'timer': {
         const step: Step = { ...base, kind: 'timer', cron: node.data.cron, next: target(node, 'next') ?? '' };
+        if (node.data.tz) step.tz = node.data.tz;
         if (node.data.condition) step.condition = node.data.condition;
         return step;
       }

@@ -72,7 +72,7 @@ function encodeAll(instance: InstanceRuntime) {
 
 function startCrons(shard: Shard, workflow: WorkflowRuntime, now: number): void {
   for (const runtime of workflow.steps.values()) {
-    if (runtime.step.kind === 'timer' && !shard.cronNext.has(runtime.step.name)) shard.cronNext.set(runtime.step.name, nextCronTime(runtime.step.cron, now));
+    if (runtime.step.kind === 'timer' && !shard.cronNext.has(runtime.step.name)) shard.cronNext.set(runtime.step.name, nextCronTime(runtime.step.cron, now, runtime.step.tz));
   }
 }
 

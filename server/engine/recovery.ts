@@ -83,7 +83,7 @@ function applyMove(shard: Shard, workflow: WorkflowRuntime, from: string | null,
   // Users leave a timer step only when it fires, and a firing that moved users commits no checkpoint: its next
   // firing is planned from the move's time, exactly as the live tick planned it.
   const source = from === null ? undefined : workflow.steps.get(from)?.step;
-  if (source?.kind === 'timer') shard.cronNext.set(source.name, nextCronTime(source.cron, timeMs));
+  if (source?.kind === 'timer') shard.cronNext.set(source.name, nextCronTime(source.cron, timeMs, source.tz));
   if (from !== null) {
     shard.step(from).andNotInPlace(users);
     for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) for (const bitmap of buckets?.values() ?? []) bitmap.andNotInPlace(users);

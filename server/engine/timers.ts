@@ -112,7 +112,7 @@ async function instanceTimers(worker: PartitionWorker, instance: InstanceRuntime
       const users = next === undefined ? null : shard.steps.get(name);
       if (users && users.size > 0) mover.moveBulk(runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, users, now) : users.clone(), name, step.next);
       if (moves.length === journaled) checkpoint = true;
-      shard.cronNext.set(name, nextCronTime(step.cron, now));
+      shard.cronNext.set(name, nextCronTime(step.cron, now, step.tz));
       changed = true;
     }
     if (step.kind === 'delay') {

@@ -5,8 +5,8 @@ import type { WorkflowDefinition, WorkflowProblem } from '../model/workflow';
 const FIRINGS = 20;
 
 /** The shortest time (ms) between two of the next firings of a valid cron after `now`. */
-export function shortestCronGap(cron: string, now: number): number {
-  const expression = parseCron(cron, now);
+export function shortestCronGap(cron: string, now: number, tz?: string): number {
+  const expression = parseCron(cron, now, tz);
   let previous = expression.next().getTime();
   let shortest = Number.POSITIVE_INFINITY;
   for (let i = 1; i < FIRINGS && expression.hasNext(); i++) {
@@ -22,7 +22,7 @@ export function timerPeriodProblems(definition: WorkflowDefinition, minPeriodSec
   const problems: WorkflowProblem[] = [];
   for (const step of definition.steps) {
     if (step.kind !== 'timer') continue;
-    const gap = shortestCronGap(step.cron, now);
+    const gap = shortestCronGap(step.cron, now, step.tz);
     if (gap >= minPeriodSeconds * 1000) continue;
     problems.push({
       step: step.name,

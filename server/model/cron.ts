@@ -1,7 +1,9 @@
 import { CronExpressionParser, type CronExpression } from 'cron-parser';
 import cronstrue from 'cronstrue';
 
-// Crowdflow crons always carry a seconds field (6 fields: s m h dom mon dow), evaluated in UTC.
+// Crowdflow crons always carry a seconds field (6 fields: s m h dom mon dow), evaluated in UTC unless a timer step
+// names an IANA time zone (`tz`): cron-parser then evaluates it in that zone's wall-clock time, daylight saving
+// included (a firing in the skipped spring hour runs an hour later that day; the repeated autumn hour fires once).
 // cron-parser 5 silently reads a 5-field expression as "minute hour dom mon dow" with seconds = 0,
 // so "*/5 * * * *" would run every 5 minutes where the author may have meant seconds: the field
 // count is checked here before cron-parser sees the text. Its @-aliases (@daily, @hourly…) expand
@@ -32,11 +34,21 @@ function parseProblem(text: string): string | null {
   }
 }
 
-/** A parsed cron in UTC; `currentDate` is where iteration starts. Throws on an invalid expression. */
-export function parseCron(cron: string, currentDate: number | Date = Date.now()): CronExpression {
+/** Null when `tz` is an IANA time zone the cron library knows (e.g. "Europe/Amsterdam"), otherwise why it is not. */
+export function timeZoneProblem(tz: string): string | null {
+  try {
+    CronExpressionParser.parse('0 0 0 * * *', { tz, currentDate: 0 }).next();
+    return null;
+  } catch {
+    return `"${tz}" is not an IANA time zone; write e.g. "Europe/Amsterdam", "America/New_York" or "UTC"`;
+  }
+}
+
+/** A parsed cron in `tz` (UTC by default); `currentDate` is where iteration starts. Throws on an invalid expression. */
+export function parseCron(cron: string, currentDate: number | Date = Date.now(), tz = 'UTC'): CronExpression {
   const problem = cronProblem(cron);
   if (problem) throw new Error(problem);
-  return CronExpressionParser.parse(cron.trim(), { tz: 'UTC', currentDate });
+  return CronExpressionParser.parse(cron.trim(), { tz, currentDate });
 }
 
 const nextTimes = new Map<string, number>();
@@ -45,22 +57,22 @@ const nextTimes = new Map<string, number>();
  * The next time (epoch ms) strictly after `after` at which `cron` fires. Memoised: every partition of a timer step
  * asks the same question in one tick, and cron-parser takes milliseconds per answer.
  */
-export function nextCronTime(cron: string, after: number): number {
-  const key = `${after} ${cron}`;
+export function nextCronTime(cron: string, after: number, tz = 'UTC'): number {
+  const key = `${after} ${tz} ${cron}`;
   let next = nextTimes.get(key);
   if (next === undefined) {
     if (nextTimes.size >= 1_000) nextTimes.clear();
-    next = parseCron(cron, after).next().getTime();
+    next = parseCron(cron, after, tz).next().getTime();
     nextTimes.set(key, next);
   }
   return next;
 }
 
 /** Human wording of a valid cron ("At 09:00, Monday through Friday (UTC)"); the raw text when invalid. */
-export function describeCron(cron: string): string {
+export function describeCron(cron: string, tz = 'UTC'): string {
   if (cronProblem(cron)) return cron;
   try {
-    return `${cronstrue.toString(cron.trim(), { use24HourTimeFormat: true, verbose: false })} (UTC)`;
+    return `${cronstrue.toString(cron.trim(), { use24HourTimeFormat: true, verbose: false })} (${tz})`;
   } catch {
     return cron;
   }

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { celCompileProblem, celCostProblem, celSyntaxProblem } from '../conditions/parse';
-import { cronProblem } from './cron';
+import { cronProblem, timeZoneProblem } from './cron';
 import { ConditionText, Duration, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
 
 // validateWorkflow() is shared by the canvas and the server, so it stays pure: no node: imports, no db.
@@ -17,6 +17,7 @@ export type ProblemCode =
   | 'no_actions'
   | 'percent_sum'
   | 'bad_cron'
+  | 'bad_time_zone'
   | 'bad_duration'
   | 'bad_condition'
   | 'condition_too_costly'
@@ -55,6 +56,7 @@ type LooseStep = {
   durations: { field: string; value: string }[];
   conditions: { field: string; value: string }[];
   cron?: string;
+  tz?: string;
 };
 
 export function validateWorkflow(definition: unknown, options: ValidateOptions = {}): ValidationResult {
@@ -153,6 +155,7 @@ function looseStep(raw: unknown, index: number): LooseStep {
     durations,
     conditions,
     cron: stringAt(step.cron),
+    tz: kind === 'timer' ? stringAt(step.tz) : undefined,
   };
 }
 
@@ -161,7 +164,7 @@ function checkedBelow(issue: z.core.$ZodIssue): boolean {
   const last = issue.path[issue.path.length - 1];
   if (issue.path.length === 1 && last === 'stopAt') return true;
   if (issue.code === 'invalid_type' || issue.code === 'unrecognized_keys') return false;
-  return issue.path[0] === 'steps' && (last === 'after' || last === 'ttl' || last === 'condition');
+  return issue.path[0] === 'steps' && (last === 'after' || last === 'ttl' || last === 'condition' || last === 'tz');
 }
 
 function shapeProblem(issue: z.core.$ZodIssue, steps: LooseStep[]): WorkflowProblem {
@@ -214,6 +217,10 @@ function stepProblems(step: LooseStep, names: Set<string>, saving: boolean): Wor
   if (step.kind === 'timer' && step.cron !== undefined) {
     const problem = cronProblem(step.cron);
     if (problem) add('bad_cron', `cron ${problem}`);
+  }
+  if (step.tz !== undefined) {
+    const problem = timeZoneProblem(step.tz.trim());
+    if (problem) add('bad_time_zone', `tz ${problem}`);
   }
   for (const { field, value } of step.durations) {
     if (!Duration.safeParse(value).success) add('bad_duration', `${field} "${value}" is not a duration; write e.g. 30s, 5m, 2h, 7d or 1h30m`);

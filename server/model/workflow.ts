@@ -29,6 +29,13 @@ export const TimerStep = z.strictObject({
   ...stepCommon,
   kind: z.literal('timer'),
   cron: z.string().trim().min(1),
+  tz: z
+    .string()
+    .trim()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('IANA time zone the cron is evaluated in, e.g. "Europe/Amsterdam" (daylight saving included); UTC when absent'),
   condition: ConditionText.optional(),
   next: StepName,
 });

@@ -1,5 +1,5 @@
 'use client';
-import { describeCron, cronProblem } from '../../server/model/cron';
+import { describeCron, cronProblem, timeZoneProblem } from '../../server/model/cron';
 import { Duration, parseDuration } from '../../server/model/workflow';
 import { outputHandles, type StepData, type StepNode } from '../convert';
 import { ConditionEditor } from './condition';
@@ -150,15 +150,18 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
     }
     case 'timer': {
       const problem = cronProblem(node.data.cron);
+      const tz = node.data.tz;
+      const tzProblem = tz === undefined ? null : timeZoneProblem(tz.trim());
       return (
         <>
           <label>
-            Cron (second minute hour day month weekday, UTC)
+            Cron (second minute hour day month weekday)
             <input value={node.data.cron} onChange={(e) => update({ cron: e.target.value }, 'cron')} data-testid="cron-input" />
           </label>
           <p className={problem ? 'field-error' : 'muted small'} data-testid="cron-description">
-            {problem ?? describeCron(node.data.cron)}
+            {problem ?? describeCron(node.data.cron, tzProblem ? undefined : tz)}
           </p>
+          <Text label="Time zone (IANA, empty = UTC)" value={tz} onChange={(v) => update({ tz: v }, 'tz')} placeholder="Europe/Amsterdam" testId="tz-input" hint={tzProblem ? { ok: false, text: tzProblem } : null} />
           <ConditionEditor label="Only users where (optional)" optional value={node.data.condition} onChange={(text) => update({ condition: text }, 'condition')} />
         </>
       );

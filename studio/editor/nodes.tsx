@@ -27,7 +27,7 @@ function summary(node: StepNode): string {
     case 'branch':
       return `${node.data.branches.length} conditions`;
     case 'timer':
-      return describeCron(node.data.cron) + (node.data.condition ? ' · if condition' : '');
+      return describeCron(node.data.cron, node.data.tz) + (node.data.condition ? ' · if condition' : '');
     case 'delay':
       return `after ${node.data.after}`;
     case 'split':

@@ -12,7 +12,7 @@ export type CanvasProblem = WorkflowProblem & {
   text: string;
 };
 
-const FIELD_WORDS: Record<string, string> = { after: 'Wait for', ttl: 'Re-evaluate when idle (ttl)', cron: 'Cron', condition: 'Condition', actions: 'Actions', name: 'Name', next: 'Next step' };
+const FIELD_WORDS: Record<string, string> = { after: 'Wait for', ttl: 'Re-evaluate when idle (ttl)', cron: 'Cron', tz: 'Time zone', condition: 'Condition', actions: 'Actions', name: 'Name', next: 'Next step' };
 
 const capitalize = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
@@ -37,7 +37,7 @@ export function problemText(problem: WorkflowProblem, node: StepNode | undefined
     if (text.startsWith(`${prefix}: `)) text = text.slice(prefix.length + 2);
     else if (text.startsWith(`${prefix} `)) text = text.slice(prefix.length + 1);
   }
-  text = text.replace(/^((?:branches|paths)\[\d+\](?:\.\w+)?|after|ttl|cron)\b/, (field) => fieldWords(node, field));
+  text = text.replace(/^((?:branches|paths)\[\d+\](?:\.\w+)?|after|ttl|cron|tz)\b/, (field) => fieldWords(node, field));
   text = text.replace(/ is not a valid condition: /, ' is not valid: ');
   return capitalize(text);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cronProblem, describeCron, nextCronTime } from '../../server/model/cron';
+import { cronProblem, describeCron, nextCronTime, timeZoneProblem } from '../../server/model/cron';
 import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
 import { validateSchedule, validateWorkflow } from '../../server/model/validate';
 import type { WorkflowProblem } from '../../server/model/workflow';
@@ -268,6 +268,24 @@ describe('crons and schedules', () => {
     expect(describeCron('not a cron')).toBe('not a cron');
     expect(nextCronTime('30 0 9 * * *', Date.UTC(2026, 0, 1, 9, 0, 30))).toBe(Date.UTC(2026, 0, 2, 9, 0, 30));
     expect(nextCronTime('*/10 * * * * *', Date.UTC(2026, 0, 1, 0, 0, 1))).toBe(Date.UTC(2026, 0, 1, 0, 0, 10));
+  });
+
+  it('evaluates a timer cron in its IANA time zone, daylight saving included, and refuses unknown zones naming the step', () => {
+    const nine = '0 0 9 * * *';
+    // Amsterdam moves from CET (UTC+1) to CEST (UTC+2) on 2026-03-29: 09:00 local is 08:00 UTC, then 07:00 UTC.
+    expect(nextCronTime(nine, Date.UTC(2026, 2, 27, 12), 'Europe/Amsterdam')).toBe(Date.UTC(2026, 2, 28, 8));
+    expect(nextCronTime(nine, Date.UTC(2026, 2, 28, 12), 'Europe/Amsterdam')).toBe(Date.UTC(2026, 2, 29, 7));
+    expect(nextCronTime(nine, Date.UTC(2026, 2, 28, 12))).toBe(Date.UTC(2026, 2, 29, 9));
+    expect(describeCron(nine, 'Europe/Amsterdam')).toBe('At 09:00 (Europe/Amsterdam)');
+    expect(timeZoneProblem('America/New_York')).toBeNull();
+    const timer = (tz: unknown) => ({ steps: [{ name: 'tick', kind: 'timer', cron: nine, tz, next: 'end' }, { name: 'end', kind: 'direct' }] });
+    expect(validateWorkflow(timer('Europe/Amsterdam')).ok).toBe(true);
+    for (const tz of ['Mars/Olympus', '+01:00', '']) {
+      expect(problemsOf(timer(tz))).toEqual([
+        { step: 'tick', code: 'bad_time_zone', message: `Step "tick" tz "${tz}" is not an IANA time zone; write e.g. "Europe/Amsterdam", "America/New_York" or "UTC"` },
+      ]);
+    }
+    expect(problemsOf(timer(7))).toEqual([{ step: 'tick', code: 'invalid_field', message: 'Step "tick" tz: Invalid input: expected string, received number' }]);
   });
 
   it('refuses aliases it does not know and hashed values', () => {
