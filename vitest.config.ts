@@ -9,7 +9,8 @@ const provider = (name: 'sqlite' | 'postgres') => ({
     include: ['test/unit/**/*.test.ts', 'test/api/**/*.test.ts'],
     env: { CROWDFLOW_TEST_PROVIDER: name },
     setupFiles: ['test/setup/database.ts'],
-    globalSetup: ['test/setup/server.ts'],
+    // openapi-statuses after server: its check runs when the run is over (teardowns run in reverse order).
+    globalSetup: ['test/setup/openapi-statuses.ts', 'test/setup/server.ts'],
   },
 });
 

@@ -39,6 +39,7 @@ export const paths: Record<string, object> = {
       params,
       body: upload,
       ok: { status: 200, description: 'Replaced', schema: Crowd },
+      alsoOk: [{ status: 201, description: 'Created (no crowd had that name)' }],
       errors: [404, 413, 415],
     }),
     delete: operation({
@@ -65,7 +66,8 @@ export const paths: Record<string, object> = {
       tags,
       params: ['tenant'],
       body: CombineCrowdsBody,
-      ok: { status: 201, description: 'Created (200 when replace: true replaced an existing crowd)', schema: Crowd },
+      ok: { status: 201, description: 'Created', schema: Crowd },
+      alsoOk: [{ status: 200, description: 'Replaced (replace: true and a crowd had that name)' }],
       errors: [404, 409],
     }),
   },

@@ -105,7 +105,7 @@ async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
     const pending = group.filter((b) => !b.settled);
     if (pending.length === 0) return;
     if (dedupe) {
-      await dedupe.catchUp();
+      await dedupe.catchUpIfStale();
       // Before deciding, so a key or id older than the window counts as new.
       await dedupe.cleanUp(Math.max(...pending.map((b) => b.now))).catch((error: unknown) => console.warn('[crowdflow] ingest dedupe cleanup failed:', error));
     }
@@ -115,6 +115,7 @@ async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
       plan.rows.forEach((row, i) => rememberAppended(tenantId, row.partition, offsets[i], row.events));
     } catch (error) {
       if (!isUniqueClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;
+      dedupe?.stale();
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
       continue;
     }

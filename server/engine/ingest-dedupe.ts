@@ -3,9 +3,9 @@
 // The durable truth is the IngestRecord table: one row per request that carried a key or event ids, written in the
 // same transaction as that request's EventLog rows (ingest-commit.ts), so a crash can neither lose an acknowledged
 // request nor let its retry append it twice. This process keeps the live rows in memory (keys and ids of the window)
-// and, before each group commit, reads the rows other processes wrote since (`seq` > the last one seen). Every writer
-// takes seq = last seen + 1, so two writers that decided at once clash on the primary key and the loser reads the
-// winner's row and decides again: no lock, and no per-event index lookups in the database.
+// and reads the rows other processes wrote since (`seq` > the last one seen) at least every minute. Every writer
+// takes seq = last seen + 1, so a writer that missed another's row clashes on the primary key, reads the winner's row
+// and decides again: no lock, no extra round trip per commit, and no per-event index lookups in the database.
 import { runtime } from '../runtime';
 import { raw } from '../storage/raw';
 import { dialect } from '../storage/dialect';
@@ -13,6 +13,8 @@ import { dialect } from '../storage/dialect';
 /** How long a key or event id is remembered: at least 24 hours; expired rows go at the next cleanup (≤ 10 min later). */
 export const DEDUPE_WINDOW_MS = 24 * 60 * 60 * 1000;
 const CLEANUP_EVERY_MS = 10 * 60 * 1000;
+/** A process reads the other processes' rows before deciding at least this often (and whenever it lost a race). */
+const CATCH_UP_EVERY_MS = 60 * 1000;
 
 /** What a keyed request was first answered. */
 export type RecordedAnswer = { accepted: number; duplicates: number };
@@ -31,6 +33,8 @@ export class TenantDedupe {
   private readonly records: LiveRecord[] = [];
   private recordsStart = 0;
   private lastCleanupMs = 0;
+  /** Wall time of the last catch-up read; -Infinity forces the next one (start, or after losing a race). */
+  private caughtUpAt = Number.NEGATIVE_INFINITY;
 
   constructor(readonly tenantId: string) {}
 
@@ -51,8 +55,24 @@ export class TenantDedupe {
     this.records.push({ seq: record.seq, createdAtMs: record.createdAtMs, key: record.key, eventIds: record.eventIds });
   }
 
+  /**
+   * Before a decision: reads what other processes wrote, unless this process read less than CATCH_UP_EVERY_MS ago.
+   * Skipping is safe because rows that young are never cleaned up, so the seqs above ours have no gaps: if another
+   * process wrote any, the next seq is taken and our write clashes on it, and the retry reads them (`forget`).
+   */
+  async catchUpIfStale(): Promise<void> {
+    if (Date.now() - this.caughtUpAt < CATCH_UP_EVERY_MS) return;
+    await this.catchUp();
+  }
+
+  /** Makes the next decision read the table first (another writer won a race: its rows are unknown here). */
+  stale(): void {
+    this.caughtUpAt = Number.NEGATIVE_INFINITY;
+  }
+
   /** Reads the rows written since the last one this process knows (all live rows, the first time). */
   async catchUp(): Promise<void> {
+    this.caughtUpAt = Date.now();
     const { params, bind } = dialect().parameters();
     const sql = `SELECT "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs" FROM ${dialect().table('IngestRecord')} WHERE "tenantId" = ${bind(this.tenantId)} AND "seq" > ${bind(this.lastSeq)} ORDER BY "seq"`;
     const rows = await (await raw()).query<StoredRecord>(sql, params);

@@ -109,7 +109,7 @@ export const paths: Record<string, object> = {
       params: ['tenant', 'id'],
       body: StartInstanceBody,
       ok: { status: 202, description: 'Start submitted as a procedure', schema: Submitted },
-      errors: [404, 409],
+      errors: [404, 409, 422],
     }),
   },
   '/tenants/{tenant}/instances': {

@@ -17,6 +17,8 @@ type Operation = {
   headers?: Record<string, string>;
   body?: ZodType | { contentTypes: string[]; description: string };
   ok: { status: number; description: string; schema?: ZodType; contentType?: string };
+  /** Other success statuses with the same body (e.g. 201 created beside 200 replaced). */
+  alsoOk?: { status: number; description: string }[];
   errors?: number[];
 };
 
@@ -32,13 +34,12 @@ export function operation(op: Operation): object {
     : 'contentTypes' in op.body
       ? { required: true, description: op.body.description, content: Object.fromEntries(op.body.contentTypes.map((t) => [t, { schema: {} }])) }
       : { required: true, content: { 'application/json': { schema: schemaOf(op.body as ZodType) } } };
-  const responses: Record<string, object> = {
-    [op.ok.status]: {
-      description: op.ok.description,
-      ...(op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? 'application/json']: { schema: op.ok.schema ? schemaOf(op.ok.schema) : {} } } } : {}),
-    },
-  };
-  for (const status of [400, 401, ...(op.errors ?? [])]) {
+  const content = op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? 'application/json']: { schema: op.ok.schema ? schemaOf(op.ok.schema) : {} } } } : {};
+  const responses: Record<string, object> = { [op.ok.status]: { description: op.ok.description, ...content } };
+  for (const also of op.alsoOk ?? []) responses[also.status] = { description: also.description, ...content };
+  // A JSON body is read with a size cap and a content-type check: every such operation can answer 413 and 415.
+  const bodyErrors = op.body && !('contentTypes' in op.body) ? [413, 415] : [];
+  for (const status of [400, 401, ...bodyErrors, ...(op.errors ?? [])]) {
     responses[status] = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   }
   return { summary: op.summary, ...(op.description ? { description: op.description } : {}), tags: op.tags, parameters, ...(requestBody ? { requestBody } : {}), responses };

@@ -23,7 +23,9 @@ export const DirectStep = z.strictObject({ ...stepCommon, kind: z.literal('direc
 export const BranchStep = z.strictObject({
   ...stepCommon,
   kind: z.literal('branch'),
-  branches: z.array(z.strictObject({ condition: ConditionText, next: StepName })),
+  // The counts are checked by validateWorkflow (a problem naming the step, not a schema error); meta puts them in
+  // the OpenAPI schema so the document says what validation enforces.
+  branches: z.array(z.strictObject({ condition: ConditionText, next: StepName })).meta({ minItems: 2 }),
 });
 export const TimerStep = z.strictObject({
   ...stepCommon,
@@ -43,12 +45,12 @@ export const DelayStep = z.strictObject({ ...stepCommon, kind: z.literal('delay'
 export const SplitStep = z.strictObject({
   ...stepCommon,
   kind: z.literal('split'),
-  paths: z.array(z.strictObject({ percent: z.number().min(0).max(100), next: StepName })),
+  paths: z.array(z.strictObject({ percent: z.number().min(0).max(100), next: StepName })).meta({ minItems: 2, description: 'Percents sum to 100' }),
 });
 export const ParallelStep = z.strictObject({
   ...stepCommon,
   kind: z.literal('parallel'),
-  actions: z.array(ActionTag),
+  actions: z.array(ActionTag).meta({ minItems: 1 }),
   next: StepName.optional(),
 });
 

@@ -45,6 +45,7 @@ export const paths: Record<string, object> = {
       query: tenantQuery,
       body: CreateConsumerBody,
       ok: { status: 201, description: 'Created', schema: Consumer },
+      alsoOk: [{ status: 200, description: 'Updated (the consumer existed)' }],
       errors: [404],
     }),
     get: operation({ summary: 'A consumer: cursor and lag (moves after the cursor)', tags: ['notifications'], params: ['name'], query: tenantQuery, ok: { status: 200, description: 'Consumer', schema: Consumer }, errors: [404] }),

@@ -1,5 +1,6 @@
 import { expect, inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
+import { recordObserved } from './observed-statuses';
 
 export type ApiResult<T = any> = { status: number; body: T; headers: Headers };
 
@@ -19,6 +20,7 @@ export async function api<T = any>(method: string, path: string, options: { toke
     headers['content-type'] ??= 'application/json';
   }
   const response = await fetch(`${baseUrl()}/api/v1${path}`, { method, headers, body });
+  recordObserved({ method, path: path.split('?')[0], status: response.status });
   const text = await response.text();
   let parsed: unknown = text;
   if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);

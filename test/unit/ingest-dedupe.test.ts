@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
 import { appendEvents, ingest } from '../../server/engine/ingest';
 import { DEDUPE_WINDOW_MS } from '../../server/engine/ingest-dedupe';
 import { decodeEvents } from '../../server/engine/log-codec';
@@ -104,4 +105,31 @@ describe('group commit isolation', () => {
     expect(await Promise.all([...good, ...more])).toEqual(Array(40).fill(1));
     expect(await loggedUsers(t.id)).toEqual([...Array.from({ length: 20 }, (_, i) => i), ...Array.from({ length: 20 }, (_, i) => 100 + i)]);
   });
+});
+
+describe('several processes deduplicating one tenant', () => {
+  it('appends each event id once when three processes send overlapping ids at the same time', async () => {
+    const t = await tenant(2);
+    const ingestModule = new URL('../../server/engine/ingest.ts', import.meta.url).href;
+    const dbModule = new URL('../../server/storage/db.ts', import.meta.url).href;
+    // Each writer sends ids 0..59 in its own order, so every id is raced by all three; only the database arbitrates.
+    const writer = (id: number) => `
+      const { ingest } = await import(${JSON.stringify(ingestModule)});
+      const { closeDb } = await import(${JSON.stringify(dbModule)});
+      const principal = { kind: 'tenant', tenantId: ${JSON.stringify(t.id)}, keyId: 'k' };
+      for (let b = 0; b < 20; b++) {
+        const users = [0, 1, 2].map((i) => (b * 3 + i + ${id} * 21) % 60);
+        await ingest(principal, { events: users.map((user) => ({ id: 'e' + user, user, type: 'w${id}' })) }, Date.now());
+      }
+      await closeDb();`;
+    const run = (id: number) =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', writer(id)], { env: process.env, stdio: ['ignore', 'inherit', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${id} exited ${code}: ${stderr}`))));
+      });
+    await Promise.all([run(0), run(1), run(2)]);
+    expect(await loggedUsers(t.id)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+  }, 120_000);
 });
