@@ -5,11 +5,11 @@ import type { InstanceView, WorkflowView } from '../model';
 import { useQuery } from '../query';
 import { ErrorBox, formatCount } from '../ui';
 import { ApplyVersionDialog, StartDialog, UpdateCrowdDialog } from './instance-dialogs';
-import { HistoryDialog, type HistoryView } from './history';
+import { HistoryDialog, VersionsDialog, type HistoryView } from './history';
 import { useOperation } from './operations';
 
 // The editor toolbar's instance controls: running state and version, start, apply, update crowd, stop, history.
-type DialogName = 'start' | 'crowd' | 'apply' | 'history' | null;
+type DialogName = 'start' | 'crowd' | 'apply' | 'history' | 'versions' | null;
 
 export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: string; workflow: WorkflowView; dirty: boolean; onHistory: (h: HistoryView) => void }) {
   const [dialog, setDialog] = useState<DialogName>(null);
@@ -42,6 +42,9 @@ export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: st
           Start…
         </button>
       )}
+      <button type="button" onClick={() => setDialog('versions')} data-testid="versions">
+        Versions
+      </button>
       <button type="button" onClick={() => setDialog('history')}>
         History
       </button>
@@ -56,6 +59,7 @@ export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: st
       {dialog === 'apply' && running && (
         <ApplyVersionDialog tenant={tenant} workflow={workflow} instanceId={running.instanceId} runningVersion={instance.data?.version} onClose={() => setDialog(null)} onApplied={setApplied} />
       )}
+      {dialog === 'versions' && <VersionsDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}
       {dialog === 'history' && <HistoryDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}
     </>
   );

@@ -282,6 +282,23 @@ describe('studio end to end', () => {
     await page.click('text=Back to the editor');
   });
 
+  it('browses the saved versions: opens one read-only and compares two step by step', async () => {
+    await page.click('[data-testid=versions]');
+    await eventually(() => page.locator('[data-testid=version-item]').count()).toBe(3);
+    await page.locator('[data-testid=compare-left]').selectOption('2');
+    await page.locator('[data-testid=compare-right]').selectOption('3');
+    await page.click('[data-testid=compare]');
+    const changes = page.locator('[data-testid=change]');
+    await eventually(() => changes.allTextContents()).toEqual(['choose changedElse goes to: other → bought', 'other removedDirect step']);
+    await shot('12-compare-versions');
+    await page.click('[data-testid=open-v2]');
+    await eventually(() => page.locator('[data-testid=history-badge]').textContent()).toBe('version 2, read-only');
+    expect(await page.locator('[data-step]').count()).toBe(4);
+    expect(await page.locator('[data-testid=palette-direct]').count()).toBe(0);
+    await page.click('text=Back to the editor');
+    expect(await page.locator('[data-step]').count()).toBe(3);
+  });
+
   it('lists workflows with version and state, duplicates and deletes, and switches tenants in the header', async () => {
     await page.click('nav >> text=Workflows');
     const byName = (name: string) => page.locator('[data-testid=workflow-row]').filter({ has: page.getByRole('link', { name, exact: true }) });
@@ -295,7 +312,7 @@ describe('studio end to end', () => {
     page.once('dialog', (dialog) => void dialog.accept());
     await copy.getByRole('button', { name: 'Delete' }).click();
     await copy.waitFor({ state: 'detached' });
-    await shot('12-workflow-list');
+    await shot('13-workflow-list');
 
     await page.locator('[data-testid=tenant-picker]').selectOption(other.name);
     await page.waitForURL(`**/t/${other.name}`);
@@ -315,7 +332,7 @@ describe('studio end to end', () => {
     await eventually(() => page.locator('[data-crowd=both] [data-testid=crowd-row-count]').textContent()).toBe('10');
     const [download] = await Promise.all([page.waitForEvent('download'), page.locator('[data-crowd=both]').getByRole('link', { name: 'CSV' }).click()]);
     expect(readFileSync((await download.path())!, 'utf8').trim().split('\n').map(Number)).toEqual(CROWD);
-    await shot('13-crowds');
+    await shot('14-crowds');
   });
 
   it('signs out, and the studio then asks for the token again', async () => {

@@ -1,0 +1,72 @@
+// Two versions of a workflow compared step by step, in the canvas's words: which steps were added or
+// removed, and for a changed step which of its fields changed and how ("If 1 condition", "Wait for", …).
+import type { Step, WorkflowDefinition } from '../../server/model/workflow';
+
+export type StepChange = { step: string; change: 'added' | 'removed' | 'changed'; details: string[] };
+
+const capitalize = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
+/** A step as "field in words" → shown value, so two versions of it compare field by field. */
+function fieldsOf(step: Step): Map<string, string> {
+  const fields = new Map<string, string>([['Kind', step.kind]]);
+  const put = (name: string, value: unknown) => value !== undefined && fields.set(name, typeof value === 'string' ? value : JSON.stringify(value));
+  put('On enter', step.enterAction);
+  put('On leave', step.leaveAction);
+  put('Re-evaluate when idle (ttl)', step.ttl);
+  switch (step.kind) {
+    case 'branch':
+      step.branches.forEach((b, i) => {
+        const name = b.condition === 'true' ? 'Else' : `If ${i + 1}`;
+        put(`${name} condition`, b.condition);
+        put(`${name} goes to`, b.next);
+      });
+      break;
+    case 'split':
+      step.paths.forEach((p, i) => {
+        put(`Path ${i + 1} share`, `${p.percent}%`);
+        put(`Path ${i + 1} goes to`, p.next);
+      });
+      break;
+    case 'timer':
+      put('Cron', step.cron);
+      put('Condition', step.condition);
+      put('Next step', step.next);
+      break;
+    case 'delay':
+      put('Wait for', step.after);
+      put('Next step', step.next);
+      break;
+    case 'parallel':
+      put('Actions', step.actions.join(', '));
+      put('Next step', step.next);
+      break;
+    default:
+      put('Next step', step.next);
+  }
+  return fields;
+}
+
+export function compareVersions(older: WorkflowDefinition, newer: WorkflowDefinition): StepChange[] {
+  const before = new Map(older.steps.map((s) => [s.name, s]));
+  const after = new Map(newer.steps.map((s) => [s.name, s]));
+  const changes: StepChange[] = [];
+  for (const step of newer.steps) {
+    const old = before.get(step.name);
+    if (!old) {
+      changes.push({ step: step.name, change: 'added', details: [`${capitalize(step.kind)} step`] });
+      continue;
+    }
+    const [a, b] = [fieldsOf(old), fieldsOf(step)];
+    const details = [...new Set([...a.keys(), ...b.keys()])].flatMap((field) => {
+      const [was, now] = [a.get(field), b.get(field)];
+      if (was === now) return [];
+      if (was === undefined) return [`${field}: ${now} (new)`];
+      if (now === undefined) return [`${field}: ${was} (removed)`];
+      return [`${field}: ${was} → ${now}`];
+    });
+    if (details.length) changes.push({ step: step.name, change: 'changed', details });
+  }
+  for (const step of older.steps) if (!after.has(step.name)) changes.push({ step: step.name, change: 'removed', details: [`${capitalize(step.kind)} step`] });
+  if (older.steps[0]?.name !== newer.steps[0]?.name) changes.unshift({ step: newer.steps[0]?.name ?? '', change: 'changed', details: [`Entry step: ${older.steps[0]?.name} → ${newer.steps[0]?.name}`] });
+  return changes;
+}
