@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { onProfilesChanged } from '../../server/profiles/changes';
 import { deleteProfile, getProfile, mergeAttributes, upsertProfiles } from '../../server/profiles/profiles';
 import { api, createTenant, expectError } from '../helpers/api';
+import { tenantRow } from '../helpers/tenant-row';
 
 describe('profiles API', () => {
   it('upserts in bulk, merges attributes, gets and deletes a profile', async () => {
@@ -101,7 +102,7 @@ describe('profiles library', () => {
   });
 
   it('notifies listeners after each committed upsert and delete, and not after a refused one', async () => {
-    const tenantId = 'tn_notify';
+    const tenantId = await tenantRow('tn_notify');
     const heard: Array<[string, number[]]> = [];
     const unsubscribe = onProfilesChanged((tenant, users) => heard.push([tenant, users]));
     await upsertProfiles(tenantId, [
@@ -122,7 +123,7 @@ describe('profiles library', () => {
   });
 
   it('keeps both attributes when two merges of the same user race', async () => {
-    const tenantId = 'tn_race';
+    const tenantId = await tenantRow('tn_race');
     await Promise.all(Array.from({ length: 8 }, (_, i) => upsertProfiles(tenantId, [{ user: 1, attributes: { [`k${i}`]: i } }])));
     expect(Object.keys((await getProfile(tenantId, 1)).attributes).sort()).toEqual(['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7']);
   });
