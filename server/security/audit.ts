@@ -8,6 +8,7 @@ export const AUDIT_ACTIONS = [
   'session.sign_in',
   'session.sign_in_failed',
   'session.sign_out',
+  'session.end_all',
   'tenant.create',
   'tenant.limits',
   'tenant.delete',

@@ -13,6 +13,14 @@ const AuditEvent = z.object({
 });
 
 export const paths: Record<string, object> = {
+  '/sessions': {
+    delete: operation({
+      summary: 'End every studio session at once (admin): each signed-in browser must sign in again',
+      tags: ['session'],
+      ok: { status: 200, description: 'Ended', schema: z.object({ ended: z.number().int() }) },
+      errors: [403],
+    }),
+  },
   '/audit': {
     get: operation({
       summary: 'The audit trail (admin): sign-ins, tenant and key changes, instance start/stop/updates, procedure retries, oldest first',

@@ -30,6 +30,7 @@ export function requiredScope(method: string, path: string): Requirement {
     case 'procedures':
       return reads ? 'read' : 'manage';
     case 'audit':
+    case 'sessions':
       return 'admin';
     case 'tenants': {
       const depth = path.split('/').filter(Boolean).length;

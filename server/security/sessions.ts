@@ -37,6 +37,11 @@ export async function liveSession(cookie: string, adminToken: string, now = Date
   return { id: row.id };
 }
 
+/** Ends every live session (the admin's "sign out everywhere"); returns how many there were. */
+export async function endAllSessions(now = Date.now()): Promise<number> {
+  return (await db().session.updateMany({ where: { revokedAt: null, expiresAt: { gt: new Date(now) } }, data: { revokedAt: new Date(now) } })).count;
+}
+
 /** Ends the session a cookie value names (sign-out); returns its id when there was one. */
 export async function endSession(cookie: string, now = Date.now()): Promise<string | null> {
   if (cookie.length === 0 || cookie.length > 200) return null;

@@ -155,3 +155,22 @@ describe('security headers of studio pages', () => {
     await page.close();
   });
 });
+
+// Last in this file: it signs this context's browser out. (The e2e files run one at a time, so no other test's
+// session is ended by it; API test files run in parallel against one server and could not test it safely.)
+describe('signing every browser out', () => {
+  it('ends the signed-in studio session at once when the admin calls DELETE /sessions', async () => {
+    const tenant = await createTenant(1);
+    const page = await context.newPage();
+    await page.goto(`${inject('baseUrl')}/t/${tenant.name}/keys`);
+    await page.locator('[data-testid=key-table]').waitFor();
+    const ended = await api('DELETE', '/sessions');
+    expect(ended.status).toBe(200);
+    expect(ended.body.ended).toBeGreaterThanOrEqual(1);
+    await page.reload();
+    await page.waitForURL(/\/signin/);
+    const audit = await api('GET', '/audit?action=session.end_all');
+    expect(audit.body.events.at(-1)).toMatchObject({ actor: 'admin:token', details: { ended: ended.body.ended } });
+    await page.close();
+  });
+});

@@ -1,0 +1,14 @@
+import { authenticate } from '@/server/auth';
+import { json, route } from '@/server/http/respond';
+import { audit } from '@/server/security/audit';
+import { endAllSessions } from '@/server/security/sessions';
+import { assertAdmin } from '@/server/tenants/tenants';
+
+/** Signs every browser out (e.g. after a laptop was lost), without changing the admin token. */
+export const DELETE = route(async (request) => {
+  const principal = await authenticate(request);
+  assertAdmin(principal);
+  const ended = await endAllSessions();
+  await audit(principal, 'session.end_all', { target: 'studio', details: { ended } });
+  return json({ ended });
+});
