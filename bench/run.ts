@@ -142,7 +142,7 @@ async function main(): Promise<void> {
 }
 
 async function withDatabase<T>(provider: Provider, label: string, work: (database: Awaited<ReturnType<typeof createScratchDatabase>>) => Promise<T>): Promise<T | undefined> {
-  let database;
+  let database: Awaited<ReturnType<typeof createScratchDatabase>> | undefined;
   let forget = () => {};
   try {
     database = await createScratchDatabase(provider, label);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh clone: install, build the app once, then every test on SQLite and PostgreSQL.
+# The whole test suite on a fresh clone: install, lint, build the app once, then every test on SQLite and PostgreSQL.
 # Each run builds into its own folder, so runs in parallel never swap the server files under each other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+node_modules/.bin/biome lint --error-on-warnings . # the lint rules of biome.jsonc (npm run lint)
 if [ -z "${CROWDFLOW_DIST_DIR:-}" ]; then
   export CROWDFLOW_DIST_DIR=".next-test/run-$$"
   trap 'rm -rf "$CROWDFLOW_DIST_DIR"' EXIT

@@ -1,6 +1,6 @@
 'use client';
 import { useRef, useState, type FormEvent } from 'react';
-import { ApiError, API_ROOT, apiCall, apiGet, apiUpload, pathSegment, tenantPath, uploadContentType } from './api';
+import { type ApiError, API_ROOT, apiCall, apiGet, apiUpload, pathSegment, tenantPath, uploadContentType } from './api';
 import { listOf, type CrowdView } from './model';
 import { invalidate, useQuery } from './query';
 import { ListTable, type Column } from './list-table';

@@ -1,6 +1,6 @@
 'use client';
 import { useState } from 'react';
-import { ApiError, apiCall, apiGet } from './api';
+import { type ApiError, apiCall, apiGet } from './api';
 import { ListTable, type Column } from './list-table';
 import { listOf, type ProcedureDetail, type ProcedureView } from './model';
 import { invalidate, useQuery } from './query';

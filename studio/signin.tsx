@@ -1,7 +1,7 @@
 'use client';
 import { useRouter, useSearchParams } from 'next/navigation';
 import { useState, type FormEvent } from 'react';
-import { ApiError, apiCall } from './api';
+import { type ApiError, apiCall } from './api';
 import { resetQueries } from './query';
 import { ErrorBox } from './ui';
 
@@ -20,7 +20,7 @@ export function SignInForm() {
       await apiCall('POST', '/session', { token });
       resetQueries();
       // only same-site paths: never an open redirect
-      router.replace(next && next.startsWith('/') && !next.startsWith('//') ? next : '/');
+      router.replace(next?.startsWith('/') && !next.startsWith('//') ? next : '/');
     } catch (caught) {
       setError(caught as ApiError);
       setBusy(false);

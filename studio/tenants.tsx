@@ -2,7 +2,7 @@
 import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { useState, type FormEvent } from 'react';
-import { ApiError, apiCall } from './api';
+import { type ApiError, apiCall } from './api';
 import { invalidate } from './query';
 import type { TenantView } from './model';
 import { signOut, useSignedIn, useTenants } from './shell';

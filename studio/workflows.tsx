@@ -2,7 +2,7 @@
 import Link from 'next/link';
 import { useRouter } from 'next/navigation';
 import { useState, type FormEvent } from 'react';
-import { ApiError, apiCall, apiGet, tenantPath } from './api';
+import { type ApiError, apiCall, apiGet, tenantPath } from './api';
 import { listOf, type WorkflowView } from './model';
 import { invalidate, useQuery } from './query';
 import { ListTable, type Column } from './list-table';

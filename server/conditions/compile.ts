@@ -15,7 +15,7 @@ export interface CrowdMembership {
   has(crowdName: string, user: number): boolean;
 }
 
-export { type BitmapPlan, type PlanScalar } from './plan';
+export type { BitmapPlan, PlanScalar } from './plan';
 export { evaluatePlan, type PlanResolver } from './plan-eval';
 
 export interface CompiledCondition {

@@ -2,8 +2,8 @@
 // lock per partition that serializes the partition's owner loop, its timers and instance operations.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { TenantData } from './context';
-import { WorkflowRuntime } from './runtime';
-import { Shard } from './shard';
+import type { WorkflowRuntime } from './runtime';
+import type { Shard } from './shard';
 import type { Counts } from './types';
 
 export class Mutex {

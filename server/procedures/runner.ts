@@ -8,7 +8,7 @@ import { GroupCommitter } from './commits';
 import { conflictingKeys, normalizeLockKeys } from './locks';
 import { DEFAULT_MAX_RETRIES, isProcedureTypeRegistered, procedureType } from './registry';
 import { claimReady, commitStep, heartbeat, releaseOwned, LeaseLostError, newProcedureRecord, parseError, toView, transition, type NewProcedure, type ProcedureRow, type StoredError } from './store';
-import { FINISHED_STATES, RetryLaterError, type ChildProcedure, type Json, type LockKey, type ProcedureContext, type ProcedureInstance, type ProcedureRunner, type ProcedureRunnerOptions, type ProcedureTypeDefinition, type ProcedureView, type SubmitOptions } from './types';
+import { FINISHED_STATES, RetryLaterError, type ChildProcedure, type Json, type LockKey, type ProcedureContext, type ProcedureInstance, type ProcedureRunner, type ProcedureRunnerOptions, type ProcedureStatus, type RollbackStatus, type ProcedureTypeDefinition, type ProcedureView, type SubmitOptions } from './types';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const CLEANUP_EVERY_MS = 60 * 60 * 1000;
@@ -216,7 +216,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     const childOutputs = Object.fromEntries(children.map((child) => [child.id, child.output === null ? null : (JSON.parse(child.output) as Json)]));
     while (!this.stopping) {
       const { row, instance } = turn;
-      let status;
+      let status: ProcedureStatus;
       try {
         status = await instance.execute(this.context(row, childOutputs));
       } catch (error) {
@@ -266,7 +266,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     const failedAttempts = cause.attempts ?? 0;
     while (!this.stopping) {
       const { row, instance } = turn;
-      let status;
+      let status: RollbackStatus;
       try {
         status = (await instance.rollback!(this.context(row, {}))) ?? { kind: 'rolled-back' as const };
       } catch (error) {

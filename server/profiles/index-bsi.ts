@@ -115,7 +115,7 @@ export class BitSlicedIndex {
     const sameSign = k < 0 ? present.andInPlace(this.negative) : present.andNotInPlace(this.negative);
     const magnitude = Math.abs(k);
     if (magnitude >= 2 ** this.depth) return magnitude === 0 ? sameSign : new Bitmap();
-    let equal = sameSign;
+    const equal = sameSign;
     for (let i = this.depth - 1; i >= 0 && !equal.isEmpty; i--) {
       if (bitOf(magnitude, i)) equal.andInPlace(this.slices[i]);
       else equal.andNotInPlace(this.slices[i]);
@@ -127,7 +127,7 @@ export class BitSlicedIndex {
   private magnitudeAbove(m: number, candidates: RoaringBitmap32): RoaringBitmap32 {
     if (m >= 2 ** this.depth) return new Bitmap();
     const above = new Bitmap();
-    let equal = candidates;
+    const equal = candidates;
     for (let i = this.depth - 1; i >= 0 && !equal.isEmpty; i--) {
       if (bitOf(m, i)) equal.andInPlace(this.slices[i]);
       else {
@@ -142,7 +142,7 @@ export class BitSlicedIndex {
   private magnitudeBelow(m: number, candidates: RoaringBitmap32): RoaringBitmap32 {
     if (m >= 2 ** this.depth) return candidates;
     const below = new Bitmap();
-    let equal = candidates;
+    const equal = candidates;
     for (let i = this.depth - 1; i >= 0 && !equal.isEmpty; i--) {
       if (bitOf(m, i)) {
         below.orInPlace(Bitmap.andNot(equal, this.slices[i]));

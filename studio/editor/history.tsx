@@ -1,6 +1,6 @@
 'use client';
 import { useState } from 'react';
-import { ApiError, apiGet, tenantPath } from '../api';
+import { type ApiError, apiGet, tenantPath } from '../api';
 import { listOf, type InstanceView, type SnapshotView, type WorkflowView } from '../model';
 import { setQueryData, useQuery } from '../query';
 import { Dialog, Empty, ErrorBox, Loading, formatCount } from '../ui';

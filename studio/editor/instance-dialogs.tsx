@@ -1,6 +1,6 @@
 'use client';
 import { useState } from 'react';
-import { ApiError, apiCall, apiGet, tenantPath } from '../api';
+import { type ApiError, apiCall, apiGet, tenantPath } from '../api';
 import { listOf, type CrowdView, type InstanceView, type WorkflowView } from '../model';
 import { useQuery } from '../query';
 import { Dialog, Empty, ErrorBox, Loading, formatCount } from '../ui';

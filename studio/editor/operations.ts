@@ -1,6 +1,6 @@
 'use client';
 import { useEffect, useState } from 'react';
-import { ApiError, API_ROOT, apiGet, tenantPath } from '../api';
+import { type ApiError, API_ROOT, apiGet, tenantPath } from '../api';
 import { PROCEDURE_FINISHED, type Counts, type ProcedureView } from '../model';
 import { invalidate, setQueryData } from '../query';
 import { workflowsKey } from '../workflows';

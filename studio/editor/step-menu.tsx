@@ -1,6 +1,6 @@
 'use client';
 import { useState, type FormEvent } from 'react';
-import { ApiError, API_ROOT, apiGet, pathSegment, tenantPath } from '../api';
+import { type ApiError, API_ROOT, apiGet, pathSegment, tenantPath } from '../api';
 import type { WhereIsUser } from '../model';
 import { ErrorBox } from '../ui';
 import { useWorkflows } from '../workflows';

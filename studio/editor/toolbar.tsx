@@ -2,7 +2,7 @@
 import { useReactFlow } from '@xyflow/react';
 import Link from 'next/link';
 import { useEffect, useState } from 'react';
-import { ApiError, apiCall, tenantPath } from '../api';
+import { type ApiError, apiCall, tenantPath } from '../api';
 import { graphToDefinition } from '../convert';
 import type { WorkflowProblem, WorkflowView } from '../model';
 import { invalidate, setQueryData } from '../query';

@@ -17,7 +17,7 @@ export function raw(sent: Sent, timeoutMs = 15_000): Promise<Raw> {
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          let body: any = undefined;
+          let body: any ;
           try {
             body = JSON.parse(text);
           } catch {
