@@ -9,9 +9,9 @@ import type { Step, WorkflowDefinition, WorkflowDraft, WorkflowProblem } from '.
 type StepOf<K extends Step['kind']> = Extract<Step, { kind: K }>;
 /**
  * A node's data: its step's own fields from the shared schema, without the kind (the node type) and the
- * targets (edges), plus the label: canvas-only text kept in the draft, never in the runnable definition.
+ * targets (edges), plus its label and note: canvas-only text kept in the draft, never in the runnable definition.
  */
-type Own<K extends Step['kind'], Without extends string = never> = Omit<StepOf<K>, 'kind' | 'next' | Without> & { label?: string };
+type Own<K extends Step['kind'], Without extends string = never> = Omit<StepOf<K>, 'kind' | 'next' | Without> & { label?: string; note?: string };
 type Common = Own<'direct'>;
 export type DirectData = Own<'direct'>;
 export type ExitData = Own<'direct'>;
@@ -124,10 +124,12 @@ export const nodeIdFor = (stepName: string) => `step-${stepName}`;
 export function definitionToGraph(definition: WorkflowDefinition, draft?: WorkflowDraft | null): { nodes: StepNode[]; edges: FlowEdge[] } {
   const positions = draft?.positions ?? {};
   const labels = draft?.labels ?? {};
+  const notes = draft?.notes ?? {};
   const missing = definition.steps.some((s) => !positions[s.name]);
   let nodes = definition.steps.map((step) => {
     const node = nodeFor(step, nodeIdFor(step.name), positions[step.name] ?? { x: 0, y: 0 }, definition.steps.length === 1);
-    return labels[step.name] ? ({ ...node, data: { ...node.data, label: labels[step.name] } } as StepNode) : node;
+    const canvasOnly = { ...(labels[step.name] ? { label: labels[step.name] } : {}), ...(notes[step.name] ? { note: notes[step.name] } : {}) };
+    return Object.keys(canvasOnly).length ? ({ ...node, data: { ...node.data, ...canvasOnly } } as StepNode) : node;
   });
   const known = new Set(definition.steps.map((s) => s.name));
   // an edge to a step that does not exist cannot be drawn; validation reports that `next` on the source step
@@ -187,7 +189,8 @@ export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?:
   });
   const positions = Object.fromEntries(nodes.map((n) => [n.data.name, { x: Math.round(n.position.x), y: Math.round(n.position.y) }]));
   const labels = Object.fromEntries(nodes.flatMap((n) => (n.data.label?.trim() ? [[n.data.name, n.data.label.trim()]] : [])));
-  return { definition: stopAt ? { steps, stopAt } : { steps }, draft: { positions, labels } };
+  const notes = Object.fromEntries(nodes.flatMap((n) => (n.data.note?.trim() ? [[n.data.name, n.data.note.trim()]] : [])));
+  return { definition: stopAt ? { steps, stopAt } : { steps }, draft: { positions, labels, ...(Object.keys(notes).length ? { notes } : {}) } };
 }
 
 /** Top-to-bottom layered layout (dagre), then each step's targets put left to right in its outputs' order; returns new nodes. */

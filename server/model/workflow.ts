@@ -66,6 +66,8 @@ export type WorkflowDefinition = z.infer<typeof WorkflowDefinition>;
 export const WorkflowDraft = z.strictObject({
   positions: z.record(z.string(), z.strictObject({ x: z.number(), y: z.number() })).default({}),
   labels: z.record(z.string(), z.string().max(200)).default({}),
+  /** Notes the team leaves on steps (canvas only, like labels). */
+  notes: z.record(z.string(), z.string().max(2000)).optional(),
 });
 export type WorkflowDraft = z.infer<typeof WorkflowDraft>;
 

@@ -72,6 +72,10 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
       <fieldset disabled={readOnly}>
         <Text label="Name" value={node.data.name} onChange={(v) => update({ name: v ?? '' }, 'name')} testId="step-name-input" />
         <Text label="Label (shown on the canvas)" value={node.data.label} onChange={(v) => update({ label: v }, 'label')} placeholder="e.g. Signed up: what do they do first?" testId="step-label-input" />
+        <label>
+          Note for the team (not run)
+          <textarea className="note-input" rows={2} value={node.data.note ?? ''} onChange={(e) => update({ note: e.target.value || undefined }, 'note')} placeholder="Why this step is here, who owns it…" data-testid="step-note-input" />
+        </label>
         <KindFields key={node.id} node={node} update={update} />
         <h3>Actions</h3>
         <Text label="On enter (action tag)" value={node.data.enterAction} onChange={(v) => update({ enterAction: v }, 'enterAction')} placeholder="e.g. send-welcome-email" />

@@ -118,6 +118,11 @@ function StepNodeView(props: NodeProps<StepNode>) {
           {KIND_ICON[kind]}
         </span>
         <span className="step-name">{props.data.name}</span>
+        {props.data.note && (
+          <span className="note-mark" title={props.data.note} role="img" aria-label={`Note: ${props.data.note}`} data-testid="step-note">
+            ✎
+          </span>
+        )}
         {isEntry && <span className="entry-badge">entry</span>}
         {info.countsKey && <StepMenu stepName={props.data.name} />}
       </header>

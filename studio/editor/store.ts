@@ -175,8 +175,8 @@ export class EditorStore {
   setKind = (id: string, kind: CanvasKind) => {
     const nodes = this.state.nodes.map((n) => {
       if (n.id !== id) return n;
-      const { name, enterAction, leaveAction, ttl, label } = n.data;
-      return { ...n, type: kind, data: { ...defaultData(kind, name), enterAction, leaveAction, ttl, label } } as StepNode;
+      const { name, enterAction, leaveAction, ttl, label, note } = n.data;
+      return { ...n, type: kind, data: { ...defaultData(kind, name), enterAction, leaveAction, ttl, label, note } } as StepNode;
     });
     this.change(nodes, this.state.edges.filter((e) => e.source !== id));
   };

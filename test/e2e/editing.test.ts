@@ -68,6 +68,8 @@ describe('editing a workflow as a marketer', () => {
     await selectStep(page, 'ab_test');
     await typeInto(page.locator('[data-testid=step-label-input]'), 'Which offer works better?');
     await eventually(() => page.locator('[data-step=ab_test] [data-testid=step-label]').textContent()).toBe('Which offer works better?');
+    await page.locator('[data-testid=step-note-input]').fill('Ask Sam before changing the split');
+    await eventually(() => page.locator('[data-step=ab_test] [data-testid=step-note]').getAttribute('title')).toBe('Ask Sam before changing the split');
     await shot('01-labels');
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import { WorkflowDraft, type WorkflowDefinition } from '../../server/model/workflow';
 import { definitionToGraph, graphToDefinition, layout, type StepNode } from '../../studio/convert';
 import { freeSpot } from '../../studio/editor/placement';
 import { validateCanvas } from '../../studio/editor/problems';
@@ -96,6 +96,10 @@ describe('placing new steps', () => {
     const back = graphToDefinition(nodes, edges);
     expect(back.draft.labels).toEqual({ choose: 'Bought or opened?' });
     expect(JSON.stringify(back.definition)).not.toContain('Bought');
+    const noted = definitionToGraph(BRANCHY, { positions: {}, labels: {}, notes: { left: 'Owned by Sam' } });
+    const draft = graphToDefinition(noted.nodes, noted.edges).draft;
+    expect(WorkflowDraft.parse(draft).notes).toEqual({ left: 'Owned by Sam' });
+    expect(JSON.stringify(graphToDefinition(noted.nodes, noted.edges).definition)).not.toContain('Sam');
   });
 });
 
