@@ -13,6 +13,8 @@ export function errorResponse(error: unknown): Response {
   if (error instanceof AppError) {
     const retryAfter = (error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
     const headers: Record<string, string> = retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) };
+    // RFC 6750: a 401 names the scheme the client should authenticate with.
+    if (error.status === 401) headers['www-authenticate'] = 'Bearer realm="crowdflow"';
     return json({ error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } }, error.status, headers);
   }
   if (error instanceof ZodError) {
