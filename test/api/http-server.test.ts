@@ -24,7 +24,11 @@ async function runningInstance() {
   const tenant = await createTenant(2);
   const base = `/tenants/${tenant.name}`;
   expect((await api('PUT', `${base}/crowds/c`, { body: '1\n2\n3', headers: { 'content-type': 'text/plain' } })).status).toBeLessThan(300);
-  const definition = { steps: [{ name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "a"', next: 'done' }, { condition: 'event.type == "b"', next: 'done' }] }, { name: 'done', kind: 'direct' }] };
+  const branches = [
+    { condition: 'event.type == "a"', next: 'done' },
+    { condition: 'event.type == "b"', next: 'done' },
+  ];
+  const definition = { steps: [{ name: 'entry', kind: 'branch', branches }, { name: 'done', kind: 'direct' }] };
   const workflow = await api('POST', `${base}/workflows`, { body: { name: 'w', definition } });
   const started = await api('POST', `${base}/workflows/${workflow.body.id}/start`, { body: { crowd: 'c' } });
   await expect.poll(async () => (await api('GET', `${base}/instances/${started.body.instanceId}`)).body.state, { timeout: 20_000 }).toBe('running');

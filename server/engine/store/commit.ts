@@ -45,7 +45,8 @@ function fence(lease: Lease, offset?: number): RawStatement {
   return statement((bind) => {
     const t = dialect().table('PartitionState');
     // Placeholders are bound in text order (SQLite's `?` are positional).
-    const head = `INSERT INTO ${t} ("tenantId", "partition") SELECT ${bind(lease.tenantId)}, ${bind(lease.partition)} WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`;
+    const head = `INSERT INTO ${t} ("tenantId", "partition") SELECT ${bind(lease.tenantId)}, ${bind(lease.partition)}
+      WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`;
     const guard = offset === undefined ? head : `${head} AND "offset" = ${bind(offset)}`;
     return `${guard}${dialect().lockFoundRows})`;
   });
@@ -98,16 +99,19 @@ function insertBulkMove(tenantId: string, m: JournalMove): RawStatement {
   const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
   return statement(
     (bind) =>
-      `INSERT INTO ${dialect().table('Journal')} (${journalColumns()}) VALUES (${nextSeqSql()} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
+      `INSERT INTO ${dialect().table('Journal')} (${journalColumns()})
+        VALUES (${nextSeqSql()} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
   );
 }
 
 /** A checkpoint includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
 function writeCheckpoint(cp: CheckpointWrite): RawStatement {
   const t = dialect().table('ShardCheckpoint');
+  const data = Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength);
   return statement(
     (bind) =>
-      `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data") VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${dialect().table('Journal')}), ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})
+      `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data")
+        VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${dialect().table('Journal')}), ${bind(data)})
        ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data", "updatedAt" = CURRENT_TIMESTAMP`,
   );
 }
@@ -132,7 +136,8 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
   commit.leases.forEach((lease, i) => statements.push(fence(lease, i === 0 ? commit.offsets?.from : undefined)));
   if (commit.offsets) {
     const lease = commit.leases[0];
-    statements.push(statement((bind) => `UPDATE ${dialect().table('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
+    statements.push(statement((bind) => `UPDATE ${dialect().table('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)}
+      WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
   }
   // Only what reads the journal's max seq needs the journal lock, and it is held to the commit: taken this late, a
   // commit holds it for its journal and checkpoint statements only, and one without either never waits for it. The

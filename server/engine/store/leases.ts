@@ -56,7 +56,8 @@ export async function acquireLease(tenantId: string, partition: number, owner: s
 export async function renewLease(lease: Lease, now: number, leaseMs: number): Promise<boolean> {
   const { params, bind } = dialect().parameters();
   const renewed = await (await raw()).execute(
-    `UPDATE ${dialect().table('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
+    `UPDATE ${dialect().table('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)}
+      WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
     params,
   );
   return renewed === 1;
@@ -65,7 +66,8 @@ export async function renewLease(lease: Lease, now: number, leaseMs: number): Pr
 export async function releaseLease(lease: Lease): Promise<void> {
   const { params, bind } = dialect().parameters();
   await (await raw()).execute(
-    `UPDATE ${dialect().table('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0 WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
+    `UPDATE ${dialect().table('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0
+      WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
     params,
   );
 }

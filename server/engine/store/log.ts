@@ -17,7 +17,8 @@ export async function readLog(tenantId: string, partition: number, offset: numbe
   const recent = takeRecent(tenantId, partition, offset, limit);
   if (recent.length > 0) return recent;
   const { params, bind } = dialect().parameters();
-  const sql = `SELECT "offset", "events" FROM ${dialect().table('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
+  const sql = `SELECT "offset", "events" FROM ${dialect().table('EventLog')}
+    WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
   const rows = await (await raw()).query<{ offset: unknown; events: Uint8Array }>(sql, params);
   return rows.map((row) => ({ offset: num(row.offset), events: decodeEvents(row.events) }));
 }
@@ -66,7 +67,8 @@ export async function trimLog(tenantId: string, upTo: Map<number, number>): Prom
     for (let from = num(row.first); from < end; from += TRIM_ROWS_PER_STATEMENT) {
       const { params, bind } = dialect().parameters();
       deleted += await rawDb.execute(
-        `DELETE FROM ${dialect().table('EventLog')} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" >= ${bind(from)} AND "offset" < ${bind(Math.min(from + TRIM_ROWS_PER_STATEMENT, end))}`,
+        `DELETE FROM ${dialect().table('EventLog')}
+          WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" >= ${bind(from)} AND "offset" < ${bind(Math.min(from + TRIM_ROWS_PER_STATEMENT, end))}`,
         params,
       );
     }
