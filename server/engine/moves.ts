@@ -1,6 +1,6 @@
 // Moving users between steps, one user or a whole bitmap at a time. Entering a step runs it through ONE exhaustive
 // switch on its kind: direct/parallel/split move on at once (one journaled move per hop); branch, timer, delay and
-// terminal steps keep the user. Every move carries the leave tag of its source and the enter tags of its target.
+// terminal steps keep the user (delay steps and branch steps with a timeout also in an entry-time bucket). Every move carries the leave tag of its source and the enter tags of its target.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { bucketEnd, bucketsOf, type Buckets, type Shard } from './shard';
 import { splitPath, type WorkflowRuntime } from './runtime';
@@ -90,8 +90,6 @@ export class Mover {
           return rest;
         }
         case 'delay':
-          arrivals.addTo(this.bucketNow(this.shard.delays, to, runtime.delayBucketMs));
-          break;
         case 'branch':
         case 'timer':
           break;
@@ -99,6 +97,7 @@ export class Mover {
           return unreachable(step);
       }
     arrivals.addTo(this.shard.step(to));
+    if (runtime.delayMs) arrivals.addTo(this.bucketNow(this.shard.delays, to, runtime.delayBucketMs));
     if (runtime.ttlMs) arrivals.addTo(this.bucketNow(this.shard.ttls, to, runtime.ttlBucketMs));
     return to;
   }

@@ -9,6 +9,11 @@ export interface StepRuntime {
   conditions: CompiledCondition[];
   /** Timer steps: the optional condition. */
   timerCondition: CompiledCondition | null;
+  /**
+   * Delay steps, and branch steps with a timeout: users move to `delayNext` `delayMs` after entering, taken from
+   * entry-time buckets of `delayBucketMs` (shard.delays). Null/0 for other steps.
+   */
+  delayNext: string | null;
   delayMs: number;
   delayBucketMs: number;
   ttlMs: number;
@@ -60,6 +65,7 @@ function prepare(step: Step): StepRuntime {
     step,
     conditions: [],
     timerCondition: null,
+    delayNext: null,
     delayMs: 0,
     delayBucketMs: 0,
     ttlMs,
@@ -71,13 +77,13 @@ function prepare(step: Step): StepRuntime {
   switch (step.kind) {
     case 'branch':
       runtime.conditions = step.branches.map((b) => compileCondition(b.condition));
+      if (step.timeout) waitThenMove(runtime, step.timeout.after, step.timeout.next);
       break;
     case 'timer':
       runtime.timerCondition = step.condition ? compileCondition(step.condition) : null;
       break;
     case 'delay':
-      runtime.delayMs = parseDuration(step.after);
-      runtime.delayBucketMs = bucketWidth(runtime.delayMs);
+      waitThenMove(runtime, step.after, step.next);
       break;
     case 'split': {
       let sum = 0;
@@ -93,6 +99,12 @@ function prepare(step: Step): StepRuntime {
       break;
   }
   return runtime;
+}
+
+function waitThenMove(runtime: StepRuntime, after: string, next: string): void {
+  runtime.delayNext = next;
+  runtime.delayMs = parseDuration(after);
+  runtime.delayBucketMs = bucketWidth(runtime.delayMs);
 }
 
 function fnv1a(text: string): number {

@@ -8,7 +8,7 @@ export type Buckets = Map<number, RoaringBitmap32>;
 
 export class Shard {
   readonly steps = new Map<string, RoaringBitmap32>();
-  /** Delay steps: users by entry bucket. */
+  /** Delay steps and branch steps with a timeout: users by entry bucket. */
   readonly delays = new Map<string, Buckets>();
   /** Steps with a ttl: users by the bucket of their entry (or last re-evaluation). */
   readonly ttls = new Map<string, Buckets>();

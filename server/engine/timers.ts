@@ -115,11 +115,12 @@ async function instanceTimers(worker: PartitionWorker, instance: InstanceRuntime
       shard.cronNext.set(name, nextCronTime(step.cron, now, step.tz));
       changed = true;
     }
-    if (step.kind === 'delay') {
+    if (runtime.delayNext !== null) {
+      // A delay ending, or a branch step's timeout: its users got no matching event within `after`.
       const users = takeDue(shard.delays.get(name), runtime.delayMs, now);
       if (users) {
         users.andInPlace(shard.step(name));
-        mover.moveBulk(users, name, step.next);
+        mover.moveBulk(users, name, runtime.delayNext);
         changed = true;
       }
     }

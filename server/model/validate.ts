@@ -57,6 +57,7 @@ type LooseStep = {
   conditions: { field: string; value: string }[];
   cron?: string;
   tz?: string;
+  hasTimeout: boolean;
 };
 
 export function validateWorkflow(definition: unknown, options: ValidateOptions = {}): ValidationResult {
@@ -135,14 +136,19 @@ function looseStep(raw: unknown, index: number): LooseStep {
     if (target !== undefined) targets.push({ next: target, where: `paths[${i}].next` });
     percents.push(typeof item.percent === 'number' && Number.isFinite(item.percent) ? item.percent : undefined);
   });
+  const timeout = kind === 'branch' && isRecord(step.timeout) ? step.timeout : undefined;
+  const timeoutNext = stringAt(timeout?.next);
+  if (timeoutNext !== undefined) targets.push({ next: timeoutNext, where: 'timeout.next' });
   // Content is checked only where the kind has the field; a stray field is already an unrecognized key.
   const condition = stringAt(step.condition);
   if (condition !== undefined && kind === 'timer') conditions.push({ field: 'condition', value: condition });
   const durationFields = kind === 'delay' ? (['after', 'ttl'] as const) : (['ttl'] as const);
   const durations = durationFields.flatMap((field) => {
     const value = stringAt(step[field]);
-    return value === undefined ? [] : [{ field, value }];
+    return value === undefined ? [] : [{ field: field as string, value }];
   });
+  const timeoutAfter = stringAt(timeout?.after);
+  if (timeoutAfter !== undefined) durations.push({ field: 'timeout.after', value: timeoutAfter });
   return {
     label: name ?? `steps[${index}]`,
     name,
@@ -156,6 +162,7 @@ function looseStep(raw: unknown, index: number): LooseStep {
     conditions,
     cron: stringAt(step.cron),
     tz: kind === 'timer' ? stringAt(step.tz) : undefined,
+    hasTimeout: timeout !== undefined,
   };
 }
 
@@ -202,8 +209,15 @@ function stepProblems(step: LooseStep, names: Set<string>, saving: boolean): Wor
   for (const target of step.targets) {
     if (!names.has(target.next)) add('unknown_next', `${target.where} points at "${target.next}", which is not a step of this workflow`);
   }
-  if (step.kind === 'branch' && step.branches && step.branches.length < 2) {
-    add('too_few_branches', `has ${step.branches.length} branch${step.branches.length === 1 ? '' : 'es'}; a branch step needs at least 2 (use "true" as the last condition for an else)`);
+  // With a timeout, one branch is a complete "wait for an event": the timeout is the other way out.
+  const fewestBranches = step.hasTimeout ? 1 : 2;
+  if (step.kind === 'branch' && step.branches && step.branches.length < fewestBranches) {
+    add(
+      'too_few_branches',
+      step.hasTimeout
+        ? 'has no branches; a branch step with a timeout needs at least 1'
+        : `has ${step.branches.length} branch${step.branches.length === 1 ? '' : 'es'}; a branch step needs at least 2 (use "true" as the last condition for an else, or add a timeout)`,
+    );
   }
   if (step.kind === 'split' && step.paths) {
     if (step.paths.length < 2) add('too_few_paths', `has ${step.paths.length} path${step.paths.length === 1 ? '' : 's'}; a split step needs at least 2`);

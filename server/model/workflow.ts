@@ -25,7 +25,13 @@ export const BranchStep = z.strictObject({
   kind: z.literal('branch'),
   // The counts are checked by validateWorkflow (a problem naming the step, not a schema error); meta puts them in
   // the OpenAPI schema so the document says what validation enforces.
-  branches: z.array(z.strictObject({ condition: ConditionText, next: StepName })).meta({ minItems: 2 }),
+  branches: z
+    .array(z.strictObject({ condition: ConditionText, next: StepName }))
+    .meta({ minItems: 1, description: 'At least 2 branches, or 1 with a timeout' }),
+  timeout: z
+    .strictObject({ after: Duration, next: StepName })
+    .optional()
+    .describe('Users no branch moved within `after` of entering the step move to `next` ("did they buy within 2d? if not, remind them")'),
 });
 export const TimerStep = z.strictObject({
   ...stepCommon,

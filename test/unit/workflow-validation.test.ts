@@ -124,7 +124,7 @@ describe('validateWorkflow', () => {
       ],
     });
     expect(problems).toEqual([
-      { step: 'entry', code: 'too_few_branches', message: 'Step "entry" has 1 branch; a branch step needs at least 2 (use "true" as the last condition for an else)' },
+      { step: 'entry', code: 'too_few_branches', message: 'Step "entry" has 1 branch; a branch step needs at least 2 (use "true" as the last condition for an else, or add a timeout)' },
       { step: 'split', code: 'too_few_paths', message: 'Step "split" has 1 path; a split step needs at least 2' },
       { step: 'both', code: 'no_actions', message: 'Step "both" has no actions; a parallel step emits at least 1 action' },
     ]);
