@@ -15,7 +15,11 @@ type Own<K extends Step['kind'], Without extends string = never> = Omit<StepOf<K
 type Common = Own<'direct'>;
 export type DirectData = Own<'direct'>;
 export type ExitData = Own<'direct'>;
-export type BranchData = Own<'branch', 'branches'> & { branches: Omit<StepOf<'branch'>['branches'][number], 'next'>[] };
+export type BranchData = Own<'branch', 'branches' | 'timeout'> & {
+  branches: Omit<StepOf<'branch'>['branches'][number], 'next'>[];
+  /** The timeout's target is the edge from the `timeout` handle. */
+  timeout?: { after: string };
+};
 export type TimerData = Own<'timer'>;
 export type DelayData = Own<'delay'>;
 export type SplitData = Own<'split', 'paths'> & { paths: Omit<StepOf<'split'>['paths'][number], 'next'>[] };
@@ -62,7 +66,10 @@ export function outputHandles(node: StepNode): { id: string; label?: string }[] 
     case 'exit':
       return [];
     case 'branch':
-      return node.data.branches.map((b, i) => ({ id: `branch-${i}`, label: b.condition === 'true' ? 'else' : `if ${i + 1}` }));
+      return [
+        ...node.data.branches.map((b, i) => ({ id: `branch-${i}`, label: b.condition === 'true' ? 'else' : `if ${i + 1}` })),
+        ...(node.data.timeout ? [{ id: 'timeout', label: `after ${node.data.timeout.after}` }] : []),
+      ];
     case 'split':
       return node.data.paths.map((p, i) => ({ id: `path-${i}`, label: `${p.percent}%` }));
     default:
@@ -90,8 +97,11 @@ function nodeFor(step: Step, id: string, position: { x: number; y: number }, lon
     case 'direct':
       // a direct step without next is an exit; a lone entry step is a journey being drawn, so it keeps its output
       return step.next === undefined && !lone ? { ...base, type: 'exit', data: common(step) } : { ...base, type: 'direct', data: common(step) };
-    case 'branch':
-      return { ...base, type: 'branch', data: { ...common(step), branches: step.branches.map((b) => ({ condition: b.condition })) } };
+    case 'branch': {
+      const data: BranchData = { ...common(step), branches: step.branches.map((b) => ({ condition: b.condition })) };
+      if (step.timeout) data.timeout = { after: step.timeout.after };
+      return { ...base, type: 'branch', data };
+    }
     case 'timer': {
       const data: TimerData = { ...common(step), cron: step.cron };
       if (step.tz !== undefined) data.tz = step.tz;
@@ -111,7 +121,7 @@ function nodeFor(step: Step, id: string, position: { x: number; y: number }, lon
 function targetsByHandle(step: Step): [string, string][] {
   switch (step.kind) {
     case 'branch':
-      return step.branches.map((b, i) => [`branch-${i}`, b.next]);
+      return [...step.branches.map((b, i): [string, string] => [`branch-${i}`, b.next]), ...(step.timeout ? [['timeout', step.timeout.next] as [string, string]] : [])];
     case 'split':
       return step.paths.map((p, i) => [`path-${i}`, p.next]);
     default:
@@ -173,8 +183,11 @@ export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?:
         const next = target(node, 'next');
         return { ...base, kind: 'parallel', actions: node.data.actions.filter(Boolean), ...(next === undefined ? {} : { next }) };
       }
-      case 'branch':
-        return { ...base, kind: 'branch', branches: node.data.branches.map((b, i) => ({ condition: b.condition, next: target(node, `branch-${i}`) ?? '' })) };
+      case 'branch': {
+        const step: Step = { ...base, kind: 'branch', branches: node.data.branches.map((b, i) => ({ condition: b.condition, next: target(node, `branch-${i}`) ?? '' })) };
+        if (node.data.timeout) step.timeout = { after: node.data.timeout.after, next: target(node, 'timeout') ?? '' };
+        return step;
+      }
       case 'split':
         return { ...base, kind: 'split', paths: node.data.paths.map((p, i) => ({ percent: p.percent, next: target(node, `path-${i}`) ?? '' })) };
       case 'timer': {

@@ -35,6 +35,19 @@ describe('canvas ↔ definition', () => {
     expect(validateWorkflow(definition)).toMatchObject({ ok: true });
   });
 
+  it('keeps a branch timeout (an output handle labelled with its duration) and a timer zone through the canvas', () => {
+    const definition: WorkflowDefinition = {
+      steps: [
+        { name: 'wait', kind: 'branch', branches: [{ condition: 'event.type == "purchase"', next: 'bought' }], timeout: { after: '2d', next: 'remind' } },
+        { name: 'remind', kind: 'timer', cron: '0 0 9 * * *', tz: 'Europe/Amsterdam', next: 'bought' },
+        { name: 'bought', kind: 'direct' },
+      ],
+    };
+    const { nodes, edges } = definitionToGraph(definition, null);
+    expect(outputHandles(nodes[0])).toEqual([{ id: 'branch-0', label: 'if 1' }, { id: 'timeout', label: 'after 2d' }]);
+    expect(graphToDefinition(nodes, edges).definition).toEqual(definition);
+  });
+
   it('keeps positions in the draft, keyed by step name, never in the definition', () => {
     const draft = { positions: Object.fromEntries(EVERY_KIND.steps.map((s, i) => [s.name, { x: i * 10, y: i * 20 }])), labels: {} };
     const { nodes, edges } = definitionToGraph(EVERY_KIND, draft);
