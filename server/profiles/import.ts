@@ -5,6 +5,7 @@
 // it), and a process killed mid-import leaves committed chunks whose write counter no longer matches the index
 // snapshot, so the next load rebuilds the index from the rows. Importing the same file again is harmless: merging
 // the same attributes twice gives the same profiles.
+import { z } from 'zod';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError } from '../errors';
 import { raw, type RawStatement } from '../storage/raw';
@@ -29,6 +30,9 @@ const SQLITE_ROWS_PER_STATEMENT = 250;
 const PG_ROWS_PER_STATEMENT = 10_000;
 
 export type ImportFormat = 'ndjson' | 'csv';
+
+/** The import's query: only `types` (CSV column types); any other parameter is a 400 naming it. */
+export const ImportQuery = z.strictObject({ types: z.string().max(4096).optional() });
 export type ImportResult = { lines: number; users: number; created: number; chunks: number; ms: number };
 
 /** The format of a Content-Type, or an unsupported_media_type error. */

@@ -85,6 +85,8 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
     'POST /session': { token: 'not-the-admin-token' },
     'POST /tenants/{tenant}/combine-crowds': { name: 'combined', op: 'union', crowds: ['base'] },
     'POST /tenants/{tenant}/profiles': [{ user: 7, attributes: { plan: 'gold' } }],
+    'POST /tenants/{tenant}/audience': { condition: 'profile.plan == "gold"' },
+    'POST /tenants/{tenant}/workflows/{id}/explain': { definition: workflowDefinition },
     'POST /tenants/{tenant}/workflows': { name: uniqueName('wf'), definition: workflowDefinition },
     'PUT /tenants/{tenant}/workflows/{id}': { name: uniqueName('renamed') },
     'POST /tenants/{tenant}/workflows/{id}/start': { crowd: 'base' },
@@ -95,6 +97,7 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
     'POST /consumers/{name}/commit': { cursor: 0 },
   };
   if (op.bodyTypes.includes('text/plain')) return { contentType: 'text/plain', body: '1\n2\n3\n' };
+  if (op.bodyTypes.includes('application/x-ndjson')) return { contentType: 'application/x-ndjson', body: '{"user": 7, "attributes": {"plan": "gold"}}\n' };
   if (!(key in bodies)) throw new Error(`robustness.test.ts has no valid body for ${key}: add one`);
   return { contentType: 'application/json', body: bodies[key] };
 }
