@@ -3,6 +3,7 @@ import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { bitmapExportResponse } from '../../server/crowd/export';
 import { parseCrowdUpload } from '../../server/crowd/parse';
 import { loadCrowd, saveCrowd } from '../../server/crowd/store';
+import { tenantRow } from '../helpers/tenant-row';
 
 const USERS = 10_000_000;
 const CHUNK = 64 * 1024;
@@ -62,6 +63,7 @@ describe('10M-user crowd round trip', () => {
     const fromRoaring = await timed('parse the roaring upload', () => parseCrowdUpload(inChunks(roaring), 'application/octet-stream', roaring.length));
     expect(fromRoaring.isEqual(expected)).toBe(true);
 
+    await tenantRow('tn_big');
     await timed('save the crowd', () => saveCrowd('tn_big', 'everyone', fromRoaring, 'create'));
     const loaded = await timed('load the crowd', () => loadCrowd('tn_big', 'everyone'));
     expect(loaded?.count).toBe(USERS);
