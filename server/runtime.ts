@@ -19,7 +19,7 @@ import type { Scheduler } from './procedures/scheduler';
 import type { Storage } from './storage/db';
 import type { RunningLookup } from './workflows/running';
 import type { LoggedEvent } from './engine/types';
-import type { ProfileChange } from './profiles/index-tenant';
+import type { RelayedProfileWrite } from './profiles/index-tenant';
 import type { TokenBucket } from './security/rate-limit';
 import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantProfiles } from './profiles/index-store';
@@ -52,8 +52,8 @@ export interface Runtime {
   /** Each tenant's profile index, loaded on first use (server/profiles/index-store.ts). */
   readonly profileIndexes: Map<string, TenantProfiles>;
   /** Hands every committed profile write of this thread to the engine thread's index (set by server/engine/client.ts);
-   * `changes` null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
-  profileRelay: ((tenantId: string, changes: ProfileChange[] | null, seq: number) => void) | undefined;
+   * `write` null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
+  profileRelay: ((tenantId: string, write: RelayedProfileWrite | null, seq: number) => void) | undefined;
   /** Whether ingest hands appended rows to partition loops of this thread (off when the engine has its own thread). */
   recentLogEnabled: boolean;
   readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };

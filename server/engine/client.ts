@@ -62,7 +62,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     await this.spawn();
     setRunningLookup((ids) => this.runningOf(ids));
     runtime().noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
-    runtime().profileRelay = (tenantId, changes, seq) => this.post({ kind: 'profiles', tenantId, changes, seq });
+    runtime().profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
   }
 
   async stop(): Promise<void> {

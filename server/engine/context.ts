@@ -1,8 +1,8 @@
 // What conditions read besides the event: tenant crowds (inCrowd) and profiles. Crowds are cached per tenant and
 // dropped when the crowd module reports a change; profiles come from the tenant's profile index in memory
 // (server/profiles/index-store.ts), which plans query as bitmaps and the per-user path reads values back from.
-import type { CrowdMembership, PlanResolver } from '../conditions/compile';
-import { planResolver } from '../conditions/profile-index';
+import type { CrowdMembership } from '../conditions/compile';
+import { planResolver, type IndexPlanResolver } from '../conditions/profile-index';
 import { loadCrowd } from '../crowd';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { onCrowdChanged } from '../crowd/changes';
@@ -47,7 +47,7 @@ export class TenantData {
   }
 
   /** A plan resolver over the cached crowds and the tenant's profile index. */
-  async resolver(crowdNames: string[]): Promise<PlanResolver> {
+  async resolver(crowdNames: string[]): Promise<IndexPlanResolver> {
     await this.prepareCrowds(crowdNames);
     return planResolver((name) => this.crowds.get(name), await profileIndex(this.tenantId));
   }

@@ -3,7 +3,7 @@
 // anything after the commit that changed them, so a caller that awaited a reply already sees those counts.
 import { AppError, type ErrorCode } from '../errors';
 import { RetryLaterError } from '../procedures/types';
-import type { ProfileChange } from '../profiles/index-tenant';
+import type { RelayedProfileWrite } from '../profiles/index-tenant';
 import type { Counts } from './types';
 
 /** The engine work the request thread calls for; arguments and results are structured-cloneable. */
@@ -26,7 +26,7 @@ export type ToEngine =
   /** A change notice of the request thread (crowd or profiles changed), so the engine's caches drop their copy. */
   | { kind: 'notice'; name: string; args: unknown[] }
   /** A profile write the request thread committed (server/profiles/index-store.ts), for the engine's profile index. */
-  | { kind: 'profiles'; tenantId: string; changes: ProfileChange[] | null; seq: number };
+  | { kind: 'profiles'; tenantId: string; write: RelayedProfileWrite | null; seq: number };
 
 export type FromEngine =
   | { kind: 'ready' }

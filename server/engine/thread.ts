@@ -46,7 +46,7 @@ const calls: Record<EngineCallName, Call> = {
 port.on('message', (message: ToEngine) => {
   if (message.kind === 'wake') engine.wakeTenant(message.tenantId);
   else if (message.kind === 'notice') processNotice(message.name).notify(...message.args);
-  else if (message.kind === 'profiles') void applyRelayedProfileWrite(message.tenantId, message.changes, message.seq);
+  else if (message.kind === 'profiles') void applyRelayedProfileWrite(message.tenantId, message.write, message.seq);
   else {
     const { id, name, args } = message;
     calls[name](...(args as never[])).then(

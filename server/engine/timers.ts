@@ -1,7 +1,8 @@
 // Timers of a partition: cron steps, delay buckets, ttl re-evaluation of branch steps and an instance's stopAt. They
 // run in memory under the partition lock (the same lock as event application), and one timer tick of a tenant
 // commits every due partition's moves in ONE transaction fenced by all their leases.
-import { evaluatePlan, type CompiledCondition } from '../conditions/compile';
+import type { CompiledCondition } from '../conditions/compile';
+import { evaluateIndexedPlan } from '../conditions/profile-index';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
@@ -146,7 +147,7 @@ async function instanceTimers(worker: PartitionWorker, instance: InstanceRuntime
 async function matching(tenant: TenantRuntime, condition: CompiledCondition | null, users: RoaringBitmap32, now: number): Promise<RoaringBitmap32> {
   if (!condition) return users.clone();
   const data = tenant.data;
-  if (condition.plan) return evaluatePlan(condition.plan, await data.resolver(condition.crowds), users);
+  if (condition.plan) return evaluateIndexedPlan(condition.plan, await data.resolver(condition.crowds), users);
   await data.prepareCrowds(condition.crowds);
   // Per user, a slice at a time: the slice's profiles are read back from the index (never all of them as objects),
   // and the event loop gets a turn between slices.

@@ -2,8 +2,8 @@
 // plan over the tenant's crowds and profile index, or per user on a bounded sample when it has no plan; and, per
 // condition of a workflow, whether bulk evaluation runs as a plan or per user, and why.
 import { z } from 'zod';
-import { compileCondition, evaluatePlan, type BitmapPlan } from '../conditions/compile';
-import { planResolver } from '../conditions/profile-index';
+import { compileCondition, type BitmapPlan } from '../conditions/compile';
+import { evaluateIndexedPlan, planResolver } from '../conditions/profile-index';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { loadCrowd, RoaringBitmap32 } from '../crowd';
 import { CrowdName } from '../crowd/store';
@@ -73,7 +73,7 @@ export async function estimateAudience(tenantId: string, body: z.infer<typeof Au
     ms: Math.round((performance.now() - started) * 100) / 100,
   });
   if (condition.plan) {
-    const matched = evaluatePlan(condition.plan, planResolver((name) => crowds.get(name), index), universe);
+    const matched = evaluateIndexedPlan(condition.plan, planResolver((name) => crowds.get(name), index), universe);
     return finish(matched, matched.size, 'plan', universe.size);
   }
   const users = firstUsers(universe, MAX_PER_USER_AUDIENCE);

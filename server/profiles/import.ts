@@ -11,7 +11,7 @@ import { AppError } from '../errors';
 import { raw, type RawStatement } from '../storage/raw';
 import { dialect } from '../storage/dialect';
 import { notifyProfilesChanged } from './changes';
-import { CsvReader, numberedLines, parseColumnTypes, parseNdjsonLine, splitCsv, badLine, type ImportItem } from './import-parse';
+import { CsvReader, lineBatches, parseColumnTypes, parseNdjsonLine, splitCsv, badLine, type ImportItem } from './import-parse';
 import { duringImport, profileWrite } from './index-store';
 import type { Attributes, ProfileChange, ProfileIndex } from './index-tenant';
 import { MAX_PROFILE_BYTES, mergeAttributes } from './profiles';
@@ -52,18 +52,25 @@ export async function importProfiles(tenantId: string, body: ReadableStream<Uint
   let csv: CsvReader | null = null;
   let chunk: ImportItem[] = [];
   let lastLine = 0;
+  // The chunk being committed while the next one is read (PostgreSQL writes it meanwhile): at most one, in order.
+  let committing: Promise<void> = Promise.resolve();
   const commit = async () => {
-    const committed = await commitChunk(tenantId, chunk);
-    result.lines += chunk.length;
-    result.users += committed.users;
-    result.created += committed.created;
-    result.chunks++;
+    const items = chunk;
     chunk = [];
+    await committing; // a failed chunk ends the import before the next one is written
+    committing = commitChunk(tenantId, items).then((committed) => {
+      result.lines += items.length;
+      result.users += committed.users;
+      result.created += committed.created;
+      result.chunks++;
+    });
+    committing.catch(() => undefined); // its failure is thrown where it is awaited: the next commit or the end
   };
   await duringImport(tenantId, async () => {
     try {
       await readAndCommit();
     } catch (error) {
+      await committing.catch(() => undefined); // so the counts below are what was committed
       if (error instanceof AppError && error.code === 'validation_failed') {
         const details = { ...(error.details as object), committedLines: result.lines, committedChunks: result.chunks };
         throw new AppError('validation_failed', `${error.message}; ${result.lines} lines before it were committed (chunks of ${IMPORT_CHUNK_LINES}), the rest of the import was not`, details);
@@ -76,17 +83,21 @@ export async function importProfiles(tenantId: string, body: ReadableStream<Uint
   return result;
 
   async function readAndCommit(): Promise<void> {
-    for await (const [line, text] of numberedLines(body!)) {
-      lastLine = line;
-      if (format === 'csv' && !csv) {
-        csv = new CsvReader(splitCsv(text, line), types, line);
-        continue;
+    for await (const { lines, numbers } of lineBatches(body!)) {
+      for (let i = 0; i < lines.length; i++) {
+        const line = numbers[i];
+        lastLine = line;
+        if (format === 'csv' && !csv) {
+          csv = new CsvReader(splitCsv(lines[i], line), types, line);
+          continue;
+        }
+        chunk.push(csv ? csv.read(lines[i], line) : parseNdjsonLine(lines[i], line));
+        if (chunk.length >= IMPORT_CHUNK_LINES) await commit();
+        else if (chunk.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
       }
-      chunk.push(csv ? csv.read(text, line) : parseNdjsonLine(text, line));
-      if (chunk.length >= IMPORT_CHUNK_LINES) await commit();
-      else if (chunk.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
     if (chunk.length > 0) await commit();
+    await committing;
   }
 }
 
@@ -99,12 +110,14 @@ async function commitChunk(tenantId: string, items: ImportItem[]): Promise<{ use
     for (const { user, attributes } of items) {
       const previous = after.get(user) ?? before.get(user);
       if (!after.has(user)) users.push(user);
-      after.set(user, mergeAttributes(previous ?? {}, attributes));
+      // A new profile whose patch removes nothing is the patch itself: no copy (the first import of a file).
+      after.set(user, previous === undefined && isPlainPatch(attributes) ? attributes : mergeAttributes(previous ?? {}, attributes));
     }
     const rows: Array<[number, string]> = [];
     for (const user of users) {
       const text = JSON.stringify(after.get(user));
-      if (Buffer.byteLength(text) > MAX_PROFILE_BYTES) {
+      // A UTF-8 byte is at most 3 per UTF-16 unit: short texts need no count.
+      if (text.length * 3 > MAX_PROFILE_BYTES && Buffer.byteLength(text) > MAX_PROFILE_BYTES) {
         const line = items.findIndex((item) => item.user === user);
         throw new AppError('validation_failed', `the profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, { user, itemInChunk: line + 1 });
       }
@@ -119,6 +132,19 @@ async function commitChunk(tenantId: string, items: ImportItem[]): Promise<{ use
 }
 
 /**
+ * Whether merging `patch` into nothing gives `patch` back: no null (which merging removes) in it or its nested
+ * objects, and no "__proto__" key (which merging does not copy as an own key).
+ */
+function isPlainPatch(patch: Attributes): boolean {
+  for (const key in patch) {
+    const value = patch[key];
+    if (value === null || key === '__proto__') return false;
+    if (typeof value === 'object' && !Array.isArray(value) && !isPlainPatch(value as Attributes)) return false;
+  }
+  return true;
+}
+
+/**
  * The current profiles of the chunk's users that have one, read back from the index (which is the database at
  * its write counter while this write holds the tenant's turn): a first import reads nothing at all.
  */
@@ -126,6 +152,19 @@ function existingProfiles(index: ProfileIndex, items: ImportItem[]): Map<number,
   const ids = new Uint32Array(items.length);
   for (let i = 0; i < items.length; i++) ids[i] = items[i].user;
   return index.materialize(RoaringBitmap32.from(ids));
+}
+
+/** The SQL text of a multi-row SQLite upsert, built once per row count (most statements are full ones). */
+const sqliteInserts = new Map<string, string>();
+
+function sqliteInsert(table: string, rows: number, upsert: string): string {
+  const key = `${table} ${rows}`;
+  let sql = sqliteInserts.get(key);
+  if (sql === undefined) {
+    const values = Array.from({ length: rows }, () => '(?, ?, ?, CURRENT_TIMESTAMP)').join(', ');
+    sqliteInserts.set(key, (sql = `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") VALUES ${values} ${upsert}`));
+  }
+  return sql;
 }
 
 /** Upserts the rows and counts the write, in one transaction; returns the write counter. */
@@ -148,8 +187,7 @@ async function writeRows(tenantId: string, rows: Array<[number, string]>): Promi
       const part = rows.slice(i, i + SQLITE_ROWS_PER_STATEMENT);
       const params: unknown[] = [];
       for (const [user, text] of part) params.push(tenantId, user, text);
-      const values = part.map(() => '(?, ?, ?, CURRENT_TIMESTAMP)').join(', ');
-      statements.push({ sql: `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") VALUES ${values} ${upsert}`, params });
+      statements.push({ sql: sqliteInsert(table, part.length, upsert), params });
     }
   }
   const state = d.table('ProfileIndexState');

@@ -4,7 +4,7 @@
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { BitmapEdits } from './index-bsi';
 import { FieldIndex, type Comparison } from './index-field';
-import { pathKey } from './paths';
+import { pathKey, segmentKey } from './paths';
 
 const { RoaringBitmap32: Bitmap } = roaring;
 
@@ -12,6 +12,9 @@ export type Attributes = Record<string, unknown>;
 export type Scalar = string | number | boolean;
 /** One committed change: the user's whole profile before (undefined: had none) and after (undefined: deleted). */
 export type ProfileChange = { user: number; before?: Attributes; after?: Attributes };
+/** A committed write relayed to the engine thread (server/profiles/index-store.ts): `afters` is the JSON of an array,
+ * the profile of each of `users` after the write (null: deleted). */
+export type RelayedProfileWrite = { users: Uint32Array; afters: string };
 
 const isObject = (value: unknown): value is Attributes => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -37,6 +40,10 @@ function sameIndexed(a: unknown, b: unknown): boolean {
 export class ProfileIndex {
   /** Users with a stored profile (even an empty one). */
   readonly users = new Bitmap();
+  /** Counts changes to the index: a result computed at one version is stale at the next. */
+  version = 0;
+  /** Plan results over every user of this index, by plan (server/conditions/profile-index.ts evaluateIndexedPlan). */
+  readonly planResults = new Map<object, { version: number; crowds: readonly ReadonlyRoaringBitmap32[]; matched: RoaringBitmap32 }>();
   private readonly fields = new Map<string, FieldIndex & { segments: string[] }>();
   private byDepth: (FieldIndex & { segments: string[] })[] | null = null;
 
@@ -51,9 +58,16 @@ export class ProfileIndex {
       const earlier = net.get(change.user);
       net.set(change.user, earlier ? { user: change.user, before: earlier.before, after: change.after } : change);
     }
+    this.version++;
     const edits = new BitmapEdits();
     const touched = new Set<string>();
     for (const { user, before, after } of net.values()) {
+      if (!before && after) {
+        // A new profile (an import's common case): every path is added, nothing to diff.
+        this.addPaths(edits, user, after, null, '');
+        edits.add(this.users, user);
+        continue;
+      }
       const old = before ? flatten(before) : null;
       const next = after ? flatten(after) : null;
       if (old) {
@@ -80,6 +94,19 @@ export class ProfileIndex {
         this.fields.delete(key);
         this.byDepth = null;
       }
+    }
+  }
+
+  /** Queues indexing every path of `attributes` (nested under `prefix`) for `user`, without building a path map. */
+  private addPaths(edits: BitmapEdits, user: number, attributes: Attributes, prefix: string[] | null, prefixKey: string): void {
+    for (const key in attributes) {
+      const value = attributes[key];
+      if (value === null || value === undefined || !Object.hasOwn(attributes, key)) continue;
+      const segment = segmentKey(key);
+      const path = prefix === null ? segment : `${prefixKey}\u001f${segment}`;
+      const field = this.fields.get(path) ?? this.field(path, prefix === null ? [key] : [...prefix, key]);
+      field.add(edits, user, value);
+      if (isObject(value)) this.addPaths(edits, user, value, prefix === null ? [key] : [...prefix, key], path);
     }
   }
 
@@ -179,6 +206,7 @@ export class ProfileIndex {
 
   /** Drops everything (tenant deleted). */
   clear(): void {
+    this.version++;
     this.users.clear();
     this.fields.clear();
     this.byDepth = null;

@@ -4,7 +4,12 @@ const SEPARATOR = '\u001f';
 
 /** The key of a path (a list of object keys): segments joined by U+001F, which keys rarely hold (then escaped). */
 export function pathKey(segments: readonly string[]): string {
-  return segments.map((s) => (s.includes(SEPARATOR) || s.includes('\\') ? s.replaceAll('\\', '\\\\').replaceAll(SEPARATOR, '\\u') : s)).join(SEPARATOR);
+  return segments.map(segmentKey).join(SEPARATOR);
+}
+
+/** One segment of a path key (the key of a top-level path). */
+export function segmentKey(segment: string): string {
+  return segment.includes(SEPARATOR) || segment.includes('\\') ? segment.replaceAll('\\', '\\\\').replaceAll(SEPARATOR, '\\u') : segment;
 }
 
 /** How people read a path: `address.country`. */

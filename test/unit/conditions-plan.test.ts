@@ -1,7 +1,7 @@
 import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
 import { compileCondition, evaluatePlan, type BitmapPlan, type CrowdMembership } from '../../server/conditions/compile';
-import { ProfileIndex, planResolver } from '../../server/conditions/profile-index';
+import { evaluateIndexedPlan, ProfileIndex, planResolver } from '../../server/conditions/profile-index';
 import { conditionEnvironment } from '../../server/conditions/environment';
 import { mergeAttributes } from '../../server/profiles/profiles';
 
@@ -245,6 +245,32 @@ describe('evaluatePlan equals the predicate applied per user', () => {
   it('on 300 random conditions (seeded)', () => {
     const conditions = seededRandom(7);
     for (let i = 0; i < 300; i++) expectPlanMatchesPredicate(randomCondition(conditions, 3), sample, sampleUsers);
+  });
+
+  it('evaluateIndexedPlan (a result over the whole index, reused) answers as evaluatePlan: per partition, after profile writes, after a crowd is replaced', () => {
+    const index = new ProfileIndex();
+    index.apply([...stored].map(([user, after]) => ({ user, after })));
+    const crowds = new Map(crowdBitmaps);
+    const indexed = planResolver((name) => crowds.get(name), index);
+    // A timer's users by partition (user % 8): each an eighth of the universe, spread over the whole id range.
+    const partitions = Array.from({ length: 8 }, (_, p) => RoaringBitmap32.from(universeUsers.filter((user) => user % 8 === p)));
+    const conditions = seededRandom(11);
+    const texts = ['profile.plan == "pro" && profile.age >= 30', '!(profile.plan == "pro")', 'inCrowd("a") && profile.age < 30', ...Array.from({ length: 40 }, () => randomCondition(conditions, 3))];
+    const expectSameAnswers = (stage: string) => {
+      for (const text of texts) {
+        const plan = compileCondition(text).plan!;
+        for (const users of [...partitions, universe]) expect(evaluateIndexedPlan(plan, indexed, users).toArray(), `${stage}: ${text}`).toEqual(evaluatePlan(plan, indexed, users).toArray());
+      }
+    };
+    expectSameAnswers('first');
+    expect(index.planResults.size).toBeGreaterThan(0);
+    expectSameAnswers('cached');
+    // Profile writes in every partition: every third user with a profile changes, every seventh is deleted.
+    const writes = [...stored].filter(([user]) => user % 3 === 0 || user % 7 === 0);
+    index.apply(writes.map(([user, before]) => ({ user, before, after: user % 7 === 0 ? undefined : { plan: before.plan === 'pro' ? 'free' : 'pro', age: 29 } })));
+    expectSameAnswers('after profile writes');
+    crowds.set('a', RoaringBitmap32.from(universeUsers.filter((user) => user % 3 === 0)));
+    expectSameAnswers('after crowd "a" was replaced');
   });
 
   it('never mutates the crowd or index bitmaps it is given', () => {

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
 import { compareNumbers, MAX_DISTINCT_STRINGS, thresholds, type Comparison } from '../../server/profiles/index-field';
-import { ProfileIndex, type Attributes } from '../../server/profiles/index-tenant';
+import { applyRelayedWrite, relayedWrite } from '../../server/profiles/index-store';
+import { ProfileIndex, type Attributes, type ProfileChange } from '../../server/profiles/index-tenant';
 import { celTimestampMs, pathKey } from '../../server/profiles/paths';
 import { mergeAttributes } from '../../server/profiles/profiles';
 
@@ -78,32 +79,59 @@ function expectAgreement(index: ProfileIndex, model: Map<number, Attributes>) {
   );
 }
 
+/** Both indexes hold the same bitmaps and per-user values for every path: they answer every query alike. */
+function expectSameIndex(actual: ProfileIndex, expected: ProfileIndex) {
+  expect(actual.users.toArray()).toEqual(expected.users.toArray());
+  const fields = (index: ProfileIndex) =>
+    Object.fromEntries(
+      index.paths().map(({ key, field }) => [
+        key,
+        {
+          scale: field.scale,
+          strings: Object.fromEntries([...field.strings].map(([value, users]) => [value, users.toArray()])),
+          bitmaps: [field.presence, field.objects, field.trues, field.falses, ...field.numbers.bitmaps(), ...field.times.bitmaps()].map((b) => b.toArray()),
+          highCardinality: field.highCardinality && Object.fromEntries(field.highCardinality),
+          others: Object.fromEntries(field.others),
+        },
+      ]),
+    );
+  expect(fields(actual)).toEqual(fields(expected));
+}
+
 describe('ProfileIndex against a naive model (fast-check)', () => {
-  it('agrees on every query after every operation', () => {
+  it('agrees on every query after every operation, and so does a copy fed the writes as relayed to the engine thread', () => {
     fc.assert(
       fc.property(fc.array(operation, { minLength: 1, maxLength: 25 }), (operations) => {
         const index = new ProfileIndex();
+        // The engine thread's copy: it gets each write as relayed across threads (users and afters only).
+        const engineCopy = new ProfileIndex();
         const model = new Map<number, Attributes>();
+        const commit = (changes: ProfileChange[]) => {
+          index.apply(changes);
+          applyRelayedWrite(engineCopy, relayedWrite(changes));
+        };
         for (const op of operations) {
           if (op.kind === 'upsert') {
             // one committed call: each user's profile before the call and after all of its items
             const before = new Map(op.items.map(({ user }) => [user, model.get(user)]));
             // through JSON, as stored profiles are (-0 becomes 0)
             for (const { user, patch } of op.items) model.set(user, mergeAttributes(model.get(user) ?? {}, JSON.parse(JSON.stringify(patch))));
-            index.apply([...before].map(([user, old]) => ({ user, before: old, after: model.get(user) })));
+            commit([...before].map(([user, old]) => ({ user, before: old, after: model.get(user) })));
           } else if (op.kind === 'delete') {
-            if (model.has(op.user)) index.apply([{ user: op.user, before: model.get(op.user) }]);
+            if (model.has(op.user)) commit([{ user: op.user, before: model.get(op.user) }]);
             model.delete(op.user);
           } else {
             index.clear();
+            engineCopy.clear();
             model.clear();
           }
           expectAgreement(index, model);
+          expectSameIndex(engineCopy, index);
         }
       }),
       { numRuns: 150, seed: 20261201 },
     );
-  });
+  }, 180_000); // thousands of queries per run: ~40 s on a loaded 2-core machine
 
   it('rescales a number path when a value needs more decimals, and keeps comparisons exact', () => {
     const index = new ProfileIndex();
