@@ -6,6 +6,7 @@ export const ERROR_STATUS = {
   invalid_id: 400,
   invalid_bitmap: 400,
   invalid_workflow: 400,
+  empty_upload: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,

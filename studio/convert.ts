@@ -110,8 +110,11 @@ function nodeFor(step: Step, id: string, position: { x: number; y: number }, lon
     }
     case 'delay':
       return { ...base, type: 'delay', data: { ...common(step), after: step.after } };
-    case 'split':
-      return { ...base, type: 'split', data: { ...common(step), paths: step.paths.map((p) => ({ percent: p.percent })) } };
+    case 'split': {
+      const data: SplitData = { ...common(step), paths: step.paths.map((p) => ({ percent: p.percent })) };
+      if (step.seed !== undefined) data.seed = step.seed;
+      return { ...base, type: 'split', data };
+    }
     case 'parallel':
       return { ...base, type: 'parallel', data: { ...common(step), actions: [...step.actions] } };
   }
@@ -188,8 +191,11 @@ export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?:
         if (node.data.timeout) step.timeout = { after: node.data.timeout.after, next: target(node, 'timeout') ?? '' };
         return step;
       }
-      case 'split':
-        return { ...base, kind: 'split', paths: node.data.paths.map((p, i) => ({ percent: p.percent, next: target(node, `path-${i}`) ?? '' })) };
+      case 'split': {
+        const step: Step = { ...base, kind: 'split', paths: node.data.paths.map((p, i) => ({ percent: p.percent, next: target(node, `path-${i}`) ?? '' })) };
+        if (node.data.seed !== undefined) step.seed = node.data.seed;
+        return step;
+      }
       case 'timer': {
         const step: Step = { ...base, kind: 'timer', cron: node.data.cron, next: target(node, 'next') ?? '' };
         if (node.data.tz) step.tz = node.data.tz;

@@ -16,7 +16,8 @@ const upload = {
   description:
     'The crowd file, streamed: text/CSV (IDs separated by newlines, commas or whitespace; an optional header line), ' +
     'a JSON array of IDs, or a portable-format roaring bitmap (application/octet-stream). IDs are integers 0…4294967295. ' +
-    'A bad ID is a 400 invalid_id naming its line and value; above CROWDFLOW_MAX_UPLOAD_BYTES is a 413.',
+    'A bad ID is a 400 invalid_id naming its line and value; above CROWDFLOW_MAX_UPLOAD_BYTES is a 413. ' +
+    'A body of 0 bytes is a 400 empty_upload whatever its type; a crowd with no users is sent as a newline (text/CSV), [] (JSON) or an empty portable bitmap.',
 };
 
 export const paths: Record<string, object> = {

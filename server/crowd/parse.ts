@@ -43,14 +43,27 @@ export async function parseCrowdUpload(
   const chunks = cappedChunks(body, maxBytes);
   if (format === 'roaring') {
     const bytes = await collect(chunks);
+    if (bytes.byteLength === 0) throw emptyUpload();
     const declared = portableCardinality(bytes);
     if (declared !== null) checkUsers(declared);
     return deserializeBitmap(bytes);
   }
   const scanner = format === 'json' ? new JsonIdScanner() : new TextIdScanner();
-  for await (const chunk of chunks) scanner.feed(chunk);
+  let received = 0;
+  for await (const chunk of chunks) {
+    received += chunk.byteLength;
+    scanner.feed(chunk);
+  }
+  if (received === 0) throw emptyUpload();
   return scanner.end();
 }
+
+/**
+ * One rule for every format: a body of 0 bytes is refused, since it is far likelier a failed upload (a missing file,
+ * a dropped stream) than a wish to empty the crowd. An empty crowd is sent as its format's empty value.
+ */
+const emptyUpload = () =>
+  new AppError('empty_upload', 'The upload is empty (0 bytes). To store a crowd with no users, send an empty value: a newline (text/CSV), [] (JSON) or an empty portable roaring bitmap');
 
 async function* cappedChunks(body: ByteSource | null, maxBytes: number): AsyncGenerator<Uint8Array> {
   if (!body) return;
@@ -97,9 +110,12 @@ class IdSink {
   private readonly buffer = new Uint32Array(1 << 20);
   private readonly scratch = new Uint32Array(1 << 20);
   private length = 0;
+  /** IDs added so far, duplicates included: a JSON upload's next element index. */
+  added = 0;
   readonly bitmap = new RoaringBitmap32();
 
   add(id: number): void {
+    this.added++;
     this.buffer[this.length++] = id;
     if (this.length === this.buffer.length) this.flush();
   }
@@ -218,8 +234,11 @@ abstract class IdScanner {
       return;
     }
     const kind = this.kind === KIND_NEGATIVE && this.digits === 0 ? KIND_NOT_INTEGER : this.kind;
-    throw badId(this.line, this.tokenText(chunk, tokenStart, tokenEnd), kind);
+    throw this.badId(this.tokenText(chunk, tokenStart, tokenEnd), kind);
   }
+
+  /** A bad ID, named by where it is: its line in text, its array index in JSON. */
+  protected abstract badId(text: string, kind: number): AppError;
 
   protected tokenText(chunk: Uint8Array, tokenStart: number, tokenEnd: number): string {
     const own = chunk.subarray(tokenStart, Math.min(tokenEnd, tokenStart + MAX_SHOWN + 1));
@@ -227,11 +246,8 @@ abstract class IdScanner {
   }
 }
 
-function badId(line: number, text: string, kind: number): AppError {
-  const shown = text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text;
-  const why = kind === KIND_NEGATIVE ? 'is negative' : kind === KIND_TOO_LARGE ? `is above ${MAX_USER_ID}` : 'is not an integer';
-  return new AppError('invalid_id', `Line ${line}: "${shown}" ${why}; user IDs are integers from 0 to ${MAX_USER_ID}`, { line, value: shown });
-}
+const shownId = (text: string) => (text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text);
+const whyBad = (kind: number) => (kind === KIND_NEGATIVE ? 'is negative' : kind === KIND_TOO_LARGE ? `is above ${MAX_USER_ID}` : 'is not an integer');
 
 function isHeaderStart(byte: number): boolean {
   return (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) || byte === 95 || byte === QUOTE;
@@ -298,6 +314,11 @@ class TextIdScanner extends IdScanner {
     if (this.inToken) this.finishToken(new Uint8Array(0), 0, 0);
     return this.sink.flush();
   }
+
+  protected badId(text: string, kind: number): AppError {
+    const value = shownId(text);
+    return new AppError('invalid_id', `Line ${this.line}: "${value}" ${whyBad(kind)}; user IDs are integers from 0 to ${MAX_USER_ID}`, { path: `line ${this.line}`, line: this.line, value });
+  }
 }
 
 const BEFORE_ARRAY = 0;
@@ -321,7 +342,7 @@ class JsonIdScanner extends IdScanner {
       if (this.state === IN_STRING) {
         if (this.escaped) this.escaped = false;
         else if (b === 92) this.escaped = true;
-        else if (b === QUOTE) throw badId(this.line, this.tokenText(chunk, tokenStart, i + 1), KIND_NOT_INTEGER);
+        else if (b === QUOTE) throw this.badId(this.tokenText(chunk, tokenStart, i + 1), KIND_NOT_INTEGER);
         else if (b === LF) throw this.structural('a string that is not closed');
       } else if (isDigit(b)) {
         if (!this.inToken) {
@@ -368,6 +389,18 @@ class JsonIdScanner extends IdScanner {
     if (this.inToken || this.state === IN_STRING) this.carryOver(chunk, tokenStart);
   }
 
+  /** Shown as JSON text (a string keeps its quotes), named by its index in the array. */
+  protected badId(text: string, kind: number): AppError {
+    const value = shownId(text);
+    const index = this.sink.added;
+    return new AppError('invalid_id', `Element [${index}] (line ${this.line}): ${value} ${whyBad(kind)}; user IDs are integers from 0 to ${MAX_USER_ID}`, {
+      path: `[${index}]`,
+      index,
+      line: this.line,
+      value,
+    });
+  }
+
   private endValue(chunk: Uint8Array, tokenStart: number, i: number): void {
     if (!this.inToken) return;
     this.finishToken(chunk, tokenStart, i);
@@ -380,7 +413,7 @@ class JsonIdScanner extends IdScanner {
   }
 
   private structural(problem: string): AppError {
-    return new AppError('invalid_json', `Line ${this.line}: ${problem}; a JSON crowd is an array of user IDs like [1, 2, 3]`, { line: this.line });
+    return new AppError('invalid_json', `Line ${this.line}: ${problem}; a JSON crowd is an array of user IDs like [1, 2, 3]`, { path: `line ${this.line}`, line: this.line });
   }
 
   end(): RoaringBitmap32 {

@@ -14,7 +14,7 @@ import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { cleanupJournal } from '../notifications/notifications';
 import { LogTrimmer, logEnds } from './store/log';
-import { dialect } from '../storage/dialect';
+import { recentMovesOf } from './store/user-moves';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition } from './instance-store';
 import * as ops from './instances';
@@ -158,7 +158,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     for (const row of await db().instance.findMany({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } })) {
       if (row.state === 'starting') continue; // its start procedure installs it
       const definition = await loadDefinition(row.workflowId, row.version);
-      runtime.instances.set(row.id, new InstanceRuntime(row, new WorkflowRuntime(definition), tenant.partitions));
+      runtime.instances.set(row.id, new InstanceRuntime(row, new WorkflowRuntime(definition, row.workflowId), tenant.partitions));
     }
     const workers = Array.from({ length: tenant.partitions }, (_, p) => new PartitionWorker(this, runtime, p));
     if (this.running) {
@@ -356,13 +356,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
         if (bitmap.has(user)) instances.push({ instanceId: instance.id, workflowId: instance.record.workflowId, step });
       }
     }
-    const { params, bind } = dialect().parameters();
-    const rows = await db().$queryRawUnsafe<{ seq: unknown; instanceId: string; fromStep: string | null; toStep: string; timeMs: unknown }[]>(
-      `SELECT "seq", "instanceId", "fromStep", "toStep", "timeMs" FROM ${dialect().table('Journal')} WHERE "tenantId" = ${bind(tenantId)} AND "user" = ${bind(user)} ORDER BY "seq" DESC LIMIT 50`,
-      ...params,
-    );
-    const recentMoves = rows.map((r) => ({ seq: Number(r.seq), instanceId: r.instanceId, fromStep: r.fromStep, toStep: r.toStep, time: new Date(Number(r.timeMs)).toISOString() }));
-    return { user, instances, recentMoves };
+    return { user, instances, recentMoves: await recentMovesOf(tenantId, user, partition) };
   }
 
   // ---- instance operations (each runs as a procedure) ---------------------------------------------------------

@@ -129,11 +129,13 @@ export function idempotencyKey(header: string | null): string | undefined {
  * The whole ingest call: validates the batch, resolves the tenant, then appends durably. With an Idempotency-Key a
  * request already committed under that key (same body) is answered as it was then, appending nothing; events whose
  * `id` is already in the log (within the dedupe window) are counted as `duplicates` and not appended again.
+ * "Same body" is the same bytes: `bodyBytes` as the request sent them (hashing them costs no re-serialization);
+ * in-process callers, which have no request, give none and their body's JSON is hashed.
  */
-export async function ingest(principal: Principal, body: unknown, now: number, key?: string): Promise<{ tenantId: string } & IngestResult> {
+export async function ingest(principal: Principal, body: unknown, now: number, key?: string, bodyBytes?: Uint8Array): Promise<{ tenantId: string } & IngestResult> {
   const batch = parseEventBatch(body, now);
   const tenant = await ingestTarget(principal, batch.tenant);
-  const requestHash = key === undefined ? undefined : createHash('sha256').update(JSON.stringify(body)).digest('base64url');
+  const requestHash = key === undefined ? undefined : createHash('sha256').update(bodyBytes ?? JSON.stringify(body)).digest('base64url');
   const result = await appendRequest(tenant.id, tenant.partitions, { events: batch.events, ids: batch.ids, key, requestHash }, now);
   return { tenantId: tenant.id, ...result };
 }

@@ -2,7 +2,7 @@ import { AppError, notFound } from '../errors';
 import { validateWorkflow } from '../model/validate';
 import type { WorkflowDefinition } from '../model/workflow';
 import { db } from '../storage/db';
-import type { InstanceState, InstanceView } from './types';
+import type { InstanceState, InstanceView, Reentry } from './types';
 
 type InstanceRow = Awaited<ReturnType<ReturnType<typeof db>['instance']['findUniqueOrThrow']>>;
 
@@ -16,6 +16,7 @@ export function instanceView(row: InstanceRow): InstanceView {
     state: row.state as InstanceState,
     userCount: Number(row.userCount),
     excludedCount: Number(row.excludedCount),
+    reentry: row.reentry as Reentry,
     createdAt: row.createdAt.toISOString(),
     startedAt: row.startedAt?.toISOString() ?? null,
     stoppedAt: row.stoppedAt?.toISOString() ?? null,

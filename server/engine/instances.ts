@@ -11,9 +11,9 @@ import { FINISHED_STATES, type Json, type ProcedureContext, type ProcedureInstan
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { instanceView, loadDefinition } from './instance-store';
-import { strandedUsers } from './operations';
+import { crowdOf, nobodyLeft, previousInstance, strandedUsers } from './operations';
 import { WorkflowRuntime } from './runtime';
-import type { Counts, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest } from './types';
+import type { Counts, InstanceView, Reentry, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest } from './types';
 
 /**
  * What the instance operations need of an engine: its procedure runner, the live counts of an instance, and the
@@ -96,15 +96,29 @@ async function requireScheduledCrowd(workflow: { id: string; name: string }, ten
   }
 }
 
+/**
+ * Refuses at once a start that re-entry exclusion would leave without users (else the instance would fail later).
+ * When the crowd is larger than the previous instance was, some users are certainly left and nothing is loaded.
+ */
+async function requireUsersLeft(tenantId: string, workflowId: string, crowd: { name: string; count: number }, reentry: Reentry): Promise<void> {
+  if (reentry === 'allow') return;
+  const previous = await previousInstance(workflowId, '');
+  if (!previous || crowd.count > Number(previous.userCount)) return;
+  const { users, excludedCount } = await crowdOf(tenantId, crowd.name, workflowId, '', reentry);
+  if (users.size === 0) throw nobodyLeft(crowd.name, excludedCount);
+}
+
 /** Checks everything a start needs, then creates the instance row and submits `instance.start`. */
 export async function submitStart(engine: InstanceEngine, tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
   const workflow = await requireWorkflow(tenantId, workflowId);
   const version = request.version ?? workflow.currentVersion;
+  const reentry = request.reentry ?? 'exclude';
   await loadDefinition(workflow.id, version);
-  await requireUsableCrowd(tenantId, request.crowd);
+  const crowd = await requireUsableCrowd(tenantId, request.crowd);
   await refuseActive(workflow.id);
+  await requireUsersLeft(tenantId, workflow.id, crowd, reentry);
   const instanceId = newId('in');
-  await db().instance.create({ data: { id: instanceId, tenantId, workflowId: workflow.id, version, crowdName: request.crowd, state: 'starting', userCount: 0 } });
+  await db().instance.create({ data: { id: instanceId, tenantId, workflowId: workflow.id, version, crowdName: request.crowd, state: 'starting', userCount: 0, reentry } });
   const state = { tenantId, workflowId: workflow.id, crowd: request.crowd, version, instanceId };
   const procedureId = await engine.runner.submit('instance.start', state, { tenantId, workflowId: workflow.id });
   return { procedureId, instanceId };
@@ -160,7 +174,7 @@ export async function submitUpdateCrowd(engine: InstanceEngine, tenantId: string
 
 export async function submitUpdateWorkflow(engine: InstanceEngine, tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
   const row = await requireRunning(tenantId, instanceId);
-  const next = new WorkflowRuntime(await loadDefinition(row.workflowId, request.version));
+  const next = new WorkflowRuntime(await loadDefinition(row.workflowId, request.version), row.workflowId);
   const mapping = request.mapping ?? {};
   for (const [from, to] of Object.entries(mapping)) {
     if (!next.steps.has(to)) throw badRequest(`mapping.${from}: step "${to}" is not in version ${request.version}`, { path: `mapping.${from}` });

@@ -1,6 +1,7 @@
 // Moving users between steps, one user or a whole bitmap at a time. Entering a step runs it through ONE exhaustive
 // switch on its kind: direct/parallel/split move on at once (one journaled move per hop); branch, timer, delay and
-// terminal steps keep the user (delay steps and branch steps with a timeout also in an entry-time bucket). Every move carries the leave tag of its source and the enter tags of its target.
+// terminal steps keep the user (delay steps and branch steps with a timeout also in an entry-time bucket). Every move
+// carries the leave tag of its source and the enter tags of its target. A "move" to the step a user rests in is none.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { bucketEnd, bucketsOf, type Buckets, type Shard } from './shard';
 import { splitPath, type WorkflowRuntime } from './runtime';
@@ -26,15 +27,20 @@ export class Mover {
     readonly now: number,
   ) {}
 
-  /** Moves one user out of `from` (a step it rests in, or null when it enters the instance) into `to`. Returns where it rests. */
+  /**
+   * Moves one user out of `from` (a step it rests in, or null when it enters the instance) into `to`. Returns where it
+   * rests. A move to the step the user is in is no move: nothing is journaled or counted, and the user keeps its
+   * entry time (a branch's timeout and ttl are not restarted).
+   */
   moveUser(user: number, from: string | null, to: string): string {
+    if (from === to) return to;
     if (from !== null) this.leaveUser(user, from);
     return this.enter(new OneUser(user), from, to, 0);
   }
 
-  /** Moves a bitmap of users resting in `from` (or new to the instance) into `to`, as bulk moves. */
+  /** Moves a bitmap of users resting in `from` (or new to the instance) into `to`, as bulk moves; `from` = `to` is no move. */
   moveBulk(users: RoaringBitmap32, from: string | null, to: string): void {
-    if (users.size === 0) return;
+    if (users.size === 0 || from === to) return;
     if (from !== null) this.leaveBulk(users, from);
     this.enter(new ManyUsers(users), from, to, 0);
   }

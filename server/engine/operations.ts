@@ -14,23 +14,39 @@ import { Shard } from './shard';
 import { commitBatch, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
 import { InstanceRuntime, type TenantRuntime } from './tenant';
+import type { Reentry } from './types';
 
 const SNAPSHOT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** Users of the workflow's previous stopped instance (busybee re-entry rule: a new instance excludes them). */
+/** The workflow's most recently stopped instance other than `exceptId`: busybee's re-entry rule excludes its users. */
+export function previousInstance(workflowId: string, exceptId: string) {
+  return db().instance.findFirst({ where: { workflowId, state: 'stopped', id: { not: exceptId } }, orderBy: { stoppedAt: 'desc' } });
+}
+
+/** Users of the previous instance, from its snapshot (none once the snapshot expired). */
 async function previousUsers(workflowId: string, exceptId: string): Promise<RoaringBitmap32 | null> {
-  const previous = await db().instance.findFirst({ where: { workflowId, state: 'stopped', id: { not: exceptId } }, orderBy: { stoppedAt: 'desc' } });
+  const previous = await previousInstance(workflowId, exceptId);
   if (!previous) return null;
   const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId: previous.id } });
   return snapshot ? Shard.decode(previous.id, -1, snapshot.bitmaps).members() : null;
 }
 
-async function crowdOf(tenantId: string, name: string, workflowId: string, instanceId: string) {
+/** The users of crowd `name` an instance of the workflow runs over: with reentry "exclude", less the previous instance's. */
+export async function crowdOf(tenantId: string, name: string, workflowId: string, instanceId: string, reentry: Reentry) {
   const crowd = await loadCrowd(tenantId, name);
   if (!crowd) throw notFound(`Crowd "${name}"`);
-  const excluded = await previousUsers(workflowId, instanceId);
+  const excluded = reentry === 'exclude' ? await previousUsers(workflowId, instanceId) : null;
   const users = excluded ? RoaringBitmap32.andNot(crowd.bitmap, excluded) : crowd.bitmap;
   return { users, excludedCount: crowd.bitmap.size - users.size };
+}
+
+/** The refusal of a start whose crowd re-entry exclusion leaves empty (checked at submit, and again when it runs). */
+export function nobodyLeft(crowd: string, excludedCount: number): AppError {
+  return new AppError(
+    'unprocessable',
+    `Crowd "${crowd}" has no users left to start: all ${excludedCount} were in the previous instance of this workflow; start with reentry "allow" to let them enter again`,
+    { crowd, excludedCount, reentry: 'exclude' },
+  );
 }
 
 /**
@@ -85,11 +101,9 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
   const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
   if (row.state === 'running') return { instanceId, userCount: Number(row.userCount), excludedCount: Number(row.excludedCount) };
   if (row.state !== 'starting') throw conflict(`Instance ${instanceId} is ${row.state}; only a starting instance can start`);
-  const workflow = new WorkflowRuntime(await loadDefinition(row.workflowId, row.version));
-  const { users, excludedCount } = await crowdOf(tenantId, row.crowdName, row.workflowId, instanceId);
-  if (users.size === 0) {
-    throw new AppError('unprocessable', `Crowd "${row.crowdName}" has no users left to start: all ${excludedCount} were in the previous instance of this workflow`, { excludedCount });
-  }
+  const workflow = new WorkflowRuntime(await loadDefinition(row.workflowId, row.version), row.workflowId);
+  const { users, excludedCount } = await crowdOf(tenantId, row.crowdName, row.workflowId, instanceId, row.reentry as Reentry);
+  if (users.size === 0) throw nobodyLeft(row.crowdName, excludedCount);
   await locked(engine, tenantId, async (tenant, leases) => {
     const now = engine.clock.now();
     const instance = new InstanceRuntime(row, workflow, tenant.partitions);
@@ -146,7 +160,7 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
 /** New users join the entry step, departed users leave every step; no notifications (nothing is journaled). */
 export async function materializeUpdateCrowd(engine: Engine, tenantId: string, instanceId: string, crowdName: string): Promise<Json> {
   const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
-  const { users } = await crowdOf(tenantId, crowdName, row.workflowId, instanceId);
+  const { users } = await crowdOf(tenantId, crowdName, row.workflowId, instanceId, row.reentry as Reentry);
   return locked(engine, tenantId, async (tenant, leases) => {
     const instance = tenant.instances.get(instanceId);
     if (!instance) throw conflict(`Instance ${instanceId} is not running here`);
@@ -189,7 +203,8 @@ export function strandedUsers(steps: Record<string, number>, next: WorkflowRunti
 
 /** Keeps users by step name, moves users of removed steps as mapped (journaled), starts new steps empty. */
 export async function materializeUpdateWorkflow(engine: Engine, tenantId: string, instanceId: string, version: number, mapping: Record<string, string>): Promise<Json> {
-  const next = new WorkflowRuntime(await loadDefinition((await db().instance.findUniqueOrThrow({ where: { id: instanceId } })).workflowId, version));
+  const { workflowId } = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
+  const next = new WorkflowRuntime(await loadDefinition(workflowId, version), workflowId);
   return locked(engine, tenantId, async (tenant, leases) => {
     const instance = tenant.instances.get(instanceId);
     if (!instance) throw conflict(`Instance ${instanceId} is not running here`);

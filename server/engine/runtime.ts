@@ -32,9 +32,13 @@ export class WorkflowRuntime {
   readonly eventSteps: string[];
   readonly stopAt: number | null;
 
-  constructor(readonly definition: WorkflowDefinition) {
+  /** `workflowId` salts split assignment, so two workflows' splits are independent (each keeps it across versions). */
+  constructor(
+    readonly definition: WorkflowDefinition,
+    workflowId: string,
+  ) {
     this.entry = definition.steps[0].name;
-    for (const step of definition.steps) this.steps.set(step.name, prepare(step));
+    for (const step of definition.steps) this.steps.set(step.name, prepare(step, workflowId));
     this.eventSteps = definition.steps.filter((s) => s.kind === 'branch').map((s) => s.name);
     this.stopAt = definition.stopAt ? Date.parse(definition.stopAt) : null;
   }
@@ -58,7 +62,7 @@ export class WorkflowRuntime {
   }
 }
 
-function prepare(step: Step): StepRuntime {
+function prepare(step: Step, workflowId: string): StepRuntime {
   // Re-evaluating an idle user as a data-less event can only move users of branch steps; other kinds ignore ttl.
   const ttlMs = step.ttl && step.kind === 'branch' ? parseDuration(step.ttl) : 0;
   const runtime: StepRuntime = {
@@ -89,7 +93,7 @@ function prepare(step: Step): StepRuntime {
       let sum = 0;
       const total = step.paths.reduce((a, p) => a + p.percent, 0) || 1;
       runtime.splitBounds = step.paths.map((p) => (sum += p.percent / total));
-      runtime.splitSeed = fnv1a(step.name);
+      runtime.splitSeed = splitSeed(step, workflowId);
       break;
     }
     case 'parallel':
@@ -107,13 +111,22 @@ function waitThenMove(runtime: StepRuntime, after: string, next: string): void {
   runtime.delayBucketMs = bucketWidth(runtime.delayMs);
 }
 
+/**
+ * A split's hash seed: its explicit `seed` when it has one (splits sharing a seed, in any workflow, put each user on
+ * the same path index), else the workflow id and step name (independent of every other workflow's splits, and the
+ * same in every version of this workflow).
+ */
+export function splitSeed(step: Extract<Step, { kind: 'split' }>, workflowId: string): number {
+  return fnv1a(step.seed === undefined ? `${workflowId}\u0000${step.name}` : `seed\u0000${step.seed}`);
+}
+
 function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
   return hash;
 }
 
-/** murmur3's 32-bit finalizer: a well-mixed, deterministic hash of (user, step). */
+/** murmur3's 32-bit finalizer: a well-mixed, deterministic hash of (user, seed). */
 function mix(user: number, seed: number): number {
   let h = (user ^ seed) >>> 0;
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);

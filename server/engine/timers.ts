@@ -129,12 +129,16 @@ async function instanceTimers(worker: PartitionWorker, instance: InstanceRuntime
       const remaining = takeDue(shard.ttls.get(name), runtime.ttlMs, now);
       if (!remaining) continue;
       remaining.andInPlace(shard.step(name));
+      const stayed: RoaringBitmap32[] = [];
       for (const [i, condition] of runtime.conditions.entries()) {
         if (remaining.size === 0) break;
         const matched = await matching(worker.tenant, condition, remaining, now);
-        mover.moveBulk(matched, name, step.branches[i].next);
+        // A branch back to this step keeps its users here; like the unmatched ones, they are re-evaluated a ttl later.
+        if (step.branches[i].next === name) stayed.push(matched);
+        else mover.moveBulk(matched, name, step.branches[i].next);
         remaining.andNotInPlace(matched);
       }
+      for (const users of stayed) remaining.orInPlace(users);
       if (remaining.size > 0) mover.bucketNow(shard.ttls, name, runtime.ttlBucketMs).orInPlace(remaining);
       changed = true;
       checkpoint = true;

@@ -12,6 +12,7 @@ export interface InstanceView {
   state: InstanceState;
   userCount: number;
   excludedCount: number;
+  reentry: Reentry;
   createdAt: string;
   startedAt: string | null;
   stoppedAt: string | null;
@@ -48,9 +49,14 @@ export interface WhereIsUser {
   recentMoves: UserMove[];
 }
 
+/** Whether users of the workflow's previous stopped instance may enter a new one ("exclude": they may not). */
+export const REENTRY_MODES = ['exclude', 'allow'] as const;
+export type Reentry = (typeof REENTRY_MODES)[number];
+
 export interface StartRequest {
   crowd: string;
   version?: number;
+  reentry?: Reentry;
 }
 
 export interface UpdateWorkflowRequest {

@@ -7,12 +7,19 @@ import { EXPORT_FORMATS } from '../crowd/export';
 import { operation } from './openapi-kit';
 import { MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from '../engine/ingest';
 import { DEDUPE_WINDOW_MS } from '../engine/ingest-dedupe';
+import { REENTRY_MODES } from '../engine/types';
 
 export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
 
 export const StartInstanceBody = z.strictObject({
   crowd: z.string().min(1).describe('Name of the tenant crowd the instance runs over'),
   version: z.number().int().min(1).optional().describe('Workflow version; the current one when omitted'),
+  reentry: z
+    .enum(REENTRY_MODES)
+    .default('exclude')
+    .describe(
+      '`exclude` (the default): users who were in the previous stopped instance of this workflow (its snapshot, kept 7 days after the stop) are left out of this one and counted in `excludedCount`, here and when the crowd is replaced; `allow`: every user of the crowd enters. A start that would leave no user is refused with 422 (`details.excludedCount`).',
+    ),
 });
 
 export const UpdateCrowdBody = z.strictObject({ crowd: z.string().min(1) });
@@ -51,7 +58,8 @@ const Instance = z.object({
   crowdName: z.string(),
   state: z.enum(INSTANCE_STATES),
   userCount: z.number(),
-  excludedCount: z.number(),
+  excludedCount: z.number().describe('Users of the crowd left out because they were in the previous instance (reentry "exclude")'),
+  reentry: z.enum(REENTRY_MODES),
   createdAt: z.string(),
   startedAt: z.string().nullable(),
   stoppedAt: z.string().nullable(),
@@ -104,7 +112,7 @@ const instance = ['tenant', 'iid'];
 export const paths: Record<string, object> = {
   '/tenants/{tenant}/workflows/{id}/start': {
     post: operation({
-      summary: 'Start an instance of a workflow over a crowd (refused: empty crowd, invalid workflow, already running)',
+      summary: 'Start an instance of a workflow over a crowd (refused: empty crowd or no user left after re-entry exclusion 422, invalid workflow, already running 409)',
       tags,
       params: ['tenant', 'id'],
       body: StartInstanceBody,
@@ -117,7 +125,7 @@ export const paths: Record<string, object> = {
       summary: 'List instances',
       tags,
       params: ['tenant'],
-      query: { workflow: 'Workflow id', state: INSTANCE_STATES.join(' | ') },
+      query: { workflow: 'Workflow id or name (404 when the tenant has no such workflow)', state: INSTANCE_STATES.join(' | ') },
       ok: { status: 200, description: 'Instances', schema: z.object({ instances: z.array(Instance) }) },
       errors: [404],
     }),
@@ -175,7 +183,9 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/users/{user}': {
     get: operation({
-      summary: "Where is user U: the user's step in each running instance and recent moves",
+      summary: "Where is user U: the user's step in each running instance and its recent moves of every kind",
+      description:
+        '`recentMoves`: the newest 50 moves of the user, newest first: moves its own events caused, and the bulk moves it was part of (entering an instance at its start, delays, branch timeouts, ttl re-evaluation, timer steps, workflow version mappings; `fromStep` is null for the entry). Bulk moves are searched among the newest 500 bulk journal entries of the user\'s partition; moves the journal retention removed are gone. Users joining through a crowd replacement are not journaled, so they have no entry move.',
       tags,
       params: ['tenant', 'user'],
       ok: { status: 200, description: 'Where the user is', schema: WhereIsUser },
@@ -188,8 +198,8 @@ export const paths: Record<string, object> = {
       tags: ['events'],
       description: [
         'Retrying is safe. Send an `Idempotency-Key` header with every batch (any 1–255 visible ASCII characters, e.g. a UUID) and resend a batch',
-        "with the same key whenever no 202 came back: a key the tenant used in the last 24 hours for the same body appends nothing and is",
-        'answered as the first time (same status and counts, header `Idempotent-Replayed: true`); the same key with another body is a 422',
+        "with the same key whenever no 202 came back: a key the tenant used in the last 24 hours for the same body (byte for byte: resend the bytes you sent) appends nothing and is",
+        'answered as the first time (same status and counts, header `Idempotent-Replayed: true`); the same key with other body bytes is a 422',
         '`idempotency_key_reused`. Independently, an event `id` already logged within 24 hours is skipped and counted in `duplicates`.',
         'The dedupe record is committed in the same transaction as the events, so no crash can lose an acknowledged batch or log one twice.',
         'A key or id is remembered for at least 24 hours (expired ones are removed within 10 minutes after that).',

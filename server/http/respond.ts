@@ -25,7 +25,7 @@ export function errorResponse(error: unknown): Response {
         error: {
           code: 'validation_failed',
           message: `${where}: ${first?.message ?? 'invalid input'}`,
-          details: error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+          details: { path: first?.path.length ? first.path.join('.') : '', problems: error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) },
         },
       },
       400,
@@ -74,14 +74,19 @@ const DEFAULT_JSON_LIMIT = 32 * 1024 * 1024;
 
 /** Reads a JSON body with a size cap and validates it; malformed JSON and wrong shapes are 400s. */
 export async function readJson<S extends ZodType>(request: Request, schema: S, limit = DEFAULT_JSON_LIMIT): Promise<z.infer<S>> {
+  return schema.parse((await readJsonBody(request, limit)).value);
+}
+
+/** A JSON body, parsed and checked as readJson does, with the bytes it was sent as (ingest hashes them). */
+export async function readJsonBody(request: Request, limit = DEFAULT_JSON_LIMIT): Promise<{ value: unknown; bytes: Buffer }> {
   const type = request.headers.get('content-type') ?? '';
   if (type && !type.includes('json')) throw new AppError('unsupported_media_type', `Expected application/json, got ${type}`);
   const declared = Number(request.headers.get('content-length') ?? 0);
   if (declared > limit) throw new AppError('payload_too_large', `The body is ${declared} bytes; the limit is ${limit}`);
-  const text = await readTextCapped(request, limit);
+  const bytes = await readBytesCapped(request, limit);
   let value: unknown;
   try {
-    value = text.length === 0 ? undefined : JSON.parse(text);
+    value = bytes.length === 0 ? undefined : JSON.parse(bytes.toString('utf8'));
   } catch (error) {
     throw new AppError('invalid_json', `The body is not valid JSON: ${(error as Error).message}`);
   }
@@ -89,7 +94,7 @@ export async function readJson<S extends ZodType>(request: Request, schema: S, l
   if (jsonNestingExceeds(value, MAX_JSON_DEPTH)) {
     throw new AppError('invalid_json', `The body nests arrays/objects more than ${MAX_JSON_DEPTH} levels deep (the limit)`);
   }
-  return schema.parse(value);
+  return { value, bytes };
 }
 
 /** Deepest array/object nesting a JSON body may have: deeper values (event data or profile attributes 100,000 levels
@@ -116,8 +121,8 @@ function jsonNestingExceeds(root: unknown, limit: number): boolean {
   return false;
 }
 
-async function readTextCapped(request: Request, limit: number): Promise<string> {
-  if (!request.body) return '';
+async function readBytesCapped(request: Request, limit: number): Promise<Buffer> {
+  if (!request.body) return Buffer.alloc(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -131,7 +136,7 @@ async function readTextCapped(request: Request, limit: number): Promise<string> 
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 export function queryParams<S extends ZodType>(request: Request, schema: S): z.infer<S> {

@@ -57,7 +57,6 @@ type LooseStep = {
   conditions: { field: string; value: string }[];
   cron?: string;
   tz?: string;
-  hasTimeout: boolean;
 };
 
 export function validateWorkflow(definition: unknown, options: ValidateOptions = {}): ValidationResult {
@@ -162,7 +161,6 @@ function looseStep(raw: unknown, index: number): LooseStep {
     conditions,
     cron: stringAt(step.cron),
     tz: kind === 'timer' ? stringAt(step.tz) : undefined,
-    hasTimeout: timeout !== undefined,
   };
 }
 
@@ -209,15 +207,9 @@ function stepProblems(step: LooseStep, names: Set<string>, saving: boolean): Wor
   for (const target of step.targets) {
     if (!names.has(target.next)) add('unknown_next', `${target.where} points at "${target.next}", which is not a step of this workflow`);
   }
-  // With a timeout, one branch is a complete "wait for an event": the timeout is the other way out.
-  const fewestBranches = step.hasTimeout ? 1 : 2;
-  if (step.kind === 'branch' && step.branches && step.branches.length < fewestBranches) {
-    add(
-      'too_few_branches',
-      step.hasTimeout
-        ? 'has no branches; a branch step with a timeout needs at least 1'
-        : `has ${step.branches.length} branch${step.branches.length === 1 ? '' : 'es'}; a branch step needs at least 2 (use "true" as the last condition for an else, or add a timeout)`,
-    );
+  // One branch is enough: an event no condition matches leaves the user where they are (no "stay" else needed).
+  if (step.kind === 'branch' && step.branches && step.branches.length === 0) {
+    add('too_few_branches', 'has no branches; a branch step needs at least 1 (an event no condition matches leaves the user in the step)');
   }
   if (step.kind === 'split' && step.paths) {
     if (step.paths.length < 2) add('too_few_paths', `has ${step.paths.length} path${step.paths.length === 1 ? '' : 's'}; a split step needs at least 2`);

@@ -7,10 +7,23 @@ import { NAME_KINDS, nameSchema } from './names';
 export const StepName = nameSchema(NAME_KINDS.step);
 
 /** `30s`, `5m`, `2h`, `7d`, `1h30m`, `500ms`. */
-export const Duration = z.string().regex(/^(\d+(ms|s|m|h|d|w))+$/, 'Durations look like 30s, 5m, 2h, 7d or 1h30m');
+export const Duration = z
+  .string()
+  .regex(/^(\d+(ms|s|m|h|d|w))+$/, 'Durations look like 30s, 5m, 2h, 7d or 1h30m')
+  .describe('A duration: whole numbers with units ms, s, m, h, d (24 h), w (7 d), summed: `30s`, `5m`, `2h`, `7d`, `1h30m`, `500ms`; longer than 0');
 
 export const ActionTag = z.string().trim().min(1).max(128);
-export const ConditionText = z.string().trim().min(1, 'A condition cannot be empty').max(4096);
+
+/** The condition language in the words of the OpenAPI document (README "Conditions" says the same at more length). */
+export const CONDITION_LANGUAGE = [
+  'A CEL expression (https://cel.dev) that is true or false, at most 4,096 characters.',
+  'Variables: `event.type` (string), `event.data.*` / `event.data["key"]` (the event\'s data; JSON numbers are doubles), `event.time` (timestamp); `profile.*` (the user\'s profile attributes, nested as `profile.address.country`); `user` (the user id, an int); `now` (timestamp). A missing value (no event in a timer step or ttl re-evaluation, no profile, a missing field, a type mismatch) makes a comparison false, never an error.',
+  'Functions: `inCrowd("name")` (the user is in the tenant\'s crowd of that name; a quoted literal; an unknown crowd is false and saved with a warning), `has(profile.x)`, `matches` (`event.data.sku.matches("^A-[0-9]+$")` or `matches(text, pattern)`: RE2 syntax, unanchored, linear time; lookaround and backreferences are refused), `timestamp("2026-01-01T00:00:00Z")`, `duration("168h")` (CEL durations: h, m, s, ms), `size()`, `startsWith()`, `endsWith()`, `contains()`, `int()`, `double()`, `string()`, comprehensions `exists`, `all`, `map`, `filter`.',
+  'Operators: `==` `!=` `<` `<=` `>` `>=` `in` `&&` `||` `!` `+` `-` `*` `/` `%` and `? :`.',
+  'Examples: `event.type == "purchase" && event.data.amount >= 100`; `inCrowd("vip") || profile.plan == "pro"`; `timestamp(profile.signup) < now - duration("720h")`; `event.data.email.matches("@example\\.com$")`.',
+].join(' ');
+
+export const ConditionText = z.string().trim().min(1, 'A condition cannot be empty').max(4096).describe(CONDITION_LANGUAGE);
 
 const stepCommon = {
   name: StepName,
@@ -23,11 +36,13 @@ export const DirectStep = z.strictObject({ ...stepCommon, kind: z.literal('direc
 export const BranchStep = z.strictObject({
   ...stepCommon,
   kind: z.literal('branch'),
-  // The counts are checked by validateWorkflow (a problem naming the step, not a schema error); meta puts them in
-  // the OpenAPI schema so the document says what validation enforces.
-  branches: z
-    .array(z.strictObject({ condition: ConditionText, next: StepName }))
-    .meta({ minItems: 1, description: 'At least 2 branches, or 1 with a timeout' }),
+  // The count is checked by validateWorkflow (a problem naming the step, not a schema error); meta puts it in the
+  // OpenAPI schema so the document says what validation enforces.
+  branches: z.array(z.strictObject({ condition: ConditionText, next: StepName })).meta({
+    minItems: 1,
+    description:
+      'Tried in order on each event of a user in the step: the first whose condition holds moves the user to its `next`. No match: the user stays, with no move and no notification. A branch whose `next` is this step also leaves the user where they are (not journaled, not counted).',
+  }),
   timeout: z
     .strictObject({ after: Duration, next: StepName })
     .optional()
@@ -36,7 +51,13 @@ export const BranchStep = z.strictObject({
 export const TimerStep = z.strictObject({
   ...stepCommon,
   kind: z.literal('timer'),
-  cron: z.string().trim().min(1),
+  cron: z
+    .string()
+    .trim()
+    .min(1)
+    .describe(
+      'When users waiting here move on: a cron with SIX fields, seconds first: `second minute hour day-of-month month day-of-week` (`0 0 9 * * *` = 09:00:00 every day, `0 */15 * * * MON-FRI` = every 15 minutes on weekdays), or an alias (@daily, @hourly, @weekly, @monthly, @yearly, @weekdays, @weekends). A 5-field cron is refused. Evaluated in `tz` (UTC when absent). It may fire at most once per the tenant\'s minTimerPeriodSeconds (default 60).',
+    ),
   tz: z
     .string()
     .trim()
@@ -51,6 +72,14 @@ export const DelayStep = z.strictObject({ ...stepCommon, kind: z.literal('delay'
 export const SplitStep = z.strictObject({
   ...stepCommon,
   kind: z.literal('split'),
+  seed: z
+    .string()
+    .min(1)
+    .max(128)
+    .optional()
+    .describe(
+      'Assignment is a hash of the user id, salted by default with the workflow id and step name: the same user always takes the same path in this workflow and all its versions, independently of other workflows. Splits given the same seed (in any workflow) put each user on the same path index, to correlate experiments on purpose.',
+    ),
   paths: z.array(z.strictObject({ percent: z.number().min(0).max(100), next: StepName })).meta({ minItems: 2, description: 'Percents sum to 100' }),
 });
 export const ParallelStep = z.strictObject({
@@ -81,7 +110,7 @@ export type WorkflowDraft = z.infer<typeof WorkflowDraft>;
 export const CATCH_UP_POLICIES = ['skip', 'latest'] as const;
 export const DEFAULT_STARTING_DEADLINE_SECONDS = 3600;
 export const WorkflowSchedule = z.strictObject({
-  cron: z.string().trim().min(1),
+  cron: z.string().trim().min(1).describe('When the workflow starts: a six-field cron, seconds first (`0 0 6 * * MON` = Mondays 06:00:00 UTC), in UTC'),
   crowd: z.string().min(1),
   enabled: z.boolean().default(true),
   /** `skip`: missed firings are recorded as missed; `latest`: the latest missed one runs if still within the deadline. */

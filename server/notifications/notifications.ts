@@ -6,7 +6,7 @@
 // that has seen seq N never misses a later-committed move with a smaller seq.
 import { z } from 'zod';
 import type { Clock } from '../clock';
-import { deserializeBitmap } from '../crowd/bitmap';
+import { deserializeBitmap, type RoaringBitmap32, serializeBitmap } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
 import { db } from '../storage/db';
 import { DEFAULT_LIMITS } from '../limits/limits';
@@ -19,6 +19,13 @@ export const MAX_PAGE = 10_000;
 export const INLINE_USERS_MAX = 1_000;
 /** …as long as the page has listed fewer than this many IDs in all; later bulk moves of the page carry bitmaps. */
 export const INLINE_USERS_PER_PAGE = 100_000;
+/**
+ * A page stops taking journal entries once their bitmaps reach this many bytes (it always holds at least one), so a
+ * page of bulk moves stays a few MB whatever `limit` asks for; `next` continues after the last entry it took.
+ */
+export const MAX_PAGE_BITMAP_BYTES = 4 * 1024 * 1024;
+/** Journal entries read per query while a page fills (bitmaps can be large: never `limit` of them at once). */
+const READ_CHUNK = 64;
 /** The default of the journalRetentionHours limit, in ms. */
 export const DEFAULT_RETENTION_MS = DEFAULT_LIMITS.journalRetentionHours * 3_600_000;
 
@@ -57,6 +64,8 @@ export type Notification = {
   /** A larger bulk move: base64 of the portable roaring bitmap. */
   bitmap?: string;
   count: number;
+  /** A bulk move merged from the entries of several partitions (in seq order; `seq` is the first of them). */
+  seqs?: number[];
   leaveAction: string | null;
   enterAction: string | null;
   time: string;
@@ -68,6 +77,7 @@ export type NotificationPage = { items: Notification[]; next: number; lost?: Los
 type JournalRow = {
   seq: bigint;
   instanceId: string;
+  partition: number;
   fromStep: string | null;
   toStep: string;
   user: bigint | null;
@@ -78,8 +88,8 @@ type JournalRow = {
   timeMs: bigint;
 };
 
-function notification(row: JournalRow, inlineBudget: { left: number }): Notification {
-  const item: Notification = {
+function notification(row: JournalRow): Notification {
+  return {
     seq: Number(row.seq),
     instanceId: row.instanceId,
     from: row.fromStep,
@@ -88,26 +98,78 @@ function notification(row: JournalRow, inlineBudget: { left: number }): Notifica
     leaveAction: row.leaveAction,
     enterAction: row.enterAction,
     time: new Date(Number(row.timeMs)).toISOString(),
+    ...(row.user === null ? {} : { user: Number(row.user) }),
   };
-  if (row.user !== null) item.user = Number(row.user);
-  else if (row.bitmap && row.count <= BigInt(Math.min(INLINE_USERS_MAX, inlineBudget.left))) {
-    item.users = Array.from(deserializeBitmap(row.bitmap).toUint32Array());
-    inlineBudget.left -= item.users.length;
-  } else if (row.bitmap) item.bitmap = Buffer.from(row.bitmap).toString('base64');
-  return item;
 }
 
-/** One page of the tenant's moves after `after`, oldest first. */
-export async function readNotifications(tenantId: string, after: number, limit: number): Promise<NotificationPage> {
-  const rows = await db().journal.findMany({
-    where: { tenantId, seq: { gt: BigInt(after) } },
-    orderBy: { seq: 'asc' },
-    take: limit,
-  });
+/** A bulk move as the page shows it: its user IDs while the page's budget lasts, else its compacted bitmap. */
+function withUsers(item: Notification, users: RoaringBitmap32, inlineBudget: { left: number }): Notification {
+  if (users.size <= Math.min(INLINE_USERS_MAX, inlineBudget.left)) {
+    inlineBudget.left -= users.size;
+    return { ...item, users: Array.from(users.toUint32Array()) };
+  }
+  users.runOptimize();
+  return { ...item, bitmap: serializeBitmap(users).toString('base64') };
+}
+
+/**
+ * The page's items. One bulk move of a commit is journaled per partition (each partition's users apart); entries of
+ * the same move, i.e. the same instance, steps, actions and time, from different partitions and with no entry of
+ * another time between them, are merged into one item (the union of their users, `seqs` listing them). Entries cut
+ * apart by a page boundary stay apart.
+ */
+function pageItems(rows: JournalRow[]): Notification[] {
+  type Bulk = { users: RoaringBitmap32; partitions: Set<number>; seqs: number[] };
+  const entries: { item: Notification; bulk?: Bulk }[] = [];
+  const open = new Map<string, Bulk>();
+  let time: bigint | undefined;
+  for (const row of rows) {
+    if (row.timeMs !== time) open.clear();
+    time = row.timeMs;
+    if (row.bitmap === null) {
+      entries.push({ item: notification(row) });
+      continue;
+    }
+    const key = JSON.stringify([row.instanceId, row.fromStep, row.toStep, row.leaveAction, row.enterAction]);
+    const same = open.get(key);
+    if (same && !same.partitions.has(row.partition)) {
+      same.users.orInPlace(deserializeBitmap(row.bitmap));
+      same.partitions.add(row.partition);
+      same.seqs.push(Number(row.seq));
+      continue;
+    }
+    const bulk: Bulk = { users: deserializeBitmap(row.bitmap), partitions: new Set([row.partition]), seqs: [Number(row.seq)] };
+    open.set(key, bulk);
+    entries.push({ item: notification(row), bulk });
+  }
   const inlineBudget = { left: INLINE_USERS_PER_PAGE };
-  const items = rows.map((row) => notification(row, inlineBudget));
+  return entries.map(({ item, bulk }) => {
+    if (!bulk) return item;
+    return withUsers({ ...item, count: bulk.users.size, ...(bulk.seqs.length > 1 ? { seqs: bulk.seqs } : {}) }, bulk.users, inlineBudget);
+  });
+}
+
+/** One page of the tenant's moves after `after`, oldest first: at most `limit` journal entries and about MAX_PAGE_BITMAP_BYTES of bitmaps. */
+export async function readNotifications(tenantId: string, after: number, limit: number): Promise<NotificationPage> {
+  const rows: JournalRow[] = [];
+  let bitmapBytes = 0;
+  while (rows.length < limit && bitmapBytes < MAX_PAGE_BITMAP_BYTES) {
+    const from = rows.length ? rows[rows.length - 1].seq : BigInt(after);
+    const take = Math.min(READ_CHUNK, limit - rows.length);
+    const chunk = await db().journal.findMany({ where: { tenantId, seq: { gt: from } }, orderBy: { seq: 'asc' }, take });
+    for (const row of chunk) {
+      if (rows.length > 0 && bitmapBytes + (row.bitmap?.byteLength ?? 0) > MAX_PAGE_BITMAP_BYTES) {
+        bitmapBytes = MAX_PAGE_BITMAP_BYTES;
+        break;
+      }
+      rows.push(row);
+      bitmapBytes += row.bitmap?.byteLength ?? 0;
+    }
+    if (chunk.length < take) break;
+  }
+  const items = pageItems(rows);
   const lost = await lostAfter(tenantId, after);
-  return { items, next: items.length ? items[items.length - 1].seq : after, ...(lost ? { lost } : {}) };
+  return { items, next: rows.length ? Number(rows[rows.length - 1].seq) : after, ...(lost ? { lost } : {}) };
 }
 
 /** `lost`: retention deleted moves after the consumer's cursor before it committed them (seq ≤ through), else null. */

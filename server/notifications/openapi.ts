@@ -2,7 +2,7 @@
 // built from the schemas the routes validate with (./notifications.ts).
 import { z } from 'zod';
 import { operation } from '../http/openapi-kit';
-import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, INLINE_USERS_PER_PAGE, MAX_PAGE } from './notifications';
+import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, INLINE_USERS_PER_PAGE, MAX_PAGE, MAX_PAGE_BITMAP_BYTES } from './notifications';
 
 const Notification = z.object({
   seq: z.number(),
@@ -11,8 +11,17 @@ const Notification = z.object({
   to: z.string(),
   user: z.number().optional().describe('A single-user move'),
   users: z.array(z.number()).optional().describe(`A bulk move of at most ${INLINE_USERS_MAX} users (at most ${INLINE_USERS_PER_PAGE} listed IDs per page)`),
-  bitmap: z.string().optional().describe('A larger bulk move: base64 of the portable roaring bitmap'),
-  count: z.number(),
+  bitmap: z
+    .string()
+    .optional()
+    .describe(
+      'A larger bulk move: base64 of the users as a portable-format roaring bitmap (run-optimized). Decode with any Roaring library: Node `roaring` `RoaringBitmap32.deserialize(Buffer.from(b, "base64"), "portable")`, Python `pyroaring.BitMap.deserialize(base64.b64decode(b))`, Java/Go `RoaringBitmap` `deserialize`/`ReadFrom`',
+    ),
+  count: z.number().describe('Users moved'),
+  seqs: z
+    .array(z.number())
+    .optional()
+    .describe('Present when one bulk move was journaled per partition and merged here: the seqs of the merged entries (`seq` is the first); entries split by a page boundary arrive as separate items'),
   leaveAction: z.string().nullable(),
   enterAction: z.string().nullable(),
   time: z.string(),
@@ -28,6 +37,7 @@ export const paths: Record<string, object> = {
   '/notifications': {
     get: operation({
       summary: 'Committed moves after a cursor, oldest first; send `next` as `after` to continue',
+      description: `A page holds at most \`limit\` journal entries and stops early once their bitmaps reach ${MAX_PAGE_BITMAP_BYTES / 1024 / 1024} MiB (it always holds at least one entry), so read until \`items\` is empty rather than until a page is short. A bulk move journaled once per partition is merged into one item (\`seqs\`).`,
       tags: ['notifications'],
       query: { after: 'Cursor (a seq); 0 = from the oldest retained', limit: `Page size, default 100, at most ${MAX_PAGE}`, ...tenantQuery },
       ok: { status: 200, description: 'A page', schema: z.object({ items: z.array(Notification), next: z.number(), lost: Lost.optional() }) },

@@ -12,7 +12,7 @@ export type ColumnType = 'string' | 'number' | 'boolean';
 const MAX_LINE_BYTES = 256 * 1024;
 
 export function badLine(line: number, problem: string): AppError {
-  return new AppError('validation_failed', `line ${line}: ${problem}`, { line, problem });
+  return new AppError('validation_failed', `line ${line}: ${problem}`, { path: `line ${line}`, line, problem });
 }
 
 /** One piece of the body split into lines: `lines[i]` is line number `numbers[i]` (1-based; blank lines left out). */

@@ -17,7 +17,11 @@ const Summary = z.object({
 });
 const Workflow = Summary.extend({ definition: WorkflowDefinition, draft: WorkflowDraft });
 const Problem = z.object({ step: z.string().nullable(), code: z.string(), message: z.string() });
-const SavedWorkflow = Workflow.extend({ warnings: z.array(Problem).describe('Saved, but will not work yet: e.g. unknown_crowd, a schedule naming a crowd the tenant does not have') });
+const SavedWorkflow = Workflow.extend({
+  warnings: z
+    .array(Problem)
+    .describe('Saved, but will not work yet: `unknown_crowd` for a condition reading inCrowd("name") or a schedule naming a crowd the tenant does not have (step is null for the schedule)'),
+});
 const Version = z.object({ workflowId: z.string(), version: z.number().int(), definition: WorkflowDefinition, createdAt: z.string() });
 const Versions = z.object({
   workflowId: z.string(),

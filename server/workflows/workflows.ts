@@ -9,6 +9,7 @@ import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES, canNameRow, type Tenant } from '../tenants/tenants';
 import { removeInstances } from './history';
 import { runningOf, type RunningInstance } from './running';
+import { workflowWarnings } from './warnings';
 
 // Workflows of a tenant. Every save that carries a definition writes a new immutable WorkflowVersion
 // and bumps currentVersion in the same transaction; draft (canvas positions/labels), name and schedule
@@ -116,16 +117,11 @@ function duplicateName(tenant: Tenant, name: string): AppError {
   return conflict(`A workflow named "${name}" already exists in tenant "${tenant.name}"`);
 }
 
-/** A saved workflow with what is allowed but will not work yet (a schedule naming a crowd the tenant does not have). */
+/** A saved workflow with what is allowed but will not work yet (crowds its conditions or schedule name that the tenant does not have). */
 export type SavedWorkflow = WorkflowView & { warnings: WorkflowProblem[] };
 
 async function withWarnings(tenant: Tenant, saved: WorkflowView): Promise<SavedWorkflow> {
-  const warnings: WorkflowProblem[] = [];
-  const crowd = saved.schedule?.crowd;
-  if (crowd !== undefined && !(await db().crowd.findFirst({ where: { tenantId: tenant.id, name: crowd }, select: { id: true } }))) {
-    warnings.push({ step: null, code: 'unknown_crowd', message: `Schedule crowd "${crowd}" does not exist in tenant "${tenant.name}"; its firings will fail until it is uploaded` });
-  }
-  return { ...saved, warnings };
+  return { ...saved, warnings: await workflowWarnings(tenant, saved.definition, saved.schedule) };
 }
 
 export async function createWorkflow(tenant: Tenant, body: CreateWorkflowRequest, now = Date.now()): Promise<SavedWorkflow> {

@@ -139,7 +139,7 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
                 onChange={(text) => update({ branches: branches.map((b, j) => (j === i ? { condition: text ?? '' } : b)) }, `branch-${i}`)}
               />
               <Target node={node} handle={`branch-${i}`} />
-              {branches.length > 2 && (
+              {branches.length > 1 && (
                 <button type="button" className="link danger" onClick={() => update({ branches: branches.filter((_, j) => j !== i) }, 'branches')}>
                   Remove branch
                 </button>

@@ -82,12 +82,17 @@ describe('crowds API', () => {
     expect(uploaded.body.count).toBe(1000);
   });
 
-  it('accepts an empty text upload as an empty crowd', async () => {
+  it('refuses a 0-byte upload of every type (400 empty_upload) and stores an empty crowd sent as an empty value', async () => {
     const tenant = await createTenant();
-    const empty = await api('POST', `/tenants/${tenant.name}/crowds/nobody`, text(''));
+    for (const type of ['text/plain', 'text/csv', 'application/json', 'application/octet-stream']) {
+      expect(expectError(await api('PUT', `/tenants/${tenant.name}/crowds/nobody`, text('', type)), 400, 'empty_upload').message).toMatch(/0 bytes/);
+    }
+    expect((await api('GET', `/tenants/${tenant.name}/crowds/nobody`)).status).toBe(404);
+    const empty = await api('POST', `/tenants/${tenant.name}/crowds/nobody`, text('\n'));
     expect(empty.status).toBe(201);
     expect(empty.body.count).toBe(0);
     expect((await download(`/tenants/${tenant.name}/crowds/nobody/export`)).bytes.length).toBe(0);
+    expect((await api('PUT', `/tenants/${tenant.name}/crowds/nobody`, text('[]', 'application/json'))).body.count).toBe(0);
   });
 
   it('refuses bad uploads with a 4xx naming the problem and stores nothing', async () => {
@@ -96,9 +101,9 @@ describe('crowds API', () => {
     const bad = expectError(await api('POST', `${base}/bad`, text('1\n2\n-3\n')), 400, 'invalid_id');
     expect(bad.message).toMatch(/Line 3/);
     expect(bad.message).toContain('"-3"');
-    expect(bad.details).toEqual({ line: 3, value: '-3' });
+    expect(bad.details).toEqual({ path: 'line 3', line: 3, value: '-3' });
     expect(expectError(await api('POST', `${base}/bad`, text('5\n4294967296')), 400, 'invalid_id').message).toMatch(/Line 2: "4294967296" is above 4294967295/);
-    expect(expectError(await api('POST', `${base}/bad`, text('[1, 2.5]', 'application/json')), 400, 'invalid_id').message).toMatch(/Line 1: "2.5" is not an integer/);
+    expect(expectError(await api('POST', `${base}/bad`, text('[1, 2.5]', 'application/json')), 400, 'invalid_id').message).toMatch(/Element \[1\] \(line 1\): 2.5 is not an integer/);
     expectError(await api('POST', `${base}/bad`, text('[1, 2', 'application/json')), 400, 'invalid_json');
     expect(expectError(await api('POST', `${base}/bad`, text('1\n2', 'text/html')), 415, 'unsupported_media_type').message).toMatch(/text\/html/);
     expectError(await api('POST', `${base}/bad`, { body: new Uint8Array([49, 10]) }), 415, 'unsupported_media_type');

@@ -47,4 +47,16 @@ describe('OpenAPI document', () => {
     }
     expect(missing).toEqual([]);
   });
+
+  it('says of every path parameter whether it takes an id, a name or either', async () => {
+    const doc = (await api('GET', '/openapi.json')).body;
+    const undescribed: string[] = [];
+    for (const [path, item] of Object.entries<Record<string, { parameters?: { name: string; in: string; description?: string }[] }>>(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const parameter of op.parameters ?? []) if (parameter.in === 'path' && !parameter.description) undescribed.push(`${method} ${path} {${parameter.name}}`);
+      }
+    }
+    expect(undescribed).toEqual([]);
+    expect(doc.paths['/tenants/{tenant}/workflows/{id}/start'].post.parameters.find((p: { name: string }) => p.name === 'id').description).toBe('Workflow id or name');
+  });
 });

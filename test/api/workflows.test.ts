@@ -144,9 +144,9 @@ describe('workflows API', () => {
     const error = expectError(refused, 400, 'invalid_workflow');
     const problems = (error.details as { problems: { step: string | null; code: string; message: string }[] }).problems;
     expect(problems.map((p) => `${p.step}:${p.code}`).sort()).toEqual(
-      ['entry:bad_condition', 'entry:too_few_branches', 'entry:unknown_next', 'twin:bad_cron', 'twin:bad_duration', 'twin:duplicate_step', 'twin:unreachable', 'null:bad_cron'].sort(),
+      ['entry:bad_condition', 'entry:unknown_next', 'twin:bad_cron', 'twin:bad_duration', 'twin:duplicate_step', 'twin:unreachable', 'null:bad_cron'].sort(),
     );
-    expect(error.message).toMatch(/^The workflow has 8 problems: /);
+    expect(error.message).toMatch(/^The workflow has 7 problems: /);
     expect(problems.find((p) => p.code === 'unknown_next')!.message).toBe('Step "entry" branches[0].next points at "gone", which is not a step of this workflow');
     expectError(await api('GET', `${base(tenant.name)}/${encodeURIComponent(name)}`), 404, 'not_found');
     expect((await api('GET', base(tenant.name))).body.workflows).toEqual([]);

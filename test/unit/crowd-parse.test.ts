@@ -70,12 +70,16 @@ describe('crowd upload parsing', () => {
     expect(await idsOf(' [ ] ', 'application/json; charset=utf-8')).toEqual([]);
   });
 
-  it('treats an empty text upload as an empty crowd, an empty JSON or roaring upload as an error', async () => {
-    expect(await idsOf('', 'text/plain')).toEqual([]);
+  it('refuses a 0-byte upload of every type, and reads each format\'s empty value as an empty crowd', async () => {
+    for (const type of ['text/plain', 'text/csv', 'application/json', 'application/octet-stream']) {
+      expect((await errorOf('', type)).code).toBe('empty_upload');
+      await expect(parseCrowdUpload(null, type, LIMIT)).rejects.toMatchObject({ code: 'empty_upload' });
+    }
+    expect(await idsOf('\n', 'text/plain')).toEqual([]);
     expect(await idsOf('user_id\n', 'text/csv')).toEqual([]);
-    expect((await errorOf('', 'application/json')).code).toBe('invalid_json');
-    expect((await parseCrowdUpload(null, 'text/plain', LIMIT)).size).toBe(0);
-    await expect(parseCrowdUpload(null, 'application/octet-stream', LIMIT)).rejects.toMatchObject({ code: 'invalid_bitmap' });
+    expect(await idsOf('[]', 'application/json')).toEqual([]);
+    expect(await idsOf(new RoaringBitmap32().serialize('portable'), 'application/octet-stream')).toEqual([]);
+    expect((await errorOf(' ', 'application/json')).code).toBe('invalid_json');
   });
 
   it('names the line and the value of every kind of bad ID', async () => {
@@ -91,12 +95,6 @@ describe('crowd upload parsing', () => {
       ['-', 'text/plain', 1, '-', /is not an integer/],
       ['id\n7\nseven', 'text/csv', 3, 'seven', /is not an integer/],
       ['-1\n', 'text/plain', 1, '-1', /is negative/],
-      ['[1,\n2,\n-3]', 'application/json', 3, '-3', /is negative/],
-      ['[1,\n"12"]', 'application/json', 2, '"12"', /is not an integer/],
-      ['[1.0]', 'application/json', 1, '1.0', /is not an integer/],
-      ['[true]', 'application/json', 1, 'true', /is not an integer/],
-      ['[null]', 'application/json', 1, 'null', /is not an integer/],
-      ['[4294967296]', 'application/json', 1, '4294967296', /is above 4294967295/],
     ];
     for (const [input, type, line, value, why] of cases) {
       const error = await errorOf(input, type);
@@ -104,7 +102,26 @@ describe('crowd upload parsing', () => {
       expect(error.status).toBe(400);
       expect(error.message, input).toContain(`Line ${line}: "${value}"`);
       expect(error.message, input).toMatch(why);
-      expect(error.details).toEqual({ line, value });
+      expect(error.details).toEqual({ path: `line ${line}`, line, value });
+    }
+  });
+
+  it('names the array index, the line and the JSON text of every kind of bad ID in a JSON upload', async () => {
+    const cases: Array<[string, number, number, string, RegExp]> = [
+      ['[1,\n2,\n-3]', 2, 3, '-3', /is negative/],
+      ['[1,\n"12"]', 1, 2, '"12"', /is not an integer/],
+      ['[1,2,"3"]', 2, 1, '"3"', /is not an integer/],
+      ['[1.0]', 0, 1, '1.0', /is not an integer/],
+      ['[7, 7, true]', 2, 1, 'true', /is not an integer/],
+      ['[null]', 0, 1, 'null', /is not an integer/],
+      ['[4294967296]', 0, 1, '4294967296', /is above 4294967295/],
+    ];
+    for (const [input, index, line, value, why] of cases) {
+      const error = await errorOf(input, 'application/json');
+      expect(error.code, input).toBe('invalid_id');
+      expect(error.message, input).toContain(`Element [${index}] (line ${line}): ${value} `);
+      expect(error.message, input).toMatch(why);
+      expect(error.details).toEqual({ path: `[${index}]`, index, line, value });
     }
   });
 

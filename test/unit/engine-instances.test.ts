@@ -194,7 +194,8 @@ describe('instances', () => {
     unsubscribe();
     const where = await h.engine.whereIsUser(h.tenantId, 1);
     expect(where.instances).toEqual([{ instanceId: id, workflowId: wf, step: 'end_1' }]);
-    expect(where.recentMoves.map((m) => `${m.fromStep}->${m.toStep}`)).toEqual(['entry->end_1']);
+    // Its event's move, then (a bulk move) its entry at the start.
+    expect(where.recentMoves.map((m) => `${m.fromStep}->${m.toStep}`)).toEqual(['entry->end_1', 'null->entry']);
     expect((await h.engine.whereIsUser(h.tenantId, 99)).instances).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { Step, WorkflowDefinition } from '../../server/model/workflow';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, send, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
@@ -165,9 +165,15 @@ describe('step kinds', () => {
     expect(Math.abs(counts.b / 1e6 - 0.3)).toBeLessThan(0.005);
     expect(Math.abs(counts.c / 1e6 - 0.6)).toBeLessThan(0.005);
     expect(counts.a + counts.b + counts.c).toBe(1_000_000);
-    // Same users, same step → same paths in another instance of a copy of the workflow.
-    const again = await start(h, await workflow(h, definition), 'c');
-    expect((await h.engine.stepBitmap(h.tenantId, again, 'a')).isEqual(await h.engine.stepBitmap(h.tenantId, id, 'a'))).toBe(true);
+    // A copy of the workflow assigns independently (the hash is salted with the workflow id)…
+    const armA = async (instanceId: string) => h.engine.stepBitmap(h.tenantId, instanceId, 'a');
+    const copy = await start(h, await workflow(h, definition), 'c');
+    expect((await armA(copy)).isEqual(await armA(id))).toBe(false);
+    // …and two workflows whose splits name the same seed assign every user alike.
+    const seeded: WorkflowDefinition = { steps: [{ ...(definition.steps[0] as Extract<Step, { kind: 'split' }>), seed: 'exp-1' }, ...definition.steps.slice(1)] };
+    const [one, two] = [await start(h, await workflow(h, seeded), 'c'), await start(h, await workflow(h, seeded), 'c')];
+    expect((await armA(one)).isEqual(await armA(two))).toBe(true);
+    expect((await armA(one)).isEqual(await armA(id))).toBe(false);
   });
 
   it('parallel emits all its action tags at once, then moves on', async () => {

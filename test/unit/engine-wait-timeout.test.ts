@@ -39,7 +39,7 @@ describe('branch step timeout (wait for an event)', () => {
     expect(problems(wait({ after: 'soon', next: 'end' }))).toEqual(['bad_duration: Step "wait" timeout.after "soon" is not a duration; write e.g. 30s, 5m, 2h, 7d or 1h30m']);
     expect(problems(wait({ after: '0d', next: 'end' }))).toEqual(['bad_duration: Step "wait" timeout.after "0d" is zero; a duration must be longer than 0']);
     expect(problems(wait({ after: '2d', next: 'nowhere' }))).toEqual(['unknown_next: Step "wait" timeout.next points at "nowhere", which is not a step of this workflow']);
-    expect(problems(wait({ after: '2d', next: 'end' }, []))).toEqual(['too_few_branches: Step "wait" has no branches; a branch step with a timeout needs at least 1']);
+    expect(problems(wait({ after: '2d', next: 'end' }, []))).toEqual(['too_few_branches: Step "wait" has no branches; a branch step needs at least 1 (an event no condition matches leaves the user in the step)']);
   });
 
   it('users with no matching event within `after` of entering move on as one bulk move per partition and bucket', async () => {

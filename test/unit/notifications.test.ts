@@ -9,6 +9,7 @@ import {
   getConsumer,
   INLINE_USERS_MAX,
   INLINE_USERS_PER_PAGE,
+  MAX_PAGE_BITMAP_BYTES,
   readNotifications,
 } from '../../server/notifications/notifications';
 import { dialect } from '../../server/storage/dialect';
@@ -103,6 +104,53 @@ describe('reading notifications', () => {
     expect(deserializeBitmap(Buffer.from(items[moves - 1].bitmap!, 'base64')).size).toBe(perMove);
     const nextPage = await readNotifications(t, items[moves - 2].seq, 10);
     expect(nextPage.items[0].users).toHaveLength(perMove);
+  });
+});
+
+describe('bulk moves in pages', () => {
+  it('merges the per-partition entries of one bulk move into one item, and nothing else', async () => {
+    const t = await tenant();
+    const at = Date.UTC(2026, 2, 1);
+    const s1 = await move(t, { users: [0, 2, 4], from: null, to: 'entry', partition: 0, timeMs: at });
+    const s2 = await move(t, { users: [1, 3, 5], from: null, to: 'entry', partition: 1, timeMs: at });
+    const again = await move(t, { users: [6], from: null, to: 'entry', partition: 0, timeMs: at }); // a partition already merged: a move of its own
+    const later = await move(t, { users: [7], from: null, to: 'entry', partition: 1, timeMs: at + 1 }); // another time: another move
+    const { items } = await readNotifications(t, 0, 100);
+    expect(items.map((i) => [i.seq, i.seqs, i.users, i.count])).toEqual([
+      [s1, [s1, s2], [0, 1, 2, 3, 4, 5], 6],
+      [again, undefined, [6], 1],
+      [later, undefined, [7], 1],
+    ]);
+    // A page boundary splits a move: the rest comes as its own item on the next page.
+    expect((await readNotifications(t, 0, 1)).items[0]).toMatchObject({ seq: s1, users: [0, 2, 4], count: 3 });
+    expect((await readNotifications(t, s1, 1)).items[0]).toMatchObject({ seq: s2, users: [1, 3, 5] });
+  });
+
+  it('carries a merged large move as one compact bitmap', async () => {
+    const t = await tenant();
+    const partitions = 4;
+    const users = 200_000;
+    for (let p = 0; p < partitions; p++) await move(t, { users: Array.from({ length: users / partitions }, (_, i) => i * partitions + p), partition: p });
+    const { items } = await readNotifications(t, 0, 100);
+    expect(items).toHaveLength(1);
+    const bytes = Buffer.from(items[0].bitmap!, 'base64');
+    expect(deserializeBitmap(bytes).size).toBe(users);
+    // 0 … 199,999 as runs: a few dozen bytes, where the four partition bitmaps took 8 KB per 65,536 IDs each.
+    expect(bytes.byteLength).toBeLessThan(100);
+  });
+
+  it(`bounds a page by ${MAX_PAGE_BITMAP_BYTES / 1024 / 1024} MiB of bitmaps as well as by limit`, async () => {
+    const t = await tenant();
+    // Every other ID of 64 chunks of 65,536: 64 bitmap containers of 8 KB, 0.5 MB per move (nothing to run-compress).
+    const half = Array.from({ length: 64 * 32_768 }, (_, i) => i * 2);
+    const seqs: number[] = [];
+    for (let m = 0; m < 10; m++) seqs.push(await move(t, { users: half, to: `s${m}` }));
+    const first = await readNotifications(t, 0, 100);
+    const perPage = Math.floor(MAX_PAGE_BITMAP_BYTES / serializeBitmap(new RoaringBitmap32(half)).byteLength);
+    expect(first.items.map((i) => i.seq)).toEqual(seqs.slice(0, perPage));
+    expect(first.next).toBe(seqs[perPage - 1]);
+    const second = await readNotifications(t, first.next, 100);
+    expect(second.items.map((i) => i.seq)).toEqual(seqs.slice(perPage));
   });
 });
 

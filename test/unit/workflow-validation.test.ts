@@ -115,16 +115,19 @@ describe('validateWorkflow', () => {
     expect(problems.filter((p) => p.code === 'unreachable').map((p) => p.step)).toEqual(['nightly', 'ab', 'exit_b']);
   });
 
-  it('needs at least 2 branches, 2 paths and 1 parallel action', () => {
+  it('needs at least 1 branch, 2 paths and 1 parallel action', () => {
     const problems = problemsOf({
       steps: [
-        { name: 'entry', kind: 'branch', branches: [{ condition: 'true', next: 'split' }] },
+        { name: 'entry', kind: 'branch', branches: [] },
+        { name: 'one', kind: 'branch', branches: [{ condition: 'true', next: 'split' }] },
         { name: 'split', kind: 'split', paths: [{ percent: 100, next: 'both' }] },
         { name: 'both', kind: 'parallel', actions: [] },
       ],
     });
-    expect(problems).toEqual([
-      { step: 'entry', code: 'too_few_branches', message: 'Step "entry" has 1 branch; a branch step needs at least 2 (use "true" as the last condition for an else, or add a timeout)' },
+    // "one" has a single branch: valid (an event no condition matches leaves the user there). "one" is unreachable
+    // only because "entry" has no way out.
+    expect(problems.filter((p) => p.code !== 'unreachable')).toEqual([
+      { step: 'entry', code: 'too_few_branches', message: 'Step "entry" has no branches; a branch step needs at least 1 (an event no condition matches leaves the user in the step)' },
       { step: 'split', code: 'too_few_paths', message: 'Step "split" has 1 path; a split step needs at least 2' },
       { step: 'both', code: 'no_actions', message: 'Step "both" has no actions; a parallel step emits at least 1 action' },
     ]);
@@ -248,7 +251,6 @@ describe('validateWorkflow', () => {
     expect(problems.map((p) => `${p.step}:${p.code}`).sort()).toEqual(
       [
         'entry:bad_condition',
-        'entry:too_few_branches',
         'entry:unknown_next',
         'twin:bad_cron',
         'twin:bad_duration',

@@ -2,9 +2,11 @@ import { getEngine } from '@/server/engine';
 import { InstancesQuery } from '@/server/http/engine-api';
 import { json, queryParams, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
+import { findWorkflow } from '@/server/workflows/workflows';
 
 export const GET = route<{ tenant: string }>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
   const query = queryParams(request, InstancesQuery);
-  return json({ instances: await getEngine().listInstances(tenant.id, { workflowId: query.workflow, state: query.state }) });
+  const workflowId = query.workflow === undefined ? undefined : (await findWorkflow(tenant, query.workflow)).id;
+  return json({ instances: await getEngine().listInstances(tenant.id, { workflowId, state: query.state }) });
 });

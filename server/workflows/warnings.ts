@@ -1,0 +1,41 @@
+import { analyzeCondition } from '../conditions/analyze';
+import type { WorkflowDefinition, WorkflowProblem, WorkflowSchedule } from '../model/workflow';
+import { db } from '../storage/db';
+import type { Tenant } from '../tenants/tenants';
+
+// What a save allows but will not work yet: names of crowds the tenant does not have (yet). They stay legal, because
+// a crowd may be uploaded after the workflow that reads it; the save, get and explain answers list them as warnings.
+
+/** Where each condition of a definition reads `inCrowd("name")`: step, field and crowd name. */
+function crowdReads(definition: WorkflowDefinition): { step: string; field: string; crowd: string }[] {
+  const reads: { step: string; field: string; crowd: string }[] = [];
+  const add = (step: string, field: string, text: string) => {
+    const analysis = analyzeCondition(text);
+    if (analysis.ok) for (const crowd of analysis.condition.usage.crowds) reads.push({ step, field, crowd });
+  };
+  for (const step of definition.steps) {
+    if (step.kind === 'branch') step.branches.forEach((branch, i) => add(step.name, `branches[${i}].condition`, branch.condition));
+    if (step.kind === 'timer' && step.condition !== undefined) add(step.name, 'condition', step.condition);
+  }
+  return reads;
+}
+
+/** Warnings of a saved workflow: crowds its conditions or its schedule name that the tenant does not have. */
+export async function workflowWarnings(tenant: Tenant, definition: WorkflowDefinition, schedule: WorkflowSchedule | null): Promise<WorkflowProblem[]> {
+  const reads = crowdReads(definition);
+  const named = new Set([...reads.map((read) => read.crowd), ...(schedule ? [schedule.crowd] : [])]);
+  if (named.size === 0) return [];
+  const found = await db().crowd.findMany({ where: { tenantId: tenant.id, name: { in: [...named] } }, select: { name: true } });
+  const existing = new Set(found.map((crowd) => crowd.name));
+  const warnings: WorkflowProblem[] = reads
+    .filter((read) => !existing.has(read.crowd))
+    .map((read) => ({
+      step: read.step,
+      code: 'unknown_crowd',
+      message: `Step "${read.step}" ${read.field} reads inCrowd(${JSON.stringify(read.crowd)}), but tenant "${tenant.name}" has no crowd of that name: it is false for every user until one is uploaded`,
+    }));
+  if (schedule && !existing.has(schedule.crowd)) {
+    warnings.push({ step: null, code: 'unknown_crowd', message: `Schedule crowd "${schedule.crowd}" does not exist in tenant "${tenant.name}"; its firings will fail until it is uploaded` });
+  }
+  return warnings;
+}
