@@ -16,7 +16,10 @@ export function boot(): Promise<void> {
     }
     const procedures = await import('./procedures/start');
     await procedures.startProcedures({ scheduler: env().CROWDFLOW_ENGINE !== 'off' });
+    const webhooks = await import('./webhooks/pump');
+    webhooks.startWebhooks((await import('./procedures/runner')).getProcedureRunner());
     stopOnSignals(async () => {
+      await webhooks.stopWebhooks();
       await procedures.stopProcedures();
       await (await import('./engine')).stopEngine();
     });

@@ -23,6 +23,7 @@ import type { RelayedProfileWrite } from './profiles/index-tenant';
 import type { TokenBucket } from './security/rate-limit';
 import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantProfiles } from './profiles/index-store';
+import type { WebhookPump } from './webhooks/pump';
 
 /** Rows ingest appended and the partition loop has not taken yet (server/engine/recent-log.ts), per partition. */
 export interface RecentRows {
@@ -36,6 +37,8 @@ export interface Runtime {
   readonly procedureTypes: Map<string, ProcedureTypeDefinition>;
   procedureRunner: ProcedureRunner | undefined;
   scheduler: Scheduler | undefined;
+  /** Cuts journal moves into webhook deliveries (server/webhooks/pump.ts); started by boot. */
+  webhookPump: WebhookPump | undefined;
   /** The engine: the client of the engine thread (server/engine/client.ts) once boot started it, else an in-thread
    * `Engine` (server/engine/engine.ts) created on first use. */
   engine: EngineHandle | undefined;
@@ -67,6 +70,7 @@ export function createRuntime(): Runtime {
     procedureTypes: new Map(),
     procedureRunner: undefined,
     scheduler: undefined,
+    webhookPump: undefined,
     engine: undefined,
     runningLookup: undefined,
     caches: new Map(),

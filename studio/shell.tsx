@@ -75,6 +75,7 @@ export function TenantShell({ tenant, children }: { tenant: string; children: Re
           {section(base, 'Workflows', true)}
           {section(`${base}/crowds`, 'Crowds')}
           {section(`${base}/procedures`, 'Procedures')}
+          {section(`${base}/webhooks`, 'Webhooks')}
           {section(`${base}/keys`, 'API keys')}
         </nav>
         <button type="button" className="link signout" onClick={() => void signOut()}>

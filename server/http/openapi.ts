@@ -6,11 +6,12 @@ import { paths as procedurePaths } from '../procedures/openapi';
 import { paths as profilePaths } from '../profiles/openapi';
 import { paths as securityPaths } from '../security/openapi';
 import { paths as tenantPaths } from '../tenants/openapi';
+import { paths as webhookPaths } from '../webhooks/openapi';
 import { paths as workflowPaths } from '../workflows/openapi';
 import { requiredScope, SCOPE_MEANING } from '../security/scopes';
 
 // Every area documents its own routes; this merges them into one OpenAPI 3.1 document.
-const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, notificationPaths, procedurePaths, costPaths, securityPaths];
+const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, notificationPaths, procedurePaths, costPaths, securityPaths, webhookPaths];
 
 const PUBLIC_PATHS = new Set(['/session', '/openapi.json']);
 

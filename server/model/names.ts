@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
-// One rule for every name a user gives a thing: tenants, crowds, workflows, steps, consumers and API keys.
+// One rule for every name a user gives a thing: tenants, crowds, workflows, steps, consumers, webhook destinations
+// and API keys.
 // Names travel in URL path segments, where a browser turns `.` and `..` (also written `%2e%2e`) into "this folder"
 // and "the folder above": a crowd named `..` once made the studio's DELETE of that crowd delete its tenant. So no
 // name may be a dot segment, hold `/`, `\`, `%`, `?`, `#` or a control character. Every name starts with a letter,
@@ -26,6 +27,7 @@ export const NAME_KINDS = {
   tenant: { noun: 'Tenant name', charset: 'slug', max: 63 },
   crowd: { noun: 'Crowd name', charset: 'token', max: 100 },
   consumer: { noun: 'Consumer name', charset: 'token', max: 100 },
+  webhook: { noun: 'Webhook destination name', charset: 'token', max: 100 },
   step: { noun: 'Step name', charset: 'identifier', max: 64 },
   workflow: { noun: 'Workflow name', charset: 'label', max: 200 },
   apiKey: { noun: 'API key name', charset: 'label', max: 100 },

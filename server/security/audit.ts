@@ -19,6 +19,10 @@ export const AUDIT_ACTIONS = [
   'instance.update_crowd',
   'instance.update_workflow',
   'procedure.retry',
+  'webhook.create',
+  'webhook.update',
+  'webhook.delete',
+  'webhook.replay',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

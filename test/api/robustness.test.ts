@@ -95,6 +95,8 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
     'POST /events': { tenant: fixture.a.name, events: [{ user: 1, type: 'robust' }] },
     'PUT /consumers/{name}': { start: 'tail' },
     'POST /consumers/{name}/commit': { cursor: 0 },
+    'POST /tenants/{tenant}/webhooks': { name: uniqueName('hook'), url: 'http://127.0.0.1:9/hook' },
+    'PATCH /tenants/{tenant}/webhooks/{name}': { batchSize: 5 },
   };
   if (op.bodyTypes.includes('text/plain')) return { contentType: 'text/plain', body: '1\n2\n3\n' };
   if (op.bodyTypes.includes('application/x-ndjson')) return { contentType: 'application/x-ndjson', body: '{"user": 7, "attributes": {"plan": "gold"}}\n' };
@@ -106,8 +108,10 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
 function pathOf(op: Operation, override?: { param: string; segment: string }, values = fixture.values): string {
   let path = op.path;
   for (const param of op.pathParams) {
-    let value = override?.param === param ? override.segment : encodeURIComponent(values[param === 'name' && op.path.startsWith('/consumers') ? 'consumer' : param]);
+    const named = param !== 'name' ? param : op.path.startsWith('/consumers') ? 'consumer' : op.path.startsWith('/tenants/{tenant}/webhooks') ? 'webhook' : param;
+    let value = override?.param === param ? override.segment : encodeURIComponent(values[named]);
     if (param === 'id' && op.path.startsWith('/procedures')) value = override?.param === param ? override.segment : encodeURIComponent(values.procedure);
+    if (param === 'id' && op.path.includes('/deliveries/')) value = override?.param === param ? override.segment : encodeURIComponent(values.delivery);
     path = path.replace(`{${param}}`, value);
   }
   if (op.query.some((q) => q.name === 'tenant')) path += `${path.includes('?') ? '&' : '?'}tenant=${fixture.a.name}`;
@@ -138,6 +142,7 @@ beforeAll(async () => {
   const done = await api('GET', `/procedures/${started.body.procedureId}?wait=30`);
   expect(done.body.state, JSON.stringify(done.body)).toBe('done');
   expect((await api('PUT', `/consumers/robust?tenant=${a.name}`, { body: { start: 'tail' } })).status).toBe(201);
+  expect((await api('POST', `/tenants/${a.name}/webhooks`, { body: { name: 'robust-hook', url: 'http://127.0.0.1:9/hook' } })).status).toBe(201);
   fixture = {
     a,
     b,
@@ -147,6 +152,8 @@ beforeAll(async () => {
       keyId: a.keyId,
       name: 'base',
       consumer: 'robust',
+      webhook: 'robust-hook',
+      delivery: 'wh_0123456789abcdef-1-0',
       user: '7',
       id: workflow.body.id,
       procedure: started.body.procedureId,

@@ -1,0 +1,18 @@
+import { authenticate } from '@/server/auth';
+import { json, route } from '@/server/http/respond';
+import { getProcedureRunner } from '@/server/procedures/runner';
+import { audit } from '@/server/security/audit';
+import { findTenant } from '@/server/tenants/tenants';
+import { DeliveryParams, replayDelivery } from '@/server/webhooks/deliveries';
+import { DestinationParams } from '@/server/webhooks/destinations';
+
+/** 202: the delivery is pending again, same id and body; the runner sends it with fresh retries. */
+export const POST = route<{ tenant: string; name: string; id: string }>(async (request, params) => {
+  const principal = await authenticate(request);
+  const tenant = await findTenant(principal, params.tenant);
+  const { name } = DestinationParams.parse(params);
+  const { id } = DeliveryParams.parse(params);
+  const delivery = await replayDelivery(getProcedureRunner(), tenant.id, name, id);
+  await audit(principal, 'webhook.replay', { tenantId: tenant.id, target: `${name}/${id}` });
+  return json(delivery, 202);
+});

@@ -1,0 +1,31 @@
+import { authenticate } from '@/server/auth';
+import { json, readJson, route } from '@/server/http/respond';
+import { audit } from '@/server/security/audit';
+import { findTenant, tenantFromRequest } from '@/server/tenants/tenants';
+import { deleteDestination, DestinationParams, destinationView, requireDestination, updateDestination, UpdateDestinationBody } from '@/server/webhooks/destinations';
+
+type Params = { tenant: string; name: string };
+
+export const GET = route<Params>(async (request, params) => {
+  const tenant = await tenantFromRequest(request, params.tenant);
+  return json(destinationView(await requireDestination(tenant.id, DestinationParams.parse(params).name)));
+});
+
+export const PATCH = route<Params>(async (request, params) => {
+  const principal = await authenticate(request);
+  const tenant = await findTenant(principal, params.tenant);
+  const { name } = DestinationParams.parse(params);
+  const body = await readJson(request, UpdateDestinationBody);
+  const destination = await updateDestination(tenant.id, name, body, Date.now());
+  await audit(principal, 'webhook.update', { tenantId: tenant.id, target: name, details: { fields: Object.keys(body) } });
+  return json(destination);
+});
+
+export const DELETE = route<Params>(async (request, params) => {
+  const principal = await authenticate(request);
+  const tenant = await findTenant(principal, params.tenant);
+  const { name } = DestinationParams.parse(params);
+  await deleteDestination(tenant.id, name);
+  await audit(principal, 'webhook.delete', { tenantId: tenant.id, target: name });
+  return new Response(null, { status: 204 });
+});

@@ -1,0 +1,138 @@
+// Cutting deliveries: a destination reads the tenant's journal after its cursor, as a notifications consumer does,
+// and cuts the moves that go to it into deliveries of at most batchSize user ids: a 10M-user bulk move becomes
+// 10M / batchSize requests, never one per user; single-user moves in a row share a delivery. Each round commits its
+// deliveries and the destination's new cursor in ONE transaction, guarded by the cursor it read (compare-and-set),
+// so a crash loses nothing, and two processes cutting the same destination cannot both commit the same moves.
+import { deserializeBitmap } from '../crowd/bitmap';
+import { db } from '../storage/db';
+import { movesTo, type DestinationRow } from './destinations';
+
+/** Journal rows read per round. */
+const ROWS_PER_ROUND = 500;
+/** At most this many user ids are cut per round (≈ 2 MB of bodies, a short slice of the request thread); a larger move continues in the next round. */
+const USERS_PER_ROUND = 200_000;
+
+type JournalHead = {
+  seq: bigint;
+  instanceId: string;
+  fromStep: string | null;
+  toStep: string;
+  user: bigint | null;
+  count: bigint;
+  leaveAction: string | null;
+  enterAction: string | null;
+  timeMs: bigint;
+};
+
+/** One move (or the part of a bulk move) in a delivery body. */
+type MovePart = {
+  seq: number;
+  instanceId: string;
+  from: string | null;
+  to: string;
+  enterAction: string | null;
+  leaveAction: string | null;
+  time: string;
+  total: number;
+  offset: number;
+  count: number;
+  /** The ids joined by commas, ready for the body. */
+  users: string;
+};
+
+export type NewDelivery = { id: string; destinationId: string; fromSeq: bigint; fromOffset: number; status: 'pending'; body: string; users: number; createdAt: Date };
+
+export type CutRound = { deliveries: NewDelivery[]; cursor: bigint; cursorUsers: number; readRows: number };
+
+/**
+ * Cuts one round for `destination` (as read from its row) without writing anything. `readRows` is 0 when the
+ * journal holds nothing after the cursor.
+ */
+export async function cutRound(destination: DestinationRow, tenantName: string, now: number): Promise<CutRound> {
+  const rows: JournalHead[] = await db().journal.findMany({
+    where: { tenantId: destination.tenantId, seq: { gt: destination.cursor } },
+    orderBy: { seq: 'asc' },
+    take: ROWS_PER_ROUND,
+    select: { seq: true, instanceId: true, fromStep: true, toStep: true, user: true, count: true, leaveAction: true, enterAction: true, timeMs: true },
+  });
+  const round: CutRound = { deliveries: [], cursor: destination.cursor, cursorUsers: destination.cursorUsers, readRows: rows.length };
+  const open: { parts: MovePart[]; users: number; fromSeq: bigint; fromOffset: number } = { parts: [], users: 0, fromSeq: 0n, fromOffset: 0 };
+  const close = () => {
+    if (open.users === 0) return;
+    const id = `${destination.id}-${open.fromSeq}-${open.fromOffset}`;
+    const body = deliveryBody(id, tenantName, destination.name, open.parts);
+    round.deliveries.push({ id, destinationId: destination.id, fromSeq: open.fromSeq, fromOffset: open.fromOffset, status: 'pending', body, users: open.users, createdAt: new Date(now) });
+    Object.assign(open, { parts: [], users: 0 });
+  };
+  let budget = USERS_PER_ROUND;
+  for (const row of rows) {
+    if (!movesTo(destination, row.enterAction)) {
+      Object.assign(round, { cursor: row.seq, cursorUsers: 0 });
+      continue;
+    }
+    if (budget === 0) break;
+    const users = row.user === null ? await bulkUsers(row.seq) : Uint32Array.of(Number(row.user));
+    // The first matching row after the cursor may be partly cut already (round.cursorUsers of its users).
+    let offset = round.cursorUsers;
+    while (offset < users.length && budget > 0) {
+      if (open.users === 0) Object.assign(open, { fromSeq: row.seq, fromOffset: offset });
+      const take = Math.min(destination.batchSize - open.users, users.length - offset, budget);
+      open.parts.push(movePart(row, users.length, offset, users.subarray(offset, offset + take)));
+      open.users += take;
+      offset += take;
+      budget -= take;
+      if (open.users === destination.batchSize) close();
+    }
+    if (offset < users.length) {
+      // Out of budget mid-move: the cursor stays just before this row, with the users cut so far.
+      Object.assign(round, { cursor: row.seq - 1n, cursorUsers: offset });
+      break;
+    }
+    Object.assign(round, { cursor: row.seq, cursorUsers: 0 });
+  }
+  close();
+  return round;
+}
+
+/** Commits a round: its deliveries and the new cursor, only if the cursor is still the one the round read. */
+export async function commitRound(destination: DestinationRow, round: CutRound): Promise<boolean> {
+  return db().$transaction(async (tx) => {
+    const moved = await tx.webhookDestination.updateMany({
+      where: { id: destination.id, cursor: destination.cursor, cursorUsers: destination.cursorUsers },
+      data: { cursor: round.cursor, cursorUsers: round.cursorUsers },
+    });
+    if (moved.count !== 1) return false;
+    if (round.deliveries.length) await tx.webhookDelivery.createMany({ data: round.deliveries });
+    return true;
+  });
+}
+
+async function bulkUsers(seq: bigint): Promise<Uint32Array> {
+  const row = await db().journal.findUnique({ where: { seq }, select: { bitmap: true } });
+  return row?.bitmap ? deserializeBitmap(row.bitmap).toUint32Array() : new Uint32Array(0);
+}
+
+function movePart(row: JournalHead, total: number, offset: number, users: Uint32Array): MovePart {
+  return {
+    seq: Number(row.seq),
+    instanceId: row.instanceId,
+    from: row.fromStep,
+    to: row.toStep,
+    enterAction: row.enterAction,
+    leaveAction: row.leaveAction,
+    time: new Date(Number(row.timeMs)).toISOString(),
+    total,
+    offset,
+    count: users.length,
+    users: users.join(','),
+  };
+}
+
+/**
+ * The JSON body of a delivery. Written by hand around the user ids (joined straight from the typed array) so a
+ * 100,000-id batch is not first turned into 100,000 JS numbers for JSON.stringify.
+ */
+function deliveryBody(id: string, tenant: string, destination: string, parts: MovePart[]): string {
+  const moves = parts.map(({ users, ...move }) => `${JSON.stringify(move).slice(0, -1)},"users":[${users}]}`);
+  return `{"id":${JSON.stringify(id)},"type":"moves","tenant":${JSON.stringify(tenant)},"destination":${JSON.stringify(destination)},"moves":[${moves.join(',')}]}`;
+}

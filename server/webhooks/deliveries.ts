@@ -1,0 +1,181 @@
+// Sending deliveries through the durable procedure runner, and the delivery log (list, one delivery, replay).
+//
+// Each delivery round is one procedure `webhook.deliver` (id `webhook.deliver:<delivery id>:<round>`): one attempt
+// per execute; a failed attempt (non-2xx, no answer within the timeout, a refused connection) is a RetryLaterError,
+// which the runner retries with its exponential backoff (server/procedures/backoff.ts: 0.5 s doubling to 60 s, with
+// jitter) up to MAX_RETRIES times; then the procedure's rollback marks the delivery failed. Delivery is at least
+// once: a crash after the receiver answered and before the step committed sends again, under the same delivery id.
+import { z } from 'zod';
+import { AppError, notFound } from '../errors';
+import { isProcedureTypeRegistered, registerProcedureType } from '../procedures/registry';
+import { RetryLaterError, type Json, type ProcedureContext, type ProcedureRunner, type ProcedureStatus, type ProcedureTypeDefinition } from '../procedures/types';
+import { db } from '../storage/db';
+import { requireDestination } from './destinations';
+import { sendDelivery } from './send';
+
+export const DELIVER_TYPE = 'webhook.deliver';
+/** Retries after the first attempt: with the runner's backoff about 10 minutes of trying before a delivery fails. */
+export const MAX_RETRIES = 14;
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export const MAX_LOG_PAGE = 500;
+
+export function deliveryProcedureId(deliveryId: string, replays: number): string {
+  return `${DELIVER_TYPE}:${deliveryId}:${replays}`;
+}
+
+type DeliverState = { delivery: string; replays: number };
+
+const deliverType: ProcedureTypeDefinition = {
+  type: DELIVER_TYPE,
+  maxRetries: MAX_RETRIES,
+  supportsRollback: true,
+  create(state: Json) {
+    const { delivery, replays } = state as DeliverState;
+    return {
+      lockKeys: () => [],
+      state: () => ({ delivery, replays }),
+      execute: (ctx: ProcedureContext) => attempt(delivery, replays, ctx.clock.now()),
+      // Out of retries: the delivery is failed (until a replay), unless a replay took it over meanwhile.
+      async rollback() {
+        await db().webhookDelivery.updateMany({ where: { id: delivery, replays, status: 'pending' }, data: { status: 'failed' } });
+        return { kind: 'rolled-back' as const };
+      },
+    };
+  },
+};
+
+async function attempt(deliveryId: string, replays: number, now: number): Promise<ProcedureStatus> {
+  const delivery = await db().webhookDelivery.findUnique({ where: { id: deliveryId }, include: { destination: true } });
+  // Deleted with its destination, delivered already, or taken over by a replay: nothing left for this round.
+  if (delivery?.status !== 'pending' || delivery.replays !== replays) return { kind: 'done', output: { skipped: true } };
+  const { destination } = delivery;
+  const headers = JSON.parse(destination.headers) as Record<string, string>;
+  const result = await sendDelivery({ url: destination.url, secret: destination.secret, headers, timeoutMs: destination.timeoutMs }, delivery.id, delivery.body, now);
+  await db().webhookDelivery.updateMany({
+    where: { id: deliveryId, replays },
+    data: { attempts: { increment: 1 }, lastStatus: result.status, lastError: result.error, lastAttemptAt: new Date(now), ...(result.ok ? { status: 'delivered', deliveredAt: new Date(now) } : {}) },
+  });
+  if (!result.ok) throw new RetryLaterError(`delivery ${deliveryId}: ${result.error}`);
+  return { kind: 'done', output: { status: result.status } };
+}
+
+/** Registers `webhook.deliver` in this process (once; every bundle's copy shares the runtime's type table). */
+export function registerWebhookProcedures(): void {
+  if (!isProcedureTypeRegistered(DELIVER_TYPE)) registerProcedureType(deliverType);
+}
+
+/** Submits one procedure per delivery round; submitting an existing id is a no-op, so this may be repeated. */
+export async function submitDeliveries(runner: ProcedureRunner, deliveries: { id: string; replays: number }[], tenantId: string): Promise<void> {
+  registerWebhookProcedures();
+  for (const { id, replays } of deliveries) await runner.submit(DELIVER_TYPE, { delivery: id, replays }, { id: deliveryProcedureId(id, replays), tenantId });
+}
+
+/**
+ * Pending deliveries whose procedure was never submitted (the process stopped between committing a round and
+ * submitting it) are submitted now. Returns how many.
+ */
+export async function submitOrphans(runner: ProcedureRunner): Promise<number> {
+  let submitted = 0;
+  let after = '';
+  for (;;) {
+    const pending = await db().webhookDelivery.findMany({
+      where: { status: 'pending', id: { gt: after } },
+      orderBy: { id: 'asc' },
+      take: 500,
+      select: { id: true, replays: true, destination: { select: { tenantId: true } } },
+    });
+    if (pending.length === 0) return submitted;
+    after = pending[pending.length - 1].id;
+    const known = new Set((await db().procedure.findMany({ where: { id: { in: pending.map((d) => deliveryProcedureId(d.id, d.replays)) } }, select: { id: true } })).map((p) => p.id));
+    const orphans = pending.filter((d) => !known.has(deliveryProcedureId(d.id, d.replays)));
+    for (const orphan of orphans) await submitDeliveries(runner, [orphan], orphan.destination.tenantId);
+    submitted += orphans.length;
+  }
+}
+
+export const DeliveryListQuery = z.strictObject({
+  status: z.enum(DELIVERY_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_LOG_PAGE).default(50),
+  /** The `next` of the previous page: deliveries cut before it (newest first). */
+  before: z
+    .string()
+    .regex(/^\d{1,19}\.\d{1,10}$/, 'before is the `next` of a previous page (<seq>.<offset>)')
+    .optional(),
+  tenant: z.string().min(1).optional(),
+});
+
+/** Delivery ids are `<destination id>-<journal seq>-<user offset>` (./cut.ts). */
+export const DeliveryParams = z.object({ id: z.string().regex(/^wh_[0-9a-f]{16}-\d{1,19}-\d{1,10}$/, 'a delivery id looks like wh_<16 hex digits>-<seq>-<offset>') });
+
+export type DeliveryView = {
+  id: string;
+  status: (typeof DELIVERY_STATUSES)[number];
+  users: number;
+  attempts: number;
+  replays: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  lastAttemptAt: string | null;
+  deliveredAt: string | null;
+  createdAt: string;
+};
+
+type DeliveryRow = NonNullable<Awaited<ReturnType<typeof findDelivery>>>;
+
+function deliveryView(row: Omit<DeliveryRow, 'body'>): DeliveryView {
+  return {
+    id: row.id,
+    status: row.status as DeliveryView['status'],
+    users: row.users,
+    attempts: row.attempts,
+    replays: row.replays,
+    lastStatus: row.lastStatus,
+    lastError: row.lastError,
+    lastAttemptAt: row.lastAttemptAt?.toISOString() ?? null,
+    deliveredAt: row.deliveredAt?.toISOString() ?? null,
+    createdAt: row.createdAt.toISOString(),
+  };
+}
+
+function findDelivery(destinationId: string, id: string) {
+  return db().webhookDelivery.findFirst({ where: { id, destinationId } });
+}
+
+/** The destination's deliveries, newest first, without bodies; `next` continues with older ones (absent at the end). */
+export async function listDeliveries(tenantId: string, name: string, query: z.infer<typeof DeliveryListQuery>): Promise<{ deliveries: DeliveryView[]; next?: string }> {
+  const destination = await requireDestination(tenantId, name);
+  const [seq, offset] = query.before ? query.before.split('.').map(Number) : [undefined, undefined];
+  const before = seq === undefined ? {} : { OR: [{ fromSeq: { lt: BigInt(seq) } }, { fromSeq: BigInt(seq), fromOffset: { lt: offset } }] };
+  const rows = await db().webhookDelivery.findMany({
+    where: { destinationId: destination.id, ...(query.status ? { status: query.status } : {}), ...before },
+    orderBy: [{ fromSeq: 'desc' }, { fromOffset: 'desc' }],
+    take: query.limit,
+    omit: { body: true },
+  });
+  const last = rows.at(-1);
+  return { deliveries: rows.map(deliveryView), ...(rows.length === query.limit && last ? { next: `${last.fromSeq}.${last.fromOffset}` } : {}) };
+}
+
+/** One delivery with the exact body every attempt sends. */
+export async function getDelivery(tenantId: string, name: string, id: string): Promise<DeliveryView & { body: unknown }> {
+  const destination = await requireDestination(tenantId, name);
+  const row = await findDelivery(destination.id, id);
+  if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);
+  return { ...deliveryView(row), body: JSON.parse(row.body) as unknown };
+}
+
+/**
+ * Sends a delivery again, same id and body (receivers de-duplicate on the id): a new round with fresh retries. A
+ * delivery still pending is refused with 409 (its round is still trying).
+ */
+export async function replayDelivery(runner: ProcedureRunner, tenantId: string, name: string, id: string): Promise<DeliveryView> {
+  const destination = await requireDestination(tenantId, name);
+  const row = await findDelivery(destination.id, id);
+  if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);
+  if (row.status === 'pending') throw new AppError('conflict', `Delivery "${id}" is still pending (attempt ${row.attempts}); replay it once it is delivered or failed`, { status: row.status });
+  const replays = row.replays + 1;
+  const replayed = await db().webhookDelivery.updateMany({ where: { id, replays: row.replays, status: row.status }, data: { status: 'pending', replays, attempts: 0 } });
+  if (replayed.count !== 1) throw new AppError('conflict', `Delivery "${id}" was replayed or changed concurrently`);
+  await submitDeliveries(runner, [{ id, replays }], tenantId);
+  return deliveryView({ ...row, status: 'pending', replays, attempts: 0 });
+}

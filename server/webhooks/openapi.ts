@@ -1,0 +1,101 @@
+// The HTTP surface of webhook destinations and their delivery logs (app/api/v1/tenants/[tenant]/webhooks/**).
+import { z } from 'zod';
+import { operation } from '../http/openapi-kit';
+import { DELIVERY_STATUSES, MAX_LOG_PAGE } from './deliveries';
+import { CreateDestinationBody, UpdateDestinationBody } from './destinations';
+
+const Destination = z.object({
+  name: z.string(),
+  url: z.string(),
+  headerNames: z.array(z.string()).describe('Header values are write-only (they often hold credentials)'),
+  secretSet: z.literal(true).describe('The signing secret is write-only'),
+  batchSize: z.number(),
+  timeoutMs: z.number(),
+  allNotifications: z.boolean(),
+  cursor: z.number().describe('The journal seq read through'),
+  actionTag: z.string().describe('The enter action that sends a step\'s entering users here, e.g. "webhook:crm"'),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+const Delivery = z.object({
+  id: z.string().describe('Also the Crowdflow-Delivery-Id header and the body\'s id: de-duplicate on it'),
+  status: z.enum(DELIVERY_STATUSES),
+  users: z.number().describe('User ids in the body'),
+  attempts: z.number(),
+  replays: z.number(),
+  lastStatus: z.number().nullable().describe('HTTP status of the last attempt (null: no answer)'),
+  lastError: z.string().nullable(),
+  lastAttemptAt: z.string().nullable(),
+  deliveredAt: z.string().nullable(),
+  createdAt: z.string(),
+});
+
+const tags = ['webhooks'];
+const params = ['tenant', 'name'];
+
+export const paths: Record<string, object> = {
+  '/tenants/{tenant}/webhooks': {
+    get: operation({
+      summary: 'List webhook destinations',
+      tags,
+      params: ['tenant'],
+      ok: { status: 200, description: 'Destinations', schema: z.object({ destinations: z.array(Destination) }) },
+      errors: [404],
+    }),
+    post: operation({
+      summary: 'Create a webhook destination',
+      description: [
+        'Moves into steps whose enter action is `webhook:<name>` (or, with `allNotifications`, every move of the tenant)',
+        'are POSTed to `url` in batches of at most `batchSize` user ids, signed with',
+        '`Crowdflow-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>`.',
+        'Without `secret` one is generated and returned in this response only.',
+      ].join(' '),
+      tags,
+      params: ['tenant'],
+      body: CreateDestinationBody,
+      ok: { status: 201, description: 'Created (with `secret` when it was generated)', schema: Destination.extend({ secret: z.string().optional() }) },
+      errors: [404, 409],
+    }),
+  },
+  '/tenants/{tenant}/webhooks/{name}': {
+    get: operation({ summary: 'A webhook destination', tags, params, ok: { status: 200, description: 'Destination', schema: Destination }, errors: [404] }),
+    patch: operation({
+      summary: 'Change a webhook destination (URL, secret, headers, batch size, timeout, allNotifications)',
+      tags,
+      params,
+      body: UpdateDestinationBody,
+      ok: { status: 200, description: 'Changed', schema: Destination },
+      errors: [404],
+    }),
+    delete: operation({ summary: 'Delete a webhook destination and its delivery log', tags, params, ok: { status: 204, description: 'Deleted' }, errors: [404] }),
+  },
+  '/tenants/{tenant}/webhooks/{name}/deliveries': {
+    get: operation({
+      summary: 'The delivery log of a destination, newest first (without bodies)',
+      tags,
+      params,
+      query: { status: `One of ${DELIVERY_STATUSES.join(', ')}`, limit: `Page size, default 50, at most ${MAX_LOG_PAGE}`, before: 'The `next` of the previous page' },
+      ok: { status: 200, description: 'A page', schema: z.object({ deliveries: z.array(Delivery), next: z.string().optional() }) },
+      errors: [404],
+    }),
+  },
+  '/tenants/{tenant}/webhooks/{name}/deliveries/{id}': {
+    get: operation({
+      summary: 'One delivery, with the exact body every attempt sends',
+      tags,
+      params: [...params, 'id'],
+      ok: { status: 200, description: 'Delivery', schema: Delivery.extend({ body: z.unknown() }) },
+      errors: [404],
+    }),
+  },
+  '/tenants/{tenant}/webhooks/{name}/deliveries/{id}/replay': {
+    post: operation({
+      summary: 'Send a delivered or failed delivery again (same id and body, fresh retries)',
+      tags,
+      params: [...params, 'id'],
+      ok: { status: 202, description: 'Pending again', schema: Delivery },
+      errors: [404, 409],
+    }),
+  },
+};

@@ -1,0 +1,98 @@
+// The webhook pump of a server process (started by server/boot.ts, on the request thread beside the procedure
+// runner): every poll it cuts new journal moves into deliveries for each destination that is behind the journal,
+// then hands each delivery to the runner. Every process may run one: the cursor compare-and-set (./cut.ts) lets only
+// one of them commit a round, and the loser reads again from the new cursor.
+import { systemClock, type Clock } from '../clock';
+import type { ProcedureRunner } from '../procedures/types';
+import { runtime } from '../runtime';
+import { db } from '../storage/db';
+import { commitRound, cutRound } from './cut';
+import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
+
+export const DEFAULT_POLL_MS = 250;
+/** How often pending deliveries without a procedure (a crash between commit and submit) are looked for. */
+const ORPHAN_SWEEP_MS = 60_000;
+
+export interface WebhookPumpOptions {
+  runner: ProcedureRunner;
+  clock?: Clock;
+  pollMs?: number;
+}
+
+export class WebhookPump {
+  private readonly runner: ProcedureRunner;
+  private readonly clock: Clock;
+  private readonly pollMs: number;
+  private loop: Promise<void> | undefined;
+  private stopping: AbortController | undefined;
+  private lastSweep = -Infinity;
+
+  constructor(options: WebhookPumpOptions) {
+    this.runner = options.runner;
+    this.clock = options.clock ?? systemClock;
+    this.pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+    registerWebhookProcedures();
+  }
+
+  /** Cuts and submits every destination's backlog; returns how many deliveries it cut. */
+  async pumpOnce(): Promise<number> {
+    const now = this.clock.now();
+    if (now - this.lastSweep >= ORPHAN_SWEEP_MS) {
+      this.lastSweep = now;
+      await submitOrphans(this.runner);
+    }
+    const newest = await db().journal.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
+    if (!newest) return 0;
+    const behind = await db().webhookDestination.findMany({ where: { cursor: { lt: newest.seq } }, select: { id: true } });
+    let cut = 0;
+    for (const { id } of behind) cut += await this.pumpDestination(id);
+    return cut;
+  }
+
+  /** Rounds for one destination until it has read the journal through (or another process took over). */
+  private async pumpDestination(id: string): Promise<number> {
+    let cut = 0;
+    for (;;) {
+      const destination = await db().webhookDestination.findUnique({ where: { id }, include: { tenant: { select: { name: true } } } });
+      if (!destination) return cut;
+      const round = await cutRound(destination, destination.tenant.name, this.clock.now());
+      if (round.readRows === 0) return cut;
+      if (!(await commitRound(destination, round))) return cut;
+      await submitDeliveries(this.runner, round.deliveries.map((d) => ({ id: d.id, replays: 0 })), destination.tenantId);
+      cut += round.deliveries.length;
+      // Let requests in between rounds: a 10M-user move is cut over many of them.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  start(): void {
+    if (this.loop) return;
+    const stopping = (this.stopping = new AbortController());
+    this.loop = (async () => {
+      while (!stopping.signal.aborted) {
+        try {
+          await this.pumpOnce();
+        } catch (error) {
+          console.error('[webhooks] pump round failed; trying again', error);
+        }
+        await this.clock.sleep(this.pollMs, stopping.signal);
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping?.abort();
+    await this.loop;
+    this.loop = undefined;
+  }
+}
+
+/** Once per server process (server/boot.ts), after the procedure runner started. */
+export function startWebhooks(runner: ProcedureRunner): void {
+  (runtime().webhookPump ??= new WebhookPump({ runner })).start();
+}
+
+export async function stopWebhooks(): Promise<void> {
+  await runtime().webhookPump?.stop();
+  runtime().webhookPump = undefined;
+}

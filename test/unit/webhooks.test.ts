@@ -1,0 +1,256 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../server/clock';
+import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
+import { newId } from '../../server/ids';
+import { createProcedureRunner } from '../../server/procedures/runner';
+import type { ProcedureRunner } from '../../server/procedures/types';
+import { db } from '../../server/storage/db';
+import { commitRound, cutRound } from '../../server/webhooks/cut';
+import { DELIVER_TYPE, listDeliveries, MAX_RETRIES, replayDelivery, submitOrphans } from '../../server/webhooks/deliveries';
+import { createDestination, requireDestination, type CreateDestinationBody } from '../../server/webhooks/destinations';
+import { WebhookPump } from '../../server/webhooks/pump';
+import { signatureHeader, verifySignature } from '../../server/webhooks/signing';
+import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
+
+const SECRET = 'whsec_test-secret-0123456789';
+let nextSeq = 1;
+let clock: ManualClock;
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function tenant(): Promise<{ id: string; name: string }> {
+  const id = newId('tn');
+  const name = id.toLowerCase().replace(/[^a-z0-9]/g, 'x');
+  await db().tenant.create({ data: { id, name, partitions: 2 } });
+  return { id, name };
+}
+
+/** A journal row as the engine writes it: one user, or a bulk move as a portable roaring bitmap. */
+async function move(tenantId: string, what: { user?: number; users?: Iterable<number>; enterAction?: string | null; to?: string }): Promise<number> {
+  const seq = nextSeq++;
+  const bitmap = what.users ? new RoaringBitmap32(what.users) : null;
+  await db().journal.create({
+    data: {
+      seq: BigInt(seq),
+      tenantId,
+      instanceId: 'in_1',
+      partition: 0,
+      fromStep: 'entry',
+      toStep: what.to ?? 'notify',
+      user: what.user === undefined ? null : BigInt(what.user),
+      bitmap: bitmap ? serializeBitmap(bitmap) : null,
+      count: BigInt(bitmap ? bitmap.size : 1),
+      leaveAction: null,
+      enterAction: what.enterAction === undefined ? 'webhook:crm' : what.enterAction,
+      timeMs: BigInt(clock.now()),
+    },
+  });
+  return seq;
+}
+
+function destinationBody(receiver: Receiver, extra: Partial<CreateDestinationBody> = {}): CreateDestinationBody {
+  return { name: 'crm', url: receiver.url, secret: SECRET, headers: { authorization: 'Bearer receiver-token' }, batchSize: 10_000, timeoutMs: 5_000, allNotifications: false, start: 'head', ...extra };
+}
+
+function setup(): { runner: ProcedureRunner; pump: WebhookPump } {
+  clock = new ManualClock(Date.UTC(2026, 5, 1));
+  const runner = createProcedureRunner({ clock, owner: `webhooks-test-${newId('o')}` });
+  void runner.start();
+  cleanups.push(() => runner.stop());
+  return { runner, pump: new WebhookPump({ runner, clock }) };
+}
+
+async function receiver(options: Partial<Parameters<typeof startReceiver>[0]> = {}): Promise<Receiver> {
+  const started = await startReceiver({ secret: SECRET, now: () => clock.now(), seed: 1, ...options });
+  cleanups.push(() => started.close());
+  return started;
+}
+
+async function waitUntil(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** No delivery procedure is due now: each is finished or waits for a later time of the manual clock. */
+async function quiet(): Promise<boolean> {
+  const due = await db().procedure.count({ where: { type: DELIVER_TYPE, state: { notIn: ['done', 'failed'] }, nextRunMs: { lte: BigInt(clock.now()) } } });
+  return due === 0;
+}
+
+/** Runs attempts and backoffs (moving the manual clock past each backoff) until no delivery is pending. */
+async function settle(): Promise<void> {
+  for (let round = 0; round < 40; round++) {
+    await waitUntil(quiet, 'delivery attempts in flight');
+    if ((await db().webhookDelivery.count({ where: { status: 'pending' } })) === 0) return;
+    // Past the longest backoff (60 s plus up to a quarter of jitter).
+    await clock.advance(76_000);
+  }
+  throw new Error('deliveries still pending after 40 backoff rounds');
+}
+
+/** The deliveries of one tenant's destinations, in cut order. */
+function deliveriesOf(tenantId: string) {
+  return db().webhookDelivery.findMany({ where: { destination: { tenantId } }, orderBy: [{ fromSeq: 'asc' }, { fromOffset: 'asc' }] });
+}
+
+function usersOf(bodies: Iterable<string>): number[] {
+  const users: number[] = [];
+  for (const body of bodies) for (const move of JSON.parse(body).moves as { users: number[] }[]) users.push(...move.users);
+  return users.sort((a, b) => a - b);
+}
+
+describe('webhook deliveries', () => {
+  it('signs over timestamp and body; a receiver refuses a changed body, another secret and a replay outside the tolerance', () => {
+    const now = Date.UTC(2026, 5, 1);
+    const header = signatureHeader(SECRET, '{"a":1}', now);
+    expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifySignature(SECRET, header, '{"a":1}', now + 60_000)).toEqual({ ok: true, timestamp: now / 1000 });
+    expect(verifySignature(SECRET, header, '{"a":2}', now).ok).toBe(false);
+    expect(verifySignature('whsec_another-secret-000000', header, '{"a":1}', now).ok).toBe(false);
+    expect(verifySignature(SECRET, header, '{"a":1}', now + 301_000)).toEqual({ ok: false, reason: 'timestamp outside the tolerance (a replay?)' });
+    expect(verifySignature(SECRET, `${header},v1=00`, '{"a":1}', now).ok).toBe(true);
+    expect(verifySignature(SECRET, 'garbage', '{"a":1}', now).ok).toBe(false);
+  });
+
+  it('cuts a bulk move into batches of at most batchSize ids, shares deliveries between single moves, and skips other tags', async () => {
+    const { pump } = setup();
+    const hook = await receiver();
+    const owner = await tenant();
+    await createDestination(owner.id, destinationBody(hook, { batchSize: 10_000 }), clock.now());
+    const bulk = Array.from({ length: 25_000 }, (_, i) => i * 3 + 1);
+    await move(owner.id, { users: bulk });
+    await move(owner.id, { user: 7, enterAction: 'send_email' });
+    for (const user of [900_001, 900_002, 900_003]) await move(owner.id, { user });
+    await move(owner.id, { user: 900_004, enterAction: 'send_email,webhook:crm' });
+    expect(await pump.pumpOnce()).toBe(3);
+    await settle();
+    const deliveries = await deliveriesOf(owner.id);
+    expect(deliveries.map((d) => d.users)).toEqual([10_000, 10_000, 5_004]);
+    expect(deliveries.every((d) => d.status === 'delivered')).toBe(true);
+    // At least once: a slow answer on this loaded machine may be retried, never lost or changed.
+    expect(new Set(hook.received.map((r) => r.id))).toEqual(new Set(deliveries.map((d) => d.id)));
+    expect(hook.received.every((r) => r.verified)).toBe(true);
+    expect(usersOf(hook.delivered.values())).toEqual([...bulk, 900_001, 900_002, 900_003, 900_004]);
+    const last = JSON.parse(hook.delivered.get(deliveries[2].id)!);
+    expect(last).toMatchObject({ id: deliveries[2].id, type: 'moves', tenant: owner.name, destination: 'crm' });
+    expect(last.moves[0]).toMatchObject({ from: 'entry', to: 'notify', enterAction: 'webhook:crm', total: 25_000, offset: 20_000, count: 5_000 });
+    expect(last.moves.slice(1).map((m: { users: number[] }) => m.users)).toEqual([[900_001], [900_002], [900_003], [900_004]]);
+    // Nothing new: a second pump cuts nothing.
+    expect(await pump.pumpOnce()).toBe(0);
+  });
+
+  it('delivers every move at least once to a receiver that fails, hangs and answers slowly at random (seeded)', async () => {
+    const { pump } = setup();
+    const hook = await receiver({ seed: 20261201, mix: { fail: 0.25, hang: 0.1, slow: 0.3 } });
+    const owner = await tenant();
+    // A short timeout, so the attempts the receiver leaves hanging are abandoned quickly.
+    await createDestination(owner.id, destinationBody(hook, { batchSize: 100, timeoutMs: 1_000 }), clock.now());
+    const everyone: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const users = Array.from({ length: 150 }, (_, j) => i * 1000 + j);
+      everyone.push(...users);
+      await move(owner.id, { users });
+    }
+    await pump.pumpOnce();
+    await settle();
+    const deliveries = await deliveriesOf(owner.id);
+    expect(deliveries.length).toBe(18);
+    expect(deliveries.every((d) => d.status === 'delivered')).toBe(true);
+    expect(new Set(hook.delivered.keys())).toEqual(new Set(deliveries.map((d) => d.id)));
+    expect(usersOf(hook.delivered.values())).toEqual(everyone);
+    // The mix really happened: failed, hung and slow attempts, each retried under the same delivery id and body.
+    const behaviours = new Set(hook.received.map((r) => r.behaviour));
+    expect(behaviours).toEqual(new Set(['ok', 'fail', 'hang', 'slow']));
+    const retried = deliveries.filter((d) => d.attempts > 1);
+    expect(retried.length).toBeGreaterThan(0);
+    for (const d of retried) expect(new Set(hook.received.filter((r) => r.id === d.id).map((r) => r.body))).toEqual(new Set([d.body]));
+    // An attempt the receiver never answered was abandoned after the destination's timeout and tried again.
+    const hung = hook.received.filter((r) => r.behaviour === 'hang').map((r) => r.id);
+    expect(hung.length).toBeGreaterThan(0);
+    for (const id of hung) expect(hook.delivered.has(id)).toBe(true);
+  }, 60_000);
+
+  it('fails a delivery after its retries, keeps it in the log, and a replay sends the same id and body again', async () => {
+    const { runner, pump } = setup();
+    const hook = await receiver({ mix: { fail: 1, hang: 0, slow: 0 } });
+    const owner = await tenant();
+    await createDestination(owner.id, destinationBody(hook), clock.now());
+    await move(owner.id, { users: [1, 2, 3] });
+    await pump.pumpOnce();
+    await settle();
+    const [failed] = (await listDeliveries(owner.id, 'crm', { limit: 50 })).deliveries;
+    expect(failed).toMatchObject({ status: 'failed', attempts: MAX_RETRIES + 1, lastStatus: 500, users: 3 });
+    expect(failed.lastError).toMatch(/HTTP 500: receiver failed on purpose/);
+
+    hook.setMix({ fail: 0, hang: 0, slow: 0 });
+    expect(await replayDelivery(runner, owner.id, 'crm', failed.id)).toMatchObject({ status: 'pending', replays: 1, attempts: 0 });
+    await expect(replayDelivery(runner, owner.id, 'crm', failed.id)).rejects.toThrow(/still pending/);
+    await settle();
+    const [delivered] = (await listDeliveries(owner.id, 'crm', { limit: 50 })).deliveries;
+    expect(delivered).toMatchObject({ id: failed.id, status: 'delivered', attempts: 1, replays: 1, lastStatus: 200 });
+    const sent = hook.received.filter((r) => r.id === failed.id);
+    expect(sent).toHaveLength(MAX_RETRIES + 2);
+    expect(new Set(sent.map((r) => r.body)).size).toBe(1);
+  }, 60_000);
+
+  it('a destination with allNotifications receives every move of its tenant, and no other tenant’s', async () => {
+    const { pump } = setup();
+    const hook = await receiver();
+    const [owner, other] = [await tenant(), await tenant()];
+    await createDestination(owner.id, destinationBody(hook, { name: 'everything', allNotifications: true }), clock.now());
+    await move(owner.id, { user: 1, enterAction: null });
+    await move(owner.id, { users: [2, 3], enterAction: 'send_email' });
+    await move(other.id, { user: 4, enterAction: null });
+    await pump.pumpOnce();
+    await settle();
+    expect(usersOf(hook.delivered.values())).toEqual([1, 2, 3]);
+  });
+
+  it('starts at the tail by default and resumes from its cursor after a restart without cutting anything twice', async () => {
+    const { runner, pump } = setup();
+    const hook = await receiver();
+    const owner = await tenant();
+    await move(owner.id, { user: 1 });
+    await createDestination(owner.id, destinationBody(hook, { start: 'tail' }), clock.now());
+    await move(owner.id, { user: 2 });
+    await pump.pumpOnce();
+    await move(owner.id, { user: 3 });
+    // A "crash" between committing a round and submitting its procedures: the deliveries are pending, with no procedure.
+    const destination = await requireDestination(owner.id, 'crm');
+    const round = await cutRound(destination, owner.name, clock.now());
+    expect(await commitRound(destination, round)).toBe(true);
+    // A second process that read the same cursor loses the compare-and-set and commits nothing.
+    expect(await commitRound(destination, round)).toBe(false);
+    const restarted = new WebhookPump({ runner, clock });
+    expect(await submitOrphans(runner)).toBe(1);
+    expect(await restarted.pumpOnce()).toBe(0);
+    await settle();
+    expect(usersOf(hook.delivered.values())).toEqual([2, 3]);
+    expect(await deliveriesOf(owner.id)).toHaveLength(2);
+  });
+
+  it('cuts a move larger than one round over several rounds, each user exactly once', async () => {
+    const { pump } = setup();
+    const hook = await receiver();
+    const owner = await tenant();
+    await createDestination(owner.id, destinationBody(hook, { batchSize: 100_000 }), clock.now());
+    const users = new RoaringBitmap32();
+    users.addRange(0, 1_234_567);
+    await move(owner.id, { users });
+    expect(await pump.pumpOnce()).toBe(13);
+    const deliveries = await deliveriesOf(owner.id);
+    expect(deliveries.map((d) => d.fromOffset)).toEqual(Array.from({ length: 13 }, (_, i) => i * 100_000));
+    expect(deliveries.reduce((sum, d) => sum + d.users, 0)).toBe(1_234_567);
+    await settle();
+    const delivered = usersOf(hook.delivered.values());
+    expect(delivered).toHaveLength(1_234_567);
+    expect(delivered[0]).toBe(0);
+    expect(delivered.at(-1)).toBe(1_234_566);
+  }, 60_000);
+});
