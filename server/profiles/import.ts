@@ -125,7 +125,7 @@ async function commitChunk(tenantId: string, items: ImportItem[]): Promise<{ use
     }
     const seq = await writeRows(tenantId, rows);
     const changes: ProfileChange[] = users.map((user) => ({ user, before: before.get(user), after: after.get(user) }));
-    return { result: { users: users.length, created: users.length - before.size }, changes, seq };
+    return { result: { users: users.length, created: users.length - before.size }, changes, seq, afterTexts: rows.map(([, text]) => text) };
   });
   notifyProfilesChanged(tenantId, users);
   return summary;

@@ -123,11 +123,15 @@ export function profileIndexLoad(tenantId: string) {
  * commits, and returns its changes; they are applied to the index only after the commit. A write that fails
  * changes nothing; an apply that throws drops the index, so the next use rebuilds it from the database.
  */
-export function profileWrite<T>(tenantId: string, write: (index: ProfileIndex) => Promise<{ result: T; changes: ProfileChange[]; seq: number }>): Promise<T> {
+export function profileWrite<T>(
+  tenantId: string,
+  /** `afterTexts`, when the write has them: the JSON of each change's profile after it ("null": deleted), in order. */
+  write: (index: ProfileIndex) => Promise<{ result: T; changes: ProfileChange[]; seq: number; afterTexts?: string[] }>,
+): Promise<T> {
   const held = tenantProfiles(tenantId);
   return held.exclusive(async () => {
     const index = await held.loaded();
-    const { result, changes, seq } = await write(index);
+    const { result, changes, seq, afterTexts } = await write(index);
     try {
       index.apply(changes);
       held.seq = seq;
@@ -136,7 +140,7 @@ export function profileWrite<T>(tenantId: string, write: (index: ProfileIndex) =
       throw error;
     }
     held.scheduleSnapshot();
-    relayProfileWrite(tenantId, changes, seq);
+    relayProfileWrite(tenantId, changes, seq, afterTexts);
     return result;
   });
 }
@@ -144,9 +148,9 @@ export function profileWrite<T>(tenantId: string, write: (index: ProfileIndex) =
 /** Changes copied to the engine thread at most per write; a bigger write makes it reload the index instead. */
 const MAX_RELAYED_CHANGES = 10_000;
 
-function relayProfileWrite(tenantId: string, changes: ProfileChange[] | null, seq: number): void {
+function relayProfileWrite(tenantId: string, changes: ProfileChange[] | null, seq: number, afterTexts?: string[]): void {
   const relay = runtime().profileRelay;
-  if (relay) relay(tenantId, changes && changes.length <= MAX_RELAYED_CHANGES ? relayedWrite(changes) : null, seq);
+  if (relay) relay(tenantId, changes && changes.length <= MAX_RELAYED_CHANGES ? relayedWrite(changes, afterTexts) : null, seq);
 }
 
 /**
@@ -155,14 +159,15 @@ function relayProfileWrite(tenantId: string, changes: ProfileChange[] | null, se
  * thread (an import sends one write per chunk); the befores need not cross at all, since the engine thread's index
  * is at the write before this one and reads them back itself.
  */
-export function relayedWrite(changes: ProfileChange[]): RelayedProfileWrite {
+export function relayedWrite(changes: ProfileChange[], afterTexts?: string[]): RelayedProfileWrite {
   const users = new Uint32Array(changes.length);
   const afters = new Array<Attributes | null>(changes.length);
   for (let i = 0; i < changes.length; i++) {
     users[i] = changes[i].user;
     afters[i] = changes[i].after ?? null;
   }
-  return { users, afters: JSON.stringify(afters) };
+  // The texts an import already wrote to its rows need no second JSON.stringify.
+  return { users, afters: afterTexts ? `[${afterTexts.join(',')}]` : JSON.stringify(afters) };
 }
 
 /**

@@ -106,9 +106,12 @@ describe('ProfileIndex against a naive model (fast-check)', () => {
         // The engine thread's copy: it gets each write as relayed across threads (users and afters only).
         const engineCopy = new ProfileIndex();
         const model = new Map<number, Attributes>();
+        let writes = 0;
         const commit = (changes: ProfileChange[]) => {
           index.apply(changes);
-          applyRelayedWrite(engineCopy, relayedWrite(changes));
+          // Every other write relays the JSON texts its rows were written with, as an import does.
+          const texts = ++writes % 2 === 0 ? changes.map((change) => JSON.stringify(change.after ?? null)) : undefined;
+          applyRelayedWrite(engineCopy, relayedWrite(changes, texts));
         };
         for (const op of operations) {
           if (op.kind === 'upsert') {
