@@ -7,10 +7,10 @@ import { systemClock, Wakeup, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { DeadLetterBatch } from './dead-letter';
 import { Mover } from './moves';
-import { loadShard } from './recovery';
 import { commitBatch, type JournalMove } from './store/commit';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, type Lease } from './store/leases';
 import { readLog, type LogRow } from './store/log';
+import type { Shard } from './shard';
 import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';
 
 /** What a partition worker needs from its engine. */
@@ -107,13 +107,17 @@ export class PartitionWorker {
 
   /** Takes the lease and rebuilds this partition's shard of every running instance. */
   private async acquire(): Promise<boolean> {
-    const taken = await acquireLease(this.tenant.id, this.partition, this.engine.owner, systemClock.now(), this.engine.leaseMs);
+    // Partitions taken together (at boot, every partition of the tenant) rebuild their shards from one journal pass.
+    const leaseRead = this.tenant.shardLoader.taking();
+    const taken = await acquireLease(this.tenant.id, this.partition, this.engine.owner, systemClock.now(), this.engine.leaseMs).finally(leaseRead);
     if (!taken) return false;
     await this.lock.run(async () => {
       this.lease = taken.lease;
       this.offset = taken.offset;
       this.renewedAt = systemClock.now();
-      for (const instance of this.tenant.instances.values()) await this.loadShard(instance);
+      const instances = [...this.tenant.instances.values()];
+      const shards = await Promise.all(instances.map((instance) => this.tenant.shardLoader.load(instance.id, this.partition, instance.workflow)));
+      shards.forEach((shard, i) => this.installShard(instances[i], shard));
     });
     this.engine.timersChanged();
     return true;
@@ -127,8 +131,8 @@ export class PartitionWorker {
     this.renewedAt = now;
   }
 
-  async loadShard(instance: InstanceRuntime): Promise<void> {
-    instance.shards[this.partition] = (await loadShard(instance.id, this.partition, instance.workflow)).shard;
+  private installShard(instance: InstanceRuntime, shard: Shard): void {
+    instance.shards[this.partition] = shard;
     this.engine.countsChanged(instance.id);
   }
 

@@ -4,23 +4,128 @@
 // Single-user moves are replayed as bitmaps: a run of consecutive rows in which no user appears twice is grouped by
 // (from, to, delay/ttl bucket) and each group applied with one bitmap operation per step. Within such a run the
 // order of different users' moves cannot change the result; a user's second move starts a new run.
+//
+// Shards of several partitions of one instance are rebuilt from ONE pass over the journal (ShardLoader batches the
+// loads of the partitions a process takes at once, as at boot): the partitions' rows interleave by seq, so a read
+// per partition would visit every page of the range once per partition.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
-import { journalAfter, loadCheckpoint, type ReplayRow } from './store/replay';
+import { BITMAP, COUNT, FROM_STEP, instanceJournalAfter, journalAfter, loadCheckpoints, PARTITION, SEQ, TIME_MS, TO_STEP, USER, type ReplayRow } from './store/replay';
 
-export async function loadShard(instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<{ shard: Shard; replayed: number }> {
-  const checkpoint = await loadCheckpoint(instanceId, partition);
-  const shard = checkpoint ? Shard.decode(instanceId, partition, checkpoint.data) : new Shard(instanceId, partition);
-  const replay = new Replay(shard, workflow);
-  let replayed = 0;
-  for await (const page of journalAfter(instanceId, partition, checkpoint?.journalSeq ?? 0)) {
-    for (const row of page) replay.add(row);
-    replayed += page.length;
+export interface LoadedShard {
+  shard: Shard;
+  /** Journal rows replayed onto the checkpoint. */
+  replayed: number;
+}
+
+export async function loadShard(instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<LoadedShard> {
+  return (await loadShards(instanceId, [partition], workflow)).get(partition)!;
+}
+
+/** Rebuilds the shards of the given partitions of one instance: their checkpoints, then one pass over the journal. */
+export async function loadShards(instanceId: string, partitions: number[], workflow: WorkflowRuntime): Promise<Map<number, LoadedShard>> {
+  const checkpoints = await loadCheckpoints(instanceId, partitions);
+  const targets = new Map<number, { loaded: LoadedShard; after: number; replay: Replay }>();
+  let from = Number.POSITIVE_INFINITY;
+  for (const partition of partitions) {
+    const checkpoint = checkpoints.get(partition);
+    const shard = checkpoint ? Shard.decode(instanceId, partition, checkpoint.data) : new Shard(instanceId, partition);
+    const after = checkpoint?.journalSeq ?? 0;
+    targets.set(partition, { loaded: { shard, replayed: 0 }, after, replay: new Replay(shard, workflow) });
+    from = Math.min(from, after);
   }
-  replay.flush();
-  return { shard, replayed };
+  const visit = (row: ReplayRow) => {
+    const target = targets.get(row[PARTITION]);
+    if (!target || row[SEQ] <= target.after) return;
+    target.replay.add(row);
+    target.loaded.replayed++;
+  };
+  if (partitions.length === 1) await journalAfter(instanceId, partitions[0], from, visit);
+  else await instanceJournalAfter(instanceId, from, visit);
+  const loaded = new Map<number, LoadedShard>();
+  for (const [partition, target] of targets) {
+    target.replay.flush();
+    loaded.set(partition, target.loaded);
+  }
+  return loaded;
+}
+
+interface ShardRequest {
+  instanceId: string;
+  workflow: WorkflowRuntime;
+  partition: number;
+  resolve(shard: Shard): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Batches the shard loads of one tenant: while leases are being read (`taking`), loads wait, so the partitions taken
+ * together (each asks for its shards right after its lease, without waiting for anything else) share one journal pass
+ * per instance. A take never holds the batch while it waits for a lock, so nothing waits in a circle.
+ */
+export class ShardLoader {
+  private queue: ShardRequest[] = [];
+  private readingLeases = 0;
+  private scheduled = false;
+
+  /** A lease is being read; call the returned function once it is read (taken or not). */
+  taking(): () => void {
+    this.readingLeases++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.readingLeases--;
+      this.schedule();
+    };
+  }
+
+  load(instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<Shard> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ instanceId, workflow, partition, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.readingLeases > 0 || this.queue.length === 0) return;
+    this.scheduled = true;
+    // One turn later: a take whose lease was just read asks for its shards within this turn.
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.readingLeases > 0) return;
+      const batch = this.queue;
+      this.queue = [];
+      void this.run(batch);
+    });
+  }
+
+  private async run(batch: ShardRequest[]): Promise<void> {
+    // One pass per instance and workflow version (a load asked for before an update of the workflow keeps its own).
+    const groups = new Map<WorkflowRuntime, Map<string, ShardRequest[]>>();
+    for (const request of batch) {
+      const byInstance = groups.get(request.workflow) ?? new Map<string, ShardRequest[]>();
+      groups.set(request.workflow, byInstance.set(request.instanceId, [...(byInstance.get(request.instanceId) ?? []), request]));
+    }
+    for (const [workflow, byInstance] of groups) {
+      for (const [instanceId, requests] of byInstance) {
+        try {
+          const loaded = await loadShards(instanceId, [...new Set(requests.map((r) => r.partition))], workflow);
+          // Two requests for one partition (a re-take racing a load) must not share one shard object.
+          const handed = new Set<number>();
+          for (const { partition, resolve } of requests) {
+            const { shard } = loaded.get(partition)!;
+            resolve(handed.has(partition) ? Shard.decode(instanceId, partition, shard.encode()) : shard);
+            handed.add(partition);
+          }
+        } catch (error) {
+          for (const request of requests) request.reject(error);
+        }
+      }
+    }
+  }
 }
 
 interface MoveGroup {
@@ -44,23 +149,27 @@ class Replay {
   ) {}
 
   add(row: ReplayRow): void {
-    if (row.bitmap) {
+    const fromStep = row[FROM_STEP];
+    const toStep = row[TO_STEP];
+    const timeMs = row[TIME_MS];
+    const bitmap = row[BITMAP];
+    if (bitmap) {
       this.flush();
-      applyMove(this.shard, this.workflow, row.fromStep, row.toStep, row.timeMs, RoaringBitmap32.deserialize(row.bitmap, 'portable'), row.count);
+      applyMove(this.shard, this.workflow, fromStep, toStep, timeMs, RoaringBitmap32.deserialize(bitmap, 'portable'), row[COUNT]);
       return;
     }
-    const user = row.user!;
+    const user = row[USER]!;
     if (this.runUsers.has(user)) this.flush();
     this.runUsers.add(user);
     let group = this.last;
-    if (group === null || group.from !== row.fromStep || group.to !== row.toStep || group.timeMs !== row.timeMs) {
-      const key = this.groupKey(row);
+    if (group === null || group.from !== fromStep || group.to !== toStep || group.timeMs !== timeMs) {
+      const key = this.groupKey(fromStep, toStep, timeMs);
       group = this.groups.get(key) ?? null;
-      if (!group) this.groups.set(key, (group = { from: row.fromStep, to: row.toStep, timeMs: row.timeMs, users: [], count: 0 }));
+      if (!group) this.groups.set(key, (group = { from: fromStep, to: toStep, timeMs, users: [], count: 0 }));
       this.last = group;
     }
     group.users.push(user);
-    group.count += row.count;
+    group.count += row[COUNT];
   }
 
   flush(): void {
@@ -71,11 +180,11 @@ class Replay {
   }
 
   /** Rows in one group land in the same delay and ttl buckets of their target step. */
-  private groupKey(row: ReplayRow): string {
-    const target = this.workflow.steps.get(row.toStep);
-    const delay = target?.delayMs ? bucketEnd(row.timeMs, target.delayBucketMs) : '';
-    const ttl = target?.ttlMs ? bucketEnd(row.timeMs, target.ttlBucketMs) : '';
-    return `${row.fromStep ?? ''}\u0000${row.fromStep === null ? 0 : 1}\u0000${row.toStep}\u0000${delay}\u0000${ttl}`;
+  private groupKey(fromStep: string | null, toStep: string, timeMs: number): string {
+    const target = this.workflow.steps.get(toStep);
+    const delay = target?.delayMs ? bucketEnd(timeMs, target.delayBucketMs) : '';
+    const ttl = target?.ttlMs ? bucketEnd(timeMs, target.ttlBucketMs) : '';
+    return `${fromStep ?? ''}\u0000${fromStep === null ? 0 : 1}\u0000${toStep}\u0000${delay}\u0000${ttl}`;
   }
 }
 

@@ -2,6 +2,7 @@
 // lock per partition that serializes the partition's owner loop, its timers and instance operations.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { TenantData } from './context';
+import { ShardLoader } from './recovery';
 import type { WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
 import type { Counts } from './types';
@@ -74,6 +75,8 @@ export class TenantRuntime {
   readonly instances = new Map<string, InstanceRuntime>();
   readonly locks: Mutex[];
   readonly data: TenantData;
+  /** Rebuilds the shards of partitions taken together (at boot: all of them) from one journal pass per instance. */
+  readonly shardLoader = new ShardLoader();
 
   constructor(
     readonly id: string,

@@ -67,6 +67,11 @@ export interface Dialect {
    * statement sees only rows committed before it on PostgreSQL, which is what the one-statement writers rely on.
    */
   readonly roundTripPerStatement: boolean;
+  /**
+   * A column for a WHERE term that must not choose the index the query uses: SQLite's planner (no statistics) takes an
+   * index on an equality term over a range on the primary key, so `+column` there; PostgreSQL plans by statistics.
+   */
+  withoutIndex(column: string): string;
 }
 
 function sqliteDialect(): Dialect {
@@ -93,6 +98,7 @@ function sqliteDialect(): Dialect {
       field: (index) => `json_extract(j.value, '$[${index}]')`,
     }),
     roundTripPerStatement: false,
+    withoutIndex: (column) => `+${column}`,
   };
 }
 
@@ -123,6 +129,7 @@ function postgresDialect(schema: string): Dialect {
       field: (index, type) => (type ? `(j.v->>${index})::${type}` : `j.v->>${index}`),
     }),
     roundTripPerStatement: true,
+    withoutIndex: (column) => column,
   };
 }
 

@@ -20,6 +20,11 @@ export interface RawStatement {
 
 export interface RawDb {
   query<Row = Record<string, unknown>>(sql: string, params: unknown[]): Promise<Row[]>;
+  /**
+   * Hands each row, as an array of its columns in select order, to `visit` and returns how many there were. For reads
+   * of a million rows (recovery): on SQLite no row object and no array of all rows is built (half the CPU of `query`).
+   */
+  each(sql: string, params: unknown[], visit: (row: unknown[]) => void): Promise<number>;
   /** Returns the number of rows changed. */
   execute(sql: string, params: unknown[]): Promise<number>;
   /**
@@ -39,13 +44,15 @@ class SqliteRaw implements RawDb {
 
   constructor(private readonly connection: BetterSqlite3.Database) {}
 
-  private prepared(sql: string): BetterSqlite3.Statement {
-    let statement = this.statements.get(sql);
+  private prepared(sql: string, asArrays = false): BetterSqlite3.Statement {
+    const key = asArrays ? `arrays:${sql}` : sql;
+    let statement = this.statements.get(key);
     if (!statement) {
       if (this.statements.size >= MAX_CACHED_STATEMENTS) this.statements.clear();
       // Prisma turns safe integers on for the whole connection; our columns all fit a double.
       statement = this.connection.prepare(sql).safeIntegers(false);
-      this.statements.set(sql, statement);
+      if (asArrays) statement.raw(true);
+      this.statements.set(key, statement);
     }
     return statement;
   }
@@ -62,6 +69,16 @@ class SqliteRaw implements RawDb {
   async query<Row>(sql: string, params: unknown[]): Promise<Row[]> {
     await this.idle();
     return this.prepared(sql).all(...params.map(sqliteValue)) as Row[];
+  }
+
+  async each(sql: string, params: unknown[], visit: (row: unknown[]) => void): Promise<number> {
+    await this.idle();
+    let count = 0;
+    for (const row of this.prepared(sql, true).iterate(...params.map(sqliteValue))) {
+      visit(row as unknown[]);
+      count++;
+    }
+    return count;
   }
 
   async execute(sql: string, params: unknown[]): Promise<number> {
@@ -103,6 +120,12 @@ class PostgresRaw implements RawDb {
 
   async query<Row>(sql: string, params: unknown[]): Promise<Row[]> {
     return (await this.pool.query(sql, params)).rows as Row[];
+  }
+
+  async each(sql: string, params: unknown[], visit: (row: unknown[]) => void): Promise<number> {
+    const { rows } = await this.pool.query<unknown[]>({ text: sql, values: params, rowMode: 'array' });
+    for (const row of rows) visit(row);
+    return rows.length;
   }
 
   async execute(sql: string, params: unknown[]): Promise<number> {

@@ -1,43 +1,72 @@
-// What recovery reads back: a shard's checkpoint and the journal rows committed after it, in seq order.
+// What recovery reads back: shard checkpoints and the journal rows committed after them, in seq order.
 import { raw } from '../../storage/raw';
 import { dialect } from '../../storage/dialect';
 import { num } from './row-number';
 
-export async function loadCheckpoint(instanceId: string, partition: number): Promise<{ journalSeq: number; data: Uint8Array } | null> {
+export interface Checkpoint {
+  journalSeq: number;
+  data: Uint8Array;
+}
+
+export async function loadCheckpoint(instanceId: string, partition: number): Promise<Checkpoint | null> {
+  return (await loadCheckpoints(instanceId, [partition])).get(partition) ?? null;
+}
+
+/** The checkpoints of the given partitions of one instance (absent partitions have none), in one statement. */
+export async function loadCheckpoints(instanceId: string, partitions: number[]): Promise<Map<number, Checkpoint>> {
   const { params, bind } = dialect().parameters();
-  const [row] = await (await raw()).query<{ journalSeq: unknown; data: Uint8Array }>(
-    `SELECT "journalSeq", "data" FROM ${dialect().table('ShardCheckpoint')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
+  const rows = await (await raw()).query<{ partition: unknown; journalSeq: unknown; data: Uint8Array }>(
+    `SELECT "partition", "journalSeq", "data" FROM ${dialect().table('ShardCheckpoint')}
+     WHERE "instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`,
     params,
   );
-  return row ? { journalSeq: num(row.journalSeq), data: row.data } : null;
+  return new Map(rows.map((row) => [num(row.partition), { journalSeq: num(row.journalSeq), data: row.data }]));
 }
 
-/** What replay needs of a journal row: the move, its time (delay/ttl buckets) and its edge count. */
-export interface ReplayRow {
-  seq: number;
-  fromStep: string | null;
-  toStep: string;
-  user: number | null;
-  bitmap: Uint8Array | null;
-  count: number;
-  timeMs: number;
-}
+/**
+ * What replay needs of a journal row, as the columns the read selects (an array per row: a million rows are read at
+ * boot, and row objects cost as much again): the move, its time (delay/ttl buckets) and its edge count.
+ */
+export type ReplayRow = [seq: number, partition: number, fromStep: string | null, toStep: string, user: number | null, bitmap: Uint8Array | null, count: number, timeMs: number];
+export const SEQ = 0;
+export const PARTITION = 1;
+export const FROM_STEP = 2;
+export const TO_STEP = 3;
+export const USER = 4;
+export const BITMAP = 5;
+export const COUNT = 6;
+export const TIME_MS = 7;
 
-/** Journal rows of one shard after `seq`, in seq order, in pages (recovery replays them onto the checkpoint). */
-export async function* journalAfter(instanceId: string, partition: number, seq: number, pageSize = 50_000): AsyncGenerator<ReplayRow[]> {
-  const rawDb = await raw();
+const PAGE_SIZE = 50_000;
+
+function replayColumns(): string {
   const number = dialect().numberColumn;
-  const columns = `${number('seq')}, "fromStep", "toStep", ${number('user')}, "bitmap", ${number('count')}, ${number('timeMs')}`;
+  return `${number('seq')}, "partition", "fromStep", "toStep", ${number('user')}, "bitmap", ${number('count')}, ${number('timeMs')}`;
+}
+
+/** Hands the journal rows of one shard after `seq` to `visit`, in seq order. */
+export function journalAfter(instanceId: string, partition: number, seq: number, visit: (row: ReplayRow) => void): Promise<void> {
+  return pages(seq, visit, (after, bind) => `WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}`);
+}
+
+/**
+ * Hands the journal rows of every partition of one instance after `seq` to `visit`, in seq order: one pass in the
+ * journal's own (seq) order instead of one read per partition through the (instanceId, partition, seq) index.
+ */
+export function instanceJournalAfter(instanceId: string, seq: number, visit: (row: ReplayRow) => void): Promise<void> {
+  const { withoutIndex } = dialect();
+  return pages(seq, visit, (after, bind) => `WHERE "seq" > ${bind(after)} AND ${withoutIndex('"instanceId"')} = ${bind(instanceId)}`);
+}
+
+/** Pages of PAGE_SIZE rows, so a long replay yields to the event loop between them. */
+async function pages(seq: number, visit: (row: ReplayRow) => void, where: (after: number, bind: (value: unknown) => string) => string): Promise<void> {
+  const rawDb = await raw();
   for (let after = seq; ; ) {
     const { params, bind } = dialect().parameters();
-    const rows = await rawDb.query<ReplayRow>(
-      `SELECT ${columns} FROM ${dialect().table('Journal')}
-       WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)} ORDER BY "seq" LIMIT ${bind(pageSize)}`,
-      params,
-    );
-    if (rows.length === 0) return;
-    yield rows;
-    after = num(rows[rows.length - 1].seq);
-    if (rows.length < pageSize) return;
+    const read = await rawDb.each(`SELECT ${replayColumns()} FROM ${dialect().table('Journal')} ${where(after, bind)} ORDER BY "seq" LIMIT ${bind(PAGE_SIZE)}`, params, (row) => {
+      after = row[SEQ] as number;
+      visit(row as ReplayRow);
+    });
+    if (read < PAGE_SIZE) return;
   }
 }
