@@ -6,6 +6,8 @@ import { AppError, conflict, notFound } from '../errors';
 import { nextCronTime } from '../model/cron';
 import { RetryLaterError, type Json } from '../procedures/types';
 import { db } from '../storage/db';
+import { dialect } from '../storage/dialect';
+import type { RawStatement } from '../storage/raw';
 import type { Engine } from './engine';
 import { loadDefinition } from './instance-store';
 import { Mover } from './moves';
@@ -97,6 +99,14 @@ async function locked<T>(engine: Engine, tenantId: string, work: (tenant: Tenant
   return tenant.exclusive(async () => work(tenant, await allLeases(engine, tenantId)));
 }
 
+function markRunning(instanceId: string, userCount: number, excludedCount: number, now: number): RawStatement {
+  const sql = dialect();
+  const { params, bind } = sql.parameters();
+  // Placeholders are bound in text order (SQLite's `?` are positional).
+  const set = `"state" = 'running', "userCount" = ${bind(userCount)}, "excludedCount" = ${bind(excludedCount)}, "startedAt" = ${sql.typed(bind(sql.timestamp(now)), 'timestamp')}`;
+  return { sql: `UPDATE ${sql.table('Instance')} SET ${set} WHERE "id" = ${bind(instanceId)}`, params };
+}
+
 export async function materializeStart(engine: Engine, tenantId: string, instanceId: string): Promise<Json> {
   const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
   if (row.state === 'running') return { instanceId, userCount: Number(row.userCount), excludedCount: Number(row.excludedCount) };
@@ -113,15 +123,8 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
       new Mover(workflow, shard, moves, now).moveBulk(part, null, workflow.entry);
       startCrons(shard, workflow, now);
     });
-    await commitBatch(tenantId, {
-      leases,
-      moves,
-      checkpoints: encodeAll(instance),
-      now,
-      also: async (tx) => {
-        await tx.instance.update({ where: { id: instanceId }, data: { state: 'running', userCount: users.size, excludedCount, startedAt: new Date(now) } });
-      },
-    });
+    // All raw statements: no Prisma transaction holding the connection while 20 MB of bitmaps are bound.
+    await commitBatch(tenantId, { leases, moves, checkpoints: encodeAll(instance), now, extra: [markRunning(instanceId, users.size, excludedCount, now)] });
     tenant.instances.set(instanceId, instance);
   });
   engine.timersChanged();
