@@ -1,28 +1,45 @@
+import { startEngine, stopEngine } from './engine';
+import { startEngineThread } from './engine/client';
 import { applyMigrations } from './storage/migrate';
 import { dbTarget } from './storage/db';
 import { env } from './env';
+import { getProcedureRunner } from './procedures/runner';
+import { startProcedures, stopProcedures } from './procedures/start';
 import { stopOnSignals } from './shutdown';
+import { startWebhooks, stopWebhooks } from './webhooks/pump';
 
-let booted: Promise<void> | undefined;
+/** Milliseconds each phase of the boot took, in order (logged by server/main.ts when it listens). */
+export type BootPhases = Record<string, number>;
+
+let booted: Promise<BootPhases> | undefined;
 
 /** Once per server process: bring the database schema up to date, then start the background loops. */
-export function boot(): Promise<void> {
+export function boot(): Promise<BootPhases> {
   booted ??= (async () => {
+    const phases: BootPhases = {};
+    let at = performance.now();
+    const phase = (name: string) => {
+      const now = performance.now();
+      phases[name] = Math.round(now - at);
+      at = now;
+    };
     const applied = await applyMigrations(dbTarget());
     if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
+    phase('migrations');
     if (env().CROWDFLOW_ENGINE !== 'off') {
-      if (env().CROWDFLOW_ENGINE_THREAD === 'on') await (await import('./engine/client')).startEngineThread((await import('./procedures/runner')).getProcedureRunner());
-      else await (await import('./engine')).startEngine();
+      if (env().CROWDFLOW_ENGINE_THREAD === 'on') await startEngineThread(getProcedureRunner());
+      else await startEngine();
+      phase('engine');
     }
-    const procedures = await import('./procedures/start');
-    await procedures.startProcedures({ scheduler: env().CROWDFLOW_ENGINE !== 'off' });
-    const webhooks = await import('./webhooks/pump');
-    webhooks.startWebhooks((await import('./procedures/runner')).getProcedureRunner());
+    await startProcedures({ scheduler: env().CROWDFLOW_ENGINE !== 'off' });
+    startWebhooks(getProcedureRunner());
+    phase('procedures');
     stopOnSignals(async () => {
-      await webhooks.stopWebhooks();
-      await procedures.stopProcedures();
-      await (await import('./engine')).stopEngine();
+      await stopWebhooks();
+      await stopProcedures();
+      await stopEngine();
     });
+    return phases;
   })();
   return booted;
 }

@@ -13,6 +13,7 @@
 // built on first use by the module that owns it (storage by storage/db.ts, the engine by engine/engine.ts…), and a
 // part that is closed (storage after closeDb(), the engine after stopEngine()) is built again on next use.
 import type { EngineHandle } from './engine/handle';
+import type { EngineThread } from './engine/thread-spawn';
 import type { LookupCache } from './lookup-cache';
 import type { ProcedureRunner, ProcedureTypeDefinition } from './procedures/types';
 import type { Scheduler } from './procedures/scheduler';
@@ -42,6 +43,8 @@ export interface Runtime {
   /** The engine: the client of the engine thread (server/engine/client.ts) once boot started it, else an in-thread
    * `Engine` (server/engine/engine.ts) created on first use. */
   engine: EngineHandle | undefined;
+  /** The engine thread the server entry spawned before loading the rest, until boot's client takes it over. */
+  earlyEngineThread: EngineThread | undefined;
   /** The engine's live-count lookup for workflow views (server/workflows/running.ts). */
   runningLookup: RunningLookup | undefined;
   readonly caches: Map<string, LookupCache<unknown>>;
@@ -72,6 +75,7 @@ export function createRuntime(): Runtime {
     scheduler: undefined,
     webhookPump: undefined,
     engine: undefined,
+    earlyEngineThread: undefined,
     runningLookup: undefined,
     caches: new Map(),
     notices: new Map(),

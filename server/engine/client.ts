@@ -2,9 +2,7 @@
 // waiting for a partition. Counts and the counts stream come from the counts the engine publishes after every change
 // (the board); where-is-user, exports and the instance operations are calls the engine answers between two slices of
 // its work; instance lists and snapshots are read from the database here. See docs/ARCHITECTURE.md "Engine threads".
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Json, ProcedureRunner } from '../procedures/types';
 import { runtime } from '../runtime';
@@ -14,30 +12,12 @@ import { setRunningLookup } from '../workflows/running';
 import type { EngineHandle } from './handle';
 import * as ops from './instances';
 import { deserializeError, type EngineCallName, type FromEngine, type ToEngine } from './thread-protocol';
+import { EngineThread, takeEngineThread } from './thread-spawn';
 import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 const COUNTS_PUSH_MS = 100;
 /** A thread that died is started again after this pause (its leases are taken back at once under the same owner). */
 const RESTART_AFTER_MS = 1_000;
-
-// The thread loads the engine from its TypeScript sources through tsx's loader: Turbopack (Next 16.4) copies a
-// `new Worker(new URL('./thread.ts', import.meta.url))` entry as a plain asset instead of bundling it, and the
-// server's own bundles cannot be loaded outside Next. Plain CommonJS evaluated in the worker, so no bundler has
-// to know about it; the paths come from the request thread.
-const THREAD_BOOTSTRAP = `
-const { parentPort, workerData } = require('node:worker_threads');
-import(workerData.loader)
-  .then(({ register }) => (register(), import(workerData.entry)))
-  .catch((error) => parentPort.postMessage({ kind: 'failed', error: { type: 'error', name: error.name, message: error.message, stack: error.stack } }));
-`;
-
-function threadEntry(): { loader: string; entry: string } {
-  const root = /*turbopackIgnore: true*/ process.cwd();
-  return {
-    loader: pathToFileURL(join(root, 'node_modules/tsx/dist/esm/api/index.mjs')).href,
-    entry: pathToFileURL(join(root, 'server/engine/thread.ts')).href,
-  };
-}
 
 type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void };
 
@@ -79,28 +59,32 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     this.pendingPushes.clear();
   }
 
-  private spawn(): Promise<void> {
-    const worker = new Worker(THREAD_BOOTSTRAP, { eval: true, workerData: threadEntry() });
+  /** Starts the engine in `thread` (the one the server entry spawned early, at boot) and resolves once it runs. */
+  private spawn(thread: EngineThread = takeEngineThread()): Promise<void> {
+    const worker = thread.worker;
     this.worker = worker;
     return new Promise<void>((resolve, reject) => {
-      worker.on('message', (message: FromEngine) => {
-        if (message.kind === 'ready') resolve();
-        else if (message.kind === 'failed') reject(deserializeError(message.error));
-        else this.received(message);
+      thread.listen({
+        message: (message) => {
+          if (message.kind === 'ready') resolve();
+          else if (message.kind === 'failed') reject(deserializeError(message.error));
+          else this.received(message);
+        },
+        error: (error) => {
+          console.error('[crowdflow] the engine thread failed', error);
+          reject(error);
+        },
+        exit: (code) => {
+          const gone = new Error(`the engine thread exited (code ${code})`);
+          for (const call of this.pending.values()) call.reject(gone);
+          this.pending.clear();
+          reject(gone);
+          if (this.stopping || this.worker !== worker) return;
+          console.error(`[crowdflow] ${gone.message}; starting it again in ${RESTART_AFTER_MS} ms`);
+          setTimeout(() => void this.spawn(new EngineThread()).catch((error) => console.error('[crowdflow] the engine thread did not start again', error)), RESTART_AFTER_MS).unref();
+        },
       });
-      worker.on('error', (error) => {
-        console.error('[crowdflow] the engine thread failed', error);
-        reject(error);
-      });
-      worker.once('exit', (code) => {
-        const gone = new Error(`the engine thread exited (code ${code})`);
-        for (const call of this.pending.values()) call.reject(gone);
-        this.pending.clear();
-        reject(gone);
-        if (this.stopping || this.worker !== worker) return;
-        console.error(`[crowdflow] ${gone.message}; starting it again in ${RESTART_AFTER_MS} ms`);
-        setTimeout(() => void this.spawn().catch((error) => console.error('[crowdflow] the engine thread did not start again', error)), RESTART_AFTER_MS).unref();
-      });
+      worker.postMessage({ kind: 'start' } satisfies ToEngine);
     });
   }
 

@@ -21,6 +21,8 @@ export const ENGINE_CALLS = [
 export type EngineCallName = (typeof ENGINE_CALLS)[number];
 
 export type ToEngine =
+  /** The thread loads its sources at once, and starts the engine when told (after the migrations). */
+  | { kind: 'start' }
   | { kind: 'call'; id: number; name: EngineCallName; args: unknown[] }
   | { kind: 'wake'; tenantId: string }
   /** A change notice of the request thread (crowd or profiles changed), so the engine's caches drop their copy. */

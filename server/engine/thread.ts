@@ -44,7 +44,12 @@ const calls: Record<EngineCallName, Call> = {
 };
 
 port.on('message', (message: ToEngine) => {
-  if (message.kind === 'wake') engine.wakeTenant(message.tenantId);
+  if (message.kind === 'start') {
+    engine.start().then(
+      () => post({ kind: 'ready' }),
+      (error: unknown) => post({ kind: 'failed', error: serializeError(error) }),
+    );
+  } else if (message.kind === 'wake') engine.wakeTenant(message.tenantId);
   else if (message.kind === 'notice') processNotice(message.name).notify(...message.args);
   else if (message.kind === 'profiles') void applyRelayedProfileWrite(message.tenantId, message.write, message.seq);
   else {
@@ -56,7 +61,3 @@ port.on('message', (message: ToEngine) => {
   }
 });
 
-engine.start().then(
-  () => post({ kind: 'ready' }),
-  (error: unknown) => post({ kind: 'failed', error: serializeError(error) }),
-);
