@@ -17,8 +17,8 @@ const PUBLIC_PATHS = new Set(['/session', '/openapi.json']);
 
 /**
  * What each path parameter names, by the collection segment before it. The one rule: a resource with a name unique
- * in its scope (tenant, workflow) is addressed by its id or its name (an id wins over a name equal to it); a crowd
- * or consumer only has its name; everything else only has an id.
+ * in its scope (tenant, workflow) is addressed by its id or its name (an id wins over a name equal to it); a
+ * crowd, consumer or webhook destination only has its name; everything else only has an id.
  */
 export const PATH_PARAMETERS: Record<string, string> = {
   'tenants/{tenant}': 'Tenant id or name',
@@ -33,6 +33,8 @@ export const PATH_PARAMETERS: Record<string, string> = {
   'keys/{keyId}': 'API key id (key names need not be unique, so keys are addressed by id)',
   'procedures/{id}': 'Procedure id (procedures have no name)',
   'dead-letters/{id}': 'Dead-letter id',
+  'webhooks/{name}': 'Webhook destination name (a destination has no other id)',
+  'deliveries/{id}': 'Delivery id, as in the Crowdflow-Delivery-Id header (deliveries have no name)',
 };
 
 /** Describes each path parameter of the operations of `path` from PATH_PARAMETERS. */
@@ -78,7 +80,7 @@ export function openApiDocument(): object {
     info: {
       title: 'Crowdflow API',
       version: '1',
-      description: `Journeys over very large crowds. Authenticate with \`Authorization: Bearer <admin token or tenant API key>\`. Path parameters: tenants and workflows are addressed by id or name, crowds and consumers by name, everything else by id (each parameter says which). API key scopes (each operation's \`x-required-scope\`): ${Object.entries(SCOPE_MEANING).map(([scope, meaning]) => `\`${scope}\`: ${meaning}`).join('; ')}.`,
+      description: `Journeys over very large crowds. Authenticate with \`Authorization: Bearer <admin token or tenant API key>\`. Path parameters: tenants and workflows are addressed by id or name, crowds, consumers and webhook destinations by name, everything else by id (each parameter says which). API key scopes (each operation's \`x-required-scope\`): ${Object.entries(SCOPE_MEANING).map(([scope, meaning]) => `\`${scope}\`: ${meaning}`).join('; ')}.`,
     },
     servers: [{ url: '/api/v1' }],
     security: [{ bearer: [] }],
