@@ -268,3 +268,23 @@ export function decodeEvents(stored: Uint8Array | string): LoggedEvent[] {
   }
   return events;
 }
+
+/** Adds the events of a row per type to `into`, reading only the type table and column (no event is decoded). */
+export function countEventTypes(stored: Uint8Array | string, into: Map<string, number>): void {
+  const buf = typeof stored === 'string' || stored[0] === JSON_TEXT_START ? null : Buffer.isBuffer(stored) ? stored : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+  if (!buf) {
+    for (const event of decodeEvents(stored)) into.set(event.type, (into.get(event.type) ?? 0) + 1);
+    return;
+  }
+  if (buf[0] !== VERSION) throw new Error(`EventLog row: unknown format ${buf[0]}`);
+  const input = new Reader(buf);
+  input.at = 1;
+  const count = input.u32();
+  const times = input.u8() === 0 ? 1 : count;
+  input.at += times * 8;
+  const types = Array.from({ length: input.u16() }, () => JSON.parse(input.text(false)) as string);
+  for (let shapes = input.u16(); shapes > 0; shapes--) for (let keys = input.u16(); keys > 0; keys--) input.text(false);
+  const perType = new Uint32Array(types.length);
+  for (let i = 0; i < count; i++) perType[buf.readUInt16LE(input.at + 8 * i + 4)]++;
+  types.forEach((type, i) => perType[i] > 0 && into.set(type, (into.get(type) ?? 0) + perType[i]));
+}

@@ -8,6 +8,10 @@ import { operation } from './openapi-kit';
 import { MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from '../engine/ingest';
 import { DEDUPE_WINDOW_MS } from '../engine/ingest-dedupe';
 import { REENTRY_MODES } from '../engine/types';
+import { RECENT_ROWS } from '../engine/event-types';
+
+/** GET …/events/types takes no query parameters; any is a 400 naming it. */
+export const EventTypesQuery = z.strictObject({});
 
 export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
 
@@ -215,6 +219,24 @@ export const paths: Record<string, object> = {
         }),
       },
       errors: [404, 413, 415, 422, 503],
+    }),
+  },
+  '/tenants/{tenant}/events/types': {
+    get: operation({
+      summary: `The event types the tenant sent recently, most events first (for choosers such as the studio's rule builder): read from the newest ${RECENT_ROWS} rows of its input log, which keeps about the last hour of events`,
+      tags: ['events'],
+      params: ['tenant'],
+      ok: {
+        status: 200,
+        description: 'Event types with their number of events among those read',
+        schema: z.object({
+          types: z.array(z.object({ type: z.string(), events: z.number() })),
+          events: z.number().describe('Events read'),
+          rows: z.number().describe('Log rows read (one per ingested batch and partition)'),
+          since: z.string().nullable().describe('When the oldest row read was appended; null when the log is empty'),
+        }),
+      },
+      errors: [404],
     }),
   },
 };

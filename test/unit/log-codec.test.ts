@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeEvents, encodeEvents } from '../../server/engine/log-codec';
+import { countEventTypes, decodeEvents, encodeEvents } from '../../server/engine/log-codec';
 import type { LoggedEvent } from '../../server/engine/types';
 import { random } from '../../bench/lib/data';
 
@@ -30,6 +30,19 @@ function randomEvents(count: number, seed: number): LoggedEvent[] {
 }
 
 describe('EventLog row format', () => {
+  it('counts events per type from the type column alone, as decoding every event would (both row formats)', () => {
+    for (let seed = 1; seed <= 10; seed++) {
+      const events = randomEvents(100 * seed, seed);
+      const expected = new Map<string, number>();
+      for (const event of events) expected.set(event.type, (expected.get(event.type) ?? 0) + 1);
+      for (const stored of [encodeEvents(events), Buffer.from(JSON.stringify(events)), JSON.stringify(events)]) {
+        const counted = new Map<string, number>([['earlier', 1]]);
+        countEventTypes(stored, counted);
+        expect(counted).toEqual(new Map([['earlier', 1], ...expected]));
+      }
+    }
+  });
+
   it('reads back exactly what a JSON row held, for events of every kind of data', () => {
     for (let seed = 1; seed <= 20; seed++) {
       const events = randomEvents(200 + seed, seed);
