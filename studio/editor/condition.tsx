@@ -1,5 +1,5 @@
 'use client';
-import { useMemo, useState } from 'react';
+import { useId, useMemo, useState } from 'react';
 import { QueryBuilder, type FieldSelectorProps, type Operator, type RuleGroupType, type RuleType, type ValueEditorProps, type ValueSelectorProps } from 'react-querybuilder';
 import 'react-querybuilder/dist/query-builder.css';
 import { celSyntaxProblem } from '../../server/conditions/parse';
@@ -33,12 +33,16 @@ const CROWD_OPERATORS: Operator[] = [
   { name: '!=', label: 'is not in' },
 ];
 
-const datalistId = (path: number[], what: string) => `cel-${what}-${path.join('-')}`;
+/** What the builder's controls get as context: the choosers' lists, and a prefix that keeps their ids apart per condition. */
+type BuilderContext = FieldCatalog & { listPrefix: string };
+
+/** A datalist id unique on the page (several conditions are shown at once, each with rules at the same paths). */
+const datalistId = (context: unknown, path: number[], what: string) => `${(context as BuilderContext | undefined)?.listPrefix ?? 'cel'}-${what}-${path.join('-')}`;
 
 /** Fields are open-ended (`event.data.<any>`, `profile.<any>`): a text box offering what exists, never a trap. */
 function FieldInput({ value, handleOnChange, path, disabled, context }: FieldSelectorProps) {
   const catalog = (context as FieldCatalog | undefined) ?? EMPTY_CATALOG;
-  const listId = datalistId(path, 'fields');
+  const listId = datalistId(context, path, 'fields');
   return (
     <span className="rule-field">
       <input aria-label="Field" list={listId} value={value ?? ''} disabled={disabled} onChange={(e) => handleOnChange(e.target.value)} data-testid="rule-field" placeholder="profile.plan" />
@@ -62,7 +66,7 @@ function FieldInput({ value, handleOnChange, path, disabled, context }: FieldSel
 function ValueInput({ field, value, handleOnChange, path, disabled, context }: ValueEditorProps) {
   const catalog = (context as FieldCatalog | undefined) ?? EMPTY_CATALOG;
   const suggestions = field === IN_CROWD ? catalog.crowds : field === 'event.type' ? catalog.eventTypes : (catalog.profileFields.find((f) => `profile.${f.path}` === field)?.topValues ?? []);
-  const listId = datalistId(path, 'values');
+  const listId = datalistId(context, path, 'values');
   return (
     <>
       <input
@@ -106,8 +110,10 @@ function rulesOf(group: RuleGroupType): RuleType[] {
 }
 
 export function ConditionEditor({ value, onChange, label, optional = false }: { value: string | undefined; onChange: (text: string | undefined) => void; label: string; optional?: boolean }) {
-  const { tenant } = useCanvasInfo();
+  const { tenant, workflowId } = useCanvasInfo();
   const catalog = useFieldCatalog(tenant);
+  const listPrefix = useId();
+  const context: BuilderContext = { ...catalog, listPrefix };
   const text = value ?? '';
   const parsed = useMemo(() => celToQuery(text), [text]);
   // The mode is the marketer's choice; only a text the builder cannot show (typed as CEL, or undone to) moves it to CEL.
@@ -164,7 +170,7 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
             getOperators={(field) => (field === IN_CROWD ? CROWD_OPERATORS : OPERATORS)}
             controlElements={{ fieldSelector: FieldInput, valueEditor: ValueInput, combinatorSelector: LabelledSelect, operatorSelector: LabelledSelect }}
             controlClassnames={{ queryBuilder: 'queryBuilder-branches' }}
-            context={catalog}
+            context={context}
             resetOnFieldChange={false}
             enableMountQueryChange={false}
           />
@@ -183,7 +189,7 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
           {problem}
         </p>
       )}
-      <AudienceEstimate tenant={tenant} condition={problem || !text.trim() || text.trim() === 'true' ? null : text} />
+      <AudienceEstimate tenant={tenant} workflowId={workflowId} condition={problem || !text.trim() || text.trim() === 'true' ? null : text} />
     </div>
   );
 }
