@@ -8,6 +8,8 @@ export type { InstanceView, SnapshotView, Counts, WhereIsUser } from '../server/
 export type { ProcedureView } from '../server/procedures/types';
 export type { ProcedureDetail, ProcedureStepView } from '../server/procedures/api';
 export type { TenantView } from '../server/tenants/tenants';
+export type { ProfileView } from '../server/profiles/profiles';
+export type { FieldSummary, StepConditionExplanation, AudienceResult } from '../server/profiles/audience';
 export type { WorkflowProblem };
 
 export const PROCEDURE_FINISHED = ['done', 'failed'];

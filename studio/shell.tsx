@@ -74,6 +74,7 @@ export function TenantShell({ tenant, children }: { tenant: string; children: Re
         <nav>
           {section(base, 'Workflows', true)}
           {section(`${base}/crowds`, 'Crowds')}
+          {section(`${base}/profiles`, 'Profiles')}
           {section(`${base}/procedures`, 'Procedures')}
           {section(`${base}/webhooks`, 'Webhooks')}
           {section(`${base}/keys`, 'API keys')}
