@@ -35,15 +35,17 @@ export const welcomeJourney: WorkflowDefinition = {
 };
 
 export const welcomeJourneyDraft: WorkflowDraft = {
+  // Each output's step below it, in the outputs' order (if 1, if 2, if 3 / 50%, 50%) left to right, so no two edges
+  // cross; ranks 210 px apart leave room for a label and a count on each step.
   positions: {
-    welcome: { x: 300, y: 0 },
-    nurture: { x: 120, y: 160 },
-    pro_nurture: { x: 360, y: 160 },
-    customer: { x: 600, y: 160 },
-    ab_test: { x: 240, y: 320 },
-    offer_a: { x: 120, y: 480 },
-    offer_b: { x: 360, y: 480 },
-    done: { x: 240, y: 640 },
+    welcome: { x: 280, y: 0 },
+    customer: { x: 0, y: 210 },
+    pro_nurture: { x: 280, y: 210 },
+    nurture: { x: 560, y: 210 },
+    ab_test: { x: 420, y: 420 },
+    offer_a: { x: 280, y: 630 },
+    offer_b: { x: 560, y: 630 },
+    done: { x: 420, y: 840 },
   },
   labels: {
     welcome: 'Signed up: what do they do first?',

@@ -1,7 +1,7 @@
 'use client';
 import { describeCron, cronProblem, timeZoneProblem } from '../../server/model/cron';
 import { Duration, parseDuration } from '../../server/model/workflow';
-import { outputHandles, type StepData, type StepNode } from '../convert';
+import { outputHandles, type BranchData, type StepData, type StepNode } from '../convert';
 import { ConditionEditor } from './condition';
 import { KIND_ICON, KIND_LABEL } from './nodes';
 import { useEditor, useEditorStore } from './store';
@@ -123,6 +123,33 @@ function Target({ node, handle }: { node: StepNode; handle: string }) {
   );
 }
 
+/** Users who match no branch within `after` of entering leave through the "after …" output ("did they buy within 2d?"). */
+function WaitTimeout({ node, timeout, update }: { node: StepNode; timeout: BranchData['timeout']; update: (patch: Partial<StepData>, field: string) => void }) {
+  if (!timeout) {
+    return (
+      <button type="button" onClick={() => update({ timeout: { after: '2d' } }, 'timeout')} data-testid="timeout-add">
+        Add a wait timeout
+      </button>
+    );
+  }
+  return (
+    <div className="branch-item" data-testid="timeout">
+      <Text
+        label="If no branch matched within"
+        value={timeout.after}
+        onChange={(after) => update({ timeout: { after: after ?? '' } }, 'timeout')}
+        placeholder="2d"
+        testId="timeout-input"
+        hint={durationHint(timeout.after, false)}
+      />
+      <Target node={node} handle="timeout" />
+      <button type="button" className="link danger" onClick={() => update({ timeout: undefined }, 'timeout-remove')} data-testid="timeout-remove">
+        Remove timeout
+      </button>
+    </div>
+  );
+}
+
 function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<StepData>, field: string) => void }) {
   const outputs = outputHandles(node);
   switch (node.type) {
@@ -149,6 +176,7 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
           <button type="button" onClick={() => update({ branches: [...branches, { condition: 'true' }] }, 'branches')}>
             Add branch
           </button>
+          <WaitTimeout node={node} timeout={node.data.timeout} update={update} />
         </>
       );
     }

@@ -158,7 +158,7 @@ export class EditorStore {
     return this.addNode(kind, { x, y: source.position.y + height + 70 }, { nodeId, handle });
   };
 
-  /** Changes a node's data; `field` groups keystrokes into one undo step. Handles removed from a branch/split drop their edges. */
+  /** Changes a node's data; `field` groups keystrokes into one undo step. Handles removed from a branch/split (a branch's timeout too) drop their edges. */
   updateData = (id: string, patch: Partial<StepData>, field: string) => {
     const nodes = this.state.nodes.map((n) => (n.id === id ? ({ ...n, data: { ...n.data, ...patch } } as StepNode) : n));
     const node = nodes.find((n) => n.id === id);
@@ -166,7 +166,8 @@ export class EditorStore {
     if (node?.type === 'branch' || node?.type === 'split') {
       const count = node.type === 'branch' ? node.data.branches.length : node.data.paths.length;
       const prefix = node.type === 'branch' ? 'branch-' : 'path-';
-      edges = edges.filter((e) => e.source !== id || Number((e.sourceHandle ?? '').slice(prefix.length)) < count);
+      const timeout = node.type === 'branch' && node.data.timeout !== undefined;
+      edges = edges.filter((e) => e.source !== id || (e.sourceHandle === 'timeout' ? timeout : Number((e.sourceHandle ?? '').slice(prefix.length)) < count));
     }
     this.change(nodes, edges, `${id}:${field}`);
   };

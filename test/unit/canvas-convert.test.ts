@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { validateWorkflow } from '../../server/model/validate';
 import type { WorkflowDefinition } from '../../server/model/workflow';
-import { canvasProblems, definitionToGraph, graphToDefinition, layout, makeEdge, outputHandles, type StepNode } from '../../studio/convert';
+import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { canvasProblems, definitionToGraph, graphToDefinition, layout, makeEdge, NODE_HEIGHT, NODE_WIDTH, outputHandles, type StepNode } from '../../studio/convert';
 
 const EVERY_KIND: WorkflowDefinition = {
   steps: [
@@ -62,6 +63,23 @@ describe('canvas ↔ definition', () => {
     const spots = new Set(nodes.map((n) => `${n.position.x},${n.position.y}`));
     expect(spots.size).toBe(nodes.length);
     expect(nodes[0].position.y).toBeLessThan(nodes[1].position.y);
+  });
+
+  it('seeds the demo journey with every output\'s step below it, left to right in the outputs\' order, none on another', () => {
+    const { nodes, edges } = definitionToGraph(welcomeJourney, welcomeJourneyDraft);
+    const at = new Map(nodes.map((n) => [n.id, n.position]));
+    for (const node of nodes) {
+      const xs = outputHandles(node).map((h) => at.get(edges.find((e) => e.source === node.id && e.sourceHandle === h.id)!.target)!.x);
+      expect(xs, node.data.name).toEqual([...xs].sort((a, b) => a - b));
+      for (const target of edges.filter((e) => e.source === node.id)) expect(at.get(target.target)!.y, `${node.data.name} → ${target.target}`).toBeGreaterThan(node.position.y);
+    }
+    for (const a of nodes) {
+      for (const b of nodes) {
+        if (a === b) continue;
+        const apart = Math.abs(a.position.x - b.position.x) >= NODE_WIDTH + 20 || Math.abs(a.position.y - b.position.y) >= NODE_HEIGHT + 60;
+        expect(apart, `${a.data.name} / ${b.data.name}`).toBe(true);
+      }
+    }
   });
 
   it('edges survive a rename because node ids are not step names', () => {
