@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest,procedures] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest,procedures,webhooks] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { measureProfiles, type ProfileFigures } from './scenarios/profiles';
 import { measureIngest, type IngestFigures } from './scenarios/ingest';
 import { measureProcedures, type ProcedureFigures } from './scenarios/procedures';
 import { measureRows, type RowsFigures } from './scenarios/rows';
+import { measureWebhooks, type WebhookFigures } from './scenarios/webhooks';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
 import { windows } from './lib/windows';
@@ -25,7 +26,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
 const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1].split(',') ?? all;
-const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'ingest', 'procedures']));
+const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'ingest', 'procedures', 'webhooks']));
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 /** Journey steps over HTTP to run (text upload, counts, export csv, export roaring, sse, events, timer, recovery). */
@@ -74,8 +75,9 @@ async function main(): Promise<void> {
   const profiles: Partial<Record<Provider, ProfileFigures>> = {};
   const ingest: Partial<Record<Provider, IngestFigures>> = {};
   const procedures: Partial<Record<Provider, ProcedureFigures>> = {};
+  const webhooks: Partial<Record<Provider, WebhookFigures>> = {};
   const save = (complete: boolean) => {
-    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest, procedures }).map((r: ScenarioResult) => score(r, scale));
+    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest, procedures, webhooks }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
@@ -122,6 +124,11 @@ async function main(): Promise<void> {
     if (sections.has('procedures')) {
       console.log(`procedure runner on ${provider}…`);
       procedures[provider] = await withDatabase(provider, 'procedures', (database) => measureProcedures(database, quick ? 300 : 1_000));
+      save(false);
+    }
+    if (sections.has('webhooks')) {
+      console.log(`webhook delivery of a bulk move on ${provider}…`);
+      webhooks[provider] = await withDatabase(provider, 'webhooks', (database) => measureWebhooks(database, SCALE.users));
       save(false);
     }
     if (sections.has('rows')) {

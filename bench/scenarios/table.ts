@@ -10,6 +10,7 @@ import type { IngestFigures } from './ingest';
 import { profileRows, type ProfileFigures } from './profiles-table';
 import type { ProcedureFigures } from './procedures';
 import type { RowsFigures } from './rows';
+import type { WebhookFigures } from './webhooks';
 
 export interface AllFigures {
   scale: { scale: number; users: number; rowUsers: number; recoveryMoves: number };
@@ -22,6 +23,7 @@ export interface AllFigures {
   ingest?: Partial<Record<Provider, IngestFigures>>;
   profiles?: Partial<Record<Provider, ProfileFigures>>;
   procedures?: Partial<Record<Provider, ProcedureFigures>>;
+  webhooks?: Partial<Record<Provider, WebhookFigures>>;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -96,6 +98,10 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
       out.push({ scenario: 'procedure runner: steps committed per second, independent procedures', provider, ours: measured(procedures.throughput, 'steps/s'), target: higher(stepsTarget, `≥ ${formatNumber(stepsTarget)}/s`) });
       out.push({ scenario: 'procedure runner: steps per second, procedures on one exclusive key (one at a time; informational)', provider, ours: measured(procedures.serialized, 'steps/s') });
       out.push({ scenario: 'procedure runner fairness: a tenant with 10% of the queue, queued last, all done at (% of the run)', provider, ours: measured(procedures.fairness, '%'), target: lower(50, '≤ 50%') });
+    }
+    const webhooks = all.webhooks?.[provider];
+    if (webhooks) {
+      out.push({ scenario: `webhooks: a ${U}-user move delivered to a quick local receiver (signed batches through the procedure runner)`, provider, ours: measured(webhooks.seconds, 's'), target: lower(60 * scale.scale, `≤ ${60 * scale.scale} s`) });
     }
     const load = all.load?.[provider];
     if (load) {
