@@ -1,5 +1,6 @@
 'use client';
 import { createContext, useContext } from 'react';
+import type { WorkflowProblem } from '../../server/model/workflow';
 import type { Counts } from '../model';
 import { useQuery } from '../query';
 
@@ -15,9 +16,11 @@ export type CanvasInfo = {
   readOnly: boolean;
   /** Steps may be exported and searched only while an instance runs. */
   live: boolean;
+  /** What the saved version allows but will not work yet (e.g. inCrowd of a crowd the tenant lacks), shown on its step. */
+  warnings: WorkflowProblem[];
 };
 
-export const CanvasContext = createContext<CanvasInfo>({ tenant: '', workflowId: '', instanceId: null, countsKey: null, readOnly: false, live: false });
+export const CanvasContext = createContext<CanvasInfo>({ tenant: '', workflowId: '', instanceId: null, countsKey: null, readOnly: false, live: false, warnings: [] });
 
 export const useCanvasInfo = () => useContext(CanvasContext);
 

@@ -5,6 +5,7 @@ import { apiGet, tenantPath } from '../api';
 import { CANVAS_KINDS, definitionToGraph, type CanvasKind, type StepNode } from '../convert';
 import { useLeaveGuard } from '../leave-guard';
 import type { WorkflowView } from '../model';
+import type { SavedWorkflow } from '../../server/workflows/workflows';
 import { useQuery } from '../query';
 import { ErrorBox, Loading } from '../ui';
 import { CanvasContext, type CanvasInfo } from './context';
@@ -55,6 +56,8 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
     countsKey: history ? (history.instanceId ? `snapshot:${tenant}:${history.instanceId}` : null) : workflow.running ? `counts:${tenant}:${workflow.id}` : null,
     readOnly: history !== null,
     live: !history && workflow.running !== null,
+    // Save and get answers carry them (SavedWorkflow); the history view shows an older version without.
+    warnings: history ? [] : ((workflow as Partial<SavedWorkflow>).warnings ?? []),
   };
   return (
     <EditorContext.Provider value={history?.store ?? store}>

@@ -6,6 +6,7 @@ import { describeCron } from '../../server/model/cron';
 import { CANVAS_KINDS, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
 import { formatCount, formatShare } from '../ui';
 import { useCanvasInfo, useCounts } from './context';
+import { problemText } from './problems';
 import { useReveal } from './reveal';
 import { StepMenu } from './step-menu';
 import { useEditor, useEditorStore } from './store';
@@ -106,6 +107,7 @@ function StepNodeView(props: NodeProps<StepNode>) {
   const problems = useEditor((s) => s.problems);
   const connected = useEditor((s) => s.edges);
   const mine = problems.filter((p) => p.step === props.data.name);
+  const warnings = info.warnings.filter((w) => w.step === props.data.name);
   const handles = outputHandles(node);
   const count = counts?.steps[props.data.name];
   const share = counts && counts.total > 0 && count !== undefined ? formatShare(count, counts.total) : null;
@@ -136,6 +138,11 @@ function StepNodeView(props: NodeProps<StepNode>) {
         <div className="step-problems" data-testid="step-problems" title={mine.map((p) => p.text).join('\n')}>
           {mine.length > 1 && <strong className="problem-count">{mine.length} problems · </strong>}
           {mine[0].text}
+        </div>
+      )}
+      {warnings.length > 0 && (
+        <div className="step-warnings" data-testid="step-warnings" title={warnings.map((w) => problemText(w, node)).join('\n')}>
+          ⚠ {problemText(warnings[0], node)}
         </div>
       )}
       {info.countsKey && (
