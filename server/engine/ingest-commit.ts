@@ -160,12 +160,12 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
     try {
       rows = [...partitionEvents(fresh, batch.partitions)].map(([partition, inPartition]) => ({ partition, events: inPartition, bytes: encodeEvents(inPartition) }));
     } catch (error) {
+      for (const id of appendedIds) groupIds.delete(id); // refused: its ids are not logged after all
       batch.settled = true;
       batch.reject(new AppError('validation_failed', `events: the batch cannot be stored: ${(error as Error).message}`, { path: 'events' }));
       continue;
     }
     plan.rows.push(...rows);
-    for (const id of appendedIds) groupIds.add(id);
     const answer = { accepted: events.length, duplicates: events.length - fresh.length };
     if (key !== undefined || appendedIds.length > 0) {
       plan.records.push({ seq: ++seq, key: key ?? null, requestHash: key === undefined ? null : requestHash, eventIds: appendedIds, createdAtMs: batch.now, ...answer });
@@ -177,16 +177,18 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
   return plan;
 }
 
-/** The events not logged before (by id), and the ids they add; events without an id are always fresh. */
+/**
+ * The events not logged before (by id), and the ids they add (also added to `groupIds`, the ids the group appends so
+ * far, which catches repeats within the batch too); events without an id are always fresh.
+ */
 function freshEvents(events: LoggedEvent[], ids: (string | undefined)[], dedupe: TenantDedupe, groupIds: Set<string>): { fresh: LoggedEvent[]; appendedIds: string[] } {
   const fresh: LoggedEvent[] = [];
   const appendedIds: string[] = [];
-  const inBatch = new Set<string>();
   for (let i = 0; i < events.length; i++) {
     const id = ids[i];
     if (id !== undefined) {
-      if (inBatch.has(id) || groupIds.has(id) || dedupe.hasId(id)) continue;
-      inBatch.add(id);
+      if (groupIds.has(id) || dedupe.hasId(id)) continue;
+      groupIds.add(id);
       appendedIds.push(id);
     }
     fresh.push(events[i]);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { appendEvents, ingest } from '../../server/engine/ingest';
+import { appendRequest } from '../../server/engine/ingest-commit';
 import { DEDUPE_WINDOW_MS } from '../../server/engine/ingest-dedupe';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
@@ -104,6 +105,19 @@ describe('group commit isolation', () => {
     await expect(bad).rejects.toMatchObject({ code: 'validation_failed', status: 400, message: expect.stringMatching(/^events: the batch cannot be stored/) });
     expect(await Promise.all([...good, ...more])).toEqual(Array(40).fill(1));
     expect(await loggedUsers(t.id)).toEqual([...Array.from({ length: 20 }, (_, i) => i), ...Array.from({ length: 20 }, (_, i) => 100 + i)]);
+  });
+
+  it('the ids of a batch refused in a group do not count as logged for the batches after it', async () => {
+    const t = await tenant(2);
+    let nested: Record<string, unknown> = { leaf: true };
+    for (let depth = 0; depth < 200_000; depth++) nested = { a: nested };
+    const first = appendRequest(t.id, 2, { events: [{ user: 1, type: 'ok', data: {}, time: NOW }] }, NOW); // holds the writer: the next two share a group
+    const bad = appendRequest(t.id, 2, { events: [{ user: 2, type: 'deep', data: nested, time: NOW }], ids: ['same-id'] }, NOW);
+    const retry = appendRequest(t.id, 2, { events: [{ user: 2, type: 'ok', data: {}, time: NOW }], ids: ['same-id'] }, NOW);
+    await expect(bad).rejects.toMatchObject({ code: 'validation_failed' });
+    expect(await retry).toMatchObject({ accepted: 1, duplicates: 0 });
+    await first;
+    expect(await loggedUsers(t.id)).toEqual([1, 2]);
   });
 });
 
