@@ -23,6 +23,11 @@ export default defineConfig({
       provider('sqlite'),
       provider('postgres'),
       {
+        // Three real server processes on one PostgreSQL schema (each test makes its own schema and servers).
+        extends: true,
+        test: { name: 'cluster', include: ['test/cluster/**/*.test.ts'], env: { CROWDFLOW_TEST_PROVIDER: 'postgres' }, fileParallelism: false },
+      },
+      {
         extends: true,
         test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], env: { CROWDFLOW_TEST_PROVIDER: 'sqlite' }, globalSetup: ['test/setup/server.ts'], fileParallelism: false },
       },

@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest,procedures,webhooks] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest,procedures,webhooks,cluster] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +15,7 @@ import { measureLoadLatency, type LoadFigures } from './scenarios/load-latency';
 import { measureProfiles, type ProfileFigures } from './scenarios/profiles';
 import { measureIngest, type IngestFigures } from './scenarios/ingest';
 import { measureProcedures, type ProcedureFigures } from './scenarios/procedures';
+import { measureCluster } from './scenarios/cluster';
 import { measureRows, type RowsFigures } from './scenarios/rows';
 import { measureWebhooks, type WebhookFigures } from './scenarios/webhooks';
 import { buildResults } from './scenarios/table';
@@ -130,6 +131,10 @@ async function main(): Promise<void> {
       console.log(`webhook delivery of a bulk move on ${provider}…`);
       webhooks[provider] = await withDatabase(provider, 'webhooks', (database) => measureWebhooks(database, SCALE.users));
       save(false);
+    }
+    if (sections.has('cluster') && provider === 'postgres') {
+      console.log('a cluster of 1, 2 and 3 members on PostgreSQL (events, CPU per member, counts on a non-owner, takeovers)…');
+      await withDatabase(provider, 'cluster', (database) => measureCluster(database, { users: SCALE.users / 10, events: SCALE.events / 4 }));
     }
     if (sections.has('rows')) {
       console.log(`per-user rows baseline on ${provider} (${SCALE.rowUsers.toLocaleString('en-US')} users)…`);

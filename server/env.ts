@@ -8,6 +8,8 @@ const EnvSchema = z.object({
   CROWDFLOW_ENGINE: z.enum(['on', 'off']).default('on'),
   /** `on`: the engine runs on a worker thread of its own (docs/ARCHITECTURE.md "Engine threads"); `off`: on the request thread. */
   CROWDFLOW_ENGINE_THREAD: z.enum(['on', 'off']).default('on'),
+  /** `auto`: on PostgreSQL every server process is a member of one cluster sharing the partitions (server/cluster/); `off`: not. */
+  CROWDFLOW_CLUSTER: z.enum(['auto', 'off']).default('auto'),
 });
 
 export type Env = z.infer<typeof EnvSchema>;

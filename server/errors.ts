@@ -19,6 +19,8 @@ export const ERROR_STATUS = {
   idempotency_key_reused: 422,
   internal: 500,
   unavailable: 503,
+  /** A cluster member has no committed figure yet for a partition that is between owners (server/cluster/counts.ts). */
+  partition_moving: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -1,14 +1,19 @@
 // Short-lived caches for lookups every API call makes (API key → tenant, tenant reference → tenant). Without them a
 // cheap in-memory call like per-step counts pays two or three database round trips. Changes made by this process
-// (revoking a key, deleting a tenant) clear the entries at once; another server process sharing the database sees
-// them after at most LOOKUP_CACHE_MS.
+// (revoking a key, deleting a tenant) clear the entries at once; in a cluster the clear is announced to every other
+// member (server/cluster/channel.ts), which clears its copy within milliseconds; entries also expire after
+// LOOKUP_CACHE_MS.
 import { runtime } from './runtime';
 
 export const LOOKUP_CACHE_MS = 5_000;
+/** The cluster notice of a cleared cache (its argument: the cache's name). */
+export const LOOKUP_CACHE_CLEARED = 'lookup-cache-cleared';
 const MAX_ENTRIES = 10_000;
 
 export class LookupCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
+
+  constructor(readonly name: string) {}
 
   get(key: string, now = Date.now()): V | undefined {
     const entry = this.entries.get(key);
@@ -23,7 +28,14 @@ export class LookupCache<V> {
     this.entries.set(key, { value, expires: now + LOOKUP_CACHE_MS });
   }
 
+  /** After a change this process made: here, and on every other member of a cluster. */
   clear(): void {
+    this.clearHere();
+    runtime().clusterRelay?.(LOOKUP_CACHE_CLEARED, [this.name]);
+  }
+
+  /** A change another member made (or announced): this process's copy only. */
+  clearHere(): void {
     this.entries.clear();
   }
 }
@@ -31,6 +43,6 @@ export class LookupCache<V> {
 /** One cache per name and process (route handlers are separate bundles; the process runtime is what they share). */
 export function lookupCache<V>(name: string): LookupCache<V> {
   const caches = runtime().caches;
-  if (!caches.has(name)) caches.set(name, new LookupCache<unknown>());
+  if (!caches.has(name)) caches.set(name, new LookupCache<unknown>(name));
   return caches.get(name) as LookupCache<V>;
 }

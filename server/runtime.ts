@@ -52,6 +52,8 @@ export interface Runtime {
   readonly notices: Map<string, Set<unknown>>;
   /** Hands every notice of this thread to the engine thread as well (set by its client, server/engine/client.ts). */
   noticeRelay: ((name: string, args: unknown[]) => void) | undefined;
+  /** Sends every notice of this process to the other members of its cluster (server/cluster/channel.ts). */
+  clusterRelay: ((name: string, args: unknown[]) => void) | undefined;
   readonly recentLog: Map<string, RecentRows>;
   /** Per tenant: the Idempotency-Keys and event ids of the dedupe window (server/engine/ingest-dedupe.ts). */
   readonly ingestDedupe: Map<string, TenantDedupe>;
@@ -80,6 +82,7 @@ export function createRuntime(): Runtime {
     caches: new Map(),
     notices: new Map(),
     noticeRelay: undefined,
+    clusterRelay: undefined,
     recentLog: new Map(),
     ingestDedupe: new Map(),
     profileIndexes: new Map(),

@@ -13,7 +13,9 @@ import type { EngineHandle } from './handle';
 import * as ops from './instances';
 import { deserializeError, type EngineCallName, type FromEngine, type ToEngine } from './thread-protocol';
 import { EngineThread, takeEngineThread } from './thread-spawn';
-import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+import { startClusterChannel, type ClusterCountsBoard } from '../cluster/channel';
+import { AppError } from '../errors';
+import type { Counts, CountsCoverage, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 const COUNTS_PUSH_MS = 100;
 /** A thread that died is started again after this pause (its leases are taken back at once under the same owner). */
@@ -23,7 +25,9 @@ type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => vo
 
 export class EngineClient implements EngineHandle, ops.InstanceEngine {
   private worker: Worker | undefined;
-  private readonly board = new Map<string, { tenantId: string; counts: Counts }>();
+  private readonly board = new Map<string, { tenantId: string; counts: Counts; coverage: CountsCoverage }>();
+  /** In a cluster: the counts other members publish for the partitions this process does not hold. */
+  private cluster: ClusterCountsBoard | undefined;
   private readonly listeners = new Map<string, Set<CountsListener>>();
   private readonly pendingPushes = new Map<string, ReturnType<typeof setTimeout>>();
   private readonly pending = new Map<number, Pending>();
@@ -40,6 +44,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     // costs this thread a structured clone (≈ 4 ms per 1,000 events measured): not worth it; see ARCHITECTURE.md.
     runtime().recentLogEnabled = false;
     await this.spawn();
+    this.cluster = await startClusterChannel((instanceId, tenantId) => this.schedulePush(instanceId, tenantId));
     setRunningLookup((ids) => this.runningOf(ids));
     runtime().noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
     runtime().profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
@@ -50,6 +55,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     this.stopping = true;
     runtime().noticeRelay = undefined;
     runtime().profileRelay = undefined;
+    await this.cluster?.close();
+    this.cluster = undefined;
     const worker = this.worker;
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     await this.call('stop').catch((error: Error) => console.error('[crowdflow] the engine thread did not stop cleanly', error));
@@ -90,7 +97,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
 
   private received(message: FromEngine): void {
     if (message.kind === 'counts') {
-      this.board.set(message.counts.instanceId, { tenantId: message.tenantId, counts: message.counts });
+      this.board.set(message.counts.instanceId, { tenantId: message.tenantId, counts: message.counts, coverage: message.coverage });
       this.schedulePush(message.counts.instanceId);
     } else if (message.kind === 'reply') {
       const call = this.pending.get(message.id);
@@ -121,15 +128,30 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   // ---- counts: from the board, never waiting for the engine ----------------------------------------------------
 
   async getCounts(tenantId: string, instanceId: string): Promise<Counts> {
-    const published = this.board.get(instanceId);
-    if (published && published.tenantId === tenantId) return published.counts;
-    return this.call<Counts>('getCounts', tenantId, instanceId);
+    return (await this.clusterCounts(tenantId, instanceId)) ?? this.call<Counts>('getCounts', tenantId, instanceId);
   }
 
   async liveCounts(tenantId: string, instanceId: string): Promise<Counts | undefined> {
-    const published = this.board.get(instanceId);
-    if (published && published.tenantId === tenantId) return published.counts;
-    return this.call<Counts | undefined>('liveCounts', tenantId, instanceId);
+    return (await this.clusterCounts(tenantId, instanceId)) ?? this.call<Counts | undefined>('liveCounts', tenantId, instanceId);
+  }
+
+  /**
+   * What this process's engine published, when it holds every partition of the instance; in a cluster, that plus
+   * the figures other members publish for the rest (or a 503 partition_moving while one has none). Undefined: ask the
+   * engine (a stopped instance's snapshot, an instance not loaded yet).
+   */
+  private async clusterCounts(tenantId: string, instanceId: string): Promise<Counts | undefined> {
+    const entry = this.board.get(instanceId);
+    const published = entry?.tenantId === tenantId ? entry : undefined;
+    if (published && (!this.cluster || published.coverage.held.length === published.coverage.partitions)) return published.counts;
+    if (!this.cluster) return undefined;
+    const combined = await this.cluster.counts(tenantId, instanceId, published && { counts: published.counts, ...published.coverage });
+    if (combined) return combined;
+    const row = await ops.requireInstance(tenantId, instanceId);
+    if (ACTIVE_INSTANCE_STATES.includes(row.state) && row.state !== 'starting') {
+      throw new AppError('partition_moving', `Instance ${instanceId} has no committed counts from the cluster member holding its partitions yet; retry shortly`);
+    }
+    return undefined;
   }
 
   subscribeCounts(instanceId: string, listener: CountsListener): () => void {
@@ -142,15 +164,19 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     };
   }
 
-  /** One push per instance per 100 ms at most, with the latest published counts. */
-  private schedulePush(instanceId: string): void {
-    if (!this.listeners.get(instanceId)?.size || this.pendingPushes.has(instanceId)) return;
+  /** One push per instance per 100 ms at most, with the latest counts (none while a partition is moving). */
+  private schedulePush(instanceId: string, tenantId = this.board.get(instanceId)?.tenantId): void {
+    if (!this.listeners.get(instanceId)?.size || this.pendingPushes.has(instanceId) || !tenantId) return;
     this.pendingPushes.set(
       instanceId,
       setTimeout(() => {
         this.pendingPushes.delete(instanceId);
-        const published = this.board.get(instanceId);
-        if (published) for (const listener of this.listeners.get(instanceId) ?? []) listener(published.counts);
+        this.clusterCounts(tenantId, instanceId).then(
+          (counts) => {
+            if (counts) for (const listener of this.listeners.get(instanceId) ?? []) listener(counts);
+          },
+          () => undefined,
+        );
       }, COUNTS_PUSH_MS),
     );
   }

@@ -23,7 +23,11 @@ import type { InstanceEngine } from './instances';
 import type { EngineHandle } from './handle';
 import { materializeStart, materializeStop, materializeUpdateCrowd, materializeUpdateWorkflow } from './operations';
 import type { Json, ProcedureRunner } from '../procedures/types';
-import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+import type { ClusterMember } from '../cluster/member';
+import { shardCounts } from '../cluster/counts';
+import { committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
+import type { LeasePolicy } from './store/leases';
+import type { Counts, CountsCoverage, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 export interface EngineOptions {
   clock?: Clock;
@@ -37,7 +41,9 @@ export interface EngineOptions {
   /** How long an operation waits for partitions this process does not own yet before failing. Default 2 minutes. */
   partitionWaitMs?: number;
   /** Told the counts of an instance right after every change (the engine thread publishes them to the request thread). */
-  publishCounts?: (tenantId: string, counts: Counts) => void;
+  publishCounts?: (tenantId: string, counts: Counts, coverage: CountsCoverage) => void;
+  /** Membership of a cluster on PostgreSQL (server/cluster/): this engine holds only its share of the partitions. */
+  cluster?: ClusterMember;
 }
 
 const COUNTS_PUSH_MS = 100;
@@ -56,6 +62,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly partitionWaitMs: number;
   private readonly runnerOverride: ProcedureRunner | undefined;
   private readonly publishCounts: EngineOptions['publishCounts'];
+  readonly cluster: ClusterMember | undefined;
   private readonly tenants = new Map<string, TenantEntry>();
   private readonly listeners = new Map<string, Set<CountsListener>>();
   private readonly pendingCounts = new Map<string, ReturnType<typeof setTimeout>>();
@@ -72,6 +79,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.owner = options.owner ?? processOwner();
     this.runnerOverride = options.runner;
     this.publishCounts = options.publishCounts;
+    this.cluster = options.cluster;
     this.leaseMs = options.leaseMs ?? 15_000;
     this.pollMs = options.pollMs ?? 200;
     this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
@@ -79,6 +87,10 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.partitionWaitMs = options.partitionWaitMs ?? PARTITION_WAIT_MS;
     // Registered before any start so the runner (which may resume instance procedures at boot) knows the types.
     ops.registerInstanceProcedures(this);
+  }
+
+  get leasePolicy(): LeasePolicy | undefined {
+    return this.cluster;
   }
 
   get runner(): ProcedureRunner {
@@ -91,6 +103,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.running = true;
     setRunningLookup((ids) => this.runningOf(ids));
     this.unsubscribeTenantDeleted = onTenantDeleted((tenantId) => void this.forgetTenant(tenantId));
+    await this.cluster?.start(this);
     for (const tenant of await db().tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
     this.timerLoop = this.runTimerLoop();
     await ops.resumeInterruptedOperations(this);
@@ -99,6 +112,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    await this.cluster?.drain();
     this.unsubscribeTenantDeleted?.();
     this.timersChanged();
     await this.timerLoop;
@@ -110,6 +124,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.tenants.clear();
     for (const timer of this.pendingCounts.values()) clearTimeout(timer);
     this.pendingCounts.clear();
+    await this.cluster?.leave();
   }
 
   /** A deleted tenant: its partition loops end without writing anything more (its rows went with it). */
@@ -134,6 +149,20 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   async workers(tenantId: string): Promise<PartitionWorker[]> {
     return (await this.tenantEntry(tenantId)).workers;
+  }
+
+  /** The tenants loaded so far, with their partition loops. */
+  loadedTenants(): [string, PartitionWorker[]][] {
+    return [...this.tenants].flatMap(([id, entry]) => (entry.loaded ? [[id, entry.loaded.workers] as [string, PartitionWorker[]]] : []));
+  }
+
+  /**
+   * Before a tenant-wide instance operation: in a cluster, brings the tenant's partitions to this engine and returns
+   * how to let them go again; alone, there is nothing to bring.
+   */
+  async gatherPartitions(tenantId: string): Promise<() => Promise<void>> {
+    if (!this.cluster) return async () => undefined;
+    return this.cluster.gather(tenantId, await this.workers(tenantId));
   }
 
   private tenantEntry(tenantId: string): Promise<LoadedTenant> {
@@ -257,10 +286,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   // ---- counts -------------------------------------------------------------------------------------------------
 
   countsChanged(instanceId: string): void {
-    if (this.publishCounts) {
-      const instance = this.findRuntime(instanceId);
-      if (instance) this.publishCounts(instance.record.tenantId, instance.counts());
+    const instance = this.findRuntime(instanceId);
+    if (this.publishCounts && instance) {
+      this.publishCounts(instance.record.tenantId, instance.counts(), { held: instance.shards.flatMap((shard, p) => (shard ? [p] : [])), partitions: instance.shards.length });
     }
+    if (this.cluster && instance) this.cluster.counts.schedule(instance.record.tenantId, instanceId, () => this.heldFigures(instance.record.tenantId, instanceId));
     if (!this.listeners.get(instanceId)?.size || this.pendingCounts.has(instanceId)) return;
     this.pendingCounts.set(
       instanceId,
@@ -272,6 +302,17 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
         for (const listener of this.listeners.get(instanceId) ?? []) listener(counts);
       }, COUNTS_PUSH_MS),
     );
+  }
+
+  /** The counts of each partition of the instance this engine holds, with its lease epoch (for the other members). */
+  private heldFigures(tenantId: string, instanceId: string): { partition: number; epoch: number; counts: Counts }[] {
+    const instance = this.findRuntime(instanceId);
+    const workers = this.tenants.get(tenantId)?.loaded?.workers ?? [];
+    if (!instance) return [];
+    return workers.flatMap((worker) => {
+      const counts = worker.lease ? shardCounts(instance, worker.partition) : null;
+      return counts ? [{ partition: worker.partition, epoch: worker.lease!.epoch, counts }] : [];
+    });
   }
 
   /** Called after committed changes of the instance's counts (coalesced to one push per 100 ms). */
@@ -329,10 +370,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
   async stepBitmap(tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32> {
     const row = await ops.requireInstance(tenantId, instanceId);
-    const live = (await this.tenant(tenantId)).instances.get(row.id);
+    const tenant = await this.tenant(tenantId);
+    // In a cluster other members hold some partitions, and may have started the instance: read those as committed.
+    const live = tenant.instances.get(row.id) ?? (this.cluster && row.state === 'running' ? await committedInstance(row, tenant.partitions) : undefined);
     if (live) {
       if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
-      return live.stepUsers(step);
+      return this.cluster ? committedStepUsers(live, step) : live.stepUsers(step);
     }
     const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
     if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
@@ -349,8 +392,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     const runtime = await this.tenant(tenantId);
     const instances: WhereIsUser['instances'] = [];
     const partition = user % runtime.partitions;
-    for (const instance of runtime.instances.values()) {
-      const shard = instance.shards[partition];
+    for (const instance of this.cluster ? await committedInstances(runtime) : runtime.instances.values()) {
+      const shard = this.cluster ? await committedShard(instance, partition) : instance.shards[partition];
       if (!shard) continue;
       for (const [step, bitmap] of shard.steps) {
         if (bitmap.has(user)) instances.push({ instanceId: instance.id, workflowId: instance.record.workflowId, step });
@@ -369,8 +412,10 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return materializeStart(this, tenantId, instanceId);
   }
 
-  materializeStop(tenantId: string, instanceId: string): Promise<Json> {
-    return materializeStop(this, tenantId, instanceId);
+  async materializeStop(tenantId: string, instanceId: string): Promise<Json> {
+    const output = await materializeStop(this, tenantId, instanceId);
+    this.cluster?.counts.schedule(tenantId, instanceId, () => null); // its figures go: counts come from the snapshot now
+    return output;
   }
 
   materializeUpdateCrowd(tenantId: string, instanceId: string, crowd: string): Promise<Json> {

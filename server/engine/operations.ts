@@ -96,7 +96,12 @@ function startCrons(shard: Shard, workflow: WorkflowRuntime, now: number): void 
 
 async function locked<T>(engine: Engine, tenantId: string, work: (tenant: TenantRuntime, leases: Lease[]) => Promise<T>): Promise<T> {
   const tenant = await engine.tenant(tenantId);
-  return tenant.exclusive(async () => work(tenant, await allLeases(engine, tenantId)));
+  const letGo = await engine.gatherPartitions(tenantId);
+  try {
+    return await tenant.exclusive(async () => work(tenant, await allLeases(engine, tenantId)));
+  } finally {
+    await letGo();
+  }
 }
 
 function markRunning(instanceId: string, userCount: number, excludedCount: number, now: number): RawStatement {
@@ -246,6 +251,7 @@ export async function materializeUpdateWorkflow(engine: Engine, tenantId: string
       also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { version } })),
     });
     instance.workflow = next;
+    instance.record.version = version;
     shards.forEach((shard, partition) => (instance.shards[partition] = shard));
     engine.countsChanged(instanceId);
     engine.timersChanged();

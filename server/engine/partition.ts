@@ -8,9 +8,10 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { DeadLetterBatch } from './dead-letter';
 import { Mover } from './moves';
 import { commitBatch, type JournalMove } from './store/commit';
-import { acquireLease, LeaseLostError, releaseLease, renewLease, type Lease } from './store/leases';
+import { acquireLease, LeaseLostError, releaseLease, renewLease, type Lease, type LeasePolicy } from './store/leases';
 import { readLog, type LogRow } from './store/log';
 import type { Shard } from './shard';
+import { syncRunningInstances } from '../cluster/instances-sync';
 import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';
 
 /** What a partition worker needs from its engine. */
@@ -21,6 +22,8 @@ export interface EngineSide {
   readonly pollMs: number;
   readonly checkpointEveryMs: number;
   readonly checkpointEveryMoves: number;
+  /** Which partitions this process should hold when several share the database (server/cluster/). */
+  readonly leasePolicy?: LeasePolicy;
   countsChanged(instanceId: string): void;
   timersChanged(): void;
   requestStop(instance: InstanceRuntime): void;
@@ -72,6 +75,30 @@ export class PartitionWorker {
     if (lease) await releaseLease(lease).catch(() => undefined);
   }
 
+  /**
+   * A planned handoff (the cluster gives the partition to another member): a last checkpoint, then the lease is
+   * handed back and the shards dropped, so the next owner starts at once from that checkpoint. The loop stays, ready
+   * to take the partition again when it is given back.
+   */
+  async handOff(): Promise<void> {
+    await this.checkpointIfDue(true);
+    await this.lock.run(async () => {
+      const lease = this.lease;
+      if (!lease) return;
+      this.lease = null;
+      this.dropShards();
+      await releaseLease(lease);
+    });
+  }
+
+  /** The partition is no longer ours: its counts leave this process's figures at once. */
+  private dropShards(): void {
+    for (const instance of this.tenant.instances.values()) {
+      instance.shards[this.partition] = undefined;
+      this.engine.countsChanged(instance.id);
+    }
+  }
+
   /** New events (or a new instance): read the log now instead of at the next poll. */
   poke(): void {
     this.wakeup.wake();
@@ -107,14 +134,18 @@ export class PartitionWorker {
 
   /** Takes the lease and rebuilds this partition's shard of every running instance. */
   private async acquire(): Promise<boolean> {
+    const policy = this.engine.leasePolicy;
+    if (policy && !policy.mayOwn(this.tenant.id, this.partition)) return false;
     // Partitions taken together (at boot, every partition of the tenant) rebuild their shards from one journal pass.
     const leaseRead = this.tenant.shardLoader.taking();
-    const taken = await acquireLease(this.tenant.id, this.partition, this.engine.owner, systemClock.now(), this.engine.leaseMs).finally(leaseRead);
+    const taken = await acquireLease(this.tenant.id, this.partition, this.engine.owner, systemClock.now(), this.engine.leaseMs, policy).finally(leaseRead);
     if (!taken) return false;
     await this.lock.run(async () => {
       this.lease = taken.lease;
       this.offset = taken.offset;
       this.renewedAt = systemClock.now();
+      // Shared with other members: instances may have started or stopped there meanwhile.
+      if (policy) await syncRunningInstances(this.tenant);
       const instances = [...this.tenant.instances.values()];
       const shards = await Promise.all(instances.map((instance) => this.tenant.shardLoader.load(instance.id, this.partition, instance.workflow)));
       shards.forEach((shard, i) => this.installShard(instances[i], shard));
@@ -142,7 +173,7 @@ export class PartitionWorker {
       console.warn(`[crowdflow] ${error.message}; partition released`);
       await this.lock.run(async () => {
         this.lease = null;
-        for (const instance of this.tenant.instances.values()) instance.shards[this.partition] = undefined;
+        this.dropShards();
       });
       return;
     }
@@ -154,6 +185,12 @@ export class PartitionWorker {
 
   private async applyRows(rows: LogRow[]): Promise<void> {
     if (!this.lease) return;
+    // Shared with other members: an instance another member started since this partition was taken has no shard here yet.
+    if (this.engine.leasePolicy) {
+      for (const instance of this.tenant.instances.values()) {
+        if (!instance.shards[this.partition]) this.installShard(instance, await this.tenant.shardLoader.load(instance.id, this.partition, instance.workflow));
+      }
+    }
     const now = this.engine.clock.now();
     const events = rows.length === 1 ? rows[0].events : concatEvents(rows);
     const moves: JournalMove[] = [];

@@ -4,7 +4,7 @@
 import { AppError, type ErrorCode } from '../errors';
 import { RetryLaterError } from '../procedures/types';
 import type { RelayedProfileWrite } from '../profiles/index-tenant';
-import type { Counts } from './types';
+import type { Counts, CountsCoverage } from './types';
 
 /** The engine work the request thread calls for; arguments and results are structured-cloneable. */
 export const ENGINE_CALLS = [
@@ -33,7 +33,7 @@ export type ToEngine =
 export type FromEngine =
   | { kind: 'ready' }
   | { kind: 'failed'; error: SerializedError }
-  | { kind: 'counts'; tenantId: string; counts: Counts }
+  | { kind: 'counts'; tenantId: string; counts: Counts; coverage: CountsCoverage }
   | { kind: 'reply'; id: number; value: unknown }
   | { kind: 'reply'; id: number; error: SerializedError };
 

@@ -10,6 +10,7 @@ import { applyRelayedProfileWrite } from '../profiles/index-store';
 import { runtime } from '../runtime';
 import { closeDb } from '../storage/db';
 import { Engine } from './engine';
+import { clusterMember } from '../cluster';
 import { serializeError, type EngineCallName, type FromEngine, type ToEngine } from './thread-protocol';
 
 const port = parentPort;
@@ -19,7 +20,8 @@ const post = (message: FromEngine, transfer: ArrayBuffer[] = []) => port.postMes
 
 const engine = new Engine({
   runner: getProcedureRunner(),
-  publishCounts: (tenantId, counts) => post({ kind: 'counts', tenantId, counts }),
+  publishCounts: (tenantId, counts, coverage) => post({ kind: 'counts', tenantId, counts, coverage }),
+  cluster: clusterMember(),
 });
 runtime().engine = engine;
 

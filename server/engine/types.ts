@@ -70,4 +70,10 @@ export interface SubmittedOperation {
   instanceId: string;
 }
 
+/** Which partitions an engine's counts of an instance include (all of them unless it is one member of a cluster). */
+export interface CountsCoverage {
+  held: number[];
+  partitions: number;
+}
+
 export type CountsListener = (counts: Counts) => void;

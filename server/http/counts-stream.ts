@@ -1,4 +1,5 @@
 import { getEngine, type Counts } from '../engine';
+import { AppError } from '../errors';
 import { onShutdown } from '../shutdown';
 
 const HEARTBEAT_MS = 15_000;
@@ -41,11 +42,12 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
       const forgetOnShutdown = onShutdown(() => close());
       try {
         send(await engine.getCounts(tenantId, instanceId));
-        for (const counts of held) send(counts);
-        held = undefined;
-      } catch {
-        close(); // the instance went away between the check and the first counts
+      } catch (error) {
+        // A partition moving between cluster members: the first counts follow once its new owner publishes them.
+        if (!(error instanceof AppError && error.code === 'partition_moving')) return close(); // the instance went away
       }
+      for (const counts of held) send(counts);
+      held = undefined;
     },
     cancel() {
       close();

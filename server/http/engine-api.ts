@@ -161,7 +161,15 @@ export const paths: Record<string, object> = {
     }),
   },
   '/tenants/{tenant}/instances/{iid}/counts': {
-    get: operation({ summary: 'Per-step and per-edge user counts', tags, params: instance, ok: { status: 200, description: 'Counts', schema: Counts }, errors: [404] }),
+    get: operation({
+      summary: 'Per-step and per-edge user counts',
+      description:
+        'In a cluster any member answers, adding the counts the owners of its other partitions published; a 503 `partition_moving` (retry shortly) while a partition between owners has no committed figure yet, never a partial count.',
+      tags,
+      params: instance,
+      ok: { status: 200, description: 'Counts', schema: Counts },
+      errors: [404, 503],
+    }),
   },
   '/tenants/{tenant}/instances/{iid}/counts/stream': {
     get: operation({

@@ -141,6 +141,7 @@ export function profileWrite<T>(
     }
     held.scheduleSnapshot();
     relayProfileWrite(tenantId, changes, seq, afterTexts);
+    runtime().clusterRelay?.(PROFILES_WRITTEN, [tenantId, seq]);
     return result;
   });
 }
@@ -223,6 +224,18 @@ export async function duringImport<T>(tenantId: string, work: () => Promise<T>):
 export async function saveProfileSnapshot(tenantId: string): Promise<void> {
   const held = tenants().get(tenantId);
   if (held) await held.exclusive(() => held.saveSnapshot());
+}
+
+/** The cluster notice of a committed profile write (its arguments: the tenant and the write's seq). */
+export const PROFILES_WRITTEN = 'profiles-written';
+
+/**
+ * Another member of the cluster wrote profiles of the tenant: an index here that does not include that write is
+ * forgotten, and loaded again (snapshot or rows) on next use.
+ */
+export function profilesWrittenElsewhere(tenantId: string, seq: number): void {
+  const held = tenants().get(tenantId);
+  if (held && held.seq < seq) dropProfileIndex(tenantId);
 }
 
 /** Forgets the tenant's index in this process (tenant deleted; tests simulating a restart). */

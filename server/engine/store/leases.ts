@@ -12,6 +12,17 @@ export interface Lease {
   epoch: number;
 }
 
+/**
+ * Who may hold which partition when several processes share the database (server/cluster/member.ts); without one
+ * (SQLite, tests' engines) a process takes every partition it finds free, as before.
+ */
+export interface LeasePolicy {
+  /** Whether this process should hold the partition now (its share of the live members' partitions). */
+  mayOwn(tenantId: string, partition: number): boolean;
+  /** Whether the holder of a lease is gone (no live member of that name): its lease can be taken before it expires. */
+  isGone(owner: string): Promise<boolean>;
+}
+
 /** The partition's lease was taken over (or expired and was taken): this process must stop writing for it. */
 export class LeaseLostError extends Error {
   constructor(lease: Lease) {
@@ -22,10 +33,17 @@ export class LeaseLostError extends Error {
 
 /**
  * Takes the partition's lease when it is free, expired, already ours (a restart under the same owner name) or held by
- * a process of this host that is gone, bumping the fencing epoch. Returns the lease and the applied offset, or null
- * when another owner holds it.
+ * a process of this host that is gone (or, with a policy, a member that is gone), bumping the fencing epoch. Returns
+ * the lease and the applied offset, or null when another owner holds it.
  */
-export async function acquireLease(tenantId: string, partition: number, owner: string, now: number, leaseMs: number): Promise<{ lease: Lease; offset: number } | null> {
+export async function acquireLease(
+  tenantId: string,
+  partition: number,
+  owner: string,
+  now: number,
+  leaseMs: number,
+  policy?: LeasePolicy,
+): Promise<{ lease: Lease; offset: number } | null> {
   const rawDb = await raw();
   const t = dialect().table('PartitionState');
   const insert = dialect().parameters();
@@ -39,7 +57,7 @@ export async function acquireLease(tenantId: string, partition: number, owner: s
     read.params,
   );
   const free = state.owner === null || state.owner === owner || num(state.leaseUntilMs) < now || isDeadLocalOwner(state.owner);
-  if (!free) return null;
+  if (!free && !(policy && (await policy.isGone(state.owner!)))) return null;
   // Taken only if nobody else took it since the read (same epoch).
   const epoch = num(state.epoch);
   const update = dialect().parameters();

@@ -1,0 +1,47 @@
+// The request thread's end of the cluster channel (one LISTEN connection per process): counts other members publish
+// for their partitions (./counts.ts), and change notices. Every notice this process makes (crowd and profile
+// changes, a tenant deleted, a lookup cache cleared after a key revocation) is sent to the other members with
+// pg_notify, and a notice heard from another member is delivered here as if made here (server/crowd/notice.ts).
+import { processNotice } from '../crowd/notice';
+import { LOOKUP_CACHE_CLEARED } from '../lookup-cache';
+import { processOwner } from '../process-owner';
+import { PROFILES_WRITTEN, profilesWrittenElsewhere } from '../profiles/index-store';
+import { runtime } from '../runtime';
+import { dbTarget } from '../storage/db';
+import { raw } from '../storage/raw';
+import { clusterEnabled } from '.';
+import { ClusterCountsBoard } from './counts';
+import { clusterChannel } from './membership';
+
+export type { ClusterCountsBoard };
+
+/** NOTIFY payloads are limited to 8,000 bytes: a bigger notice goes with its first argument only (the tenant). */
+const MAX_NOTICE_BYTES = 7_000;
+
+type NoticeSignal = { kind: 'notice'; from: string; name: string; args: unknown[] };
+
+/** Listens on the cluster channel and relays this process's notices to it; undefined when not in a cluster. */
+export async function startClusterChannel(onCounts: (instanceId: string, tenantId: string) => void): Promise<ClusterCountsBoard | undefined> {
+  const target = dbTarget();
+  if (!clusterEnabled() || target.provider !== 'postgres') return undefined;
+  const me = processOwner();
+  const channel = clusterChannel(target);
+  const board = new ClusterCountsBoard(target, onCounts, (payload) => {
+    if (payload.kind === 'notice' && payload.from !== me) deliverNotice(payload as NoticeSignal);
+  });
+  await board.start();
+  runtime().clusterRelay = (name, args) => {
+    let payload = JSON.stringify({ kind: 'notice', from: me, name, args } satisfies NoticeSignal);
+    if (payload.length > MAX_NOTICE_BYTES) payload = JSON.stringify({ kind: 'notice', from: me, name, args: args.slice(0, 1) } satisfies NoticeSignal);
+    void raw()
+      .then((connection) => connection.query('SELECT pg_notify($1, $2)', [channel, payload]))
+      .catch((error: Error) => console.warn(`[crowdflow] could not tell the cluster about ${name}:`, error.message));
+  };
+  return board;
+}
+
+function deliverNotice(signal: NoticeSignal): void {
+  if (signal.name === LOOKUP_CACHE_CLEARED) runtime().caches.get(String(signal.args[0]))?.clearHere();
+  else if (signal.name === PROFILES_WRITTEN) profilesWrittenElsewhere(String(signal.args[0]), Number(signal.args[1]));
+  else processNotice(signal.name).deliver(...signal.args);
+}

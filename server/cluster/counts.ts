@@ -1,0 +1,226 @@
+// Counts of partitions a member does not own. Each owner publishes the counts of its partitions' shards of every
+// running instance (ShardCounts: one row per instance and partition, stamped with the lease epoch) after its
+// commits, coalesced per instance, with a NOTIFY on the cluster channel; every member's request thread keeps the
+// latest figure of each partition (highest epoch, then version) and adds the ones its own engine does not hold to
+// what that engine published. A partition with no figure at all is answered with a 503 partition_moving, never a zero.
+import pg from 'pg';
+import { AppError } from '../errors';
+import type { InstanceRuntime } from '../engine/tenant';
+import type { Counts } from '../engine/types';
+import { raw } from '../storage/raw';
+import { dialect } from '../storage/dialect';
+import type { DatabaseTarget } from '../storage/database-url';
+import { clusterChannel } from './membership';
+
+/** A publisher waits this long after a change, so a busy instance costs one write per interval. */
+const PUBLISH_EVERY_MS = 100;
+/** NOTIFY payloads are limited to 8,000 bytes: bigger figures are read from the table instead. */
+const MAX_NOTIFY_BYTES = 7_000;
+
+type HeldFigures = () => { partition: number; epoch: number; counts: Counts }[] | null;
+type Figure = { epoch: number; version: number; counts: Counts };
+export type CountsSignal = { kind: 'counts'; tenantId: string; instanceId: string; parts?: [partition: number, epoch: number, version: number, counts: Counts][]; stopped?: boolean };
+
+/** The counts of one shard (one partition of an instance), in the shape of an instance's counts. */
+export function shardCounts(instance: InstanceRuntime, partition: number): Counts | null {
+  const shard = instance.shards[partition];
+  if (!shard) return null;
+  const steps: Record<string, number> = {};
+  const edges: Record<string, number> = {};
+  for (const name of instance.workflow.steps.keys()) steps[name] = 0;
+  let total = 0;
+  for (const [name, bitmap] of shard.steps) {
+    steps[name] = (steps[name] ?? 0) + bitmap.size;
+    total += bitmap.size;
+  }
+  for (const [key, count] of shard.edges) edges[key] = count;
+  return { instanceId: instance.id, total, steps, edges };
+}
+
+/** The engine side: writes and announces the figures of the partitions this member holds. */
+export class ShardCountsPublisher {
+  private readonly due = new Map<string, { timer: ReturnType<typeof setTimeout>; held: HeldFigures }>();
+  private lastVersion = 0;
+
+  constructor(private readonly channel: string) {}
+
+  /**
+   * `held` is asked when the publication is due (the latest call's wins): the partitions of the instance this engine
+   * holds then, with their lease epochs and shards' counts; null once the instance stopped.
+   */
+  schedule(tenantId: string, instanceId: string, held: HeldFigures): void {
+    const pending = this.due.get(instanceId);
+    if (pending) return void (pending.held = held);
+    const timer = setTimeout(() => {
+      const latest = this.due.get(instanceId)!.held;
+      this.due.delete(instanceId);
+      this.publish(tenantId, instanceId, latest()).catch((error: Error) => console.warn(`[crowdflow] publishing counts of instance ${instanceId} failed:`, error.message));
+    }, PUBLISH_EVERY_MS);
+    this.due.set(instanceId, { timer, held });
+  }
+
+  private nextVersion(): number {
+    this.lastVersion = Math.max(this.lastVersion + 1, Date.now() * 1000);
+    return this.lastVersion;
+  }
+
+  /** `held` null: the instance is no longer running here (stopped): its figures are dropped everywhere. */
+  private async publish(tenantId: string, instanceId: string, held: { partition: number; epoch: number; counts: Counts }[] | null): Promise<void> {
+    const t = dialect().table('ShardCounts');
+    const statements = [];
+    let signal: CountsSignal;
+    if (held === null) {
+      const { params, bind } = dialect().parameters();
+      statements.push({ sql: `DELETE FROM ${t} WHERE "tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)}`, params });
+      signal = { kind: 'counts', tenantId, instanceId, stopped: true };
+    } else {
+      if (held.length === 0) return;
+      const parts = held.map((h) => [h.partition, h.epoch, this.nextVersion(), h.counts] as [number, number, number, Counts]);
+      const { params, bind } = dialect().parameters();
+      const tenant = bind(tenantId);
+      const instance = bind(instanceId);
+      const j = dialect().jsonArrayRows(bind(JSON.stringify(parts.map(([p, e, v, c]) => [p, e, v, JSON.stringify(c)]))));
+      statements.push({
+        sql: `INSERT INTO ${t} ("tenantId", "instanceId", "partition", "epoch", "version", "counts")
+          SELECT ${tenant}, ${instance}, ${j.field(0, 'int')}, ${j.field(1, 'int')}, ${j.field(2, 'bigint')}, ${j.field(3)} FROM ${j.from}
+          ON CONFLICT ("tenantId", "instanceId", "partition") DO UPDATE SET "epoch" = excluded."epoch", "version" = excluded."version", "counts" = excluded."counts"
+          WHERE ${t}."epoch" < excluded."epoch" OR (${t}."epoch" = excluded."epoch" AND ${t}."version" < excluded."version")`,
+        params,
+      });
+      signal = { kind: 'counts', tenantId, instanceId, parts };
+    }
+    let payload = JSON.stringify(signal);
+    if (payload.length > MAX_NOTIFY_BYTES) payload = JSON.stringify({ kind: 'counts', tenantId, instanceId } satisfies CountsSignal);
+    statements.push({ sql: 'SELECT pg_notify($1, $2)', params: [this.channel, payload] });
+    await (await raw()).transaction(statements);
+  }
+
+  close(): void {
+    for (const { timer } of this.due.values()) clearTimeout(timer);
+    this.due.clear();
+  }
+}
+
+/** What this member's own engine published for an instance: its counts over the partitions it holds. */
+export interface LocalFigure {
+  counts: Counts;
+  held: readonly number[];
+  partitions: number;
+}
+
+/** The request-thread side: the latest figure of every partition, kept current by the channel. */
+export class ClusterCountsBoard {
+  private readonly figures = new Map<string, { tenantId: string; partitions?: number; parts: Map<number, Figure> }>();
+  private readonly loading = new Map<string, Promise<void>>();
+  private client: pg.Client | undefined;
+  private closed = false;
+  private readonly schema: string;
+  private readonly channel: string;
+
+  constructor(
+    private readonly target: Extract<DatabaseTarget, { provider: 'postgres' }>,
+    private readonly onChange: (instanceId: string, tenantId: string) => void,
+    private readonly onOtherSignal: (payload: Record<string, unknown>) => void,
+  ) {
+    this.schema = `"${target.schema.replace(/"/g, '""')}"`;
+    this.channel = clusterChannel(target);
+  }
+
+  async start(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.target.connectionString });
+    client.on('error', (error) => console.warn('[crowdflow] cluster channel connection lost:', error.message));
+    client.on('end', () => {
+      // Signals missed while disconnected: forget every figure (they are read again on use) and listen again.
+      this.figures.clear();
+      if (!this.closed) setTimeout(() => void this.start().catch(() => undefined), 1_000).unref();
+    });
+    client.on('notification', (message) => {
+      if (message.channel !== this.channel || !message.payload) return;
+      const payload = JSON.parse(message.payload) as Record<string, unknown>;
+      if (payload.kind === 'counts') this.heard(payload as CountsSignal);
+      else this.onOtherSignal(payload);
+    });
+    await client.connect();
+    await client.query(`LISTEN "${this.channel}"`);
+    this.client = client;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.client?.end().catch(() => undefined);
+  }
+
+  private heard(signal: CountsSignal): void {
+    if (signal.stopped) this.figures.delete(signal.instanceId);
+    else if (!signal.parts) {
+      this.figures.delete(signal.instanceId);
+      void this.load(signal.tenantId, signal.instanceId).catch(() => undefined);
+    } else {
+      const entry = this.entry(signal.tenantId, signal.instanceId);
+      for (const [partition, epoch, version, counts] of signal.parts) keepNewer(entry.parts, partition, { epoch, version, counts });
+    }
+    this.onChange(signal.instanceId, signal.tenantId);
+  }
+
+  private entry(tenantId: string, instanceId: string) {
+    let entry = this.figures.get(instanceId);
+    if (!entry) this.figures.set(instanceId, (entry = { tenantId, parts: new Map() }));
+    return entry;
+  }
+
+  private load(tenantId: string, instanceId: string): Promise<void> {
+    let loading = this.loading.get(instanceId);
+    if (!loading) {
+      loading = (async () => {
+        const connection = await raw();
+        const [tenant] = await connection.query<{ partitions: number }>(`SELECT "partitions" FROM ${this.schema}."Tenant" WHERE "id" = $1`, [tenantId]);
+        const rows = await connection.query<{ partition: number; epoch: number; version: unknown; counts: string }>(
+          `SELECT "partition", "epoch", "version", "counts" FROM ${this.schema}."ShardCounts" WHERE "tenantId" = $1 AND "instanceId" = $2`,
+          [tenantId, instanceId],
+        );
+        if (!tenant || rows.length === 0) return;
+        const entry = this.entry(tenantId, instanceId);
+        entry.partitions = tenant.partitions;
+        for (const row of rows) keepNewer(entry.parts, row.partition, { epoch: row.epoch, version: Number(row.version), counts: JSON.parse(row.counts) as Counts });
+      })().finally(() => this.loading.delete(instanceId));
+      this.loading.set(instanceId, loading);
+    }
+    return loading;
+  }
+
+  /**
+   * The instance's counts: what this member's engine holds plus the latest figure of every other partition. Null
+   * when no member has published anything for it (not running, or not started yet): the caller asks its engine.
+   */
+  async counts(tenantId: string, instanceId: string, local: LocalFigure | undefined): Promise<Counts | null> {
+    if (this.figures.get(instanceId)?.partitions === undefined) await this.load(tenantId, instanceId);
+    const entry = this.figures.get(instanceId);
+    if (!entry?.partitions || entry.tenantId !== tenantId) return null;
+    const held = new Set(local?.held ?? []);
+    const partitions = entry.partitions;
+    const out: Counts = local ? structuredClone(local.counts) : { instanceId, total: 0, steps: {}, edges: {} };
+    const moving: number[] = [];
+    for (let p = 0; p < partitions; p++) {
+      if (held.has(p)) continue;
+      const figure = entry.parts.get(p);
+      if (!figure) {
+        moving.push(p);
+        continue;
+      }
+      out.total += figure.counts.total;
+      for (const [step, n] of Object.entries(figure.counts.steps)) out.steps[step] = (out.steps[step] ?? 0) + n;
+      for (const [edge, n] of Object.entries(figure.counts.edges)) out.edges[edge] = (out.edges[edge] ?? 0) + n;
+    }
+    if (moving.length > 0) {
+      throw new AppError('partition_moving', `Partitions ${moving.join(', ')} of instance ${instanceId} are moving between cluster members and have no committed counts yet; retry shortly`, {
+        partitions: moving,
+      });
+    }
+    return out;
+  }
+}
+
+function keepNewer(parts: Map<number, Figure>, partition: number, figure: Figure): void {
+  const known = parts.get(partition);
+  if (!known || known.epoch < figure.epoch || (known.epoch === figure.epoch && known.version < figure.version)) parts.set(partition, figure);
+}

@@ -1,0 +1,18 @@
+// Whether this process runs as a member of a cluster: on PostgreSQL, with the engine on its own thread (the default),
+// unless CROWDFLOW_CLUSTER=off. SQLite is one process, exactly as before (its file lock is the only coordination it
+// has); so is an engine on the request thread (CROWDFLOW_ENGINE_THREAD=off: the first process takes every partition).
+import { env } from '../env';
+import { processOwner } from '../process-owner';
+import { dbTarget } from '../storage/db';
+import { ClusterMember } from './member';
+
+export function clusterEnabled(): boolean {
+  return env().CROWDFLOW_CLUSTER !== 'off' && env().CROWDFLOW_ENGINE_THREAD === 'on' && dbTarget().provider === 'postgres';
+}
+
+/** This process's membership for its engine (its name is the engine's lease owner name), or none. */
+export function clusterMember(owner = processOwner()): ClusterMember | undefined {
+  const target = dbTarget();
+  if (!clusterEnabled() || target.provider !== 'postgres') return undefined;
+  return new ClusterMember(target, owner);
+}
