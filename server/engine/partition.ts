@@ -157,8 +157,11 @@ export class PartitionWorker {
   /** Keeps the lease alive (every third of its length); a lost lease stops this process writing the partition. */
   private async renewIfDue(): Promise<void> {
     const now = systemClock.now();
-    if (!this.lease || now - this.renewedAt < this.engine.leaseMs / 3) return;
-    if (!(await renewLease(this.lease, now, this.engine.leaseMs))) throw new LeaseLostError(this.lease);
+    const lease = this.lease;
+    if (!lease || now - this.renewedAt < this.engine.leaseMs / 3) return;
+    const renewed = await renewLease(lease, now, this.engine.leaseMs);
+    if (this.lease !== lease) return; // handed off meanwhile (a cluster rebalance)
+    if (!renewed) throw new LeaseLostError(lease);
     this.renewedAt = now;
   }
 
