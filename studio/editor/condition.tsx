@@ -7,7 +7,7 @@ import { celToQuery, EMPTY_QUERY, FIELD_SUGGESTIONS, IN_CROWD, queryToCel, unfin
 import { formatCount } from '../ui';
 import { AudienceEstimate } from './audience';
 import { useCanvasInfo } from './context';
-import { EMPTY_CATALOG, useFieldCatalog, type FieldCatalog } from './fields';
+import { EMPTY_CATALOG, useFieldCatalog, type FieldCatalog, type Suggestion } from './fields';
 
 // A condition is edited either in the visual rule builder (which writes CEL) or as raw CEL. The
 // builder opens whenever the text can be shown in it without loss; raw CEL shows live parse errors.
@@ -65,7 +65,8 @@ function FieldInput({ value, handleOnChange, path, disabled, context }: FieldSel
 /** The value box suggests crowd names for "In crowd", event types for `event.type`, top values for a known profile field. */
 function ValueInput({ field, value, handleOnChange, path, disabled, context }: ValueEditorProps) {
   const catalog = (context as FieldCatalog | undefined) ?? EMPTY_CATALOG;
-  const suggestions = field === IN_CROWD ? catalog.crowds : field === 'event.type' ? catalog.eventTypes : (catalog.profileFields.find((f) => `profile.${f.path}` === field)?.topValues ?? []);
+  const suggestions: Suggestion[] =
+    field === IN_CROWD ? catalog.crowds.map((value) => ({ value })) : field === 'event.type' ? catalog.eventTypes : (catalog.profileFields.find((f) => `profile.${f.path}` === field)?.topValues ?? []);
   const listId = datalistId(context, path, 'values');
   return (
     <>
@@ -82,7 +83,9 @@ function ValueInput({ field, value, handleOnChange, path, disabled, context }: V
       {suggestions.length > 0 && (
         <datalist id={listId}>
           {suggestions.map((s) => (
-            <option key={s} value={s} />
+            <option key={s.value} value={s.value}>
+              {s.label}
+            </option>
           ))}
         </datalist>
       )}

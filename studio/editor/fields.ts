@@ -3,15 +3,19 @@ import { apiGet, tenantPath } from '../api';
 import { listOf, type CrowdView } from '../model';
 import { useQuery } from '../query';
 import { crowdsKey } from '../crowds';
+import { formatCount } from '../ui';
 
 // What the rule builder can offer in its choosers: the tenant's crowds, the profile fields of its
 // profile index (with their type and most common values), and the event types seen in its log.
 // Each list comes from its own endpoint; one that is missing or failing leaves that chooser to free
 // typing, never the builder broken.
 
-export type ProfileField = { path: string; type?: string; users?: number; topValues: string[] };
+/** A value a chooser offers, with what is known about it ("5 events recently", "1,200 users"). */
+export type Suggestion = { value: string; label?: string };
 
-export type FieldCatalog = { crowds: string[]; profileFields: ProfileField[]; eventTypes: string[] };
+export type ProfileField = { path: string; type?: string; users?: number; topValues: Suggestion[] };
+
+export type FieldCatalog = { crowds: string[]; profileFields: ProfileField[]; eventTypes: Suggestion[] };
 
 export const EMPTY_CATALOG: FieldCatalog = { crowds: [], profileFields: [], eventTypes: [] };
 
@@ -29,15 +33,24 @@ export function readProfileFields(body: unknown): ProfileField[] {
   return listOf<RawField>(body, 'fields').flatMap((raw) => {
     const path = raw.path ?? raw.name ?? raw.field;
     if (typeof path !== 'string' || !path) return [];
-    const top = (raw.topValues ?? raw.values ?? []).map((v) => (v && typeof v === 'object' && 'value' in v ? (v as { value: unknown }).value : v));
-    return [{ path: path.replace(/^profile\./, ''), type: mainType(raw), users: raw.users ?? raw.count, topValues: top.filter((v) => v !== null && v !== undefined).map(String) }];
+    const top = (raw.topValues ?? raw.values ?? []).flatMap((v): Suggestion[] => {
+      const { value, users } = v && typeof v === 'object' && 'value' in v ? (v as { value: unknown; users?: unknown }) : { value: v, users: undefined };
+      if (value === null || value === undefined) return [];
+      return [{ value: String(value), ...(typeof users === 'number' ? { label: `${formatCount(users)} users` } : {}) }];
+    });
+    return [{ path: path.replace(/^profile\./, ''), type: mainType(raw), users: raw.users ?? raw.count, topValues: top }];
   });
 }
 
-/** Accepts `{types: [...]}`, `{eventTypes: [...]}` or a bare array of names or `{type}` objects. */
-export function readEventTypes(body: unknown): string[] {
+/** Accepts `{types: [...]}`, `{eventTypes: [...]}` or a bare array of names or `{type, events?}` objects. */
+export function readEventTypes(body: unknown): Suggestion[] {
   const list = [...listOf<unknown>(body, 'types'), ...listOf<unknown>(body, 'eventTypes')];
-  return list.flatMap((item) => (typeof item === 'string' ? [item] : item && typeof item === 'object' && typeof (item as { type?: unknown }).type === 'string' ? [(item as { type: string }).type] : []));
+  return list.flatMap((item): Suggestion[] => {
+    if (typeof item === 'string') return [{ value: item }];
+    const { type, events } = (item ?? {}) as { type?: unknown; events?: unknown };
+    if (typeof type !== 'string') return [];
+    return [{ value: type, ...(typeof events === 'number' ? { label: `${formatCount(events)} event${events === 1 ? '' : 's'} recently` } : {}) }];
+  });
 }
 
 const quiet = async <T>(read: () => Promise<T>, fallback: T): Promise<T> => {
@@ -51,6 +64,6 @@ const quiet = async <T>(read: () => Promise<T>, fallback: T): Promise<T> => {
 export function useFieldCatalog(tenant: string): FieldCatalog {
   const crowds = useQuery<CrowdView[]>(tenant ? crowdsKey(tenant) : null, async () => listOf<CrowdView>(await apiGet(tenantPath(tenant, '/crowds')), 'crowds'));
   const fields = useQuery<ProfileField[]>(tenant ? `profile-fields:${tenant}` : null, () => quiet(async () => readProfileFields(await apiGet(tenantPath(tenant, '/profiles/fields'))), []));
-  const events = useQuery<string[]>(tenant ? `event-types:${tenant}` : null, () => quiet(async () => readEventTypes(await apiGet(tenantPath(tenant, '/events/types'))), []));
+  const events = useQuery<Suggestion[]>(tenant ? `event-types:${tenant}` : null, () => quiet(async () => readEventTypes(await apiGet(tenantPath(tenant, '/events/types'))), []));
   return { crowds: (crowds.data ?? []).map((c) => c.name), profileFields: fields.data ?? [], eventTypes: events.data ?? [] };
 }

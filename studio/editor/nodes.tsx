@@ -26,7 +26,7 @@ export const KIND_ICON: Record<CanvasKind, string> = { direct: '→', branch: '�
 function summary(node: StepNode): string {
   switch (node.type) {
     case 'branch':
-      return `${node.data.branches.length} conditions`;
+      return `${node.data.branches.length} condition${node.data.branches.length === 1 ? '' : 's'}${node.data.timeout ? ` · else after ${node.data.timeout.after}` : ''}`;
     case 'timer':
       return describeCron(node.data.cron, node.data.tz) + (node.data.condition ? ' · if condition' : '');
     case 'delay':

@@ -96,7 +96,17 @@ describe('the inspector', () => {
     const branch = page.locator('[data-testid=branch-1]');
     const value = branch.locator('[data-testid=rule-value]').first();
     const listId = (await value.getAttribute('list'))!;
-    await eventually(() => page.locator(`datalist[id="${listId}"] option`).evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value))).toEqual(['open', 'purchase']);
+    await eventually(() => page.locator(`datalist[id="${listId}"] option`).evaluateAll((options) => options.map((o) => `${(o as HTMLOptionElement).value}: ${o.textContent}`))).toEqual([
+      'open: 5 events recently',
+      'purchase: 3 events recently',
+    ]);
+    // a profile field's value box offers its most common values, with how many users have each
+    const planList = (await branch.locator('[data-testid=rule-value]').nth(1).getAttribute('list'))!;
+    expect(await page.locator(`datalist[id="${planList}"] option`).evaluateAll((options) => options.map((o) => `${(o as HTMLOptionElement).value}: ${o.textContent}`))).toEqual([
+      'free: 334 users',
+      'pro: 333 users',
+      'team: 333 users',
+    ]);
     const fields = branch.locator('[data-testid=rule-field]');
     expect(await fields.evaluateAll((inputs) => inputs.map((i) => (i as HTMLInputElement).value))).toEqual(['event.type', 'profile.plan']);
     // nothing cut off: each field box is as wide as its text
@@ -118,6 +128,7 @@ describe('the inspector', () => {
     expect(await page.locator('[data-testid=timeout-input-hint]').textContent()).toContain('is not a duration');
     await after.fill('3d');
     await eventually(() => page.locator('[data-step=welcome] .handle-label', { hasText: 'after 3d' }).count()).toBe(1);
+    expect(await page.locator('[data-step=welcome] .step-summary').textContent()).toBe('3 conditions · else after 3d');
     await page.click('[data-step=welcome] [data-testid=add-after-timeout]');
     await page.getByRole('menuitem', { name: '→ Direct' }).click();
     await page.locator('[data-step=direct]').waitFor();
