@@ -32,14 +32,25 @@ async function main(): Promise<void> {
   // Loading the engine's sources is the longest part of a boot: the engine thread does it on the other core while
   // this thread loads the rest (so they are imported only now).
   spawnEngineThreadEarly();
-  const [{ boot }, { getCounts }, { crowdflowRequestListener }] = await Promise.all([import('./boot'), import('./http/counts-route'), import('./http/http-server')]);
+  const [{ boot }, { getCounts }, { postCrowd, putCrowd }, { crowdflowRequestListener }] = await Promise.all([
+    import('./boot'),
+    import('./http/counts-route'),
+    import('./http/crowd-upload-route'),
+    import('./http/http-server'),
+  ]);
   // tsx turns Node's source maps on for every module loaded after it, so Node read and parsed the map of each of
   // Next's files and of every chunk of the build (≈ 600 maps, a third of the request thread's boot CPU). Our sources
   // keep theirs (imported above); Next and the build's chunks load without them, as under `next start`.
   process.setSourceMapsEnabled(false);
   const { default: next } = await import('next');
   const app = next({ dev: options.dev, dir: process.cwd(), hostname: options.hostname, port: options.port });
-  const server = createServer(crowdflowRequestListener([{ method: 'GET', path: '/api/v1/tenants/:tenant/instances/:iid/counts', handler: getCounts }], app.getRequestHandler()));
+  const crowd = '/api/v1/tenants/:tenant/crowds/:name';
+  const direct = [
+    { method: 'GET', path: '/api/v1/tenants/:tenant/instances/:iid/counts', handler: getCounts },
+    { method: 'POST', path: crowd, handler: postCrowd },
+    { method: 'PUT', path: crowd, handler: putCrowd },
+  ] as const;
+  const server = createServer(crowdflowRequestListener([...direct], app.getRequestHandler()));
   // After the runtime has handed back its leases (server/shutdown.ts runs first), stop taking requests and exit.
   for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
     process.once(signal, () => {

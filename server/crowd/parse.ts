@@ -105,10 +105,12 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
  * Collects IDs into a fixed buffer and adds them to the bitmap a batch at a time, sorted first: for sparse
  * crowds (array containers) sorted batches were measured 3× faster than unsorted ones (10M IDs: 2.5 s vs 7.9 s),
  * and a radix sort takes a third of TypedArray#sort's time (10M shuffled IDs: 0.26 s vs 0.78 s with addMany).
+ * Batches of 4M IDs (16 MB, and as much scratch): every batch merges into most containers of the bitmap, so fewer
+ * batches merge less (10M IDs: 690 → 650 ms CPU against batches of 1M).
  */
 class IdSink {
-  private readonly buffer = new Uint32Array(1 << 20);
-  private readonly scratch = new Uint32Array(1 << 20);
+  private readonly buffer = new Uint32Array(1 << 22);
+  private readonly scratch = new Uint32Array(1 << 22);
   private length = 0;
   /** IDs added so far, duplicates included: a JSON upload's next element index. */
   added = 0;

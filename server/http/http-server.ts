@@ -6,9 +6,11 @@
 //    path — `DELETE …/crowds/..` to `DELETE /tenants/T` — so they never reach it.
 // 2. Per-step counts, read by live canvases and integrations many times a second, are answered directly by the same
 //    handler function the route file exports (same auth, same errors): Next's router and route runtime cost more
-//    server CPU per request than the answer itself (BENCHMARKS.md).
+//    server CPU per request than the answer itself (BENCHMARKS.md). So are crowd uploads, whose body then streams
+//    from the socket as the parser reads it (Next copies every chunk into a stream that buffers the whole body).
 // 3. Everything else goes to Next's request handler.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
 import { inexactApiPath } from './exact-path';
 
 /** Marks answers served here without Next.js (for tests and for telling the two paths apart when debugging). */
@@ -16,7 +18,7 @@ export const DIRECT_ROUTE_HEADER = 'x-crowdflow-fast-lane';
 
 type RouteHandler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
 export interface DirectRoute {
-  method: 'GET';
+  method: 'GET' | 'POST' | 'PUT';
   /** Path segments; `:name` is a parameter. */
   path: string;
   handler: RouteHandler;
@@ -85,7 +87,9 @@ async function serve(handler: RouteHandler, params: Record<string, string>, inco
     for (const [name, value] of Object.entries(incoming.headers)) {
       if (value !== undefined) for (const v of [value].flat()) headers.append(name, v);
     }
-    const request = new Request(`http://${incoming.headers.host ?? 'localhost'}${incoming.url}`, { method: incoming.method, headers });
+    // A body is the socket's chunks as they are read (backpressure intact), not a copy.
+    const stream = incoming.method === 'GET' || incoming.method === 'HEAD' ? undefined : (Readable.toWeb(incoming) as ReadableStream<Uint8Array>);
+    const request = new Request(`http://${incoming.headers.host ?? 'localhost'}${incoming.url}`, { method: incoming.method, headers, body: stream, duplex: 'half' } as RequestInit);
     const response = await handler(request, { params: Promise.resolve(params) });
     const body = Buffer.from(await response.arrayBuffer());
     outgoing.writeHead(response.status, { ...Object.fromEntries(response.headers), 'content-length': String(body.length), [DIRECT_ROUTE_HEADER]: '1' });

@@ -53,6 +53,26 @@ describe('the server entry', () => {
     expectError(await api('GET', `${base}/instances/${instanceId}/counts`, { token: other.key }), 404, 'not_found');
   });
 
+  it('takes crowd uploads itself: the body streams to the same handler as the route file, with its answers and errors', async () => {
+    const tenant = await createTenant(1);
+    const path = `/tenants/${tenant.name}/crowds/streamed`;
+    const text = { 'content-type': 'text/plain' };
+    const created = await api('PUT', path, { body: '1\n2\n3\n', headers: text });
+    expect(created.headers.get(FAST)).toBe('1');
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: 'streamed', count: 3 });
+    const replaced = await api('PUT', path, { body: Array.from({ length: 50_000 }, (_, i) => i).join('\n'), headers: text, token: tenant.key });
+    expect([replaced.status, replaced.body.count, replaced.headers.get(FAST)]).toEqual([200, 50_000, '1']);
+    const bad = await api('PUT', path, { body: '1\n2x\n', headers: text });
+    expect(bad.headers.get(FAST)).toBe('1');
+    expectError(bad, 400, 'invalid_id');
+    expect((await api('GET', path)).body.count).toBe(50_000);
+    const taken = await api('POST', path, { body: '7', headers: text });
+    expect(taken.headers.get(FAST)).toBe('1');
+    expectError(taken, 409, 'conflict');
+    expectError(await api('PUT', path, { body: '1', headers: text, token: null }), 401, 'unauthorized');
+  });
+
   it('leaves everything that is not exactly the counts GET to Next.js', async () => {
     const { base, instanceId } = await runningInstance();
     // An API path is exact: a trailing slash is a 404 of its own, never a redirect to the counts.

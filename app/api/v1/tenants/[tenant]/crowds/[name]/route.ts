@@ -1,4 +1,5 @@
-import { CrowdParams, crowdView, deleteCrowd, requireCrowdMeta, uploadCrowd } from '@/server/crowd';
+import { CrowdParams, crowdView, deleteCrowd, requireCrowdMeta } from '@/server/crowd';
+import { postCrowd, putCrowd } from '@/server/http/crowd-upload-route';
 import { json, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 
@@ -10,19 +11,9 @@ export const GET = route<Params>(async (request, params) => {
   return json(crowdView(await requireCrowdMeta(tenant.id, name)));
 });
 
-/** Upload a new crowd; 409 when the name is taken. */
-export const POST = route<Params>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  const { crowd } = await uploadCrowd(request, tenant.id, params.name, 'create');
-  return json(crowdView(crowd), 201);
-});
-
-/** Upload a crowd, replacing the one of that name atomically if there is one. */
-export const PUT = route<Params>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  const { crowd, created } = await uploadCrowd(request, tenant.id, params.name, 'replace');
-  return json(crowdView(crowd), created ? 201 : 200);
-});
+// Usually answered by our HTTP server (server/http/http-server.ts) before Next.js routes the request; same handlers.
+export const POST = postCrowd;
+export const PUT = putCrowd;
 
 export const DELETE = route<Params>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
