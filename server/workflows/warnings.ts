@@ -2,9 +2,11 @@ import { analyzeCondition } from '../conditions/analyze';
 import type { WorkflowDefinition, WorkflowProblem, WorkflowSchedule } from '../model/workflow';
 import { db } from '../storage/db';
 import type { Tenant } from '../tenants/tenants';
+import { webhookWarnings } from '../webhooks/warnings';
 
-// What a save allows but will not work yet: names of crowds the tenant does not have (yet). They stay legal, because
-// a crowd may be uploaded after the workflow that reads it; the save, get and explain answers list them as warnings.
+// What a save allows but will not work yet: names of crowds or webhook destinations the tenant does not have (yet).
+// They stay legal, because a crowd may be uploaded (a destination created) after the workflow that names it; the save,
+// get and explain answers list them as warnings.
 
 /** Where each condition of a definition reads `inCrowd("name")`: step, field and crowd name. */
 function crowdReads(definition: WorkflowDefinition): { step: string; field: string; crowd: string }[] {
@@ -20,8 +22,12 @@ function crowdReads(definition: WorkflowDefinition): { step: string; field: stri
   return reads;
 }
 
-/** Warnings of a saved workflow: crowds its conditions or its schedule name that the tenant does not have. */
+/** Warnings of a saved workflow: crowds and webhook destinations it names that the tenant does not have. */
 export async function workflowWarnings(tenant: Tenant, definition: WorkflowDefinition, schedule: WorkflowSchedule | null): Promise<WorkflowProblem[]> {
+  return [...(await crowdWarnings(tenant, definition, schedule)), ...(await webhookWarnings(tenant, definition))];
+}
+
+async function crowdWarnings(tenant: Tenant, definition: WorkflowDefinition, schedule: WorkflowSchedule | null): Promise<WorkflowProblem[]> {
   const reads = crowdReads(definition);
   const named = new Set([...reads.map((read) => read.crowd), ...(schedule ? [schedule.crowd] : [])]);
   if (named.size === 0) return [];

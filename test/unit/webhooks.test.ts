@@ -10,6 +10,7 @@ import { DELIVER_TYPE, listDeliveries, MAX_RETRIES, replayDelivery, submitOrphan
 import { createDestination, requireDestination, type CreateDestinationBody } from '../../server/webhooks/destinations';
 import { WebhookPump } from '../../server/webhooks/pump';
 import { signatureHeader, verifySignature } from '../../server/webhooks/signing';
+import { workflowWarnings } from '../../server/workflows/warnings';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
 
 const SECRET = 'whsec_test-secret-0123456789';
@@ -253,4 +254,20 @@ describe('webhook deliveries', () => {
     expect(delivered[0]).toBe(0);
     expect(delivered.at(-1)).toBe(1_234_566);
   }, 60_000);
+
+  it('warns when a saved workflow sends users to a destination the tenant does not have', async () => {
+    setup();
+    const hook = await receiver();
+    const owner = await tenant();
+    await createDestination(owner.id, destinationBody(hook), clock.now());
+    const definition = {
+      steps: [
+        { name: 'entry', kind: 'direct' as const, enterAction: 'send_email, webhook:crm', next: 'fanout' },
+        { name: 'fanout', kind: 'parallel' as const, actions: ['webhook:crm', 'webhook:billing'] },
+      ],
+    };
+    const row = (await db().tenant.findUnique({ where: { id: owner.id } }))!;
+    const warnings = await workflowWarnings(row, definition, null);
+    expect(warnings).toEqual([{ step: 'fanout', code: 'unknown_webhook', message: expect.stringMatching(/webhook destination "billing", but tenant .* has no destination/) }]);
+  });
 });
