@@ -17,12 +17,12 @@ import type { Attributes, ProfileChange, ProfileIndex } from './index-tenant';
 import { MAX_PROFILE_BYTES, mergeAttributes } from './profiles';
 
 /**
- * Lines per committed chunk: one transaction each. A chunk's merge, write and index update run without yielding
- * (the write is one synchronous SQLite transaction), so chunks are kept small enough for other requests to be
- * answered between them; 20,000-line chunks held the event loop for up to a second on a loaded machine.
+ * Lines per committed chunk: one transaction each. A chunk's write (one synchronous SQLite transaction) and its
+ * index update each run without yielding, so chunks are kept small enough for other requests to be answered between
+ * them; 20,000-line chunks held the event loop for up to a second on a loaded machine.
  */
 export const IMPORT_CHUNK_LINES = 5_000;
-/** Lines parsed between turns of the event loop. */
+/** Lines parsed, or profiles serialized, between turns of the event loop. */
 const PARSE_SLICE = 1_000;
 /** SQLite: rows per multi-row INSERT (3 bound parameters each, far below SQLite's limit). */
 const SQLITE_ROWS_PER_STATEMENT = 250;
@@ -122,6 +122,8 @@ async function commitChunk(tenantId: string, items: ImportItem[]): Promise<{ use
         throw new AppError('validation_failed', `the profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, { user, itemInChunk: line + 1 });
       }
       rows.push([user, text]);
+      // Other requests are answered between slices; the write and the index update that follow are one step each.
+      if (rows.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
     const seq = await writeRows(tenantId, rows);
     const changes: ProfileChange[] = users.map((user) => ({ user, before: before.get(user), after: after.get(user) }));
