@@ -23,7 +23,8 @@ describe('OpenAPI document', () => {
     expect(Object.keys(events.responses)).toEqual(expect.arrayContaining(['202', '400', '401', '403', '413', '415', '422', '429', '503']));
     expect(events.parameters).toContainEqual(expect.objectContaining({ name: 'Idempotency-Key', in: 'header' }));
     const text = JSON.stringify(doc);
-    expect(text).toMatch(/"branches":\{"type":"array".*?"minItems":1,"description":"At least 2 branches, or 1 with a timeout"\}/);
+    // one branch is enough since one-branch steps are allowed (issue 15): the document says so
+    expect(text).toMatch(/"branches":\{"type":"array".*?"minItems":1,"description":"Tried in order on each event/);
     expect(text).toContain('"timeout":{');
   });
 
