@@ -7,12 +7,13 @@
 //
 // Shards of several partitions of one instance are rebuilt from ONE pass over the journal (ShardLoader batches the
 // loads of the partitions a process takes at once, as at boot): the partitions' rows interleave by seq, so a read
-// per partition would visit every page of the range once per partition.
+// per partition would visit every page of the range once per partition. Unless the instance's rows are a minority
+// of the journal after its checkpoints (an instance idle since then): then each partition reads its own.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
-import { BITMAP, COUNT, FROM_STEP, instanceJournalAfter, journalAfter, loadCheckpoints, PARTITION, SEQ, TIME_MS, TO_STEP, USER, type ReplayRow } from './store/replay';
+import { BITMAP, COUNT, FROM_STEP, instanceJournalAfter, instanceRowsDominate, journalAfter, loadCheckpoints, PARTITION, SEQ, TIME_MS, TO_STEP, USER, type ReplayRow } from './store/replay';
 
 export interface LoadedShard {
   shard: Shard;
@@ -42,8 +43,8 @@ export async function loadShards(instanceId: string, partitions: number[], workf
     target.replay.add(row);
     target.loaded.replayed++;
   };
-  if (partitions.length === 1) await journalAfter(instanceId, partitions[0], from, visit);
-  else await instanceJournalAfter(instanceId, from, visit);
+  if (partitions.length > 1 && (await instanceRowsDominate(instanceId, from))) await instanceJournalAfter(instanceId, from, visit);
+  else for (const [partition, target] of targets) await journalAfter(instanceId, partition, target.after, visit);
   const loaded = new Map<number, LoadedShard>();
   for (const [partition, target] of targets) {
     target.replay.flush();
