@@ -10,8 +10,11 @@ import { commitRound, cutRound } from './cut';
 import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
 
 export const DEFAULT_POLL_MS = 250;
-/** How often pending deliveries without a procedure (a crash between commit and submit) are looked for. */
-const ORPHAN_SWEEP_MS = 60_000;
+/** How often pending deliveries without a procedure (a crash between commit and submit) are looked for, and old
+ * deliveries removed. */
+const SWEEP_EVERY_MS = 60_000;
+/** Delivered and failed deliveries stay in the log (and can be replayed) this long, like finished procedures. */
+export const DELIVERY_RETENTION_MS = 7 * 24 * 3_600_000;
 
 export interface WebhookPumpOptions {
   runner: ProcedureRunner;
@@ -37,9 +40,10 @@ export class WebhookPump {
   /** Cuts and submits every destination's backlog; returns how many deliveries it cut. */
   async pumpOnce(): Promise<number> {
     const now = this.clock.now();
-    if (now - this.lastSweep >= ORPHAN_SWEEP_MS) {
+    if (now - this.lastSweep >= SWEEP_EVERY_MS) {
       this.lastSweep = now;
       await submitOrphans(this.runner);
+      await db().webhookDelivery.deleteMany({ where: { status: { in: ['delivered', 'failed'] }, createdAt: { lt: new Date(now - DELIVERY_RETENTION_MS) } } });
     }
     const newest = await db().journal.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
     if (!newest) return 0;

@@ -8,7 +8,7 @@ import { db } from '../../server/storage/db';
 import { commitRound, cutRound } from '../../server/webhooks/cut';
 import { DELIVER_TYPE, listDeliveries, MAX_RETRIES, replayDelivery, submitOrphans } from '../../server/webhooks/deliveries';
 import { createDestination, requireDestination, type CreateDestinationBody } from '../../server/webhooks/destinations';
-import { WebhookPump } from '../../server/webhooks/pump';
+import { DELIVERY_RETENTION_MS, WebhookPump } from '../../server/webhooks/pump';
 import { signatureHeader, verifySignature } from '../../server/webhooks/signing';
 import { workflowWarnings } from '../../server/workflows/warnings';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
@@ -269,5 +269,27 @@ describe('webhook deliveries', () => {
     const row = (await db().tenant.findUnique({ where: { id: owner.id } }))!;
     const warnings = await workflowWarnings(row, definition, null);
     expect(warnings).toEqual([{ step: 'fanout', code: 'unknown_webhook', message: expect.stringMatching(/webhook destination "billing", but tenant .* has no destination/) }]);
+  });
+
+  it('keeps delivered and failed deliveries for the retention, then removes them', async () => {
+    const { runner, pump } = setup();
+    const hook = await receiver();
+    const owner = await tenant();
+    await createDestination(owner.id, destinationBody(hook), clock.now());
+    await move(owner.id, { user: 1 });
+    await pump.pumpOnce();
+    await settle();
+    const [delivered] = await deliveriesOf(owner.id);
+    expect(delivered.status).toBe('delivered');
+    const copy = (suffix: number, status: string, createdAt: Date) => ({ ...delivered, id: `${delivered.id}${suffix}`, fromOffset: suffix, status, createdAt });
+    await db().webhookDelivery.createMany({ data: [copy(8, 'failed', delivered.createdAt), copy(9, 'delivered', new Date(delivered.createdAt.getTime() + 120_000))] });
+    // The runner polls on the manual clock; stopped, a week passes in one step.
+    await runner.stop();
+    await clock.advance(DELIVERY_RETENTION_MS - 60_000);
+    await pump.pumpOnce();
+    expect(await deliveriesOf(owner.id)).toHaveLength(3);
+    await clock.advance(120_000);
+    await pump.pumpOnce();
+    expect((await deliveriesOf(owner.id)).map((d) => d.fromOffset)).toEqual([9]);
   });
 });
