@@ -73,7 +73,7 @@ async function runOnce(server: BenchServer, tenant: string, kind: Kind, events: 
     while (next < bodies.length) {
       const { body, key } = bodies[next++];
       const headers: Record<string, string> = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) };
-      const response = await fetch(`${server.baseUrl}/api/v1/events`, { method: 'POST', headers, body });
+      const response = await postRetrying(`${server.baseUrl}/api/v1/events`, headers, body);
       const text = await response.text();
       if (response.status !== 202) throw new Error(`POST /events: ${response.status} ${text.slice(0, 200)}`);
       tick(next * EVENT_BATCH, events.length);
@@ -89,4 +89,19 @@ async function runOnce(server: BenchServer, tenant: string, kind: Kind, events: 
     await new Promise((r) => setTimeout(r, 20));
   }
   return events.length / ((performance.now() - started) / 1000);
+}
+
+/**
+ * POSTs a batch, sending it again when the connection failed before an answer (a kept-alive socket the loaded server
+ * closed as it was reused: "fetch failed"). What every integration does; harmless here, since a resent batch moves
+ * no user twice (each moves on its first purchase) and a keyed one is deduplicated.
+ */
+async function postRetrying(url: string, headers: Record<string, string>, body: string): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fetch(url, { method: 'POST', headers, body });
+    } catch (error) {
+      if (attempt >= 5) throw error;
+    }
+  }
 }
