@@ -103,7 +103,7 @@ async function main(): Promise<void> {
     }
     if (sections.has('load')) {
       console.log(`API latency under engine load on ${provider}…`);
-      load[provider] = await withDatabase(provider, 'load', (database) => measureLoadLatency(database, { users: SCALE.users, events: SCALE.events }));
+      load[provider] = await withDatabase(provider, 'load', (database) => measureLoadLatency(database, { users: SCALE.users, events: SCALE.events, profile }));
       save(false);
     }
     if (sections.has('ingest')) {

@@ -72,8 +72,8 @@ export class ApiError extends Error {
 }
 
 /** JSON (or raw bytes) over HTTP with the admin token; anything but a 2xx throws an ApiError. */
-export async function call<T = any>(server: BenchServer, method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
-  const headers: Record<string, string> = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` };
+export async function call<T = any>(server: BenchServer, method: string, path: string, body?: unknown, contentType?: string, extraHeaders: Record<string, string> = {}): Promise<T> {
+  const headers: Record<string, string> = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, ...extraHeaders };
   let payload: BodyInit | undefined;
   if (body instanceof Uint8Array || typeof body === 'string') {
     payload = body as BodyInit;
@@ -104,4 +104,18 @@ export async function download(server: BenchServer, path: string): Promise<{ byt
     bytes += value.byteLength;
   }
   return { bytes, ms: performance.now() - started };
+}
+
+/**
+ * POST /events with an Idempotency-Key, sent again under the same key when the connection failed before an answer
+ * (a kept-alive socket the server closed as the request went out): the retry appends nothing twice.
+ */
+export async function postEvents(server: BenchServer, body: string, key: string, attempts = 3): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return void (await call(server, 'POST', '/events', body, 'application/json', { 'idempotency-key': key }));
+    } catch (error) {
+      if (error instanceof ApiError || attempt >= attempts) throw error;
+    }
+  }
 }

@@ -9,7 +9,7 @@ import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { BRANCH_JOURNEY, expectedMoves, journeyEvents, timerJourney } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
 import { median, percentile } from '../lib/report';
-import { BENCH_ADMIN_TOKEN, call, download, startServer, type BenchServer } from '../lib/server';
+import { BENCH_ADMIN_TOKEN, call, download, postEvents, startServer, type BenchServer } from '../lib/server';
 import type { CountsJson } from '../lib/sse';
 import { inWindow } from '../lib/windows';
 import type { Measured } from './journey';
@@ -95,9 +95,9 @@ async function workflow(server: BenchServer, tenant: string, name: string, defin
   return (await call<{ id: string }>(server, 'POST', `/tenants/${tenant}/workflows`, { name, definition })).id;
 }
 
-export async function measureLoadLatency(database: ScratchDatabase, options: { users: number; events: number }): Promise<LoadFigures> {
+export async function measureLoadLatency(database: ScratchDatabase, options: { users: number; events: number; profile?: boolean }): Promise<LoadFigures> {
   const { users } = options;
-  const server = await startServer(database.url);
+  const server = await startServer(database.url, { profile: options.profile });
   const windows: Partial<Record<LoadPhase | 'idle', { from: number; to: number; note?: string }>> = {};
   const phase = async (name: LoadPhase | 'idle', work: () => Promise<string | void>) => {
     const from = now();
@@ -123,7 +123,7 @@ export async function measureLoadLatency(database: ScratchDatabase, options: { u
       for (let offset = 0; offset < events.length; offset += EVENT_BATCH) bodies.push(JSON.stringify({ tenant: BUSY, events: events.slice(offset, offset + EVENT_BATCH) }));
       let next = 0;
       const sender = async () => {
-        while (next < bodies.length) await call(server, 'POST', '/events', bodies[next++], 'application/json');
+        for (let batch = next++; batch < bodies.length; batch = next++) await postEvents(server, bodies[batch], `load-${batch}`);
       };
       await Promise.all(Array.from({ length: IN_FLIGHT }, sender));
       await until(async () => {

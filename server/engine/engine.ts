@@ -1,4 +1,5 @@
 import { systemClock, Wakeup, type Clock } from '../clock';
+import type { Principal } from '../auth';
 import { processOwner } from '../process-owner';
 import { runtime } from '../runtime';
 import { notFound } from '../errors';
@@ -17,6 +18,7 @@ import { LogTrimmer, logEnds } from './store/log';
 import { recentMovesOf } from './store/user-moves';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition } from './instance-store';
+import { ingestBody, type IngestOutcome } from './ingest';
 import * as ops from './instances';
 import { PARTITION_WAIT_MS } from './operations';
 import type { InstanceEngine } from './instances';
@@ -66,6 +68,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private readonly tenants = new Map<string, TenantEntry>();
   private readonly listeners = new Map<string, Set<CountsListener>>();
   private readonly pendingCounts = new Map<string, ReturnType<typeof setTimeout>>();
+  private readonly lastPushAt = new Map<string, number>();
   private readonly stopRequested = new Set<string>();
   private readonly timerWakeup = new Wakeup();
   private timerLoop: Promise<void> | undefined;
@@ -206,6 +209,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     );
   }
 
+  async ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
+    const outcome = await ingestBody(principal, body, now, key);
+    if (!outcome.replayed) this.wakeTenant(outcome.tenantId);
+    return outcome;
+  }
+
   /** Resolves once every partition of the tenant applied the log as far as it reached when called. */
   async drain(tenantId: string, timeoutMs = 60_000): Promise<void> {
     const ends = await logEnds(tenantId);
@@ -292,15 +301,19 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     }
     if (this.cluster && instance) this.cluster.counts.schedule(instance.record.tenantId, instanceId, () => this.heldFigures(instance.record.tenantId, instanceId));
     if (!this.listeners.get(instanceId)?.size || this.pendingCounts.has(instanceId)) return;
+    // At once when the last push is 100 ms old, else 100 ms after it: bursts coalesce, a lone change is seen at once.
+    const wait = Math.max(0, (this.lastPushAt.get(instanceId) ?? Number.NEGATIVE_INFINITY) + COUNTS_PUSH_MS - performance.now());
     this.pendingCounts.set(
       instanceId,
       setTimeout(() => {
         this.pendingCounts.delete(instanceId);
         const instance = this.findRuntime(instanceId);
-        if (!instance) return;
+        const listeners = this.listeners.get(instanceId);
+        if (!instance || !listeners) return;
         const counts = instance.counts();
-        for (const listener of this.listeners.get(instanceId) ?? []) listener(counts);
-      }, COUNTS_PUSH_MS),
+        this.lastPushAt.set(instanceId, performance.now());
+        for (const listener of listeners) listener(counts);
+      }, wait),
     );
   }
 
@@ -315,14 +328,16 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     });
   }
 
-  /** Called after committed changes of the instance's counts (coalesced to one push per 100 ms). */
+  /** Called after committed changes of the instance's counts (at most one push per 100 ms). */
   subscribeCounts(instanceId: string, listener: CountsListener): () => void {
     let set = this.listeners.get(instanceId);
     if (!set) this.listeners.set(instanceId, (set = new Set()));
     set.add(listener);
     return () => {
       set.delete(listener);
-      if (set.size === 0) this.listeners.delete(instanceId);
+      if (set.size > 0) return;
+      this.listeners.delete(instanceId);
+      this.lastPushAt.delete(instanceId);
     };
   }
 

@@ -1,7 +1,9 @@
 // What the rest of the server (routes, ingest, boot) uses of the engine. Two implementations: `Engine` runs the
 // partitions in this thread (tests, the engine-only bench, the engine thread itself); `EngineClient`
 // (server/engine/client.ts) answers the request thread from what the engine thread publishes and calls it for the rest.
+import type { Principal } from '../auth';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
+import type { IngestOutcome } from './ingest';
 import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 export interface EngineHandle {
@@ -9,9 +11,14 @@ export interface EngineHandle {
   stop(): Promise<void>;
   /** Ingest calls this after appending events so the partition loops read them at once. */
   wakeTenant(tenantId: string): void;
+  /**
+   * POST /events: decodes, validates and durably appends a batch sent as JSON text (server/engine/ingest.ts), then
+   * wakes the tenant's partitions. Runs where the engine runs, so the thread answering HTTP only carries the text.
+   */
+  ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome>;
   /** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
   getCounts(tenantId: string, instanceId: string): Promise<Counts>;
-  /** Called after committed changes of the instance's counts (coalesced to one push per 100 ms). */
+  /** Called after committed changes of the instance's counts: at once, or coalesced to one push per 100 ms in a burst. */
   subscribeCounts(instanceId: string, listener: CountsListener): () => void;
   /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
   stepBitmap(tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32>;

@@ -14,7 +14,7 @@
 //     followed by its actions, comma-separated), timeMs (engine clock) }.
 // A direct chain is one row per hop. Update-crowd changes no journal (busybee: no notifications).
 export { getEngine, startEngine, stopEngine, setEngineForTests, type EngineOptions } from './engine';
-export { idempotencyKey, ingest } from './ingest';
+export { idempotencyKey } from './ingest';
 export { recentEventTypes, type RecentEventTypes } from './event-types';
 export { discardDeadLetter, getDeadLetter, listDeadLetters } from './dead-letter';
 export type { Counts, InstanceView, SnapshotView, WhereIsUser, StartRequest, UpdateWorkflowRequest } from './types';

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
+import { parseJsonBody } from '../json-body';
 import { callerTenant } from '../tenants/tenants';
 import { appendRequest, type IngestResult } from './ingest-commit';
 import type { LoggedEvent } from './types';
@@ -22,6 +23,9 @@ const EVENT_FIELDS = new Set(['id', 'user', 'type', 'data', 'time']);
 const BODY_FIELDS = new Set(['tenant', 'events']);
 /** Visible ASCII and spaces, as HTTP header values allow without encoding. */
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+
+/** What an ingest call answers: the tenant the batch went to, and what of it was appended. */
+export type IngestOutcome = { tenantId: string } & IngestResult;
 
 /** `ids` is there when some event has an `id` (then one entry per event, undefined for events without one). */
 export type EventBatch = { tenant?: string; events: LoggedEvent[]; ids?: (string | undefined)[] };
@@ -132,10 +136,16 @@ export function idempotencyKey(header: string | null): string | undefined {
  * "Same body" is the same bytes: `bodyBytes` as the request sent them (hashing them costs no re-serialization);
  * in-process callers, which have no request, give none and their body's JSON is hashed.
  */
-export async function ingest(principal: Principal, body: unknown, now: number, key?: string, bodyBytes?: Uint8Array): Promise<{ tenantId: string } & IngestResult> {
+export async function ingest(principal: Principal, body: unknown, now: number, key?: string, bodyBytes?: Uint8Array): Promise<IngestOutcome> {
   const batch = parseEventBatch(body, now);
   const tenant = await ingestTarget(principal, batch.tenant);
   const requestHash = key === undefined ? undefined : createHash('sha256').update(bodyBytes ?? JSON.stringify(body)).digest('base64url');
   const result = await appendRequest(tenant.id, tenant.partitions, { events: batch.events, ids: batch.ids, key, requestHash }, now);
   return { tenantId: tenant.id, ...result };
+}
+
+/** `ingest` of a request body as its bytes: decoded here, so whichever thread runs ingest also pays the JSON parse. */
+export function ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
+  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  return ingest(principal, parseJsonBody(text), now, key, body);
 }

@@ -12,6 +12,7 @@ export const ENGINE_CALLS = [
   'liveCounts',
   'stepBitmap',
   'whereIsUser',
+  'ingestBody',
   'materializeStart',
   'materializeStop',
   'materializeUpdateCrowd',

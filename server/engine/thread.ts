@@ -4,6 +4,7 @@
 // and raw driver on the same database, its own caches. It publishes every instance's counts after each change and
 // answers the calls of the request thread between two slices of its work.
 import { parentPort } from 'node:worker_threads';
+import type { Principal } from '../auth';
 import { processNotice } from '../crowd/notice';
 import { getProcedureRunner } from '../procedures/runner';
 import { applyRelayedProfileWrite } from '../profiles/index-store';
@@ -32,6 +33,7 @@ const calls: Record<EngineCallName, Call> = {
   // Portable roaring bytes in a fresh buffer of their own, so the reply transfers it instead of copying it.
   stepBitmap: async (tenantId: string, instanceId: string, step: string) => new Uint8Array((await engine.stepBitmap(tenantId, instanceId, step)).serialize('portable')),
   whereIsUser: (tenantId: string, user: number) => engine.whereIsUser(tenantId, user),
+  ingestBody: (principal: Principal, body: Uint8Array, now: number, key?: string) => engine.ingestBody(principal, body, now, key),
   materializeStart: (tenantId: string, instanceId: string) => engine.materializeStart(tenantId, instanceId),
   materializeStop: (tenantId: string, instanceId: string) => engine.materializeStop(tenantId, instanceId),
   materializeUpdateCrowd: (tenantId: string, instanceId: string, crowd: string) => engine.materializeUpdateCrowd(tenantId, instanceId, crowd),

@@ -7,6 +7,7 @@ import { PrismaClient as SqliteClient, type Prisma } from './generated/sqlite/cl
 import { PrismaClient as PostgresClient } from './generated/postgres/client';
 import { env } from '../env';
 import { parseDatabaseUrl, type DatabaseTarget } from './database-url';
+import { AsyncLockWaitAdapter } from './sqlite-busy';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer';
 import { runtime } from '../runtime';
 import type { RawDb } from './raw';
@@ -25,7 +26,8 @@ class SharedSqliteAdapter extends PrismaBetterSqlite3 {
   private opened!: (connection: BetterSqlite3.Database) => void;
 
   constructor(private readonly file: string) {
-    super({ url: `file:${file}`, timeout: 30_000 });
+    // No busy timeout: SQLite's busy handler would sleep this thread; statements wait for the lock on a timer instead.
+    super({ url: `file:${file}`, timeout: 0 });
     this.connection = new Promise((resolve) => (this.opened = resolve));
   }
 
@@ -39,7 +41,7 @@ class SharedSqliteAdapter extends PrismaBetterSqlite3 {
       console.warn('[crowdflow] could not start the SQLite checkpoint worker:', error instanceof Error ? error.message : error);
     }
     this.opened(connection);
-    return adapter;
+    return new AsyncLockWaitAdapter(adapter);
   }
 }
 

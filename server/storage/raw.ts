@@ -4,12 +4,14 @@
 // else stays on the one Prisma client.
 //
 // SQLite: the SAME better-sqlite3 connection Prisma uses (one writer, one file lock), with prepared statements cached
-// by SQL text. Its calls are synchronous, so a transaction here runs start to end without yielding; it only has to
-// wait while one of Prisma's interactive transactions is open on the connection (Prisma awaits between statements).
+// by SQL text. Its calls are synchronous, so a transaction here runs start to end without yielding once BEGIN IMMEDIATE
+// has the write lock; it waits while one of Prisma's interactive transactions is open on the connection (Prisma awaits
+// between statements), and for a lock another connection holds on a timer (sqlite-busy.ts), never in the thread.
 // PostgreSQL: a small pg pool of its own, schema-qualified SQL (`tableName`).
 import type BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { connectedSqlite, storage } from './db';
+import { whenUnlocked } from './sqlite-busy';
 
 export interface RawStatement {
   sql: string;
@@ -57,37 +59,50 @@ class SqliteRaw implements RawDb {
     return statement;
   }
 
-  /** Waits until no Prisma transaction is open on the shared connection (ours never stay open across a yield). */
-  private async idle(): Promise<void> {
+  /**
+   * Runs `work` (synchronous) at a moment no Prisma transaction is open on the shared connection (ours never stay
+   * open across a yield): checked in the same turn as `work` runs, so nothing can begin in between.
+   */
+  private async whenIdle<T>(work: () => T): Promise<T> {
     const deadline = Date.now() + PRISMA_TRANSACTION_WAIT_MS;
     while (this.connection.inTransaction) {
       if (Date.now() > deadline) throw new Error('A database transaction has stayed open for 10 minutes');
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
+    return work();
   }
 
   async query<Row>(sql: string, params: unknown[]): Promise<Row[]> {
-    await this.idle();
-    return this.prepared(sql).all(...params.map(sqliteValue)) as Row[];
+    return whenUnlocked(() => this.whenIdle(() => this.prepared(sql).all(...params.map(sqliteValue)) as Row[]));
   }
 
   async each(sql: string, params: unknown[], visit: (row: unknown[]) => void): Promise<number> {
-    await this.idle();
-    let count = 0;
-    for (const row of this.prepared(sql, true).iterate(...params.map(sqliteValue))) {
-      visit(row as unknown[]);
-      count++;
-    }
-    return count;
+    // Only the first step can be refused for a lock (a read keeps its snapshot once it has one): no row is visited twice.
+    return whenUnlocked(() =>
+      this.whenIdle(() => {
+        let count = 0;
+        for (const row of this.prepared(sql, true).iterate(...params.map(sqliteValue))) {
+          visit(row as unknown[]);
+          count++;
+        }
+        return count;
+      }),
+    );
   }
 
   async execute(sql: string, params: unknown[]): Promise<number> {
-    await this.idle();
-    return this.prepared(sql).run(...params.map(sqliteValue)).changes;
+    return whenUnlocked(() => this.whenIdle(() => this.prepared(sql).run(...params.map(sqliteValue)).changes));
   }
 
   async transaction(statements: RawStatement[]): Promise<Record<string, unknown>[][]> {
-    await this.idle();
+    return whenUnlocked(() => this.whenIdle(() => this.transactionNow(statements)));
+  }
+
+  /**
+   * BEGIN IMMEDIATE to COMMIT without yielding. The write lock is taken up front, so only BEGIN can be refused for a
+   * lock (SQLITE_BUSY, nothing started: the caller tries again later) and no statement after it waits for one.
+   */
+  private transactionNow(statements: RawStatement[]): Record<string, unknown>[][] {
     this.prepared('BEGIN IMMEDIATE').run();
     try {
       const results = statements.map((s) => {
