@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest,procedures,webhooks,cluster] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest,entry,procedures,webhooks,cluster] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { measureLimits, type LimitFigures } from './scenarios/limits';
 import { measureLoadLatency, type LoadFigures } from './scenarios/load-latency';
 import { measureProfiles, type ProfileFigures } from './scenarios/profiles';
 import { measureIngest, type IngestFigures } from './scenarios/ingest';
+import { measureEntry, type EntryFigures } from './scenarios/entry';
 import { measureProcedures, type ProcedureFigures } from './scenarios/procedures';
 import { measureCluster } from './scenarios/cluster';
 import { measureRows, type RowsFigures } from './scenarios/rows';
@@ -27,7 +28,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
 const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1].split(',') ?? all;
-const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'ingest', 'procedures', 'webhooks']));
+const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'ingest', 'entry', 'procedures', 'webhooks']));
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 /** Journey steps over HTTP to run (text upload, counts, export csv, export roaring, sse, events, timer, recovery). */
@@ -75,10 +76,11 @@ async function main(): Promise<void> {
   const load: Partial<Record<Provider, LoadFigures>> = {};
   const profiles: Partial<Record<Provider, ProfileFigures>> = {};
   const ingest: Partial<Record<Provider, IngestFigures>> = {};
+  const entry: Partial<Record<Provider, EntryFigures>> = {};
   const procedures: Partial<Record<Provider, ProcedureFigures>> = {};
   const webhooks: Partial<Record<Provider, WebhookFigures>> = {};
   const save = (complete: boolean) => {
-    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest, procedures, webhooks }).map((r: ScenarioResult) => score(r, scale));
+    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest, entry, procedures, webhooks }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
@@ -110,6 +112,11 @@ async function main(): Promise<void> {
       console.log(`idempotent ingest (keys and event ids) against plain ingest on ${provider}…`);
       // A tenth of the journey's crowd: four runs each hold an instance, and the rate, not the crowd, is measured.
       ingest[provider] = await withDatabase(provider, 'ingest', (database) => measureIngest(database, { users: SCALE.users / 10, events: SCALE.events / 2, profile }));
+      save(false);
+    }
+    if (sections.has('entry')) {
+      console.log(`event-triggered entry over HTTP on ${provider}…`);
+      entry[provider] = await withDatabase(provider, 'entry', (database) => measureEntry(database, { users: SCALE.events, profile }));
       save(false);
     }
     if (sections.has('engine')) {

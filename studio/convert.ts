@@ -167,7 +167,10 @@ function dataCommon(data: Common): Common {
  * The definition the canvas describes. An unconnected required output becomes `next: ""`, which
  * validateWorkflow() reports on that step, so the canvas shows the problem where it is.
  */
-export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?: string): { definition: WorkflowDefinition; draft: WorkflowDraft } {
+/** What a definition holds besides its steps and stopAt, edited apart from the canvas (the inspector with no step selected). */
+export type WorkflowExtras = Pick<WorkflowDefinition, 'entry' | 'goal'>;
+
+export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?: string, extras: WorkflowExtras = {}): { definition: WorkflowDefinition; draft: WorkflowDraft } {
   const nameOf = new Map(nodes.map((n) => [n.id, n.data.name]));
   const target = (node: StepNode, handle: string): string | undefined => {
     const edge = edges.find((e) => e.source === node.id && (e.sourceHandle ?? 'next') === handle);
@@ -209,7 +212,8 @@ export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?:
   const positions = Object.fromEntries(nodes.map((n) => [n.data.name, { x: Math.round(n.position.x), y: Math.round(n.position.y) }]));
   const labels = Object.fromEntries(nodes.flatMap((n) => (n.data.label?.trim() ? [[n.data.name, n.data.label.trim()]] : [])));
   const notes = Object.fromEntries(nodes.flatMap((n) => (n.data.note?.trim() ? [[n.data.name, n.data.note.trim()]] : [])));
-  return { definition: stopAt ? { steps, stopAt } : { steps }, draft: { positions, labels, ...(Object.keys(notes).length ? { notes } : {}) } };
+  const { entry, goal } = extras;
+  return { definition: { steps, ...(entry ? { entry } : {}), ...(goal ? { goal } : {}), ...(stopAt ? { stopAt } : {}) }, draft: { positions, labels, ...(Object.keys(notes).length ? { notes } : {}) } };
 }
 
 /** Top-to-bottom layered layout (dagre), then each step's targets put left to right in its outputs' order; returns new nodes. */

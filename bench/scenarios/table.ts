@@ -7,6 +7,7 @@ import type { JourneyFigures, Measured } from './journey';
 import type { LimitFigures } from './limits';
 import type { LoadFigures } from './load-latency';
 import type { IngestFigures } from './ingest';
+import type { EntryFigures } from './entry';
 import { profileRows, type ProfileFigures } from './profiles-table';
 import type { ProcedureFigures } from './procedures';
 import type { RowsFigures } from './rows';
@@ -21,6 +22,7 @@ export interface AllFigures {
   engine: Partial<Record<Provider, EngineFigures>>;
   load?: Partial<Record<Provider, LoadFigures>>;
   ingest?: Partial<Record<Provider, IngestFigures>>;
+  entry?: Partial<Record<Provider, EntryFigures>>;
   profiles?: Partial<Record<Provider, ProfileFigures>>;
   procedures?: Partial<Record<Provider, ProcedureFigures>>;
   webhooks?: Partial<Record<Provider, WebhookFigures>>;
@@ -130,6 +132,15 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
         ours: measured(ingest.ratio, '%'),
         target: higher(90, '≥ 90% of without'),
         details: ingest.ratio.details,
+      });
+    }
+    const entry = all.entry?.[provider];
+    if (entry) {
+      out.push({
+        scenario: 'event-triggered entry over HTTP (batches of 1,000: 500 sign-ups among 500 other events), entries/s',
+        provider: where,
+        ours: measured(entry.entries, 'entries/s'),
+        details: entry.entries.details,
       });
     }
     if (!http) continue;

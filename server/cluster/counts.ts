@@ -34,7 +34,12 @@ export function shardCounts(instance: InstanceRuntime, partition: number): Count
     total += bitmap.size;
   }
   for (const [key, count] of shard.edges) edges[key] = count;
-  return { instanceId: instance.id, total, steps, edges };
+  const counts: Counts = { instanceId: instance.id, total, entered: shard.entered, steps, edges };
+  if (instance.workflow.goal) {
+    counts.convertedFrom = Object.fromEntries([...shard.converted].map(([step, users]) => [step, users.size]));
+    counts.converted = Object.values(counts.convertedFrom).reduce((sum, n) => sum + n, 0);
+  }
+  return counts;
 }
 
 /** The engine side: writes and announces the figures of the partitions this member holds. */
@@ -198,7 +203,7 @@ export class ClusterCountsBoard {
     if (!entry?.partitions || entry.tenantId !== tenantId) return null;
     const held = new Set(local?.held ?? []);
     const partitions = entry.partitions;
-    const out: Counts = local ? structuredClone(local.counts) : { instanceId, total: 0, steps: {}, edges: {} };
+    const out: Counts = local ? structuredClone(local.counts) : { instanceId, total: 0, entered: 0, steps: {}, edges: {} };
     const moving: number[] = [];
     for (let p = 0; p < partitions; p++) {
       if (held.has(p)) continue;
@@ -208,6 +213,12 @@ export class ClusterCountsBoard {
         continue;
       }
       out.total += figure.counts.total;
+      out.entered += figure.counts.entered ?? 0; // figures published before entries were counted have none
+      if (figure.counts.convertedFrom) {
+        out.converted = (out.converted ?? 0) + (figure.counts.converted ?? 0);
+        out.convertedFrom ??= {};
+        for (const [step, n] of Object.entries(figure.counts.convertedFrom)) out.convertedFrom[step] = (out.convertedFrom[step] ?? 0) + n;
+      }
       for (const [step, n] of Object.entries(figure.counts.steps)) out.steps[step] = (out.steps[step] ?? 0) + n;
       for (const [edge, n] of Object.entries(figure.counts.edges)) out.edges[edge] = (out.edges[edge] ?? 0) + n;
     }

@@ -17,7 +17,7 @@ import { deserializeError, type EngineCallName, type FromEngine, type ToEngine }
 import { EngineThread, takeEngineThread } from './thread-spawn';
 import { startClusterChannel, type ClusterCountsBoard } from '../cluster/channel';
 import { AppError } from '../errors';
-import type { Counts, CountsCoverage, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+import type { Counts, CountsCoverage, CountsListener, InstanceView, SnapshotView, StartRequest, StepUsers, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 const COUNTS_PUSH_MS = 100;
 /** A thread that died is started again after this pause (its leases are taken back at once under the same owner). */
@@ -213,8 +213,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
 
   // ---- reads the engine answers ----------------------------------------------------------------------------------
 
-  async stepBitmap(tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32> {
-    return RoaringBitmap32.deserialize(await this.call<Uint8Array>('stepBitmap', tenantId, instanceId, step), 'portable');
+  async stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers = 'in'): Promise<RoaringBitmap32> {
+    return RoaringBitmap32.deserialize(await this.call<Uint8Array>('stepBitmap', tenantId, instanceId, step, users), 'portable');
   }
 
   whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {

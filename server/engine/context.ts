@@ -31,6 +31,11 @@ export class TenantData {
     }
   }
 
+  /** A crowd's users (an unknown crowd: undefined); prepareCrowds() must have run for it. */
+  crowd(name: string): RoaringBitmap32 | undefined {
+    return this.crowds.get(name);
+  }
+
   /** Synchronous membership for predicates; prepareCrowds() must have run for the crowds they use. */
   readonly membership: CrowdMembership = {
     has: (name, user) => this.crowds.get(name)?.has(user) ?? false,

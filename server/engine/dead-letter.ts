@@ -49,11 +49,24 @@ export class DeadLetterBatch {
       for (; i < conditions.length; i++) if (conditions[i].predicate(input, crowds)) return i;
       return -1;
     } catch (error) {
-      const { offset, index } = this.locate(where.index);
-      const reason = `branches[${i}].condition: ${(error as Error).message}`;
-      this.pending.push({ id: deadLetterId(), instanceId: where.instanceId, step: where.step, logOffset: offset, eventIndex: index, event: this.eventAt(where.index), reason });
+      this.setAside(where, `branches[${i}].condition: ${(error as Error).message}`);
       return -1;
     }
+  }
+
+  /** Whether `condition` holds for the event; an evaluation that throws sets the event aside and gives false. */
+  holds(condition: CompiledCondition, input: ConditionInput, crowds: CrowdMembership, where: { instanceId: string; step: string; index: number; field: string }): boolean {
+    try {
+      return condition.predicate(input, crowds);
+    } catch (error) {
+      this.setAside(where, `${where.field}: ${(error as Error).message}`);
+      return false;
+    }
+  }
+
+  private setAside(where: { instanceId: string; step: string; index: number }, reason: string): void {
+    const { offset, index } = this.locate(where.index);
+    this.pending.push({ id: deadLetterId(), instanceId: where.instanceId, step: where.step, logOffset: offset, eventIndex: index, event: this.eventAt(where.index), reason });
   }
 
   /** INSERT statements for the commit of this batch (none when nothing was set aside). */

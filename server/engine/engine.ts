@@ -3,7 +3,7 @@ import type { Principal } from '../auth';
 import { processOwner } from '../process-owner';
 import { runtime } from '../runtime';
 import { notFound } from '../errors';
-import type { RoaringBitmap32 } from '../crowd/bitmap';
+import { RoaringBitmap32 } from '../crowd/bitmap';
 import { getProcedureRunner } from '../procedures/runner';
 import { setRunningLookup } from '../workflows/running';
 import { db } from '../storage/db';
@@ -16,6 +16,7 @@ import { Shard } from './shard';
 import { cleanupJournal } from '../notifications/notifications';
 import { LogTrimmer, logEnds } from './store/log';
 import { recentMovesOf } from './store/user-moves';
+import { CountsSampler, downsampleCountsHistory } from './counts-history';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition } from './instance-store';
 import { ingestBody, type IngestOutcome } from './ingest';
@@ -29,7 +30,7 @@ import type { ClusterMember } from '../cluster/member';
 import { shardCounts } from '../cluster/counts';
 import { committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
 import type { LeasePolicy } from './store/leases';
-import type { Counts, CountsCoverage, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+import type { Counts, CountsCoverage, CountsListener, InstanceView, SnapshotView, StartRequest, StepUsers, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 export interface EngineOptions {
   clock?: Clock;
@@ -52,6 +53,8 @@ const COUNTS_PUSH_MS = 100;
 /** The timer loop re-plans at least this often (engine clock), so nothing is missed for long. */
 const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
 const HOUSEKEEPING_EVERY_MS = 60 * 60 * 1000;
+/** How often (real time) the engine asks whether a minute's counts sample is due. */
+const SAMPLE_CHECK_EVERY_MS = 10_000;
 
 /** One engine per process: partition owner loops, shards in memory, timers, counts. */
 export class Engine implements EngineSide, EngineHandle, InstanceEngine {
@@ -75,6 +78,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private running = false;
   private housekeptAt = Number.NEGATIVE_INFINITY;
   private readonly logTrimmer = new LogTrimmer();
+  private readonly countsSampler = new CountsSampler();
+  private samplingTimer: ReturnType<typeof setInterval> | undefined;
   private unsubscribeTenantDeleted: (() => void) | undefined;
 
   constructor(options: EngineOptions = {}) {
@@ -109,6 +114,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     await this.cluster?.start(this);
     for (const tenant of await db().tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
     this.timerLoop = this.runTimerLoop();
+    this.samplingTimer = setInterval(() => void this.sampleCounts(), SAMPLE_CHECK_EVERY_MS).unref();
     await ops.resumeInterruptedOperations(this);
   }
 
@@ -117,6 +123,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.running = false;
     await this.cluster?.drain();
     this.unsubscribeTenantDeleted?.();
+    clearInterval(this.samplingTimer);
     this.timersChanged();
     await this.timerLoop;
     for (const entry of this.tenants.values()) {
@@ -236,12 +243,22 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.timerWakeup.wake();
   }
 
-  /** Runs every due timer now (the loop does this by itself; tests call it after moving a ManualClock). */
+  /** Runs every due timer now, then samples counts where due (the loop does this by itself; tests call it after moving a ManualClock). */
   async runTimers(): Promise<void> {
     for (const entry of [...this.tenants.values()]) {
       const { runtime, workers } = await entry.ready;
       await runTimersTogether(runtime.id, workers, this.clock.now());
     }
+    await this.countsSampler.sampleIfDue(this.clock.now(), this.instancesHeldWhole());
+  }
+
+  private async sampleCounts(): Promise<void> {
+    await this.countsSampler.sampleIfDue(this.clock.now(), this.instancesHeldWhole()).catch((error) => console.error('[crowdflow] sampling counts failed', error));
+  }
+
+  /** Running instances of tenants whose every partition this process owns (their counts here are whole). */
+  private instancesHeldWhole(): InstanceRuntime[] {
+    return [...this.tenants.values()].flatMap((entry) => (entry.loaded?.workers.every((w) => w.lease) ? [...entry.loaded.runtime.instances.values()] : []));
   }
 
   private async runTimerLoop(): Promise<void> {
@@ -253,6 +270,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
         const now = this.clock.now();
         if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
         due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
+        if (this.countsSampler.hasNew(this.instancesHeldWhole())) due = now;
         if (due <= now) await this.runTimers();
         else await sleepUnlessWoken(this.clock, Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {
@@ -271,6 +289,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private async housekeeping(now: number): Promise<void> {
     await this.removeExpiredSnapshots(now);
     await cleanupJournal(this.clock);
+    await downsampleCountsHistory(now);
     for (const tenantId of this.tenants.keys()) await this.logTrimmer.run(tenantId);
   }
 
@@ -379,24 +398,29 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     if (live) return live.counts();
     const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
     if (snapshot) return JSON.parse(snapshot.counts) as Counts;
-    return { instanceId, total: 0, steps: {}, edges: {} };
+    return { instanceId, total: 0, entered: 0, steps: {}, edges: {} };
   }
 
-  /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
-  async stepBitmap(tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32> {
+  /**
+   * The users at `step` (`users: converted`: who reached the goal from it): the union of the shards of a running
+   * instance, or the snapshot of a stopped one.
+   */
+  async stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers = 'in'): Promise<RoaringBitmap32> {
     const row = await ops.requireInstance(tenantId, instanceId);
     const tenant = await this.tenant(tenantId);
     // In a cluster other members hold some partitions, and may have started the instance: read those as committed.
     const live = tenant.instances.get(row.id) ?? (this.cluster && row.state === 'running' ? await committedInstance(row, tenant.partitions) : undefined);
     if (live) {
       if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
+      if (users === 'converted') return live.convertedUsers(step);
       return this.cluster ? committedStepUsers(live, step) : live.stepUsers(step);
     }
     const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
     if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
     const counts = JSON.parse(snapshot.counts) as Counts;
     if (!(step in counts.steps)) throw notFound(`Step "${step}" of instance ${instanceId}`);
-    return Shard.decode(instanceId, -1, snapshot.bitmaps).step(step);
+    const shard = Shard.decode(instanceId, -1, snapshot.bitmaps);
+    return users === 'converted' ? (shard.converted.get(step) ?? new RoaringBitmap32()) : shard.step(step);
   }
 
   getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {

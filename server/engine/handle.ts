@@ -4,7 +4,7 @@
 import type { Principal } from '../auth';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { IngestOutcome } from './ingest';
-import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, StepUsers, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
 
 export interface EngineHandle {
   start(): Promise<void>;
@@ -21,7 +21,7 @@ export interface EngineHandle {
   /** Called after committed changes of the instance's counts: at once, or coalesced to one push per 100 ms in a burst. */
   subscribeCounts(instanceId: string, listener: CountsListener): () => void;
   /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
-  stepBitmap(tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32>;
+  stepBitmap(tenantId: string, instanceId: string, step: string, users?: StepUsers): Promise<RoaringBitmap32>;
   whereIsUser(tenantId: string, user: number): Promise<WhereIsUser>;
   listInstances(tenantId: string, filter?: { workflowId?: string; state?: string }): Promise<InstanceView[]>;
   getInstance(tenantId: string, instanceId: string): Promise<InstanceView>;

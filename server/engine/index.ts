@@ -17,4 +17,5 @@ export { getEngine, startEngine, stopEngine, setEngineForTests, type EngineOptio
 export { idempotencyKey } from './ingest';
 export { recentEventTypes, type RecentEventTypes } from './event-types';
 export { discardDeadLetter, getDeadLetter, listDeadLetters } from './dead-letter';
+export { countsHistory, HISTORY_RESOLUTIONS, MAX_HISTORY_POINTS, type HistoryPoint } from './counts-history';
 export type { Counts, InstanceView, SnapshotView, WhereIsUser, StartRequest, UpdateWorkflowRequest } from './types';

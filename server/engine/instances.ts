@@ -113,13 +113,18 @@ export async function submitStart(engine: InstanceEngine, tenantId: string, work
   const workflow = await requireWorkflow(tenantId, workflowId);
   const version = request.version ?? workflow.currentVersion;
   const reentry = request.reentry ?? 'exclude';
-  await loadDefinition(workflow.id, version);
-  const crowd = await requireUsableCrowd(tenantId, request.crowd);
+  const definition = await loadDefinition(workflow.id, version);
+  const crowd = request.crowd === undefined ? null : await requireUsableCrowd(tenantId, request.crowd);
+  // The same code as a missing required field: it is one, for a workflow without a trigger.
+  if (!crowd && !definition.entry) throw new AppError('validation_failed', `crowd: required, because version ${version} of workflow "${workflow.name}" has no entry trigger`, { path: 'crowd' });
   await refuseActive(workflow.id);
-  await requireUsersLeft(tenantId, workflow.id, crowd, reentry);
+  // With a trigger users also enter by events: a crowd that re-entry exclusion empties is no reason to refuse.
+  if (crowd && !definition.entry) await requireUsersLeft(tenantId, workflow.id, crowd, reentry);
   const instanceId = newId('in');
-  await db().instance.create({ data: { id: instanceId, tenantId, workflowId: workflow.id, version, crowdName: request.crowd, state: 'starting', userCount: 0, reentry } });
-  const state = { tenantId, workflowId: workflow.id, crowd: request.crowd, version, instanceId };
+  // No crowd (a trigger-only instance): crowdName is empty.
+  const crowdName = request.crowd ?? '';
+  await db().instance.create({ data: { id: instanceId, tenantId, workflowId: workflow.id, version, crowdName, state: 'starting', userCount: 0, reentry } });
+  const state = { tenantId, workflowId: workflow.id, crowd: crowdName, version, instanceId };
   const procedureId = await engine.runner.submit('instance.start', state, { tenantId, workflowId: workflow.id });
   return { procedureId, instanceId };
 }

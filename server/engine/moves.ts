@@ -76,6 +76,7 @@ export class Mover {
       timeMs: this.now,
     });
     this.shard.countEdge(from, to, arrivals.count);
+    if (this.workflow.isEntry(from, to)) this.shard.entered += arrivals.count;
   }
 
   /** THE step switch: `arrivals` enter `to`, and move on at once or rest there. Returns where they rest. */

@@ -117,8 +117,9 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
   if (row.state === 'running') return { instanceId, userCount: Number(row.userCount), excludedCount: Number(row.excludedCount) };
   if (row.state !== 'starting') throw conflict(`Instance ${instanceId} is ${row.state}; only a starting instance can start`);
   const workflow = new WorkflowRuntime(await loadDefinition(row.workflowId, row.version), row.workflowId);
-  const { users, excludedCount } = await crowdOf(tenantId, row.crowdName, row.workflowId, instanceId, row.reentry as Reentry);
-  if (users.size === 0) throw nobodyLeft(row.crowdName, excludedCount);
+  // A trigger-only instance (no crowd) starts empty; users enter by events.
+  const { users, excludedCount } = row.crowdName === '' ? { users: new RoaringBitmap32(), excludedCount: 0 } : await crowdOf(tenantId, row.crowdName, row.workflowId, instanceId, row.reentry as Reentry);
+  if (users.size === 0 && !workflow.trigger) throw nobodyLeft(row.crowdName, excludedCount);
   await locked(engine, tenantId, async (tenant, leases) => {
     const now = engine.clock.now();
     const instance = new InstanceRuntime(row, workflow, tenant.partitions);
@@ -144,9 +145,10 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
     const now = engine.clock.now();
     const instance = tenant.instances.get(instanceId);
     const snapshot = new Shard(instanceId, -1);
-    const counts = instance?.counts() ?? { instanceId, total: 0, steps: {}, edges: {} };
+    const counts = instance?.counts() ?? { instanceId, total: 0, entered: 0, steps: {}, edges: {} };
     if (instance) {
       for (const step of instance.workflow.steps.keys()) snapshot.steps.set(step, instance.stepUsers(step));
+      for (const step of Object.keys(counts.convertedFrom ?? {})) snapshot.converted.set(step, instance.convertedUsers(step));
       for (const [key, count] of Object.entries(counts.edges)) snapshot.edges.set(key, count);
     }
     await commitBatch(tenantId, {
@@ -157,6 +159,7 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
         const data = { tenantId, counts: JSON.stringify(counts), bitmaps: snapshot.encode() as Buffer<ArrayBuffer>, createdAt: new Date(now), expiresAt: new Date(now + SNAPSHOT_RETENTION_MS) };
         await tx.instanceSnapshot.upsert({ where: { instanceId }, create: { instanceId, ...data }, update: data });
         await tx.shardCheckpoint.deleteMany({ where: { instanceId } });
+        await tx.conversion.deleteMany({ where: { instanceId } }); // the snapshot holds them
         await tx.instance.update({ where: { id: instanceId }, data: { state: 'stopped', stoppedAt: new Date(now), userCount: counts.total } });
       },
     });
@@ -165,7 +168,7 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
   });
 }
 
-/** New users join the entry step, departed users leave every step; no notifications (nothing is journaled). */
+/** New users join the entry step, departed users leave every step (not with an entry trigger); no notifications (nothing is journaled). */
 export async function materializeUpdateCrowd(engine: Engine, tenantId: string, instanceId: string, crowdName: string): Promise<Json> {
   const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
   const { users } = await crowdOf(tenantId, crowdName, row.workflowId, instanceId, row.reentry as Reentry);
@@ -178,7 +181,8 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     byPartition(users, tenant.partitions).forEach((target, partition) => {
       const shard = instance.shards[partition]!;
       const members = shard.members();
-      const leavers = RoaringBitmap32.andNot(members, target);
+      // With an entry trigger users also enter by events, so the crowd only adds users: nobody is taken out.
+      const leavers = instance.workflow.trigger ? new RoaringBitmap32() : RoaringBitmap32.andNot(members, target);
       const joiners = RoaringBitmap32.andNot(target, members);
       const mover = new Mover(instance.workflow, shard, [], now);
       if (leavers.size > 0) for (const step of [...shard.steps.keys()]) mover.leaveBulk(leavers, step);
@@ -238,6 +242,8 @@ export async function materializeUpdateWorkflow(engine: Engine, tenantId: string
         if (kept.step.kind === 'timer' && old!.cronNext.has(name)) fresh.cronNext.set(name, old!.cronNext.get(name)!);
       }
       for (const [key, count] of old!.edges) fresh.edges.set(key, count);
+      fresh.entered += old!.entered;
+      for (const [step, users] of old!.converted) fresh.converted.set(step, users);
       startCrons(fresh, next, now);
       return fresh;
     });

@@ -6,6 +6,9 @@ import { profileKeysOfAll } from '../conditions/profile-predicate';
 import { systemClock, Wakeup, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { DeadLetterBatch } from './dead-letter';
+import { enterByEvents } from './entry';
+import { GoalTracker } from './goal';
+import { insertConversions, type ConversionWrite } from './store/conversions';
 import { Mover } from './moves';
 import { commitBatch, type JournalMove } from './store/commit';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, type Lease, type LeasePolicy } from './store/leases';
@@ -199,38 +202,47 @@ export class PartitionWorker {
     const moves: JournalMove[] = [];
     const touched: InstanceRuntime[] = [];
     const letters = new DeadLetterBatch(this.tenant.id, this.partition, rows);
+    const conversions: ConversionWrite[] = [];
     for (const instance of this.tenant.instances.values()) {
-      const before = moves.length;
-      await this.applyEvents(instance, events, now, moves, letters);
-      if (moves.length > before) touched.push(instance);
+      const before = moves.length + conversions.length;
+      await this.applyEvents(instance, events, now, moves, letters, conversions);
+      if (moves.length + conversions.length > before) touched.push(instance);
     }
     const to = rows[rows.length - 1].offset;
-    await commitBatch(this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra: letters.statements() });
+    const extra = [...letters.statements(), ...insertConversions(conversions)];
+    await commitBatch(this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra });
     this.offset = to;
-    this.afterCommit(touched, moves.length);
+    this.afterCommit(touched, moves.length + conversions.length);
   }
 
-  /** Finds the batch's users in the instance's event steps with one AND per step, then runs events in order. */
-  private async applyEvents(instance: InstanceRuntime, events: LogRow['events'], now: number, moves: JournalMove[], letters: DeadLetterBatch): Promise<void> {
+  /**
+   * Lets trigger events' users in (entry.ts), finds the batch's users in the instance's event steps with one AND per
+   * step and those the goal watches (goal.ts), then runs events in order.
+   */
+  private async applyEvents(instance: InstanceRuntime, events: LogRow['events'], now: number, moves: JournalMove[], letters: DeadLetterBatch, conversions: ConversionWrite[]): Promise<void> {
     const shard = instance.shards[this.partition];
     const workflow = instance.workflow;
-    if (!shard || workflow.eventSteps.length === 0) return;
+    if (!shard || (workflow.eventSteps.length === 0 && !workflow.trigger && !workflow.goal)) return;
+    await this.tenant.data.prepareCrowds(workflow.crowdsUsed());
+    const mover = new Mover(workflow, shard, moves, now);
+    const enteredAt = await enterByEvents(mover, events, this.tenant.data, letters);
     const ids = new Uint32Array(events.length);
     for (let i = 0; i < events.length; i++) ids[i] = events[i].user;
     const batch = RoaringBitmap32.from(ids);
+    const goal = await GoalTracker.watch(workflow, shard, batch, this.tenant.data, letters, now);
     const where = new Map<number, string>();
     for (const step of workflow.eventSteps) {
       const bitmap = shard.steps.get(step);
       if (!bitmap || bitmap.size === 0) continue;
       for (const user of RoaringBitmap32.and(batch, bitmap).toUint32Array()) where.set(user, step);
     }
-    if (where.size === 0) return;
-    const profiles = workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys(), profileKeysOfAll(branchConditionTexts(workflow))) : null;
-    await this.tenant.data.prepareCrowds(workflow.crowdsUsed());
-    const mover = new Mover(workflow, shard, moves, now);
+    if (where.size === 0 && !goal) return;
+    const profiles = where.size > 0 && workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys(), profileKeysOfAll(branchConditionTexts(workflow))) : null;
     const membership = this.tenant.data.membership;
     for (let e = 0; e < events.length; e++) {
       const event = events[e];
+      if (enteredAt.size > 0 && e <= (enteredAt.get(event.user) ?? -1)) continue; // before (or the event of) their entry
+      goal?.check(event, e); // before the event moves them: they convert from where it found them
       const step = where.get(event.user);
       if (step === undefined) continue;
       const runtime = workflow.get(step);
@@ -239,9 +251,11 @@ export class PartitionWorker {
       const i = letters.firstBranch(runtime.conditions, input, membership, { instanceId: instance.id, step, index: e });
       if (i < 0) continue;
       const rest = mover.moveUser(event.user, step, runtime.step.branches[i].next);
+      goal?.moved(event.user, rest);
       if (workflow.get(rest).step.kind === 'branch') where.set(event.user, rest);
       else where.delete(event.user);
     }
+    if (goal) conversions.push(...goal.commit());
   }
 
   afterCommit(touched: InstanceRuntime[], moveCount: number): void {

@@ -13,6 +13,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
+import { conversionsAfterCheckpoint } from './store/conversions';
 import { BITMAP, COUNT, FROM_STEP, instanceJournalAfter, instanceRowsDominate, journalAfter, loadCheckpoints, PARTITION, SEQ, TIME_MS, TO_STEP, USER, type ReplayRow } from './store/replay';
 
 export interface LoadedShard {
@@ -48,6 +49,8 @@ export async function loadShards(instanceId: string, partitions: number[], workf
   const loaded = new Map<number, LoadedShard>();
   for (const [partition, target] of targets) {
     target.replay.flush();
+    // Conversions are not journaled: the rows committed since the checkpoint are ORed onto it.
+    for (const [step, users] of await conversionsAfterCheckpoint(instanceId, partition)) target.loaded.shard.convert(step, users);
     loaded.set(partition, target.loaded);
   }
   return loaded;
@@ -203,6 +206,7 @@ function applyMove(shard: Shard, workflow: WorkflowRuntime, from: string | null,
   if (runtime?.delayMs) bucket(shard.delays, to, bucketEnd(timeMs, runtime.delayBucketMs)).orInPlace(users);
   if (runtime?.ttlMs) bucket(shard.ttls, to, bucketEnd(timeMs, runtime.ttlBucketMs)).orInPlace(users);
   shard.countEdge(from, to, count);
+  if (workflow.isEntry(from, to)) shard.entered += count;
 }
 
 function bucket(map: Map<string, Map<number, RoaringBitmap32>>, step: string, end: number): RoaringBitmap32 {

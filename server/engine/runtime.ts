@@ -1,6 +1,6 @@
 // A workflow version prepared for running: steps by name, conditions compiled once, split tables, bucket widths.
 import { compileCondition, type CompiledCondition } from '../conditions/compile';
-import { parseDuration, type Step, type WorkflowDefinition } from '../model/workflow';
+import { parseDuration, type EntryTrigger, type Step, type WorkflowDefinition } from '../model/workflow';
 import { bucketWidth } from './shard';
 
 export interface StepRuntime {
@@ -25,11 +25,22 @@ export interface StepRuntime {
   enterTags: string | null;
 }
 
+/** The workflow's event-triggered entry, its condition compiled. */
+export interface TriggerRuntime {
+  trigger: EntryTrigger;
+  condition: CompiledCondition | null;
+}
+
 export class WorkflowRuntime {
   readonly steps = new Map<string, StepRuntime>();
   readonly entry: string;
   /** Steps where users wait for events (branch steps), the only ones an event can move users out of. */
   readonly eventSteps: string[];
+  /** Steps users end in (direct or parallel steps without a next): with re-entry `again`, users there may enter again. */
+  readonly exitSteps: Set<string>;
+  readonly trigger: TriggerRuntime | null;
+  /** The goal's condition: users for whom it holds on an event are converted (goal.ts). */
+  readonly goal: CompiledCondition | null;
   readonly stopAt: number | null;
 
   /** `workflowId` salts split assignment, so two workflows' splits are independent (each keeps it across versions). */
@@ -40,7 +51,19 @@ export class WorkflowRuntime {
     this.entry = definition.steps[0].name;
     for (const step of definition.steps) this.steps.set(step.name, prepare(step, workflowId));
     this.eventSteps = definition.steps.filter((s) => s.kind === 'branch').map((s) => s.name);
+    this.exitSteps = new Set(definition.steps.filter((s) => (s.kind === 'direct' || s.kind === 'parallel') && !s.next).map((s) => s.name));
+    const entry = definition.entry;
+    this.trigger = entry ? { trigger: { ...entry, reentry: entry.reentry ?? 'once' }, condition: entry.condition ? compileCondition(entry.condition) : null } : null;
+    this.goal = definition.goal ? compileCondition(definition.goal.condition) : null;
     this.stopAt = definition.stopAt ? Date.parse(definition.stopAt) : null;
+  }
+
+  /**
+   * Whether a move from `from` to `to` is a user entering the instance: from nowhere (a start crowd, a crowd update,
+   * a trigger), or, with re-entry `again`, from an exit step back to the entry step (the only move out of an exit step).
+   */
+  isEntry(from: string | null, to: string): boolean {
+    return from === null || (to === this.entry && this.trigger?.trigger.reentry === 'again' && this.exitSteps.has(from));
   }
 
   get(name: string): StepRuntime {
@@ -55,8 +78,10 @@ export class WorkflowRuntime {
     return false;
   }
 
+  /** Crowds the conditions read (the trigger's and goal's too), and the trigger's crowd. */
   crowdsUsed(): string[] {
-    const names = new Set<string>();
+    const names = new Set<string>([...(this.trigger?.condition?.crowds ?? []), ...(this.goal?.crowds ?? [])]);
+    if (this.trigger?.trigger.crowd) names.add(this.trigger.trigger.crowd);
     for (const s of this.steps.values()) for (const c of [...s.conditions, ...(s.timerCondition ? [s.timerCondition] : [])]) for (const n of c.crowds) names.add(n);
     return [...names];
   }

@@ -15,6 +15,10 @@ export class Shard {
   readonly edges = new Map<string, number>();
   /** Timer steps: the next firing (epoch ms). */
   readonly cronNext = new Map<string, number>();
+  /** Users who reached the workflow's goal, by the step they converted from (each user in one bitmap at most). */
+  readonly converted = new Map<string, RoaringBitmap32>();
+  /** Users who entered the instance here (start crowd, crowd updates, event-triggered entries; a re-entry counts again). */
+  entered = 0;
 
   constructor(
     readonly instanceId: string,
@@ -33,6 +37,18 @@ export class Shard {
     this.edges.set(key, (this.edges.get(key) ?? 0) + count);
   }
 
+  /** Users `users` converted from `step` (the goal held for them there). */
+  convert(step: string, users: RoaringBitmap32): void {
+    const bitmap = this.converted.get(step);
+    if (bitmap) bitmap.orInPlace(users);
+    else this.converted.set(step, users.clone());
+  }
+
+  /** Every user who reached the goal (the union of the converted bitmaps). */
+  convertedUsers(): RoaringBitmap32 {
+    return RoaringBitmap32.orMany([...this.converted.values()]);
+  }
+
   /** Every user of the shard (the union of its steps). */
   members(): RoaringBitmap32 {
     return RoaringBitmap32.orMany([...this.steps.values()]);
@@ -49,8 +65,10 @@ export class Shard {
       steps: [...this.steps].filter(([, b]) => b.size > 0).map(([name, b]) => [name, put(b)]),
       delays: bucketEntries(this.delays).map(([step, end, b]) => [step, end, put(b)]),
       ttls: bucketEntries(this.ttls).map(([step, end, b]) => [step, end, put(b)]),
+      converted: [...this.converted].filter(([, b]) => b.size > 0).map(([step, b]) => [step, put(b)]),
       edges: Object.fromEntries(this.edges),
       cronNext: Object.fromEntries(this.cronNext),
+      entered: this.entered,
     };
     const head = Buffer.from(JSON.stringify(header));
     const length = Buffer.alloc(4);
@@ -65,8 +83,10 @@ export class Shard {
       steps: [string, number][];
       delays: [string, number, number][];
       ttls: [string, number, number][];
+      converted?: [string, number][];
       edges: Record<string, number>;
       cronNext: Record<string, number>;
+      entered?: number;
     };
     let at = 4 + headLength;
     const take = (length: number) => {
@@ -78,8 +98,11 @@ export class Shard {
     for (const [name, length] of header.steps) shard.steps.set(name, take(length));
     for (const [step, end, length] of header.delays) bucketsOf(shard.delays, step).set(end, take(length));
     for (const [step, end, length] of header.ttls) bucketsOf(shard.ttls, step).set(end, take(length));
+    for (const [step, length] of header.converted ?? []) shard.converted.set(step, take(length));
     for (const [key, count] of Object.entries(header.edges)) shard.edges.set(key, count);
     for (const [step, at] of Object.entries(header.cronNext)) shard.cronNext.set(step, at);
+    // Checkpoints written before entries were counted: everyone in the shard entered once.
+    shard.entered = header.entered ?? shard.members().size;
     return shard;
   }
 }

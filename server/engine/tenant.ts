@@ -53,8 +53,16 @@ export class InstanceRuntime {
     const edges: Record<string, number> = {};
     for (const name of this.workflow.steps.keys()) steps[name] = 0;
     let total = 0;
+    let entered = 0;
+    let converted = 0;
+    const convertedFrom: Record<string, number> = {};
     for (const shard of this.shards) {
       if (!shard) continue;
+      entered += shard.entered;
+      for (const [name, bitmap] of shard.converted) {
+        convertedFrom[name] = (convertedFrom[name] ?? 0) + bitmap.size;
+        converted += bitmap.size;
+      }
       for (const [name, bitmap] of shard.steps) {
         const size = bitmap.size;
         if (size === 0 && !(name in steps)) continue;
@@ -63,11 +71,16 @@ export class InstanceRuntime {
       }
       for (const [key, count] of shard.edges) edges[key] = (edges[key] ?? 0) + count;
     }
-    return { instanceId: this.id, total, steps, edges };
+    return { instanceId: this.id, total, entered, ...(this.workflow.goal ? { converted, convertedFrom } : {}), steps, edges };
   }
 
   stepUsers(step: string): RoaringBitmap32 {
     return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s?.steps.get(step) ? [s.steps.get(step)!] : [])));
+  }
+
+  /** Users who reached the goal from `step`. */
+  convertedUsers(step: string): RoaringBitmap32 {
+    return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s?.converted.get(step) ? [s.converted.get(step)!] : [])));
   }
 }
 

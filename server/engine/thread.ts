@@ -12,6 +12,7 @@ import { runtime } from '../runtime';
 import { closeDb } from '../storage/db';
 import { Engine } from './engine';
 import { clusterMember } from '../cluster';
+import type { StepUsers } from './types';
 import { serializeError, type EngineCallName, type FromEngine, type ToEngine } from './thread-protocol';
 
 const port = parentPort;
@@ -31,7 +32,8 @@ const calls: Record<EngineCallName, Call> = {
   getCounts: (tenantId: string, instanceId: string) => engine.getCounts(tenantId, instanceId),
   liveCounts: (tenantId: string, instanceId: string) => engine.liveCounts(tenantId, instanceId),
   // Portable roaring bytes in a fresh buffer of their own, so the reply transfers it instead of copying it.
-  stepBitmap: async (tenantId: string, instanceId: string, step: string) => new Uint8Array((await engine.stepBitmap(tenantId, instanceId, step)).serialize('portable')),
+  stepBitmap: async (tenantId: string, instanceId: string, step: string, users: StepUsers) =>
+    new Uint8Array((await engine.stepBitmap(tenantId, instanceId, step, users)).serialize('portable')),
   whereIsUser: (tenantId: string, user: number) => engine.whereIsUser(tenantId, user),
   ingestBody: (principal: Principal, body: Uint8Array, now: number, key?: string) => engine.ingestBody(principal, body, now, key),
   materializeStart: (tenantId: string, instanceId: string) => engine.materializeStart(tenantId, instanceId),

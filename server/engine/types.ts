@@ -22,6 +22,11 @@ export interface InstanceView {
 export interface Counts {
   instanceId: string;
   total: number;
+  /** Users who entered the instance: the start crowd, crowd updates and event-triggered entries (a re-entry counts again). */
+  entered: number;
+  /** With a goal: users who reached it (once per instance each), and how many did from each step. */
+  converted?: number;
+  convertedFrom?: Record<string, number>;
   steps: Record<string, number>;
   edges: Record<string, number>;
 }
@@ -53,8 +58,12 @@ export interface WhereIsUser {
 export const REENTRY_MODES = ['exclude', 'allow'] as const;
 export type Reentry = (typeof REENTRY_MODES)[number];
 
+/** Which users of a step an export reads: those in it now, or those who reached the goal from it. */
+export type StepUsers = 'in' | 'converted';
+
 export interface StartRequest {
-  crowd: string;
+  /** Optional when the workflow has an entry trigger: users then enter only by events. */
+  crowd?: string;
   version?: number;
   reentry?: Reentry;
 }

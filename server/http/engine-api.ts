@@ -12,11 +12,16 @@ import { RECENT_ROWS } from '../engine/event-types';
 
 /** GET …/events/types takes no query parameters; any is a 400 naming it. */
 export const EventTypesQuery = z.strictObject({});
+import { MAX_HISTORY_POINTS } from '../engine/counts-history';
 
 export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
 
 export const StartInstanceBody = z.strictObject({
-  crowd: z.string().min(1).describe('Name of the tenant crowd the instance runs over'),
+  crowd: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Name of the tenant crowd the instance starts with; optional (users then enter only by events) when the workflow has an entry trigger'),
   version: z.number().int().min(1).optional().describe('Workflow version; the current one when omitted'),
   reentry: z
     .enum(REENTRY_MODES)
@@ -36,6 +41,13 @@ export const UpdateWorkflowBody = z.strictObject({
     .describe('{removedStep: stepOfTheNewVersion} for users of steps the new version no longer has'),
 });
 
+export const CountsHistoryQuery = z.strictObject({
+  from: z.iso.datetime({ offset: true }).optional().describe('Start (ISO 8601); default: 24 hours before `to`'),
+  to: z.iso.datetime({ offset: true }).optional().describe('End (ISO 8601); default: now'),
+  step: z.string().min(1).optional().describe('Comma-separated step names: only their counts (default: every step)'),
+  resolution: z.enum(['minute', 'hour', 'day']).default('minute').describe('One point per minute, hour or day: the last sample in it'),
+});
+
 export const InstancesQuery = z.strictObject({
   workflow: z.string().min(1).optional(),
   state: z.enum(INSTANCE_STATES).optional(),
@@ -44,6 +56,11 @@ export const InstancesQuery = z.strictObject({
 export const ExportQuery = z.strictObject({
   format: z.enum(EXPORT_FORMATS).default('csv'),
   limit: z.coerce.number().int().min(0).optional(),
+});
+
+/** A step export: `users=converted` exports the users who reached the workflow's goal from the step. */
+export const StepExportQuery = ExportQuery.extend({
+  users: z.enum(['in', 'converted']).default('in').describe('`in`: users in the step now; `converted`: users who reached the goal from the step'),
 });
 
 export const UserParams = z.object({
@@ -59,7 +76,7 @@ const Instance = z.object({
   tenantId: z.string(),
   workflowId: z.string(),
   version: z.number(),
-  crowdName: z.string(),
+  crowdName: z.string().describe('The start crowd; empty for an instance started without one (entry by events only)'),
   state: z.enum(INSTANCE_STATES),
   userCount: z.number(),
   excludedCount: z.number().describe('Users of the crowd left out because they were in the previous instance (reentry "exclude")'),
@@ -71,9 +88,21 @@ const Instance = z.object({
 const Counts = z.object({
   instanceId: z.string(),
   total: z.number(),
+  entered: z.number().describe('Users who entered the instance: the start crowd, crowd updates and event-triggered entries (a re-entry counts again)'),
+  converted: z.number().optional().describe('With a goal: users who reached it (once per instance each)'),
+  convertedFrom: z.record(z.string(), z.number()).optional().describe('With a goal: users who reached it, by the step they were in when they did'),
   steps: z.record(z.string(), z.number()).describe('Users currently in each step'),
   edges: z.record(z.string(), z.number()).describe('Users who took each edge, keyed "from->to"'),
 });
+const CountsPoint = z.object({
+  at: z.string().describe('Start of the minute, hour or day'),
+  total: z.number(),
+  entered: z.number(),
+  converted: z.number().optional(),
+  convertedFrom: z.record(z.string(), z.number()).optional(),
+  steps: z.record(z.string(), z.number()),
+});
+const CountsHistory = z.object({ instanceId: z.string(), resolution: z.enum(['minute', 'hour', 'day']), from: z.string(), to: z.string(), points: z.array(CountsPoint) });
 const Submitted = z.object({ procedureId: z.string(), instanceId: z.string() });
 const Snapshot = z.object({
   instanceId: z.string(),
@@ -116,7 +145,7 @@ const instance = ['tenant', 'iid'];
 export const paths: Record<string, object> = {
   '/tenants/{tenant}/workflows/{id}/start': {
     post: operation({
-      summary: 'Start an instance of a workflow over a crowd (refused: empty crowd or no user left after re-entry exclusion 422, invalid workflow, already running 409)',
+      summary: 'Start an instance of a workflow over a crowd, or without one when the workflow has an entry trigger (refused: empty crowd or no user left after re-entry exclusion 422, no crowd and no trigger 400, invalid workflow, already running 409)',
       tags,
       params: ['tenant', 'id'],
       body: StartInstanceBody,
@@ -171,6 +200,21 @@ export const paths: Record<string, object> = {
       errors: [404, 503],
     }),
   },
+  '/tenants/{tenant}/instances/{iid}/counts/history': {
+    get: operation({
+      summary: `Per-step counts over time: sampled once a minute while the instance runs (minute samples kept 2 days, then one an hour for 90 days); at most ${MAX_HISTORY_POINTS} points`,
+      tags,
+      params: instance,
+      query: {
+        from: 'Start (ISO 8601); default: 24 hours before `to`',
+        to: 'End (ISO 8601); default: now',
+        step: 'Comma-separated step names: only their counts',
+        resolution: 'minute (default) | hour | day: one point per bucket, its last sample',
+      },
+      ok: { status: 200, description: 'The points, oldest first', schema: CountsHistory },
+      errors: [404],
+    }),
+  },
   '/tenants/{tenant}/instances/{iid}/counts/stream': {
     get: operation({
       summary: 'Server-Sent Events: `event: counts` with the counts JSON at once and on every change; a `: heartbeat` comment every 15 s',
@@ -182,10 +226,10 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/instances/{iid}/steps/{step}/export': {
     get: operation({
-      summary: 'Export the users at a step (a stopped instance: at stop time): csv (one ID a line), json (array) or portable roaring',
+      summary: 'Export the users at a step, or who reached the goal from it (a stopped instance: at stop time): csv (one ID a line), json (array) or portable roaring',
       tags,
       params: [...instance, 'step'],
-      query: { format: EXPORT_FORMATS.join(' | '), limit: 'At most this many IDs (the smallest)' },
+      query: { format: EXPORT_FORMATS.join(' | '), limit: 'At most this many IDs (the smallest)', users: 'in (default: users in the step now) | converted (users who reached the goal from the step)' },
       ok: { status: 200, description: 'The IDs; header x-crowdflow-count holds how many', contentType: 'text/csv' },
       errors: [404],
     }),

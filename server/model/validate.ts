@@ -75,7 +75,10 @@ export function validateWorkflow(definition: unknown, options: ValidateOptions =
   for (const step of steps) problems.push(...stepProblems(step, names, options.now !== undefined));
   problems.push(...instantCycles(steps));
   problems.push(...unreachable(steps));
-  if (isRecord(definition)) problems.push(...stopAtProblems(definition.stopAt, options));
+  if (isRecord(definition)) {
+    const saving = options.now !== undefined;
+    problems.push(...stopAtProblems(definition.stopAt, options), ...workflowConditionProblems('entry', definition.entry, saving), ...workflowConditionProblems('goal', definition.goal, saving));
+  }
 
   return problems.length === 0 && shape.success ? { ok: true, definition: shape.data } : { ok: false, problems: distinct(problems) };
 }
@@ -168,6 +171,7 @@ function looseStep(raw: unknown, index: number): LooseStep {
 function checkedBelow(issue: z.core.$ZodIssue): boolean {
   const last = issue.path[issue.path.length - 1];
   if (issue.path.length === 1 && last === 'stopAt') return true;
+  if (issue.path.length === 2 && (issue.path[0] === 'entry' || issue.path[0] === 'goal') && last === 'condition' && issue.code !== 'invalid_type') return true;
   if (issue.code === 'invalid_type' || issue.code === 'unrecognized_keys') return false;
   return issue.path[0] === 'steps' && (last === 'after' || last === 'ttl' || last === 'condition' || last === 'tz');
 }
@@ -233,17 +237,27 @@ function stepProblems(step: LooseStep, names: Set<string>, saving: boolean): Wor
     else if (parseDuration(value) <= 0) add('bad_duration', `${field} "${value}" is zero; a duration must be longer than 0`);
   }
   for (const { field, value } of step.conditions) {
-    const text = ConditionText.safeParse(value);
-    if (!text.success) add('bad_condition', `${field}: ${text.error.issues[0].message}`);
-    else {
-      // RE2 patterns and cost are save-time rules: a stored version saved before them is checked for what it needs to run.
-      const problem = saving ? celSyntaxProblem(text.data) : celCompileProblem(text.data);
-      const costProblem = problem || !saving ? null : celCostProblem(text.data);
-      if (problem) add('bad_condition', `${field} is not a valid condition: ${problem}`);
-      else if (costProblem) add('condition_too_costly', `${field} ${costProblem}`);
-    }
+    const problem = conditionProblem(field, value, saving);
+    if (problem) add(problem.code, problem.message);
   }
   return problems;
+}
+
+function conditionProblem(field: string, value: string, saving: boolean): { code: ProblemCode; message: string } | null {
+  const text = ConditionText.safeParse(value);
+  if (!text.success) return { code: 'bad_condition', message: `${field}: ${text.error.issues[0].message}` };
+  // RE2 patterns and cost are save-time rules: a stored version saved before them is checked for what it needs to run.
+  const problem = saving ? celSyntaxProblem(text.data) : celCompileProblem(text.data);
+  if (problem) return { code: 'bad_condition', message: `${field} is not a valid condition: ${problem}` };
+  const costProblem = saving ? celCostProblem(text.data) : null;
+  return costProblem ? { code: 'condition_too_costly', message: `${field} ${costProblem}` } : null;
+}
+
+/** The condition of the entry trigger or the goal (their other fields are shape-checked); step null: the workflow's. */
+function workflowConditionProblems(field: 'entry' | 'goal', value: unknown, saving: boolean): WorkflowProblem[] {
+  const condition = isRecord(value) ? stringAt(value.condition) : undefined;
+  const problem = condition === undefined ? null : conditionProblem(`${field}.condition`, condition, saving);
+  return problem ? [{ step: null, code: problem.code, message: `Workflow ${problem.message}` }] : [];
 }
 
 /** Cycles of direct/parallel/split steps: users entering one would be moved around it forever in one transaction. */

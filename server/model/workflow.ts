@@ -92,8 +92,33 @@ export const ParallelStep = z.strictObject({
 export const Step = z.discriminatedUnion('kind', [DirectStep, BranchStep, TimerStep, DelayStep, SplitStep, ParallelStep]);
 export type Step = z.infer<typeof Step>;
 
+/** Who may enter again: `once` (a user enters at most once), `again` (also after resting in an exit step). */
+export const REENTRY_POLICIES = ['once', 'again'] as const;
+
+/** Event-triggered entry: a user not in the instance enters its entry step (the first step) when a matching event arrives. */
+export const EntryTrigger = z
+  .strictObject({
+    event: z.string().min(1).max(128).describe('The event type that lets a user in (types are at most 128 characters, like ingest)'),
+    condition: ConditionText.optional().describe('CEL on the event (and profile); only events for which it holds let users in'),
+    crowd: nameSchema(NAME_KINDS.crowd).optional().describe('Only users of this tenant crowd may enter'),
+    reentry: z
+      .enum(REENTRY_POLICIES)
+      .default('once')
+      .describe('`once`: a user enters at most once per instance; `again`: a user resting in an exit step (one with no next) enters again'),
+  })
+  .describe('Users enter when a matching event arrives (combinable with a start crowd, which then becomes optional)');
+export type EntryTrigger = z.infer<typeof EntryTrigger>;
+
+/** The workflow's goal: users for whom the condition holds on an event while in the instance are counted as converted. */
+export const Goal = z
+  .strictObject({ condition: ConditionText.describe('CEL on the event (and profile), e.g. event.type == "purchase"') })
+  .describe('Users reaching the goal are counted as converted, per step they converted from (once per instance)');
+export type Goal = z.infer<typeof Goal>;
+
 export const WorkflowDefinition = z.strictObject({
   steps: z.array(Step).min(1, 'A workflow needs at least one step'),
+  entry: EntryTrigger.optional(),
+  goal: Goal.optional(),
   stopAt: z.iso.datetime({ offset: true }).optional(),
 });
 export type WorkflowDefinition = z.infer<typeof WorkflowDefinition>;

@@ -37,7 +37,7 @@ export function WorkflowEditorPage({ tenant, id }: { tenant: string; id: string 
 function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }) {
   const [store] = useState(() => {
     const graph = definitionToGraph(workflow.definition, workflow.draft);
-    return new EditorStore(graph.nodes, graph.edges, { name: workflow.name, stopAt: workflow.definition.stopAt });
+    return new EditorStore(graph.nodes, graph.edges, { name: workflow.name, stopAt: workflow.definition.stopAt, extras: { entry: workflow.definition.entry, goal: workflow.definition.goal } });
   });
   const [history, setHistory] = useState<HistoryView | null>(null);
   const dirty = useSyncedDirty(store);

@@ -25,7 +25,7 @@ export function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: s
       ]);
       setQueryData(`snapshot:${tenant}:${instance.id}`, snapshot.counts);
       const graph = definitionToGraph(version.definition, workflow.draft);
-      onPick({ instanceId: instance.id, version: instance.version, store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name }) });
+      onPick({ instanceId: instance.id, version: instance.version, store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: { entry: version.definition.entry, goal: version.definition.goal } }) });
       onClose();
     } catch (caught) {
       setError(caught as ApiError);
@@ -66,8 +66,9 @@ export function VersionsDialog({ tenant, workflow, onPick, onClose }: { tenant: 
 
   async function open(version: number) {
     try {
-      const graph = definitionToGraph(await definitionOf(version), workflow.draft);
-      onPick({ instanceId: null, version, store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name }) });
+      const definition = await definitionOf(version);
+      const graph = definitionToGraph(definition, workflow.draft);
+      onPick({ instanceId: null, version, store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: { entry: definition.entry, goal: definition.goal } }) });
       onClose();
     } catch (caught) {
       setError(caught as ApiError);

@@ -3,6 +3,7 @@ import { describeCron, cronProblem, timeZoneProblem } from '../../server/model/c
 import { Duration, parseDuration } from '../../server/model/workflow';
 import { outputHandles, type BranchData, type StepData, type StepNode } from '../convert';
 import { ConditionEditor } from './condition';
+import { WorkflowPanel } from './workflow-panel';
 import { KIND_ICON, KIND_LABEL } from './nodes';
 import { useEditor, useEditorStore } from './store';
 
@@ -54,6 +55,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
     return (
       <aside className="inspector" data-testid="inspector">
         <p className="muted">Select a step to edit it, or drag one from the palette.</p>
+        <WorkflowPanel readOnly={readOnly} />
         {general.map((p) => (
           <p key={p.message} className="field-error">
             {p.message}

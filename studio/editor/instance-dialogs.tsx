@@ -39,10 +39,13 @@ export function StartDialog({ tenant, workflow, onClose }: { tenant: string; wor
   const [uploading, setUploading] = useState(false);
   const [started, setStarted] = useState<InstanceView | null>(null);
   const op = useOperation(tenant, workflow.id);
+  // With an entry trigger users also enter by events, so the crowd is optional.
+  const trigger = workflow.definition.entry;
   const start = async () => {
     let instanceId = '';
     const ok = await op.run(async () => {
-      const submitted = await apiCall<{ procedureId: string; instanceId: string }>('POST', tenantPath(tenant, `/workflows/${workflow.id}/start`), { crowd, version: workflow.version });
+      const body = crowd ? { crowd, version: workflow.version } : { version: workflow.version };
+      const submitted = await apiCall<{ procedureId: string; instanceId: string }>('POST', tenantPath(tenant, `/workflows/${workflow.id}/start`), body);
       instanceId = submitted.instanceId;
       return submitted;
     });
@@ -54,7 +57,8 @@ export function StartDialog({ tenant, workflow, onClose }: { tenant: string; wor
         {started ? (
           <>
             <p data-testid="start-result">
-              Started with {formatCount(started.userCount)} users from “{started.crowdName}”
+              {started.crowdName ? `Started with ${formatCount(started.userCount)} users from “${started.crowdName}”` : 'Started without a crowd'}
+              {trigger ? `; users enter on “${trigger.event}” events` : ''}
               {started.excludedCount > 0 ? `; ${formatCount(started.excludedCount)} were excluded because a previous instance already had them` : ''}.
             </p>
             <button type="button" className="primary" onClick={onClose}>
@@ -72,10 +76,15 @@ export function StartDialog({ tenant, workflow, onClose }: { tenant: string; wor
               </button>
             )}
             <p className="muted small">Users a previous instance of this workflow already had are excluded from the new one.</p>
+            {trigger && (
+              <p className="muted small" data-testid="start-trigger-note">
+                Users also enter on “{trigger.event}” events, so a crowd is optional.
+              </p>
+            )}
             {op.state && <p className="muted small">{op.state}</p>}
             {op.error && <ErrorBox error={op.error} />}
             <div className="row">
-              <button type="button" className="primary" disabled={!crowd || op.busy} onClick={() => void start()} data-testid="start-confirm">
+              <button type="button" className="primary" disabled={(!crowd && !trigger) || op.busy} onClick={() => void start()} data-testid="start-confirm">
                 {op.busy ? 'Starting…' : 'Start'}
               </button>
               <button type="button" onClick={onClose}>

@@ -7,9 +7,10 @@ import { ErrorBox, formatCount } from '../ui';
 import { ApplyVersionDialog, StartDialog, UpdateCrowdDialog } from './instance-dialogs';
 import { HistoryDialog, VersionsDialog, type HistoryView } from './history';
 import { useOperation } from './operations';
+import { CountsChartDialog, CountsHistoryFeed } from './counts-chart';
 
 // The editor toolbar's instance controls: running state and version, start, apply, update crowd, stop, history.
-type DialogName = 'start' | 'crowd' | 'apply' | 'history' | 'versions' | null;
+type DialogName = 'start' | 'crowd' | 'apply' | 'history' | 'versions' | 'chart' | null;
 
 export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: string; workflow: WorkflowView; dirty: boolean; onHistory: (h: HistoryView) => void }) {
   const [dialog, setDialog] = useState<DialogName>(null);
@@ -33,6 +34,10 @@ export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: st
           <button type="button" onClick={() => setDialog('crowd')}>
             Update crowd
           </button>
+          <button type="button" onClick={() => setDialog('chart')} data-testid="chart">
+            Chart
+          </button>
+          <CountsHistoryFeed tenant={tenant} instanceId={running.instanceId} />
           <button type="button" className="danger" disabled={stop.busy} onClick={() => window.confirm('Stop this instance? Its counts are kept in the history.') && void stop.run(() => apiCall('POST', tenantPath(tenant, `/instances/${running.instanceId}/stop`)))} data-testid="stop">
             {stop.busy ? 'Stopping…' : 'Stop'}
           </button>
@@ -58,6 +63,9 @@ export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: st
       {dialog === 'crowd' && running && <UpdateCrowdDialog tenant={tenant} workflow={workflow} instanceId={running.instanceId} onClose={() => setDialog(null)} />}
       {dialog === 'apply' && running && (
         <ApplyVersionDialog tenant={tenant} workflow={workflow} instanceId={running.instanceId} runningVersion={instance.data?.version} onClose={() => setDialog(null)} onApplied={setApplied} />
+      )}
+      {dialog === 'chart' && running && (
+        <CountsChartDialog tenant={tenant} instanceId={running.instanceId} steps={workflow.definition.steps.map((s) => s.name)} onClose={() => setDialog(null)} />
       )}
       {dialog === 'versions' && <VersionsDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}
       {dialog === 'history' && <HistoryDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}

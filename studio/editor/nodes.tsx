@@ -7,6 +7,7 @@ import { CANVAS_KINDS, outputHandles, type CanvasKind, type FlowEdge, type StepN
 import { formatCount, formatShare } from '../ui';
 import { useCanvasInfo, useCounts } from './context';
 import { problemText } from './problems';
+import { StepSparkline } from './counts-chart';
 import { useReveal } from './reveal';
 import { StepMenu } from './step-menu';
 import { useEditor, useEditorStore } from './store';
@@ -149,6 +150,7 @@ function StepNodeView(props: NodeProps<StepNode>) {
         <div className="step-count" data-testid="step-count" data-count={count ?? 0}>
           <strong>{formatCount(count ?? 0)}</strong>
           <span className="muted">{share === null ? '' : ` · ${share}`}</span>
+          <StepSparkline step={props.data.name} />
         </div>
       )}
       <div className="outputs">

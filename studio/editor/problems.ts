@@ -3,7 +3,7 @@
 // than `branches[0]`, "Wait for" rather than `after`, and without the step name inside the step itself.
 import { validateWorkflow } from '../../server/model/validate';
 import type { WorkflowProblem } from '../../server/model/workflow';
-import { canvasProblems, graphToDefinition, outputHandles, type FlowEdge, type StepNode } from '../convert';
+import { canvasProblems, graphToDefinition, outputHandles, type FlowEdge, type StepNode, type WorkflowExtras } from '../convert';
 
 export type CanvasProblem = WorkflowProblem & {
   /** The node the problem belongs to (null: the whole workflow, or a step name no node has). */
@@ -51,8 +51,8 @@ export function describeProblems(nodes: StepNode[], problems: WorkflowProblem[])
 }
 
 /** Validates what the canvas shows, as a save would. */
-export function validateCanvas(nodes: StepNode[], edges: FlowEdge[], stopAt: string | undefined, now: number): CanvasProblem[] {
-  const { definition } = graphToDefinition(nodes, edges, stopAt);
+export function validateCanvas(nodes: StepNode[], edges: FlowEdge[], stopAt: string | undefined, now: number, extras: WorkflowExtras = {}): CanvasProblem[] {
+  const { definition } = graphToDefinition(nodes, edges, stopAt, extras);
   const result = validateWorkflow(definition, { now });
   return describeProblems(nodes, result.ok ? [] : canvasProblems(nodes, edges, result.problems));
 }

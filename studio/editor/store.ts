@@ -2,7 +2,7 @@
 import { applyEdgeChanges, applyNodeChanges, type Connection, type EdgeChange, type NodeChange, type XYPosition } from '@xyflow/react';
 import { createContext, useContext, useSyncExternalStore } from 'react';
 import type { WorkflowProblem } from '../../server/model/workflow';
-import { defaultData, freeName, layout, makeEdge, NODE_HEIGHT, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepData, type StepNode } from '../convert';
+import { defaultData, freeName, layout, makeEdge, NODE_HEIGHT, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepData, type StepNode, type WorkflowExtras } from '../convert';
 import { freeSpot } from './placement';
 import { describeProblems, validateCanvas, type CanvasProblem } from './problems';
 
@@ -16,6 +16,8 @@ export type EditorState = {
   name: string;
   nodes: StepNode[];
   edges: FlowEdge[];
+  /** The workflow's event-triggered entry and goal (edited with nothing selected; not part of undo). */
+  extras: WorkflowExtras;
   selectedId: string | null;
   /** Problems of the document as it is now (validateWorkflow() after every edit), or the server's 400 after a save. */
   problems: CanvasProblem[];
@@ -43,19 +45,20 @@ export class EditorStore {
   private readonly stopAt: string | undefined;
   private readonly now: () => number;
 
-  constructor(nodes: StepNode[], edges: FlowEdge[], options: { name?: string; stopAt?: string; now?: () => number } = {}) {
+  constructor(nodes: StepNode[], edges: FlowEdge[], options: { name?: string; stopAt?: string; extras?: WorkflowExtras; now?: () => number } = {}) {
     this.stopAt = options.stopAt;
     this.now = options.now ?? Date.now;
-    this.state = { name: options.name ?? '', nodes, edges, selectedId: null, problems: [], dirty: false, canUndo: false, canRedo: false };
-    this.state.problems = this.revalidate(nodes, edges) ?? [];
+    const extras = options.extras ?? {};
+    this.state = { name: options.name ?? '', nodes, edges, extras, selectedId: null, problems: [], dirty: false, canUndo: false, canRedo: false };
+    this.state.problems = this.revalidate(nodes, edges, extras) ?? [];
   }
 
   /** New problems when the document's meaning changed since the last validation, else undefined. */
-  private revalidate(nodes: StepNode[], edges: FlowEdge[]): CanvasProblem[] | undefined {
-    const key = JSON.stringify([nodes.map((n) => [n.id, n.type, n.data]), edges.map((e) => [e.source, e.sourceHandle, e.target])]);
+  private revalidate(nodes: StepNode[], edges: FlowEdge[], extras: WorkflowExtras): CanvasProblem[] | undefined {
+    const key = JSON.stringify([nodes.map((n) => [n.id, n.type, n.data]), edges.map((e) => [e.source, e.sourceHandle, e.target]), extras]);
     if (key === this.validatedKey) return undefined;
     this.validatedKey = key;
-    return validateCanvas(nodes, edges, this.stopAt, this.now());
+    return validateCanvas(nodes, edges, this.stopAt, this.now(), extras);
   }
 
   subscribe = (listener: () => void) => {
@@ -66,7 +69,7 @@ export class EditorStore {
   get = () => this.state;
 
   private set(patch: Partial<EditorState>) {
-    const problems = patch.nodes || patch.edges ? this.revalidate(patch.nodes ?? this.state.nodes, patch.edges ?? this.state.edges) : undefined;
+    const problems = patch.nodes || patch.edges || patch.extras ? this.revalidate(patch.nodes ?? this.state.nodes, patch.edges ?? this.state.edges, patch.extras ?? this.state.extras) : undefined;
     this.state = { ...this.state, ...patch, ...(problems ? { problems } : {}), canUndo: this.past.length > 0, canRedo: this.future.length > 0 };
     for (const listener of this.listeners) listener();
   }
@@ -233,6 +236,13 @@ export class EditorStore {
   setServerProblems = (problems: WorkflowProblem[]) => this.set({ problems: describeProblems(this.state.nodes, problems) });
 
   setName = (name: string) => this.set({ name, dirty: true });
+
+  /** Sets or removes (a field set to undefined) the workflow's event-triggered entry or goal. */
+  setExtras = (patch: WorkflowExtras) => {
+    const extras = { ...this.state.extras, ...patch };
+    for (const key of ['entry', 'goal'] as const) if (extras[key] === undefined) delete extras[key];
+    this.set({ extras, dirty: true });
+  };
 
   /** Replaces the whole document (a recovered local draft) as one undoable, unsaved edit. */
   replaceDocument = (nodes: StepNode[], edges: FlowEdge[], name = this.state.name) => this.change(nodes, edges, null, { selectedId: null, name });

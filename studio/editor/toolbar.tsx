@@ -30,14 +30,14 @@ function useSave(tenant: string, workflow: WorkflowView) {
   const [notice, setNotice] = useState<string | null>(null);
 
   async function save() {
-    const { nodes, edges, name, problems } = store.get();
+    const { nodes, edges, name, problems, extras } = store.get();
     setError(null);
     setNotice(null);
     if (problems.length > 0) {
       setNotice('Not saved: fix the problems marked on the steps.');
       return;
     }
-    const { definition, draft } = graphToDefinition(nodes, edges, workflow.definition.stopAt);
+    const { definition, draft } = graphToDefinition(nodes, edges, workflow.definition.stopAt, extras);
     setSaving(true);
     try {
       // moving steps around is not a new version: an unchanged definition saves only the name and the layout

@@ -4,6 +4,7 @@
 import { db, type Tx } from '../../storage/db';
 import { raw, type RawStatement } from '../../storage/raw';
 import { dialect } from '../../storage/dialect';
+import { deleteConversions } from './conversions';
 import { LeaseLostError, type Lease } from './leases';
 
 /** A move to journal: a single user or a bulk bitmap (portable roaring bytes). */
@@ -145,7 +146,7 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
   const journalLock = dialect().serializeWriters(JOURNAL_LOCK);
   if (journalLock && (commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0)) statements.push(journalLock);
   statements.push(...insertJournal(tenantId, commit.moves));
-  for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(cp));
+  for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(cp), deleteConversions(cp.instanceId, cp.partition));
   statements.push(...(commit.extra ?? []));
   try {
     if (commit.also) {

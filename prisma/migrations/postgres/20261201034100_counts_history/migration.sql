@@ -1,0 +1,13 @@
+-- Per-step counts of running instances over time (server/engine/counts-history.ts).
+CREATE TABLE "CountsSample" (
+    "instanceId" TEXT NOT NULL,
+    "resolution" INTEGER NOT NULL,
+    "at" BIGINT NOT NULL,
+    "counts" TEXT NOT NULL,
+
+    CONSTRAINT "CountsSample_pkey" PRIMARY KEY ("instanceId","resolution","at")
+);
+
+CREATE INDEX "CountsSample_resolution_at_idx" ON "CountsSample"("resolution", "at");
+
+ALTER TABLE "CountsSample" ADD CONSTRAINT "CountsSample_instanceId_fkey" FOREIGN KEY ("instanceId") REFERENCES "Instance"("id") ON DELETE CASCADE ON UPDATE CASCADE;

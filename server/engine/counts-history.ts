@@ -1,0 +1,131 @@
+// Counts over time: the engine samples the counts of every running instance once a minute of its clock (one
+// CountsSample row per instance and minute), and its hourly housekeeping turns minute samples older than 2 days into
+// one sample an hour (the hour's last: counts are levels, entered/converted only grow) and drops hour samples after
+// 90 days. Reads (GET …/instances/{iid}/counts/history) take the last sample of each bucket of the asked resolution.
+import { badRequest } from '../errors';
+import { db } from '../storage/db';
+import { dialect } from '../storage/dialect';
+import { raw, type RawStatement } from '../storage/raw';
+import { requireInstance } from './instances';
+import type { InstanceRuntime } from './tenant';
+import type { Counts } from './types';
+
+export const MINUTE_MS = 60_000;
+export const HOUR_MS = 3_600_000;
+export const HISTORY_RESOLUTIONS = { minute: MINUTE_MS, hour: HOUR_MS, day: 24 * HOUR_MS } as const;
+export type HistoryResolution = keyof typeof HISTORY_RESOLUTIONS;
+/** Minute samples are kept this long, then downsampled to hours. */
+export const MINUTE_SAMPLES_KEPT_MS = 2 * 24 * HOUR_MS;
+/** Hour samples are kept this long. */
+export const HOUR_SAMPLES_KEPT_MS = 90 * 24 * HOUR_MS;
+/** At most this many points in one answer. */
+export const MAX_HISTORY_POINTS = 10_080;
+
+/** What a sample keeps of the counts (edges are left out: the chart draws steps and conversion). */
+export type SampledCounts = Pick<Counts, 'total' | 'entered' | 'converted' | 'convertedFrom' | 'steps'>;
+
+export interface HistoryPoint extends SampledCounts {
+  at: string;
+}
+
+function sampled(counts: Counts): SampledCounts {
+  const { total, entered, converted, convertedFrom, steps } = counts;
+  return { total, entered, ...(converted === undefined ? {} : { converted, convertedFrom }), steps };
+}
+
+function upsert(instanceId: string, resolution: number, at: number, counts: SampledCounts | string): RawStatement {
+  const { params, bind } = dialect().parameters();
+  const json = typeof counts === 'string' ? counts : JSON.stringify(counts);
+  return {
+    sql: `INSERT INTO ${dialect().table('CountsSample')} ("instanceId", "resolution", "at", "counts") VALUES (${bind(instanceId)}, ${bind(resolution)}, ${bind(at)}, ${bind(json)})
+      ON CONFLICT ("instanceId", "resolution", "at") DO UPDATE SET "counts" = excluded."counts"`,
+    params,
+  };
+}
+
+/**
+ * Samples each instance once a minute of the engine clock: the engine asks every few seconds of real time (and its
+ * timer loop at once when an instance is new), so a clock moved by days in a test does not take a sample per minute
+ * on the way. `instances` are those whose every partition this process owns (with partitions shared among processes,
+ * a part would overwrite the sample).
+ */
+export class CountsSampler {
+  /** The minute each instance was last sampled in. */
+  private readonly sampledMinute = new Map<string, number>();
+
+  /** Whether an instance was never sampled (a new one is sampled at once). */
+  hasNew(instances: InstanceRuntime[]): boolean {
+    return instances.some((instance) => !this.sampledMinute.has(instance.id));
+  }
+
+  async sampleIfDue(now: number, instances: InstanceRuntime[]): Promise<void> {
+    const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
+    const due = instances.filter((instance) => (this.sampledMinute.get(instance.id) ?? Number.NEGATIVE_INFINITY) < minute);
+    const live = new Set(instances.map((instance) => instance.id));
+    for (const id of this.sampledMinute.keys()) if (!live.has(id)) this.sampledMinute.delete(id);
+    if (due.length === 0) return;
+    for (const instance of due) this.sampledMinute.set(instance.id, minute);
+    await (await raw()).transaction(due.map((instance) => upsert(instance.id, MINUTE_MS, minute, sampled(instance.counts()))));
+  }
+}
+
+/** Minute samples older than 2 days become the hour's last sample; hour samples older than 90 days go. */
+export async function downsampleCountsHistory(now: number): Promise<void> {
+  const cutoff = BigInt(now - MINUTE_SAMPLES_KEPT_MS);
+  const old = await db().countsSample.findMany({ where: { resolution: MINUTE_MS, at: { lt: cutoff } }, orderBy: [{ instanceId: 'asc' }, { at: 'asc' }] });
+  const lastOfHour = new Map<string, { instanceId: string; hour: number; counts: string }>();
+  for (const row of old) {
+    const hour = Math.floor(Number(row.at) / HOUR_MS) * HOUR_MS;
+    lastOfHour.set(`${row.instanceId}\u0000${hour}`, { instanceId: row.instanceId, hour, counts: row.counts });
+  }
+  const statements = [...lastOfHour.values()].map((s) => upsert(s.instanceId, HOUR_MS, s.hour, s.counts));
+  if (statements.length > 0) await (await raw()).transaction(statements);
+  await db().countsSample.deleteMany({ where: { resolution: MINUTE_MS, at: { lt: cutoff } } });
+  await db().countsSample.deleteMany({ where: { resolution: HOUR_MS, at: { lt: BigInt(now - HOUR_SAMPLES_KEPT_MS) } } });
+}
+
+/**
+ * The samples of an instance in [from, to], the last of each bucket of `resolution` (where only hour samples are left,
+ * a finer resolution gets one point an hour); `steps` limits the per-step counts to those steps.
+ */
+export async function readCountsHistory(instanceId: string, query: { from: number; to: number; resolution: HistoryResolution; steps?: string[] }): Promise<HistoryPoint[]> {
+  const width = HISTORY_RESOLUTIONS[query.resolution];
+  const rows = await db().countsSample.findMany({
+    where: { instanceId, at: { gte: BigInt(Math.floor(query.from / HOUR_MS) * HOUR_MS), lte: BigInt(query.to) } },
+    orderBy: [{ at: 'asc' }, { resolution: 'desc' }],
+  });
+  const byBucket = new Map<number, { at: number; counts: string }>();
+  for (const row of rows) {
+    const at = Number(row.at);
+    // An hour sample stands for its hour's last minute: a minute sample of that hour read after it is later.
+    if (at < query.from && !(row.resolution === HOUR_MS && at + HOUR_MS > query.from)) continue;
+    const bucket = Math.floor(at / width) * width;
+    byBucket.set(bucket, { at: bucket, counts: row.counts });
+  }
+  const wanted = query.steps ? new Set(query.steps) : null;
+  return [...byBucket.values()].map(({ at, counts }) => {
+    const parsed = JSON.parse(counts) as SampledCounts;
+    const steps = wanted ? Object.fromEntries(Object.entries(parsed.steps).filter(([step]) => wanted.has(step))) : parsed.steps;
+    return { at: new Date(at).toISOString(), ...parsed, steps };
+  });
+}
+
+/** GET …/instances/{iid}/counts/history: checks the instance and the range, then reads (default: the last 24 hours). */
+export async function countsHistory(
+  tenantId: string,
+  instanceId: string,
+  query: { from?: string; to?: string; step?: string; resolution: HistoryResolution },
+  now = Date.now(),
+): Promise<{ instanceId: string; resolution: HistoryResolution; from: string; to: string; points: HistoryPoint[] }> {
+  await requireInstance(tenantId, instanceId);
+  const to = query.to ? Date.parse(query.to) : now;
+  const from = query.from ? Date.parse(query.from) : to - 24 * HOUR_MS;
+  if (from >= to) throw badRequest(`from (${new Date(from).toISOString()}) must be before to (${new Date(to).toISOString()})`, { path: 'from' });
+  const points = Math.ceil((to - from) / HISTORY_RESOLUTIONS[query.resolution]);
+  if (points > MAX_HISTORY_POINTS) {
+    throw badRequest(`resolution: ${points} ${query.resolution}s from ${new Date(from).toISOString()} to ${new Date(to).toISOString()} exceed ${MAX_HISTORY_POINTS} points; choose a coarser resolution or a shorter range`, { path: 'resolution' });
+  }
+  const steps = query.step?.split(',').map((s) => s.trim()).filter(Boolean);
+  const read = await readCountsHistory(instanceId, { from, to, resolution: query.resolution, steps });
+  return { instanceId, resolution: query.resolution, from: new Date(from).toISOString(), to: new Date(to).toISOString(), points: read };
+}
