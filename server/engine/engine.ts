@@ -183,7 +183,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
       entry = created;
       this.tenants.set(tenantId, created);
       ready.then(
-        (loaded) => (created.loaded = loaded),
+        (loaded) => {
+          created.loaded = loaded;
+          // Shards installed while the tenant loaded could not be published (findRuntime needs `loaded`): publish
+          // them now, or a restarted cluster member would leave the others reading its predecessor's figures.
+          for (const instanceId of loaded.runtime.instances.keys()) this.countsChanged(instanceId);
+        },
         () => this.tenants.delete(tenantId),
       );
     }
