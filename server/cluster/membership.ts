@@ -63,13 +63,20 @@ export class Membership {
     });
     await client.connect();
     this.client = client;
-    await client.query(`LISTEN "${this.channel}"`);
-    for (;;) {
-      this.lockKey = randomInt(1, 0x7fffffff);
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::int4, $2::int4) AS "locked"', [this.namespace, this.lockKey]);
-      if (rows[0].locked) break;
+    try {
+      await client.query(`LISTEN "${this.channel}"`);
+      for (;;) {
+        this.lockKey = randomInt(1, 0x7fffffff);
+        const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::int4, $2::int4) AS "locked"', [this.namespace, this.lockKey]);
+        if (rows[0].locked) break;
+      }
+      await this.writeRow();
+    } catch (error) {
+      // Half joined: let the connection (and any lock it took) go, so the next attempt starts clean.
+      if (this.client === client) this.client = undefined;
+      await client.end().catch(() => undefined);
+      throw error;
     }
-    await this.writeRow();
     this.heartbeat ??= setInterval(() => void this.beat(), HEARTBEAT_EVERY_MS);
     this.heartbeat.unref();
     await this.signal({ kind: 'members', from: this.name });
@@ -95,11 +102,16 @@ export class Membership {
   private reconnectLater(client: pg.Client): void {
     if (this.closed || this.client !== client) return;
     this.client = undefined;
+    this.rejoinLater();
+  }
+
+  /** Tries to join again until it works: a member that gave up after one failed attempt would stay out for good. */
+  private rejoinLater(): void {
     setTimeout(() => {
       if (this.closed) return;
       this.join().catch((error: Error) => {
         console.warn('[crowdflow] cluster membership could not reconnect:', error.message);
-        this.reconnectLater(client);
+        this.rejoinLater();
       });
     }, RECONNECT_AFTER_MS).unref();
   }
