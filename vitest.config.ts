@@ -29,7 +29,13 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], env: { CROWDFLOW_TEST_PROVIDER: 'sqlite' }, globalSetup: ['test/setup/server.ts'], fileParallelism: false },
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          env: { CROWDFLOW_TEST_PROVIDER: 'sqlite' },
+          globalSetup: ['test/setup/server.ts'],
+          fileParallelism: false,
+        },
       },
     ],
   },

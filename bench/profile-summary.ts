@@ -67,12 +67,19 @@ export function topFunctions(profile: Profile, top: number, window?: Window): st
     }
   });
   const busy = total - (self.get('(idle)') ?? 0);
-  const line = ([key, micros]: [string, number]) => `${((100 * micros) / Math.max(total, 1)).toFixed(1).padStart(5)}%  ${(micros / 1000).toFixed(0).padStart(6)} ms  ${key}`;
+  const line = ([key, micros]: [string, number]) =>
+    `${((100 * micros) / Math.max(total, 1)).toFixed(1).padStart(5)}%  ${(micros / 1000).toFixed(0).padStart(6)} ms  ${key}`;
   return [
     `${(total / 1000).toFixed(0)} ms sampled, ${(busy / 1000).toFixed(0)} ms busy; self time:`,
-    ...[...self].sort((a, b) => b[1] - a[1]).slice(0, top).map(line),
+    ...[...self]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(line),
     'total time in our code:',
-    ...[...inclusive].sort((a, b) => b[1] - a[1]).slice(0, Math.ceil(top / 2)).map(line),
+    ...[...inclusive]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, Math.ceil(top / 2))
+      .map(line),
   ];
 }
 

@@ -27,12 +27,19 @@ import { installInterruptHandler, undoOnInterrupt } from './lib/cleanup';
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
-const listArg = (name: string, all: string[]) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1].split(',') ?? all;
+const listArg = (name: string, all: string[]) =>
+  args
+    .find((a) => a.startsWith(`--${name}=`))
+    ?.split('=')[1]
+    .split(',') ?? all;
 const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'ingest', 'entry', 'procedures', 'webhooks']));
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 /** Journey steps over HTTP to run (text upload, counts, export csv, export roaring, sse, events, timer, recovery). */
-const steps = args.find((a) => a.startsWith('--steps='))?.split('=')[1].split(',');
+const steps = args
+  .find((a) => a.startsWith('--steps='))
+  ?.split('=')[1]
+  .split(',');
 
 const scale = quick ? 0.1 : 1;
 export const SCALE = {
@@ -54,8 +61,12 @@ async function main(): Promise<void> {
   const loadBefore = loadavg();
   mkdirSync(TMP_DIR, { recursive: true });
   if (profile) rmSync(join(TMP_DIR, 'profiles'), { recursive: true, force: true });
-  console.log(`Crowdflow benchmarks${quick ? ' (--quick: 1/10 scale)' : ''}: ${SCALE.users.toLocaleString('en-US')} users, ${PARTITIONS} partitions, per-user rows at ${SCALE.rowUsers.toLocaleString('en-US')} users`);
-  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `Crowdflow benchmarks${quick ? ' (--quick: 1/10 scale)' : ''}: ${SCALE.users.toLocaleString('en-US')} users, ${PARTITIONS} partitions, per-user rows at ${SCALE.rowUsers.toLocaleString('en-US')} users`,
+  );
+  console.log(
+    `machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
+  );
 
   console.log('preparing inputs…');
   const sparse = sparseIds(SCALE.users);
@@ -80,14 +91,23 @@ async function main(): Promise<void> {
   const procedures: Partial<Record<Provider, ProcedureFigures>> = {};
   const webhooks: Partial<Record<Provider, WebhookFigures>> = {};
   const save = (complete: boolean) => {
-    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest, entry, procedures, webhooks }).map((r: ScenarioResult) => score(r, scale));
+    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest, entry, procedures, webhooks }).map(
+      (r: ScenarioResult) => score(r, scale),
+    );
     const report = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
       complete,
       quick,
       scale: SCALE,
-      machine: { cpus: cpus().length, model: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadBefore, loadAfter: loadavg() },
+      machine: {
+        cpus: cpus().length,
+        model: cpus()[0]?.model,
+        memoryGiB: Math.round(totalmem() / 2 ** 30),
+        node: process.version,
+        loadBefore,
+        loadAfter: loadavg(),
+      },
       results,
     };
     // Written after every section too, so an interrupted run still leaves what it measured.
@@ -99,7 +119,16 @@ async function main(): Promise<void> {
     if (sections.has('http')) {
       console.log(`journey over HTTP on ${provider}…`);
       http[provider] = await withDatabase(provider, 'http', (database) =>
-        measureJourney(database, { users: SCALE.users, crowdText, events: SCALE.events, countReads: SCALE.countReads, sseSamples: SCALE.sseSamples, recoveryMoves: SCALE.recoveryMoves, profile, steps }),
+        measureJourney(database, {
+          users: SCALE.users,
+          crowdText,
+          events: SCALE.events,
+          countReads: SCALE.countReads,
+          sseSamples: SCALE.sseSamples,
+          recoveryMoves: SCALE.recoveryMoves,
+          profile,
+          steps,
+        }),
       );
       save(false);
     }
@@ -111,7 +140,9 @@ async function main(): Promise<void> {
     if (sections.has('ingest')) {
       console.log(`idempotent ingest (keys and event ids) against plain ingest on ${provider}…`);
       // A tenth of the journey's crowd: four runs each hold an instance, and the rate, not the crowd, is measured.
-      ingest[provider] = await withDatabase(provider, 'ingest', (database) => measureIngest(database, { users: SCALE.users / 10, events: SCALE.events / 2, profile }));
+      ingest[provider] = await withDatabase(provider, 'ingest', (database) =>
+        measureIngest(database, { users: SCALE.users / 10, events: SCALE.events / 2, profile }),
+      );
       save(false);
     }
     if (sections.has('entry')) {
@@ -156,11 +187,16 @@ async function main(): Promise<void> {
   console.log('');
   console.log(formatTable(results));
   const finishedAt = new Date();
-  if (profile) console.log(`\nwhere the time went (self time per function inside each scenario's window):${summarizeWindows(join(TMP_DIR, 'profiles'), windows)}`);
+  if (profile)
+    console.log(`\nwhere the time went (self time per function inside each scenario's window):${summarizeWindows(join(TMP_DIR, 'profiles'), windows)}`);
   console.log(`\nwrote ${output} (${((finishedAt.getTime() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
 }
 
-async function withDatabase<T>(provider: Provider, label: string, work: (database: Awaited<ReturnType<typeof createScratchDatabase>>) => Promise<T>): Promise<T | undefined> {
+async function withDatabase<T>(
+  provider: Provider,
+  label: string,
+  work: (database: Awaited<ReturnType<typeof createScratchDatabase>>) => Promise<T>,
+): Promise<T | undefined> {
   let database: Awaited<ReturnType<typeof createScratchDatabase>> | undefined;
   let forget = () => {};
   try {

@@ -24,7 +24,10 @@ const adapters = {
 for (const provider of ['sqlite', 'postgres']) {
   const dir = join(root, 'prisma/migrations', provider);
   mkdirSync(dir, { recursive: true });
-  const previous = readdirSync(dir).filter((d) => existsSync(join(dir, d, 'schema.prisma'))).sort().at(-1);
+  const previous = readdirSync(dir)
+    .filter((d) => existsSync(join(dir, d, 'schema.prisma')))
+    .sort()
+    .at(-1);
   const target = composeSchema(provider);
   const engine = await SchemaEngine.new({ datamodels: undefined }, () => {}, bindMigrationAwareSqlAdapterFactory(adapters[provider]()));
   const from = previous
@@ -53,7 +56,9 @@ process.exit(0);
 
 // The package imports its .wasm as an ES module, which Node 20 cannot; instantiate it by hand.
 async function loadSchemaEngine() {
-  const wasmPath = createRequire(import.meta.url).resolve('@prisma/schema-engine-wasm/schema_engine_bg').replace(/\.js$/, '.wasm');
+  const wasmPath = createRequire(import.meta.url)
+    .resolve('@prisma/schema-engine-wasm/schema_engine_bg')
+    .replace(/\.js$/, '.wasm');
   const { instance } = await WebAssembly.instantiate(readFileSync(wasmPath), { './schema_engine_bg.js': bindings });
   bindings.__wbg_set_wasm(instance.exports);
   instance.exports.__wbindgen_start();

@@ -44,7 +44,14 @@ function crowdText(): ReadableStream<Uint8Array> {
 }
 
 const COUNTRIES = ['NL', 'DE', 'US', 'FR', 'BE', 'GB'];
-const TIME_ZONES: Record<string, string> = { NL: 'Europe/Amsterdam', DE: 'Europe/Berlin', US: 'America/New_York', FR: 'Europe/Paris', BE: 'Europe/Brussels', GB: 'Europe/London' };
+const TIME_ZONES: Record<string, string> = {
+  NL: 'Europe/Amsterdam',
+  DE: 'Europe/Berlin',
+  US: 'America/New_York',
+  FR: 'Europe/Paris',
+  BE: 'Europe/Brussels',
+  GB: 'Europe/London',
+};
 
 /** A profile for every crowd member (plan, country, age, time zone, signup time) as NDJSON, streamed to the import. */
 function profileLines(): ReadableStream<Uint8Array> {
@@ -72,7 +79,8 @@ function profileLines(): ReadableStream<Uint8Array> {
 }
 
 const tenants = must(await call('GET', '/tenants'), 'listing tenants');
-if (!tenants.tenants.some((t: { name: string }) => t.name === TENANT)) must(await call('POST', '/tenants', JSON.stringify({ name: TENANT, partitions: 8 })), 'creating the demo tenant');
+if (!tenants.tenants.some((t: { name: string }) => t.name === TENANT))
+  must(await call('POST', '/tenants', JSON.stringify({ name: TENANT, partitions: 8 })), 'creating the demo tenant');
 
 const crowd = await call('GET', `/tenants/${TENANT}/crowds/${CROWD}`);
 if (crowd.status === 404) {
@@ -87,6 +95,9 @@ if (crowd.status === 404) {
 
 const workflows = must(await call('GET', `/tenants/${TENANT}/workflows`), 'listing workflows');
 if (!workflows.workflows.some((w: { name: string }) => w.name === WELCOME_JOURNEY_NAME)) {
-  must(await call('POST', `/tenants/${TENANT}/workflows`, JSON.stringify({ name: WELCOME_JOURNEY_NAME, definition: welcomeJourney, draft: welcomeJourneyDraft })), 'creating the demo workflow');
+  must(
+    await call('POST', `/tenants/${TENANT}/workflows`, JSON.stringify({ name: WELCOME_JOURNEY_NAME, definition: welcomeJourney, draft: welcomeJourneyDraft })),
+    'creating the demo workflow',
+  );
 }
 console.log(`demo ready: tenant "${TENANT}", crowd "${CROWD}" (${CROWD_SIZE.toLocaleString('en')} users), workflow "${WELCOME_JOURNEY_NAME}"`);

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
-node_modules/.bin/biome lint --error-on-warnings . # the lint rules of biome.jsonc (npm run lint)
+node_modules/.bin/biome check --error-on-warnings . # lint rules and formatting of biome.jsonc (npm run lint; npm run format fixes the formatting)
 if [ -z "${CROWDFLOW_DIST_DIR:-}" ]; then
   export CROWDFLOW_DIST_DIR=".next-test/run-$$"
   trap 'rm -rf "$CROWDFLOW_DIST_DIR"' EXIT

@@ -84,7 +84,10 @@ export async function authenticate(request: Request): Promise<Principal> {
   if (cookie && env().CROWDFLOW_ADMIN_TOKEN) {
     const session = await liveSession(cookie, adminToken());
     if (!session) {
-      throw new AppError('unauthorized', 'The studio session has ended (signed out, expired, or the admin token changed): sign in again, or send credentials as "Authorization: Bearer <token>"');
+      throw new AppError(
+        'unauthorized',
+        'The studio session has ended (signed out, expired, or the admin token changed): sign in again, or send credentials as "Authorization: Bearer <token>"',
+      );
     }
     assertSameOriginWrite(request);
     return { kind: 'admin', session: session.id };
@@ -109,7 +112,9 @@ function assertScope(request: Request, scopes: readonly Scope[]): void {
   if (needed === 'any') return;
   if (needed === 'admin') throw new AppError('forbidden', 'This call needs the admin token');
   if (!scopes.includes(needed)) {
-    throw new AppError('forbidden', `This call needs an API key with the "${needed}" scope; this key has: ${scopes.join(', ') || 'none'}`, { requiredScope: needed });
+    throw new AppError('forbidden', `This call needs an API key with the "${needed}" scope; this key has: ${scopes.join(', ') || 'none'}`, {
+      requiredScope: needed,
+    });
   }
 }
 

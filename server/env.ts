@@ -4,7 +4,11 @@ import { z } from 'zod';
 const EnvSchema = z.object({
   DATABASE_URL: z.string().default('file:./data/crowdflow.db'),
   CROWDFLOW_ADMIN_TOKEN: z.string().min(16, 'CROWDFLOW_ADMIN_TOKEN must be at least 16 characters').optional(),
-  CROWDFLOW_MAX_UPLOAD_BYTES: z.coerce.number().int().positive().default(1024 ** 3),
+  CROWDFLOW_MAX_UPLOAD_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 ** 3),
   CROWDFLOW_ENGINE: z.enum(['on', 'off']).default('on'),
   /** `on`: the engine runs on a worker thread of its own (docs/ARCHITECTURE.md "Engine threads"); `off`: on the request thread. */
   CROWDFLOW_ENGINE_THREAD: z.enum(['on', 'off']).default('on'),

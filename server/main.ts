@@ -60,7 +60,10 @@ async function main(): Promise<void> {
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
   // After the runtime has handed back its leases (server/shutdown.ts runs first), stop taking requests and exit.
-  for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
+  for (const [signal, code] of [
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+  ] as const) {
     process.once(signal, () => {
       server.close();
       server.closeAllConnections();
@@ -74,8 +77,12 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(options.port, options.hostname, resolve));
   const address = server.address();
   const where = typeof address === 'object' && address ? `http://${options.hostname ?? 'localhost'}:${address.port}` : String(address);
-  const spent = Object.entries({ ...phases, 'Next prepare': nextMs }).map(([name, ms]) => `${name} ${ms} ms`).join(', ');
-  console.log(`[crowdflow] listening on ${where}${options.dev ? ' (development)' : ''} ${Math.round(process.uptime() * 1000)} ms after the process started (${spent})`);
+  const spent = Object.entries({ ...phases, 'Next prepare': nextMs })
+    .map(([name, ms]) => `${name} ${ms} ms`)
+    .join(', ');
+  console.log(
+    `[crowdflow] listening on ${where}${options.dev ? ' (development)' : ''} ${Math.round(process.uptime() * 1000)} ms after the process started (${spent})`,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -94,7 +94,10 @@ export function pathSegment(value: string): string {
 }
 
 function refuseDotSegments(path: string): void {
-  const segments = path.split('?')[0].split('/').map((s) => s.replace(/%2e/gi, '.'));
+  const segments = path
+    .split('?')[0]
+    .split('/')
+    .map((s) => s.replace(/%2e/gi, '.'));
   if (segments.some((s) => s === '.' || s === '..')) throw new ApiError(400, 'bad_request', `The path ${path} has a "." or ".." segment`);
 }
 

@@ -124,7 +124,10 @@ function nodeFor(step: Step, id: string, position: { x: number; y: number }, lon
 function targetsByHandle(step: Step): [string, string][] {
   switch (step.kind) {
     case 'branch':
-      return [...step.branches.map((b, i): [string, string] => [`branch-${i}`, b.next]), ...(step.timeout ? [['timeout', step.timeout.next] as [string, string]] : [])];
+      return [
+        ...step.branches.map((b, i): [string, string] => [`branch-${i}`, b.next]),
+        ...(step.timeout ? [['timeout', step.timeout.next] as [string, string]] : []),
+      ];
     case 'split':
       return step.paths.map((p, i) => [`path-${i}`, p.next]);
     default:
@@ -170,7 +173,12 @@ function dataCommon(data: Common): Common {
 /** What a definition holds besides its steps and stopAt, edited apart from the canvas (the inspector with no step selected). */
 export type WorkflowExtras = Pick<WorkflowDefinition, 'entry' | 'goal'>;
 
-export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?: string, extras: WorkflowExtras = {}): { definition: WorkflowDefinition; draft: WorkflowDraft } {
+export function graphToDefinition(
+  nodes: StepNode[],
+  edges: FlowEdge[],
+  stopAt?: string,
+  extras: WorkflowExtras = {},
+): { definition: WorkflowDefinition; draft: WorkflowDraft } {
   const nameOf = new Map(nodes.map((n) => [n.id, n.data.name]));
   const target = (node: StepNode, handle: string): string | undefined => {
     const edge = edges.find((e) => e.source === node.id && (e.sourceHandle ?? 'next') === handle);
@@ -190,7 +198,11 @@ export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?:
         return { ...base, kind: 'parallel', actions: node.data.actions.filter(Boolean), ...(next === undefined ? {} : { next }) };
       }
       case 'branch': {
-        const step: Step = { ...base, kind: 'branch', branches: node.data.branches.map((b, i) => ({ condition: b.condition, next: target(node, `branch-${i}`) ?? '' })) };
+        const step: Step = {
+          ...base,
+          kind: 'branch',
+          branches: node.data.branches.map((b, i) => ({ condition: b.condition, next: target(node, `branch-${i}`) ?? '' })),
+        };
         if (node.data.timeout) step.timeout = { after: node.data.timeout.after, next: target(node, 'timeout') ?? '' };
         return step;
       }
@@ -213,7 +225,10 @@ export function graphToDefinition(nodes: StepNode[], edges: FlowEdge[], stopAt?:
   const labels = Object.fromEntries(nodes.flatMap((n) => (n.data.label?.trim() ? [[n.data.name, n.data.label.trim()]] : [])));
   const notes = Object.fromEntries(nodes.flatMap((n) => (n.data.note?.trim() ? [[n.data.name, n.data.note.trim()]] : [])));
   const { entry, goal } = extras;
-  return { definition: { steps, ...(entry ? { entry } : {}), ...(goal ? { goal } : {}), ...(stopAt ? { stopAt } : {}) }, draft: { positions, labels, ...(Object.keys(notes).length ? { notes } : {}) } };
+  return {
+    definition: { steps, ...(entry ? { entry } : {}), ...(goal ? { goal } : {}), ...(stopAt ? { stopAt } : {}) },
+    draft: { positions, labels, ...(Object.keys(notes).length ? { notes } : {}) },
+  };
 }
 
 /** Top-to-bottom layered layout (dagre), then each step's targets put left to right in its outputs' order; returns new nodes. */

@@ -10,7 +10,12 @@ export const crowdsKey = (tenant: string) => `crowds:${tenant}`;
 
 /** A crowd name from a file name: `vip-users.csv` → `vip-users`. */
 function nameFromFile(file: string): string {
-  return file.replace(/\.[^.]+$/, '').replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, 64) || 'crowd';
+  return (
+    file
+      .replace(/\.[^.]+$/, '')
+      .replace(/[^A-Za-z0-9_-]+/g, '-')
+      .slice(0, 64) || 'crowd'
+  );
 }
 
 export function UploadForm({ tenant, onUploaded }: { tenant: string; onUploaded?: (crowd: CrowdView) => void }) {
@@ -99,7 +104,15 @@ export function UploadForm({ tenant, onUploaded }: { tenant: string; onUploaded?
           Crowd “{result.name}”: {formatCount(result.count)} users ({formatBytes(result.sizeBytes)})
         </p>
       )}
-      {error && <ErrorBox error={error.code === 'conflict' && !replace ? `A crowd named “${name}” already exists. Tick “Replace if it exists” to overwrite it, or choose another name.` : error} />}
+      {error && (
+        <ErrorBox
+          error={
+            error.code === 'conflict' && !replace
+              ? `A crowd named “${name}” already exists. Tick “Replace if it exists” to overwrite it, or choose another name.`
+              : error
+          }
+        />
+      )}
     </form>
   );
 }

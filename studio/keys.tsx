@@ -8,7 +8,16 @@ import { ErrorBox, ListStates } from './ui';
 // The tenant's API keys: create one with scopes (the secret is shown once), see when each was last used, revoke.
 
 type Scope = 'ingest' | 'read' | 'manage' | 'keys';
-type KeyView = { id: string; name: string; prefix: string; scopes: Scope[]; createdBy: string; createdAt: string; lastUsedAt: string | null; revokedAt: string | null };
+type KeyView = {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  createdBy: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+};
 
 const SCOPES: { scope: Scope; label: string }[] = [
   { scope: 'ingest', label: 'ingest — send events' },
@@ -52,7 +61,8 @@ function CreateKeyForm({ tenant }: { tenant: string }) {
           <legend>Scopes</legend>
           {SCOPES.map(({ scope, label }) => (
             <label key={scope} className="inline">
-              <input type="checkbox" checked={scopes.includes(scope)} onChange={(e) => toggle(scope, e.target.checked)} data-testid={`key-scope-${scope}`} /> {label}
+              <input type="checkbox" checked={scopes.includes(scope)} onChange={(e) => toggle(scope, e.target.checked)} data-testid={`key-scope-${scope}`} />{' '}
+              {label}
             </label>
           ))}
         </fieldset>
@@ -62,9 +72,7 @@ function CreateKeyForm({ tenant }: { tenant: string }) {
       </div>
       {created && (
         <div className="ok-text" role="status" data-testid="key-secret-box">
-          <p>
-            Key “{created.name}” created. Copy the secret now: it is shown only once.
-          </p>
+          <p>Key “{created.name}” created. Copy the secret now: it is shown only once.</p>
           <code data-testid="key-secret">{created.secret}</code>
         </div>
       )}

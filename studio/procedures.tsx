@@ -17,7 +17,11 @@ export function ProceduresPanel({ tenant }: { tenant: string }) {
   const tenantId = useTenants().data?.tenants.find((t) => t.name === tenant || t.id === tenant)?.id;
   const [state, setState] = useState('');
   const [openId, setOpenId] = useState<string | null>(null);
-  const all = useQuery<ProcedureView[]>(`procedures:${state}`, async () => listOf<ProcedureView>(await apiGet(`/procedures${state ? `?state=${state}` : ''}`), 'procedures'), { refetchMs: REFRESH_MS });
+  const all = useQuery<ProcedureView[]>(
+    `procedures:${state}`,
+    async () => listOf<ProcedureView>(await apiGet(`/procedures${state ? `?state=${state}` : ''}`), 'procedures'),
+    { refetchMs: REFRESH_MS },
+  );
   // the admin session sees every tenant's procedures; the page shows the picked tenant's
   const procedures = { ...all, data: all.data && tenantId ? all.data.filter((p) => p.tenantId === tenantId) : undefined };
 
@@ -25,7 +29,13 @@ export function ProceduresPanel({ tenant }: { tenant: string }) {
     {
       header: 'Type',
       cell: (p) => (
-        <button type="button" className="link" onClick={() => setOpenId(p.id === openId ? null : p.id)} aria-expanded={p.id === openId} data-testid="procedure-open">
+        <button
+          type="button"
+          className="link"
+          onClick={() => setOpenId(p.id === openId ? null : p.id)}
+          aria-expanded={p.id === openId}
+          data-testid="procedure-open"
+        >
           {p.type}
           {p.parentId && <span className="muted small"> (child)</span>}
         </button>

@@ -63,7 +63,11 @@ function postPart(path: string, body: Blob, contentType: string, onSent: (bytes:
       }
       if (request.status >= 200 && request.status < 300 && body) return resolve(body as PartResult);
       const error = body && 'error' in body ? body.error : undefined;
-      reject(error ? new ApiError(request.status, error.code, error.message, error.details) : new ApiError(request.status, 'http_error', request.responseText.slice(0, 200) || `HTTP ${request.status}`));
+      reject(
+        error
+          ? new ApiError(request.status, error.code, error.message, error.details)
+          : new ApiError(request.status, 'http_error', request.responseText.slice(0, 200) || `HTTP ${request.status}`),
+      );
     };
     signal?.addEventListener('abort', () => request.abort(), { once: true });
     request.send(body);
@@ -116,10 +120,16 @@ export async function importProfileFile(
     const sentBefore = start;
     let result: PartResult;
     try {
-      result = await postPart(path, body, contentType, (sent) => {
-        progress.bytesSent = sentBefore + Math.max(0, sent - extra);
-        report();
-      }, options.signal);
+      result = await postPart(
+        path,
+        body,
+        contentType,
+        (sent) => {
+          progress.bytesSent = sentBefore + Math.max(0, sent - extra);
+          report();
+        },
+        options.signal,
+      );
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       const restated = await inFileTerms(error, file, format, start, progress.linesImported);

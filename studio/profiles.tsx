@@ -37,7 +37,9 @@ function ImportForm({ tenant }: { tenant: string }) {
     setRunning(true);
     try {
       const chosen = format === 'auto' ? await detectFormat(file) : format;
-      setSummary(await importProfileFile(tenant, file, chosen, { types: chosen === 'csv' ? types : undefined, onProgress: setProgress, signal: controller.signal }));
+      setSummary(
+        await importProfileFile(tenant, file, chosen, { types: chosen === 'csv' ? types : undefined, onProgress: setProgress, signal: controller.signal }),
+      );
     } catch (caught) {
       setError(caught as ApiError);
     } finally {
@@ -52,8 +54,8 @@ function ImportForm({ tenant }: { tenant: string }) {
     <form onSubmit={run} className="card" data-testid="profile-import">
       <h2>Import profiles</h2>
       <p className="muted small">
-        NDJSON, one <code>{'{"user": 7, "attributes": {"plan": "pro"}}'}</code> a line, or CSV with a header row (<code>user,plan,age,address.country</code>; an empty cell leaves the attribute out).
-        Attributes are merged into existing profiles.
+        NDJSON, one <code>{'{"user": 7, "attributes": {"plan": "pro"}}'}</code> a line, or CSV with a header row (<code>user,plan,age,address.country</code>; an
+        empty cell leaves the attribute out). Attributes are merged into existing profiles.
       </p>
       <div className="row">
         <label>
@@ -95,11 +97,19 @@ function ImportForm({ tenant }: { tenant: string }) {
       </div>
       {progress && (
         <div className="upload-progress">
-          <div className={error ? 'progress failed' : 'progress'} role="progressbar" aria-label="Bytes sent" aria-valuemin={0} aria-valuemax={100} aria-valuenow={Math.round(sentShare * 100)}>
+          <div
+            className={error ? 'progress failed' : 'progress'}
+            role="progressbar"
+            aria-label="Bytes sent"
+            aria-valuemin={0}
+            aria-valuemax={100}
+            aria-valuenow={Math.round(sentShare * 100)}
+          >
             <div style={{ width: `${Math.round(sentShare * 100)}%` }} />
           </div>
           <span className="muted small" data-testid="profile-import-progress">
-            {formatBytes(progress.bytesSent)} of {formatBytes(progress.totalBytes)} sent · <strong data-testid="profile-lines-imported">{formatCount(progress.linesImported)}</strong> lines imported
+            {formatBytes(progress.bytesSent)} of {formatBytes(progress.totalBytes)} sent ·{' '}
+            <strong data-testid="profile-lines-imported">{formatCount(progress.linesImported)}</strong> lines imported
           </span>
         </div>
       )}
@@ -157,7 +167,8 @@ function FieldsTable({ tenant }: { tenant: string }) {
                 </td>
                 <td data-testid="profile-field-type">{field.type}</td>
                 <td className="nowrap">
-                  <span data-testid="profile-field-users">{formatCount(field.users)}</span> <span className="muted small">{formatShare(field.users, profiles)}</span>
+                  <span data-testid="profile-field-users">{formatCount(field.users)}</span>{' '}
+                  <span className="muted small">{formatShare(field.users, profiles)}</span>
                 </td>
                 <td>
                   <span className="chips">
@@ -182,7 +193,9 @@ function FieldsTable({ tenant }: { tenant: string }) {
 /** Nested attributes as dotted paths, the way conditions name them. */
 function flatten(attributes: Record<string, unknown>, prefix = ''): [string, unknown][] {
   return Object.entries(attributes).flatMap(([key, value]) =>
-    value && typeof value === 'object' && !Array.isArray(value) ? flatten(value as Record<string, unknown>, `${prefix}${key}.`) : [[`${prefix}${key}`, value] as [string, unknown]],
+    value && typeof value === 'object' && !Array.isArray(value)
+      ? flatten(value as Record<string, unknown>, `${prefix}${key}.`)
+      : [[`${prefix}${key}`, value] as [string, unknown]],
   );
 }
 

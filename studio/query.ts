@@ -43,7 +43,8 @@ async function run(key: string, fresh = false): Promise<void> {
     .fetcher()
     .then(
       (data) => publish(key, { data, loading: false }),
-      (error: unknown) => publish(key, { data: target.state.data, loading: false, error: error instanceof ApiError ? error : new ApiError(0, 'client', String(error)) }),
+      (error: unknown) =>
+        publish(key, { data: target.state.data, loading: false, error: error instanceof ApiError ? error : new ApiError(0, 'client', String(error)) }),
     )
     .finally(() => {
       target.inFlight = undefined;
@@ -73,7 +74,11 @@ export function resetQueries() {
   }
 }
 
-export function useQuery<T>(key: string | null, fetcher?: () => Promise<T>, options: { refetchMs?: number } = {}): QueryState<T> & { refetch: () => Promise<void> } {
+export function useQuery<T>(
+  key: string | null,
+  fetcher?: () => Promise<T>,
+  options: { refetchMs?: number } = {},
+): QueryState<T> & { refetch: () => Promise<void> } {
   const subscribe = useCallback(
     (listener: () => void) => {
       if (!key) return () => {};

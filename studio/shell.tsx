@@ -8,7 +8,6 @@ import { confirmLeave, useLinkGuard } from './leave-guard';
 import { resetQueries, useQuery } from './query';
 import { ErrorBox } from './ui';
 
-
 export function useTenants() {
   return useQuery<{ tenants: TenantView[] }>('tenants', () => apiGet('/tenants'));
 }

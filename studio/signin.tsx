@@ -33,8 +33,8 @@ export function SignInForm() {
         <h1>Crowdflow</h1>
         <p className="muted">Sign in with the admin token.</p>
         <p className="muted small" data-testid="token-hint">
-          Where is it? <code>npm run demo</code> wrote it to the <code>.env</code> file in the project folder as <code>CROWDFLOW_ADMIN_TOKEN=…</code> and printed it
-          when the server started.
+          Where is it? <code>npm run demo</code> wrote it to the <code>.env</code> file in the project folder as <code>CROWDFLOW_ADMIN_TOKEN=…</code> and
+          printed it when the server started.
         </p>
         <label>
           Admin token

@@ -31,7 +31,15 @@ export function Empty({ children }: { children: ReactNode }) {
 }
 
 /** The loading, error and empty states of a list fetched with useQuery. */
-export function ListStates({ query, what, empty }: { query: { data?: unknown[]; error?: ApiError; loading: boolean; refetch: () => void }; what: string; empty: ReactNode }) {
+export function ListStates({
+  query,
+  what,
+  empty,
+}: {
+  query: { data?: unknown[]; error?: ApiError; loading: boolean; refetch: () => void };
+  what: string;
+  empty: ReactNode;
+}) {
   return (
     <>
       {query.loading && !query.data && <Loading what={what} />}

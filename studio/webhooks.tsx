@@ -49,14 +49,22 @@ function CreateDestinationForm({ tenant }: { tenant: string }) {
         </label>
         <label>
           URL
-          <input type="url" value={url} onChange={(e) => setUrl(e.target.value)} required placeholder="https://example.com/hooks/crowdflow" data-testid="webhook-url" />
+          <input
+            type="url"
+            value={url}
+            onChange={(e) => setUrl(e.target.value)}
+            required
+            placeholder="https://example.com/hooks/crowdflow"
+            data-testid="webhook-url"
+          />
         </label>
         <label>
           User ids per request
           <input type="number" min={1} max={100000} value={batchSize} onChange={(e) => setBatchSize(e.target.value)} data-testid="webhook-batch" />
         </label>
         <label className="inline">
-          <input type="checkbox" checked={allNotifications} onChange={(e) => setAllNotifications(e.target.checked)} data-testid="webhook-all" /> every move of the tenant
+          <input type="checkbox" checked={allNotifications} onChange={(e) => setAllNotifications(e.target.checked)} data-testid="webhook-all" /> every move of
+          the tenant
         </label>
         <button type="submit" className="primary" disabled={!name.trim() || !url.trim()} data-testid="webhook-create">
           Add destination
@@ -65,8 +73,8 @@ function CreateDestinationForm({ tenant }: { tenant: string }) {
       {created && (
         <div className="ok-text" role="status" data-testid="webhook-secret-box">
           <p>
-            Destination “{created.name}” added. Steps send users to it with the enter action <code>{created.actionTag}</code>. Copy the signing secret now:
-            it is shown only once.
+            Destination “{created.name}” added. Steps send users to it with the enter action <code>{created.actionTag}</code>. Copy the signing secret now: it
+            is shown only once.
           </p>
           <code data-testid="webhook-secret">{created.secret}</code>
         </div>
@@ -77,9 +85,13 @@ function CreateDestinationForm({ tenant }: { tenant: string }) {
 }
 
 function DeliveryLog({ tenant, name }: { tenant: string; name: string }) {
-  const deliveries = useQuery<DeliveryView[]>(deliveriesKey(tenant, name), async () => listOf<DeliveryView>(await apiGet(webhookPath(tenant, name, '/deliveries?limit=100')), 'deliveries'), {
-    refetchMs: REFRESH_MS,
-  });
+  const deliveries = useQuery<DeliveryView[]>(
+    deliveriesKey(tenant, name),
+    async () => listOf<DeliveryView>(await apiGet(webhookPath(tenant, name, '/deliveries?limit=100')), 'deliveries'),
+    {
+      refetchMs: REFRESH_MS,
+    },
+  );
   const [error, setError] = useState<ApiError | null>(null);
 
   async function replay(delivery: DeliveryView) {
@@ -94,7 +106,10 @@ function DeliveryLog({ tenant, name }: { tenant: string; name: string }) {
 
   const columns: Column<DeliveryView>[] = [
     { header: 'Delivery', cell: (d) => <code className="small">{d.id}</code> },
-    { header: 'Status', cell: (d) => <span className={`badge ${d.status === 'failed' ? 'failed' : d.status === 'pending' ? 'running' : ''}`}>{d.status}</span> },
+    {
+      header: 'Status',
+      cell: (d) => <span className={`badge ${d.status === 'failed' ? 'failed' : d.status === 'pending' ? 'running' : ''}`}>{d.status}</span>,
+    },
     { header: 'Users', cell: (d) => formatCount(d.users) },
     { header: 'Attempts', cell: (d) => d.attempts + (d.replays ? ` (replay ${d.replays})` : '') },
     { header: 'Last answer', cell: (d) => d.lastError ?? (d.lastStatus === null ? '—' : `HTTP ${d.lastStatus}`), className: 'small clip' },
@@ -128,7 +143,9 @@ function DeliveryLog({ tenant, name }: { tenant: string; name: string }) {
 }
 
 export function WebhooksPage({ tenant }: { tenant: string }) {
-  const destinations = useQuery<DestinationView[]>(destinationsKey(tenant), async () => listOf<DestinationView>(await apiGet(tenantPath(tenant, '/webhooks')), 'destinations'));
+  const destinations = useQuery<DestinationView[]>(destinationsKey(tenant), async () =>
+    listOf<DestinationView>(await apiGet(tenantPath(tenant, '/webhooks')), 'destinations'),
+  );
   const [open, setOpen] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
 
@@ -149,7 +166,11 @@ export function WebhooksPage({ tenant }: { tenant: string }) {
       <h1>Webhooks</h1>
       <CreateDestinationForm tenant={tenant} />
       {error && <ErrorBox error={error} />}
-      <ListStates query={destinations} what="webhook destinations" empty="No destinations yet. Add one above, then give a step the enter action webhook:<name>." />
+      <ListStates
+        query={destinations}
+        what="webhook destinations"
+        empty="No destinations yet. Add one above, then give a step the enter action webhook:<name>."
+      />
       {destinations.data && destinations.data.length > 0 && (
         <table data-testid="webhook-table">
           <thead>
@@ -165,7 +186,13 @@ export function WebhooksPage({ tenant }: { tenant: string }) {
             {destinations.data.map((d) => (
               <tr key={d.name} data-testid="webhook-row" data-webhook={d.name} className={open === d.name ? 'selected-row' : undefined}>
                 <td>
-                  <button type="button" className="link" onClick={() => setOpen(open === d.name ? null : d.name)} aria-expanded={open === d.name} data-testid="webhook-open">
+                  <button
+                    type="button"
+                    className="link"
+                    onClick={() => setOpen(open === d.name ? null : d.name)}
+                    aria-expanded={open === d.name}
+                    data-testid="webhook-open"
+                  >
                     {d.name}
                   </button>
                 </td>

@@ -37,7 +37,11 @@ export function WorkflowList({ tenant }: { tenant: string }) {
   async function create(event: FormEvent) {
     event.preventDefault();
     await act(async () => {
-      const created = await apiCall<WorkflowView>('POST', tenantPath(tenant, '/workflows'), { name, definition: STARTER, draft: { positions: { start: { x: 0, y: 0 } }, labels: {} } });
+      const created = await apiCall<WorkflowView>('POST', tenantPath(tenant, '/workflows'), {
+        name,
+        definition: STARTER,
+        draft: { positions: { start: { x: 0, y: 0 } }, labels: {} },
+      });
       router.push(`${base}/${created.id}`);
     });
   }

@@ -111,5 +111,10 @@ export const BRANCH_JOURNEY = {
 /** A journey whose entry step is a timer firing once, at `fireAt` (second precision, UTC, 6-field cron). */
 export function timerJourney(fireAt: Date): object {
   const cron = `${fireAt.getUTCSeconds()} ${fireAt.getUTCMinutes()} ${fireAt.getUTCHours()} ${fireAt.getUTCDate()} ${fireAt.getUTCMonth() + 1} *`;
-  return { steps: [{ name: 'hold', kind: 'timer', cron, next: 'done' }, { name: 'done', kind: 'direct' }] };
+  return {
+    steps: [
+      { name: 'hold', kind: 'timer', cron, next: 'done' },
+      { name: 'done', kind: 'direct' },
+    ],
+  };
 }

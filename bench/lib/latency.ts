@@ -24,7 +24,13 @@ function getter(baseUrl: string, headers: Record<string, string>) {
 }
 
 /** `reads` sequential GETs after 10 warm-up ones; `check` sees every body. */
-export async function measureGets(baseUrl: string, path: string, headers: Record<string, string>, reads: number, check: (body: string) => void = () => undefined): Promise<Latency> {
+export async function measureGets(
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string>,
+  reads: number,
+  check: (body: string) => void = () => undefined,
+): Promise<Latency> {
   const get = getter(baseUrl, headers);
   const samples: number[] = [];
   for (let i = 0; i < reads + 10; i++) {

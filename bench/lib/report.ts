@@ -62,7 +62,11 @@ export function score(result: ScenarioResult, scale: number): ScoredResult {
     if (target.minSpeedupVsRows !== undefined) met = met && speedupVsRows !== null && speedupVsRows >= target.minSpeedupVsRows;
     if (target.maxOverheadVsLimit !== undefined) met = met && overheadVsLimit !== null && overheadVsLimit <= target.maxOverheadVsLimit;
   }
-  const targetText = !result.target ? '—' : result.target.scalesWithUsers && scale !== 1 ? `${result.target.text} (÷${Math.round(1 / scale)} → ${formatNumber(result.target.value * scale)} ${result.ours.unit})` : result.target.text;
+  const targetText = !result.target
+    ? '—'
+    : result.target.scalesWithUsers && scale !== 1
+      ? `${result.target.text} (÷${Math.round(1 / scale)} → ${formatNumber(result.target.value * scale)} ${result.ours.unit})`
+      : result.target.text;
   return { ...result, direction, targetText, speedupVsRows, overheadVsLimit, met };
 }
 
@@ -116,7 +120,9 @@ export function progress(label: string, everyMs = 2000): (done: number, total: n
     finished = done >= total;
     const seconds = (now - started) / 1000;
     const percent = total > 0 ? ((100 * done) / total).toFixed(0) : '?';
-    console.log(`  … ${label}: ${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')} (${percent}%) after ${seconds.toFixed(1)} s${extra ? `, ${extra}` : ''}`);
+    console.log(
+      `  … ${label}: ${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')} (${percent}%) after ${seconds.toFixed(1)} s${extra ? `, ${extra}` : ''}`,
+    );
   };
 }
 

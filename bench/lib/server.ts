@@ -72,7 +72,14 @@ export class ApiError extends Error {
 }
 
 /** JSON (or raw bytes) over HTTP with the admin token; anything but a 2xx throws an ApiError. */
-export async function call<T = any>(server: BenchServer, method: string, path: string, body?: unknown, contentType?: string, extraHeaders: Record<string, string> = {}): Promise<T> {
+export async function call<T = any>(
+  server: BenchServer,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType?: string,
+  extraHeaders: Record<string, string> = {},
+): Promise<T> {
   const headers: Record<string, string> = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, ...extraHeaders };
   let payload: BodyInit | undefined;
   if (body instanceof Uint8Array || typeof body === 'string') {

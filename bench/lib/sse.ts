@@ -27,7 +27,10 @@ export async function subscribeCounts(server: BenchServer, path: string, onCount
           buffer = buffer.slice(end + 2);
           const lines = message.split('\n');
           if (!lines.includes('event: counts')) continue;
-          const data = lines.filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join('\n');
+          const data = lines
+            .filter((line) => line.startsWith('data: '))
+            .map((line) => line.slice(6))
+            .join('\n');
           onCounts(JSON.parse(data) as CountsJson, receivedAt);
         }
       }

@@ -20,7 +20,13 @@ export interface ClusterFigures {
 
 type Member = { server: BenchServer; name: string };
 
-async function json(member: Member, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+async function json(
+  member: Member,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
   const response = await fetch(`${member.server.baseUrl}/api/v1${path}`, {
     method,
     headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, ...(typeof body === 'string' ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -51,7 +57,9 @@ export async function measureCluster(database: ScratchDatabase, options: { users
     const rows = await database.query<{ owner: string | null }>('SELECT "owner" FROM "PartitionState" WHERE "tenantId" = $1', [tenantId]);
     const live = members.map((m) => m.name);
     const cap = Math.ceil(PARTITIONS / live.length);
-    return rows.length === PARTITIONS && rows.every((r) => r.owner && live.includes(r.owner)) && live.every((m) => rows.filter((r) => r.owner === m).length <= cap);
+    return (
+      rows.length === PARTITIONS && rows.every((r) => r.owner && live.includes(r.owner)) && live.every((m) => rows.filter((r) => r.owner === m).length <= cap)
+    );
   };
   try {
     const first = await join();
@@ -65,7 +73,14 @@ export async function measureCluster(database: ScratchDatabase, options: { users
       name: 'buyers',
       definition: {
         steps: [
-          { name: 'waiting', kind: 'branch', branches: [{ condition: 'event.type == "purchase"', next: 'bought' }, { condition: 'true', next: 'other' }] },
+          {
+            name: 'waiting',
+            kind: 'branch',
+            branches: [
+              { condition: 'event.type == "purchase"', next: 'bought' },
+              { condition: 'true', next: 'other' },
+            ],
+          },
           { name: 'bought', kind: 'direct' },
           { name: 'other', kind: 'direct' },
         ],
@@ -75,14 +90,20 @@ export async function measureCluster(database: ScratchDatabase, options: { users
     const instanceId: string = started.body.instanceId;
     await until('the instance running', async () => (await json(first, 'GET', `/tenants/bench/instances/${instanceId}`)).body.state === 'running');
 
-    const figures: ClusterFigures = { eventsPerSecond: {}, cpuMsPerMember: {}, countsNonOwner: { p50Ms: 0, p99Ms: 0 }, settleMs: { sigkill: 0, join: 0, sigterm: 0 } };
+    const figures: ClusterFigures = {
+      eventsPerSecond: {},
+      cpuMsPerMember: {},
+      countsNonOwner: { p50Ms: 0, p99Ms: 0 },
+      settleMs: { sigkill: 0, join: 0, sigterm: 0 },
+    };
     let bought = 0;
     for (let size = 1; size <= 3; size++) {
       while (members.length < size) await join();
       await until('balanced ownership', balanced(tenantId));
       const from = bought + 1;
       const batches: { user: number; type: string }[][] = [];
-      for (let at = 0; at < perPhase; at += BATCH) batches.push(Array.from({ length: Math.min(BATCH, perPhase - at) }, (_, i) => ({ user: from + at + i, type: 'purchase' })));
+      for (let at = 0; at < perPhase; at += BATCH)
+        batches.push(Array.from({ length: Math.min(BATCH, perPhase - at) }, (_, i) => ({ user: from + at + i, type: 'purchase' })));
       const cpuBefore = members.map((m) => m.server.cpuMs());
       const phaseStarted = performance.now();
       let next = 0;
@@ -102,10 +123,19 @@ export async function measureCluster(database: ScratchDatabase, options: { users
       const seconds = (performance.now() - phaseStarted) / 1000;
       figures.eventsPerSecond[`${size} member${size > 1 ? 's' : ''}`] = Math.round(perPhase / seconds);
       figures.cpuMsPerMember[`${size} member${size > 1 ? 's' : ''}`] = members.map((m, i) => Math.round(m.server.cpuMs() - cpuBefore[i]));
-      console.log(`  ${size} member(s): ${Math.round(perPhase / seconds).toLocaleString('en-US')} events/s end to end; CPU ms per member ${figures.cpuMsPerMember[`${size} member${size > 1 ? 's' : ''}`].join(', ')}`);
+      console.log(
+        `  ${size} member(s): ${Math.round(perPhase / seconds).toLocaleString('en-US')} events/s end to end; CPU ms per member ${figures.cpuMsPerMember[`${size} member${size > 1 ? 's' : ''}`].join(', ')}`,
+      );
     }
-    figures.countsNonOwner = await measureGets(members[1].server.baseUrl, `/api/v1/tenants/bench/instances/${instanceId}/counts`, { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` }, 1_000);
-    console.log(`  counts on a member owning 3 of 8 partitions: p50 ${figures.countsNonOwner.p50Ms.toFixed(2)} ms, p99 ${figures.countsNonOwner.p99Ms.toFixed(2)} ms`);
+    figures.countsNonOwner = await measureGets(
+      members[1].server.baseUrl,
+      `/api/v1/tenants/bench/instances/${instanceId}/counts`,
+      { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` },
+      1_000,
+    );
+    console.log(
+      `  counts on a member owning 3 of 8 partitions: p50 ${figures.countsNonOwner.p50Ms.toFixed(2)} ms, p99 ${figures.countsNonOwner.p99Ms.toFixed(2)} ms`,
+    );
 
     const victim = members.splice(2, 1)[0];
     process.kill(victim.server.pid, 'SIGKILL');
@@ -116,7 +146,9 @@ export async function measureCluster(database: ScratchDatabase, options: { users
     const stopping = leaving.server.stop();
     figures.settleMs.sigterm = await until('handoff after SIGTERM', balanced(tenantId));
     await stopping;
-    console.log(`  partitions settled on live members: ${Math.round(figures.settleMs.sigkill)} ms after a SIGKILL, ${Math.round(figures.settleMs.join)} ms after a join (from ready), ${Math.round(figures.settleMs.sigterm)} ms after a SIGTERM`);
+    console.log(
+      `  partitions settled on live members: ${Math.round(figures.settleMs.sigkill)} ms after a SIGKILL, ${Math.round(figures.settleMs.join)} ms after a join (from ready), ${Math.round(figures.settleMs.sigterm)} ms after a SIGTERM`,
+    );
     return figures;
   } finally {
     await Promise.all(members.map((m) => m.server.stop().catch(() => undefined)));

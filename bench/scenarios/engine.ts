@@ -47,7 +47,11 @@ function shardBytes(engine: Engine, instanceId: string): number {
   return bytes;
 }
 
-export async function measureEngine(database: ScratchDatabase, scale: { users: number; events: number; partitions: number }, profile: boolean): Promise<EngineFigures> {
+export async function measureEngine(
+  database: ScratchDatabase,
+  scale: { users: number; events: number; partitions: number },
+  profile: boolean,
+): Promise<EngineFigures> {
   await useDatabase(database.url);
   // What server/boot.ts starts (the scratch database is migrated already); stopped again below, so the next
   // provider's run starts them afresh on its own database.
@@ -118,7 +122,13 @@ export async function measureEngine(database: ScratchDatabase, scale: { users: n
       return {
         value: events.length / (ms / 1000),
         note: `(${formatNumber(perCpuSecond)} per CPU-s, ingest included)`,
-        details: { events: events.length, ms: Math.round(ms), appendMs: Math.round(appendMs), cpuMs: Math.round(cpuMs), eventsPerCpuSecond: Math.round(perCpuSecond) },
+        details: {
+          events: events.length,
+          ms: Math.round(ms),
+          appendMs: Math.round(appendMs),
+          cpuMs: Math.round(cpuMs),
+          eventsPerCpuSecond: Math.round(perCpuSecond),
+        },
       };
     });
     return { start, counts, apply, memory };

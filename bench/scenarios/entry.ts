@@ -52,7 +52,11 @@ export async function measureEntry(database: ScratchDatabase, options: { users: 
     const sender = async () => {
       while (next < bodies.length) {
         const body = bodies[next++];
-        const response = await fetch(`${server.baseUrl}/api/v1/events`, { method: 'POST', headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json' }, body });
+        const response = await fetch(`${server.baseUrl}/api/v1/events`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          body,
+        });
         const text = await response.text();
         if (response.status !== 202) throw new Error(`POST /events: ${response.status} ${text.slice(0, 200)}`);
         tick(next * half, options.users);

@@ -34,7 +34,11 @@ export async function measureIngest(database: ScratchDatabase, options: { users:
     return {
       plain: { value: best('plain'), details },
       keyed: { value: best('keyed'), details },
-      ratio: { value: (100 * best('keyed')) / best('plain'), note: `(${formatNumber(best('keyed'))} vs ${formatNumber(best('plain'))} events/s, best of ${ROUNDS})`, details },
+      ratio: {
+        value: (100 * best('keyed')) / best('plain'),
+        note: `(${formatNumber(best('keyed'))} vs ${formatNumber(best('plain'))} events/s, best of ${ROUNDS})`,
+        details,
+      },
     };
   } finally {
     await server.stop();
@@ -72,7 +76,11 @@ async function runOnce(server: BenchServer, tenant: string, kind: Kind, events: 
   const sender = async () => {
     while (next < bodies.length) {
       const { body, key } = bodies[next++];
-      const headers: Record<string, string> = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) };
+      const headers: Record<string, string> = {
+        authorization: `Bearer ${BENCH_ADMIN_TOKEN}`,
+        'content-type': 'application/json',
+        ...(key ? { 'idempotency-key': key } : {}),
+      };
       const response = await postRetrying(`${server.baseUrl}/api/v1/events`, headers, body);
       const text = await response.text();
       if (response.status !== 202) throw new Error(`POST /events: ${response.status} ${text.slice(0, 200)}`);

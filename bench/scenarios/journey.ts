@@ -45,7 +45,11 @@ async function attempt(label: string, work: () => Promise<Measured>, server?: ()
   } catch (error) {
     const message = (error as Error).message.split('\n')[0].slice(0, 160);
     console.log(`  ! ${label}: ${message}`);
-    const problems = server?.().log().split('\n').filter((line) => /error|fail|warn/i.test(line)).slice(-8);
+    const problems = server?.()
+      .log()
+      .split('\n')
+      .filter((line) => /error|fail|warn/i.test(line))
+      .slice(-8);
     if (problems?.length) console.log(`    server log:\n    ${problems.join('\n    ')}`);
     return { value: null, note: message };
   }
@@ -67,7 +71,14 @@ async function counts(server: BenchServer, instanceId: string): Promise<CountsJs
 }
 
 /** Polls counts until `done` says so; returns the wall time (performance.now) it was first seen. */
-async function waitForCounts(server: BenchServer, instanceId: string, done: (c: CountsJson) => boolean, timeoutMs: number, intervalMs: number, onPoll?: (c: CountsJson) => void): Promise<number> {
+async function waitForCounts(
+  server: BenchServer,
+  instanceId: string,
+  done: (c: CountsJson) => boolean,
+  timeoutMs: number,
+  intervalMs: number,
+  onPoll?: (c: CountsJson) => void,
+): Promise<number> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const current = await counts(server, instanceId);
@@ -120,7 +131,16 @@ export async function measureJourney(database: ScratchDatabase, options: Journey
     });
     const notStarted = { value: null, note: 'instance did not start' };
     if (!branch) {
-      Object.assign(figures, { counts: notStarted, sse: notStarted, exportCsv: notStarted, exportRoaring: notStarted, memory: notStarted, apply: notStarted, timer: notStarted, recovery: notStarted });
+      Object.assign(figures, {
+        counts: notStarted,
+        sse: notStarted,
+        exportCsv: notStarted,
+        exportRoaring: notStarted,
+        memory: notStarted,
+        apply: notStarted,
+        timer: notStarted,
+        recovery: notStarted,
+      });
       return figures;
     }
     const instanceId = branch.instanceId;
@@ -209,7 +229,14 @@ async function measureSse(server: BenchServer, instanceId: string, users: number
       moved++;
       await sleep(20 + (i % 7) * 10);
     }
-    return { figure: { value: percentile(latencies, 99), note: `(p50 ${median(latencies).toFixed(0)})`, details: { p50Ms: median(latencies), samples: latencies.length } }, moved };
+    return {
+      figure: {
+        value: percentile(latencies, 99),
+        note: `(p50 ${median(latencies).toFixed(0)})`,
+        details: { p50Ms: median(latencies), samples: latencies.length },
+      },
+      moved,
+    };
   } finally {
     unsubscribe();
   }
@@ -219,7 +246,8 @@ async function measureSse(server: BenchServer, instanceId: string, users: number
 async function measureApply(server: BenchServer, instanceId: string, events: BenchEvent[], users: number, bigBefore: number, label: string): Promise<Measured> {
   const expected = expectedMoves(events, users);
   const bodies: string[] = [];
-  for (let offset = 0; offset < events.length; offset += EVENT_BATCH) bodies.push(JSON.stringify({ tenant: TENANT, events: events.slice(offset, offset + EVENT_BATCH) }));
+  for (let offset = 0; offset < events.length; offset += EVENT_BATCH)
+    bodies.push(JSON.stringify({ tenant: TENANT, events: events.slice(offset, offset + EVENT_BATCH) }));
   const tick = progress(`${label}: events sent`);
   const cpuBefore = server.cpuMs();
   const started = performance.now();
@@ -253,7 +281,14 @@ async function measureApply(server: BenchServer, instanceId: string, events: Ben
   return {
     value: events.length / (ms / 1000),
     note: `(${formatNumber(perCpuSecond)} per server CPU-s)`,
-    details: { events: events.length, ms: Math.round(ms), serverCpuMs, eventsPerServerCpuSecond: Math.round(perCpuSecond), acceptedEventsPerSecond: Math.round(events.length / (acceptedMs / 1000)), moves: movesWanted },
+    details: {
+      events: events.length,
+      ms: Math.round(ms),
+      serverCpuMs,
+      eventsPerServerCpuSecond: Math.round(perCpuSecond),
+      acceptedEventsPerSecond: Math.round(events.length / (acceptedMs / 1000)),
+      moves: movesWanted,
+    },
   };
 }
 
@@ -290,7 +325,13 @@ function movedUsers(events: BenchEvent[], users: number): Uint8Array {
  * Stops the server (its checkpoints are written), appends `recoveryMoves` single-user journal moves wait → small
  * after them (the documented Journal row format), restarts, and measures spawn → counts showing those moves.
  */
-async function measureRecovery(database: ScratchDatabase, server: BenchServer, instanceId: string, moved: Uint8Array, options: JourneyOptions): Promise<{ figure: Measured; server: BenchServer }> {
+async function measureRecovery(
+  database: ScratchDatabase,
+  server: BenchServer,
+  instanceId: string,
+  moved: Uint8Array,
+  options: JourneyOptions,
+): Promise<{ figure: Measured; server: BenchServer }> {
   const before = await counts(server, instanceId);
   await server.stop();
   const [{ tenantId }] = await database.query<{ tenantId: string }>(`SELECT "tenantId" FROM "Instance" WHERE "id" = ?`, [instanceId]);
@@ -306,7 +347,11 @@ async function measureRecovery(database: ScratchDatabase, server: BenchServer, i
   }
   const tick = progress(`journal rows on ${database.provider}`);
   for (let offset = 0; offset < rows.length; offset += 50_000) {
-    await database.insertRows('Journal', ['seq', 'tenantId', 'instanceId', 'partition', 'fromStep', 'toStep', 'user', 'count', 'timeMs'], rows.slice(offset, offset + 50_000));
+    await database.insertRows(
+      'Journal',
+      ['seq', 'tenantId', 'instanceId', 'partition', 'fromStep', 'toStep', 'user', 'count', 'timeMs'],
+      rows.slice(offset, offset + 50_000),
+    );
     tick(offset + 50_000, rows.length);
   }
   const wantedSmall = (before.steps.small ?? 0) + rows.length;
@@ -320,5 +365,12 @@ async function measureRecovery(database: ScratchDatabase, server: BenchServer, i
     return { restarted, seenAt };
   });
   const note = `(boot ${restarted.bootMs.toFixed(0)}; empty-db boot ${server.bootMs.toFixed(0)})`;
-  return { figure: { value: seenAt - started, note, details: { journalMoves: rows.length, serverBootMs: Math.round(restarted.bootMs), emptyDatabaseBootMs: Math.round(server.bootMs) } }, server: restarted };
+  return {
+    figure: {
+      value: seenAt - started,
+      note,
+      details: { journalMoves: rows.length, serverBootMs: Math.round(restarted.bootMs), emptyDatabaseBootMs: Math.round(server.bootMs) },
+    },
+    server: restarted,
+  };
 }

@@ -205,5 +205,15 @@ export function measureLimits(crowd: RoaringBitmap32, scale: { events: number; r
   const movedCount = Math.min(scale.recoveryMoves, crowd.size);
   const moved = crowd.rangeUint32Array(new Uint32Array(movedCount), 0, movedCount);
   const recoveryMs = best(3, () => bareRecovery(checkpoints, moved, partitions));
-  return { startMs, applyEventsPerSecond, applyFromJsonEventsPerSecond, timerMs, countsP99Ms, exportCsvMs, exportRoaringMs, recoveryMs, bytesPerUser: bareBytesPerUser(crowd, partitions) };
+  return {
+    startMs,
+    applyEventsPerSecond,
+    applyFromJsonEventsPerSecond,
+    timerMs,
+    countsP99Ms,
+    exportCsvMs,
+    exportRoaringMs,
+    recoveryMs,
+    bytesPerUser: bareBytesPerUser(crowd, partitions),
+  };
 }

@@ -54,9 +54,14 @@ parentPort.on('message', () => (running = false));
 
 /** Sequential counts GETs until stopped; each sample keeps when it was sent, so phases pick theirs afterwards. */
 function startProbe(server: BenchServer, path: string): { stop(): Promise<{ at: number; ms: number }[]> } {
-  const worker = new Worker(PROBE_SOURCE, { eval: true, workerData: { url: `${server.baseUrl}${path}`, headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` } } });
+  const worker = new Worker(PROBE_SOURCE, {
+    eval: true,
+    workerData: { url: `${server.baseUrl}${path}`, headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` } },
+  });
   const result = new Promise<{ at: number; ms: number }[]>((resolve, reject) => {
-    worker.once('message', (message: { at: number; ms: number }[] | { error: string }) => ('error' in message ? reject(new Error(`counts probe: ${message.error}`)) : resolve(message)));
+    worker.once('message', (message: { at: number; ms: number }[] | { error: string }) =>
+      'error' in message ? reject(new Error(`counts probe: ${message.error}`)) : resolve(message),
+    );
     worker.once('error', reject);
   });
   result.catch(() => undefined); // reported by stop()
@@ -87,7 +92,11 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, what: str
 
 async function startInstance(server: BenchServer, tenant: string, workflowId: string, crowd: string): Promise<string> {
   const { instanceId } = await call<{ instanceId: string }>(server, 'POST', `/tenants/${tenant}/workflows/${workflowId}/start`, { crowd });
-  await until(async () => (await call<{ state: string }>(server, 'GET', `/tenants/${tenant}/instances/${instanceId}`)).state === 'running', 300_000, `instance ${instanceId} running`);
+  await until(
+    async () => (await call<{ state: string }>(server, 'GET', `/tenants/${tenant}/instances/${instanceId}`)).state === 'running',
+    300_000,
+    `instance ${instanceId} running`,
+  );
   return instanceId;
 }
 
@@ -120,16 +129,21 @@ export async function measureLoadLatency(database: ScratchDatabase, options: { u
       const events = journeyEvents(options.events, users);
       const expected = expectedMoves(events, users);
       const bodies: string[] = [];
-      for (let offset = 0; offset < events.length; offset += EVENT_BATCH) bodies.push(JSON.stringify({ tenant: BUSY, events: events.slice(offset, offset + EVENT_BATCH) }));
+      for (let offset = 0; offset < events.length; offset += EVENT_BATCH)
+        bodies.push(JSON.stringify({ tenant: BUSY, events: events.slice(offset, offset + EVENT_BATCH) }));
       let next = 0;
       const sender = async () => {
         for (let batch = next++; batch < bodies.length; batch = next++) await postEvents(server, bodies[batch], `load-${batch}`);
       };
       await Promise.all(Array.from({ length: IN_FLIGHT }, sender));
-      await until(async () => {
-        const c = await countsOf(server, BUSY, busyInstance);
-        return (c.steps.big ?? 0) === expected.big && (c.steps.small ?? 0) === expected.small;
-      }, 600_000, 'every move of the events');
+      await until(
+        async () => {
+          const c = await countsOf(server, BUSY, busyInstance);
+          return (c.steps.big ?? 0) === expected.big && (c.steps.small ?? 0) === expected.small;
+        },
+        600_000,
+        'every move of the events',
+      );
       return `${options.events.toLocaleString('en-US')} events`;
     });
 
@@ -143,7 +157,9 @@ export async function measureLoadLatency(database: ScratchDatabase, options: { u
     const untilFire = fireAt.getTime() - Date.now();
     if (untilFire < 300) throw new Error('the timer instance started after its fire time; rerun');
     await sleep(untilFire - 200);
-    await phase('timer', () => until(async () => ((await countsOf(server, BUSY, timerInstance)).steps.done ?? 0) === users, 120_000, 'the timer moving every user'));
+    await phase('timer', () =>
+      until(async () => ((await countsOf(server, BUSY, timerInstance)).steps.done ?? 0) === users, 120_000, 'the timer moving every user'),
+    );
 
     await phase('exportCsv', async () => {
       const { bytes, ms } = await download(server, `/tenants/${BUSY}/instances/${busyInstance}/steps/wait/export?format=csv`);

@@ -32,7 +32,11 @@ function registerBenchTypes(): void {
         supportsRollback: false,
         create: (raw) => {
           const state = { ...(raw as { n: number }) };
-          return { lockKeys: () => [...keys], state: () => state, execute: async () => (++state.n < STEPS ? { kind: 'executing' as const } : { kind: 'done' as const }) };
+          return {
+            lockKeys: () => [...keys],
+            state: () => state,
+            execute: async () => (++state.n < STEPS ? { kind: 'executing' as const } : { kind: 'done' as const }),
+          };
         },
       },
       { replace: true },
@@ -77,7 +81,9 @@ export async function measureProcedures(database: ScratchDatabase, count: number
   const lastSmall = await db().procedure.aggregate({ where: { tenantId: 'bench-small' }, _max: { finishedAt: true } });
   const smallSeconds = (lastSmall._max.finishedAt!.getTime() - mixed.startedAtMs) / 1000;
   const share = Math.max(0, smallSeconds) / mixed.seconds;
-  console.log(`  ${count - small} procedures of one tenant queued before ${small} of another: the second tenant's were all done ${(share * 100).toFixed(0)}% into the run`);
+  console.log(
+    `  ${count - small} procedures of one tenant queued before ${small} of another: the second tenant's were all done ${(share * 100).toFixed(0)}% into the run`,
+  );
   await closeDb();
   return {
     throughput: { value: throughput, note: `(${count} procedures × ${STEPS} steps)` },

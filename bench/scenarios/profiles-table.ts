@@ -19,7 +19,12 @@ export function profileRows(f: ProfileFigures, provider: Provider, users: string
       limit: ms(f.importLimit, '(parse + index in memory, no database)'),
       target: { value: 60_000, direction: 'lower', text: '≤ 60 s', scalesWithUsers: true },
     },
-    { scenario: 'counts p99 while the import runs (same process)', provider, ours: figure(f.countsDuringImport), target: { value: 50, direction: 'lower', text: '≤ 50 ms' } },
+    {
+      scenario: 'counts p99 while the import runs (same process)',
+      provider,
+      ours: figure(f.countsDuringImport),
+      target: { value: 50, direction: 'lower', text: '≤ 50 ms' },
+    },
     {
       scenario: `timer over ${users} users, ${PROFILE_CONDITION}: fire → counts (engine only)`,
       provider,
@@ -27,7 +32,13 @@ export function profileRows(f: ProfileFigures, provider: Provider, users: string
       limit: planLimit,
       target: { value: 100, direction: 'lower', text: '≤ 100 ms', scalesWithUsers: true },
     },
-    { scenario: `audience estimate of that condition over ${users} users, p99 (library)`, provider, ours: figure(f.audience), limit: planLimit, target: { value: 50, direction: 'lower', text: '≤ 50 ms' } },
+    {
+      scenario: `audience estimate of that condition over ${users} users, p99 (library)`,
+      provider,
+      ours: figure(f.audience),
+      limit: planLimit,
+      target: { value: 50, direction: 'lower', text: '≤ 50 ms' },
+    },
     {
       scenario: `audience estimate right after a profile write (plan evaluated anew), ${users} users, p99`,
       provider,
@@ -35,14 +46,35 @@ export function profileRows(f: ProfileFigures, provider: Provider, users: string
       limit: planLimit,
       target: { value: 50, direction: 'lower', text: '≤ 50 ms' },
     },
-    { scenario: `profile index load from its snapshot, ${users} profiles`, provider, ours: figure(f.snapshotLoad), target: { value: 5_000, direction: 'lower', text: '≤ 5 s', scalesWithUsers: true } },
+    {
+      scenario: `profile index load from its snapshot, ${users} profiles`,
+      provider,
+      ours: figure(f.snapshotLoad),
+      target: { value: 5_000, direction: 'lower', text: '≤ 5 s', scalesWithUsers: true },
+    },
     { scenario: `profile index rebuild from rows after a crash, ${users} profiles`, provider, ours: figure(f.rowsRebuild) },
     { scenario: 'profile index memory per profile (3 attributes)', provider, ours: figure(f.memory, 'B') },
     ...(f.http
       ? [
-          { scenario: `import ${users} profiles over HTTP (NDJSON stream)`, provider, ours: figure(f.http.import), limit: ms(f.importLimit, '(parse + index in memory, no database)'), target: { value: 60_000, direction: 'lower' as const, text: '≤ 60 s', scalesWithUsers: true } },
-          { scenario: 'counts p99 over HTTP while an HTTP import runs', provider, ours: figure(f.http.countsDuringImport), target: { value: 50, direction: 'lower' as const, text: '≤ 50 ms' } },
-          { scenario: `boot with ${users} profiles until the first count is answered`, provider, ours: figure(f.http.bootToFirstCount), target: { value: 5_000, direction: 'lower' as const, text: '≤ 5 s' } },
+          {
+            scenario: `import ${users} profiles over HTTP (NDJSON stream)`,
+            provider,
+            ours: figure(f.http.import),
+            limit: ms(f.importLimit, '(parse + index in memory, no database)'),
+            target: { value: 60_000, direction: 'lower' as const, text: '≤ 60 s', scalesWithUsers: true },
+          },
+          {
+            scenario: 'counts p99 over HTTP while an HTTP import runs',
+            provider,
+            ours: figure(f.http.countsDuringImport),
+            target: { value: 50, direction: 'lower' as const, text: '≤ 50 ms' },
+          },
+          {
+            scenario: `boot with ${users} profiles until the first count is answered`,
+            provider,
+            ours: figure(f.http.bootToFirstCount),
+            target: { value: 5_000, direction: 'lower' as const, text: '≤ 5 s' },
+          },
         ]
       : []),
   ];

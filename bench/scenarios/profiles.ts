@@ -101,10 +101,18 @@ async function measureOverHttp(database: ScratchDatabase, users: number, tenantN
       await sleep(5);
     }
     const bootToFirstCount = performance.now() - started;
-    const created = await fetch(`${server.baseUrl}/api/v1/tenants`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'profiles-http', partitions: 8 }) });
+    const created = await fetch(`${server.baseUrl}/api/v1/tenants`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'profiles-http', partitions: 8 }),
+    });
     if (!created.ok) throw new Error(`creating the HTTP tenant: ${created.status} ${await created.text()}`);
     // The route's first call loads its modules: not part of what an import costs other requests.
-    const warm = await fetch(`${server.baseUrl}/api/v1/tenants/profiles-http/profiles/import`, { method: 'POST', headers: { ...headers, 'content-type': 'application/x-ndjson' }, body: '{"user": 0, "attributes": {}}' });
+    const warm = await fetch(`${server.baseUrl}/api/v1/tenants/profiles-http/profiles/import`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/x-ndjson' },
+      body: '{"user": 0, "attributes": {}}',
+    });
     if (!warm.ok) throw new Error(`warming the import route: ${warm.status} ${await warm.text()}`);
     console.log(`  importing ${users.toLocaleString('en-US')} profiles over HTTP…`);
     // The body is generated before the clock starts, so this process's own work does not delay its count reads.
@@ -125,16 +133,21 @@ async function measureOverHttp(database: ScratchDatabase, users: number, tenantN
       throw new Error(`reading counts during the import: ${error.message}\n${server.log().slice(-3000)}`);
     });
     const importStarted = performance.now();
-    const response = await postPieces(`${server.baseUrl}/api/v1/tenants/profiles-http/profiles/import`, { ...headers, 'content-type': 'application/x-ndjson' }, pieces).catch(
-      (error: Error) => ({ status: 0, text: `(${error.message})\n${server.log().slice(-3000)}` }),
-    );
+    const response = await postPieces(
+      `${server.baseUrl}/api/v1/tenants/profiles-http/profiles/import`,
+      { ...headers, 'content-type': 'application/x-ndjson' },
+      pieces,
+    ).catch((error: Error) => ({ status: 0, text: `(${error.message})\n${server.log().slice(-3000)}` }));
     const importMs = performance.now() - importStarted;
     importing = false;
     await reader;
     if (response.status !== 200) throw new Error(`import over HTTP: ${response.status} ${response.text.slice(0, 300)}`);
     return {
       import: { value: importMs, note: `(server CPU ${Math.round(server.cpuMs() / 1000)} s in all)` },
-      countsDuringImport: { value: percentile(samples, 99), note: `(p99 of ${samples.length} over HTTP, median ${percentile(samples, 50).toFixed(1)}, max ${Math.round(Math.max(...samples))} ms)` },
+      countsDuringImport: {
+        value: percentile(samples, 99),
+        note: `(p99 of ${samples.length} over HTTP, median ${percentile(samples, 50).toFixed(1)}, max ${Math.round(Math.max(...samples))} ms)`,
+      },
       bootToFirstCount: { value: bootToFirstCount, note: `(server up in ${Math.round(server.bootMs)} ms)` },
     };
   } finally {
@@ -281,7 +294,10 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
     const importLimit = performance.now() - limitStarted;
 
     const figures: ProfileFigures = {
-      import: { value: importMs, note: `(${imported.chunks} chunks; process CPU ${((importCpu.user + importCpu.system) / 1e6).toFixed(1)} s, generating the body included)` },
+      import: {
+        value: importMs,
+        note: `(${imported.chunks} chunks; process CPU ${((importCpu.user + importCpu.system) / 1e6).toFixed(1)} s, generating the body included)`,
+      },
       importLimit,
       countsDuringImport: { value: percentile(countSamples, 99), note: `(p99 of ${countSamples.length}, max ${Math.round(Math.max(...countSamples))} ms)` },
       timer: { value: timerMs, note: `(${expected.toLocaleString('en-US')} moved)` },

@@ -80,7 +80,11 @@ export async function measureRows(database: ScratchDatabase, rowUsers: number, e
   await prisma.baselineUserStep.deleteMany({ where: { journeyId: JOURNEY } });
   await closeDb();
   const figures = { rowUsers, startMsPerUser, countsP99Ms: percentile(countSamples, 99), exportCsvMs, applyEventsPerSecond, timerMs, storageBytesPerUser };
-  console.log(`  per-user rows on ${database.provider}: ${Object.entries(figures).map(([k, v]) => `${k} ${v === null ? 'n/a' : Math.round(v * 1000) / 1000}`).join(', ')}`);
+  console.log(
+    `  per-user rows on ${database.provider}: ${Object.entries(figures)
+      .map(([k, v]) => `${k} ${v === null ? 'n/a' : Math.round(v * 1000) / 1000}`)
+      .join(', ')}`,
+  );
   return figures;
 }
 

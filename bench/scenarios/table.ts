@@ -29,7 +29,8 @@ export interface AllFigures {
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
-const measured = (m: Measured | undefined, unit: string): Figure => (m ? { value: m.value, unit, ...(m.note ? { note: m.note } : {}) } : { value: null, unit, note: 'not run' });
+const measured = (m: Measured | undefined, unit: string): Figure =>
+  m ? { value: m.value, unit, ...(m.note ? { note: m.note } : {}) } : { value: null, unit, note: 'not run' };
 
 const timed = (t: { wallMs: number; cpuMs: number }): Figure => ({ value: t.wallMs, unit: 'ms', note: `(CPU ${formatNumber(t.cpuMs)})` });
 const lower = (value: number, text: string, extra: Partial<Target> = {}): Target => ({ value, direction: 'lower', text, ...extra });
@@ -44,14 +45,40 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
     value === undefined ? undefined : ms(value * (scale.users / scale.rowUsers), `(${millions(scale.rowUsers)} rows ×${scale.users / scale.rowUsers})`);
   /** Prisma createMany time per user (timed over a tenth of the rows), times the crowd. */
   const rowsStart = (rows: RowsFigures | undefined) =>
-    rows === undefined ? undefined : ms(rows.startMsPerUser * scale.users, `(createMany of ${millions(scale.rowUsers / 10)} rows ×${Math.round((10 * scale.users) / scale.rowUsers)})`);
+    rows === undefined
+      ? undefined
+      : ms(rows.startMsPerUser * scale.users, `(createMany of ${millions(scale.rowUsers / 10)} rows ×${Math.round((10 * scale.users) / scale.rowUsers)})`);
   const out: ScenarioResult[] = [];
 
   if (crowd) {
-    out.push({ scenario: `parse ${U}-ID text upload (library)`, provider: 'memory', ours: timed(crowd.parseText), limit: ms(crowd.parseTextLimitMs), target: lower(1500, '≤ 1.5 s', { scalesWithUsers: true }) });
-    out.push({ scenario: `parse ${U}-user roaring upload (library)`, provider: 'memory', ours: timed(crowd.parseRoaring), limit: ms(crowd.parseRoaringLimitMs), target: lower(50, '≤ 50 ms', { scalesWithUsers: true }) });
-    out.push({ scenario: `export ${U} IDs as CSV (library)`, provider: 'memory', ours: timed(crowd.exportCsv), limit: ms(crowd.exportCsvLimitMs), target: lower(2000, '≤ 2 s', { scalesWithUsers: true }) });
-    out.push({ scenario: `export ${U} IDs as roaring (library)`, provider: 'memory', ours: timed(crowd.exportRoaring), limit: ms(crowd.exportRoaringLimitMs), target: lower(100, '≤ 100 ms', { scalesWithUsers: true }) });
+    out.push({
+      scenario: `parse ${U}-ID text upload (library)`,
+      provider: 'memory',
+      ours: timed(crowd.parseText),
+      limit: ms(crowd.parseTextLimitMs),
+      target: lower(1500, '≤ 1.5 s', { scalesWithUsers: true }),
+    });
+    out.push({
+      scenario: `parse ${U}-user roaring upload (library)`,
+      provider: 'memory',
+      ours: timed(crowd.parseRoaring),
+      limit: ms(crowd.parseRoaringLimitMs),
+      target: lower(50, '≤ 50 ms', { scalesWithUsers: true }),
+    });
+    out.push({
+      scenario: `export ${U} IDs as CSV (library)`,
+      provider: 'memory',
+      ours: timed(crowd.exportCsv),
+      limit: ms(crowd.exportCsvLimitMs),
+      target: lower(2000, '≤ 2 s', { scalesWithUsers: true }),
+    });
+    out.push({
+      scenario: `export ${U} IDs as roaring (library)`,
+      provider: 'memory',
+      ours: timed(crowd.exportRoaring),
+      limit: ms(crowd.exportRoaringLimitMs),
+      target: lower(100, '≤ 100 ms', { scalesWithUsers: true }),
+    });
   }
 
   for (const provider of ['sqlite', 'postgres'] as const) {
@@ -97,13 +124,32 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
     const procedures = all.procedures?.[provider];
     if (procedures) {
       const stepsTarget = provider === 'sqlite' ? 2_000 : 1_000;
-      out.push({ scenario: 'procedure runner: steps committed per second, independent procedures', provider, ours: measured(procedures.throughput, 'steps/s'), target: higher(stepsTarget, `≥ ${formatNumber(stepsTarget)}/s`) });
-      out.push({ scenario: 'procedure runner: steps per second, procedures on one exclusive key (one at a time; informational)', provider, ours: measured(procedures.serialized, 'steps/s') });
-      out.push({ scenario: 'procedure runner fairness: a tenant with 10% of the queue, queued last, all done at (% of the run)', provider, ours: measured(procedures.fairness, '%'), target: lower(50, '≤ 50%') });
+      out.push({
+        scenario: 'procedure runner: steps committed per second, independent procedures',
+        provider,
+        ours: measured(procedures.throughput, 'steps/s'),
+        target: higher(stepsTarget, `≥ ${formatNumber(stepsTarget)}/s`),
+      });
+      out.push({
+        scenario: 'procedure runner: steps per second, procedures on one exclusive key (one at a time; informational)',
+        provider,
+        ours: measured(procedures.serialized, 'steps/s'),
+      });
+      out.push({
+        scenario: 'procedure runner fairness: a tenant with 10% of the queue, queued last, all done at (% of the run)',
+        provider,
+        ours: measured(procedures.fairness, '%'),
+        target: lower(50, '≤ 50%'),
+      });
     }
     const webhooks = all.webhooks?.[provider];
     if (webhooks) {
-      out.push({ scenario: `webhooks: a ${U}-user move delivered to a quick local receiver (signed batches through the procedure runner)`, provider, ours: measured(webhooks.seconds, 's'), target: lower(60 * scale.scale, `≤ ${60 * scale.scale} s`) });
+      out.push({
+        scenario: `webhooks: a ${U}-user move delivered to a quick local receiver (signed batches through the procedure runner)`,
+        provider,
+        ours: measured(webhooks.seconds, 's'),
+        target: lower(60 * scale.scale, `≤ ${60 * scale.scale} s`),
+      });
     }
     const load = all.load?.[provider];
     if (load) {
@@ -146,7 +192,10 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
     if (!http) continue;
     const row = (scenario: string, key: keyof JourneyFigures, unit: string, extra: Omit<ScenarioResult, 'scenario' | 'provider' | 'ours'>) =>
       out.push({ scenario, provider: where, ours: measured(http[key], unit), details: http[key].details, ...extra });
-    row(`upload ${U}-ID text crowd over HTTP (parse + store)`, 'uploadText', 'ms', { limit: crowd ? ms(crowd.parseTextLimitMs) : undefined, target: lower(1500, '≤ 1.5 s', { scalesWithUsers: true }) });
+    row(`upload ${U}-ID text crowd over HTTP (parse + store)`, 'uploadText', 'ms', {
+      limit: crowd ? ms(crowd.parseTextLimitMs) : undefined,
+      target: lower(1500, '≤ 1.5 s', { scalesWithUsers: true }),
+    });
     row(`start instance over ${U} users, ${8} partitions, until running`, 'start', 'ms', {
       rows: rowsStart(rows),
       limit: ms(limits.startMs),
@@ -157,12 +206,30 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
       limit: { value: limits.applyFromJsonEventsPerSecond, unit: 'events/s' },
       target: higher(100_000, '≥ 100k/s'),
     });
-    row(`timer step moving ${U} users (fire → counts)`, 'timer', 'ms', { rows: rowsScaled(rows?.timerMs), limit: ms(limits.timerMs), target: lower(100, '≤ 100 ms', { scalesWithUsers: true }) });
-    row(`per-step counts of a ${U}-user instance (API p99)`, 'counts', 'ms', { rows: rowsScaled(rows?.countsP99Ms), limit: ms(limits.countsP99Ms), target: lower(5, 'p99 ≤ 5 ms') });
+    row(`timer step moving ${U} users (fire → counts)`, 'timer', 'ms', {
+      rows: rowsScaled(rows?.timerMs),
+      limit: ms(limits.timerMs),
+      target: lower(100, '≤ 100 ms', { scalesWithUsers: true }),
+    });
+    row(`per-step counts of a ${U}-user instance (API p99)`, 'counts', 'ms', {
+      rows: rowsScaled(rows?.countsP99Ms),
+      limit: ms(limits.countsP99Ms),
+      target: lower(5, 'p99 ≤ 5 ms'),
+    });
     row('SSE latency, event sent → count seen (p99)', 'sse', 'ms', { target: lower(1000, 'p99 ≤ 1 s') });
-    row(`export a ${U}-user step as CSV (HTTP)`, 'exportCsv', 'ms', { rows: rowsScaled(rows?.exportCsvMs), limit: ms(limits.exportCsvMs), target: lower(2000, '≤ 2 s', { scalesWithUsers: true }) });
-    row(`export a ${U}-user step as roaring (HTTP)`, 'exportRoaring', 'ms', { limit: ms(limits.exportRoaringMs), target: lower(100, '≤ 100 ms', { scalesWithUsers: true }) });
-    row(`restart recovery: checkpoint + ${millions(scale.recoveryMoves)} journal moves (spawn → counts)`, 'recovery', 'ms', { limit: ms(limits.recoveryMs), target: lower(5000, '≤ 5 s', { scalesWithUsers: true }) });
+    row(`export a ${U}-user step as CSV (HTTP)`, 'exportCsv', 'ms', {
+      rows: rowsScaled(rows?.exportCsvMs),
+      limit: ms(limits.exportCsvMs),
+      target: lower(2000, '≤ 2 s', { scalesWithUsers: true }),
+    });
+    row(`export a ${U}-user step as roaring (HTTP)`, 'exportRoaring', 'ms', {
+      limit: ms(limits.exportRoaringMs),
+      target: lower(100, '≤ 100 ms', { scalesWithUsers: true }),
+    });
+    row(`restart recovery: checkpoint + ${millions(scale.recoveryMoves)} journal moves (spawn → counts)`, 'recovery', 'ms', {
+      limit: ms(limits.recoveryMs),
+      target: lower(5000, '≤ 5 s', { scalesWithUsers: true }),
+    });
     row(`memory: server RSS growth starting a 2nd ${U}-user instance (informational; GC makes it noisy)`, 'memory', 'B/user', {
       rows: rows?.storageBytesPerUser != null ? { value: rows.storageBytesPerUser, unit: 'B/user', note: '(on disk)' } : undefined,
       limit: { value: limits.bytesPerUser, unit: 'B/user' },

@@ -51,7 +51,11 @@ export async function measureWebhooks(database: ScratchDatabase, users: number, 
   const receiver = await startReceiver();
   try {
     await db().tenant.create({ data: { id: 'tn_bench', name: 'bench', partitions: PARTITIONS } });
-    await createDestination('tn_bench', { name: 'crm', url: `${receiver.url}/hook`, headers: {}, batchSize, timeoutMs: 10_000, allNotifications: false, start: 'head' }, Date.now());
+    await createDestination(
+      'tn_bench',
+      { name: 'crm', url: `${receiver.url}/hook`, headers: {}, batchSize, timeoutMs: 10_000, allNotifications: false, start: 'head' },
+      Date.now(),
+    );
     const everyone = denseBitmap(users);
     const ids = everyone.toUint32Array();
     for (let partition = 0; partition < PARTITIONS; partition++) {
@@ -89,7 +93,9 @@ export async function measureWebhooks(database: ScratchDatabase, users: number, 
     await runner.stop();
     const failed = await db().webhookDelivery.count({ where: { status: { not: 'delivered' } } });
     const batch = batchSize.toLocaleString('en-US');
-    console.log(`  ${users.toLocaleString('en-US')} users in ${acknowledged.deliveries} deliveries of ≤ ${batch} ids: ${seconds.toFixed(1)} s (${failed} not marked delivered yet)`);
+    console.log(
+      `  ${users.toLocaleString('en-US')} users in ${acknowledged.deliveries} deliveries of ≤ ${batch} ids: ${seconds.toFixed(1)} s (${failed} not marked delivered yet)`,
+    );
     return { seconds: { value: seconds, note: `(${acknowledged.deliveries} requests of ≤ ${batch} ids)` } };
   } finally {
     receiver.child.kill();

@@ -17,7 +17,10 @@ export async function committedInstances(tenant: TenantRuntime): Promise<Instanc
 }
 
 /** A running instance of another member's making: its workflow, no shards in memory. */
-export async function committedInstance(row: { id: string; tenantId: string; workflowId: string; version: number; crowdName: string }, partitions: number): Promise<InstanceRuntime> {
+export async function committedInstance(
+  row: { id: string; tenantId: string; workflowId: string; version: number; crowdName: string },
+  partitions: number,
+): Promise<InstanceRuntime> {
   return new InstanceRuntime(row, new WorkflowRuntime(await loadDefinition(row.workflowId, row.version), row.workflowId), partitions);
 }
 

@@ -19,7 +19,13 @@ const MAX_NOTIFY_BYTES = 7_000;
 
 type HeldFigures = () => { partition: number; epoch: number; counts: Counts }[] | null;
 type Figure = { epoch: number; version: number; counts: Counts };
-export type CountsSignal = { kind: 'counts'; tenantId: string; instanceId: string; parts?: [partition: number, epoch: number, version: number, counts: Counts][]; stopped?: boolean };
+export type CountsSignal = {
+  kind: 'counts';
+  tenantId: string;
+  instanceId: string;
+  parts?: [partition: number, epoch: number, version: number, counts: Counts][];
+  stopped?: boolean;
+};
 
 /** The counts of one shard (one partition of an instance), in the shape of an instance's counts. */
 export function shardCounts(instance: InstanceRuntime, partition: number): Counts | null {
@@ -59,7 +65,9 @@ export class ShardCountsPublisher {
     const timer = setTimeout(() => {
       const latest = this.due.get(instanceId)!.held;
       this.due.delete(instanceId);
-      this.publish(tenantId, instanceId, latest()).catch((error: Error) => console.warn(`[crowdflow] publishing counts of instance ${instanceId} failed:`, error.message));
+      this.publish(tenantId, instanceId, latest()).catch((error: Error) =>
+        console.warn(`[crowdflow] publishing counts of instance ${instanceId} failed:`, error.message),
+      );
     }, PUBLISH_EVERY_MS);
     this.due.set(instanceId, { timer, held });
   }
@@ -186,7 +194,8 @@ export class ClusterCountsBoard {
         if (!tenant || rows.length === 0) return;
         const entry = this.entry(tenantId, instanceId);
         entry.partitions = tenant.partitions;
-        for (const row of rows) keepNewer(entry.parts, row.partition, { epoch: row.epoch, version: Number(row.version), counts: JSON.parse(row.counts) as Counts });
+        for (const row of rows)
+          keepNewer(entry.parts, row.partition, { epoch: row.epoch, version: Number(row.version), counts: JSON.parse(row.counts) as Counts });
       })().finally(() => this.loading.delete(instanceId));
       this.loading.set(instanceId, loading);
     }
@@ -223,9 +232,13 @@ export class ClusterCountsBoard {
       for (const [edge, n] of Object.entries(figure.counts.edges)) out.edges[edge] = (out.edges[edge] ?? 0) + n;
     }
     if (moving.length > 0) {
-      throw new AppError('partition_moving', `Partitions ${moving.join(', ')} of instance ${instanceId} are moving between cluster members and have no committed counts yet; retry shortly`, {
-        partitions: moving,
-      });
+      throw new AppError(
+        'partition_moving',
+        `Partitions ${moving.join(', ')} of instance ${instanceId} are moving between cluster members and have no committed counts yet; retry shortly`,
+        {
+          partitions: moving,
+        },
+      );
     }
     return out;
   }

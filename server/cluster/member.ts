@@ -136,7 +136,8 @@ export class ClusterMember implements LeasePolicy {
       if (!owners) continue; // deleted: the engine forgets it
       for (const worker of workers) {
         const mine = owners[worker.partition] === this.name;
-        if (worker.lease && !mine) handoffs.push(worker.handOff().catch((error: Error) => console.warn(`[crowdflow] handoff of partition ${worker.partition} failed:`, error.message)));
+        if (worker.lease && !mine)
+          handoffs.push(worker.handOff().catch((error: Error) => console.warn(`[crowdflow] handoff of partition ${worker.partition} failed:`, error.message)));
         else if (!worker.lease && mine) worker.poke();
       }
     }
@@ -155,7 +156,10 @@ export class ClusterMember implements LeasePolicy {
       `SELECT "member", "untilMs" > ${DB_NOW_MS} AS "current" FROM ${this.schema}."ClusterGather" WHERE "tenantId" = $1`,
       [tenantId],
     );
-    const busy = () => new RetryLaterError(`the partitions of tenant ${tenantId} are gathered by ${held?.member ?? 'another member'} for another instance operation`, { waitMs: engine.partitionWaitMs });
+    const busy = () =>
+      new RetryLaterError(`the partitions of tenant ${tenantId} are gathered by ${held?.member ?? 'another member'} for another instance operation`, {
+        waitMs: engine.partitionWaitMs,
+      });
     if (held && held.member !== this.name && held.current && !(await this.isGone(held.member))) throw busy();
     // Compare-and-set on the row just read: two members claiming at once, one wins.
     const claimed = await this.membership.query(

@@ -92,7 +92,10 @@ export class Membership {
 
   private async beat(): Promise<void> {
     try {
-      const { rowCount } = await this.client!.query(`UPDATE ${this.table} SET "heartbeatMs" = ${DB_NOW_MS} WHERE "name" = $1 AND "lockKey" = $2`, [this.name, this.lockKey]);
+      const { rowCount } = await this.client!.query(`UPDATE ${this.table} SET "heartbeatMs" = ${DB_NOW_MS} WHERE "name" = $1 AND "lockKey" = $2`, [
+        this.name,
+        this.lockKey,
+      ]);
       if (rowCount === 0 && !this.closed) await this.writeRow(); // removed as dead while this process stalled
     } catch (error) {
       if (!this.closed) console.warn('[crowdflow] cluster heartbeat failed:', (error as Error).message);

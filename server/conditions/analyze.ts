@@ -140,7 +140,10 @@ export function scalarLiteral(node: ASTNode): PlanScalar | null {
 export function profileEquality(node: ASTNode): [string, PlanScalar] | null {
   if (node.op !== '==') return null;
   const [left, right] = node.args;
-  for (const [fieldSide, valueSide] of [[left, right], [right, left]]) {
+  for (const [fieldSide, valueSide] of [
+    [left, right],
+    [right, left],
+  ]) {
     const field = profileField(fieldSide);
     const value = scalarLiteral(valueSide);
     if (field !== null && value !== null) return [field, value];
@@ -152,7 +155,10 @@ export function profileEquality(node: ASTNode): [string, PlanScalar] | null {
 export function eventTypeEquality(node: ASTNode): string | null {
   if (node.op !== '==') return null;
   const [left, right] = node.args;
-  for (const [fieldSide, valueSide] of [[left, right], [right, left]]) {
+  for (const [fieldSide, valueSide] of [
+    [left, right],
+    [right, left],
+  ]) {
     const literal = stringLiteral(valueSide);
     if (memberOf(fieldSide, 'event') === 'type' && literal !== null) return literal;
   }

@@ -191,7 +191,8 @@ export function compileCondition(text: string): CompiledCondition {
   const cached = compiledByText.get(text);
   if (cached) return cached;
   const analysis = analyzeCondition(text);
-  if (!analysis.ok) throw new AppError('invalid_workflow', `condition ${JSON.stringify(text)}: ${analysis.problem}`, { condition: text, problem: analysis.problem });
+  if (!analysis.ok)
+    throw new AppError('invalid_workflow', `condition ${JSON.stringify(text)}: ${analysis.problem}`, { condition: text, problem: analysis.problem });
   const { parsed, usage, plan } = analysis.condition;
   const root = predicateOf(parsed.ast, usage);
   // Frozen because the cache hands the same object to every workflow version that uses this text.

@@ -97,7 +97,8 @@ function estimate(node: ASTNode, scope: Scope, sizes: SizeEstimator): Estimate {
     case '[?]': {
       const base = of(node.args[0]);
       const index = of(node.args[1]);
-      const key = node.args[1].op === 'value' && (typeof node.args[1].args === 'string' || typeof node.args[1].args === 'bigint') ? String(node.args[1].args) : '*';
+      const key =
+        node.args[1].op === 'value' && (typeof node.args[1].args === 'string' || typeof node.args[1].args === 'bigint') ? String(node.args[1].args) : '*';
       return { cost: base.cost + index.cost + 1, ...read(refTo(base, key), base.itemSize, sizes) };
     }
     case 'list': {

@@ -29,10 +29,8 @@ export const conditionEnvironment = new Environment({ homogeneousAggregateLitera
   .registerVariable('profile', 'map', { description: "The user's profile attributes" })
   .registerVariable('now', 'google.protobuf.Timestamp', { description: 'The current time' })
   .registerVariable('user', 'int', { description: 'The user id' })
-  .registerFunction(
-    'inCrowd(string): bool',
-    (name: string) => (membership ? membership.crowds.has(name, membership.user) : false),
-    { description: 'Whether the user belongs to the tenant crowd of that name' },
-  )
+  .registerFunction('inCrowd(string): bool', (name: string) => (membership ? membership.crowds.has(name, membership.user) : false), {
+    description: 'Whether the user belongs to the tenant crowd of that name',
+  })
   // CEL's function form of matches, with RE2 semantics; evaluation rewrites the method form to it (see regex.ts).
   .registerFunction('matches(string, string): bool', re2Matches, { description: 'Whether the RE2 pattern (second) matches part of the text (first)' });

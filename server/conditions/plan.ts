@@ -139,7 +139,13 @@ export function planOf(node: ASTNode): BitmapPlan | null {
       const equality = sides(node, profilePath, literal);
       if (!equality) return null;
       const field = pathKey(equality.field);
-      return { op: 'and', args: [{ op: 'profileHas', field }, { op: 'not', arg: { op: 'profileEq', field, value: equality.value } }] };
+      return {
+        op: 'and',
+        args: [
+          { op: 'profileHas', field },
+          { op: 'not', arg: { op: 'profileEq', field, value: equality.value } },
+        ],
+      };
     }
     case '<':
     case '<=':

@@ -78,7 +78,14 @@ export function profileKeysRead(text: string): string[] | null {
   let whole = false;
   const visit = (node: ASTNode, parent: ASTNode | null) => {
     if (node.op === 'id' && node.args === 'profile') {
-      const key = parent && (parent.op === '.' || parent.op === '[]') && parent.args[0] === node ? (parent.op === '.' ? parent.args[1] : parent.args[1].op === 'value' ? parent.args[1].args : null) : null;
+      const key =
+        parent && (parent.op === '.' || parent.op === '[]') && parent.args[0] === node
+          ? parent.op === '.'
+            ? parent.args[1]
+            : parent.args[1].op === 'value'
+              ? parent.args[1].args
+              : null
+          : null;
       if (typeof key === 'string') keys.add(key);
       else whole = true;
     }

@@ -22,7 +22,13 @@ const upload = {
 
 export const paths: Record<string, object> = {
   '/tenants/{tenant}/crowds': {
-    get: operation({ summary: 'List crowds', tags, params: ['tenant'], ok: { status: 200, description: 'Crowds by name', schema: z.object({ crowds: z.array(Crowd) }) }, errors: [404] }),
+    get: operation({
+      summary: 'List crowds',
+      tags,
+      params: ['tenant'],
+      ok: { status: 200, description: 'Crowds by name', schema: z.object({ crowds: z.array(Crowd) }) },
+      errors: [404],
+    }),
   },
   '/tenants/{tenant}/crowds/{name}': {
     get: operation({ summary: 'Get a crowd (metadata)', tags, params, ok: { status: 200, description: 'Crowd', schema: Crowd }, errors: [404] }),

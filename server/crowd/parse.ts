@@ -63,7 +63,10 @@ export async function parseCrowdUpload(
  * a dropped stream) than a wish to empty the crowd. An empty crowd is sent as its format's empty value.
  */
 const emptyUpload = () =>
-  new AppError('empty_upload', 'The upload is empty (0 bytes). To store a crowd with no users, send an empty value: a newline (text/CSV), [] (JSON) or an empty portable roaring bitmap');
+  new AppError(
+    'empty_upload',
+    'The upload is empty (0 bytes). To store a crowd with no users, send an empty value: a newline (text/CSV), [] (JSON) or an empty portable roaring bitmap',
+  );
 
 async function* cappedChunks(body: ByteSource | null, maxBytes: number): AsyncGenerator<Uint8Array> {
   if (!body) return;
@@ -319,7 +322,11 @@ class TextIdScanner extends IdScanner {
 
   protected badId(text: string, kind: number): AppError {
     const value = shownId(text);
-    return new AppError('invalid_id', `Line ${this.line}: "${value}" ${whyBad(kind)}; user IDs are integers from 0 to ${MAX_USER_ID}`, { path: `line ${this.line}`, line: this.line, value });
+    return new AppError('invalid_id', `Line ${this.line}: "${value}" ${whyBad(kind)}; user IDs are integers from 0 to ${MAX_USER_ID}`, {
+      path: `line ${this.line}`,
+      line: this.line,
+      value,
+    });
   }
 }
 
@@ -415,7 +422,10 @@ class JsonIdScanner extends IdScanner {
   }
 
   private structural(problem: string): AppError {
-    return new AppError('invalid_json', `Line ${this.line}: ${problem}; a JSON crowd is an array of user IDs like [1, 2, 3]`, { path: `line ${this.line}`, line: this.line });
+    return new AppError('invalid_json', `Line ${this.line}: ${problem}; a JSON crowd is an array of user IDs like [1, 2, 3]`, {
+      path: `line ${this.line}`,
+      line: this.line,
+    });
   }
 
   end(): RoaringBitmap32 {

@@ -136,7 +136,10 @@ export async function combineCrowds(tenantId: string, body: z.infer<typeof Combi
   }
   const bitmaps = loaded.map((crowd) => crowd!.bitmap);
   const byName = new Map(names.map((name, i) => [name, bitmaps[i]]));
-  const result = combine(body.op, body.crowds.map((name) => byName.get(name)!));
+  const result = combine(
+    body.op,
+    body.crowds.map((name) => byName.get(name)!),
+  );
   checkCrowdUsers(result.size, await tenantLimits(tenantId));
   return saveCrowd(tenantId, body.name, result, body.replace ? 'replace' : 'create');
 }

@@ -12,7 +12,12 @@ export const CrowdParams = z.object({ name: CrowdName });
  * Content-Type, declared size, an existing name for create) is refused before a byte is read; a refused
  * upload stores nothing, since the bitmap is written in one statement only once the whole body parsed.
  */
-export async function uploadCrowd(request: Request, tenantId: string, rawName: string, mode: 'create' | 'replace'): Promise<{ crowd: CrowdMeta; created: boolean }> {
+export async function uploadCrowd(
+  request: Request,
+  tenantId: string,
+  rawName: string,
+  mode: 'create' | 'replace',
+): Promise<{ crowd: CrowdMeta; created: boolean }> {
   const { name } = CrowdParams.parse({ name: rawName });
   const contentType = request.headers.get('content-type');
   uploadFormat(contentType);

@@ -17,7 +17,18 @@ import { deserializeError, type EngineCallName, type FromEngine, type ToEngine }
 import { EngineThread, takeEngineThread } from './thread-spawn';
 import { startClusterChannel, type ClusterCountsBoard } from '../cluster/channel';
 import { AppError } from '../errors';
-import type { Counts, CountsCoverage, CountsListener, InstanceView, SnapshotView, StartRequest, StepUsers, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+import type {
+  Counts,
+  CountsCoverage,
+  CountsListener,
+  InstanceView,
+  SnapshotView,
+  StartRequest,
+  StepUsers,
+  SubmittedOperation,
+  UpdateWorkflowRequest,
+  WhereIsUser,
+} from './types';
 
 const COUNTS_PUSH_MS = 100;
 /** A thread that died is started again after this pause (its leases are taken back at once under the same owner). */
@@ -92,7 +103,10 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
           reject(gone);
           if (this.stopping || this.worker !== worker) return;
           console.error(`[crowdflow] ${gone.message}; starting it again in ${RESTART_AFTER_MS} ms`);
-          setTimeout(() => void this.spawn(new EngineThread()).catch((error) => console.error('[crowdflow] the engine thread did not start again', error)), RESTART_AFTER_MS).unref();
+          setTimeout(
+            () => void this.spawn(new EngineThread()).catch((error) => console.error('[crowdflow] the engine thread did not start again', error)),
+            RESTART_AFTER_MS,
+          ).unref();
         },
       });
       worker.postMessage({ kind: 'start' } satisfies ToEngine);
@@ -165,7 +179,10 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     if (combined) return combined;
     const row = await ops.requireInstance(tenantId, instanceId);
     if (ACTIVE_INSTANCE_STATES.includes(row.state) && row.state !== 'starting') {
-      throw new AppError('partition_moving', `Instance ${instanceId} has no committed counts from the cluster member holding its partitions yet; retry shortly`);
+      throw new AppError(
+        'partition_moving',
+        `Instance ${instanceId} has no committed counts from the cluster member holding its partitions yet; retry shortly`,
+      );
     }
     return undefined;
   }
@@ -205,7 +222,10 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   }
 
   private async runningOf(workflowIds: string[]) {
-    const rows = await db().instance.findMany({ where: { workflowId: { in: workflowIds }, state: { in: ACTIVE_INSTANCE_STATES } }, orderBy: { createdAt: 'asc' } });
+    const rows = await db().instance.findMany({
+      where: { workflowId: { in: workflowIds }, state: { in: ACTIVE_INSTANCE_STATES } },
+      orderBy: { createdAt: 'asc' },
+    });
     const out = new Map<string, { instanceId: string; userCount: number }>();
     for (const row of rows) out.set(row.workflowId, { instanceId: row.id, userCount: this.board.get(row.id)?.counts.total ?? Number(row.userCount) });
     return out;

@@ -88,7 +88,10 @@ export async function downsampleCountsHistory(now: number): Promise<void> {
  * The samples of an instance in [from, to], the last of each bucket of `resolution` (where only hour samples are left,
  * a finer resolution gets one point an hour); `steps` limits the per-step counts to those steps.
  */
-export async function readCountsHistory(instanceId: string, query: { from: number; to: number; resolution: HistoryResolution; steps?: string[] }): Promise<HistoryPoint[]> {
+export async function readCountsHistory(
+  instanceId: string,
+  query: { from: number; to: number; resolution: HistoryResolution; steps?: string[] },
+): Promise<HistoryPoint[]> {
   const width = HISTORY_RESOLUTIONS[query.resolution];
   const rows = await db().countsSample.findMany({
     where: { instanceId, at: { gte: BigInt(Math.floor(query.from / HOUR_MS) * HOUR_MS), lte: BigInt(query.to) } },
@@ -123,9 +126,15 @@ export async function countsHistory(
   if (from >= to) throw badRequest(`from (${new Date(from).toISOString()}) must be before to (${new Date(to).toISOString()})`, { path: 'from' });
   const points = Math.ceil((to - from) / HISTORY_RESOLUTIONS[query.resolution]);
   if (points > MAX_HISTORY_POINTS) {
-    throw badRequest(`resolution: ${points} ${query.resolution}s from ${new Date(from).toISOString()} to ${new Date(to).toISOString()} exceed ${MAX_HISTORY_POINTS} points; choose a coarser resolution or a shorter range`, { path: 'resolution' });
+    throw badRequest(
+      `resolution: ${points} ${query.resolution}s from ${new Date(from).toISOString()} to ${new Date(to).toISOString()} exceed ${MAX_HISTORY_POINTS} points; choose a coarser resolution or a shorter range`,
+      { path: 'resolution' },
+    );
   }
-  const steps = query.step?.split(',').map((s) => s.trim()).filter(Boolean);
+  const steps = query.step
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const read = await readCountsHistory(instanceId, { from, to, resolution: query.resolution, steps });
   return { instanceId, resolution: query.resolution, from: new Date(from).toISOString(), to: new Date(to).toISOString(), points: read };
 }

@@ -43,7 +43,12 @@ export class DeadLetterBatch {
    * The index of the first branch whose condition holds for the event, or -1 when none does. An evaluation that
    * throws (ConditionCostExceeded, or anything else) sets the event aside for this instance and gives -1.
    */
-  firstBranch(conditions: readonly CompiledCondition[], input: ConditionInput, crowds: CrowdMembership, where: { instanceId: string; step: string; index: number }): number {
+  firstBranch(
+    conditions: readonly CompiledCondition[],
+    input: ConditionInput,
+    crowds: CrowdMembership,
+    where: { instanceId: string; step: string; index: number },
+  ): number {
     let i = 0;
     try {
       for (; i < conditions.length; i++) if (conditions[i].predicate(input, crowds)) return i;
@@ -55,7 +60,12 @@ export class DeadLetterBatch {
   }
 
   /** Whether `condition` holds for the event; an evaluation that throws sets the event aside and gives false. */
-  holds(condition: CompiledCondition, input: ConditionInput, crowds: CrowdMembership, where: { instanceId: string; step: string; index: number; field: string }): boolean {
+  holds(
+    condition: CompiledCondition,
+    input: ConditionInput,
+    crowds: CrowdMembership,
+    where: { instanceId: string; step: string; index: number; field: string },
+  ): boolean {
     try {
       return condition.predicate(input, crowds);
     } catch (error) {
@@ -66,7 +76,15 @@ export class DeadLetterBatch {
 
   private setAside(where: { instanceId: string; step: string; index: number }, reason: string): void {
     const { offset, index } = this.locate(where.index);
-    this.pending.push({ id: deadLetterId(), instanceId: where.instanceId, step: where.step, logOffset: offset, eventIndex: index, event: this.eventAt(where.index), reason });
+    this.pending.push({
+      id: deadLetterId(),
+      instanceId: where.instanceId,
+      step: where.step,
+      logOffset: offset,
+      eventIndex: index,
+      event: this.eventAt(where.index),
+      reason,
+    });
   }
 
   /** INSERT statements for the commit of this batch (none when nothing was set aside). */
@@ -78,7 +96,10 @@ export class DeadLetterBatch {
       const { params, bind } = dialect().parameters();
       const values = this.pending
         .slice(start, start + 500)
-        .map((p) => `(${[p.id, this.tenantId, p.instanceId, p.step, this.partition, p.logOffset, p.eventIndex, JSON.stringify(p.event), p.reason].map(bind).join(', ')})`);
+        .map(
+          (p) =>
+            `(${[p.id, this.tenantId, p.instanceId, p.step, this.partition, p.logOffset, p.eventIndex, JSON.stringify(p.event), p.reason].map(bind).join(', ')})`,
+        );
       statements.push({ sql: `INSERT INTO ${dialect().table('DeadLetter')} (${columns}) VALUES ${values.join(', ')}`, params });
     }
     return statements;
@@ -105,7 +126,17 @@ function deadLetterId(): string {
   return `dl_${Date.now().toString(36).padStart(10, '0')}${randomBytes(6).toString('hex')}`;
 }
 
-type Row = { id: string; instanceId: string; step: string; partition: unknown; logOffset: unknown; eventIndex: unknown; event: string; reason: string; createdAt: unknown };
+type Row = {
+  id: string;
+  instanceId: string;
+  step: string;
+  partition: unknown;
+  logOffset: unknown;
+  eventIndex: unknown;
+  event: string;
+  reason: string;
+  createdAt: unknown;
+};
 
 function view(row: Row): DeadLetterView {
   const event = JSON.parse(row.event) as LoggedEvent;
@@ -126,11 +157,17 @@ function view(row: Row): DeadLetterView {
 const COLUMNS = '"id", "instanceId", "step", "partition", "logOffset", "eventIndex", "event", "reason", "createdAt"';
 
 /** The tenant's dead letters, oldest first, `limit` at a time after the one with id `after`. */
-export async function listDeadLetters(tenantId: string, options: { limit: number; after?: string }): Promise<{ deadLetters: DeadLetterView[]; next: string | null }> {
+export async function listDeadLetters(
+  tenantId: string,
+  options: { limit: number; after?: string },
+): Promise<{ deadLetters: DeadLetterView[]; next: string | null }> {
   const { params, bind } = dialect().parameters();
   const table = dialect().table('DeadLetter');
   const after = options.after ? ` AND "id" > ${bind(options.after)}` : '';
-  const rows = await (await raw()).query<Row>(`SELECT ${COLUMNS} FROM ${table} WHERE "tenantId" = ${bind(tenantId)}${after} ORDER BY "id" LIMIT ${bind(options.limit + 1)}`, params);
+  const rows = await (await raw()).query<Row>(
+    `SELECT ${COLUMNS} FROM ${table} WHERE "tenantId" = ${bind(tenantId)}${after} ORDER BY "id" LIMIT ${bind(options.limit + 1)}`,
+    params,
+  );
   const page = rows.slice(0, options.limit).map(view);
   return { deadLetters: page, next: rows.length > options.limit ? page.at(-1)!.id : null };
 }
@@ -141,7 +178,10 @@ const isDeadLetterId = (id: string) => /^dl_[0-9a-z]+$/.test(id);
 export async function getDeadLetter(tenantId: string, id: string): Promise<DeadLetterView> {
   if (!isDeadLetterId(id)) throw notFound(`Dead letter "${id.slice(0, 60)}"`);
   const { params, bind } = dialect().parameters();
-  const [row] = await (await raw()).query<Row>(`SELECT ${COLUMNS} FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`, params);
+  const [row] = await (await raw()).query<Row>(
+    `SELECT ${COLUMNS} FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`,
+    params,
+  );
   if (!row) throw notFound(`Dead letter "${id}"`);
   return view(row);
 }
@@ -150,6 +190,9 @@ export async function getDeadLetter(tenantId: string, id: string): Promise<DeadL
 export async function discardDeadLetter(tenantId: string, id: string): Promise<void> {
   if (!isDeadLetterId(id)) throw notFound(`Dead letter "${id.slice(0, 60)}"`);
   const { params, bind } = dialect().parameters();
-  const removed = await (await raw()).execute(`DELETE FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`, params);
+  const removed = await (await raw()).execute(
+    `DELETE FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`,
+    params,
+  );
   if (removed === 0) throw notFound(`Dead letter "${id}"`);
 }

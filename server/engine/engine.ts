@@ -30,7 +30,18 @@ import type { ClusterMember } from '../cluster/member';
 import { shardCounts } from '../cluster/counts';
 import { committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
 import type { LeasePolicy } from './store/leases';
-import type { Counts, CountsCoverage, CountsListener, InstanceView, SnapshotView, StartRequest, StepUsers, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+import type {
+  Counts,
+  CountsCoverage,
+  CountsListener,
+  InstanceView,
+  SnapshotView,
+  StartRequest,
+  StepUsers,
+  SubmittedOperation,
+  UpdateWorkflowRequest,
+  WhereIsUser,
+} from './types';
 
 export interface EngineOptions {
   clock?: Clock;
@@ -258,7 +269,9 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 
   private async sampleCounts(): Promise<void> {
-    await this.countsSampler.sampleIfDue(this.clock.now(), this.instancesHeldWhole()).catch((error) => console.error('[crowdflow] sampling counts failed', error));
+    await this.countsSampler
+      .sampleIfDue(this.clock.now(), this.instancesHeldWhole())
+      .catch((error) => console.error('[crowdflow] sampling counts failed', error));
   }
 
   /** Running instances of tenants whose every partition this process owns (their counts here are whole). */
@@ -309,7 +322,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.stopRequested.add(instance.id);
     const { tenantId, id } = instance.record;
     this.runner
-      .submit('instance.stop', { tenantId, instanceId: id, workflowId: instance.record.workflowId }, { id: `instance.stop:${id}:stopAt`, tenantId, workflowId: instance.record.workflowId })
+      .submit(
+        'instance.stop',
+        { tenantId, instanceId: id, workflowId: instance.record.workflowId },
+        { id: `instance.stop:${id}:stopAt`, tenantId, workflowId: instance.record.workflowId },
+      )
       .catch((error) => {
         this.stopRequested.delete(id);
         console.error(`[crowdflow] could not stop instance ${id} at its stopAt`, error);
@@ -321,9 +338,13 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   countsChanged(instanceId: string): void {
     const instance = this.findRuntime(instanceId);
     if (this.publishCounts && instance) {
-      this.publishCounts(instance.record.tenantId, instance.counts(), { held: instance.shards.flatMap((shard, p) => (shard ? [p] : [])), partitions: instance.shards.length });
+      this.publishCounts(instance.record.tenantId, instance.counts(), {
+        held: instance.shards.flatMap((shard, p) => (shard ? [p] : [])),
+        partitions: instance.shards.length,
+      });
     }
-    if (this.cluster && instance) this.cluster.counts.schedule(instance.record.tenantId, instanceId, () => this.heldFigures(instance.record.tenantId, instanceId));
+    if (this.cluster && instance)
+      this.cluster.counts.schedule(instance.record.tenantId, instanceId, () => this.heldFigures(instance.record.tenantId, instanceId));
     if (!this.listeners.get(instanceId)?.size || this.pendingCounts.has(instanceId)) return;
     // At once when the last push is 100 ms old, else 100 ms after it: bursts coalesce, a lone change is seen at once.
     const wait = Math.max(0, (this.lastPushAt.get(instanceId) ?? Number.NEGATIVE_INFINITY) + COUNTS_PUSH_MS - performance.now());
@@ -374,7 +395,10 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 
   private async runningOf(workflowIds: string[]) {
-    const rows = await db().instance.findMany({ where: { workflowId: { in: workflowIds }, state: { in: ACTIVE_INSTANCE_STATES } }, orderBy: { createdAt: 'asc' } });
+    const rows = await db().instance.findMany({
+      where: { workflowId: { in: workflowIds }, state: { in: ACTIVE_INSTANCE_STATES } },
+      orderBy: { createdAt: 'asc' },
+    });
     const out = new Map<string, { instanceId: string; userCount: number }>();
     for (const row of rows) {
       const live = this.findRuntime(row.id);

@@ -29,7 +29,14 @@ export class GoalTracker {
   ) {}
 
   /** A tracker for the batch's users in the instance, or null when the workflow has no goal or none of them can convert. */
-  static async watch(workflow: WorkflowRuntime, shard: Shard, batch: RoaringBitmap32, data: TenantData, letters: DeadLetterBatch, now: number): Promise<GoalTracker | null> {
+  static async watch(
+    workflow: WorkflowRuntime,
+    shard: Shard,
+    batch: RoaringBitmap32,
+    data: TenantData,
+    letters: DeadLetterBatch,
+    now: number,
+  ): Promise<GoalTracker | null> {
     const goal = workflow.goal;
     if (!goal) return null;
     const open = shard.converted.size > 0 ? RoaringBitmap32.andNot(batch, shard.convertedUsers()) : batch;
@@ -51,7 +58,8 @@ export class GoalTracker {
     const step = this.located.get(event.user);
     if (step === undefined) return;
     const input = { user: event.user, now: this.now, event: event as ConditionEvent, profile: this.profiles?.get(event.user) };
-    if (!this.letters.holds(this.workflow.goal!, input, this.data.membership, { instanceId: this.shard.instanceId, step, index, field: 'goal.condition' })) return;
+    if (!this.letters.holds(this.workflow.goal!, input, this.data.membership, { instanceId: this.shard.instanceId, step, index, field: 'goal.condition' }))
+      return;
     this.located.delete(event.user);
     let users = this.reached.get(step);
     if (!users) this.reached.set(step, (users = []));

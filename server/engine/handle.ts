@@ -4,7 +4,17 @@
 import type { Principal } from '../auth';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { IngestOutcome } from './ingest';
-import type { Counts, CountsListener, InstanceView, SnapshotView, StartRequest, StepUsers, SubmittedOperation, UpdateWorkflowRequest, WhereIsUser } from './types';
+import type {
+  Counts,
+  CountsListener,
+  InstanceView,
+  SnapshotView,
+  StartRequest,
+  StepUsers,
+  SubmittedOperation,
+  UpdateWorkflowRequest,
+  WhereIsUser,
+} from './types';
 
 export interface EngineHandle {
   start(): Promise<void>;

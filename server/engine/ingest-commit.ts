@@ -92,7 +92,8 @@ function storageFailure(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const { code, message } = error as { code?: unknown; message?: unknown };
   // PostgreSQL classes 22 (data exception) and 54 (program limit exceeded, e.g. too deeply nested) are the data's fault.
-  if (typeof code === 'string' && /^(22|54)/.test(code)) return new AppError('validation_failed', `events: the batch cannot be stored: ${String(message)}`, { path: 'events' });
+  if (typeof code === 'string' && /^(22|54)/.test(code))
+    return new AppError('validation_failed', `events: the batch cannot be stored: ${String(message)}`, { path: 'events' });
   console.warn('[crowdflow] event batch not stored:', error);
   return new AppError('unavailable', 'The event log could not be written; nothing of this batch was stored, send it again');
 }
@@ -158,7 +159,11 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
     const { fresh, appendedIds } = ids && dedupe ? freshEvents(events, ids, dedupe, groupIds) : { fresh: events, appendedIds: [] };
     let rows: LogRowToWrite[];
     try {
-      rows = [...partitionEvents(fresh, batch.partitions)].map(([partition, inPartition]) => ({ partition, events: inPartition, bytes: encodeEvents(inPartition) }));
+      rows = [...partitionEvents(fresh, batch.partitions)].map(([partition, inPartition]) => ({
+        partition,
+        events: inPartition,
+        bytes: encodeEvents(inPartition),
+      }));
     } catch (error) {
       for (const id of appendedIds) groupIds.delete(id); // refused: its ids are not logged after all
       batch.settled = true;
@@ -168,7 +173,14 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
     plan.rows.push(...rows);
     const answer = { accepted: events.length, duplicates: events.length - fresh.length };
     if (key !== undefined || appendedIds.length > 0) {
-      plan.records.push({ seq: ++seq, key: key ?? null, requestHash: key === undefined ? null : requestHash, eventIds: appendedIds, createdAtMs: batch.now, ...answer });
+      plan.records.push({
+        seq: ++seq,
+        key: key ?? null,
+        requestHash: key === undefined ? null : requestHash,
+        eventIds: appendedIds,
+        createdAtMs: batch.now,
+        ...answer,
+      });
       if (key !== undefined) groupKeys.set(key, { requestHash, ...answer });
     }
     plan.answers.set(batch, { ...answer, replayed: false });
@@ -181,7 +193,12 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
  * The events not logged before (by id), and the ids they add (also added to `groupIds`, the ids the group appends so
  * far, which catches repeats within the batch too); events without an id are always fresh.
  */
-function freshEvents(events: LoggedEvent[], ids: (string | undefined)[], dedupe: TenantDedupe, groupIds: Set<string>): { fresh: LoggedEvent[]; appendedIds: string[] } {
+function freshEvents(
+  events: LoggedEvent[],
+  ids: (string | undefined)[],
+  dedupe: TenantDedupe,
+  groupIds: Set<string>,
+): { fresh: LoggedEvent[]; appendedIds: string[] } {
   const fresh: LoggedEvent[] = [];
   const appendedIds: string[] = [];
   for (let i = 0; i < events.length; i++) {

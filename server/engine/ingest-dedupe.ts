@@ -50,7 +50,8 @@ export class TenantDedupe {
   learn(record: NewRecord): void {
     if (record.seq <= this.lastSeq) return;
     this.lastSeq = record.seq;
-    if (record.key !== null) this.keys.set(record.key, { seq: record.seq, requestHash: record.requestHash ?? '', accepted: record.accepted, duplicates: record.duplicates });
+    if (record.key !== null)
+      this.keys.set(record.key, { seq: record.seq, requestHash: record.requestHash ?? '', accepted: record.accepted, duplicates: record.duplicates });
     for (const id of record.eventIds) this.ids.add(id);
     this.records.push({ seq: record.seq, createdAtMs: record.createdAtMs, key: record.key, eventIds: record.eventIds });
   }
@@ -118,7 +119,15 @@ export class TenantDedupe {
   }
 }
 
-type StoredRecord = { seq: number | string; key: string | null; requestHash: string | null; accepted: number; duplicates: number; eventIds: string | null; createdAtMs: number | string };
+type StoredRecord = {
+  seq: number | string;
+  key: string | null;
+  requestHash: string | null;
+  accepted: number;
+  duplicates: number;
+  eventIds: string | null;
+  createdAtMs: number | string;
+};
 
 /** This process's dedupe state of a tenant (kept in the process runtime). */
 export function tenantDedupe(tenantId: string): TenantDedupe {

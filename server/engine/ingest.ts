@@ -47,7 +47,8 @@ function describe(value: unknown): string {
 function eventTime(value: unknown, where: string, now: number): number {
   if (value === undefined) return now;
   if (typeof value === 'number') {
-    if (!Number.isInteger(value) || value < 0 || value > MAX_TIME_MS) throw invalid(where, `expected epoch milliseconds (a non-negative integer), got ${describe(value)}`);
+    if (!Number.isInteger(value) || value < 0 || value > MAX_TIME_MS)
+      throw invalid(where, `expected epoch milliseconds (a non-negative integer), got ${describe(value)}`);
     return value;
   }
   if (typeof value === 'string' && ISO_TIME.test(value)) {
@@ -65,7 +66,8 @@ export function parseEventBatch(body: unknown, now: number): EventBatch {
   if (!isPlainObject(body)) throw invalid('body', `expected an object {tenant?, events: [...]}, got ${describe(body)}`);
   for (const key in body) if (!BODY_FIELDS.has(key)) throw invalid(key, 'unknown field (expected tenant and events)');
   const { tenant, events } = body;
-  if (tenant !== undefined && (typeof tenant !== 'string' || tenant.length === 0)) throw invalid('tenant', `expected a tenant id or name, got ${describe(tenant)}`);
+  if (tenant !== undefined && (typeof tenant !== 'string' || tenant.length === 0))
+    throw invalid('tenant', `expected a tenant id or name, got ${describe(tenant)}`);
   if (!Array.isArray(events)) throw invalid('events', `expected an array of events, got ${describe(events)}`);
   if (events.length === 0) throw invalid('events', 'the batch is empty; send at least one event');
   if (events.length > MAX_EVENTS_PER_BATCH) {
@@ -139,7 +141,12 @@ export function idempotencyKey(header: string | null): string | undefined {
 export async function ingest(principal: Principal, body: unknown, now: number, key?: string, bodyBytes?: Uint8Array): Promise<IngestOutcome> {
   const batch = parseEventBatch(body, now);
   const tenant = await ingestTarget(principal, batch.tenant);
-  const requestHash = key === undefined ? undefined : createHash('sha256').update(bodyBytes ?? JSON.stringify(body)).digest('base64url');
+  const requestHash =
+    key === undefined
+      ? undefined
+      : createHash('sha256')
+          .update(bodyBytes ?? JSON.stringify(body))
+          .digest('base64url');
   const result = await appendRequest(tenant.id, tenant.partitions, { events: batch.events, ids: batch.ids, key, requestHash }, now);
   return { tenantId: tenant.id, ...result };
 }

@@ -31,7 +31,9 @@ export async function loadDefinition(workflowId: string, version: number): Promi
   if (!result.ok) {
     const first = result.problems[0];
     const where = first.step ? `step "${first.step}": ` : '';
-    throw new AppError('invalid_workflow', `Version ${version} of workflow ${workflowId} is not valid: ${where}${first.message}`, { problems: result.problems });
+    throw new AppError('invalid_workflow', `Version ${version} of workflow ${workflowId} is not valid: ${where}${first.message}`, {
+      problems: result.problems,
+    });
   }
   return result.definition;
 }

@@ -76,7 +76,11 @@ async function requireRunning(tenantId: string, instanceId: string) {
 
 async function refuseActive(workflowId: string, except?: string): Promise<void> {
   const active = await db().instance.findFirst({ where: { workflowId, state: { in: ACTIVE_INSTANCE_STATES }, ...(except ? { id: { not: except } } : {}) } });
-  if (active) throw conflict(`Workflow ${workflowId} already has an instance ${active.state} (${active.id}); stop it first`, { instanceId: active.id, state: active.state });
+  if (active)
+    throw conflict(`Workflow ${workflowId} already has an instance ${active.state} (${active.id}); stop it first`, {
+      instanceId: active.id,
+      state: active.state,
+    });
 }
 
 async function requireUsableCrowd(tenantId: string, name: string) {
@@ -92,7 +96,10 @@ async function requireScheduledCrowd(workflow: { id: string; name: string }, ten
     return await requireUsableCrowd(tenantId, crowd);
   } catch (error) {
     if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
-    throw new AppError('not_found', `Crowd "${crowd}" named by the schedule of workflow "${workflow.name}" (${workflow.id}) does not exist: upload it and retry this procedure, or change the schedule`);
+    throw new AppError(
+      'not_found',
+      `Crowd "${crowd}" named by the schedule of workflow "${workflow.name}" (${workflow.id}) does not exist: upload it and retry this procedure, or change the schedule`,
+    );
   }
 }
 
@@ -116,7 +123,10 @@ export async function submitStart(engine: InstanceEngine, tenantId: string, work
   const definition = await loadDefinition(workflow.id, version);
   const crowd = request.crowd === undefined ? null : await requireUsableCrowd(tenantId, request.crowd);
   // The same code as a missing required field: it is one, for a workflow without a trigger.
-  if (!crowd && !definition.entry) throw new AppError('validation_failed', `crowd: required, because version ${version} of workflow "${workflow.name}" has no entry trigger`, { path: 'crowd' });
+  if (!crowd && !definition.entry)
+    throw new AppError('validation_failed', `crowd: required, because version ${version} of workflow "${workflow.name}" has no entry trigger`, {
+      path: 'crowd',
+    });
   await refuseActive(workflow.id);
   // With a trigger users also enter by events: a crowd that re-entry exclusion empties is no reason to refuse.
   if (crowd && !definition.entry) await requireUsersLeft(tenantId, workflow.id, crowd, reentry);
@@ -158,7 +168,11 @@ export async function resumeInterruptedOperations(engine: InstanceEngine): Promi
   const stuck = await db().instance.findMany({ where: { state: { in: ['starting', 'stopping'] } } });
   if (stuck.length === 0) return;
   const unfinished = await db().procedure.findMany({
-    where: { type: { in: ['instance.start', 'instance.stop'] }, state: { notIn: [...FINISHED_STATES] }, workflowId: { in: stuck.map((row) => row.workflowId) } },
+    where: {
+      type: { in: ['instance.start', 'instance.stop'] },
+      state: { notIn: [...FINISHED_STATES] },
+      workflowId: { in: stuck.map((row) => row.workflowId) },
+    },
     select: { id: true, type: true, data: true },
   });
   const handled = new Set(unfinished.map((p) => (JSON.parse(p.data) as { instanceId?: string }).instanceId ?? scheduledInstanceId(p.id)));
@@ -166,18 +180,33 @@ export async function resumeInterruptedOperations(engine: InstanceEngine): Promi
     if (handled.has(row.id)) continue;
     console.warn(`[crowdflow] instance ${row.id} was left ${row.state} with nothing to finish it; resuming`);
     if (row.state === 'stopping') await submitOrRetry(engine, 'instance.stop', stopState(row), `instance.stop:${row.id}`);
-    else await submitOrRetry(engine, 'instance.start', { tenantId: row.tenantId, workflowId: row.workflowId, crowd: row.crowdName, version: row.version, instanceId: row.id }, `instance.start:${row.id}`);
+    else
+      await submitOrRetry(
+        engine,
+        'instance.start',
+        { tenantId: row.tenantId, workflowId: row.workflowId, crowd: row.crowdName, version: row.version, instanceId: row.id },
+        `instance.start:${row.id}`,
+      );
   }
 }
 
 export async function submitUpdateCrowd(engine: InstanceEngine, tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation> {
   const row = await requireRunning(tenantId, instanceId);
   await requireUsableCrowd(tenantId, request.crowd);
-  const procedureId = await engine.runner.submit('instance.update-crowd', { tenantId, instanceId, workflowId: row.workflowId, crowd: request.crowd }, { tenantId, workflowId: row.workflowId });
+  const procedureId = await engine.runner.submit(
+    'instance.update-crowd',
+    { tenantId, instanceId, workflowId: row.workflowId, crowd: request.crowd },
+    { tenantId, workflowId: row.workflowId },
+  );
   return { procedureId, instanceId };
 }
 
-export async function submitUpdateWorkflow(engine: InstanceEngine, tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
+export async function submitUpdateWorkflow(
+  engine: InstanceEngine,
+  tenantId: string,
+  instanceId: string,
+  request: UpdateWorkflowRequest,
+): Promise<SubmittedOperation> {
   const row = await requireRunning(tenantId, instanceId);
   const next = new WorkflowRuntime(await loadDefinition(row.workflowId, request.version), row.workflowId);
   const mapping = request.mapping ?? {};
@@ -188,7 +217,9 @@ export async function submitUpdateWorkflow(engine: InstanceEngine, tenantId: str
   if (live) {
     const stranded = strandedUsers(live.steps, next, mapping);
     if (Object.keys(stranded).length) {
-      throw conflict(`Users of steps removed in version ${request.version} would be stranded; map each removed step to a step of the new version`, { stranded });
+      throw conflict(`Users of steps removed in version ${request.version} would be stranded; map each removed step to a step of the new version`, {
+        stranded,
+      });
     }
   }
   const state = { tenantId, instanceId, workflowId: row.workflowId, version: request.version, mapping };
@@ -242,7 +273,17 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
             await loadDefinition(workflow.id, version);
             await requireScheduledCrowd(workflow, state.tenantId, state.crowd as string);
             await refuseActive(workflow.id);
-            await db().instance.create({ data: { id: instanceId, tenantId: state.tenantId, workflowId: workflow.id, version, crowdName: state.crowd as string, state: 'starting', userCount: 0 } });
+            await db().instance.create({
+              data: {
+                id: instanceId,
+                tenantId: state.tenantId,
+                workflowId: workflow.id,
+                version,
+                crowdName: state.crowd as string,
+                state: 'starting',
+                userCount: 0,
+              },
+            });
           }
           Object.assign(state, { instanceId, version });
           return { kind: 'executing' };

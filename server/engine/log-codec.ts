@@ -271,7 +271,12 @@ export function decodeEvents(stored: Uint8Array | string): LoggedEvent[] {
 
 /** Adds the events of a row per type to `into`, reading only the type table and column (no event is decoded). */
 export function countEventTypes(stored: Uint8Array | string, into: Map<string, number>): void {
-  const buf = typeof stored === 'string' || stored[0] === JSON_TEXT_START ? null : Buffer.isBuffer(stored) ? stored : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+  const buf =
+    typeof stored === 'string' || stored[0] === JSON_TEXT_START
+      ? null
+      : Buffer.isBuffer(stored)
+        ? stored
+        : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
   if (!buf) {
     for (const event of decodeEvents(stored)) into.set(event.type, (into.get(event.type) ?? 0) + 1);
     return;

@@ -93,7 +93,8 @@ export class Mover {
           break;
         case 'split': {
           let rest = to;
-          for (const [path, part] of arrivals.byPath((user) => splitPath(runtime, user), step.paths.length)) rest = this.enter(part, to, step.paths[path].next, hops + 1);
+          for (const [path, part] of arrivals.byPath((user) => splitPath(runtime, user), step.paths.length))
+            rest = this.enter(part, to, step.paths[path].next, hops + 1);
           return rest;
         }
         case 'delay':

@@ -64,7 +64,9 @@ async function allLeases(engine: Engine, tenantId: string): Promise<Lease[]> {
   const missing = workers.filter((w) => !w.lease).map((w) => w.partition);
   if (missing.length) {
     for (const worker of workers) if (!worker.lease) worker.poke();
-    throw new RetryLaterError(`waiting for partitions ${missing.join(', ')} of tenant ${tenantId}: not owned by this process yet`, { waitMs: engine.partitionWaitMs });
+    throw new RetryLaterError(`waiting for partitions ${missing.join(', ')} of tenant ${tenantId}: not owned by this process yet`, {
+      waitMs: engine.partitionWaitMs,
+    });
   }
   return workers.map((w) => w.lease!);
 }
@@ -90,7 +92,8 @@ function encodeAll(instance: InstanceRuntime) {
 
 function startCrons(shard: Shard, workflow: WorkflowRuntime, now: number): void {
   for (const runtime of workflow.steps.values()) {
-    if (runtime.step.kind === 'timer' && !shard.cronNext.has(runtime.step.name)) shard.cronNext.set(runtime.step.name, nextCronTime(runtime.step.cron, now, runtime.step.tz));
+    if (runtime.step.kind === 'timer' && !shard.cronNext.has(runtime.step.name))
+      shard.cronNext.set(runtime.step.name, nextCronTime(runtime.step.cron, now, runtime.step.tz));
   }
 }
 
@@ -118,7 +121,10 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
   if (row.state !== 'starting') throw conflict(`Instance ${instanceId} is ${row.state}; only a starting instance can start`);
   const workflow = new WorkflowRuntime(await loadDefinition(row.workflowId, row.version), row.workflowId);
   // A trigger-only instance (no crowd) starts empty; users enter by events.
-  const { users, excludedCount } = row.crowdName === '' ? { users: new RoaringBitmap32(), excludedCount: 0 } : await crowdOf(tenantId, row.crowdName, row.workflowId, instanceId, row.reentry as Reentry);
+  const { users, excludedCount } =
+    row.crowdName === ''
+      ? { users: new RoaringBitmap32(), excludedCount: 0 }
+      : await crowdOf(tenantId, row.crowdName, row.workflowId, instanceId, row.reentry as Reentry);
   if (users.size === 0 && !workflow.trigger) throw nobodyLeft(row.crowdName, excludedCount);
   await locked(engine, tenantId, async (tenant, leases) => {
     const now = engine.clock.now();
@@ -156,7 +162,13 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
       moves: [],
       now,
       also: async (tx) => {
-        const data = { tenantId, counts: JSON.stringify(counts), bitmaps: snapshot.encode() as Buffer<ArrayBuffer>, createdAt: new Date(now), expiresAt: new Date(now + SNAPSHOT_RETENTION_MS) };
+        const data = {
+          tenantId,
+          counts: JSON.stringify(counts),
+          bitmaps: snapshot.encode() as Buffer<ArrayBuffer>,
+          createdAt: new Date(now),
+          expiresAt: new Date(now + SNAPSHOT_RETENTION_MS),
+        };
         await tx.instanceSnapshot.upsert({ where: { instanceId }, create: { instanceId, ...data }, update: data });
         await tx.shardCheckpoint.deleteMany({ where: { instanceId } });
         await tx.conversion.deleteMany({ where: { instanceId } }); // the snapshot holds them
@@ -214,7 +226,13 @@ export function strandedUsers(steps: Record<string, number>, next: WorkflowRunti
 }
 
 /** Keeps users by step name, moves users of removed steps as mapped (journaled), starts new steps empty. */
-export async function materializeUpdateWorkflow(engine: Engine, tenantId: string, instanceId: string, version: number, mapping: Record<string, string>): Promise<Json> {
+export async function materializeUpdateWorkflow(
+  engine: Engine,
+  tenantId: string,
+  instanceId: string,
+  version: number,
+  mapping: Record<string, string>,
+): Promise<Json> {
   const { workflowId } = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
   const next = new WorkflowRuntime(await loadDefinition(workflowId, version), workflowId);
   return locked(engine, tenantId, async (tenant, leases) => {

@@ -219,7 +219,14 @@ export class PartitionWorker {
    * Lets trigger events' users in (entry.ts), finds the batch's users in the instance's event steps with one AND per
    * step and those the goal watches (goal.ts), then runs events in order.
    */
-  private async applyEvents(instance: InstanceRuntime, events: LogRow['events'], now: number, moves: JournalMove[], letters: DeadLetterBatch, conversions: ConversionWrite[]): Promise<void> {
+  private async applyEvents(
+    instance: InstanceRuntime,
+    events: LogRow['events'],
+    now: number,
+    moves: JournalMove[],
+    letters: DeadLetterBatch,
+    conversions: ConversionWrite[],
+  ): Promise<void> {
     const shard = instance.shards[this.partition];
     const workflow = instance.workflow;
     if (!shard || (workflow.eventSteps.length === 0 && !workflow.trigger && !workflow.goal)) return;
@@ -237,7 +244,8 @@ export class PartitionWorker {
       for (const user of RoaringBitmap32.and(batch, bitmap).toUint32Array()) where.set(user, step);
     }
     if (where.size === 0 && !goal) return;
-    const profiles = where.size > 0 && workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys(), profileKeysOfAll(branchConditionTexts(workflow))) : null;
+    const profiles =
+      where.size > 0 && workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys(), profileKeysOfAll(branchConditionTexts(workflow))) : null;
     const membership = this.tenant.data.membership;
     for (let e = 0; e < events.length; e++) {
       const event = events[e];
@@ -267,7 +275,9 @@ export class PartitionWorker {
   /** Writes every shard of this partition when enough moves or time passed since the last checkpoint. */
   async checkpointIfDue(force = false): Promise<void> {
     const now = systemClock.now();
-    const due = this.movesSinceCheckpoint >= this.engine.checkpointEveryMoves || (this.movesSinceCheckpoint > 0 && now - this.lastCheckpointAt >= this.engine.checkpointEveryMs);
+    const due =
+      this.movesSinceCheckpoint >= this.engine.checkpointEveryMoves ||
+      (this.movesSinceCheckpoint > 0 && now - this.lastCheckpointAt >= this.engine.checkpointEveryMs);
     if (!force && !due) return;
     await this.lock.run(async () => {
       if (!this.lease) return;
@@ -301,4 +311,3 @@ function concatEvents(rows: LogRow[]): LogRow['events'] {
   for (const row of rows) for (const event of row.events) events[at++] = event;
   return events;
 }
-

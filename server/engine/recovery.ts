@@ -14,7 +14,21 @@ import { nextCronTime } from '../model/cron';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
 import { conversionsAfterCheckpoint } from './store/conversions';
-import { BITMAP, COUNT, FROM_STEP, instanceJournalAfter, instanceRowsDominate, journalAfter, loadCheckpoints, PARTITION, SEQ, TIME_MS, TO_STEP, USER, type ReplayRow } from './store/replay';
+import {
+  BITMAP,
+  COUNT,
+  FROM_STEP,
+  instanceJournalAfter,
+  instanceRowsDominate,
+  journalAfter,
+  loadCheckpoints,
+  PARTITION,
+  SEQ,
+  TIME_MS,
+  TO_STEP,
+  USER,
+  type ReplayRow,
+} from './store/replay';
 
 export interface LoadedShard {
   shard: Shard;

@@ -53,7 +53,9 @@ export class WorkflowRuntime {
     this.eventSteps = definition.steps.filter((s) => s.kind === 'branch').map((s) => s.name);
     this.exitSteps = new Set(definition.steps.filter((s) => (s.kind === 'direct' || s.kind === 'parallel') && !s.next).map((s) => s.name));
     const entry = definition.entry;
-    this.trigger = entry ? { trigger: { ...entry, reentry: entry.reentry ?? 'once' }, condition: entry.condition ? compileCondition(entry.condition) : null } : null;
+    this.trigger = entry
+      ? { trigger: { ...entry, reentry: entry.reentry ?? 'once' }, condition: entry.condition ? compileCondition(entry.condition) : null }
+      : null;
     this.goal = definition.goal ? compileCondition(definition.goal.condition) : null;
     this.stopAt = definition.stopAt ? Date.parse(definition.stopAt) : null;
   }
@@ -82,7 +84,8 @@ export class WorkflowRuntime {
   crowdsUsed(): string[] {
     const names = new Set<string>([...(this.trigger?.condition?.crowds ?? []), ...(this.goal?.crowds ?? [])]);
     if (this.trigger?.trigger.crowd) names.add(this.trigger.trigger.crowd);
-    for (const s of this.steps.values()) for (const c of [...s.conditions, ...(s.timerCondition ? [s.timerCondition] : [])]) for (const n of c.crowds) names.add(n);
+    for (const s of this.steps.values())
+      for (const c of [...s.conditions, ...(s.timerCondition ? [s.timerCondition] : [])]) for (const n of c.crowds) names.add(n);
     return [...names];
   }
 }

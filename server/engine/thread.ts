@@ -66,4 +66,3 @@ port.on('message', (message: ToEngine) => {
     );
   }
 });
-

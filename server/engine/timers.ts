@@ -61,7 +61,12 @@ export async function runTimersTogether(tenantId: string, workers: PartitionWork
       }
       if (work.length === 0) return;
       try {
-        await commitBatch(tenantId, { leases: work.map((w) => w.lease), moves: work.flatMap((w) => w.moves), checkpoints: work.flatMap((w) => w.checkpoints), now });
+        await commitBatch(tenantId, {
+          leases: work.map((w) => w.lease),
+          moves: work.flatMap((w) => w.moves),
+          checkpoints: work.flatMap((w) => w.checkpoints),
+          now,
+        });
       } catch (error) {
         for (const w of work) w.worker.discardUncommitted();
         throw error;
@@ -97,7 +102,12 @@ async function collectTimers(worker: PartitionWorker, now: number): Promise<Time
  * without moving anyone (or its first planning), and ttl users put into a new bucket. A timer that moved users
  * needs none: replay derives its next firing from the journaled move (server/engine/recovery.ts).
  */
-async function instanceTimers(worker: PartitionWorker, instance: InstanceRuntime, now: number, moves: JournalMove[]): Promise<{ changed: boolean; checkpoint: boolean }> {
+async function instanceTimers(
+  worker: PartitionWorker,
+  instance: InstanceRuntime,
+  now: number,
+  moves: JournalMove[],
+): Promise<{ changed: boolean; checkpoint: boolean }> {
   const shard = instance.shards[worker.partition];
   if (!shard) return { changed: false, checkpoint: false };
   const mover = new Mover(instance.workflow, shard, moves, now);
@@ -111,7 +121,8 @@ async function instanceTimers(worker: PartitionWorker, instance: InstanceRuntime
       if (next !== undefined && next > now) continue;
       const journaled = moves.length;
       const users = next === undefined ? null : shard.steps.get(name);
-      if (users && users.size > 0) mover.moveBulk(runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, users, now) : users.clone(), name, step.next);
+      if (users && users.size > 0)
+        mover.moveBulk(runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, users, now) : users.clone(), name, step.next);
       if (moves.length === journaled) checkpoint = true;
       shard.cronNext.set(name, nextCronTime(step.cron, now, step.tz));
       changed = true;

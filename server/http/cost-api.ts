@@ -5,7 +5,10 @@ import { TenantLimits, TenantLimitsPatch } from '../limits/limits';
 
 export const DeadLettersQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1_000).default(100),
-  after: z.string().regex(/^dl_[0-9a-z]+$/, 'expected a dead letter id (dl_…)').optional(),
+  after: z
+    .string()
+    .regex(/^dl_[0-9a-z]+$/, 'expected a dead letter id (dl_…)')
+    .optional(),
 });
 
 const DeadLetter = z.object({
@@ -35,11 +38,29 @@ export const paths = {
     }),
   },
   '/tenants/{tenant}/dead-letters/{id}': {
-    get: operation({ summary: 'One dead letter: the event, where it was in the log, the instance, the step and why', tags: deadLetters, params: ['tenant', 'id'], ok: { status: 200, description: 'Dead letter', schema: DeadLetter }, errors: [404] }),
-    delete: operation({ summary: 'Discard a dead letter', tags: deadLetters, params: ['tenant', 'id'], ok: { status: 204, description: 'Discarded' }, errors: [404] }),
+    get: operation({
+      summary: 'One dead letter: the event, where it was in the log, the instance, the step and why',
+      tags: deadLetters,
+      params: ['tenant', 'id'],
+      ok: { status: 200, description: 'Dead letter', schema: DeadLetter },
+      errors: [404],
+    }),
+    delete: operation({
+      summary: 'Discard a dead letter',
+      tags: deadLetters,
+      params: ['tenant', 'id'],
+      ok: { status: 204, description: 'Discarded' },
+      errors: [404],
+    }),
   },
   '/tenants/{tenant}/limits': {
-    get: operation({ summary: "The tenant's limits (defaults in README \"Limits\", with this tenant's overrides)", tags: ['tenants'], params: ['tenant'], ok: { status: 200, description: 'Limits', schema: TenantLimits }, errors: [404] }),
+    get: operation({
+      summary: 'The tenant\'s limits (defaults in README "Limits", with this tenant\'s overrides)',
+      tags: ['tenants'],
+      params: ['tenant'],
+      ok: { status: 200, description: 'Limits', schema: TenantLimits },
+      errors: [404],
+    }),
     put: operation({
       summary: 'Override limits of a tenant (admin token only); null puts a limit back to its default',
       tags: ['tenants'],

@@ -102,7 +102,13 @@ const CountsPoint = z.object({
   convertedFrom: z.record(z.string(), z.number()).optional(),
   steps: z.record(z.string(), z.number()),
 });
-const CountsHistory = z.object({ instanceId: z.string(), resolution: z.enum(['minute', 'hour', 'day']), from: z.string(), to: z.string(), points: z.array(CountsPoint) });
+const CountsHistory = z.object({
+  instanceId: z.string(),
+  resolution: z.enum(['minute', 'hour', 'day']),
+  from: z.string(),
+  to: z.string(),
+  points: z.array(CountsPoint),
+});
 const Submitted = z.object({ procedureId: z.string(), instanceId: z.string() });
 const Snapshot = z.object({
   instanceId: z.string(),
@@ -128,11 +134,16 @@ const EventsBody = z.object({
           .min(1)
           .max(MAX_EVENT_ID_LENGTH)
           .optional()
-          .describe(`Optional event id, unique per tenant (like Segment's messageId): an event whose id the log already holds from the last ${DEDUPE_WINDOW_MS / 3_600_000} hours is not appended again, and counts in \`duplicates\``),
+          .describe(
+            `Optional event id, unique per tenant (like Segment's messageId): an event whose id the log already holds from the last ${DEDUPE_WINDOW_MS / 3_600_000} hours is not appended again, and counts in \`duplicates\``,
+          ),
         user: z.number().int().min(0).max(MAX_USER_ID),
         type: z.string().min(1).max(MAX_EVENT_TYPE_LENGTH),
         data: z.record(z.string(), z.unknown()).optional(),
-        time: z.union([z.string(), z.number().int().min(0)]).optional().describe('ISO-8601 with a time zone, or epoch milliseconds; default now'),
+        time: z
+          .union([z.string(), z.number().int().min(0)])
+          .optional()
+          .describe('ISO-8601 with a time zone, or epoch milliseconds; default now'),
       }),
     )
     .min(1)
@@ -145,7 +156,8 @@ const instance = ['tenant', 'iid'];
 export const paths: Record<string, object> = {
   '/tenants/{tenant}/workflows/{id}/start': {
     post: operation({
-      summary: 'Start an instance of a workflow over a crowd, or without one when the workflow has an entry trigger (refused: empty crowd or no user left after re-entry exclusion 422, no crowd and no trigger 400, invalid workflow, already running 409)',
+      summary:
+        'Start an instance of a workflow over a crowd, or without one when the workflow has an entry trigger (refused: empty crowd or no user left after re-entry exclusion 422, no crowd and no trigger 400, invalid workflow, already running 409)',
       tags,
       params: ['tenant', 'id'],
       body: StartInstanceBody,
@@ -167,7 +179,13 @@ export const paths: Record<string, object> = {
     get: operation({ summary: 'Get an instance', tags, params: instance, ok: { status: 200, description: 'Instance', schema: Instance }, errors: [404] }),
   },
   '/tenants/{tenant}/instances/{iid}/stop': {
-    post: operation({ summary: 'Stop an instance (saves a history snapshot)', tags, params: instance, ok: { status: 202, description: 'Stop submitted', schema: Submitted }, errors: [404, 409] }),
+    post: operation({
+      summary: 'Stop an instance (saves a history snapshot)',
+      tags,
+      params: instance,
+      ok: { status: 202, description: 'Stop submitted', schema: Submitted },
+      errors: [404, 409],
+    }),
   },
   '/tenants/{tenant}/instances/{iid}/crowd': {
     post: operation({
@@ -226,22 +244,33 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/instances/{iid}/steps/{step}/export': {
     get: operation({
-      summary: 'Export the users at a step, or who reached the goal from it (a stopped instance: at stop time): csv (one ID a line), json (array) or portable roaring',
+      summary:
+        'Export the users at a step, or who reached the goal from it (a stopped instance: at stop time): csv (one ID a line), json (array) or portable roaring',
       tags,
       params: [...instance, 'step'],
-      query: { format: EXPORT_FORMATS.join(' | '), limit: 'At most this many IDs (the smallest)', users: 'in (default: users in the step now) | converted (users who reached the goal from the step)' },
+      query: {
+        format: EXPORT_FORMATS.join(' | '),
+        limit: 'At most this many IDs (the smallest)',
+        users: 'in (default: users in the step now) | converted (users who reached the goal from the step)',
+      },
       ok: { status: 200, description: 'The IDs; header x-crowdflow-count holds how many', contentType: 'text/csv' },
       errors: [404],
     }),
   },
   '/tenants/{tenant}/instances/{iid}/snapshot': {
-    get: operation({ summary: 'History of a stopped instance: counts at stop and per-step exports', tags, params: instance, ok: { status: 200, description: 'Snapshot', schema: Snapshot }, errors: [404] }),
+    get: operation({
+      summary: 'History of a stopped instance: counts at stop and per-step exports',
+      tags,
+      params: instance,
+      ok: { status: 200, description: 'Snapshot', schema: Snapshot },
+      errors: [404],
+    }),
   },
   '/tenants/{tenant}/users/{user}': {
     get: operation({
       summary: "Where is user U: the user's step in each running instance and its recent moves of every kind",
       description:
-        '`recentMoves`: the newest 50 moves of the user, newest first: moves its own events caused, and the bulk moves it was part of (entering an instance at its start, delays, branch timeouts, ttl re-evaluation, timer steps, workflow version mappings; `fromStep` is null for the entry). Bulk moves are searched among the newest 500 bulk journal entries of the user\'s partition; moves the journal retention removed are gone. Users joining through a crowd replacement are not journaled, so they have no entry move.',
+        "`recentMoves`: the newest 50 moves of the user, newest first: moves its own events caused, and the bulk moves it was part of (entering an instance at its start, delays, branch timeouts, ttl re-evaluation, timer steps, workflow version mappings; `fromStep` is null for the entry). Bulk moves are searched among the newest 500 bulk journal entries of the user's partition; moves the journal retention removed are gone. Users joining through a crowd replacement are not journaled, so they have no entry move.",
       tags,
       params: ['tenant', 'user'],
       ok: { status: 200, description: 'Where the user is', schema: WhereIsUser },
@@ -254,7 +283,7 @@ export const paths: Record<string, object> = {
       tags: ['events'],
       description: [
         'Retrying is safe. Send an `Idempotency-Key` header with every batch (any 1–255 visible ASCII characters, e.g. a UUID) and resend a batch',
-        "with the same key whenever no 202 came back: a key the tenant used in the last 24 hours for the same body (byte for byte: resend the bytes you sent) appends nothing and is",
+        'with the same key whenever no 202 came back: a key the tenant used in the last 24 hours for the same body (byte for byte: resend the bytes you sent) appends nothing and is',
         'answered as the first time (same status and counts, header `Idempotent-Replayed: true`); the same key with other body bytes is a 422',
         '`idempotency_key_reused`. Independently, an event `id` already logged within 24 hours is skipped and counted in `duplicates`.',
         'The dedupe record is committed in the same transaction as the events, so no crash can lose an acknowledged batch or log one twice.',

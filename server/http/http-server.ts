@@ -34,7 +34,8 @@ export function crowdflowRequestListener(routes: DirectRoute[], next: NextReques
     const path = queryAt === -1 ? url : url.slice(0, queryAt);
     if (isApiPath(path)) {
       const segments = decodedSegments(path);
-      if (segments === null) return refuse(response, 400, 'bad_request', 'The path has a malformed percent-escape (a "%" not followed by a valid UTF-8 byte sequence)');
+      if (segments === null)
+        return refuse(response, 400, 'bad_request', 'The path has a malformed percent-escape (a "%" not followed by a valid UTF-8 byte sequence)');
       const inexact = path.includes('\\')
         ? `No API route ${request.method} ${path}: API paths have no backslash (read as a slash, it makes segments the path does not name)`
         : inexactApiPath(request.method ?? 'GET', path);
@@ -60,7 +61,11 @@ function decodedSegments(path: string): string[] | null {
   }
 }
 
-function matchRoute(routes: { method: string; segments: string[]; handler: RouteHandler }[], method: string, parts: string[]): { handler: RouteHandler; params: Record<string, string> } | null {
+function matchRoute(
+  routes: { method: string; segments: string[]; handler: RouteHandler }[],
+  method: string,
+  parts: string[],
+): { handler: RouteHandler; params: Record<string, string> } | null {
   for (const route of routes) {
     if (route.method !== method || route.segments.length !== parts.length) continue;
     const params: Record<string, string> = {};
@@ -89,7 +94,12 @@ async function serve(handler: RouteHandler, params: Record<string, string>, inco
     }
     // A body is the socket's chunks as they are read (backpressure intact), not a copy.
     const stream = incoming.method === 'GET' || incoming.method === 'HEAD' ? undefined : (Readable.toWeb(incoming) as ReadableStream<Uint8Array>);
-    const request = new Request(`http://${incoming.headers.host ?? 'localhost'}${incoming.url}`, { method: incoming.method, headers, body: stream, duplex: 'half' } as RequestInit);
+    const request = new Request(`http://${incoming.headers.host ?? 'localhost'}${incoming.url}`, {
+      method: incoming.method,
+      headers,
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
     const response = await handler(request, { params: Promise.resolve(params) });
     const body = Buffer.from(await response.arrayBuffer());
     outgoing.writeHead(response.status, { ...Object.fromEntries(response.headers), 'content-length': String(body.length), [DIRECT_ROUTE_HEADER]: '1' });

@@ -34,7 +34,8 @@ export function operation(op: Operation): object {
     : 'contentTypes' in op.body
       ? { required: true, description: op.body.description, content: Object.fromEntries(op.body.contentTypes.map((t) => [t, { schema: {} }])) }
       : { required: true, content: { 'application/json': { schema: schemaOf(op.body as ZodType) } } };
-  const content = op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? 'application/json']: { schema: op.ok.schema ? schemaOf(op.ok.schema) : {} } } } : {};
+  const content =
+    op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? 'application/json']: { schema: op.ok.schema ? schemaOf(op.ok.schema) : {} } } } : {};
   const responses: Record<string, object> = { [op.ok.status]: { description: op.ok.description, ...content } };
   for (const also of op.alsoOk ?? []) responses[also.status] = { description: also.description, ...content };
   // A JSON body is read with a size cap and a content-type check: every such operation can answer 413 and 415.
@@ -42,5 +43,12 @@ export function operation(op: Operation): object {
   for (const status of [400, 401, ...bodyErrors, ...(op.errors ?? [])]) {
     responses[status] = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   }
-  return { summary: op.summary, ...(op.description ? { description: op.description } : {}), tags: op.tags, parameters, ...(requestBody ? { requestBody } : {}), responses };
+  return {
+    summary: op.summary,
+    ...(op.description ? { description: op.description } : {}),
+    tags: op.tags,
+    parameters,
+    ...(requestBody ? { requestBody } : {}),
+    responses,
+  };
 }

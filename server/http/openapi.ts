@@ -11,7 +11,18 @@ import { paths as workflowPaths } from '../workflows/openapi';
 import { requiredScope, SCOPE_MEANING } from '../security/scopes';
 
 // Every area documents its own routes; this merges them into one OpenAPI 3.1 document.
-const areas: Record<string, object>[] = [tenantPaths, crowdPaths, profilePaths, workflowPaths, enginePaths, notificationPaths, procedurePaths, costPaths, securityPaths, webhookPaths];
+const areas: Record<string, object>[] = [
+  tenantPaths,
+  crowdPaths,
+  profilePaths,
+  workflowPaths,
+  enginePaths,
+  notificationPaths,
+  procedurePaths,
+  costPaths,
+  securityPaths,
+  webhookPaths,
+];
 
 const PUBLIC_PATHS = new Set(['/session', '/openapi.json']);
 
@@ -26,7 +37,7 @@ export const PATH_PARAMETERS: Record<string, string> = {
   'crowds/{name}': 'Crowd name (a crowd has no other id)',
   'consumers/{name}': 'Consumer name (a consumer has no other id)',
   'instances/{iid}': 'Instance id (instances have no name)',
-  'steps/{step}': 'Step name in the instance\'s workflow version',
+  'steps/{step}': "Step name in the instance's workflow version",
   'versions/{version}': 'Workflow version number: 1, 2, …',
   'users/{user}': 'User id, a whole number from 0 to 4294967295',
   'profiles/{user}': 'User id, a whole number from 0 to 4294967295',
@@ -80,7 +91,11 @@ export function openApiDocument(): object {
     info: {
       title: 'Crowdflow API',
       version: '1',
-      description: `Journeys over very large crowds. Authenticate with \`Authorization: Bearer <admin token or tenant API key>\`. Path parameters: tenants and workflows are addressed by id or name, crowds, consumers and webhook destinations by name, everything else by id (each parameter says which). API key scopes (each operation's \`x-required-scope\`): ${Object.entries(SCOPE_MEANING).map(([scope, meaning]) => `\`${scope}\`: ${meaning}`).join('; ')}.`,
+      description: `Journeys over very large crowds. Authenticate with \`Authorization: Bearer <admin token or tenant API key>\`. Path parameters: tenants and workflows are addressed by id or name, crowds, consumers and webhook destinations by name, everything else by id (each parameter says which). API key scopes (each operation's \`x-required-scope\`): ${Object.entries(
+        SCOPE_MEANING,
+      )
+        .map(([scope, meaning]) => `\`${scope}\`: ${meaning}`)
+        .join('; ')}.`,
     },
     servers: [{ url: '/api/v1' }],
     security: [{ bearer: [] }],
@@ -109,8 +124,13 @@ export function openApiDocument(): object {
                     },
                     problems: {
                       type: 'array',
-                      description: 'Every problem: `{path, message}` for a body that fails validation; `{step, code, message}` for a workflow (`invalid_workflow`, step null for the workflow as a whole)',
-                      items: { type: 'object', properties: { path: { type: 'string' }, step: { type: ['string', 'null'] }, code: { type: 'string' }, message: { type: 'string' } }, required: ['message'] },
+                      description:
+                        'Every problem: `{path, message}` for a body that fails validation; `{step, code, message}` for a workflow (`invalid_workflow`, step null for the workflow as a whole)',
+                      items: {
+                        type: 'object',
+                        properties: { path: { type: 'string' }, step: { type: ['string', 'null'] }, code: { type: 'string' }, message: { type: 'string' } },
+                        required: ['message'],
+                      },
                     },
                   },
                   additionalProperties: true,

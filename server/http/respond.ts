@@ -4,10 +4,13 @@ import { parseJsonBody } from '../json-body';
 import { inexactApiPath } from './exact-path';
 
 export function json(body: unknown, status = 200, headers: HeadersInit = {}): Response {
-  return new Response(JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? Number(value) : value)), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
-  });
+  return new Response(
+    JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? Number(value) : value)),
+    {
+      status,
+      headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+    },
+  );
 }
 
 export function errorResponse(error: unknown): Response {
@@ -16,7 +19,11 @@ export function errorResponse(error: unknown): Response {
     const headers: Record<string, string> = retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) };
     // RFC 6750: a 401 names the scheme the client should authenticate with.
     if (error.status === 401) headers['www-authenticate'] = 'Bearer realm="crowdflow"';
-    return json({ error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } }, error.status, headers);
+    return json(
+      { error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } },
+      error.status,
+      headers,
+    );
   }
   if (error instanceof ZodError) {
     const first = error.issues[0];
@@ -26,14 +33,18 @@ export function errorResponse(error: unknown): Response {
         error: {
           code: 'validation_failed',
           message: `${where}: ${first?.message ?? 'invalid input'}`,
-          details: { path: first?.path.length ? first.path.join('.') : '', problems: error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) },
+          details: {
+            path: first?.path.length ? first.path.join('.') : '',
+            problems: error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+          },
         },
       },
       400,
     );
   }
   if (isUniqueViolation(error)) return json({ error: { code: 'conflict', message: 'A resource with this name already exists' } }, 409);
-  if (isForeignKeyViolation(error)) return json({ error: { code: 'not_found', message: 'What this request refers to was deleted meanwhile (its tenant, say)' } }, 404);
+  if (isForeignKeyViolation(error))
+    return json({ error: { code: 'not_found', message: 'What this request refers to was deleted meanwhile (its tenant, say)' } }, 404);
   console.error('[crowdflow] unexpected error', error);
   return json({ error: { code: 'internal', message: 'Internal error' } }, 500);
 }
@@ -67,7 +78,8 @@ function refuseNul(request: Request, params: Params): void {
     if ([value].flat().some((v) => v.includes('\u0000'))) throw new AppError('bad_request', `Path parameter "${name}" contains a NUL character`);
   }
   for (const [name, value] of new URL(request.url).searchParams) {
-    if (name.includes('\u0000') || value.includes('\u0000')) throw new AppError('bad_request', `Query parameter "${name.replace(/\u0000/g, '\\0')}" contains a NUL character`);
+    if (name.includes('\u0000') || value.includes('\u0000'))
+      throw new AppError('bad_request', `Query parameter "${name.replace(/\u0000/g, '\\0')}" contains a NUL character`);
   }
 }
 

@@ -8,12 +8,37 @@ import { dialect } from '../storage/dialect';
 import { raw } from '../storage/raw';
 
 const LimitsShape = {
-  maxCrowdUsers: z.number().int().min(1).max(2 ** 32).describe('Users one crowd may hold (uploads and combinations)'),
-  maxInstanceUsers: z.number().int().min(1).max(2 ** 32).describe('Users one instance may run over (start, crowd update)'),
-  minTimerPeriodSeconds: z.number().int().min(1).max(366 * 86_400).describe('Shortest time between two firings of a timer step cron'),
-  journalRetentionHours: z.number().int().min(1).max(10 * 366 * 24).describe('Notifications older than this are deleted'),
+  maxCrowdUsers: z
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 32)
+    .describe('Users one crowd may hold (uploads and combinations)'),
+  maxInstanceUsers: z
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 32)
+    .describe('Users one instance may run over (start, crowd update)'),
+  minTimerPeriodSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(366 * 86_400)
+    .describe('Shortest time between two firings of a timer step cron'),
+  journalRetentionHours: z
+    .number()
+    .int()
+    .min(1)
+    .max(10 * 366 * 24)
+    .describe('Notifications older than this are deleted'),
   journalMaxRows: z.number().int().min(1_000).max(1e12).describe('Notifications kept per tenant at most; the oldest beyond are deleted'),
-  requestsPerSecond: z.number().int().min(1).max(1_000_000).describe("Requests per second each of the tenant's API keys may send (token bucket per server process; 429 past it)"),
+  requestsPerSecond: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .describe("Requests per second each of the tenant's API keys may send (token bucket per server process; 429 past it)"),
   requestBurst: z.number().int().min(1).max(10_000_000).describe('Requests a key may send at once before the per-second rate applies'),
 };
 
@@ -21,9 +46,11 @@ export const TenantLimits = z.strictObject(LimitsShape);
 export type TenantLimits = z.infer<typeof TenantLimits>;
 
 /** Body of PUT …/limits: the fields to override; null puts a field back to its default. */
-export const TenantLimitsPatch = z.strictObject(Object.fromEntries(Object.entries(LimitsShape).map(([key, schema]) => [key, schema.nullable().optional()])) as {
-  [K in keyof TenantLimits]: z.ZodOptional<z.ZodNullable<(typeof LimitsShape)[K]>>;
-});
+export const TenantLimitsPatch = z.strictObject(
+  Object.fromEntries(Object.entries(LimitsShape).map(([key, schema]) => [key, schema.nullable().optional()])) as {
+    [K in keyof TenantLimits]: z.ZodOptional<z.ZodNullable<(typeof LimitsShape)[K]>>;
+  },
+);
 
 /**
  * Defaults: a 100M-user crowd and instance fit (about 60 MB of bitmap at 0.57 bytes a user, measured), far below
@@ -84,11 +111,15 @@ export function usersPerUploadCap(maxUploadBytes: number): number {
 /** Refuses (413, naming the limit) a crowd of `users` users for this tenant and, for an upload, the upload cap. */
 export function checkCrowdUsers(users: number, limits: TenantLimits, maxUploadBytes?: number): void {
   if (users > limits.maxCrowdUsers) {
-    throw new AppError('payload_too_large', `The crowd would hold ${count(users)} users; this tenant's crowds may hold at most ${count(limits.maxCrowdUsers)} (limit maxCrowdUsers)`, {
-      limit: 'maxCrowdUsers',
-      value: limits.maxCrowdUsers,
-      users,
-    });
+    throw new AppError(
+      'payload_too_large',
+      `The crowd would hold ${count(users)} users; this tenant's crowds may hold at most ${count(limits.maxCrowdUsers)} (limit maxCrowdUsers)`,
+      {
+        limit: 'maxCrowdUsers',
+        value: limits.maxCrowdUsers,
+        users,
+      },
+    );
   }
   if (maxUploadBytes === undefined) return;
   const cap = usersPerUploadCap(maxUploadBytes);
@@ -104,10 +135,14 @@ export function checkCrowdUsers(users: number, limits: TenantLimits, maxUploadBy
 /** Refuses (422, naming the limit) an instance over `users` users. */
 export function checkInstanceUsers(users: number, limits: TenantLimits): void {
   if (users > limits.maxInstanceUsers) {
-    throw new AppError('unprocessable', `The instance would run over ${count(users)} users; this tenant's instances may hold at most ${count(limits.maxInstanceUsers)} (limit maxInstanceUsers)`, {
-      limit: 'maxInstanceUsers',
-      value: limits.maxInstanceUsers,
-      users,
-    });
+    throw new AppError(
+      'unprocessable',
+      `The instance would run over ${count(users)} users; this tenant's instances may hold at most ${count(limits.maxInstanceUsers)} (limit maxInstanceUsers)`,
+      {
+        limit: 'maxInstanceUsers',
+        value: limits.maxInstanceUsers,
+        users,
+      },
+    );
   }
 }

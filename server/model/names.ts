@@ -11,7 +11,10 @@ import { z } from 'zod';
 /** The characters each kind allows; every charset is a subset of `label`. */
 const CHARSETS = {
   /** Free text a marketer types: letters of any script, digits, spaces and `_ - . , : ( ) & ' +`. */
-  label: { pattern: /^[\p{L}\p{N}_][\p{L}\p{N} _.,:()&'+-]*$/u, says: 'letters, digits, spaces and _ - . , : ( ) & \' +, starting with a letter, a digit or "_"' },
+  label: {
+    pattern: /^[\p{L}\p{N}_][\p{L}\p{N} _.,:()&'+-]*$/u,
+    says: 'letters, digits, spaces and _ - . , : ( ) & \' +, starting with a letter, a digit or "_"',
+  },
   /** Names integrations type into URLs and scripts: ASCII letters, digits, `_`, `.` and `-`. */
   token: { pattern: /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/, says: 'A–Z, a–z, 0–9, "_", "." and "-", starting with a letter, a digit or "_"' },
   /** Tenant names, which also name studio pages: lower-case letters, digits, `_` and `-`. */

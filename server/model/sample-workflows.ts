@@ -26,7 +26,14 @@ export const welcomeJourney: WorkflowDefinition = {
       enterAction: 'tag_nurture',
     },
     { name: 'pro_nurture', kind: 'delay', after: '2h', next: 'ab_test', enterAction: 'send_pro_tips' },
-    { name: 'ab_test', kind: 'split', paths: [{ percent: 50, next: 'offer_a' }, { percent: 50, next: 'offer_b' }] },
+    {
+      name: 'ab_test',
+      kind: 'split',
+      paths: [
+        { percent: 50, next: 'offer_a' },
+        { percent: 50, next: 'offer_b' },
+      ],
+    },
     { name: 'offer_a', kind: 'parallel', actions: ['send_discount_email', 'push_discount'], next: 'done' },
     { name: 'offer_b', kind: 'direct', enterAction: 'send_free_shipping_email', next: 'done' },
     { name: 'customer', kind: 'direct', enterAction: 'send_thank_you' },

@@ -77,7 +77,11 @@ export function validateWorkflow(definition: unknown, options: ValidateOptions =
   problems.push(...unreachable(steps));
   if (isRecord(definition)) {
     const saving = options.now !== undefined;
-    problems.push(...stopAtProblems(definition.stopAt, options), ...workflowConditionProblems('entry', definition.entry, saving), ...workflowConditionProblems('goal', definition.goal, saving));
+    problems.push(
+      ...stopAtProblems(definition.stopAt, options),
+      ...workflowConditionProblems('entry', definition.entry, saving),
+      ...workflowConditionProblems('goal', definition.goal, saving),
+    );
   }
 
   return problems.length === 0 && shape.success ? { ok: true, definition: shape.data } : { ok: false, problems: distinct(problems) };

@@ -56,7 +56,7 @@ export const TimerStep = z.strictObject({
     .trim()
     .min(1)
     .describe(
-      'When users waiting here move on: a cron with SIX fields, seconds first: `second minute hour day-of-month month day-of-week` (`0 0 9 * * *` = 09:00:00 every day, `0 */15 * * * MON-FRI` = every 15 minutes on weekdays), or an alias (@daily, @hourly, @weekly, @monthly, @yearly, @weekdays, @weekends). A 5-field cron is refused. Evaluated in `tz` (UTC when absent). It may fire at most once per the tenant\'s minTimerPeriodSeconds (default 60).',
+      "When users waiting here move on: a cron with SIX fields, seconds first: `second minute hour day-of-month month day-of-week` (`0 0 9 * * *` = 09:00:00 every day, `0 */15 * * * MON-FRI` = every 15 minutes on weekdays), or an alias (@daily, @hourly, @weekly, @monthly, @yearly, @weekdays, @weekends). A 5-field cron is refused. Evaluated in `tz` (UTC when absent). It may fire at most once per the tenant's minTimerPeriodSeconds (default 60).",
     ),
   tz: z
     .string()
@@ -141,7 +141,12 @@ export const WorkflowSchedule = z.strictObject({
   /** `skip`: missed firings are recorded as missed; `latest`: the latest missed one runs if still within the deadline. */
   catchUp: z.enum(CATCH_UP_POLICIES).default('skip'),
   /** With `latest`: how late (seconds after its time) a missed firing may still start (Kubernetes' startingDeadlineSeconds). */
-  startingDeadlineSeconds: z.number().int().min(1).max(7 * 24 * 3600).default(DEFAULT_STARTING_DEADLINE_SECONDS),
+  startingDeadlineSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3600)
+    .default(DEFAULT_STARTING_DEADLINE_SECONDS),
 });
 export type WorkflowSchedule = z.infer<typeof WorkflowSchedule>;
 

@@ -21,7 +21,9 @@ const Notification = z.object({
   seqs: z
     .array(z.number())
     .optional()
-    .describe('Present when one bulk move was journaled per partition and merged here: the seqs of the merged entries (`seq` is the first); entries split by a page boundary arrive as separate items'),
+    .describe(
+      'Present when one bulk move was journaled per partition and merged here: the seqs of the merged entries (`seq` is the first); entries split by a page boundary arrive as separate items',
+    ),
   leaveAction: z.string().nullable(),
   enterAction: z.string().nullable(),
   time: z.string(),
@@ -45,7 +47,13 @@ export const paths: Record<string, object> = {
     }),
   },
   '/consumers': {
-    get: operation({ summary: 'List named consumers', tags: ['notifications'], query: tenantQuery, ok: { status: 200, description: 'Consumers', schema: z.object({ consumers: z.array(Consumer) }) }, errors: [404] }),
+    get: operation({
+      summary: 'List named consumers',
+      tags: ['notifications'],
+      query: tenantQuery,
+      ok: { status: 200, description: 'Consumers', schema: z.object({ consumers: z.array(Consumer) }) },
+      errors: [404],
+    }),
   },
   '/consumers/{name}': {
     put: operation({
@@ -58,8 +66,22 @@ export const paths: Record<string, object> = {
       alsoOk: [{ status: 200, description: 'Updated (the consumer existed)' }],
       errors: [404],
     }),
-    get: operation({ summary: 'A consumer: cursor and lag (moves after the cursor)', tags: ['notifications'], params: ['name'], query: tenantQuery, ok: { status: 200, description: 'Consumer', schema: Consumer }, errors: [404] }),
-    delete: operation({ summary: 'Delete a consumer', tags: ['notifications'], params: ['name'], query: tenantQuery, ok: { status: 204, description: 'Deleted' }, errors: [404] }),
+    get: operation({
+      summary: 'A consumer: cursor and lag (moves after the cursor)',
+      tags: ['notifications'],
+      params: ['name'],
+      query: tenantQuery,
+      ok: { status: 200, description: 'Consumer', schema: Consumer },
+      errors: [404],
+    }),
+    delete: operation({
+      summary: 'Delete a consumer',
+      tags: ['notifications'],
+      params: ['name'],
+      query: tenantQuery,
+      ok: { status: 204, description: 'Deleted' },
+      errors: [404],
+    }),
   },
   '/consumers/{name}/commit': {
     post: operation({

@@ -52,7 +52,9 @@ export type ProcedureDetail = ProcedureView & { steps: ProcedureStepView[]; chil
 /** The procedure now, or (with waitSeconds) once it has finished or the wait has elapsed, whichever comes first. */
 export async function getProcedure(principal: Principal, id: string, waitSeconds: number): Promise<ProcedureDetail> {
   await requireVisible(principal, id);
-  const view = await getProcedureRunner().await(id, waitSeconds * 1000).catch(asLocalAppError);
+  const view = await getProcedureRunner()
+    .await(id, waitSeconds * 1000)
+    .catch(asLocalAppError);
   const [steps, children] = await Promise.all([
     db().procedureStep.findMany({ where: { procedureId: id }, orderBy: { step: 'asc' }, select: { step: true, state: true, createdAt: true } }),
     db().procedure.findMany({ where: { parentId: id }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),

@@ -92,7 +92,8 @@ function batchStatement(writes: FencedWrite[]): RawStatement {
     at: sql.timestamp(now),
     finished: FINISHED_STATES.includes(update.state),
   }));
-  const columns = 'id text, owner text, step int, "nextStep" boolean, state text, data text, attempts int, "setOutput" boolean, output text, "setError" boolean, error text, "nextRunMs" bigint, at timestamp(3), finished boolean';
+  const columns =
+    'id text, owner text, step int, "nextStep" boolean, state text, data text, attempts int, "setOutput" boolean, output text, "setError" boolean, error text, "nextRunMs" bigint, at timestamp(3), finished boolean';
   return {
     sql: `WITH i AS (SELECT * FROM json_to_recordset($1::json) AS i(${columns})),
       u AS (

@@ -18,7 +18,12 @@ const Procedure = z.object({
   rollbackError: z.string().nullable().describe('The last failure of the rollback itself'),
   attempts: z.number().int().describe('Retries of the current step (or rollback step) so far; a failed procedure keeps the count it failed with'),
   nextAttemptAt: z.string().nullable().describe('When a retrying procedure runs its next attempt'),
-  waitingSince: z.string().nullable().describe('Since when the procedure has been waiting for a resource (e.g. partitions being taken over); it fails once the wait exceeds its documented limit'),
+  waitingSince: z
+    .string()
+    .nullable()
+    .describe(
+      'Since when the procedure has been waiting for a resource (e.g. partitions being taken over); it fails once the wait exceeds its documented limit',
+    ),
   owner: z.string().nullable().describe('The process holding the procedure (and its locks)'),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -35,7 +40,12 @@ export const paths: Record<string, object> = {
     get: operation({
       summary: 'List procedures, newest first (a tenant key sees its tenant’s)',
       tags,
-      query: { type: 'procedure type, e.g. instance.start', state: `one of ${PROCEDURE_STATES.join(', ')}`, workflow: 'workflow id', limit: '1–500, default 100' },
+      query: {
+        type: 'procedure type, e.g. instance.start',
+        state: `one of ${PROCEDURE_STATES.join(', ')}`,
+        workflow: 'workflow id',
+        limit: '1–500, default 100',
+      },
       ok: { status: 200, description: 'Procedures', schema: z.object({ procedures: z.array(Procedure) }) },
     }),
   },

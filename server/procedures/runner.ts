@@ -7,8 +7,36 @@ import { backoffDelay } from './backoff';
 import { GroupCommitter } from './commits';
 import { conflictingKeys, normalizeLockKeys } from './locks';
 import { DEFAULT_MAX_RETRIES, isProcedureTypeRegistered, procedureType } from './registry';
-import { claimReady, commitStep, heartbeat, releaseOwned, LeaseLostError, newProcedureRecord, parseError, toView, transition, type NewProcedure, type ProcedureRow, type StoredError } from './store';
-import { FINISHED_STATES, RetryLaterError, type ChildProcedure, type Json, type LockKey, type ProcedureContext, type ProcedureInstance, type ProcedureRunner, type ProcedureRunnerOptions, type ProcedureStatus, type RollbackStatus, type ProcedureTypeDefinition, type ProcedureView, type SubmitOptions } from './types';
+import {
+  claimReady,
+  commitStep,
+  heartbeat,
+  releaseOwned,
+  LeaseLostError,
+  newProcedureRecord,
+  parseError,
+  toView,
+  transition,
+  type NewProcedure,
+  type ProcedureRow,
+  type StoredError,
+} from './store';
+import {
+  FINISHED_STATES,
+  RetryLaterError,
+  type ChildProcedure,
+  type Json,
+  type LockKey,
+  type ProcedureContext,
+  type ProcedureInstance,
+  type ProcedureRunner,
+  type ProcedureRunnerOptions,
+  type ProcedureStatus,
+  type RollbackStatus,
+  type ProcedureTypeDefinition,
+  type ProcedureView,
+  type SubmitOptions,
+} from './types';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const CLEANUP_EVERY_MS = 60 * 60 * 1000;
@@ -61,7 +89,9 @@ class DurableProcedureRunner implements ProcedureRunner {
     const record = this.newRecord(instance, { id, type, state }, parent);
     if (parent) await refuseConflictWithAncestors(record, parent);
     try {
-      await db().procedure.create({ data: newProcedureRecord({ ...record, tenantId: options.tenantId ?? record.tenantId, workflowId: options.workflowId ?? record.workflowId }) });
+      await db().procedure.create({
+        data: newProcedureRecord({ ...record, tenantId: options.tenantId ?? record.tenantId, workflowId: options.workflowId ?? record.workflowId }),
+      });
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
       return this.existing((await db().procedure.findUnique({ where: { id } }))!, type);
@@ -133,10 +163,17 @@ class DurableProcedureRunner implements ProcedureRunner {
     const cutoff = new Date(this.clock.now() - this.retentionMs);
     let removed = 0;
     for (;;) {
-      const batch = await db().procedure.findMany({ where: { state: { in: [...FINISHED_STATES] }, finishedAt: { lt: cutoff } }, select: { id: true }, take: 500 });
+      const batch = await db().procedure.findMany({
+        where: { state: { in: [...FINISHED_STATES] }, finishedAt: { lt: cutoff } },
+        select: { id: true },
+        take: 500,
+      });
       if (batch.length === 0) return removed;
       const ids = batch.map((r) => r.id);
-      await db().$transaction([db().procedureStep.deleteMany({ where: { procedureId: { in: ids } } }), db().procedure.deleteMany({ where: { id: { in: ids } } })]);
+      await db().$transaction([
+        db().procedureStep.deleteMany({ where: { procedureId: { in: ids } } }),
+        db().procedure.deleteMany({ where: { id: { in: ids } } }),
+      ]);
       removed += ids.length;
     }
   }
@@ -160,7 +197,14 @@ class DurableProcedureRunner implements ProcedureRunner {
         }
         const free = this.maxConcurrent - this.executing.size;
         if (free > 0) {
-          const claim = await claimReady({ owner: this.owner, now, leaseMs: this.leaseMs, limit: free, busy: new Set(this.executing.keys()), isRegistered: isProcedureTypeRegistered });
+          const claim = await claimReady({
+            owner: this.owner,
+            now,
+            leaseMs: this.leaseMs,
+            limit: free,
+            busy: new Set(this.executing.keys()),
+            isRegistered: isProcedureTypeRegistered,
+          });
           nextDueMs = claim.nextDueMs;
           for (const row of claim.claimed) this.launch(row, claim.withChildren.has(row.id));
         }
@@ -276,12 +320,21 @@ class DurableProcedureRunner implements ProcedureRunner {
         return;
       }
       const finished = status.kind === 'rolled-back';
-      await this.commit(turn, { state: finished ? 'failed' : 'rolling-back', data: instance.state(), attempts: finished ? failedAttempts : 0, error: cause }, this.clock.now());
+      await this.commit(
+        turn,
+        { state: finished ? 'failed' : 'rolling-back', data: instance.state(), attempts: finished ? failedAttempts : 0, error: cause },
+        this.clock.now(),
+      );
       if (finished) return;
     }
   }
 
-  private async scheduleRetry(turn: Turn, state: 'retrying' | 'rolling-back', error: StoredError, delayMs = backoffDelay(turn.row.attempts + 1)): Promise<void> {
+  private async scheduleRetry(
+    turn: Turn,
+    state: 'retrying' | 'rolling-back',
+    error: StoredError,
+    delayMs = backoffDelay(turn.row.attempts + 1),
+  ): Promise<void> {
     const attempts = turn.row.attempts + 1;
     await transition(this.commits, turn.row.id, this.owner, turn.row.step, { state, attempts, error, nextRunMs: this.clock.now() + delayMs }, this.clock.now());
   }
@@ -291,9 +344,17 @@ class DurableProcedureRunner implements ProcedureRunner {
     const now = this.clock.now();
     const since = parseError(turn.row.error)?.waitingSinceMs ?? now;
     if (now - since >= waitMs) {
-      return this.prepareRollback(turn, { message: `${error.message} (gave up after waiting ${Math.round((now - since) / 1000)} s; the limit is ${Math.round(waitMs / 1000)} s)`, waitingSinceMs: since });
+      return this.prepareRollback(turn, {
+        message: `${error.message} (gave up after waiting ${Math.round((now - since) / 1000)} s; the limit is ${Math.round(waitMs / 1000)} s)`,
+        waitingSinceMs: since,
+      });
     }
-    await this.scheduleRetry(turn, 'retrying', { message: error.message, waitingSinceMs: since }, Math.min(WAIT_RETRY_CAP_MS, backoffDelay(turn.row.attempts + 1)));
+    await this.scheduleRetry(
+      turn,
+      'retrying',
+      { message: error.message, waitingSinceMs: since },
+      Math.min(WAIT_RETRY_CAP_MS, backoffDelay(turn.row.attempts + 1)),
+    );
   }
 
   private async fail(row: ProcedureRow, error: StoredError): Promise<void> {
@@ -302,7 +363,12 @@ class DurableProcedureRunner implements ProcedureRunner {
 
   private async commit(turn: Turn, update: Parameters<typeof commitStep>[4], now: number, children: NewProcedure[] = []): Promise<void> {
     await commitStep(this.commits, turn.row.id, this.owner, turn.row.step, update, now, children);
-    Object.assign(turn.row, { step: turn.row.step + 1, state: update.state, attempts: update.attempts ?? turn.row.attempts, error: update.error ? JSON.stringify(update.error) : null });
+    Object.assign(turn.row, {
+      step: turn.row.step + 1,
+      state: update.state,
+      attempts: update.attempts ?? turn.row.attempts,
+      error: update.error ? JSON.stringify(update.error) : null,
+    });
     this.notify(turn.row.id);
     if (children.length) this.signal();
   }
@@ -317,7 +383,11 @@ class DurableProcedureRunner implements ProcedureRunner {
     for (const [index, child] of children.entries()) {
       const definition = procedureType(child.type);
       if (!definition) throw new Error(`Unknown child procedure type "${child.type}"`);
-      const record = this.newRecord(definition.create(child.state), { id: child.id ?? `${parent.id}:${parent.step + 1}.${index}`, type: child.type, state: child.state }, parent);
+      const record = this.newRecord(
+        definition.create(child.state),
+        { id: child.id ?? `${parent.id}:${parent.step + 1}.${index}`, type: child.type, state: child.state },
+        parent,
+      );
       await refuseConflictWithAncestors(record, parent);
       records.push(record);
     }
@@ -333,7 +403,16 @@ class DurableProcedureRunner implements ProcedureRunner {
     }
     // Creation times are strictly increasing within a process: they are the lock queue order.
     this.lastCreatedMs = Math.max(this.clock.now(), this.lastCreatedMs + 1);
-    return { id: what.id, type: what.type, parentId: parent?.id ?? null, tenantId: parent?.tenantId ?? null, workflowId: parent?.workflowId ?? null, lockKeys, data: instance.state(), createdAt: new Date(this.lastCreatedMs) };
+    return {
+      id: what.id,
+      type: what.type,
+      parentId: parent?.id ?? null,
+      tenantId: parent?.tenantId ?? null,
+      workflowId: parent?.workflowId ?? null,
+      lockKeys,
+      data: instance.state(),
+      createdAt: new Date(this.lastCreatedMs),
+    };
   }
 
   private existing(row: ProcedureRow, type: string): string {
@@ -353,9 +432,14 @@ class DurableProcedureRunner implements ProcedureRunner {
 
 /** Refuses a child whose lock keys conflict with its parent's (or any ancestor's): it could never run. */
 async function refuseConflictWithAncestors(child: NewProcedure, parent: ProcedureRow): Promise<void> {
-  for (let ancestor: ProcedureRow | null = parent; ancestor; ancestor = ancestor.parentId ? await db().procedure.findUnique({ where: { id: ancestor.parentId } }) : null) {
+  for (
+    let ancestor: ProcedureRow | null = parent;
+    ancestor;
+    ancestor = ancestor.parentId ? await db().procedure.findUnique({ where: { id: ancestor.parentId } }) : null
+  ) {
     const keys = conflictingKeys(child.lockKeys, JSON.parse(ancestor.lockKeys) as LockKey[]);
-    if (keys.length) throw conflict(`Child procedure ${child.id} (${child.type}) conflicts with its ancestor ${ancestor.id} on lock keys: ${keys.join(', ')}`, { keys });
+    if (keys.length)
+      throw conflict(`Child procedure ${child.id} (${child.type}) conflicts with its ancestor ${ancestor.id} on lock keys: ${keys.join(', ')}`, { keys });
   }
 }
 

@@ -56,7 +56,9 @@ const MAX_COUNTED_FIRINGS = 100_000;
 
 /** Firings of `cron` in (fromMs, toMs]: how many (counted up to MAX_COUNTED_FIRINGS), the first and the latest. */
 export function firingsBetween(cron: string, fromMs: number, toMs: number): { count: number; firstMs: number; latestMs: number } | null {
-  const latestMs = parseCron(cron, toMs + 1).prev().getTime();
+  const latestMs = parseCron(cron, toMs + 1)
+    .prev()
+    .getTime();
   if (latestMs <= fromMs) return null;
   const iterator = parseCron(cron, fromMs);
   const firstMs = iterator.next().getTime();
@@ -78,7 +80,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const since = watchedSince ?? now;
     watchedSince = now;
     if (!firstTick && since >= now) return [];
-    const workflows = await db().workflow.findMany({ where: { schedule: { not: null } }, select: { id: true, tenantId: true, schedule: true, updatedAt: true } });
+    const workflows = await db().workflow.findMany({
+      where: { schedule: { not: null } },
+      select: { id: true, tenantId: true, schedule: true, updatedAt: true },
+    });
     const firings: Firing[] = [];
     for (const workflow of workflows) {
       const parsed = WorkflowSchedule.safeParse(JSON.parse(workflow.schedule!));
@@ -91,7 +96,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           continue;
         }
         // Only the latest firing in the window counts: a late tick fires once, not once per firing it slept through.
-        const firingMs = parseCron(schedule.cron, now + 1).prev().getTime();
+        const firingMs = parseCron(schedule.cron, now + 1)
+          .prev()
+          .getTime();
         if (firingMs > since) firings.push(await fire(workflow, schedule, firingMs));
       } catch (error) {
         console.warn(`[scheduler] workflow ${workflow.id}: ${(error as Error).message}`);
@@ -102,15 +109,27 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   /** The first tick of a process: what the schedule missed since its last recorded firing (or its last save). */
   async function catchUp(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, now: number): Promise<Firing | null> {
-    const last = await db().procedure.findFirst({ where: { id: { startsWith: scheduledProcedureId(workflow.id, '') } }, orderBy: { id: 'desc' }, select: { id: true } });
+    const last = await db().procedure.findFirst({
+      where: { id: { startsWith: scheduledProcedureId(workflow.id, '') } },
+      orderBy: { id: 'desc' },
+      select: { id: true },
+    });
     const lastFiringMs = last ? Number(last.id.slice(last.id.lastIndexOf(':') + 1)) : 0;
     const missed = firingsBetween(schedule.cron, Math.max(lastFiringMs, workflow.updatedAt.getTime()), now);
     if (!missed) return null;
     const lateMs = now - missed.latestMs;
     const deadlineMs = schedule.startingDeadlineSeconds * 1000;
     if (schedule.catchUp === 'latest' && lateMs <= deadlineMs) return fire(workflow, schedule, missed.latestMs, { missedBefore: missed.count - 1 });
-    const reason = schedule.catchUp === 'skip' ? 'no server was running (catch-up policy: skip)' : `no server was running, and it is ${Math.round(lateMs / 1000)} s late, past the starting deadline of ${schedule.startingDeadlineSeconds} s`;
-    return record(workflow, schedule, missed.latestMs, 'missed', { skipped: 'missed', reason, missedCount: missed.count, firstMissedAt: new Date(missed.firstMs).toISOString() });
+    const reason =
+      schedule.catchUp === 'skip'
+        ? 'no server was running (catch-up policy: skip)'
+        : `no server was running, and it is ${Math.round(lateMs / 1000)} s late, past the starting deadline of ${schedule.startingDeadlineSeconds} s`;
+    return record(workflow, schedule, missed.latestMs, 'missed', {
+      skipped: 'missed',
+      reason,
+      missedCount: missed.count,
+      firstMissedAt: new Date(missed.firstMs).toISOString(),
+    });
   }
 
   async function fire(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, firingMs: number, catchUpInfo: Record<string, Json> = {}): Promise<Firing> {
@@ -130,12 +149,28 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   }
 
   /** A firing that starts nothing, recorded as a finished procedure (shown with the others; never recorded twice). */
-  async function record(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, firingMs: number, outcome: 'skipped' | 'missed', output: Json): Promise<Firing> {
+  async function record(
+    workflow: ScheduledWorkflow,
+    schedule: WorkflowSchedule,
+    firingMs: number,
+    outcome: 'skipped' | 'missed',
+    output: Json,
+  ): Promise<Firing> {
     const procedureId = scheduledProcedureId(workflow.id, firingMs);
     const firing = { workflowId: workflow.id, procedureId, firingMs };
     try {
       const data = startState(workflow, schedule, firingMs);
-      const row = { id: procedureId, type: SCHEDULED_START_TYPE, parentId: null, tenantId: workflow.tenantId, workflowId: workflow.id, lockKeys: [], data, createdAt: new Date(clock.now()), output };
+      const row = {
+        id: procedureId,
+        type: SCHEDULED_START_TYPE,
+        parentId: null,
+        tenantId: workflow.tenantId,
+        workflowId: workflow.id,
+        lockKeys: [],
+        data,
+        createdAt: new Date(clock.now()),
+        output,
+      };
       await db().procedure.create({ data: newProcedureRecord(row) });
       return { ...firing, outcome };
     } catch (error) {

@@ -118,7 +118,15 @@ function updateFields(update: Omit<StepUpdate, 'data'> & { data?: Json }, now: n
  * suspension also creates its children in the same transaction (`children` whose ids already exist are left alone:
  * a replayed suspension).
  */
-export async function commitStep(committer: GroupCommitter, id: string, owner: string, step: number, update: StepUpdate, now: number, children: NewProcedure[] = []): Promise<void> {
+export async function commitStep(
+  committer: GroupCommitter,
+  id: string,
+  owner: string,
+  step: number,
+  update: StepUpdate,
+  now: number,
+  children: NewProcedure[] = [],
+): Promise<void> {
   if (children.length > 0) return commitSuspension(id, owner, step, update, now, children);
   const matched = await committer.write({ id, owner, step, update, now, nextStep: true });
   if (!matched) throw new LeaseLostError(id);
@@ -128,7 +136,9 @@ async function commitSuspension(id: string, owner: string, step: number, update:
   await db().$transaction(async (tx) => {
     const result = await tx.procedure.updateMany({ where: { id, owner, step }, data: { ...updateFields(update, now), step: step + 1 } });
     if (result.count !== 1) throw new LeaseLostError(id);
-    await tx.procedureStep.create({ data: { procedureId: id, step: step + 1, state: update.state, data: JSON.stringify(update.data), createdAt: new Date(now) } });
+    await tx.procedureStep.create({
+      data: { procedureId: id, step: step + 1, state: update.state, data: JSON.stringify(update.data), createdAt: new Date(now) },
+    });
     const existing = new Set((await tx.procedure.findMany({ where: { id: { in: children.map((c) => c.id) } }, select: { id: true } })).map((r) => r.id));
     const fresh = children.filter((c) => !existing.has(c.id));
     if (fresh.length) await tx.procedure.createMany({ data: fresh.map(newProcedureRecord) });
@@ -136,7 +146,14 @@ async function commitSuspension(id: string, owner: string, step: number, update:
 }
 
 /** A state change that is not a step (retrying, prepare-rollback, failed without a rollback step). */
-export async function transition(committer: GroupCommitter, id: string, owner: string, step: number, update: Omit<StepUpdate, 'data'>, now: number): Promise<void> {
+export async function transition(
+  committer: GroupCommitter,
+  id: string,
+  owner: string,
+  step: number,
+  update: Omit<StepUpdate, 'data'>,
+  now: number,
+): Promise<void> {
   if (!(await committer.write({ id, owner, step, update, now, nextStep: false }))) throw new LeaseLostError(id);
 }
 
@@ -225,7 +242,9 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
     const claimedIds = await take(tx, await lockChosen(tx, fairShare(runnable, request.limit)), request);
     const claimed = claimedIds.length ? await tx.procedure.findMany({ where: { id: { in: claimedIds } } }) : [];
     claimed.sort((a, b) => claimedIds.indexOf(a.id) - claimedIds.indexOf(b.id));
-    const parents = claimedIds.length ? await tx.procedure.findMany({ where: { parentId: { in: claimedIds } }, select: { parentId: true }, distinct: ['parentId'] }) : [];
+    const parents = claimedIds.length
+      ? await tx.procedure.findMany({ where: { parentId: { in: claimedIds } }, select: { parentId: true }, distinct: ['parentId'] })
+      : [];
     return { claimed, withChildren: new Set(parents.map((row) => row.parentId!)), nextDueMs };
   });
 }
@@ -272,7 +291,9 @@ function leaseExpired(row: QueueRow, request: ClaimRequest): boolean {
 /** The unfinished procedures, queue columns only: one raw statement (the ORM's row mapping cost more than the read). */
 async function readQueue(tx: Tx): Promise<QueueRow[]> {
   const sql = dialect();
-  const columns = Object.keys(QUEUE_COLUMNS).map((column) => `"${column}"`).join(', ');
+  const columns = Object.keys(QUEUE_COLUMNS)
+    .map((column) => `"${column}"`)
+    .join(', ');
   const rows = await tx.$queryRawUnsafe<QueueRow[]>(`SELECT ${columns} FROM ${sql.table('Procedure')} WHERE "state" NOT IN ('done', 'failed')`);
   for (const row of rows) {
     // Raw rows may carry dates as text and counters as bigint, depending on the driver.
@@ -282,7 +303,17 @@ async function readQueue(tx: Tx): Promise<QueueRow[]> {
   return rows;
 }
 
-const QUEUE_COLUMNS = { id: true, type: true, tenantId: true, parentId: true, lockKeys: true, owner: true, nextRunMs: true, createdAt: true, updatedAt: true } as const;
+const QUEUE_COLUMNS = {
+  id: true,
+  type: true,
+  tenantId: true,
+  parentId: true,
+  lockKeys: true,
+  owner: true,
+  nextRunMs: true,
+  createdAt: true,
+  updatedAt: true,
+} as const;
 type QueueRow = Pick<ProcedureRow, keyof typeof QUEUE_COLUMNS>;
 
 function keysOf(row: QueueRow): LockKey[] {

@@ -73,7 +73,11 @@ export async function estimateAudience(tenantId: string, body: z.infer<typeof Au
     ms: Math.round((performance.now() - started) * 100) / 100,
   });
   if (condition.plan) {
-    const matched = evaluateIndexedPlan(condition.plan, planResolver((name) => crowds.get(name), index), universe);
+    const matched = evaluateIndexedPlan(
+      condition.plan,
+      planResolver((name) => crowds.get(name), index),
+      universe,
+    );
     return finish(matched, matched.size, 'plan', universe.size);
   }
   const users = firstUsers(universe, MAX_PER_USER_AUDIENCE);
@@ -125,18 +129,30 @@ export function explainCondition(text: string, index: ProfileIndex): ConditionEx
     const scans = leaves.filter((note) => note.includes('scan of'));
     return {
       mode: 'plan',
-      reason: scans.length > 0 ? `bitmap plan; ${scans.length} leaf needs a per-user scan of values the index keeps per user` : 'bitmap plan: AND / OR / ANDNOT over crowd and profile-index bitmaps, no per-user loop',
+      reason:
+        scans.length > 0
+          ? `bitmap plan; ${scans.length} leaf needs a per-user scan of values the index keeps per user`
+          : 'bitmap plan: AND / OR / ANDNOT over crowd and profile-index bitmaps, no per-user loop',
       leaves,
     };
   }
   const reasons: string[] = [];
   if (condition.usesEvent) reasons.push('it reads event.* (known only when an event arrives; timers and ttl see no event)');
   if (condition.usesNow) reasons.push('it reads now outside a timestamp(profile.x) comparison with a literal');
-  if (reasons.length === 0) reasons.push('a part of it has no bitmap form (plans cover inCrowd, profile ==, !=, in, <, <=, >, >=, has(), timestamp(profile.x) compared with timestamp("…"), &&, ||, !)');
+  if (reasons.length === 0)
+    reasons.push(
+      'a part of it has no bitmap form (plans cover inCrowd, profile ==, !=, in, <, <=, >, >=, has(), timestamp(profile.x) compared with timestamp("…"), &&, ||, !)',
+    );
   return { mode: 'per-user', reason: `per user, profiles read from the in-memory index: ${reasons.join('; ')}`, leaves: [] };
 }
 
-export type StepConditionExplanation = ConditionExplanation & { step: string; kind: 'branch' | 'timer'; branch: number | null; condition: string; perEvent: string | null };
+export type StepConditionExplanation = ConditionExplanation & {
+  step: string;
+  kind: 'branch' | 'timer';
+  branch: number | null;
+  condition: string;
+  perEvent: string | null;
+};
 
 /** Every condition of `definition` explained; invalid ones say what is wrong instead. */
 export async function explainWorkflow(tenantId: string, definition: WorkflowDefinition): Promise<StepConditionExplanation[]> {
@@ -150,7 +166,8 @@ export async function explainWorkflow(tenantId: string, definition: WorkflowDefi
       explained = { mode: 'per-user', reason: `invalid condition: ${(error as Error).message}`, leaves: [] };
     }
     // Branch conditions also run per event, for the event's user: profiles are then read from the index in memory.
-    const perEvent = kind === 'branch' ? 'per event: evaluated for the event\'s user, profile attributes read back from the in-memory index (no database query)' : null;
+    const perEvent =
+      kind === 'branch' ? "per event: evaluated for the event's user, profile attributes read back from the in-memory index (no database query)" : null;
     out.push({ step, kind, branch, condition, perEvent, ...explained });
   };
   for (const step of definition.steps) {

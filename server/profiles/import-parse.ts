@@ -133,7 +133,8 @@ export class CsvReader {
     if (this.userColumn === -1) throw badLine(line, 'the header has no "user" column');
     const seen = new Set<string>();
     this.columns = header.map((name, i) => {
-      if (i !== this.userColumn && (name === '' || seen.has(name))) throw badLine(line, name === '' ? `column ${i + 1} has no name` : `column "${name}" appears twice`);
+      if (i !== this.userColumn && (name === '' || seen.has(name)))
+        throw badLine(line, name === '' ? `column ${i + 1} has no name` : `column "${name}" appears twice`);
       seen.add(name);
       return { path: name.split('.'), type: types[name] ?? null };
     });

@@ -40,10 +40,18 @@ export function importFormat(contentType: string | null): ImportFormat {
   const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
   if (type === 'application/x-ndjson' || type === 'application/ndjson' || type === 'application/jsonl') return 'ndjson';
   if (type === 'text/csv') return 'csv';
-  throw new AppError('unsupported_media_type', `Send profiles as application/x-ndjson (one {"user", "attributes"} object a line) or text/csv with a header row; got ${contentType ?? 'no Content-Type'}`);
+  throw new AppError(
+    'unsupported_media_type',
+    `Send profiles as application/x-ndjson (one {"user", "attributes"} object a line) or text/csv with a header row; got ${contentType ?? 'no Content-Type'}`,
+  );
 }
 
-export async function importProfiles(tenantId: string, body: ReadableStream<Uint8Array> | null, format: ImportFormat, columnTypes: string | null = null): Promise<ImportResult> {
+export async function importProfiles(
+  tenantId: string,
+  body: ReadableStream<Uint8Array> | null,
+  format: ImportFormat,
+  columnTypes: string | null = null,
+): Promise<ImportResult> {
   const started = performance.now();
   const types = parseColumnTypes(columnTypes);
   if (format === 'ndjson' && Object.keys(types).length > 0) throw new AppError('bad_request', 'types applies to CSV imports only');
@@ -73,7 +81,11 @@ export async function importProfiles(tenantId: string, body: ReadableStream<Uint
       await committing.catch(() => undefined); // so the counts below are what was committed
       if (error instanceof AppError && error.code === 'validation_failed') {
         const details = { ...(error.details as object), committedLines: result.lines, committedChunks: result.chunks };
-        throw new AppError('validation_failed', `${error.message}; ${result.lines} lines before it were committed (chunks of ${IMPORT_CHUNK_LINES}), the rest of the import was not`, details);
+        throw new AppError(
+          'validation_failed',
+          `${error.message}; ${result.lines} lines before it were committed (chunks of ${IMPORT_CHUNK_LINES}), the rest of the import was not`,
+          details,
+        );
       }
       throw error;
     }
@@ -119,7 +131,10 @@ async function commitChunk(tenantId: string, items: ImportItem[]): Promise<{ use
       // A UTF-8 byte is at most 3 per UTF-16 unit: short texts need no count.
       if (text.length * 3 > MAX_PROFILE_BYTES && Buffer.byteLength(text) > MAX_PROFILE_BYTES) {
         const line = items.findIndex((item) => item.user === user);
-        throw new AppError('validation_failed', `the profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, { user, itemInChunk: line + 1 });
+        throw new AppError('validation_failed', `the profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, {
+          user,
+          itemInChunk: line + 1,
+        });
       }
       rows.push([user, text]);
       // Other requests are answered between slices; the write and the index update that follow are one step each.

@@ -57,7 +57,13 @@ export const paths: Record<string, object> = {
     }),
   },
   '/tenants/{tenant}/profiles/{user}': {
-    get: operation({ summary: "Get one user's profile", tags, params: ['tenant', 'user'], ok: { status: 200, description: 'Profile', schema: Profile }, errors: [404] }),
+    get: operation({
+      summary: "Get one user's profile",
+      tags,
+      params: ['tenant', 'user'],
+      ok: { status: 200, description: 'Profile', schema: Profile },
+      errors: [404],
+    }),
     delete: operation({ summary: "Delete one user's profile", tags, params: ['tenant', 'user'], ok: { status: 204, description: 'Deleted' }, errors: [404] }),
   },
   '/tenants/{tenant}/profiles/import': {
@@ -65,7 +71,10 @@ export const paths: Record<string, object> = {
       summary: `Import profiles from a streamed body: NDJSON ({"user", "attributes"} a line) or CSV with a header row (user,plan,age,…; address.country nests; an empty cell leaves the attribute out). Merged like the upsert (JSON Merge Patch), committed in chunks of ${IMPORT_CHUNK_LINES} lines, each all or nothing; a bad line is a 400 naming the line and how many lines were committed before it (re-sending the file is safe)`,
       tags,
       params: ['tenant'],
-      query: { types: 'CSV only: declared column types, e.g. zip:string,age:number,optIn:boolean (otherwise a JSON number is a number, true/false a boolean, anything else a string)' },
+      query: {
+        types:
+          'CSV only: declared column types, e.g. zip:string,age:number,optIn:boolean (otherwise a JSON number is a number, true/false a boolean, anything else a string)',
+      },
       body: { contentTypes: ['application/x-ndjson', 'text/csv'], description: 'One profile a line' },
       ok: {
         status: 200,
@@ -80,7 +89,11 @@ export const paths: Record<string, object> = {
       summary: `The indexed attribute paths (dotted for nested objects): users having each, users per type, the most common string/boolean values, whether it is high-cardinality (over ${MAX_DISTINCT_STRINGS} distinct strings: equality is a per-user scan), and the numbers' fixed-point scale`,
       tags,
       params: ['tenant'],
-      ok: { status: 200, description: 'Fields, most used first', schema: z.object({ profiles: z.number(), bitmapBytes: z.number(), fields: z.array(FieldSummary) }) },
+      ok: {
+        status: 200,
+        description: 'Fields, most used first',
+        schema: z.object({ profiles: z.number(), bitmapBytes: z.number(), fields: z.array(FieldSummary) }),
+      },
       errors: [404],
     }),
   },
@@ -96,7 +109,8 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/workflows/{id}/explain': {
     get: operation({
-      summary: "For each condition of the workflow's current version: whether timers, ttl and audience estimates run it as a bitmap plan or per user, why, and how each profile leaf is answered",
+      summary:
+        "For each condition of the workflow's current version: whether timers, ttl and audience estimates run it as a bitmap plan or per user, why, and how each profile leaf is answered",
       tags: ['workflows'],
       params: ['tenant', 'id'],
       ok: { status: 200, description: 'One entry per condition', schema: Explanation },

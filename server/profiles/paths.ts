@@ -23,4 +23,3 @@ export function celTimestampMs(text: string): number | null {
   const ms = Date.parse(text);
   return ms <= 253402300799999 && ms >= -62135596800000 ? ms : null;
 }
-

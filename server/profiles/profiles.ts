@@ -63,7 +63,13 @@ export async function upsertProfiles(tenantId: string, items: z.infer<typeof Ups
         const merged = new Map(before);
         for (const item of items) merged.set(item.user, mergeAttributes(merged.get(item.user) ?? {}, item.attributes));
         const now = new Date();
-        for (const part of chunks(users)) await writeProfiles(tx, tenantId, part.map((user) => [user, serialize(user, merged.get(user)!)]), now);
+        for (const part of chunks(users))
+          await writeProfiles(
+            tx,
+            tenantId,
+            part.map((user) => [user, serialize(user, merged.get(user)!)]),
+            now,
+          );
         const seq = await bumpProfileSeq(tx, tenantId);
         const changes = users.map((user) => ({ user, before: before.get(user), after: merged.get(user) }));
         return { result: { upserted: users.length, created: users.length - before.size }, changes, seq };
@@ -108,7 +114,9 @@ async function lockTenantProfiles(tx: Tx, tenantId: string): Promise<void> {
 function serialize(user: number, attributes: Attributes): string {
   const text = JSON.stringify(attributes);
   if (Buffer.byteLength(text) > MAX_PROFILE_BYTES) {
-    throw new AppError('validation_failed', `The profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, { user });
+    throw new AppError('validation_failed', `The profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, {
+      user,
+    });
   }
   return text;
 }

@@ -29,7 +29,11 @@ export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 export type AuditView = { seq: number; at: string; actor: string; action: string; tenantId: string | null; target: string; details: unknown };
 
 /** Records one action; a failure to record is logged, not thrown: the action itself has already happened. */
-export async function audit(who: Principal | 'anonymous', action: AuditAction, what: { tenantId?: string | null; target: string; details?: unknown }): Promise<void> {
+export async function audit(
+  who: Principal | 'anonymous',
+  action: AuditAction,
+  what: { tenantId?: string | null; target: string; details?: unknown },
+): Promise<void> {
   try {
     await db().auditEvent.create({
       data: {
@@ -48,7 +52,13 @@ export async function audit(who: Principal | 'anonymous', action: AuditAction, w
 export const AuditQuery = z.strictObject({
   tenantId: z.string().min(1).max(200).optional().describe('Only events of this tenant id'),
   action: z.enum(AUDIT_ACTIONS).optional(),
-  after: z.coerce.number().int().min(0).max(2 ** 31 - 1).default(0).describe('Events after this seq (the `next` of the previous page)'),
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 31 - 1)
+    .default(0)
+    .describe('Events after this seq (the `next` of the previous page)'),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
 

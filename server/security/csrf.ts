@@ -28,13 +28,22 @@ export function assertSameOriginWrite(request: Request): void {
   const site = request.headers.get('sec-fetch-site');
   const origin = request.headers.get('origin');
   if (site !== null && site !== 'same-origin') {
-    throw new AppError('forbidden', `Cross-origin request refused: a signed-in studio session only accepts changes from the studio's own pages (Sec-Fetch-Site: ${site})`);
+    throw new AppError(
+      'forbidden',
+      `Cross-origin request refused: a signed-in studio session only accepts changes from the studio's own pages (Sec-Fetch-Site: ${site})`,
+    );
   }
   if (origin !== null && originHost(origin) !== requestHost(request)) {
-    throw new AppError('forbidden', `Cross-origin request refused: a signed-in studio session only accepts changes from the studio's own origin, not ${origin.slice(0, 100)}`);
+    throw new AppError(
+      'forbidden',
+      `Cross-origin request refused: a signed-in studio session only accepts changes from the studio's own origin, not ${origin.slice(0, 100)}`,
+    );
   }
   if (site === null && origin === null) {
-    throw new AppError('forbidden', 'A request authenticated by the studio session cookie that changes state must carry an Origin or Sec-Fetch-Site header (browsers send one); API clients send Authorization: Bearer instead');
+    throw new AppError(
+      'forbidden',
+      'A request authenticated by the studio session cookie that changes state must carry an Origin or Sec-Fetch-Site header (browsers send one); API clients send Authorization: Bearer instead',
+    );
   }
   const hasBody = Number(request.headers.get('content-length') ?? 0) > 0 || request.headers.has('transfer-encoding');
   const type = (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();

@@ -25,7 +25,12 @@ export const paths: Record<string, object> = {
     get: operation({
       summary: 'The audit trail (admin): sign-ins, tenant and key changes, instance start/stop/updates, procedure retries, oldest first',
       tags: ['audit'],
-      query: { tenantId: 'Only events of this tenant id', action: 'Only this action', after: 'Events after this seq (the `next` of the previous page)', limit: '1–1000, default 100' },
+      query: {
+        tenantId: 'Only events of this tenant id',
+        action: 'Only this action',
+        after: 'Events after this seq (the `next` of the previous page)',
+        limit: '1–1000, default 100',
+      },
       ok: { status: 200, description: 'Events', schema: z.object({ events: z.array(AuditEvent), next: z.number().int() }) },
       errors: [403],
     }),

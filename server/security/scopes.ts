@@ -8,7 +8,7 @@ export const SCOPE_MEANING: Record<Scope, string> = {
   ingest: 'send events (POST /events)',
   read: 'read crowds, profiles, workflows, instances, counts, exports, procedures and notifications (and keep notification consumer cursors)',
   manage: 'create, change and delete crowds, profiles and workflows; start, stop and update instances; retry procedures',
-  keys: 'list, create and revoke the tenant\'s API keys (only with scopes the creating key has itself)',
+  keys: "list, create and revoke the tenant's API keys (only with scopes the creating key has itself)",
 };
 
 /** Scopes of a key created without a `scopes` field: least privilege, an integration that sends events. */

@@ -1,8 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 
-export type DatabaseTarget =
-  | { provider: 'sqlite'; file: string }
-  | { provider: 'postgres'; connectionString: string; schema: string };
+export type DatabaseTarget = { provider: 'sqlite'; file: string } | { provider: 'postgres'; connectionString: string; schema: string };
 
 /** `file:` (or a bare path) means SQLite; `postgres://` / `postgresql://` means PostgreSQL, `?schema=` picks the schema. */
 export function parseDatabaseUrl(url: string): DatabaseTarget {

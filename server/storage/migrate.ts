@@ -54,7 +54,10 @@ function applySqlite(file: string, migrations: Migration[]): string[] {
     sqlite.pragma('journal_mode = WAL');
     sqlite.exec(MIGRATIONS_TABLE.replace('now()', 'CURRENT_TIMESTAMP').replace(/TIMESTAMPTZ/g, 'DATETIME'));
     const done = new Set(
-      sqlite.prepare('SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL').all().map((r) => (r as { migration_name: string }).migration_name),
+      sqlite
+        .prepare('SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL')
+        .all()
+        .map((r) => (r as { migration_name: string }).migration_name),
     );
     const applied: string[] = [];
     for (const m of migrations) {
@@ -90,10 +93,11 @@ async function applyPostgres(target: Extract<DatabaseTarget, { provider: 'postgr
       await client.query('BEGIN');
       try {
         await client.query(m.sql.replace(/CREATE SCHEMA IF NOT EXISTS "public";/, ''));
-        await client.query(
-          'INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count) VALUES ($1, $2, now(), $3, 1)',
-          [randomUUID(), m.checksum, m.name],
-        );
+        await client.query('INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count) VALUES ($1, $2, now(), $3, 1)', [
+          randomUUID(),
+          m.checksum,
+          m.name,
+        ]);
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK');

@@ -18,23 +18,73 @@ const tags = ['tenants'];
 
 export const paths: Record<string, object> = {
   '/tenants': {
-    get: operation({ summary: 'List tenants (a tenant key sees its own)', tags, ok: { status: 200, description: 'Tenants', schema: z.object({ tenants: z.array(Tenant) }) } }),
-    post: operation({ summary: 'Create a tenant (admin)', tags, body: CreateTenantBody, ok: { status: 201, description: 'Created', schema: Tenant }, errors: [403, 409] }),
+    get: operation({
+      summary: 'List tenants (a tenant key sees its own)',
+      tags,
+      ok: { status: 200, description: 'Tenants', schema: z.object({ tenants: z.array(Tenant) }) },
+    }),
+    post: operation({
+      summary: 'Create a tenant (admin)',
+      tags,
+      body: CreateTenantBody,
+      ok: { status: 201, description: 'Created', schema: Tenant },
+      errors: [403, 409],
+    }),
   },
   '/tenants/{tenant}': {
-    get: operation({ summary: 'Get a tenant by id or name', tags, params: ['tenant'], ok: { status: 200, description: 'Tenant', schema: Tenant }, errors: [404] }),
-    delete: operation({ summary: 'Delete a tenant and all its data (admin; refused while an instance runs)', tags, params: ['tenant'], ok: { status: 204, description: 'Deleted' }, errors: [403, 404, 409] }),
+    get: operation({
+      summary: 'Get a tenant by id or name',
+      tags,
+      params: ['tenant'],
+      ok: { status: 200, description: 'Tenant', schema: Tenant },
+      errors: [404],
+    }),
+    delete: operation({
+      summary: 'Delete a tenant and all its data (admin; refused while an instance runs)',
+      tags,
+      params: ['tenant'],
+      ok: { status: 204, description: 'Deleted' },
+      errors: [403, 404, 409],
+    }),
   },
   '/tenants/{tenant}/keys': {
-    get: operation({ summary: 'List API keys (never the secrets)', tags, params: ['tenant'], ok: { status: 200, description: 'Keys', schema: z.object({ keys: z.array(ApiKey) }) }, errors: [404] }),
-    post: operation({ summary: 'Create an API key with scopes (default: ingest); the secret is shown once. A key may only give scopes it has', tags, params: ['tenant'], body: CreateApiKeyBody, ok: { status: 201, description: 'Created', schema: ApiKey.extend({ secret: z.string() }) }, errors: [403, 404] }),
+    get: operation({
+      summary: 'List API keys (never the secrets)',
+      tags,
+      params: ['tenant'],
+      ok: { status: 200, description: 'Keys', schema: z.object({ keys: z.array(ApiKey) }) },
+      errors: [404],
+    }),
+    post: operation({
+      summary: 'Create an API key with scopes (default: ingest); the secret is shown once. A key may only give scopes it has',
+      tags,
+      params: ['tenant'],
+      body: CreateApiKeyBody,
+      ok: { status: 201, description: 'Created', schema: ApiKey.extend({ secret: z.string() }) },
+      errors: [403, 404],
+    }),
   },
   '/tenants/{tenant}/keys/{keyId}': {
-    delete: operation({ summary: 'Revoke an API key and every key it created (directly or through its keys)', tags, params: ['tenant', 'keyId'], ok: { status: 200, description: 'Revoked', schema: ApiKey.extend({ alsoRevoked: z.array(z.string()) }) }, errors: [404] }),
+    delete: operation({
+      summary: 'Revoke an API key and every key it created (directly or through its keys)',
+      tags,
+      params: ['tenant', 'keyId'],
+      ok: { status: 200, description: 'Revoked', schema: ApiKey.extend({ alsoRevoked: z.array(z.string()) }) },
+      errors: [404],
+    }),
   },
   '/session': {
-    post: operation({ summary: 'Sign the studio in with the admin token (sets a session cookie)', tags: ['session'], body: z.object({ token: z.string() }), ok: { status: 200, description: 'Signed in' } }),
-    delete: operation({ summary: 'Sign out: ends the session on the server and clears the cookie', tags: ['session'], ok: { status: 200, description: 'Signed out' } }),
+    post: operation({
+      summary: 'Sign the studio in with the admin token (sets a session cookie)',
+      tags: ['session'],
+      body: z.object({ token: z.string() }),
+      ok: { status: 200, description: 'Signed in' },
+    }),
+    delete: operation({
+      summary: 'Sign out: ends the session on the server and clears the cookie',
+      tags: ['session'],
+      ok: { status: 200, description: 'Signed out' },
+    }),
   },
   '/openapi.json': {
     get: operation({ summary: 'This document', tags: ['meta'], ok: { status: 200, description: 'OpenAPI 3.1 document' } }),

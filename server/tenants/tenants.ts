@@ -135,7 +135,16 @@ export type ApiKeyView = {
   revokedAt: string | null;
 };
 
-type ApiKeyRow = { id: string; name: string; prefix: string; scopes: string; createdBy: string; createdAt: Date; lastUsedAt: Date | null; revokedAt: Date | null };
+type ApiKeyRow = {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: string;
+  createdBy: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+};
 
 /**
  * Creates a key. The admin may give any scopes; a key (with the `keys` scope) only scopes it has itself, so a key

@@ -40,7 +40,16 @@ type MovePart = {
   users: string;
 };
 
-export type NewDelivery = { id: string; destinationId: string; fromSeq: bigint; fromOffset: number; status: 'pending'; body: string; users: number; createdAt: Date };
+export type NewDelivery = {
+  id: string;
+  destinationId: string;
+  fromSeq: bigint;
+  fromOffset: number;
+  status: 'pending';
+  body: string;
+  users: number;
+  createdAt: Date;
+};
 
 export type CutRound = { deliveries: NewDelivery[]; cursor: bigint; cursorUsers: number; readRows: number };
 
@@ -61,7 +70,16 @@ export async function cutRound(destination: DestinationRow, tenantName: string, 
     if (open.users === 0) return;
     const id = `${destination.id}-${open.fromSeq}-${open.fromOffset}`;
     const body = deliveryBody(id, tenantName, destination.name, open.parts);
-    round.deliveries.push({ id, destinationId: destination.id, fromSeq: open.fromSeq, fromOffset: open.fromOffset, status: 'pending', body, users: open.users, createdAt: new Date(now) });
+    round.deliveries.push({
+      id,
+      destinationId: destination.id,
+      fromSeq: open.fromSeq,
+      fromOffset: open.fromOffset,
+      status: 'pending',
+      body,
+      users: open.users,
+      createdAt: new Date(now),
+    });
     Object.assign(open, { parts: [], users: 0 });
   };
   let budget = USERS_PER_ROUND;

@@ -8,7 +8,14 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { isProcedureTypeRegistered, registerProcedureType } from '../procedures/registry';
-import { RetryLaterError, type Json, type ProcedureContext, type ProcedureRunner, type ProcedureStatus, type ProcedureTypeDefinition } from '../procedures/types';
+import {
+  RetryLaterError,
+  type Json,
+  type ProcedureContext,
+  type ProcedureRunner,
+  type ProcedureStatus,
+  type ProcedureTypeDefinition,
+} from '../procedures/types';
 import { db } from '../storage/db';
 import { requireDestination } from './destinations';
 import { sendDelivery } from './send';
@@ -50,10 +57,21 @@ async function attempt(deliveryId: string, replays: number, now: number): Promis
   if (delivery?.status !== 'pending' || delivery.replays !== replays) return { kind: 'done', output: { skipped: true } };
   const { destination } = delivery;
   const headers = JSON.parse(destination.headers) as Record<string, string>;
-  const result = await sendDelivery({ url: destination.url, secret: destination.secret, headers, timeoutMs: destination.timeoutMs }, delivery.id, delivery.body, now);
+  const result = await sendDelivery(
+    { url: destination.url, secret: destination.secret, headers, timeoutMs: destination.timeoutMs },
+    delivery.id,
+    delivery.body,
+    now,
+  );
   await db().webhookDelivery.updateMany({
     where: { id: deliveryId, replays },
-    data: { attempts: { increment: 1 }, lastStatus: result.status, lastError: result.error, lastAttemptAt: new Date(now), ...(result.ok ? { status: 'delivered', deliveredAt: new Date(now) } : {}) },
+    data: {
+      attempts: { increment: 1 },
+      lastStatus: result.status,
+      lastError: result.error,
+      lastAttemptAt: new Date(now),
+      ...(result.ok ? { status: 'delivered', deliveredAt: new Date(now) } : {}),
+    },
   });
   if (!result.ok) throw new RetryLaterError(`delivery ${deliveryId}: ${result.error}`);
   return { kind: 'done', output: { status: result.status } };
@@ -86,7 +104,11 @@ export async function submitOrphans(runner: ProcedureRunner): Promise<number> {
     });
     if (pending.length === 0) return submitted;
     after = pending[pending.length - 1].id;
-    const known = new Set((await db().procedure.findMany({ where: { id: { in: pending.map((d) => deliveryProcedureId(d.id, d.replays)) } }, select: { id: true } })).map((p) => p.id));
+    const known = new Set(
+      (await db().procedure.findMany({ where: { id: { in: pending.map((d) => deliveryProcedureId(d.id, d.replays)) } }, select: { id: true } })).map(
+        (p) => p.id,
+      ),
+    );
     const orphans = pending.filter((d) => !known.has(deliveryProcedureId(d.id, d.replays)));
     for (const orphan of orphans) await submitDeliveries(runner, [orphan], orphan.destination.tenantId);
     submitted += orphans.length;
@@ -105,7 +127,9 @@ export const DeliveryListQuery = z.strictObject({
 });
 
 /** Delivery ids are `<destination id>-<journal seq>-<user offset>` (./cut.ts). */
-export const DeliveryParams = z.object({ id: z.string().regex(/^wh_[0-9a-f]{16}-\d{1,19}-\d{1,10}$/, 'a delivery id looks like wh_<16 hex digits>-<seq>-<offset>') });
+export const DeliveryParams = z.object({
+  id: z.string().regex(/^wh_[0-9a-f]{16}-\d{1,19}-\d{1,10}$/, 'a delivery id looks like wh_<16 hex digits>-<seq>-<offset>'),
+});
 
 export type DeliveryView = {
   id: string;
@@ -142,7 +166,11 @@ function findDelivery(destinationId: string, id: string) {
 }
 
 /** The destination's deliveries, newest first, without bodies; `next` continues with older ones (absent at the end). */
-export async function listDeliveries(tenantId: string, name: string, query: z.infer<typeof DeliveryListQuery>): Promise<{ deliveries: DeliveryView[]; next?: string }> {
+export async function listDeliveries(
+  tenantId: string,
+  name: string,
+  query: z.infer<typeof DeliveryListQuery>,
+): Promise<{ deliveries: DeliveryView[]; next?: string }> {
   const destination = await requireDestination(tenantId, name);
   const [seq, offset] = query.before ? query.before.split('.').map(Number) : [undefined, undefined];
   const before = seq === undefined ? {} : { OR: [{ fromSeq: { lt: BigInt(seq) } }, { fromSeq: BigInt(seq), fromOffset: { lt: offset } }] };
@@ -172,9 +200,15 @@ export async function replayDelivery(runner: ProcedureRunner, tenantId: string, 
   const destination = await requireDestination(tenantId, name);
   const row = await findDelivery(destination.id, id);
   if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);
-  if (row.status === 'pending') throw new AppError('conflict', `Delivery "${id}" is still pending (attempt ${row.attempts}); replay it once it is delivered or failed`, { status: row.status });
+  if (row.status === 'pending')
+    throw new AppError('conflict', `Delivery "${id}" is still pending (attempt ${row.attempts}); replay it once it is delivered or failed`, {
+      status: row.status,
+    });
   const replays = row.replays + 1;
-  const replayed = await db().webhookDelivery.updateMany({ where: { id, replays: row.replays, status: row.status }, data: { status: 'pending', replays, attempts: 0 } });
+  const replayed = await db().webhookDelivery.updateMany({
+    where: { id, replays: row.replays, status: row.status },
+    data: { status: 'pending', replays, attempts: 0 },
+  });
   if (replayed.count !== 1) throw new AppError('conflict', `Delivery "${id}" was replayed or changed concurrently`);
   await submitDeliveries(runner, [{ id, replays }], tenantId);
   return deliveryView({ ...row, status: 'pending', replays, attempts: 0 });

@@ -18,7 +18,19 @@ export const DestinationName = nameSchema(NAME_KINDS.webhook);
 export const DestinationParams = z.object({ name: DestinationName });
 
 /** Headers our delivery sets itself (or the HTTP stack owns); a destination cannot override them. */
-const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'user-agent', 'connection', 'transfer-encoding', 'expect', 'keep-alive', 'upgrade', 'te', 'trailer']);
+const RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'user-agent',
+  'connection',
+  'transfer-encoding',
+  'expect',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+]);
 
 const Url = z
   .string()
@@ -30,22 +42,28 @@ const Url = z
     } catch {
       return context.addIssue({ code: 'custom', message: `"${value.slice(0, 100)}" is not an absolute URL` });
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') context.addIssue({ code: 'custom', message: `only http and https URLs are delivered to, not ${url.protocol}` });
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      context.addIssue({ code: 'custom', message: `only http and https URLs are delivered to, not ${url.protocol}` });
     if (url.username || url.password) context.addIssue({ code: 'custom', message: 'credentials in the URL are not allowed; send them in a header' });
   });
 
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
 const MAX_HEADERS = 20;
 
-const HeaderValue = z.string().max(4096).regex(/^[\t\x20-\x7e]*$/, 'header values are printable ASCII: no line breaks, NUL or other control characters');
+const HeaderValue = z
+  .string()
+  .max(4096)
+  .regex(/^[\t\x20-\x7e]*$/, 'header values are printable ASCII: no line breaks, NUL or other control characters');
 
 const Headers = z.record(z.string(), HeaderValue).superRefine((headers, context) => {
   const names = Object.keys(headers);
   if (names.length > MAX_HEADERS) context.addIssue({ code: 'custom', message: `at most ${MAX_HEADERS} headers, got ${names.length}` });
   for (const name of names) {
     const lower = name.toLowerCase();
-    if (!HEADER_NAME.test(name)) context.addIssue({ code: 'custom', path: [name], message: `"${name.slice(0, 100)}" is not a header name (1–100 token characters, RFC 9110)` });
-    else if (RESERVED_HEADERS.has(lower) || lower.startsWith('crowdflow-')) context.addIssue({ code: 'custom', path: [name], message: `${name} is set by Crowdflow and cannot be overridden` });
+    if (!HEADER_NAME.test(name))
+      context.addIssue({ code: 'custom', path: [name], message: `"${name.slice(0, 100)}" is not a header name (1–100 token characters, RFC 9110)` });
+    else if (RESERVED_HEADERS.has(lower) || lower.startsWith('crowdflow-'))
+      context.addIssue({ code: 'custom', path: [name], message: `${name} is set by Crowdflow and cannot be overridden` });
   }
 });
 
@@ -67,7 +85,9 @@ export const CreateDestinationBody = z.strictObject({
 });
 export type CreateDestinationBody = z.infer<typeof CreateDestinationBody>;
 
-export const UpdateDestinationBody = z.strictObject({ url: Url, secret: Secret, headers: Headers, batchSize: BatchSize, timeoutMs: TimeoutMs, allNotifications: z.boolean() }).partial();
+export const UpdateDestinationBody = z
+  .strictObject({ url: Url, secret: Secret, headers: Headers, batchSize: BatchSize, timeoutMs: TimeoutMs, allNotifications: z.boolean() })
+  .partial();
 
 export type DestinationRow = Awaited<ReturnType<typeof requireDestination>>;
 
@@ -115,7 +135,11 @@ async function newestSeq(tenantId: string): Promise<bigint> {
 }
 
 /** Creates a destination; `secret` is in the result only when it was generated here (shown this once). */
-export async function createDestination(tenantId: string, body: CreateDestinationBody, now: number): Promise<{ destination: DestinationView; secret?: string }> {
+export async function createDestination(
+  tenantId: string,
+  body: CreateDestinationBody,
+  now: number,
+): Promise<{ destination: DestinationView; secret?: string }> {
   const existing = await db().webhookDestination.findUnique({ where: { tenantId_name: { tenantId, name: body.name } } });
   if (existing) throw new AppError('conflict', `Webhook destination named "${body.name}" already exists; PATCH it to change it`);
   const secret = body.secret ?? newSigningSecret();

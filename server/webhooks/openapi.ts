@@ -19,7 +19,7 @@ const Destination = z.object({
 });
 
 const Delivery = z.object({
-  id: z.string().describe('Also the Crowdflow-Delivery-Id header and the body\'s id: de-duplicate on it'),
+  id: z.string().describe("Also the Crowdflow-Delivery-Id header and the body's id: de-duplicate on it"),
   status: z.enum(DELIVERY_STATUSES),
   users: z.number().describe('User ids in the body'),
   attempts: z.number(),
@@ -68,14 +68,24 @@ export const paths: Record<string, object> = {
       ok: { status: 200, description: 'Changed', schema: Destination },
       errors: [404],
     }),
-    delete: operation({ summary: 'Delete a webhook destination and its delivery log', tags, params, ok: { status: 204, description: 'Deleted' }, errors: [404] }),
+    delete: operation({
+      summary: 'Delete a webhook destination and its delivery log',
+      tags,
+      params,
+      ok: { status: 204, description: 'Deleted' },
+      errors: [404],
+    }),
   },
   '/tenants/{tenant}/webhooks/{name}/deliveries': {
     get: operation({
       summary: 'The delivery log of a destination, newest first (without bodies)',
       tags,
       params,
-      query: { status: `One of ${DELIVERY_STATUSES.join(', ')}`, limit: `Page size, default 50, at most ${MAX_LOG_PAGE}`, before: 'The `next` of the previous page' },
+      query: {
+        status: `One of ${DELIVERY_STATUSES.join(', ')}`,
+        limit: `Page size, default 50, at most ${MAX_LOG_PAGE}`,
+        before: 'The `next` of the previous page',
+      },
       ok: { status: 200, description: 'A page', schema: z.object({ deliveries: z.array(Delivery), next: z.string().optional() }) },
       errors: [404],
     }),

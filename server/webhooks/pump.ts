@@ -62,7 +62,11 @@ export class WebhookPump {
       const round = await cutRound(destination, destination.tenant.name, this.clock.now());
       if (round.readRows === 0) return cut;
       if (!(await commitRound(destination, round))) return cut;
-      await submitDeliveries(this.runner, round.deliveries.map((d) => ({ id: d.id, replays: 0 })), destination.tenantId);
+      await submitDeliveries(
+        this.runner,
+        round.deliveries.map((d) => ({ id: d.id, replays: 0 })),
+        destination.tenantId,
+      );
       cut += round.deliveries.length;
       // Let requests in between rounds: a 10M-user move is cut over many of them.
       await new Promise((resolve) => setImmediate(resolve));

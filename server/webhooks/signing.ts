@@ -30,7 +30,13 @@ export type Verification = { ok: true; timestamp: number } | { ok: false; reason
  * What a receiver does (and what the tests do as the receiver): parse the header, recompute the MAC over the raw
  * body bytes as received, compare in constant time, and refuse a timestamp outside the tolerance.
  */
-export function verifySignature(secret: string, header: string | null | undefined, body: string, nowMs: number, toleranceSeconds = DEFAULT_TOLERANCE_SECONDS): Verification {
+export function verifySignature(
+  secret: string,
+  header: string | null | undefined,
+  body: string,
+  nowMs: number,
+  toleranceSeconds = DEFAULT_TOLERANCE_SECONDS,
+): Verification {
   if (!header) return { ok: false, reason: 'no signature header' };
   const parts = header.split(',').map((part) => part.trim().split('='));
   const timestamp = Number(parts.find(([key]) => key === 't')?.[1]);

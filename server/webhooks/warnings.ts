@@ -10,7 +10,8 @@ function destinationsNamed(definition: WorkflowDefinition): { step: string; dest
   const named: { step: string; destination: string }[] = [];
   for (const step of definition.steps) {
     const tags = [step.enterAction, ...(step.kind === 'parallel' ? step.actions : [])].flatMap((action) => (action ?? '').split(','));
-    for (const tag of tags.map((t) => t.trim())) if (tag.startsWith(WEBHOOK_TAG_PREFIX)) named.push({ step: step.name, destination: tag.slice(WEBHOOK_TAG_PREFIX.length) });
+    for (const tag of tags.map((t) => t.trim()))
+      if (tag.startsWith(WEBHOOK_TAG_PREFIX)) named.push({ step: step.name, destination: tag.slice(WEBHOOK_TAG_PREFIX.length) });
   }
   return named;
 }
@@ -18,7 +19,10 @@ function destinationsNamed(definition: WorkflowDefinition): { step: string; dest
 export async function webhookWarnings(tenant: Tenant, definition: WorkflowDefinition): Promise<WorkflowProblem[]> {
   const named = destinationsNamed(definition);
   if (named.length === 0) return [];
-  const found = await db().webhookDestination.findMany({ where: { tenantId: tenant.id, name: { in: named.map((n) => n.destination) } }, select: { name: true } });
+  const found = await db().webhookDestination.findMany({
+    where: { tenantId: tenant.id, name: { in: named.map((n) => n.destination) } },
+    select: { name: true },
+  });
   const existing = new Set(found.map((destination) => destination.name));
   return named
     .filter((n) => !existing.has(n.destination))

@@ -20,7 +20,9 @@ const Problem = z.object({ step: z.string().nullable(), code: z.string(), messag
 const SavedWorkflow = Workflow.extend({
   warnings: z
     .array(Problem)
-    .describe('Saved, but will not work yet: `unknown_crowd` for a condition reading inCrowd("name") or a schedule naming a crowd the tenant does not have (step is null for the schedule); `unknown_webhook` for an enter action `webhook:<name>` naming a destination the tenant does not have'),
+    .describe(
+      'Saved, but will not work yet: `unknown_crowd` for a condition reading inCrowd("name") or a schedule naming a crowd the tenant does not have (step is null for the schedule); `unknown_webhook` for an enter action `webhook:<name>` naming a destination the tenant does not have',
+    ),
 });
 const Version = z.object({ workflowId: z.string(), version: z.number().int(), definition: WorkflowDefinition, createdAt: z.string() });
 const Versions = z.object({
@@ -34,7 +36,13 @@ const params = ['tenant', 'id'];
 
 export const paths: Record<string, object> = {
   '/tenants/{tenant}/workflows': {
-    get: operation({ summary: 'List workflows (by name) with their current version and running instance', tags, params: ['tenant'], ok: { status: 200, description: 'Workflows', schema: z.object({ workflows: z.array(Summary) }) }, errors: [404] }),
+    get: operation({
+      summary: 'List workflows (by name) with their current version and running instance',
+      tags,
+      params: ['tenant'],
+      ok: { status: 200, description: 'Workflows', schema: z.object({ workflows: z.array(Summary) }) },
+      errors: [404],
+    }),
     post: operation({
       summary: 'Create a workflow as version 1; 400 invalid_workflow lists every problem (details.problems: [{step, code, message}])',
       tags,
@@ -45,7 +53,13 @@ export const paths: Record<string, object> = {
     }),
   },
   '/tenants/{tenant}/workflows/{id}': {
-    get: operation({ summary: 'Get a workflow (by id or name) with its current definition, draft and schedule', tags, params, ok: { status: 200, description: 'Workflow', schema: SavedWorkflow }, errors: [404] }),
+    get: operation({
+      summary: 'Get a workflow (by id or name) with its current definition, draft and schedule',
+      tags,
+      params,
+      ok: { status: 200, description: 'Workflow', schema: SavedWorkflow },
+      errors: [404],
+    }),
     put: operation({
       summary: 'Save a workflow: a definition makes a new immutable version; name, draft and schedule alone do not',
       tags,
@@ -54,12 +68,30 @@ export const paths: Record<string, object> = {
       ok: { status: 200, description: 'Saved', schema: SavedWorkflow },
       errors: [404, 409],
     }),
-    delete: operation({ summary: 'Delete a workflow and its versions (refused while an instance is starting, running or stopping)', tags, params, ok: { status: 204, description: 'Deleted' }, errors: [404, 409] }),
+    delete: operation({
+      summary: 'Delete a workflow and its versions (refused while an instance is starting, running or stopping)',
+      tags,
+      params,
+      ok: { status: 204, description: 'Deleted' },
+      errors: [404, 409],
+    }),
   },
   '/tenants/{tenant}/workflows/{id}/versions': {
-    get: operation({ summary: 'List the versions of a workflow, newest first', tags, params, ok: { status: 200, description: 'Versions', schema: Versions }, errors: [404] }),
+    get: operation({
+      summary: 'List the versions of a workflow, newest first',
+      tags,
+      params,
+      ok: { status: 200, description: 'Versions', schema: Versions },
+      errors: [404],
+    }),
   },
   '/tenants/{tenant}/workflows/{id}/versions/{version}': {
-    get: operation({ summary: 'Get one immutable version of a workflow', tags, params: [...params, 'version'], ok: { status: 200, description: 'Version', schema: Version }, errors: [404] }),
+    get: operation({
+      summary: 'Get one immutable version of a workflow',
+      tags,
+      params: [...params, 'version'],
+      ok: { status: 200, description: 'Version', schema: Version },
+      errors: [404],
+    }),
   },
 };

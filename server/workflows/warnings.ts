@@ -41,7 +41,11 @@ async function crowdWarnings(tenant: Tenant, definition: WorkflowDefinition, sch
       message: `Step "${read.step}" ${read.field} reads inCrowd(${JSON.stringify(read.crowd)}), but tenant "${tenant.name}" has no crowd of that name: it is false for every user until one is uploaded`,
     }));
   if (schedule && !existing.has(schedule.crowd)) {
-    warnings.push({ step: null, code: 'unknown_crowd', message: `Schedule crowd "${schedule.crowd}" does not exist in tenant "${tenant.name}"; its firings will fail until it is uploaded` });
+    warnings.push({
+      step: null,
+      code: 'unknown_crowd',
+      message: `Schedule crowd "${schedule.crowd}" does not exist in tenant "${tenant.name}"; its firings will fail until it is uploaded`,
+    });
   }
   return warnings;
 }

@@ -52,7 +52,16 @@ export type WorkflowView = {
 export type WorkflowSummary = Pick<WorkflowView, 'id' | 'name' | 'version' | 'schedule' | 'createdAt' | 'updatedAt' | 'running'>;
 export type VersionView = { workflowId: string; version: number; definition: WorkflowDefinition; createdAt: string };
 
-type WorkflowRow = { id: string; tenantId: string; name: string; currentVersion: number; draft: string; schedule: string | null; createdAt: Date; updatedAt: Date };
+type WorkflowRow = {
+  id: string;
+  tenantId: string;
+  name: string;
+  currentVersion: number;
+  draft: string;
+  schedule: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
 
 const EMPTY_DRAFT: WorkflowDraft = { positions: {}, labels: {} };
 
@@ -92,7 +101,12 @@ async function view(row: WorkflowRow): Promise<WorkflowView> {
 }
 
 /** Throws 400 invalid_workflow listing every problem of the definition and the schedule; returns what to store. */
-async function checkedSave(tenant: Tenant, definition: unknown, schedule: unknown, now: number): Promise<{ definition?: WorkflowDefinition; schedule?: WorkflowSchedule | null }> {
+async function checkedSave(
+  tenant: Tenant,
+  definition: unknown,
+  schedule: unknown,
+  now: number,
+): Promise<{ definition?: WorkflowDefinition; schedule?: WorkflowSchedule | null }> {
   const problems: WorkflowProblem[] = [];
   let checked: WorkflowDefinition | undefined;
   if (definition !== undefined) {
@@ -105,7 +119,11 @@ async function checkedSave(tenant: Tenant, definition: unknown, schedule: unknow
   if (schedule !== undefined && schedule !== null) problems.push(...validateSchedule(schedule));
   if (problems.length > 0) {
     const first = problems[0].message;
-    throw new AppError('invalid_workflow', `The workflow has ${problems.length} problem${problems.length === 1 ? '' : 's'}: ${first}${problems.length > 1 ? ' …' : ''}`, { problems });
+    throw new AppError(
+      'invalid_workflow',
+      `The workflow has ${problems.length} problem${problems.length === 1 ? '' : 's'}: ${first}${problems.length > 1 ? ' …' : ''}`,
+      { problems },
+    );
   }
   return {
     ...(definition === undefined ? {} : { definition: checked }),
@@ -183,7 +201,9 @@ export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWo
       }
       // The increment is the row write that serializes concurrent saves: each gets its own version number.
       const updated = await tx.workflow.update({ where: { id: current.id }, data: { ...fields, currentVersion: { increment: 1 } } });
-      await tx.workflowVersion.create({ data: { workflowId: current.id, version: updated.currentVersion, definition: JSON.stringify(checked.definition), createdAt: fields.updatedAt } });
+      await tx.workflowVersion.create({
+        data: { workflowId: current.id, version: updated.currentVersion, definition: JSON.stringify(checked.definition), createdAt: fields.updatedAt },
+      });
     });
   } catch (error) {
     if (isUniqueViolation(error)) throw duplicateName(tenant, body.name ?? current.name);
@@ -214,7 +234,10 @@ export async function deleteWorkflow(tenant: Tenant, ref: string): Promise<void>
           });
         }
         const stopped = await tx.instance.findMany({ where: { workflowId: workflow.id }, select: { id: true } });
-        await removeInstances(tx, stopped.map((instance) => instance.id));
+        await removeInstances(
+          tx,
+          stopped.map((instance) => instance.id),
+        );
         await tx.workflowVersion.deleteMany({ where: { workflowId: workflow.id } });
         await tx.workflow.delete({ where: { id: workflow.id } });
       },
@@ -226,14 +249,21 @@ export async function deleteWorkflow(tenant: Tenant, ref: string): Promise<void>
   }
 }
 
-export async function listVersions(tenant: Tenant, ref: string): Promise<{ workflowId: string; current: number; versions: { version: number; createdAt: string }[] }> {
+export async function listVersions(
+  tenant: Tenant,
+  ref: string,
+): Promise<{ workflowId: string; current: number; versions: { version: number; createdAt: string }[] }> {
   const workflow = await findWorkflow(tenant, ref);
   const versions = await db().workflowVersion.findMany({
     where: { workflowId: workflow.id },
     select: { version: true, createdAt: true },
     orderBy: { version: 'desc' },
   });
-  return { workflowId: workflow.id, current: workflow.currentVersion, versions: versions.map((v) => ({ version: v.version, createdAt: v.createdAt.toISOString() })) };
+  return {
+    workflowId: workflow.id,
+    current: workflow.currentVersion,
+    versions: versions.map((v) => ({ version: v.version, createdAt: v.createdAt.toISOString() })),
+  };
 }
 
 export async function getVersion(tenant: Tenant, ref: string, version: number): Promise<VersionView> {

@@ -18,7 +18,9 @@ const ASK_AFTER_MS = 350;
  */
 function explainOne(tenant: string, workflowId: string, condition: string): Promise<Explanation | undefined> {
   const definition = { steps: [{ name: 'condition', kind: 'branch', branches: [{ condition, next: 'condition' }] }] };
-  return apiCall<{ conditions: StepConditionExplanation[] }>('POST', tenantPath(tenant, `/workflows/${pathSegment(workflowId)}/explain`), { definition }).then((answer) => answer.conditions[0]);
+  return apiCall<{ conditions: StepConditionExplanation[] }>('POST', tenantPath(tenant, `/workflows/${pathSegment(workflowId)}/explain`), { definition }).then(
+    (answer) => answer.conditions[0],
+  );
 }
 
 export function AudienceEstimate({ tenant, workflowId, condition }: { tenant: string; workflowId: string; condition: string | null }) {
@@ -77,7 +79,11 @@ export function AudienceEstimate({ tenant, workflowId, condition }: { tenant: st
               {explanation.mode === 'plan' ? 'Bitmap plan' : 'Per user'}
             </span>{' '}
             <span className="muted small">
-              {explanation.mode === 'plan' ? 'timers and estimates count all users at once' : perEvent ? 'checked for the user of each event' : 'timers and estimates check users one by one'}
+              {explanation.mode === 'plan'
+                ? 'timers and estimates count all users at once'
+                : perEvent
+                  ? 'checked for the user of each event'
+                  : 'timers and estimates check users one by one'}
             </span>
           </summary>
           <p className="small" data-testid="explain-reason">

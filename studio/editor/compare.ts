@@ -67,6 +67,7 @@ export function compareVersions(older: WorkflowDefinition, newer: WorkflowDefini
     if (details.length) changes.push({ step: step.name, change: 'changed', details });
   }
   for (const step of older.steps) if (!after.has(step.name)) changes.push({ step: step.name, change: 'removed', details: [`${capitalize(step.kind)} step`] });
-  if (older.steps[0]?.name !== newer.steps[0]?.name) changes.unshift({ step: newer.steps[0]?.name ?? '', change: 'changed', details: [`Entry step: ${older.steps[0]?.name} → ${newer.steps[0]?.name}`] });
+  if (older.steps[0]?.name !== newer.steps[0]?.name)
+    changes.unshift({ step: newer.steps[0]?.name ?? '', change: 'changed', details: [`Entry step: ${older.steps[0]?.name} → ${newer.steps[0]?.name}`] });
   return changes;
 }

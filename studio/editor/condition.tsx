@@ -1,6 +1,14 @@
 'use client';
 import { useId, useMemo, useState } from 'react';
-import { QueryBuilder, type FieldSelectorProps, type Operator, type RuleGroupType, type RuleType, type ValueEditorProps, type ValueSelectorProps } from 'react-querybuilder';
+import {
+  QueryBuilder,
+  type FieldSelectorProps,
+  type Operator,
+  type RuleGroupType,
+  type RuleType,
+  type ValueEditorProps,
+  type ValueSelectorProps,
+} from 'react-querybuilder';
 import 'react-querybuilder/dist/query-builder.css';
 import { celSyntaxProblem } from '../../server/conditions/parse';
 import { celToQuery, EMPTY_QUERY, FIELD_SUGGESTIONS, IN_CROWD, queryToCel, unfinishedRule } from '../rules';
@@ -37,7 +45,8 @@ const CROWD_OPERATORS: Operator[] = [
 type BuilderContext = FieldCatalog & { listPrefix: string };
 
 /** A datalist id unique on the page (several conditions are shown at once, each with rules at the same paths). */
-const datalistId = (context: unknown, path: number[], what: string) => `${(context as BuilderContext | undefined)?.listPrefix ?? 'cel'}-${what}-${path.join('-')}`;
+const datalistId = (context: unknown, path: number[], what: string) =>
+  `${(context as BuilderContext | undefined)?.listPrefix ?? 'cel'}-${what}-${path.join('-')}`;
 
 /** Fields are open-ended (`event.data.<any>`, `profile.<any>`): a text box offering what exists, never a trap. */
 function FieldInput({ value, handleOnChange, path, disabled, context }: FieldSelectorProps) {
@@ -45,7 +54,15 @@ function FieldInput({ value, handleOnChange, path, disabled, context }: FieldSel
   const listId = datalistId(context, path, 'fields');
   return (
     <span className="rule-field">
-      <input aria-label="Field" list={listId} value={value ?? ''} disabled={disabled} onChange={(e) => handleOnChange(e.target.value)} data-testid="rule-field" placeholder="profile.plan" />
+      <input
+        aria-label="Field"
+        list={listId}
+        value={value ?? ''}
+        disabled={disabled}
+        onChange={(e) => handleOnChange(e.target.value)}
+        data-testid="rule-field"
+        placeholder="profile.plan"
+      />
       <datalist id={listId}>
         {FIELD_SUGGESTIONS.map((f) => (
           <option key={f.name} value={f.name}>
@@ -66,7 +83,11 @@ function FieldInput({ value, handleOnChange, path, disabled, context }: FieldSel
 function ValueInput({ field, value, handleOnChange, path, disabled, context }: ValueEditorProps) {
   const catalog = (context as FieldCatalog | undefined) ?? EMPTY_CATALOG;
   const suggestions: Suggestion[] =
-    field === IN_CROWD ? catalog.crowds.map((value) => ({ value })) : field === 'event.type' ? catalog.eventTypes : (catalog.profileFields.find((f) => `profile.${f.path}` === field)?.topValues ?? []);
+    field === IN_CROWD
+      ? catalog.crowds.map((value) => ({ value }))
+      : field === 'event.type'
+        ? catalog.eventTypes
+        : (catalog.profileFields.find((f) => `profile.${f.path}` === field)?.topValues ?? []);
   const listId = datalistId(context, path, 'values');
   return (
     <>
@@ -97,7 +118,15 @@ function ValueInput({ field, value, handleOnChange, path, disabled, context }: V
 function LabelledSelect({ options, value, handleOnChange, className, title, disabled, testID }: ValueSelectorProps) {
   const flat = (options as { name: string; label: string }[]).filter((o) => 'name' in o);
   return (
-    <select aria-label={title} title={title} className={className} value={value ?? ''} disabled={disabled} onChange={(e) => handleOnChange(e.target.value)} data-testid={testID}>
+    <select
+      aria-label={title}
+      title={title}
+      className={className}
+      value={value ?? ''}
+      disabled={disabled}
+      onChange={(e) => handleOnChange(e.target.value)}
+      data-testid={testID}
+    >
       {flat.map((o) => (
         <option key={o.name} value={o.name}>
           {o.label}
@@ -112,7 +141,17 @@ function rulesOf(group: RuleGroupType): RuleType[] {
   return group.rules.flatMap((rule) => ('rules' in rule ? rulesOf(rule) : typeof rule === 'string' ? [] : [rule]));
 }
 
-export function ConditionEditor({ value, onChange, label, optional = false }: { value: string | undefined; onChange: (text: string | undefined) => void; label: string; optional?: boolean }) {
+export function ConditionEditor({
+  value,
+  onChange,
+  label,
+  optional = false,
+}: {
+  value: string | undefined;
+  onChange: (text: string | undefined) => void;
+  label: string;
+  optional?: boolean;
+}) {
   const { tenant, workflowId } = useCanvasInfo();
   const catalog = useFieldCatalog(tenant);
   const listPrefix = useId();
@@ -155,7 +194,15 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
       <div className="row spread">
         <span className="condition-label">{label}</span>
         <div className="segmented" role="tablist" aria-label={`${label}: edit as`}>
-          <button type="button" role="tab" aria-selected={mode === 'builder'} className={mode === 'builder' ? 'on' : ''} disabled={!parsed.ok} title={parsed.ok ? '' : parsed.reason} onClick={() => switchTo('builder')}>
+          <button
+            type="button"
+            role="tab"
+            aria-selected={mode === 'builder'}
+            className={mode === 'builder' ? 'on' : ''}
+            disabled={!parsed.ok}
+            title={parsed.ok ? '' : parsed.reason}
+            onClick={() => switchTo('builder')}
+          >
             Rules
           </button>
           <button type="button" role="tab" aria-selected={mode === 'raw'} className={mode === 'raw' ? 'on' : ''} onClick={() => switchTo('raw')}>
@@ -183,7 +230,14 @@ export function ConditionEditor({ value, onChange, label, optional = false }: { 
         </>
       ) : (
         <>
-          <textarea aria-label={`${label} (CEL)`} rows={3} value={text} spellCheck={false} onChange={(e) => onChange(optional && !e.target.value.trim() ? undefined : e.target.value)} data-testid="cel-input" />
+          <textarea
+            aria-label={`${label} (CEL)`}
+            rows={3}
+            value={text}
+            spellCheck={false}
+            onChange={(e) => onChange(optional && !e.target.value.trim() ? undefined : e.target.value)}
+            data-testid="cel-input"
+          />
           {!parsed.ok && !parsed.syntax && text.trim() && <p className="muted small">{parsed.reason}</p>}
         </>
       )}

@@ -20,7 +20,15 @@ export type CanvasInfo = {
   warnings: WorkflowProblem[];
 };
 
-export const CanvasContext = createContext<CanvasInfo>({ tenant: '', workflowId: '', instanceId: null, countsKey: null, readOnly: false, live: false, warnings: [] });
+export const CanvasContext = createContext<CanvasInfo>({
+  tenant: '',
+  workflowId: '',
+  instanceId: null,
+  countsKey: null,
+  readOnly: false,
+  live: false,
+  warnings: [],
+});
 
 export const useCanvasInfo = () => useContext(CanvasContext);
 

@@ -54,7 +54,9 @@ export function StepSparkline({ step }: { step: string }) {
 export function CountsChartDialog({ tenant, instanceId, steps, onClose }: { tenant: string; instanceId: string; steps: string[]; onClose: () => void }) {
   const [resolution, setResolution] = useState<Resolution>('minute');
   const [chosen, setChosen] = useState<string[]>(steps.slice(0, 3));
-  const history = useQuery<History>(countsHistoryKey(tenant, instanceId, resolution), fetchHistory(tenant, instanceId, resolution), { refetchMs: HISTORY_REFRESH_MS });
+  const history = useQuery<History>(countsHistoryKey(tenant, instanceId, resolution), fetchHistory(tenant, instanceId, resolution), {
+    refetchMs: HISTORY_REFRESH_MS,
+  });
   const points = history.data?.points ?? [];
   const hasGoal = points.some((p) => p.converted !== undefined);
   const data = useMemo(
@@ -67,7 +69,13 @@ export function CountsChartDialog({ tenant, instanceId, steps, onClose }: { tena
     [points, chosen],
   );
   const toggle = (step: string) => setChosen((now) => (now.includes(step) ? now.filter((s) => s !== step) : [...now, step]));
-  const time = (at: number) => new Date(at).toLocaleString(undefined, resolution === 'minute' ? { hour: '2-digit', minute: '2-digit' } : { month: 'short', day: 'numeric', hour: resolution === 'hour' ? '2-digit' : undefined });
+  const time = (at: number) =>
+    new Date(at).toLocaleString(
+      undefined,
+      resolution === 'minute'
+        ? { hour: '2-digit', minute: '2-digit' }
+        : { month: 'short', day: 'numeric', hour: resolution === 'hour' ? '2-digit' : undefined },
+    );
   return (
     <Dialog title="Counts over time" onClose={onClose} testId="counts-chart">
       <div className="dialog-body">
@@ -98,9 +106,28 @@ export function CountsChartDialog({ tenant, instanceId, steps, onClose }: { tena
                 <Tooltip labelFormatter={(at) => new Date(Number(at)).toLocaleString()} />
                 <Legend />
                 {chosen.map((step, i) => (
-                  <Line key={step} yAxisId="users" type="monotone" dataKey={step} stroke={LINE_COLORS[i % LINE_COLORS.length]} dot={false} isAnimationActive={false} />
+                  <Line
+                    key={step}
+                    yAxisId="users"
+                    type="monotone"
+                    dataKey={step}
+                    stroke={LINE_COLORS[i % LINE_COLORS.length]}
+                    dot={false}
+                    isAnimationActive={false}
+                  />
                 ))}
-                {hasGoal && <Line yAxisId="rate" type="monotone" dataKey="conversion" name="converted %" stroke="#111827" strokeDasharray="4 2" dot={false} isAnimationActive={false} />}
+                {hasGoal && (
+                  <Line
+                    yAxisId="rate"
+                    type="monotone"
+                    dataKey="conversion"
+                    name="converted %"
+                    stroke="#111827"
+                    strokeDasharray="4 2"
+                    dot={false}
+                    isAnimationActive={false}
+                  />
+                )}
               </LineChart>
             </ResponsiveContainer>
           </div>

@@ -37,7 +37,11 @@ export function WorkflowEditorPage({ tenant, id }: { tenant: string; id: string 
 function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }) {
   const [store] = useState(() => {
     const graph = definitionToGraph(workflow.definition, workflow.draft);
-    return new EditorStore(graph.nodes, graph.edges, { name: workflow.name, stopAt: workflow.definition.stopAt, extras: { entry: workflow.definition.entry, goal: workflow.definition.goal } });
+    return new EditorStore(graph.nodes, graph.edges, {
+      name: workflow.name,
+      stopAt: workflow.definition.stopAt,
+      extras: { entry: workflow.definition.entry, goal: workflow.definition.goal },
+    });
   });
   const [history, setHistory] = useState<HistoryView | null>(null);
   const dirty = useSyncedDirty(store);
@@ -140,8 +144,7 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
         store.paste();
         const pasted = store.get().nodes.find((n) => n.id === store.get().selectedId);
         if (pasted) reveal(pasted.position);
-      }
-      else if (event.key === 'Delete' || event.key === 'Backspace') store.deleteSelected();
+      } else if (event.key === 'Delete' || event.key === 'Backspace') store.deleteSelected();
       else return;
       event.preventDefault();
     };
@@ -215,7 +218,11 @@ function ProblemsBar() {
 }
 
 function useSyncedDirty(store: EditorStore): boolean {
-  return useSyncExternalStore(store.subscribe, () => store.get().dirty, () => false);
+  return useSyncExternalStore(
+    store.subscribe,
+    () => store.get().dirty,
+    () => false,
+  );
 }
 
 /** Unsaved edits kept in this browser from an earlier visit, offered back once when the editor opens. */

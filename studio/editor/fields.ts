@@ -19,7 +19,17 @@ export type FieldCatalog = { crowds: string[]; profileFields: ProfileField[]; ev
 
 export const EMPTY_CATALOG: FieldCatalog = { crowds: [], profileFields: [], eventTypes: [] };
 
-type RawField = { path?: string; name?: string; field?: string; type?: string; types?: Record<string, number>; users?: number; count?: number; topValues?: unknown[]; values?: unknown[] };
+type RawField = {
+  path?: string;
+  name?: string;
+  field?: string;
+  type?: string;
+  types?: Record<string, number>;
+  users?: number;
+  count?: number;
+  topValues?: unknown[];
+  values?: unknown[];
+};
 
 /** The type most of a field's users have (`types` counts users per type). */
 function mainType(raw: RawField): string | undefined {
@@ -63,7 +73,11 @@ const quiet = async <T>(read: () => Promise<T>, fallback: T): Promise<T> => {
 
 export function useFieldCatalog(tenant: string): FieldCatalog {
   const crowds = useQuery<CrowdView[]>(tenant ? crowdsKey(tenant) : null, async () => listOf<CrowdView>(await apiGet(tenantPath(tenant, '/crowds')), 'crowds'));
-  const fields = useQuery<ProfileField[]>(tenant ? `profile-fields:${tenant}` : null, () => quiet(async () => readProfileFields(await apiGet(tenantPath(tenant, '/profiles/fields'))), []));
-  const events = useQuery<Suggestion[]>(tenant ? `event-types:${tenant}` : null, () => quiet(async () => readEventTypes(await apiGet(tenantPath(tenant, '/events/types'))), []));
+  const fields = useQuery<ProfileField[]>(tenant ? `profile-fields:${tenant}` : null, () =>
+    quiet(async () => readProfileFields(await apiGet(tenantPath(tenant, '/profiles/fields'))), []),
+  );
+  const events = useQuery<Suggestion[]>(tenant ? `event-types:${tenant}` : null, () =>
+    quiet(async () => readEventTypes(await apiGet(tenantPath(tenant, '/events/types'))), []),
+  );
   return { crowds: (crowds.data ?? []).map((c) => c.name), profileFields: fields.data ?? [], eventTypes: events.data ?? [] };
 }

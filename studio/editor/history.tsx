@@ -12,7 +12,17 @@ import { EditorStore } from './store';
 /** A past state shown read-only: a stopped instance (its version's graph with the snapshot counts) or a saved version. */
 export type HistoryView = { instanceId: string | null; version: number; store: EditorStore };
 
-export function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: string; workflow: WorkflowView; onPick: (h: HistoryView) => void; onClose: () => void }) {
+export function HistoryDialog({
+  tenant,
+  workflow,
+  onPick,
+  onClose,
+}: {
+  tenant: string;
+  workflow: WorkflowView;
+  onPick: (h: HistoryView) => void;
+  onClose: () => void;
+}) {
   const instances = useQuery<InstanceView[]>(`instances:${tenant}:${workflow.id}`, async () =>
     listOf<InstanceView>(await apiGet(tenantPath(tenant, `/instances?workflow=${workflow.id}&state=stopped`)), 'instances'),
   );
@@ -25,7 +35,11 @@ export function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: s
       ]);
       setQueryData(`snapshot:${tenant}:${instance.id}`, snapshot.counts);
       const graph = definitionToGraph(version.definition, workflow.draft);
-      onPick({ instanceId: instance.id, version: instance.version, store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: { entry: version.definition.entry, goal: version.definition.goal } }) });
+      onPick({
+        instanceId: instance.id,
+        version: instance.version,
+        store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: { entry: version.definition.entry, goal: version.definition.goal } }),
+      });
       onClose();
     } catch (caught) {
       setError(caught as ApiError);
@@ -52,23 +66,37 @@ export function HistoryDialog({ tenant, workflow, onPick, onClose }: { tenant: s
   );
 }
 
-
 type VersionList = { current: number; versions: { version: number; createdAt: string }[] };
 
 /** Every saved version: open one read-only on the canvas, or compare two step by step. */
-export function VersionsDialog({ tenant, workflow, onPick, onClose }: { tenant: string; workflow: WorkflowView; onPick: (h: HistoryView) => void; onClose: () => void }) {
+export function VersionsDialog({
+  tenant,
+  workflow,
+  onPick,
+  onClose,
+}: {
+  tenant: string;
+  workflow: WorkflowView;
+  onPick: (h: HistoryView) => void;
+  onClose: () => void;
+}) {
   const versions = useQuery<VersionList>(`versions:${tenant}:${workflow.id}`, () => apiGet(tenantPath(tenant, `/workflows/${workflow.id}/versions`)));
   const [error, setError] = useState<ApiError | null>(null);
   const [left, setLeft] = useState<number | null>(null);
   const [right, setRight] = useState<number>(workflow.version);
   const [changes, setChanges] = useState<StepChange[] | null>(null);
-  const definitionOf = async (version: number) => (await apiGet<{ definition: WorkflowDefinition }>(tenantPath(tenant, `/workflows/${workflow.id}/versions/${version}`))).definition;
+  const definitionOf = async (version: number) =>
+    (await apiGet<{ definition: WorkflowDefinition }>(tenantPath(tenant, `/workflows/${workflow.id}/versions/${version}`))).definition;
 
   async function open(version: number) {
     try {
       const definition = await definitionOf(version);
       const graph = definitionToGraph(definition, workflow.draft);
-      onPick({ instanceId: null, version, store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: { entry: definition.entry, goal: definition.goal } }) });
+      onPick({
+        instanceId: null,
+        version,
+        store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: { entry: definition.entry, goal: definition.goal } }),
+      });
       onClose();
     } catch (caught) {
       setError(caught as ApiError);

@@ -7,11 +7,31 @@ import { WorkflowPanel } from './workflow-panel';
 import { KIND_ICON, KIND_LABEL } from './nodes';
 import { useEditor, useEditorStore } from './store';
 
-function Text({ label, value, onChange, placeholder, testId, hint }: { label: string; value: string | undefined; onChange: (v: string | undefined) => void; placeholder?: string; testId?: string; hint?: { ok: boolean; text: string } | null }) {
+function Text({
+  label,
+  value,
+  onChange,
+  placeholder,
+  testId,
+  hint,
+}: {
+  label: string;
+  value: string | undefined;
+  onChange: (v: string | undefined) => void;
+  placeholder?: string;
+  testId?: string;
+  hint?: { ok: boolean; text: string } | null;
+}) {
   return (
     <label>
       {label}
-      <input value={value ?? ''} placeholder={placeholder} onChange={(e) => onChange(e.target.value === '' ? undefined : e.target.value)} data-testid={testId} aria-invalid={hint ? !hint.ok : undefined} />
+      <input
+        value={value ?? ''}
+        placeholder={placeholder}
+        onChange={(e) => onChange(e.target.value === '' ? undefined : e.target.value)}
+        data-testid={testId}
+        aria-invalid={hint ? !hint.ok : undefined}
+      />
       {hint && (
         <span className={hint.ok ? 'muted small' : 'field-error'} data-testid={testId ? `${testId}-hint` : undefined}>
           {hint.text}
@@ -73,16 +93,41 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
       </h2>
       <fieldset disabled={readOnly}>
         <Text label="Name" value={node.data.name} onChange={(v) => update({ name: v ?? '' }, 'name')} testId="step-name-input" />
-        <Text label="Label (shown on the canvas)" value={node.data.label} onChange={(v) => update({ label: v }, 'label')} placeholder="e.g. Signed up: what do they do first?" testId="step-label-input" />
+        <Text
+          label="Label (shown on the canvas)"
+          value={node.data.label}
+          onChange={(v) => update({ label: v }, 'label')}
+          placeholder="e.g. Signed up: what do they do first?"
+          testId="step-label-input"
+        />
         <label>
           Note for the team (not run)
-          <textarea className="note-input" rows={2} value={node.data.note ?? ''} onChange={(e) => update({ note: e.target.value || undefined }, 'note')} placeholder="Why this step is here, who owns it…" data-testid="step-note-input" />
+          <textarea
+            className="note-input"
+            rows={2}
+            value={node.data.note ?? ''}
+            onChange={(e) => update({ note: e.target.value || undefined }, 'note')}
+            placeholder="Why this step is here, who owns it…"
+            data-testid="step-note-input"
+          />
         </label>
         <KindFields key={node.id} node={node} update={update} />
         <h3>Actions</h3>
-        <Text label="On enter (action tag)" value={node.data.enterAction} onChange={(v) => update({ enterAction: v }, 'enterAction')} placeholder="e.g. send-welcome-email" />
+        <Text
+          label="On enter (action tag)"
+          value={node.data.enterAction}
+          onChange={(v) => update({ enterAction: v }, 'enterAction')}
+          placeholder="e.g. send-welcome-email"
+        />
         <Text label="On leave (action tag)" value={node.data.leaveAction} onChange={(v) => update({ leaveAction: v }, 'leaveAction')} />
-        <Text label="Re-evaluate when idle for (ttl)" value={node.data.ttl} onChange={(v) => update({ ttl: v }, 'ttl')} placeholder="e.g. 1d" testId="ttl-input" hint={durationHint(node.data.ttl, true)} />
+        <Text
+          label="Re-evaluate when idle for (ttl)"
+          value={node.data.ttl}
+          onChange={(v) => update({ ttl: v }, 'ttl')}
+          placeholder="e.g. 1d"
+          testId="ttl-input"
+          hint={durationHint(node.data.ttl, true)}
+        />
         <div className="row inspector-actions">
           {!isEntry && (
             <button type="button" onClick={() => store.makeEntry(node.id)}>
@@ -195,13 +240,34 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
           <p className={problem ? 'field-error' : 'muted small'} data-testid="cron-description">
             {problem ?? describeCron(node.data.cron, tzProblem ? undefined : tz)}
           </p>
-          <Text label="Time zone (IANA, empty = UTC)" value={tz} onChange={(v) => update({ tz: v }, 'tz')} placeholder="Europe/Amsterdam" testId="tz-input" hint={tzProblem ? { ok: false, text: tzProblem } : null} />
-          <ConditionEditor label="Only users where (optional)" optional value={node.data.condition} onChange={(text) => update({ condition: text }, 'condition')} />
+          <Text
+            label="Time zone (IANA, empty = UTC)"
+            value={tz}
+            onChange={(v) => update({ tz: v }, 'tz')}
+            placeholder="Europe/Amsterdam"
+            testId="tz-input"
+            hint={tzProblem ? { ok: false, text: tzProblem } : null}
+          />
+          <ConditionEditor
+            label="Only users where (optional)"
+            optional
+            value={node.data.condition}
+            onChange={(text) => update({ condition: text }, 'condition')}
+          />
         </>
       );
     }
     case 'delay':
-      return <Text label="Wait for" value={node.data.after} onChange={(v) => update({ after: v ?? '' }, 'after')} placeholder="30m, 2h, 7d, 1h30m" testId="delay-input" hint={durationHint(node.data.after, false)} />;
+      return (
+        <Text
+          label="Wait for"
+          value={node.data.after}
+          onChange={(v) => update({ after: v ?? '' }, 'after')}
+          placeholder="30m, 2h, 7d, 1h30m"
+          testId="delay-input"
+          hint={durationHint(node.data.after, false)}
+        />
+      );
     case 'split': {
       const paths = node.data.paths;
       const sum = paths.reduce((total, p) => total + p.percent, 0);
@@ -212,7 +278,13 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
             <div key={i} className="row split-path">
               <label>
                 Path {i + 1} (%)
-                <input type="number" min={0} max={100} value={path.percent} onChange={(e) => update({ paths: paths.map((p, j) => (j === i ? { percent: Number(e.target.value) } : p)) }, `path-${i}`)} />
+                <input
+                  type="number"
+                  min={0}
+                  max={100}
+                  value={path.percent}
+                  onChange={(e) => update({ paths: paths.map((p, j) => (j === i ? { percent: Number(e.target.value) } : p)) }, `path-${i}`)}
+                />
               </label>
               <Target node={node} handle={`path-${i}`} />
               {paths.length > 2 && (
@@ -233,10 +305,7 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
       return (
         <label>
           Actions (comma separated)
-          <input
-            value={node.data.actions.join(', ')}
-            onChange={(e) => update({ actions: e.target.value.split(',').map((a) => a.trim()) }, 'actions')}
-          />
+          <input value={node.data.actions.join(', ')} onChange={(e) => update({ actions: e.target.value.split(',').map((a) => a.trim()) }, 'actions')} />
         </label>
       );
     default:

@@ -98,7 +98,17 @@ export function StartDialog({ tenant, workflow, onClose }: { tenant: string; wor
   );
 }
 
-export function UpdateCrowdDialog({ tenant, workflow, instanceId, onClose }: { tenant: string; workflow: WorkflowView; instanceId: string; onClose: () => void }) {
+export function UpdateCrowdDialog({
+  tenant,
+  workflow,
+  instanceId,
+  onClose,
+}: {
+  tenant: string;
+  workflow: WorkflowView;
+  instanceId: string;
+  onClose: () => void;
+}) {
   const [crowd, setCrowd] = useState('');
   const op = useOperation(tenant, workflow.id);
   return (
@@ -122,7 +132,21 @@ export function UpdateCrowdDialog({ tenant, workflow, instanceId, onClose }: { t
 }
 
 /** Moves the running instance to the saved version; users of removed steps must be mapped (the 409 says how many). */
-export function ApplyVersionDialog({ tenant, workflow, instanceId, runningVersion, onClose, onApplied }: { tenant: string; workflow: WorkflowView; instanceId: string; runningVersion: number | undefined; onClose: () => void; onApplied: (message: string) => void }) {
+export function ApplyVersionDialog({
+  tenant,
+  workflow,
+  instanceId,
+  runningVersion,
+  onClose,
+  onApplied,
+}: {
+  tenant: string;
+  workflow: WorkflowView;
+  instanceId: string;
+  runningVersion: number | undefined;
+  onClose: () => void;
+  onApplied: (message: string) => void;
+}) {
   const [stranded, setStranded] = useState<Record<string, number> | null>(null);
   const [mapping, setMapping] = useState<Record<string, string>>({});
   const op = useOperation(tenant, workflow.id);
@@ -130,7 +154,10 @@ export function ApplyVersionDialog({ tenant, workflow, instanceId, runningVersio
   async function apply() {
     const ok = await op.run(async () => {
       try {
-        return await apiCall<{ procedureId: string }>('POST', tenantPath(tenant, `/instances/${instanceId}/workflow`), { version: workflow.version, ...(stranded ? { mapping } : {}) });
+        return await apiCall<{ procedureId: string }>('POST', tenantPath(tenant, `/instances/${instanceId}/workflow`), {
+          version: workflow.version,
+          ...(stranded ? { mapping } : {}),
+        });
       } catch (caught) {
         const details = (caught as ApiError).details as { stranded?: Record<string, number> } | undefined;
         if ((caught as ApiError).status === 409 && details?.stranded) {
@@ -150,7 +177,11 @@ export function ApplyVersionDialog({ tenant, workflow, instanceId, runningVersio
     }
   }
   return (
-    <Dialog title={`Apply v${workflow.version} to the running instance${runningVersion ? ` (now v${runningVersion})` : ''}`} onClose={onClose} testId="apply-dialog">
+    <Dialog
+      title={`Apply v${workflow.version} to the running instance${runningVersion ? ` (now v${runningVersion})` : ''}`}
+      onClose={onClose}
+      testId="apply-dialog"
+    >
       <div className="dialog-body">
         <p className="muted small">Users stay in the step of the same name. Users in steps this version removes must go somewhere.</p>
         {stranded &&

@@ -12,11 +12,25 @@ import { CountsChartDialog, CountsHistoryFeed } from './counts-chart';
 // The editor toolbar's instance controls: running state and version, start, apply, update crowd, stop, history.
 type DialogName = 'start' | 'crowd' | 'apply' | 'history' | 'versions' | 'chart' | null;
 
-export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: string; workflow: WorkflowView; dirty: boolean; onHistory: (h: HistoryView) => void }) {
+export function LiveToolbar({
+  tenant,
+  workflow,
+  dirty,
+  onHistory,
+}: {
+  tenant: string;
+  workflow: WorkflowView;
+  dirty: boolean;
+  onHistory: (h: HistoryView) => void;
+}) {
   const [dialog, setDialog] = useState<DialogName>(null);
   const stop = useOperation(tenant, workflow.id);
   const running = workflow.running;
-  const instance = useQuery<InstanceView>(running ? `instance:${tenant}:${running.instanceId}` : null, () => apiGet(tenantPath(tenant, `/instances/${running!.instanceId}`)), { refetchMs: 5000 });
+  const instance = useQuery<InstanceView>(
+    running ? `instance:${tenant}:${running.instanceId}` : null,
+    () => apiGet(tenantPath(tenant, `/instances/${running!.instanceId}`)),
+    { refetchMs: 5000 },
+  );
   const behind = running && instance.data && instance.data.version !== workflow.version;
   const [applied, setApplied] = useState<string | null>(null);
   return (
@@ -38,12 +52,28 @@ export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: st
             Chart
           </button>
           <CountsHistoryFeed tenant={tenant} instanceId={running.instanceId} />
-          <button type="button" className="danger" disabled={stop.busy} onClick={() => window.confirm('Stop this instance? Its counts are kept in the history.') && void stop.run(() => apiCall('POST', tenantPath(tenant, `/instances/${running.instanceId}/stop`)))} data-testid="stop">
+          <button
+            type="button"
+            className="danger"
+            disabled={stop.busy}
+            onClick={() =>
+              window.confirm('Stop this instance? Its counts are kept in the history.') &&
+              void stop.run(() => apiCall('POST', tenantPath(tenant, `/instances/${running.instanceId}/stop`)))
+            }
+            data-testid="stop"
+          >
             {stop.busy ? 'Stopping…' : 'Stop'}
           </button>
         </>
       ) : (
-        <button type="button" className="primary" disabled={dirty} title={dirty ? 'Save first: only a saved, valid version can start' : ''} onClick={() => setDialog('start')} data-testid="start">
+        <button
+          type="button"
+          className="primary"
+          disabled={dirty}
+          title={dirty ? 'Save first: only a saved, valid version can start' : ''}
+          onClick={() => setDialog('start')}
+          data-testid="start"
+        >
           Start…
         </button>
       )}
@@ -60,12 +90,26 @@ export function LiveToolbar({ tenant, workflow, dirty, onHistory }: { tenant: st
       )}
       {stop.error && <ErrorBox error={stop.error} />}
       {dialog === 'start' && <StartDialog tenant={tenant} workflow={workflow} onClose={() => setDialog(null)} />}
-      {dialog === 'crowd' && running && <UpdateCrowdDialog tenant={tenant} workflow={workflow} instanceId={running.instanceId} onClose={() => setDialog(null)} />}
+      {dialog === 'crowd' && running && (
+        <UpdateCrowdDialog tenant={tenant} workflow={workflow} instanceId={running.instanceId} onClose={() => setDialog(null)} />
+      )}
       {dialog === 'apply' && running && (
-        <ApplyVersionDialog tenant={tenant} workflow={workflow} instanceId={running.instanceId} runningVersion={instance.data?.version} onClose={() => setDialog(null)} onApplied={setApplied} />
+        <ApplyVersionDialog
+          tenant={tenant}
+          workflow={workflow}
+          instanceId={running.instanceId}
+          runningVersion={instance.data?.version}
+          onClose={() => setDialog(null)}
+          onApplied={setApplied}
+        />
       )}
       {dialog === 'chart' && running && (
-        <CountsChartDialog tenant={tenant} instanceId={running.instanceId} steps={workflow.definition.steps.map((s) => s.name)} onClose={() => setDialog(null)} />
+        <CountsChartDialog
+          tenant={tenant}
+          instanceId={running.instanceId}
+          steps={workflow.definition.steps.map((s) => s.name)}
+          onClose={() => setDialog(null)}
+        />
       )}
       {dialog === 'versions' && <VersionsDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}
       {dialog === 'history' && <HistoryDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}

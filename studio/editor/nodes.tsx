@@ -55,7 +55,12 @@ function AddAfter({ nodeId, handle, label }: { nodeId: string; handle: string; l
   useEffect(() => {
     if (!at) return;
     const close = (event: Event) => {
-      if (event instanceof KeyboardEvent ? event.key === 'Escape' : !menu.current?.contains(event.target as Node) && !button.current?.contains(event.target as Node)) setAt(null);
+      if (
+        event instanceof KeyboardEvent
+          ? event.key === 'Escape'
+          : !menu.current?.contains(event.target as Node) && !button.current?.contains(event.target as Node)
+      )
+        setAt(null);
     };
     document.addEventListener('pointerdown', close, true);
     document.addEventListener('keydown', close);
@@ -72,12 +77,28 @@ function AddAfter({ nodeId, handle, label }: { nodeId: string; handle: string; l
   };
   return (
     <div className="add-after nodrag">
-      <button ref={button} type="button" className="plus" aria-label={label ? `Add a step after “${label}”` : 'Add a next step'} aria-haspopup="menu" aria-expanded={at !== null} data-testid={`add-after-${handle}`} onClick={toggle}>
+      <button
+        ref={button}
+        type="button"
+        className="plus"
+        aria-label={label ? `Add a step after “${label}”` : 'Add a next step'}
+        aria-haspopup="menu"
+        aria-expanded={at !== null}
+        data-testid={`add-after-${handle}`}
+        onClick={toggle}
+      >
         +
       </button>
       {at &&
         createPortal(
-          <div ref={menu} className="menu floating-menu" role="menu" aria-label="Kind of the new step" style={{ left: at.left, top: at.top }} data-testid="add-menu">
+          <div
+            ref={menu}
+            className="menu floating-menu"
+            role="menu"
+            aria-label="Kind of the new step"
+            style={{ left: at.left, top: at.top }}
+            data-testid="add-menu"
+          >
             {CANVAS_KINDS.map((kind) => (
               <button
                 key={kind}
@@ -114,7 +135,11 @@ function StepNodeView(props: NodeProps<StepNode>) {
   const share = counts && counts.total > 0 && count !== undefined ? formatShare(count, counts.total) : null;
   const kind = props.type as CanvasKind;
   return (
-    <div className={`step step-${kind}${props.selected ? ' selected' : ''}${mine.length ? ' has-problems' : ''}`} data-testid="step-node" data-step={props.data.name}>
+    <div
+      className={`step step-${kind}${props.selected ? ' selected' : ''}${mine.length ? ' has-problems' : ''}`}
+      data-testid="step-node"
+      data-step={props.data.name}
+    >
       <Handle type="target" position={Position.Top} className="handle-in" />
       <header>
         <span className="kind-icon" aria-hidden>
@@ -160,7 +185,14 @@ function StepNodeView(props: NodeProps<StepNode>) {
           return (
             <div key={h.id} className="output" style={{ left }}>
               {h.label && !used && <span className="handle-label">{h.label}</span>}
-              <Handle type="source" position={Position.Bottom} id={h.id} className={used ? 'handle-out' : 'handle-out free'} style={{ left: '50%' }} data-testid={`handle-${h.id}`} />
+              <Handle
+                type="source"
+                position={Position.Bottom}
+                id={h.id}
+                className={used ? 'handle-out' : 'handle-out free'}
+                style={{ left: '50%' }}
+                data-testid={`handle-${h.id}`}
+              />
               {!used && !info.readOnly && <AddAfter nodeId={props.id} handle={h.id} label={h.label} />}
             </div>
           );
@@ -202,7 +234,8 @@ function StepEdgeView(props: EdgeProps<FlowEdge>) {
   const label = outputLabel(source, props.sourceHandleId);
   // counts are per step pair: two outputs into the same step share one number, drawn on the first of them
   const taken = source && targetName && firstOfPair ? counts?.edges[`${source.data.name}->${targetName}`] : undefined;
-  if (label === undefined && taken === undefined) return <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined} />;
+  if (label === undefined && taken === undefined)
+    return <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined} />;
   // an output's label sits where its edge leaves the step: the one place no two edges share
   const [x, y] = label === undefined ? [labelX, labelY] : [props.sourceX, props.sourceY + 16];
   return (

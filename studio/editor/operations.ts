@@ -50,7 +50,12 @@ export function useOperation(tenant: string, workflowId: string) {
         const done = await waitForProcedure(submitted.procedureId, (p) => setState(`${p.type}: ${p.state} (step ${p.step})`));
         if (done.state === 'failed') throw new Error(done.error ?? 'The operation failed');
       }
-      await Promise.all([invalidate(`workflow:${tenant}:${workflowId}`), invalidate(workflowsKey(tenant)), invalidate(`instances:${tenant}:${workflowId}`), invalidate(`instance:${tenant}:`)]);
+      await Promise.all([
+        invalidate(`workflow:${tenant}:${workflowId}`),
+        invalidate(workflowsKey(tenant)),
+        invalidate(`instances:${tenant}:${workflowId}`),
+        invalidate(`instance:${tenant}:`),
+      ]);
       return true;
     } catch (caught) {
       setError(caught as Error);
@@ -61,4 +66,3 @@ export function useOperation(tenant: string, workflowId: string) {
   }
   return { busy, state, error, run, setError };
 }
-

@@ -11,7 +11,12 @@ const REACH = 60; // grid cells searched each way: ±1200 px
 
 type Box = { x: number; y: number; width: number; height: number };
 
-const boxOf = (node: StepNode): Box => ({ x: node.position.x, y: node.position.y, width: node.measured?.width ?? NODE_WIDTH, height: node.measured?.height ?? NODE_HEIGHT });
+const boxOf = (node: StepNode): Box => ({
+  x: node.position.x,
+  y: node.position.y,
+  width: node.measured?.width ?? NODE_WIDTH,
+  height: node.measured?.height ?? NODE_HEIGHT,
+});
 
 /** Closer than GAP counts as overlapping: steps need room for their edges and "+" buttons. */
 function overlaps(a: Box, b: Box): boolean {

@@ -12,7 +12,16 @@ export type CanvasProblem = WorkflowProblem & {
   text: string;
 };
 
-const FIELD_WORDS: Record<string, string> = { after: 'Wait for', ttl: 'Re-evaluate when idle (ttl)', cron: 'Cron', tz: 'Time zone', condition: 'Condition', actions: 'Actions', name: 'Name', next: 'Next step' };
+const FIELD_WORDS: Record<string, string> = {
+  after: 'Wait for',
+  ttl: 'Re-evaluate when idle (ttl)',
+  cron: 'Cron',
+  tz: 'Time zone',
+  condition: 'Condition',
+  actions: 'Actions',
+  name: 'Name',
+  next: 'Next step',
+};
 
 const capitalize = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 

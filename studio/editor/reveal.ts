@@ -14,7 +14,8 @@ export function useReveal() {
       if (!pane) return;
       const topLeft = flowToScreenPosition(position);
       const bottomRight = flowToScreenPosition({ x: position.x + NODE_WIDTH, y: position.y + NODE_HEIGHT });
-      const inside = topLeft.x >= pane.left + MARGIN && topLeft.y >= pane.top + MARGIN && bottomRight.x <= pane.right - MARGIN && bottomRight.y <= pane.bottom - MARGIN;
+      const inside =
+        topLeft.x >= pane.left + MARGIN && topLeft.y >= pane.top + MARGIN && bottomRight.x <= pane.right - MARGIN && bottomRight.y <= pane.bottom - MARGIN;
       if (!inside) void setCenter(position.x + NODE_WIDTH / 2, position.y + NODE_HEIGHT / 2, { zoom: getZoom(), duration: 200 });
     },
     [flowToScreenPosition, setCenter, getZoom],

@@ -6,7 +6,6 @@ import { ErrorBox } from '../ui';
 import { useWorkflows } from '../workflows';
 import { useCanvasInfo } from './context';
 
-
 /** A step's menu: export its users, look at the first ones, find where a user is. */
 export function StepMenu({ stepName }: { stepName: string }) {
   const { tenant, instanceId, workflowId } = useCanvasInfo();
@@ -74,13 +73,19 @@ export function StepMenu({ stepName }: { stepName: string }) {
                 ? `User ${where.user} is in no running instance.`
                 : where.instances.map((i) => (
                     <div key={i.instanceId} data-testid="where-instance">
-                      {i.instanceId === instanceId ? 'In this instance' : i.workflowId === workflowId ? `In another instance of this workflow (${i.instanceId.slice(0, 10)})` : `In “${workflowName(i.workflowId)}”`}: user {where.user} is in “{i.step}”
+                      {i.instanceId === instanceId
+                        ? 'In this instance'
+                        : i.workflowId === workflowId
+                          ? `In another instance of this workflow (${i.instanceId.slice(0, 10)})`
+                          : `In “${workflowName(i.workflowId)}”`}
+                      : user {where.user} is in “{i.step}”
                     </div>
                   ))}
               {where.recentMoves.length > 0 && <div className="muted">Recent moves:</div>}
               {where.recentMoves.slice(0, 5).map((m) => (
                 <div key={m.seq} className="muted" data-testid="where-move">
-                  {m.fromStep ?? 'start'} → {m.toStep} · {m.instanceId === instanceId ? 'this instance' : `instance ${m.instanceId.slice(0, 10)}`} · {new Date(m.time).toLocaleString()}
+                  {m.fromStep ?? 'start'} → {m.toStep} · {m.instanceId === instanceId ? 'this instance' : `instance ${m.instanceId.slice(0, 10)}`} ·{' '}
+                  {new Date(m.time).toLocaleString()}
                 </div>
               ))}
             </div>

@@ -2,7 +2,20 @@
 import { applyEdgeChanges, applyNodeChanges, type Connection, type EdgeChange, type NodeChange, type XYPosition } from '@xyflow/react';
 import { createContext, useContext, useSyncExternalStore } from 'react';
 import type { WorkflowProblem } from '../../server/model/workflow';
-import { defaultData, freeName, layout, makeEdge, NODE_HEIGHT, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepData, type StepNode, type WorkflowExtras } from '../convert';
+import {
+  defaultData,
+  freeName,
+  layout,
+  makeEdge,
+  NODE_HEIGHT,
+  NODE_WIDTH,
+  outputHandles,
+  type CanvasKind,
+  type FlowEdge,
+  type StepData,
+  type StepNode,
+  type WorkflowExtras,
+} from '../convert';
 import { freeSpot } from './placement';
 import { describeProblems, validateCanvas, type CanvasProblem } from './problems';
 
@@ -69,7 +82,10 @@ export class EditorStore {
   get = () => this.state;
 
   private set(patch: Partial<EditorState>) {
-    const problems = patch.nodes || patch.edges || patch.extras ? this.revalidate(patch.nodes ?? this.state.nodes, patch.edges ?? this.state.edges, patch.extras ?? this.state.extras) : undefined;
+    const problems =
+      patch.nodes || patch.edges || patch.extras
+        ? this.revalidate(patch.nodes ?? this.state.nodes, patch.edges ?? this.state.edges, patch.extras ?? this.state.extras)
+        : undefined;
     this.state = { ...this.state, ...patch, ...(problems ? { problems } : {}), canUndo: this.past.length > 0, canRedo: this.future.length > 0 };
     for (const listener of this.listeners) listener();
   }
@@ -142,9 +158,17 @@ export class EditorStore {
   /** Adds a step at `position`, or the nearest free spot to it: a new step never lands on another. */
   addNode = (kind: CanvasKind, position: XYPosition, from?: { nodeId: string; handle: string }): string => {
     const id = `node-${Math.random().toString(36).slice(2, 10)}`;
-    const node = { id, type: kind, position: freeSpot(this.state.nodes, position), data: defaultData(kind, freeName(this.state.nodes, kind)), selected: true } as StepNode;
+    const node = {
+      id,
+      type: kind,
+      position: freeSpot(this.state.nodes, position),
+      data: defaultData(kind, freeName(this.state.nodes, kind)),
+      selected: true,
+    } as StepNode;
     const nodes = [...this.state.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node];
-    const edges = from ? [...this.state.edges.filter((e) => !(e.source === from.nodeId && e.sourceHandle === from.handle)), makeEdge(from.nodeId, from.handle, id)] : this.state.edges;
+    const edges = from
+      ? [...this.state.edges.filter((e) => !(e.source === from.nodeId && e.sourceHandle === from.handle)), makeEdge(from.nodeId, from.handle, id)]
+      : this.state.edges;
     this.change(nodes, edges, null, { selectedId: id });
     return id;
   };
@@ -154,7 +178,10 @@ export class EditorStore {
     const source = this.state.nodes.find((n) => n.id === nodeId);
     if (!source) return null;
     const handles = outputHandles(source);
-    const index = Math.max(0, handles.findIndex((h) => h.id === handle));
+    const index = Math.max(
+      0,
+      handles.findIndex((h) => h.id === handle),
+    );
     const width = source.measured?.width ?? NODE_WIDTH;
     const height = source.measured?.height ?? NODE_HEIGHT;
     const x = source.position.x + (width * (index + 1)) / (handles.length + 1) - NODE_WIDTH / 2;
@@ -182,7 +209,10 @@ export class EditorStore {
       const { name, enterAction, leaveAction, ttl, label, note } = n.data;
       return { ...n, type: kind, data: { ...defaultData(kind, name), enterAction, leaveAction, ttl, label, note } } as StepNode;
     });
-    this.change(nodes, this.state.edges.filter((e) => e.source !== id));
+    this.change(
+      nodes,
+      this.state.edges.filter((e) => e.source !== id),
+    );
   };
 
   select = (id: string | null) => this.set({ selectedId: id, nodes: this.state.nodes.map((n) => ({ ...n, selected: n.id === id })) });
@@ -261,5 +291,9 @@ export function useEditorStore(): EditorStore {
 /** Reads one slice of the editor state; re-renders only when that slice changes (by reference). */
 export function useEditor<T>(selector: (state: EditorState) => T): T {
   const store = useEditorStore();
-  return useSyncExternalStore(store.subscribe, () => selector(store.get()), () => selector(store.get()));
+  return useSyncExternalStore(
+    store.subscribe,
+    () => selector(store.get()),
+    () => selector(store.get()),
+  );
 }

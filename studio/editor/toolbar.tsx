@@ -18,7 +18,15 @@ export const workflowKey = (tenant: string, id: string) => `workflow:${tenant}:$
 /** Deep equality of JSON values regardless of key order. */
 function sameJson(left: unknown, right: unknown): boolean {
   const canonical = (value: unknown): unknown =>
-    Array.isArray(value) ? value.map(canonical) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)])) : value;
+    Array.isArray(value)
+      ? value.map(canonical)
+      : value && typeof value === 'object'
+        ? Object.fromEntries(
+            Object.entries(value)
+              .sort(([a], [b]) => a.localeCompare(b))
+              .map(([k, v]) => [k, canonical(v)]),
+          )
+        : value;
   return JSON.stringify(canonical(left)) === JSON.stringify(canonical(right));
 }
 
@@ -42,7 +50,11 @@ function useSave(tenant: string, workflow: WorkflowView) {
     try {
       // moving steps around is not a new version: an unchanged definition saves only the name and the layout
       const changed = !sameJson(definition, workflow.definition);
-      const saved = await apiCall<WorkflowView>('PUT', tenantPath(tenant, `/workflows/${workflow.id}`), changed ? { name, definition, draft } : { name, draft });
+      const saved = await apiCall<WorkflowView>(
+        'PUT',
+        tenantPath(tenant, `/workflows/${workflow.id}`),
+        changed ? { name, definition, draft } : { name, draft },
+      );
       setQueryData(workflowKey(tenant, workflow.id), saved);
       store.markSaved();
       clearLocalDraft(tenant, workflow.id);
@@ -61,7 +73,17 @@ function useSave(tenant: string, workflow: WorkflowView) {
   return { save, saving, error, notice };
 }
 
-export function Toolbar({ tenant, workflow, history, onHistory }: { tenant: string; workflow: WorkflowView; history: HistoryView | null; onHistory: (h: HistoryView | null) => void }) {
+export function Toolbar({
+  tenant,
+  workflow,
+  history,
+  onHistory,
+}: {
+  tenant: string;
+  workflow: WorkflowView;
+  history: HistoryView | null;
+  onHistory: (h: HistoryView | null) => void;
+}) {
   const store = useEditorStore();
   const dirty = useEditor((s) => s.dirty);
   const canUndo = useEditor((s) => s.canUndo);

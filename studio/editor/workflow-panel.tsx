@@ -26,7 +26,12 @@ export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
     <fieldset disabled={readOnly} className="workflow-panel" data-testid="workflow-panel">
       <h3>Entry</h3>
       <label className="row">
-        <input type="checkbox" checked={entry !== undefined} onChange={(e) => store.setExtras({ entry: e.target.checked ? { event: '', reentry: 'once' } : undefined })} data-testid="entry-enabled" />
+        <input
+          type="checkbox"
+          checked={entry !== undefined}
+          onChange={(e) => store.setExtras({ entry: e.target.checked ? { event: '', reentry: 'once' } : undefined })}
+          data-testid="entry-enabled"
+        />
         Users also enter when an event arrives
       </label>
       {entry && (
@@ -38,7 +43,12 @@ export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
           <ConditionEditor label="Only when (optional)" optional value={entry.condition} onChange={(text) => change({ condition: text })} />
           <label>
             Only users of crowd (optional)
-            <input value={entry.crowd ?? ''} placeholder="any user" onChange={(e) => change({ crowd: e.target.value || undefined })} data-testid="entry-crowd-input" />
+            <input
+              value={entry.crowd ?? ''}
+              placeholder="any user"
+              onChange={(e) => change({ crowd: e.target.value || undefined })}
+              data-testid="entry-crowd-input"
+            />
           </label>
           <label>
             A user may enter
@@ -55,10 +65,17 @@ export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
       )}
       <h3>Goal</h3>
       <label className="row">
-        <input type="checkbox" checked={goal !== undefined} onChange={(e) => store.setExtras({ goal: e.target.checked ? { condition: 'event.type == "purchase"' } : undefined })} data-testid="goal-enabled" />
+        <input
+          type="checkbox"
+          checked={goal !== undefined}
+          onChange={(e) => store.setExtras({ goal: e.target.checked ? { condition: 'event.type == "purchase"' } : undefined })}
+          data-testid="goal-enabled"
+        />
         Count users who reach a goal
       </label>
-      {goal && <ConditionEditor label="Converted when" value={goal.condition} onChange={(text) => !readOnly && store.setExtras({ goal: { condition: text ?? '' } })} />}
+      {goal && (
+        <ConditionEditor label="Converted when" value={goal.condition} onChange={(text) => !readOnly && store.setExtras({ goal: { condition: text ?? '' } })} />
+      )}
     </fieldset>
   );
 }

@@ -15,8 +15,15 @@ describe('audit trail', () => {
   it('records tenant, key, instance and session actions with who did them, for the admin only', async () => {
     const tenant = await createTenant(2);
     const manager = (await api('POST', `/tenants/${tenant.name}/keys`, { body: { name: 'mgr', scopes: ['manage', 'read', 'keys'] } })).body;
-    expect((await api('PUT', `/tenants/${tenant.name}/crowds/base`, { token: manager.secret, body: '1\n2\n', headers: { 'content-type': 'text/csv' } })).status).toBe(201);
-    const definition = { steps: [{ name: 'entry', kind: 'direct', next: 'done' }, { name: 'done', kind: 'direct' }] };
+    expect(
+      (await api('PUT', `/tenants/${tenant.name}/crowds/base`, { token: manager.secret, body: '1\n2\n', headers: { 'content-type': 'text/csv' } })).status,
+    ).toBe(201);
+    const definition = {
+      steps: [
+        { name: 'entry', kind: 'direct', next: 'done' },
+        { name: 'done', kind: 'direct' },
+      ],
+    };
     const workflow = await api('POST', `/tenants/${tenant.name}/workflows`, { token: manager.secret, body: { name: 'wf', definition } });
     const started = await api('POST', `/tenants/${tenant.name}/workflows/${workflow.body.id}/start`, { token: manager.secret, body: { crowd: 'base' } });
     expect(started.status, JSON.stringify(started.body)).toBe(202);

@@ -57,7 +57,14 @@ describe('bounded cost over HTTP', () => {
       tenant,
       {
         steps: [
-          { name: 'entry', kind: 'branch', branches: [{ condition: 'event.data.s.matches("(a+)+$")', next: 'matched' }, { condition: 'true', next: 'other' }] },
+          {
+            name: 'entry',
+            kind: 'branch',
+            branches: [
+              { condition: 'event.data.s.matches("(a+)+$")', next: 'matched' },
+              { condition: 'true', next: 'other' },
+            ],
+          },
           { name: 'matched', kind: 'direct' },
           { name: 'other', kind: 'direct' },
         ],
@@ -71,13 +78,22 @@ describe('bounded cost over HTTP', () => {
     ];
     const applied = (async () => {
       expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
-      return until('counts', () => counts(tenant, instanceId), (s) => s.entry === 1);
+      return until(
+        'counts',
+        () => counts(tenant, instanceId),
+        (s) => s.entry === 1,
+      );
     })();
     expect(await slowestAnswerWhile(other, applied)).toBeLessThan(OTHER_TENANT_BOUND_MS);
     expect(await counts(tenant, instanceId)).toEqual({ entry: 1, matched: 1, other: 1 });
 
     const base = `/tenants/${tenant.name}/dead-letters`;
-    const list = await until('dead letters', () => api('GET', base, { token: tenant.key }), (r) => r.status !== 200 || r.body.deadLetters.length > 0, 10_000);
+    const list = await until(
+      'dead letters',
+      () => api('GET', base, { token: tenant.key }),
+      (r) => r.status !== 200 || r.body.deadLetters.length > 0,
+      10_000,
+    );
     expect(list.status).toBe(200);
     expect(list.body.next).toBeNull();
     expect(list.body.deadLetters).toEqual([
@@ -101,14 +117,37 @@ describe('bounded cost over HTTP', () => {
     const tenant = await createTenant(1);
     const save = (condition: string) =>
       api('POST', `/tenants/${tenant.name}/workflows`, {
-        body: { name: 'costly', definition: { steps: [{ name: 'wait', kind: 'branch', branches: [{ condition, next: 'done' }, { condition: 'true', next: 'done' }] }, { name: 'done', kind: 'direct' }] } },
+        body: {
+          name: 'costly',
+          definition: {
+            steps: [
+              {
+                name: 'wait',
+                kind: 'branch',
+                branches: [
+                  { condition, next: 'done' },
+                  { condition: 'true', next: 'done' },
+                ],
+              },
+              { name: 'done', kind: 'direct' },
+            ],
+          },
+        },
       });
     const triple = await save('event.data.a.exists(x, event.data.a.exists(y, event.data.a.exists(z, x + y + z == 0.0)))');
     expect(expectError(triple, 400, 'invalid_workflow').details).toEqual({
-      problems: [{ step: 'wait', code: 'condition_too_costly', message: expect.stringMatching(/^Step "wait" branches\[0\]\.condition is estimated to cost [\d,]+ per evaluation .* the budget is 1,000,000/) }],
+      problems: [
+        {
+          step: 'wait',
+          code: 'condition_too_costly',
+          message: expect.stringMatching(/^Step "wait" branches\[0\]\.condition is estimated to cost [\d,]+ per evaluation .* the budget is 1,000,000/),
+        },
+      ],
     });
     const lookbehind = await save('event.data.s.matches("(?<=a)b")');
-    expect(expectError(lookbehind, 400, 'invalid_workflow').message).toMatch(/Step "wait" branches\[0\]\.condition is not a valid condition: matches pattern .* is not a valid RE2 regular expression/);
+    expect(expectError(lookbehind, 400, 'invalid_workflow').message).toMatch(
+      /Step "wait" branches\[0\]\.condition is not a valid condition: matches pattern .* is not a valid RE2 regular expression/,
+    );
   });
 
   it('checks what a roaring upload becomes before storing it: 2^27 users in 29 KB and 2^32 users in 925 KB are refused naming the limit', async () => {
@@ -129,7 +168,9 @@ describe('bounded cost over HTTP', () => {
     );
     // Raised to the most a tenant may have, the upload cap still bounds what an upload becomes.
     expect((await api('PUT', `/tenants/${tenant.name}/limits`, { body: { maxCrowdUsers: 2 ** 32 } })).body.maxCrowdUsers).toBe(2 ** 32);
-    expect(expectError(await upload(full(2 ** 32)), 413, 'payload_too_large').message).toMatch(/^The upload would become 4,294,967,296 users; an upload of at most [\d,]+ bytes \(CROWDFLOW_MAX_UPLOAD_BYTES\) may become at most [\d,]+ users$/);
+    expect(expectError(await upload(full(2 ** 32)), 413, 'payload_too_large').message).toMatch(
+      /^The upload would become 4,294,967,296 users; an upload of at most [\d,]+ bytes \(CROWDFLOW_MAX_UPLOAD_BYTES\) may become at most [\d,]+ users$/,
+    );
     expectError(await api('GET', `/tenants/${tenant.name}/crowds/huge`), 404, 'not_found');
     expect(process.memoryUsage().rss - rss).toBeLessThan(256 * 1024 * 1024);
   });
@@ -152,7 +193,9 @@ describe('bounded cost over HTTP', () => {
     await api('PUT', `${base}/crowds/three`, { body: '1\n2\n3', headers: { 'content-type': 'text/plain' } });
     const workflow = await api('POST', `${base}/workflows`, { body: { name: 'w', definition: { steps: [{ name: 'a', kind: 'direct' }] } } });
     const refused = await api('POST', `${base}/workflows/${workflow.body.id}/start`, { body: { crowd: 'three' } });
-    expect(expectError(refused, 422, 'unprocessable').message).toBe("The instance would run over 3 users; this tenant's instances may hold at most 2 (limit maxInstanceUsers)");
+    expect(expectError(refused, 422, 'unprocessable').message).toBe(
+      "The instance would run over 3 users; this tenant's instances may hold at most 2 (limit maxInstanceUsers)",
+    );
     expect((await api('PUT', `${base}/limits`, { body: { maxInstanceUsers: null } })).body.maxInstanceUsers).toBe(100_000_000);
     expect((await api('POST', `${base}/workflows/${workflow.body.id}/start`, { body: { crowd: 'three' } })).status).toBe(202);
   });
@@ -161,16 +204,31 @@ describe('bounded cost over HTTP', () => {
     const tenant = await createTenant(2);
     const steps = Array.from({ length: 1_000 }, (_, i) => ({ name: `s${i}`, kind: 'direct', ...(i < 999 ? { next: `s${i + 1}` } : {}) }));
     const instanceId = await startInstance(tenant, { steps }, [1, 2, 3]);
-    const reached = await until('counts', () => counts(tenant, instanceId), (s) => s.s999 === 3);
+    const reached = await until(
+      'counts',
+      () => counts(tenant, instanceId),
+      (s) => s.s999 === 3,
+    );
     expect(Object.entries(reached).filter(([, n]) => n !== 0)).toEqual([['s999', 3]]);
   });
 
   it('refuses a timer firing more often than the tenant minimum, naming the step and the limit', async () => {
     const tenant = await createTenant(1);
-    const definition = { steps: [{ name: 'tick', kind: 'timer', cron: '* * * * * *', next: 'done' }, { name: 'done', kind: 'direct' }] };
+    const definition = {
+      steps: [
+        { name: 'tick', kind: 'timer', cron: '* * * * * *', next: 'done' },
+        { name: 'done', kind: 'direct' },
+      ],
+    };
     const save = () => api('POST', `/tenants/${tenant.name}/workflows`, { body: { name: 'ticker', definition } });
     expect(expectError(await save(), 400, 'invalid_workflow').details).toEqual({
-      problems: [{ step: 'tick', code: 'timer_too_frequent', message: `Step "tick" cron "* * * * * *" fires 1 s apart; this tenant's timers may fire at most once every 60 s (limit minTimerPeriodSeconds)` }],
+      problems: [
+        {
+          step: 'tick',
+          code: 'timer_too_frequent',
+          message: `Step "tick" cron "* * * * * *" fires 1 s apart; this tenant's timers may fire at most once every 60 s (limit minTimerPeriodSeconds)`,
+        },
+      ],
     });
     await api('PUT', `/tenants/${tenant.name}/limits`, { body: { minTimerPeriodSeconds: 1 } });
     expect((await save()).status).toBe(201);

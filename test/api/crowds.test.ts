@@ -103,7 +103,9 @@ describe('crowds API', () => {
     expect(bad.message).toContain('"-3"');
     expect(bad.details).toEqual({ path: 'line 3', line: 3, value: '-3' });
     expect(expectError(await api('POST', `${base}/bad`, text('5\n4294967296')), 400, 'invalid_id').message).toMatch(/Line 2: "4294967296" is above 4294967295/);
-    expect(expectError(await api('POST', `${base}/bad`, text('[1, 2.5]', 'application/json')), 400, 'invalid_id').message).toMatch(/Element \[1\] \(line 1\): 2.5 is not an integer/);
+    expect(expectError(await api('POST', `${base}/bad`, text('[1, 2.5]', 'application/json')), 400, 'invalid_id').message).toMatch(
+      /Element \[1\] \(line 1\): 2.5 is not an integer/,
+    );
     expectError(await api('POST', `${base}/bad`, text('[1, 2', 'application/json')), 400, 'invalid_json');
     expect(expectError(await api('POST', `${base}/bad`, text('1\n2', 'text/html')), 415, 'unsupported_media_type').message).toMatch(/text\/html/);
     expectError(await api('POST', `${base}/bad`, { body: new Uint8Array([49, 10]) }), 415, 'unsupported_media_type');
@@ -124,7 +126,11 @@ describe('crowds API', () => {
     expect((await api('POST', `${base}/dup`, text('1,2,3'))).status).toBe(201);
     expect(expectError(await api('POST', `${base}/dup`, text('4')), 409, 'conflict').message).toMatch(/"dup" already exists; use PUT/);
     expectError(await api('PUT', `${base}/dup`, text('4\nfive')), 400, 'invalid_id');
-    expectError(await api('PUT', `${base}/dup`, { body: new Uint8Array([1, 2, 3]), headers: { 'content-type': 'application/octet-stream' } }), 400, 'invalid_bitmap');
+    expectError(
+      await api('PUT', `${base}/dup`, { body: new Uint8Array([1, 2, 3]), headers: { 'content-type': 'application/octet-stream' } }),
+      400,
+      'invalid_bitmap',
+    );
     expect((await api('GET', `${base}/dup`)).body.count).toBe(3);
     expect((await download(`${base}/dup/export`)).bytes.toString()).toBe('1\n2\n3\n');
   });
@@ -160,7 +166,9 @@ describe('crowds API', () => {
 
     const missing = expectError(await combine({ name: 'x', op: 'union', crowds: ['a', 'nope', 'gone'] }), 404, 'not_found');
     expect(missing.message).toContain('"nope", "gone"');
-    expect(expectError(await combine({ name: 'a-or-b', op: 'union', crowds: ['c'] }), 409, 'conflict').message).toMatch(/"a-or-b" already exists; set "replace": true/);
+    expect(expectError(await combine({ name: 'a-or-b', op: 'union', crowds: ['c'] }), 409, 'conflict').message).toMatch(
+      /"a-or-b" already exists; set "replace": true/,
+    );
     const replaced = await combine({ name: 'a-or-b', op: 'union', crowds: ['c'], replace: true });
     expect(replaced.status).toBe(200);
     expect(replaced.body.count).toBe(1);
@@ -196,7 +204,14 @@ describe('crowds seen by running instances', () => {
     expect((await api('PUT', `${base}/crowds/vip`, text('2\n'))).status).toBe(201);
     const definition = {
       steps: [
-        { name: 'entry', kind: 'branch', branches: [{ condition: 'inCrowd("vip")', next: 'vip' }, { condition: 'event.type == "other"', next: 'rest' }] },
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition: 'inCrowd("vip")', next: 'vip' },
+            { condition: 'event.type == "other"', next: 'rest' },
+          ],
+        },
         { name: 'vip', kind: 'direct' },
         { name: 'rest', kind: 'direct' },
       ],

@@ -24,7 +24,9 @@ describe('event-triggered entry over HTTP', () => {
   it('saves a workflow with an entry trigger, starts it without a crowd, and users enter through POST /events', async () => {
     const tenant = await createTenant(2);
     const base = `/tenants/${tenant.name}`;
-    const bad = await api('POST', `${base}/workflows`, { body: { name: 'bad', definition: { ...definition, entry: { event: 'signup', condition: 'event.data.plan ==', reentry: 'never' } } } });
+    const bad = await api('POST', `${base}/workflows`, {
+      body: { name: 'bad', definition: { ...definition, entry: { event: 'signup', condition: 'event.data.plan ==', reentry: 'never' } } },
+    });
     const problems = (expectError(bad, 400, 'invalid_workflow').details as { problems: { step: string | null; code: string }[] }).problems;
     expect(problems.map((p) => [p.step, p.code])).toEqual([
       [null, 'invalid_field'],

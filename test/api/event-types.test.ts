@@ -14,8 +14,17 @@ describe('GET /tenants/{tenant}/events/types', () => {
     expect(empty.body).toEqual({ types: [], events: 0, rows: 0, since: null });
 
     const before = Date.now() - 60_000;
-    expect((await api('POST', '/events', { token: tenant.key, body: { events: [...events('open', [1, 2, 3, 4, 5, 6]), ...events('purchase', [7, 8], { amount: 12.5, nested: { sku: 'a' } })] } })).status).toBe(202);
-    expect((await api('POST', '/events', { token: tenant.key, body: { events: [...events('open', [9]), ...events('signup', [10, 11, 12])] } })).status).toBe(202);
+    expect(
+      (
+        await api('POST', '/events', {
+          token: tenant.key,
+          body: { events: [...events('open', [1, 2, 3, 4, 5, 6]), ...events('purchase', [7, 8], { amount: 12.5, nested: { sku: 'a' } })] },
+        })
+      ).status,
+    ).toBe(202);
+    expect((await api('POST', '/events', { token: tenant.key, body: { events: [...events('open', [9]), ...events('signup', [10, 11, 12])] } })).status).toBe(
+      202,
+    );
     const listed = await api('GET', `/tenants/${tenant.name}/events/types`, { token: tenant.key });
     expect(listed.status, JSON.stringify(listed.body)).toBe(200);
     expect(listed.body.types).toEqual([
@@ -35,7 +44,7 @@ describe('GET /tenants/{tenant}/events/types', () => {
     expect((await api('GET', `/tenants/${a.name}/events/types`)).body.types).toEqual([{ type: 'only-in-a', events: 1 }]);
   });
 
-  it('refuses a query parameter, an unknown tenant, a key without the read scope and another tenant\'s key, naming the problem', async () => {
+  it("refuses a query parameter, an unknown tenant, a key without the read scope and another tenant's key, naming the problem", async () => {
     const tenant = await createTenant(2);
     expect(expectError(await api('GET', `/tenants/${tenant.name}/events/types?limit=5`), 400, 'validation_failed').message).toMatch(/limit/);
     expect(expectError(await api('GET', '/tenants/no-such-tenant/events/types'), 404, 'not_found').message).toMatch(/tenant/i);

@@ -32,13 +32,21 @@ describe('POST /events with an Idempotency-Key', () => {
 
     // Keys belong to their tenant: another tenant's identical key is a new request.
     const other = await createTenant(2);
-    expect((await api('POST', '/events', { token: other.key, body: { events: events([9]) }, headers: { 'idempotency-key': 'batch-0001' } })).headers.get('idempotent-replayed')).toBeNull();
+    expect(
+      (await api('POST', '/events', { token: other.key, body: { events: events([9]) }, headers: { 'idempotency-key': 'batch-0001' } })).headers.get(
+        'idempotent-replayed',
+      ),
+    ).toBeNull();
   });
 
   it('refuses a key that is empty, too long or not visible ASCII with a 400 naming the header', async () => {
     const tenant = await createTenant(2);
     for (const key of [' '.repeat(0), 'k'.repeat(256), 'clé']) {
-      const error = expectError(await api('POST', '/events', { token: tenant.key, body: { events: events([1]) }, headers: { 'idempotency-key': key } }), 400, 'validation_failed');
+      const error = expectError(
+        await api('POST', '/events', { token: tenant.key, body: { events: events([1]) }, headers: { 'idempotency-key': key } }),
+        400,
+        'validation_failed',
+      );
       expect(error.message).toMatch(/^Idempotency-Key: expected 1 to 255 visible ASCII characters/);
     }
     expect(await loggedUsers(tenant.id)).toEqual([]);

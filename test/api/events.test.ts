@@ -6,7 +6,9 @@ import { serverSql } from '../helpers/server-db';
 type LogRow = { partition: number; offset: number; count: number; events: Uint8Array };
 
 async function eventLog(tenantId: string): Promise<LogRow[]> {
-  const rows = await serverSql<LogRow>('SELECT "partition", "offset", "count", "events" FROM "EventLog" WHERE "tenantId" = $1 ORDER BY "partition", "offset"', [tenantId]);
+  const rows = await serverSql<LogRow>('SELECT "partition", "offset", "count", "events" FROM "EventLog" WHERE "tenantId" = $1 ORDER BY "partition", "offset"', [
+    tenantId,
+  ]);
   return rows.map((r) => ({ ...r, partition: Number(r.partition), offset: Number(r.offset), count: Number(r.count) }));
 }
 
@@ -36,8 +38,12 @@ describe('POST /events', () => {
     expect((await api('POST', '/events', { body: { tenant: a.name, events: events(2) } })).status).toBe(202);
     expect((await api('POST', '/events', { body: { tenant: b.id, events: events(2) } })).status).toBe(202);
     expect(expectError(await api('POST', '/events', { body: { events: events(2) } }), 400, 'validation_failed').message).toMatch(/^tenant: required/);
-    expect(expectError(await api('POST', '/events', { body: { tenant: 'no-such-tenant', events: events(2) } }), 400, 'validation_failed').message).toMatch(/^tenant: unknown tenant "no-such-tenant"/);
-    expect(expectError(await api('POST', '/events', { token: a.key, body: { tenant: b.name, events: events(2) } }), 400, 'validation_failed').message).toMatch(/^tenant: unknown tenant/);
+    expect(expectError(await api('POST', '/events', { body: { tenant: 'no-such-tenant', events: events(2) } }), 400, 'validation_failed').message).toMatch(
+      /^tenant: unknown tenant "no-such-tenant"/,
+    );
+    expect(expectError(await api('POST', '/events', { token: a.key, body: { tenant: b.name, events: events(2) } }), 400, 'validation_failed').message).toMatch(
+      /^tenant: unknown tenant/,
+    );
     expect((await api('POST', '/events', { token: a.key, body: { tenant: a.name, events: events(1) } })).status).toBe(202);
     expect((await eventLog(a.id)).reduce((n, r) => n + r.count, 0)).toBe(3);
     expect((await eventLog(b.id)).reduce((n, r) => n + r.count, 0)).toBe(2);
@@ -70,7 +76,11 @@ describe('POST /events', () => {
       const error = expectError(await post(body), 400, 'validation_failed');
       expect(error.message).toMatch(message);
     }
-    expectError(await api('POST', '/events', { token: tenant.key, body: '{"events": [{"user": 1, "type": "x"}', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
+    expectError(
+      await api('POST', '/events', { token: tenant.key, body: '{"events": [{"user": 1, "type": "x"}', headers: { 'content-type': 'application/json' } }),
+      400,
+      'invalid_json',
+    );
     expectError(await api('POST', '/events', { token: tenant.key, body: 'user=1', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
     expectError(await api('POST', '/events', { token: null, body: { events: events(1) } }), 401, 'unauthorized');
     expect(await eventLog(tenant.id)).toEqual([]);
@@ -81,7 +91,9 @@ describe('POST /events', () => {
 
   it('keeps per-partition offsets gap-free under concurrent batches', async () => {
     const tenant = await createTenant(3);
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => api('POST', '/events', { token: tenant.key, body: { events: events(30, i * 30) } })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => api('POST', '/events', { token: tenant.key, body: { events: events(30, i * 30) } })),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(12).fill(202));
     const rows = await eventLog(tenant.id);
     for (const partition of [0, 1, 2]) {
@@ -96,7 +108,13 @@ describe('ingest throughput', () => {
   it('accepts 100 HTTP batches of 1,000 events, 4 in flight, every event logged once (prints events/s)', async () => {
     const tenant = await createTenant(8);
     const bodies = Array.from({ length: 10 }, (_, b) =>
-      JSON.stringify({ events: Array.from({ length: 1000 }, (_, i) => ({ user: b * 1000 + i, type: i % 3 ? 'click' : 'buy', data: { page: `/p/${i % 50}`, amount: i % 100 } })) }),
+      JSON.stringify({
+        events: Array.from({ length: 1000 }, (_, i) => ({
+          user: b * 1000 + i,
+          type: i % 3 ? 'click' : 'buy',
+          data: { page: `/p/${i % 50}`, amount: i % 100 },
+        })),
+      }),
     );
     const batches = 100;
     let next = 0;

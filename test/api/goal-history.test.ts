@@ -59,7 +59,9 @@ describe('goal conversions and counts history over HTTP', () => {
     expect(typeof history.body.points[0].entered).toBe('number');
 
     const later = new Date(Date.now() + 3_600_000).toISOString();
-    expect(expectError(await api('GET', `${base}/instances/${instanceId}/counts/history?from=${later}`), 400, 'bad_request').message).toMatch(/^from .* must be before to/);
+    expect(expectError(await api('GET', `${base}/instances/${instanceId}/counts/history?from=${later}`), 400, 'bad_request').message).toMatch(
+      /^from .* must be before to/,
+    );
     expectError(await api('GET', `${base}/instances/${instanceId}/counts/history?resolution=week`), 400, 'validation_failed');
     expectError(await api('GET', `${base}/instances/in_unknown/counts/history`), 404, 'not_found');
   });

@@ -12,7 +12,14 @@ function branchWorkflow(condition: string) {
     name: `deep-${condition.length}`,
     definition: {
       steps: [
-        { name: 'entry', kind: 'branch', branches: [{ condition, next: 'done' }, { condition: 'true', next: 'done' }] },
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition, next: 'done' },
+            { condition: 'true', next: 'done' },
+          ],
+        },
         { name: 'done', kind: 'direct' },
       ],
     },
@@ -23,7 +30,11 @@ describe('hostile input', () => {
   it('refuses event data nested 100,000 deep with a 400 naming the depth limit, and accepts 32 levels', async () => {
     const tenant = await createTenant();
     const body = `{"events":[{"user":1,"type":"deep","data":{"x":${nested(100_000)}}}]}`;
-    const refused = expectError(await api('POST', '/events', { token: tenant.key, body, headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
+    const refused = expectError(
+      await api('POST', '/events', { token: tenant.key, body, headers: { 'content-type': 'application/json' } }),
+      400,
+      'invalid_json',
+    );
     expect(refused.message).toMatch(/32 levels/);
     // events → [ → event → data → 28 more levels = 32 in all
     const atLimit = `{"events":[{"user":1,"type":"deep","data":${nestedObject(29)}}]}`;
@@ -33,7 +44,11 @@ describe('hostile input', () => {
   it('refuses profile attributes nested 100,000 deep with a 400', async () => {
     const tenant = await createTenant();
     const body = `[{"user":7,"attributes":{"x":${nestedObject(100_000)}}}]`;
-    const refused = expectError(await api('POST', `/tenants/${tenant.name}/profiles`, { token: tenant.key, body, headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
+    const refused = expectError(
+      await api('POST', `/tenants/${tenant.name}/profiles`, { token: tenant.key, body, headers: { 'content-type': 'application/json' } }),
+      400,
+      'invalid_json',
+    );
     expect(refused.message).toMatch(/nests .* 32 levels/);
     expect((await api('POST', `/tenants/${tenant.name}/profiles`, { token: tenant.key, body: [{ user: 7, attributes: { plan: 'pro' } }] })).status).toBe(200);
   });
@@ -48,7 +63,11 @@ describe('hostile input', () => {
 
   it('refuses a condition of 4,000 "!" with a clear message, and accepts 500 and a 680-term && chain', async () => {
     const tenant = await createTenant();
-    const refused = expectError(await api('POST', `/tenants/${tenant.name}/workflows`, { token: tenant.key, body: branchWorkflow(`${'!'.repeat(4000)}true`) }), 400, 'invalid_workflow');
+    const refused = expectError(
+      await api('POST', `/tenants/${tenant.name}/workflows`, { token: tenant.key, body: branchWorkflow(`${'!'.repeat(4000)}true`) }),
+      400,
+      'invalid_workflow',
+    );
     const text = JSON.stringify(refused);
     expect(text).toMatch(/nested too deeply/);
     expect(text).not.toMatch(/call stack/i);

@@ -28,7 +28,12 @@ async function runningInstance() {
     { condition: 'event.type == "a"', next: 'done' },
     { condition: 'event.type == "b"', next: 'done' },
   ];
-  const definition = { steps: [{ name: 'entry', kind: 'branch', branches }, { name: 'done', kind: 'direct' }] };
+  const definition = {
+    steps: [
+      { name: 'entry', kind: 'branch', branches },
+      { name: 'done', kind: 'direct' },
+    ],
+  };
   const workflow = await api('POST', `${base}/workflows`, { body: { name: 'w', definition } });
   const started = await api('POST', `${base}/workflows/${workflow.body.id}/start`, { body: { crowd: 'c' } });
   await expect.poll(async () => (await api('GET', `${base}/instances/${started.body.instanceId}`)).body.state, { timeout: 20_000 }).toBe('running');
@@ -76,7 +81,10 @@ describe('the server entry', () => {
   it('leaves everything that is not exactly the counts GET to Next.js', async () => {
     const { base, instanceId } = await runningInstance();
     // An API path is exact: a trailing slash is a 404 of its own, never a redirect to the counts.
-    const slash = await fetch(`${baseUrl()}/api/v1${base}/instances/${instanceId}/counts/`, { redirect: 'manual', headers: { authorization: `Bearer ${inject('adminToken')}` } });
+    const slash = await fetch(`${baseUrl()}/api/v1${base}/instances/${instanceId}/counts/`, {
+      redirect: 'manual',
+      headers: { authorization: `Bearer ${inject('adminToken')}` },
+    });
     expect(slash.status).toBe(404);
     expect(slash.headers.get('location')).toBeNull();
     expect(slash.headers.get(FAST)).toBeNull();

@@ -28,7 +28,11 @@ afterAll(async () => {
 async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const type = typeof body === 'string' ? 'text/plain' : 'application/json';
-  return fetch(`${server!.baseUrl}/api/v1${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': type }), ...headers }, body: body === undefined ? undefined : text });
+  return fetch(`${server!.baseUrl}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': type }), ...headers },
+    body: body === undefined ? undefined : text,
+  });
 }
 
 async function expectOk<T>(response: Promise<Response>): Promise<T> {
@@ -61,7 +65,10 @@ const body = (tenant: string, batch: number) => ({ tenant, events: crashBatches(
 
 /** Until every logged row of the tenant is applied by its partition. */
 async function drained(tenantId: string): Promise<boolean> {
-  const logged = await sql<{ partition: number; last: number }>('SELECT "partition", MAX("offset") AS "last" FROM "EventLog" WHERE "tenantId" = $1 GROUP BY "partition"', [tenantId]);
+  const logged = await sql<{ partition: number; last: number }>(
+    'SELECT "partition", MAX("offset") AS "last" FROM "EventLog" WHERE "tenantId" = $1 GROUP BY "partition"',
+    [tenantId],
+  );
   const applied = await sql<{ partition: number; offset: number }>('SELECT "partition", "offset" FROM "PartitionState" WHERE "tenantId" = $1', [tenantId]);
   return logged.every((row) => applied.some((state) => Number(state.partition) === Number(row.partition) && Number(state.offset) === Number(row.last)));
 }
@@ -70,7 +77,11 @@ async function journalOf(instanceId: string) {
   const rows = await sql<Record<string, unknown>>('SELECT * FROM "Journal" WHERE "instanceId" = $1 ORDER BY "seq"', [instanceId]);
   const byPartition = new Map<number, string[]>();
   for (const r of rows) {
-    const users = r.bitmap ? RoaringBitmap32.deserialize(r.bitmap as Uint8Array, 'portable').toArray().join(' ') : String(r.user);
+    const users = r.bitmap
+      ? RoaringBitmap32.deserialize(r.bitmap as Uint8Array, 'portable')
+          .toArray()
+          .join(' ')
+      : String(r.user);
     const list = byPartition.get(Number(r.partition)) ?? [];
     list.push(`${r.fromStep}->${r.toStep} [${users}] x${r.count} ${r.leaveAction}/${r.enterAction}`);
     byPartition.set(Number(r.partition), list);
@@ -78,7 +89,9 @@ async function journalOf(instanceId: string) {
   return [...byPartition.entries()].sort(([a], [b]) => a - b);
 }
 
-it('a client retrying through SIGKILLs of the server gets every batch logged exactly once: journal and counts as without kills', { timeout: 600_000 }, async () => {
+it('a client retrying through SIGKILLs of the server gets every batch logged exactly once: journal and counts as without kills', {
+  timeout: 600_000,
+}, async () => {
   await applyMigrations(parseDatabaseUrl(database.url));
   server = await spawnServer(database.url, ADMIN_TOKEN);
   const crashed = await tenantWithInstance('crashed');

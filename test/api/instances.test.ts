@@ -5,7 +5,15 @@ import { api, baseUrl, createTenant, expectError } from '../helpers/api';
 // Busybee's workflow: an event moves user 1 to end_1 and everyone else to else.
 const busybee = {
   steps: [
-    { name: 'entry', kind: 'branch', branches: [{ condition: 'user == 1', next: 'end_1' }, { condition: 'true', next: 'else' }], leaveAction: 'left-entry' },
+    {
+      name: 'entry',
+      kind: 'branch',
+      branches: [
+        { condition: 'user == 1', next: 'end_1' },
+        { condition: 'true', next: 'else' },
+      ],
+      leaveAction: 'left-entry',
+    },
     { name: 'end_1', kind: 'direct', enterAction: 'won' },
     { name: 'else', kind: 'direct' },
   ],
@@ -97,7 +105,9 @@ describe('instances over HTTP', () => {
     expect(json.body).toEqual([2, 3]);
     const limited = await api('GET', `${base}/instances/${instanceId}/steps/entry/export?format=json&limit=2`);
     expect(limited.body).toEqual([4, 5]);
-    const roaring = await fetch(`${baseUrl()}/api/v1${base}/instances/${instanceId}/steps/entry/export?format=roaring`, { headers: { authorization: `Bearer ${tenant.key}` } });
+    const roaring = await fetch(`${baseUrl()}/api/v1${base}/instances/${instanceId}/steps/entry/export?format=roaring`, {
+      headers: { authorization: `Bearer ${tenant.key}` },
+    });
     expect(Array.from(deserializeBitmap(new Uint8Array(await roaring.arrayBuffer())).toUint32Array())).toEqual([4, 5, 6, 7, 8]);
 
     const where = await api('GET', `${base}/users/1`, { token: tenant.key });
@@ -157,7 +167,14 @@ describe('instances over HTTP', () => {
     // Version 2 renames `else` to `other`: its two users must be mapped, or the update is refused with their count.
     const v2 = {
       steps: [
-        { name: 'entry', kind: 'branch', branches: [{ condition: 'user == 1', next: 'end_1' }, { condition: 'true', next: 'other' }] },
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition: 'user == 1', next: 'end_1' },
+            { condition: 'true', next: 'other' },
+          ],
+        },
         { name: 'end_1', kind: 'direct' },
         { name: 'other', kind: 'direct' },
       ],
@@ -178,7 +195,9 @@ describe('instances over HTTP', () => {
     const base = `/tenants/${tenant.name}`;
     expectError(await api('POST', `${base}/workflows/${workflowId}/start`, { body: { crowd: 'no-such-crowd' } }), 404, 'not_found');
     expect(expectError(await api('POST', `${base}/workflows/${workflowId}/start`, { body: {} }), 400, 'validation_failed').message).toMatch(/^crowd/);
-    expect(expectError(await api('POST', `${base}/workflows/${workflowId}/start`, { body: { crowd: 'launch', version: 0 } }), 400, 'validation_failed').message).toMatch(/^version/);
+    expect(
+      expectError(await api('POST', `${base}/workflows/${workflowId}/start`, { body: { crowd: 'launch', version: 0 } }), 400, 'validation_failed').message,
+    ).toMatch(/^version/);
     expectError(await api('POST', `${base}/workflows/wf_missing/start`, { body: { crowd: 'launch' } }), 404, 'not_found');
     expectError(await api('POST', `/tenants/${tenant.name}/workflows/${workflowId}/start`, { token: other.key, body: { crowd: 'launch' } }), 404, 'not_found');
     expectError(await api('GET', `${base}/instances/in_missing`), 404, 'not_found');

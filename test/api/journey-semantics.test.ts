@@ -12,7 +12,11 @@ async function uploadCrowd(tenant: Tenant, name: string, users: number[]): Promi
   expect(uploaded.status, JSON.stringify(uploaded.body)).toBeLessThan(300);
 }
 
-async function saveWorkflow(tenant: Tenant, name: string, definition: unknown): Promise<{ id: string; warnings: { step: string | null; code: string; message: string }[] }> {
+async function saveWorkflow(
+  tenant: Tenant,
+  name: string,
+  definition: unknown,
+): Promise<{ id: string; warnings: { step: string | null; code: string; message: string }[] }> {
   const saved = await api('POST', `/tenants/${tenant.name}/workflows`, { body: { name, definition } });
   expect(saved.status, JSON.stringify(saved.body)).toBe(201);
   return saved.body;
@@ -61,7 +65,14 @@ describe('journey semantics over HTTP', () => {
     });
     const stay = await saveWorkflow(tenant, 'stay', {
       steps: [
-        { name: 'wait', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'bought' }, { condition: 'true', next: 'wait' }] },
+        {
+          name: 'wait',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "buy"', next: 'bought' },
+            { condition: 'true', next: 'wait' },
+          ],
+        },
         { name: 'bought', kind: 'direct' },
       ],
     });
@@ -133,7 +144,11 @@ describe('journey semantics over HTTP', () => {
     const where = await api('GET', `${base}/users/5`, { token: tenant.key });
     expect(where.status, JSON.stringify(where.body)).toBe(200);
     expect(where.body.instances).toEqual([{ instanceId, workflowId: workflow.id, step: 'new' }]);
-    expect(where.body.recentMoves.map((m: { fromStep: string | null; toStep: string }) => `${m.fromStep}->${m.toStep}`)).toEqual(['old->new', 'wait->old', 'null->wait']);
+    expect(where.body.recentMoves.map((m: { fromStep: string | null; toStep: string }) => `${m.fromStep}->${m.toStep}`)).toEqual([
+      'old->new',
+      'wait->old',
+      'null->wait',
+    ]);
     const seqs = where.body.recentMoves.map((m: { seq: number }) => m.seq);
     expect(seqs).toEqual([...seqs].sort((a: number, b: number) => b - a));
     // A user of the same partition who was never in the crowd has no moves.
@@ -168,7 +183,15 @@ describe('journey semantics over HTTP', () => {
     await uploadCrowd(tenant, 'all', users);
     const split = (seed?: string) => ({
       steps: [
-        { name: 'ab', kind: 'split', ...(seed ? { seed } : {}), paths: [{ percent: 50, next: 'a' }, { percent: 50, next: 'b' }] },
+        {
+          name: 'ab',
+          kind: 'split',
+          ...(seed ? { seed } : {}),
+          paths: [
+            { percent: 50, next: 'a' },
+            { percent: 50, next: 'b' },
+          ],
+        },
         { name: 'a', kind: 'branch', branches: [{ condition: 'false', next: 'b' }] },
         { name: 'b', kind: 'branch', branches: [{ condition: 'false', next: 'a' }] },
       ],

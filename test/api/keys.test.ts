@@ -22,12 +22,20 @@ describe('API key scopes', () => {
 
     const read = await key(tenant.name, ['read']);
     expect((await api('GET', `/tenants/${tenant.name}/crowds`, { token: read.secret })).status).toBe(200);
-    expect(expectError(await api('PUT', `/tenants/${tenant.name}/crowds/c`, { token: read.secret, body: '1\n', headers: { 'content-type': 'text/plain' } }), 403, 'forbidden').message).toMatch(/"manage" scope/);
+    expect(
+      expectError(
+        await api('PUT', `/tenants/${tenant.name}/crowds/c`, { token: read.secret, body: '1\n', headers: { 'content-type': 'text/plain' } }),
+        403,
+        'forbidden',
+      ).message,
+    ).toMatch(/"manage" scope/);
     expectError(await api('POST', '/events', { token: read.secret, body: { events: [{ user: 1, type: 'x' }] } }), 403, 'forbidden');
     expect(expectError(await api('GET', `/tenants/${tenant.name}/keys`, { token: read.secret }), 403, 'forbidden').message).toMatch(/"keys" scope/);
 
     const manage = await key(tenant.name, ['manage']);
-    expect((await api('PUT', `/tenants/${tenant.name}/crowds/c`, { token: manage.secret, body: '1\n', headers: { 'content-type': 'text/plain' } })).status).toBe(201);
+    expect(
+      (await api('PUT', `/tenants/${tenant.name}/crowds/c`, { token: manage.secret, body: '1\n', headers: { 'content-type': 'text/plain' } })).status,
+    ).toBe(201);
     expectError(await api('POST', `/tenants/${tenant.name}/keys`, { token: manage.secret, body: {} }), 403, 'forbidden');
   });
 
@@ -58,7 +66,9 @@ describe('API key scopes', () => {
     expect(before.lastUsedAt).toBeNull();
     expect((await api('GET', `/tenants/${tenant.name}/crowds`, { token: fresh.secret })).status).toBe(200);
     await expect
-      .poll(async () => (await api('GET', `/tenants/${tenant.name}/keys`)).body.keys.find((k: { id: string }) => k.id === fresh.id).lastUsedAt, { timeout: 10_000 })
+      .poll(async () => (await api('GET', `/tenants/${tenant.name}/keys`)).body.keys.find((k: { id: string }) => k.id === fresh.id).lastUsedAt, {
+        timeout: 10_000,
+      })
       .not.toBeNull();
     expect(expectError(await api('POST', `/tenants/${tenant.name}/keys`, { body: { scopes: ['root'] } }), 400, 'validation_failed').message).toMatch(/scopes/);
     expectError(await api('POST', `/tenants/${tenant.name}/keys`, { body: { scopes: [] } }), 400, 'validation_failed');
@@ -69,7 +79,8 @@ describe('API key scopes', () => {
     expect(document.info.description).toMatch(/`ingest`/);
     const scopes: Record<string, string> = {};
     for (const [path, item] of Object.entries<Record<string, { 'x-required-scope'?: string }>>(document.paths)) {
-      for (const [method, op] of Object.entries(item)) if (path !== '/session' && path !== '/openapi.json') scopes[`${method.toUpperCase()} ${path}`] = op['x-required-scope']!;
+      for (const [method, op] of Object.entries(item))
+        if (path !== '/session' && path !== '/openapi.json') scopes[`${method.toUpperCase()} ${path}`] = op['x-required-scope']!;
     }
     expect(Object.values(scopes).every((s) => ['ingest', 'read', 'manage', 'keys', 'any', 'admin'].includes(s))).toBe(true);
     expect(scopes['POST /events']).toBe('ingest');

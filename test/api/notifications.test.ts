@@ -111,9 +111,13 @@ describe('consumers', () => {
     expect(expectError(await api('PUT', '/consumers/bad%20name', { token: a.key, body: {} }), 400, 'validation_failed').message).toMatch(/^name/);
     expect(expectError(await api('PUT', '/consumers/x', { token: a.key, body: { start: 'middle' } }), 400, 'validation_failed').message).toMatch(/^start/);
     expectError(await api('PUT', '/consumers/x', { token: a.key, body: { start: 5_000_000_000 } }), 400, 'bad_request');
-    expect(expectError(await api('POST', '/consumers/shared-name/commit', { token: a.key, body: { cursor: -3 } }), 400, 'validation_failed').message).toMatch(/^cursor/);
+    expect(expectError(await api('POST', '/consumers/shared-name/commit', { token: a.key, body: { cursor: -3 } }), 400, 'validation_failed').message).toMatch(
+      /^cursor/,
+    );
     for (const cursor of ['0', true, [0], null]) {
-      expect(expectError(await api('POST', '/consumers/shared-name/commit', { token: a.key, body: { cursor } }), 400, 'validation_failed').message).toMatch(/^cursor/);
+      expect(expectError(await api('POST', '/consumers/shared-name/commit', { token: a.key, body: { cursor } }), 400, 'validation_failed').message).toMatch(
+        /^cursor/,
+      );
     }
     expect(expectError(await api('PUT', '/consumers/x', { token: a.key, body: { start: '3' } }), 400, 'validation_failed').message).toMatch(/^start/);
     expectError(await api('POST', '/consumers/missing/commit', { token: a.key, body: { cursor: 0 } }), 404, 'not_found');

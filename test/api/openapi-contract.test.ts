@@ -46,7 +46,14 @@ const wrong: EventsBody = { events: [{ user: '7', type: 'purchase' }] };
 export { answer, body, start, wrong };
 `;
     writeFileSync(join(dir, 'usage.ts'), usage);
-    const program = ts.createProgram([join(dir, 'usage.ts')], { strict: true, noEmit: true, skipLibCheck: false, target: ts.ScriptTarget.ES2022, moduleResolution: ts.ModuleResolutionKind.Bundler, module: ts.ModuleKind.ESNext });
+    const program = ts.createProgram([join(dir, 'usage.ts')], {
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+      target: ts.ScriptTarget.ES2022,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      module: ts.ModuleKind.ESNext,
+    });
     const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
     expect(problems).toEqual([]);
     expect(types).toContain('"Idempotency-Key"?: string');

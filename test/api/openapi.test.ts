@@ -13,7 +13,12 @@ function routeFiles(dir = API_ROOT): { path: string; methods: string[] }[] {
     if (entry !== 'route.ts') return [];
     const rel = relative(API_ROOT, dir);
     if (rel.includes('[...')) return [];
-    const path = '/' + rel.split('/').map((s) => s.replace(/^\[(.+)\]$/, '{$1}')).join('/');
+    const path =
+      '/' +
+      rel
+        .split('/')
+        .map((s) => s.replace(/^\[(.+)\]$/, '{$1}'))
+        .join('/');
     const source = readFileSync(full, 'utf8');
     // Methods re-exported from a handler that only answers 405 (e.g. immutable versions) are not operations.
     const refused = source.includes("'method_not_allowed'");
@@ -53,10 +58,13 @@ describe('OpenAPI document', () => {
     const undescribed: string[] = [];
     for (const [path, item] of Object.entries<Record<string, { parameters?: { name: string; in: string; description?: string }[] }>>(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
-        for (const parameter of op.parameters ?? []) if (parameter.in === 'path' && !parameter.description) undescribed.push(`${method} ${path} {${parameter.name}}`);
+        for (const parameter of op.parameters ?? [])
+          if (parameter.in === 'path' && !parameter.description) undescribed.push(`${method} ${path} {${parameter.name}}`);
       }
     }
     expect(undescribed).toEqual([]);
-    expect(doc.paths['/tenants/{tenant}/workflows/{id}/start'].post.parameters.find((p: { name: string }) => p.name === 'id').description).toBe('Workflow id or name');
+    expect(doc.paths['/tenants/{tenant}/workflows/{id}/start'].post.parameters.find((p: { name: string }) => p.name === 'id').description).toBe(
+      'Workflow id or name',
+    );
   });
 });

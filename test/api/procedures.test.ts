@@ -7,7 +7,16 @@ import { api, createTenant, expectError, uniqueName } from '../helpers/api';
 // The procedures API over real HTTP. Procedures are written straight into the server's database under a type the
 // server has not registered, so its runner leaves them alone and each test controls their state exactly.
 
-type Row = { id: string; type: string; state: string; tenantId?: string | null; workflowId?: string | null; error?: string | null; step?: number; parentId?: string | null };
+type Row = {
+  id: string;
+  type: string;
+  state: string;
+  tenantId?: string | null;
+  workflowId?: string | null;
+  error?: string | null;
+  step?: number;
+  parentId?: string | null;
+};
 
 interface ServerDb {
   insert(row: Row): Promise<void>;
@@ -18,13 +27,27 @@ interface ServerDb {
 function openServerDb(): ServerDb {
   const target = parseDatabaseUrl(inject('serverDatabaseUrl'));
   const columns = ['id', 'type', 'state', 'tenantId', 'workflowId', 'error', 'step', 'lockKeys', 'data', 'createdAt', 'updatedAt', 'parentId'];
-  const values = (row: Row, now: unknown) => [row.id, row.type, row.state, row.tenantId ?? null, row.workflowId ?? null, row.error ?? null, row.step ?? 0, '[]', '{"test":true}', now, now, row.parentId ?? null];
+  const values = (row: Row, now: unknown) => [
+    row.id,
+    row.type,
+    row.state,
+    row.tenantId ?? null,
+    row.workflowId ?? null,
+    row.error ?? null,
+    row.step ?? 0,
+    '[]',
+    '{"test":true}',
+    now,
+    now,
+    row.parentId ?? null,
+  ];
   const quoted = columns.map((c) => `"${c}"`).join(', ');
   if (target.provider === 'sqlite') {
     const sqlite = new Database(target.file, { timeout: 30_000 });
     const now = () => new Date().toISOString().replace('Z', '+00:00'); // the adapter's own DATETIME format
     return {
-      insert: async (row) => void sqlite.prepare(`INSERT INTO "Procedure" (${quoted}) VALUES (${columns.map(() => '?').join(', ')})`).run(...values(row, now())),
+      insert: async (row) =>
+        void sqlite.prepare(`INSERT INTO "Procedure" (${quoted}) VALUES (${columns.map(() => '?').join(', ')})`).run(...values(row, now())),
       setState: async (id, state) => void sqlite.prepare('UPDATE "Procedure" SET "state" = ?, "finishedAt" = ? WHERE "id" = ?').run(state, now(), id),
       close: async () => void sqlite.close(),
     };
@@ -32,7 +55,8 @@ function openServerDb(): ServerDb {
   const pool = new pg.Pool({ connectionString: target.connectionString, max: 2 });
   const table = `"${target.schema}"."Procedure"`;
   return {
-    insert: async (row) => void (await pool.query(`INSERT INTO ${table} (${quoted}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, values(row, new Date()))),
+    insert: async (row) =>
+      void (await pool.query(`INSERT INTO ${table} (${quoted}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, values(row, new Date()))),
     setState: async (id, state) => void (await pool.query(`UPDATE ${table} SET "state" = $1, "finishedAt" = $2 WHERE "id" = $3`, [state, new Date(), id])),
     close: () => pool.end(),
   };
@@ -43,13 +67,27 @@ let server: ServerDb;
 let tenant: Awaited<ReturnType<typeof createTenant>>;
 let other: Awaited<ReturnType<typeof createTenant>>;
 const workflow = uniqueName('wf');
-const ids = { running: uniqueName('proc:running'), failed: uniqueName('proc:failed'), done: uniqueName('proc:done'), foreign: uniqueName('proc:foreign'), system: uniqueName('proc:system') };
+const ids = {
+  running: uniqueName('proc:running'),
+  failed: uniqueName('proc:failed'),
+  done: uniqueName('proc:done'),
+  foreign: uniqueName('proc:foreign'),
+  system: uniqueName('proc:system'),
+};
 
 beforeAll(async () => {
   server = openServerDb();
   [tenant, other] = await Promise.all([createTenant(2), createTenant(2)]);
   await server.insert({ id: ids.running, type: TYPE, state: 'running', tenantId: tenant.id, workflowId: workflow });
-  await server.insert({ id: ids.failed, type: TYPE, state: 'failed', tenantId: tenant.id, workflowId: workflow, step: 2, error: JSON.stringify({ message: 'quota exceeded' }) });
+  await server.insert({
+    id: ids.failed,
+    type: TYPE,
+    state: 'failed',
+    tenantId: tenant.id,
+    workflowId: workflow,
+    step: 2,
+    error: JSON.stringify({ message: 'quota exceeded' }),
+  });
   await server.insert({ id: ids.done, type: `${TYPE}.other`, state: 'done', tenantId: tenant.id });
   await server.insert({ id: ids.foreign, type: TYPE, state: 'failed', tenantId: other.id, error: JSON.stringify({ message: 'not yours' }) });
   await server.insert({ id: ids.system, type: TYPE, state: 'done' });
@@ -70,7 +108,14 @@ describe('procedures API', () => {
     expect(byWorkflow.body.procedures.map((p: { id: string }) => p.id).sort()).toEqual([ids.failed, ids.running].sort());
     const failedOfType = await api('GET', `/procedures?type=${TYPE}&state=failed`, { token: tenant.key });
     expect(failedOfType.body.procedures.map((p: { id: string }) => p.id)).toEqual([ids.failed]);
-    expect(failedOfType.body.procedures[0]).toMatchObject({ state: 'failed', step: 2, error: 'quota exceeded', rollbackError: null, tenantId: tenant.id, data: { test: true } });
+    expect(failedOfType.body.procedures[0]).toMatchObject({
+      state: 'failed',
+      step: 2,
+      error: 'quota exceeded',
+      rollbackError: null,
+      tenantId: tenant.id,
+      data: { test: true },
+    });
 
     const mine = (await api('GET', '/procedures', { token: tenant.key })).body.procedures.map((p: { id: string }) => p.id);
     expect(mine.sort()).toEqual([ids.done, ids.failed, ids.running].sort());
@@ -101,17 +146,37 @@ describe('procedures API', () => {
   it('gets a procedure with its committed steps and its children; a real start shows state, attempts and next attempt', async () => {
     const parent = uniqueName('proc:parent');
     await server.insert({ id: parent, type: TYPE, state: 'running', tenantId: tenant.id });
-    await server.insert({ id: `${parent}:1.0`, type: TYPE, state: 'failed', tenantId: tenant.id, parentId: parent, error: JSON.stringify({ message: 'child broke', attempts: 2 }) });
+    await server.insert({
+      id: `${parent}:1.0`,
+      type: TYPE,
+      state: 'failed',
+      tenantId: tenant.id,
+      parentId: parent,
+      error: JSON.stringify({ message: 'child broke', attempts: 2 }),
+    });
     const got = await api('GET', path(parent), { token: tenant.key });
     expect(got.body).toMatchObject({ id: parent, steps: [], children: [{ id: `${parent}:1.0`, state: 'failed', error: 'child broke', parentId: parent }] });
 
     const base = `/tenants/${tenant.name}`;
     expect((await api('PUT', `${base}/crowds/everyone`, { body: '1\n2\n3', headers: { 'content-type': 'text/plain' } })).status).toBe(201);
-    const definition = { steps: [{ name: 'entry', kind: 'direct', next: 'end' }, { name: 'end', kind: 'direct' }] };
+    const definition = {
+      steps: [
+        { name: 'entry', kind: 'direct', next: 'end' },
+        { name: 'end', kind: 'direct' },
+      ],
+    };
     const created = await api('POST', `${base}/workflows`, { body: { name: uniqueName('steps'), definition } });
     const started = await api('POST', `${base}/workflows/${created.body.id}/start`, { body: { crowd: 'everyone' } });
     const done = await api('GET', `${path(started.body.procedureId)}?wait=30`, { token: tenant.key });
-    expect(done.body).toMatchObject({ state: 'done', attempts: 0, nextAttemptAt: null, waitingSince: null, error: null, children: [], output: { userCount: 3 } });
+    expect(done.body).toMatchObject({
+      state: 'done',
+      attempts: 0,
+      nextAttemptAt: null,
+      waitingSince: null,
+      error: null,
+      children: [],
+      output: { userCount: 3 },
+    });
     expect(done.body.steps).toEqual([{ step: 1, state: 'done', at: expect.any(String) }]);
   });
 

@@ -7,19 +7,45 @@ describe('profile import, fields, audience and explain over HTTP', () => {
   it('imports NDJSON and CSV, lists the indexed fields, and estimates audiences with the plan', async () => {
     const tenant = await createTenant(2, ['read', 'manage']);
     const base = `/tenants/${tenant.name}`;
-    const rows = Array.from({ length: 1_000 }, (_, user) => ({ user, attributes: { plan: user % 4 === 0 ? 'pro' : 'free', age: 18 + (user % 50), signup: `2026-01-${String(1 + (user % 28)).padStart(2, '0')}T00:00:00Z` } }));
-    const imported = await api('POST', `${base}/profiles/import`, { token: tenant.key, body: ndjson(rows), headers: { 'content-type': 'application/x-ndjson' } });
+    const rows = Array.from({ length: 1_000 }, (_, user) => ({
+      user,
+      attributes: { plan: user % 4 === 0 ? 'pro' : 'free', age: 18 + (user % 50), signup: `2026-01-${String(1 + (user % 28)).padStart(2, '0')}T00:00:00Z` },
+    }));
+    const imported = await api('POST', `${base}/profiles/import`, {
+      token: tenant.key,
+      body: ndjson(rows),
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
     expect(imported.status, JSON.stringify(imported.body)).toBe(200);
     expect(imported.body).toMatchObject({ lines: 1_000, users: 1_000, created: 1_000, chunks: 1 });
-    const csv = await api('POST', `${base}/profiles/import?types=zip:string`, { token: tenant.key, body: 'user,zip,address.country\n5,01234,NL\n2000,75001,FR\n', headers: { 'content-type': 'text/csv' } });
+    const csv = await api('POST', `${base}/profiles/import?types=zip:string`, {
+      token: tenant.key,
+      body: 'user,zip,address.country\n5,01234,NL\n2000,75001,FR\n',
+      headers: { 'content-type': 'text/csv' },
+    });
     expect(csv.body).toMatchObject({ lines: 2, created: 1 });
-    expect((await api('GET', `${base}/profiles/5`, { token: tenant.key })).body.attributes).toEqual({ plan: 'free', age: 23, signup: '2026-01-06T00:00:00Z', zip: '01234', address: { country: 'NL' } });
+    expect((await api('GET', `${base}/profiles/5`, { token: tenant.key })).body.attributes).toEqual({
+      plan: 'free',
+      age: 23,
+      signup: '2026-01-06T00:00:00Z',
+      zip: '01234',
+      address: { country: 'NL' },
+    });
 
     const fields = await api('GET', `${base}/profiles/fields`, { token: tenant.key });
     expect(fields.status).toBe(200);
     expect(fields.body.profiles).toBe(1_001);
     const plan = fields.body.fields.find((f: { path: string }) => f.path === 'plan');
-    expect(plan).toMatchObject({ type: 'string', users: 1_000, types: { string: 1_000 }, topValues: [{ value: 'free', users: 750 }, { value: 'pro', users: 250 }], highCardinality: false });
+    expect(plan).toMatchObject({
+      type: 'string',
+      users: 1_000,
+      types: { string: 1_000 },
+      topValues: [
+        { value: 'free', users: 750 },
+        { value: 'pro', users: 250 },
+      ],
+      highCardinality: false,
+    });
     expect(fields.body.fields.find((f: { path: string }) => f.path === 'age')).toMatchObject({ types: { number: 1_000 }, numbers: { scale: 0 } });
     expect(fields.body.fields.find((f: { path: string }) => f.path === 'address.country')).toMatchObject({ users: 2 });
     expect(fields.body.fields.find((f: { path: string }) => f.path === 'signup')).toMatchObject({ type: 'timestamp', types: { timestamp: 1_000 } });
@@ -35,19 +61,40 @@ describe('profile import, fields, audience and explain over HTTP', () => {
     await api('PUT', `${base}/crowds/some`, { token: tenant.key, body: '0\n4\n8\n9\n3000', headers: { 'content-type': 'text/plain' } });
     const inCrowd = await api('POST', `${base}/audience`, { token: tenant.key, body: { condition: 'profile.plan == "pro" || user == 3000', crowd: 'some' } });
     expect(inCrowd.body).toMatchObject({ count: 4, sample: [0, 4, 8, 3000], universe: 5, mode: 'per-user' });
-    const timestamp = await api('POST', `${base}/audience`, { token: tenant.key, body: { condition: 'timestamp(profile.signup) < timestamp("2026-01-02T00:00:00Z")', crowd: 'some' } });
+    const timestamp = await api('POST', `${base}/audience`, {
+      token: tenant.key,
+      body: { condition: 'timestamp(profile.signup) < timestamp("2026-01-02T00:00:00Z")', crowd: 'some' },
+    });
     expect(timestamp.body).toMatchObject({ count: 1, sample: [0], mode: 'plan' });
   });
 
   it('refuses a bad import line, a bad condition and an unknown crowd with a 4xx naming it', async () => {
     const tenant = await createTenant(2, ['read', 'manage']);
     const base = `/tenants/${tenant.name}`;
-    const bad = expectError(await api('POST', `${base}/profiles/import`, { token: tenant.key, body: '{"user": 1, "attributes": {}}\n{"user": 1.5, "attributes": {}}', headers: { 'content-type': 'application/x-ndjson' } }), 400, 'validation_failed');
+    const bad = expectError(
+      await api('POST', `${base}/profiles/import`, {
+        token: tenant.key,
+        body: '{"user": 1, "attributes": {}}\n{"user": 1.5, "attributes": {}}',
+        headers: { 'content-type': 'application/x-ndjson' },
+      }),
+      400,
+      'validation_failed',
+    );
     expect(bad.message).toContain('line 2');
     expect(bad.details).toMatchObject({ line: 2, committedLines: 0 });
-    expectError(await api('POST', `${base}/profiles/import`, { token: tenant.key, body: '[]', headers: { 'content-type': 'application/json' } }), 415, 'unsupported_media_type');
-    expectError(await api('POST', `${base}/profiles/import?types=age:date`, { token: tenant.key, body: 'user,age\n1,2', headers: { 'content-type': 'text/csv' } }), 400, 'bad_request');
-    expect(expectError(await api('POST', `${base}/audience`, { token: tenant.key, body: { condition: 'profile.plan ==' } }), 400, 'invalid_workflow').message).toContain('profile.plan ==');
+    expectError(
+      await api('POST', `${base}/profiles/import`, { token: tenant.key, body: '[]', headers: { 'content-type': 'application/json' } }),
+      415,
+      'unsupported_media_type',
+    );
+    expectError(
+      await api('POST', `${base}/profiles/import?types=age:date`, { token: tenant.key, body: 'user,age\n1,2', headers: { 'content-type': 'text/csv' } }),
+      400,
+      'bad_request',
+    );
+    expect(
+      expectError(await api('POST', `${base}/audience`, { token: tenant.key, body: { condition: 'profile.plan ==' } }), 400, 'invalid_workflow').message,
+    ).toContain('profile.plan ==');
     expectError(await api('POST', `${base}/audience`, { token: tenant.key, body: { condition: 'true', crowd: 'nope' } }), 404, 'not_found');
     expect((await api('GET', `${base}/profiles/1`, { token: tenant.key })).status).toBe(404);
   });
@@ -57,7 +104,14 @@ describe('profile import, fields, audience and explain over HTTP', () => {
     const base = `/tenants/${tenant.name}`;
     const definition = {
       steps: [
-        { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'wait' }, { condition: 'profile.age >= 30', next: 'wait' }] },
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "buy"', next: 'wait' },
+            { condition: 'profile.age >= 30', next: 'wait' },
+          ],
+        },
         { name: 'wait', kind: 'timer', cron: '0 0 * * * *', condition: 'profile.plan == "pro" && has(profile.age)', next: 'done' },
         { name: 'done', kind: 'direct' },
       ],
@@ -72,7 +126,10 @@ describe('profile import, fields, audience and explain over HTTP', () => {
       ['wait', 'plan'],
     ]);
     expect(explained.body.conditions[0].reason).toContain('event');
-    const draft = await api('POST', `${base}/workflows/explained/explain`, { token: tenant.key, body: { definition: { steps: [{ name: 'a', kind: 'timer', cron: '0 0 * * * *', condition: 'profile.name.startsWith("x")', next: 'a' }] } } });
+    const draft = await api('POST', `${base}/workflows/explained/explain`, {
+      token: tenant.key,
+      body: { definition: { steps: [{ name: 'a', kind: 'timer', cron: '0 0 * * * *', condition: 'profile.name.startsWith("x")', next: 'a' }] } },
+    });
     expect(draft.body.version).toBeNull();
     expect(draft.body.conditions[0]).toMatchObject({ step: 'a', mode: 'per-user' });
   });

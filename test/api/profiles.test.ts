@@ -46,7 +46,16 @@ describe('profiles API', () => {
     const tenant = await createTenant();
     const base = `/tenants/${tenant.name}/profiles`;
     const post = (body: unknown) => api('POST', base, { body });
-    expect(expectError(await post([{ user: 1, attributes: {} }, { user: -1, attributes: {} }]), 400, 'validation_failed').message).toMatch(/^1\.user/);
+    expect(
+      expectError(
+        await post([
+          { user: 1, attributes: {} },
+          { user: -1, attributes: {} },
+        ]),
+        400,
+        'validation_failed',
+      ).message,
+    ).toMatch(/^1\.user/);
     expect(expectError(await post([{ user: 4294967296, attributes: {} }]), 400, 'validation_failed').message).toMatch(/^0\.user/);
     expect(expectError(await post([{ user: 1.5, attributes: {} }]), 400, 'validation_failed').message).toMatch(/^0\.user/);
     expect(expectError(await post([{ user: '7', attributes: {} }]), 400, 'validation_failed').message).toMatch(/^0\.user/);
@@ -57,7 +66,10 @@ describe('profiles API', () => {
     expectError(await post([]), 400, 'validation_failed');
     const tooMany = Array.from({ length: 10_001 }, (_, user) => ({ user, attributes: {} }));
     expect(expectError(await post(tooMany), 400, 'validation_failed').message).toMatch(/10000/);
-    const huge = await post([{ user: 8, attributes: { ok: true } }, { user: 9, attributes: { blob: 'x'.repeat(70_000) } }]);
+    const huge = await post([
+      { user: 8, attributes: { ok: true } },
+      { user: 9, attributes: { blob: 'x'.repeat(70_000) } },
+    ]);
     expect(expectError(huge, 400, 'validation_failed').message).toMatch(/user 9/);
     expectError(await api('GET', `${base}/8`), 404, 'not_found');
     const spanning = Array.from({ length: 1_500 }, (_, user) => ({ user, attributes: user === 1_400 ? { blob: 'x'.repeat(70_000) } : { ok: true } }));
@@ -97,7 +109,11 @@ describe('profiles API', () => {
 // The engine's side of profiles: change notices, on this test file's own database.
 describe('profiles library', () => {
   it('merges by JSON Merge Patch rules', () => {
-    expect(mergeAttributes({ a: 1, b: { c: 2, d: 3 }, e: [1] }, { a: null, b: { c: null, x: 1 }, e: [2], f: 'new' })).toEqual({ b: { d: 3, x: 1 }, e: [2], f: 'new' });
+    expect(mergeAttributes({ a: 1, b: { c: 2, d: 3 }, e: [1] }, { a: null, b: { c: null, x: 1 }, e: [2], f: 'new' })).toEqual({
+      b: { d: 3, x: 1 },
+      e: [2],
+      f: 'new',
+    });
     expect(mergeAttributes({ a: 'text' }, { a: { nested: true } })).toEqual({ a: { nested: true } });
   });
 

@@ -17,7 +17,7 @@ export function raw(sent: Sent, timeoutMs = 15_000): Promise<Raw> {
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          let body: any ;
+          let body: any;
           try {
             body = JSON.parse(text);
           } catch {
@@ -42,7 +42,8 @@ function problem(sent: Sent, answer: Raw, expect: Expectation): string | null {
   if (answer.status >= 200 && answer.status < 300 && expect.allowSuccess) return null;
   if (answer.status >= 300 && answer.status < 400 && expect.allowRedirect) return null;
   if (answer.status >= 500 || answer.status < 400) return `${label} → ${answer.status} ${answer.text.slice(0, 300)}`;
-  if (expect.status && !expect.status.includes(answer.status)) return `${label} → ${answer.status}, expected ${expect.status.join('|')}: ${answer.text.slice(0, 300)}`;
+  if (expect.status && !expect.status.includes(answer.status))
+    return `${label} → ${answer.status}, expected ${expect.status.join('|')}: ${answer.text.slice(0, 300)}`;
   const error = answer.body?.error;
   if (typeof error?.code !== 'string' || typeof error?.message !== 'string' || error.message.length === 0) {
     return `${label} → ${answer.status} without {error:{code,message}}: ${answer.text.slice(0, 300)}`;

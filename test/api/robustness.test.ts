@@ -44,7 +44,7 @@ const HOSTILE_SEGMENTS = [
   '%25',
   'a%2Fb',
   '%20',
-  "%27%3B%20DROP%20TABLE%20%22Tenant%22%3B--",
+  '%27%3B%20DROP%20TABLE%20%22Tenant%22%3B--',
   'x'.repeat(3000),
 ];
 
@@ -70,7 +70,14 @@ let operations: Operation[];
 
 const workflowDefinition = {
   steps: [
-    { name: 'entry', kind: 'branch', branches: [{ condition: 'user == 1', next: 'done' }, { condition: 'true', next: 'done' }] },
+    {
+      name: 'entry',
+      kind: 'branch',
+      branches: [
+        { condition: 'user == 1', next: 'done' },
+        { condition: 'true', next: 'done' },
+      ],
+    },
     { name: 'done', kind: 'direct' },
   ],
 };
@@ -108,7 +115,8 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
 function pathOf(op: Operation, override?: { param: string; segment: string }, values = fixture.values): string {
   let path = op.path;
   for (const param of op.pathParams) {
-    const named = param !== 'name' ? param : op.path.startsWith('/consumers') ? 'consumer' : op.path.startsWith('/tenants/{tenant}/webhooks') ? 'webhook' : param;
+    const named =
+      param !== 'name' ? param : op.path.startsWith('/consumers') ? 'consumer' : op.path.startsWith('/tenants/{tenant}/webhooks') ? 'webhook' : param;
     let value = override?.param === param ? override.segment : encodeURIComponent(values[named]);
     if (param === 'id' && op.path.startsWith('/procedures')) value = override?.param === param ? override.segment : encodeURIComponent(values.procedure);
     if (param === 'id' && op.path.includes('/deliveries/')) value = override?.param === param ? override.segment : encodeURIComponent(values.delivery);
@@ -187,17 +195,21 @@ describe('robustness: hostile input on every documented route', () => {
     for (const op of operations.filter((o) => o.bodyTypes.length > 0)) expect(() => validBody(op)).not.toThrow();
   });
 
-  it('refuses missing, malformed, unknown and revoked credentials with 401', async () => {
-    const failures: string[] = [];
-    for (const op of operations.filter((o) => !PUBLIC.has(`${o.method} ${o.path}`))) {
-      await check(failures, withBody(op), { status: [401], mentions: /credentials|Bearer/ });
-      await check(failures, withBody(op, { authorization: 'Basic YWRtaW46YWRtaW4=' }), { status: [401], mentions: /Bearer/ });
-      await check(failures, withBody(op, { authorization: 'Bearer cfk_not-a-real-key' }), { status: [401], mentions: /token|key/i });
-      await check(failures, withBody(op, { authorization: `Bearer ${fixture.revokedKey}` }), { status: [401], mentions: /revoked/ });
-      await check(failures, withBody(op, { cookie: 'cf_session=9999999999999.forged' }), { status: [401], mentions: /credentials/ });
-    }
-    expect(failures).toEqual([]);
-  }, HEAVY_TIMEOUT_MS);
+  it(
+    'refuses missing, malformed, unknown and revoked credentials with 401',
+    async () => {
+      const failures: string[] = [];
+      for (const op of operations.filter((o) => !PUBLIC.has(`${o.method} ${o.path}`))) {
+        await check(failures, withBody(op), { status: [401], mentions: /credentials|Bearer/ });
+        await check(failures, withBody(op, { authorization: 'Basic YWRtaW46YWRtaW4=' }), { status: [401], mentions: /Bearer/ });
+        await check(failures, withBody(op, { authorization: 'Bearer cfk_not-a-real-key' }), { status: [401], mentions: /token|key/i });
+        await check(failures, withBody(op, { authorization: `Bearer ${fixture.revokedKey}` }), { status: [401], mentions: /revoked/ });
+        await check(failures, withBody(op, { cookie: 'cf_session=9999999999999.forged' }), { status: [401], mentions: /credentials/ });
+      }
+      expect(failures).toEqual([]);
+    },
+    HEAVY_TIMEOUT_MS,
+  );
 
   it("answers another tenant's key with 404 (or 403 for admin calls) and changes nothing", async () => {
     const failures: string[] = [];
@@ -218,70 +230,79 @@ describe('robustness: hostile input on every documented route', () => {
     expect(still.body.running?.instanceId).toBe(fixture.values.iid);
   });
 
-  it('refuses odd path parameters (NUL, .., very long, negative, fractional, unknown) with a 4xx naming the parameter', async () => {
-    const failures: string[] = [];
-    for (const op of operations) {
-      for (const param of op.pathParams) {
-        const creates = CREATES_BY_NAME.has(`${op.method} ${op.path}:${param}`);
-        // The values of one parameter go out together (each is independent of the others) to keep the run short.
-        await Promise.all(
-          HOSTILE_SEGMENTS.map(async (segment) => {
-            const sent = { ...withBody(op, admin()), path: pathOf(op, { param, segment }) };
-            const status = await check(failures, sent, { mentions: PARAM_WORDS[param], allowSuccess: creates });
-            // A hostile value that is a valid name was created: remove it so later calls see only the fixture.
-            if (creates && status >= 200 && status < 300) await raw({ method: 'DELETE', path: sent.path, headers: admin() });
-          }),
-        );
-        for (const segment of DOT_SEGMENTS) {
-          await check(failures, { ...withBody(op, admin()), path: pathOf(op, { param, segment }) }, { allowRedirect: true, allowSuccess: true });
+  it(
+    'refuses odd path parameters (NUL, .., very long, negative, fractional, unknown) with a 4xx naming the parameter',
+    async () => {
+      const failures: string[] = [];
+      for (const op of operations) {
+        for (const param of op.pathParams) {
+          const creates = CREATES_BY_NAME.has(`${op.method} ${op.path}:${param}`);
+          // The values of one parameter go out together (each is independent of the others) to keep the run short.
+          await Promise.all(
+            HOSTILE_SEGMENTS.map(async (segment) => {
+              const sent = { ...withBody(op, admin()), path: pathOf(op, { param, segment }) };
+              const status = await check(failures, sent, { mentions: PARAM_WORDS[param], allowSuccess: creates });
+              // A hostile value that is a valid name was created: remove it so later calls see only the fixture.
+              if (creates && status >= 200 && status < 300) await raw({ method: 'DELETE', path: sent.path, headers: admin() });
+            }),
+          );
+          for (const segment of DOT_SEGMENTS) {
+            await check(failures, { ...withBody(op, admin()), path: pathOf(op, { param, segment }) }, { allowRedirect: true, allowSuccess: true });
+          }
         }
       }
-    }
-    expect(failures).toEqual([]);
-  }, HEAVY_TIMEOUT_MS);
+      expect(failures).toEqual([]);
+    },
+    HEAVY_TIMEOUT_MS,
+  );
 
-  it('refuses malformed, empty, mistyped and wrongly shaped JSON bodies with a 4xx naming the problem', async () => {
-    const failures: string[] = [];
-    for (const op of operations.filter((o) => o.bodyTypes.includes('application/json') && !o.bodyTypes.includes('text/plain'))) {
-      const { body } = validBody(op);
-      const send = (payload: string | Uint8Array, contentType = 'application/json') =>
-        ({ method: op.method, path: pathOf(op), headers: { ...admin(), 'content-type': contentType }, body: payload }) satisfies Sent;
-      await check(failures, send('{"name": '), { status: [400], mentions: /JSON/ });
-      await check(failures, send(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])), { status: [400], mentions: /JSON/ });
-      await check(failures, send('<tenant name="x"/>', 'text/xml'), { status: [415], mentions: 'text/xml' });
-      await check(failures, send('name=x', 'application/x-www-form-urlencoded'), { status: [415], mentions: 'application/x-www-form-urlencoded' });
-      await check(failures, send(''), { status: [400], mentions: /empty/ });
-      await check(failures, send('null'), { status: [400], mentions: /expected|body/ });
-      await check(failures, send('"a string"'), { status: [400], mentions: /expected|body/ });
-      await check(failures, send('9'.repeat(400)), { status: [400], mentions: /expected|body/ });
-      await check(failures, send('['.repeat(100_000) + ']'.repeat(100_000)), { status: [400], mentions: /expected|body|JSON/ });
-      await check(failures, send(JSON.stringify(Array.isArray(body) ? body[0] : [body])), { status: [400], mentions: /expected|body/ });
-      // Each top-level field in turn gets a value of the wrong type.
-      const sample = (Array.isArray(body) ? body[0] : body) as Record<string, unknown>;
-      for (const [field, value] of Object.entries(sample)) {
-        if (UNION_TYPED_FIELDS.has(`${op.method} ${op.path}:${field}`)) continue;
-        for (const wrong of wrongValues(value)) {
-          const mutated = { ...sample, [field]: wrong };
-          await check(failures, send(JSON.stringify(Array.isArray(body) ? [mutated] : mutated)), { status: [400], mentions: field });
+  it(
+    'refuses malformed, empty, mistyped and wrongly shaped JSON bodies with a 4xx naming the problem',
+    async () => {
+      const failures: string[] = [];
+      for (const op of operations.filter((o) => o.bodyTypes.includes('application/json') && !o.bodyTypes.includes('text/plain'))) {
+        const { body } = validBody(op);
+        const send = (payload: string | Uint8Array, contentType = 'application/json') =>
+          ({ method: op.method, path: pathOf(op), headers: { ...admin(), 'content-type': contentType }, body: payload }) satisfies Sent;
+        await check(failures, send('{"name": '), { status: [400], mentions: /JSON/ });
+        await check(failures, send(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])), { status: [400], mentions: /JSON/ });
+        await check(failures, send('<tenant name="x"/>', 'text/xml'), { status: [415], mentions: 'text/xml' });
+        await check(failures, send('name=x', 'application/x-www-form-urlencoded'), { status: [415], mentions: 'application/x-www-form-urlencoded' });
+        await check(failures, send(''), { status: [400], mentions: /empty/ });
+        await check(failures, send('null'), { status: [400], mentions: /expected|body/ });
+        await check(failures, send('"a string"'), { status: [400], mentions: /expected|body/ });
+        await check(failures, send('9'.repeat(400)), { status: [400], mentions: /expected|body/ });
+        await check(failures, send('['.repeat(100_000) + ']'.repeat(100_000)), { status: [400], mentions: /expected|body|JSON/ });
+        await check(failures, send(JSON.stringify(Array.isArray(body) ? body[0] : [body])), { status: [400], mentions: /expected|body/ });
+        // Each top-level field in turn gets a value of the wrong type.
+        const sample = (Array.isArray(body) ? body[0] : body) as Record<string, unknown>;
+        for (const [field, value] of Object.entries(sample)) {
+          if (UNION_TYPED_FIELDS.has(`${op.method} ${op.path}:${field}`)) continue;
+          for (const wrong of wrongValues(value)) {
+            const mutated = { ...sample, [field]: wrong };
+            await check(failures, send(JSON.stringify(Array.isArray(body) ? [mutated] : mutated)), { status: [400], mentions: field });
+          }
+        }
+        // Every string in the body with a NUL, a lone surrogate or 20,000 characters: refused or stored, never a 500.
+        for (const [path, mutatedBody] of stringMutations(body)) {
+          await check(failures, send(mutatedBody), { mentions: path.at(-1)!, allowSuccess: true });
+        }
+        // Every number in the body (ids, counts, cursors, versions) out of range or not whole.
+        for (const [path, mutatedBody] of numberMutations(body)) {
+          await check(failures, send(mutatedBody), { status: [400, 404], mentions: path.at(-1)! });
         }
       }
-      // Every string in the body with a NUL, a lone surrogate or 20,000 characters: refused or stored, never a 500.
-      for (const [path, mutatedBody] of stringMutations(body)) {
-        await check(failures, send(mutatedBody), { mentions: path.at(-1)!, allowSuccess: true });
-      }
-      // Every number in the body (ids, counts, cursors, versions) out of range or not whole.
-      for (const [path, mutatedBody] of numberMutations(body)) {
-        await check(failures, send(mutatedBody), { status: [400, 404], mentions: path.at(-1)! });
-      }
-    }
-    expect(failures).toEqual([]);
-  }, HEAVY_TIMEOUT_MS);
+      expect(failures).toEqual([]);
+    },
+    HEAVY_TIMEOUT_MS,
+  );
 
   it('refuses hostile crowd upload bodies with a 4xx naming the line or format, storing nothing', async () => {
     const failures: string[] = [];
     for (const op of operations.filter((o) => o.bodyTypes.includes('text/plain'))) {
       const path = pathOf(op, { param: 'name', segment: 'hostile-upload' });
-      const send = (payload: string | Uint8Array, contentType: string) => ({ method: op.method, path, headers: { ...admin(), 'content-type': contentType }, body: payload }) satisfies Sent;
+      const send = (payload: string | Uint8Array, contentType: string) =>
+        ({ method: op.method, path, headers: { ...admin(), 'content-type': contentType }, body: payload }) satisfies Sent;
       await check(failures, send('[1, 2', 'application/json'), { status: [400], mentions: /JSON/ });
       await check(failures, send('{"users": [1]}', 'application/json'), { status: [400], mentions: /array|JSON/ });
       await check(failures, send('1\nabc\n', 'text/plain'), { status: [400], mentions: 'abc' });
@@ -297,20 +318,34 @@ describe('robustness: hostile input on every documented route', () => {
     expect((await api('GET', `/tenants/${fixture.a.name}/crowds/hostile-upload`)).status).toBe(404);
   });
 
-  it('refuses hostile query values with a 4xx naming the parameter', async () => {
-    const failures: string[] = [];
-    for (const op of operations.filter((o) => o.query.length > 0)) {
-      for (const query of op.query) {
-        const values = query.numeric ? HOSTILE_NUMBERS : HOSTILE_STRINGS;
-        for (const value of values) {
-          const base = pathOf(op).replace(new RegExp(`([?&])${query.name}=[^&]*&?`), '$1').replace(/[?&]$/, '');
-          const path = `${base}${base.includes('?') ? '&' : '?'}${query.name}=${value}`;
-          // A free-text filter (a type, a workflow id) may match nothing: 200 with an empty list is right too.
-          await check(failures, { method: op.method, path, headers: admin() }, { mentions: query.name, allowSuccess: !query.numeric && query.name !== 'tenant' });
+  it(
+    'refuses hostile query values with a 4xx naming the parameter',
+    async () => {
+      const failures: string[] = [];
+      for (const op of operations.filter((o) => o.query.length > 0)) {
+        for (const query of op.query) {
+          const values = query.numeric ? HOSTILE_NUMBERS : HOSTILE_STRINGS;
+          for (const value of values) {
+            const base = pathOf(op)
+              .replace(new RegExp(`([?&])${query.name}=[^&]*&?`), '$1')
+              .replace(/[?&]$/, '');
+            const path = `${base}${base.includes('?') ? '&' : '?'}${query.name}=${value}`;
+            // A free-text filter (a type, a workflow id) may match nothing: 200 with an empty list is right too.
+            await check(
+              failures,
+              { method: op.method, path, headers: admin() },
+              { mentions: query.name, allowSuccess: !query.numeric && query.name !== 'tenant' },
+            );
+          }
         }
+        await check(
+          failures,
+          { method: op.method, path: `${pathOf(op)}${pathOf(op).includes('?') ? '&' : '?'}zzz=1`, headers: admin() },
+          { status: [400], mentions: 'zzz' },
+        );
       }
-      await check(failures, { method: op.method, path: `${pathOf(op)}${pathOf(op).includes('?') ? '&' : '?'}zzz=1`, headers: admin() }, { status: [400], mentions: 'zzz' });
-    }
-    expect(failures).toEqual([]);
-  }, HEAVY_TIMEOUT_MS);
+      expect(failures).toEqual([]);
+    },
+    HEAVY_TIMEOUT_MS,
+  );
 });

@@ -40,7 +40,13 @@ describe('studio sessions', () => {
     const port = await freePort();
     let log = '';
     const child = spawn(process.execPath, ['node_modules/next/dist/bin/next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
-      env: { ...process.env, DATABASE_URL: inject('serverDatabaseUrl'), CROWDFLOW_ADMIN_TOKEN: `rotated-${uniqueName('token')}`, CROWDFLOW_ENGINE: 'off', NODE_ENV: 'production' },
+      env: {
+        ...process.env,
+        DATABASE_URL: inject('serverDatabaseUrl'),
+        CROWDFLOW_ADMIN_TOKEN: `rotated-${uniqueName('token')}`,
+        CROWDFLOW_ENGINE: 'off',
+        NODE_ENV: 'production',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.on('data', (d) => (log += d));
@@ -65,9 +71,15 @@ describe('cross-site request forgery', () => {
     const cookie = await signIn();
     const name = uniqueName('csrf');
     const body = JSON.stringify({ name });
-    const attempt = (headers: Record<string, string>, payload: string | undefined = body) => api('POST', '/tenants', { token: null, body: payload, headers: { cookie, ...headers } });
-    expect(expectError(await attempt({ origin: 'http://127.0.0.1:8099', 'sec-fetch-site': 'same-site', 'content-type': 'application/json' }), 403, 'forbidden').message).toMatch(/Cross-origin/);
-    expect(expectError(await attempt({ origin: 'http://127.0.0.1:8099', 'content-type': 'application/json' }), 403, 'forbidden').message).toMatch(/127\.0\.0\.1:8099/);
+    const attempt = (headers: Record<string, string>, payload: string | undefined = body) =>
+      api('POST', '/tenants', { token: null, body: payload, headers: { cookie, ...headers } });
+    expect(
+      expectError(await attempt({ origin: 'http://127.0.0.1:8099', 'sec-fetch-site': 'same-site', 'content-type': 'application/json' }), 403, 'forbidden')
+        .message,
+    ).toMatch(/Cross-origin/);
+    expect(expectError(await attempt({ origin: 'http://127.0.0.1:8099', 'content-type': 'application/json' }), 403, 'forbidden').message).toMatch(
+      /127\.0\.0\.1:8099/,
+    );
     expect(expectError(await attempt({ origin: 'null', 'content-type': 'application/json' }), 403, 'forbidden').message).toMatch(/Cross-origin/);
     expect(expectError(await attempt({ 'content-type': 'application/json' }), 403, 'forbidden').message).toMatch(/Origin/);
     expect(expectError(await attempt({ ...sameOrigin(), 'content-type': 'text/plain' }), 415, 'unsupported_media_type').message).toMatch(/application\/json/);
@@ -81,7 +93,10 @@ describe('cross-site request forgery', () => {
 
   it('leaves bearer-token requests alone', async () => {
     const name = uniqueName('bearer');
-    const created = await api('POST', '/tenants', { body: JSON.stringify({ name }), headers: { origin: 'http://127.0.0.1:8099', 'sec-fetch-site': 'cross-site', 'content-type': 'application/json' } });
+    const created = await api('POST', '/tenants', {
+      body: JSON.stringify({ name }),
+      headers: { origin: 'http://127.0.0.1:8099', 'sec-fetch-site': 'cross-site', 'content-type': 'application/json' },
+    });
     expect(created.status).toBe(201);
   });
 });

@@ -6,7 +6,15 @@ import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
 // a step that sends to it too; the server's own pump and procedure runner deliver to a real local receiver.
 const journey = {
   steps: [
-    { name: 'welcome', kind: 'branch', enterAction: 'webhook:crm', branches: [{ condition: 'event.type == "buy"', next: 'bought' }, { condition: 'false', next: 'bought' }] },
+    {
+      name: 'welcome',
+      kind: 'branch',
+      enterAction: 'webhook:crm',
+      branches: [
+        { condition: 'event.type == "buy"', next: 'bought' },
+        { condition: 'false', next: 'bought' },
+      ],
+    },
     { name: 'bought', kind: 'direct', enterAction: 'send_receipt,webhook:crm' },
   ],
 };
@@ -33,11 +41,21 @@ describe('webhook destinations', () => {
     let secret = '';
     const receiver = await startReceiver({ secret: () => secret, now: () => Date.now(), seed: 7 });
     receivers.push(receiver);
-    const created = await api('POST', `${base}/webhooks`, { token: tenant.key, body: { name: 'crm', url: 'http://127.0.0.1:9/not-yet', batchSize: 2, headers: { 'X-Receiver-Token': 'abc' } } });
+    const created = await api('POST', `${base}/webhooks`, {
+      token: tenant.key,
+      body: { name: 'crm', url: 'http://127.0.0.1:9/not-yet', batchSize: 2, headers: { 'X-Receiver-Token': 'abc' } },
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     secret = created.body.secret;
     expect(secret).toMatch(/^whsec_/);
-    expect(created.body).toMatchObject({ name: 'crm', headerNames: ['X-Receiver-Token'], secretSet: true, batchSize: 2, allNotifications: false, actionTag: 'webhook:crm' });
+    expect(created.body).toMatchObject({
+      name: 'crm',
+      headerNames: ['X-Receiver-Token'],
+      secretSet: true,
+      batchSize: 2,
+      allNotifications: false,
+      actionTag: 'webhook:crm',
+    });
     const shown = await api('GET', `${base}/webhooks/crm`, { token: tenant.key });
     expect(shown.status).toBe(200);
     expect(JSON.stringify(shown.body)).not.toContain(secret);
@@ -49,13 +67,26 @@ describe('webhook destinations', () => {
     const workflow = await api('POST', `${base}/workflows`, { body: { name: 'hooked', definition: journey } });
     expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
     expect((await api('POST', `${base}/workflows/${workflow.body.id}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
-    await until(async () => receiver.delivered.size, (n) => n >= 3, 'the start to be delivered in 3 batches of ≤ 2');
+    await until(
+      async () => receiver.delivered.size,
+      (n) => n >= 3,
+      'the start to be delivered in 3 batches of ≤ 2',
+    );
     const events = await api('POST', '/events', { token: tenant.key, body: { tenant: tenant.name, events: [{ user: 1, type: 'buy' }] } });
     expect(events.status).toBe(202);
-    const bodies = await until(async () => [...receiver.delivered.values()].map((b) => JSON.parse(b)), (b) => b.length >= 4, 'the move of user 1');
+    const bodies = await until(
+      async () => [...receiver.delivered.values()].map((b) => JSON.parse(b)),
+      (b) => b.length >= 4,
+      'the move of user 1',
+    );
     expect(receiver.received.every((r) => r.verified)).toBe(true);
     const moves = bodies.flatMap((b) => b.moves);
-    expect(moves.filter((m) => m.to === 'welcome').flatMap((m) => m.users).sort()).toEqual([1, 2, 3, 4, 5]);
+    expect(
+      moves
+        .filter((m) => m.to === 'welcome')
+        .flatMap((m) => m.users)
+        .sort(),
+    ).toEqual([1, 2, 3, 4, 5]);
     expect(moves.filter((m) => m.to === 'bought')).toMatchObject([{ from: 'welcome', users: [1], enterAction: 'send_receipt,webhook:crm' }]);
 
     const log = await until(
@@ -68,12 +99,22 @@ describe('webhook destinations', () => {
     const rest = await api('GET', `${base}/webhooks/crm/deliveries?limit=3&before=${page.body.next}`, { token: tenant.key });
     expect(rest.body.deliveries.map((d: { id: string }) => d.id)).toEqual([log.deliveries[3].id]);
     const one = await api('GET', `${base}/webhooks/crm/deliveries/${log.deliveries[0].id}`, { token: tenant.key });
-    expect(one.body).toMatchObject({ id: log.deliveries[0].id, status: 'delivered', attempts: 1, lastStatus: 200, body: { id: log.deliveries[0].id, destination: 'crm' } });
+    expect(one.body).toMatchObject({
+      id: log.deliveries[0].id,
+      status: 'delivered',
+      attempts: 1,
+      lastStatus: 200,
+      body: { id: log.deliveries[0].id, destination: 'crm' },
+    });
 
     const replay = await api('POST', `${base}/webhooks/crm/deliveries/${log.deliveries[0].id}/replay`, { token: tenant.key });
     expect(replay.status, JSON.stringify(replay.body)).toBe(202);
     expect(replay.body).toMatchObject({ status: 'pending', replays: 1 });
-    await until(async () => receiver.received.filter((r) => r.id === log.deliveries[0].id).length, (n) => n === 2, 'the replay');
+    await until(
+      async () => receiver.received.filter((r) => r.id === log.deliveries[0].id).length,
+      (n) => n === 2,
+      'the replay',
+    );
 
     expect((await api('DELETE', `${base}/webhooks/crm`, { token: tenant.key })).status).toBe(204);
     expectError(await api('GET', `${base}/webhooks/crm/deliveries`, { token: tenant.key }), 404, 'not_found');
@@ -88,8 +129,12 @@ describe('webhook destinations', () => {
     expect(expectError(await post({ name: 'a', url: 'https://user:pw@example.com/' }), 400, 'validation_failed').message).toMatch(/credentials/);
     expect(expectError(await post({ name: 'a', url: 'https://example.com/', batchSize: 0 }), 400, 'validation_failed').message).toMatch(/^batchSize/);
     expect(expectError(await post({ name: 'a', url: 'https://example.com/', timeoutMs: 60_000 }), 400, 'validation_failed').message).toMatch(/^timeoutMs/);
-    expect(expectError(await post({ name: 'a', url: 'https://example.com/', headers: { 'Content-Type': 'text/plain' } }), 400, 'validation_failed').message).toMatch(/set by Crowdflow/);
-    expect(expectError(await post({ name: 'a', url: 'https://example.com/', headers: { 'X-A': 'a\r\nb' } }), 400, 'validation_failed').message).toMatch(/line breaks/);
+    expect(
+      expectError(await post({ name: 'a', url: 'https://example.com/', headers: { 'Content-Type': 'text/plain' } }), 400, 'validation_failed').message,
+    ).toMatch(/set by Crowdflow/);
+    expect(expectError(await post({ name: 'a', url: 'https://example.com/', headers: { 'X-A': 'a\r\nb' } }), 400, 'validation_failed').message).toMatch(
+      /line breaks/,
+    );
     expect(expectError(await post({ name: 'a', url: 'https://example.com/', secret: 'short' }), 400, 'validation_failed').message).toMatch(/^secret/);
     expect(expectError(await post({ name: '../x', url: 'https://example.com/' }), 400, 'validation_failed').message).toMatch(/^name/);
     expect((await post({ name: 'a', url: 'https://example.com/', secret: 'whsec_given-by-the-caller-000' })).body.secret).toBeUndefined();
@@ -99,7 +144,9 @@ describe('webhook destinations', () => {
     expect(expectError(await api('GET', `${base}/webhooks/a/deliveries/bogus`, { token: tenant.key }), 400, 'validation_failed').message).toMatch(/^id/);
     expectError(await api('GET', `${base}/webhooks/a/deliveries/wh_0123456789abcdef-1-0`, { token: tenant.key }), 404, 'not_found');
     expectError(await api('POST', `${base}/webhooks/a/deliveries/wh_0123456789abcdef-1-0/replay`, { token: tenant.key }), 404, 'not_found');
-    expect(expectError(await api('GET', `${base}/webhooks/a/deliveries?status=lost`, { token: tenant.key }), 400, 'validation_failed').message).toMatch(/^status/);
+    expect(expectError(await api('GET', `${base}/webhooks/a/deliveries?status=lost`, { token: tenant.key }), 400, 'validation_failed').message).toMatch(
+      /^status/,
+    );
     expectError(await api('GET', `${base}/webhooks/a`, { token: other.key }), 404, 'not_found');
     expectError(await api('GET', `${base}/webhooks`, { token: null }), 401, 'unauthorized');
   });

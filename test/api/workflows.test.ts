@@ -15,7 +15,14 @@ const definition = {
     },
     { name: 'nightly', kind: 'timer', cron: '0 0 21 * * *', next: 'wait' },
     { name: 'wait', kind: 'delay', after: '2h', next: 'coin' },
-    { name: 'coin', kind: 'split', paths: [{ percent: 50, next: 'thanks' }, { percent: 50, next: 'both' }] },
+    {
+      name: 'coin',
+      kind: 'split',
+      paths: [
+        { percent: 50, next: 'thanks' },
+        { percent: 50, next: 'both' },
+      ],
+    },
     { name: 'both', kind: 'parallel', actions: ['email', 'push'], next: 'thanks' },
     { name: 'thanks', kind: 'direct', enterAction: 'thank_you' },
   ],
@@ -55,13 +62,25 @@ describe('workflows API', () => {
 
   it('saves a schedule naming a crowd the tenant does not have, with an unknown_crowd warning until it exists', async () => {
     const tenant = await createTenant();
-    const created = await api('POST', base(tenant.name), { body: { name: uniqueName('later'), definition, schedule: { ...schedule, catchUp: 'latest', startingDeadlineSeconds: 600 } } });
+    const created = await api('POST', base(tenant.name), {
+      body: { name: uniqueName('later'), definition, schedule: { ...schedule, catchUp: 'latest', startingDeadlineSeconds: 600 } },
+    });
     expect(created.status).toBe(201);
     expect(created.body.schedule).toEqual({ ...schedule, catchUp: 'latest', startingDeadlineSeconds: 600 });
-    expect(created.body.warnings).toEqual([{ step: null, code: 'unknown_crowd', message: `Schedule crowd "weekly" does not exist in tenant "${tenant.name}"; its firings will fail until it is uploaded` }]);
+    expect(created.body.warnings).toEqual([
+      {
+        step: null,
+        code: 'unknown_crowd',
+        message: `Schedule crowd "weekly" does not exist in tenant "${tenant.name}"; its firings will fail until it is uploaded`,
+      },
+    ]);
     expect((await api('PUT', `/tenants/${tenant.name}/crowds/weekly`, { body: '1\n2', headers: { 'content-type': 'text/plain' } })).status).toBe(201);
     expect((await api('PUT', `${base(tenant.name)}/${created.body.id}`, { body: { schedule } })).body).toMatchObject({ schedule: savedSchedule, warnings: [] });
-    const refused = expectError(await api('POST', base(tenant.name), { body: { name: 'x', definition, schedule: { ...schedule, catchUp: 'all' } } }), 400, 'invalid_workflow');
+    const refused = expectError(
+      await api('POST', base(tenant.name), { body: { name: 'x', definition, schedule: { ...schedule, catchUp: 'all' } } }),
+      400,
+      'invalid_workflow',
+    );
     expect(refused.message).toMatch(/catchUp/);
   });
 
@@ -119,9 +138,7 @@ describe('workflows API', () => {
     const tenant = await createTenant();
     const created = await create(tenant.name);
     const path = `${base(tenant.name)}/${created.id}`;
-    const saves = await Promise.all(
-      [1, 2, 3, 4, 5].map((n) => api('PUT', path, { body: { definition: { steps: [{ name: `only_${n}`, kind: 'direct' }] } } })),
-    );
+    const saves = await Promise.all([1, 2, 3, 4, 5].map((n) => api('PUT', path, { body: { definition: { steps: [{ name: `only_${n}`, kind: 'direct' }] } } })));
     expect(saves.map((s) => s.status)).toEqual([200, 200, 200, 200, 200]);
     const versions = await api('GET', `${path}/versions`);
     expect(versions.body.current).toBe(6);
@@ -147,7 +164,9 @@ describe('workflows API', () => {
       ['entry:bad_condition', 'entry:unknown_next', 'twin:bad_cron', 'twin:bad_duration', 'twin:duplicate_step', 'twin:unreachable', 'null:bad_cron'].sort(),
     );
     expect(error.message).toMatch(/^The workflow has 7 problems: /);
-    expect(problems.find((p) => p.code === 'unknown_next')!.message).toBe('Step "entry" branches[0].next points at "gone", which is not a step of this workflow');
+    expect(problems.find((p) => p.code === 'unknown_next')!.message).toBe(
+      'Step "entry" branches[0].next points at "gone", which is not a step of this workflow',
+    );
     expectError(await api('GET', `${base(tenant.name)}/${encodeURIComponent(name)}`), 404, 'not_found');
     expect((await api('GET', base(tenant.name))).body.workflows).toEqual([]);
 
@@ -179,10 +198,18 @@ describe('workflows API', () => {
     expect(expectError(await api('POST', path, { body: { name: 42, definition } }), 400, 'validation_failed').message).toMatch(/^name: /);
     expect(expectError(await api('POST', path, { body: { name: 'no-definition' } }), 400, 'validation_failed').message).toMatch(/^definition: /);
     expect(expectError(await api('POST', path, { body: { name: 'x', definition, owner: 'me' } }), 400, 'validation_failed').message).toMatch(/owner/);
-    expect(expectError(await api('POST', path, { body: { name: 'x', definition, draft: { positions: { a: { x: 'left' } } } } }), 400, 'validation_failed').message).toMatch(/^draft\.positions\.a\.x: /);
+    expect(
+      expectError(await api('POST', path, { body: { name: 'x', definition, draft: { positions: { a: { x: 'left' } } } } }), 400, 'validation_failed').message,
+    ).toMatch(/^draft\.positions\.a\.x: /);
     const notAnObject = expectError(await api('POST', path, { body: { name: 'x', definition: [1, 2] } }), 400, 'invalid_workflow');
-    expect(notAnObject.details).toEqual({ problems: [{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Workflow definition: .*expected object/) }] });
-    const badSchedule = expectError(await api('POST', path, { body: { name: 'x', definition, schedule: { cron: '0 0 8 * * *', crowd: 7 } } }), 400, 'invalid_workflow');
+    expect(notAnObject.details).toEqual({
+      problems: [{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Workflow definition: .*expected object/) }],
+    });
+    const badSchedule = expectError(
+      await api('POST', path, { body: { name: 'x', definition, schedule: { cron: '0 0 8 * * *', crowd: 7 } } }),
+      400,
+      'invalid_workflow',
+    );
     expect(badSchedule.details).toEqual({ problems: [{ step: null, code: 'invalid_field', message: expect.stringMatching(/^Schedule crowd: /) }] });
 
     const huge = { steps: [{ name: 'e', kind: 'branch', branches: Array.from({ length: 30_000 }, () => ({ condition: 'event.type == "x"', next: 'e' })) }] };
@@ -226,7 +253,13 @@ describe('workflows API', () => {
     expectError(await api('GET', base(b.name), { token: a.key }), 404, 'not_found');
     expectError(await api('POST', base(b.name), { token: a.key, body: { name: 'x', definition } }), 404, 'not_found');
     // Even addressed through A's own tenant, B's workflow id is not found.
-    for (const [method, suffix] of [['GET', ''], ['PUT', ''], ['DELETE', ''], ['GET', '/versions'], ['GET', '/versions/1']]) {
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['PUT', ''],
+      ['DELETE', ''],
+      ['GET', '/versions'],
+      ['GET', '/versions/1'],
+    ]) {
       expectError(await api(method, `${base(a.name)}/${mine.id}${suffix}`, { token: a.key, body: method === 'PUT' ? { draft } : undefined }), 404, 'not_found');
       expectError(await api(method, `${base(b.name)}/${mine.id}${suffix}`, { token: a.key, body: method === 'PUT' ? { draft } : undefined }), 404, 'not_found');
     }

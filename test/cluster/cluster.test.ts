@@ -21,7 +21,14 @@ const SEED = 17;
 
 const workflow = {
   steps: [
-    { name: 'waiting', kind: 'branch', branches: [{ condition: 'event.type == "purchase"', next: 'bought' }, { condition: 'true', next: 'other' }] },
+    {
+      name: 'waiting',
+      kind: 'branch',
+      branches: [
+        { condition: 'event.type == "purchase"', next: 'bought' },
+        { condition: 'true', next: 'other' },
+      ],
+    },
     { name: 'bought', kind: 'direct' },
     { name: 'other', kind: 'direct' },
   ],
@@ -99,7 +106,10 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
 
   /** Owner of each partition of the tenant (null: released). */
   async function owners(tenantId: string): Promise<(string | null)[]> {
-    const { rows } = await sql.query<{ partition: number; owner: string | null }>(`SELECT "partition", "owner" FROM "${schema}"."PartitionState" WHERE "tenantId" = $1 ORDER BY "partition"`, [tenantId]);
+    const { rows } = await sql.query<{ partition: number; owner: string | null }>(
+      `SELECT "partition", "owner" FROM "${schema}"."PartitionState" WHERE "tenantId" = $1 ORDER BY "partition"`,
+      [tenantId],
+    );
     return rows.map((r) => r.owner);
   }
 
@@ -140,7 +150,9 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
     const started = await call(members[2], 'POST', `/tenants/acme/workflows/${created.body.id}/start`, { crowd: 'everyone' });
     expect(started.status, JSON.stringify(started.body)).toBe(202);
     const instanceId: string = started.body.instanceId;
-    await waitFor('the instance running', async () => ((await call(any(), 'GET', `/tenants/acme/instances/${instanceId}`)).body?.state === 'running' ? true : undefined));
+    await waitFor('the instance running', async () =>
+      (await call(any(), 'GET', `/tenants/acme/instances/${instanceId}`)).body?.state === 'running' ? true : undefined,
+    );
     await balanced(tenantId);
 
     const sent = new Set<number>();
@@ -209,27 +221,49 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
         const journal = await sql.query(`SELECT COUNT(*) AS n FROM "${schema}"."Journal" WHERE "instanceId" = $1 AND "toStep" = 'bought'`, [instanceId]);
         const state = await sql.query(`SELECT * FROM "${schema}"."PartitionState" WHERE "tenantId" = $1 ORDER BY "partition"`, [tenantId]);
         const figures = await sql.query(`SELECT "partition", "epoch", "version", "counts" FROM "${schema}"."ShardCounts" ORDER BY "partition"`);
-        throw new Error(`${error.message}; last ${JSON.stringify(last?.body)}; journal bought ${JSON.stringify(journal.rows)}; state ${JSON.stringify(state.rows)}; figures ${JSON.stringify(figures.rows)}; members ${JSON.stringify(live().map((m) => m.name))}`);
+        throw new Error(
+          `${error.message}; last ${JSON.stringify(last?.body)}; journal bought ${JSON.stringify(journal.rows)}; state ${JSON.stringify(state.rows)}; figures ${JSON.stringify(figures.rows)}; members ${JSON.stringify(live().map((m) => m.name))}`,
+        );
       });
     }
     // Counts are published after each commit, but may already include a batch whose commit is in flight: wait for it.
-    const rows = await waitFor('every move in the journal', async () => {
-      const { rows } = await sql.query<{ user: string; moves: string }>(
-        `SELECT "user", COUNT(*) AS "moves" FROM "${schema}"."Journal" WHERE "instanceId" = $1 AND "toStep" = 'bought' GROUP BY "user"`,
-        [instanceId],
-      );
-      return rows.length >= USERS ? rows : undefined;
-    }, 10_000).catch(async () => (await sql.query<{ user: string; moves: string }>(`SELECT "user", COUNT(*) AS "moves" FROM "${schema}"."Journal" WHERE "instanceId" = $1 AND "toStep" = 'bought' GROUP BY "user"`, [instanceId])).rows);
+    const rows = await waitFor(
+      'every move in the journal',
+      async () => {
+        const { rows } = await sql.query<{ user: string; moves: string }>(
+          `SELECT "user", COUNT(*) AS "moves" FROM "${schema}"."Journal" WHERE "instanceId" = $1 AND "toStep" = 'bought' GROUP BY "user"`,
+          [instanceId],
+        );
+        return rows.length >= USERS ? rows : undefined;
+      },
+      10_000,
+    ).catch(
+      async () =>
+        (
+          await sql.query<{ user: string; moves: string }>(
+            `SELECT "user", COUNT(*) AS "moves" FROM "${schema}"."Journal" WHERE "instanceId" = $1 AND "toStep" = 'bought' GROUP BY "user"`,
+            [instanceId],
+          )
+        ).rows,
+    );
     const missing = users.filter((u) => !rows.some((r) => Number(r.user) === u));
-    const detail = await sql.query(`SELECT "seq", "user", "partition", "fromStep", "toStep", "count", "user" IS NULL AS bulk FROM "${schema}"."Journal" WHERE "instanceId" = $1 AND ("user" = ANY($2) OR "user" IS NULL) ORDER BY "seq"`, [instanceId, missing.slice(0, 10)]);
-    expect(rows.length, `missing ${JSON.stringify(missing)} (partitions ${JSON.stringify(missing.map((u) => u % PARTITIONS))}); journal ${JSON.stringify(detail.rows)}`).toBe(USERS);
+    const detail = await sql.query(
+      `SELECT "seq", "user", "partition", "fromStep", "toStep", "count", "user" IS NULL AS bulk FROM "${schema}"."Journal" WHERE "instanceId" = $1 AND ("user" = ANY($2) OR "user" IS NULL) ORDER BY "seq"`,
+      [instanceId, missing.slice(0, 10)],
+    );
+    expect(
+      rows.length,
+      `missing ${JSON.stringify(missing)} (partitions ${JSON.stringify(missing.map((u) => u % PARTITIONS))}); journal ${JSON.stringify(detail.rows)}`,
+    ).toBe(USERS);
     expect(rows.every((r) => Number(r.moves) === 1)).toBe(true);
     expect(new Set(rows.map((r) => Number(r.user)))).toEqual(new Set(users));
     // A revoked key stops working on every member at once (cluster notices clear their key caches).
     const key = await call(first.alive ? first : live()[0], 'POST', '/tenants/acme/keys', { name: 'short-lived', scopes: ['read'] });
     expect(key.status).toBe(201);
     const withKey = (member: Member) =>
-      fetch(`${member.server.baseUrl}/api/v1/tenants/acme/instances/${instanceId}/counts`, { headers: { authorization: `Bearer ${key.body.secret}` } }).then((r) => r.status);
+      fetch(`${member.server.baseUrl}/api/v1/tenants/acme/instances/${instanceId}/counts`, { headers: { authorization: `Bearer ${key.body.secret}` } }).then(
+        (r) => r.status,
+      );
     for (const member of live()) expect(await withKey(member)).toBe(200);
     expect((await call(live()[0], 'DELETE', `/tenants/acme/keys/${key.body.id}`)).status).toBeLessThan(300);
     const revokedAt = Date.now();

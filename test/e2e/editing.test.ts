@@ -45,7 +45,9 @@ describe('editing a workflow as a marketer', () => {
       const put = await api('PUT', `/tenants/${tenant.name}/crowds/${crowd}`, { body: '1\n2\n3', headers: { 'content-type': 'text/plain' } });
       expect(put.status).toBe(201);
     }
-    const created = await api('POST', `/tenants/${tenant.name}/workflows`, { body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft } });
+    const created = await api('POST', `/tenants/${tenant.name}/workflows`, {
+      body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft },
+    });
     expect(created.status).toBe(201);
     workflowId = created.body.id;
     browser = await launch();
@@ -93,10 +95,14 @@ describe('editing a workflow as a marketer', () => {
     const crowd = branch.locator('[data-testid=rule-value]').last();
     expect(await crowd.getAttribute('aria-label')).toBe('Crowd');
     const listId = (await crowd.getAttribute('list'))!;
-    await eventually(() => page.locator(`datalist[id="${listId}"] option`).evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value))).toEqual(['engaged', 'vip']);
+    await eventually(() =>
+      page.locator(`datalist[id="${listId}"] option`).evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value)),
+    ).toEqual(['engaged', 'vip']);
     expect(await branch.locator('[data-testid=cel-error]').textContent()).toBe('Pick the crowd for “In crowd”');
     await typeInto(crowd, 'vip');
-    await eventually(() => branch.locator('[data-testid=cel-preview]').textContent()).toBe('event.type == "purchase" && profile.plan == "pro" && inCrowd("vip")');
+    await eventually(() => branch.locator('[data-testid=cel-preview]').textContent()).toBe(
+      'event.type == "purchase" && profile.plan == "pro" && inCrowd("vip")',
+    );
 
     // "Profile attribute…" leaves "profile." to be finished, and says so meanwhile
     await branch.locator('.ruleGroup-addRule').click();
@@ -105,7 +111,9 @@ describe('editing a workflow as a marketer', () => {
     expect(await branch.locator('[data-testid=cel-error]').textContent()).toBe('Finish the field name: profile.<name>');
     await third.pressSequentially('country', { delay: 15 });
     await typeInto(branch.locator('[data-testid=rule-value]').last(), 'NL');
-    await eventually(() => branch.locator('[data-testid=cel-preview]').textContent()).toBe('event.type == "purchase" && profile.plan == "pro" && inCrowd("vip") && profile.country == "NL"');
+    await eventually(() => branch.locator('[data-testid=cel-preview]').textContent()).toBe(
+      'event.type == "purchase" && profile.plan == "pro" && inCrowd("vip") && profile.country == "NL"',
+    );
     expect(await branch.locator('[data-testid=condition-editor]').getAttribute('data-mode')).toBe('builder');
     await eventually(() => problemsOf('welcome').count()).toBe(0);
     await shot('03-rules-done');

@@ -25,10 +25,14 @@ describe('the inspector', () => {
     const lines = Array.from({ length: USERS }, (_, user) => JSON.stringify({ user, attributes: profileOf(user) })).join('\n');
     const imported = await api('POST', `/tenants/${tenant.name}/profiles/import`, { body: lines, headers: { 'content-type': 'application/x-ndjson' } });
     expect(imported.status, JSON.stringify(imported.body)).toBe(200);
-    expect((await api('PUT', `/tenants/${tenant.name}/crowds/engaged`, { body: ENGAGED.join('\n'), headers: { 'content-type': 'text/plain' } })).status).toBe(201);
+    expect((await api('PUT', `/tenants/${tenant.name}/crowds/engaged`, { body: ENGAGED.join('\n'), headers: { 'content-type': 'text/plain' } })).status).toBe(
+      201,
+    );
     const events = [...[1, 2, 3].map((user) => ({ user, type: 'purchase' })), ...[4, 5, 6, 7, 8].map((user) => ({ user, type: 'open' }))];
     expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
-    const created = await api('POST', `/tenants/${tenant.name}/workflows`, { body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft } });
+    const created = await api('POST', `/tenants/${tenant.name}/workflows`, {
+      body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft },
+    });
     expect(created.status).toBe(201);
     workflowId = created.body.id;
     browser = await launch();
@@ -58,7 +62,10 @@ describe('the inspector', () => {
     for (let i = 0; i < boxes.length; i++) {
       for (let j = i + 1; j < boxes.length; j++) {
         const [a, b] = [boxes[i], boxes[j]];
-        expect(a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height, `${nodes[i].data.name} / ${nodes[j].data.name}`).toBe(false);
+        expect(
+          a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height,
+          `${nodes[i].data.name} / ${nodes[j].data.name}`,
+        ).toBe(false);
       }
     }
     await shot('01-demo-layout');
@@ -67,13 +74,20 @@ describe('the inspector', () => {
   it('shows under a condition how many users match now, and that it runs as a bitmap plan, with why', async () => {
     await selectStep(page, 'nurture');
     const expected = ENGAGED.length + Array.from({ length: USERS }, (_, user) => profileOf(user)).filter((p) => p.country === 'NL' && p.age >= 30).length;
-    await eventually(() => page.locator('[data-testid=audience]').textContent()).toBe(`${expected.toLocaleString('en-US')} users match now (of ${(USERS + ENGAGED.length).toLocaleString('en-US')})`);
+    await eventually(() => page.locator('[data-testid=audience]').textContent()).toBe(
+      `${expected.toLocaleString('en-US')} users match now (of ${(USERS + ENGAGED.length).toLocaleString('en-US')})`,
+    );
     const explain = page.locator('[data-testid=explain]');
     await eventually(() => explain.getAttribute('data-mode')).toBe('plan');
     expect(await page.locator('[data-testid=explain-mode]').textContent()).toBe('Bitmap plan');
     await explain.locator('summary').click();
     expect(await page.locator('[data-testid=explain-reason]').textContent()).toContain('bitmap plan');
-    expect(await explain.locator('li').allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/^profile\.age >= 30: range over the bit-sliced index/), expect.stringMatching(/^profile\.country == "NL": equality bitmap/)]));
+    expect(await explain.locator('li').allTextContents()).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^profile\.age >= 30: range over the bit-sliced index/),
+        expect.stringMatching(/^profile\.country == "NL": equality bitmap/),
+      ]),
+    );
     await shot('02-explain-plan');
 
     // an edit is explained again: event.* can only be answered per user, when the event arrives
@@ -96,17 +110,16 @@ describe('the inspector', () => {
     const branch = page.locator('[data-testid=branch-1]');
     const value = branch.locator('[data-testid=rule-value]').first();
     const listId = (await value.getAttribute('list'))!;
-    await eventually(() => page.locator(`datalist[id="${listId}"] option`).evaluateAll((options) => options.map((o) => `${(o as HTMLOptionElement).value}: ${o.textContent}`))).toEqual([
-      'open: 5 events recently',
-      'purchase: 3 events recently',
-    ]);
+    await eventually(() =>
+      page.locator(`datalist[id="${listId}"] option`).evaluateAll((options) => options.map((o) => `${(o as HTMLOptionElement).value}: ${o.textContent}`)),
+    ).toEqual(['open: 5 events recently', 'purchase: 3 events recently']);
     // a profile field's value box offers its most common values, with how many users have each
     const planList = (await branch.locator('[data-testid=rule-value]').nth(1).getAttribute('list'))!;
-    expect(await page.locator(`datalist[id="${planList}"] option`).evaluateAll((options) => options.map((o) => `${(o as HTMLOptionElement).value}: ${o.textContent}`))).toEqual([
-      'free: 334 users',
-      'pro: 333 users',
-      'team: 333 users',
-    ]);
+    expect(
+      await page
+        .locator(`datalist[id="${planList}"] option`)
+        .evaluateAll((options) => options.map((o) => `${(o as HTMLOptionElement).value}: ${o.textContent}`)),
+    ).toEqual(['free: 334 users', 'pro: 333 users', 'team: 333 users']);
     const fields = branch.locator('[data-testid=rule-field]');
     expect(await fields.evaluateAll((inputs) => inputs.map((i) => (i as HTMLInputElement).value))).toEqual(['event.type', 'profile.plan']);
     // nothing cut off: each field box is as wide as its text

@@ -58,7 +58,9 @@ describe('event-triggered entry and goal in the studio', () => {
     await page.click('[data-testid=start]');
     expect(await page.locator('[data-testid=start-trigger-note]').textContent()).toContain('“signup”');
     await page.click('[data-testid=start-confirm]');
-    await eventually(() => page.locator('[data-testid=start-result]').textContent(), 20_000).toContain('Started without a crowd; users enter on “signup” events');
+    await eventually(() => page.locator('[data-testid=start-result]').textContent(), 20_000).toContain(
+      'Started without a crowd; users enter on “signup” events',
+    );
     await page.click('[data-testid=start-dialog] >> text=Close');
 
     const events = [1, 2, 3].map((user) => ({ user, type: 'signup' })).concat([{ user: 1, type: 'purchase' }]);
@@ -66,7 +68,11 @@ describe('event-triggered entry and goal in the studio', () => {
     const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
     await eventually(() => count('done'), 10_000).toBe('3');
     const running = (await api('GET', `/tenants/${tenant.name}/workflows/${workflowId}`)).body.running.instanceId;
-    expect((await api('GET', `/tenants/${tenant.name}/instances/${running}/counts`)).body).toMatchObject({ entered: 3, converted: 1, convertedFrom: { done: 1 } });
+    expect((await api('GET', `/tenants/${tenant.name}/instances/${running}/counts`)).body).toMatchObject({
+      entered: 3,
+      converted: 1,
+      convertedFrom: { done: 1 },
+    });
 
     // The instance was sampled when it started; the chart draws the samples.
     await page.click('[data-testid=chart]');

@@ -40,7 +40,15 @@ describe('a crowd name cannot reach its tenant', () => {
     expect(upload.status).toBe(201);
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
     const context = await browser.newContext({ baseURL: inject('baseUrl') });
     page = await context.newPage();

@@ -18,7 +18,8 @@ const PLANS = ['free', 'pro', 'team'];
 /** `count` NDJSON profiles: plan by user % 3, age 18 + user % 60, nested country. */
 function ndjson(count: number): Buffer {
   const lines: string[] = [];
-  for (let user = 0; user < count; user++) lines.push(JSON.stringify({ user, attributes: { plan: PLANS[user % 3], age: 18 + (user % 60), address: { country: user % 4 === 0 ? 'NL' : 'BE' } } }));
+  for (let user = 0; user < count; user++)
+    lines.push(JSON.stringify({ user, attributes: { plan: PLANS[user % 3], age: 18 + (user % 60), address: { country: user % 4 === 0 ? 'NL' : 'BE' } } }));
   return Buffer.from(`${lines.join('\n')}\n`);
 }
 

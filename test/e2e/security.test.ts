@@ -99,10 +99,13 @@ describe('API keys page', () => {
     expect((await api('GET', `/tenants/${tenant.name}/crowds`, { token: secret })).status).toBe(200);
     expect((await api('PUT', `/tenants/${tenant.name}/crowds/c`, { token: secret, body: '1\n', headers: { 'content-type': 'text/csv' } })).status).toBe(403);
     await expect
-      .poll(async () => {
-        await page.reload();
-        return row.locator('[data-testid=key-last-used]').innerText();
-      }, { timeout: 10_000 })
+      .poll(
+        async () => {
+          await page.reload();
+          return row.locator('[data-testid=key-last-used]').innerText();
+        },
+        { timeout: 10_000 },
+      )
       .not.toBe('—');
     // After a reload the secret is gone from the page: it was shown once.
     expect(await page.locator('[data-testid=key-secret]').count()).toBe(0);
@@ -118,7 +121,19 @@ describe('API keys page', () => {
 describe('security headers of studio pages', () => {
   it('sends a nonce-based CSP, frame-ancestors none and a Referrer-Policy, and the studio runs with no CSP violation', async () => {
     const tenant = await createTenant(1);
-    const definition = { steps: [{ name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'done' }, { condition: 'true', next: 'done' }] }, { name: 'done', kind: 'direct' }] };
+    const definition = {
+      steps: [
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "buy"', next: 'done' },
+            { condition: 'true', next: 'done' },
+          ],
+        },
+        { name: 'done', kind: 'direct' },
+      ],
+    };
     const workflow = await api('POST', `/tenants/${tenant.name}/workflows`, { body: { name: 'csp', definition } });
     const page = await context.newPage();
     await page.addInitScript(() => {

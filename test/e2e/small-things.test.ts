@@ -65,7 +65,9 @@ describe('the small things, at 1280×720', () => {
   });
 
   it('has no serious accessibility violations (axe-core) on the list pages and in the editor', async () => {
-    const created = await api('POST', `/tenants/${tenant.name}/workflows`, { body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft } });
+    const created = await api('POST', `/tenants/${tenant.name}/workflows`, {
+      body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft },
+    });
     const found: Record<string, string[]> = {};
     for (const path of ['', '/crowds', '/procedures', `/workflows/${created.body.id}`]) {
       await page.goto(`/t/${tenant.name}${path}`);

@@ -197,14 +197,22 @@ describe('studio end to end', () => {
     await eventually(() => count('choose'), 5_000).toBe('5');
     expect(await page.locator('[data-step=bought] [data-testid=step-count]').textContent()).toBe('3 · 30%');
     // start→choose carried all 10, choose→bought 3, choose→other 2
-    await eventually(() => page.locator('[data-testid=edge-count]').allTextContents().then((t) => t.map(Number).sort((a, b) => a - b))).toEqual([2, 3, 10]);
+    await eventually(() =>
+      page
+        .locator('[data-testid=edge-count]')
+        .allTextContents()
+        .then((t) => t.map(Number).sort((a, b) => a - b)),
+    ).toEqual([2, 3, 10]);
     await shot('07-live-counts');
   });
 
   it('exports the users of a step and they are exactly the users who took that path', async () => {
     await page.locator('[data-step=bought] [data-testid=step-menu]').click();
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-step=bought] [data-testid=export-csv]')]);
-    const ids = readFileSync((await download.path())!, 'utf8').trim().split('\n').map(Number);
+    const ids = readFileSync((await download.path())!, 'utf8')
+      .trim()
+      .split('\n')
+      .map(Number);
     expect(ids).toEqual([1, 2, 3]);
     const [roaring] = await Promise.all([page.waitForEvent('download'), page.click('[data-step=bought] [data-testid=export-roaring]')]);
     expect(deserializeBitmap(readFileSync((await roaring.path())!)).toArray()).toEqual([1, 2, 3]);
@@ -233,7 +241,9 @@ describe('studio end to end', () => {
     expect(await page.locator('[data-testid=apply-confirm]').textContent()).toBe('Apply with this mapping');
     await page.click('[data-testid=apply-confirm]');
     await page.locator('[data-testid=apply-dialog]').waitFor({ state: 'detached', timeout: 20_000 });
-    expect(await page.locator('[data-testid=apply-notice]').textContent()).toBe('v3 now runs (was v2): users stayed in their steps; 2 from “other” moved to “bought”.');
+    expect(await page.locator('[data-testid=apply-notice]').textContent()).toBe(
+      'v3 now runs (was v2): users stayed in their steps; 2 from “other” moved to “bought”.',
+    );
     const count = (step: string) => page.locator(`[data-step="${step}"] [data-testid=step-count]`).getAttribute('data-count');
     await eventually(() => count('bought'), 10_000).toBe('5');
     expect(await count('choose')).toBe('5');
@@ -241,7 +251,10 @@ describe('studio end to end', () => {
   });
 
   it('updates the crowd of the running instance: new users enter at the entry step', async () => {
-    const bigger = await api('PUT', `/tenants/${tenant.name}/crowds/buyers_plus`, { body: [...CROWD, 11, 12].join('\n'), headers: { 'content-type': 'text/plain' } });
+    const bigger = await api('PUT', `/tenants/${tenant.name}/crowds/buyers_plus`, {
+      body: [...CROWD, 11, 12].join('\n'),
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(bigger.status).toBe(201);
     await page.click('text=Update crowd');
     await page.locator('[data-testid=crowd-select]').selectOption('buyers_plus');
@@ -331,7 +344,12 @@ describe('studio end to end', () => {
     await eventually(() => combine.locator('.ok-text').textContent()).toBe('Crowd “both”: 10 users');
     await eventually(() => page.locator('[data-crowd=both] [data-testid=crowd-row-count]').textContent()).toBe('10');
     const [download] = await Promise.all([page.waitForEvent('download'), page.locator('[data-crowd=both]').getByRole('link', { name: 'CSV' }).click()]);
-    expect(readFileSync((await download.path())!, 'utf8').trim().split('\n').map(Number)).toEqual(CROWD);
+    expect(
+      readFileSync((await download.path())!, 'utf8')
+        .trim()
+        .split('\n')
+        .map(Number),
+    ).toEqual(CROWD);
     await shot('14-crowds');
   });
 

@@ -9,7 +9,11 @@ export function baseUrl(): string {
 }
 
 /** A JSON call against the real test server; bodies that are strings or bytes are sent as they are. */
-export async function api<T = any>(method: string, path: string, options: { token?: string | null; body?: unknown; headers?: Record<string, string> } = {}): Promise<ApiResult<T>> {
+export async function api<T = any>(
+  method: string,
+  path: string,
+  options: { token?: string | null; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<ApiResult<T>> {
   const token = options.token === undefined ? inject('adminToken') : options.token;
   const headers: Record<string, string> = { ...(token ? { authorization: `Bearer ${token}` } : {}), ...options.headers };
   let body: BodyInit | undefined;

@@ -21,7 +21,12 @@ export function clearObserved(provider: string): void {
 export function readObserved(provider: string): Observed[] {
   return safeList()
     .filter((file) => file.startsWith(`${provider}-`))
-    .flatMap((file) => readFileSync(join(DIR, file), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Observed));
+    .flatMap((file) =>
+      readFileSync(join(DIR, file), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Observed),
+    );
 }
 
 function safeList(): string[] {

@@ -9,7 +9,11 @@ import { parseDatabaseUrl } from '../../server/storage/database-url';
  * `databaseUrl` names another server's database (a test that runs servers of its own).
  * On PostgreSQL, `pgAdvisoryLock` is taken first (transaction-scoped) to queue behind writers that use it.
  */
-export async function serverSql<T = Record<string, unknown>>(sql: string, params: unknown[] = [], options: { pgAdvisoryLock?: number; databaseUrl?: string } = {}): Promise<T[]> {
+export async function serverSql<T = Record<string, unknown>>(
+  sql: string,
+  params: unknown[] = [],
+  options: { pgAdvisoryLock?: number; databaseUrl?: string } = {},
+): Promise<T[]> {
   const target = parseDatabaseUrl(options.databaseUrl ?? inject('serverDatabaseUrl'));
   if (target.provider === 'sqlite') {
     const database = new Database(target.file, { timeout: 30_000 });

@@ -16,10 +16,14 @@ export interface ServerProcess {
 }
 
 export function startServerProcess(env: Record<string, string> = {}): ServerProcess {
-  const parent: ChildProcess = spawn('sh', ['-c', '"$0" --import tsx test/fixtures/operations/server-process.ts & echo "PID $!"; exec sleep 100000', process.execPath], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const parent: ChildProcess = spawn(
+    'sh',
+    ['-c', '"$0" --import tsx test/fixtures/operations/server-process.ts & echo "PID $!"; exec sleep 100000', process.execPath],
+    {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   let pid = 0;
   parent.stderr!.on('data', (d) => (output += d));

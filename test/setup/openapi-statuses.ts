@@ -20,7 +20,10 @@ type Operation = { responses?: Record<string, unknown> };
 
 export function undocumentedStatuses(provider: string): string[] {
   const paths = (openApiDocument() as { paths: Record<string, Record<string, Operation>> }).paths;
-  const templates = Object.keys(paths).map((template) => ({ template, pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`) }));
+  const templates = Object.keys(paths).map((template) => ({
+    template,
+    pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  }));
   const missing = new Set<string>();
   for (const { method, path, status } of readObserved(provider)) {
     // The most specific template: literal segments beat parameters (e.g. /tenants/{tenant}/keys before /tenants/{tenant}/{x}).

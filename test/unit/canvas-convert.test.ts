@@ -2,7 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { validateWorkflow } from '../../server/model/validate';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
-import { canvasProblems, definitionToGraph, graphToDefinition, layout, makeEdge, NODE_HEIGHT, NODE_WIDTH, outputHandles, type StepNode } from '../../studio/convert';
+import {
+  canvasProblems,
+  definitionToGraph,
+  graphToDefinition,
+  layout,
+  makeEdge,
+  NODE_HEIGHT,
+  NODE_WIDTH,
+  outputHandles,
+  type StepNode,
+} from '../../studio/convert';
 
 const EVERY_KIND: WorkflowDefinition = {
   steps: [
@@ -18,7 +28,14 @@ const EVERY_KIND: WorkflowDefinition = {
     },
     { name: 'wait', kind: 'delay', after: '2d', next: 'nightly' },
     { name: 'nightly', kind: 'timer', cron: '0 0 2 * * *', condition: 'inCrowd("vip")', next: 'ab' },
-    { name: 'ab', kind: 'split', paths: [{ percent: 30, next: 'fanout' }, { percent: 70, next: 'done' }] },
+    {
+      name: 'ab',
+      kind: 'split',
+      paths: [
+        { percent: 30, next: 'fanout' },
+        { percent: 70, next: 'done' },
+      ],
+    },
     { name: 'fanout', kind: 'parallel', actions: ['email', 'push'], next: 'done' },
     { name: 'thanks', kind: 'parallel', actions: ['sms'] },
     { name: 'done', kind: 'direct' },
@@ -45,7 +62,10 @@ describe('canvas ↔ definition', () => {
       ],
     };
     const { nodes, edges } = definitionToGraph(definition, null);
-    expect(outputHandles(nodes[0])).toEqual([{ id: 'branch-0', label: 'if 1' }, { id: 'timeout', label: 'after 2d' }]);
+    expect(outputHandles(nodes[0])).toEqual([
+      { id: 'branch-0', label: 'if 1' },
+      { id: 'timeout', label: 'after 2d' },
+    ]);
     expect(graphToDefinition(nodes, edges).definition).toEqual(definition);
   });
 
@@ -65,13 +85,14 @@ describe('canvas ↔ definition', () => {
     expect(nodes[0].position.y).toBeLessThan(nodes[1].position.y);
   });
 
-  it('seeds the demo journey with every output\'s step below it, left to right in the outputs\' order, none on another', () => {
+  it("seeds the demo journey with every output's step below it, left to right in the outputs' order, none on another", () => {
     const { nodes, edges } = definitionToGraph(welcomeJourney, welcomeJourneyDraft);
     const at = new Map(nodes.map((n) => [n.id, n.position]));
     for (const node of nodes) {
       const xs = outputHandles(node).map((h) => at.get(edges.find((e) => e.source === node.id && e.sourceHandle === h.id)!.target)!.x);
       expect(xs, node.data.name).toEqual([...xs].sort((a, b) => a - b));
-      for (const target of edges.filter((e) => e.source === node.id)) expect(at.get(target.target)!.y, `${node.data.name} → ${target.target}`).toBeGreaterThan(node.position.y);
+      for (const target of edges.filter((e) => e.source === node.id))
+        expect(at.get(target.target)!.y, `${node.data.name} → ${target.target}`).toBeGreaterThan(node.position.y);
     }
     for (const a of nodes) {
       for (const b of nodes) {

@@ -29,7 +29,12 @@ describe('static cost estimate (save time)', () => {
   });
 
   it('accepts the conditions people write and refuses the triple comprehension over 300-element lists', () => {
-    for (const ok of ['event.data.s.matches("(a+)+$")', 'event.data.tags.exists(t, t.startsWith("vip"))', 'profile.email.matches("^[a-z0-9.]+@[a-z0-9.]+\\\\.(com|org|net)$")', `${list300}.exists(x, x == event.data.n)`]) {
+    for (const ok of [
+      'event.data.s.matches("(a+)+$")',
+      'event.data.tags.exists(t, t.startsWith("vip"))',
+      'profile.email.matches("^[a-z0-9.]+@[a-z0-9.]+\\\\.(com|org|net)$")',
+      `${list300}.exists(x, x == event.data.n)`,
+    ]) {
       expect(celCostProblem(ok), ok).toBeNull();
     }
     expect(cost(TRIPLE)).toBeGreaterThan(CONDITION_COST_BUDGET);
@@ -37,16 +42,30 @@ describe('static cost estimate (save time)', () => {
   });
 
   it('refuses a workflow over the budget with a 400-style problem naming the step and the budget', () => {
-    const result = validateWorkflow({
-      steps: [
-        { name: 'wait', kind: 'branch', branches: [{ condition: TRIPLE, next: 'done' }, { condition: 'true', next: 'done' }] },
-        { name: 'done', kind: 'direct' },
-      ],
-    }, { now: Date.now() });
+    const result = validateWorkflow(
+      {
+        steps: [
+          {
+            name: 'wait',
+            kind: 'branch',
+            branches: [
+              { condition: TRIPLE, next: 'done' },
+              { condition: 'true', next: 'done' },
+            ],
+          },
+          { name: 'done', kind: 'direct' },
+        ],
+      },
+      { now: Date.now() },
+    );
     expect(result.ok).toBe(false);
     if (result.ok) return;
     expect(result.problems).toEqual([
-      expect.objectContaining({ step: 'wait', code: 'condition_too_costly', message: expect.stringMatching(/^Step "wait" branches\[0\]\.condition is estimated to cost .* the budget is 1,000,000/) }),
+      expect.objectContaining({
+        step: 'wait',
+        code: 'condition_too_costly',
+        message: expect.stringMatching(/^Step "wait" branches\[0\]\.condition is estimated to cost .* the budget is 1,000,000/),
+      }),
     ]);
   });
 });

@@ -21,14 +21,27 @@ describe('plan extraction', () => {
     ['!inCrowd("churned")', { op: 'not', arg: { op: 'crowd', name: 'churned' } }],
     [
       'inCrowd("a") && inCrowd("b") && !inCrowd("c")',
-      { op: 'and', args: [{ op: 'crowd', name: 'a' }, { op: 'crowd', name: 'b' }, { op: 'not', arg: { op: 'crowd', name: 'c' } }] },
+      {
+        op: 'and',
+        args: [
+          { op: 'crowd', name: 'a' },
+          { op: 'crowd', name: 'b' },
+          { op: 'not', arg: { op: 'crowd', name: 'c' } },
+        ],
+      },
     ],
     [
       '(inCrowd("a") || profile.plan == "pro") && !(profile.country in ["US"] || false)',
       {
         op: 'and',
         args: [
-          { op: 'or', args: [{ op: 'crowd', name: 'a' }, { op: 'profileEq', field: 'plan', value: 'pro' }] },
+          {
+            op: 'or',
+            args: [
+              { op: 'crowd', name: 'a' },
+              { op: 'profileEq', field: 'plan', value: 'pro' },
+            ],
+          },
           { op: 'not', arg: { op: 'or', args: [{ op: 'profileIn', field: 'country', values: ['US'] }, { op: 'none' }] } },
         ],
       },
@@ -40,7 +53,13 @@ describe('plan extraction', () => {
     ['profile.address.city == "Paris"', { op: 'profileEq', field: 'address\u001fcity', value: 'Paris' }],
     [
       'profile.plan != "pro"',
-      { op: 'and', args: [{ op: 'profileHas', field: 'plan' }, { op: 'not', arg: { op: 'profileEq', field: 'plan', value: 'pro' } }] },
+      {
+        op: 'and',
+        args: [
+          { op: 'profileHas', field: 'plan' },
+          { op: 'not', arg: { op: 'profileEq', field: 'plan', value: 'pro' } },
+        ],
+      },
     ],
     [
       'timestamp(profile.signup) >= timestamp("2026-01-01T00:00:00Z")',
@@ -103,7 +122,7 @@ const TIMES = ['"2026-01-01T00:00:00Z"', '"2025-12-31T23:00:00Z"', '"2026-01-01T
 const NESTED = ['profile.address.city', 'profile.address.zip', 'profile["address"].city'];
 
 function randomCondition(random: () => number, depth: number): string {
-  const pick = <T,>(items: T[]): T => items[Math.floor(random() * items.length)];
+  const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)];
   const choice = depth <= 0 ? Math.floor(random() * 4) : Math.floor(random() * 7);
   if (random() < 0.4) return rangeOrHas(random, pick);
   switch (choice) {
@@ -226,7 +245,14 @@ describe('evaluatePlan equals the predicate applied per user', () => {
   });
 
   it('answers profile number comparisons as cel-js does when it evaluates the whole text', () => {
-    const texts = ['profile.age <= 0.3333333333333333', '0.3333333333333333 >= profile.age', 'profile.age > -4', 'profile.age < 1e20', 'profile.address.zip >= 75001', 'profile.age > 18'];
+    const texts = [
+      'profile.age <= 0.3333333333333333',
+      '0.3333333333333333 >= profile.age',
+      'profile.age > -4',
+      'profile.age < 1e20',
+      'profile.address.zip >= 75001',
+      'profile.age > 18',
+    ];
     for (const text of texts) {
       const direct = conditionEnvironment.parse(text);
       const predicate = compileCondition(text).predicate;
@@ -255,11 +281,17 @@ describe('evaluatePlan equals the predicate applied per user', () => {
     // A timer's users by partition (user % 8): each an eighth of the universe, spread over the whole id range.
     const partitions = Array.from({ length: 8 }, (_, p) => RoaringBitmap32.from(universeUsers.filter((user) => user % 8 === p)));
     const conditions = seededRandom(11);
-    const texts = ['profile.plan == "pro" && profile.age >= 30', '!(profile.plan == "pro")', 'inCrowd("a") && profile.age < 30', ...Array.from({ length: 15 }, () => randomCondition(conditions, 3))];
+    const texts = [
+      'profile.plan == "pro" && profile.age >= 30',
+      '!(profile.plan == "pro")',
+      'inCrowd("a") && profile.age < 30',
+      ...Array.from({ length: 15 }, () => randomCondition(conditions, 3)),
+    ];
     const expectSameAnswers = (stage: string) => {
       for (const text of texts) {
         const plan = compileCondition(text).plan!;
-        for (const users of [...partitions, universe]) expect(evaluateIndexedPlan(plan, indexed, users).toArray(), `${stage}: ${text}`).toEqual(evaluatePlan(plan, indexed, users).toArray());
+        for (const users of [...partitions, universe])
+          expect(evaluateIndexedPlan(plan, indexed, users).toArray(), `${stage}: ${text}`).toEqual(evaluatePlan(plan, indexed, users).toArray());
       }
     };
     expectSameAnswers('first');
@@ -267,7 +299,9 @@ describe('evaluatePlan equals the predicate applied per user', () => {
     expectSameAnswers('cached');
     // Profile writes in every partition: every third user with a profile changes, every seventh is deleted.
     const writes = [...stored].filter(([user]) => user % 3 === 0 || user % 7 === 0);
-    index.apply(writes.map(([user, before]) => ({ user, before, after: user % 7 === 0 ? undefined : { plan: before.plan === 'pro' ? 'free' : 'pro', age: 29 } })));
+    index.apply(
+      writes.map(([user, before]) => ({ user, before, after: user % 7 === 0 ? undefined : { plan: before.plan === 'pro' ? 'free' : 'pro', age: 29 } })),
+    );
     expectSameAnswers('after profile writes');
     crowds.set('a', RoaringBitmap32.from(universeUsers.filter((user) => user % 3 === 0)));
     expectSameAnswers('after crowd "a" was replaced');

@@ -96,7 +96,13 @@ describe('condition variables and functions', () => {
   });
 
   it('compares event.data numbers without cel-js exactly as cel-js does (checked against the same test as one CEL leaf)', () => {
-    const texts = ['event.data.amount > 100', 'event.data.amount >= 100.0', '100 < event.data.amount', 'event.data["amount"] <= -1', 'event.data.amount < 100.5'];
+    const texts = [
+      'event.data.amount > 100',
+      'event.data.amount >= 100.0',
+      '100 < event.data.amount',
+      'event.data["amount"] <= -1',
+      'event.data.amount < 100.5',
+    ];
     const amounts: unknown[] = [150, 100, 100.5, -2, 0, '150', true, null, undefined];
     for (const text of texts) {
       for (const amount of amounts) {
@@ -215,6 +221,12 @@ describe('bad CEL is refused with a clear message', () => {
     expect(() => {
       (condition.plan as { op: string }).op = 'all';
     }).toThrow(TypeError);
-    expect(condition.plan).toEqual({ op: 'and', args: [{ op: 'crowd', name: 'vip' }, { op: 'profileEq', field: 'plan', value: 'cached' }] });
+    expect(condition.plan).toEqual({
+      op: 'and',
+      args: [
+        { op: 'crowd', name: 'vip' },
+        { op: 'profileEq', field: 'plan', value: 'cached' },
+      ],
+    });
   });
 });

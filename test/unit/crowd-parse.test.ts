@@ -70,7 +70,7 @@ describe('crowd upload parsing', () => {
     expect(await idsOf(' [ ] ', 'application/json; charset=utf-8')).toEqual([]);
   });
 
-  it('refuses a 0-byte upload of every type, and reads each format\'s empty value as an empty crowd', async () => {
+  it("refuses a 0-byte upload of every type, and reads each format's empty value as an empty crowd", async () => {
     for (const type of ['text/plain', 'text/csv', 'application/json', 'application/octet-stream']) {
       expect((await errorOf('', type)).code).toBe('empty_upload');
       await expect(parseCrowdUpload(null, type, LIMIT)).rejects.toMatchObject({ code: 'empty_upload' });
@@ -263,7 +263,13 @@ describe('radixSortUint32', () => {
   it('is what the upload parser sorts with: a shuffled 1.5M-ID upload (two sink batches) parses to exactly its IDs', async () => {
     const ids = sparseIds(1_500_000, 5);
     const text = new TextEncoder().encode(`${Array.from(ids).join('\n')}\n`);
-    const parsed = await parseCrowdUpload((async function* () { yield text; })(), 'text/plain', 64 * LIMIT);
+    const parsed = await parseCrowdUpload(
+      (async function* () {
+        yield text;
+      })(),
+      'text/plain',
+      64 * LIMIT,
+    );
     expect(parsed.size).toBe(ids.length);
     expect(parsed.isEqual(RoaringBitmap32.from(ids))).toBe(true);
   });

@@ -45,7 +45,9 @@ describe('10M-user crowd round trip', () => {
     expect(expected.size).toBe(USERS);
     const text = asText(ids);
 
-    const parsed = await timed(`parse ${USERS} IDs of text (${(text.length / 1e6).toFixed(0)} MB)`, () => parseCrowdUpload(inChunks(text), 'text/plain', text.length));
+    const parsed = await timed(`parse ${USERS} IDs of text (${(text.length / 1e6).toFixed(0)} MB)`, () =>
+      parseCrowdUpload(inChunks(text), 'text/plain', text.length),
+    );
     expect(parsed.size).toBe(USERS);
     expect(parsed.isEqual(expected)).toBe(true);
 

@@ -29,12 +29,20 @@ describe('counts history', () => {
     await advance(h, 30_000); // same minute: no second sample
     expect(await db().countsSample.count({ where: { instanceId: id } })).toBe(1);
 
-    await send(h, [1, 2, 3].map((user) => ({ user, type: 'purchase' })));
+    await send(
+      h,
+      [1, 2, 3].map((user) => ({ user, type: 'purchase' })),
+    );
     await advance(h, 30_000); // the next minute
     await send(h, [{ user: 4, type: 'purchase' }]);
     await advance(h, MINUTE_MS);
     const read = (query: Partial<Parameters<typeof countsHistory>[2]>) =>
-      countsHistory(h!.tenantId, id, { resolution: 'minute', from: new Date(t0).toISOString(), to: new Date(h!.clock.now()).toISOString(), ...query }, h!.clock.now());
+      countsHistory(
+        h!.tenantId,
+        id,
+        { resolution: 'minute', from: new Date(t0).toISOString(), to: new Date(h!.clock.now()).toISOString(), ...query },
+        h!.clock.now(),
+      );
     const minutes = await read({});
     expect(minutes.points.map((p) => [p.at, p.steps.wait, p.steps.bought, p.converted])).toEqual([
       [new Date(t0).toISOString(), 10, 0, 0],
@@ -42,7 +50,9 @@ describe('counts history', () => {
       [new Date(t0 + 2 * MINUTE_MS).toISOString(), 6, 4, 4],
     ]);
     expect((await read({ step: 'bought' })).points.map((p) => p.steps)).toEqual([{ bought: 0 }, { bought: 3 }, { bought: 4 }]);
-    expect((await read({ resolution: 'hour' })).points).toMatchObject([{ at: new Date(Math.floor(t0 / HOUR_MS) * HOUR_MS).toISOString(), steps: { bought: 4 } }]);
+    expect((await read({ resolution: 'hour' })).points).toMatchObject([
+      { at: new Date(Math.floor(t0 / HOUR_MS) * HOUR_MS).toISOString(), steps: { bought: 4 } },
+    ]);
 
     // Three days on (the timer loop may have sampled on its way, hourly): minute samples older than 2 days are gone,
     // turned into one sample an hour, the hour's last.
@@ -50,15 +60,23 @@ describe('counts history', () => {
     await downsampleCountsHistory(h.clock.now());
     const cutoff = BigInt(h.clock.now() - 2 * 24 * HOUR_MS);
     expect(await db().countsSample.count({ where: { instanceId: id, resolution: MINUTE_MS, at: { lt: cutoff } } })).toBe(0);
-    const firstHour = await db().countsSample.findUnique({ where: { instanceId_resolution_at: { instanceId: id, resolution: HOUR_MS, at: BigInt(Math.floor(t0 / HOUR_MS) * HOUR_MS) } } });
+    const firstHour = await db().countsSample.findUnique({
+      where: { instanceId_resolution_at: { instanceId: id, resolution: HOUR_MS, at: BigInt(Math.floor(t0 / HOUR_MS) * HOUR_MS) } },
+    });
     expect(JSON.parse(firstHour!.counts)).toMatchObject({ steps: { wait: 6, bought: 4 }, converted: 4 });
     const all = await read({ resolution: 'hour' });
     expect(all.points[0].at).toBe(new Date(Math.floor(t0 / HOUR_MS) * HOUR_MS).toISOString());
     expect(all.points.every((p) => p.steps.bought === 4)).toBe(true);
     expect(all.points.at(-1)!.at).toBe(new Date(Math.floor(h.clock.now() / HOUR_MS) * HOUR_MS).toISOString());
 
-    await expect(read({ from: new Date(h.clock.now()).toISOString() })).rejects.toMatchObject({ code: 'bad_request', message: expect.stringMatching(/^from .* must be before to/) });
-    await expect(read({ resolution: 'minute', from: new Date(t0 - 30 * 24 * HOUR_MS).toISOString() })).rejects.toMatchObject({ code: 'bad_request', message: expect.stringMatching(/^resolution: .* exceed 10080 points/) });
+    await expect(read({ from: new Date(h.clock.now()).toISOString() })).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/^from .* must be before to/),
+    });
+    await expect(read({ resolution: 'minute', from: new Date(t0 - 30 * 24 * HOUR_MS).toISOString() })).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/^resolution: .* exceed 10080 points/),
+    });
     await expect(countsHistory(h.tenantId, 'in_nope', { resolution: 'hour' })).rejects.toMatchObject({ code: 'not_found' });
   });
 });

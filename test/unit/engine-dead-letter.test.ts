@@ -62,7 +62,9 @@ describe('dead letters', () => {
       [3, 'entry', instanceId],
       [4, 'entry', instanceId],
     ]);
-    expect(deadLetters.find((d) => d.event.user === 3)!.reason).toMatch(/^branches\[1\]\.condition: condition .* would cost [\d,]+ on this event; the runtime budget is 1,000,000 per evaluation$/);
+    expect(deadLetters.find((d) => d.event.user === 3)!.reason).toMatch(
+      /^branches\[1\]\.condition: condition .* would cost [\d,]+ on this event; the runtime budget is 1,000,000 per evaluation$/,
+    );
     expect(deadLetters.find((d) => d.event.user === 4)!.reason).toMatch(/^branches\[0\]\.condition: .*runtime budget/);
     // The commit that recorded them moved the offset past them.
     const states = await db().partitionState.findMany({ where: { tenantId: h.tenantId } });

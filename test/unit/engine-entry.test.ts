@@ -37,7 +37,9 @@ describe('event-triggered entry', () => {
   it('validates the trigger: its condition, reentry policy, crowd name and fields', () => {
     expect(problems({ steps, entry: { event: 'signup' } })).toEqual([]);
     expect(problems({ steps, entry: { event: 'signup', condition: 'event.data.plan == "pro"', crowd: 'vip', reentry: 'again' } })).toEqual([]);
-    expect(problems({ steps, entry: { event: 'signup', condition: 'event.data.plan ==' } })[0]).toMatch(/^null\/bad_condition: Workflow entry.condition is not a valid condition/);
+    expect(problems({ steps, entry: { event: 'signup', condition: 'event.data.plan ==' } })[0]).toMatch(
+      /^null\/bad_condition: Workflow entry.condition is not a valid condition/,
+    );
     expect(problems({ steps, entry: { event: 'signup', reentry: 'always' } })[0]).toMatch(/^null\/invalid_field: Workflow entry.reentry: /);
     expect(problems({ steps, entry: { event: '' } })[0]).toMatch(/^null\/invalid_field: Workflow entry.event: /);
     expect(problems({ steps, entry: { event: 'signup', crowd: '../x' } })[0]).toMatch(/^null\/invalid_field: Workflow entry.crowd: /);
@@ -67,7 +69,11 @@ describe('event-triggered entry', () => {
     expect(rows.flatMap((r) => RoaringBitmap32.deserialize(r.bitmap!, 'portable').toArray()).sort()).toEqual([1, 2, 4]);
 
     // `once`: users who were in the instance never enter again, wherever they are.
-    await send(h, [{ user: 1, type: 'signup' }, { user: 2, type: 'signup' }, { user: 5, type: 'signup' }]);
+    await send(h, [
+      { user: 1, type: 'signup' },
+      { user: 2, type: 'signup' },
+      { user: 5, type: 'signup' },
+    ]);
     expect(await stepUsers(h, id, 'wait')).toEqual([2, 4, 5]);
     expect(await stepUsers(h, id, 'bought')).toEqual([1]);
     expect((await counts(h, id)).entered).toBe(4);
@@ -119,7 +125,10 @@ describe('event-triggered entry', () => {
 
   it('a start without a crowd needs a trigger; a crowd update adds users to a trigger instance but takes none out', async () => {
     h = await startHarness(2);
-    await expect(h.engine.startInstance(h.tenantId, await workflow(h, { steps }), {})).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringMatching(/^crowd: required, because version 1 of workflow ".*" has no entry trigger$/) });
+    await expect(h.engine.startInstance(h.tenantId, await workflow(h, { steps }), {})).rejects.toMatchObject({
+      code: 'validation_failed',
+      message: expect.stringMatching(/^crowd: required, because version 1 of workflow ".*" has no entry trigger$/),
+    });
     const id = await settle(h, h.engine.startInstance(h.tenantId, await workflow(h, { steps, entry: { event: 'signup', reentry: 'once' } }), {}));
     await send(h, [{ user: 1, type: 'signup' }]);
     await crowd(h, 'more', [7, 8]);

@@ -57,7 +57,10 @@ describe('instances', () => {
     await crowd(h, 'c1', [2, 3, 4]);
     await crowd(h, 'c2', [1, 2, 3, 5]);
     const id = await start(h, wf, 'c1');
-    await send(h, [2, 3, 4].map((user) => ({ user, type: 'visit' })));
+    await send(
+      h,
+      [2, 3, 4].map((user) => ({ user, type: 'visit' })),
+    );
     expect(await stepUsers(h, id, 'else')).toEqual([2, 3, 4]);
     const journalBefore = await db().journal.count({ where: { instanceId: id } });
     await settle(h, h.engine.updateInstanceCrowd(h.tenantId, id, { crowd: 'c2' }));
@@ -90,7 +93,10 @@ describe('instances', () => {
     const wf = await workflow(h, busybee);
     await crowd(h, 'c', range(1, 6));
     const id = await start(h, wf, 'c');
-    await send(h, [{ user: 1, type: 'x' }, { user: 2, type: 'x' }]);
+    await send(h, [
+      { user: 1, type: 'x' },
+      { user: 2, type: 'x' },
+    ]);
     await settle(h, h.engine.stopInstance(h.tenantId, id));
     const snapshot = await h.engine.getSnapshot(h.tenantId, id);
     expect(snapshot.counts.steps).toEqual({ entry: 4, end_1: 1, else: 1 });
@@ -124,7 +130,10 @@ describe('instances', () => {
     const wf = await workflow(h, busybee, [v2]);
     await crowd(h, 'c', range(1, 5));
     const id = await settle(h, h.engine.startInstance(h.tenantId, wf, { crowd: 'c', version: 1 }));
-    await send(h, [1, 2, 3].map((user) => ({ user, type: 'x' })));
+    await send(
+      h,
+      [1, 2, 3].map((user) => ({ user, type: 'x' })),
+    );
     const refused = await refusal(h.engine.updateInstanceWorkflow(h.tenantId, id, { version: 2, mapping: { else: 'rest' } }));
     expect(refused.status).toBe(409);
     expect(refused.details).toEqual({ stranded: { end_1: 1 } });
@@ -144,7 +153,12 @@ describe('instances', () => {
         { name: 'end', kind: 'direct' },
       ],
     };
-    const v2: WorkflowDefinition = { steps: [{ name: 'entry', kind: 'direct', next: 'end' }, { name: 'end', kind: 'direct' }] };
+    const v2: WorkflowDefinition = {
+      steps: [
+        { name: 'entry', kind: 'direct', next: 'end' },
+        { name: 'end', kind: 'direct' },
+      ],
+    };
     const wf = await workflow(h, v1, [v2]);
     await crowd(h, 'c', range(1, 90));
     const id = await settle(h, h.engine.startInstance(h.tenantId, wf, { crowd: 'c', version: 1 }));
@@ -156,13 +170,19 @@ describe('instances', () => {
 
   it('a scheduled start naming an unknown crowd fails saying which schedule names it; a retry after the upload starts it', async () => {
     const wf = await workflow(h, busybee);
-    await db().workflow.update({ where: { id: wf }, data: { schedule: JSON.stringify({ cron: '0 * * * * *', crowd: 'ghosts' }), updatedAt: new Date(h.clock.now()) } });
+    await db().workflow.update({
+      where: { id: wf },
+      data: { schedule: JSON.stringify({ cron: '0 * * * * *', crowd: 'ghosts' }), updatedAt: new Date(h.clock.now()) },
+    });
     const scheduler = createScheduler({ runner: h.runner, clock: h.clock });
     await scheduler.tick();
     await h.clock.advance(60_000);
     const [firing] = await scheduler.tick();
     const failed = await h.runner.await(firing!.procedureId, 60_000);
-    expect(failed).toMatchObject({ state: 'failed', error: `Crowd "ghosts" named by the schedule of workflow "${wf}" (${wf}) does not exist: upload it and retry this procedure, or change the schedule` });
+    expect(failed).toMatchObject({
+      state: 'failed',
+      error: `Crowd "ghosts" named by the schedule of workflow "${wf}" (${wf}) does not exist: upload it and retry this procedure, or change the schedule`,
+    });
     await crowd(h, 'ghosts', range(1, 7));
     await h.runner.retry(firing!.procedureId);
     const done = await h.runner.await(firing!.procedureId, 60_000);
@@ -174,7 +194,10 @@ describe('instances', () => {
     const wf = await workflow(h, busybee);
     await crowd(h, 'c', range(1, 100));
     const id = await start(h, wf, 'c');
-    await send(h, range(1, 50).map((user) => ({ user, type: 'x' })));
+    await send(
+      h,
+      range(1, 50).map((user) => ({ user, type: 'x' })),
+    );
     const before = await h.engine.getCounts(h.tenantId, id);
     await restartEngine(h);
     expect(await h.engine.getCounts(h.tenantId, id)).toEqual(before);

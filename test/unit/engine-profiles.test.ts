@@ -18,16 +18,35 @@ describe('the engine reads profiles from the tenant profile index', () => {
     h = await startHarness(2);
     const wf = await workflow(h, {
       steps: [
-        { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "open" && profile.age >= 30', next: 'older' }, { condition: 'event.type == "open"', next: 'younger' }] },
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "open" && profile.age >= 30', next: 'older' },
+            { condition: 'event.type == "open"', next: 'younger' },
+          ],
+        },
         { name: 'older', kind: 'direct' },
         { name: 'younger', kind: 'direct' },
       ],
     });
     await crowd(h, 'c', range(1, 6));
-    await importProfiles(h.tenantId, ndjson([[1, { age: 30 }], [2, { age: 29.5 }], [3, { age: '40' }], [4, { age: 65 }]]), 'ndjson');
+    await importProfiles(
+      h.tenantId,
+      ndjson([
+        [1, { age: 30 }],
+        [2, { age: 29.5 }],
+        [3, { age: '40' }],
+        [4, { age: 65 }],
+      ]),
+      'ndjson',
+    );
     const id = await start(h, wf, 'c');
     await upsertProfiles(h.tenantId, [{ user: 2, attributes: { age: 31 } }]);
-    await send(h, range(1, 6).map((user) => ({ user, type: 'open' })));
+    await send(
+      h,
+      range(1, 6).map((user) => ({ user, type: 'open' })),
+    );
     expect(await stepUsers(h, id, 'older')).toEqual([1, 2, 4]);
     expect(await stepUsers(h, id, 'younger')).toEqual([3, 5, 6]);
   });
@@ -43,7 +62,11 @@ describe('the engine reads profiles from the tenant profile index', () => {
     });
     const users = range(0, 999);
     await crowd(h, 'c', users);
-    await importProfiles(h.tenantId, ndjson(users.map((u) => [u, { plan: u % 3 === 0 ? 'pro' : 'free', age: 18 + (u % 40), tz: u % 2 ? 'Europe/Paris' : 'Asia/Tokyo' }])), 'ndjson');
+    await importProfiles(
+      h.tenantId,
+      ndjson(users.map((u) => [u, { plan: u % 3 === 0 ? 'pro' : 'free', age: 18 + (u % 40), tz: u % 2 ? 'Europe/Paris' : 'Asia/Tokyo' }])),
+      'ndjson',
+    );
     const id = await start(h, wf, 'c');
     await advance(h, 60_000);
     await advance(h, 60_000);

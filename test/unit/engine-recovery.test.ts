@@ -28,7 +28,13 @@ function shape(shard: Shard) {
   const bitmaps = (map: Map<string | number, RoaringBitmap32>) => Object.fromEntries([...map].filter(([, b]) => b.size > 0).map(([k, b]) => [k, b.toArray()]));
   const buckets = (map: Map<string, Map<number, RoaringBitmap32>>) =>
     Object.fromEntries([...map].map(([step, byEnd]) => [step, bitmaps(byEnd)]).filter(([, b]) => Object.keys(b).length > 0));
-  return { steps: bitmaps(shard.steps), delays: buckets(shard.delays), ttls: buckets(shard.ttls), edges: Object.fromEntries(shard.edges), cronNext: Object.fromEntries(shard.cronNext) };
+  return {
+    steps: bitmaps(shard.steps),
+    delays: buckets(shard.delays),
+    ttls: buckets(shard.ttls),
+    edges: Object.fromEntries(shard.edges),
+    cronNext: Object.fromEntries(shard.cronNext),
+  };
 }
 
 describe('recovery', () => {
@@ -36,8 +42,23 @@ describe('recovery', () => {
     h = await startHarness(2);
     const wf = await workflow(h, {
       steps: [
-        { name: 'entry', kind: 'branch', ttl: '1h', branches: [{ condition: 'event.type == "a"', next: 'mid' }, { condition: 'event.type == "skip"', next: 'done' }] },
-        { name: 'mid', kind: 'branch', branches: [{ condition: 'event.type == "b"', next: 'wait' }, { condition: 'event.type == "back"', next: 'entry' }] },
+        {
+          name: 'entry',
+          kind: 'branch',
+          ttl: '1h',
+          branches: [
+            { condition: 'event.type == "a"', next: 'mid' },
+            { condition: 'event.type == "skip"', next: 'done' },
+          ],
+        },
+        {
+          name: 'mid',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "b"', next: 'wait' },
+            { condition: 'event.type == "back"', next: 'entry' },
+          ],
+        },
         { name: 'wait', kind: 'delay', after: '10m', next: 'done' },
         { name: 'done', kind: 'direct' },
       ],
@@ -47,7 +68,11 @@ describe('recovery', () => {
     // Users 1–20 move twice within one batch (entry → mid → wait); 21–30 go back to entry and on again.
     await send(h, [...range(1, 40).map((user) => ({ user, type: 'a' })), ...range(1, 20).map((user) => ({ user, type: 'b' }))]);
     await advance(h, 5 * 60_000);
-    await send(h, [...range(21, 30).map((user) => ({ user, type: 'back' })), ...range(21, 25).map((user) => ({ user, type: 'a' })), ...range(31, 35).map((user) => ({ user, type: 'b' }))]);
+    await send(h, [
+      ...range(21, 30).map((user) => ({ user, type: 'back' })),
+      ...range(21, 25).map((user) => ({ user, type: 'a' })),
+      ...range(31, 35).map((user) => ({ user, type: 'b' })),
+    ]);
     await advance(h, 6 * 60_000); // users 1–20 leave the delay in bulk; 31–35 are still waiting
     const instance = h.engine.findRuntime(id)!;
     expect(instance.counts().steps).toEqual({ entry: 25, mid: 10, wait: 5, done: 20 });
@@ -55,7 +80,9 @@ describe('recovery', () => {
     // Once the partition loops have checkpointed these moves (they do so soon after), no checkpoint is written again;
     // removing them all makes recovery replay the whole journal.
     const lastSeq = (await db().journal.aggregate({ where: { instanceId: id }, _max: { seq: true } }))._max.seq!;
-    await expect.poll(async () => (await db().shardCheckpoint.findMany({ where: { instanceId: id } })).every((c) => c.journalSeq >= lastSeq), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(async () => (await db().shardCheckpoint.findMany({ where: { instanceId: id } })).every((c) => c.journalSeq >= lastSeq), { timeout: 10_000 })
+      .toBe(true);
     const [kept] = await db().shardCheckpoint.findMany({ where: { instanceId: id, partition: 0 } });
     await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
     for (let partition = 0; partition < h.partitions; partition++) {
@@ -80,7 +107,14 @@ describe('timer ticks', () => {
     const wf = await workflow(h, {
       steps: [
         { name: 'hold', kind: 'timer', cron: '0 0 * * * *', next: 'wait' },
-        { name: 'wait', kind: 'branch', branches: [{ condition: 'event.type == "go"', next: 'done' }, { condition: 'event.type == "stop"', next: 'done' }] },
+        {
+          name: 'wait',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "go"', next: 'done' },
+            { condition: 'event.type == "stop"', next: 'done' },
+          ],
+        },
         { name: 'done', kind: 'direct' },
       ],
     });
@@ -92,7 +126,9 @@ describe('timer ticks', () => {
     expect(fired).toHaveLength(2);
     // The partition loops checkpoint soon after the moves; put the checkpoints from before the firing back, as if
     // the process had died first, so recovery has to replay the firing.
-    await expect.poll(async () => (await db().shardCheckpoint.findMany({ where: { instanceId: id } })).every((c) => c.journalSeq >= fired[1].seq), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(async () => (await db().shardCheckpoint.findMany({ where: { instanceId: id } })).every((c) => c.journalSeq >= fired[1].seq), { timeout: 10_000 })
+      .toBe(true);
     for (const { instanceId, partition, journalSeq, data } of beforeFiring) {
       await db().shardCheckpoint.update({ where: { instanceId_partition: { instanceId, partition } }, data: { journalSeq, data } });
     }
@@ -105,10 +141,14 @@ describe('timer ticks', () => {
     }
   });
 
-
   it('moves every partition in one commit; when the commit fails, memory is rebuilt and the next tick moves each user once', async () => {
     h = await startHarness(3);
-    const wf = await workflow(h, { steps: [{ name: 'hold', kind: 'timer', cron: '0 0 * * * *', next: 'done' }, { name: 'done', kind: 'direct' }] });
+    const wf = await workflow(h, {
+      steps: [
+        { name: 'hold', kind: 'timer', cron: '0 0 * * * *', next: 'done' },
+        { name: 'done', kind: 'direct' },
+      ],
+    });
     await crowd(h, 'c', range(1, 30));
     const id = await start(h, wf, 'c');
     // Another process takes partition 1 over: the tick's commit is refused for every partition, not just that one,
@@ -153,6 +193,9 @@ describe('leases left by a process that is gone', () => {
     const taken = await acquireLease(tenantId, 0, 'new-owner', now, 15_000);
     expect(taken).toEqual({ lease: { tenantId, partition: 0, owner: 'new-owner', epoch: 4 }, offset: 7 });
     expect(await acquireLease(tenantId, 1, 'new-owner', now, 15_000)).toBeNull();
-    expect(await db().partitionState.findUnique({ where: { tenantId_partition: { tenantId, partition: 1 } } })).toMatchObject({ owner: `${hostname()}:${process.ppid}`, epoch: 3 });
+    expect(await db().partitionState.findUnique({ where: { tenantId_partition: { tenantId, partition: 1 } } })).toMatchObject({
+      owner: `${hostname()}:${process.ppid}`,
+      epoch: 3,
+    });
   });
 });

@@ -35,7 +35,14 @@ describe('step kinds', () => {
       steps: [
         { name: 'a', kind: 'direct', next: 'b', leaveAction: 'left-a' },
         { name: 'b', kind: 'direct', next: 'c', enterAction: 'hello-b' },
-        { name: 'c', kind: 'branch', branches: [{ condition: 'true', next: 'd' }, { condition: 'false', next: 'd' }] },
+        {
+          name: 'c',
+          kind: 'branch',
+          branches: [
+            { condition: 'true', next: 'd' },
+            { condition: 'false', next: 'd' },
+          ],
+        },
         { name: 'd', kind: 'direct', enterAction: 'done' },
       ],
     });
@@ -126,7 +133,14 @@ describe('step kinds', () => {
     h = await startHarness(2);
     const wf = await workflow(h, {
       steps: [
-        { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "go"', next: 'wait' }, { condition: 'false', next: 'done' }] },
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "go"', next: 'wait' },
+            { condition: 'false', next: 'done' },
+          ],
+        },
         { name: 'wait', kind: 'delay', after: '10m', next: 'done' },
         { name: 'done', kind: 'direct' },
       ],
@@ -151,7 +165,15 @@ describe('step kinds', () => {
     h = await startHarness(4);
     const definition: WorkflowDefinition = {
       steps: [
-        { name: 'ab', kind: 'split', paths: [{ percent: 10, next: 'a' }, { percent: 30, next: 'b' }, { percent: 60, next: 'c' }] },
+        {
+          name: 'ab',
+          kind: 'split',
+          paths: [
+            { percent: 10, next: 'a' },
+            { percent: 30, next: 'b' },
+            { percent: 60, next: 'c' },
+          ],
+        },
         { name: 'a', kind: 'direct' },
         { name: 'b', kind: 'direct' },
         { name: 'c', kind: 'direct' },
@@ -170,7 +192,9 @@ describe('step kinds', () => {
     const copy = await start(h, await workflow(h, definition), 'c');
     expect((await armA(copy)).isEqual(await armA(id))).toBe(false);
     // …and two workflows whose splits name the same seed assign every user alike.
-    const seeded: WorkflowDefinition = { steps: [{ ...(definition.steps[0] as Extract<Step, { kind: 'split' }>), seed: 'exp-1' }, ...definition.steps.slice(1)] };
+    const seeded: WorkflowDefinition = {
+      steps: [{ ...(definition.steps[0] as Extract<Step, { kind: 'split' }>), seed: 'exp-1' }, ...definition.steps.slice(1)],
+    };
     const [one, two] = [await start(h, await workflow(h, seeded), 'c'), await start(h, await workflow(h, seeded), 'c')];
     expect((await armA(one)).isEqual(await armA(two))).toBe(true);
     expect((await armA(one)).isEqual(await armA(id))).toBe(false);
@@ -180,7 +204,14 @@ describe('step kinds', () => {
     h = await startHarness(1);
     const wf = await workflow(h, {
       steps: [
-        { name: 'entry', kind: 'branch', branches: [{ condition: 'true', next: 'fan' }, { condition: 'false', next: 'end' }] },
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition: 'true', next: 'fan' },
+            { condition: 'false', next: 'end' },
+          ],
+        },
         { name: 'fan', kind: 'parallel', enterAction: 'fan-in', actions: ['email', 'sms'], leaveAction: 'fan-out', next: 'end' },
         { name: 'end', kind: 'direct' },
       ],
@@ -198,7 +229,15 @@ describe('step kinds', () => {
     h = await startHarness(2);
     const wf = await workflow(h, {
       steps: [
-        { name: 'entry', kind: 'branch', ttl: '1h', branches: [{ condition: 'profile.tier == "gold"', next: 'gold' }, { condition: 'profile.score > 10', next: 'scored' }] },
+        {
+          name: 'entry',
+          kind: 'branch',
+          ttl: '1h',
+          branches: [
+            { condition: 'profile.tier == "gold"', next: 'gold' },
+            { condition: 'profile.score > 10', next: 'scored' },
+          ],
+        },
         { name: 'gold', kind: 'direct' },
         { name: 'scored', kind: 'direct' },
       ],

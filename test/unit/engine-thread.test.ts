@@ -26,7 +26,14 @@ const PARTITIONS = 4;
 
 const journey = {
   steps: [
-    { name: 'wait', kind: 'branch', branches: [{ condition: 'event.type == "purchase"', next: 'bought' }, { condition: 'false', next: 'bought' }] },
+    {
+      name: 'wait',
+      kind: 'branch',
+      branches: [
+        { condition: 'event.type == "purchase"', next: 'bought' },
+        { condition: 'false', next: 'bought' },
+      ],
+    },
     { name: 'bought', kind: 'direct' },
   ],
 };
@@ -84,7 +91,11 @@ describe('the engine thread', () => {
     expect((await engine.getCounts(tenantId, instanceId)).steps).toEqual({ wait: 10, bought: 0 });
 
     const now = Date.now();
-    await appendEvents(tenantId, PARTITIONS, [3, 7].map((user) => ({ user, type: 'purchase', data: {}, time: now })));
+    await appendEvents(
+      tenantId,
+      PARTITIONS,
+      [3, 7].map((user) => ({ user, type: 'purchase', data: {}, time: now })),
+    );
     engine.wakeTenant(tenantId);
     expect(await countsUntil(instanceId, (s) => s.bought === 2)).toEqual({ wait: 8, bought: 2 });
 

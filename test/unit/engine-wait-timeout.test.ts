@@ -18,7 +18,14 @@ const DAY = 86_400_000;
 /** "Did they purchase within 2 days of going? If not, send a reminder." */
 const purchaseOrRemind: WorkflowDefinition = {
   steps: [
-    { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "go"', next: 'wait' }, { condition: 'false', next: 'wait' }] },
+    {
+      name: 'entry',
+      kind: 'branch',
+      branches: [
+        { condition: 'event.type == "go"', next: 'wait' },
+        { condition: 'false', next: 'wait' },
+      ],
+    },
     { name: 'wait', kind: 'branch', branches: [{ condition: 'event.type == "purchase"', next: 'bought' }], timeout: { after: '2d', next: 'reminder' } },
     { name: 'bought', kind: 'direct' },
     { name: 'reminder', kind: 'direct', enterAction: 'send-reminder' },
@@ -27,19 +34,34 @@ const purchaseOrRemind: WorkflowDefinition = {
 
 async function timeoutMoves(instanceId: string) {
   const rows = await db().journal.findMany({ where: { instanceId, fromStep: 'wait', toStep: 'reminder' }, orderBy: { seq: 'asc' } });
-  return rows.map((r) => ({ user: r.user === null ? null : Number(r.user), users: r.bitmap ? RoaringBitmap32.deserialize(r.bitmap, 'portable').toArray() : null, enter: r.enterAction }));
+  return rows.map((r) => ({
+    user: r.user === null ? null : Number(r.user),
+    users: r.bitmap ? RoaringBitmap32.deserialize(r.bitmap, 'portable').toArray() : null,
+    enter: r.enterAction,
+  }));
 }
 
 describe('branch step timeout (wait for an event)', () => {
   it('validates: one branch is enough with a timeout; its duration must parse and its next must exist', () => {
     expect(validateWorkflow(purchaseOrRemind).ok).toBe(true);
     const wait = (timeout: unknown, branches: unknown[] = [{ condition: 'true', next: 'end' }]) =>
-      validateWorkflow({ steps: [{ name: 'wait', kind: 'branch', branches, timeout }, { name: 'end', kind: 'direct' }] });
+      validateWorkflow({
+        steps: [
+          { name: 'wait', kind: 'branch', branches, timeout },
+          { name: 'end', kind: 'direct' },
+        ],
+      });
     const problems = (result: ReturnType<typeof validateWorkflow>) => (result.ok ? [] : result.problems.map((p) => `${p.code}: ${p.message}`));
-    expect(problems(wait({ after: 'soon', next: 'end' }))).toEqual(['bad_duration: Step "wait" timeout.after "soon" is not a duration; write e.g. 30s, 5m, 2h, 7d or 1h30m']);
+    expect(problems(wait({ after: 'soon', next: 'end' }))).toEqual([
+      'bad_duration: Step "wait" timeout.after "soon" is not a duration; write e.g. 30s, 5m, 2h, 7d or 1h30m',
+    ]);
     expect(problems(wait({ after: '0d', next: 'end' }))).toEqual(['bad_duration: Step "wait" timeout.after "0d" is zero; a duration must be longer than 0']);
-    expect(problems(wait({ after: '2d', next: 'nowhere' }))).toEqual(['unknown_next: Step "wait" timeout.next points at "nowhere", which is not a step of this workflow']);
-    expect(problems(wait({ after: '2d', next: 'end' }, []))).toEqual(['too_few_branches: Step "wait" has no branches; a branch step needs at least 1 (an event no condition matches leaves the user in the step)']);
+    expect(problems(wait({ after: '2d', next: 'nowhere' }))).toEqual([
+      'unknown_next: Step "wait" timeout.next points at "nowhere", which is not a step of this workflow',
+    ]);
+    expect(problems(wait({ after: '2d', next: 'end' }, []))).toEqual([
+      'too_few_branches: Step "wait" has no branches; a branch step needs at least 1 (an event no condition matches leaves the user in the step)',
+    ]);
   });
 
   it('users with no matching event within `after` of entering move on as one bulk move per partition and bucket', async () => {
@@ -47,9 +69,16 @@ describe('branch step timeout (wait for an event)', () => {
     await crowd(h, 'c', range(1, 10));
     const id = await start(h, await workflow(h, purchaseOrRemind), 'c');
     const t0 = h.clock.now();
-    await send(h, range(1, 6).map((user) => ({ user, type: 'go' }))); // 1–6 enter `wait` at t0
+    await send(
+      h,
+      range(1, 6).map((user) => ({ user, type: 'go' })),
+    ); // 1–6 enter `wait` at t0
     await advance(h, DAY);
-    await send(h, [{ user: 1, type: 'purchase' }, { user: 2, type: 'view' }, { user: 7, type: 'go' }]); // 1 buys; 2's event matches nothing; 7 enters at t0 + 1d
+    await send(h, [
+      { user: 1, type: 'purchase' },
+      { user: 2, type: 'view' },
+      { user: 7, type: 'go' },
+    ]); // 1 buys; 2's event matches nothing; 7 enters at t0 + 1d
     // Entries are kept in 1-minute buckets for a 2-day wait: users move at most one bucket late, never early.
     await advance(h, t0 + 2 * DAY - 1 - h.clock.now());
     expect(await stepUsers(h, id, 'wait')).toEqual([2, 3, 4, 5, 6, 7]);
@@ -73,12 +102,17 @@ describe('branch step timeout (wait for an event)', () => {
     await crowd(h, 'c', range(1, 40));
     const id = await start(h, await workflow(h, definition), 'c');
     await advance(h, 3_600_000);
-    await send(h, range(1, 10).map((user) => ({ user, type: 'purchase' })));
+    await send(
+      h,
+      range(1, 10).map((user) => ({ user, type: 'purchase' })),
+    );
     const instance = h.engine.findRuntime(id)!;
 
     // Recovery from the journal alone (no checkpoint) rebuilds the timeout buckets the live shards hold.
     const lastSeq = (await db().journal.aggregate({ where: { instanceId: id }, _max: { seq: true } }))._max.seq!;
-    await expect.poll(async () => (await db().shardCheckpoint.findMany({ where: { instanceId: id } })).every((c) => c.journalSeq >= lastSeq), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(async () => (await db().shardCheckpoint.findMany({ where: { instanceId: id } })).every((c) => c.journalSeq >= lastSeq), { timeout: 10_000 })
+      .toBe(true);
     await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
     for (let partition = 0; partition < h.partitions; partition++) {
       const live = instance.shards[partition]!.delays.get('wait')!;

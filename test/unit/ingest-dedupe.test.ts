@@ -27,7 +27,9 @@ function forgetInMemory(): void {
   runtime().ingestDedupe.clear();
 }
 
-const batch = (users: number[], idPrefix?: string) => ({ events: users.map((user) => ({ user, type: 'x', ...(idPrefix ? { id: `${idPrefix}-${user}` } : {}) })) });
+const batch = (users: number[], idPrefix?: string) => ({
+  events: users.map((user) => ({ user, type: 'x', ...(idPrefix ? { id: `${idPrefix}-${user}` } : {}) })),
+});
 
 describe('Idempotency-Key', () => {
   it('answers a retry as the first time without appending, also after a restart; another body under the key is refused', async () => {
@@ -79,7 +81,14 @@ describe('event ids', () => {
     const t = await tenant(3);
     expect(await ingest(t.principal, batch([1, 2, 3], 'e'), NOW)).toMatchObject({ accepted: 3, duplicates: 0 });
     expect(await ingest(t.principal, batch([2, 3, 4], 'e'), NOW)).toMatchObject({ accepted: 3, duplicates: 2 });
-    const sameTwice = { events: [{ id: 'dup', user: 10, type: 'x' }, { id: 'dup', user: 11, type: 'x' }, { user: 12, type: 'no id' }, { user: 12, type: 'no id' }] };
+    const sameTwice = {
+      events: [
+        { id: 'dup', user: 10, type: 'x' },
+        { id: 'dup', user: 11, type: 'x' },
+        { user: 12, type: 'no id' },
+        { user: 12, type: 'no id' },
+      ],
+    };
     expect(await ingest(t.principal, sameTwice, NOW)).toMatchObject({ accepted: 4, duplicates: 1 });
     forgetInMemory();
     expect(await ingest(t.principal, batch([1, 4, 5], 'e'), NOW)).toMatchObject({ accepted: 3, duplicates: 2 });
@@ -138,7 +147,10 @@ describe('several processes deduplicating one tenant', () => {
       await closeDb();`;
     const run = (id: number) =>
       new Promise<void>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', writer(id)], { env: process.env, stdio: ['ignore', 'inherit', 'pipe'] });
+        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', writer(id)], {
+          env: process.env,
+          stdio: ['ignore', 'inherit', 'pipe'],
+        });
         let stderr = '';
         child.stderr.on('data', (d) => (stderr += d));
         child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${id} exited ${code}: ${stderr}`))));

@@ -31,7 +31,13 @@ async function logRows(tenantId: string) {
 describe('event batch validation', () => {
   it('normalizes events: default data {}, time from ISO, epoch ms, or now', () => {
     const batch = parseEventBatch(
-      { events: [{ user: 0, type: 'a' }, { user: 4294967295, type: 'b', data: { x: 1 }, time: '2026-01-02T03:04:05.678Z' }, { user: 7, type: 'c', time: 1234 }] },
+      {
+        events: [
+          { user: 0, type: 'a' },
+          { user: 4294967295, type: 'b', data: { x: 1 }, time: '2026-01-02T03:04:05.678Z' },
+          { user: 7, type: 'c', time: 1234 },
+        ],
+      },
       NOW,
     );
     expect(batch.events).toEqual([
@@ -97,7 +103,16 @@ describe('appending to the partitioned log', () => {
 
   it('writes one row per touched partition per batch, offsets 1, 2, 3… per partition', async () => {
     const t = await tenant(4);
-    const first = parseEventBatch({ events: [{ user: 1, type: 'a', data: { n: 1 } }, { user: 5, type: 'b' }, { user: 2, type: 'c', time: 99 }] }, NOW).events;
+    const first = parseEventBatch(
+      {
+        events: [
+          { user: 1, type: 'a', data: { n: 1 } },
+          { user: 5, type: 'b' },
+          { user: 2, type: 'c', time: 99 },
+        ],
+      },
+      NOW,
+    ).events;
     expect(await appendEvents(t.id, 4, first)).toBe(3);
     expect(await appendEvents(t.id, 4, parseEventBatch({ events: [{ user: 9, type: 'd' }] }, NOW).events)).toBe(1);
     const rows = await logRows(t.id);
@@ -141,8 +156,14 @@ describe('appending to the partitioned log', () => {
     expect(await ingest({ kind: 'admin' }, { tenant: t.name, events }, NOW)).toEqual(appended);
     await expect(ingest({ kind: 'admin' }, { events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: /^tenant: required/ });
     const other = await tenant(2);
-    await expect(ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: `tenant: unknown tenant "${other.id}"` });
-    await expect(ingest({ kind: 'admin' }, { tenant: 'no-such-tenant', events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: 'tenant: unknown tenant "no-such-tenant"' });
+    await expect(ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({
+      code: 'validation_failed',
+      message: `tenant: unknown tenant "${other.id}"`,
+    });
+    await expect(ingest({ kind: 'admin' }, { tenant: 'no-such-tenant', events }, NOW)).rejects.toMatchObject({
+      code: 'validation_failed',
+      message: 'tenant: unknown tenant "no-such-tenant"',
+    });
     expect(await logRows(other.id)).toEqual([]);
     expect((await logRows(t.id)).map((r) => Number(r.offset))).toEqual([1, 2]);
   });
@@ -162,7 +183,10 @@ describe('several processes appending to one tenant', () => {
       await closeDb();`;
     const run = (id: number) =>
       new Promise<void>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', writer(id)], { env: process.env, stdio: ['ignore', 'inherit', 'pipe'] });
+        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', writer(id)], {
+          env: process.env,
+          stdio: ['ignore', 'inherit', 'pipe'],
+        });
         let stderr = '';
         child.stderr.on('data', (d) => (stderr += d));
         child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${id} exited ${code}: ${stderr}`))));

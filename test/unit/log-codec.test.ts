@@ -25,7 +25,12 @@ function randomEvents(count: number, seed: number): LoggedEvent[] {
     const data: Record<string, unknown> = {};
     const size = Math.floor(next() * 4);
     for (let k = 0; k < size; k++) data[keys[Math.floor(next() * keys.length)]] = randomValue(next);
-    return { user: Math.floor(next() * 2 ** 32), type: `t${Math.floor(next() * 5)}`, data, time: next() < 0.7 ? 1_700_000_000_000 : Math.floor(next() * 8.64e15) };
+    return {
+      user: Math.floor(next() * 2 ** 32),
+      type: `t${Math.floor(next() * 5)}`,
+      data,
+      time: next() < 0.7 ? 1_700_000_000_000 : Math.floor(next() * 8.64e15),
+    };
   });
 }
 
@@ -83,7 +88,12 @@ describe('EventLog row format', () => {
   });
 
   it('is far smaller than the JSON row for a typical batch', () => {
-    const events = Array.from({ length: 1_000 }, (_, i) => ({ user: i * 7919, type: i % 10 ? 'view' : 'purchase', data: { amount: i % 200 }, time: 1_700_000_000_000 }));
+    const events = Array.from({ length: 1_000 }, (_, i) => ({
+      user: i * 7919,
+      type: i % 10 ? 'view' : 'purchase',
+      data: { amount: i % 200 },
+      time: 1_700_000_000_000,
+    }));
     expect(encodeEvents(events).length).toBeLessThan(Buffer.byteLength(JSON.stringify(events)) / 3);
   });
 

@@ -13,7 +13,14 @@ afterEach(async () => {
 
 const buyOrQuit: WorkflowDefinition = {
   steps: [
-    { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'done' }, { condition: 'event.type == "quit"', next: 'gone' }] },
+    {
+      name: 'entry',
+      kind: 'branch',
+      branches: [
+        { condition: 'event.type == "buy"', next: 'done' },
+        { condition: 'event.type == "quit"', next: 'gone' },
+      ],
+    },
     { name: 'done', kind: 'direct' },
     { name: 'gone', kind: 'direct' },
   ],
@@ -27,13 +34,24 @@ it('trims applied log rows but the newest of each partition, and the log goes on
   const wf = await workflow(h, buyOrQuit);
   await crowd(h, 'c', range(1, 20));
   const id = await start(h, wf, 'c');
-  for (const users of [[1, 2], [3, 4], [5, 6]]) await send(h, users.map((user) => ({ user, type: 'buy' })));
+  for (const users of [
+    [1, 2],
+    [3, 4],
+    [5, 6],
+  ])
+    await send(
+      h,
+      users.map((user) => ({ user, type: 'buy' })),
+    );
   expect(await offsets(h.tenantId)).toEqual(['0:1', '0:2', '0:3', '1:1', '1:2', '1:3']);
 
   expect(await trimLog(h.tenantId, await appliedOffsets(h.tenantId))).toBe(4);
   expect(await offsets(h.tenantId)).toEqual(['0:3', '1:3']);
 
-  await send(h, [{ user: 7, type: 'buy' }, { user: 8, type: 'quit' }]);
+  await send(h, [
+    { user: 7, type: 'buy' },
+    { user: 8, type: 'quit' },
+  ]);
   expect(await offsets(h.tenantId)).toEqual(['0:3', '0:4', '1:3', '1:4']);
   expect(await steps(h, id)).toEqual({ entry: 12, done: 7, gone: 1 });
   await restartEngine(h);
@@ -52,7 +70,15 @@ it('keeps rows a partition has not applied yet, and partitions nobody has taken 
     for (const offset of [1, 2, 3]) await db().eventLog.create({ data: { tenantId, partition, offset: BigInt(offset), events: encodeEvents([]), count: 0 } });
   }
   // Asked up to offset 3 everywhere, it still keeps what is not applied, and partition 1 has no committed offset.
-  expect(await trimLog(tenantId, new Map([[0, 3], [1, 3]]))).toBe(1);
+  expect(
+    await trimLog(
+      tenantId,
+      new Map([
+        [0, 3],
+        [1, 3],
+      ]),
+    ),
+  ).toBe(1);
   expect(await offsets(tenantId)).toEqual(['0:2', '0:3', '1:1', '1:2', '1:3']);
 });
 
@@ -61,10 +87,25 @@ it('trims what was applied by the previous run, not what was applied since, and 
   const wf = await workflow(h, buyOrQuit);
   await crowd(h, 'c', range(1, 12));
   await start(h, wf, 'c');
-  for (const users of [[1, 2], [3, 4], [5, 6]]) await send(h, users.map((user) => ({ user, type: 'buy' })));
+  for (const users of [
+    [1, 2],
+    [3, 4],
+    [5, 6],
+  ])
+    await send(
+      h,
+      users.map((user) => ({ user, type: 'buy' })),
+    );
   const trimmer = new LogTrimmer();
   expect(await trimmer.run(h.tenantId)).toBe(0); // a first run only marks offset 3
-  for (const users of [[7, 8], [9, 10]]) await send(h, users.map((user) => ({ user, type: 'buy' })));
+  for (const users of [
+    [7, 8],
+    [9, 10],
+  ])
+    await send(
+      h,
+      users.map((user) => ({ user, type: 'buy' })),
+    );
   expect(await trimmer.run(h.tenantId)).toBe(6); // up to 3, though 5 is applied by now
   expect(await offsets(h.tenantId)).toEqual(['0:4', '0:5', '1:4', '1:5']);
 });

@@ -45,7 +45,13 @@ it('an upgrade keeps EventLog rows written as JSON text before the byte format, 
   expect(older.length).toBeGreaterThan(0);
   expect(older.every((name) => name < BYTES_MIGRATION)).toBe(true);
   await sql('INSERT INTO "Tenant" ("id", "name", "partitions") VALUES ($1, $2, $3)', ['tn_old', 'old', 1]);
-  await sql('INSERT INTO "EventLog" ("tenantId", "partition", "offset", "events", "count") VALUES ($1, $2, $3, $4, $5)', ['tn_old', 0, 1, JSON.stringify(events), 2]);
+  await sql('INSERT INTO "EventLog" ("tenantId", "partition", "offset", "events", "count") VALUES ($1, $2, $3, $4, $5)', [
+    'tn_old',
+    0,
+    1,
+    JSON.stringify(events),
+    2,
+  ]);
 
   const upgrade = await applyMigrations(target);
   expect(upgrade[0]).toBe(BYTES_MIGRATION);

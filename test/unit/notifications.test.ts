@@ -28,7 +28,10 @@ async function tenant(): Promise<string> {
 }
 
 /** Journal rows as the engine core writes them; seqs are global across tenants, like the engine's. */
-async function move(tenantId: string, move: { users?: number[]; user?: number; from?: string | null; to?: string; timeMs?: number; instanceId?: string; partition?: number }) {
+async function move(
+  tenantId: string,
+  move: { users?: number[]; user?: number; from?: string | null; to?: string; timeMs?: number; instanceId?: string; partition?: number },
+) {
   const seq = nextSeq++;
   const bitmap = move.users ? serializeBitmap(new RoaringBitmap32(move.users)) : null;
   await db().journal.create({
@@ -241,7 +244,7 @@ describe('journal cleanup', () => {
     expect((await readNotifications(t, 0, 1)).lost).toEqual({ through: first + 199 });
   });
 
-  it('never deletes the journal\'s newest entry, so the next move never gets a seq a cursor has passed', async () => {
+  it("never deletes the journal's newest entry, so the next move never gets a seq a cursor has passed", async () => {
     const clock = new ManualClock(Date.UTC(2026, 1, 1));
     const t = await tenant();
     const newest = await move(t, { user: 1, timeMs: clock.now() - 30 * DAY });
@@ -272,7 +275,7 @@ describe('journal cleanup', () => {
     expect(stoppedInstance).toBeGreaterThan(noCheckpoint);
   });
 
-  it('deleting a tenant keeps the journal\'s newest entry when it is the tenant\'s, and deletes the rest of its entries', async () => {
+  it("deleting a tenant keeps the journal's newest entry when it is the tenant's, and deletes the rest of its entries", async () => {
     const other = await tenant();
     const otherSeq = await move(other, { user: 1 });
     const view = await createTenant({ name: `gone-${nextSeq}`, partitions: 1 });

@@ -32,7 +32,11 @@ describe('operations right after a restart (real processes)', () => {
     expect((await finished(started.procedureId)).state).toBe('done');
 
     first.kill();
-    await until(async () => processState(first.pid), (state) => state === 'Z', 'the killed server to be a zombie');
+    await until(
+      async () => processState(first.pid),
+      (state) => state === 'Z',
+      'the killed server to be a zombie',
+    );
     const second = server();
     await second.ready;
     const stop = await submitter.stopInstance(tenantId, started.instanceId);
@@ -47,7 +51,11 @@ describe('operations right after a restart (real processes)', () => {
     const restarted = server();
     await restarted.ready;
     const started = await submitter.startInstance(tenantId, workflowId, { crowd: 'crowd' });
-    const waiting = await until(async () => (await runner.get(started.procedureId))!, (view) => view.attempts >= 2, 'a second attempt');
+    const waiting = await until(
+      async () => (await runner.get(started.procedureId))!,
+      (view) => view.attempts >= 2,
+      'a second attempt',
+    );
     expect(waiting).toMatchObject({ state: 'retrying', error: `waiting for partitions 0, 1, 2, 3 of tenant ${tenantId}: not owned by this process yet` });
     expect(waiting.waitingSince).not.toBeNull();
     expect(Date.parse(waiting.nextAttemptAt!)).toBeGreaterThan(Date.parse(waiting.waitingSince!));

@@ -60,9 +60,15 @@ it('every failed or interrupted start and stop finishes: resumed after a SIGKILL
   const eInstance = await running(E.tenantId, E.workflowId);
   const gInstance = await running(G.tenantId, G.workflowId);
   const dStart = await submitter.startInstance(D.tenantId, D.workflowId, { crowd: 'crowd' });
-  await until(async () => (await runner.get(dStart.procedureId))!, (view) => view.attempts >= 1, 'D waiting for its partitions');
+  await until(
+    async () => (await runner.get(dStart.procedureId))!,
+    (view) => view.attempts >= 1,
+    'D waiting for its partitions',
+  );
   const fInstance = newId('in');
-  await db().instance.create({ data: { id: fInstance, tenantId: F.tenantId, workflowId: F.workflowId, version: 1, crowdName: 'crowd', state: 'starting', userCount: 0 } });
+  await db().instance.create({
+    data: { id: fInstance, tenantId: F.tenantId, workflowId: F.workflowId, version: 1, crowdName: 'crowd', state: 'starting', userCount: 0 },
+  });
   await db().instance.update({ where: { id: gInstance }, data: { state: 'stopping' } });
   first.kill();
 
@@ -91,7 +97,9 @@ it('every failed or interrupted start and stop finishes: resumed after a SIGKILL
   for (const id of [bStart.procedureId, cStop.procedureId]) {
     const failed = await finished(id);
     expect(failed.state, JSON.stringify(failed)).toBe('failed');
-    expect(failed.error).toMatch(/^waiting for partitions 0, 1, 2, 3 of tenant .*: not owned by this process yet \(gave up after waiting \d+ s; the limit is 2 s\)$/);
+    expect(failed.error).toMatch(
+      /^waiting for partitions 0, 1, 2, 3 of tenant .*: not owned by this process yet \(gave up after waiting \d+ s; the limit is 2 s\)$/,
+    );
     expect(failed.attempts).toBeGreaterThan(0);
   }
   expect(await Promise.all([aStart.instanceId, bStart.instanceId, cInstance].map(instanceState))).toEqual(['failed', 'failed', 'running']);

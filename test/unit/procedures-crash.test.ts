@@ -68,7 +68,13 @@ describe('crash recovery with a real process', () => {
   it('a procedure killed between steps resumes in a new process; no committed step runs twice', async () => {
     const id = 'crash-execute';
     const file = join(dir, `${id}.log`);
-    const first = startWorker({ PROCEDURE_ID: id, EFFECTS_FILE: file, OWNER: 'node-a', HANG_EXECUTE: '3', SUBMIT_STATE: JSON.stringify({ steps: 5, n: 0, total: 0, undone: 0, failAtEnd: false }) });
+    const first = startWorker({
+      PROCEDURE_ID: id,
+      EFFECTS_FILE: file,
+      OWNER: 'node-a',
+      HANG_EXECUTE: '3',
+      SUBMIT_STATE: JSON.stringify({ steps: 5, n: 0, total: 0, undone: 0, failAtEnd: false }),
+    });
     expect(await first.hung).toBe('HANG execute 3');
     await first.kill();
     const killed = await db().procedure.findUniqueOrThrow({ where: { id } });
@@ -88,7 +94,13 @@ describe('crash recovery with a real process', () => {
   it('a procedure killed during its rollback is taken over by another process after the lease and keeps rolling back', async () => {
     const id = 'crash-rollback';
     const file = join(dir, `${id}.log`);
-    const first = startWorker({ PROCEDURE_ID: id, EFFECTS_FILE: file, OWNER: 'node-a', HANG_ROLLBACK: '1', SUBMIT_STATE: JSON.stringify({ steps: 3, n: 0, total: 0, undone: 0, failAtEnd: true }) });
+    const first = startWorker({
+      PROCEDURE_ID: id,
+      EFFECTS_FILE: file,
+      OWNER: 'node-a',
+      HANG_ROLLBACK: '1',
+      SUBMIT_STATE: JSON.stringify({ steps: 3, n: 0, total: 0, undone: 0, failAtEnd: true }),
+    });
     expect(await first.hung).toBe('HANG rollback 1');
     await first.kill();
     const killed = await db().procedure.findUniqueOrThrow({ where: { id } });

@@ -113,7 +113,10 @@ describe('lock keys', () => {
     runner = startRunner();
     const parent = await runner.submit(PLAIN, scriptedState('parent-held', 1, { keys: [exclusive('workflow/7')] }));
     for (const keys of [[exclusive('workflow/7')], [shared('workflow/7')]]) {
-      await expect(runner.submit(PLAIN, scriptedState('child', 1, { keys }), { parentId: parent })).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/workflow\/7/) });
+      await expect(runner.submit(PLAIN, scriptedState('child', 1, { keys }), { parentId: parent })).rejects.toMatchObject({
+        code: 'conflict',
+        message: expect.stringMatching(/workflow\/7/),
+      });
     }
     expect(await db().procedure.count({ where: { parentId: parent } })).toBe(0);
     held.open();
@@ -154,7 +157,10 @@ describe('sub-procedures', () => {
       { type: PLAIN, state: scriptedState('child-slow', 2, { keys: [exclusive('export/1')] }) },
       { type: PLAIN, state: scriptedState('child-fast', 1) },
     ];
-    const parent = await runner.submit(ROLLBACK, scriptedState('parent', 1, { keys: [exclusive('workflow/1')], children }), { tenantId: 'tenant-1', workflowId: 'wf-1' });
+    const parent = await runner.submit(ROLLBACK, scriptedState('parent', 1, { keys: [exclusive('workflow/1')], children }), {
+      tenantId: 'tenant-1',
+      workflowId: 'wf-1',
+    });
     const fast = `${parent}:1.1`;
     await waitForState(fast, 'done');
     await settle();
@@ -266,7 +272,12 @@ describe('graceful stop', () => {
 
 describe('claim fairness', () => {
   it('shares a claim round-robin across tenants, each tenant in its queue order', () => {
-    const queued = [...['a1', 'a2', 'a3', 'a4', 'a5'].map((id) => ({ id, tenantId: 'a' })), { id: 'b1', tenantId: 'b' }, { id: 'b2', tenantId: 'b' }, { id: 'n1', tenantId: null }];
+    const queued = [
+      ...['a1', 'a2', 'a3', 'a4', 'a5'].map((id) => ({ id, tenantId: 'a' })),
+      { id: 'b1', tenantId: 'b' },
+      { id: 'b2', tenantId: 'b' },
+      { id: 'n1', tenantId: null },
+    ];
     expect(fairShare(queued, 5).map((row) => row.id)).toEqual(['a1', 'b1', 'n1', 'a2', 'b2']);
     expect(fairShare(queued, 100).map((row) => row.id)).toEqual(['a1', 'b1', 'n1', 'a2', 'b2', 'a3', 'a4', 'a5']);
   });

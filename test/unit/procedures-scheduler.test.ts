@@ -21,7 +21,9 @@ beforeAll(() => {
         async execute(ctx) {
           starts += 1;
           const id = `in-${ctx.procedureId}`;
-          await db().instance.create({ data: { id, tenantId: state.tenantId, workflowId: state.workflowId, version: 1, crowdName: state.crowd, state: 'running', userCount: 1n } });
+          await db().instance.create({
+            data: { id, tenantId: state.tenantId, workflowId: state.workflowId, version: 1, crowdName: state.crowd, state: 'running', userCount: 1n },
+          });
           return { kind: 'done' as const, output: { instanceId: id } };
         },
       };
@@ -108,9 +110,24 @@ describe('scheduled starts', () => {
       ['wf-late', 'missed', latestMs],
     ]);
     const [skip, latest, late] = await Promise.all(fired.map((f) => runner.await(f.procedureId)));
-    expect(skip).toMatchObject({ state: 'done', output: { skipped: 'missed', missedCount: 5, reason: 'no server was running (catch-up policy: skip)', firstMissedAt: new Date(latestMs - 4 * 60_000).toISOString() } });
-    expect(latest).toMatchObject({ state: 'done', data: { scheduledAt: new Date(latestMs).toISOString(), missedBefore: 4 }, output: { instanceId: `in-${latest.id}` } });
-    expect(late).toMatchObject({ state: 'done', output: { skipped: 'missed', missedCount: 5, reason: 'no server was running, and it is 30 s late, past the starting deadline of 10 s' } });
+    expect(skip).toMatchObject({
+      state: 'done',
+      output: {
+        skipped: 'missed',
+        missedCount: 5,
+        reason: 'no server was running (catch-up policy: skip)',
+        firstMissedAt: new Date(latestMs - 4 * 60_000).toISOString(),
+      },
+    });
+    expect(latest).toMatchObject({
+      state: 'done',
+      data: { scheduledAt: new Date(latestMs).toISOString(), missedBefore: 4 },
+      output: { instanceId: `in-${latest.id}` },
+    });
+    expect(late).toMatchObject({
+      state: 'done',
+      output: { skipped: 'missed', missedCount: 5, reason: 'no server was running, and it is 30 s late, past the starting deadline of 10 s' },
+    });
 
     // Another process starting now finds every missed firing recorded: nothing twice.
     expect(await createScheduler({ runner, clock }).tick()).toEqual([]);

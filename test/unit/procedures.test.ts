@@ -212,8 +212,12 @@ describe('procedure runner', () => {
     const rolling = script('resume-rolling');
     const now = new Date(clock.now());
     const base = { type: ROLLBACK, lockKeys: '[]', createdAt: now, updatedAt: now, error: JSON.stringify({ message: 'disk full' }) };
-    await db().procedure.create({ data: { ...base, id: 'was-preparing', state: 'prepare-rollback', step: 2, data: JSON.stringify(scriptedState('resume-prepared', 3, { done: 2 })) } });
-    await db().procedure.create({ data: { ...base, id: 'was-rolling', state: 'rolling-back', step: 3, data: JSON.stringify(scriptedState('resume-rolling', 3, { done: 2, undone: 1 })) } });
+    await db().procedure.create({
+      data: { ...base, id: 'was-preparing', state: 'prepare-rollback', step: 2, data: JSON.stringify(scriptedState('resume-prepared', 3, { done: 2 })) },
+    });
+    await db().procedure.create({
+      data: { ...base, id: 'was-rolling', state: 'rolling-back', step: 3, data: JSON.stringify(scriptedState('resume-rolling', 3, { done: 2, undone: 1 })) },
+    });
     runner = startRunner();
     const [a, b] = [await runner.await('was-preparing'), await runner.await('was-rolling')];
     expect([a.state, a.error, a.step]).toEqual(['failed', 'disk full', 4]);
@@ -226,7 +230,10 @@ describe('procedure runner', () => {
   it('submitting an existing id returns it without a second run', async () => {
     const s = script('once');
     runner = startRunner();
-    const [a, b] = await Promise.all([runner.submit(PLAIN, scriptedState('once', 1), { id: 'fixed-id' }), runner.submit(PLAIN, scriptedState('once', 1), { id: 'fixed-id' })]);
+    const [a, b] = await Promise.all([
+      runner.submit(PLAIN, scriptedState('once', 1), { id: 'fixed-id' }),
+      runner.submit(PLAIN, scriptedState('once', 1), { id: 'fixed-id' }),
+    ]);
     expect([a, b]).toEqual(['fixed-id', 'fixed-id']);
     await runner.await('fixed-id');
     expect(await runner.submit(PLAIN, scriptedState('once', 1), { id: 'fixed-id' })).toBe('fixed-id');

@@ -34,7 +34,14 @@ describe('profile import', () => {
     await upsertProfiles(tenantId, [{ user: 1, attributes: { plan: 'free', keep: true } }]);
     const result = await importProfiles(
       tenantId,
-      stream(['{"user": 1, "attributes": {"plan": "pro", "city": "Zürich"}}', '', '{"user": 2, "attributes": {"age": 30, "x": null}}', '{"user": 1, "attributes": {"keep": null}}\r'].join('\n')),
+      stream(
+        [
+          '{"user": 1, "attributes": {"plan": "pro", "city": "Zürich"}}',
+          '',
+          '{"user": 2, "attributes": {"age": 30, "x": null}}',
+          '{"user": 1, "attributes": {"keep": null}}\r',
+        ].join('\n'),
+      ),
       'ndjson',
     );
     expect(result).toMatchObject({ lines: 3, users: 2, created: 1, chunks: 1 });
@@ -44,7 +51,12 @@ describe('profile import', () => {
 
   it('reads CSV with a header: inferred or declared types, empty cells absent, quotes, nested columns', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    const csv = ['user,plan,age,optIn,zip,address.country,note', '1,pro,30,true,01234,NL,"a, ""quoted"" note"', '2,free,,false,75001,,', '3,"trial",41.5,,,BE,plain'].join('\n');
+    const csv = [
+      'user,plan,age,optIn,zip,address.country,note',
+      '1,pro,30,true,01234,NL,"a, ""quoted"" note"',
+      '2,free,,false,75001,,',
+      '3,"trial",41.5,,,BE,plain',
+    ].join('\n');
     const result = await importProfiles(tenantId, stream(csv), 'csv', 'zip:string');
     expect(result).toMatchObject({ lines: 3, users: 3, created: 3 });
     expect(await storedProfiles(tenantId)).toEqual({
@@ -66,7 +78,9 @@ describe('profile import', () => {
     ['csv', 'user,age\n1,abc', 'line 2: column "age" must be a number'],
   ])('%s: a bad line is refused by number, and its chunk is not written: %s', async (format, body, message) => {
     const tenantId = await tenantRow(newId('tn'));
-    await expect(importProfiles(tenantId, stream(body), format as 'ndjson' | 'csv', format === 'csv' && body.includes('abc') ? 'age:number' : null)).rejects.toMatchObject({
+    await expect(
+      importProfiles(tenantId, stream(body), format as 'ndjson' | 'csv', format === 'csv' && body.includes('abc') ? 'age:number' : null),
+    ).rejects.toMatchObject({
       code: 'validation_failed',
       message: expect.stringContaining(message),
       details: expect.objectContaining({ committedLines: 0 }),

@@ -24,11 +24,22 @@ const value: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 6, arbitrary: scalar },
   { weight: 1, arbitrary: fc.constant(null) }, // a merge patch null removes the key
   { weight: 1, arbitrary: fc.array(scalar, { maxLength: 2 }) },
-  { weight: 2, arbitrary: fc.dictionary(fc.constantFrom('city', 'zip', 'geo'), fc.oneof(scalar, fc.constant(null), fc.dictionary(fc.constantFrom('lat'), numbers)), { maxKeys: 3 }) },
+  {
+    weight: 2,
+    arbitrary: fc.dictionary(fc.constantFrom('city', 'zip', 'geo'), fc.oneof(scalar, fc.constant(null), fc.dictionary(fc.constantFrom('lat'), numbers)), {
+      maxKeys: 3,
+    }),
+  },
 );
 const patch = fc.dictionary(fc.constantFrom('plan', 'age', 'score', 'signup', 'address', 'tags', 'a.b'), value, { maxKeys: 4 }) as fc.Arbitrary<Attributes>;
 const operation = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ kind: fc.constant('upsert' as const), items: fc.array(fc.record({ user: fc.nat(USERS - 1), patch }), { minLength: 1, maxLength: 6 }) }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant('upsert' as const),
+      items: fc.array(fc.record({ user: fc.nat(USERS - 1), patch }), { minLength: 1, maxLength: 6 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), user: fc.nat(USERS - 1) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('clear' as const) }) },
 );
@@ -51,10 +62,13 @@ function at(profile: Attributes | undefined, path: string[]): unknown {
 function expectAgreement(index: ProfileIndex, model: Map<number, Attributes>) {
   const all = new RoaringBitmap32(Array.from({ length: USERS }, (_, u) => u));
   const expected = (test: (value: unknown) => boolean, path: string[]) =>
-    [...model].filter(([, profile]) => {
-      const v = at(profile, path);
-      return v !== undefined && test(v);
-    }).map(([user]) => user).sort((a, b) => a - b);
+    [...model]
+      .filter(([, profile]) => {
+        const v = at(profile, path);
+        return v !== undefined && test(v);
+      })
+      .map(([user]) => user)
+      .sort((a, b) => a - b);
   expect(index.users.toArray()).toEqual([...model.keys()].sort((a, b) => a - b));
   for (const path of PATHS) {
     const key = pathKey(path);
@@ -62,7 +76,9 @@ function expectAgreement(index: ProfileIndex, model: Map<number, Attributes>) {
     for (const v of EQUALS) expect(index.equals(key, v, all).toArray(), `${path} == ${v}`).toEqual(expected((actual) => actual === v, path));
     for (const op of OPS) {
       for (const bound of BOUNDS) {
-        expect(index.compare(key, op, bound, all).toArray(), `${path} ${op} ${bound}`).toEqual(expected((actual) => typeof actual === 'number' && compareNumbers(actual, op, bound), path));
+        expect(index.compare(key, op, bound, all).toArray(), `${path} ${op} ${bound}`).toEqual(
+          expected((actual) => typeof actual === 'number' && compareNumbers(actual, op, bound), path),
+        );
       }
       for (const ms of TIMES) {
         const asTime = (actual: unknown) => (typeof actual === 'string' ? celTimestampMs(actual) : null);
@@ -138,7 +154,11 @@ describe('ProfileIndex against a naive model (fast-check)', () => {
 
   it('rescales a number path when a value needs more decimals, and keeps comparisons exact', () => {
     const index = new ProfileIndex();
-    index.apply([{ user: 1, after: { price: 12 } }, { user: 2, after: { price: 7 } }, { user: 3, after: { price: -4 } }]);
+    index.apply([
+      { user: 1, after: { price: 12 } },
+      { user: 2, after: { price: 7 } },
+      { user: 3, after: { price: -4 } },
+    ]);
     index.apply([{ user: 4, after: { price: 12.99 } }]);
     expect(index.path('price')!.scale).toBe(2);
     expect(index.compare('price', '>', 12).toArray()).toEqual([4]);
@@ -149,7 +169,10 @@ describe('ProfileIndex against a naive model (fast-check)', () => {
 
   it('turns a path with more than the distinct-value cap into a per-user map, and still answers equality', () => {
     const index = new ProfileIndex();
-    const changes = Array.from({ length: MAX_DISTINCT_STRINGS + 10 }, (_, user) => ({ user, after: { email: `u${user}@example.com`, plan: user % 2 ? 'pro' : 'free' } }));
+    const changes = Array.from({ length: MAX_DISTINCT_STRINGS + 10 }, (_, user) => ({
+      user,
+      after: { email: `u${user}@example.com`, plan: user % 2 ? 'pro' : 'free' },
+    }));
     index.apply(changes);
     expect(index.path('email')!.highCardinality?.size).toBe(MAX_DISTINCT_STRINGS + 10);
     expect(index.path('email')!.strings.size).toBe(0);

@@ -42,7 +42,15 @@ it('batches written together in one group commit are handed over under the offse
   const tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 3 } });
   // Sent at once, they queue behind the first transaction and the rest go in one group: several rows per partition.
-  await Promise.all(Array.from({ length: 12 }, (_, batch) => appendEvents(tenantId, 3, [0, 1, 2, 3].map((i) => event(batch * 100 + i)))));
+  await Promise.all(
+    Array.from({ length: 12 }, (_, batch) =>
+      appendEvents(
+        tenantId,
+        3,
+        [0, 1, 2, 3].map((i) => event(batch * 100 + i)),
+      ),
+    ),
+  );
   for (const partition of [0, 1, 2]) {
     const fromMemory = takeRecent(tenantId, partition, 0, 100);
     const fromLog = await readLog(tenantId, partition, 0, 100); // memory is empty now: this reads the table

@@ -89,7 +89,15 @@ describe(`the request thread is never held up past ${REQUEST_LOOP_BOUND_MS} ms`,
     const instanceId = await startInstance(
       {
         steps: [
-          { name: 'entry', kind: 'branch', branches: [{ condition: 'event.data.s.matches("(a+)+$")', next: 'matched' }, { condition: comprehension, next: 'matched' }, { condition: 'true', next: 'other' }] },
+          {
+            name: 'entry',
+            kind: 'branch',
+            branches: [
+              { condition: 'event.data.s.matches("(a+)+$")', next: 'matched' },
+              { condition: comprehension, next: 'matched' },
+              { condition: 'true', next: 'other' },
+            ],
+          },
           { name: 'matched', kind: 'direct' },
           { name: 'other', kind: 'direct' },
         ],
@@ -156,13 +164,23 @@ describe(`the request thread is never held up past ${REQUEST_LOOP_BOUND_MS} ms`,
 
     const delayMs = await requestLoopDelayWhile(async () => {
       const europe = await startInstance(
-        { steps: [{ name: 'wait', kind: 'timer', cron: '* * * * * *', condition: 'profile.tz.startsWith("Europe/")', next: 'european' }, { name: 'european', kind: 'direct' }] },
+        {
+          steps: [
+            { name: 'wait', kind: 'timer', cron: '* * * * * *', condition: 'profile.tz.startsWith("Europe/")', next: 'european' },
+            { name: 'european', kind: 'direct' },
+          ],
+        },
         'profiled',
       );
       const chained = await startInstance({ steps: chain }, 'thousand');
       const ticking = await startInstance(
         // Even seconds there, odd seconds back (with one cron both would fire in the same tick: there and back at once).
-        { steps: [{ name: 'tick', kind: 'timer', cron: '0/2 * * * * *', next: 'tock' }, { name: 'tock', kind: 'timer', cron: '1/2 * * * * *', next: 'tick' }] },
+        {
+          steps: [
+            { name: 'tick', kind: 'timer', cron: '0/2 * * * * *', next: 'tock' },
+            { name: 'tock', kind: 'timer', cron: '1/2 * * * * *', next: 'tick' },
+          ],
+        },
         'million',
       );
       await countsUntil(europe, (s) => s.european === 25_000);

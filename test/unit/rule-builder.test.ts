@@ -58,7 +58,12 @@ describe('rule builder ↔ CEL', () => {
   });
 
   it('refuses CEL it cannot show instead of dropping parts of it', () => {
-    for (const text of ['event.data.amount * 2 > 10', 'size(event.type) > 3', 'event.type == "a" ? profile.x : false', 'now > timestamp("2026-01-01T00:00:00Z")']) {
+    for (const text of [
+      'event.data.amount * 2 > 10',
+      'size(event.type) > 3',
+      'event.type == "a" ? profile.x : false',
+      'now > timestamp("2026-01-01T00:00:00Z")',
+    ]) {
       const parsed = celToQuery(text);
       expect(parsed.ok, text).toBe(false);
       if (!parsed.ok) expect(parsed.syntax).toBe(false);

@@ -32,7 +32,19 @@ it('SIGTERM hands back every partition lease and checkpoints the running instanc
   await call('PUT', '/tenants/shutdown/crowds/everyone', '1\n2\n3\n4\n5\n6');
   const workflow = await call('POST', '/tenants/shutdown/workflows', {
     name: 'w',
-    definition: { steps: [{ name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'done' }, { condition: 'event.type == "leave"', next: 'done' }] }, { name: 'done', kind: 'direct' }] },
+    definition: {
+      steps: [
+        {
+          name: 'entry',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "buy"', next: 'done' },
+            { condition: 'event.type == "leave"', next: 'done' },
+          ],
+        },
+        { name: 'done', kind: 'direct' },
+      ],
+    },
   });
   const { instanceId } = await call('POST', `/tenants/shutdown/workflows/${workflow.id}/start`, { crowd: 'everyone' });
   await expect.poll(async () => (await call('GET', `/tenants/shutdown/instances/${instanceId}`)).state, { timeout: 30_000 }).toBe('running');
@@ -56,7 +68,11 @@ it('SIGTERM hands back every partition lease and checkpoints the running instanc
   expect(await exited).toBe(143);
   expect(await streamEnded).toBe(true);
 
-  expect((await partitions()).map((p) => [p.owner, Number(p.leaseUntilMs)])).toEqual([[null, 0], [null, 0], [null, 0]]);
+  expect((await partitions()).map((p) => [p.owner, Number(p.leaseUntilMs)])).toEqual([
+    [null, 0],
+    [null, 0],
+    [null, 0],
+  ]);
   // Checkpoints include every journaled move, so the next owner replays nothing.
   const checkpoints = await db().shardCheckpoint.findMany({ where: { instanceId } });
   expect(checkpoints.map((c) => Number(c.journalSeq))).toEqual([lastSeq, lastSeq, lastSeq]);

@@ -28,7 +28,11 @@ it.runIf(onSqlite)('the worker checkpoints the write-ahead log on its own; the w
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 4 } });
   const text = 'x'.repeat(2_000); // about 8 MB of log rows, past SQLite's default 1,000 pages
   for (let batch = 0; batch < 40; batch++) {
-    await appendEvents(tenantId, 4, Array.from({ length: 100 }, (_, i) => ({ user: batch * 100 + i, type: 'page', data: { text: `${batch}:${i}:${text}` }, time: 1 })));
+    await appendEvents(
+      tenantId,
+      4,
+      Array.from({ length: 100 }, (_, i) => ({ user: batch * 100 + i, type: 'page', data: { text: `${batch}:${i}:${text}` }, time: 1 })),
+    );
   }
   // Periodic runs, none asked for. Whether a run lands between two appends (or reports an earlier one after them:
   // better-sqlite3 holds the thread while it writes) is timing; that one of them brings the log in is not. The

@@ -37,7 +37,9 @@ describe('the rule builder while a marketer types', () => {
   });
 
   it('says what a half-written rule still needs', () => {
-    expect(unfinishedRule({ field: 'p', operator: '=', value: '' })).toBe('“p” is not a field yet: fields start with profile., event.data., event.type, user or inCrowd');
+    expect(unfinishedRule({ field: 'p', operator: '=', value: '' })).toBe(
+      '“p” is not a field yet: fields start with profile., event.data., event.type, user or inCrowd',
+    );
     expect(unfinishedRule({ field: 'profile.', operator: '=', value: '' })).toBe('Finish the field name: profile.<name>');
     expect(unfinishedRule({ field: 'inCrowd', operator: '=', value: '' })).toBe('Pick the crowd for “In crowd”');
     expect(unfinishedRule({ field: 'profile.plan', operator: '=', value: 'pro' })).toBeNull();
@@ -47,13 +49,23 @@ describe('the rule builder while a marketer types', () => {
 describe('problems in canvas words', () => {
   it('names branches and fields as the canvas shows them, without repeating the step', () => {
     const { nodes, edges } = definitionToGraph(BRANCHY, null);
-    const broken = nodes.map((n) => (n.type === 'branch' ? ({ ...n, data: { ...n.data, branches: [{ condition: 'event.type == ' }, ...n.data.branches.slice(1)] } } as StepNode) : n));
+    const broken = nodes.map((n) =>
+      n.type === 'branch' ? ({ ...n, data: { ...n.data, branches: [{ condition: 'event.type == ' }, ...n.data.branches.slice(1)] } } as StepNode) : n,
+    );
     const problems = validateCanvas(broken, edges, undefined, 0);
     expect(problems.map((p) => [p.step, p.nodeId, p.text.replace(/: .*/, '')])).toEqual([['choose', 'step-choose', 'If 1 condition is not valid']]);
   });
 
   it('re-validates on every edit and clears a problem once it is fixed', () => {
-    const { nodes, edges } = definitionToGraph({ steps: [{ name: 'wait', kind: 'delay', after: '1d', next: 'end' }, { name: 'end', kind: 'direct' }] }, null);
+    const { nodes, edges } = definitionToGraph(
+      {
+        steps: [
+          { name: 'wait', kind: 'delay', after: '1d', next: 'end' },
+          { name: 'end', kind: 'direct' },
+        ],
+      },
+      null,
+    );
     const store = new EditorStore(nodes, edges);
     expect(store.get().problems).toEqual([]);
     store.updateData('step-wait', { after: '2 days' }, 'after');
@@ -65,7 +77,21 @@ describe('problems in canvas words', () => {
 
 describe('placing new steps', () => {
   it('never puts a step on another: "+" twice under one branch, and a paste', () => {
-    const { nodes, edges } = definitionToGraph({ steps: [{ name: 'choose', kind: 'branch', branches: [{ condition: 'true', next: '' }, { condition: 'true', next: '' }] }] }, { positions: { choose: { x: 0, y: 0 } }, labels: {} });
+    const { nodes, edges } = definitionToGraph(
+      {
+        steps: [
+          {
+            name: 'choose',
+            kind: 'branch',
+            branches: [
+              { condition: 'true', next: '' },
+              { condition: 'true', next: '' },
+            ],
+          },
+        ],
+      },
+      { positions: { choose: { x: 0, y: 0 } }, labels: {} },
+    );
     const store = new EditorStore(nodes, edges);
     store.addAfter('exit', 'step-choose', 'branch-0');
     store.addAfter('exit', 'step-choose', 'branch-1');
@@ -82,7 +108,7 @@ describe('placing new steps', () => {
     expect(freeSpot([], { x: 5, y: 7 })).toEqual({ x: 5, y: 7 });
   });
 
-  it('auto-layout puts a branch\'s targets left to right in the order of its outputs', () => {
+  it("auto-layout puts a branch's targets left to right in the order of its outputs", () => {
     const { nodes, edges } = definitionToGraph(BRANCHY, { positions: {}, labels: {} });
     const placed = layout(nodes, edges);
     const x = (name: string) => placed.find((n) => n.data.name === name)!.position.x;

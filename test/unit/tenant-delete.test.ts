@@ -32,14 +32,20 @@ async function fill(tenant: Tenant): Promise<void> {
   await db().profileIndexState.create({ data: { tenantId: id } });
   const workflow = await createWorkflow(tenant, { name: 'journey', definition: { steps: [{ name: 'entry', kind: 'direct' }] } });
   const instanceId = `in_${id}`;
-  await db().instance.create({ data: { id: instanceId, tenantId: id, workflowId: workflow.id, version: 1, crowdName: 'all', state: 'stopped', userCount: 3n } });
-  await db().instanceSnapshot.create({ data: { instanceId, tenantId: id, counts: '{}', bitmaps: Buffer.from([1]), expiresAt: new Date(Date.now() + 86_400_000) } });
+  await db().instance.create({
+    data: { id: instanceId, tenantId: id, workflowId: workflow.id, version: 1, crowdName: 'all', state: 'stopped', userCount: 3n },
+  });
+  await db().instanceSnapshot.create({
+    data: { instanceId, tenantId: id, counts: '{}', bitmaps: Buffer.from([1]), expiresAt: new Date(Date.now() + 86_400_000) },
+  });
   await db().shardCheckpoint.create({ data: { instanceId, partition: 0, journalSeq: 0n, data: Buffer.from([0]) } });
   await appendEvents(id, tenant.partitions, [{ user: 1, type: 'visit', data: {}, time: 0 }]);
   await db().ingestRecord.create({ data: { tenantId: id, seq: 1n, accepted: 1, duplicates: 0, createdAtMs: 0n } });
   await db().partitionState.create({ data: { tenantId: id, partition: 0 } });
   await createConsumer(id, 'reader', 'head');
-  await db().deadLetter.create({ data: { id: `dl_${id}`, tenantId: id, instanceId, step: 'entry', partition: 0, logOffset: 1n, eventIndex: 0, event: '{}', reason: 'test' } });
+  await db().deadLetter.create({
+    data: { id: `dl_${id}`, tenantId: id, instanceId, step: 'entry', partition: 0, logOffset: 1n, eventIndex: 0, event: '{}', reason: 'test' },
+  });
   await db().tenantLimits.create({ data: { tenantId: id, limits: '{}' } });
 }
 

@@ -53,7 +53,17 @@ async function move(tenantId: string, what: { user?: number; users?: Iterable<nu
 }
 
 function destinationBody(receiver: Receiver, extra: Partial<CreateDestinationBody> = {}): CreateDestinationBody {
-  return { name: 'crm', url: receiver.url, secret: SECRET, headers: { authorization: 'Bearer receiver-token' }, batchSize: 10_000, timeoutMs: 5_000, allNotifications: false, start: 'head', ...extra };
+  return {
+    name: 'crm',
+    url: receiver.url,
+    secret: SECRET,
+    headers: { authorization: 'Bearer receiver-token' },
+    batchSize: 10_000,
+    timeoutMs: 5_000,
+    allNotifications: false,
+    start: 'head',
+    ...extra,
+  };
 }
 
 function setup(): { runner: ProcedureRunner; pump: WebhookPump } {
@@ -268,7 +278,9 @@ describe('webhook deliveries', () => {
     };
     const row = (await db().tenant.findUnique({ where: { id: owner.id } }))!;
     const warnings = await workflowWarnings(row, definition, null);
-    expect(warnings).toEqual([{ step: 'fanout', code: 'unknown_webhook', message: expect.stringMatching(/webhook destination "billing", but tenant .* has no destination/) }]);
+    expect(warnings).toEqual([
+      { step: 'fanout', code: 'unknown_webhook', message: expect.stringMatching(/webhook destination "billing", but tenant .* has no destination/) },
+    ]);
   });
 
   it('keeps delivered and failed deliveries for the retention, then removes them', async () => {
@@ -282,7 +294,9 @@ describe('webhook deliveries', () => {
     const [delivered] = await deliveriesOf(owner.id);
     expect(delivered.status).toBe('delivered');
     const copy = (suffix: number, status: string, createdAt: Date) => ({ ...delivered, id: `${delivered.id}${suffix}`, fromOffset: suffix, status, createdAt });
-    await db().webhookDelivery.createMany({ data: [copy(8, 'failed', delivered.createdAt), copy(9, 'delivered', new Date(delivered.createdAt.getTime() + 120_000))] });
+    await db().webhookDelivery.createMany({
+      data: [copy(8, 'failed', delivered.createdAt), copy(9, 'delivered', new Date(delivered.createdAt.getTime() + 120_000))],
+    });
     // The runner polls on the manual clock; stopped, a week passes in one step.
     await runner.stop();
     await clock.advance(DELIVERY_RETENTION_MS - 60_000);

@@ -6,7 +6,12 @@ import { createWorkflow, deleteWorkflow, getWorkflow } from '../../server/workfl
 // Deleting a workflow removes what it left behind (versions, stopped instances, their snapshots and checkpoints)
 // in one transaction that re-checks for an active instance inside it.
 
-const definition = { steps: [{ name: 'entry', kind: 'direct', next: 'done' }, { name: 'done', kind: 'direct' }] };
+const definition = {
+  steps: [
+    { name: 'entry', kind: 'direct', next: 'done' },
+    { name: 'done', kind: 'direct' },
+  ],
+};
 let counter = 0;
 
 async function setUp(): Promise<{ tenant: Tenant; workflowId: string }> {
@@ -73,7 +78,9 @@ describe('workflow delete', () => {
     const holder = db().$transaction(
       async (tx) => {
         await tx.workflow.update({ where: { id: workflowId }, data: { updatedAt: new Date() } });
-        await tx.instance.create({ data: { id: 'in_del_racing', tenantId: tenant.id, workflowId, version: 1, crowdName: 'all', state: 'starting', userCount: 0n } });
+        await tx.instance.create({
+          data: { id: 'in_del_racing', tenantId: tenant.id, workflowId, version: 1, crowdName: 'all', state: 'starting', userCount: 0n },
+        });
         holding();
         await released;
       },

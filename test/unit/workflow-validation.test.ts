@@ -20,7 +20,14 @@ const everyKind = {
     },
     { name: 'nightly', kind: 'timer', cron: '0 0 21 * * MON-FRI', condition: 'profile.score > 3', next: 'ab', leaveAction: 'nightly_done' },
     { name: 'wait', kind: 'delay', after: '1h30m', next: 'entry' },
-    { name: 'ab', kind: 'split', paths: [{ percent: 33.3, next: 'exit_a' }, { percent: 66.7, next: 'exit_b' }] },
+    {
+      name: 'ab',
+      kind: 'split',
+      paths: [
+        { percent: 33.3, next: 'exit_a' },
+        { percent: 66.7, next: 'exit_b' },
+      ],
+    },
     { name: 'fan_out', kind: 'parallel', actions: ['email', 'push'], next: 'exit_a' },
     { name: 'exit_a', kind: 'direct' },
     { name: 'exit_b', kind: 'direct', enterAction: 'goodbye' },
@@ -59,12 +66,7 @@ describe('validateWorkflow', () => {
 
   it('maps shape problems to the step they belong to, by name or else by index', () => {
     const problems = problemsOf({
-      steps: [
-        { name: 'start', kind: 'direct', next: 'later', colour: 'red' },
-        { name: 'later', kind: 'teleport' },
-        'not a step',
-        { kind: 'direct', next: 42 },
-      ],
+      steps: [{ name: 'start', kind: 'direct', next: 'later', colour: 'red' }, { name: 'later', kind: 'teleport' }, 'not a step', { kind: 'direct', next: 42 }],
     });
     expect(problems).toContainEqual({ step: 'start', code: 'invalid_field', message: expect.stringMatching(/^Step "start": Unrecognized key: "colour"/) });
     expect(problems).toContainEqual({ step: 'later', code: 'invalid_field', message: expect.stringMatching(/^Step "later" kind: .*'direct' \| 'branch'/) });
@@ -127,7 +129,11 @@ describe('validateWorkflow', () => {
     // "one" has a single branch: valid (an event no condition matches leaves the user there). "one" is unreachable
     // only because "entry" has no way out.
     expect(problems.filter((p) => p.code !== 'unreachable')).toEqual([
-      { step: 'entry', code: 'too_few_branches', message: 'Step "entry" has no branches; a branch step needs at least 1 (an event no condition matches leaves the user in the step)' },
+      {
+        step: 'entry',
+        code: 'too_few_branches',
+        message: 'Step "entry" has no branches; a branch step needs at least 1 (an event no condition matches leaves the user in the step)',
+      },
       { step: 'split', code: 'too_few_paths', message: 'Step "split" has 1 path; a split step needs at least 2' },
       { step: 'both', code: 'no_actions', message: 'Step "both" has no actions; a parallel step emits at least 1 action' },
     ]);
@@ -136,7 +142,15 @@ describe('validateWorkflow', () => {
   it('needs split percents that add up to 100', () => {
     const problems = problemsOf(everyKindWith((steps) => (steps[3].paths[1].percent = 60)));
     expect(problems).toEqual([{ step: 'ab', code: 'percent_sum', message: 'Step "ab" split percents add up to 93.3; they must add up to 100' }]);
-    const outOfRange = problemsOf(everyKindWith((steps) => (steps[3].paths = [{ percent: 150, next: 'exit_a' }, { percent: -50, next: 'exit_b' }])));
+    const outOfRange = problemsOf(
+      everyKindWith(
+        (steps) =>
+          (steps[3].paths = [
+            { percent: 150, next: 'exit_a' },
+            { percent: -50, next: 'exit_b' },
+          ]),
+      ),
+    );
     expect(outOfRange.map((p) => [p.step, p.code])).toEqual([
       ['ab', 'invalid_field'],
       ['ab', 'invalid_field'],
@@ -147,9 +161,15 @@ describe('validateWorkflow', () => {
   it('parses timer crons with a seconds field and refuses 5-field or broken ones', () => {
     const cron = (value: string) => problemsOf(everyKindWith((steps) => (steps[1].cron = value)));
     expect(cron('0 21 * * *')).toEqual([
-      { step: 'nightly', code: 'bad_cron', message: 'Step "nightly" cron "0 21 * * *" has 5 fields; Crowdflow crons start with a seconds field, e.g. "0 0 21 * * *"' },
+      {
+        step: 'nightly',
+        code: 'bad_cron',
+        message: 'Step "nightly" cron "0 21 * * *" has 5 fields; Crowdflow crons start with a seconds field, e.g. "0 0 21 * * *"',
+      },
     ]);
-    expect(cron('0 0 25 * * *')).toEqual([{ step: 'nightly', code: 'bad_cron', message: 'Step "nightly" cron "0 0 25 * * *": Constraint error, got value 25 expected range 0-23' }]);
+    expect(cron('0 0 25 * * *')).toEqual([
+      { step: 'nightly', code: 'bad_cron', message: 'Step "nightly" cron "0 0 25 * * *": Constraint error, got value 25 expected range 0-23' },
+    ]);
     expect(cron('every day')[0]).toMatchObject({ step: 'nightly', code: 'bad_cron', message: expect.stringContaining('has 2 fields; expected 6') });
     expect(cron('0 0 0 30 2 *')[0]).toMatchObject({ step: 'nightly', code: 'bad_cron' });
     expect(cron('')[0]).toMatchObject({ step: 'nightly', code: 'invalid_field' });
@@ -195,7 +215,9 @@ describe('validateWorkflow', () => {
         { name: 'island', kind: 'delay', after: '5m', next: 'done' },
       ],
     });
-    expect(problems).toEqual([{ step: 'island', code: 'unreachable', message: 'Step "island" cannot be reached from the entry step "entry"; no step moves users to it' }]);
+    expect(problems).toEqual([
+      { step: 'island', code: 'unreachable', message: 'Step "island" cannot be reached from the entry step "entry"; no step moves users to it' },
+    ]);
   });
 
   it('refuses loops of steps that move users on at once, but not loops through a waiting step', () => {
@@ -203,7 +225,14 @@ describe('validateWorkflow', () => {
       steps: [
         { name: 'entry', kind: 'direct', next: 'fan' },
         { name: 'fan', kind: 'parallel', actions: ['a'], next: 'coin' },
-        { name: 'coin', kind: 'split', paths: [{ percent: 50, next: 'entry' }, { percent: 50, next: 'exit' }] },
+        {
+          name: 'coin',
+          kind: 'split',
+          paths: [
+            { percent: 50, next: 'entry' },
+            { percent: 50, next: 'exit' },
+          ],
+        },
         { name: 'exit', kind: 'direct' },
       ],
     });
@@ -280,11 +309,20 @@ describe('crons and schedules', () => {
     expect(nextCronTime(nine, Date.UTC(2026, 2, 28, 12))).toBe(Date.UTC(2026, 2, 29, 9));
     expect(describeCron(nine, 'Europe/Amsterdam')).toBe('At 09:00 (Europe/Amsterdam)');
     expect(timeZoneProblem('America/New_York')).toBeNull();
-    const timer = (tz: unknown) => ({ steps: [{ name: 'tick', kind: 'timer', cron: nine, tz, next: 'end' }, { name: 'end', kind: 'direct' }] });
+    const timer = (tz: unknown) => ({
+      steps: [
+        { name: 'tick', kind: 'timer', cron: nine, tz, next: 'end' },
+        { name: 'end', kind: 'direct' },
+      ],
+    });
     expect(validateWorkflow(timer('Europe/Amsterdam')).ok).toBe(true);
     for (const tz of ['Mars/Olympus', '+01:00', '']) {
       expect(problemsOf(timer(tz))).toEqual([
-        { step: 'tick', code: 'bad_time_zone', message: `Step "tick" tz "${tz}" is not an IANA time zone; write e.g. "Europe/Amsterdam", "America/New_York" or "UTC"` },
+        {
+          step: 'tick',
+          code: 'bad_time_zone',
+          message: `Step "tick" tz "${tz}" is not an IANA time zone; write e.g. "Europe/Amsterdam", "America/New_York" or "UTC"`,
+        },
       ]);
     }
     expect(problemsOf(timer(7))).toEqual([{ step: 'tick', code: 'invalid_field', message: 'Step "tick" tz: Invalid input: expected string, received number' }]);

@@ -29,7 +29,6 @@ export interface CheckpointWrite {
 
 const JOURNAL_COLUMNS = ['seq', 'tenantId', 'instanceId', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'leaveAction', 'enterAction', 'timeMs'];
 
-
 function statement(build: (bind: (value: unknown) => string) => string): RawStatement {
   const { params, bind } = dialect().parameters();
   return { sql: build(bind), params };
@@ -91,7 +90,18 @@ function insertSingleMoves(tenantId: string, moves: JournalMove[]): RawStatement
     // Placeholders are bound in text order (SQLite's `?` are positional): the tenant comes before the rows.
     const tenant = bind(tenantId);
     const j = dialect().jsonArrayRows(bind(JSON.stringify(rows)));
-    const fields = [j.field(0), j.field(1, 'int'), j.field(2), j.field(3), j.field(4, 'bigint'), 'NULL', j.field(5, 'bigint'), j.field(6), j.field(7), j.field(8, 'bigint')];
+    const fields = [
+      j.field(0),
+      j.field(1, 'int'),
+      j.field(2),
+      j.field(3),
+      j.field(4, 'bigint'),
+      'NULL',
+      j.field(5, 'bigint'),
+      j.field(6),
+      j.field(7),
+      j.field(8, 'bigint'),
+    ];
     return `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql()} + ${j.ordinal}, ${tenant}, ${fields.join(', ')} FROM ${j.from} ORDER BY ${j.ordinal}`;
   });
 }
@@ -137,8 +147,12 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
   commit.leases.forEach((lease, i) => statements.push(fence(lease, i === 0 ? commit.offsets?.from : undefined)));
   if (commit.offsets) {
     const lease = commit.leases[0];
-    statements.push(statement((bind) => `UPDATE ${dialect().table('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)}
-      WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`));
+    statements.push(
+      statement(
+        (bind) => `UPDATE ${dialect().table('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)}
+      WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`,
+      ),
+    );
   }
   // Only what reads the journal's max seq needs the journal lock, and it is held to the commit: taken this late, a
   // commit holds it for its journal and checkpoint statements only, and one without either never waits for it. The

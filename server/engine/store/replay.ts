@@ -27,7 +27,16 @@ export async function loadCheckpoints(instanceId: string, partitions: number[]):
  * What replay needs of a journal row, as the columns the read selects (an array per row: a million rows are read at
  * boot, and row objects cost as much again): the move, its time (delay/ttl buckets) and its edge count.
  */
-export type ReplayRow = [seq: number, partition: number, fromStep: string | null, toStep: string, user: number | null, bitmap: Uint8Array | null, count: number, timeMs: number];
+export type ReplayRow = [
+  seq: number,
+  partition: number,
+  fromStep: string | null,
+  toStep: string,
+  user: number | null,
+  bitmap: Uint8Array | null,
+  count: number,
+  timeMs: number,
+];
 export const SEQ = 0;
 export const PARTITION = 1;
 export const FROM_STEP = 2;
@@ -79,10 +88,14 @@ async function pages(seq: number, visit: (row: ReplayRow) => void, where: (after
   const rawDb = await raw();
   for (let after = seq; ; ) {
     const { params, bind } = dialect().parameters();
-    const read = await rawDb.each(`SELECT ${replayColumns()} FROM ${dialect().table('Journal')} ${where(after, bind)} ORDER BY "seq" LIMIT ${bind(PAGE_SIZE)}`, params, (row) => {
-      after = row[SEQ] as number;
-      visit(row as ReplayRow);
-    });
+    const read = await rawDb.each(
+      `SELECT ${replayColumns()} FROM ${dialect().table('Journal')} ${where(after, bind)} ORDER BY "seq" LIMIT ${bind(PAGE_SIZE)}`,
+      params,
+      (row) => {
+        after = row[SEQ] as number;
+        visit(row as ReplayRow);
+      },
+    );
     if (read < PAGE_SIZE) return;
   }
 }

@@ -9,5 +9,9 @@ export const POST = route(async (request) => {
   const key = idempotencyKey(request.headers.get('idempotency-key'));
   const result = await getEngine().ingestBody(principal, await readJsonBytes(request), Date.now(), key);
   // A retry under the same key gets the first answer again, marked as such (the convention Stripe's API uses).
-  return json({ accepted: result.accepted, ...(result.duplicates > 0 ? { duplicates: result.duplicates } : {}) }, 202, result.replayed ? { 'idempotent-replayed': 'true' } : {});
+  return json(
+    { accepted: result.accepted, ...(result.duplicates > 0 ? { duplicates: result.duplicates } : {}) },
+    202,
+    result.replayed ? { 'idempotent-replayed': 'true' } : {},
+  );
 });

@@ -15,6 +15,10 @@ export const POST = route<{ tenant: string }>(async (request, params) => {
   const tenant = await findTenant(principal, params.tenant);
   const body = await readJson(request, CreateDestinationBody);
   const { destination, secret } = await createDestination(tenant.id, body, Date.now());
-  await audit(principal, 'webhook.create', { tenantId: tenant.id, target: destination.name, details: { url: destination.url, allNotifications: destination.allNotifications } });
+  await audit(principal, 'webhook.create', {
+    tenantId: tenant.id,
+    target: destination.name,
+    details: { url: destination.url, allNotifications: destination.allNotifications },
+  });
   return json({ ...destination, ...(secret ? { secret } : {}) }, 201);
 });

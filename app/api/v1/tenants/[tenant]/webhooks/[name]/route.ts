@@ -2,7 +2,14 @@ import { authenticate } from '@/server/auth';
 import { json, readJson, route } from '@/server/http/respond';
 import { audit } from '@/server/security/audit';
 import { findTenant, tenantFromRequest } from '@/server/tenants/tenants';
-import { deleteDestination, DestinationParams, destinationView, requireDestination, updateDestination, UpdateDestinationBody } from '@/server/webhooks/destinations';
+import {
+  deleteDestination,
+  DestinationParams,
+  destinationView,
+  requireDestination,
+  updateDestination,
+  UpdateDestinationBody,
+} from '@/server/webhooks/destinations';
 
 type Params = { tenant: string; name: string };
 

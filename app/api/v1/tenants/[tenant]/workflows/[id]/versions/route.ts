@@ -2,4 +2,6 @@ import { json, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 import { listVersions } from '@/server/workflows/workflows';
 
-export const GET = route<{ tenant: string; id: string }>(async (request, { tenant, id }) => json(await listVersions(await tenantFromRequest(request, tenant), id)));
+export const GET = route<{ tenant: string; id: string }>(async (request, { tenant, id }) =>
+  json(await listVersions(await tenantFromRequest(request, tenant), id)),
+);
