@@ -235,9 +235,7 @@ export class ClusterCountsBoard {
       throw new AppError(
         'partition_moving',
         `Partitions ${moving.join(', ')} of instance ${instanceId} are moving between cluster members and have no committed counts yet; retry shortly`,
-        {
-          partitions: moving,
-        },
+        { partitions: moving, retryAfterSeconds: 1 },
       );
     }
     return out;

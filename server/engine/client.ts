@@ -149,9 +149,14 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
       return await this.call<IngestOutcome>('ingestBody', principal, body, now, key);
     } catch (error) {
       if (error instanceof AppError) throw error;
-      // The engine thread ended (it is started again) or failed unexpectedly: nothing was acknowledged, send it again.
+      // The engine thread ended (it is started again) or failed unexpectedly. Nothing was acknowledged, but the append may
+      // have committed before the thread ended: only a resend under the same key or event ids is safe from doubling.
       console.error('[crowdflow] event batch not taken by the engine thread:', error);
-      throw new AppError('unavailable', 'The event log could not be written; nothing of this batch was stored, send it again');
+      throw new AppError(
+        'unavailable',
+        'The engine did not answer for this batch, which may or may not have been stored: send it again with the same Idempotency-Key or event ids',
+        { retryAfterSeconds: 1 },
+      );
     }
   }
 
@@ -182,6 +187,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
       throw new AppError(
         'partition_moving',
         `Instance ${instanceId} has no committed counts from the cluster member holding its partitions yet; retry shortly`,
+        { retryAfterSeconds: 1 },
       );
     }
     return undefined;
