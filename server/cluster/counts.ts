@@ -149,7 +149,12 @@ export class ClusterCountsBoard {
     });
     client.on('notification', (message) => {
       if (message.channel !== this.channel || !message.payload) return;
-      const payload = JSON.parse(message.payload) as Record<string, unknown>;
+      let payload: Record<string, unknown>;
+      try {
+        payload = JSON.parse(message.payload) as Record<string, unknown>;
+      } catch {
+        return console.warn('[crowdflow] unreadable cluster signal on the counts channel');
+      }
       if (payload.kind === 'counts') this.heard(payload as CountsSignal);
       else this.onOtherSignal(payload);
     });
