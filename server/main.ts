@@ -6,9 +6,6 @@
 import { createServer } from 'node:http';
 import { spawnEngineThreadEarly } from './engine/thread-spawn';
 
-/** How long an idle kept-alive connection stays open (see where it is set). */
-const KEEP_ALIVE_TIMEOUT_MS = 65_000;
-
 interface Options {
   port: number;
   hostname: string | undefined;
@@ -54,11 +51,6 @@ async function main(): Promise<void> {
     { method: 'PUT', path: crowd, handler: putCrowd },
   ] as const;
   const server = createServer(crowdflowRequestListener([...direct], app.getRequestHandler()));
-  // Node's 5 s default closes an idle kept-alive socket while a client (undici's pool, a load balancer) may be
-  // sending on it, which the client sees as "other side closed". Idle sockets live longer than any usual client pool
-  // keeps them (undici: 4 s, nginx upstreams: 60 s); headersTimeout must exceed keepAliveTimeout.
-  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
   // After the runtime has handed back its leases (server/shutdown.ts runs first), stop taking requests and exit.
   for (const [signal, code] of [
     ['SIGTERM', 143],

@@ -27,33 +27,44 @@ export async function* lineBatches(body: ReadableStream<Uint8Array>): AsyncGener
   let rest = '';
   let number = 0;
   const reader = body.getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    let text: string;
-    try {
-      text = rest + (done ? decoder.decode() : decoder.decode(value, { stream: true }));
-    } catch {
-      throw badLine(number + 1, 'the body is not valid UTF-8');
-    }
-    const batch: LineBatch = { lines: [], numbers: [] };
-    let start = 0;
-    for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
-      number++;
-      const line = text.charCodeAt(end - 1) === 13 ? text.slice(start, end - 1) : text.slice(start, end);
-      if (line.trim() !== '') {
-        batch.lines.push(line);
-        batch.numbers.push(number);
+  let finished = false;
+  try {
+    yield* batchesOf();
+    finished = true;
+  } finally {
+    // A consumer that stops early (a bad line) lets the rest of the body go.
+    if (!finished) await reader.cancel().catch(() => undefined);
+  }
+
+  async function* batchesOf(): AsyncGenerator<LineBatch> {
+    for (;;) {
+      const { value, done } = await reader.read();
+      let text: string;
+      try {
+        text = rest + (done ? decoder.decode() : decoder.decode(value, { stream: true }));
+      } catch {
+        throw badLine(number + 1, 'the body is not valid UTF-8');
       }
-      start = end + 1;
+      const batch: LineBatch = { lines: [], numbers: [] };
+      let start = 0;
+      for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
+        number++;
+        const line = text.charCodeAt(end - 1) === 13 ? text.slice(start, end - 1) : text.slice(start, end);
+        if (line.trim() !== '') {
+          batch.lines.push(line);
+          batch.numbers.push(number);
+        }
+        start = end + 1;
+      }
+      rest = text.slice(start);
+      if (rest.length > MAX_LINE_BYTES) throw badLine(number + 1, `the line is longer than ${MAX_LINE_BYTES} bytes`);
+      if (done && rest.trim() !== '') {
+        batch.lines.push(rest.endsWith('\r') ? rest.slice(0, -1) : rest);
+        batch.numbers.push(number + 1);
+      }
+      if (batch.lines.length > 0) yield batch;
+      if (done) break;
     }
-    rest = text.slice(start);
-    if (rest.length > MAX_LINE_BYTES) throw badLine(number + 1, `the line is longer than ${MAX_LINE_BYTES} bytes`);
-    if (done && rest.trim() !== '') {
-      batch.lines.push(rest.endsWith('\r') ? rest.slice(0, -1) : rest);
-      batch.numbers.push(number + 1);
-    }
-    if (batch.lines.length > 0) yield batch;
-    if (done) break;
   }
 }
 
