@@ -158,7 +158,7 @@ describe('webhook deliveries', () => {
 
   it('delivers every move at least once to a receiver that fails, hangs and answers slowly at random (seeded)', async () => {
     const { pump } = setup();
-    const hook = await receiver({ seed: 20261201, mix: { fail: 0.25, hang: 0.1, slow: 0.3 } });
+    const hook = await receiver({ seed: 20261201, mix: { fail: 0.25, hang: 0.1, slow: 0.3 }, firstAttempts: ['fail', 'hang', 'slow', 'ok'] });
     const owner = await tenant();
     // A short timeout, so the attempts the receiver leaves hanging are abandoned quickly.
     await createDestination(owner.id, destinationBody(hook, { batchSize: 100, timeoutMs: 1_000 }), clock.now());
