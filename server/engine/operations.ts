@@ -71,9 +71,28 @@ async function allLeases(engine: Engine, tenantId: string): Promise<Lease[]> {
   return workers.map((w) => w.lease!);
 }
 
-/** Users by input partition (`user % P`): two tight passes over the ids, then one bitmap per partition from sorted ids. */
-function byPartition(users: RoaringBitmap32, partitions: number): RoaringBitmap32[] {
+/**
+ * A dense crowd is split with masks when its id span is at most this many times its size: a mask holds span / P ids
+ * set in C (`fromRange` with a step), while the per-id split costs a JS pass over every id.
+ */
+const MASK_SPAN_PER_USER = 4;
+
+/**
+ * Users by input partition (`user % P`). A dense crowd: one AND per partition with the mask of ids ≡ p (mod P) over
+ * its span (10M users: 8 ANDs instead of materialising 40 MB of ids). A sparse one: two tight passes over the ids,
+ * then one bitmap per partition from sorted ids.
+ */
+export function byPartition(users: RoaringBitmap32, partitions: number): RoaringBitmap32[] {
   if (partitions === 1) return [users];
+  if (users.size === 0) return Array.from({ length: partitions }, () => new RoaringBitmap32());
+  const first = users.minimum();
+  const end = users.maximum() + 1;
+  if (end - first <= MASK_SPAN_PER_USER * users.size) {
+    return Array.from({ length: partitions }, (_, p) => {
+      const start = first + ((p - (first % partitions) + partitions) % partitions);
+      return start < end ? RoaringBitmap32.and(users, RoaringBitmap32.fromRange(start, end, partitions)) : new RoaringBitmap32();
+    });
+  }
   const ids = users.toUint32Array();
   const counts = new Uint32Array(partitions);
   for (let i = 0; i < ids.length; i++) counts[ids[i] % partitions]++;
