@@ -7,14 +7,14 @@ import type { Principal } from '../auth';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Json, ProcedureRunner } from '../procedures/types';
 import { runtime } from '../runtime';
-import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { setRunningLookup } from '../workflows/running';
+import { liveRunningLookup, setRunningLookup } from '../workflows/running';
 import type { EngineHandle } from './handle';
 import type { IngestOutcome } from './ingest';
 import * as ops from './instances';
-import { deserializeError, type EngineCallName, type FromEngine, type ToEngine } from './thread-protocol';
+import { deserializeError, type EngineCallName, type EngineCalls, type FromEngine, type ToEngine } from './thread-protocol';
 import { EngineThread, takeEngineThread } from './thread-spawn';
+import { CountsPushes } from './counts-pushes';
 import { startClusterChannel, type ClusterCountsBoard } from '../cluster/channel';
 import { AppError } from '../errors';
 import type {
@@ -27,10 +27,8 @@ import type {
   StepUsers,
   SubmittedOperation,
   UpdateWorkflowRequest,
-  WhereIsUser,
 } from './types';
 
-const COUNTS_PUSH_MS = 100;
 /** A thread that died is started again after this pause (its leases are taken back at once under the same owner). */
 const RESTART_AFTER_MS = 1_000;
 
@@ -41,9 +39,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   private readonly board = new Map<string, { tenantId: string; counts: Counts; coverage: CountsCoverage }>();
   /** In a cluster: the counts other members publish for the partitions this process does not hold. */
   private cluster: ClusterCountsBoard | undefined;
-  private readonly listeners = new Map<string, Set<CountsListener>>();
-  private readonly pendingPushes = new Map<string, ReturnType<typeof setTimeout>>();
-  private readonly lastPushAt = new Map<string, number>();
+  private readonly pushes = new CountsPushes();
   private readonly pending = new Map<number, Pending>();
   private nextCallId = 0;
   private stopping = false;
@@ -60,7 +56,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     runtime().recentLogEnabled = false;
     await this.spawn();
     this.cluster = await startClusterChannel((instanceId, tenantId) => this.schedulePush(instanceId, tenantId));
-    setRunningLookup((ids) => this.runningOf(ids));
+    setRunningLookup(liveRunningLookup((id) => this.board.get(id)?.counts.total));
     runtime().noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
     runtime().profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
   }
@@ -77,8 +73,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     await this.call('stop').catch((error: Error) => console.error('[crowdflow] the engine thread did not stop cleanly', error));
     await exited;
     this.worker = undefined;
-    for (const timer of this.pendingPushes.values()) clearTimeout(timer);
-    this.pendingPushes.clear();
+    this.pushes.clear();
   }
 
   /** Starts the engine in `thread` (the one the server entry spawned early, at boot) and resolves once it runs. */
@@ -129,14 +124,20 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     this.worker?.postMessage(message);
   }
 
-  private call<T>(name: EngineCallName, ...args: unknown[]): Promise<T> {
+  /** Calls the engine thread's `name` (typed by the engine's own method). */
+  private call<N extends EngineCallName>(name: N, ...args: Parameters<EngineCalls[N]>): Promise<Awaited<ReturnType<EngineCalls[N]>>> {
     const worker = this.worker;
     if (!worker) return Promise.reject(new Error('the engine thread is not running'));
     const id = this.nextCallId++;
-    return new Promise<T>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
       worker.postMessage({ kind: 'call', id, name, args } satisfies ToEngine);
     });
+  }
+
+  /** The engine's method `name` as a call of the engine thread (same parameters and result). */
+  private forward<N extends EngineCallName>(name: N): (...args: Parameters<EngineCalls[N]>) => Promise<Awaited<ReturnType<EngineCalls[N]>>> {
+    return (...args) => this.call(name, ...args);
   }
 
   wakeTenant(tenantId: string): void {
@@ -146,7 +147,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   /** The body crosses as bytes (copied: ≈ 0.1 ms for 1,000 events); parsing, validating and appending run there. */
   async ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
     try {
-      return await this.call<IngestOutcome>('ingestBody', principal, body, now, key);
+      return await this.call('ingestBody', principal, body, now, key);
     } catch (error) {
       if (error instanceof AppError) throw error;
       // The engine thread ended (it is started again) or failed unexpectedly. Nothing was acknowledged, but the append may
@@ -163,11 +164,11 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   // ---- counts: from the board, never waiting for the engine ----------------------------------------------------
 
   async getCounts(tenantId: string, instanceId: string): Promise<Counts> {
-    return (await this.clusterCounts(tenantId, instanceId)) ?? this.call<Counts>('getCounts', tenantId, instanceId);
+    return (await this.clusterCounts(tenantId, instanceId)) ?? this.call('getCounts', tenantId, instanceId);
   }
 
   async liveCounts(tenantId: string, instanceId: string): Promise<Counts | undefined> {
-    return (await this.clusterCounts(tenantId, instanceId)) ?? this.call<Counts | undefined>('liveCounts', tenantId, instanceId);
+    return (await this.clusterCounts(tenantId, instanceId)) ?? this.call('liveCounts', tenantId, instanceId);
   }
 
   /**
@@ -194,58 +195,21 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   }
 
   subscribeCounts(instanceId: string, listener: CountsListener): () => void {
-    let set = this.listeners.get(instanceId);
-    if (!set) this.listeners.set(instanceId, (set = new Set()));
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size > 0) return;
-      this.listeners.delete(instanceId);
-      this.lastPushAt.delete(instanceId);
-    };
+    return this.pushes.subscribe(instanceId, listener);
   }
 
-  /**
-   * One push per instance per 100 ms at most, with the latest counts (none while a partition is moving): at once when
-   * the last push is that old (a change is seen within a few ms), else 100 ms after it (bursts are coalesced).
-   */
+  /** Pushes the latest counts (none while a partition is moving) to the instance's subscribers. */
   private schedulePush(instanceId: string, tenantId = this.board.get(instanceId)?.tenantId): void {
-    if (!this.listeners.get(instanceId)?.size || this.pendingPushes.has(instanceId) || !tenantId) return;
-    const wait = Math.max(0, (this.lastPushAt.get(instanceId) ?? Number.NEGATIVE_INFINITY) + COUNTS_PUSH_MS - performance.now());
-    this.pendingPushes.set(
-      instanceId,
-      setTimeout(() => {
-        this.pendingPushes.delete(instanceId);
-        this.lastPushAt.set(instanceId, performance.now());
-        this.clusterCounts(tenantId, instanceId).then(
-          (counts) => {
-            if (counts) for (const listener of this.listeners.get(instanceId) ?? []) listener(counts);
-          },
-          () => undefined,
-        );
-      }, wait),
-    );
-  }
-
-  private async runningOf(workflowIds: string[]) {
-    const rows = await db().instance.findMany({
-      where: { workflowId: { in: workflowIds }, state: { in: ACTIVE_INSTANCE_STATES } },
-      orderBy: { createdAt: 'asc' },
-    });
-    const out = new Map<string, { instanceId: string; userCount: number }>();
-    for (const row of rows) out.set(row.workflowId, { instanceId: row.id, userCount: this.board.get(row.id)?.counts.total ?? Number(row.userCount) });
-    return out;
+    if (tenantId) this.pushes.changed(instanceId, () => this.clusterCounts(tenantId, instanceId));
   }
 
   // ---- reads the engine answers ----------------------------------------------------------------------------------
 
   async stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers = 'in'): Promise<RoaringBitmap32> {
-    return RoaringBitmap32.deserialize(await this.call<Uint8Array>('stepBitmap', tenantId, instanceId, step, users), 'portable');
+    return RoaringBitmap32.deserialize(await this.call('stepBitmap', tenantId, instanceId, step, users), 'portable');
   }
 
-  whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {
-    return this.call('whereIsUser', tenantId, user);
-  }
+  readonly whereIsUser = this.forward('whereIsUser');
 
   // ---- reads of the database ---------------------------------------------------------------------------------------
 
@@ -279,23 +243,16 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     return ops.submitUpdateWorkflow(this, tenantId, instanceId, request);
   }
 
-  materializeStart(tenantId: string, instanceId: string): Promise<Json> {
-    return this.call('materializeStart', tenantId, instanceId);
-  }
+  readonly materializeStart = this.forward('materializeStart');
 
   async materializeStop(tenantId: string, instanceId: string): Promise<Json> {
-    const output = await this.call<Json>('materializeStop', tenantId, instanceId);
+    const output = await this.call('materializeStop', tenantId, instanceId);
     this.board.delete(instanceId); // stopped: its counts are the snapshot's from now on
     return output;
   }
 
-  materializeUpdateCrowd(tenantId: string, instanceId: string, crowd: string): Promise<Json> {
-    return this.call('materializeUpdateCrowd', tenantId, instanceId, crowd);
-  }
-
-  materializeUpdateWorkflow(tenantId: string, instanceId: string, version: number, mapping: Record<string, string>): Promise<Json> {
-    return this.call('materializeUpdateWorkflow', tenantId, instanceId, version, mapping);
-  }
+  readonly materializeUpdateCrowd = this.forward('materializeUpdateCrowd');
+  readonly materializeUpdateWorkflow = this.forward('materializeUpdateWorkflow');
 }
 
 /** Starts the engine thread and makes its client the process's engine (server/boot.ts). */

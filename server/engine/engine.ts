@@ -1,22 +1,20 @@
-import { systemClock, Wakeup, type Clock } from '../clock';
+import { systemClock, type Clock } from '../clock';
 import type { Principal } from '../auth';
 import { processOwner } from '../process-owner';
 import { runtime } from '../runtime';
 import { notFound } from '../errors';
-import { RoaringBitmap32 } from '../crowd/bitmap';
+import type { RoaringBitmap32 } from '../crowd/bitmap';
 import { getProcedureRunner } from '../procedures/runner';
-import { setRunningLookup } from '../workflows/running';
+import { liveRunningLookup, setRunningLookup } from '../workflows/running';
 import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onTenantDeleted } from '../tenants/changes';
 import { PartitionWorker, type EngineSide } from './partition';
-import { nextTimerDue, runTimersTogether } from './timers';
 import { WorkflowRuntime } from './runtime';
-import { Shard } from './shard';
-import { cleanupJournal } from '../notifications/notifications';
-import { LogTrimmer, logEnds } from './store/log';
-import { recentMovesOf } from './store/user-moves';
-import { CountsSampler, downsampleCountsHistory } from './counts-history';
+import { logEnds } from './store/log';
+import * as reads from './reads';
+import { CountsPushes } from './counts-pushes';
+import { TimerLoop, type LoadedTenant } from './timer-loop';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import { loadDefinition } from './instance-store';
 import { ingestBody, type IngestOutcome } from './ingest';
@@ -28,7 +26,6 @@ import { materializeStart, materializeStop, materializeUpdateCrowd, materializeU
 import type { Json, ProcedureRunner } from '../procedures/types';
 import type { ClusterMember } from '../cluster/member';
 import { shardCounts } from '../cluster/counts';
-import { committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
 import type { LeasePolicy } from './store/leases';
 import type {
   Counts,
@@ -60,13 +57,6 @@ export interface EngineOptions {
   cluster?: ClusterMember;
 }
 
-const COUNTS_PUSH_MS = 100;
-/** The timer loop re-plans at least this often (engine clock), so nothing is missed for long. */
-const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
-const HOUSEKEEPING_EVERY_MS = 60 * 60 * 1000;
-/** How often (real time) the engine asks whether a minute's counts sample is due. */
-const SAMPLE_CHECK_EVERY_MS = 10_000;
-
 /** One engine per process: partition owner loops, shards in memory, timers, counts. */
 export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly clock: Clock;
@@ -80,21 +70,19 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private readonly publishCounts: EngineOptions['publishCounts'];
   readonly cluster: ClusterMember | undefined;
   private readonly tenants = new Map<string, TenantEntry>();
-  private readonly listeners = new Map<string, Set<CountsListener>>();
-  private readonly pendingCounts = new Map<string, ReturnType<typeof setTimeout>>();
-  private readonly lastPushAt = new Map<string, number>();
+  private readonly pushes = new CountsPushes();
   private readonly stopRequested = new Set<string>();
-  private readonly timerWakeup = new Wakeup();
-  private timerLoop: Promise<void> | undefined;
+  private readonly timers: TimerLoop;
   private running = false;
-  private housekeptAt = Number.NEGATIVE_INFINITY;
-  private readonly logTrimmer = new LogTrimmer();
-  private readonly countsSampler = new CountsSampler();
-  private samplingTimer: ReturnType<typeof setInterval> | undefined;
   private unsubscribeTenantDeleted: (() => void) | undefined;
 
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.timers = new TimerLoop({
+      clock: this.clock,
+      tenants: () => Promise.all([...this.tenants.values()].map((entry) => entry.ready)),
+      instancesHeldWhole: () => this.instancesHeldWhole(),
+    });
     this.owner = options.owner ?? processOwner();
     this.runnerOverride = options.runner;
     this.publishCounts = options.publishCounts;
@@ -106,6 +94,10 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.partitionWaitMs = options.partitionWaitMs ?? PARTITION_WAIT_MS;
     // Registered before any start so the runner (which may resume instance procedures at boot) knows the types.
     ops.registerInstanceProcedures(this);
+  }
+
+  get clustered(): boolean {
+    return this.cluster !== undefined;
   }
 
   get leasePolicy(): LeasePolicy | undefined {
@@ -120,12 +112,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    setRunningLookup((ids) => this.runningOf(ids));
+    setRunningLookup(liveRunningLookup((id) => this.findRuntime(id)?.counts().total));
     this.unsubscribeTenantDeleted = onTenantDeleted((tenantId) => void this.forgetTenant(tenantId));
     await this.cluster?.start(this);
     for (const tenant of await db().tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
-    this.timerLoop = this.runTimerLoop();
-    this.samplingTimer = setInterval(() => void this.sampleCounts(), SAMPLE_CHECK_EVERY_MS).unref();
+    this.timers.start();
     await ops.resumeInterruptedOperations(this);
   }
 
@@ -134,17 +125,14 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.running = false;
     await this.cluster?.drain();
     this.unsubscribeTenantDeleted?.();
-    clearInterval(this.samplingTimer);
-    this.timersChanged();
-    await this.timerLoop;
+    await this.timers.stop();
     for (const entry of this.tenants.values()) {
       const { runtime, workers } = await entry.ready;
       await Promise.all(workers.map((w) => w.stop()));
       runtime.data.close();
     }
     this.tenants.clear();
-    for (const timer of this.pendingCounts.values()) clearTimeout(timer);
-    this.pendingCounts.clear();
+    this.pushes.clear();
     await this.cluster?.leave();
   }
 
@@ -256,22 +244,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   // ---- timers -------------------------------------------------------------------------------------------------
 
   timersChanged(): void {
-    this.timerWakeup.wake();
+    this.timers.wake();
   }
 
   /** Runs every due timer now, then samples counts where due (the loop does this by itself; tests call it after moving a ManualClock). */
-  async runTimers(): Promise<void> {
-    for (const entry of [...this.tenants.values()]) {
-      const { runtime, workers } = await entry.ready;
-      await runTimersTogether(runtime.id, workers, this.clock.now());
-    }
-    await this.countsSampler.sampleIfDue(this.clock.now(), this.instancesHeldWhole());
-  }
-
-  private async sampleCounts(): Promise<void> {
-    await this.countsSampler
-      .sampleIfDue(this.clock.now(), this.instancesHeldWhole())
-      .catch((error) => console.error('[crowdflow] sampling counts failed', error));
+  runTimers(): Promise<void> {
+    return this.timers.runDue();
   }
 
   /** Running instances of tenants whose every partition this process owns (their counts here are whole). */
@@ -279,42 +257,13 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return [...this.tenants.values()].flatMap((entry) => (entry.loaded?.workers.every((w) => w.lease) ? [...entry.loaded.runtime.instances.values()] : []));
   }
 
-  private async runTimerLoop(): Promise<void> {
-    while (this.running) {
-      const signal = this.timerWakeup.signal();
-      try {
-        let due = Number.POSITIVE_INFINITY;
-        for (const entry of [...this.tenants.values()]) for (const worker of (await entry.ready).workers) due = Math.min(due, nextTimerDue(worker) ?? due);
-        const now = this.clock.now();
-        if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
-        due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
-        if (this.countsSampler.hasNew(this.instancesHeldWhole())) due = now;
-        if (due <= now) await this.runTimers();
-        else await sleepUnlessWoken(this.clock, Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
-      } catch (error) {
-        console.error('[crowdflow] timer loop failed; retrying in 1 s', error);
-        await systemClock.sleep(1_000, signal);
-      }
-    }
-  }
-
   isStopRequested(instanceId: string): boolean {
     return this.stopRequested.has(instanceId);
   }
 
-  /** Hourly: expired history snapshots, journal entries past each tenant's retention (age and size), and event log rows
-   * every partition had applied by the previous run. */
-  private async housekeeping(now: number): Promise<void> {
-    await this.removeExpiredSnapshots(now);
-    await cleanupJournal(this.clock);
-    await downsampleCountsHistory(now);
-    for (const tenantId of this.tenants.keys()) await this.logTrimmer.run(tenantId);
-  }
-
   /** History snapshots are kept 7 days (their expiresAt); the timer loop removes expired ones hourly. */
-  async removeExpiredSnapshots(now: number): Promise<number> {
-    this.housekeptAt = now;
-    return (await db().instanceSnapshot.deleteMany({ where: { expiresAt: { lt: new Date(now) } } })).count;
+  removeExpiredSnapshots(now: number): Promise<number> {
+    return this.timers.removeExpiredSnapshots(now);
   }
 
   requestStop(instance: InstanceRuntime): void {
@@ -345,21 +294,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     }
     if (this.cluster && instance)
       this.cluster.counts.schedule(instance.record.tenantId, instanceId, () => this.heldFigures(instance.record.tenantId, instanceId));
-    if (!this.listeners.get(instanceId)?.size || this.pendingCounts.has(instanceId)) return;
-    // At once when the last push is 100 ms old, else 100 ms after it: bursts coalesce, a lone change is seen at once.
-    const wait = Math.max(0, (this.lastPushAt.get(instanceId) ?? Number.NEGATIVE_INFINITY) + COUNTS_PUSH_MS - performance.now());
-    this.pendingCounts.set(
-      instanceId,
-      setTimeout(() => {
-        this.pendingCounts.delete(instanceId);
-        const instance = this.findRuntime(instanceId);
-        const listeners = this.listeners.get(instanceId);
-        if (!instance || !listeners) return;
-        const counts = instance.counts();
-        this.lastPushAt.set(instanceId, performance.now());
-        for (const listener of listeners) listener(counts);
-      }, wait),
-    );
+    this.pushes.changed(instanceId, () => this.findRuntime(instanceId)?.counts());
   }
 
   /** The counts of each partition of the instance this engine holds, with its lease epoch (for the other members). */
@@ -375,15 +310,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   /** Called after committed changes of the instance's counts (at most one push per 100 ms). */
   subscribeCounts(instanceId: string, listener: CountsListener): () => void {
-    let set = this.listeners.get(instanceId);
-    if (!set) this.listeners.set(instanceId, (set = new Set()));
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size > 0) return;
-      this.listeners.delete(instanceId);
-      this.lastPushAt.delete(instanceId);
-    };
+    return this.pushes.subscribe(instanceId, listener);
   }
 
   findRuntime(instanceId: string): InstanceRuntime | undefined {
@@ -392,19 +319,6 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
       if (instance) return instance;
     }
     return undefined;
-  }
-
-  private async runningOf(workflowIds: string[]) {
-    const rows = await db().instance.findMany({
-      where: { workflowId: { in: workflowIds }, state: { in: ACTIVE_INSTANCE_STATES } },
-      orderBy: { createdAt: 'asc' },
-    });
-    const out = new Map<string, { instanceId: string; userCount: number }>();
-    for (const row of rows) {
-      const live = this.findRuntime(row.id);
-      out.set(row.workflowId, { instanceId: row.id, userCount: live ? live.counts().total : Number(row.userCount) });
-    }
-    return out;
   }
 
   // ---- queries ------------------------------------------------------------------------------------------------
@@ -418,56 +332,21 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 
   /** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
-  async getCounts(tenantId: string, instanceId: string): Promise<Counts> {
-    // The hot path (a live instance) answers from memory without a query.
-    const running = this.findRuntime(instanceId);
-    if (running && running.record.tenantId === tenantId) return running.counts();
-    const row = await ops.requireInstance(tenantId, instanceId);
-    const live = (await this.tenant(tenantId)).instances.get(row.id);
-    if (live) return live.counts();
-    const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
-    if (snapshot) return JSON.parse(snapshot.counts) as Counts;
-    return { instanceId, total: 0, entered: 0, steps: {}, edges: {} };
+  getCounts(tenantId: string, instanceId: string): Promise<Counts> {
+    return reads.getCounts(this, tenantId, instanceId);
   }
 
-  /**
-   * The users at `step` (`users: converted`: who reached the goal from it): the union of the shards of a running
-   * instance, or the snapshot of a stopped one.
-   */
-  async stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers = 'in'): Promise<RoaringBitmap32> {
-    const row = await ops.requireInstance(tenantId, instanceId);
-    const tenant = await this.tenant(tenantId);
-    // In a cluster other members hold some partitions, and may have started the instance: read those as committed.
-    const live = tenant.instances.get(row.id) ?? (this.cluster && row.state === 'running' ? await committedInstance(row, tenant.partitions) : undefined);
-    if (live) {
-      if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
-      if (users === 'converted') return live.convertedUsers(step);
-      return this.cluster ? committedStepUsers(live, step) : live.stepUsers(step);
-    }
-    const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
-    if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
-    const counts = JSON.parse(snapshot.counts) as Counts;
-    if (!(step in counts.steps)) throw notFound(`Step "${step}" of instance ${instanceId}`);
-    const shard = Shard.decode(instanceId, -1, snapshot.bitmaps);
-    return users === 'converted' ? (shard.converted.get(step) ?? new RoaringBitmap32()) : shard.step(step);
+  /** The users at `step` of a running instance or the snapshot of a stopped one (`users: converted`: who reached the goal from it). */
+  stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers = 'in'): Promise<RoaringBitmap32> {
+    return reads.stepBitmap(this, tenantId, instanceId, step, users);
   }
 
   getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {
     return ops.getSnapshot(tenantId, instanceId);
   }
 
-  async whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {
-    const runtime = await this.tenant(tenantId);
-    const instances: WhereIsUser['instances'] = [];
-    const partition = user % runtime.partitions;
-    for (const instance of this.cluster ? await committedInstances(runtime) : runtime.instances.values()) {
-      const shard = this.cluster ? await committedShard(instance, partition) : instance.shards[partition];
-      if (!shard) continue;
-      for (const [step, bitmap] of shard.steps) {
-        if (bitmap.has(user)) instances.push({ instanceId: instance.id, workflowId: instance.record.workflowId, step });
-      }
-    }
-    return { user, instances, recentMoves: await recentMovesOf(tenantId, user, partition) };
+  whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {
+    return reads.whereIsUser(this, tenantId, user);
   }
 
   // ---- instance operations (each runs as a procedure) ---------------------------------------------------------
@@ -513,20 +392,6 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 }
 
-/** Sleeps on the engine clock with a one-off signal, so repeated sleeps never pile listeners onto `wake`. */
-async function sleepUnlessWoken(clock: Clock, ms: number, wake: AbortSignal): Promise<void> {
-  if (wake.aborted) return; // woken between planning and sleeping: plan again
-  const once = new AbortController();
-  const abort = () => once.abort();
-  wake.addEventListener('abort', abort, { once: true });
-  try {
-    await clock.sleep(ms, once.signal);
-  } finally {
-    wake.removeEventListener('abort', abort);
-  }
-}
-
-type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] };
 type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
 
 /** The process's engine: the engine thread's client once boot started it, else an engine in this thread. */

@@ -4,22 +4,27 @@
 import { AppError, type ErrorCode } from '../errors';
 import { RetryLaterError } from '../procedures/types';
 import type { RelayedProfileWrite } from '../profiles/index-tenant';
-import type { Counts, CountsCoverage } from './types';
+import type { Engine } from './engine';
+import type { Counts, CountsCoverage, StepUsers } from './types';
 
-/** The engine work the request thread calls for; arguments and results are structured-cloneable. */
-export const ENGINE_CALLS = [
+/** Engine methods the engine thread answers as they are (their arguments and results are structured-cloneable). */
+export const FORWARDED_CALLS = [
   'getCounts',
   'liveCounts',
-  'stepBitmap',
   'whereIsUser',
   'ingestBody',
   'materializeStart',
   'materializeStop',
   'materializeUpdateCrowd',
   'materializeUpdateWorkflow',
-  'stop',
 ] as const;
-export type EngineCallName = (typeof ENGINE_CALLS)[number];
+
+/** What the engine thread answers: the forwarded methods, a step's users as portable roaring bytes, and a clean stop. */
+export type EngineCalls = Pick<Engine, (typeof FORWARDED_CALLS)[number]> & {
+  stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers): Promise<Uint8Array>;
+  stop(): Promise<void>;
+};
+export type EngineCallName = keyof EngineCalls;
 
 export type ToEngine =
   /** The thread loads its sources at once, and starts the engine when told (after the migrations). */

@@ -4,7 +4,6 @@
 // and raw driver on the same database, its own caches. It publishes every instance's counts after each change and
 // answers the calls of the request thread between two slices of its work.
 import { parentPort } from 'node:worker_threads';
-import type { Principal } from '../auth';
 import { processNotice } from '../crowd/notice';
 import { getProcedureRunner } from '../procedures/runner';
 import { applyRelayedProfileWrite } from '../profiles/index-store';
@@ -12,8 +11,7 @@ import { runtime } from '../runtime';
 import { closeDb } from '../storage/db';
 import { Engine } from './engine';
 import { clusterMember } from '../cluster';
-import type { StepUsers } from './types';
-import { serializeError, type EngineCallName, type FromEngine, type ToEngine } from './thread-protocol';
+import { FORWARDED_CALLS, serializeError, type EngineCalls, type FromEngine, type ToEngine } from './thread-protocol';
 
 const port = parentPort;
 if (!port) throw new Error('server/engine/thread.ts runs as a worker thread (started by server/engine/client.ts)');
@@ -27,20 +25,11 @@ const engine = new Engine({
 });
 runtime().engine = engine;
 
-type Call = (...args: never[]) => Promise<unknown>;
-const calls: Record<EngineCallName, Call> = {
-  getCounts: (tenantId: string, instanceId: string) => engine.getCounts(tenantId, instanceId),
-  liveCounts: (tenantId: string, instanceId: string) => engine.liveCounts(tenantId, instanceId),
+const forwarded = Object.fromEntries(FORWARDED_CALLS.map((name) => [name, engine[name].bind(engine)])) as Pick<EngineCalls, (typeof FORWARDED_CALLS)[number]>;
+const calls: EngineCalls = {
+  ...forwarded,
   // Portable roaring bytes in a fresh buffer of their own, so the reply transfers it instead of copying it.
-  stepBitmap: async (tenantId: string, instanceId: string, step: string, users: StepUsers) =>
-    new Uint8Array((await engine.stepBitmap(tenantId, instanceId, step, users)).serialize('portable')),
-  whereIsUser: (tenantId: string, user: number) => engine.whereIsUser(tenantId, user),
-  ingestBody: (principal: Principal, body: Uint8Array, now: number, key?: string) => engine.ingestBody(principal, body, now, key),
-  materializeStart: (tenantId: string, instanceId: string) => engine.materializeStart(tenantId, instanceId),
-  materializeStop: (tenantId: string, instanceId: string) => engine.materializeStop(tenantId, instanceId),
-  materializeUpdateCrowd: (tenantId: string, instanceId: string, crowd: string) => engine.materializeUpdateCrowd(tenantId, instanceId, crowd),
-  materializeUpdateWorkflow: (tenantId: string, instanceId: string, version: number, mapping: Record<string, string>) =>
-    engine.materializeUpdateWorkflow(tenantId, instanceId, version, mapping),
+  stepBitmap: async (tenantId, instanceId, step, users) => new Uint8Array((await engine.stepBitmap(tenantId, instanceId, step, users)).serialize('portable')),
   // A clean stop: last checkpoints, leases handed back, storage closed; the thread then ends on its own.
   stop: async () => {
     await engine.stop();
@@ -60,7 +49,7 @@ port.on('message', (message: ToEngine) => {
   else if (message.kind === 'profiles') void applyRelayedProfileWrite(message.tenantId, message.write, message.seq);
   else {
     const { id, name, args } = message;
-    calls[name](...(args as never[])).then(
+    (calls[name] as (...args: unknown[]) => Promise<unknown>)(...args).then(
       (value) => post({ kind: 'reply', id, value }, value instanceof Uint8Array ? [value.buffer as ArrayBuffer] : []),
       (error: unknown) => post({ kind: 'reply', id, error: serializeError(error) }),
     );

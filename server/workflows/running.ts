@@ -20,6 +20,15 @@ export async function runningOf(workflowIds: string[]): Promise<Map<string, Runn
   return (runtime().runningLookup ?? fromInstanceTable)(workflowIds);
 }
 
+/** The Instance table's answer with the live user counts the engine knows (`liveTotal`; undefined: the recorded one). */
+export function liveRunningLookup(liveTotal: (instanceId: string) => number | undefined): RunningLookup {
+  return async (workflowIds) => {
+    const found = await fromInstanceTable(workflowIds);
+    for (const running of found.values()) running.userCount = liveTotal(running.instanceId) ?? running.userCount;
+    return found;
+  };
+}
+
 async function fromInstanceTable(workflowIds: string[]): Promise<Map<string, RunningInstance>> {
   const rows = await db().instance.findMany({
     where: { workflowId: { in: workflowIds }, state: { in: ACTIVE_INSTANCE_STATES } },

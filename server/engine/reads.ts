@@ -1,0 +1,71 @@
+// Reads the engine answers (the request thread calls them through its client when its board has no answer): an
+// instance's counts, the users of one step (exports), and where one user is. A running instance is read from its shards in memory,
+// in a cluster from the database for the partitions other members hold; a stopped one from its snapshot.
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import { notFound } from '../errors';
+import { db } from '../storage/db';
+import { committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
+import { requireInstance } from './instances';
+import { Shard } from './shard';
+import { recentMovesOf } from './store/user-moves';
+import type { InstanceRuntime, TenantRuntime } from './tenant';
+import type { Counts, StepUsers, WhereIsUser } from './types';
+
+/** What the reads need of the engine. */
+export interface ReadSource {
+  tenant(tenantId: string): Promise<TenantRuntime>;
+  /** The running instance if this engine has it loaded (any tenant). */
+  findRuntime(instanceId: string): InstanceRuntime | undefined;
+  /** Whether other processes hold some of the partitions (a cluster on PostgreSQL). */
+  readonly clustered: boolean;
+}
+
+/** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
+export async function getCounts(source: ReadSource, tenantId: string, instanceId: string): Promise<Counts> {
+  // The hot path (a live instance) answers from memory without a query.
+  const running = source.findRuntime(instanceId);
+  if (running && running.record.tenantId === tenantId) return running.counts();
+  const row = await requireInstance(tenantId, instanceId);
+  const live = (await source.tenant(tenantId)).instances.get(row.id);
+  if (live) return live.counts();
+  const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
+  if (snapshot) return JSON.parse(snapshot.counts) as Counts;
+  return { instanceId, total: 0, entered: 0, steps: {}, edges: {} };
+}
+
+/**
+ * The users at `step` (`users: converted`: who reached the goal from it): the union of the shards of a running
+ * instance, or the snapshot of a stopped one.
+ */
+export async function stepBitmap(source: ReadSource, tenantId: string, instanceId: string, step: string, users: StepUsers): Promise<RoaringBitmap32> {
+  const row = await requireInstance(tenantId, instanceId);
+  const tenant = await source.tenant(tenantId);
+  // In a cluster other members hold some partitions, and may have started the instance: read those as committed.
+  const live = tenant.instances.get(row.id) ?? (source.clustered && row.state === 'running' ? await committedInstance(row, tenant.partitions) : undefined);
+  if (live) {
+    if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
+    if (users === 'converted') return live.convertedUsers(step);
+    return source.clustered ? committedStepUsers(live, step) : live.stepUsers(step);
+  }
+  const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
+  if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
+  const counts = JSON.parse(snapshot.counts) as Counts;
+  if (!(step in counts.steps)) throw notFound(`Step "${step}" of instance ${instanceId}`);
+  const shard = Shard.decode(instanceId, -1, snapshot.bitmaps);
+  return users === 'converted' ? (shard.converted.get(step) ?? new RoaringBitmap32()) : shard.step(step);
+}
+
+/** The steps the user rests in, in every running instance of the tenant, and the user's recent moves. */
+export async function whereIsUser(source: ReadSource, tenantId: string, user: number): Promise<WhereIsUser> {
+  const runtime = await source.tenant(tenantId);
+  const instances: WhereIsUser['instances'] = [];
+  const partition = user % runtime.partitions;
+  for (const instance of source.clustered ? await committedInstances(runtime) : runtime.instances.values()) {
+    const shard = source.clustered ? await committedShard(instance, partition) : instance.shards[partition];
+    if (!shard) continue;
+    for (const [step, bitmap] of shard.steps) {
+      if (bitmap.has(user)) instances.push({ instanceId: instance.id, workflowId: instance.record.workflowId, step });
+    }
+  }
+  return { user, instances, recentMoves: await recentMovesOf(tenantId, user, partition) };
+}

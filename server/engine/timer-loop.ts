@@ -1,0 +1,120 @@
+// The engine's timer loop: sleeps on the engine clock until the earliest timer of any partition it holds is due
+// (cron steps, delay and ttl buckets, stopAt), runs every due timer of a tenant in one tick (timers.ts), samples the
+// counts history once a minute and does the hourly housekeeping. A commit that moved users or a new instance wakes
+// it (`wake`), since either can bring a timer forward.
+import { systemClock, Wakeup, type Clock } from '../clock';
+import { cleanupJournal } from '../notifications/notifications';
+import { db } from '../storage/db';
+import { CountsSampler, downsampleCountsHistory } from './counts-history';
+import type { PartitionWorker } from './partition';
+import { LogTrimmer } from './store/log';
+import type { InstanceRuntime, TenantRuntime } from './tenant';
+import { nextTimerDue, runTimersTogether } from './timers';
+
+/** The loop re-plans at least this often (engine clock), so nothing is missed for long. */
+const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
+const HOUSEKEEPING_EVERY_MS = 60 * 60 * 1000;
+/** How often (real time) the engine asks whether a minute's counts sample is due. */
+const SAMPLE_CHECK_EVERY_MS = 10_000;
+
+export type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] };
+
+/** What the loop needs of its engine. */
+export interface TimerHost {
+  readonly clock: Clock;
+  /** Every tenant of the engine, those still loading once loaded. */
+  tenants(): Promise<LoadedTenant[]>;
+  /** Running instances of tenants whose every partition this process owns (their counts here are whole). */
+  instancesHeldWhole(): InstanceRuntime[];
+}
+
+export class TimerLoop {
+  private readonly wakeup = new Wakeup();
+  private loop: Promise<void> | undefined;
+  private running = false;
+  private housekeptAt = Number.NEGATIVE_INFINITY;
+  private readonly logTrimmer = new LogTrimmer();
+  private readonly countsSampler = new CountsSampler();
+  private samplingTimer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly host: TimerHost) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+    this.samplingTimer = setInterval(() => void this.sampleCounts(), SAMPLE_CHECK_EVERY_MS).unref();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearInterval(this.samplingTimer);
+    this.wake();
+    await this.loop;
+  }
+
+  /** Something may have brought a timer forward: plan again now. */
+  wake(): void {
+    this.wakeup.wake();
+  }
+
+  /** Runs every due timer now, then samples counts where due (the loop does this by itself; tests call it after moving a ManualClock). */
+  async runDue(): Promise<void> {
+    for (const { runtime, workers } of await this.host.tenants()) await runTimersTogether(runtime.id, workers, this.host.clock.now());
+    await this.countsSampler.sampleIfDue(this.host.clock.now(), this.host.instancesHeldWhole());
+  }
+
+  /** History snapshots are kept 7 days (their expiresAt); the loop removes expired ones hourly. */
+  async removeExpiredSnapshots(now: number): Promise<number> {
+    this.housekeptAt = now;
+    return (await db().instanceSnapshot.deleteMany({ where: { expiresAt: { lt: new Date(now) } } })).count;
+  }
+
+  private async run(): Promise<void> {
+    const clock = this.host.clock;
+    while (this.running) {
+      const signal = this.wakeup.signal();
+      try {
+        let due = Number.POSITIVE_INFINITY;
+        for (const { workers } of await this.host.tenants()) for (const worker of workers) due = Math.min(due, nextTimerDue(worker) ?? due);
+        const now = clock.now();
+        if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
+        due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
+        if (this.countsSampler.hasNew(this.host.instancesHeldWhole())) due = now;
+        if (due <= now) await this.runDue();
+        else await sleepUnlessWoken(clock, Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
+      } catch (error) {
+        console.error('[crowdflow] timer loop failed; retrying in 1 s', error);
+        await systemClock.sleep(1_000, signal);
+      }
+    }
+  }
+
+  private async sampleCounts(): Promise<void> {
+    await this.countsSampler
+      .sampleIfDue(this.host.clock.now(), this.host.instancesHeldWhole())
+      .catch((error) => console.error('[crowdflow] sampling counts failed', error));
+  }
+
+  /** Hourly: expired history snapshots, journal entries past each tenant's retention (age and size), and event log rows
+   * every partition had applied by the previous run. */
+  private async housekeeping(now: number): Promise<void> {
+    await this.removeExpiredSnapshots(now);
+    await cleanupJournal(this.host.clock);
+    await downsampleCountsHistory(now);
+    for (const { runtime } of await this.host.tenants()) await this.logTrimmer.run(runtime.id);
+  }
+}
+
+/** Sleeps on the engine clock with a one-off signal, so repeated sleeps never pile listeners onto `wake`. */
+async function sleepUnlessWoken(clock: Clock, ms: number, wake: AbortSignal): Promise<void> {
+  if (wake.aborted) return; // woken between planning and sleeping: plan again
+  const once = new AbortController();
+  const abort = () => once.abort();
+  wake.addEventListener('abort', abort, { once: true });
+  try {
+    await clock.sleep(ms, once.signal);
+  } finally {
+    wake.removeEventListener('abort', abort);
+  }
+}
