@@ -104,15 +104,16 @@ async function requireScheduledCrowd(workflow: { id: string; name: string }, ten
 }
 
 /**
- * Refuses at once a start that re-entry exclusion would leave without users (else the instance would fail later).
- * When the crowd is larger than the previous instance was, some users are certainly left and nothing is loaded.
+ * How many users re-entry exclusion leaves out when it leaves nobody to start (else the instance would fail later);
+ * null when some are left. When the crowd is larger than the previous instance was, some users are certainly left
+ * and nothing is loaded.
  */
-async function requireUsersLeft(tenantId: string, workflowId: string, crowd: { name: string; count: number }, reentry: Reentry): Promise<void> {
-  if (reentry === 'allow') return;
+async function excludedEveryone(tenantId: string, workflowId: string, crowd: { name: string; count: number }, reentry: Reentry): Promise<number | null> {
+  if (reentry === 'allow') return null;
   const previous = await previousInstance(workflowId, '');
-  if (!previous || crowd.count > Number(previous.userCount)) return;
+  if (!previous || crowd.count > Number(previous.userCount)) return null;
   const { users, excludedCount } = await crowdOf(tenantId, crowd.name, workflowId, '', reentry);
-  if (users.size === 0) throw nobodyLeft(crowd.name, excludedCount);
+  return users.size === 0 ? excludedCount : null;
 }
 
 /** Checks everything a start needs, then creates the instance row and submits `instance.start`. */
@@ -129,7 +130,10 @@ export async function submitStart(engine: InstanceEngine, tenantId: string, work
     });
   await refuseActive(workflow.id);
   // With a trigger users also enter by events: a crowd that re-entry exclusion empties is no reason to refuse.
-  if (crowd && !definition.entry) await requireUsersLeft(tenantId, workflow.id, crowd, reentry);
+  if (crowd && !definition.entry) {
+    const excludedCount = await excludedEveryone(tenantId, workflow.id, crowd, reentry);
+    if (excludedCount !== null) throw nobodyLeft(crowd.name, excludedCount);
+  }
   const instanceId = newId('in');
   // No crowd (a trigger-only instance): crowdName is empty.
   const crowdName = request.crowd ?? '';
@@ -268,11 +272,17 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
           // A scheduled start: check like the API does, then create the instance row under a derived id.
           const workflow = await requireWorkflow(state.tenantId, state.workflowId);
           const version = (state.version as number | undefined) ?? workflow.currentVersion;
+          // Schedules saved before the option existed have none: the start's default.
+          const reentry = (state.reentry as Reentry | undefined) ?? 'exclude';
           const instanceId = scheduledInstanceId(ctx.procedureId);
           if (!(await db().instance.findUnique({ where: { id: instanceId } }))) {
-            await loadDefinition(workflow.id, version);
-            await requireScheduledCrowd(workflow, state.tenantId, state.crowd as string);
+            const definition = await loadDefinition(workflow.id, version);
+            const crowd = await requireScheduledCrowd(workflow, state.tenantId, state.crowd as string);
             await refuseActive(workflow.id);
+            // A firing that exclusion leaves without users starts nothing; it is not a failure (a weekly schedule over
+            // a fixed crowd meets it every week after the first), so it is recorded like a firing skipped while running.
+            const excludedCount = definition.entry ? null : await excludedEveryone(state.tenantId, workflow.id, crowd, reentry);
+            if (excludedCount !== null) return { kind: 'done', output: { skipped: 'nobody left', crowd: crowd.name, excludedCount, reentry } };
             await db().instance.create({
               data: {
                 id: instanceId,
@@ -282,6 +292,7 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
                 crowdName: state.crowd as string,
                 state: 'starting',
                 userCount: 0,
+                reentry,
               },
             });
           }

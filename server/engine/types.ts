@@ -1,3 +1,7 @@
+import type { Reentry } from '../model/workflow';
+
+export { REENTRY_MODES, type Reentry } from '../model/workflow';
+
 /** One event as the log holds it (see index.ts): `time` is epoch milliseconds. */
 export type LoggedEvent = { user: number; type: string; data: Record<string, unknown>; time: number };
 
@@ -53,10 +57,6 @@ export interface WhereIsUser {
   instances: { instanceId: string; workflowId: string; step: string }[];
   recentMoves: UserMove[];
 }
-
-/** Whether users of the workflow's previous stopped instance may enter a new one ("exclude": they may not). */
-export const REENTRY_MODES = ['exclude', 'allow'] as const;
-export type Reentry = (typeof REENTRY_MODES)[number];
 
 /** Which users of a step an export reads: those in it now, or those who reached the goal from it. */
 export type StepUsers = 'in' | 'converted';

@@ -131,6 +131,10 @@ export const WorkflowDraft = z.strictObject({
 });
 export type WorkflowDraft = z.infer<typeof WorkflowDraft>;
 
+/** Whether users of the workflow's previous stopped instance may enter a new one ("exclude": they may not). */
+export const REENTRY_MODES = ['exclude', 'allow'] as const;
+export type Reentry = (typeof REENTRY_MODES)[number];
+
 /** What a schedule does about firings missed while no server ran (server/procedures/scheduler.ts). */
 export const CATCH_UP_POLICIES = ['skip', 'latest'] as const;
 export const DEFAULT_STARTING_DEADLINE_SECONDS = 3600;
@@ -147,6 +151,12 @@ export const WorkflowSchedule = z.strictObject({
     .min(1)
     .max(7 * 24 * 3600)
     .default(DEFAULT_STARTING_DEADLINE_SECONDS),
+  reentry: z
+    .enum(REENTRY_MODES)
+    .default('exclude')
+    .describe(
+      'The start option of each scheduled start (as on POST …/start): `exclude` (the default) leaves out users who were in the previous stopped instance of this workflow; `allow` lets every user of the crowd enter again. A firing that `exclude` leaves without users starts nothing and is recorded as skipped (output `{skipped: "nobody left", excludedCount}`).',
+    ),
 });
 export type WorkflowSchedule = z.infer<typeof WorkflowSchedule>;
 

@@ -48,7 +48,14 @@ export function scheduledProcedureId(workflowId: string, firingMs: number | ''):
 type ScheduledWorkflow = { id: string; tenantId: string; updatedAt: Date };
 
 function startState(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, firingMs: number, extra: Record<string, Json> = {}): { [key: string]: Json } {
-  return { tenantId: workflow.tenantId, workflowId: workflow.id, crowd: schedule.crowd, scheduledAt: new Date(firingMs).toISOString(), ...extra };
+  return {
+    tenantId: workflow.tenantId,
+    workflowId: workflow.id,
+    crowd: schedule.crowd,
+    reentry: schedule.reentry,
+    scheduledAt: new Date(firingMs).toISOString(),
+    ...extra,
+  };
 }
 
 /** Counting stops here: a second-by-second schedule down for a day still answers in milliseconds. */

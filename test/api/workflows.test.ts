@@ -29,8 +29,8 @@ const definition = {
 };
 const draft = { positions: { entry: { x: 0, y: 0 }, thanks: { x: 200, y: 300 } }, labels: { entry: 'Did they buy?' } };
 const schedule = { cron: '0 0 8 * * MON', crowd: 'weekly', enabled: true };
-/** The schedule as stored and shown: with the catch-up defaults. */
-const savedSchedule = { ...schedule, catchUp: 'skip', startingDeadlineSeconds: 3600 };
+/** The schedule as stored and shown: with the catch-up and re-entry defaults. */
+const savedSchedule = { ...schedule, catchUp: 'skip', startingDeadlineSeconds: 3600, reentry: 'exclude' };
 
 const base = (tenant: string) => `/tenants/${tenant}/workflows`;
 
@@ -63,10 +63,10 @@ describe('workflows API', () => {
   it('saves a schedule naming a crowd the tenant does not have, with an unknown_crowd warning until it exists', async () => {
     const tenant = await createTenant();
     const created = await api('POST', base(tenant.name), {
-      body: { name: uniqueName('later'), definition, schedule: { ...schedule, catchUp: 'latest', startingDeadlineSeconds: 600 } },
+      body: { name: uniqueName('later'), definition, schedule: { ...schedule, catchUp: 'latest', startingDeadlineSeconds: 600, reentry: 'allow' } },
     });
     expect(created.status).toBe(201);
-    expect(created.body.schedule).toEqual({ ...schedule, catchUp: 'latest', startingDeadlineSeconds: 600 });
+    expect(created.body.schedule).toEqual({ ...schedule, catchUp: 'latest', startingDeadlineSeconds: 600, reentry: 'allow' });
     expect(created.body.warnings).toEqual([
       {
         step: null,
@@ -82,6 +82,12 @@ describe('workflows API', () => {
       'invalid_workflow',
     );
     expect(refused.message).toMatch(/catchUp/);
+    const badReentry = expectError(
+      await api('POST', base(tenant.name), { body: { name: 'x', definition, schedule: { ...schedule, reentry: 'once' } } }),
+      400,
+      'invalid_workflow',
+    );
+    expect(badReentry.message).toMatch(/reentry/);
   });
 
   it('stores an empty draft and no schedule when none are given', async () => {

@@ -190,6 +190,38 @@ describe('instances', () => {
     expect((await h.engine.getInstance(h.tenantId, (done.output as { instanceId: string }).instanceId)).state).toBe('running');
   });
 
+  it('a schedule takes the start option reentry: exclude skips a firing that would leave nobody, allow lets everyone in again', async () => {
+    const wf = await workflow(h, busybee);
+    await crowd(h, 'c', range(1, 5));
+    const scheduleOf = (reentry?: 'exclude' | 'allow') => JSON.stringify({ cron: '0 * * * * *', crowd: 'c', ...(reentry ? { reentry } : {}) });
+    // Saved without the option (as before it existed): the start's default, exclude.
+    await db().workflow.update({ where: { id: wf }, data: { schedule: scheduleOf(), updatedAt: new Date(h.clock.now()) } });
+    const scheduler = createScheduler({ runner: h.runner, clock: h.clock });
+    await scheduler.tick();
+    const fire = async () => {
+      await h.clock.advance(60_000);
+      // Schedules of other tests' workflows share the database: this workflow's firing.
+      const firing = (await scheduler.tick()).find((f) => f.workflowId === wf);
+      expect(firing).toMatchObject({ outcome: 'submitted' });
+      const done = await h.runner.await(firing!.procedureId, 60_000);
+      expect(done.state).toBe('done');
+      return done.output as { instanceId?: string; userCount?: number; skipped?: string };
+    };
+    const first = await fire();
+    expect(first).toMatchObject({ userCount: 5 });
+    await settle(h, h.engine.stopInstance(h.tenantId, first.instanceId!));
+
+    await db().workflow.update({ where: { id: wf }, data: { schedule: scheduleOf('exclude') } });
+    expect(await fire()).toEqual({ skipped: 'nobody left', crowd: 'c', excludedCount: 5, reentry: 'exclude' });
+    expect(await db().instance.count({ where: { workflowId: wf } })).toBe(1);
+
+    await db().workflow.update({ where: { id: wf }, data: { schedule: scheduleOf('allow') } });
+    const again = await fire();
+    expect(again).toMatchObject({ userCount: 5 });
+    expect(await h.engine.getInstance(h.tenantId, again.instanceId!)).toMatchObject({ state: 'running', userCount: 5, excludedCount: 0 });
+    expect((await db().instance.findUnique({ where: { id: again.instanceId! } }))?.reentry).toBe('allow');
+  });
+
   it('recovers shards from checkpoint + journal in a fresh engine object', async () => {
     const wf = await workflow(h, busybee);
     await crowd(h, 'c', range(1, 100));
