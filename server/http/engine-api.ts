@@ -270,7 +270,7 @@ export const paths: Record<string, object> = {
     get: operation({
       summary: "Where is user U: the user's step in each running instance and its recent moves of every kind",
       description:
-        "`recentMoves`: the newest 50 moves of the user, newest first: moves its own events caused, and the bulk moves it was part of (entering an instance at its start, delays, branch timeouts, ttl re-evaluation, timer steps, workflow version mappings; `fromStep` is null for the entry). Bulk moves are searched among the newest 500 bulk journal entries of the user's partition; moves the journal retention removed are gone. Users joining through a crowd replacement are not journaled, so they have no entry move.",
+        '`recentMoves`: the newest 50 moves of the user, newest first: moves its own events caused, and the bulk moves it was part of (entering an instance at its start, delays, branch timeouts, ttl re-evaluation, timer steps, workflow version mappings; `fromStep` is null for the entry). Bulk moves are found however far back the journal reaches; moves the journal retention removed are gone. Users joining through a crowd replacement are not journaled, so they have no entry move.',
       tags,
       params: ['tenant', 'user'],
       ok: { status: 200, description: 'Where the user is', schema: WhereIsUser },

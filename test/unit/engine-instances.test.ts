@@ -3,7 +3,7 @@ import { AppError } from '../../server/errors';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { createScheduler } from '../../server/procedures/scheduler';
 import { db } from '../../server/storage/db';
-import { crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
+import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
 // Busybee's instance semantics with its exact numbers.
 const busybee: WorkflowDefinition = {
@@ -253,4 +253,37 @@ describe('instances', () => {
     expect(where.recentMoves.map((m) => `${m.fromStep}->${m.toStep}`)).toEqual(['entry->end_1', 'null->entry']);
     expect((await h.engine.whereIsUser(h.tenantId, 99)).instances).toEqual([]);
   });
+
+  it('where-is-user finds a bulk move however many later bulk moves its partition has (here over 500)', async () => {
+    const wf = await workflow(h, busybee);
+    await crowd(h, 'one', [1]);
+    const id = await start(h, wf, 'one');
+    const [entered] = await db().journal.findMany({ where: { instanceId: id } });
+    // Users 5 and 9 share user 1's partition (of 4): every firing moves them in one bulk row of that partition.
+    const pingPong: WorkflowDefinition = {
+      steps: [
+        { name: 'ping', kind: 'timer', cron: '0 * * * * *', next: 'pong' },
+        { name: 'pong', kind: 'timer', cron: '0 * * * * *', next: 'ping' },
+      ],
+    };
+    await crowd(h, 'others', [5, 9]);
+    // Six instances: each firing writes six bulk rows, so 90 firings make 540.
+    const others = new Set<string>();
+    for (let i = 0; i < 6; i++) others.add(await start(h, await workflow(h, pingPong), 'others'));
+    for (let firing = 0; firing < 90; firing++) await advance(h, 60_000);
+    const later = await db().journal.findMany({
+      where: { tenantId: h.tenantId, partition: 1, user: null, seq: { gt: entered.seq } },
+      orderBy: { seq: 'desc' },
+    });
+    expect(later.length).toBeGreaterThan(500);
+
+    const where = await h.engine.whereIsUser(h.tenantId, 1);
+    expect(where.recentMoves).toEqual([
+      { seq: Number(entered.seq), instanceId: id, fromStep: null, toStep: 'entry', time: new Date(Number(entered.timeMs)).toISOString() },
+    ]);
+    // A user in every one of those rows sees the newest 50 of them, newest first.
+    const five = await h.engine.whereIsUser(h.tenantId, 5);
+    expect(five.recentMoves.map((move) => move.seq)).toEqual(later.slice(0, 50).map((row) => Number(row.seq)));
+    expect(five.recentMoves.every((move) => others.has(move.instanceId))).toBe(true);
+  }, 120_000);
 });

@@ -1,15 +1,14 @@
 // A user's recent moves for "where is user U": the journal rows naming the user (moves its own events caused) and
 // the bulk rows holding it in their bitmap (entering at start, delays, branch timeouts, ttl, timers, version
 // mappings). Bulk rows carry no user column, so they are searched newest first within the user's partition only.
-import { RoaringBitmap32 } from '../../crowd/bitmap';
+import { portableContains } from '../../crowd/portable-contains';
 import { dialect } from '../../storage/dialect';
 import { raw } from '../../storage/raw';
 import type { UserMove } from '../types';
 import { num } from './row-number';
 
 export const RECENT_MOVES = 50;
-/** How many of the partition's newest bulk rows are searched for the user (bounds the bitmap bytes one call reads). */
-export const BULK_ROWS_SEARCHED = 500;
+/** Bulk rows read per query: bounds the bitmap bytes one read holds, and how long one slice of the search takes. */
 const BULK_PAGE = 25;
 
 type MoveRow = { seq: unknown; instanceId: string; fromStep: string | null; toStep: string; timeMs: unknown };
@@ -22,7 +21,12 @@ const toMove = (row: MoveRow): UserMove => ({
   time: new Date(num(row.timeMs)).toISOString(),
 });
 
-/** The user's newest RECENT_MOVES moves of every kind, newest first. */
+/**
+ * The user's newest RECENT_MOVES moves of every kind, newest first, however far back they are. The bulk rows of the
+ * partition are read newest first through their partial index (`"user" IS NULL`, migration journal_bulk_moves_index)
+ * a page at a time, letting other work of the thread run between pages, until nothing older can make the list;
+ * each bitmap is asked about the user in place (portableContains), not deserialized.
+ */
 export async function recentMovesOf(tenantId: string, user: number, partition: number): Promise<UserMove[]> {
   const rawDb = await raw();
   const table = dialect().table('Journal');
@@ -36,7 +40,7 @@ export async function recentMovesOf(tenantId: string, user: number, partition: n
   // Bulk rows older than the oldest own move cannot make the newest RECENT_MOVES once that many own moves are found.
   const floor = moves.length === RECENT_MOVES ? moves[moves.length - 1].seq : 0;
   let before = Number.MAX_SAFE_INTEGER;
-  for (let searched = 0; searched < BULK_ROWS_SEARCHED; searched += BULK_PAGE) {
+  for (;;) {
     const page = dialect().parameters();
     const rows = await rawDb.query<MoveRow & { bitmap: Uint8Array }>(
       `SELECT ${columns}, "bitmap" FROM ${table}
@@ -44,10 +48,12 @@ export async function recentMovesOf(tenantId: string, user: number, partition: n
        ORDER BY "seq" DESC LIMIT ${page.bind(BULK_PAGE)}`,
       page.params,
     );
-    for (const row of rows) if (RoaringBitmap32.deserialize(row.bitmap, 'portable').has(user)) moves.push(toMove(row));
+    for (const row of rows) if (portableContains(row.bitmap, user)) moves.push(toMove(row));
     if (rows.length < BULK_PAGE) break;
     before = num(rows[rows.length - 1].seq);
+    // Every row still unread is older than `before`: once RECENT_MOVES moves newer than it are known, none can enter.
     if (moves.filter((move) => move.seq > before).length >= RECENT_MOVES) break;
+    await new Promise((resolve) => setImmediate(resolve));
   }
   return moves.sort((a, b) => b.seq - a.seq).slice(0, RECENT_MOVES);
 }
