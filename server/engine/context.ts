@@ -7,6 +7,7 @@ import { loadCrowd } from '../crowd';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { onCrowdChanged } from '../crowd/changes';
 import { profileIndex } from '../profiles/index-store';
+import type { ProfileIndex } from '../profiles/index-tenant';
 
 export type Attributes = Record<string, unknown>;
 
@@ -49,6 +50,11 @@ export class TenantData {
     const index = await profileIndex(this.tenantId);
     const bitmap = users instanceof RoaringBitmap32 ? users : RoaringBitmap32.from(Uint32Array.from(users));
     return index.materialize(bitmap, keys ?? undefined);
+  }
+
+  /** The tenant's profile index (local-time timers group users by zone with its equality bitmaps). */
+  profiles(): Promise<ProfileIndex> {
+    return profileIndex(this.tenantId);
   }
 
   /** A plan resolver over the cached crowds and the tenant's profile index. */

@@ -3,13 +3,13 @@
 import { loadCrowd } from '../crowd';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
-import { nextCronTime } from '../model/cron';
 import { RetryLaterError, type Json } from '../procedures/types';
 import { db } from '../storage/db';
 import { dialect } from '../storage/dialect';
 import type { RawStatement } from '../storage/raw';
 import type { Engine } from './engine';
 import { loadDefinition } from './instance-store';
+import { plannedAfter } from './local-time';
 import { Mover } from './moves';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
@@ -111,8 +111,7 @@ function encodeAll(instance: InstanceRuntime) {
 
 function startCrons(shard: Shard, workflow: WorkflowRuntime, now: number): void {
   for (const runtime of workflow.steps.values()) {
-    if (runtime.step.kind === 'timer' && !shard.cronNext.has(runtime.step.name))
-      shard.cronNext.set(runtime.step.name, nextCronTime(runtime.step.cron, now, runtime.step.tz));
+    if (runtime.step.kind === 'timer' && !shard.cronNext.has(runtime.step.name)) shard.cronNext.set(runtime.step.name, plannedAfter(runtime.step, now));
   }
 }
 

@@ -10,7 +10,7 @@
 // per partition would visit every page of the range once per partition. Unless the instance's rows are a minority
 // of the journal after its checkpoints (an instance idle since then): then each partition reads its own.
 import { RoaringBitmap32 } from '../crowd/bitmap';
-import { nextCronTime } from '../model/cron';
+import { plannedAfter } from './local-time';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
 import { conversionsAfterCheckpoint } from './store/conversions';
@@ -208,9 +208,9 @@ class Replay {
 
 function applyMove(shard: Shard, workflow: WorkflowRuntime, from: string | null, to: string, timeMs: number, users: RoaringBitmap32, count: number): void {
   // Users leave a timer step only when it fires, and a firing that moved users commits no checkpoint: its next
-  // firing is planned from the move's time, exactly as the live tick planned it.
+  // firing is planned from the move's time, exactly as the live tick planned it (a local-time timer's provisionally).
   const source = from === null ? undefined : workflow.steps.get(from)?.step;
-  if (source?.kind === 'timer') shard.cronNext.set(source.name, nextCronTime(source.cron, timeMs, source.tz));
+  if (source?.kind === 'timer') shard.cronNext.set(source.name, plannedAfter(source, timeMs));
   if (from !== null) {
     shard.step(from).andNotInPlace(users);
     for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) for (const bitmap of buckets?.values() ?? []) bitmap.andNotInPlace(users);

@@ -6,8 +6,12 @@ import { evaluateIndexedPlan } from '../conditions/profile-index';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
+import type { TimerStep } from '../model/workflow';
+import { dueZoneGroups, nextLocalFiring } from './local-time';
 import { Mover } from './moves';
 import type { PartitionWorker } from './partition';
+import type { StepRuntime, WorkflowRuntime } from './runtime';
+import type { Shard } from './shard';
 import { commitBatch, type CheckpointWrite, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
 import { withLocks, type InstanceRuntime, type TenantRuntime } from './tenant';
@@ -111,22 +115,10 @@ async function instanceTimers(
   const shard = instance.shards[worker.partition];
   if (!shard) return { changed: false, checkpoint: false };
   const mover = new Mover(instance.workflow, shard, moves, now);
-  let changed = false;
-  let checkpoint = false;
+  let { changed, checkpoint } = await fireTimerSteps(worker, instance.workflow, shard, mover, now);
   for (const runtime of instance.workflow.steps.values()) {
     const step = runtime.step;
     const name = step.name;
-    if (step.kind === 'timer') {
-      const next = shard.cronNext.get(name);
-      if (next !== undefined && next > now) continue;
-      const journaled = moves.length;
-      const users = next === undefined ? null : shard.steps.get(name);
-      if (users && users.size > 0)
-        mover.moveBulk(runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, users, now) : users.clone(), name, step.next);
-      if (moves.length === journaled) checkpoint = true;
-      shard.cronNext.set(name, nextCronTime(step.cron, now, step.tz));
-      changed = true;
-    }
     if (runtime.delayNext !== null) {
       // A delay ending, or a branch step's timeout: its users got no matching event within `after`.
       const users = takeDue(shard.delays.get(name), runtime.delayMs, now);
@@ -156,6 +148,36 @@ async function instanceTimers(
     }
   }
   return { changed, checkpoint };
+}
+
+/**
+ * The due timer steps of a shard. Who moves is decided for every timer step before anyone moves: a user that one
+ * firing moves into another timer step waits there for that step's next firing, even when both fire now (two
+ * steps with the same cron, or a local-time timer's provisional plan, local-time.ts).
+ */
+async function fireTimerSteps(worker: PartitionWorker, workflow: WorkflowRuntime, shard: Shard, mover: Mover, now: number) {
+  const firings: { runtime: StepRuntime; step: TimerStep; groups: RoaringBitmap32[] }[] = [];
+  for (const runtime of workflow.steps.values()) {
+    const step = runtime.step;
+    if (step.kind !== 'timer') continue;
+    const next = shard.cronNext.get(step.name);
+    if (next !== undefined && next > now) continue;
+    const users = next === undefined ? null : shard.steps.get(step.name);
+    const profiles = step.tzFromProfile ? await worker.tenant.data.profiles() : null;
+    let groups: RoaringBitmap32[] = [];
+    // A local-time timer moves the users of each zone whose firing came as one bulk move per zone.
+    if (users && users.size > 0) groups = profiles ? dueZoneGroups(profiles, step, users, next!, now) : [users.clone()];
+    firings.push({ runtime, step, groups });
+    shard.cronNext.set(step.name, profiles ? nextLocalFiring(profiles, step, now) : nextCronTime(step.cron, now, step.tz));
+  }
+  let checkpoint = false;
+  for (const { runtime, step, groups } of firings) {
+    const journaled = mover.moves.length;
+    for (const group of groups)
+      mover.moveBulk(runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, group, now) : group, step.name, step.next);
+    if (mover.moves.length === journaled) checkpoint = true;
+  }
+  return { changed: firings.length > 0, checkpoint };
 }
 
 /** The users of `users` satisfying the condition (no event): one bitmap plan when it compiles to one, else per user. */

@@ -44,6 +44,22 @@ export function timeZoneProblem(tz: string): string | null {
   }
 }
 
+const knownZones = new Map<string, boolean>();
+
+/**
+ * Whether `tz` is a zone the cron library knows, memoised: a local-time timer asks it of every distinct zone value in
+ * the tenant's profiles at each firing. Values are bounded by the profile index's distinct strings per attribute.
+ */
+export function isTimeZone(tz: string): boolean {
+  let known = knownZones.get(tz);
+  if (known === undefined) {
+    if (knownZones.size >= 10_000) knownZones.clear();
+    known = timeZoneProblem(tz) === null;
+    knownZones.set(tz, known);
+  }
+  return known;
+}
+
 /** A parsed cron in `tz` (UTC by default); `currentDate` is where iteration starts. Throws on an invalid expression. */
 export function parseCron(cron: string, currentDate: number | Date = Date.now(), tz = 'UTC'): CronExpression {
   const problem = cronProblem(cron);
@@ -55,24 +71,28 @@ const nextTimes = new Map<string, number>();
 
 /**
  * The next time (epoch ms) strictly after `after` at which `cron` fires. Memoised: every partition of a timer step
- * asks the same question in one tick, and cron-parser takes milliseconds per answer.
+ * asks the same question in one tick (a local-time timer once per zone), and cron-parser takes milliseconds per answer.
  */
 export function nextCronTime(cron: string, after: number, tz = 'UTC'): number {
   const key = `${after} ${tz} ${cron}`;
   let next = nextTimes.get(key);
   if (next === undefined) {
-    if (nextTimes.size >= 1_000) nextTimes.clear();
+    if (nextTimes.size >= 10_000) nextTimes.clear();
     next = parseCron(cron, after, tz).next().getTime();
     nextTimes.set(key, next);
   }
   return next;
 }
 
-/** Human wording of a valid cron ("At 09:00, Monday through Friday (UTC)"); the raw text when invalid. */
-export function describeCron(cron: string, tz = 'UTC'): string {
+/**
+ * Human wording of a valid cron ("At 09:00, Monday through Friday (UTC)"; a local-time timer's "(each user's
+ * timezone, else UTC)"); the raw text when invalid.
+ */
+export function describeCron(cron: string, tz = 'UTC', tzFromProfile?: string): string {
   if (cronProblem(cron)) return cron;
+  const zone = tzFromProfile ? `each user's ${tzFromProfile}, else ${tz}` : tz;
   try {
-    return `${cronstrue.toString(cron.trim(), { use24HourTimeFormat: true, verbose: false })} (${tz})`;
+    return `${cronstrue.toString(cron.trim(), { use24HourTimeFormat: true, verbose: false })} (${zone})`;
   } catch {
     return cron;
   }

@@ -23,6 +23,17 @@ export const CONDITION_LANGUAGE = [
   'Examples: `event.type == "purchase" && event.data.amount >= 100`; `inCrowd("vip") || profile.plan == "pro"`; `timestamp(profile.signup) < now - duration("720h")`; `event.data.email.matches("@example\\.com$")`.',
 ].join(' ');
 
+/** A profile attribute path as conditions read it after `profile.`: keys joined by dots (`timezone`, `address.tz`). */
+export const ProfileAttributePath = z
+  .string()
+  .trim()
+  .max(256)
+  // `profile.timezone` would silently name a nested `timezone` under an attribute called `profile`.
+  .regex(
+    /^(?!profile\.)[^.\s]+(\.[^.\s]+)*$/,
+    'An attribute path is keys joined by dots, without the `profile.` prefix or spaces: e.g. timezone or address.tz',
+  );
+
 export const ConditionText = z.string().trim().min(1, 'A condition cannot be empty').max(4096).describe(CONDITION_LANGUAGE);
 
 const stepCommon = {
@@ -64,10 +75,16 @@ export const TimerStep = z.strictObject({
     .min(1)
     .max(64)
     .optional()
-    .describe('IANA time zone the cron is evaluated in, e.g. "Europe/Amsterdam" (daylight saving included); UTC when absent'),
+    .describe(
+      'IANA time zone the cron is evaluated in, e.g. "Europe/Amsterdam" (daylight saving included); UTC when absent. With `tzFromProfile`: the zone of users who have no valid zone of their own',
+    ),
+  tzFromProfile: ProfileAttributePath.optional().describe(
+    "Local-time timer: the profile attribute holding each user's IANA time zone (a path without `profile.`: `timezone`, `address.tz`). The cron then fires in each user's own zone (\"09:00 wherever they are\"): the step's users are grouped by zone with the profile index's equality bitmaps and each group moves, as one bulk move, when the cron fires in its zone. Users whose attribute is missing, not a string or not a known zone use `tz` (UTC when absent)",
+  ),
   condition: ConditionText.optional(),
   next: StepName,
 });
+export type TimerStep = z.infer<typeof TimerStep>;
 export const DelayStep = z.strictObject({ ...stepCommon, kind: z.literal('delay'), after: Duration, next: StepName });
 export const SplitStep = z.strictObject({
   ...stepCommon,
