@@ -14,6 +14,11 @@ const EnvSchema = z.object({
   CROWDFLOW_ENGINE_THREAD: z.enum(['on', 'off']).default('on'),
   /** `auto`: on PostgreSQL every server process is a member of one cluster sharing the partitions (server/cluster/); `off`: not. */
   CROWDFLOW_CLUSTER: z.enum(['auto', 'off']).default('auto'),
+  /** `1`: webhook destinations of every tenant may be private, loopback or link-local addresses (server/webhooks/address-policy.ts). */
+  CROWDFLOW_WEBHOOK_ALLOW_PRIVATE: z
+    .enum(['0', '1'])
+    .default('0')
+    .transform((value) => value === '1'),
 });
 
 export type Env = z.infer<typeof EnvSchema>;

@@ -7,6 +7,8 @@ export const ERROR_STATUS = {
   invalid_bitmap: 400,
   invalid_workflow: 400,
   empty_upload: 400,
+  /** A webhook URL naming a private, loopback or link-local address while those are not allowed (server/webhooks/address-policy.ts). */
+  private_address: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { denseBitmap } from '../lib/data';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
+import { updateTenantLimits } from '../../server/limits/limits';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { closeDb, db } from '../../server/storage/db';
 import { createDestination, DEFAULT_BATCH_SIZE } from '../../server/webhooks/destinations';
@@ -51,6 +52,8 @@ export async function measureWebhooks(database: ScratchDatabase, users: number, 
   const receiver = await startReceiver();
   try {
     await db().tenant.create({ data: { id: 'tn_bench', name: 'bench', partitions: PARTITIONS } });
+    // The receiver is on this machine: a private address, refused unless the tenant is allowed them.
+    await updateTenantLimits('tn_bench', { webhookPrivateAddresses: true });
     await createDestination(
       'tn_bench',
       { name: 'crm', url: `${receiver.url}/hook`, headers: {}, batchSize, timeoutMs: 10_000, allNotifications: false, start: 'head' },

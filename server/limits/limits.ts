@@ -40,6 +40,9 @@ const LimitsShape = {
     .max(1_000_000)
     .describe("Requests per second each of the tenant's API keys may send (token bucket per server process; 429 past it)"),
   requestBurst: z.number().int().min(1).max(10_000_000).describe('Requests a key may send at once before the per-second rate applies'),
+  webhookPrivateAddresses: z
+    .boolean()
+    .describe('Whether webhook destinations may be private, loopback or link-local addresses (refused by default: server/webhooks/address-policy.ts)'),
 };
 
 export const TenantLimits = z.strictObject(LimitsShape);
@@ -66,6 +69,7 @@ export const DEFAULT_LIMITS: TenantLimits = Object.freeze({
   journalMaxRows: 50_000_000,
   requestsPerSecond: 2_000,
   requestBurst: 4_000,
+  webhookPrivateAddresses: false,
 });
 
 type Row = { limits: string };
@@ -83,8 +87,8 @@ export async function tenantLimits(tenantId: string): Promise<TenantLimits> {
 
 /** Applies a patch (null = back to the default) and returns the limits now in force. */
 export async function updateTenantLimits(tenantId: string, patch: z.infer<typeof TenantLimitsPatch>): Promise<TenantLimits> {
-  const next: Partial<TenantLimits> = { ...(await overrides(tenantId)) };
-  for (const [key, value] of Object.entries(patch) as [keyof TenantLimits, number | null | undefined][]) {
+  const next: Record<string, unknown> = { ...(await overrides(tenantId)) };
+  for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete next[key];
     else if (value !== undefined) next[key] = value;
   }

@@ -3,7 +3,10 @@
 // 10M / batchSize requests, never one per user; single-user moves in a row share a delivery. Each round commits its
 // deliveries and the destination's new cursor in ONE transaction, guarded by the cursor it read (compare-and-set),
 // so a crash loses nothing, and two processes cutting the same destination cannot both commit the same moves.
+// When journal retention deleted moves after the cursor before they were cut, the round first cuts a `lost` delivery
+// telling the receiver which seqs may be missing (as a notifications reader is told in `lost`), once per watermark.
 import { deserializeBitmap } from '../crowd/bitmap';
+import { trimmedThrough } from '../notifications/journal-retention';
 import { db } from '../storage/db';
 import { movesTo, type DestinationRow } from './destinations';
 
@@ -48,23 +51,59 @@ export type NewDelivery = {
   status: 'pending';
   body: string;
   users: number;
+  lostAfter?: bigint;
   createdAt: Date;
 };
 
-export type CutRound = { deliveries: NewDelivery[]; cursor: bigint; cursorUsers: number; readRows: number };
+/** The offset of a `lost` delivery (whose fromSeq is the watermark): no delivery of moves has a negative one. */
+export const LOST_OFFSET = -1;
+
+export type CutRound = { deliveries: NewDelivery[]; cursor: bigint; cursorUsers: number; lostThrough: bigint; readRows: number };
+
+/**
+ * The users of the bulk moves decoded last: a 10M-user move is cut over ~50 rounds (and for each destination), and
+ * decoding its bitmap costs far more than a round's cut. Holds two moves (~40 MB each at 10M users).
+ */
+export class DecodedMoves {
+  private readonly entries: { seq: bigint; users: Uint32Array }[] = [];
+
+  async users(seq: bigint): Promise<Uint32Array> {
+    const hit = this.entries.find((entry) => entry.seq === seq);
+    if (hit) return hit.users;
+    const row = await db().journal.findUnique({ where: { seq }, select: { bitmap: true } });
+    const users = row?.bitmap ? deserializeBitmap(row.bitmap).toUint32Array() : new Uint32Array(0);
+    this.entries.unshift({ seq, users });
+    this.entries.length = Math.min(this.entries.length, 2);
+    return users;
+  }
+}
 
 /**
  * Cuts one round for `destination` (as read from its row) without writing anything. `readRows` is 0 when the
- * journal holds nothing after the cursor.
+ * journal holds nothing after the cursor; a round with a `lost` delivery is worth committing even then.
  */
-export async function cutRound(destination: DestinationRow, tenantName: string, now: number): Promise<CutRound> {
+export async function cutRound(destination: DestinationRow, tenantName: string, now: number, decoded = new DecodedMoves()): Promise<CutRound> {
   const rows: JournalHead[] = await db().journal.findMany({
     where: { tenantId: destination.tenantId, seq: { gt: destination.cursor } },
     orderBy: { seq: 'asc' },
     take: ROWS_PER_ROUND,
     select: { seq: true, instanceId: true, fromStep: true, toStep: true, user: true, count: true, leaveAction: true, enterAction: true, timeMs: true },
   });
-  const round: CutRound = { deliveries: [], cursor: destination.cursor, cursorUsers: destination.cursorUsers, readRows: rows.length };
+  const round: CutRound = {
+    deliveries: [],
+    cursor: destination.cursor,
+    cursorUsers: destination.cursorUsers,
+    lostThrough: destination.lostThrough,
+    readRows: rows.length,
+  };
+  // Read after the rows: whatever retention deleted before that read is at or below this watermark.
+  const trimmed = BigInt(await trimmedThrough(destination.tenantId));
+  // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
+  const reported = destination.cursor > destination.lostThrough ? destination.cursor : destination.lostThrough;
+  if (trimmed > reported) {
+    round.deliveries.push(lostDelivery(destination, tenantName, reported, trimmed, now));
+    round.lostThrough = trimmed;
+  }
   const open: { parts: MovePart[]; users: number; fromSeq: bigint; fromOffset: number } = { parts: [], users: 0, fromSeq: 0n, fromOffset: 0 };
   const close = () => {
     if (open.users === 0) return;
@@ -89,7 +128,7 @@ export async function cutRound(destination: DestinationRow, tenantName: string, 
       continue;
     }
     if (budget === 0) break;
-    const users = row.user === null ? await bulkUsers(row.seq) : Uint32Array.of(Number(row.user));
+    const users = row.user === null ? await decoded.users(row.seq) : Uint32Array.of(Number(row.user));
     // The first matching row after the cursor may be partly cut already (round.cursorUsers of its users).
     let offset = round.cursorUsers;
     while (offset < users.length && budget > 0) {
@@ -116,8 +155,8 @@ export async function cutRound(destination: DestinationRow, tenantName: string, 
 export async function commitRound(destination: DestinationRow, round: CutRound): Promise<boolean> {
   return db().$transaction(async (tx) => {
     const moved = await tx.webhookDestination.updateMany({
-      where: { id: destination.id, cursor: destination.cursor, cursorUsers: destination.cursorUsers },
-      data: { cursor: round.cursor, cursorUsers: round.cursorUsers },
+      where: { id: destination.id, cursor: destination.cursor, cursorUsers: destination.cursorUsers, lostThrough: destination.lostThrough },
+      data: { cursor: round.cursor, cursorUsers: round.cursorUsers, lostThrough: round.lostThrough },
     });
     if (moved.count !== 1) return false;
     if (round.deliveries.length) await tx.webhookDelivery.createMany({ data: round.deliveries });
@@ -125,9 +164,21 @@ export async function commitRound(destination: DestinationRow, round: CutRound):
   });
 }
 
-async function bulkUsers(seq: bigint): Promise<Uint32Array> {
-  const row = await db().journal.findUnique({ where: { seq }, select: { bitmap: true } });
-  return row?.bitmap ? deserializeBitmap(row.bitmap).toUint32Array() : new Uint32Array(0);
+/** Tells the receiver that moves with seq in (after, through] may never reach it: retention deleted them first. */
+function lostDelivery(destination: DestinationRow, tenant: string, after: bigint, through: bigint, now: number): NewDelivery {
+  const id = `${destination.id}-${through}-lost`;
+  const head = `{"id":${JSON.stringify(id)},"type":"lost","tenant":${JSON.stringify(tenant)},"destination":${JSON.stringify(destination.name)}`;
+  return {
+    id,
+    destinationId: destination.id,
+    fromSeq: through,
+    fromOffset: LOST_OFFSET,
+    status: 'pending',
+    body: `${head},"lost":{"after":${after},"through":${through}}}`,
+    users: 0,
+    lostAfter: after,
+    createdAt: new Date(now),
+  };
 }
 
 function movePart(row: JournalHead, total: number, offset: number, users: Uint32Array): MovePart {

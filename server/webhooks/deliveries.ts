@@ -5,6 +5,7 @@
 // which the runner retries with its exponential backoff (server/procedures/backoff.ts: 0.5 s doubling to 60 s, with
 // jitter) up to MAX_RETRIES times; then the procedure's rollback marks the delivery failed. Delivery is at least
 // once: a crash after the receiver answered and before the step committed sends again, under the same delivery id.
+// A delivery to an address the policy refuses (./address-policy.ts) fails at once: retrying would not change it.
 import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { isProcedureTypeRegistered, registerProcedureType } from '../procedures/registry';
@@ -17,6 +18,8 @@ import {
   type ProcedureTypeDefinition,
 } from '../procedures/types';
 import { db } from '../storage/db';
+import { privateAddressesAllowed } from './address-policy';
+import { LOST_OFFSET } from './cut';
 import { requireDestination } from './destinations';
 import { sendDelivery } from './send';
 
@@ -62,6 +65,7 @@ async function attempt(deliveryId: string, replays: number, now: number): Promis
     delivery.id,
     delivery.body,
     now,
+    { allowPrivate: await privateAddressesAllowed(destination.tenantId) },
   );
   await db().webhookDelivery.updateMany({
     where: { id: deliveryId, replays },
@@ -69,10 +73,15 @@ async function attempt(deliveryId: string, replays: number, now: number): Promis
       attempts: { increment: 1 },
       lastStatus: result.status,
       lastError: result.error,
+      lastResponse: result.response,
       lastAttemptAt: new Date(now),
       ...(result.ok ? { status: 'delivered', deliveredAt: new Date(now) } : {}),
     },
   });
+  if (result.refused) {
+    console.warn(`[webhooks] delivery ${deliveryId} to destination ${destination.name} ${result.error}`);
+    throw new Error(`delivery ${deliveryId}: ${result.error}`);
+  }
   if (!result.ok) throw new RetryLaterError(`delivery ${deliveryId}: ${result.error}`);
   return { kind: 'done', output: { status: result.status } };
 }
@@ -121,40 +130,51 @@ export const DeliveryListQuery = z.strictObject({
   /** The `next` of the previous page: deliveries cut before it (newest first). */
   before: z
     .string()
-    .regex(/^\d{1,19}\.\d{1,10}$/, 'before is the `next` of a previous page (<seq>.<offset>)')
+    .regex(/^\d{1,19}\.-?\d{1,10}$/, 'before is the `next` of a previous page (<seq>.<offset>)')
     .optional(),
   tenant: z.string().min(1).optional(),
 });
 
-/** Delivery ids are `<destination id>-<journal seq>-<user offset>` (./cut.ts). */
+/** Delivery ids are `<destination id>-<journal seq>-<user offset>`, or `…-<watermark>-lost` for a lost report (./cut.ts). */
 export const DeliveryParams = z.object({
-  id: z.string().regex(/^wh_[0-9a-f]{16}-\d{1,19}-\d{1,10}$/, 'a delivery id looks like wh_<16 hex digits>-<seq>-<offset>'),
+  id: z.string().regex(/^wh_[0-9a-f]{16}-\d{1,19}-(\d{1,10}|lost)$/, 'a delivery id looks like wh_<16 hex digits>-<seq>-<offset> (or -lost)'),
 });
 
 export type DeliveryView = {
   id: string;
+  /** `moves`: users who moved; `lost`: journal retention deleted moves with seq in (lost.after, lost.through] before they were cut. */
+  type: 'moves' | 'lost';
+  lost?: { after: number; through: number };
   status: (typeof DELIVERY_STATUSES)[number];
   users: number;
   attempts: number;
   replays: number;
   lastStatus: number | null;
   lastError: string | null;
+  /** The start of the receiver's answer to the last failed attempt; only in admin views (it may echo credentials the request carried). */
+  lastResponse?: string | null;
   lastAttemptAt: string | null;
   deliveredAt: string | null;
   createdAt: string;
 };
 
+/** Whether the viewer sees receivers' answers: the admin (token or studio session), not a tenant's API keys. */
+export type LogViewer = { admin: boolean };
+
 type DeliveryRow = NonNullable<Awaited<ReturnType<typeof findDelivery>>>;
 
-function deliveryView(row: Omit<DeliveryRow, 'body'>): DeliveryView {
+function deliveryView(row: Omit<DeliveryRow, 'body'>, viewer: LogViewer): DeliveryView {
   return {
     id: row.id,
+    type: row.fromOffset === LOST_OFFSET ? 'lost' : 'moves',
+    ...(row.lostAfter === null ? {} : { lost: { after: Number(row.lostAfter), through: Number(row.fromSeq) } }),
     status: row.status as DeliveryView['status'],
     users: row.users,
     attempts: row.attempts,
     replays: row.replays,
     lastStatus: row.lastStatus,
     lastError: row.lastError,
+    ...(viewer.admin ? { lastResponse: row.lastResponse } : {}),
     lastAttemptAt: row.lastAttemptAt?.toISOString() ?? null,
     deliveredAt: row.deliveredAt?.toISOString() ?? null,
     createdAt: row.createdAt.toISOString(),
@@ -170,6 +190,7 @@ export async function listDeliveries(
   tenantId: string,
   name: string,
   query: z.infer<typeof DeliveryListQuery>,
+  viewer: LogViewer,
 ): Promise<{ deliveries: DeliveryView[]; next?: string }> {
   const destination = await requireDestination(tenantId, name);
   const [seq, offset] = query.before ? query.before.split('.').map(Number) : [undefined, undefined];
@@ -181,22 +202,25 @@ export async function listDeliveries(
     omit: { body: true },
   });
   const last = rows.at(-1);
-  return { deliveries: rows.map(deliveryView), ...(rows.length === query.limit && last ? { next: `${last.fromSeq}.${last.fromOffset}` } : {}) };
+  return {
+    deliveries: rows.map((row) => deliveryView(row, viewer)),
+    ...(rows.length === query.limit && last ? { next: `${last.fromSeq}.${last.fromOffset}` } : {}),
+  };
 }
 
 /** One delivery with the exact body every attempt sends. */
-export async function getDelivery(tenantId: string, name: string, id: string): Promise<DeliveryView & { body: unknown }> {
+export async function getDelivery(tenantId: string, name: string, id: string, viewer: LogViewer): Promise<DeliveryView & { body: unknown }> {
   const destination = await requireDestination(tenantId, name);
   const row = await findDelivery(destination.id, id);
   if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);
-  return { ...deliveryView(row), body: JSON.parse(row.body) as unknown };
+  return { ...deliveryView(row, viewer), body: JSON.parse(row.body) as unknown };
 }
 
 /**
  * Sends a delivery again, same id and body (receivers de-duplicate on the id): a new round with fresh retries. A
  * delivery still pending is refused with 409 (its round is still trying).
  */
-export async function replayDelivery(runner: ProcedureRunner, tenantId: string, name: string, id: string): Promise<DeliveryView> {
+export async function replayDelivery(runner: ProcedureRunner, tenantId: string, name: string, id: string, viewer: LogViewer): Promise<DeliveryView> {
   const destination = await requireDestination(tenantId, name);
   const row = await findDelivery(destination.id, id);
   if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);
@@ -211,5 +235,5 @@ export async function replayDelivery(runner: ProcedureRunner, tenantId: string, 
   });
   if (replayed.count !== 1) throw new AppError('conflict', `Delivery "${id}" was replayed or changed concurrently`);
   await submitDeliveries(runner, [{ id, replays }], tenantId);
-  return deliveryView({ ...row, status: 'pending', replays, attempts: 0 });
+  return deliveryView({ ...row, status: 'pending', replays, attempts: 0 }, viewer);
 }

@@ -4,7 +4,9 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { NAME_KINDS, nameSchema } from '../model/names';
+import { trimmedThrough } from '../notifications/journal-retention';
 import { db } from '../storage/db';
+import { PRIVATE_ADDRESSES_RULE, privateAddressesAllowed, refusedLiteralHost } from './address-policy';
 import { newSigningSecret } from './signing';
 
 export const DEFAULT_BATCH_SIZE = 10_000;
@@ -101,6 +103,8 @@ export type DestinationView = {
   allNotifications: boolean;
   /** The journal seq read through (moves after it are not cut into deliveries yet). */
   cursor: number;
+  /** Retention deleted moves up to this seq before they were cut (reported to the receiver in a `lost` delivery); 0: none. */
+  lostThrough: number;
   /** How an enter action names this destination. */
   actionTag: string;
   createdAt: string;
@@ -117,6 +121,7 @@ export function destinationView(row: DestinationRow): DestinationView {
     timeoutMs: row.timeoutMs,
     allNotifications: row.allNotifications,
     cursor: Number(row.cursor),
+    lostThrough: Number(row.lostThrough),
     actionTag: `${WEBHOOK_TAG_PREFIX}${row.name}`,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
@@ -127,6 +132,12 @@ export async function requireDestination(tenantId: string, name: string) {
   const row = await db().webhookDestination.findUnique({ where: { tenantId_name: { tenantId, name } } });
   if (!row) throw notFound(`Webhook destination named "${name}"`);
   return row;
+}
+
+/** Refuses (400, naming the rule) a URL whose literal host is a private address or localhost, unless allowed. */
+async function checkAddress(tenantId: string, url: string, path: string): Promise<void> {
+  const refused = refusedLiteralHost(new URL(url));
+  if (refused && !(await privateAddressesAllowed(tenantId))) throw new AppError('private_address', `${path}: ${refused}; ${PRIVATE_ADDRESSES_RULE}`, { path });
 }
 
 async function newestSeq(tenantId: string): Promise<bigint> {
@@ -142,6 +153,7 @@ export async function createDestination(
 ): Promise<{ destination: DestinationView; secret?: string }> {
   const existing = await db().webhookDestination.findUnique({ where: { tenantId_name: { tenantId, name: body.name } } });
   if (existing) throw new AppError('conflict', `Webhook destination named "${body.name}" already exists; PATCH it to change it`);
+  await checkAddress(tenantId, body.url, 'url');
   const secret = body.secret ?? newSigningSecret();
   const row = await db().webhookDestination.create({
     data: {
@@ -155,6 +167,8 @@ export async function createDestination(
       timeoutMs: body.timeoutMs,
       allNotifications: body.allNotifications,
       cursor: body.start === 'tail' ? await newestSeq(tenantId) : 0n,
+      // What retention deleted before the destination existed was never owed to it.
+      lostThrough: BigInt(await trimmedThrough(tenantId)),
       createdAt: new Date(now),
       updatedAt: new Date(now),
     },
@@ -164,6 +178,7 @@ export async function createDestination(
 
 export async function updateDestination(tenantId: string, name: string, body: z.infer<typeof UpdateDestinationBody>, now: number): Promise<DestinationView> {
   const row = await requireDestination(tenantId, name);
+  if (body.url !== undefined) await checkAddress(tenantId, body.url, 'url');
   const updated = await db().webhookDestination.update({
     where: { id: row.id },
     data: { ...body, headers: body.headers === undefined ? undefined : JSON.stringify(body.headers), updatedAt: new Date(now) },

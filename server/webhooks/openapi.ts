@@ -13,6 +13,9 @@ const Destination = z.object({
   timeoutMs: z.number(),
   allNotifications: z.boolean(),
   cursor: z.number().describe('The journal seq read through'),
+  lostThrough: z
+    .number()
+    .describe('Journal retention deleted moves up to this seq before they were cut; the receiver was sent a `lost` delivery for them (0: none)'),
   actionTag: z.string().describe('The enter action that sends a step\'s entering users here, e.g. "webhook:crm"'),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -20,12 +23,23 @@ const Destination = z.object({
 
 const Delivery = z.object({
   id: z.string().describe("Also the Crowdflow-Delivery-Id header and the body's id: de-duplicate on it"),
+  type: z
+    .enum(['moves', 'lost'])
+    .describe(
+      '`lost`: its body `{"type":"lost","lost":{"after":A,"through":T}}` tells the receiver that journal retention deleted moves with seq in (A, T] before they were cut',
+    ),
+  lost: z.object({ after: z.number(), through: z.number() }).optional(),
   status: z.enum(DELIVERY_STATUSES),
   users: z.number().describe('User ids in the body'),
   attempts: z.number(),
   replays: z.number(),
   lastStatus: z.number().nullable().describe('HTTP status of the last attempt (null: no answer)'),
-  lastError: z.string().nullable(),
+  lastError: z.string().nullable().describe('Why the last attempt failed: HTTP status, timeout, connection error, or a refused private address'),
+  lastResponse: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("The start (≤ 200 characters) of the receiver's answer to the last failed attempt; only for the admin token or studio session"),
   lastAttemptAt: z.string().nullable(),
   deliveredAt: z.string().nullable(),
   createdAt: z.string(),
@@ -50,6 +64,9 @@ export const paths: Record<string, object> = {
         'are POSTed to `url` in batches of at most `batchSize` user ids, signed with',
         '`Crowdflow-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>`.',
         'Without `secret` one is generated and returned in this response only.',
+        'A URL whose host is a private, loopback or link-local address (or localhost) is refused with 400 unless the operator',
+        'allows private destinations (CROWDFLOW_WEBHOOK_ALLOW_PRIVATE=1, or the tenant limit `webhookPrivateAddresses`);',
+        'every delivery checks the addresses the host resolves to as well.',
       ].join(' '),
       tags,
       params: ['tenant'],

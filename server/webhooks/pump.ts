@@ -1,12 +1,14 @@
 // The webhook pump of a server process (started by server/boot.ts, on the request thread beside the procedure
 // runner): every poll it cuts new journal moves into deliveries for each destination that is behind the journal,
 // then hands each delivery to the runner. Every process may run one: the cursor compare-and-set (./cut.ts) lets only
-// one of them commit a round, and the loser reads again from the new cursor.
+// one of them commit a round, and the loser reads again from the new cursor. A destination whose tenant had nothing
+// new when the journal's newest seq was N is not read again until the journal grows past N (seqs are global, so
+// another tenant's moves leave its cursor behind the newest seq), and the last bulk moves stay decoded between rounds.
 import { systemClock, type Clock } from '../clock';
 import type { ProcedureRunner } from '../procedures/types';
 import { runtime } from '../runtime';
 import { db } from '../storage/db';
-import { commitRound, cutRound } from './cut';
+import { commitRound, cutRound, DecodedMoves } from './cut';
 import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
 
 export const DEFAULT_POLL_MS = 250;
@@ -29,6 +31,9 @@ export class WebhookPump {
   private loop: Promise<void> | undefined;
   private stopping: AbortController | undefined;
   private lastSweep = -Infinity;
+  /** Destinations whose last read found nothing, with the journal's newest seq at that read. */
+  private readonly idleAt = new Map<string, bigint>();
+  private readonly decoded = new DecodedMoves();
 
   constructor(options: WebhookPumpOptions) {
     this.runner = options.runner;
@@ -48,19 +53,28 @@ export class WebhookPump {
     const newest = await db().journal.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
     if (!newest) return 0;
     const behind = await db().webhookDestination.findMany({ where: { cursor: { lt: newest.seq } }, select: { id: true } });
+    const live = new Set(behind.map(({ id }) => id));
+    for (const id of this.idleAt.keys()) if (!live.has(id)) this.idleAt.delete(id);
     let cut = 0;
-    for (const { id } of behind) cut += await this.pumpDestination(id);
+    for (const { id } of behind) {
+      if (this.idleAt.get(id) === newest.seq) continue;
+      cut += await this.pumpDestination(id, newest.seq);
+    }
     return cut;
   }
 
   /** Rounds for one destination until it has read the journal through (or another process took over). */
-  private async pumpDestination(id: string): Promise<number> {
+  private async pumpDestination(id: string, newest: bigint): Promise<number> {
     let cut = 0;
     for (;;) {
       const destination = await db().webhookDestination.findUnique({ where: { id }, include: { tenant: { select: { name: true } } } });
       if (!destination) return cut;
-      const round = await cutRound(destination, destination.tenant.name, this.clock.now());
-      if (round.readRows === 0) return cut;
+      const round = await cutRound(destination, destination.tenant.name, this.clock.now(), this.decoded);
+      if (round.readRows === 0 && round.deliveries.length === 0) {
+        this.idleAt.set(id, newest);
+        return cut;
+      }
+      this.idleAt.delete(id);
       if (!(await commitRound(destination, round))) return cut;
       await submitDeliveries(
         this.runner,

@@ -34,10 +34,18 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, wha
   }
 }
 
+/** The admin allows (or no longer allows) the tenant's destinations on private addresses: the receivers run on 127.0.0.1. */
+async function allowPrivateAddresses(tenant: string, allowed: boolean): Promise<void> {
+  const limits = await api('PUT', `/tenants/${tenant}/limits`, { body: { webhookPrivateAddresses: allowed || null } });
+  expect(limits.status, JSON.stringify(limits.body)).toBe(200);
+  expect(limits.body.webhookPrivateAddresses).toBe(allowed);
+}
+
 describe('webhook destinations', () => {
   it('delivers a started crowd and a later move, signed, in batches; logs them; replays one under the same id', async () => {
     const tenant = await createTenant(2);
     const base = `/tenants/${tenant.name}`;
+    await allowPrivateAddresses(tenant.name, true);
     let secret = '';
     const receiver = await startReceiver({ secret: () => secret, now: () => Date.now(), seed: 7 });
     receivers.push(receiver);
@@ -149,5 +157,68 @@ describe('webhook destinations', () => {
     );
     expectError(await api('GET', `${base}/webhooks/a`, { token: other.key }), 404, 'not_found');
     expectError(await api('GET', `${base}/webhooks`, { token: null }), 401, 'unauthorized');
+  });
+
+  it('refuses private, loopback and link-local destinations until the admin allows them; a delivery is refused when the allowance goes', async () => {
+    const tenant = await createTenant(2);
+    const base = `/tenants/${tenant.name}`;
+    const post = (url: string) => api('POST', `${base}/webhooks`, { token: tenant.key, body: { name: 'crm', url } });
+    for (const [url, reason] of [
+      ['http://127.0.0.1:9/hook', /^url: 127\.0\.0\.1 is a loopback address/],
+      ['http://2130706433/hook', /^url: 127\.0\.0\.1 is a loopback address/],
+      ['http://localhost:3000/hook', /^url: localhost names this machine/],
+      ['http://[::1]/hook', /^url: ::1 is a loopback address/],
+      ['http://169.254.169.254/latest/meta-data', /^url: 169\.254\.169\.254 is a link-local address/],
+      ['https://10.1.2.3/hook', /^url: 10\.1\.2\.3 is a private address/],
+    ] as const) {
+      const error = expectError(await post(url), 400, 'private_address');
+      expect(error.message, url).toMatch(reason);
+      expect(error.message).toMatch(/CROWDFLOW_WEBHOOK_ALLOW_PRIVATE=1, or the tenant limit webhookPrivateAddresses/);
+    }
+    expect((await post('https://hooks.example.com/in')).status).toBe(201);
+    // A change to a private URL is refused whole: the destination keeps its URL.
+    expectError(await api('PATCH', `${base}/webhooks/crm`, { token: tenant.key, body: { url: 'http://192.168.0.10/', batchSize: 7 } }), 400, 'private_address');
+    expect((await api('GET', `${base}/webhooks/crm`, { token: tenant.key })).body).toMatchObject({ url: 'https://hooks.example.com/in', batchSize: 10_000 });
+    // A tenant cannot allow itself: limits are the admin's.
+    expectError(await api('PUT', `${base}/limits`, { token: tenant.key, body: { webhookPrivateAddresses: true } }), 403, 'forbidden');
+
+    // Allowed: a failing local receiver. Its answer is in the log for the admin only.
+    await allowPrivateAddresses(tenant.name, true);
+    const receiver = await startReceiver({ secret: 'whsec_private-test-secret-000', now: () => Date.now(), seed: 11, mix: { fail: 1, hang: 0, slow: 0 } });
+    receivers.push(receiver);
+    const patched = await api('PATCH', `${base}/webhooks/crm`, {
+      token: tenant.key,
+      body: { url: receiver.url, secret: 'whsec_private-test-secret-000', headers: { authorization: 'Bearer echoed-by-receivers' } },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect((await api('PUT', `${base}/crowds/launch`, { body: '1\n2', headers: { 'content-type': 'text/plain' } })).status).toBeLessThan(300);
+    const workflow = await api('POST', `${base}/workflows`, {
+      body: { name: 'hooked', definition: { steps: [{ name: 'in', kind: 'direct', enterAction: 'webhook:crm' }] } },
+    });
+    expect((await api('POST', `${base}/workflows/${workflow.body.id}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
+    const log = (token?: string) => api('GET', `${base}/webhooks/crm/deliveries`, { token });
+    const [failing] = (
+      await until(
+        async () => (await log()).body,
+        (body) => body.deliveries?.[0]?.lastStatus === 500,
+        'a failed attempt',
+      )
+    ).deliveries;
+    expect(failing).toMatchObject({ type: 'moves', lastError: 'HTTP 500', lastResponse: 'receiver failed on purpose' });
+    const [seenByKey] = (await log(tenant.key)).body.deliveries;
+    expect(seenByKey).toMatchObject({ id: failing.id, lastError: 'HTTP 500' });
+    expect(seenByKey).not.toHaveProperty('lastResponse');
+    expect((await api('GET', `${base}/webhooks/crm/deliveries/${failing.id}`, { token: tenant.key })).body).not.toHaveProperty('lastResponse');
+
+    // The allowance goes: the next attempt is refused without a request, and the delivery fails at once.
+    await allowPrivateAddresses(tenant.name, false);
+    const refused = await until(
+      async () => (await api('GET', `${base}/webhooks/crm/deliveries/${failing.id}`, { token: tenant.key })).body,
+      (delivery) => delivery.status === 'failed',
+      'the refused attempt',
+    );
+    expect(refused.lastError).toMatch(/^refused: 127\.0\.0\.1 is a loopback address/);
+    expect(receiver.received.filter((r) => r.id === failing.id)).toHaveLength(refused.attempts - 1);
+    expect((await api('DELETE', `${base}/webhooks/crm`, { token: tenant.key })).status).toBe(204);
   });
 });

@@ -26,6 +26,8 @@ describe('webhooks in the studio', () => {
 
   it('adds a destination, runs a workflow into it and shows the delivery log with a replay', async () => {
     const tenant = await createTenant(1);
+    // The receiver listens on 127.0.0.1: the admin allows this tenant private addresses.
+    expect((await api('PUT', `/tenants/${tenant.name}/limits`, { body: { webhookPrivateAddresses: true } })).status).toBe(200);
     await signIn(page);
     await page.goto(`/t/${tenant.name}/webhooks`);
     await page.fill('[data-testid=webhook-name]', 'crm');

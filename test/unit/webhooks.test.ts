@@ -2,12 +2,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { newId } from '../../server/ids';
+import { updateTenantLimits } from '../../server/limits/limits';
+import { applyJournalRetention } from '../../server/notifications/journal-retention';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
 import { commitRound, cutRound } from '../../server/webhooks/cut';
 import { DELIVER_TYPE, listDeliveries, MAX_RETRIES, replayDelivery, submitOrphans } from '../../server/webhooks/deliveries';
-import { createDestination, requireDestination, type CreateDestinationBody } from '../../server/webhooks/destinations';
+import { createDestination, destinationView, requireDestination, type CreateDestinationBody } from '../../server/webhooks/destinations';
 import { DELIVERY_RETENTION_MS, WebhookPump } from '../../server/webhooks/pump';
 import { signatureHeader, verifySignature } from '../../server/webhooks/signing';
 import { workflowWarnings } from '../../server/workflows/warnings';
@@ -22,12 +24,17 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** A tenant allowed private addresses: the receivers listen on 127.0.0.1. */
 async function tenant(): Promise<{ id: string; name: string }> {
   const id = newId('tn');
   const name = id.toLowerCase().replace(/[^a-z0-9]/g, 'x');
   await db().tenant.create({ data: { id, name, partitions: 2 } });
+  await updateTenantLimits(id, { webhookPrivateAddresses: true });
   return { id, name };
 }
+
+const ADMIN = { admin: true };
+const KEY = { admin: false };
 
 /** A journal row as the engine writes it: one user, or a bulk move as a portable roaring bitmap. */
 async function move(tenantId: string, what: { user?: number; users?: Iterable<number>; enterAction?: string | null; to?: string }): Promise<number> {
@@ -195,20 +202,78 @@ describe('webhook deliveries', () => {
     await move(owner.id, { users: [1, 2, 3] });
     await pump.pumpOnce();
     await settle();
-    const [failed] = (await listDeliveries(owner.id, 'crm', { limit: 50 })).deliveries;
-    expect(failed).toMatchObject({ status: 'failed', attempts: MAX_RETRIES + 1, lastStatus: 500, users: 3 });
-    expect(failed.lastError).toMatch(/HTTP 500: receiver failed on purpose/);
+    const [failed] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, ADMIN)).deliveries;
+    expect(failed).toMatchObject({ type: 'moves', status: 'failed', attempts: MAX_RETRIES + 1, lastStatus: 500, users: 3 });
+    expect(failed).toMatchObject({ lastError: 'HTTP 500', lastResponse: 'receiver failed on purpose' });
+    // The receiver's answer may echo what the request carried (header values are write-only): API keys do not see it.
+    const [seenByKey] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, KEY)).deliveries;
+    expect(seenByKey.lastError).toBe('HTTP 500');
+    expect(seenByKey).not.toHaveProperty('lastResponse');
 
     hook.setMix({ fail: 0, hang: 0, slow: 0 });
-    expect(await replayDelivery(runner, owner.id, 'crm', failed.id)).toMatchObject({ status: 'pending', replays: 1, attempts: 0 });
-    await expect(replayDelivery(runner, owner.id, 'crm', failed.id)).rejects.toThrow(/still pending/);
+    expect(await replayDelivery(runner, owner.id, 'crm', failed.id, KEY)).toMatchObject({ status: 'pending', replays: 1, attempts: 0 });
+    await expect(replayDelivery(runner, owner.id, 'crm', failed.id, KEY)).rejects.toThrow(/still pending/);
     await settle();
-    const [delivered] = (await listDeliveries(owner.id, 'crm', { limit: 50 })).deliveries;
+    const [delivered] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, ADMIN)).deliveries;
     expect(delivered).toMatchObject({ id: failed.id, status: 'delivered', attempts: 1, replays: 1, lastStatus: 200 });
     const sent = hook.received.filter((r) => r.id === failed.id);
     expect(sent).toHaveLength(MAX_RETRIES + 2);
     expect(new Set(sent.map((r) => r.body)).size).toBe(1);
   }, 60_000);
+
+  it('fails a delivery at once, without a request, when the tenant is no longer allowed the private address it names', async () => {
+    const { pump } = setup();
+    const hook = await receiver();
+    const owner = await tenant();
+    await createDestination(owner.id, destinationBody(hook), clock.now());
+    await updateTenantLimits(owner.id, { webhookPrivateAddresses: null });
+    await move(owner.id, { users: [1, 2] });
+    await pump.pumpOnce();
+    await settle();
+    const [refused] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, KEY)).deliveries;
+    expect(refused).toMatchObject({ status: 'failed', attempts: 1, lastStatus: null });
+    expect(refused.lastError).toMatch(/^refused: 127\.0\.0\.1 is a loopback address .*webhookPrivateAddresses/);
+    expect(hook.received).toHaveLength(0);
+  });
+
+  it('reports moves journal retention deleted before they were cut as one lost delivery, then goes on', async () => {
+    const { pump } = setup();
+    const hook = await receiver();
+    const [owner, other] = [await tenant(), await tenant()];
+    await createDestination(owner.id, destinationBody(hook), clock.now());
+    await createDestination(other.id, destinationBody(hook, { name: 'crm' }), clock.now());
+    const before = (await requireDestination(owner.id, 'crm')).cursor;
+    const old = [await move(owner.id, { user: 1 }), await move(owner.id, { users: [2, 3] })];
+    // Two hours later, with a one-hour retention, the old moves go before the pump read them.
+    await clock.advance(2 * 3_600_000);
+    await updateTenantLimits(owner.id, { journalRetentionHours: 1 });
+    const fresh = await move(owner.id, { user: 4 });
+    expect(await applyJournalRetention(clock)).toBe(2);
+    expect(await pump.pumpOnce()).toBe(2);
+    await settle();
+    const deliveries = await deliveriesOf(owner.id);
+    expect(deliveries.map((d) => [d.status, d.users])).toEqual([
+      ['delivered', 0],
+      ['delivered', 1],
+    ]);
+    const lost = JSON.parse(hook.delivered.get(deliveries[0].id)!);
+    expect(lost).toEqual({
+      id: deliveries[0].id,
+      type: 'lost',
+      tenant: owner.name,
+      destination: 'crm',
+      lost: { after: Number(before), through: old[1] },
+    });
+    expect(usersOf([deliveries[1].body])).toEqual([4]);
+    expect(JSON.parse(deliveries[1].body).moves[0].seq).toBe(fresh);
+    const [moves, report] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, KEY)).deliveries;
+    expect(moves.type).toBe('moves');
+    expect(report).toMatchObject({ type: 'lost', lost: { after: Number(before), through: old[1] }, users: 0 });
+    expect(destinationView(await requireDestination(owner.id, 'crm'))).toMatchObject({ lostThrough: old[1], cursor: fresh });
+    // Reported once; the other tenant lost nothing.
+    expect(await pump.pumpOnce()).toBe(0);
+    expect(await deliveriesOf(other.id)).toHaveLength(0);
+  });
 
   it('a destination with allNotifications receives every move of its tenant, and no other tenant’s', async () => {
     const { pump } = setup();

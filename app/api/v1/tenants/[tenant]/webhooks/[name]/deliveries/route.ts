@@ -1,9 +1,12 @@
+import { authenticate } from '@/server/auth';
 import { json, queryParams, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { findTenant } from '@/server/tenants/tenants';
 import { DeliveryListQuery, listDeliveries } from '@/server/webhooks/deliveries';
 import { DestinationParams } from '@/server/webhooks/destinations';
 
 export const GET = route<{ tenant: string; name: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  return json(await listDeliveries(tenant.id, DestinationParams.parse(params).name, queryParams(request, DeliveryListQuery)));
+  const principal = await authenticate(request);
+  const tenant = await findTenant(principal, params.tenant);
+  const query = queryParams(request, DeliveryListQuery);
+  return json(await listDeliveries(tenant.id, DestinationParams.parse(params).name, query, { admin: principal.kind === 'admin' }));
 });

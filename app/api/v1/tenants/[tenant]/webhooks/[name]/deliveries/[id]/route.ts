@@ -1,10 +1,12 @@
+import { authenticate } from '@/server/auth';
 import { json, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { findTenant } from '@/server/tenants/tenants';
 import { DeliveryParams, getDelivery } from '@/server/webhooks/deliveries';
 import { DestinationParams } from '@/server/webhooks/destinations';
 
 export const GET = route<{ tenant: string; name: string; id: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
+  const principal = await authenticate(request);
+  const tenant = await findTenant(principal, params.tenant);
   const { name } = DestinationParams.parse(params);
-  return json(await getDelivery(tenant.id, name, DeliveryParams.parse(params).id));
+  return json(await getDelivery(tenant.id, name, DeliveryParams.parse(params).id, { admin: principal.kind === 'admin' }));
 });

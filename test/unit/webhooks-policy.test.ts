@@ -1,0 +1,115 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { refusedLiteralHost, refusedRange, type Resolver } from '../../server/webhooks/address-policy';
+import { sendDelivery, type SendTarget } from '../../server/webhooks/send';
+import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
+
+// Which addresses a webhook may reach, checked on the URL when it is saved and on the resolved address when it is sent.
+
+const SECRET = 'whsec_policy-test-secret-0123';
+const receivers: Receiver[] = [];
+
+afterEach(async () => {
+  for (const receiver of receivers.splice(0)) await receiver.close();
+});
+
+async function receiver(): Promise<Receiver> {
+  const started = await startReceiver({ secret: SECRET, now: () => Date.now(), seed: 1 });
+  receivers.push(started);
+  return started;
+}
+
+/** A resolver that knows one name, as a DNS server rebinding it to this machine would answer. */
+const resolving =
+  (name: string, ...addresses: string[]): Resolver =>
+  async (host) => {
+    if (host !== name) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
+
+/** The receiver's URL with its 127.0.0.1 replaced by `host`. */
+function target(hook: Receiver, host: string): SendTarget {
+  return { url: hook.url.replace('127.0.0.1', host), secret: SECRET, headers: {}, timeoutMs: 5_000 };
+}
+
+describe('webhook address policy', () => {
+  it('names the range of every internal address and lets public ones through', () => {
+    const refused: [string, RegExp][] = [
+      ['127.0.0.1', /loopback .*127\.0\.0\.0\/8/],
+      ['127.45.6.7', /loopback/],
+      ['10.1.2.3', /private/],
+      ['172.16.0.1', /private/],
+      ['172.31.255.255', /private/],
+      ['192.168.1.1', /private/],
+      ['169.254.169.254', /link-local/],
+      ['100.64.0.1', /carrier-grade NAT/],
+      ['0.0.0.0', /this network/],
+      ['224.0.0.1', /multicast/],
+      ['::1', /loopback/],
+      ['::', /unspecified/],
+      ['fe80::1', /link-local/],
+      ['fd00::1', /unique local/],
+      ['::ffff:127.0.0.1', /loopback/],
+      ['::ffff:a9fe:a9fe', /link-local/],
+    ];
+    for (const [address, reason] of refused) expect(refusedRange(address), address).toMatch(reason);
+    for (const address of ['8.8.8.8', '172.32.0.1', '100.128.0.1', '192.169.0.1', '2606:4700::1111', 'example.com']) {
+      expect(refusedRange(address), address).toBeNull();
+    }
+  });
+
+  it('refuses literal internal hosts in every spelling the URL parser accepts, and localhost names', () => {
+    const reason = (url: string) => refusedLiteralHost(new URL(url));
+    expect(reason('http://127.0.0.1:8080/hook')).toBe('127.0.0.1 is a loopback address (127.0.0.0/8)');
+    // The WHATWG parser normalises decimal, hex and short forms to the dotted address before we look.
+    expect(reason('http://2130706433/')).toMatch(/^127\.0\.0\.1 is a loopback/);
+    expect(reason('http://0x7f.1/')).toMatch(/^127\.0\.0\.1 is a loopback/);
+    expect(reason('http://[::1]/')).toMatch(/^::1 is a loopback/);
+    expect(reason('http://[::ffff:169.254.169.254]/latest/meta-data')).toMatch(/link-local/);
+    expect(reason('http://localhost:3000/')).toBe('localhost names this machine (localhost)');
+    expect(reason('http://LocalHost./')).toMatch(/names this machine/);
+    expect(reason('http://api.localhost/')).toMatch(/names this machine/);
+    expect(reason('https://hooks.example.com/in')).toBeNull();
+    expect(reason('https://localhost.example.com/in')).toBeNull();
+  });
+
+  it('refuses a host that resolves to 127.0.0.1 at delivery time: no request is made and the reason is returned', async () => {
+    const hook = await receiver();
+    const result = await sendDelivery(target(hook, 'hooks.example'), 'd-1', '{"a":1}', Date.now(), {
+      allowPrivate: false,
+      resolver: resolving('hooks.example', '127.0.0.1'),
+    });
+    expect(result).toMatchObject({ ok: false, status: null, refused: true });
+    expect(result.error).toMatch(/^refused: hooks\.example resolves to 127\.0\.0\.1, a loopback address .*CROWDFLOW_WEBHOOK_ALLOW_PRIVATE/);
+    expect(hook.received).toHaveLength(0);
+  });
+
+  it('refuses a host when any one of its addresses is internal, and an IP literal without a lookup', async () => {
+    const hook = await receiver();
+    const mixed = await sendDelivery(target(hook, 'hooks.example'), 'd-2', '{}', Date.now(), {
+      allowPrivate: false,
+      resolver: resolving('hooks.example', '93.184.215.14', '10.0.0.7'),
+    });
+    expect(mixed.error).toMatch(/resolves to 10\.0\.0\.7, a private address/);
+    const literal = await sendDelivery(target(hook, '127.0.0.1'), 'd-3', '{}', Date.now(), { allowPrivate: false });
+    expect(literal).toMatchObject({ refused: true, error: expect.stringMatching(/^refused: 127\.0\.0\.1 is a loopback/) });
+    expect(hook.received).toHaveLength(0);
+  });
+
+  it('when allowed, connects to exactly the address the name resolved to', async () => {
+    const hook = await receiver();
+    // hooks.example exists only in this resolver: reaching the receiver proves the socket used the checked address.
+    const result = await sendDelivery(target(hook, 'hooks.example'), 'd-4', '{"a":1}', Date.now(), {
+      allowPrivate: true,
+      resolver: resolving('hooks.example', '127.0.0.1'),
+    });
+    expect(result).toMatchObject({ ok: true, status: 200, refused: false });
+    expect(hook.received.map((r) => [r.id, r.body, r.verified])).toEqual([['d-4', '{"a":1}', true]]);
+  });
+
+  it('keeps the receiver’s answer to a failure apart from our error text', async () => {
+    const hook = await receiver();
+    hook.setMix({ fail: 1, hang: 0, slow: 0 });
+    const result = await sendDelivery(target(hook, '127.0.0.1'), 'd-5', '{}', Date.now(), { allowPrivate: true });
+    expect(result).toEqual({ ok: false, status: 500, error: 'HTTP 500', response: 'receiver failed on purpose', refused: false });
+  });
+});
