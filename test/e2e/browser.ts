@@ -1,10 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { expect, inject } from 'vitest';
+import { afterAll, afterEach, expect, inject } from 'vitest';
+import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { api } from '../helpers/api';
 
-// Shared by the studio's e2e files: Debian's Chromium, screenshots in test-results/, and the few gestures
-// a marketer makes on the canvas (drop a step, drag an edge) written once.
+// Shared by the studio's e2e files: Debian's Chromium, screenshots in test-results/, a signed-in page per file, and
+// the few gestures a marketer makes on the canvas (drop a step, drag an edge) written once.
 
 export const SHOTS = 'test-results';
 
@@ -35,6 +37,43 @@ export async function signIn(page: Page) {
   await page.fill('input[name=token]', inject('adminToken'));
   await page.click('button[type=submit]');
   await page.waitForURL((url) => url.pathname === '/');
+}
+
+/**
+ * The studio of one e2e file, its screenshots named `<prefix>-…`. Call it in the file's body (it registers the hooks
+ * that close Chromium after the file and take a screenshot of each failed test); `open` in beforeAll.
+ */
+export function useStudio(prefix: string) {
+  let browser: Browser | undefined;
+  let page: Page | undefined;
+  afterAll(async () => {
+    await browser?.close();
+  });
+  afterEach(async (context) => {
+    if (page && context.task.result?.state === 'fail') await shot(page, `${prefix}-failed-${context.task.name.slice(0, 40).replace(/\W+/g, '-')}`);
+  });
+  return {
+    /** Launches Chromium and signs a page in (then goes to `path`, when given). */
+    async open(path?: string): Promise<Page> {
+      browser = await launch();
+      page = await openPage(browser);
+      await signIn(page);
+      if (path) await page.goto(path);
+      return page;
+    },
+    shot: (name: string) => shot(page!, `${prefix}-${name}`),
+  };
+}
+
+/** Saves the demo journey (laid out by its draft) for `tenant` and opens it in the editor; returns its id. */
+export async function openWelcomeJourney(page: Page, tenant: string): Promise<string> {
+  const created = await api('POST', `/tenants/${tenant}/workflows`, {
+    body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft },
+  });
+  expect(created.status).toBe(201);
+  await page.goto(`/t/${tenant}/workflows/${created.body.id}`);
+  await page.locator('[data-step=welcome]').waitFor();
+  return created.body.id;
 }
 
 /** Drops a palette step at a point of the canvas (relative to its top-left corner) and names it. */

@@ -1,19 +1,17 @@
-import type { Browser, Locator, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import type { Locator, Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { api, createTenant } from '../helpers/api';
-import { eventually, launch, openPage, selectStep, shot as shotOf, signIn } from './browser';
+import { eventually, openWelcomeJourney, selectStep, useStudio } from './browser';
 
 // A marketer edits the demo journey: writes rules by typing, sees problems come and go as they edit,
 // adds steps that never stack, reads which edge is which, and loses nothing by navigating away.
 
-let browser: Browser;
 let page: Page;
 let tenant: { name: string; id: string; key: string };
 let other: { name: string };
-let workflowId: string;
 
-const shot = (name: string) => shotOf(page, `editing-${name}`);
+const studio = useStudio('editing');
+const shot = studio.shot;
 const boxes = async () => {
   const names = await page.locator('[data-testid=step-node]').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-step')!));
   return Promise.all(names.map(async (name) => ({ name, box: (await page.locator(`[data-step="${name}"]`).boundingBox())! })));
@@ -45,24 +43,8 @@ describe('editing a workflow as a marketer', () => {
       const put = await api('PUT', `/tenants/${tenant.name}/crowds/${crowd}`, { body: '1\n2\n3', headers: { 'content-type': 'text/plain' } });
       expect(put.status).toBe(201);
     }
-    const created = await api('POST', `/tenants/${tenant.name}/workflows`, {
-      body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft },
-    });
-    expect(created.status).toBe(201);
-    workflowId = created.body.id;
-    browser = await launch();
-    page = await openPage(browser);
-    await signIn(page);
-    await page.goto(`/t/${tenant.name}/workflows/${workflowId}`);
-    await page.locator('[data-step=welcome]').waitFor();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail') await shot(`failed-${context.task.name.slice(0, 40).replace(/\W+/g, '-')}`);
+    page = await studio.open();
+    await openWelcomeJourney(page, tenant.name);
   });
 
   it('shows the step labels of the draft on the canvas and edits them in the inspector', async () => {

@@ -1,20 +1,20 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
 import { outputHandles, definitionToGraph } from '../../studio/convert';
 import { api, createTenant } from '../helpers/api';
-import { eventually, launch, openPage, selectStep, shot as shotOf, signIn } from './browser';
+import { eventually, openWelcomeJourney, selectStep, useStudio } from './browser';
 
 // The inspector of the demo journey at 1440×900: what each condition matches now and how the server runs it, the
 // event types the tenant sends offered for event.type, a field name read whole, and a branch's wait timeout drawn,
 // edited, saved and removed. Also: the demo journey opens laid out, its outputs leading left to right.
 
-let browser: Browser;
 let page: Page;
 let tenant: { name: string; key: string };
 let workflowId: string;
 
-const shot = (name: string) => shotOf(page, `inspector-${name}`);
+const studio = useStudio('inspector');
+const shot = studio.shot;
 const USERS = 1_000;
 const ENGAGED = [2000, 2001, 2002, 2003, 2004];
 const profileOf = (user: number) => ({ plan: ['free', 'pro', 'team'][user % 3], age: 18 + (user % 60), country: user % 4 === 0 ? 'NL' : 'BE' });
@@ -30,24 +30,8 @@ describe('the inspector', () => {
     );
     const events = [...[1, 2, 3].map((user) => ({ user, type: 'purchase' })), ...[4, 5, 6, 7, 8].map((user) => ({ user, type: 'open' }))];
     expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
-    const created = await api('POST', `/tenants/${tenant.name}/workflows`, {
-      body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft },
-    });
-    expect(created.status).toBe(201);
-    workflowId = created.body.id;
-    browser = await launch();
-    page = await openPage(browser);
-    await signIn(page);
-    await page.goto(`/t/${tenant.name}/workflows/${workflowId}`);
-    await page.locator('[data-step=welcome]').waitFor();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail') await shot(`failed-${context.task.name.slice(0, 40).replace(/\W+/g, '-')}`);
+    page = await studio.open();
+    workflowId = await openWelcomeJourney(page, tenant.name);
   });
 
   it('opens the demo journey laid out: each step of a branch or split below its output, left to right, none on another', async () => {

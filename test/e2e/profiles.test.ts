@@ -1,18 +1,18 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { PART_BYTES } from '../../studio/profile-import';
 import { api, createTenant } from '../helpers/api';
-import { eventually, launch, openPage, seriousViolations, shot as shotOf, signIn } from './browser';
+import { eventually, seriousViolations, useStudio } from './browser';
 
 // The Profiles page in Chromium, as a marketer uses it: import files bigger than one request part (NDJSON and CSV,
 // so the cut at line ends and the repeated CSV header are exercised), read what the index holds, look up a user,
 // and get a failed line named by its line number in the file, with exactly what was imported before it.
 
-let browser: Browser;
 let page: Page;
 let tenant: { name: string };
 
-const shot = (name: string) => shotOf(page, `profiles-${name}`);
+const studio = useStudio('profiles');
+const shot = studio.shot;
 const PLANS = ['free', 'pro', 'team'];
 
 /** `count` NDJSON profiles: plan by user % 3, age 18 + user % 60, nested country. */
@@ -39,17 +39,7 @@ async function importFile(name: string, buffer: Buffer, types = '') {
 describe('the Profiles page', () => {
   beforeAll(async () => {
     tenant = await createTenant(2);
-    browser = await launch();
-    page = await openPage(browser);
-    await signIn(page);
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail') await shot(`failed-${context.task.name.slice(0, 40).replace(/\W+/g, '-')}`);
+    page = await studio.open();
   });
 
   it('is in the navigation and says there are no profiles yet', async () => {
