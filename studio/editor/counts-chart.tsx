@@ -3,12 +3,15 @@ import { useMemo, useState } from 'react';
 import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import type { HistoryPoint } from '../../server/engine/counts-history';
 import { apiGet, tenantPath } from '../api';
+import type { Counts } from '../model';
 import { useQuery } from '../query';
 import { Dialog, ErrorBox, formatCount } from '../ui';
-import { useCanvasInfo } from './context';
+import { useCanvasInfo, useCounts } from './context';
 
 // Counts over time (GET …/counts/history, sampled once a minute by the engine): a sparkline on each step node and a
 // chart of the chosen steps and the conversion rate. One feed per running instance fetches; the rest read its key.
+// The live counts (SSE) are drawn as the last point: between samples, the chart ends where the nodes are, not at
+// the minute's sample (an event-triggered instance is sampled empty at its start, before anyone entered).
 
 type History = { points: HistoryPoint[] };
 type Resolution = 'minute' | 'hour' | 'day';
@@ -26,17 +29,28 @@ function fetchHistory(tenant: string, instanceId: string, resolution: Resolution
   };
 }
 
+/** The samples, then the live counts as of now (when there are live counts). */
+function withLivePoint(points: HistoryPoint[], live: Counts | undefined): HistoryPoint[] {
+  if (!live) return points;
+  const { total, entered, converted, convertedFrom, steps } = live;
+  return [...points, { at: new Date().toISOString(), total, entered, ...(converted === undefined ? {} : { converted, convertedFrom }), steps }];
+}
+
 /** Keeps the last day of minute samples of the running instance in the query cache (the sparklines read it). */
 export function CountsHistoryFeed({ tenant, instanceId }: { tenant: string; instanceId: string }) {
   useQuery<History>(countsHistoryKey(tenant, instanceId), fetchHistory(tenant, instanceId, 'minute'), { refetchMs: HISTORY_REFRESH_MS });
   return null;
 }
 
-/** The step's users over the last day, drawn under its count (nothing until two samples exist). */
+/** The step's users over the last day up to now, drawn under its count (nothing until a sample and the live counts exist). */
 export function StepSparkline({ step }: { step: string }) {
   const { tenant, instanceId, live } = useCanvasInfo();
+  const counts = useCounts();
   const history = useQuery<History>(live && instanceId ? countsHistoryKey(tenant, instanceId) : null).data;
-  const data = useMemo(() => history?.points.map((p) => ({ at: p.at, users: p.steps[step] ?? 0 })) ?? [], [history, step]);
+  const data = useMemo(
+    () => (history ? withLivePoint(history.points, counts).map((p) => ({ at: p.at, users: p.steps[step] ?? 0 })) : []),
+    [history, counts, step],
+  );
   if (data.length < 2) return null;
   return (
     <div className="step-sparkline" data-testid="step-sparkline" data-points={data.length}>
@@ -50,14 +64,27 @@ export function StepSparkline({ step }: { step: string }) {
   );
 }
 
-/** The chosen steps over time and, with a goal, the share of entered users who converted. */
-export function CountsChartDialog({ tenant, instanceId, steps, onClose }: { tenant: string; instanceId: string; steps: string[]; onClose: () => void }) {
+/** The chosen steps over time up to the live counts and, with a goal, the share of entered users who converted. */
+export function CountsChartDialog({
+  tenant,
+  instanceId,
+  steps,
+  live,
+  onClose,
+}: {
+  tenant: string;
+  instanceId: string;
+  steps: string[];
+  live: Counts | undefined;
+  onClose: () => void;
+}) {
   const [resolution, setResolution] = useState<Resolution>('minute');
   const [chosen, setChosen] = useState<string[]>(steps.slice(0, 3));
   const history = useQuery<History>(countsHistoryKey(tenant, instanceId, resolution), fetchHistory(tenant, instanceId, resolution), {
     refetchMs: HISTORY_REFRESH_MS,
   });
-  const points = history.data?.points ?? [];
+  const samples = history.data?.points;
+  const points = useMemo(() => (samples ? withLivePoint(samples, live) : []), [samples, live]);
   const hasGoal = points.some((p) => p.converted !== undefined);
   const data = useMemo(
     () =>
@@ -96,7 +123,12 @@ export function CountsChartDialog({ tenant, instanceId, steps, onClose }: { tena
         {points.length === 0 ? (
           <p className="muted">No samples yet: counts are sampled once a minute while the instance runs.</p>
         ) : (
-          <div className="counts-chart" data-testid="counts-chart-plot" data-points={points.length}>
+          <div
+            className="counts-chart"
+            data-testid="counts-chart-plot"
+            data-points={points.length}
+            data-last-steps={JSON.stringify(points[points.length - 1].steps)}
+          >
             <ResponsiveContainer width="100%" height={320}>
               <LineChart data={data} margin={{ top: 8, right: 16, bottom: 8, left: 8 }}>
                 <CartesianGrid strokeDasharray="3 3" />

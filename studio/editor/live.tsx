@@ -1,13 +1,14 @@
 'use client';
 import { useState } from 'react';
 import { apiCall, apiGet, tenantPath } from '../api';
-import type { InstanceView, WorkflowView } from '../model';
+import type { Counts, InstanceView, WorkflowView } from '../model';
 import { useQuery } from '../query';
 import { ErrorBox, formatCount } from '../ui';
 import { ApplyVersionDialog, StartDialog, UpdateCrowdDialog } from './instance-dialogs';
 import { HistoryDialog, VersionsDialog, type HistoryView } from './history';
 import { useOperation } from './operations';
 import { CountsChartDialog, CountsHistoryFeed } from './counts-chart';
+import { liveCountsKey } from './context';
 
 // The editor toolbar's instance controls: running state and version, start, apply, update crowd, stop, history.
 type DialogName = 'start' | 'crowd' | 'apply' | 'history' | 'versions' | 'chart' | null;
@@ -31,14 +32,17 @@ export function LiveToolbar({
     () => apiGet(tenantPath(tenant, `/instances/${running!.instanceId}`)),
     { refetchMs: 5000 },
   );
+  // The live counts (SSE, kept by the editor): users who entered after the start (event-triggered entry, crowd
+  // updates) are in them, not in the start's userCount.
+  const live = useQuery<Counts>(running ? liveCountsKey(tenant, workflow.id) : null).data;
   const behind = running && instance.data && instance.data.version !== workflow.version;
   const [applied, setApplied] = useState<string | null>(null);
   return (
     <>
       {running ? (
         <>
-          <span className="badge running" data-testid="running-badge" title="The version the running instance follows, and its users">
-            running{instance.data ? ` v${instance.data.version}` : ''} · {formatCount(running.userCount)} users
+          <span className="badge running" data-testid="running-badge" title="The version the running instance follows, and the users in it now">
+            running{instance.data ? ` v${instance.data.version}` : ''} · {formatCount(live?.total ?? running.userCount)} users
           </span>
           {behind && (
             <button type="button" onClick={() => setDialog('apply')} data-testid="apply-version">
@@ -108,6 +112,7 @@ export function LiveToolbar({
           tenant={tenant}
           instanceId={running.instanceId}
           steps={workflow.definition.steps.map((s) => s.name)}
+          live={live}
           onClose={() => setDialog(null)}
         />
       )}

@@ -1,32 +1,22 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { api, createTenant } from '../helpers/api';
-import { connect, dropStep, eventually, launch, openPage, shot as shotOf, signIn } from './browser';
+import { connect, dropStep, eventually, useStudio } from './browser';
 
 // An event-triggered journey with a goal, drawn and configured in the studio, started without a crowd, fed by
 // events over the API; the canvas shows the counts and the chart draws them over time.
 
-let browser: Browser;
 let page: Page;
 let tenant: { name: string; key: string };
 let workflowId: string;
 
-const shot = (name: string) => shotOf(page, `entry-${name}`);
+const studio = useStudio('entry');
+const shot = studio.shot;
 
 describe('event-triggered entry and goal in the studio', () => {
   beforeAll(async () => {
     tenant = await createTenant(2);
-    browser = await launch();
-    page = await openPage(browser);
-    await signIn(page);
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail') await shot(`failed-${context.task.name.slice(0, 40).replace(/\W+/g, '-')}`);
+    page = await studio.open();
   });
 
   it('draws a journey whose users enter on "signup", with a purchase goal, and saves it', async () => {
@@ -74,12 +64,18 @@ describe('event-triggered entry and goal in the studio', () => {
       convertedFrom: { done: 1 },
     });
 
-    // The instance was sampled when it started; the chart draws the samples.
+    // The toolbar counts the users who entered on events (the start itself had nobody).
+    await eventually(() => page.locator('[data-testid=running-badge]').textContent()).toMatch(/^running v\d+ · 3 users$/);
+
+    // The instance was sampled (empty) when it started; the chart draws that sample and ends at the live counts.
     await page.click('[data-testid=chart]');
     await page.locator('[data-testid=counts-chart]').waitFor();
     await page.locator('[data-testid=chart-step-done]').check();
-    await eventually(() => page.locator('[data-testid=counts-chart-plot]').count(), 20_000).toBe(1);
-    await eventually(() => page.locator('[data-testid=counts-chart-plot] .recharts-line').count()).toBeGreaterThan(0);
+    const plot = page.locator('[data-testid=counts-chart-plot]');
+    await eventually(() => plot.count(), 20_000).toBe(1);
+    await eventually(() => plot.locator('.recharts-line').count()).toBeGreaterThan(0);
+    await eventually(async () => Number(await plot.getAttribute('data-points')), 20_000).toBeGreaterThanOrEqual(2);
+    expect(JSON.parse((await plot.getAttribute('data-last-steps'))!)).toMatchObject({ done: 3 });
     await shot('02-chart');
   });
 });
