@@ -1,5 +1,6 @@
 'use client';
 import { useRef, useState, type FormEvent } from 'react';
+import { useAction } from './actions';
 import { type ApiError, API_ROOT, apiCall, apiGet, apiUpload, pathSegment, tenantPath, uploadContentType } from './api';
 import { listOf, type CrowdView } from './model';
 import { invalidate, useQuery } from './query';
@@ -121,19 +122,16 @@ function CombineForm({ tenant, crowds }: { tenant: string; crowds: CrowdView[] }
   const [op, setOp] = useState<'union' | 'intersection' | 'difference'>('union');
   const [picked, setPicked] = useState<string[]>([]);
   const [name, setName] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
+  const action = useAction();
   const [result, setResult] = useState<CrowdView | null>(null);
 
-  async function combine(event: FormEvent) {
+  function combine(event: FormEvent) {
     event.preventDefault();
-    setError(null);
     setResult(null);
-    try {
+    void action.run(async () => {
       setResult(await apiCall<CrowdView>('POST', tenantPath(tenant, '/combine-crowds'), { name, op, crowds: picked }));
       await invalidate(crowdsKey(tenant));
-    } catch (caught) {
-      setError(caught as ApiError);
-    }
+    });
   }
 
   return (
@@ -181,25 +179,22 @@ function CombineForm({ tenant, crowds }: { tenant: string; crowds: CrowdView[] }
           Crowd “{result.name}”: {formatCount(result.count)} users
         </p>
       )}
-      {error && <ErrorBox error={error} />}
+      {action.error && <ErrorBox error={action.error} />}
     </form>
   );
 }
 
 export function CrowdsPage({ tenant }: { tenant: string }) {
   const crowds = useQuery<CrowdView[]>(crowdsKey(tenant), async () => listOf<CrowdView>(await apiGet(tenantPath(tenant, '/crowds')), 'crowds'));
-  const [error, setError] = useState<ApiError | null>(null);
+  const action = useAction();
   const exportHref = (name: string, format: 'csv' | 'roaring') => `${API_ROOT}${tenantPath(tenant, `/crowds/${pathSegment(name)}/export`)}?format=${format}`;
 
-  async function remove(name: string) {
+  function remove(name: string) {
     if (!window.confirm(`Delete crowd "${name}"?`)) return;
-    setError(null);
-    try {
+    void action.run(async () => {
       await apiCall('DELETE', tenantPath(tenant, `/crowds/${pathSegment(name)}`));
       await invalidate(crowdsKey(tenant));
-    } catch (caught) {
-      setError(caught as ApiError);
-    }
+    });
   }
 
   const columns: Column<CrowdView>[] = [
@@ -218,7 +213,7 @@ export function CrowdsPage({ tenant }: { tenant: string }) {
           <a href={exportHref(c.name, 'roaring')} download={`${c.name}.roaring`}>
             roaring
           </a>
-          <button type="button" className="link danger" onClick={() => void remove(c.name)}>
+          <button type="button" className="link danger" onClick={() => remove(c.name)}>
             Delete
           </button>
         </>
@@ -230,7 +225,7 @@ export function CrowdsPage({ tenant }: { tenant: string }) {
     <section className="stack">
       <h1>Crowds</h1>
       <UploadForm tenant={tenant} />
-      {error && <ErrorBox error={error} />}
+      {action.error && <ErrorBox error={action.error} />}
       <ListTable
         query={crowds}
         what="crowds"

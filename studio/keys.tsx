@@ -1,6 +1,7 @@
 'use client';
 import { useState, type FormEvent } from 'react';
-import { type ApiError, apiCall, apiGet, tenantPath } from './api';
+import { SecretShownOnce, useAction } from './actions';
+import { apiCall, apiGet, tenantPath } from './api';
 import { listOf } from './model';
 import { invalidate, useQuery } from './query';
 import { ErrorBox, ListStates } from './ui';
@@ -33,19 +34,16 @@ function CreateKeyForm({ tenant }: { tenant: string }) {
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<Scope[]>(['ingest']);
   const [created, setCreated] = useState<(KeyView & { secret: string }) | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const action = useAction();
 
-  async function create(event: FormEvent) {
+  function create(event: FormEvent) {
     event.preventDefault();
-    setError(null);
     setCreated(null);
-    try {
+    void action.run(async () => {
       setCreated(await apiCall<KeyView & { secret: string }>('POST', tenantPath(tenant, '/keys'), { name, scopes }));
       setName('');
       await invalidate(keysKey(tenant));
-    } catch (caught) {
-      setError(caught as ApiError);
-    }
+    });
   }
 
   const toggle = (scope: Scope, on: boolean) => setScopes((previous) => (on ? [...previous, scope] : previous.filter((s) => s !== scope)));
@@ -71,36 +69,32 @@ function CreateKeyForm({ tenant }: { tenant: string }) {
         </button>
       </div>
       {created && (
-        <div className="ok-text" role="status" data-testid="key-secret-box">
-          <p>Key “{created.name}” created. Copy the secret now: it is shown only once.</p>
-          <code data-testid="key-secret">{created.secret}</code>
-        </div>
+        <SecretShownOnce secret={created.secret} testId="key-secret">
+          Key “{created.name}” created. Copy the secret now: it is shown only once.
+        </SecretShownOnce>
       )}
-      {error && <ErrorBox error={error} />}
+      {action.error && <ErrorBox error={action.error} />}
     </form>
   );
 }
 
 export function KeysPage({ tenant }: { tenant: string }) {
   const keys = useQuery<KeyView[]>(keysKey(tenant), async () => listOf<KeyView>(await apiGet(tenantPath(tenant, '/keys')), 'keys'));
-  const [error, setError] = useState<ApiError | null>(null);
+  const action = useAction();
 
-  async function revoke(key: KeyView) {
+  function revoke(key: KeyView) {
     if (!window.confirm(`Revoke API key "${key.name}" (${key.prefix}…)? Keys it created are revoked too.`)) return;
-    setError(null);
-    try {
+    void action.run(async () => {
       await apiCall('DELETE', tenantPath(tenant, `/keys/${encodeURIComponent(key.id)}`));
       await invalidate(keysKey(tenant));
-    } catch (caught) {
-      setError(caught as ApiError);
-    }
+    });
   }
 
   return (
     <section className="stack">
       <h1>API keys</h1>
       <CreateKeyForm tenant={tenant} />
-      {error && <ErrorBox error={error} />}
+      {action.error && <ErrorBox error={action.error} />}
       <ListStates query={keys} what="API keys" empty="No API keys yet. Create one above for an integration." />
       {keys.data && keys.data.length > 0 && (
         <table data-testid="key-table">
@@ -133,7 +127,7 @@ export function KeysPage({ tenant }: { tenant: string }) {
                 <td data-testid="key-status">{k.revokedAt ? `revoked ${when(k.revokedAt)}` : 'active'}</td>
                 <td className="actions">
                   {!k.revokedAt && (
-                    <button type="button" className="link danger" onClick={() => void revoke(k)} data-testid="key-revoke">
+                    <button type="button" className="link danger" onClick={() => revoke(k)} data-testid="key-revoke">
                       Revoke
                     </button>
                   )}

@@ -2,11 +2,12 @@
 import { useState, type FormEvent } from 'react';
 import type { DeliveryView } from '../server/webhooks/deliveries';
 import type { DestinationView } from '../server/webhooks/destinations';
-import { type ApiError, apiCall, apiGet, tenantPath } from './api';
+import { SecretShownOnce, useAction } from './actions';
+import { apiCall, apiGet, tenantPath } from './api';
 import { ListTable, type Column } from './list-table';
 import { listOf } from './model';
 import { invalidate, useQuery } from './query';
-import { ErrorBox, formatCount, ListStates } from './ui';
+import { ErrorBox, formatCount } from './ui';
 
 // Webhook destinations of the tenant: add one (the generated signing secret is shown once), see each one's delivery
 // log refreshed every 2 s, replay a delivered or failed delivery, delete a destination.
@@ -23,20 +24,17 @@ function CreateDestinationForm({ tenant }: { tenant: string }) {
   const [batchSize, setBatchSize] = useState('10000');
   const [allNotifications, setAllNotifications] = useState(false);
   const [created, setCreated] = useState<(DestinationView & { secret?: string }) | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const action = useAction();
 
-  async function create(event: FormEvent) {
+  function create(event: FormEvent) {
     event.preventDefault();
-    setError(null);
     setCreated(null);
-    try {
+    void action.run(async () => {
       setCreated(await apiCall('POST', tenantPath(tenant, '/webhooks'), { name, url, batchSize: Number(batchSize), allNotifications }));
       setName('');
       setUrl('');
       await invalidate(destinationsKey(tenant));
-    } catch (caught) {
-      setError(caught as ApiError);
-    }
+    });
   }
 
   return (
@@ -70,16 +68,13 @@ function CreateDestinationForm({ tenant }: { tenant: string }) {
           Add destination
         </button>
       </div>
-      {created && (
-        <div className="ok-text" role="status" data-testid="webhook-secret-box">
-          <p>
-            Destination “{created.name}” added. Steps send users to it with the enter action <code>{created.actionTag}</code>. Copy the signing secret now: it
-            is shown only once.
-          </p>
-          <code data-testid="webhook-secret">{created.secret}</code>
-        </div>
+      {created?.secret && (
+        <SecretShownOnce secret={created.secret} testId="webhook-secret">
+          Destination “{created.name}” added. Steps send users to it with the enter action <code>{created.actionTag}</code>. Copy the signing secret now: it is
+          shown only once.
+        </SecretShownOnce>
       )}
-      {error && <ErrorBox error={error} />}
+      {action.error && <ErrorBox error={action.error} />}
     </form>
   );
 }
@@ -92,16 +87,13 @@ function DeliveryLog({ tenant, name }: { tenant: string; name: string }) {
       refetchMs: REFRESH_MS,
     },
   );
-  const [error, setError] = useState<ApiError | null>(null);
+  const action = useAction();
 
-  async function replay(delivery: DeliveryView) {
-    setError(null);
-    try {
+  function replay(delivery: DeliveryView) {
+    void action.run(async () => {
       await apiCall('POST', webhookPath(tenant, name, `/deliveries/${encodeURIComponent(delivery.id)}/replay`));
       await invalidate(deliveriesKey(tenant, name));
-    } catch (caught) {
-      setError(caught as ApiError);
-    }
+    });
   }
 
   const columns: Column<DeliveryView>[] = [
@@ -110,15 +102,34 @@ function DeliveryLog({ tenant, name }: { tenant: string; name: string }) {
       header: 'Status',
       cell: (d) => <span className={`badge ${d.status === 'failed' ? 'failed' : d.status === 'pending' ? 'running' : ''}`}>{d.status}</span>,
     },
-    { header: 'Users', cell: (d) => formatCount(d.users) },
+    {
+      header: 'Users',
+      cell: (d) =>
+        d.lost ? (
+          <span
+            className="badge failed"
+            title="Journal retention deleted these moves before they were delivered; the receiver was told they may be missing"
+            data-testid="delivery-lost"
+          >
+            moves {d.lost.after + 1}–{d.lost.through} lost
+          </span>
+        ) : (
+          formatCount(d.users)
+        ),
+    },
     { header: 'Attempts', cell: (d) => d.attempts + (d.replays ? ` (replay ${d.replays})` : '') },
-    { header: 'Last answer', cell: (d) => d.lastError ?? (d.lastStatus === null ? '—' : `HTTP ${d.lastStatus}`), className: 'small clip' },
+    {
+      header: 'Last answer',
+      // The receiver's own words (lastResponse) reach the studio: it signs in as the admin.
+      cell: (d) => [d.lastError ?? (d.lastStatus === null ? null : `HTTP ${d.lastStatus}`), d.lastResponse].filter(Boolean).join(': ') || '—',
+      className: 'small clip',
+    },
     { header: 'Created', cell: (d) => when(d.createdAt), className: 'muted' },
     {
       header: '',
       cell: (d) =>
         d.status !== 'pending' && (
-          <button type="button" className="link" onClick={() => void replay(d)} data-testid="delivery-replay">
+          <button type="button" className="link" onClick={() => replay(d)} data-testid="delivery-replay">
             Replay
           </button>
         ),
@@ -128,7 +139,7 @@ function DeliveryLog({ tenant, name }: { tenant: string; name: string }) {
   return (
     <section className="card stack" aria-label={`Deliveries of ${name}`}>
       <h2>Deliveries of “{name}”</h2>
-      {error && <ErrorBox error={error} />}
+      {action.error && <ErrorBox error={action.error} />}
       <ListTable
         query={deliveries}
         what="deliveries"
@@ -147,70 +158,61 @@ export function WebhooksPage({ tenant }: { tenant: string }) {
     listOf<DestinationView>(await apiGet(tenantPath(tenant, '/webhooks')), 'destinations'),
   );
   const [open, setOpen] = useState<string | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const action = useAction();
 
-  async function remove(destination: DestinationView) {
+  function remove(destination: DestinationView) {
     if (!window.confirm(`Delete webhook destination "${destination.name}" and its delivery log?`)) return;
-    setError(null);
-    try {
+    void action.run(async () => {
       await apiCall('DELETE', webhookPath(tenant, destination.name));
       if (open === destination.name) setOpen(null);
       await invalidate(destinationsKey(tenant));
-    } catch (caught) {
-      setError(caught as ApiError);
-    }
+    });
   }
+
+  const columns: Column<DestinationView>[] = [
+    {
+      header: 'Name',
+      cell: (d) => (
+        <button
+          type="button"
+          className="link"
+          onClick={() => setOpen(open === d.name ? null : d.name)}
+          aria-expanded={open === d.name}
+          data-testid="webhook-open"
+        >
+          {d.name}
+        </button>
+      ),
+    },
+    { header: 'URL', cell: (d) => <code className="small">{d.url}</code> },
+    { header: 'Receives', cell: (d) => (d.allNotifications ? 'every move' : <code>{d.actionTag}</code>) },
+    { header: 'Ids per request', cell: (d) => formatCount(d.batchSize) },
+    {
+      header: '',
+      className: 'actions',
+      cell: (d) => (
+        <button type="button" className="link danger" onClick={() => remove(d)} data-testid="webhook-delete">
+          Delete
+        </button>
+      ),
+    },
+  ];
 
   return (
     <section className="stack">
       <h1>Webhooks</h1>
       <CreateDestinationForm tenant={tenant} />
-      {error && <ErrorBox error={error} />}
-      <ListStates
+      {action.error && <ErrorBox error={action.error} />}
+      <ListTable
         query={destinations}
         what="webhook destinations"
         empty="No destinations yet. Add one above, then give a step the enter action webhook:<name>."
+        columns={columns}
+        rowKey={(d) => d.name}
+        testId="webhook-table"
+        rowTestId="webhook-row"
+        rowProps={(d) => ({ 'data-webhook': d.name, className: open === d.name ? 'selected-row' : undefined })}
       />
-      {destinations.data && destinations.data.length > 0 && (
-        <table data-testid="webhook-table">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>URL</th>
-              <th>Receives</th>
-              <th>Ids per request</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {destinations.data.map((d) => (
-              <tr key={d.name} data-testid="webhook-row" data-webhook={d.name} className={open === d.name ? 'selected-row' : undefined}>
-                <td>
-                  <button
-                    type="button"
-                    className="link"
-                    onClick={() => setOpen(open === d.name ? null : d.name)}
-                    aria-expanded={open === d.name}
-                    data-testid="webhook-open"
-                  >
-                    {d.name}
-                  </button>
-                </td>
-                <td>
-                  <code className="small">{d.url}</code>
-                </td>
-                <td>{d.allNotifications ? 'every move' : <code>{d.actionTag}</code>}</td>
-                <td>{formatCount(d.batchSize)}</td>
-                <td className="actions">
-                  <button type="button" className="link danger" onClick={() => void remove(d)} data-testid="webhook-delete">
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
       {open && <DeliveryLog tenant={tenant} name={open} />}
     </section>
   );
