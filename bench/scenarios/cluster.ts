@@ -1,21 +1,33 @@
-// Scale-out on PostgreSQL (`npm run bench -- --only=cluster --providers=postgres`): events end to end through a
-// cluster of 1, 2 and 3 members (the client spreads batches over the members, no load balancer), the CPU each member
-// used, counts p99 on a member that owns only some partitions, and how long partitions take to settle on live
-// members after a SIGKILL, a join and a SIGTERM. On one 2-core machine every member competes for the same cores, so
-// the throughput shows the cluster's overhead more than its speed-up.
+// Scale-out on PostgreSQL (part of `npm run bench`; alone: `--only=cluster --providers=postgres`): events end to end
+// through a cluster of 1, 2 and 3 members (the client spreads batches over the members, no load balancer), the CPU
+// each member used, the most partitions of the tenant one of 3 members holds, counts and where-is-user p99 on a
+// member that owns only some partitions, and how long partitions take to settle on live members after a SIGKILL, a
+// join and a SIGTERM, while a client keeps posting events: every event a member acknowledged must be applied. On one
+// 2-core machine every member competes for the same cores, so the throughput shows the cluster's overhead more than
+// its speed-up.
 import { BENCH_ADMIN_TOKEN, startServer, type BenchServer } from '../lib/server';
 import type { ScratchDatabase } from '../lib/database';
-import { measureGets } from '../lib/latency';
+import { measureGets, type Latency } from '../lib/latency';
+import { median, percentile, type Figure, type ScenarioResult, type Target } from '../lib/report';
 
 const PARTITIONS = 8;
 const BATCH = 1_000;
 const IN_FLIGHT = 4;
+/** Events posted per batch while partitions move (each to a user still waiting, so each must move exactly once). */
+const HANDOFF_BATCH = 50;
+/** Users set aside for the events posted while partitions move. */
+const HANDOFF_USERS = 50_000;
 
 export interface ClusterFigures {
   eventsPerSecond: Record<string, number>;
   cpuMsPerMember: Record<string, number[]>;
   countsNonOwner: { p50Ms: number; p99Ms: number };
+  whereIsUserNonOwner: { p50Ms: number; p99Ms: number };
+  /** With 3 members and 8 partitions, once stable: the most partitions of the tenant one member holds. */
+  maxPartitionsPerMember: number;
   settleMs: { sigkill: number; join: number; sigterm: number };
+  /** Events acknowledged (202) while partitions moved (SIGKILL, join, SIGTERM), and how many of them were not applied. */
+  handoffEvents: { acknowledged: number; unapplied: number };
 }
 
 type Member = { server: BenchServer; name: string };
@@ -31,6 +43,7 @@ async function json(
     method,
     headers: { authorization: `Bearer ${BENCH_ADMIN_TOKEN}`, ...(typeof body === 'string' ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
   });
   const text = await response.text();
   return { status: response.status, body: text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : text };
@@ -53,6 +66,12 @@ export async function measureCluster(database: ScratchDatabase, options: { users
     members.push(member);
     return member;
   };
+  const ownedBy = async (tenantId: string) => {
+    const rows = await database.query<{ owner: string | null }>('SELECT "owner" FROM "PartitionState" WHERE "tenantId" = $1', [tenantId]);
+    const held: Record<string, number> = {};
+    for (const { owner } of rows) if (owner) held[owner] = (held[owner] ?? 0) + 1;
+    return held;
+  };
   const balanced = (tenantId: string) => async () => {
     const rows = await database.query<{ owner: string | null }>('SELECT "owner" FROM "PartitionState" WHERE "tenantId" = $1', [tenantId]);
     const live = members.map((m) => m.name);
@@ -66,7 +85,7 @@ export async function measureCluster(database: ScratchDatabase, options: { users
     const tenant = await json(first, 'POST', '/tenants', { name: 'bench', partitions: PARTITIONS });
     const tenantId: string = tenant.body.id;
     const perPhase = Math.min(options.events, Math.floor(options.users / 3));
-    const users = perPhase * 3;
+    const users = perPhase * 3 + HANDOFF_USERS;
     const ids = Array.from({ length: users }, (_, i) => i + 1).join('\n');
     await json(first, 'PUT', '/tenants/bench/crowds/all', ids, { 'content-type': 'text/plain' });
     const workflow = await json(first, 'POST', '/tenants/bench/workflows', {
@@ -94,7 +113,10 @@ export async function measureCluster(database: ScratchDatabase, options: { users
       eventsPerSecond: {},
       cpuMsPerMember: {},
       countsNonOwner: { p50Ms: 0, p99Ms: 0 },
+      whereIsUserNonOwner: { p50Ms: 0, p99Ms: 0 },
+      maxPartitionsPerMember: 0,
       settleMs: { sigkill: 0, join: 0, sigterm: 0 },
+      handoffEvents: { acknowledged: 0, unapplied: 0 },
     };
     let bought = 0;
     for (let size = 1; size <= 3; size++) {
@@ -127,30 +149,128 @@ export async function measureCluster(database: ScratchDatabase, options: { users
         `  ${size} member(s): ${Math.round(perPhase / seconds).toLocaleString('en-US')} events/s end to end; CPU ms per member ${figures.cpuMsPerMember[`${size} member${size > 1 ? 's' : ''}`].join(', ')}`,
       );
     }
-    figures.countsNonOwner = await measureGets(
-      members[1].server.baseUrl,
-      `/api/v1/tenants/bench/instances/${instanceId}/counts`,
-      { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` },
-      1_000,
-    );
+    figures.maxPartitionsPerMember = Math.max(...Object.values(await ownedBy(tenantId)));
+    const nonOwner = members[1].server.baseUrl;
+    const auth = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` };
+    figures.countsNonOwner = await measureGets(nonOwner, `/api/v1/tenants/bench/instances/${instanceId}/counts`, auth, 1_000);
     console.log(
-      `  counts on a member owning 3 of 8 partitions: p50 ${figures.countsNonOwner.p50Ms.toFixed(2)} ms, p99 ${figures.countsNonOwner.p99Ms.toFixed(2)} ms`,
+      `  counts on a member owning ${(await ownedBy(tenantId))[members[1].name] ?? 0} of 8 partitions: p50 ${figures.countsNonOwner.p50Ms.toFixed(2)} ms, p99 ${figures.countsNonOwner.p99Ms.toFixed(2)} ms`,
+    );
+    // Users of every partition in turn, so most lookups read a partition another member holds.
+    let lookup = 0;
+    figures.whereIsUserNonOwner = await measureEach(members[1], () => `/tenants/bench/users/${1 + (lookup++ % users)}`, 300);
+    console.log(
+      `  where-is-user on that member: p50 ${figures.whereIsUserNonOwner.p50Ms.toFixed(2)} ms, p99 ${figures.whereIsUserNonOwner.p99Ms.toFixed(2)} ms; most partitions on one of 3 members: ${figures.maxPartitionsPerMember}`,
     );
 
+    // While partitions move, a client keeps posting purchases of waiting users to every live member: each batch a
+    // member acknowledged must end up applied (its users in `bought`), whichever member held the partition then.
+    const acknowledged: number[] = [];
+    let nextUser = perPhase * 3 + 1;
+    let posting = true;
+    /** The members the client posts to: a member leaving by SIGTERM stays in until its process ended. */
+    const targets = [...members];
+    const poster = (async () => {
+      for (let round = 0; posting && nextUser + HANDOFF_BATCH <= users; round++) {
+        const batch = Array.from({ length: HANDOFF_BATCH }, (_, i) => nextUser + i);
+        nextUser += HANDOFF_BATCH;
+        const member = targets[round % targets.length];
+        const reply = await json(member, 'POST', '/events', { tenant: 'bench', events: batch.map((user) => ({ user, type: 'purchase' })) }).catch(() => null);
+        if (reply?.status === 202) acknowledged.push(...batch);
+        else await new Promise((r) => setTimeout(r, 20)); // a member going away: the next batch goes to another
+      }
+    })();
+
     const victim = members.splice(2, 1)[0];
+    targets.splice(targets.indexOf(victim), 1);
     process.kill(victim.server.pid, 'SIGKILL');
     figures.settleMs.sigkill = await until('takeover after SIGKILL', balanced(tenantId));
-    await join();
+    targets.push(await join());
     figures.settleMs.join = await until('handoff to a joining member', balanced(tenantId));
     const leaving = members.splice(1, 1)[0];
     const stopping = leaving.server.stop();
     figures.settleMs.sigterm = await until('handoff after SIGTERM', balanced(tenantId));
     await stopping;
+    targets.splice(targets.indexOf(leaving), 1);
+    posting = false;
+    await poster;
     console.log(
       `  partitions settled on live members: ${Math.round(figures.settleMs.sigkill)} ms after a SIGKILL, ${Math.round(figures.settleMs.join)} ms after a join (from ready), ${Math.round(figures.settleMs.sigterm)} ms after a SIGTERM`,
     );
+    figures.handoffEvents = { acknowledged: acknowledged.length, unapplied: await unapplied(members[0], instanceId, acknowledged) };
+    console.log(`  events acknowledged while partitions moved: ${acknowledged.length}, not applied: ${figures.handoffEvents.unapplied}`);
     return figures;
   } finally {
     await Promise.all(members.map((m) => m.server.stop().catch(() => undefined)));
   }
+}
+
+/** Sequential GETs of a changing path after 10 warm-up ones (fetch: its own tail of a few ms is in the figure). */
+async function measureEach(member: Member, path: () => string, reads: number): Promise<Latency> {
+  const samples: number[] = [];
+  for (let i = 0; i < reads + 10; i++) {
+    const started = performance.now();
+    const reply = await json(member, 'GET', path());
+    if (reply.status !== 200) throw new Error(`GET ${path()}: ${reply.status} ${JSON.stringify(reply.body)}`);
+    if (i >= 10) samples.push(performance.now() - started);
+  }
+  return { p50Ms: median(samples), p99Ms: percentile(samples, 99) };
+}
+
+/** How many of the acknowledged users are not in `bought` once the members are done (waits up to 20 s for them). */
+async function unapplied(member: Member, instanceId: string, acknowledged: number[]): Promise<number> {
+  let missing = acknowledged.length;
+  const deadline = performance.now() + 20_000;
+  while (performance.now() < deadline) {
+    const reply = await json(member, 'GET', `/tenants/bench/instances/${instanceId}/steps/bought/export?format=csv`);
+    if (reply.status === 200) {
+      const bought = new Set(String(reply.body).split('\n').filter(Boolean).map(Number));
+      missing = acknowledged.filter((user) => !bought.has(user)).length;
+      if (missing === 0) return 0;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return missing;
+}
+
+/** The cluster's rows in the results table (issue 17's targets; throughput and latencies are reported, not judged). */
+export function clusterRows(f: ClusterFigures): ScenarioResult[] {
+  const provider = 'postgres';
+  const ms = (value: number, note?: string): Figure => ({ value: Math.round(value), unit: 'ms', ...(note ? { note } : {}) });
+  const lower = (value: number, text: string): Target => ({ value, direction: 'lower', text });
+  const rows: ScenarioResult[] = [
+    { scenario: 'cluster: partitions taken over after a SIGKILL of a member', provider, ours: ms(f.settleMs.sigkill), target: lower(2_000, '≤ 2 s') },
+    { scenario: 'cluster: planned handoff when a member leaves (SIGTERM)', provider, ours: ms(f.settleMs.sigterm), target: lower(1_000, '≤ 1 s') },
+    { scenario: 'cluster: planned handoff to a joining member (from its first answer)', provider, ours: ms(f.settleMs.join), target: lower(1_000, '≤ 1 s') },
+    {
+      scenario: 'cluster: acknowledged events left unapplied after the SIGKILL, join and SIGTERM',
+      provider,
+      ours: { value: f.handoffEvents.unapplied, unit: 'events', note: `(of ${f.handoffEvents.acknowledged} acknowledged meanwhile)` },
+      target: lower(0, '0'),
+    },
+    {
+      scenario: 'cluster: most partitions of a tenant on one member, 3 members × 8 partitions',
+      provider,
+      ours: { value: f.maxPartitionsPerMember, unit: 'partitions' },
+      target: lower(3, '≤ 3'),
+    },
+    {
+      scenario: 'cluster: counts on a member not holding every partition (p99)',
+      provider,
+      ours: ms(f.countsNonOwner.p99Ms, `(p50 ${f.countsNonOwner.p50Ms.toFixed(1)})`),
+    },
+    {
+      scenario: 'cluster: where-is-user on a member not holding every partition (p99)',
+      provider,
+      ours: ms(f.whereIsUserNonOwner.p99Ms, `(p50 ${f.whereIsUserNonOwner.p50Ms.toFixed(1)})`),
+    },
+  ];
+  for (const [members, perSecond] of Object.entries(f.eventsPerSecond)) {
+    rows.push({
+      scenario: `cluster: events end to end through ${members} on one machine (overhead, not speed-up)`,
+      provider,
+      ours: { value: perSecond, unit: 'events/s', note: `(CPU ms per member ${f.cpuMsPerMember[members]?.join(', ')})` },
+    });
+  }
+  return rows;
 }

@@ -12,6 +12,7 @@ import { profileRows, type ProfileFigures } from './profiles-table';
 import type { ProcedureFigures } from './procedures';
 import type { RowsFigures } from './rows';
 import type { WebhookFigures } from './webhooks';
+import { clusterRows, type ClusterFigures } from './cluster';
 
 export interface AllFigures {
   scale: { scale: number; users: number; rowUsers: number; recoveryMoves: number };
@@ -26,6 +27,8 @@ export interface AllFigures {
   profiles?: Partial<Record<Provider, ProfileFigures>>;
   procedures?: Partial<Record<Provider, ProcedureFigures>>;
   webhooks?: Partial<Record<Provider, WebhookFigures>>;
+  /** PostgreSQL only: a cluster needs a database several processes share. */
+  cluster?: ClusterFigures;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -239,5 +242,6 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
     const figures = all.profiles?.[provider];
     if (figures) out.push(...profileRows(figures, provider, U));
   }
+  if (all.cluster) out.push(...clusterRows(all.cluster));
   return out;
 }
