@@ -5,13 +5,15 @@
 import { processNotice } from '../crowd/notice';
 import { LOOKUP_CACHE_CLEARED } from '../lookup-cache';
 import { processOwner } from '../process-owner';
-import { PROFILES_WRITTEN, profilesWrittenElsewhere } from '../profiles/index-store';
+import { PROFILES_WRITTEN } from '../profiles/index-store';
+import type { ProfileChange } from '../profiles/index-tenant';
 import { runtime } from '../runtime';
 import { dbTarget } from '../storage/db';
 import { raw } from '../storage/raw';
 import { clusterEnabled } from '.';
 import { ClusterCountsBoard } from './counts';
 import { clusterChannel } from './membership';
+import { profilesWrittenElsewhere, profileWriteNotice } from './profile-writes';
 
 export type { ClusterCountsBoard };
 
@@ -30,7 +32,8 @@ export async function startClusterChannel(onCounts: (instanceId: string, tenantI
     if (payload.kind === 'notice' && payload.from !== me) deliverNotice(payload as NoticeSignal);
   });
   await board.start();
-  runtime().clusterRelay = (name, args) => {
+  runtime().clusterRelay = (name, given) => {
+    const args = name === PROFILES_WRITTEN ? profileWriteNotice(String(given[0]), Number(given[1]), given[2] as ProfileChange[] | undefined) : given;
     let payload = JSON.stringify({ kind: 'notice', from: me, name, args } satisfies NoticeSignal);
     if (payload.length > MAX_NOTICE_BYTES) payload = JSON.stringify({ kind: 'notice', from: me, name, args: args.slice(0, 1) } satisfies NoticeSignal);
     void raw()
@@ -42,6 +45,7 @@ export async function startClusterChannel(onCounts: (instanceId: string, tenantI
 
 function deliverNotice(signal: NoticeSignal): void {
   if (signal.name === LOOKUP_CACHE_CLEARED) runtime().caches.get(String(signal.args[0]))?.clearHere();
-  else if (signal.name === PROFILES_WRITTEN) profilesWrittenElsewhere(String(signal.args[0]), Number(signal.args[1]));
+  else if (signal.name === PROFILES_WRITTEN)
+    void profilesWrittenElsewhere(String(signal.args[0]), Number(signal.args[1]), signal.args[2] === undefined ? undefined : String(signal.args[2]));
   else processNotice(signal.name).deliver(...signal.args);
 }

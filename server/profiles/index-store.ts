@@ -141,7 +141,7 @@ export function profileWrite<T>(
     }
     held.scheduleSnapshot();
     relayProfileWrite(tenantId, changes, seq, afterTexts);
-    runtime().clusterRelay?.(PROFILES_WRITTEN, [tenantId, seq]);
+    runtime().clusterRelay?.(PROFILES_WRITTEN, [tenantId, seq, changes]); // the cluster channel names the users when they fit
     return result;
   });
 }
@@ -149,7 +149,7 @@ export function profileWrite<T>(
 /** Changes copied to the engine thread at most per write; a bigger write makes it reload the index instead. */
 const MAX_RELAYED_CHANGES = 10_000;
 
-function relayProfileWrite(tenantId: string, changes: ProfileChange[] | null, seq: number, afterTexts?: string[]): void {
+export function relayProfileWrite(tenantId: string, changes: ProfileChange[] | null, seq: number, afterTexts?: string[]): void {
   const relay = runtime().profileRelay;
   if (relay) relay(tenantId, changes && changes.length <= MAX_RELAYED_CHANGES ? relayedWrite(changes, afterTexts) : null, seq);
 }
@@ -226,17 +226,8 @@ export async function saveProfileSnapshot(tenantId: string): Promise<void> {
   if (held) await held.exclusive(() => held.saveSnapshot());
 }
 
-/** The cluster notice of a committed profile write (its arguments: the tenant and the write's seq). */
+/** The cluster notice of a committed profile write (its arguments: the tenant, the write's seq, its changes). */
 export const PROFILES_WRITTEN = 'profiles-written';
-
-/**
- * Another member of the cluster wrote profiles of the tenant: an index here that does not include that write is
- * forgotten, and loaded again (snapshot or rows) on next use.
- */
-export function profilesWrittenElsewhere(tenantId: string, seq: number): void {
-  const held = tenants().get(tenantId);
-  if (held && held.seq < seq) dropProfileIndex(tenantId);
-}
 
 /** Forgets the tenant's index in this process (tenant deleted; tests simulating a restart). */
 export function dropProfileIndex(tenantId: string): void {

@@ -1,0 +1,85 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { LAGGING_MAX_MS, LAGGING_QUIET_MS, profilesWrittenElsewhere, profileWriteNotice } from '../../server/cluster/profile-writes';
+import { newId } from '../../server/ids';
+import { profileIndex } from '../../server/profiles/index-store';
+import { upsertProfiles } from '../../server/profiles/profiles';
+import { runtime } from '../../server/runtime';
+import { db } from '../../server/storage/db';
+import { tenantRow } from '../helpers/tenant-row';
+
+// Profile writes another cluster member committed: the rows and the seq change in the database (written here with
+// Prisma, as that member's transaction would leave them), and this process hears only the notice.
+
+async function writeElsewhere(tenantId: string, rows: { user: number; attributes: Record<string, unknown> | null }[]): Promise<number> {
+  for (const { user, attributes } of rows) {
+    const key = { tenantId_user: { tenantId, user: BigInt(user) } };
+    if (attributes === null) await db().profile.delete({ where: key });
+    else
+      await db().profile.upsert({
+        where: key,
+        create: { tenantId, user: BigInt(user), attributes: JSON.stringify(attributes) },
+        update: { attributes: JSON.stringify(attributes) },
+      });
+  }
+  const state = await db().profileIndexState.update({ where: { tenantId }, data: { seq: { increment: 1 } } });
+  return Number(state.seq);
+}
+
+async function storedProfiles(tenantId: string) {
+  const rows = await db().profile.findMany({ where: { tenantId }, orderBy: { user: 'asc' } });
+  return Object.fromEntries(rows.map((row) => [Number(row.user), JSON.parse(row.attributes)]));
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('profile writes of other cluster members', () => {
+  it('applies a write that names its users by reading their rows, keeping the index (no reload)', async () => {
+    const tenantId = await tenantRow(newId('tn'));
+    await upsertProfiles(tenantId, [
+      { user: 1, attributes: { plan: 'pro' } },
+      { user: 2, attributes: { plan: 'free' } },
+    ]);
+    const index = await profileIndex(tenantId);
+    const held = runtime().profileIndexes.get(tenantId)!;
+
+    const changed = [
+      { user: 1, attributes: null },
+      { user: 2, attributes: { plan: 'pro', age: 40 } },
+      { user: 3, attributes: { plan: 'pro' } },
+    ];
+    const seq = await writeElsewhere(tenantId, changed);
+    const notice = profileWriteNotice(tenantId, seq, changed);
+    expect(notice).toHaveLength(3); // three users fit in a NOTIFY
+    await profilesWrittenElsewhere(tenantId, seq, notice[2] as string);
+
+    expect(runtime().profileIndexes.get(tenantId)).toBe(held);
+    expect(held.index).toBe(index);
+    expect(held.seq).toBe(seq);
+    expect(index.equals('plan', 'pro').toArray()).toEqual([2, 3]);
+    expect(Object.fromEntries(index.materialize(index.users))).toEqual(await storedProfiles(tenantId));
+
+    // A notice of a write the index already has changes nothing.
+    await profilesWrittenElsewhere(tenantId, seq, notice[2] as string);
+    expect(held.seq).toBe(seq);
+  });
+
+  it('forgets an index that missed writes only once they go quiet, or at the latest after the bound', async () => {
+    const tenantId = await tenantRow(newId('tn'));
+    await upsertProfiles(tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
+    await profileIndex(tenantId);
+    const held = runtime().profileIndexes.get(tenantId)!;
+    const many = Array.from({ length: 5_000 }, (_, i) => ({ user: i * 7_919 }));
+    expect(profileWriteNotice(tenantId, held.seq + 1, many)).toHaveLength(2); // too many users to name
+
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    // An import elsewhere: a write every half quiet period never goes quiet; the index still goes at the bound, once.
+    for (let elapsed = 0, write = 1; elapsed < LAGGING_MAX_MS; elapsed += LAGGING_QUIET_MS / 2, write++) {
+      expect(runtime().profileIndexes.get(tenantId)).toBe(held);
+      await profilesWrittenElsewhere(tenantId, held.seq + write, undefined);
+      vi.advanceTimersByTime(LAGGING_QUIET_MS / 2);
+    }
+    expect(runtime().profileIndexes.has(tenantId)).toBe(false);
+  });
+});
