@@ -226,15 +226,7 @@ export class ClusterCountsBoard {
         moving.push(p);
         continue;
       }
-      out.total += figure.counts.total;
-      out.entered += figure.counts.entered ?? 0; // figures published before entries were counted have none
-      if (figure.counts.convertedFrom) {
-        out.converted = (out.converted ?? 0) + (figure.counts.converted ?? 0);
-        out.convertedFrom ??= {};
-        for (const [step, n] of Object.entries(figure.counts.convertedFrom)) out.convertedFrom[step] = (out.convertedFrom[step] ?? 0) + n;
-      }
-      for (const [step, n] of Object.entries(figure.counts.steps)) out.steps[step] = (out.steps[step] ?? 0) + n;
-      for (const [edge, n] of Object.entries(figure.counts.edges)) out.edges[edge] = (out.edges[edge] ?? 0) + n;
+      addCounts(out, figure.counts);
     }
     if (moving.length > 0) {
       throw new AppError(
@@ -245,6 +237,40 @@ export class ClusterCountsBoard {
     }
     return out;
   }
+}
+
+/** Adds one partition's counts to `out` (the counts of the partitions added so far). */
+function addCounts(out: Counts, part: Counts): void {
+  out.total += part.total;
+  out.entered += part.entered ?? 0; // figures published before entries were counted have none
+  if (part.convertedFrom) {
+    out.converted = (out.converted ?? 0) + (part.converted ?? 0);
+    out.convertedFrom ??= {};
+    for (const [step, n] of Object.entries(part.convertedFrom)) out.convertedFrom[step] = (out.convertedFrom[step] ?? 0) + n;
+  }
+  for (const [step, n] of Object.entries(part.steps)) out.steps[step] = (out.steps[step] ?? 0) + n;
+  for (const [edge, n] of Object.entries(part.edges)) out.edges[edge] = (out.edges[edge] ?? 0) + n;
+}
+
+/**
+ * The instance's counts over every partition as committed: the shards of `held` partitions from memory, the others
+ * from the figures their owners published (ShardCounts); null while a partition has no figure (between owners).
+ */
+export async function committedCounts(instance: InstanceRuntime, held: readonly number[]): Promise<Counts | null> {
+  const { params, bind } = dialect().parameters();
+  const rows = await (await raw()).query<{ partition: number; counts: string }>(
+    `SELECT "partition", "counts" FROM ${dialect().table('ShardCounts')} WHERE "tenantId" = ${bind(instance.record.tenantId)} AND "instanceId" = ${bind(instance.id)}`,
+    params,
+  );
+  const published = new Map(rows.map((row) => [Number(row.partition), row.counts]));
+  const out: Counts = { instanceId: instance.id, total: 0, entered: 0, steps: {}, edges: {} };
+  for (const name of instance.workflow.steps.keys()) out.steps[name] = 0;
+  for (let p = 0; p < instance.shards.length; p++) {
+    const counts = held.includes(p) ? shardCounts(instance, p) : published.has(p) ? (JSON.parse(published.get(p)!) as Counts) : null;
+    if (!counts) return null;
+    addCounts(out, counts);
+  }
+  return out;
 }
 
 function keepNewer(parts: Map<number, Figure>, partition: number, figure: Figure): void {

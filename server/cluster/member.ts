@@ -1,38 +1,47 @@
 // This process as a member of a cluster on one PostgreSQL schema (the engine side; see docs/ARCHITECTURE.md
-// "Running as a cluster"). It decides which partitions this engine should hold: every few hundred milliseconds, and at
-// once when a member joins, leaves or hands a partition back, it reads the live members and the tenants, assigns
-// every tenant's partitions over the members (./assignment.ts), hands back what is no longer its own (checkpoint,
+// "Running as a cluster"). It decides which partitions this engine should hold: it assigns every tenant's partitions
+// over the live members (./assignment.ts) again only when its inputs change (a member joins, leaves or dies; a tenant
+// is created or deleted; a gather starts or ends), which a cheap poll every few hundred milliseconds and the
+// members' signals tell it, plus a slow safety refresh. It hands back what is no longer its own (checkpoint,
 // release) and wakes the loops of partitions it should take. A tenant-wide instance operation gathers the tenant's
-// partitions on the member running it for the length of the operation (ClusterGather), so it still commits once.
+// partitions on the member running it for the length of the operation (./gather.ts), so it still commits once.
 import type { PartitionWorker } from '../engine/partition';
 import type { LeasePolicy } from '../engine/store/leases';
-import { RetryLaterError } from '../procedures/types';
 import type { DatabaseTarget } from '../storage/database-url';
 import { assignPartitions } from './assignment';
-import { ShardCountsPublisher } from './counts';
-import { clusterChannel, DB_NOW_MS, Membership } from './membership';
+import { CommittedShards } from './committed-cache';
+import { committedCounts, ShardCountsPublisher } from './counts';
+import type { SampledInstance } from '../engine/counts-history';
+import { Gathers } from './gather';
+import { clusterChannel, DB_NOW_MS, Membership, type ClusterSignal } from './membership';
 
 /** What the member needs of its engine. */
 export interface ClusterEngine {
   readonly partitionWaitMs: number;
+  /** Events of the tenant were appended: its partition loops read the log now instead of at their next poll. */
+  wakeTenant(tenantId: string): void;
   /** The tenant's partition loops, started (and the tenant loaded) on first use. */
   workers(tenantId: string): Promise<PartitionWorker[]>;
+  /** Whether the tenant's loops run in this engine. */
+  hasTenant(tenantId: string): boolean;
   /** The tenants whose loops run in this engine, with their loops. */
   loadedTenants(): [string, PartitionWorker[]][];
 }
 
-/** How often the member re-reads members and tenants without being told (a SIGKILLed member tells nobody). */
+/**
+ * How often the member polls who is live and the shape of the tenants and gathers (a SIGKILLed member tells nobody);
+ * the assignment is computed again only when that changed.
+ */
 const TICK_MS = 250;
-/** A gather outlives a member that dies holding it only until then (a dead member's gather is ignored at once). */
-const GATHER_HOLD_MS = 5 * 60_000;
-/** How long an operation waits for the tenant's partitions to arrive before it is retried by its procedure. */
-const GATHER_WAIT_MS = 15_000;
-const GATHER_POLL_MS = 20;
+/** The assignment is computed again at least this often even when nothing seemed to change (a safety net). */
+const FULL_REFRESH_MS = 10_000;
 
 export class ClusterMember implements LeasePolicy {
   readonly membership: Membership;
   /** Publishes the counts of the partitions this member holds, for the others (./counts.ts). */
   readonly counts: ShardCountsPublisher;
+  /** Shards of partitions other members hold, rebuilt for reads and kept current (./committed-cache.ts). */
+  readonly committed = new CommittedShards();
   private engine: ClusterEngine | undefined;
   /** Desired owner of each partition, by tenant. */
   private owners = new Map<string, string[]>();
@@ -41,6 +50,15 @@ export class ClusterMember implements LeasePolicy {
   private rebalancing: Promise<void> | undefined;
   private rebalanceAgain = false;
   private draining = false;
+  /** Tenants with an events signal in flight; true: more events were appended since it was sent. */
+  private readonly eventSignals = new Map<string, boolean>();
+  /** The inputs of the current assignment (live members, tenants, gathers), when it was computed, and whether to redo it. */
+  private assignedFrom = '';
+  private assignedAt = Number.NEGATIVE_INFINITY;
+  private assignmentStale = true;
+  private readonly gathers: Gathers;
+  /** Assignments computed (tests: the assignment is not recomputed while its inputs stay the same). */
+  readonly stats = { assignments: 0 };
   private readonly schema: string;
 
   constructor(
@@ -48,10 +66,47 @@ export class ClusterMember implements LeasePolicy {
     readonly name: string,
   ) {
     this.schema = `"${target.schema.replace(/"/g, '""')}"`;
-    this.membership = new Membership(target, name, (signal) => {
-      if (signal.kind !== 'counts' && signal.kind !== 'notice') this.rebalanceSoon();
-    });
+    this.membership = new Membership(target, name, (signal) => this.heard(signal));
     this.counts = new ShardCountsPublisher(clusterChannel(target));
+    this.gathers = new Gathers(this.membership, this.schema, () => this.rebalanceSoon());
+  }
+
+  private heard(signal: ClusterSignal): void {
+    switch (signal.kind) {
+      case 'events':
+        if (signal.from !== this.name && this.engine?.hasTenant(signal.tenantId)) this.engine.wakeTenant(signal.tenantId);
+        return;
+      case 'counts':
+      case 'notice':
+        return;
+      case 'members':
+      case 'released':
+      case 'gather':
+        this.rebalanceSoon();
+        return;
+      default:
+        signal satisfies never;
+    }
+  }
+
+  /**
+   * Events of the tenant were appended on this member: the members holding its other partitions are told at once
+   * (one signal in flight per tenant; appends meanwhile send one more after it), instead of finding them at their
+   * next poll of the log.
+   */
+  eventsAppended(tenantId: string): void {
+    const owners = this.owners.get(tenantId);
+    if (owners?.every((owner) => owner === this.name)) return;
+    if (this.eventSignals.has(tenantId)) return void this.eventSignals.set(tenantId, true);
+    this.eventSignals.set(tenantId, false);
+    this.membership
+      .signal({ kind: 'events', from: this.name, tenantId })
+      .catch((error: Error) => console.warn('[crowdflow] could not tell the cluster about new events:', error.message))
+      .finally(() => {
+        const again = this.eventSignals.get(tenantId);
+        this.eventSignals.delete(tenantId);
+        if (again) this.eventsAppended(tenantId);
+      });
   }
 
   /** Joins and learns the assignment before the engine's loops first try to take partitions. */
@@ -59,7 +114,8 @@ export class ClusterMember implements LeasePolicy {
     this.engine = engine;
     this.draining = false;
     await this.membership.join();
-    await this.refresh();
+    this.assignmentStale = true;
+    await this.refreshIfChanged();
     this.ticker = setInterval(() => this.rebalanceSoon(), TICK_MS);
     this.ticker.unref();
   }
@@ -74,7 +130,9 @@ export class ClusterMember implements LeasePolicy {
   }
 
   async leave(): Promise<void> {
+    this.draining = true; // signals heard from now on assign nothing
     clearInterval(this.ticker);
+    this.gathers.close();
     this.counts.close();
     await this.membership.leave();
   }
@@ -86,8 +144,30 @@ export class ClusterMember implements LeasePolicy {
 
   mayOwn(tenantId: string, partition: number): boolean {
     const owners = this.owners.get(tenantId);
-    if (!owners) this.rebalanceSoon(); // a tenant created since the last read: read again now, not at the next tick
+    if (!owners) {
+      // A tenant created since the last assignment: assign again now, not at the next change.
+      this.assignmentStale = true;
+      this.rebalanceSoon();
+    }
     return owners?.[partition] === this.name;
+  }
+
+  /**
+   * The instances whose counts history this member samples: those of tenants whose partition 0 it holds, counted over
+   * every partition (its own shards and the figures the other owners published), so one member samples each.
+   */
+  sampledInstances(): SampledInstance[] {
+    return (this.engine?.loadedTenants() ?? []).flatMap(([, workers]) => {
+      if (!workers[0]?.lease) return [];
+      return [...workers[0].tenant.instances.values()].map((instance) => ({
+        id: instance.id,
+        counts: () =>
+          committedCounts(
+            instance,
+            workers.flatMap((w) => (w.lease ? [w.partition] : [])),
+          ),
+      }));
+    });
   }
 
   isGone(owner: string): Promise<boolean> {
@@ -110,25 +190,49 @@ export class ClusterMember implements LeasePolicy {
       });
   }
 
-  /** Reads the live members, the tenants and their gathers, and assigns every tenant's partitions. */
-  private async refresh(): Promise<void> {
+  /** Runs one rebalance now and waits for it (tests). */
+  async settle(): Promise<void> {
+    this.rebalanceSoon();
+    while (this.rebalancing) await this.rebalancing;
+  }
+
+  /**
+   * Polls the live members and the shape of the tenants and gathers; only when they changed since the last
+   * assignment (or it is stale, or old) are the tenants read and every tenant's partitions assigned again.
+   */
+  private async refreshIfChanged(): Promise<boolean> {
     const members = await this.membership.liveMembers();
+    const [shape] = await this.membership.query<{ tenants: string; partitions: string; gathers: string | null }>(
+      `SELECT count(*)::text AS "tenants", coalesce(sum(t."partitions"), 0)::text AS "partitions",
+        (SELECT string_agg(g."tenantId" || '=' || g."member", ',' ORDER BY g."tenantId") FROM ${this.schema}."ClusterGather" g WHERE g."untilMs" > ${DB_NOW_MS}) AS "gathers"
+        FROM ${this.schema}."Tenant" t`,
+    );
+    const inputs = JSON.stringify([members, shape]);
+    if (this.draining) return false;
+    if (!this.assignmentStale && inputs === this.assignedFrom && Date.now() - this.assignedAt < FULL_REFRESH_MS) return false;
+    this.assignmentStale = false;
     const tenants = await this.membership.query<{ id: string; partitions: number; gatheredBy: string | null }>(
       `SELECT t."id", t."partitions", g."member" AS "gatheredBy" FROM ${this.schema}."Tenant" t
         LEFT JOIN ${this.schema}."ClusterGather" g ON g."tenantId" = t."id" AND g."untilMs" > ${DB_NOW_MS}`,
     );
-    if (this.draining) return;
+    if (this.draining) return false;
     this.members = members;
     this.owners = new Map(tenants.map((t) => [t.id, assignPartitions(members, t.id, t.partitions, t.gatheredBy ?? undefined)]));
+    this.assignedFrom = inputs;
+    this.assignedAt = Date.now();
+    this.stats.assignments++;
+    return true;
   }
 
   private async rebalance(): Promise<void> {
-    await this.refresh();
+    const assigned = await this.refreshIfChanged();
     const engine = this.engine!;
     const loaded = new Map(engine.loadedTenants());
-    for (const [tenantId, owners] of this.owners) {
-      // A tenant created on another member: load it here too when some of its partitions are this member's.
-      if (!loaded.has(tenantId) && owners.includes(this.name)) engine.workers(tenantId).catch(() => undefined);
+    if (assigned) {
+      for (const [tenantId, owners] of this.owners) {
+        // A tenant created on another member: load it here too when some of its partitions are this member's.
+        if (!loaded.has(tenantId) && owners.includes(this.name)) engine.workers(tenantId).catch(() => undefined);
+      }
     }
     const handoffs: Promise<void>[] = [];
     for (const [tenantId, workers] of loaded) {
@@ -151,33 +255,6 @@ export class ClusterMember implements LeasePolicy {
    * again. Another live member's gather of the same tenant makes the operation wait (retried by its procedure).
    */
   async gather(tenantId: string, workers: PartitionWorker[]): Promise<() => Promise<void>> {
-    const engine = this.engine!;
-    const [held] = await this.membership.query<{ member: string; current: boolean }>(
-      `SELECT "member", "untilMs" > ${DB_NOW_MS} AS "current" FROM ${this.schema}."ClusterGather" WHERE "tenantId" = $1`,
-      [tenantId],
-    );
-    const busy = () =>
-      new RetryLaterError(`the partitions of tenant ${tenantId} are gathered by ${held?.member ?? 'another member'} for another instance operation`, {
-        waitMs: engine.partitionWaitMs,
-      });
-    if (held && held.member !== this.name && held.current && !(await this.isGone(held.member))) throw busy();
-    // Compare-and-set on the row just read: two members claiming at once, one wins.
-    const claimed = await this.membership.query(
-      `INSERT INTO ${this.schema}."ClusterGather" ("tenantId", "member", "untilMs") VALUES ($1, $2, ${DB_NOW_MS} + ${GATHER_HOLD_MS})
-       ON CONFLICT ("tenantId") DO UPDATE SET "member" = excluded."member", "untilMs" = excluded."untilMs"
-        WHERE ${this.schema}."ClusterGather"."member" = $3 RETURNING 1 AS "claimed"`,
-      [tenantId, this.name, held?.member ?? this.name],
-    );
-    if (claimed.length === 0) throw busy();
-    const release = async () => {
-      await this.membership.query(`DELETE FROM ${this.schema}."ClusterGather" WHERE "tenantId" = $1 AND "member" = $2`, [tenantId, this.name]);
-      await this.membership.signal({ kind: 'gather', from: this.name, tenantId });
-      this.rebalanceSoon();
-    };
-    await this.membership.signal({ kind: 'gather', from: this.name, tenantId });
-    this.rebalanceSoon();
-    const deadline = Date.now() + GATHER_WAIT_MS;
-    while (workers.some((w) => !w.lease) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, GATHER_POLL_MS));
-    return release;
+    return this.gathers.gather(tenantId, workers, this.engine!.partitionWaitMs);
   }
 }

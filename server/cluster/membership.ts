@@ -14,8 +14,14 @@ export const HEARTBEAT_STALE_MS = 15_000;
 const HEARTBEAT_EVERY_MS = 1_000;
 const RECONNECT_AFTER_MS = 1_000;
 
-/** What members tell each other on the channel: a change of membership, a partition handed back, a gather. */
-export type ClusterSignal = { kind: 'members' | 'released' | 'gather'; from: string; tenantId?: string } | { kind: 'counts' | 'notice'; from?: string };
+/**
+ * What members tell each other on the channel: a change of membership, a partition handed back, a gather (these
+ * make members assign again), events appended for a tenant (its owners read the log now), counts and notices.
+ */
+export type ClusterSignal =
+  | { kind: 'members' | 'released' | 'gather'; from: string; tenantId?: string }
+  | { kind: 'events'; from: string; tenantId: string }
+  | { kind: 'counts' | 'notice'; from?: string };
 
 /** The NOTIFY channel of a schema: every process on the same schema listens on it (channels are database-wide). */
 export function clusterChannel(target: PostgresTarget): string {

@@ -7,7 +7,6 @@ import { db } from '../storage/db';
 import { dialect } from '../storage/dialect';
 import { raw, type RawStatement } from '../storage/raw';
 import { requireInstance } from './instances';
-import type { InstanceRuntime } from './tenant';
 import type { Counts } from './types';
 
 export const MINUTE_MS = 60_000;
@@ -43,29 +42,41 @@ function upsert(instanceId: string, resolution: number, at: number, counts: Samp
   };
 }
 
+/** An instance to sample: its counts over every partition, or null when they cannot be had whole now (skipped). */
+export interface SampledInstance {
+  readonly id: string;
+  counts(): Counts | null | Promise<Counts | null>;
+}
+
 /**
  * Samples each instance once a minute of the engine clock: the engine asks every few seconds of real time (and its
  * timer loop at once when an instance is new), so a clock moved by days in a test does not take a sample per minute
- * on the way. `instances` are those whose every partition this process owns (with partitions shared among processes,
- * a part would overwrite the sample).
+ * on the way. Each instance is sampled by one process only, with its counts over every partition: alone, the
+ * process's own; in a cluster, the member holding the tenant's partition 0, adding the figures the other owners
+ * published (server/cluster/counts.ts), so no part overwrites the whole.
  */
 export class CountsSampler {
   /** The minute each instance was last sampled in. */
   private readonly sampledMinute = new Map<string, number>();
 
   /** Whether an instance was never sampled (a new one is sampled at once). */
-  hasNew(instances: InstanceRuntime[]): boolean {
+  hasNew(instances: SampledInstance[]): boolean {
     return instances.some((instance) => !this.sampledMinute.has(instance.id));
   }
 
-  async sampleIfDue(now: number, instances: InstanceRuntime[]): Promise<void> {
+  async sampleIfDue(now: number, instances: SampledInstance[]): Promise<void> {
     const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
     const due = instances.filter((instance) => (this.sampledMinute.get(instance.id) ?? Number.NEGATIVE_INFINITY) < minute);
     const live = new Set(instances.map((instance) => instance.id));
     for (const id of this.sampledMinute.keys()) if (!live.has(id)) this.sampledMinute.delete(id);
     if (due.length === 0) return;
     for (const instance of due) this.sampledMinute.set(instance.id, minute);
-    await (await raw()).transaction(due.map((instance) => upsert(instance.id, MINUTE_MS, minute, sampled(instance.counts()))));
+    const samples: RawStatement[] = [];
+    for (const instance of due) {
+      const counts = await instance.counts(); // null (a partition between cluster members): this minute has no sample
+      if (counts) samples.push(upsert(instance.id, MINUTE_MS, minute, sampled(counts)));
+    }
+    if (samples.length > 0) await (await raw()).transaction(samples);
   }
 }
 

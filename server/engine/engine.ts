@@ -16,6 +16,8 @@ import * as reads from './reads';
 import { CountsPushes } from './counts-pushes';
 import { TimerLoop, type LoadedTenant } from './timer-loop';
 import { InstanceRuntime, TenantRuntime } from './tenant';
+import type { SampledInstance } from './counts-history';
+import type { CommittedShards } from '../cluster/committed-cache';
 import { loadDefinition } from './instance-store';
 import { ingestBody, type IngestOutcome } from './ingest';
 import * as ops from './instances';
@@ -81,7 +83,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.timers = new TimerLoop({
       clock: this.clock,
       tenants: () => Promise.all([...this.tenants.values()].map((entry) => entry.ready)),
-      instancesHeldWhole: () => this.instancesHeldWhole(),
+      sampledInstances: () => this.sampledInstances(),
     });
     this.owner = options.owner ?? processOwner();
     this.runnerOverride = options.runner;
@@ -96,8 +98,9 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     ops.registerInstanceProcedures(this);
   }
 
-  get clustered(): boolean {
-    return this.cluster !== undefined;
+  /** In a cluster: the shards of partitions other members hold, kept for reads (server/cluster/committed-cache.ts). */
+  get committed(): CommittedShards | undefined {
+    return this.cluster?.committed;
   }
 
   get leasePolicy(): LeasePolicy | undefined {
@@ -222,7 +225,9 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   async ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
     const outcome = await ingestBody(principal, body, now, key);
-    if (!outcome.replayed) this.wakeTenant(outcome.tenantId);
+    if (outcome.replayed) return outcome;
+    this.wakeTenant(outcome.tenantId);
+    this.cluster?.eventsAppended(outcome.tenantId);
     return outcome;
   }
 
@@ -252,8 +257,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return this.timers.runDue();
   }
 
-  /** Running instances of tenants whose every partition this process owns (their counts here are whole). */
-  private instancesHeldWhole(): InstanceRuntime[] {
+  /**
+   * The instances this process samples the counts history of: alone, those of tenants whose every partition it holds
+   * (their counts here are whole); in a cluster, the member's share (server/cluster/member.ts).
+   */
+  private sampledInstances(): SampledInstance[] {
+    if (this.cluster) return this.cluster.sampledInstances();
     return [...this.tenants.values()].flatMap((entry) => (entry.loaded?.workers.every((w) => w.lease) ? [...entry.loaded.runtime.instances.values()] : []));
   }
 

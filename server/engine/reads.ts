@@ -5,6 +5,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { notFound } from '../errors';
 import { db } from '../storage/db';
 import { committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
+import type { CommittedShards } from '../cluster/committed-cache';
 import { requireInstance } from './instances';
 import { Shard } from './shard';
 import { recentMovesOf } from './store/user-moves';
@@ -16,8 +17,8 @@ export interface ReadSource {
   tenant(tenantId: string): Promise<TenantRuntime>;
   /** The running instance if this engine has it loaded (any tenant). */
   findRuntime(instanceId: string): InstanceRuntime | undefined;
-  /** Whether other processes hold some of the partitions (a cluster on PostgreSQL). */
-  readonly clustered: boolean;
+  /** In a cluster on PostgreSQL (other processes hold some of the partitions): the shards kept of theirs. */
+  readonly committed: CommittedShards | undefined;
 }
 
 /** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
@@ -41,11 +42,12 @@ export async function stepBitmap(source: ReadSource, tenantId: string, instanceI
   const row = await requireInstance(tenantId, instanceId);
   const tenant = await source.tenant(tenantId);
   // In a cluster other members hold some partitions, and may have started the instance: read those as committed.
-  const live = tenant.instances.get(row.id) ?? (source.clustered && row.state === 'running' ? await committedInstance(row, tenant.partitions) : undefined);
+  const kept = source.committed;
+  const live = tenant.instances.get(row.id) ?? (kept && row.state === 'running' ? await committedInstance(row, tenant.partitions, kept) : undefined);
   if (live) {
     if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
     if (users === 'converted') return live.convertedUsers(step);
-    return source.clustered ? committedStepUsers(live, step) : live.stepUsers(step);
+    return kept ? committedStepUsers(live, step, kept) : live.stepUsers(step);
   }
   const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
   if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
@@ -60,8 +62,9 @@ export async function whereIsUser(source: ReadSource, tenantId: string, user: nu
   const runtime = await source.tenant(tenantId);
   const instances: WhereIsUser['instances'] = [];
   const partition = user % runtime.partitions;
-  for (const instance of source.clustered ? await committedInstances(runtime) : runtime.instances.values()) {
-    const shard = source.clustered ? await committedShard(instance, partition) : instance.shards[partition];
+  const kept = source.committed;
+  for (const instance of kept ? await committedInstances(runtime, kept) : runtime.instances.values()) {
+    const shard = kept ? await committedShard(instance, partition, kept) : instance.shards[partition];
     if (!shard) continue;
     for (const [step, bitmap] of shard.steps) {
       if (bitmap.has(user)) instances.push({ instanceId: instance.id, workflowId: instance.record.workflowId, step });

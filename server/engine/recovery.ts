@@ -34,6 +34,8 @@ export interface LoadedShard {
   shard: Shard;
   /** Journal rows replayed onto the checkpoint. */
   replayed: number;
+  /** The last journal seq the shard includes (a later catch-up replays only the rows after it). */
+  seq: number;
 }
 
 export async function loadShard(instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<LoadedShard> {
@@ -49,7 +51,7 @@ export async function loadShards(instanceId: string, partitions: number[], workf
     const checkpoint = checkpoints.get(partition);
     const shard = checkpoint ? Shard.decode(instanceId, partition, checkpoint.data) : new Shard(instanceId, partition);
     const after = checkpoint?.journalSeq ?? 0;
-    targets.set(partition, { loaded: { shard, replayed: 0 }, after, replay: new Replay(shard, workflow) });
+    targets.set(partition, { loaded: { shard, replayed: 0, seq: after }, after, replay: new Replay(shard, workflow) });
     from = Math.min(from, after);
   }
   const visit = (row: ReplayRow) => {
@@ -57,6 +59,7 @@ export async function loadShards(instanceId: string, partitions: number[], workf
     if (!target || row[SEQ] <= target.after) return;
     target.replay.add(row);
     target.loaded.replayed++;
+    target.loaded.seq = row[SEQ];
   };
   if (partitions.length > 1 && (await instanceRowsDominate(instanceId, from))) await instanceJournalAfter(instanceId, from, visit);
   else for (const [partition, target] of targets) await journalAfter(instanceId, partition, target.after, visit);
@@ -68,6 +71,22 @@ export async function loadShards(instanceId: string, partitions: number[], workf
     loaded.set(partition, target.loaded);
   }
   return loaded;
+}
+
+/**
+ * Brings a shard rebuilt at journal seq `loaded.seq` up to what is committed now: the journal rows after it, then the
+ * conversions since the partition's checkpoint (ORed: those already in the shard change nothing).
+ */
+export async function catchUpShard(loaded: LoadedShard, workflow: WorkflowRuntime): Promise<void> {
+  const { shard } = loaded;
+  const replay = new Replay(shard, workflow);
+  await journalAfter(shard.instanceId, shard.partition, loaded.seq, (row) => {
+    replay.add(row);
+    loaded.replayed++;
+    loaded.seq = row[SEQ];
+  });
+  replay.flush();
+  for (const [step, users] of await conversionsAfterCheckpoint(shard.instanceId, shard.partition)) shard.convert(step, users);
 }
 
 interface ShardRequest {

@@ -5,10 +5,10 @@
 import { systemClock, Wakeup, type Clock } from '../clock';
 import { cleanupJournal } from '../notifications/notifications';
 import { db } from '../storage/db';
-import { CountsSampler, downsampleCountsHistory } from './counts-history';
+import { CountsSampler, downsampleCountsHistory, type SampledInstance } from './counts-history';
 import type { PartitionWorker } from './partition';
 import { LogTrimmer } from './store/log';
-import type { InstanceRuntime, TenantRuntime } from './tenant';
+import type { TenantRuntime } from './tenant';
 import { nextTimerDue, runTimersTogether } from './timers';
 
 /** The loop re-plans at least this often (engine clock), so nothing is missed for long. */
@@ -24,8 +24,8 @@ export interface TimerHost {
   readonly clock: Clock;
   /** Every tenant of the engine, those still loading once loaded. */
   tenants(): Promise<LoadedTenant[]>;
-  /** Running instances of tenants whose every partition this process owns (their counts here are whole). */
-  instancesHeldWhole(): InstanceRuntime[];
+  /** The instances whose counts history this process samples, each with its counts over every partition. */
+  sampledInstances(): SampledInstance[];
 }
 
 export class TimerLoop {
@@ -61,7 +61,7 @@ export class TimerLoop {
   /** Runs every due timer now, then samples counts where due (the loop does this by itself; tests call it after moving a ManualClock). */
   async runDue(): Promise<void> {
     for (const { runtime, workers } of await this.host.tenants()) await runTimersTogether(runtime.id, workers, this.host.clock.now());
-    await this.countsSampler.sampleIfDue(this.host.clock.now(), this.host.instancesHeldWhole());
+    await this.countsSampler.sampleIfDue(this.host.clock.now(), this.host.sampledInstances());
   }
 
   /** History snapshots are kept 7 days (their expiresAt); the loop removes expired ones hourly. */
@@ -80,7 +80,7 @@ export class TimerLoop {
         const now = clock.now();
         if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
         due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
-        if (this.countsSampler.hasNew(this.host.instancesHeldWhole())) due = now;
+        if (this.countsSampler.hasNew(this.host.sampledInstances())) due = now;
         if (due <= now) await this.runDue();
         else await sleepUnlessWoken(clock, Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {
@@ -92,7 +92,7 @@ export class TimerLoop {
 
   private async sampleCounts(): Promise<void> {
     await this.countsSampler
-      .sampleIfDue(this.host.clock.now(), this.host.instancesHeldWhole())
+      .sampleIfDue(this.host.clock.now(), this.host.sampledInstances())
       .catch((error) => console.error('[crowdflow] sampling counts failed', error));
   }
 

@@ -1,0 +1,142 @@
+// Shards of partitions other members hold, rebuilt here for reads (exports, where-is-user) and kept: a shard rebuilt
+// at journal seq S is brought up to date by replaying the rows after S (one indexed read, usually few rows) instead
+// of decoding the checkpoint and replaying everything since it on every request. Bounded in memory (least recently
+// used go first) and in work (a few full rebuilds at once; concurrent reads of one shard share one rebuild or
+// catch-up). Entries are keyed by workflow version, so a shard replayed under an older definition is never reused.
+import { catchUpShard, loadShard, type LoadedShard } from '../engine/recovery';
+import type { Shard } from '../engine/shard';
+import type { InstanceRuntime } from '../engine/tenant';
+
+/** Rebuilt shards kept per process, by their serialized size (roughly their size in memory). */
+export const COMMITTED_SHARDS_MAX_BYTES = 256 * 2 ** 20;
+/** Full rebuilds (checkpoint decode + replay) running at once; more wait their turn. */
+export const MAX_CONCURRENT_REBUILDS = 2;
+/**
+ * A kept shard older than this is rebuilt instead of caught up: journal retention may have removed rows after its
+ * seq by then (it keeps days of rows), and a fresh checkpoint replays less.
+ */
+const REBUILD_AFTER_MS = 10 * 60_000;
+/** Workflows of instances held elsewhere kept compiled (by instance and version), most recent first. */
+const MAX_KEPT_INSTANCES = 1_000;
+
+type Entry = { loaded: LoadedShard; bytes: number; builtAt: number; current?: Promise<Shard> };
+
+export class CommittedShards {
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+  private rebuilding = 0;
+  private readonly waiting: (() => void)[] = [];
+  private readonly instances = new Map<string, Promise<InstanceRuntime>>();
+  /** Full rebuilds and catch-ups done, and the most rebuilds that ran at once (tests). */
+  readonly stats = { rebuilds: 0, catchUps: 0, peakRebuilds: 0 };
+
+  constructor(
+    private readonly maxBytes = COMMITTED_SHARDS_MAX_BYTES,
+    private readonly maxRebuilds = MAX_CONCURRENT_REBUILDS,
+    private readonly now = () => Date.now(),
+  ) {}
+
+  /** The shard as committed now. Callers only read it: the next call may replay more rows into the same object. */
+  shard(instance: InstanceRuntime, partition: number): Promise<Shard> {
+    const key = `${instance.id}\u0000${partition}\u0000${instance.record.version}`;
+    const entry = this.entries.get(key);
+    if (entry?.current) return entry.current;
+    if (entry && this.now() - entry.builtAt < REBUILD_AFTER_MS) {
+      this.touch(key, entry);
+      entry.current = catchUpShard(entry.loaded, instance.workflow)
+        .then(() => {
+          this.stats.catchUps++;
+          this.resize(entry);
+          return entry.loaded.shard;
+        })
+        .catch((error) => {
+          this.forget(key); // half replayed: the next read rebuilds it
+          throw error;
+        })
+        .finally(() => (entry.current = undefined));
+      return entry.current;
+    }
+    if (entry) this.forget(key);
+    const building: Entry = { loaded: { shard: undefined as unknown as Shard, replayed: 0, seq: 0 }, bytes: 0, builtAt: this.now() };
+    building.current = this.rebuild(instance, partition)
+      .then((loaded) => {
+        building.loaded = loaded;
+        this.stats.rebuilds++;
+        this.resize(building);
+        return loaded.shard;
+      })
+      .catch((error) => {
+        this.forget(key);
+        throw error;
+      })
+      .finally(() => (building.current = undefined));
+    this.entries.set(key, building);
+    return building.current;
+  }
+
+  /**
+   * A running instance another member made, as `build` makes it (its workflow loaded and compiled), kept by
+   * instance and version so a lookup does not read and compile the definition again.
+   */
+  instance(row: { id: string; version: number }, build: () => Promise<InstanceRuntime>): Promise<InstanceRuntime> {
+    const key = `${row.id}\u0000${row.version}`;
+    let kept = this.instances.get(key);
+    if (kept) this.instances.delete(key);
+    else {
+      kept = build();
+      kept.catch(() => this.instances.delete(key));
+    }
+    this.instances.set(key, kept);
+    if (this.instances.size > MAX_KEPT_INSTANCES) this.instances.delete(this.instances.keys().next().value!);
+    return kept;
+  }
+
+  /** Kept shards and their bytes (tests). */
+  size(): { shards: number; bytes: number } {
+    return { shards: this.entries.size, bytes: this.bytes };
+  }
+
+  private async rebuild(instance: InstanceRuntime, partition: number): Promise<LoadedShard> {
+    while (this.rebuilding >= this.maxRebuilds) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.rebuilding++;
+    this.stats.peakRebuilds = Math.max(this.stats.peakRebuilds, this.rebuilding);
+    try {
+      return await loadShard(instance.id, partition, instance.workflow);
+    } finally {
+      this.rebuilding--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  private touch(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+  }
+
+  private resize(entry: Entry): void {
+    const bytes = shardBytes(entry.loaded.shard);
+    this.bytes += bytes - entry.bytes;
+    entry.bytes = bytes;
+    // Least recently used first (Map order); the entry just read stays even when it alone is over the bound.
+    for (const [key, other] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      if (other !== entry && !other.current) this.forget(key);
+    }
+  }
+
+  private forget(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.bytes -= entry.bytes;
+  }
+}
+
+function shardBytes(shard: Shard): number {
+  let bytes = 0;
+  for (const bitmap of shard.steps.values()) bytes += bitmap.getSerializationSizeInBytes('portable');
+  for (const bitmap of shard.converted.values()) bytes += bitmap.getSerializationSizeInBytes('portable');
+  for (const buckets of [...shard.delays.values(), ...shard.ttls.values()])
+    for (const bitmap of buckets.values()) bytes += bitmap.getSerializationSizeInBytes('portable');
+  return bytes;
+}

@@ -1,0 +1,126 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GATHER_HOLD_MS } from '../../server/cluster/gather';
+import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
+import { parseDatabaseUrl } from '../../server/storage/database-url';
+import { applyMigrations } from '../../server/storage/migrate';
+import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
+
+// Cluster members in this process on a real PostgreSQL schema, each beside an engine that holds no partitions (the
+// members' bookkeeping is under test here; test/cluster/cluster.test.ts runs whole servers).
+
+type Target = Extract<ReturnType<typeof parseDatabaseUrl>, { provider: 'postgres' }>;
+
+/** An engine without partition loops: it records which tenants it was told to read the log of. */
+function idleEngine(): ClusterEngine & { woken: string[] } {
+  const woken: string[] = [];
+  return {
+    woken,
+    partitionWaitMs: 1_000,
+    wakeTenant: (tenantId) => void woken.push(tenantId),
+    workers: async () => [],
+    hasTenant: () => true,
+    loadedTenants: () => [],
+  };
+}
+
+async function waitFor(what: string, probe: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('cluster members on one PostgreSQL schema', () => {
+  let database: TestDatabase;
+  let target: Target;
+  let sql: pg.Client;
+  const members: ClusterMember[] = [];
+
+  beforeAll(async () => {
+    database = createTestDatabase('postgres', 'member');
+    const parsed = parseDatabaseUrl(database.url);
+    if (parsed.provider !== 'postgres') throw new Error('the cluster runs on PostgreSQL');
+    target = parsed;
+    await applyMigrations(target);
+    sql = new pg.Client({ connectionString: target.connectionString });
+    await sql.connect();
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const member of members) await member.leave().catch(() => undefined);
+    await sql?.end();
+    await database?.drop();
+  });
+
+  const tenant = async (id: string) => {
+    await sql.query(`INSERT INTO "${target.schema}"."Tenant" ("id", "name", "partitions") VALUES ($1, $1, 8)`, [id]);
+    return id;
+  };
+  const join = async (name: string, engine = idleEngine()) => {
+    const member = new ClusterMember(target, name);
+    members.push(member);
+    await member.start(engine);
+    return { member, engine };
+  };
+  const gatherRow = async (tenantId: string) =>
+    (
+      await sql.query<{ member: string; untilMs: string }>(
+        `SELECT "member", "untilMs"::text AS "untilMs" FROM "${target.schema}"."ClusterGather" WHERE "tenantId" = $1`,
+        [tenantId],
+      )
+    ).rows[0];
+
+  it('assigns again only when members, tenants or gathers change, and tells the other owners of new events', async () => {
+    const a = await join('member-a');
+    await tenant('tn_one');
+    await a.member.settle(); // a tenant it did not know: assigned
+    const assigned = a.member.stats.assignments;
+    await a.member.settle();
+    await a.member.settle();
+    expect(a.member.stats.assignments).toBe(assigned);
+    expect(a.member.mayOwn('tn_one', 0)).toBe(true);
+
+    const b = await join('member-b');
+    await a.member.settle();
+    expect(a.member.stats.assignments).toBe(assigned + 1);
+    const ownedByA = Array.from({ length: 8 }, (_, p) => a.member.mayOwn('tn_one', p)).filter(Boolean).length;
+    const ownedByB = Array.from({ length: 8 }, (_, p) => b.member.mayOwn('tn_one', p)).filter(Boolean).length;
+    expect([ownedByA, ownedByB]).toEqual([4, 4]);
+
+    await tenant('tn_two');
+    await a.member.settle();
+    expect(a.member.stats.assignments).toBe(assigned + 2);
+
+    // Events appended on a: b holds partitions of the tenant and is told at once; a does not wake itself by it.
+    a.member.eventsAppended('tn_one');
+    await waitFor('b told of the events', () => b.engine.woken.includes('tn_one'));
+    expect(a.engine.woken).toEqual([]);
+  });
+
+  it('shares one gather among the operations of a tenant on a member, renews it, and lets it go with the last', async () => {
+    const a = members.find((m) => m.name === 'member-a') ?? (await join('member-a')).member;
+    const tenantId = await tenant('tn_gather');
+    const first = await a.gather(tenantId, []);
+    const second = await a.gather(tenantId, []);
+    expect((await gatherRow(tenantId))?.member).toBe('member-a');
+
+    // A gather older than its hold would be taken from it: renewing pushes the hold out again.
+    await sql.query(`UPDATE "${target.schema}"."ClusterGather" SET "untilMs" = 0 WHERE "tenantId" = $1`, [tenantId]);
+    await (a as unknown as { gathers: { renew(): Promise<void> } }).gathers.renew();
+    expect(Number((await gatherRow(tenantId))!.untilMs)).toBeGreaterThan(Date.now() + GATHER_HOLD_MS / 2);
+
+    await first();
+    await first(); // letting go twice counts once
+    expect((await gatherRow(tenantId))?.member).toBe('member-a'); // the second operation still holds it
+    await second();
+    expect(await gatherRow(tenantId)).toBeUndefined();
+
+    // Another live member's gather makes the operation wait (a retry-later error), not take it.
+    const b = members.find((m) => m.name === 'member-b')!;
+    const held = await b.gather(tenantId, []);
+    await expect(a.gather(tenantId, [])).rejects.toMatchObject({ name: 'RetryLaterError' });
+    await held();
+  });
+});
