@@ -151,6 +151,9 @@ describe('webhook destinations', () => {
     expectError(await api('PATCH', `${base}/webhooks/nope`, { token: tenant.key, body: { batchSize: 5 } }), 404, 'not_found');
     expect(expectError(await api('GET', `${base}/webhooks/a/deliveries/bogus`, { token: tenant.key }), 400, 'validation_failed').message).toMatch(/^id/);
     expectError(await api('GET', `${base}/webhooks/a/deliveries/wh_0123456789abcdef-1-0`, { token: tenant.key }), 404, 'not_found');
+    // A lost report's id (…-<watermark>-lost) and a page cursor at its offset -1 are well-formed: not found here, not refused.
+    expectError(await api('GET', `${base}/webhooks/a/deliveries/wh_0123456789abcdef-7-lost`, { token: tenant.key }), 404, 'not_found');
+    expect((await api('GET', `${base}/webhooks/a/deliveries?before=7.-1`, { token: tenant.key })).body).toEqual({ deliveries: [] });
     expectError(await api('POST', `${base}/webhooks/a/deliveries/wh_0123456789abcdef-1-0/replay`, { token: tenant.key }), 404, 'not_found');
     expect(expectError(await api('GET', `${base}/webhooks/a/deliveries?status=lost`, { token: tenant.key }), 400, 'validation_failed').message).toMatch(
       /^status/,
