@@ -6,6 +6,9 @@
 import { createServer } from 'node:http';
 import { spawnEngineThreadEarly } from './engine/thread-spawn';
 
+/** Idle time a kept-alive connection waits for its next request (as common load balancers do: above their 60 s). */
+const KEEP_ALIVE_MS = 65_000;
+
 interface Options {
   port: number;
   hostname: string | undefined;
@@ -32,10 +35,11 @@ async function main(): Promise<void> {
   // Loading the engine's sources is the longest part of a boot: the engine thread does it on the other core while
   // this thread loads the rest (so they are imported only now).
   spawnEngineThreadEarly();
-  const [{ boot }, { getCounts }, { postCrowd, putCrowd }, { crowdflowRequestListener }] = await Promise.all([
+  const [{ boot }, { getCounts }, { postCrowd, putCrowd }, { postProfileImport }, { crowdflowRequestListener }] = await Promise.all([
     import('./boot'),
     import('./http/counts-route'),
     import('./http/crowd-upload-route'),
+    import('./http/profile-import-route'),
     import('./http/http-server'),
   ]);
   // tsx turns Node's source maps on for every module loaded after it, so Node read and parsed the map of each of
@@ -49,8 +53,14 @@ async function main(): Promise<void> {
     { method: 'GET', path: '/api/v1/tenants/:tenant/instances/:iid/counts', handler: getCounts },
     { method: 'POST', path: crowd, handler: postCrowd },
     { method: 'PUT', path: crowd, handler: putCrowd },
+    { method: 'POST', path: '/api/v1/tenants/:tenant/profiles/import', handler: postProfileImport },
   ] as const;
   const server = createServer(crowdflowRequestListener([...direct], app.getRequestHandler()));
+  // Clients keep an idle connection until just before the server's advertised timeout (undici and Node's agent take
+  // the `Keep-Alive: timeout` hint less a margin); with Node's 5 s, connections of a client pausing a few seconds
+  // expired while its next request was on the way ("other side closed"). Longer idle connections make that rare.
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 1_000;
   // After the runtime has handed back its leases (server/shutdown.ts runs first), stop taking requests and exit.
   for (const [signal, code] of [
     ['SIGTERM', 143],

@@ -6,12 +6,13 @@
 //    path — `DELETE …/crowds/..` to `DELETE /tenants/T` — so they never reach it.
 // 2. Per-step counts, read by live canvases and integrations many times a second, are answered directly by the same
 //    handler function the route file exports (same auth, same errors): Next's router and route runtime cost more
-//    server CPU per request than the answer itself (BENCHMARKS.md). So are crowd uploads, whose body then streams
-//    from the socket as the parser reads it (Next copies every chunk into a stream that buffers the whole body).
+//    server CPU per request than the answer itself (BENCHMARKS.md). So are crowd uploads and profile imports, whose
+//    body then streams from the socket as the parser reads it (Next copies every chunk into a stream that buffers the
+//    whole body), and whose unread rest, after an early answer, is dropped without stalling the connection.
 // 3. Everything else goes to Next's request handler.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
 import { inexactApiPath } from './exact-path';
+import { RequestBody } from './request-body';
 
 /** Marks answers served here without Next.js (for tests and for telling the two paths apart when debugging). */
 export const DIRECT_ROUTE_HEADER = 'x-crowdflow-fast-lane';
@@ -87,23 +88,25 @@ function refuse(response: ServerResponse, status: number, code: string, message:
 }
 
 async function serve(handler: RouteHandler, params: Record<string, string>, incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> {
+  // A body is the socket's chunks as they are read (backpressure intact), not a copy; what the handler leaves unread
+  // is read and dropped once the answer is written (server/http/request-body.ts).
+  const body = incoming.method === 'GET' || incoming.method === 'HEAD' ? undefined : new RequestBody(incoming);
+  if (body) outgoing.once('finish', () => body.settle());
   try {
     const headers = new Headers();
     for (const [name, value] of Object.entries(incoming.headers)) {
       if (value !== undefined) for (const v of [value].flat()) headers.append(name, v);
     }
-    // A body is the socket's chunks as they are read (backpressure intact), not a copy.
-    const stream = incoming.method === 'GET' || incoming.method === 'HEAD' ? undefined : (Readable.toWeb(incoming) as ReadableStream<Uint8Array>);
     const request = new Request(`http://${incoming.headers.host ?? 'localhost'}${incoming.url}`, {
       method: incoming.method,
       headers,
-      body: stream,
+      body: body?.stream,
       duplex: 'half',
     } as RequestInit);
     const response = await handler(request, { params: Promise.resolve(params) });
-    const body = Buffer.from(await response.arrayBuffer());
-    outgoing.writeHead(response.status, { ...Object.fromEntries(response.headers), 'content-length': String(body.length), [DIRECT_ROUTE_HEADER]: '1' });
-    outgoing.end(body);
+    const answer = Buffer.from(await response.arrayBuffer());
+    outgoing.writeHead(response.status, { ...Object.fromEntries(response.headers), 'content-length': String(answer.length), [DIRECT_ROUTE_HEADER]: '1' });
+    outgoing.end(answer);
   } catch (error) {
     // route() maps every error itself; this is a broken connection or a bug in the dispatch.
     failed(outgoing, error);
