@@ -25,6 +25,7 @@ import type { TokenBucket } from './security/rate-limit';
 import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantProfiles } from './profiles/index-store';
 import type { WebhookPump } from './webhooks/pump';
+import type { IdTextFormatter } from './crowd/id-text-formatter';
 
 /** Rows ingest appended and the partition loop has not taken yet (server/engine/recent-log.ts), per partition. */
 export interface RecentRows {
@@ -62,6 +63,8 @@ export interface Runtime {
   /** Hands every committed profile write of this thread to the engine thread's index (set by server/engine/client.ts);
    * `write` null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
   profileRelay: ((tenantId: string, write: RelayedProfileWrite | null, seq: number) => void) | undefined;
+  /** The export formatter thread's client (server/crowd/id-text-formatter.ts), started by the first text export. */
+  idTextFormatter: IdTextFormatter | undefined;
   /** Whether ingest hands appended rows to partition loops of this thread (off when the engine has its own thread). */
   recentLogEnabled: boolean;
   readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
@@ -88,6 +91,7 @@ export function createRuntime(): Runtime {
     profileIndexes: new Map(),
     recentLogEnabled: true,
     profileRelay: undefined,
+    idTextFormatter: undefined,
     shutdown: { installed: false, closers: new Set() },
     security: { buckets: new Map(), keyUseWritten: new Map() },
   };

@@ -33,7 +33,7 @@ class Connection {
     });
   }
 
-  send(method: string, path: string, headers: Record<string, string>, body = Buffer.alloc(0)): void {
+  send(method: string, path: string, headers: Record<string, string>, body: Uint8Array = new Uint8Array(0)): void {
     const head = [`${method} ${path} HTTP/1.1`];
     const all = { host: new URL(baseUrl()).host, authorization: `Bearer ${inject('adminToken')}`, ...headers, 'content-length': String(body.length) };
     for (const [name, value] of Object.entries(all)) head.push(`${name}: ${value}`);

@@ -1,0 +1,68 @@
+// The request thread's side of the export formatter thread (id-text-thread.ts): one thread per process, started on
+// the first text export and kept (unref'd) after it; a page is sent as IDs and comes back as text bytes. A thread that
+// fails fails the pages it held (their exports end with an error) and is started again by the next page.
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { runtime } from '../runtime';
+import type { IdTextJob, IdTextReply } from './id-text-thread';
+
+// The thread loads its TypeScript through tsx's loader, as the engine thread does (server/engine/thread-spawn.ts):
+// bundlers copy a worker entry file instead of bundling it, so the paths come from the process's directory.
+const BOOTSTRAP = `
+const { parentPort, workerData } = require('node:worker_threads');
+import(workerData.loader)
+  .then(({ register }) => (register(), import(workerData.entry)))
+  .catch((error) => parentPort.postMessage({ kind: 'failed', message: error.message }));
+`;
+
+type Pending = { resolve: (bytes: Uint8Array) => void; reject: (error: Error) => void };
+
+export class IdTextFormatter {
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+
+  /** The page's text; `ids` is transferred to the thread (unusable here afterwards). */
+  format(ids: Uint32Array, asJson: boolean, afterEarlierIds: boolean): Promise<Uint8Array> {
+    const worker = (this.worker ??= this.spawn());
+    const id = this.nextId++;
+    return new Promise<Uint8Array>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ id, ids, asJson, afterEarlierIds } satisfies IdTextJob, [ids.buffer as ArrayBuffer]);
+    });
+  }
+
+  private spawn(): Worker {
+    const root = /*turbopackIgnore: true*/ process.cwd();
+    const worker = new Worker(BOOTSTRAP, {
+      eval: true,
+      workerData: {
+        loader: pathToFileURL(join(root, 'node_modules/tsx/dist/esm/api/index.mjs')).href,
+        entry: pathToFileURL(join(root, 'server/crowd/id-text-thread.ts')).href,
+      },
+    });
+    worker.unref();
+    worker.on('message', (message: IdTextReply | { kind: 'failed'; message: string }) => {
+      if (message.kind === 'failed') return this.fail(worker, new Error(`the export formatter thread did not start: ${message.message}`));
+      const call = this.pending.get(message.id);
+      this.pending.delete(message.id);
+      call?.resolve(message.bytes);
+    });
+    worker.on('error', (error) => this.fail(worker, error));
+    worker.once('exit', (code) => this.fail(worker, new Error(`the export formatter thread exited (code ${code})`)));
+    return worker;
+  }
+
+  private fail(worker: Worker, error: Error): void {
+    if (this.worker !== worker) return;
+    this.worker = undefined;
+    void worker.terminate();
+    for (const call of this.pending.values()) call.reject(error);
+    this.pending.clear();
+  }
+}
+
+export function idTextFormatter(): IdTextFormatter {
+  return (runtime().idTextFormatter ??= new IdTextFormatter());
+}
