@@ -67,20 +67,28 @@ export function parseCron(cron: string, currentDate: number | Date = Date.now(),
   return CronExpressionParser.parse(cron.trim(), { tz, currentDate });
 }
 
-const nextTimes = new Map<string, number>();
+/** Per zone and cron, spans [from, next) with no firing strictly inside: every `after` in one has `next` as its answer. */
+const knownSpans = new Map<string, { from: number; next: number }[]>();
+const SPANS_KEPT = 8;
 
 /**
- * The next time (epoch ms) strictly after `after` at which `cron` fires. Memoised: every partition of a timer step
- * asks the same question in one tick (a local-time timer once per zone), and cron-parser takes milliseconds per answer.
+ * The next time (epoch ms) strictly after `after` at which `cron` fires. Memoised by span: cron-parser takes
+ * milliseconds per answer (tens for a yearly cron, searching day by day), and every partition of a timer step asks in
+ * one tick (a local-time timer once per zone), replay asks once per journaled firing, and the engine asks ahead of a
+ * firing (`timers.ts`) so the tick itself finds its answer here.
  */
 export function nextCronTime(cron: string, after: number, tz = 'UTC'): number {
-  const key = `${after} ${tz} ${cron}`;
-  let next = nextTimes.get(key);
-  if (next === undefined) {
-    if (nextTimes.size >= 10_000) nextTimes.clear();
-    next = parseCron(cron, after, tz).next().getTime();
-    nextTimes.set(key, next);
+  const key = `${tz} ${cron}`;
+  let spans = knownSpans.get(key);
+  const known = spans?.find((span) => span.from <= after && after < span.next);
+  if (known) return known.next;
+  const next = parseCron(cron, after, tz).next().getTime();
+  if (!spans) {
+    if (knownSpans.size >= 10_000) knownSpans.clear();
+    knownSpans.set(key, (spans = []));
   }
+  if (spans.length >= SPANS_KEPT) spans.shift();
+  spans.push({ from: after, next });
   return next;
 }
 
