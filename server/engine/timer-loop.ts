@@ -9,7 +9,7 @@ import { CountsSampler, downsampleCountsHistory, type SampledInstance } from './
 import type { PartitionWorker } from './partition';
 import { LogTrimmer } from './store/log';
 import type { TenantRuntime } from './tenant';
-import { nextTimerDue, runTimersTogether } from './timers';
+import { nextTimerDue, runTimersTogether, warmNextFirings } from './timers';
 
 /** The loop re-plans at least this often (engine clock), so nothing is missed for long. */
 const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
@@ -82,7 +82,10 @@ export class TimerLoop {
         due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
         if (this.countsSampler.hasNew(this.host.sampledInstances())) due = now;
         if (due <= now) await this.runDue();
-        else await sleepUnlessWoken(clock, Math.min(due - now, MAX_TIMER_SLEEP_MS), signal);
+        else {
+          for (const { workers } of await this.host.tenants()) for (const worker of workers) warmNextFirings(worker);
+          await sleepUnlessWoken(clock, Math.min(due - clock.now(), MAX_TIMER_SLEEP_MS), signal);
+        }
       } catch (error) {
         console.error('[crowdflow] timer loop failed; retrying in 1 s', error);
         await systemClock.sleep(1_000, signal);
