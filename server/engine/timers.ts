@@ -42,6 +42,7 @@ export function nextTimerDue(worker: PartitionWorker): number | null {
  * Asks ahead of time for each timer step's firing after its next one: cron-parser takes milliseconds per answer (tens
  * for a yearly cron, which it searches day by day), and the tick that fires the step then finds the answer memoised
  * (server/model/cron.ts) instead of computing it between the fire and the commit. Memoised answers cost a lookup.
+ * (A local-time timer plans over the zones present at its tick: local-time.ts.)
  */
 export function warmNextFirings(worker: PartitionWorker): void {
   if (!worker.lease) return;
@@ -50,7 +51,7 @@ export function warmNextFirings(worker: PartitionWorker): void {
     if (!shard) continue;
     for (const [name, at] of shard.cronNext) {
       const step = instance.workflow.steps.get(name)?.step;
-      if (step?.kind === 'timer') nextCronTime(step.cron, at, step.tz);
+      if (step?.kind === 'timer' && !step.tzFromProfile) nextCronTime(step.cron, at, step.tz);
     }
   }
 }
