@@ -95,6 +95,10 @@ export function CountsChartDialog({
       })),
     [points, chosen],
   );
+  // A line of one point draws nothing: dots then show it (a new instance; the conversion rate, unknown while nobody
+  // had entered, has only the live point after an empty start).
+  const lonePoints = data.length < 2;
+  const loneRate = data.filter((p) => 'conversion' in p).length < 2;
   const toggle = (step: string) => setChosen((now) => (now.includes(step) ? now.filter((s) => s !== step) : [...now, step]));
   const time = (at: number) =>
     new Date(at).toLocaleString(
@@ -144,7 +148,7 @@ export function CountsChartDialog({
                     type="monotone"
                     dataKey={step}
                     stroke={LINE_COLORS[i % LINE_COLORS.length]}
-                    dot={false}
+                    dot={lonePoints}
                     isAnimationActive={false}
                   />
                 ))}
@@ -156,7 +160,7 @@ export function CountsChartDialog({
                     name="converted %"
                     stroke="#111827"
                     strokeDasharray="4 2"
-                    dot={false}
+                    dot={loneRate}
                     isAnimationActive={false}
                   />
                 )}
