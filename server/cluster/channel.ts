@@ -12,6 +12,7 @@ import { dbTarget } from '../storage/db';
 import { raw } from '../storage/raw';
 import { clusterEnabled } from '.';
 import { ClusterCountsBoard } from './counts';
+import { MemberLock } from './member-lock';
 import { clusterChannel } from './membership';
 import { profilesWrittenElsewhere, profileWriteNotice } from './profile-writes';
 
@@ -28,9 +29,17 @@ export async function startClusterChannel(onCounts: (instanceId: string, tenantI
   if (!clusterEnabled() || target.provider !== 'postgres') return undefined;
   const me = processOwner();
   const channel = clusterChannel(target);
-  const board = new ClusterCountsBoard(target, onCounts, (payload) => {
-    if (payload.kind === 'notice' && payload.from !== me) deliverNotice(payload as NoticeSignal);
-  });
+  // This thread holds the process's membership: its loop stays responsive while the engine thread is busy.
+  const lock = new MemberLock(target, me);
+  await lock.hold();
+  const board = new ClusterCountsBoard(
+    target,
+    onCounts,
+    (payload) => {
+      if (payload.kind === 'notice' && payload.from !== me) deliverNotice(payload as NoticeSignal);
+    },
+    lock,
+  );
   await board.start();
   runtime().clusterRelay = (name, given) => {
     const args = name === PROFILES_WRITTEN ? profileWriteNotice(String(given[0]), Number(given[1]), given[2] as ProfileChange[] | undefined) : given;

@@ -134,6 +134,8 @@ export class ClusterCountsBoard {
     private readonly target: Extract<DatabaseTarget, { provider: 'postgres' }>,
     private readonly onChange: (instanceId: string, tenantId: string) => void,
     private readonly onOtherSignal: (payload: Record<string, unknown>) => void,
+    /** The process's membership, released when the board closes (after the engine handed its partitions back). */
+    private readonly membership?: { release(): Promise<void> },
   ) {
     this.schema = `"${target.schema.replace(/"/g, '""')}"`;
     this.channel = clusterChannel(target);
@@ -166,6 +168,7 @@ export class ClusterCountsBoard {
   async close(): Promise<void> {
     this.closed = true;
     await this.client?.end().catch(() => undefined);
+    await this.membership?.release().catch((error: Error) => console.warn('[crowdflow] leaving the cluster failed:', error.message));
   }
 
   private heard(signal: CountsSignal): void {

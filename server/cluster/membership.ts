@@ -1,17 +1,15 @@
-// Who is alive, through PostgreSQL alone. A member holds a session-level advisory lock on a connection of its own
-// for as long as it lives: PostgreSQL drops the lock the moment that connection ends (a SIGKILLed process's socket is
-// closed by the kernel, so its backend exits at once), which is what tells the others it is gone; a row in
-// ClusterMember names the member and its lock key, and a heartbeat catches a member whose process hangs with its
-// connection open. Members announce joins, leaves and handoffs on one LISTEN/NOTIFY channel per schema.
-import { createHash, randomInt } from 'node:crypto';
+// Who is alive, through PostgreSQL alone (the engine thread's side). Each process holds its membership from its
+// request thread (./member-lock.ts: a session advisory lock, a ClusterMember row and a heartbeat); this side reads
+// the live members (lock held, heartbeat fresh, not draining), marks this member draining on SIGTERM, and listens on
+// the schema's LISTEN/NOTIFY channel where members announce joins, leaves, handoffs, gathers and new events.
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { DatabaseTarget } from '../storage/database-url';
 
-type PostgresTarget = Extract<DatabaseTarget, { provider: 'postgres' }>;
+export type PostgresTarget = Extract<DatabaseTarget, { provider: 'postgres' }>;
 
 /** A member whose heartbeat is older than this is not live, even while its lock is held (a hung process). */
 export const HEARTBEAT_STALE_MS = 15_000;
-const HEARTBEAT_EVERY_MS = 1_000;
 const RECONNECT_AFTER_MS = 1_000;
 
 /**
@@ -29,7 +27,7 @@ export function clusterChannel(target: PostgresTarget): string {
 }
 
 /** The advisory lock namespace (first key) of a schema's members, so test schemas on one database stay apart. */
-function lockNamespace(target: PostgresTarget): number {
+export function lockNamespace(target: PostgresTarget): number {
   return createHash('sha1').update(`crowdflow-member:${target.schema}`).digest().readUInt32BE(0) & 0x7fffffff;
 }
 
@@ -37,8 +35,6 @@ export const DB_NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint
 
 export class Membership {
   private client: pg.Client | undefined;
-  private lockKey = 0;
-  private heartbeat: ReturnType<typeof setInterval> | undefined;
   private closed = false;
   private readonly table: string;
   private readonly channel: string;
@@ -54,10 +50,10 @@ export class Membership {
     this.namespace = lockNamespace(target);
   }
 
-  /** Connects, takes a lock key of its own, writes the member row and says so on the channel. */
+  /** Connects and listens on the channel (the membership itself is held by the request thread's MemberLock). */
   async join(): Promise<void> {
     const client = new pg.Client({ connectionString: this.target.connectionString });
-    client.on('error', (error) => console.warn('[crowdflow] cluster membership connection lost:', error.message));
+    client.on('error', (error) => console.warn('[crowdflow] cluster channel connection lost:', error.message));
     client.on('end', () => this.reconnectLater(client));
     client.on('notification', (message) => {
       if (message.channel !== this.channel || !message.payload) return;
@@ -68,44 +64,14 @@ export class Membership {
       }
     });
     await client.connect();
-    this.client = client;
     try {
       await client.query(`LISTEN "${this.channel}"`);
-      for (;;) {
-        this.lockKey = randomInt(1, 0x7fffffff);
-        const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::int4, $2::int4) AS "locked"', [this.namespace, this.lockKey]);
-        if (rows[0].locked) break;
-      }
-      await this.writeRow();
     } catch (error) {
-      // Half joined: let the connection (and any lock it took) go, so the next attempt starts clean.
-      if (this.client === client) this.client = undefined;
       await client.end().catch(() => undefined);
       throw error;
     }
-    this.heartbeat ??= setInterval(() => void this.beat(), HEARTBEAT_EVERY_MS);
-    this.heartbeat.unref();
-    await this.signal({ kind: 'members', from: this.name });
-  }
-
-  private async writeRow(): Promise<void> {
-    await this.client!.query(
-      `INSERT INTO ${this.table} ("name", "lockKey", "draining", "heartbeatMs") VALUES ($1, $2, false, ${DB_NOW_MS})
-       ON CONFLICT ("name") DO UPDATE SET "lockKey" = excluded."lockKey", "draining" = false, "heartbeatMs" = excluded."heartbeatMs"`,
-      [this.name, this.lockKey],
-    );
-  }
-
-  private async beat(): Promise<void> {
-    try {
-      const { rowCount } = await this.client!.query(`UPDATE ${this.table} SET "heartbeatMs" = ${DB_NOW_MS} WHERE "name" = $1 AND "lockKey" = $2`, [
-        this.name,
-        this.lockKey,
-      ]);
-      if (rowCount === 0 && !this.closed) await this.writeRow(); // removed as dead while this process stalled
-    } catch (error) {
-      if (!this.closed) console.warn('[crowdflow] cluster heartbeat failed:', (error as Error).message);
-    }
+    this.closed = false;
+    this.client = client;
   }
 
   private reconnectLater(client: pg.Client): void {
@@ -114,12 +80,12 @@ export class Membership {
     this.rejoinLater();
   }
 
-  /** Tries to join again until it works: a member that gave up after one failed attempt would stay out for good. */
+  /** Tries to connect again until it works: a member that gave up after one failed attempt would stay deaf for good. */
   private rejoinLater(): void {
     setTimeout(() => {
       if (this.closed) return;
       this.join().catch((error: Error) => {
-        console.warn('[crowdflow] cluster membership could not reconnect:', error.message);
+        console.warn('[crowdflow] cluster channel could not reconnect:', error.message);
         this.rejoinLater();
       });
     }, RECONNECT_AFTER_MS).unref();
@@ -163,19 +129,12 @@ export class Membership {
     await this.signal({ kind: 'members', from: this.name });
   }
 
+  /** Stops listening (the request thread's MemberLock then leaves, once the engine handed its partitions back). */
   async leave(): Promise<void> {
     this.closed = true;
-    clearInterval(this.heartbeat);
     const client = this.client;
     this.client = undefined;
-    if (!client) return;
-    try {
-      await client.query(`DELETE FROM ${this.table} WHERE "name" = $1`, [this.name]);
-      await client.query('SELECT pg_advisory_unlock($1::int4, $2::int4)', [this.namespace, this.lockKey]);
-      await client.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify({ kind: 'members', from: this.name } satisfies ClusterSignal)]);
-    } finally {
-      await client.end().catch(() => undefined);
-    }
+    await client?.end().catch(() => undefined);
   }
 
   /** Tells every member (this one included) on the channel. */

@@ -54,8 +54,9 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     // from memory. Rows appended in this thread (appendEvents) are read from the log there: handing them over would
     // cost this thread a structured clone (≈ 4 ms per 1,000 events measured).
     runtime().recentLogEnabled = false;
-    await this.spawn();
+    // The membership first (this thread holds it): the engine's first assignment then counts this member.
     this.cluster = await startClusterChannel((instanceId, tenantId) => this.schedulePush(instanceId, tenantId));
+    await this.spawn();
     setRunningLookup(liveRunningLookup((id) => this.board.get(id)?.counts.total));
     runtime().noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
     runtime().profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
@@ -66,12 +67,13 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     this.stopping = true;
     runtime().noticeRelay = undefined;
     runtime().profileRelay = undefined;
-    await this.cluster?.close();
-    this.cluster = undefined;
     const worker = this.worker;
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     await this.call('stop').catch((error: Error) => console.error('[crowdflow] the engine thread did not stop cleanly', error));
     await exited;
+    // Left only now, once the engine has handed its partitions back (the others must not count it gone before).
+    await this.cluster?.close();
+    this.cluster = undefined;
     this.worker = undefined;
     this.pushes.clear();
   }

@@ -2,12 +2,14 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GATHER_HOLD_MS } from '../../server/cluster/gather';
 import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
+import { MemberLock } from '../../server/cluster/member-lock';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
 
-// Cluster members in this process on a real PostgreSQL schema, each beside an engine that holds no partitions (the
-// members' bookkeeping is under test here; test/cluster/cluster.test.ts runs whole servers).
+// Cluster members in this process on a real PostgreSQL schema, each with its membership (MemberLock, held by a
+// server's request thread) and an engine side beside an engine that holds no partitions (the members' bookkeeping is
+// under test here; test/cluster/cluster.test.ts runs whole servers).
 
 type Target = Extract<ReturnType<typeof parseDatabaseUrl>, { provider: 'postgres' }>;
 
@@ -37,6 +39,7 @@ describe('cluster members on one PostgreSQL schema', () => {
   let target: Target;
   let sql: pg.Client;
   const members: ClusterMember[] = [];
+  const locks: MemberLock[] = [];
 
   beforeAll(async () => {
     database = createTestDatabase('postgres', 'member');
@@ -50,6 +53,7 @@ describe('cluster members on one PostgreSQL schema', () => {
 
   afterAll(async () => {
     for (const member of members) await member.leave().catch(() => undefined);
+    for (const lock of locks) await lock.release().catch(() => undefined);
     await sql?.end();
     await database?.drop();
   });
@@ -59,6 +63,9 @@ describe('cluster members on one PostgreSQL schema', () => {
     return id;
   };
   const join = async (name: string, engine = idleEngine()) => {
+    const lock = new MemberLock(target, name);
+    locks.push(lock);
+    await lock.hold();
     const member = new ClusterMember(target, name);
     members.push(member);
     await member.start(engine);
@@ -122,5 +129,21 @@ describe('cluster members on one PostgreSQL schema', () => {
     const held = await b.gather(tenantId, []);
     await expect(a.gather(tenantId, [])).rejects.toMatchObject({ name: 'RetryLaterError' });
     await held();
+  });
+
+  it('keeps a member live while its process holds the membership, whatever its engine side does', async () => {
+    const a = members.find((m) => m.name === 'member-a')!;
+    // A member with no engine side at all (as while its engine thread is busy or restarting): its lock and
+    // heartbeat are the request thread's, so it stays live and keeps its share.
+    const lock = new MemberLock(target, 'member-c');
+    locks.push(lock);
+    await lock.hold();
+    expect(await a.isGone('member-c')).toBe(false);
+    await a.settle();
+    expect(a.liveMembers()).toContain('member-c');
+    await lock.release();
+    expect(await a.isGone('member-c')).toBe(true);
+    await a.settle();
+    expect(a.liveMembers()).not.toContain('member-c');
   });
 });

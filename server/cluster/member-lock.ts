@@ -1,0 +1,116 @@
+// This process's membership in the cluster, held by the request thread: a session-level advisory lock on a connection
+// of its own for as long as the process lives (PostgreSQL drops it the moment that connection ends: a SIGKILLed
+// process's socket is closed by the kernel, so its backend exits at once), a ClusterMember row naming the member and
+// its lock key, and a heartbeat every second that catches a process hanging with its connection open. The request
+// thread holds it, not the engine thread, whose work can keep its loop busy for seconds (a 10M start, a checkpoint
+// of a big shard): the request thread's loop stays under a second (issue 13), so a busy engine never looks dead and
+// loses its partitions. The engine thread's side (./membership.ts) only reads who is live and listens for signals.
+import { randomInt } from 'node:crypto';
+import pg from 'pg';
+import { clusterChannel, DB_NOW_MS, lockNamespace, type ClusterSignal, type PostgresTarget } from './membership';
+
+const HEARTBEAT_EVERY_MS = 1_000;
+const RECONNECT_AFTER_MS = 1_000;
+
+export class MemberLock {
+  private client: pg.Client | undefined;
+  private lockKey = 0;
+  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private closed = false;
+  private readonly table: string;
+  private readonly channel: string;
+  private readonly namespace: number;
+
+  constructor(
+    private readonly target: PostgresTarget,
+    readonly name: string,
+  ) {
+    this.table = `"${target.schema.replace(/"/g, '""')}"."ClusterMember"`;
+    this.channel = clusterChannel(target);
+    this.namespace = lockNamespace(target);
+  }
+
+  /** Connects, takes a lock key of its own, writes the member row and says so on the channel. */
+  async hold(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.target.connectionString });
+    client.on('error', (error) => console.warn('[crowdflow] cluster membership connection lost:', error.message));
+    client.on('end', () => this.reconnectLater(client));
+    await client.connect();
+    this.client = client;
+    try {
+      for (;;) {
+        this.lockKey = randomInt(1, 0x7fffffff);
+        const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::int4, $2::int4) AS "locked"', [this.namespace, this.lockKey]);
+        if (rows[0].locked) break;
+      }
+      await this.writeRow();
+    } catch (error) {
+      // Half joined: let the connection (and any lock it took) go, so the next attempt starts clean.
+      if (this.client === client) this.client = undefined;
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    this.heartbeat ??= setInterval(() => void this.beat(), HEARTBEAT_EVERY_MS);
+    this.heartbeat.unref();
+    await this.signal({ kind: 'members', from: this.name });
+  }
+
+  private async writeRow(): Promise<void> {
+    await this.client!.query(
+      `INSERT INTO ${this.table} ("name", "lockKey", "draining", "heartbeatMs") VALUES ($1, $2, false, ${DB_NOW_MS})
+       ON CONFLICT ("name") DO UPDATE SET "lockKey" = excluded."lockKey", "draining" = false, "heartbeatMs" = excluded."heartbeatMs"`,
+      [this.name, this.lockKey],
+    );
+  }
+
+  private async beat(): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    try {
+      const { rowCount } = await client.query(`UPDATE ${this.table} SET "heartbeatMs" = ${DB_NOW_MS} WHERE "name" = $1 AND "lockKey" = $2`, [
+        this.name,
+        this.lockKey,
+      ]);
+      if (rowCount === 0 && !this.closed) await this.writeRow(); // removed as dead while this process stalled
+    } catch (error) {
+      if (!this.closed) console.warn('[crowdflow] cluster heartbeat failed:', (error as Error).message);
+    }
+  }
+
+  private reconnectLater(client: pg.Client): void {
+    if (this.closed || this.client !== client) return;
+    this.client = undefined;
+    this.rejoinLater();
+  }
+
+  /** Tries to join again until it works: a member that gave up after one failed attempt would stay out for good. */
+  private rejoinLater(): void {
+    setTimeout(() => {
+      if (this.closed) return;
+      this.hold().catch((error: Error) => {
+        console.warn('[crowdflow] cluster membership could not reconnect:', error.message);
+        this.rejoinLater();
+      });
+    }, RECONNECT_AFTER_MS).unref();
+  }
+
+  /** Leaves: the row goes, the lock is released and the others are told (after the engine handed its partitions back). */
+  async release(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
+    try {
+      await client.query(`DELETE FROM ${this.table} WHERE "name" = $1`, [this.name]);
+      await client.query('SELECT pg_advisory_unlock($1::int4, $2::int4)', [this.namespace, this.lockKey]);
+      await client.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify({ kind: 'members', from: this.name } satisfies ClusterSignal)]);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  private async signal(signal: ClusterSignal): Promise<void> {
+    await this.client?.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(signal)]);
+  }
+}
