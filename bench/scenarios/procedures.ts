@@ -3,6 +3,7 @@
 // commits), and fairness: 90% of N queued by one tenant, then 10% by another, all at once.
 import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database as processDatabase } from '../../server/storage/database';
 import type { LockKey } from '../../server/procedures/types';
 import { closeDb, db } from '../../server/storage/db';
 import type { ScratchDatabase } from '../lib/database';
@@ -46,7 +47,7 @@ function registerBenchTypes(): void {
 
 /** Submits the procedures (untimed), then times the runner from its start until none is unfinished. */
 async function run(batches: { type: string; tenantId: string; count: number }[]): Promise<{ seconds: number; total: number; startedAtMs: number }> {
-  const runner = createProcedureRunner({ owner: 'bench', pollMs: 50 });
+  const runner = createProcedureRunner(processDatabase(), { owner: 'bench', pollMs: 50 });
   for (const batch of batches) {
     await Promise.all(Array.from({ length: batch.count }, () => runner.submit(batch.type, { n: 0 }, { tenantId: batch.tenantId })));
   }

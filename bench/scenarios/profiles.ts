@@ -11,6 +11,7 @@ import { saveCrowd } from '../../server/crowd';
 import { Engine, setEngineForTests } from '../../server/engine/engine';
 import { WorkflowDefinition } from '../../server/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database as processDatabase } from '../../server/storage/database';
 import { estimateAudience } from '../../server/profiles/audience';
 import { importProfiles } from '../../server/profiles/import';
 import { upsertProfiles } from '../../server/profiles/profiles';
@@ -181,7 +182,7 @@ function postPieces(url: string, headers: Record<string, string>, pieces: Uint8A
 async function measureInProcess(database: ScratchDatabase, users: number): Promise<{ figures: ProfileFigures; tenantName: string; instanceId: string }> {
   await useDatabase(database.url);
   const clock = new ManualClock(Date.UTC(2026, 0, 1, 12, 0, 30));
-  const runner = createProcedureRunner({ pollMs: 50 });
+  const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
   const engine = new Engine({ clock, runner, owner: 'bench-profiles', pollMs: 20 });
   setEngineForTests(engine);
   await runner.start();

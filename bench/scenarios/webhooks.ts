@@ -7,6 +7,7 @@ import { denseBitmap } from '../lib/data';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { updateTenantLimits } from '../../server/limits/limits';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database as processDatabase } from '../../server/storage/database';
 import { closeDb, db } from '../../server/storage/db';
 import { createDestination, DEFAULT_BATCH_SIZE } from '../../server/webhooks/destinations';
 import { WebhookPump } from '../../server/webhooks/pump';
@@ -80,7 +81,7 @@ export async function measureWebhooks(database: ScratchDatabase, users: number, 
         },
       });
     }
-    const runner = createProcedureRunner({ owner: 'bench-webhooks', pollMs: 50 });
+    const runner = createProcedureRunner(processDatabase(), { owner: 'bench-webhooks', pollMs: 50 });
     await runner.start();
     const pump = new WebhookPump({ runner, pollMs: 50 });
     const started = performance.now();

@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import type { Principal } from '../auth';
 import { AppError, notFound } from '../errors';
-import { db } from '../storage/db';
-import { getProcedureRunner } from './runner';
+import type { Database } from '../storage/database';
 import { toView } from './store';
-import { PROCEDURE_STATES, type ProcedureState, type ProcedureView } from './types';
+import { PROCEDURE_STATES, type ProcedureRunner, type ProcedureState, type ProcedureView } from './types';
 
 // The procedures API: an admin sees every procedure; a tenant key sees only its tenant's (others are 404, never 403,
 // so ids of other tenants do not leak).
@@ -25,8 +24,12 @@ function visibleTo(principal: Principal) {
 }
 
 /** Newest first. */
-export async function listProcedures(principal: Principal, query: z.infer<typeof ListProceduresQuery>): Promise<{ procedures: ProcedureView[] }> {
-  const rows = await db().procedure.findMany({
+export async function listProcedures(
+  { db }: Database,
+  principal: Principal,
+  query: z.infer<typeof ListProceduresQuery>,
+): Promise<{ procedures: ProcedureView[] }> {
+  const rows = await db.procedure.findMany({
     where: { ...visibleTo(principal), type: query.type, state: query.state, workflowId: query.workflow },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
     take: query.limit,
@@ -34,8 +37,8 @@ export async function listProcedures(principal: Principal, query: z.infer<typeof
   return { procedures: rows.map(toView) };
 }
 
-async function requireVisible(principal: Principal, id: string): Promise<void> {
-  const row = await db().procedure.findFirst({ where: { id, ...visibleTo(principal) }, select: { id: true } });
+async function requireVisible({ db }: Database, principal: Principal, id: string): Promise<void> {
+  const row = await db.procedure.findFirst({ where: { id, ...visibleTo(principal) }, select: { id: true } });
   if (!row) throw notFound(`Procedure "${id}"`);
 }
 
@@ -50,14 +53,18 @@ export interface ProcedureStepView {
 export type ProcedureDetail = ProcedureView & { steps: ProcedureStepView[]; children: ProcedureView[] };
 
 /** The procedure now, or (with waitSeconds) once it has finished or the wait has elapsed, whichever comes first. */
-export async function getProcedure(principal: Principal, id: string, waitSeconds: number): Promise<ProcedureDetail> {
-  await requireVisible(principal, id);
-  const view = await getProcedureRunner()
-    .await(id, waitSeconds * 1000)
-    .catch(asLocalAppError);
+export async function getProcedure(
+  database: Database,
+  runner: ProcedureRunner,
+  principal: Principal,
+  id: string,
+  waitSeconds: number,
+): Promise<ProcedureDetail> {
+  await requireVisible(database, principal, id);
+  const view = await runner.await(id, waitSeconds * 1000).catch(asLocalAppError);
   const [steps, children] = await Promise.all([
-    db().procedureStep.findMany({ where: { procedureId: id }, orderBy: { step: 'asc' }, select: { step: true, state: true, createdAt: true } }),
-    db().procedure.findMany({ where: { parentId: id }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
+    database.db.procedureStep.findMany({ where: { procedureId: id }, orderBy: { step: 'asc' }, select: { step: true, state: true, createdAt: true } }),
+    database.db.procedure.findMany({ where: { parentId: id }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
   ]);
   return {
     ...view,
@@ -66,9 +73,9 @@ export async function getProcedure(principal: Principal, id: string, waitSeconds
   };
 }
 
-export async function retryProcedure(principal: Principal, id: string): Promise<ProcedureView> {
-  await requireVisible(principal, id);
-  return getProcedureRunner().retry(id).catch(asLocalAppError);
+export async function retryProcedure(database: Database, runner: ProcedureRunner, principal: Principal, id: string): Promise<ProcedureView> {
+  await requireVisible(database, principal, id);
+  return runner.retry(id).catch(asLocalAppError);
 }
 
 /**

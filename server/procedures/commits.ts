@@ -6,8 +6,9 @@
 // Each write is fenced like before: its UPDATE matches only while this owner holds the procedure at the expected step
 // (RETURNING tells which matched), and its step record is inserted only if the procedure is now in the state that
 // UPDATE wrote, so a write that lost its lease changes nothing, whatever else commits in the same transaction.
-import { dialect } from '../storage/dialect';
-import { raw, type RawStatement } from '../storage/raw';
+import type { Database } from '../storage/database';
+import type { Dialect } from '../storage/dialect';
+import type { RawStatement } from '../storage/raw';
 import { FINISHED_STATES, type Json, type ProcedureState } from './types';
 
 /** Writes per transaction at most: keeps one transaction (and the statement list) bounded under a burst. */
@@ -23,8 +24,7 @@ export interface FencedUpdate {
 }
 
 /** The fenced UPDATE of a procedure row; with `nextStep` it also advances the step counter. */
-function fencedUpdate(id: string, owner: string, step: number, update: FencedUpdate, now: number, nextStep: boolean): RawStatement {
-  const sql = dialect();
+function fencedUpdate(sql: Dialect, id: string, owner: string, step: number, update: FencedUpdate, now: number, nextStep: boolean): RawStatement {
   const { params, bind } = sql.parameters();
   const sets = [`"state" = ${bind(update.state)}`];
   if (update.data !== undefined) sets.push(`"data" = ${bind(JSON.stringify(update.data))}`);
@@ -40,8 +40,7 @@ function fencedUpdate(id: string, owner: string, step: number, update: FencedUpd
 }
 
 /** The step record of a fenced UPDATE that advanced to `step + 1`, inserted only if that UPDATE matched. */
-function stepRecord(id: string, owner: string, step: number, state: ProcedureState, data: Json, now: number): RawStatement {
-  const sql = dialect();
+function stepRecord(sql: Dialect, id: string, owner: string, step: number, state: ProcedureState, data: Json, now: number): RawStatement {
   const { params, bind } = sql.parameters();
   const ownerAfter = FINISHED_STATES.includes(state) ? '' : owner;
   const values = [bind(id), sql.typed(bind(step + 1), 'int'), bind(state), bind(JSON.stringify(data)), sql.typed(bind(sql.timestamp(now)), 'timestamp')];
@@ -63,10 +62,10 @@ export interface FencedWrite {
 }
 
 /** The write as statements that run in any transaction (the fenced UPDATE first). */
-function writeStatements(write: FencedWrite): RawStatement[] {
-  const update = fencedUpdate(write.id, write.owner, write.step, write.update, write.now, write.nextStep);
+function writeStatements(sql: Dialect, write: FencedWrite): RawStatement[] {
+  const update = fencedUpdate(sql, write.id, write.owner, write.step, write.update, write.now, write.nextStep);
   if (!write.nextStep) return [update];
-  return [update, stepRecord(write.id, write.owner, write.step, write.update.state, write.update.data ?? null, write.now)];
+  return [update, stepRecord(sql, write.id, write.owner, write.step, write.update.state, write.update.data ?? null, write.now)];
 }
 
 /**
@@ -74,8 +73,7 @@ function writeStatements(write: FencedWrite): RawStatement[] {
  * BEGIN/COMMIT either): the rows arrive as one JSON parameter, the UPDATE matches each on its fence, and only the rows
  * it matched get their step record. Returns the ids it matched.
  */
-function batchStatement(writes: FencedWrite[]): RawStatement {
-  const sql = dialect();
+function batchStatement(sql: Dialect, writes: FencedWrite[]): RawStatement {
   const rows = writes.map(({ id, owner, step, update, now, nextStep }) => ({
     id,
     owner,
@@ -93,7 +91,8 @@ function batchStatement(writes: FencedWrite[]): RawStatement {
     finished: FINISHED_STATES.includes(update.state),
   }));
   const columns =
-    'id text, owner text, step int, "nextStep" boolean, state text, data text, attempts int, "setOutput" boolean, output text, "setError" boolean, error text, "nextRunMs" bigint, at timestamp(3), finished boolean';
+    'id text, owner text, step int, "nextStep" boolean, state text, data text, attempts int, ' +
+    '"setOutput" boolean, output text, "setError" boolean, error text, "nextRunMs" bigint, at timestamp(3), finished boolean';
   return {
     sql: `WITH i AS (SELECT * FROM json_to_recordset($1::json) AS i(${columns})),
       u AS (
@@ -125,6 +124,8 @@ export class GroupCommitter {
   private readonly queue: PendingWrite[] = [];
   private draining = false;
 
+  constructor(private readonly database: Database) {}
+
   /** Commits the write with the others waiting; resolves with whether its fence matched (false: the lease is lost). */
   write(write: FencedWrite): Promise<boolean> {
     return new Promise((resolve, reject) => {
@@ -146,14 +147,18 @@ export class GroupCommitter {
 
   private async commit(batch: PendingWrite[]): Promise<void> {
     try {
-      const db = await raw();
-      if (dialect().roundTripPerStatement) {
-        const { sql, params } = batchStatement(batch.map((pending) => pending.write));
+      const { dialect } = this.database;
+      const db = await this.database.raw();
+      if (dialect.roundTripPerStatement) {
+        const { sql, params } = batchStatement(
+          dialect,
+          batch.map((pending) => pending.write),
+        );
         const matched = new Set((await db.query<{ id: string }>(sql, params)).map((row) => row.id));
         for (const pending of batch) pending.resolve(matched.has(pending.write.id));
         return;
       }
-      const statements = batch.map((pending) => writeStatements(pending.write));
+      const statements = batch.map((pending) => writeStatements(dialect, pending.write));
       const results = await db.transaction(statements.flat());
       let at = 0;
       batch.forEach((pending, index) => {

@@ -1,6 +1,7 @@
 import { isDeadLocalOwner } from '../process-owner';
-import { db, type Tx } from '../storage/db';
-import { dialect } from '../storage/dialect';
+import type { Database } from '../storage/database';
+import type { Db, Tx } from '../storage/db';
+import type { Dialect } from '../storage/dialect';
 import type { Procedure } from '../storage/generated/sqlite/client';
 import type { GroupCommitter } from './commits';
 import { compareOrder, LockTable } from './locks';
@@ -119,6 +120,7 @@ function updateFields(update: Omit<StepUpdate, 'data'> & { data?: Json }, now: n
  * a replayed suspension).
  */
 export async function commitStep(
+  database: Database,
   committer: GroupCommitter,
   id: string,
   owner: string,
@@ -127,13 +129,13 @@ export async function commitStep(
   now: number,
   children: NewProcedure[] = [],
 ): Promise<void> {
-  if (children.length > 0) return commitSuspension(id, owner, step, update, now, children);
+  if (children.length > 0) return commitSuspension(database.db, id, owner, step, update, now, children);
   const matched = await committer.write({ id, owner, step, update, now, nextStep: true });
   if (!matched) throw new LeaseLostError(id);
 }
 
-async function commitSuspension(id: string, owner: string, step: number, update: StepUpdate, now: number, children: NewProcedure[]): Promise<void> {
-  await db().$transaction(async (tx) => {
+async function commitSuspension(db: Db, id: string, owner: string, step: number, update: StepUpdate, now: number, children: NewProcedure[]): Promise<void> {
+  await db.$transaction(async (tx) => {
     const result = await tx.procedure.updateMany({ where: { id, owner, step }, data: { ...updateFields(update, now), step: step + 1 } });
     if (result.count !== 1) throw new LeaseLostError(id);
     await tx.procedureStep.create({
@@ -158,13 +160,13 @@ export async function transition(
 }
 
 /** Renews the lease of every unfinished procedure this owner holds. */
-export async function heartbeat(owner: string, now: number): Promise<void> {
-  await db().procedure.updateMany({ where: { owner, state: { notIn: [...FINISHED_STATES] } }, data: { updatedAt: new Date(now) } });
+export async function heartbeat(db: Db, owner: string, now: number): Promise<void> {
+  await db.procedure.updateMany({ where: { owner, state: { notIn: [...FINISHED_STATES] } }, data: { updatedAt: new Date(now) } });
 }
 
 /** Gives up this owner's claims (a graceful stop), so another process resumes them without waiting for the lease. */
-export async function releaseOwned(owner: string, now: number): Promise<void> {
-  await db().procedure.updateMany({ where: { owner, state: { notIn: [...FINISHED_STATES] } }, data: { owner: null, updatedAt: new Date(now) } });
+export async function releaseOwned(db: Db, owner: string, now: number): Promise<void> {
+  await db.procedure.updateMany({ where: { owner, state: { notIn: [...FINISHED_STATES] } }, data: { owner: null, updatedAt: new Date(now) } });
 }
 
 export interface ClaimRequest {
@@ -190,9 +192,8 @@ export interface ClaimResult {
  * claim, on databases with row locks; all of them where the claim lock already excludes every other writer. Only the
  * rows about to be taken are locked: locking every queued row made each claim wait for, and hold up, every commit.
  */
-async function lockChosen(tx: Tx, chosen: QueueRow[]): Promise<QueueRow[]> {
+async function lockChosen(tx: Tx, sql: Dialect, chosen: QueueRow[]): Promise<QueueRow[]> {
   if (chosen.length === 0) return chosen;
-  const sql = dialect();
   const { params, bind } = sql.parameters();
   const unlocked = sql.skippingLockedRows(`SELECT "id" FROM ${sql.table('Procedure')} WHERE "id" IN (${chosen.map((row) => bind(row.id)).join(', ')})`);
   if (unlocked === null) return chosen;
@@ -204,15 +205,15 @@ async function lockChosen(tx: Tx, chosen: QueueRow[]): Promise<QueueRow[]> {
  * Claims, in queue order, up to `limit` procedures this owner may run now: due, not waiting for children, not held by
  * another live owner, and whose lock keys are free (no conflicting holder, no conflicting procedure queued earlier).
  */
-export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
+export async function claimReady({ db, dialect }: Database, request: ClaimRequest): Promise<ClaimResult> {
   // Idle check without the claim lock: on SQLite that lock is the database's single write lock.
-  const waiting = await db().procedure.count({ where: { state: { notIn: [...FINISHED_STATES] }, id: { notIn: [...request.busy] } } });
+  const waiting = await db.procedure.count({ where: { state: { notIn: [...FINISHED_STATES] }, id: { notIn: [...request.busy] } } });
   if (waiting === 0) return { claimed: [], withChildren: new Set(), nextDueMs: null };
-  return db().$transaction(async (tx) => {
+  return db.$transaction(async (tx) => {
     // Serializes claimers across processes for the rest of the transaction.
-    await dialect().lockUntilCommit(tx, 'crowdflow.procedures');
+    await dialect.lockUntilCommit(tx, 'crowdflow.procedures');
     // The queue needs no states or outputs: only the claimed rows are read in full.
-    const unfinished = await readQueue(tx);
+    const unfinished = await readQueue(tx, dialect);
     const byId = new Map(unfinished.map((row) => [row.id, row]));
     const waitingForChildren = new Set(unfinished.flatMap((row) => (row.parentId ? [row.parentId] : [])));
     const queue = unfinished.map((row) => ({ row, order: queueOrder(row, byId) })).sort((a, b) => compareOrder(a.order, b.order));
@@ -239,7 +240,7 @@ export async function claimReady(request: ClaimRequest): Promise<ClaimResult> {
       }
       runnable.push(row);
     }
-    const claimedIds = await take(tx, await lockChosen(tx, fairShare(runnable, request.limit)), request);
+    const claimedIds = await take(tx, dialect, await lockChosen(tx, dialect, fairShare(runnable, request.limit)), request);
     const claimed = claimedIds.length ? await tx.procedure.findMany({ where: { id: { in: claimedIds } } }) : [];
     claimed.sort((a, b) => claimedIds.indexOf(a.id) - claimedIds.indexOf(b.id));
     const parents = claimedIds.length
@@ -269,10 +270,9 @@ export function fairShare<T extends { tenantId: string | null }>(runnable: T[], 
 }
 
 /** Takes the chosen procedures for this owner, one statement per previous owner; returns the ids taken, in order. */
-async function take(tx: Tx, rows: QueueRow[], request: ClaimRequest): Promise<string[]> {
+async function take(tx: Tx, sql: Dialect, rows: QueueRow[], request: ClaimRequest): Promise<string[]> {
   const byOwner = new Map<string | null, string[]>();
   for (const row of rows) byOwner.set(row.owner, [...(byOwner.get(row.owner) ?? []), row.id]);
-  const sql = dialect();
   const taken = new Set<string>();
   for (const [previous, ids] of byOwner) {
     const { params, bind } = sql.parameters();
@@ -289,8 +289,7 @@ function leaseExpired(row: QueueRow, request: ClaimRequest): boolean {
 }
 
 /** The unfinished procedures, queue columns only: one raw statement (the ORM's row mapping cost more than the read). */
-async function readQueue(tx: Tx): Promise<QueueRow[]> {
-  const sql = dialect();
+async function readQueue(tx: Tx, sql: Dialect): Promise<QueueRow[]> {
   const columns = Object.keys(QUEUE_COLUMNS)
     .map((column) => `"${column}"`)
     .join(', ');

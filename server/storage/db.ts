@@ -71,8 +71,7 @@ export function dbTarget(): DatabaseTarget {
 }
 
 /** The SQLite connection under the Prisma client (opened by its first query). */
-export async function connectedSqlite(): Promise<BetterSqlite3.Database> {
-  const holder = storage();
+export async function connectedSqlite(holder: Storage = storage()): Promise<BetterSqlite3.Database> {
   if (!holder.sqlite) throw new Error('The database is not SQLite');
   await holder.db.$connect();
   return holder.sqlite.connection;

@@ -10,7 +10,7 @@
 // PostgreSQL: a small pg pool of its own, schema-qualified SQL (`tableName`).
 import type BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { connectedSqlite, storage } from './db';
+import { connectedSqlite, storage, type Storage } from './db';
 import { whenUnlocked } from './sqlite-busy';
 
 export interface RawStatement {
@@ -182,10 +182,14 @@ function postgresPool(connectionString: string): pg.Pool {
 
 /** The raw connection of this process, bound to the current storage (storage built anew gets a new one). */
 export function raw(): Promise<RawDb> {
-  const held = storage();
+  return rawOf(storage());
+}
+
+/** The raw connection of `held`, opened on first use. */
+export function rawOf(held: Storage): Promise<RawDb> {
   held.raw ??=
     held.target.provider === 'sqlite'
-      ? connectedSqlite().then((connection) => new SqliteRaw(connection))
+      ? connectedSqlite(held).then((connection) => new SqliteRaw(connection))
       : Promise.resolve(new PostgresRaw(postgresPool(held.target.connectionString)));
   return held.raw;
 }

@@ -11,6 +11,7 @@ import { appendEvents } from '../../server/engine/ingest';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
 
@@ -45,7 +46,7 @@ let tenantId: string;
 beforeAll(async () => {
   tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: PARTITIONS } });
-  runner = createProcedureRunner({ pollMs: 50 });
+  runner = createProcedureRunner(database(), { pollMs: 50 });
   engine = new EngineClient(runner);
   setEngineForTests(engine);
   await runner.start();

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../server/engine/engine';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database } from '../../server/storage/database';
 import type { ProcedureView } from '../../server/procedures/types';
 import { holdPartitions, instanceState, releasePartitions, tenantWithWorkflow, until } from '../fixtures/operations/setup';
 import { processState, startServerProcess, type ServerProcess } from '../helpers/server-process';
@@ -12,7 +13,7 @@ const servers: ServerProcess[] = [];
 afterEach(() => servers.splice(0).forEach((server) => server.close()));
 
 // This process only submits (inserts procedure rows) and reads; the server processes run everything.
-const runner = createProcedureRunner({ owner: 'test-submitter', pollMs: 20 });
+const runner = createProcedureRunner(database(), { owner: 'test-submitter', pollMs: 20 });
 const submitter = new Engine({ runner });
 
 function server(): ServerProcess {

@@ -3,6 +3,7 @@ import { deleteCrowd } from '../../server/crowd/store';
 import { Engine } from '../../server/engine/engine';
 import { newId } from '../../server/ids';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database } from '../../server/storage/database';
 import type { ProcedureView } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
 import { holdPartitions, instanceState, releasePartitions, tenantWithWorkflow, until, uploadCrowd } from '../fixtures/operations/setup';
@@ -23,7 +24,7 @@ import { startServerProcess, type ServerProcess } from '../helpers/server-proces
 
 const servers: ServerProcess[] = [];
 afterAll(() => servers.forEach((server) => server.close()));
-const runner = createProcedureRunner({ owner: 'test-submitter', pollMs: 20 });
+const runner = createProcedureRunner(database(), { owner: 'test-submitter', pollMs: 20 });
 const submitter = new Engine({ runner }); // never started: submits and reads only
 
 function server(env: Record<string, string> = {}): ServerProcess {

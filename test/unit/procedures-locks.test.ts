@@ -4,6 +4,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../server/clock';
 import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database } from '../../server/storage/database';
 import { fairShare } from '../../server/procedures/store';
 import type { LockKey, ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
@@ -15,8 +16,8 @@ const clock = new ManualClock();
 let runner: ProcedureRunner;
 const runners: ProcedureRunner[] = [];
 
-function startRunner(options: Parameters<typeof createProcedureRunner>[0] = {}): ProcedureRunner {
-  const created = createProcedureRunner({ clock, owner: 'locks-runner', ...options });
+function startRunner(options: Parameters<typeof createProcedureRunner>[1] = {}): ProcedureRunner {
+  const created = createProcedureRunner(database(), { clock, owner: 'locks-runner', ...options });
   runners.push(created);
   void created.start();
   return created;

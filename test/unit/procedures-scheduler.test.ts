@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database } from '../../server/storage/database';
 import { createScheduler, scheduledProcedureId, SCHEDULED_START_TYPE } from '../../server/procedures/scheduler';
 import type { Json } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
@@ -32,7 +33,7 @@ beforeAll(() => {
 });
 
 const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
-const runner = createProcedureRunner({ clock, owner: 'scheduler-test' });
+const runner = createProcedureRunner(database(), { clock, owner: 'scheduler-test' });
 afterAll(() => runner.stop());
 
 async function workflow(id: string, schedule: Json | string, savedAt?: number) {

@@ -3,6 +3,7 @@ import { ManualClock } from '../../server/clock';
 import { AppError } from '../../server/errors';
 import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database } from '../../server/storage/database';
 import type { ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
 import { gate, script, SCRIPTED_WAIT_MS, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
@@ -14,8 +15,8 @@ let clock: ManualClock;
 let runner: ProcedureRunner;
 const runners: ProcedureRunner[] = [];
 
-function startRunner(options: Parameters<typeof createProcedureRunner>[0] = {}): ProcedureRunner {
-  const created = createProcedureRunner({ clock, owner: 'test-runner', ...options });
+function startRunner(options: Parameters<typeof createProcedureRunner>[1] = {}): ProcedureRunner {
+  const created = createProcedureRunner(database(), { clock, owner: 'test-runner', ...options });
   runners.push(created);
   void created.start();
   return created;

@@ -14,6 +14,7 @@ import { setEngineForTests } from '../../server/engine/engine';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { importProfiles } from '../../server/profiles/import';
 import { db } from '../../server/storage/db';
@@ -34,7 +35,7 @@ let tenantId: string;
 
 beforeAll(async () => {
   tenantId = await tenantRow(newId('tn'), PARTITIONS);
-  runner = createProcedureRunner({ pollMs: 50 });
+  runner = createProcedureRunner(database(), { pollMs: 50 });
   engine = new EngineClient(runner);
   setEngineForTests(engine);
   await runner.start();

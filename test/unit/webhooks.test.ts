@@ -5,6 +5,7 @@ import { newId } from '../../server/ids';
 import { updateTenantLimits } from '../../server/limits/limits';
 import { applyJournalRetention } from '../../server/notifications/journal-retention';
 import { createProcedureRunner } from '../../server/procedures/runner';
+import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
 import { commitRound, cutRound } from '../../server/webhooks/cut';
@@ -75,7 +76,7 @@ function destinationBody(receiver: Receiver, extra: Partial<CreateDestinationBod
 
 function setup(): { runner: ProcedureRunner; pump: WebhookPump } {
   clock = new ManualClock(Date.UTC(2026, 5, 1));
-  const runner = createProcedureRunner({ clock, owner: `webhooks-test-${newId('o')}` });
+  const runner = createProcedureRunner(database(), { clock, owner: `webhooks-test-${newId('o')}` });
   void runner.start();
   cleanups.push(() => runner.stop());
   return { runner, pump: new WebhookPump({ runner, clock }) };

@@ -1,0 +1,30 @@
+// What a module that reads or writes rows is handed: the Prisma client, the raw driver of the hot statements and the
+// SQL dialect, all three of ONE storage. Modules take a `Database` as an argument (a function's parameter, or a
+// service object's constructor) instead of reaching for the process's storage themselves, so what a function touches
+// is in its signature and a test can hand it another database. Only the edges (server/boot.ts, route handlers, the
+// runtime's part builders) call `database()`.
+import { storage, type Db, type Storage } from './db';
+import { dialectOf, type Dialect } from './dialect';
+import { rawOf, type RawDb } from './raw';
+
+export interface Database {
+  /** The Prisma client. */
+  readonly db: Db;
+  readonly dialect: Dialect;
+  /** The raw driver (server/storage/raw.ts), opened on first use. */
+  raw(): Promise<RawDb>;
+}
+
+const databases = new WeakMap<Storage, Database>();
+
+/** The Database of `held`: one object per storage, so storage built anew (after closeDb()) gets a new one. */
+function databaseOf(held: Storage): Database {
+  let found = databases.get(held);
+  if (!found) databases.set(held, (found = { db: held.db, dialect: dialectOf(held.target), raw: () => rawOf(held) }));
+  return found;
+}
+
+/** This process's Database, for the edges that hand it to the modules (boot, route handlers, the runtime's parts). */
+export function database(): Database {
+  return databaseOf(storage());
+}
