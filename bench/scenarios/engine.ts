@@ -18,6 +18,7 @@ import { formatNumber, median, percentile, progress } from '../lib/report';
 import { profiled } from '../lib/windows';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
+import { database as processDatabase } from '../../server/storage/database';
 
 const APPEND_BATCH = 10_000;
 const RESERVED_USERS = 1_000;
@@ -61,7 +62,7 @@ export async function measureEngine(
     const view = await createTenant({ name: 'bench', partitions: scale.partitions });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };
     await saveCrowd(tenant.id, 'all', denseBitmap(scale.users), 'replace');
-    const workflow = await createWorkflow(tenant, { name: 'branch', definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });
+    const workflow = await createWorkflow(processDatabase(), tenant, { name: 'branch', definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });
     await sleep(500);
     const rssBefore = settledRss();
     const startedAt = performance.now();

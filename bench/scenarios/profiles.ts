@@ -198,7 +198,7 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
         { name: 'done', kind: 'direct' },
       ],
     });
-    const workflow = await createWorkflow(tenant, { name: 'profiles', definition });
+    const workflow = await createWorkflow(processDatabase(), tenant, { name: 'profiles', definition });
     const { procedureId, instanceId } = await engine.startInstance(tenant.id, workflow.id, { crowd: 'all' });
     await runner.await(procedureId, 600_000);
 

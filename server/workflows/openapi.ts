@@ -21,7 +21,8 @@ const SavedWorkflow = Workflow.extend({
   warnings: z
     .array(Problem)
     .describe(
-      'Saved, but will not work yet: `unknown_crowd` for a condition reading inCrowd("name") or a schedule naming a crowd the tenant does not have (step is null for the schedule); `unknown_webhook` for an enter action `webhook:<name>` naming a destination the tenant does not have',
+      'Saved, but will not work yet: `unknown_crowd` for a condition reading inCrowd("name") or a schedule naming a crowd the tenant does not have ' +
+        '(step is null for the schedule); `unknown_webhook` for an enter action `webhook:<name>` naming a destination the tenant does not have',
     ),
 });
 const Version = z.object({ workflowId: z.string(), version: z.number().int(), definition: WorkflowDefinition, createdAt: z.string() });

@@ -1,6 +1,6 @@
 import { analyzeCondition } from '../conditions/analyze';
 import type { WorkflowDefinition, WorkflowProblem, WorkflowSchedule } from '../model/workflow';
-import { db } from '../storage/db';
+import type { Database } from '../storage/database';
 import type { Tenant } from '../tenants/tenants';
 import { webhookWarnings } from '../webhooks/warnings';
 
@@ -23,22 +23,29 @@ function crowdReads(definition: WorkflowDefinition): { step: string; field: stri
 }
 
 /** Warnings of a saved workflow: crowds and webhook destinations it names that the tenant does not have. */
-export async function workflowWarnings(tenant: Tenant, definition: WorkflowDefinition, schedule: WorkflowSchedule | null): Promise<WorkflowProblem[]> {
-  return [...(await crowdWarnings(tenant, definition, schedule)), ...(await webhookWarnings(tenant, definition))];
+export async function workflowWarnings(
+  database: Database,
+  tenant: Tenant,
+  definition: WorkflowDefinition,
+  schedule: WorkflowSchedule | null,
+): Promise<WorkflowProblem[]> {
+  return [...(await crowdWarnings(database, tenant, definition, schedule)), ...(await webhookWarnings(tenant, definition))];
 }
 
-async function crowdWarnings(tenant: Tenant, definition: WorkflowDefinition, schedule: WorkflowSchedule | null): Promise<WorkflowProblem[]> {
+async function crowdWarnings({ db }: Database, tenant: Tenant, definition: WorkflowDefinition, schedule: WorkflowSchedule | null): Promise<WorkflowProblem[]> {
   const reads = crowdReads(definition);
   const named = new Set([...reads.map((read) => read.crowd), ...(schedule ? [schedule.crowd] : [])]);
   if (named.size === 0) return [];
-  const found = await db().crowd.findMany({ where: { tenantId: tenant.id, name: { in: [...named] } }, select: { name: true } });
+  const found = await db.crowd.findMany({ where: { tenantId: tenant.id, name: { in: [...named] } }, select: { name: true } });
   const existing = new Set(found.map((crowd) => crowd.name));
   const warnings: WorkflowProblem[] = reads
     .filter((read) => !existing.has(read.crowd))
     .map((read) => ({
       step: read.step,
       code: 'unknown_crowd',
-      message: `Step "${read.step}" ${read.field} reads inCrowd(${JSON.stringify(read.crowd)}), but tenant "${tenant.name}" has no crowd of that name: it is false for every user until one is uploaded`,
+      message:
+        `Step "${read.step}" ${read.field} reads inCrowd(${JSON.stringify(read.crowd)}), but tenant "${tenant.name}" has no crowd of that name: ` +
+        'it is false for every user until one is uploaded',
     }));
   if (schedule && !existing.has(schedule.crowd)) {
     warnings.push({

@@ -5,7 +5,7 @@ import { validateSchedule, validateWorkflow } from '../model/validate';
 import { tenantLimits } from '../limits/limits';
 import { timerPeriodProblems } from '../limits/timer-period';
 import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../model/workflow';
-import { db } from '../storage/db';
+import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES, canNameRow, type Tenant } from '../tenants/tenants';
 import { removeInstances } from './history';
 import { runningOf, type RunningInstance } from './running';
@@ -85,17 +85,17 @@ function summary(row: WorkflowRow, running: Running): WorkflowSummary {
 }
 
 /** Finds a workflow of the tenant by id, or else by name; other tenants' workflows are never found. */
-export async function findWorkflow(tenant: Tenant, ref: string): Promise<WorkflowRow> {
-  const rows = canNameRow(ref) ? await db().workflow.findMany({ where: { tenantId: tenant.id, OR: [{ id: ref }, { name: ref }] }, take: 2 }) : [];
+export async function findWorkflow({ db }: Database, tenant: Tenant, ref: string): Promise<WorkflowRow> {
+  const rows = canNameRow(ref) ? await db.workflow.findMany({ where: { tenantId: tenant.id, OR: [{ id: ref }, { name: ref }] }, take: 2 }) : [];
   const row = rows.find((r) => r.id === ref) ?? rows[0];
   if (!row) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
   return row;
 }
 
-async function view(row: WorkflowRow): Promise<WorkflowView> {
-  const version = await db().workflowVersion.findUnique({ where: { workflowId_version: { workflowId: row.id, version: row.currentVersion } } });
+async function view(database: Database, row: WorkflowRow): Promise<WorkflowView> {
+  const version = await database.db.workflowVersion.findUnique({ where: { workflowId_version: { workflowId: row.id, version: row.currentVersion } } });
   if (!version) throw notFound(`Version ${row.currentVersion} of workflow "${row.name}"`);
-  const running = (await runningOf([row.id])).get(row.id) ?? null;
+  const running = (await runningOf(database, [row.id])).get(row.id) ?? null;
   const { id, name, version: v, schedule, createdAt, updatedAt } = summary(row, running);
   return { id, name, version: v, definition: JSON.parse(version.definition), draft: JSON.parse(row.draft), schedule, createdAt, updatedAt, running };
 }
@@ -138,15 +138,15 @@ function duplicateName(tenant: Tenant, name: string): AppError {
 /** A saved workflow with what is allowed but will not work yet (crowds its conditions or schedule name that the tenant does not have). */
 export type SavedWorkflow = WorkflowView & { warnings: WorkflowProblem[] };
 
-async function withWarnings(tenant: Tenant, saved: WorkflowView): Promise<SavedWorkflow> {
-  return { ...saved, warnings: await workflowWarnings(tenant, saved.definition, saved.schedule) };
+async function withWarnings(database: Database, tenant: Tenant, saved: WorkflowView): Promise<SavedWorkflow> {
+  return { ...saved, warnings: await workflowWarnings(database, tenant, saved.definition, saved.schedule) };
 }
 
-export async function createWorkflow(tenant: Tenant, body: CreateWorkflowRequest, now = Date.now()): Promise<SavedWorkflow> {
+export async function createWorkflow(database: Database, tenant: Tenant, body: CreateWorkflowRequest, now = Date.now()): Promise<SavedWorkflow> {
   const checked = await checkedSave(tenant, body.definition, body.schedule ?? null, now);
   const id = newId('wf');
   const at = new Date(now);
-  const client = db();
+  const client = database.db;
   try {
     await client.$transaction([
       client.workflow.create({
@@ -167,25 +167,28 @@ export async function createWorkflow(tenant: Tenant, body: CreateWorkflowRequest
     if (isUniqueViolation(error)) throw duplicateName(tenant, body.name);
     throw error;
   }
-  return withWarnings(tenant, await view(await findWorkflow(tenant, id)));
+  return withWarnings(database, tenant, await view(database, await findWorkflow(database, tenant, id)));
 }
 
-export async function listWorkflows(tenant: Tenant): Promise<WorkflowSummary[]> {
-  const rows = await db().workflow.findMany({ where: { tenantId: tenant.id }, orderBy: { name: 'asc' } });
-  const running = await runningOf(rows.map((r) => r.id));
+export async function listWorkflows(database: Database, tenant: Tenant): Promise<WorkflowSummary[]> {
+  const rows = await database.db.workflow.findMany({ where: { tenantId: tenant.id }, orderBy: { name: 'asc' } });
+  const running = await runningOf(
+    database,
+    rows.map((r) => r.id),
+  );
   return rows.map((row) => summary(row, running.get(row.id) ?? null));
 }
 
-export async function getWorkflow(tenant: Tenant, ref: string): Promise<SavedWorkflow> {
-  return withWarnings(tenant, await view(await findWorkflow(tenant, ref)));
+export async function getWorkflow(database: Database, tenant: Tenant, ref: string): Promise<SavedWorkflow> {
+  return withWarnings(database, tenant, await view(database, await findWorkflow(database, tenant, ref)));
 }
 
 /** A save: with a definition it makes version N+1; without one it changes only name, draft or schedule. */
-export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWorkflowRequest, now = Date.now()): Promise<SavedWorkflow> {
+export async function updateWorkflow(database: Database, tenant: Tenant, ref: string, body: UpdateWorkflowRequest, now = Date.now()): Promise<SavedWorkflow> {
   if (Object.values(body).every((value) => value === undefined)) {
     throw badRequest('Nothing to save: give at least one of name, definition, draft, schedule');
   }
-  const current = await findWorkflow(tenant, ref);
+  const current = await findWorkflow(database, tenant, ref);
   const checked = await checkedSave(tenant, body.definition, body.schedule, now);
   const fields = {
     ...(body.name === undefined ? {} : { name: body.name }),
@@ -194,7 +197,7 @@ export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWo
     updatedAt: new Date(now),
   };
   try {
-    await db().$transaction(async (tx) => {
+    await database.db.$transaction(async (tx) => {
       if (checked.definition === undefined) {
         await tx.workflow.update({ where: { id: current.id }, data: fields });
         return;
@@ -210,7 +213,7 @@ export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWo
     if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
     throw error;
   }
-  return withWarnings(tenant, await view(await findWorkflow(tenant, current.id)));
+  return withWarnings(database, tenant, await view(database, await findWorkflow(database, tenant, current.id)));
 }
 
 /**
@@ -220,10 +223,10 @@ export async function updateWorkflow(tenant: Tenant, ref: string, body: UpdateWo
  * the request began is still seen, and refuses the delete with nothing removed. The journal (notifications) and
  * procedure records stay: consumers and the procedures panel keep their history until retention removes it.
  */
-export async function deleteWorkflow(tenant: Tenant, ref: string): Promise<void> {
-  const workflow = await findWorkflow(tenant, ref);
+export async function deleteWorkflow(database: Database, tenant: Tenant, ref: string): Promise<void> {
+  const workflow = await findWorkflow(database, tenant, ref);
   try {
-    await db().$transaction(
+    await database.db.$transaction(
       async (tx) => {
         await tx.workflow.update({ where: { id: workflow.id }, data: { updatedAt: new Date() } });
         const active = await tx.instance.findFirst({ where: { workflowId: workflow.id, state: { in: ACTIVE_INSTANCE_STATES } } });
@@ -250,11 +253,12 @@ export async function deleteWorkflow(tenant: Tenant, ref: string): Promise<void>
 }
 
 export async function listVersions(
+  database: Database,
   tenant: Tenant,
   ref: string,
 ): Promise<{ workflowId: string; current: number; versions: { version: number; createdAt: string }[] }> {
-  const workflow = await findWorkflow(tenant, ref);
-  const versions = await db().workflowVersion.findMany({
+  const workflow = await findWorkflow(database, tenant, ref);
+  const versions = await database.db.workflowVersion.findMany({
     where: { workflowId: workflow.id },
     select: { version: true, createdAt: true },
     orderBy: { version: 'desc' },
@@ -266,9 +270,9 @@ export async function listVersions(
   };
 }
 
-export async function getVersion(tenant: Tenant, ref: string, version: number): Promise<VersionView> {
-  const workflow = await findWorkflow(tenant, ref);
-  const row = await db().workflowVersion.findUnique({ where: { workflowId_version: { workflowId: workflow.id, version } } });
+export async function getVersion(database: Database, tenant: Tenant, ref: string, version: number): Promise<VersionView> {
+  const workflow = await findWorkflow(database, tenant, ref);
+  const row = await database.db.workflowVersion.findUnique({ where: { workflowId_version: { workflowId: workflow.id, version } } });
   if (!row) throw notFound(`Version ${version} of workflow "${workflow.name}"`);
   return { workflowId: workflow.id, version: row.version, definition: JSON.parse(row.definition), createdAt: row.createdAt.toISOString() };
 }

@@ -8,6 +8,7 @@ import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant, type Tenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { startHarness, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 // Deleting a tenant removes every row it owns through the schema's relations (onDelete: Cascade), and the running
 // engine is told: its partition loops for the tenant end, and no lease row of the tenant is ever written again.
@@ -30,7 +31,7 @@ async function fill(tenant: Tenant): Promise<void> {
   await saveCrowd(id, 'all', RoaringBitmap32.from([1, 2, 3]), 'create');
   await db().profile.create({ data: { tenantId: id, user: 1n, attributes: '{}' } });
   await db().profileIndexState.create({ data: { tenantId: id } });
-  const workflow = await createWorkflow(tenant, { name: 'journey', definition: { steps: [{ name: 'entry', kind: 'direct' }] } });
+  const workflow = await createWorkflow(database(), tenant, { name: 'journey', definition: { steps: [{ name: 'entry', kind: 'direct' }] } });
   const instanceId = `in_${id}`;
   await db().instance.create({
     data: { id: instanceId, tenantId: id, workflowId: workflow.id, version: 1, crowdName: 'all', state: 'stopped', userCount: 3n },

@@ -343,7 +343,7 @@ describe('webhook deliveries', () => {
       ],
     };
     const row = (await db().tenant.findUnique({ where: { id: owner.id } }))!;
-    const warnings = await workflowWarnings(row, definition, null);
+    const warnings = await workflowWarnings(database(), row, definition, null);
     expect(warnings).toEqual([
       { step: 'fanout', code: 'unknown_webhook', message: expect.stringMatching(/webhook destination "billing", but tenant .* has no destination/) },
     ]);

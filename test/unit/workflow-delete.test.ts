@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant, type Tenant } from '../../server/tenants/tenants';
 import { createWorkflow, deleteWorkflow, getWorkflow } from '../../server/workflows/workflows';
+import { database } from '../../server/storage/database';
 
 // Deleting a workflow removes what it left behind (versions, stopped instances, their snapshots and checkpoints)
 // in one transaction that re-checks for an active instance inside it.
@@ -17,7 +18,7 @@ let counter = 0;
 async function setUp(): Promise<{ tenant: Tenant; workflowId: string }> {
   const view = await createTenant({ name: `del-${process.pid}-${++counter}`, partitions: 2 });
   const tenant = { ...view, createdAt: new Date(view.createdAt) };
-  const workflow = await createWorkflow(tenant, { name: 'journey', definition });
+  const workflow = await createWorkflow(database(), tenant, { name: 'journey', definition });
   return { tenant, workflowId: workflow.id };
 }
 
@@ -44,15 +45,15 @@ async function leftovers(instanceIds: string[]) {
 describe('workflow delete', () => {
   it("removes the workflow, its versions, its stopped instances and their snapshots and checkpoints, and nothing of another workflow's", async () => {
     const { tenant, workflowId } = await setUp();
-    await createWorkflow(tenant, { name: 'other', definition });
+    await createWorkflow(database(), tenant, { name: 'other', definition });
     const other = (await db().workflow.findFirst({ where: { tenantId: tenant.id, name: 'other' } }))!.id;
     await recordInstance(tenant, workflowId, 'in_del_a', 'stopped');
     await recordInstance(tenant, workflowId, 'in_del_b', 'failed');
     await recordInstance(tenant, other, 'in_del_other', 'stopped');
 
-    await deleteWorkflow(tenant, workflowId);
+    await deleteWorkflow(database(), tenant, workflowId);
 
-    await expect(getWorkflow(tenant, workflowId)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(getWorkflow(database(), tenant, workflowId)).rejects.toMatchObject({ code: 'not_found' });
     expect(await db().workflowVersion.count({ where: { workflowId } })).toBe(0);
     expect(await leftovers(['in_del_a', 'in_del_b'])).toEqual({ instances: 0, snapshots: 0, checkpoints: 0 });
     expect(await leftovers(['in_del_other'])).toEqual({ instances: 1, snapshots: 1, checkpoints: 2 });
@@ -63,8 +64,11 @@ describe('workflow delete', () => {
     const { tenant, workflowId } = await setUp();
     await recordInstance(tenant, workflowId, 'in_del_old', 'stopped');
     await recordInstance(tenant, workflowId, 'in_del_live', 'running');
-    await expect(deleteWorkflow(tenant, workflowId)).rejects.toMatchObject({ code: 'conflict', details: { instanceId: 'in_del_live', state: 'running' } });
-    expect((await getWorkflow(tenant, workflowId)).id).toBe(workflowId);
+    await expect(deleteWorkflow(database(), tenant, workflowId)).rejects.toMatchObject({
+      code: 'conflict',
+      details: { instanceId: 'in_del_live', state: 'running' },
+    });
+    expect((await getWorkflow(database(), tenant, workflowId)).id).toBe(workflowId);
     expect(await leftovers(['in_del_old', 'in_del_live'])).toEqual({ instances: 2, snapshots: 2, checkpoints: 4 });
   });
 
@@ -87,7 +91,7 @@ describe('workflow delete', () => {
       { timeout: 30_000 },
     );
     await held;
-    const deleting = deleteWorkflow(tenant, workflowId).then(
+    const deleting = deleteWorkflow(database(), tenant, workflowId).then(
       () => null,
       (error: unknown) => error,
     );
@@ -96,12 +100,12 @@ describe('workflow delete', () => {
     release();
     await holder;
     expect(await deleting).toMatchObject({ code: 'conflict', details: { instanceId: 'in_del_racing', state: 'starting' } });
-    expect((await getWorkflow(tenant, workflowId)).id).toBe(workflowId);
+    expect((await getWorkflow(database(), tenant, workflowId)).id).toBe(workflowId);
   });
 
   it('answers 404 for a workflow deleted by a concurrent request', async () => {
     const { tenant, workflowId } = await setUp();
-    const results = await Promise.allSettled([deleteWorkflow(tenant, workflowId), deleteWorkflow(tenant, workflowId)]);
+    const results = await Promise.allSettled([deleteWorkflow(database(), tenant, workflowId), deleteWorkflow(database(), tenant, workflowId)]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'not_found' } });
   });

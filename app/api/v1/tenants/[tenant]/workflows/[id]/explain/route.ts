@@ -4,20 +4,21 @@ import { WorkflowDefinition } from '@/server/model/workflow';
 import { explainWorkflow } from '@/server/profiles/audience';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 import { findWorkflow, getWorkflow, WORKFLOW_BODY_LIMIT } from '@/server/workflows/workflows';
+import { database } from '@/server/storage/database';
 
 type Params = { tenant: string; id: string };
 
 /** Per condition of the current version: bitmap plan or per user, and why. */
 export const GET = route<Params>(async (request, { tenant, id }) => {
   const owner = await tenantFromRequest(request, tenant);
-  const workflow = await getWorkflow(owner, id);
+  const workflow = await getWorkflow(database(), owner, id);
   return json({ workflowId: workflow.id, version: workflow.version, conditions: await explainWorkflow(owner.id, workflow.definition) });
 });
 
 /** The same for an unsaved definition (the editor's draft) of this workflow. */
 export const POST = route<Params>(async (request, { tenant, id }) => {
   const owner = await tenantFromRequest(request, tenant);
-  const workflow = await findWorkflow(owner, id);
+  const workflow = await findWorkflow(database(), owner, id);
   const { definition } = await readJson(request, z.strictObject({ definition: WorkflowDefinition }), WORKFLOW_BODY_LIMIT);
   return json({ workflowId: workflow.id, version: null, conditions: await explainWorkflow(owner.id, definition) });
 });
