@@ -7,7 +7,8 @@ import { assertSameOriginWrite } from './security/csrf';
 import { takeRequest } from './security/rate-limit';
 import { parseScopes, requiredScope, type Scope } from './security/scopes';
 import { liveSession, SESSION_COOKIE, startSession } from './security/sessions';
-import { db } from './storage/db';
+import { database as processDatabase, type Database } from './storage/database';
+import type { Db } from './storage/db';
 
 /** The admin signed in with the token itself or through a studio session (`session` is its id); or one API key. */
 export type Principal = { kind: 'admin'; session?: string } | { kind: 'tenant'; tenantId: string; keyId: string; scopes?: readonly Scope[] };
@@ -41,9 +42,9 @@ function adminToken(): string {
 }
 
 /** Signs the studio in: checks the admin token and stores a new server-side session. */
-export async function signIn(token: string): Promise<{ id: string; cookie: string; expiresAt: Date }> {
+export async function signIn(database: Database, token: string): Promise<{ id: string; cookie: string; expiresAt: Date }> {
   if (!sameSecret(token, adminToken())) throw new AppError('unauthorized', 'The admin token is not valid');
-  return startSession(adminToken());
+  return startSession(database, adminToken());
 }
 
 export function readCookie(request: Request, name: string): string | undefined {
@@ -65,24 +66,28 @@ type KnownKey = { tenantId: string; keyId: string; revoked: boolean; scopes: Sco
 /** Keys by hash; cleared when this process revokes a key or deletes a tenant. */
 export const apiKeys = () => lookupCache<KnownKey>('api-keys');
 
-/** Who is calling: the admin (token or studio session) or one tenant's API key, allowed to make this call. */
+/**
+ * Who is calling: the admin (token or studio session) or one tenant's API key, allowed to make this call. An edge, like
+ * the route handlers that call it: it reads keys and sessions from this process's database.
+ */
 export async function authenticate(request: Request): Promise<Principal> {
+  const database = processDatabase();
   const header = request.headers.get('authorization');
   if (header) {
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     if (!match) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
     const secret = match[1];
     if (env().CROWDFLOW_ADMIN_TOKEN && sameSecret(secret, adminToken())) return { kind: 'admin' };
-    const key = await findKey(secret);
+    const key = await findKey(database.db, secret);
     if (key.revoked) throw new AppError('unauthorized', 'This API key was revoked');
     await takeRequest(key.tenantId, key.keyId);
     assertScope(request, key.scopes);
-    noteKeyUse(key.keyId);
+    noteKeyUse(database.db, key.keyId);
     return { kind: 'tenant', tenantId: key.tenantId, keyId: key.keyId, scopes: key.scopes };
   }
   const cookie = readCookie(request, SESSION_COOKIE);
   if (cookie && env().CROWDFLOW_ADMIN_TOKEN) {
-    const session = await liveSession(cookie, adminToken());
+    const session = await liveSession(database, cookie, adminToken());
     if (!session) {
       throw new AppError(
         'unauthorized',
@@ -95,11 +100,11 @@ export async function authenticate(request: Request): Promise<Principal> {
   throw new AppError('unauthorized', 'Missing credentials: send "Authorization: Bearer <admin token or API key>"');
 }
 
-async function findKey(secret: string): Promise<KnownKey> {
+async function findKey(db: Db, secret: string): Promise<KnownKey> {
   const hash = hashKey(secret);
   const cached = apiKeys().get(hash);
   if (cached) return cached;
-  const row = await db().apiKey.findUnique({ where: { hash }, select: { id: true, tenantId: true, revokedAt: true, scopes: true } });
+  const row = await db.apiKey.findUnique({ where: { hash }, select: { id: true, tenantId: true, revokedAt: true, scopes: true } });
   if (!row) throw new AppError('unauthorized', 'The token is not a valid admin token or API key');
   const key = { tenantId: row.tenantId, keyId: row.id, revoked: row.revokedAt !== null, scopes: parseScopes(row.scopes) };
   apiKeys().set(hash, key);
@@ -121,13 +126,13 @@ function assertScope(request: Request, scopes: readonly Scope[]): void {
 /** Last use is written at most once a minute per key and process: a write per request would cost ingest its speed. */
 const LAST_USED_EVERY_MS = 60_000;
 
-function noteKeyUse(keyId: string, now = Date.now()): void {
+function noteKeyUse(db: Db, keyId: string, now = Date.now()): void {
   const lastUseMemory = runtime().security.keyUseWritten;
   if (now - (lastUseMemory.get(keyId) ?? 0) < LAST_USED_EVERY_MS) return;
   if (lastUseMemory.size > 100_000) lastUseMemory.clear();
   lastUseMemory.set(keyId, now);
-  db()
-    .apiKey.updateMany({ where: { id: keyId }, data: { lastUsedAt: new Date(now) } })
+  db.apiKey
+    .updateMany({ where: { id: keyId }, data: { lastUsedAt: new Date(now) } })
     .catch((error: unknown) => console.error('[crowdflow] could not record an API key use', error));
 }
 

@@ -59,7 +59,7 @@ export async function measureEngine(
   const engine = await startEngine();
   await getProcedureRunner().start();
   try {
-    const view = await createTenant({ name: 'bench', partitions: scale.partitions });
+    const view = await createTenant(processDatabase(), { name: 'bench', partitions: scale.partitions });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };
     await saveCrowd(tenant.id, 'all', denseBitmap(scale.users), 'replace');
     const workflow = await createWorkflow(processDatabase(), tenant, { name: 'branch', definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });

@@ -188,7 +188,7 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
   await runner.start();
   await engine.start();
   try {
-    const view = await createTenant({ name: 'profiles', partitions: 8 });
+    const view = await createTenant(processDatabase(), { name: 'profiles', partitions: 8 });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };
     const crowd = denseBitmap(users);
     await saveCrowd(tenant.id, 'all', crowd, 'replace');

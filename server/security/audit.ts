@@ -2,7 +2,7 @@
 // Recorded after the action succeeded; rows outlive the tenant they name. Read by the admin through GET /audit.
 import { z } from 'zod';
 import { actorOf, type Principal } from '../auth';
-import { db } from '../storage/db';
+import type { Database } from '../storage/database';
 
 export const AUDIT_ACTIONS = [
   'session.sign_in',
@@ -30,12 +30,13 @@ export type AuditView = { seq: number; at: string; actor: string; action: string
 
 /** Records one action; a failure to record is logged, not thrown: the action itself has already happened. */
 export async function audit(
+  { db }: Database,
   who: Principal | 'anonymous',
   action: AuditAction,
   what: { tenantId?: string | null; target: string; details?: unknown },
 ): Promise<void> {
   try {
-    await db().auditEvent.create({
+    await db.auditEvent.create({
       data: {
         actor: who === 'anonymous' ? 'anonymous' : actorOf(who),
         action,
@@ -62,8 +63,8 @@ export const AuditQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
 
-export async function listAudit(query: z.infer<typeof AuditQuery>): Promise<{ events: AuditView[]; next: number }> {
-  const rows = await db().auditEvent.findMany({
+export async function listAudit({ db }: Database, query: z.infer<typeof AuditQuery>): Promise<{ events: AuditView[]; next: number }> {
+  const rows = await db.auditEvent.findMany({
     where: { seq: { gt: query.after }, ...(query.tenantId ? { tenantId: query.tenantId } : {}), ...(query.action ? { action: query.action } : {}) },
     orderBy: { seq: 'asc' },
     take: query.limit,

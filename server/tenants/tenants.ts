@@ -4,9 +4,8 @@ import { lookupCache } from '../lookup-cache';
 import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { NAME_KINDS, nameSchema } from '../model/names';
-import { db } from '../storage/db';
+import { database as processDatabase, type Database } from '../storage/database';
 import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
-import { dialect } from '../storage/dialect';
 import { notifyTenantDeleted } from './changes';
 import { dropProfileIndex } from '../profiles/index-store';
 
@@ -34,18 +33,18 @@ const view = (t: Tenant): TenantView => ({ id: t.id, name: t.name, partitions: t
 
 export const ACTIVE_INSTANCE_STATES = ['starting', 'running', 'stopping'];
 
-export async function createTenant(body: z.infer<typeof CreateTenantBody>): Promise<TenantView> {
+export async function createTenant({ db }: Database, body: z.infer<typeof CreateTenantBody>): Promise<TenantView> {
   try {
-    return view(await db().tenant.create({ data: { id: newId('tn'), name: body.name, partitions: body.partitions } }));
+    return view(await db.tenant.create({ data: { id: newId('tn'), name: body.name, partitions: body.partitions } }));
   } catch (error) {
     if (isUniqueViolation(error)) throw conflict(`A tenant named "${body.name}" already exists`);
     throw error;
   }
 }
 
-export async function listTenants(principal: Principal): Promise<TenantView[]> {
+export async function listTenants({ db }: Database, principal: Principal): Promise<TenantView[]> {
   const where = principal.kind === 'tenant' ? { id: principal.tenantId } : {};
-  return (await db().tenant.findMany({ where, orderBy: { name: 'asc' } })).map(view);
+  return (await db.tenant.findMany({ where, orderBy: { name: 'asc' } })).map(view);
 }
 
 /**
@@ -57,38 +56,39 @@ export function canNameRow(ref: string): boolean {
 }
 
 /** Finds a tenant by id or name; a key of another tenant gets the same 404 as a tenant that does not exist. */
-export async function findTenant(principal: Principal, ref: string): Promise<Tenant> {
-  const tenant = canNameRow(ref) ? await lookupTenant(ref) : null;
+export async function findTenant(database: Database, principal: Principal, ref: string): Promise<Tenant> {
+  const tenant = canNameRow(ref) ? await lookupTenant(database, ref) : null;
   if (!tenant || (principal.kind === 'tenant' && principal.tenantId !== tenant.id)) throw notFound(`Tenant "${ref}"`);
   return tenant;
 }
 
 /**
  * The tenant a call acts on: an API key's own tenant (naming another one gets 404, like a tenant that does not
- * exist), or with the admin token the tenant named by `ref`, which is then required.
+ * exist), or with the admin token the tenant named by `ref`, which is then required. Read from this thread's
+ * database: its one caller, the engine's ingest, is not handed one yet.
  */
 export async function callerTenant(principal: Principal, ref: string | undefined): Promise<Tenant> {
   if (principal.kind === 'admin') {
     if (ref === undefined) throw new AppError('validation_failed', 'tenant: required with the admin token (a tenant id or name)', { path: 'tenant' });
-    return findTenant(principal, ref);
+    return findTenant(processDatabase(), principal, ref);
   }
-  return findTenant(principal, ref ?? principal.tenantId);
+  return findTenant(processDatabase(), principal, ref ?? principal.tenantId);
 }
 
 /** Tenants by id or name; a tenant never changes after it is created, only its deletion clears the cache. */
 const tenantsByRef = () => lookupCache<Tenant>('tenants');
 
-async function lookupTenant(ref: string): Promise<Tenant | null> {
+async function lookupTenant({ db }: Database, ref: string): Promise<Tenant | null> {
   const cached = tenantsByRef().get(ref);
   if (cached) return cached;
-  const tenant = await db().tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } });
+  const tenant = await db.tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } });
   if (tenant) tenantsByRef().set(ref, tenant);
   return tenant;
 }
 
-/** Authenticates the request and resolves the tenant it may act on. */
+/** Authenticates the request and resolves the tenant it may act on: an edge, like the route handlers that call it. */
 export async function tenantFromRequest(request: Request, ref: string): Promise<Tenant> {
-  return findTenant(await authenticate(request), ref);
+  return findTenant(processDatabase(), await authenticate(request), ref);
 }
 
 export function tenantView(tenant: Tenant): TenantView {
@@ -101,11 +101,11 @@ export function tenantView(tenant: Tenant): TenantView {
  * reference it), so the check for active instances sees every instance committed before it, and a refusal rolls the
  * whole delete back. Then the engine forgets the tenant (tenantDeleted), so no partition loop writes for it again.
  */
-export async function deleteTenant(tenant: Tenant): Promise<void> {
+export async function deleteTenant({ db, dialect }: Database, tenant: Tenant): Promise<void> {
   const tenantId = tenant.id;
-  await db().$transaction(
+  await db.$transaction(
     async (tx) => {
-      if (!(await dialect().lockRowForUpdate(tx, 'Tenant', tenantId))) throw notFound(`Tenant "${tenant.name}"`);
+      if (!(await dialect.lockRowForUpdate(tx, 'Tenant', tenantId))) throw notFound(`Tenant "${tenant.name}"`);
       const running = await tx.instance.count({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } });
       if (running > 0) throw conflict(`Tenant "${tenant.name}" has ${running} running instance(s); stop them before deleting the tenant`);
       // Not cascaded: the journal's newest entry stays even when it is this tenant's (seqs continue from the max, so
@@ -150,7 +150,12 @@ type ApiKeyRow = {
  * Creates a key. The admin may give any scopes; a key (with the `keys` scope) only scopes it has itself, so a key
  * can never mint a more powerful one. `createdBy` records who made it: revoking that key revokes this one too.
  */
-export async function createApiKey(tenant: Tenant, principal: Principal, body: z.infer<typeof CreateApiKeyBody>): Promise<ApiKeyView & { secret: string }> {
+export async function createApiKey(
+  { db }: Database,
+  tenant: Tenant,
+  principal: Principal,
+  body: z.infer<typeof CreateApiKeyBody>,
+): Promise<ApiKeyView & { secret: string }> {
   const scopes = SCOPES.filter((s) => (body.scopes ?? DEFAULT_SCOPES).includes(s));
   if (principal.kind === 'tenant') {
     const own = principal.scopes ?? [];
@@ -158,7 +163,7 @@ export async function createApiKey(tenant: Tenant, principal: Principal, body: z
     if (beyond.length > 0) throw new AppError('forbidden', `A key can only create keys with scopes it has itself; this key lacks: ${beyond.join(', ')}`);
   }
   const secret = newApiKeySecret();
-  const key = await db().apiKey.create({
+  const key = await db.apiKey.create({
     data: {
       id: newId('key'),
       tenantId: tenant.id,
@@ -185,16 +190,16 @@ function keyView(k: ApiKeyRow): ApiKeyView {
   };
 }
 
-export async function listApiKeys(tenant: Tenant): Promise<ApiKeyView[]> {
-  return (await db().apiKey.findMany({ where: { tenantId: tenant.id }, orderBy: { createdAt: 'asc' } })).map(keyView);
+export async function listApiKeys({ db }: Database, tenant: Tenant): Promise<ApiKeyView[]> {
+  return (await db.apiKey.findMany({ where: { tenantId: tenant.id }, orderBy: { createdAt: 'asc' } })).map(keyView);
 }
 
 /** Revokes a key and every key it created, directly or through keys it created, in one transaction. */
-export async function revokeApiKey(tenant: Tenant, keyId: string): Promise<ApiKeyView & { alsoRevoked: string[] }> {
-  const key = canNameRow(keyId) ? await db().apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } }) : null;
+export async function revokeApiKey({ db }: Database, tenant: Tenant, keyId: string): Promise<ApiKeyView & { alsoRevoked: string[] }> {
+  const key = canNameRow(keyId) ? await db.apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } }) : null;
   if (!key) throw notFound(`API key "${keyId}"`);
   const now = new Date();
-  const descendants = await db().$transaction(async (tx) => {
+  const descendants = await db.$transaction(async (tx) => {
     const found: string[] = [];
     for (let parents = [key.id]; parents.length > 0; ) {
       const children = await tx.apiKey.findMany({ where: { tenantId: tenant.id, createdBy: { in: parents } }, select: { id: true } });
@@ -205,7 +210,7 @@ export async function revokeApiKey(tenant: Tenant, keyId: string): Promise<ApiKe
     return found;
   });
   apiKeys().clear();
-  const revoked = await db().apiKey.findUniqueOrThrow({ where: { id: key.id } });
+  const revoked = await db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
   return { ...keyView(revoked), alsoRevoked: descendants };
 }
 

@@ -17,6 +17,7 @@ import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 import { updateTenantLimits } from '../../server/limits/limits';
+import { database } from '../../server/storage/database';
 
 const DAY = 24 * 60 * 60 * 1000;
 let nextSeq = 1;
@@ -278,10 +279,10 @@ describe('journal cleanup', () => {
   it("deleting a tenant keeps the journal's newest entry when it is the tenant's, and deletes the rest of its entries", async () => {
     const other = await tenant();
     const otherSeq = await move(other, { user: 1 });
-    const view = await createTenant({ name: `gone-${nextSeq}`, partitions: 1 });
+    const view = await createTenant(database(), { name: `gone-${nextSeq}`, partitions: 1 });
     const older = await move(view.id, { user: 2 });
     const newest = await move(view.id, { user: 3 });
-    await deleteTenant({ ...view, createdAt: new Date(view.createdAt) });
+    await deleteTenant(database(), { ...view, createdAt: new Date(view.createdAt) });
     const left = await db().journal.findMany({ where: { seq: { in: [BigInt(otherSeq), BigInt(older), BigInt(newest)] } }, orderBy: { seq: 'asc' } });
     expect(left.map((row) => Number(row.seq))).toEqual([otherSeq, newest]);
     expect(Number((await db().journal.aggregate({ _max: { seq: true } }))._max.seq)).toBe(newest);

@@ -6,6 +6,7 @@ import { deleteProfile, upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 import { tenantRow } from '../helpers/tenant-row';
+import { database } from '../../server/storage/database';
 
 const { RoaringBitmap32 } = roaring;
 
@@ -66,10 +67,10 @@ describe('the tenant profile index in this process', () => {
 
 describe('tenant delete', () => {
   it('drops the profile rows, the index state and the index in memory', async () => {
-    const view = await createTenant({ name: `prof-${Date.now()}`, partitions: 2 });
+    const view = await createTenant(database(), { name: `prof-${Date.now()}`, partitions: 2 });
     await upsertProfiles(view.id, [{ user: 9, attributes: { plan: 'pro' } }]);
     expect((await profileIndex(view.id)).equals('plan', 'pro').toArray()).toEqual([9]);
-    await deleteTenant({ ...view, createdAt: new Date(view.createdAt) } as Parameters<typeof deleteTenant>[0]);
+    await deleteTenant(database(), { ...view, createdAt: new Date(view.createdAt) } as Parameters<typeof deleteTenant>[1]);
     expect(await db().profileIndexState.count({ where: { tenantId: view.id } })).toBe(0);
     expect((await profileIndex(view.id)).size).toBe(0);
   });

@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 async function newTenant(partitions = 2): Promise<Tenant> {
-  const view = await createTenant({ name: `cascade-${process.pid}-${++counter}`, partitions });
+  const view = await createTenant(database(), { name: `cascade-${process.pid}-${++counter}`, partitions });
   return { ...view, createdAt: new Date(view.createdAt) };
 }
 
@@ -81,7 +81,7 @@ describe('deleting a tenant', () => {
     const before = await owned(doomed.id);
     expect(Object.entries(before).filter(([, count]) => count === 0)).toEqual([]);
 
-    await deleteTenant(doomed);
+    await deleteTenant(database(), doomed);
     expect(await db().tenant.count({ where: { id: doomed.id } })).toBe(0);
     expect(Object.entries(await owned(doomed.id)).filter(([, count]) => count > 0)).toEqual([]);
     expect(await owned(kept.id)).toEqual(before);
@@ -92,11 +92,11 @@ describe('deleting a tenant', () => {
     await fill(tenant);
     await db().instance.update({ where: { id: `in_${tenant.id}` }, data: { state: 'running' } });
     const before = await owned(tenant.id);
-    await expect(deleteTenant(tenant)).rejects.toMatchObject({ code: 'conflict' });
+    await expect(deleteTenant(database(), tenant)).rejects.toMatchObject({ code: 'conflict' });
     expect(await owned(tenant.id)).toEqual(before);
     // Not left running for the engine of a later test to load.
     await db().instance.update({ where: { id: `in_${tenant.id}` }, data: { state: 'stopped' } });
-    await deleteTenant(tenant);
+    await deleteTenant(database(), tenant);
   });
 
   it("ends the running engine's partition loops of the tenant, and its lease rows never come back", async () => {
@@ -107,7 +107,7 @@ describe('deleting a tenant', () => {
     expect(leases.map((row) => row.owner)).toEqual([h.engine.owner, h.engine.owner, h.engine.owner]);
 
     const tenant = await db().tenant.findUniqueOrThrow({ where: { id: h.tenantId } });
-    await deleteTenant(tenant);
+    await deleteTenant(database(), tenant);
     await expect.poll(() => h.engine.hasTenant(h.tenantId)).toBe(false);
     expect(await db().partitionState.count({ where: { tenantId: h.tenantId } })).toBe(0);
     // What a loop that was never told would do once its lease lapsed: take the partition again. The row would

@@ -16,7 +16,7 @@ const definition = {
 let counter = 0;
 
 async function setUp(): Promise<{ tenant: Tenant; workflowId: string }> {
-  const view = await createTenant({ name: `del-${process.pid}-${++counter}`, partitions: 2 });
+  const view = await createTenant(database(), { name: `del-${process.pid}-${++counter}`, partitions: 2 });
   const tenant = { ...view, createdAt: new Date(view.createdAt) };
   const workflow = await createWorkflow(database(), tenant, { name: 'journey', definition });
   return { tenant, workflowId: workflow.id };
@@ -114,12 +114,12 @@ describe('workflow delete', () => {
     const { tenant, workflowId } = await setUp();
     await recordInstance(tenant, workflowId, 'in_tn_old', 'stopped');
     await recordInstance(tenant, workflowId, 'in_tn_live', 'stopping');
-    await expect(deleteTenant(tenant)).rejects.toMatchObject({ code: 'conflict' });
+    await expect(deleteTenant(database(), tenant)).rejects.toMatchObject({ code: 'conflict' });
     expect(await db().tenant.count({ where: { id: tenant.id } })).toBe(1);
     expect(await leftovers(['in_tn_old', 'in_tn_live'])).toEqual({ instances: 2, snapshots: 2, checkpoints: 4 });
 
     await db().instance.update({ where: { id: 'in_tn_live' }, data: { state: 'stopped' } });
-    await deleteTenant(tenant);
+    await deleteTenant(database(), tenant);
     expect(await db().tenant.count({ where: { id: tenant.id } })).toBe(0);
     expect(await db().workflow.count({ where: { tenantId: tenant.id } })).toBe(0);
     expect(await leftovers(['in_tn_old', 'in_tn_live'])).toEqual({ instances: 0, snapshots: 0, checkpoints: 0 });

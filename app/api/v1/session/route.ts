@@ -4,16 +4,17 @@ import { AppError } from '@/server/errors';
 import { json, readJson, route } from '@/server/http/respond';
 import { audit } from '@/server/security/audit';
 import { endSession, SESSION_TTL_MS } from '@/server/security/sessions';
+import { database } from '@/server/storage/database';
 
 const SignInBody = z.strictObject({ token: z.string().min(1) });
 
 export const POST = route(async (request) => {
   const { token } = await readJson(request, SignInBody);
-  const session = await signIn(token).catch(async (error: unknown) => {
-    if (error instanceof AppError && error.code === 'unauthorized') await audit('anonymous', 'session.sign_in_failed', { target: 'studio' });
+  const session = await signIn(database(), token).catch(async (error: unknown) => {
+    if (error instanceof AppError && error.code === 'unauthorized') await audit(database(), 'anonymous', 'session.sign_in_failed', { target: 'studio' });
     throw error;
   });
-  await audit({ kind: 'admin', session: session.id }, 'session.sign_in', { target: session.id });
+  await audit(database(), { kind: 'admin', session: session.id }, 'session.sign_in', { target: session.id });
   const secure = new URL(request.url).protocol === 'https:' ? '; Secure' : '';
   const cookie = `${SESSION_COOKIE}=${session.cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}${secure}`;
   return json({ signedIn: true, expiresAt: session.expiresAt.toISOString() }, 200, { 'set-cookie': cookie });
@@ -22,7 +23,7 @@ export const POST = route(async (request) => {
 /** Signs out: the session ends on the server (the old cookie no longer works anywhere), and the cookie is cleared. */
 export const DELETE = route(async (request) => {
   const cookie = readCookie(request, SESSION_COOKIE);
-  const ended = cookie ? await endSession(cookie) : null;
-  if (ended) await audit({ kind: 'admin', session: ended }, 'session.sign_out', { target: ended });
+  const ended = cookie ? await endSession(database(), cookie) : null;
+  if (ended) await audit(database(), { kind: 'admin', session: ended }, 'session.sign_out', { target: ended });
   return json({ signedIn: false }, 200, { 'set-cookie': `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0` });
 });

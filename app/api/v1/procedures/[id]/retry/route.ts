@@ -8,6 +8,6 @@ import { database } from '@/server/storage/database';
 export const POST = route<{ id: string }>(async (request, { id }) => {
   const principal = await authenticate(request);
   const retried = await retryProcedure(database(), getProcedureRunner(), principal, id);
-  await audit(principal, 'procedure.retry', { tenantId: retried.tenantId, target: id });
+  await audit(database(), principal, 'procedure.retry', { tenantId: retried.tenantId, target: id });
   return json(retried);
 });

@@ -10,6 +10,7 @@ import {
   updateDestination,
   UpdateDestinationBody,
 } from '@/server/webhooks/destinations';
+import { database } from '@/server/storage/database';
 
 type Params = { tenant: string; name: string };
 
@@ -20,19 +21,19 @@ export const GET = route<Params>(async (request, params) => {
 
 export const PATCH = route<Params>(async (request, params) => {
   const principal = await authenticate(request);
-  const tenant = await findTenant(principal, params.tenant);
+  const tenant = await findTenant(database(), principal, params.tenant);
   const { name } = DestinationParams.parse(params);
   const body = await readJson(request, UpdateDestinationBody);
   const destination = await updateDestination(tenant.id, name, body, Date.now());
-  await audit(principal, 'webhook.update', { tenantId: tenant.id, target: name, details: { fields: Object.keys(body) } });
+  await audit(database(), principal, 'webhook.update', { tenantId: tenant.id, target: name, details: { fields: Object.keys(body) } });
   return json(destination);
 });
 
 export const DELETE = route<Params>(async (request, params) => {
   const principal = await authenticate(request);
-  const tenant = await findTenant(principal, params.tenant);
+  const tenant = await findTenant(database(), principal, params.tenant);
   const { name } = DestinationParams.parse(params);
   await deleteDestination(tenant.id, name);
-  await audit(principal, 'webhook.delete', { tenantId: tenant.id, target: name });
+  await audit(database(), principal, 'webhook.delete', { tenantId: tenant.id, target: name });
   return new Response(null, { status: 204 });
 });

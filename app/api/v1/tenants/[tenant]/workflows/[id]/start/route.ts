@@ -9,10 +9,10 @@ import { database } from '@/server/storage/database';
 
 export const POST = route<{ tenant: string; id: string }>(async (request, params) => {
   const principal = await authenticate(request);
-  const tenant = await findTenant(principal, params.tenant);
+  const tenant = await findTenant(database(), principal, params.tenant);
   const workflow = await findWorkflow(database(), tenant, params.id);
   const body = await readJson(request, StartInstanceBody);
   const started = await getEngine().startInstance(tenant.id, workflow.id, body);
-  await audit(principal, 'instance.start', { tenantId: tenant.id, target: started.instanceId, details: { workflowId: workflow.id, ...body } });
+  await audit(database(), principal, 'instance.start', { tenantId: tenant.id, target: started.instanceId, details: { workflowId: workflow.id, ...body } });
   return json(started, 202);
 });

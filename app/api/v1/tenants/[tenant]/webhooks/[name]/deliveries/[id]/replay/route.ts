@@ -5,14 +5,15 @@ import { audit } from '@/server/security/audit';
 import { findTenant } from '@/server/tenants/tenants';
 import { DeliveryParams, replayDelivery } from '@/server/webhooks/deliveries';
 import { DestinationParams } from '@/server/webhooks/destinations';
+import { database } from '@/server/storage/database';
 
 /** 202: the delivery is pending again, same id and body; the runner sends it with fresh retries. */
 export const POST = route<{ tenant: string; name: string; id: string }>(async (request, params) => {
   const principal = await authenticate(request);
-  const tenant = await findTenant(principal, params.tenant);
+  const tenant = await findTenant(database(), principal, params.tenant);
   const { name } = DestinationParams.parse(params);
   const { id } = DeliveryParams.parse(params);
   const delivery = await replayDelivery(getProcedureRunner(), tenant.id, name, id, { admin: principal.kind === 'admin' });
-  await audit(principal, 'webhook.replay', { tenantId: tenant.id, target: `${name}/${id}` });
+  await audit(database(), principal, 'webhook.replay', { tenantId: tenant.id, target: `${name}/${id}` });
   return json(delivery, 202);
 });
