@@ -80,7 +80,7 @@ export async function authenticate(request: Request): Promise<Principal> {
     if (env().CROWDFLOW_ADMIN_TOKEN && sameSecret(secret, adminToken())) return { kind: 'admin' };
     const key = await findKey(database.db, secret);
     if (key.revoked) throw new AppError('unauthorized', 'This API key was revoked');
-    await takeRequest(key.tenantId, key.keyId);
+    await takeRequest(database, key.tenantId, key.keyId);
     assertScope(request, key.scopes);
     noteKeyUse(database.db, key.keyId);
     return { kind: 'tenant', tenantId: key.tenantId, keyId: key.keyId, scopes: key.scopes };

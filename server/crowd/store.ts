@@ -6,6 +6,7 @@ import { db } from '../storage/db';
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from './bitmap';
 import { notifyCrowdChanged } from './changes';
 import { checkCrowdUsers, tenantLimits } from '../limits/limits';
+import { database } from '../storage/database';
 
 export const CrowdName = nameSchema(NAME_KINDS.crowd);
 
@@ -140,7 +141,7 @@ export async function combineCrowds(tenantId: string, body: z.infer<typeof Combi
     body.op,
     body.crowds.map((name) => byName.get(name)!),
   );
-  checkCrowdUsers(result.size, await tenantLimits(tenantId));
+  checkCrowdUsers(result.size, await tenantLimits(database(), tenantId));
   return saveCrowd(tenantId, body.name, result, body.replace ? 'replace' : 'create');
 }
 

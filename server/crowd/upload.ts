@@ -4,6 +4,7 @@ import { env } from '../env';
 import { checkCrowdUsers, tenantLimits } from '../limits/limits';
 import { parseCrowdUpload, uploadFormat } from './parse';
 import { assertCrowdAbsent, CrowdName, saveCrowd, type CrowdMeta } from './store';
+import { database } from '../storage/database';
 
 export const CrowdParams = z.object({ name: CrowdName });
 
@@ -27,7 +28,7 @@ export async function uploadCrowd(
     throw new AppError('payload_too_large', `The upload is ${declared} bytes; the limit is ${maxBytes} bytes (CROWDFLOW_MAX_UPLOAD_BYTES)`);
   }
   if (mode === 'create') await assertCrowdAbsent(tenantId, name, 'use PUT to replace it');
-  const limits = await tenantLimits(tenantId);
+  const limits = await tenantLimits(database(), tenantId);
   const checkUsers = (users: number) => checkCrowdUsers(users, limits, maxBytes);
   const bitmap = await parseCrowdUpload(request.body, contentType, maxBytes, checkUsers);
   checkUsers(bitmap.size);

@@ -14,6 +14,7 @@ import { instanceView, loadDefinition } from './instance-store';
 import { crowdOf, nobodyLeft, previousInstance, strandedUsers } from './operations';
 import { WorkflowRuntime } from './runtime';
 import type { Counts, InstanceView, Reentry, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest } from './types';
+import { database } from '../storage/database';
 
 /**
  * What the instance operations need of an engine: its procedure runner, the live counts of an instance, and the
@@ -86,7 +87,7 @@ async function refuseActive(workflowId: string, except?: string): Promise<void> 
 async function requireUsableCrowd(tenantId: string, name: string) {
   const crowd = await requireCrowdMeta(tenantId, name);
   if (crowd.count === 0) throw new AppError('unprocessable', `Crowd "${name}" is empty; an instance needs at least one user`, { crowd: name });
-  checkInstanceUsers(Number(crowd.count), await tenantLimits(tenantId));
+  checkInstanceUsers(Number(crowd.count), await tenantLimits(database(), tenantId));
   return crowd;
 }
 

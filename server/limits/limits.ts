@@ -4,8 +4,7 @@
 import { z } from 'zod';
 import { AppError } from '../errors';
 import { lookupCache } from '../lookup-cache';
-import { dialect } from '../storage/dialect';
-import { raw } from '../storage/raw';
+import type { Database } from '../storage/database';
 
 const LimitsShape = {
   maxCrowdUsers: z
@@ -74,27 +73,27 @@ export const DEFAULT_LIMITS: TenantLimits = Object.freeze({
 
 type Row = { limits: string };
 
-async function overrides(tenantId: string): Promise<Partial<TenantLimits>> {
-  const { params, bind } = dialect().parameters();
-  const [row] = await (await raw()).query<Row>(`SELECT "limits" FROM ${dialect().table('TenantLimits')} WHERE "tenantId" = ${bind(tenantId)}`, params);
+async function overrides({ dialect, raw }: Database, tenantId: string): Promise<Partial<TenantLimits>> {
+  const { params, bind } = dialect.parameters();
+  const [row] = await (await raw()).query<Row>(`SELECT "limits" FROM ${dialect.table('TenantLimits')} WHERE "tenantId" = ${bind(tenantId)}`, params);
   return row ? (JSON.parse(row.limits) as Partial<TenantLimits>) : {};
 }
 
 /** The tenant's limits: its overrides over the defaults. */
-export async function tenantLimits(tenantId: string): Promise<TenantLimits> {
-  return { ...DEFAULT_LIMITS, ...(await overrides(tenantId)) };
+export async function tenantLimits(database: Database, tenantId: string): Promise<TenantLimits> {
+  return { ...DEFAULT_LIMITS, ...(await overrides(database, tenantId)) };
 }
 
 /** Applies a patch (null = back to the default) and returns the limits now in force. */
-export async function updateTenantLimits(tenantId: string, patch: z.infer<typeof TenantLimitsPatch>): Promise<TenantLimits> {
-  const next: Record<string, unknown> = { ...(await overrides(tenantId)) };
+export async function updateTenantLimits(database: Database, tenantId: string, patch: z.infer<typeof TenantLimitsPatch>): Promise<TenantLimits> {
+  const next: Record<string, unknown> = { ...(await overrides(database, tenantId)) };
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete next[key];
     else if (value !== undefined) next[key] = value;
   }
-  const { params, bind } = dialect().parameters();
-  await (await raw()).execute(
-    `INSERT INTO ${dialect().table('TenantLimits')} ("tenantId", "limits", "updatedAt") VALUES (${bind(tenantId)}, ${bind(JSON.stringify(next))}, CURRENT_TIMESTAMP)
+  const { params, bind } = database.dialect.parameters();
+  await (await database.raw()).execute(
+    `INSERT INTO ${database.dialect.table('TenantLimits')} ("tenantId", "limits", "updatedAt") VALUES (${bind(tenantId)}, ${bind(JSON.stringify(next))}, CURRENT_TIMESTAMP)
      ON CONFLICT ("tenantId") DO UPDATE SET "limits" = excluded."limits", "updatedAt" = excluded."updatedAt"`,
     params,
   );
@@ -108,7 +107,7 @@ const count = (n: number) => n.toLocaleString('en-US');
  * The most users an upload of at most `maxUploadBytes` may become: what a text upload of that size can name (an ID
  * and a newline are at least 2 bytes), so the upload cap bounds what an upload becomes, not only its bytes.
  */
-export function usersPerUploadCap(maxUploadBytes: number): number {
+function usersPerUploadCap(maxUploadBytes: number): number {
   return Math.floor(maxUploadBytes / 2);
 }
 

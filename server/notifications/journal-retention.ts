@@ -9,6 +9,7 @@ import { tenantLimits } from '../limits/limits';
 import { db } from '../storage/db';
 import { dialect } from '../storage/dialect';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
+import { database } from '../storage/database';
 
 /** Deletes run in chunks of this many entries, so a large cleanup never holds the journal locked for long. */
 const CLEANUP_CHUNK = 10_000;
@@ -39,7 +40,7 @@ export async function applyJournalRetention(clock: Clock): Promise<number> {
   const tenants = await db().journal.groupBy({ by: ['tenantId'], _count: { _all: true } });
   let deleted = 0;
   for (const { tenantId, _count } of tenants) {
-    const limits = await tenantLimits(tenantId);
+    const limits = await tenantLimits(database(), tenantId);
     const cutoff = clock.now() - limits.journalRetentionHours * 3_600_000;
     const beyondSize = _count._all > limits.journalMaxRows ? await newestSeqBeyond(tenantId, limits.journalMaxRows) : null;
     deleted += await deleteEntries(tenantId, cutoff, beyondSize);

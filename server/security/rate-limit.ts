@@ -5,6 +5,7 @@ import { AppError } from '../errors';
 import { tenantLimits, type TenantLimits } from '../limits/limits';
 import { lookupCache } from '../lookup-cache';
 import { runtime } from '../runtime';
+import type { Database } from '../storage/database';
 
 export type RateLimit = { perSecond: number; burst: number };
 export type TokenBucket = { tokens: number; updatedMs: number; limit: RateLimit };
@@ -12,18 +13,18 @@ export type TokenBucket = { tokens: number; updatedMs: number; limit: RateLimit 
 /** Cleared by updateTenantLimits in this process; other processes see a change within 5 s. */
 const limitsByTenant = () => lookupCache<TenantLimits>('tenant-limits');
 
-async function limitOf(tenantId: string): Promise<RateLimit> {
+async function limitOf(database: Database, tenantId: string): Promise<RateLimit> {
   let limits = limitsByTenant().get(tenantId);
   if (!limits) {
-    limits = await tenantLimits(tenantId);
+    limits = await tenantLimits(database, tenantId);
     limitsByTenant().set(tenantId, limits);
   }
   return { perSecond: limits.requestsPerSecond, burst: limits.requestBurst };
 }
 
 /** Takes one request from the key's bucket, or throws a 429 saying when to retry. */
-export async function takeRequest(tenantId: string, keyId: string, now = Date.now()): Promise<void> {
-  const limit = await limitOf(tenantId);
+export async function takeRequest(database: Database, tenantId: string, keyId: string, now = Date.now()): Promise<void> {
+  const limit = await limitOf(database, tenantId);
   const buckets = runtime().security.buckets;
   let bucket = buckets.get(keyId);
   if (!bucket || bucket.limit.perSecond !== limit.perSecond || bucket.limit.burst !== limit.burst) {

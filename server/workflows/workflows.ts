@@ -102,6 +102,7 @@ async function view(database: Database, row: WorkflowRow): Promise<WorkflowView>
 
 /** Throws 400 invalid_workflow listing every problem of the definition and the schedule; returns what to store. */
 async function checkedSave(
+  database: Database,
   tenant: Tenant,
   definition: unknown,
   schedule: unknown,
@@ -114,7 +115,7 @@ async function checkedSave(
     if (result.ok) checked = result.definition;
     else problems.push(...result.problems);
     // The one rule that depends on the tenant, so it is checked here and not in the shared validateWorkflow().
-    if (result.ok) problems.push(...timerPeriodProblems(result.definition, (await tenantLimits(tenant.id)).minTimerPeriodSeconds, now));
+    if (result.ok) problems.push(...timerPeriodProblems(result.definition, (await tenantLimits(database, tenant.id)).minTimerPeriodSeconds, now));
   }
   if (schedule !== undefined && schedule !== null) problems.push(...validateSchedule(schedule));
   if (problems.length > 0) {
@@ -143,7 +144,7 @@ async function withWarnings(database: Database, tenant: Tenant, saved: WorkflowV
 }
 
 export async function createWorkflow(database: Database, tenant: Tenant, body: CreateWorkflowRequest, now = Date.now()): Promise<SavedWorkflow> {
-  const checked = await checkedSave(tenant, body.definition, body.schedule ?? null, now);
+  const checked = await checkedSave(database, tenant, body.definition, body.schedule ?? null, now);
   const id = newId('wf');
   const at = new Date(now);
   const client = database.db;
@@ -189,7 +190,7 @@ export async function updateWorkflow(database: Database, tenant: Tenant, ref: st
     throw badRequest('Nothing to save: give at least one of name, definition, draft, schedule');
   }
   const current = await findWorkflow(database, tenant, ref);
-  const checked = await checkedSave(tenant, body.definition, body.schedule, now);
+  const checked = await checkedSave(database, tenant, body.definition, body.schedule, now);
   const fields = {
     ...(body.name === undefined ? {} : { name: body.name }),
     ...(body.draft === undefined ? {} : { draft: JSON.stringify(body.draft) }),

@@ -229,7 +229,7 @@ describe('journal cleanup', () => {
   it("keeps at most the tenant's journalMaxRows newest entries", async () => {
     const clock = new ManualClock(Date.UTC(2026, 1, 1));
     const t = await tenant();
-    await updateTenantLimits(t, { journalMaxRows: 1_000 });
+    await updateTenantLimits(database(), t, { journalMaxRows: 1_000 });
     const first = nextSeq;
     nextSeq += 1_200;
     const { params, bind } = dialect().parameters();

@@ -6,7 +6,7 @@ import { assertAdmin, findTenant, tenantFromRequest } from '@/server/tenants/ten
 import { database } from '@/server/storage/database';
 
 export const GET = route<{ tenant: string }>(async (request, params) =>
-  json(await tenantLimits((await tenantFromRequest(request, params.tenant)).id)),
+  json(await tenantLimits(database(), (await tenantFromRequest(request, params.tenant)).id)),
 );
 
 export const PUT = route<{ tenant: string }>(async (request, params) => {
@@ -14,7 +14,7 @@ export const PUT = route<{ tenant: string }>(async (request, params) => {
   assertAdmin(principal);
   const tenant = await findTenant(database(), principal, params.tenant);
   const patch = await readJson(request, TenantLimitsPatch);
-  const limits = await updateTenantLimits(tenant.id, patch);
+  const limits = await updateTenantLimits(database(), tenant.id, patch);
   await audit(database(), principal, 'tenant.limits', { tenantId: tenant.id, target: tenant.name, details: patch });
   return json(limits);
 });
