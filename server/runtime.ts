@@ -5,9 +5,10 @@
 // Why a global at all: Next.js bundles instrumentation.ts (where boot starts the engine) and every route handler
 // apart, each with its own copy of every module, so module variables set by one copy are invisible to the others.
 // globalThis is what the copies share; one key for the whole runtime replaces the per-module slots each module used
-// to keep. Modules reach their part through their own accessor (db(), getEngine(), getProcedureRunner()…), which
-// reads this runtime; parts that need another part get it as an argument (the engine gets its runner, the instance
-// procedures get their engine).
+// to keep. The edges (boot, route handlers) reach a part through its accessor (database(), getEngine(),
+// getProcedureRunner()…), which reads this runtime, and hand it on: modules take storage as a Database argument
+// (server/storage/database.ts; some still call the older db()/raw() accessors), and parts that need another part
+// get it as an argument (the runner its Database, the engine its runner, the instance procedures their engine).
 //
 // This file imports types only, so any module can import it without an import cycle at evaluation time; each part is
 // built on first use by the module that owns it (storage by storage/db.ts, the engine by engine/engine.ts…), and a
