@@ -27,8 +27,8 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
-/** Next.js bundles instrumentation (which starts the engine) and each route apart, each with its own copy of this
- * class; the brand makes `instanceof AppError` true for an AppError from any copy. */
+/** The server entry (loaded through tsx: boot, the procedure runner, the engine client) and each Next.js route bundle
+ * have their own copy of this class; the brand makes `instanceof AppError` true for an AppError from any copy. */
 const APP_ERROR = Symbol.for('crowdflow.AppError');
 
 export class AppError extends Error {

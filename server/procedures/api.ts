@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../auth';
-import { AppError, notFound } from '../errors';
+import { notFound } from '../errors';
 import type { Database } from '../storage/database';
 import { toView } from './store';
 import { PROCEDURE_STATES, type ProcedureRunner, type ProcedureState, type ProcedureView } from './types';
@@ -61,7 +61,7 @@ export async function getProcedure(
   waitSeconds: number,
 ): Promise<ProcedureDetail> {
   await requireVisible(database, principal, id);
-  const view = await runner.await(id, waitSeconds * 1000).catch(asLocalAppError);
+  const view = await runner.await(id, waitSeconds * 1000);
   const [steps, children] = await Promise.all([
     database.db.procedureStep.findMany({ where: { procedureId: id }, orderBy: { step: 'asc' }, select: { step: true, state: true, createdAt: true } }),
     database.db.procedure.findMany({ where: { parentId: id }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
@@ -75,17 +75,5 @@ export async function getProcedure(
 
 export async function retryProcedure(database: Database, runner: ProcedureRunner, principal: Principal, id: string): Promise<ProcedureView> {
   await requireVisible(database, principal, id);
-  return runner.retry(id).catch(asLocalAppError);
-}
-
-/**
- * The runner lives on globalThis, created by whichever Next.js bundle booted it; its errors are that bundle's AppError
- * class, which this bundle's `instanceof AppError` does not recognise. Re-create them here so they map to their 4xx.
- */
-function asLocalAppError(error: unknown): never {
-  if (!(error instanceof AppError) && error instanceof Error && error.name === 'AppError') {
-    const { code, details } = error as Error & { code: AppError['code']; details?: unknown };
-    throw new AppError(code, error.message, details);
-  }
-  throw error;
+  return runner.retry(id);
 }
