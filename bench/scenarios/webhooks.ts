@@ -54,7 +54,7 @@ export async function measureWebhooks(database: ScratchDatabase, users: number, 
   try {
     await db().tenant.create({ data: { id: 'tn_bench', name: 'bench', partitions: PARTITIONS } });
     // The receiver is on this machine: a private address, refused unless the tenant is allowed them.
-    await updateTenantLimits('tn_bench', { webhookPrivateAddresses: true });
+    await updateTenantLimits(processDatabase(), 'tn_bench', { webhookPrivateAddresses: true });
     await createDestination(
       'tn_bench',
       { name: 'crm', url: `${receiver.url}/hook`, headers: {}, batchSize, timeoutMs: 10_000, allNotifications: false, start: 'head' },

@@ -30,7 +30,7 @@ async function tenant(): Promise<{ id: string; name: string }> {
   const id = newId('tn');
   const name = id.toLowerCase().replace(/[^a-z0-9]/g, 'x');
   await db().tenant.create({ data: { id, name, partitions: 2 } });
-  await updateTenantLimits(id, { webhookPrivateAddresses: true });
+  await updateTenantLimits(database(), id, { webhookPrivateAddresses: true });
   return { id, name };
 }
 
@@ -227,7 +227,7 @@ describe('webhook deliveries', () => {
     const hook = await receiver();
     const owner = await tenant();
     await createDestination(owner.id, destinationBody(hook), clock.now());
-    await updateTenantLimits(owner.id, { webhookPrivateAddresses: null });
+    await updateTenantLimits(database(), owner.id, { webhookPrivateAddresses: null });
     await move(owner.id, { users: [1, 2] });
     await pump.pumpOnce();
     await settle();
@@ -247,7 +247,7 @@ describe('webhook deliveries', () => {
     const old = [await move(owner.id, { user: 1 }), await move(owner.id, { users: [2, 3] })];
     // Two hours later, with a one-hour retention, the old moves go before the pump read them.
     await clock.advance(2 * 3_600_000);
-    await updateTenantLimits(owner.id, { journalRetentionHours: 1 });
+    await updateTenantLimits(database(), owner.id, { journalRetentionHours: 1 });
     const fresh = await move(owner.id, { user: 4 });
     expect(await applyJournalRetention(clock)).toBe(2);
     expect(await pump.pumpOnce()).toBe(2);
