@@ -13,6 +13,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { inexactApiPath } from './exact-path';
 import { RequestBody } from './request-body';
+import { jsonTextOf } from './respond';
 
 /** Marks answers served here without Next.js (for tests and for telling the two paths apart when debugging). */
 export const DIRECT_ROUTE_HEADER = 'x-crowdflow-fast-lane';
@@ -104,7 +105,8 @@ async function serve(handler: RouteHandler, params: Record<string, string>, inco
       duplex: 'half',
     } as RequestInit);
     const response = await handler(request, { params: Promise.resolve(params) });
-    const answer = Buffer.from(await response.arrayBuffer());
+    const text = jsonTextOf(response);
+    const answer = text === undefined ? Buffer.from(await response.arrayBuffer()) : Buffer.from(text);
     outgoing.writeHead(response.status, { ...Object.fromEntries(response.headers), 'content-length': String(answer.length), [DIRECT_ROUTE_HEADER]: '1' });
     outgoing.end(answer);
   } catch (error) {

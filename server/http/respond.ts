@@ -3,14 +3,22 @@ import { AppError, isForeignKeyViolation, isUniqueViolation } from '../errors';
 import { parseJsonBody } from '../json-body';
 import { inexactApiPath } from './exact-path';
 
+/** The JSON text of each response json() built, for our HTTP server to write without reading the body back. */
+const jsonTexts = new WeakMap<Response, string>();
+
 export function json(body: unknown, status = 200, headers: HeadersInit = {}): Response {
-  return new Response(
-    JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? Number(value) : value)),
-    {
-      status,
-      headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
-    },
-  );
+  const text = JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? Number(value) : value));
+  const response = new Response(text, { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+  jsonTexts.set(response, text);
+  return response;
+}
+
+/**
+ * The body of a response json() built, as text (undefined for any other response). Reading a Response's body back
+ * through its stream cost our server ≈ 0.1 ms per counts request, more than the answer itself.
+ */
+export function jsonTextOf(response: Response): string | undefined {
+  return jsonTexts.get(response);
 }
 
 export function errorResponse(error: unknown): Response {
