@@ -105,6 +105,7 @@ function nodeFor(step: Step, id: string, position: { x: number; y: number }, lon
     case 'timer': {
       const data: TimerData = { ...common(step), cron: step.cron };
       if (step.tz !== undefined) data.tz = step.tz;
+      if (step.tzFromProfile !== undefined) data.tzFromProfile = step.tzFromProfile;
       if (step.condition !== undefined) data.condition = step.condition;
       return { ...base, type: 'timer', data };
     }
@@ -214,6 +215,8 @@ export function graphToDefinition(
       case 'timer': {
         const step: Step = { ...base, kind: 'timer', cron: node.data.cron, next: target(node, 'next') ?? '' };
         if (node.data.tz) step.tz = node.data.tz;
+        // Kept even empty: "each user's zone" with no attribute yet is a problem to show, not the one-zone timer.
+        if (node.data.tzFromProfile !== undefined) step.tzFromProfile = node.data.tzFromProfile;
         if (node.data.condition) step.condition = node.data.condition;
         return step;
       }

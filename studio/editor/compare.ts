@@ -29,6 +29,8 @@ function fieldsOf(step: Step): Map<string, string> {
       break;
     case 'timer':
       put('Cron', step.cron);
+      put('Time zone', step.tz);
+      put('Time zone from profile', step.tzFromProfile);
       put('Condition', step.condition);
       put('Next step', step.next);
       break;

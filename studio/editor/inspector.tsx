@@ -1,45 +1,12 @@
 'use client';
-import { describeCron, cronProblem, timeZoneProblem } from '../../server/model/cron';
 import { Duration, parseDuration } from '../../server/model/workflow';
 import { outputHandles, type BranchData, type StepData, type StepNode } from '../convert';
 import { ConditionEditor } from './condition';
-import { WorkflowPanel } from './workflow-panel';
+import { Text } from './inspector-text';
+import { TimerFields } from './inspector-timer';
 import { KIND_ICON, KIND_LABEL } from './nodes';
+import { WorkflowPanel } from './workflow-panel';
 import { useEditor, useEditorStore } from './store';
-
-function Text({
-  label,
-  value,
-  onChange,
-  placeholder,
-  testId,
-  hint,
-}: {
-  label: string;
-  value: string | undefined;
-  onChange: (v: string | undefined) => void;
-  placeholder?: string;
-  testId?: string;
-  hint?: { ok: boolean; text: string } | null;
-}) {
-  return (
-    <label>
-      {label}
-      <input
-        value={value ?? ''}
-        placeholder={placeholder}
-        onChange={(e) => onChange(e.target.value === '' ? undefined : e.target.value)}
-        data-testid={testId}
-        aria-invalid={hint ? !hint.ok : undefined}
-      />
-      {hint && (
-        <span className={hint.ok ? 'muted small' : 'field-error'} data-testid={testId ? `${testId}-hint` : undefined}>
-          {hint.text}
-        </span>
-      )}
-    </label>
-  );
-}
 
 const UNITS: [number, string][] = [
   [86_400_000, 'day'],
@@ -227,36 +194,8 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
         </>
       );
     }
-    case 'timer': {
-      const problem = cronProblem(node.data.cron);
-      const tz = node.data.tz;
-      const tzProblem = tz === undefined ? null : timeZoneProblem(tz.trim());
-      return (
-        <>
-          <label>
-            Cron (second minute hour day month weekday)
-            <input value={node.data.cron} onChange={(e) => update({ cron: e.target.value }, 'cron')} data-testid="cron-input" />
-          </label>
-          <p className={problem ? 'field-error' : 'muted small'} data-testid="cron-description">
-            {problem ?? describeCron(node.data.cron, tzProblem ? undefined : tz)}
-          </p>
-          <Text
-            label="Time zone (IANA, empty = UTC)"
-            value={tz}
-            onChange={(v) => update({ tz: v }, 'tz')}
-            placeholder="Europe/Amsterdam"
-            testId="tz-input"
-            hint={tzProblem ? { ok: false, text: tzProblem } : null}
-          />
-          <ConditionEditor
-            label="Only users where (optional)"
-            optional
-            value={node.data.condition}
-            onChange={(text) => update({ condition: text }, 'condition')}
-          />
-        </>
-      );
-    }
+    case 'timer':
+      return <TimerFields node={node} update={update} />;
     case 'delay':
       return (
         <Text

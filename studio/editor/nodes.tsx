@@ -29,7 +29,7 @@ function summary(node: StepNode): string {
     case 'branch':
       return `${node.data.branches.length} condition${node.data.branches.length === 1 ? '' : 's'}${node.data.timeout ? ` · else after ${node.data.timeout.after}` : ''}`;
     case 'timer':
-      return describeCron(node.data.cron, node.data.tz) + (node.data.condition ? ' · if condition' : '');
+      return describeCron(node.data.cron, node.data.tz, node.data.tzFromProfile) + (node.data.condition ? ' · if condition' : '');
     case 'delay':
       return `after ${node.data.after}`;
     case 'split':

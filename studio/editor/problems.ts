@@ -17,6 +17,7 @@ const FIELD_WORDS: Record<string, string> = {
   ttl: 'Re-evaluate when idle (ttl)',
   cron: 'Cron',
   tz: 'Time zone',
+  tzFromProfile: 'Zone attribute',
   condition: 'Condition',
   actions: 'Actions',
   name: 'Name',
@@ -46,7 +47,7 @@ export function problemText(problem: WorkflowProblem, node: StepNode | undefined
     if (text.startsWith(`${prefix}: `)) text = text.slice(prefix.length + 2);
     else if (text.startsWith(`${prefix} `)) text = text.slice(prefix.length + 1);
   }
-  text = text.replace(/^((?:branches|paths)\[\d+\](?:\.\w+)?|after|ttl|cron|tz)\b/, (field) => fieldWords(node, field));
+  text = text.replace(/^((?:branches|paths)\[\d+\](?:\.\w+)?|after|ttl|cron|tzFromProfile|tz)\b/, (field) => fieldWords(node, field));
   text = text.replace(/ is not a valid condition: /, ' is not valid: ');
   return capitalize(text);
 }
