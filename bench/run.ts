@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,ingest,entry,procedures,webhooks,cluster] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ import { measureProcedures, type ProcedureFigures } from './scenarios/procedures
 import { measureCluster, type ClusterFigures } from './scenarios/cluster';
 import { measureRows, type RowsFigures } from './scenarios/rows';
 import { measureWebhooks, type WebhookFigures } from './scenarios/webhooks';
+import { measureTimeouts, type TimeoutFigures } from './scenarios/timeouts';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
 import { windows } from './lib/windows';
@@ -32,7 +33,9 @@ const listArg = (name: string, all: string[]) =>
     .find((a) => a.startsWith(`--${name}=`))
     ?.split('=')[1]
     .split(',') ?? all;
-const sections = new Set(listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'ingest', 'entry', 'procedures', 'webhooks', 'cluster']));
+const sections = new Set(
+  listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'timeouts', 'ingest', 'entry', 'procedures', 'webhooks', 'cluster']),
+);
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 /** Journey steps over HTTP to run (text upload, counts, export csv, export roaring, sse, events, timer, recovery). */
@@ -90,11 +93,25 @@ async function main(): Promise<void> {
   const entry: Partial<Record<Provider, EntryFigures>> = {};
   const procedures: Partial<Record<Provider, ProcedureFigures>> = {};
   const webhooks: Partial<Record<Provider, WebhookFigures>> = {};
+  const timeouts: Partial<Record<Provider, TimeoutFigures>> = {};
   let cluster: ClusterFigures | undefined;
   const save = (complete: boolean) => {
-    const results = buildResults({ scale: SCALE, crowd, limits, rows, http, engine, load, profiles, ingest, entry, procedures, webhooks, cluster }).map(
-      (r: ScenarioResult) => score(r, scale),
-    );
+    const results = buildResults({
+      scale: SCALE,
+      crowd,
+      limits,
+      rows,
+      http,
+      engine,
+      load,
+      profiles,
+      timeouts,
+      ingest,
+      entry,
+      procedures,
+      webhooks,
+      cluster,
+    }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
@@ -159,6 +176,11 @@ async function main(): Promise<void> {
     if (sections.has('profiles')) {
       console.log(`profiles (import, timer, audience, index boot) on ${provider}…`);
       profiles[provider] = await withDatabase(provider, 'profiles', (database) => measureProfiles(database, SCALE.users));
+      save(false);
+    }
+    if (sections.has('timeouts')) {
+      console.log(`branch step timeouts and local-time timers (engine only) on ${provider}…`);
+      timeouts[provider] = await withDatabase(provider, 'timeouts', (database) => measureTimeouts(database, SCALE.users));
       save(false);
     }
     if (sections.has('procedures')) {

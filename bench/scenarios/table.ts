@@ -11,6 +11,7 @@ import type { EntryFigures } from './entry';
 import { profileRows, type ProfileFigures } from './profiles-table';
 import type { ProcedureFigures } from './procedures';
 import type { RowsFigures } from './rows';
+import type { TimeoutFigures } from './timeouts';
 import type { WebhookFigures } from './webhooks';
 import { clusterRows, type ClusterFigures } from './cluster';
 
@@ -29,6 +30,7 @@ export interface AllFigures {
   webhooks?: Partial<Record<Provider, WebhookFigures>>;
   /** PostgreSQL only: a cluster needs a database several processes share. */
   cluster?: ClusterFigures;
+  timeouts?: Partial<Record<Provider, TimeoutFigures>>;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -152,6 +154,23 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
         provider,
         ours: measured(webhooks.seconds, 's'),
         target: lower(60 * scale.scale, `≤ ${60 * scale.scale} s`),
+      });
+    }
+    const timeouts = all.timeouts?.[provider];
+    if (timeouts) {
+      out.push({
+        scenario: `branch step timeout: ${U} users timing out at once (fire → counts, engine only)`,
+        provider,
+        ours: measured(timeouts.timeout, 'ms'),
+        limit: ms(limits.timerMs),
+        target: lower(100, '≤ 100 ms', { scalesWithUsers: true }),
+      });
+      out.push({
+        scenario: `local-time timer (09:00 in each user's zone) over ${U} users in 5 zones + default: slowest zone, fire → counts (engine only)`,
+        provider,
+        ours: measured(timeouts.localTime, 'ms'),
+        target: lower(100, '≤ 100 ms', { scalesWithUsers: true }),
+        details: timeouts.localTime.details,
       });
     }
     const load = all.load?.[provider];
