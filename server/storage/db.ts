@@ -7,7 +7,7 @@ import { PrismaClient as SqliteClient, type Prisma } from './generated/sqlite/cl
 import { PrismaClient as PostgresClient } from './generated/postgres/client';
 import { env } from '../env';
 import { parseDatabaseUrl, type DatabaseTarget } from './database-url';
-import { AsyncLockWaitAdapter } from './sqlite-busy';
+import { AsyncLockWaitAdapter, LOCK_WAIT_MS } from './sqlite-busy';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer';
 import { runtime } from '../runtime';
 import type { RawDb } from './raw';
@@ -45,14 +45,18 @@ class SharedSqliteAdapter extends PrismaBetterSqlite3 {
   }
 }
 
+// Interactive transactions get the same patience as a statement waiting for SQLite's lock: Prisma's 2 s / 5 s defaults
+// turned a key revoke or a consumer upsert into a 500 when an engine commit held the lock on a loaded machine.
+const transactionOptions = { maxWait: LOCK_WAIT_MS, timeout: 2 * LOCK_WAIT_MS };
+
 function createStorage(target: DatabaseTarget): Storage {
   if (target.provider === 'sqlite') {
     mkdirSync(dirname(target.file), { recursive: true });
     const adapter = new SharedSqliteAdapter(target.file);
-    return { db: new SqliteClient({ adapter }), target, sqlite: adapter };
+    return { db: new SqliteClient({ adapter, transactionOptions }), target, sqlite: adapter };
   }
   const adapter = new PrismaPg({ connectionString: target.connectionString, max: 10 }, { schema: target.schema });
-  return { db: new PostgresClient({ adapter }) as unknown as Db, target };
+  return { db: new PostgresClient({ adapter, transactionOptions }) as unknown as Db, target };
 }
 
 /** The process's storage, built from DATABASE_URL on first use (and again after closeDb()). */
