@@ -8,8 +8,10 @@
 // Shards of several partitions of one instance are rebuilt from ONE pass over the journal (ShardLoader batches the
 // loads of the partitions a process takes at once, as at boot): the partitions' rows interleave by seq, so a read
 // per partition would visit every page of the range once per partition. Unless the instance's rows are a minority
-// of the journal after its checkpoints (an instance idle since then): then each partition reads its own.
+// of the journal after its checkpoints (an instance idle since then), or the database reads faster by the index
+// (PostgreSQL, Dialect.journalPassInSeqOrder): then each partition reads its own.
 import { RoaringBitmap32 } from '../crowd/bitmap';
+import { dialect } from '../storage/dialect';
 import { plannedAfter } from './local-time';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
@@ -61,7 +63,8 @@ export async function loadShards(instanceId: string, partitions: number[], workf
     target.loaded.replayed++;
     target.loaded.seq = row[SEQ];
   };
-  if (partitions.length > 1 && (await instanceRowsDominate(instanceId, from))) await instanceJournalAfter(instanceId, from, visit);
+  if (partitions.length > 1 && dialect().journalPassInSeqOrder && (await instanceRowsDominate(instanceId, from)))
+    await instanceJournalAfter(instanceId, from, visit);
   else for (const [partition, target] of targets) await journalAfter(instanceId, partition, target.after, visit);
   const loaded = new Map<number, LoadedShard>();
   for (const [partition, target] of targets) {

@@ -86,10 +86,13 @@ export async function instanceRowsDominate(instanceId: string, seq: number): Pro
 /** Pages of PAGE_SIZE rows, so a long replay yields to the event loop between them. */
 async function pages(seq: number, visit: (row: ReplayRow) => void, where: (after: number, bind: (value: unknown) => string) => string): Promise<void> {
   const rawDb = await raw();
+  const journal = dialect().table('Journal');
   for (let after = seq; ; ) {
     const { params, bind } = dialect().parameters();
     const read = await rawDb.each(
-      `SELECT ${replayColumns()} FROM ${dialect().table('Journal')} ${where(after, bind)} ORDER BY "seq" LIMIT ${bind(PAGE_SIZE)}`,
+      // Ordered by the table's column, not the selected alias of the same name (PostgreSQL selects "seq"::float8 AS
+      // "seq", and ordering by that expression can use no index: it sorted every remaining row for each page).
+      `SELECT ${replayColumns()} FROM ${journal} ${where(after, bind)} ORDER BY ${journal}."seq" LIMIT ${bind(PAGE_SIZE)}`,
       params,
       (row) => {
         after = row[SEQ] as number;
