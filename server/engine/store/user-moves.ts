@@ -33,7 +33,7 @@ export async function recentMovesOf(tenantId: string, user: number, partition: n
   const columns = `${dialect().numberColumn('seq')}, "instanceId", "fromStep", "toStep", ${dialect().numberColumn('timeMs')}`;
   const own = dialect().parameters();
   const ownRows = await rawDb.query<MoveRow>(
-    `SELECT ${columns} FROM ${table} WHERE "tenantId" = ${own.bind(tenantId)} AND "user" = ${own.bind(user)} ORDER BY "seq" DESC LIMIT ${own.bind(RECENT_MOVES)}`,
+    `SELECT ${columns} FROM ${table} WHERE "tenantId" = ${own.bind(tenantId)} AND "user" = ${own.bind(user)} ORDER BY ${table}."seq" DESC LIMIT ${own.bind(RECENT_MOVES)}`,
     own.params,
   );
   const moves = ownRows.map(toMove);
@@ -45,7 +45,7 @@ export async function recentMovesOf(tenantId: string, user: number, partition: n
     const rows = await rawDb.query<MoveRow & { bitmap: Uint8Array }>(
       `SELECT ${columns}, "bitmap" FROM ${table}
        WHERE "tenantId" = ${page.bind(tenantId)} AND "partition" = ${page.bind(partition)} AND "user" IS NULL AND "seq" < ${page.bind(before)} AND "seq" > ${page.bind(floor)}
-       ORDER BY "seq" DESC LIMIT ${page.bind(BULK_PAGE)}`,
+       ORDER BY ${table}."seq" DESC LIMIT ${page.bind(BULK_PAGE)}`,
       page.params,
     );
     for (const row of rows) if (portableContains(row.bitmap, user)) moves.push(toMove(row));
