@@ -20,7 +20,6 @@ import type { ProcedureRunner, ProcedureTypeDefinition } from './procedures/type
 import type { Scheduler } from './procedures/scheduler';
 import type { Storage } from './storage/db';
 import type { RunningLookup } from './workflows/running';
-import type { LoggedEvent } from './engine/types';
 import type { RelayedProfileWrite } from './profiles/index-tenant';
 import type { TokenBucket } from './security/rate-limit';
 import type { TenantDedupe } from './engine/ingest-dedupe';
@@ -30,7 +29,8 @@ import type { IdTextFormatter } from './crowd/id-text-formatter';
 
 /** Rows ingest appended and the partition loop has not taken yet (server/engine/recent-log.ts), per partition. */
 export interface RecentRows {
-  rows: Map<number, LoggedEvent[]>;
+  /** Offset → the row as encoded (server/engine/log-codec.ts) and its event count. */
+  rows: Map<number, { bytes: Uint8Array; count: number }>;
   events: number;
 }
 

@@ -10,7 +10,7 @@ import { runtime } from '../runtime';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { liveRunningLookup, setRunningLookup } from '../workflows/running';
 import type { EngineHandle } from './handle';
-import type { IngestOutcome } from './ingest';
+import { prepareIngestBody, type IngestOutcome } from './ingest';
 import * as ops from './instances';
 import { deserializeError, type EngineCallName, type EngineCalls, type FromEngine, type ToEngine } from './thread-protocol';
 import { EngineThread, takeEngineThread } from './thread-spawn';
@@ -50,8 +50,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
 
   async start(): Promise<void> {
     this.stopping = false;
-    // Event batches are appended by the engine thread itself (ingestBody), which hands them to its partition loops
-    // from memory. Rows appended in this thread (appendEvents) are read from the log there: handing them over would
+    // Event batches are appended by the engine thread itself (ingestPrepared), which hands them to its partition
+    // loops from memory. Rows appended in this thread (appendEvents) are read from the log there: handing them over would
     // cost this thread a structured clone (≈ 4 ms per 1,000 events measured).
     runtime().recentLogEnabled = false;
     // The membership first (this thread holds it): the engine's first assignment then counts this member.
@@ -146,10 +146,15 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     this.post({ kind: 'wake', tenantId });
   }
 
-  /** The body crosses as bytes (copied: ≈ 0.1 ms for 1,000 events); parsing, validating and appending run there. */
+  /**
+   * Decoding, validating, hashing and encoding the batch run here, beside the other request work, so the engine
+   * thread (whose core applies the events) only decides duplicates, writes the rows and decodes them to apply them.
+   * The encoded rows cross as one buffer (≈ 17 bytes an event).
+   */
   async ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
+    const prepared = await prepareIngestBody(principal, body, now, key);
     try {
-      return await this.call('ingestBody', principal, body, now, key);
+      return await this.call('ingestPrepared', prepared, now);
     } catch (error) {
       if (error instanceof AppError) throw error;
       // The engine thread ended (it is started again) or failed unexpectedly. Nothing was acknowledged, but the append may

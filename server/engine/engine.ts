@@ -19,7 +19,7 @@ import { InstanceRuntime, TenantRuntime } from './tenant';
 import type { SampledInstance } from './counts-history';
 import type { CommittedShards } from '../cluster/committed-cache';
 import { loadDefinition } from './instance-store';
-import { ingestBody, type IngestOutcome } from './ingest';
+import { appendPrepared, prepareIngestBody, type IngestOutcome, type PreparedIngest } from './ingest';
 import * as ops from './instances';
 import { PARTITION_WAIT_MS } from './operations';
 import type { InstanceEngine } from './instances';
@@ -224,7 +224,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 
   async ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
-    const outcome = await ingestBody(principal, body, now, key);
+    return this.ingestPrepared(await prepareIngestBody(principal, body, now, key), now);
+  }
+
+  /** Appends a request the request thread decoded and encoded (server/engine/ingest.ts), and wakes its partitions. */
+  async ingestPrepared(prepared: PreparedIngest, now: number): Promise<IngestOutcome> {
+    const outcome = await appendPrepared(prepared, now);
     if (outcome.replayed) return outcome;
     this.wakeTenant(outcome.tenantId);
     this.cluster?.eventsAppended(outcome.tenantId);

@@ -1,5 +1,7 @@
 // Group commit of validated event batches into the tenant's partitioned input log, with the dedupe records of
-// Idempotency-Keys and event ids (ingest-dedupe.ts) in the same transaction.
+// Idempotency-Keys and event ids (ingest-dedupe.ts) in the same transaction. Batches arrive encoded (ingest-encode.ts,
+// done where they were parsed): rows are written as they came, and re-encoded only when some of their events' ids
+// turn out to be logged already.
 //
 // Batches of one tenant are written one transaction at a time in this process (racing our own requests for offsets
 // would only cost retries), and batches that arrived while a commit was in flight are written together by the next
@@ -10,19 +12,15 @@ import { AppError } from '../errors';
 import { raw, type RawStatement } from '../storage/raw';
 import { dialect } from '../storage/dialect';
 import { DEDUPE_WINDOW_MS, recordInsert, tenantDedupe, type NewRecord, type RecordedAnswer, type TenantDedupe } from './ingest-dedupe';
-import { encodeEvents } from './log-codec';
+import { encodeRequest, type EncodedRequest, type EncodedRow, type IngestRequest } from './ingest-encode';
+import { decodeEvents, encodeEvents } from './log-codec';
 import { rememberAppended } from './recent-log';
-import type { LoggedEvent } from './types';
-
-/** One validated request: its events, and optionally its Idempotency-Key (with the body's hash) and event ids. */
-export type IngestRequest = { events: LoggedEvent[]; ids?: (string | undefined)[]; key?: string; requestHash?: string };
 
 /** `accepted`: events of the request now in the log; `duplicates`: those skipped as already logged (by event id). */
 export type IngestResult = RecordedAnswer & { replayed: boolean };
 
 type Waiting = {
-  partitions: number;
-  request: IngestRequest;
+  request: EncodedRequest;
   now: number;
   settled: boolean;
   resolve: (result: IngestResult) => void;
@@ -36,16 +34,27 @@ const MAX_ROWS_PER_STATEMENT = 512;
 const MAX_EVENTS_PER_STATEMENT = 50_000;
 const MAX_APPEND_ATTEMPTS = 20;
 
-/**
- * Appends a validated request: one EventLog row per touched partition, at that partition's previous max offset + 1.
- * Resolves once it is durable (or recognised as a retry of a durable one); an acknowledged batch is never lost, a
- * failed one left no row. `now` stamps its dedupe record.
- */
+/** `appendEncoded` of a request encoded here (in-process callers: tests, benchmarks, the engine's own appends). */
 export function appendRequest(tenantId: string, partitions: number, request: IngestRequest, now: number): Promise<IngestResult> {
+  let encoded: EncodedRequest;
+  try {
+    encoded = encodeRequest(request, partitions);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return appendEncoded(tenantId, encoded, now);
+}
+
+/**
+ * Appends a validated, encoded request: one EventLog row per touched partition, at that partition's previous max
+ * offset + 1. Resolves once it is durable (or recognised as a retry of a durable one); an acknowledged batch is never
+ * lost, a failed one left no row. `now` stamps its dedupe record.
+ */
+export function appendEncoded(tenantId: string, request: EncodedRequest, now: number): Promise<IngestResult> {
   return new Promise((resolve, reject) => {
     let queue = tenantQueues.get(tenantId);
     if (!queue) tenantQueues.set(tenantId, (queue = { waiting: [], writing: false }));
-    queue.waiting.push({ partitions, request, now, settled: false, resolve, reject });
+    queue.waiting.push({ request, now, settled: false, resolve, reject });
     if (!queue.writing) void drain(tenantId, queue);
   });
 }
@@ -62,10 +71,10 @@ function takeGroup(waiting: Waiting[]): Waiting[] {
   let events = 0;
   let count = 0;
   for (const batch of waiting) {
-    const batchRows = Math.min(batch.partitions, batch.request.events.length);
-    if (count > 0 && (rows + batchRows > MAX_ROWS_PER_STATEMENT || events + batch.request.events.length > MAX_EVENTS_PER_STATEMENT)) break;
+    const batchRows = batch.request.rows.length;
+    if (count > 0 && (rows + batchRows > MAX_ROWS_PER_STATEMENT || events + batch.request.count > MAX_EVENTS_PER_STATEMENT)) break;
     rows += batchRows;
-    events += batch.request.events.length;
+    events += batch.request.count;
     count++;
   }
   return waiting.splice(0, count);
@@ -100,7 +109,7 @@ function storageFailure(error: unknown): AppError {
 
 /** One transaction for the unsettled batches of `group`, retried from the dedupe decision when another writer won a race. */
 async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
-  const deduplicating = group.some((b) => b.request.key !== undefined || b.request.ids !== undefined);
+  const deduplicating = group.some((b) => b.request.key !== undefined || b.request.rows.some((row) => row.ids !== undefined));
   const dedupe = deduplicating ? tenantDedupe(tenantId) : undefined;
   for (let attempt = 1; ; attempt++) {
     const pending = group.filter((b) => !b.settled);
@@ -111,16 +120,18 @@ async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
       await dedupe.cleanUp(Math.max(...pending.map((b) => b.now))).catch((error: unknown) => console.warn('[crowdflow] ingest dedupe cleanup failed:', error));
     }
     const plan = planGroup(pending, dedupe);
+    let offsets: number[];
     try {
-      const offsets = await (dialect().roundTripPerStatement ? insertAsOneStatement : insertRowByRow)(tenantId, plan.rows, plan.records);
-      plan.rows.forEach((row, i) => rememberAppended(tenantId, row.partition, offsets[i], row.events));
+      offsets = await (dialect().roundTripPerStatement ? insertAsOneStatement : insertRowByRow)(tenantId, plan.rows, plan.records);
     } catch (error) {
+      dedupe?.release(plan.records);
       if (!isUniqueClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;
       dedupe?.stale();
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
       continue;
     }
-    for (const record of plan.records) dedupe!.learn(record);
+    plan.rows.forEach((row, i) => rememberAppended(tenantId, row.partition, offsets[i], row.bytes, row.count));
+    for (const record of plan.records) dedupe!.learn(record, true);
     for (const [batch, answer] of plan.answers) {
       batch.settled = true;
       batch.resolve(answer);
@@ -129,7 +140,7 @@ async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
   }
 }
 
-type LogRowToWrite = { partition: number; events: LoggedEvent[]; bytes: Buffer };
+type LogRowToWrite = { partition: number; count: number; bytes: Buffer };
 type GroupPlan = { rows: LogRowToWrite[]; records: NewRecord[]; answers: Map<Waiting, IngestResult> };
 
 /**
@@ -140,10 +151,9 @@ type GroupPlan = { rows: LogRowToWrite[]; records: NewRecord[]; answers: Map<Wai
 function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupPlan {
   const plan: GroupPlan = { rows: [], records: [], answers: new Map() };
   const groupKeys = new Map<string, RecordedAnswer & { requestHash: string }>();
-  const groupIds = new Set<string>();
   let seq = dedupe?.lastSeq ?? 0;
   for (const batch of pending) {
-    const { events, ids, key, requestHash = '' } = batch.request;
+    const { count, rows, key, requestHash = '' } = batch.request;
     if (key !== undefined) {
       const known = groupKeys.get(key) ?? dedupe?.answerFor(key);
       if (known && known.requestHash === requestHash) {
@@ -156,22 +166,14 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
         continue;
       }
     }
-    const { fresh, appendedIds } = ids && dedupe ? freshEvents(events, ids, dedupe, groupIds) : { fresh: events, appendedIds: [] };
-    let rows: LogRowToWrite[];
-    try {
-      rows = [...partitionEvents(fresh, batch.partitions)].map(([partition, inPartition]) => ({
-        partition,
-        events: inPartition,
-        bytes: encodeEvents(inPartition),
-      }));
-    } catch (error) {
-      for (const id of appendedIds) groupIds.delete(id); // refused: its ids are not logged after all
-      batch.settled = true;
-      batch.reject(new AppError('validation_failed', `events: the batch cannot be stored: ${(error as Error).message}`, { path: 'events' }));
-      continue;
+    let duplicates = batch.request.duplicates;
+    const appendedIds: string[] = [];
+    for (const row of rows) {
+      const fresh = row.ids && dedupe ? freshRow(row, row.ids, dedupe, appendedIds) : asLogRow(row);
+      if (fresh) plan.rows.push(fresh);
+      duplicates += row.count - (fresh?.count ?? 0);
     }
-    plan.rows.push(...rows);
-    const answer = { accepted: events.length, duplicates: events.length - fresh.length };
+    const answer = { accepted: count, duplicates };
     if (key !== undefined || appendedIds.length > 0) {
       plan.records.push({
         seq: ++seq,
@@ -189,28 +191,31 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
   return plan;
 }
 
+/** The row's bytes as a Buffer view (a row posted from another thread arrives as a plain Uint8Array; drivers bind Buffers). */
+function asLogRow(row: EncodedRow): LogRowToWrite {
+  const { bytes } = row;
+  return { partition: row.partition, count: row.count, bytes: Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
+}
+
 /**
- * The events not logged before (by id), and the ids they add (also added to `groupIds`, the ids the group appends so
- * far, which catches repeats within the batch too); events without an id are always fresh.
+ * The row without its events whose id was logged before or claimed earlier in the group (the ids it appends are
+ * claimed, and added to `appendedIds`); null when none is left. Events without an id are always fresh. Only a row
+ * that loses events is decoded and encoded again: retries are rare, and a fresh row is written as it came.
  */
-function freshEvents(
-  events: LoggedEvent[],
-  ids: (string | undefined)[],
-  dedupe: TenantDedupe,
-  groupIds: Set<string>,
-): { fresh: LoggedEvent[]; appendedIds: string[] } {
-  const fresh: LoggedEvent[] = [];
-  const appendedIds: string[] = [];
-  for (let i = 0; i < events.length; i++) {
+function freshRow(row: EncodedRow, ids: (string | undefined)[], dedupe: TenantDedupe, appendedIds: string[]): LogRowToWrite | null {
+  let keep: Uint8Array | undefined;
+  for (let i = 0; i < ids.length; i++) {
     const id = ids[i];
-    if (id !== undefined) {
-      if (groupIds.has(id) || dedupe.hasId(id)) continue;
-      groupIds.add(id);
-      appendedIds.push(id);
+    if (id === undefined) continue;
+    if (!dedupe.claimId(id)) {
+      (keep ??= new Uint8Array(ids.length).fill(1))[i] = 0;
+      continue;
     }
-    fresh.push(events[i]);
+    appendedIds.push(id);
   }
-  return { fresh, appendedIds };
+  if (!keep) return asLogRow(row);
+  const events = decodeEvents(row.bytes).filter((_, i) => keep[i] === 1);
+  return events.length === 0 ? null : { partition: row.partition, count: events.length, bytes: encodeEvents(events) };
 }
 
 const keyReused = (key: string) =>
@@ -219,18 +224,6 @@ const keyReused = (key: string) =>
     `Idempotency-Key ${JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}…` : key)} was already used for a different request body within the last ${DEDUPE_WINDOW_MS / 3_600_000} hours; a new batch needs a new key`,
     { path: 'Idempotency-Key' },
   );
-
-/** The events of one batch grouped by input partition (`user % partitions`), in their order within the batch. */
-export function partitionEvents(events: LoggedEvent[], partitions: number): Map<number, LoggedEvent[]> {
-  const groups = new Map<number, LoggedEvent[]>();
-  for (const event of events) {
-    const partition = event.user % partitions;
-    let group = groups.get(partition);
-    if (!group) groups.set(partition, (group = []));
-    group.push(event);
-  }
-  return groups;
-}
 
 /** A unique-key clash: another writer took the log offset or the dedupe seq (or key) first. */
 function isUniqueClash(error: unknown): boolean {
@@ -246,10 +239,10 @@ function isUniqueClash(error: unknown): boolean {
  */
 async function insertRowByRow(tenantId: string, rows: LogRowToWrite[], records: NewRecord[]): Promise<number[]> {
   const eventLog = dialect().table('EventLog');
-  const statements: RawStatement[] = rows.map(({ partition, events, bytes }) => {
+  const statements: RawStatement[] = rows.map(({ partition, count, bytes }) => {
     const { params, bind } = dialect().parameters();
     const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
-    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(bytes)}, ${bind(events.length)}) RETURNING "offset"`;
+    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(bytes)}, ${bind(count)}) RETURNING "offset"`;
     return { sql, params, returning: true };
   });
   if (records.length > 0) {
@@ -286,7 +279,7 @@ async function insertAsOneStatement(tenantId: string, rows: LogRowToWrite[], rec
   const values = rows.map((row, i) => {
     const partition = bind(row.partition);
     const offset = `COALESCE((SELECT MAX("offset") FROM ${eventLog} WHERE "tenantId" = ${tenant} AND "partition" = ${partition}), 0) + ${bind(ranks[i])}`;
-    return `(${tenant}, ${partition}, ${offset}, ${bind(row.bytes)}, ${bind(row.events.length)})`;
+    return `(${tenant}, ${partition}, ${offset}, ${bind(row.bytes)}, ${bind(row.count)})`;
   });
   const insert = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES ${values.join(', ')} RETURNING "partition", "offset"`;
   const sql = recorded ? `WITH recorded AS (${recorded}) ${insert}` : insert;

@@ -42,17 +42,29 @@ export class TenantDedupe {
     return this.keys.get(key);
   }
 
-  hasId(id: string): boolean {
-    return this.ids.has(id);
+  /**
+   * Takes `id` for an event about to be appended: false when it is logged already (or claimed earlier in the group
+   * being planned). A claim holds until the group commits (`learn`) or fails (`release`), so a repeat later in the same
+   * group is caught by the same lookup, without a second set.
+   */
+  claimId(id: string): boolean {
+    if (this.ids.has(id)) return false;
+    this.ids.add(id);
+    return true;
   }
 
-  /** Adds committed rows (read back from the table or just written by this process). */
-  learn(record: NewRecord): void {
+  /** Gives back the ids of records whose group did not commit: they are not logged after all. */
+  release(records: NewRecord[]): void {
+    for (const record of records) for (const id of record.eventIds) this.ids.delete(id);
+  }
+
+  /** Adds committed rows (read back from the table, or just written by this process: their ids are claimed already). */
+  learn(record: NewRecord, claimed = false): void {
     if (record.seq <= this.lastSeq) return;
     this.lastSeq = record.seq;
     if (record.key !== null)
       this.keys.set(record.key, { seq: record.seq, requestHash: record.requestHash ?? '', accepted: record.accepted, duplicates: record.duplicates });
-    for (const id of record.eventIds) this.ids.add(id);
+    if (!claimed) for (const id of record.eventIds) this.ids.add(id);
     this.records.push({ seq: record.seq, createdAtMs: record.createdAtMs, key: record.key, eventIds: record.eventIds });
   }
 

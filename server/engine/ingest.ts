@@ -1,16 +1,18 @@
-// Ingest: validate a whole batch of events by hand (one pass, no per-event schema objects), then append it to
-// the tenant's partitioned input log in ONE transaction (ingest-commit.ts), so a batch is either all durable or not
-// there at all. An Idempotency-Key and per-event ids make a retried request append nothing twice (ingest-dedupe.ts).
+// Ingest: validate a whole batch of events by hand (one pass, no per-event schema objects) and encode it by partition
+// (prepare: where the request arrived, the request thread for HTTP), then append it to the tenant's partitioned input
+// log in ONE transaction (ingest-commit.ts, in the engine thread), so a batch is either all durable or not there at
+// all. An Idempotency-Key and per-event ids make a retried request append nothing twice (ingest-dedupe.ts).
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
 import { parseJsonBody } from '../json-body';
 import { callerTenant } from '../tenants/tenants';
-import { appendRequest, type IngestResult } from './ingest-commit';
+import { appendEncoded, appendRequest, type IngestResult } from './ingest-commit';
+import { encodeRequest, type EncodedRequest } from './ingest-encode';
 import type { LoggedEvent } from './types';
 
-export { partitionEvents } from './ingest-commit';
+export { partitionEvents } from './ingest-encode';
 
 export const MAX_EVENTS_PER_BATCH = 10_000;
 export const MAX_EVENT_TYPE_LENGTH = 128;
@@ -26,6 +28,9 @@ const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
 /** What an ingest call answers: the tenant the batch went to, and what of it was appended. */
 export type IngestOutcome = { tenantId: string } & IngestResult;
+
+/** A request decoded, validated and encoded where it arrived, for the engine thread to append (`appendPrepared`). */
+export type PreparedIngest = { tenantId: string; request: EncodedRequest };
 
 /** `ids` is there when some event has an `id` (then one entry per event, undefined for events without one). */
 export type EventBatch = { tenant?: string; events: LoggedEvent[]; ids?: (string | undefined)[] };
@@ -132,13 +137,12 @@ export function idempotencyKey(header: string | null): string | undefined {
 }
 
 /**
- * The whole ingest call: validates the batch, resolves the tenant, then appends durably. With an Idempotency-Key a
- * request already committed under that key (same body) is answered as it was then, appending nothing; events whose
- * `id` is already in the log (within the dedupe window) are counted as `duplicates` and not appended again.
- * "Same body" is the same bytes: `bodyBytes` as the request sent them (hashing them costs no re-serialization);
- * in-process callers, which have no request, give none and their body's JSON is hashed.
+ * Everything of an ingest call but the append: validates the batch, resolves the tenant, hashes the body for an
+ * Idempotency-Key and encodes the events by partition. "Same body" (for a key) is the same bytes: `bodyBytes` as the
+ * request sent them (hashing them costs no re-serialization); in-process callers, which have no request, give none
+ * and their body's JSON is hashed.
  */
-export async function ingest(principal: Principal, body: unknown, now: number, key?: string, bodyBytes?: Uint8Array): Promise<IngestOutcome> {
+export async function prepareIngest(principal: Principal, body: unknown, now: number, key?: string, bodyBytes?: Uint8Array): Promise<PreparedIngest> {
   const batch = parseEventBatch(body, now);
   const tenant = await ingestTarget(principal, batch.tenant);
   const requestHash =
@@ -147,12 +151,30 @@ export async function ingest(principal: Principal, body: unknown, now: number, k
       : createHash('sha256')
           .update(bodyBytes ?? JSON.stringify(body))
           .digest('base64url');
-  const result = await appendRequest(tenant.id, tenant.partitions, { events: batch.events, ids: batch.ids, key, requestHash }, now);
-  return { tenantId: tenant.id, ...result };
+  return { tenantId: tenant.id, request: encodeRequest({ events: batch.events, ids: batch.ids, key, requestHash }, tenant.partitions) };
 }
 
-/** `ingest` of a request body as its bytes: decoded here, so whichever thread runs ingest also pays the JSON parse. */
-export function ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
+/** `prepareIngest` of a request body as its bytes. */
+export function prepareIngestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<PreparedIngest> {
   const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  return ingest(principal, parseJsonBody(text), now, key, body);
+  return prepareIngest(principal, parseJsonBody(text), now, key, body);
+}
+
+/**
+ * Appends a prepared request durably. With an Idempotency-Key a request already committed under that key (same body)
+ * is answered as it was then, appending nothing; events whose `id` is already in the log (within the dedupe window)
+ * are counted as `duplicates` and not appended again.
+ */
+export async function appendPrepared(prepared: PreparedIngest, now: number): Promise<IngestOutcome> {
+  return { tenantId: prepared.tenantId, ...(await appendEncoded(prepared.tenantId, prepared.request, now)) };
+}
+
+/** The whole ingest call in one thread (in-process callers and tests): `prepareIngest`, then `appendPrepared`. */
+export async function ingest(principal: Principal, body: unknown, now: number, key?: string, bodyBytes?: Uint8Array): Promise<IngestOutcome> {
+  return appendPrepared(await prepareIngest(principal, body, now, key, bodyBytes), now);
+}
+
+/** `ingest` of a request body as its bytes. */
+export async function ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
+  return appendPrepared(await prepareIngestBody(principal, body, now, key), now);
 }

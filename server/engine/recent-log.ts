@@ -1,29 +1,32 @@
 // Ingest and the partition loops usually run in the same process: rows this process has just appended are handed to
-// the loops from memory, so they skip reading and JSON-decoding what was encoded a moment before. The log table
-// stays the source of truth: a loop that finds nothing here (another process appended the row, the row was trimmed,
-// a commit failed and the loop re-reads) reads the table as before.
+// the loops from memory, so they skip reading back what was written a moment before. A row is held as its encoded
+// bytes (what the request thread sent) and decoded when a loop takes it. The log table stays the source of truth: a
+// loop that finds nothing here (another process appended the row, the row was trimmed, a commit failed and the loop
+// re-reads) reads the table as before.
+import { decodeEvents } from './log-codec';
 import { runtime } from '../runtime';
 import type { LoggedEvent } from './types';
 
 /** Per partition: rows kept for a loop that is not reading (another process owns the partition) stop here. */
 const MAX_EVENTS_PER_PARTITION = 200_000;
 
-// Held per partition in the process runtime: rows (offset → events, in offset order) and their event count.
+// Held per partition in the process runtime: rows (offset → encoded row and its event count, in offset order) and
+// their event count.
 const partitions = () => runtime().recentLog;
 const keyOf = (tenantId: string, partition: number) => `${tenantId}\u0000${partition}`;
 
-/** Called by ingest after the row at `offset` committed. */
-export function rememberAppended(tenantId: string, partition: number, offset: number, events: LoggedEvent[]): void {
+/** Called by ingest after the row at `offset` (`count` events encoded as `bytes`) committed. */
+export function rememberAppended(tenantId: string, partition: number, offset: number, bytes: Uint8Array, count: number): void {
   if (!runtime().recentLogEnabled) return;
   const key = keyOf(tenantId, partition);
   let held = partitions().get(key);
   if (!held) partitions().set(key, (held = { rows: new Map(), events: 0 }));
-  held.rows.set(offset, events);
-  held.events += events.length;
-  for (const [oldest, rows] of held.rows) {
+  held.rows.set(offset, { bytes, count });
+  held.events += count;
+  for (const [oldest, row] of held.rows) {
     if (held.events <= MAX_EVENTS_PER_PARTITION) break;
     held.rows.delete(oldest);
-    held.events -= rows.length;
+    held.events -= row.count;
   }
 }
 
@@ -31,18 +34,18 @@ export function rememberAppended(tenantId: string, partition: number, offset: nu
 export function takeRecent(tenantId: string, partition: number, offset: number, limit: number): { offset: number; events: LoggedEvent[] }[] {
   const held = partitions().get(keyOf(tenantId, partition));
   if (!held) return [];
-  for (const [at, rows] of held.rows) {
+  for (const [at, row] of held.rows) {
     if (at > offset) break;
     held.rows.delete(at);
-    held.events -= rows.length;
+    held.events -= row.count;
   }
   const out: { offset: number; events: LoggedEvent[] }[] = [];
   for (let next = offset + 1; out.length < limit; next++) {
-    const events = held.rows.get(next);
-    if (!events) break;
+    const row = held.rows.get(next);
+    if (!row) break;
     held.rows.delete(next);
-    held.events -= events.length;
-    out.push({ offset: next, events });
+    held.events -= row.count;
+    out.push({ offset: next, events: decodeEvents(row.bytes) });
   }
   return out;
 }

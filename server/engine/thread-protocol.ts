@@ -12,7 +12,7 @@ export const FORWARDED_CALLS = [
   'getCounts',
   'liveCounts',
   'whereIsUser',
-  'ingestBody',
+  'ingestPrepared',
   'materializeStart',
   'materializeStop',
   'materializeUpdateCrowd',
