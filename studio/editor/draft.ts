@@ -1,11 +1,12 @@
 'use client';
-import type { FlowEdge, StepNode } from '../convert';
+import type { FlowEdge, StepNode, WorkflowExtras } from '../convert';
 import type { EditorStore } from './store';
 
 // A local copy of unsaved edits, kept in this browser while the marketer works, so a crash, a reload or
 // a "leave anyway" loses nothing: the editor offers it back the next time the workflow opens.
 
-export type LocalDraft = { version: number; name: string; savedAt: number; nodes: StepNode[]; edges: FlowEdge[] };
+/** `extras`: the entry trigger and goal (absent in drafts kept before they were). */
+export type LocalDraft = { version: number; name: string; savedAt: number; nodes: StepNode[]; edges: FlowEdge[]; extras?: WorkflowExtras };
 
 const keyOf = (tenant: string, workflowId: string) => `crowdflow:draft:${tenant}:${workflowId}`;
 const WRITE_DELAY_MS = 300;
@@ -30,13 +31,14 @@ export function clearLocalDraft(tenant: string, workflowId: string) {
 
 /** Only what the document is: no selection, no measured sizes. */
 function documentOf(store: EditorStore, version: number): LocalDraft {
-  const { nodes, edges, name } = store.get();
+  const { nodes, edges, name, extras } = store.get();
   return {
     version,
     name,
     savedAt: Date.now(),
     nodes: nodes.map(({ id, type, position, data }) => ({ id, type, position, data }) as StepNode),
     edges: edges.map(({ id, source, sourceHandle, target, type }) => ({ id, source, sourceHandle, target, type })),
+    extras,
   };
 }
 
@@ -55,7 +57,7 @@ export function keepLocalDraft(store: EditorStore, tenant: string, workflowId: s
   };
   const unsubscribe = store.subscribe(() => {
     const state = store.get();
-    if (state.nodes === last.nodes && state.edges === last.edges && state.name === last.name) return;
+    if (state.nodes === last.nodes && state.edges === last.edges && state.name === last.name && state.extras === last.extras) return;
     last = state;
     if (state.dirty && timer === undefined) timer = setTimeout(write, WRITE_DELAY_MS);
   });

@@ -231,7 +231,7 @@ function DraftOffer({ tenant, workflow, store }: { tenant: string; workflow: Wor
   useEffect(() => setDraft(readLocalDraft(tenant, workflow.id)), [tenant, workflow.id]);
   if (!draft) return null;
   const restore = () => {
-    store.replaceDocument(draft.nodes, draft.edges, draft.name);
+    store.replaceDocument(draft.nodes, draft.edges, draft.name, draft.extras);
     setDraft(null);
   };
   const discard = () => {

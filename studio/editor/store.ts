@@ -29,7 +29,7 @@ export type EditorState = {
   name: string;
   nodes: StepNode[];
   edges: FlowEdge[];
-  /** The workflow's event-triggered entry and goal (edited with nothing selected; not part of undo). */
+  /** The workflow's event-triggered entry and goal (edited with nothing selected; undone like step edits). */
   extras: WorkflowExtras;
   selectedId: string | null;
   /** Problems of the document as it is now (validateWorkflow() after every edit), or the server's 400 after a save. */
@@ -39,7 +39,7 @@ export type EditorState = {
   canRedo: boolean;
 };
 
-type Snapshot = { nodes: StepNode[]; edges: FlowEdge[] };
+type Snapshot = { nodes: StepNode[]; edges: FlowEdge[]; extras: WorkflowExtras };
 const HISTORY_LIMIT = 100;
 /** Edits to the same field within this window are one undo step (typing a name is one change). */
 const COALESCE_MS = 800;
@@ -51,7 +51,7 @@ export class EditorStore {
   private listeners = new Set<() => void>();
   private lastEditKey: string | null = null;
   private lastEditAt = 0;
-  private clipboard: Snapshot | null = null;
+  private clipboard: Pick<Snapshot, 'nodes' | 'edges'> | null = null;
   private dragging = false;
   /** The document the problems were computed for (step data and connections; positions do not matter). */
   private validatedKey = '';
@@ -99,8 +99,12 @@ export class EditorStore {
     }
     this.lastEditKey = editKey;
     this.lastEditAt = now;
-    this.past = [...this.past.slice(-HISTORY_LIMIT + 1), { nodes: this.state.nodes, edges: this.state.edges }];
+    this.past = [...this.past.slice(-HISTORY_LIMIT + 1), this.snapshot()];
     this.future = [];
+  }
+
+  private snapshot(): Snapshot {
+    return { nodes: this.state.nodes, edges: this.state.edges, extras: this.state.extras };
   }
 
   private change(nodes: StepNode[], edges: FlowEdge[], editKey: string | null = null, extra: Partial<EditorState> = {}) {
@@ -111,7 +115,7 @@ export class EditorStore {
   undo = () => {
     const previous = this.past.pop();
     if (!previous) return;
-    this.future.push({ nodes: this.state.nodes, edges: this.state.edges });
+    this.future.push(this.snapshot());
     this.lastEditKey = null;
     this.set({ ...previous, dirty: true });
   };
@@ -119,7 +123,7 @@ export class EditorStore {
   redo = () => {
     const next = this.future.pop();
     if (!next) return;
-    this.past.push({ nodes: this.state.nodes, edges: this.state.edges });
+    this.past.push(this.snapshot());
     this.lastEditKey = null;
     this.set({ ...next, dirty: true });
   };
@@ -271,11 +275,14 @@ export class EditorStore {
   setExtras = (patch: WorkflowExtras) => {
     const extras = { ...this.state.extras, ...patch };
     for (const key of ['entry', 'goal'] as const) if (extras[key] === undefined) delete extras[key];
+    // Typing an event type or a goal is one undo step, like typing in a step's field.
+    this.checkpoint(`extras:${Object.keys(patch).join(',')}`);
     this.set({ extras, dirty: true });
   };
 
   /** Replaces the whole document (a recovered local draft) as one undoable, unsaved edit. */
-  replaceDocument = (nodes: StepNode[], edges: FlowEdge[], name = this.state.name) => this.change(nodes, edges, null, { selectedId: null, name });
+  replaceDocument = (nodes: StepNode[], edges: FlowEdge[], name = this.state.name, extras = this.state.extras) =>
+    this.change(nodes, edges, null, { selectedId: null, name, extras });
 
   markSaved = () => this.set({ dirty: false });
 }

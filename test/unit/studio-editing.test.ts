@@ -73,6 +73,28 @@ describe('problems in canvas words', () => {
     store.updateData('step-wait', { after: '2d' }, 'after');
     expect(store.get().problems).toEqual([]);
   });
+
+  it('undoes and redoes entry and goal edits like step edits; switching the entry on and typing its event is one undo step', () => {
+    const { nodes, edges } = definitionToGraph({ steps: [{ name: 'wait', kind: 'direct' }] }, null);
+    const store = new EditorStore(nodes, edges);
+    store.setExtras({ entry: { event: '', reentry: 'once' } });
+    for (const event of ['s', 'si', 'signup']) store.setExtras({ entry: { event, reentry: 'once' } });
+    store.setExtras({ goal: { condition: 'event.type == "purchase"' } });
+    store.updateData('step-wait', { label: 'Waiting' }, 'label');
+    const states = () => ({ extras: store.get().extras, label: store.get().nodes[0].data.label });
+    expect(states()).toEqual({ extras: { entry: { event: 'signup', reentry: 'once' }, goal: { condition: 'event.type == "purchase"' } }, label: 'Waiting' });
+    store.undo();
+    expect(states()).toEqual({ extras: { entry: { event: 'signup', reentry: 'once' }, goal: { condition: 'event.type == "purchase"' } }, label: undefined });
+    store.undo();
+    expect(states().extras).toEqual({ entry: { event: 'signup', reentry: 'once' } });
+    store.undo(); // the entry switched on and its event type typed within a moment: one step
+    expect(states().extras).toEqual({});
+    expect(store.get().canUndo).toBe(false);
+    store.redo();
+    expect(states().extras).toEqual({ entry: { event: 'signup', reentry: 'once' } });
+    store.redo();
+    expect(states()).toEqual({ extras: { entry: { event: 'signup', reentry: 'once' }, goal: { condition: 'event.type == "purchase"' } }, label: undefined });
+  });
 });
 
 describe('placing new steps', () => {
