@@ -4,6 +4,11 @@
 // host (an IP in a refused range, or a localhost name); on every delivery, each address the host RESOLVES to, and the
 // connection goes to the address that was checked (./send.ts passes resolveChecked as the socket's lookup), so a
 // name that resolved to a public address on save and to 127.0.0.1 later (DNS rebinding) is refused too.
+// An IPv6 address that carries an IPv4 address the network may translate or tunnel to (IPv4-compatible, mapped,
+// SIIT, NAT64, 6to4) is judged by that IPv4 address: on an IPv6-only host behind NAT64, 64:ff9b::a9fe:a9fe IS
+// 169.254.169.254. Teredo and local-use NAT64 are refused outright (where they embed the address varies; no public
+// receiver lives there). A refusal a tenant can read never names the address a host resolved to (it would make the
+// policy an oracle for the server's internal DNS); the server log has it.
 // An operator allows private destinations for every tenant (CROWDFLOW_WEBHOOK_ALLOW_PRIVATE=1) or for one tenant
 // (its limit webhookPrivateAddresses).
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
@@ -32,7 +37,26 @@ const REFUSED_RANGES: Range[] = [
   { network: 'fe80::', prefix: 10, family: 'ipv6', kind: 'link-local' },
   { network: 'fec0::', prefix: 10, family: 'ipv6', kind: 'site-local' },
   { network: 'ff00::', prefix: 8, family: 'ipv6', kind: 'multicast' },
+  { network: '100::', prefix: 64, family: 'ipv6', kind: 'discard-only' },
+  { network: '2001::', prefix: 32, family: 'ipv6', kind: 'Teredo tunnel' },
+  { network: '2001:db8::', prefix: 32, family: 'ipv6', kind: 'documentation' },
+  { network: '64:ff9b:1::', prefix: 48, family: 'ipv6', kind: 'local-use NAT64' },
 ];
+
+/**
+ * IPv6 prefixes followed by an IPv4 address; `at` is the index of its first 16-bit word. IPv4-mapped (::ffff:0:0/96)
+ * is not here: BlockList already matches it against the IPv4 ranges.
+ */
+const IPV4_EMBEDDINGS = [
+  { network: '::', prefix: 96, at: 6, described: 'an IPv4-compatible address' },
+  { network: '::ffff:0:0:0', prefix: 96, at: 6, described: 'an IPv4-translated (SIIT) address' },
+  { network: '64:ff9b::', prefix: 96, at: 6, described: 'a NAT64 address' },
+  { network: '2002::', prefix: 16, at: 1, described: 'a 6to4 address' },
+].map((embedding) => {
+  const list = new BlockList();
+  list.addSubnet(embedding.network, embedding.prefix, 'ipv6');
+  return { ...embedding, list };
+});
 
 // One list per range, so a refusal names the range. BlockList also matches IPv4-mapped IPv6 (::ffff:127.0.0.1)
 // against the IPv4 ranges.
@@ -45,13 +69,39 @@ const RANGES = REFUSED_RANGES.map((range) => {
 export const PRIVATE_ADDRESSES_RULE =
   'webhook destinations may not be private, loopback, link-local or other internal addresses unless the operator allows them (CROWDFLOW_WEBHOOK_ALLOW_PRIVATE=1, or the tenant limit webhookPrivateAddresses)';
 
-/** Which refused range `address` (an IP) is in, e.g. "a loopback address (127.0.0.0/8)", or null when it may be delivered to. */
+/**
+ * Which refused range `address` (an IP) is in, e.g. "a loopback address (127.0.0.0/8)" or "a link-local address
+ * (169.254.0.0/16) in a NAT64 address (64:ff9b::/96)", or null when it may be delivered to.
+ */
 export function refusedRange(address: string): string | null {
   const family = isIP(address);
   if (family === 0) return null;
   const type = family === 4 ? 'ipv4' : 'ipv6';
   const range = RANGES.find((r) => r.list.check(address, type));
-  return range ? `a ${range.kind} address (${range.network}/${range.prefix})` : null;
+  if (range) return `a ${range.kind} address (${range.network}/${range.prefix})`;
+  if (family === 4) return null;
+  const embedding = IPV4_EMBEDDINGS.find((e) => e.list.check(address, 'ipv6'));
+  if (!embedding) return null;
+  const words = ipv6Words(address);
+  const ipv4 = [words[embedding.at] >> 8, words[embedding.at] & 0xff, words[embedding.at + 1] >> 8, words[embedding.at + 1] & 0xff].join('.');
+  const inner = refusedRange(ipv4);
+  return inner ? `${inner} in ${embedding.described} (${embedding.network}/${embedding.prefix})` : null;
+}
+
+/** The eight 16-bit words of a valid IPv6 address (any zone id dropped, a dotted IPv4 tail counted as two words). */
+function ipv6Words(address: string): number[] {
+  const words = (part: string) =>
+    part === ''
+      ? []
+      : part.split(':').flatMap((word) => {
+          if (!word.includes('.')) return [parseInt(word, 16)];
+          const [a, b, c, d] = word.split('.').map(Number);
+          return [(a << 8) | b, (c << 8) | d];
+        });
+  const [head, tail] = address.replace(/%.*$/, '').split('::');
+  if (tail === undefined) return words(head);
+  const [first, last] = [words(head), words(tail)];
+  return [...first, ...new Array<number>(8 - first.length - last.length).fill(0), ...last];
 }
 
 /** `localhost` and every name under it (RFC 6761), with or without the final dot. */
@@ -81,7 +131,11 @@ export async function privateAddressesAllowed(tenantId: string): Promise<boolean
 
 /** A delivery refused by this policy: not worth retrying (the runner fails it at once, ./deliveries.ts). */
 export class RefusedAddressError extends Error {
-  constructor(reason: string) {
+  /** `reason` is shown to the tenant; `resolvedAddress` (what the host resolved to) only goes to the server log. */
+  constructor(
+    reason: string,
+    readonly resolvedAddress: string | null = null,
+  ) {
     super(`refused: ${reason}; ${PRIVATE_ADDRESSES_RULE}`);
     this.name = 'RefusedAddressError';
   }
@@ -104,8 +158,8 @@ export function checkedLookup(resolver: Resolver, { refusePrivate }: { refusePri
       (addresses) => {
         const refused = refusePrivate ? addresses.find((a) => refusedRange(a.address) !== null) : undefined;
         if (refused) {
-          const reason = `${host} resolves to ${refused.address}, ${refusedRange(refused.address)}`;
-          return callback(Object.assign(new RefusedAddressError(reason), { code: 'EREFUSEDADDRESS' }), []);
+          const reason = `${host} resolves to ${refusedRange(refused.address)}`;
+          return callback(Object.assign(new RefusedAddressError(reason, refused.address), { code: 'EREFUSEDADDRESS' }), []);
         }
         if (addresses.length === 0) return callback(Object.assign(new Error(`${host} resolves to no address`), { code: 'ENOTFOUND' }), []);
         if (options.all) callback(null, addresses);

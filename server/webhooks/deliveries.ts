@@ -79,7 +79,8 @@ async function attempt(deliveryId: string, replays: number, now: number): Promis
     },
   });
   if (result.refused) {
-    console.warn(`[webhooks] delivery ${deliveryId} to destination ${destination.name} ${result.error}`);
+    const resolved = result.refusedAddress ? ` (resolved to ${result.refusedAddress})` : '';
+    console.warn(`[webhooks] delivery ${deliveryId} to destination ${destination.name}${resolved} ${result.error}`);
     throw new Error(`delivery ${deliveryId}: ${result.error}`);
   }
   if (!result.ok) throw new RetryLaterError(`delivery ${deliveryId}: ${result.error}`);

@@ -15,9 +15,17 @@ const USER_AGENT = 'Crowdflow-Webhooks/1';
 export type SendTarget = { url: string; secret: string; headers: Record<string, string>; timeoutMs: number };
 /**
  * `error` is ours (status line, timeout, refusal, connection error); `response` is the start of the receiver's answer
- * to a non-2xx, which only admins see (it may echo what the request carried).
+ * to a non-2xx, which only admins see (it may echo what the request carried). `refusedAddress` is the internal
+ * address a refused host resolved to: for the server log only, never stored where a tenant reads.
  */
-export type SendResult = { ok: boolean; status: number | null; error: string | null; response: string | null; refused: boolean };
+export type SendResult = {
+  ok: boolean;
+  status: number | null;
+  error: string | null;
+  response: string | null;
+  refused: boolean;
+  refusedAddress?: string;
+};
 export type SendPolicy = { allowPrivate: boolean; resolver?: Resolver };
 
 // Separate pools: a kept-alive connection opened for a tenant allowed private addresses must never carry a request
@@ -68,7 +76,8 @@ export async function sendDelivery(target: SendTarget, deliveryId: string, body:
 }
 
 function refusal(error: RefusedAddressError): SendResult {
-  return { ok: false, status: null, error: error.message, response: null, refused: true };
+  const result: SendResult = { ok: false, status: null, error: error.message, response: null, refused: true };
+  return error.resolvedAddress === null ? result : { ...result, refusedAddress: error.resolvedAddress };
 }
 
 /** Sends the request; resolves with the status and up to RESPONSE_EXCERPT_BYTES of the answer. */
