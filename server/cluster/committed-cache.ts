@@ -2,7 +2,9 @@
 // at journal seq S is brought up to date by replaying the rows after S (one indexed read, usually few rows) instead
 // of decoding the checkpoint and replaying everything since it on every request. Bounded in memory (least recently
 // used go first) and in work (a few full rebuilds at once; concurrent reads of one shard share one rebuild or
-// catch-up). Entries are keyed by workflow version, so a shard replayed under an older definition is never reused.
+// catch-up). Entries are keyed by workflow version, so a shard replayed under an older definition is never reused, and
+// notice a checkpoint written since with changes no journal row carries (a crowd update's joiners and leavers): then
+// the shard is rebuilt from it instead of caught up.
 import { catchUpShard, loadShard, type LoadedShard } from '../engine/recovery';
 import type { Shard } from '../engine/shard';
 import type { InstanceRuntime } from '../engine/tenant';
@@ -44,34 +46,20 @@ export class CommittedShards {
     if (entry && this.now() - entry.builtAt < REBUILD_AFTER_MS) {
       this.touch(key, entry);
       entry.current = catchUpShard(entry.loaded, instance.workflow)
-        .then(() => {
+        .then((caughtUp) => {
+          if (!caughtUp) return this.build(key, instance, partition); // a crowd update since: only its checkpoint has it
           this.stats.catchUps++;
           this.resize(entry);
           return entry.loaded.shard;
         })
         .catch((error) => {
-          this.forget(key); // half replayed: the next read rebuilds it
+          if (this.entries.get(key) === entry) this.forget(key); // half replayed: the next read rebuilds it
           throw error;
         })
         .finally(() => (entry.current = undefined));
       return entry.current;
     }
-    if (entry) this.forget(key);
-    const building: Entry = { loaded: { shard: undefined as unknown as Shard, replayed: 0, seq: 0 }, bytes: 0, builtAt: this.now() };
-    building.current = this.rebuild(instance, partition)
-      .then((loaded) => {
-        building.loaded = loaded;
-        this.stats.rebuilds++;
-        this.resize(building);
-        return loaded.shard;
-      })
-      .catch((error) => {
-        this.forget(key);
-        throw error;
-      })
-      .finally(() => (building.current = undefined));
-    this.entries.set(key, building);
-    return building.current;
+    return this.build(key, instance, partition);
   }
 
   /**
@@ -94,6 +82,26 @@ export class CommittedShards {
   /** Kept shards and their bytes (tests). */
   size(): { shards: number; bytes: number } {
     return { shards: this.entries.size, bytes: this.bytes };
+  }
+
+  /** Replaces the entry (if any) with a shard rebuilt from the partition's checkpoint. */
+  private build(key: string, instance: InstanceRuntime, partition: number): Promise<Shard> {
+    this.forget(key);
+    const building: Entry = { loaded: { shard: undefined as unknown as Shard, replayed: 0, seq: 0, unjournaled: null }, bytes: 0, builtAt: this.now() };
+    building.current = this.rebuild(instance, partition)
+      .then((loaded) => {
+        building.loaded = loaded;
+        this.stats.rebuilds++;
+        this.resize(building);
+        return loaded.shard;
+      })
+      .catch((error) => {
+        if (this.entries.get(key) === building) this.forget(key);
+        throw error;
+      })
+      .finally(() => (building.current = undefined));
+    this.entries.set(key, building);
+    return building.current;
   }
 
   private async rebuild(instance: InstanceRuntime, partition: number): Promise<LoadedShard> {

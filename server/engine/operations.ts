@@ -105,8 +105,9 @@ export function byPartition(users: RoaringBitmap32, partitions: number): Roaring
   return parts.map((part) => RoaringBitmap32.from(part));
 }
 
-function encodeAll(instance: InstanceRuntime) {
-  return instance.shards.map((shard, partition) => ({ instanceId: instance.id, partition, data: shard!.encode() }));
+/** `unjournaled`: the change being committed moved users without journal rows (see CheckpointWrite). */
+function encodeAll(instance: InstanceRuntime, unjournaled = false) {
+  return instance.shards.map((shard, partition) => ({ instanceId: instance.id, partition, data: shard!.encode(), unjournaled }));
 }
 
 function startCrons(shard: Shard, workflow: WorkflowRuntime, now: number): void {
@@ -224,7 +225,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     await commitBatch(tenantId, {
       leases,
       moves: [],
-      checkpoints: encodeAll(instance),
+      checkpoints: encodeAll(instance, true),
       now,
       also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { crowdName, userCount } })),
     });

@@ -29,6 +29,7 @@ import {
   TIME_MS,
   TO_STEP,
   USER,
+  unjournaledCheckpoints,
   type ReplayRow,
 } from './store/replay';
 
@@ -38,6 +39,8 @@ export interface LoadedShard {
   replayed: number;
   /** The last journal seq the shard includes (a later catch-up replays only the rows after it). */
   seq: number;
+  /** The `unjournaled` count of the checkpoint it was rebuilt from (null: none), to notice a later such checkpoint. */
+  unjournaled: number | null;
 }
 
 export async function loadShard(instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<LoadedShard> {
@@ -53,7 +56,8 @@ export async function loadShards(instanceId: string, partitions: number[], workf
     const checkpoint = checkpoints.get(partition);
     const shard = checkpoint ? Shard.decode(instanceId, partition, checkpoint.data) : new Shard(instanceId, partition);
     const after = checkpoint?.journalSeq ?? 0;
-    targets.set(partition, { loaded: { shard, replayed: 0, seq: after }, after, replay: new Replay(shard, workflow) });
+    const initial = { shard, replayed: 0, seq: after, unjournaled: checkpoint?.unjournaled ?? null };
+    targets.set(partition, { loaded: initial, after, replay: new Replay(shard, workflow) });
     from = Math.min(from, after);
   }
   const visit = (row: ReplayRow) => {
@@ -78,10 +82,13 @@ export async function loadShards(instanceId: string, partitions: number[], workf
 
 /**
  * Brings a shard rebuilt at journal seq `loaded.seq` up to what is committed now: the journal rows after it, then the
- * conversions since the partition's checkpoint (ORed: those already in the shard change nothing).
+ * conversions since the partition's checkpoint (ORed: those already in the shard change nothing). False, changing
+ * nothing, when a checkpoint written since holds changes of step members no journal row carries (a crowd update's
+ * joiners and leavers): only a rebuild from it is current.
  */
-export async function catchUpShard(loaded: LoadedShard, workflow: WorkflowRuntime): Promise<void> {
+export async function catchUpShard(loaded: LoadedShard, workflow: WorkflowRuntime): Promise<boolean> {
   const { shard } = loaded;
+  if ((await unjournaledCheckpoints(shard.instanceId, shard.partition)) !== loaded.unjournaled) return false;
   const replay = new Replay(shard, workflow);
   await journalAfter(shard.instanceId, shard.partition, loaded.seq, (row) => {
     replay.add(row);
@@ -90,6 +97,7 @@ export async function catchUpShard(loaded: LoadedShard, workflow: WorkflowRuntim
   });
   replay.flush();
   for (const [step, users] of await conversionsAfterCheckpoint(shard.instanceId, shard.partition)) shard.convert(step, users);
+  return true;
 }
 
 interface ShardRequest {

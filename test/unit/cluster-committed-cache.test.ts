@@ -74,4 +74,27 @@ describe('shards of partitions held elsewhere, kept for reads', () => {
     await small.shard(instance, 3);
     expect(small.stats).toMatchObject({ rebuilds: 4, catchUps: 1 });
   });
+
+  it('rebuilds a kept shard after a crowd update, whose joiners and leavers only its checkpoints carry', async () => {
+    h = await startHarness(1);
+    await crowd(h, 'c', range(1, 40));
+    const id = await start(h, await workflow(h, definition), 'c');
+    const instance = h.engine.findRuntime(id)!;
+    const kept = new CommittedShards();
+    await send(h, [{ user: 2, type: 'purchase' }]);
+    expect(view(await kept.shard(instance, 0)).steps.bought).toEqual([2]);
+
+    await crowd(h, 'c', [...range(2, 30), 50, 51]); // 1 and 31..40 leave (2 in `bought` stays), 50 and 51 join
+    await h.engine.materializeUpdateCrowd(h.tenantId, id, 'c');
+    const shard = view(await kept.shard(instance, 0));
+    expect(shard).toEqual(view(instance.shards[0]!));
+    expect(shard.steps.wait).toEqual([...range(3, 30), 50, 51]);
+    expect(kept.stats).toMatchObject({ rebuilds: 2, catchUps: 0 });
+
+    // Journal rows after the rebuild are caught up again, without another rebuild.
+    await send(h, [{ user: 50, type: 'purchase' }]);
+    expect(view(await kept.shard(instance, 0))).toEqual(view(instance.shards[0]!));
+    expect(view(await kept.shard(instance, 0)).steps.bought).toEqual([2, 50]);
+    expect(kept.stats).toMatchObject({ rebuilds: 2, catchUps: 2 });
+  });
 });

@@ -25,6 +25,8 @@ export interface CheckpointWrite {
   instanceId: string;
   partition: number;
   data: Uint8Array;
+  /** It holds changes of step members no journal row carries (a crowd update): readers that replay rebuild from it. */
+  unjournaled?: boolean;
 }
 
 const JOURNAL_COLUMNS = ['seq', 'tenantId', 'instanceId', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'leaveAction', 'enterAction', 'timeMs'];
@@ -123,7 +125,8 @@ function writeCheckpoint(cp: CheckpointWrite): RawStatement {
     (bind) =>
       `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data")
         VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${dialect().table('Journal')}), ${bind(data)})
-       ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data", "updatedAt" = CURRENT_TIMESTAMP`,
+       ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data",
+         "updatedAt" = CURRENT_TIMESTAMP, "unjournaled" = ${t}."unjournaled" + ${cp.unjournaled ? 1 : 0}`,
   );
 }
 

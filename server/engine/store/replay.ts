@@ -6,6 +6,8 @@ import { num } from './row-number';
 export interface Checkpoint {
   journalSeq: number;
   data: Uint8Array;
+  /** Checkpoints of the shard so far that hold changes no journal row carries. */
+  unjournaled: number;
 }
 
 export async function loadCheckpoint(instanceId: string, partition: number): Promise<Checkpoint | null> {
@@ -15,12 +17,22 @@ export async function loadCheckpoint(instanceId: string, partition: number): Pro
 /** The checkpoints of the given partitions of one instance (absent partitions have none), in one statement. */
 export async function loadCheckpoints(instanceId: string, partitions: number[]): Promise<Map<number, Checkpoint>> {
   const { params, bind } = dialect().parameters();
-  const rows = await (await raw()).query<{ partition: unknown; journalSeq: unknown; data: Uint8Array }>(
-    `SELECT "partition", "journalSeq", "data" FROM ${dialect().table('ShardCheckpoint')}
+  const rows = await (await raw()).query<{ partition: unknown; journalSeq: unknown; data: Uint8Array; unjournaled: unknown }>(
+    `SELECT "partition", "journalSeq", "data", "unjournaled" FROM ${dialect().table('ShardCheckpoint')}
      WHERE "instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`,
     params,
   );
-  return new Map(rows.map((row) => [num(row.partition), { journalSeq: num(row.journalSeq), data: row.data }]));
+  return new Map(rows.map((row) => [num(row.partition), { journalSeq: num(row.journalSeq), data: row.data, unjournaled: num(row.unjournaled) }]));
+}
+
+/** The `unjournaled` count of the shard's checkpoint, without its data (null: it has none). */
+export async function unjournaledCheckpoints(instanceId: string, partition: number): Promise<number | null> {
+  const { params, bind } = dialect().parameters();
+  const rows = await (await raw()).query<{ unjournaled: unknown }>(
+    `SELECT "unjournaled" FROM ${dialect().table('ShardCheckpoint')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
+    params,
+  );
+  return rows.length > 0 ? num(rows[0].unjournaled) : null;
 }
 
 /**
