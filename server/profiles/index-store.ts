@@ -121,7 +121,8 @@ export function profileIndexLoad(tenantId: string) {
 /**
  * Runs a profile write: `write` gets the loaded index (to know who has a profile) and the transaction-side seq bump,
  * commits, and returns its changes; they are applied to the index only after the commit. A write that fails
- * changes nothing; an apply that throws drops the index, so the next use rebuilds it from the database.
+ * changes nothing; an apply that throws, or a write that is not the next one of the index (a write committed elsewhere
+ * came between), drops the index, so the next use rebuilds it from the database and no snapshot is taken of it.
  */
 export function profileWrite<T>(
   tenantId: string,
@@ -132,15 +133,22 @@ export function profileWrite<T>(
   return held.exclusive(async () => {
     const index = await held.loaded();
     const { result, changes, seq, afterTexts } = await write(index);
-    try {
-      index.apply(changes);
-      held.seq = seq;
-    } catch (error) {
+    if (seq !== held.seq + 1) {
+      // Another member committed a write in between whose notice has not been applied here (it would be ignored
+      // once the index is past it): the index lacks it, so it goes, and is reloaded from the rows on next use.
       held.index = null;
-      throw error;
+      relayProfileWrite(tenantId, null, seq);
+    } else {
+      try {
+        index.apply(changes);
+        held.seq = seq;
+      } catch (error) {
+        held.index = null;
+        throw error;
+      }
+      held.scheduleSnapshot();
+      relayProfileWrite(tenantId, changes, seq, afterTexts);
     }
-    held.scheduleSnapshot();
-    relayProfileWrite(tenantId, changes, seq, afterTexts);
     runtime().clusterRelay?.(PROFILES_WRITTEN, [tenantId, seq, changes]); // the cluster channel names the users when they fit
     return result;
   });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LAGGING_MAX_MS, LAGGING_QUIET_MS, profilesWrittenElsewhere, profileWriteNotice } from '../../server/cluster/profile-writes';
 import { newId } from '../../server/ids';
-import { profileIndex } from '../../server/profiles/index-store';
+import { profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { runtime } from '../../server/runtime';
 import { db } from '../../server/storage/db';
@@ -81,5 +81,26 @@ describe('profile writes of other cluster members', () => {
       vi.advanceTimersByTime(LAGGING_QUIET_MS / 2);
     }
     expect(runtime().profileIndexes.has(tenantId)).toBe(false);
+  });
+
+  it('drops the index when a local write follows one committed elsewhere whose notice has not arrived, never snapshotting the gap', async () => {
+    const tenantId = await tenantRow(newId('tn'));
+    await upsertProfiles(tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
+    await profileIndex(tenantId);
+    const held = runtime().profileIndexes.get(tenantId)!;
+
+    const elsewhere = [{ user: 2, attributes: { plan: 'pro' } }];
+    const seq = await writeElsewhere(tenantId, elsewhere); // its notice is still on the way
+    await upsertProfiles(tenantId, [{ user: 3, attributes: { plan: 'free' } }]);
+    expect(held.index).toBeNull();
+    await saveProfileSnapshot(tenantId);
+    const state = await db().profileIndexState.findUniqueOrThrow({ where: { tenantId } });
+    expect(Number(state.seq)).toBe(seq + 1);
+    expect(Number(state.snapshotSeq)).not.toBe(seq + 1);
+
+    await profilesWrittenElsewhere(tenantId, seq, profileWriteNotice(tenantId, seq, elsewhere)[2] as string); // late
+    const index = await profileIndex(tenantId);
+    expect(index.equals('plan', 'pro').toArray()).toEqual([1, 2]);
+    expect(Object.fromEntries(index.materialize(index.users))).toEqual(await storedProfiles(tenantId));
   });
 });
