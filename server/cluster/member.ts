@@ -64,6 +64,8 @@ export class ClusterMember implements LeasePolicy {
   constructor(
     target: Extract<DatabaseTarget, { provider: 'postgres' }>,
     readonly name: string,
+    /** The safety-net reassignment interval (tests counting assignments turn it off). */
+    private readonly fullRefreshMs = FULL_REFRESH_MS,
   ) {
     this.schema = `"${target.schema.replace(/"/g, '""')}"`;
     this.membership = new Membership(target, name, (signal) => this.heard(signal));
@@ -209,7 +211,7 @@ export class ClusterMember implements LeasePolicy {
     );
     const inputs = JSON.stringify([members, shape]);
     if (this.draining) return false;
-    if (!this.assignmentStale && inputs === this.assignedFrom && Date.now() - this.assignedAt < FULL_REFRESH_MS) return false;
+    if (!this.assignmentStale && inputs === this.assignedFrom && Date.now() - this.assignedAt < this.fullRefreshMs) return false;
     this.assignmentStale = false;
     const tenants = await this.membership.query<{ id: string; partitions: number; gatheredBy: string | null }>(
       `SELECT t."id", t."partitions", g."member" AS "gatheredBy" FROM ${this.schema}."Tenant" t

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GATHER_HOLD_MS } from '../../server/cluster/gather';
 import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
 import { MemberLock } from '../../server/cluster/member-lock';
@@ -51,9 +51,13 @@ describe('cluster members on one PostgreSQL schema', () => {
     await sql.connect();
   }, 120_000);
 
+  // Each test joins its own members and they leave after it, so a failure does not carry into the next test.
+  afterEach(async () => {
+    for (const member of members.splice(0)) await member.leave().catch(() => undefined);
+    for (const lock of locks.splice(0)) await lock.release().catch(() => undefined);
+  });
+
   afterAll(async () => {
-    for (const member of members) await member.leave().catch(() => undefined);
-    for (const lock of locks) await lock.release().catch(() => undefined);
     await sql?.end();
     await database?.drop();
   });
@@ -66,7 +70,8 @@ describe('cluster members on one PostgreSQL schema', () => {
     const lock = new MemberLock(target, name);
     locks.push(lock);
     await lock.hold();
-    const member = new ClusterMember(target, name);
+    // No safety-net reassignment: the tests count assignments, which only a change of members, tenants or gathers makes.
+    const member = new ClusterMember(target, name, Number.POSITIVE_INFINITY);
     members.push(member);
     await member.start(engine);
     return { member, engine };
@@ -107,7 +112,8 @@ describe('cluster members on one PostgreSQL schema', () => {
   });
 
   it('shares one gather among the operations of a tenant on a member, renews it, and lets it go with the last', async () => {
-    const a = members.find((m) => m.name === 'member-a') ?? (await join('member-a')).member;
+    const { member: a } = await join('member-a');
+    const { member: b } = await join('member-b');
     const tenantId = await tenant('tn_gather');
     const first = await a.gather(tenantId, []);
     const second = await a.gather(tenantId, []);
@@ -125,14 +131,13 @@ describe('cluster members on one PostgreSQL schema', () => {
     expect(await gatherRow(tenantId)).toBeUndefined();
 
     // Another live member's gather makes the operation wait (a retry-later error), not take it.
-    const b = members.find((m) => m.name === 'member-b')!;
     const held = await b.gather(tenantId, []);
     await expect(a.gather(tenantId, [])).rejects.toMatchObject({ name: 'RetryLaterError' });
     await held();
   });
 
   it('keeps a member live while its process holds the membership, whatever its engine side does', async () => {
-    const a = members.find((m) => m.name === 'member-a')!;
+    const { member: a } = await join('member-a');
     // A member with no engine side at all (as while its engine thread is busy or restarting): its lock and
     // heartbeat are the request thread's, so it stays live and keeps its share.
     const lock = new MemberLock(target, 'member-c');
