@@ -28,8 +28,14 @@ export function plannedAfter(step: TimerStep, at: number): number {
   return step.tzFromProfile ? at + 1 : nextCronTime(step.cron, at, step.tz);
 }
 
+/**
+ * The attribute holding users' zones, unless it holds more distinct strings than the index keeps equality bitmaps for:
+ * there are a few hundred IANA zones, so such an attribute (an e-mail picked by mistake) holds none worth a check per
+ * value on every tick, and its users fire in the default zone.
+ */
 function zoneField(profiles: ProfileIndex, step: TimerStep) {
-  return step.tzFromProfile ? profiles.path(pathKey(step.tzFromProfile.split('.'))) : undefined;
+  const field = step.tzFromProfile ? profiles.path(pathKey(step.tzFromProfile.split('.'))) : undefined;
+  return field?.highCardinality ? undefined : field;
 }
 
 /** The zones a local-time timer fires in: each valid zone value of its attribute in the tenant's profiles, and the default. */
