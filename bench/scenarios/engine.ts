@@ -6,6 +6,7 @@ import { saveCrowd } from '../../server/crowd';
 import { startEngine, stopEngine } from '../../server/engine';
 import type { Engine } from '../../server/engine/engine';
 import { getProcedureRunner } from '../../server/procedures/runner';
+import { runtime } from '../../server/runtime';
 import { appendEvents, parseEventBatch } from '../../server/engine/ingest';
 import type { LoggedEvent } from '../../server/engine/types';
 import { WorkflowDefinition } from '../../server/model/workflow';
@@ -135,6 +136,8 @@ export async function measureEngine(
     return { start, counts, apply, memory };
   } finally {
     await getProcedureRunner().stop();
+    // The runner keeps the storage it was built on: the next provider's section must build its own.
+    runtime().procedureRunner = undefined;
     await stopEngine();
     await closeDb();
   }
