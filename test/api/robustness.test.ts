@@ -150,6 +150,8 @@ beforeAll(async () => {
   const done = await api('GET', `/procedures/${started.body.procedureId}?wait=30`);
   expect(done.body.state, JSON.stringify(done.body)).toBe('done');
   expect((await api('PUT', `/consumers/robust?tenant=${a.name}`, { body: { start: 'tail' } })).status).toBe(201);
+  // A loopback destination (nothing listens on port 9) needs the tenant's permission for private addresses.
+  expect((await api('PUT', `/tenants/${a.name}/limits`, { body: { webhookPrivateAddresses: true } })).status).toBe(200);
   expect((await api('POST', `/tenants/${a.name}/webhooks`, { body: { name: 'robust-hook', url: 'http://127.0.0.1:9/hook' } })).status).toBe(201);
   fixture = {
     a,
