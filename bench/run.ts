@@ -132,7 +132,8 @@ async function main(): Promise<void> {
     writeFileSync(resolve(output), `${JSON.stringify(report, null, 2)}\n`);
     return results;
   };
-  // The per-user-rows baseline goes last per provider: it is the slowest part (Prisma inserts a million rows).
+  // Per provider, the sections that import 10M profiles (profiles, timeouts; 7+ min each on PostgreSQL) and the
+  // per-user-rows baseline (Prisma inserts a million rows) go last, so a run cut short still has every quick section.
   for (const provider of providers) {
     if (sections.has('http')) {
       console.log(`journey over HTTP on ${provider}…`);
@@ -173,16 +174,6 @@ async function main(): Promise<void> {
       engine[provider] = await withDatabase(provider, 'engine', (database) => measureEngine(database, SCALE, profile));
       save(false);
     }
-    if (sections.has('profiles')) {
-      console.log(`profiles (import, timer, audience, index boot) on ${provider}…`);
-      profiles[provider] = await withDatabase(provider, 'profiles', (database) => measureProfiles(database, SCALE.users));
-      save(false);
-    }
-    if (sections.has('timeouts')) {
-      console.log(`branch step timeouts and local-time timers (engine only) on ${provider}…`);
-      timeouts[provider] = await withDatabase(provider, 'timeouts', (database) => measureTimeouts(database, SCALE.users));
-      save(false);
-    }
     if (sections.has('procedures')) {
       console.log(`procedure runner on ${provider}…`);
       procedures[provider] = await withDatabase(provider, 'procedures', (database) => measureProcedures(database, quick ? 300 : 1_000));
@@ -197,6 +188,16 @@ async function main(): Promise<void> {
       console.log('a cluster of 1, 2 and 3 members on PostgreSQL (events, CPU per member, counts on a non-owner, takeovers)…');
       // A tenth of the journey's events per cluster size keeps the section near two minutes on a quiet machine.
       cluster = await withDatabase(provider, 'cluster', (database) => measureCluster(database, { users: SCALE.users / 10, events: SCALE.events / 10 }));
+      save(false);
+    }
+    if (sections.has('profiles')) {
+      console.log(`profiles (import, timer, audience, index boot) on ${provider}…`);
+      profiles[provider] = await withDatabase(provider, 'profiles', (database) => measureProfiles(database, SCALE.users));
+      save(false);
+    }
+    if (sections.has('timeouts')) {
+      console.log(`branch step timeouts and local-time timers (engine only) on ${provider}…`);
+      timeouts[provider] = await withDatabase(provider, 'timeouts', (database) => measureTimeouts(database, SCALE.users));
       save(false);
     }
     if (sections.has('rows')) {
