@@ -253,7 +253,9 @@ async function readAllProfiles(tenantId: string, apply: (changes: ProfileChange[
   for (;;) {
     const { params, bind } = dialect().parameters();
     const rows = await connection.query<{ user: number | string; attributes: string }>(
-      `SELECT ${dialect().numberColumn('user')}, "attributes" FROM ${table} WHERE "tenantId" = ${bind(tenantId)} AND "user" > ${bind(after)} ORDER BY "user" LIMIT ${REBUILD_PAGE}`,
+      // Ordered by the table's column: ORDER BY "user" named the selected "user"::float8 alias, which no index serves,
+      // so PostgreSQL sorted every remaining row for each page (a 10M-profile rebuild ran past 15 minutes).
+      `SELECT ${dialect().numberColumn('user')}, "attributes" FROM ${table} WHERE "tenantId" = ${bind(tenantId)} AND "user" > ${bind(after)} ORDER BY ${table}."user" LIMIT ${REBUILD_PAGE}`,
       params,
     );
     if (rows.length === 0) return;
