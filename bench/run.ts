@@ -1,4 +1,5 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster] [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster]
+//   [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -65,7 +66,8 @@ async function main(): Promise<void> {
   mkdirSync(TMP_DIR, { recursive: true });
   if (profile) rmSync(join(TMP_DIR, 'profiles'), { recursive: true, force: true });
   console.log(
-    `Crowdflow benchmarks${quick ? ' (--quick: 1/10 scale)' : ''}: ${SCALE.users.toLocaleString('en-US')} users, ${PARTITIONS} partitions, per-user rows at ${SCALE.rowUsers.toLocaleString('en-US')} users`,
+    `Crowdflow benchmarks${quick ? ' (--quick: 1/10 scale)' : ''}: ${SCALE.users.toLocaleString('en-US')} users, ${PARTITIONS} ` +
+      `partitions, per-user rows at ${SCALE.rowUsers.toLocaleString('en-US')} users`,
   );
   console.log(
     `machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,

@@ -86,7 +86,9 @@ async function inFileTerms(error: ApiError, file: Blob, format: ImportFormat, pa
   const line = format === 'csv' ? before + details.line - 1 : before + details.line;
   const imported = importedBefore + (details.committedLines ?? 0);
   // the server commits in chunks, in order: what is in is the file's first `imported` lines, whatever the bad line's chunk held is not
-  const message = `Line ${line.toLocaleString('en-US')}: ${details.problem ?? error.message}. The file's first ${imported.toLocaleString('en-US')} lines were imported, nothing after them. Fix the line and import the file again: lines imported twice merge to the same profiles.`;
+  const message =
+    `Line ${line.toLocaleString('en-US')}: ${details.problem ?? error.message}. The file's first ${imported.toLocaleString('en-US')} ` +
+    `lines were imported, nothing after them. Fix the line and import the file again: lines imported twice merge to the same profiles.`;
   return new ApiError(error.status, error.code, message, { ...details, line, importedLines: imported });
 }
 

@@ -143,24 +143,26 @@ export async function measureCluster(database: ScratchDatabase, options: { users
         return counts.status === 200 && counts.body.steps.bought >= bought;
       });
       const seconds = (performance.now() - phaseStarted) / 1000;
-      figures.eventsPerSecond[`${size} member${size > 1 ? 's' : ''}`] = Math.round(perPhase / seconds);
-      figures.cpuMsPerMember[`${size} member${size > 1 ? 's' : ''}`] = members.map((m, i) => Math.round(m.server.cpuMs() - cpuBefore[i]));
-      console.log(
-        `  ${size} member(s): ${Math.round(perPhase / seconds).toLocaleString('en-US')} events/s end to end; CPU ms per member ${figures.cpuMsPerMember[`${size} member${size > 1 ? 's' : ''}`].join(', ')}`,
-      );
+      const phase = `${size} member${size > 1 ? 's' : ''}`;
+      figures.eventsPerSecond[phase] = Math.round(perPhase / seconds);
+      figures.cpuMsPerMember[phase] = members.map((m, i) => Math.round(m.server.cpuMs() - cpuBefore[i]));
+      const rate = Math.round(perPhase / seconds).toLocaleString('en-US');
+      console.log(`  ${size} member(s): ${rate} events/s end to end; CPU ms per member ${figures.cpuMsPerMember[phase].join(', ')}`);
     }
     figures.maxPartitionsPerMember = Math.max(...Object.values(await ownedBy(tenantId)));
     const nonOwner = members[1].server.baseUrl;
     const auth = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` };
     figures.countsNonOwner = await measureGets(nonOwner, `/api/v1/tenants/bench/instances/${instanceId}/counts`, auth, 1_000);
     console.log(
-      `  counts on a member owning ${(await ownedBy(tenantId))[members[1].name] ?? 0} of 8 partitions: p50 ${figures.countsNonOwner.p50Ms.toFixed(2)} ms, p99 ${figures.countsNonOwner.p99Ms.toFixed(2)} ms`,
+      `  counts on a member owning ${(await ownedBy(tenantId))[members[1].name] ?? 0} of 8 partitions: p50 ` +
+        `${figures.countsNonOwner.p50Ms.toFixed(2)} ms, p99 ${figures.countsNonOwner.p99Ms.toFixed(2)} ms`,
     );
     // Users of every partition in turn, so most lookups read a partition another member holds.
     let lookup = 0;
     figures.whereIsUserNonOwner = await measureEach(members[1], () => `/tenants/bench/users/${1 + (lookup++ % users)}`, 300);
     console.log(
-      `  where-is-user on that member: p50 ${figures.whereIsUserNonOwner.p50Ms.toFixed(2)} ms, p99 ${figures.whereIsUserNonOwner.p99Ms.toFixed(2)} ms; most partitions on one of 3 members: ${figures.maxPartitionsPerMember}`,
+      `  where-is-user on that member: p50 ${figures.whereIsUserNonOwner.p50Ms.toFixed(2)} ms, p99 ` +
+        `${figures.whereIsUserNonOwner.p99Ms.toFixed(2)} ms; most partitions on one of 3 members: ${figures.maxPartitionsPerMember}`,
     );
 
     // While partitions move, a client keeps posting purchases of waiting users to every live member: each batch a
@@ -195,7 +197,8 @@ export async function measureCluster(database: ScratchDatabase, options: { users
     posting = false;
     await poster;
     console.log(
-      `  partitions settled on live members: ${Math.round(figures.settleMs.sigkill)} ms after a SIGKILL, ${Math.round(figures.settleMs.join)} ms after a join (from ready), ${Math.round(figures.settleMs.sigterm)} ms after a SIGTERM`,
+      `  partitions settled on live members: ${Math.round(figures.settleMs.sigkill)} ms after a SIGKILL, ` +
+        `${Math.round(figures.settleMs.join)} ms after a join (from ready), ${Math.round(figures.settleMs.sigterm)} ms after a SIGTERM`,
     );
     figures.handoffEvents = { acknowledged: acknowledged.length, unapplied: await unapplied(members[0], instanceId, acknowledged) };
     console.log(`  events acknowledged while partitions moved: ${acknowledged.length}, not applied: ${figures.handoffEvents.unapplied}`);

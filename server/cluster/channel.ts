@@ -8,7 +8,7 @@ import { processOwner } from '../process-owner';
 import { PROFILES_WRITTEN } from '../profiles/index-store';
 import type { ProfileChange } from '../profiles/index-tenant';
 import { runtime } from '../runtime';
-import { dbTarget } from '../storage/db';
+import { sharedDatabaseTarget } from '../storage/db';
 import { raw } from '../storage/raw';
 import { clusterEnabled } from '.';
 import { ClusterCountsBoard } from './counts';
@@ -25,8 +25,8 @@ type NoticeSignal = { kind: 'notice'; from: string; name: string; args: unknown[
 
 /** Listens on the cluster channel and relays this process's notices to it; undefined when not in a cluster. */
 export async function startClusterChannel(onCounts: (instanceId: string, tenantId: string) => void): Promise<ClusterCountsBoard | undefined> {
-  const target = dbTarget();
-  if (!clusterEnabled() || target.provider !== 'postgres') return undefined;
+  const target = sharedDatabaseTarget();
+  if (!clusterEnabled() || !target) return undefined;
   const me = processOwner();
   const channel = clusterChannel(target);
   // This thread holds the process's membership: its loop stays responsive while the engine thread is busy.

@@ -9,7 +9,7 @@ import type { InstanceRuntime } from '../engine/tenant';
 import type { Counts } from '../engine/types';
 import { raw } from '../storage/raw';
 import { dialect } from '../storage/dialect';
-import type { DatabaseTarget } from '../storage/database-url';
+import type { PostgresTarget } from '../storage/database-url';
 import { clusterChannel } from './membership';
 
 /** A publisher waits this long after a change, so a busy instance costs one write per interval. */
@@ -131,7 +131,7 @@ export class ClusterCountsBoard {
   private readonly channel: string;
 
   constructor(
-    private readonly target: Extract<DatabaseTarget, { provider: 'postgres' }>,
+    private readonly target: PostgresTarget,
     private readonly onChange: (instanceId: string, tenantId: string) => void,
     private readonly onOtherSignal: (payload: Record<string, unknown>) => void,
     /** The process's membership, released when the board closes (after the engine handed its partitions back). */

@@ -3,16 +3,16 @@
 // has); so is an engine on the request thread (CROWDFLOW_ENGINE_THREAD=off: the first process takes every partition).
 import { env } from '../env';
 import { processOwner } from '../process-owner';
-import { dbTarget } from '../storage/db';
+import { sharedDatabaseTarget } from '../storage/db';
 import { ClusterMember } from './member';
 
 export function clusterEnabled(): boolean {
-  return env().CROWDFLOW_CLUSTER !== 'off' && env().CROWDFLOW_ENGINE_THREAD === 'on' && dbTarget().provider === 'postgres';
+  return env().CROWDFLOW_CLUSTER !== 'off' && env().CROWDFLOW_ENGINE_THREAD === 'on' && sharedDatabaseTarget() !== undefined;
 }
 
 /** This process's membership for its engine (its name is the engine's lease owner name), or none. */
 export function clusterMember(owner = processOwner()): ClusterMember | undefined {
-  const target = dbTarget();
-  if (!clusterEnabled() || target.provider !== 'postgres') return undefined;
+  const target = sharedDatabaseTarget();
+  if (!clusterEnabled() || !target) return undefined;
   return new ClusterMember(target, owner);
 }

@@ -7,7 +7,8 @@
 // loses its partitions. The engine thread's side (./membership.ts) only reads who is live and listens for signals.
 import { randomInt } from 'node:crypto';
 import pg from 'pg';
-import { clusterChannel, DB_NOW_MS, lockNamespace, type ClusterSignal, type PostgresTarget } from './membership';
+import type { PostgresTarget } from '../storage/database-url';
+import { clusterChannel, DB_NOW_MS, lockNamespace, type ClusterSignal } from './membership';
 
 const HEARTBEAT_EVERY_MS = 1_000;
 const RECONNECT_AFTER_MS = 1_000;

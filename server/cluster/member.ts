@@ -7,7 +7,7 @@
 // partitions on the member running it for the length of the operation (./gather.ts), so it still commits once.
 import type { PartitionWorker } from '../engine/partition';
 import type { LeasePolicy } from '../engine/store/leases';
-import type { DatabaseTarget } from '../storage/database-url';
+import type { PostgresTarget } from '../storage/database-url';
 import { assignPartitions } from './assignment';
 import { CommittedShards } from './committed-cache';
 import { committedCounts, ShardCountsPublisher } from './counts';
@@ -62,7 +62,7 @@ export class ClusterMember implements LeasePolicy {
   private readonly schema: string;
 
   constructor(
-    target: Extract<DatabaseTarget, { provider: 'postgres' }>,
+    target: PostgresTarget,
     readonly name: string,
     /** The safety-net reassignment interval (tests counting assignments turn it off). */
     private readonly fullRefreshMs = FULL_REFRESH_MS,

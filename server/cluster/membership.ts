@@ -4,9 +4,7 @@
 // the schema's LISTEN/NOTIFY channel where members announce joins, leaves, handoffs, gathers and new events.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { DatabaseTarget } from '../storage/database-url';
-
-export type PostgresTarget = Extract<DatabaseTarget, { provider: 'postgres' }>;
+import type { PostgresTarget } from '../storage/database-url';
 
 /** A member whose heartbeat is older than this is not live, even while its lock is held (a hung process). */
 export const HEARTBEAT_STALE_MS = 15_000;

@@ -138,7 +138,8 @@ export async function countsHistory(
   const points = Math.ceil((to - from) / HISTORY_RESOLUTIONS[query.resolution]);
   if (points > MAX_HISTORY_POINTS) {
     throw badRequest(
-      `resolution: ${points} ${query.resolution}s from ${new Date(from).toISOString()} to ${new Date(to).toISOString()} exceed ${MAX_HISTORY_POINTS} points; choose a coarser resolution or a shorter range`,
+      `resolution: ${points} ${query.resolution}s from ${new Date(from).toISOString()} to ${new Date(to).toISOString()} exceed ` +
+        `${MAX_HISTORY_POINTS} points; choose a coarser resolution or a shorter range`,
       { path: 'resolution' },
     );
   }

@@ -27,7 +27,9 @@ export const StartInstanceBody = z.strictObject({
     .enum(REENTRY_MODES)
     .default('exclude')
     .describe(
-      '`exclude` (the default): users who were in the previous stopped instance of this workflow (its snapshot, kept 7 days after the stop) are left out of this one and counted in `excludedCount`, here and when the crowd is replaced; `allow`: every user of the crowd enters. A start that would leave no user is refused with 422 (`details.excludedCount`).',
+      '`exclude` (the default): users who were in the previous stopped instance of this workflow (its snapshot, kept 7 days after the ' +
+        'stop) are left out of this one and counted in `excludedCount`, here and when the crowd is replaced; `allow`: every user of the ' +
+        'crowd enters. A start that would leave no user is refused with 422 (`details.excludedCount`).',
     ),
 });
 
@@ -135,7 +137,8 @@ const EventsBody = z.object({
           .max(MAX_EVENT_ID_LENGTH)
           .optional()
           .describe(
-            `Optional event id, unique per tenant (like Segment's messageId): an event whose id the log already holds from the last ${DEDUPE_WINDOW_MS / 3_600_000} hours is not appended again, and counts in \`duplicates\``,
+            `Optional event id, unique per tenant (like Segment's messageId): an event whose id the log already holds from the last ` +
+              `${DEDUPE_WINDOW_MS / 3_600_000} hours is not appended again, and counts in \`duplicates\``,
           ),
         user: z.number().int().min(0).max(MAX_USER_ID),
         type: z.string().min(1).max(MAX_EVENT_TYPE_LENGTH),
@@ -157,7 +160,8 @@ export const paths: Record<string, object> = {
   '/tenants/{tenant}/workflows/{id}/start': {
     post: operation({
       summary:
-        'Start an instance of a workflow over a crowd, or without one when the workflow has an entry trigger (refused: empty crowd or no user left after re-entry exclusion 422, no crowd and no trigger 400, invalid workflow, already running 409)',
+        'Start an instance of a workflow over a crowd, or without one when the workflow has an entry trigger (refused: empty crowd or no ' +
+        'user left after re-entry exclusion 422, no crowd and no trigger 400, invalid workflow, already running 409)',
       tags,
       params: ['tenant', 'id'],
       body: StartInstanceBody,
@@ -211,7 +215,8 @@ export const paths: Record<string, object> = {
     get: operation({
       summary: 'Per-step and per-edge user counts',
       description:
-        'In a cluster any member answers, adding the counts the owners of its other partitions published; a 503 `partition_moving` (retry shortly) while a partition between owners has no committed figure yet, never a partial count.',
+        'In a cluster any member answers, adding the counts the owners of its other partitions published; a 503 `partition_moving` (retry ' +
+        'shortly) while a partition between owners has no committed figure yet, never a partial count.',
       tags,
       params: instance,
       ok: { status: 200, description: 'Counts', schema: Counts },
@@ -270,7 +275,10 @@ export const paths: Record<string, object> = {
     get: operation({
       summary: "Where is user U: the user's step in each running instance and its recent moves of every kind",
       description:
-        '`recentMoves`: the newest 50 moves of the user, newest first: moves its own events caused, and the bulk moves it was part of (entering an instance at its start, delays, branch timeouts, ttl re-evaluation, timer steps, workflow version mappings; `fromStep` is null for the entry). Bulk moves are found however far back the journal reaches; moves the journal retention removed are gone. Users joining through a crowd replacement are not journaled, so they have no entry move.',
+        '`recentMoves`: the newest 50 moves of the user, newest first: moves its own events caused, and the bulk moves it was part of ' +
+        '(entering an instance at its start, delays, branch timeouts, ttl re-evaluation, timer steps, workflow version mappings; ' +
+        '`fromStep` is null for the entry). Bulk moves are found however far back the journal reaches; moves the journal retention removed ' +
+        'are gone. Users joining through a crowd replacement are not journaled, so they have no entry move.',
       tags,
       params: ['tenant', 'user'],
       ok: { status: 200, description: 'Where the user is', schema: WhereIsUser },
@@ -304,7 +312,9 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/events/types': {
     get: operation({
-      summary: `The event types the tenant sent recently, most events first (for choosers such as the studio's rule builder): read from the newest ${RECENT_ROWS} rows of its input log, which keeps about the last hour of events`,
+      summary:
+        `The event types the tenant sent recently, most events first (for choosers such as the studio's rule builder): read from the ` +
+        `newest ${RECENT_ROWS} rows of its input log, which keeps about the last hour of events`,
       tags: ['events'],
       params: ['tenant'],
       ok: {

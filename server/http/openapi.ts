@@ -91,11 +91,12 @@ export function openApiDocument(): object {
     info: {
       title: 'Crowdflow API',
       version: '1',
-      description: `Journeys over very large crowds. Authenticate with \`Authorization: Bearer <admin token or tenant API key>\`. Path parameters: tenants and workflows are addressed by id or name, crowds, consumers and webhook destinations by name, everything else by id (each parameter says which). API key scopes (each operation's \`x-required-scope\`): ${Object.entries(
-        SCOPE_MEANING,
-      )
-        .map(([scope, meaning]) => `\`${scope}\`: ${meaning}`)
-        .join('; ')}.`,
+      description:
+        'Journeys over very large crowds. Authenticate with `Authorization: Bearer <admin token or tenant API key>`. Path parameters: tenants and ' +
+        'workflows are addressed by id or name, crowds, consumers and webhook destinations by name, everything else by id (each parameter says which). ' +
+        `API key scopes (each operation's \`x-required-scope\`): ${Object.entries(SCOPE_MEANING)
+          .map(([scope, meaning]) => `\`${scope}\`: ${meaning}`)
+          .join('; ')}.`,
     },
     servers: [{ url: '/api/v1' }],
     security: [{ bearer: [] }],
@@ -115,12 +116,15 @@ export function openApiDocument(): object {
                 details: {
                   type: 'object',
                   description:
-                    'Present when there is more to say, always an object. `path` says where the (first) problem is; `problems` lists every problem when a request has several; any other field quantifies the problem and is named by the operation (e.g. `retryAfterSeconds` with 429/503, `stranded` with a version update 409, `excludedCount` with a start 422, `instanceId` and `state` with a 409 about an instance).',
+                    'Present when there is more to say, always an object. `path` says where the (first) problem is; `problems` lists every problem ' +
+                    'when a request has several; any other field quantifies the problem and is named by the operation (e.g. `retryAfterSeconds` with ' +
+                    '429/503, `stranded` with a version update 409, `excludedCount` with a start 422, `instanceId` and `state` with a 409 about an instance).',
                   properties: {
                     path: {
                       type: 'string',
                       description:
-                        'Where the problem is: a JSON body field (`events[17].user`, `mapping.old`), a header (`Idempotency-Key`), a query or path parameter (`limit`), an element of a JSON upload (`[2]`) or a line of a text upload or import (`line 3`); "" for the body as a whole',
+                        'Where the problem is: a JSON body field (`events[17].user`, `mapping.old`), a header (`Idempotency-Key`), a query or path ' +
+                        'parameter (`limit`), an element of a JSON upload (`[2]`) or a line of a text upload or import (`line 3`); "" for the body as a whole',
                     },
                     problems: {
                       type: 'array',

@@ -17,10 +17,18 @@ export const ActionTag = z.string().trim().min(1).max(128);
 /** The condition language in the words of the OpenAPI document (README "Conditions" says the same at more length). */
 export const CONDITION_LANGUAGE = [
   'A CEL expression (https://cel.dev) that is true or false, at most 4,096 characters.',
-  'Variables: `event.type` (string), `event.data.*` / `event.data["key"]` (the event\'s data; JSON numbers are doubles), `event.time` (timestamp); `profile.*` (the user\'s profile attributes, nested as `profile.address.country`); `user` (the user id, an int); `now` (timestamp). A missing value (no event in a timer step or ttl re-evaluation, no profile, a missing field, a type mismatch) makes a comparison false, never an error.',
-  'Functions: `inCrowd("name")` (the user is in the tenant\'s crowd of that name; a quoted literal; an unknown crowd is false and saved with a warning), `has(profile.x)`, `matches` (`event.data.sku.matches("^A-[0-9]+$")` or `matches(text, pattern)`: RE2 syntax, unanchored, linear time; lookaround and backreferences are refused), `timestamp("2026-01-01T00:00:00Z")`, `duration("168h")` (CEL durations: h, m, s, ms), `size()`, `startsWith()`, `endsWith()`, `contains()`, `int()`, `double()`, `string()`, comprehensions `exists`, `all`, `map`, `filter`.',
+  'Variables: `event.type` (string), `event.data.*` / `event.data["key"]` (the event\'s data; JSON numbers are doubles), ' +
+    "`event.time` (timestamp); `profile.*` (the user's profile attributes, nested as `profile.address.country`); `user` (the user id, " +
+    'an int); `now` (timestamp). A missing value (no event in a timer step or ttl re-evaluation, no profile, a missing field, a type ' +
+    'mismatch) makes a comparison false, never an error.',
+  'Functions: `inCrowd("name")` (the user is in the tenant\'s crowd of that name; a quoted literal; an unknown crowd is false and ' +
+    'saved with a warning), `has(profile.x)`, `matches` (`event.data.sku.matches("^A-[0-9]+$")` or `matches(text, pattern)`: RE2 ' +
+    'syntax, unanchored, linear time; lookaround and backreferences are refused), `timestamp("2026-01-01T00:00:00Z")`, ' +
+    '`duration("168h")` (CEL durations: h, m, s, ms), `size()`, `startsWith()`, `endsWith()`, `contains()`, `int()`, `double()`, ' +
+    '`string()`, comprehensions `exists`, `all`, `map`, `filter`.',
   'Operators: `==` `!=` `<` `<=` `>` `>=` `in` `&&` `||` `!` `+` `-` `*` `/` `%` and `? :`.',
-  'Examples: `event.type == "purchase" && event.data.amount >= 100`; `inCrowd("vip") || profile.plan == "pro"`; `timestamp(profile.signup) < now - duration("720h")`; `event.data.email.matches("@example\\.com$")`.',
+  'Examples: `event.type == "purchase" && event.data.amount >= 100`; `inCrowd("vip") || profile.plan == "pro"`; ' +
+    '`timestamp(profile.signup) < now - duration("720h")`; `event.data.email.matches("@example\\.com$")`.',
 ].join(' ');
 
 /** A profile attribute path as conditions read it after `profile.`: keys joined by dots (`timezone`, `address.tz`). */
@@ -52,7 +60,9 @@ export const BranchStep = z.strictObject({
   branches: z.array(z.strictObject({ condition: ConditionText, next: StepName })).meta({
     minItems: 1,
     description:
-      'Tried in order on each event of a user in the step: the first whose condition holds moves the user to its `next`. No match: the user stays, with no move and no notification. A branch whose `next` is this step also leaves the user where they are (not journaled, not counted).',
+      'Tried in order on each event of a user in the step: the first whose condition holds moves the user to its `next`. No match: the ' +
+      'user stays, with no move and no notification. A branch whose `next` is this step also leaves the user where they are (not ' +
+      'journaled, not counted).',
   }),
   timeout: z
     .strictObject({ after: Duration, next: StepName })
@@ -67,7 +77,10 @@ export const TimerStep = z.strictObject({
     .trim()
     .min(1)
     .describe(
-      "When users waiting here move on: a cron with SIX fields, seconds first: `second minute hour day-of-month month day-of-week` (`0 0 9 * * *` = 09:00:00 every day, `0 */15 * * * MON-FRI` = every 15 minutes on weekdays), or an alias (@daily, @hourly, @weekly, @monthly, @yearly, @weekdays, @weekends). A 5-field cron is refused. Evaluated in `tz` (UTC when absent). It may fire at most once per the tenant's minTimerPeriodSeconds (default 60).",
+      'When users waiting here move on: a cron with SIX fields, seconds first: `second minute hour day-of-month month day-of-week` (`0 0 ' +
+        '9 * * *` = 09:00:00 every day, `0 */15 * * * MON-FRI` = every 15 minutes on weekdays), or an alias (@daily, @hourly, @weekly, ' +
+        '@monthly, @yearly, @weekdays, @weekends). A 5-field cron is refused. Evaluated in `tz` (UTC when absent). It may fire at most ' +
+        "once per the tenant's minTimerPeriodSeconds (default 60).",
     ),
   tz: z
     .string()
@@ -79,7 +92,10 @@ export const TimerStep = z.strictObject({
       'IANA time zone the cron is evaluated in, e.g. "Europe/Amsterdam" (daylight saving included); UTC when absent. With `tzFromProfile`: the zone of users who have no valid zone of their own',
     ),
   tzFromProfile: ProfileAttributePath.optional().describe(
-    "Local-time timer: the profile attribute holding each user's IANA time zone (a path without `profile.`: `timezone`, `address.tz`). The cron then fires in each user's own zone (\"09:00 wherever they are\"): the step's users are grouped by zone with the profile index's equality bitmaps and each group moves, as one bulk move, when the cron fires in its zone. Users whose attribute is missing, not a string or not a known zone use `tz` (UTC when absent)",
+    "Local-time timer: the profile attribute holding each user's IANA time zone (a path without `profile.`: `timezone`, `address.tz`). " +
+      'The cron then fires in each user\'s own zone ("09:00 wherever they are"): the step\'s users are grouped by zone with the profile ' +
+      "index's equality bitmaps and each group moves, as one bulk move, when the cron fires in its zone. Users whose attribute is " +
+      'missing, not a string or not a known zone use `tz` (UTC when absent)',
   ),
   condition: ConditionText.optional(),
   next: StepName,
@@ -95,7 +111,9 @@ export const SplitStep = z.strictObject({
     .max(128)
     .optional()
     .describe(
-      'Assignment is a hash of the user id, salted by default with the workflow id and step name: the same user always takes the same path in this workflow and all its versions, independently of other workflows. Splits given the same seed (in any workflow) put each user on the same path index, to correlate experiments on purpose.',
+      'Assignment is a hash of the user id, salted by default with the workflow id and step name: the same user always takes the same ' +
+        'path in this workflow and all its versions, independently of other workflows. Splits given the same seed (in any workflow) put ' +
+        'each user on the same path index, to correlate experiments on purpose.',
     ),
   paths: z.array(z.strictObject({ percent: z.number().min(0).max(100), next: StepName })).meta({ minItems: 2, description: 'Percents sum to 100' }),
 });
@@ -172,7 +190,9 @@ export const WorkflowSchedule = z.strictObject({
     .enum(REENTRY_MODES)
     .default('exclude')
     .describe(
-      'The start option of each scheduled start (as on POST …/start): `exclude` (the default) leaves out users who were in the previous stopped instance of this workflow; `allow` lets every user of the crowd enter again. A firing that `exclude` leaves without users starts nothing and is recorded as skipped (output `{skipped: "nobody left", excludedCount}`).',
+      'The start option of each scheduled start (as on POST …/start): `exclude` (the default) leaves out users who were in the previous ' +
+        'stopped instance of this workflow; `allow` lets every user of the crowd enter again. A firing that `exclude` leaves without users ' +
+        'starts nothing and is recorded as skipped (output `{skipped: "nobody left", excludedCount}`).',
     ),
 });
 export type WorkflowSchedule = z.infer<typeof WorkflowSchedule>;

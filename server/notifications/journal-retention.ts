@@ -76,10 +76,12 @@ async function deleteEntries(tenantId: string, cutoff: number, beyondSize: numbe
       const removed = await tx.$executeRawUnsafe(`DELETE FROM ${journal} WHERE "seq" IN (${chunk}) AND "seq" <= ${seq}`, ...params);
       // A deleted tenant's last entries go without a watermark: nobody can read them, and it has no row to hold one.
       const trim = dialect().parameters();
+      const trims = dialect().table('JournalTrim');
       await tx.$executeRawUnsafe(
-        `INSERT INTO ${dialect().table('JournalTrim')} ("tenantId", "trimmedThrough") SELECT ${trim.bind(tenantId)}, ${trim.bind(seq)}
+        `INSERT INTO ${trims} ("tenantId", "trimmedThrough") SELECT ${trim.bind(tenantId)}, ${trim.bind(seq)}
          WHERE EXISTS (SELECT 1 FROM ${dialect().table('Tenant')} WHERE "id" = ${trim.bind(tenantId)})
-         ON CONFLICT ("tenantId") DO UPDATE SET "trimmedThrough" = CASE WHEN excluded."trimmedThrough" > ${dialect().table('JournalTrim')}."trimmedThrough" THEN excluded."trimmedThrough" ELSE ${dialect().table('JournalTrim')}."trimmedThrough" END`,
+         ON CONFLICT ("tenantId") DO UPDATE SET "trimmedThrough" =
+           CASE WHEN excluded."trimmedThrough" > ${trims}."trimmedThrough" THEN excluded."trimmedThrough" ELSE ${trims}."trimmedThrough" END`,
         ...trim.params,
       );
       return removed;

@@ -15,7 +15,9 @@ const Notification = z.object({
     .string()
     .optional()
     .describe(
-      'A larger bulk move: base64 of the users as a portable-format roaring bitmap (run-optimized). Decode with any Roaring library: Node `roaring` `RoaringBitmap32.deserialize(Buffer.from(b, "base64"), "portable")`, Python `pyroaring.BitMap.deserialize(base64.b64decode(b))`, Java/Go `RoaringBitmap` `deserialize`/`ReadFrom`',
+      'A larger bulk move: base64 of the users as a portable-format roaring bitmap (run-optimized). Decode with any Roaring library: ' +
+        'Node `roaring` `RoaringBitmap32.deserialize(Buffer.from(b, "base64"), "portable")`, Python ' +
+        '`pyroaring.BitMap.deserialize(base64.b64decode(b))`, Java/Go `RoaringBitmap` `deserialize`/`ReadFrom`',
     ),
   count: z.number().describe('Users moved'),
   seqs: z
@@ -39,7 +41,10 @@ export const paths: Record<string, object> = {
   '/notifications': {
     get: operation({
       summary: 'Committed moves after a cursor, oldest first; send `next` as `after` to continue',
-      description: `A page holds at most \`limit\` journal entries and stops early once their bitmaps reach ${MAX_PAGE_BITMAP_BYTES / 1024 / 1024} MiB (it always holds at least one entry), so read until \`items\` is empty rather than until a page is short. A bulk move journaled once per partition is merged into one item (\`seqs\`).`,
+      description:
+        `A page holds at most \`limit\` journal entries and stops early once their bitmaps reach ${MAX_PAGE_BITMAP_BYTES / 1024 / 1024} ` +
+        `MiB (it always holds at least one entry), so read until \`items\` is empty rather than until a page is short. A bulk move ` +
+        `journaled once per partition is merged into one item (\`seqs\`).`,
       tags: ['notifications'],
       query: { after: 'Cursor (a seq); 0 = from the oldest retained', limit: `Page size, default 100, at most ${MAX_PAGE}`, ...tenantQuery },
       ok: { status: 200, description: 'A page', schema: z.object({ items: z.array(Notification), next: z.number(), lost: Lost.optional() }) },

@@ -98,14 +98,20 @@ function leafNote(index: ProfileIndex, plan: Extract<BitmapPlan, { field: string
     case 'profileHas':
       return `has(profile.${path}): presence bitmap (${field.presence.size} users)`;
     case 'profileCmp':
-      return `profile.${path} ${plan.cmp} ${plan.value}: range over the bit-sliced index (${field.numbers.depth} bit slices, scale ${field.scale})${field.others.size ? ` plus a scan of ${field.others.size} values fixed point cannot hold` : ''}`;
+      return (
+        `profile.${path} ${plan.cmp} ${plan.value}: range over the bit-sliced index (${field.numbers.depth} bit slices, scale ${field.scale})` +
+        (field.others.size ? ` plus a scan of ${field.others.size} values fixed point cannot hold` : '')
+      );
     case 'profileTime':
       return `timestamp(profile.${path}) ${plan.cmp} ${new Date(plan.at).toISOString()}: range over the timestamp bit slices (${field.times.depth})`;
     default: {
       const values = plan.op === 'profileIn' ? plan.values : [plan.value];
       const strings = values.filter((v) => typeof v === 'string').length;
       if (strings > 0 && field.highCardinality) {
-        return `profile.${path} ${plan.op === 'profileIn' ? 'in' : '=='} …: per-user scan of ${field.highCardinality.size} values (more than ${MAX_DISTINCT_STRINGS} distinct strings, so no equality bitmaps)`;
+        return (
+          `profile.${path} ${plan.op === 'profileIn' ? 'in' : '=='} …: per-user scan of ${field.highCardinality.size} values (more than ` +
+          `${MAX_DISTINCT_STRINGS} distinct strings, so no equality bitmaps)`
+        );
       }
       return `profile.${path} ${plan.op === 'profileIn' ? `in ${JSON.stringify(values)}` : `== ${JSON.stringify(plan.value)}`}: equality bitmap${values.length > 1 ? 's' : ''}`;
     }

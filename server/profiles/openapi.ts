@@ -68,7 +68,11 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/profiles/import': {
     post: operation({
-      summary: `Import profiles from a streamed body: NDJSON ({"user", "attributes"} a line) or CSV with a header row (user,plan,age,…; address.country nests; an empty cell leaves the attribute out). Merged like the upsert (JSON Merge Patch), committed in chunks of ${IMPORT_CHUNK_LINES} lines, each all or nothing; a bad line is a 400 naming the line and how many lines were committed before it (re-sending the file is safe)`,
+      summary:
+        `Import profiles from a streamed body: NDJSON ({"user", "attributes"} a line) or CSV with a header row (user,plan,age,…; ` +
+        `address.country nests; an empty cell leaves the attribute out). Merged like the upsert (JSON Merge Patch), committed in chunks of ` +
+        `${IMPORT_CHUNK_LINES} lines, each all or nothing; a bad line is a 400 naming the line and how many lines were committed before it ` +
+        `(re-sending the file is safe)`,
       tags,
       params: ['tenant'],
       query: {
@@ -86,7 +90,10 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/profiles/fields': {
     get: operation({
-      summary: `The indexed attribute paths (dotted for nested objects): users having each, users per type, the most common string/boolean values, whether it is high-cardinality (over ${MAX_DISTINCT_STRINGS} distinct strings: equality is a per-user scan), and the numbers' fixed-point scale`,
+      summary:
+        `The indexed attribute paths (dotted for nested objects): users having each, users per type, the most common string/boolean ` +
+        `values, whether it is high-cardinality (over ${MAX_DISTINCT_STRINGS} distinct strings: equality is a per-user scan), and the ` +
+        `numbers' fixed-point scale`,
       tags,
       params: ['tenant'],
       ok: {
@@ -99,7 +106,10 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/audience': {
     post: operation({
-      summary: `How many users a condition matches now, and the first of them: a bitmap plan over crowds and the profile index when the condition has one (exact), else per user over the first ${MAX_PER_USER_AUDIENCE} users of the universe (count scaled up, exact=false). The universe is the crowd given, else the users with a profile plus the crowds the condition names. Needs the read scope.`,
+      summary:
+        `How many users a condition matches now, and the first of them: a bitmap plan over crowds and the profile index when the condition ` +
+        `has one (exact), else per user over the first ${MAX_PER_USER_AUDIENCE} users of the universe (count scaled up, exact=false). The ` +
+        `universe is the crowd given, else the users with a profile plus the crowds the condition names. Needs the read scope.`,
       tags: ['profiles'],
       params: ['tenant'],
       body: AudienceBody,

@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 
 export type DatabaseTarget = { provider: 'sqlite'; file: string } | { provider: 'postgres'; connectionString: string; schema: string };
+export type PostgresTarget = Extract<DatabaseTarget, { provider: 'postgres' }>;
 
 /** `file:` (or a bare path) means SQLite; `postgres://` / `postgresql://` means PostgreSQL, `?schema=` picks the schema. */
 export function parseDatabaseUrl(url: string): DatabaseTarget {

@@ -6,7 +6,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient as SqliteClient, type Prisma } from './generated/sqlite/client';
 import { PrismaClient as PostgresClient } from './generated/postgres/client';
 import { env } from '../env';
-import { parseDatabaseUrl, type DatabaseTarget } from './database-url';
+import { parseDatabaseUrl, type DatabaseTarget, type PostgresTarget } from './database-url';
 import { AsyncLockWaitAdapter, LOCK_WAIT_MS } from './sqlite-busy';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer';
 import { runtime } from '../runtime';
@@ -72,6 +72,15 @@ export function db(): Db {
 
 export function dbTarget(): DatabaseTarget {
   return storage().target;
+}
+
+/**
+ * The database several processes can run on together, for the connections a cluster holds of its own (LISTEN, advisory
+ * locks); undefined when the storage is one process's alone (SQLite: its file lock is the only coordination it has).
+ */
+export function sharedDatabaseTarget(): PostgresTarget | undefined {
+  const target = dbTarget();
+  return target.provider === 'postgres' ? target : undefined;
 }
 
 /** The SQLite connection under the Prisma client (opened by its first query). */

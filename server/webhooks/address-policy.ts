@@ -67,7 +67,8 @@ const RANGES = REFUSED_RANGES.map((range) => {
 });
 
 export const PRIVATE_ADDRESSES_RULE =
-  'webhook destinations may not be private, loopback, link-local or other internal addresses unless the operator allows them (CROWDFLOW_WEBHOOK_ALLOW_PRIVATE=1, or the tenant limit webhookPrivateAddresses)';
+  'webhook destinations may not be private, loopback, link-local or other internal addresses unless the operator allows them ' +
+  '(CROWDFLOW_WEBHOOK_ALLOW_PRIVATE=1, or the tenant limit webhookPrivateAddresses)';
 
 /**
  * Which refused range `address` (an IP) is in, e.g. "a loopback address (127.0.0.0/8)" or "a link-local address

@@ -222,7 +222,8 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
         const state = await sql.query(`SELECT * FROM "${schema}"."PartitionState" WHERE "tenantId" = $1 ORDER BY "partition"`, [tenantId]);
         const figures = await sql.query(`SELECT "partition", "epoch", "version", "counts" FROM "${schema}"."ShardCounts" ORDER BY "partition"`);
         throw new Error(
-          `${error.message}; last ${JSON.stringify(last?.body)}; journal bought ${JSON.stringify(journal.rows)}; state ${JSON.stringify(state.rows)}; figures ${JSON.stringify(figures.rows)}; members ${JSON.stringify(live().map((m) => m.name))}`,
+          `${error.message}; last ${JSON.stringify(last?.body)}; journal bought ${JSON.stringify(journal.rows)}; state ` +
+            `${JSON.stringify(state.rows)}; figures ${JSON.stringify(figures.rows)}; members ${JSON.stringify(live().map((m) => m.name))}`,
         );
       });
     }
@@ -248,7 +249,8 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
     );
     const missing = users.filter((u) => !rows.some((r) => Number(r.user) === u));
     const detail = await sql.query(
-      `SELECT "seq", "user", "partition", "fromStep", "toStep", "count", "user" IS NULL AS bulk FROM "${schema}"."Journal" WHERE "instanceId" = $1 AND ("user" = ANY($2) OR "user" IS NULL) ORDER BY "seq"`,
+      `SELECT "seq", "user", "partition", "fromStep", "toStep", "count", "user" IS NULL AS bulk FROM "${schema}"."Journal" WHERE ` +
+        `"instanceId" = $1 AND ("user" = ANY($2) OR "user" IS NULL) ORDER BY "seq"`,
       [instanceId, missing.slice(0, 10)],
     );
     expect(
