@@ -249,6 +249,8 @@ export function dropProfileIndex(tenantId: string): void {
 async function readAllProfiles(tenantId: string, apply: (changes: ProfileChange[]) => void): Promise<void> {
   const connection = await raw();
   const table = dialect().table('Profile');
+  const analyze = dialect().refreshPlannerStatistics('Profile');
+  if (analyze) await connection.execute(analyze, []);
   let after = -1;
   for (;;) {
     const { params, bind } = dialect().parameters();
