@@ -2,6 +2,7 @@ import { startEngine, stopEngine } from './engine';
 import { startEngineThread } from './engine/client';
 import { applyMigrations } from './storage/migrate';
 import { dbTarget } from './storage/db';
+import { database } from './storage/database';
 import { env } from './env';
 import { getProcedureRunner } from './procedures/runner';
 import { startProcedures, stopProcedures } from './procedures/start';
@@ -32,7 +33,7 @@ export function boot(): Promise<BootPhases> {
       phase('engine');
     }
     await startProcedures({ scheduler: env().CROWDFLOW_ENGINE !== 'off' });
-    startWebhooks(getProcedureRunner());
+    startWebhooks(database(), getProcedureRunner());
     phase('procedures');
     stopOnSignals(async () => {
       await stopWebhooks();

@@ -56,6 +56,7 @@ export async function measureWebhooks(database: ScratchDatabase, users: number, 
     // The receiver is on this machine: a private address, refused unless the tenant is allowed them.
     await updateTenantLimits(processDatabase(), 'tn_bench', { webhookPrivateAddresses: true });
     await createDestination(
+      processDatabase(),
       'tn_bench',
       { name: 'crm', url: `${receiver.url}/hook`, headers: {}, batchSize, timeoutMs: 10_000, allNotifications: false, start: 'head' },
       Date.now(),
@@ -83,7 +84,7 @@ export async function measureWebhooks(database: ScratchDatabase, users: number, 
     }
     const runner = createProcedureRunner(processDatabase(), { owner: 'bench-webhooks', pollMs: 50 });
     await runner.start();
-    const pump = new WebhookPump({ runner, pollMs: 50 });
+    const pump = new WebhookPump({ database: processDatabase(), runner, pollMs: 50 });
     const started = performance.now();
     pump.start();
     let acknowledged = { deliveries: 0, users: 0 };

@@ -7,6 +7,7 @@ import type { RoaringBitmap32 } from '../crowd/bitmap';
 import { getProcedureRunner } from '../procedures/runner';
 import { liveRunningLookup, setRunningLookup } from '../workflows/running';
 import { db } from '../storage/db';
+import { database, type Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onTenantDeleted } from '../tenants/changes';
 import { PartitionWorker, type EngineSide } from './partition';
@@ -43,6 +44,8 @@ import type {
 } from './types';
 
 export interface EngineOptions {
+  /** The storage its partitions, shards and operations live in; the process's (DATABASE_URL) by default. */
+  database?: Database;
   clock?: Clock;
   /** Lease owner name; a process restarting under the same name takes its partitions back at once. */
   owner?: string;
@@ -62,6 +65,7 @@ export interface EngineOptions {
 /** One engine per process: partition owner loops, shards in memory, timers, counts. */
 export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly clock: Clock;
+  readonly database: Database;
   readonly owner: string;
   readonly leaseMs: number;
   readonly pollMs: number;
@@ -80,8 +84,10 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.database = options.database ?? database();
     this.timers = new TimerLoop({
       clock: this.clock,
+      database: this.database,
       tenants: () => Promise.all([...this.tenants.values()].map((entry) => entry.ready)),
       sampledInstances: () => this.sampledInstances(),
     });

@@ -4,7 +4,7 @@
 // it (`wake`), since either can bring a timer forward.
 import { systemClock, Wakeup, type Clock } from '../clock';
 import { cleanupJournal } from '../notifications/notifications';
-import { db } from '../storage/db';
+import type { Database } from '../storage/database';
 import { CountsSampler, downsampleCountsHistory, type SampledInstance } from './counts-history';
 import type { PartitionWorker } from './partition';
 import { LogTrimmer } from './store/log';
@@ -22,6 +22,7 @@ export type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] 
 /** What the loop needs of its engine. */
 export interface TimerHost {
   readonly clock: Clock;
+  readonly database: Database;
   /** Every tenant of the engine, those still loading once loaded. */
   tenants(): Promise<LoadedTenant[]>;
   /** The instances whose counts history this process samples, each with its counts over every partition. */
@@ -67,7 +68,7 @@ export class TimerLoop {
   /** History snapshots are kept 7 days (their expiresAt); the loop removes expired ones hourly. */
   async removeExpiredSnapshots(now: number): Promise<number> {
     this.housekeptAt = now;
-    return (await db().instanceSnapshot.deleteMany({ where: { expiresAt: { lt: new Date(now) } } })).count;
+    return (await this.host.database.db.instanceSnapshot.deleteMany({ where: { expiresAt: { lt: new Date(now) } } })).count;
   }
 
   private async run(): Promise<void> {
@@ -103,7 +104,7 @@ export class TimerLoop {
    * every partition had applied by the previous run. */
   private async housekeeping(now: number): Promise<void> {
     await this.removeExpiredSnapshots(now);
-    await cleanupJournal(this.host.clock);
+    await cleanupJournal(this.host.database, this.host.clock);
     await downsampleCountsHistory(now);
     for (const { runtime } of await this.host.tenants()) await this.logTrimmer.run(runtime.id);
   }

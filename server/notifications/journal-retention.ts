@@ -6,10 +6,8 @@
 // journal's newest entry (seqs continue from the max).
 import type { Clock } from '../clock';
 import { tenantLimits } from '../limits/limits';
-import { db } from '../storage/db';
-import { dialect } from '../storage/dialect';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { database } from '../storage/database';
+import type { Database } from '../storage/database';
 
 /** Deletes run in chunks of this many entries, so a large cleanup never holds the journal locked for long. */
 const CLEANUP_CHUNK = 10_000;
@@ -17,18 +15,18 @@ const CLEANUP_CHUNK = 10_000;
 /** Moves of a tenant deleted by retention before a reader at `after` read them: those with seq ≤ `through`. */
 export type Lost = { through: number };
 
-export async function trimmedThrough(tenantId: string): Promise<number> {
-  const { params, bind } = dialect().parameters();
-  const [row] = await db().$queryRawUnsafe<{ through: unknown }[]>(
-    `SELECT "trimmedThrough" AS "through" FROM ${dialect().table('JournalTrim')} WHERE "tenantId" = ${bind(tenantId)}`,
+export async function trimmedThrough(database: Database, tenantId: string): Promise<number> {
+  const { params, bind } = database.dialect.parameters();
+  const [row] = await database.db.$queryRawUnsafe<{ through: unknown }[]>(
+    `SELECT "trimmedThrough" AS "through" FROM ${database.dialect.table('JournalTrim')} WHERE "tenantId" = ${bind(tenantId)}`,
     ...params,
   );
   return row ? Number(row.through) : 0;
 }
 
 /** What a reader whose cursor is `after` lost to retention, or null. */
-export async function lostAfter(tenantId: string, after: number): Promise<Lost | null> {
-  const through = await trimmedThrough(tenantId);
+export async function lostAfter(database: Database, tenantId: string, after: number): Promise<Lost | null> {
+  const through = await trimmedThrough(database, tenantId);
   return after < through ? { through } : null;
 }
 
@@ -36,28 +34,28 @@ export async function lostAfter(tenantId: string, after: number): Promise<Lost |
  * Applies every tenant's retention (age and size) and returns how many entries were deleted. Called by the engine's
  * hourly housekeeping.
  */
-export async function applyJournalRetention(clock: Clock): Promise<number> {
-  const tenants = await db().journal.groupBy({ by: ['tenantId'], _count: { _all: true } });
+export async function applyJournalRetention(database: Database, clock: Clock): Promise<number> {
+  const tenants = await database.db.journal.groupBy({ by: ['tenantId'], _count: { _all: true } });
   let deleted = 0;
   for (const { tenantId, _count } of tenants) {
-    const limits = await tenantLimits(database(), tenantId);
+    const limits = await tenantLimits(database, tenantId);
     const cutoff = clock.now() - limits.journalRetentionHours * 3_600_000;
-    const beyondSize = _count._all > limits.journalMaxRows ? await newestSeqBeyond(tenantId, limits.journalMaxRows) : null;
-    deleted += await deleteEntries(tenantId, cutoff, beyondSize);
+    const beyondSize = _count._all > limits.journalMaxRows ? await newestSeqBeyond(database, tenantId, limits.journalMaxRows) : null;
+    deleted += await deleteEntries(database, tenantId, cutoff, beyondSize);
   }
   return deleted;
 }
 
 /** The seq of the newest entry that is not among the tenant's `keep` newest. */
-async function newestSeqBeyond(tenantId: string, keep: number): Promise<number | null> {
-  const [row] = await db().journal.findMany({ where: { tenantId }, orderBy: { seq: 'desc' }, skip: keep, take: 1, select: { seq: true } });
+async function newestSeqBeyond(database: Database, tenantId: string, keep: number): Promise<number | null> {
+  const [row] = await database.db.journal.findMany({ where: { tenantId }, orderBy: { seq: 'desc' }, skip: keep, take: 1, select: { seq: true } });
   return row ? Number(row.seq) : null;
 }
 
-async function deleteEntries(tenantId: string, cutoff: number, beyondSize: number | null): Promise<number> {
-  const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map((name) => dialect().table(name));
+async function deleteEntries(database: Database, tenantId: string, cutoff: number, beyondSize: number | null): Promise<number> {
+  const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map((name) => database.dialect.table(name));
   // Binding order is placeholder order (SQLite's `?`), so values are bound inline, left to right.
-  const { params, bind } = dialect().parameters();
+  const { params, bind } = database.dialect.parameters();
   const chunk = `SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)}
       AND (j."timeMs" < ${bind(cutoff)}${beyondSize === null ? '' : ` OR j."seq" <= ${bind(beyondSize)}`})
       AND j."seq" < (SELECT MAX("seq") FROM ${journal})
@@ -69,17 +67,17 @@ async function deleteEntries(tenantId: string, cutoff: number, beyondSize: numbe
   let deleted = 0;
   for (;;) {
     // The watermark is raised in the same transaction as the delete: a reader never finds entries gone unannounced.
-    const count = await db().$transaction(async (tx) => {
+    const count = await database.db.$transaction(async (tx) => {
       const [{ through }] = await tx.$queryRawUnsafe<{ through: unknown }[]>(`SELECT MAX("seq") AS "through" FROM (${chunk}) AS doomed`, ...params);
       if (through === null || through === undefined) return 0;
       const seq = Number(through);
       const removed = await tx.$executeRawUnsafe(`DELETE FROM ${journal} WHERE "seq" IN (${chunk}) AND "seq" <= ${seq}`, ...params);
       // A deleted tenant's last entries go without a watermark: nobody can read them, and it has no row to hold one.
-      const trim = dialect().parameters();
-      const trims = dialect().table('JournalTrim');
+      const trim = database.dialect.parameters();
+      const trims = database.dialect.table('JournalTrim');
       await tx.$executeRawUnsafe(
         `INSERT INTO ${trims} ("tenantId", "trimmedThrough") SELECT ${trim.bind(tenantId)}, ${trim.bind(seq)}
-         WHERE EXISTS (SELECT 1 FROM ${dialect().table('Tenant')} WHERE "id" = ${trim.bind(tenantId)})
+         WHERE EXISTS (SELECT 1 FROM ${database.dialect.table('Tenant')} WHERE "id" = ${trim.bind(tenantId)})
          ON CONFLICT ("tenantId") DO UPDATE SET "trimmedThrough" =
            CASE WHEN excluded."trimmedThrough" > ${trims}."trimmedThrough" THEN excluded."trimmedThrough" ELSE ${trims}."trimmedThrough" END`,
         ...trim.params,

@@ -8,8 +8,8 @@ import { z } from 'zod';
 import type { Clock } from '../clock';
 import { deserializeBitmap, type RoaringBitmap32, serializeBitmap } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
-import { db } from '../storage/db';
 import { DEFAULT_LIMITS } from '../limits/limits';
+import type { Database } from '../storage/database';
 import { applyJournalRetention, lostAfter, type Lost } from './journal-retention';
 import { NAME_KINDS, nameSchema } from '../model/names';
 
@@ -150,13 +150,13 @@ function pageItems(rows: JournalRow[]): Notification[] {
 }
 
 /** One page of the tenant's moves after `after`, oldest first: at most `limit` journal entries and about MAX_PAGE_BITMAP_BYTES of bitmaps. */
-export async function readNotifications(tenantId: string, after: number, limit: number): Promise<NotificationPage> {
+export async function readNotifications(database: Database, tenantId: string, after: number, limit: number): Promise<NotificationPage> {
   const rows: JournalRow[] = [];
   let bitmapBytes = 0;
   while (rows.length < limit && bitmapBytes < MAX_PAGE_BITMAP_BYTES) {
     const from = rows.length ? rows[rows.length - 1].seq : BigInt(after);
     const take = Math.min(READ_CHUNK, limit - rows.length);
-    const chunk = await db().journal.findMany({ where: { tenantId, seq: { gt: from } }, orderBy: { seq: 'asc' }, take });
+    const chunk = await database.db.journal.findMany({ where: { tenantId, seq: { gt: from } }, orderBy: { seq: 'asc' }, take });
     for (const row of chunk) {
       if (rows.length > 0 && bitmapBytes + (row.bitmap?.byteLength ?? 0) > MAX_PAGE_BITMAP_BYTES) {
         bitmapBytes = MAX_PAGE_BITMAP_BYTES;
@@ -168,21 +168,21 @@ export async function readNotifications(tenantId: string, after: number, limit: 
     if (chunk.length < take) break;
   }
   const items = pageItems(rows);
-  const lost = await lostAfter(tenantId, after);
+  const lost = await lostAfter(database, tenantId, after);
   return { items, next: rows.length ? Number(rows[rows.length - 1].seq) : after, ...(lost ? { lost } : {}) };
 }
 
 /** `lost`: retention deleted moves after the consumer's cursor before it committed them (seq ≤ through), else null. */
 export type ConsumerView = { name: string; cursor: number; lag: number; updatedAt: string; lost: Lost | null };
 
-async function newestSeq(tenantId: string): Promise<number> {
-  const newest = await db().journal.findFirst({ where: { tenantId }, orderBy: { seq: 'desc' }, select: { seq: true } });
+async function newestSeq(database: Database, tenantId: string): Promise<number> {
+  const newest = await database.db.journal.findFirst({ where: { tenantId }, orderBy: { seq: 'desc' }, select: { seq: true } });
   return newest ? Number(newest.seq) : 0;
 }
 
-async function consumerView(tenantId: string, consumer: { name: string; cursor: bigint; updatedAt: Date }): Promise<ConsumerView> {
-  const lag = await db().journal.count({ where: { tenantId, seq: { gt: consumer.cursor } } });
-  const lost = await lostAfter(tenantId, Number(consumer.cursor));
+async function consumerView(database: Database, tenantId: string, consumer: { name: string; cursor: bigint; updatedAt: Date }): Promise<ConsumerView> {
+  const lag = await database.db.journal.count({ where: { tenantId, seq: { gt: consumer.cursor } } });
+  const lost = await lostAfter(database, tenantId, Number(consumer.cursor));
   return { name: consumer.name, cursor: Number(consumer.cursor), lag, updatedAt: consumer.updatedAt.toISOString(), lost };
 }
 
@@ -191,40 +191,45 @@ async function consumerView(tenantId: string, consumer: { name: string; cursor: 
  * given cursor. A consumer that already exists is returned as it is (`created: false`): re-running a setup
  * script never rewinds or skips a consumer's position.
  */
-export async function createConsumer(tenantId: string, name: string, start: 'tail' | 'head' | number): Promise<{ consumer: ConsumerView; created: boolean }> {
-  const existing = await db().consumer.findUnique({ where: { tenantId_name: { tenantId, name } } });
-  if (existing) return { consumer: await consumerView(tenantId, existing), created: false };
-  const newest = await newestSeq(tenantId);
+export async function createConsumer(
+  database: Database,
+  tenantId: string,
+  name: string,
+  start: 'tail' | 'head' | number,
+): Promise<{ consumer: ConsumerView; created: boolean }> {
+  const existing = await database.db.consumer.findUnique({ where: { tenantId_name: { tenantId, name } } });
+  if (existing) return { consumer: await consumerView(database, tenantId, existing), created: false };
+  const newest = await newestSeq(database, tenantId);
   if (typeof start === 'number' && start > newest) {
     throw new AppError('bad_request', `start cursor ${start} is ahead of the newest notification (${newest}); use "tail" to start after it`, { start, newest });
   }
   const cursor = start === 'tail' ? newest : start === 'head' ? 0 : start;
-  const created = await db().consumer.upsert({
+  const created = await database.db.consumer.upsert({
     where: { tenantId_name: { tenantId, name } },
     create: { tenantId, name, cursor: BigInt(cursor) },
     update: {},
   });
-  return { consumer: await consumerView(tenantId, created), created: true };
+  return { consumer: await consumerView(database, tenantId, created), created: true };
 }
 
-async function requireConsumer(tenantId: string, name: string) {
-  const consumer = await db().consumer.findUnique({ where: { tenantId_name: { tenantId, name } } });
+async function requireConsumer(database: Database, tenantId: string, name: string) {
+  const consumer = await database.db.consumer.findUnique({ where: { tenantId_name: { tenantId, name } } });
   if (!consumer) throw notFound(`Consumer "${name}"`);
   return consumer;
 }
 
-export async function getConsumer(tenantId: string, name: string): Promise<ConsumerView> {
-  return consumerView(tenantId, await requireConsumer(tenantId, name));
+export async function getConsumer(database: Database, tenantId: string, name: string): Promise<ConsumerView> {
+  return consumerView(database, tenantId, await requireConsumer(database, tenantId, name));
 }
 
-export async function listConsumers(tenantId: string): Promise<ConsumerView[]> {
-  const consumers = await db().consumer.findMany({ where: { tenantId }, orderBy: { name: 'asc' } });
-  return Promise.all(consumers.map((consumer) => consumerView(tenantId, consumer)));
+export async function listConsumers(database: Database, tenantId: string): Promise<ConsumerView[]> {
+  const consumers = await database.db.consumer.findMany({ where: { tenantId }, orderBy: { name: 'asc' } });
+  return Promise.all(consumers.map((consumer) => consumerView(database, tenantId, consumer)));
 }
 
-export async function deleteConsumer(tenantId: string, name: string): Promise<void> {
-  await requireConsumer(tenantId, name);
-  await db().consumer.deleteMany({ where: { tenantId, name } });
+export async function deleteConsumer(database: Database, tenantId: string, name: string): Promise<void> {
+  await requireConsumer(database, tenantId, name);
+  await database.db.consumer.deleteMany({ where: { tenantId, name } });
 }
 
 /**
@@ -232,24 +237,24 @@ export async function deleteConsumer(tenantId: string, name: string): Promise<vo
  * (commits never go backwards), one beyond the newest move with 400 (it would skip moves not yet written).
  * The compare-and-set is one conditional UPDATE, so two committers cannot move a cursor backwards between them.
  */
-export async function commitConsumer(tenantId: string, name: string, cursor: number, now: number): Promise<ConsumerView> {
-  const current = await requireConsumer(tenantId, name);
-  const newest = await newestSeq(tenantId);
+export async function commitConsumer(database: Database, tenantId: string, name: string, cursor: number, now: number): Promise<ConsumerView> {
+  const current = await requireConsumer(database, tenantId, name);
+  const newest = await newestSeq(database, tenantId);
   if (cursor > newest && cursor > Number(current.cursor)) {
     throw new AppError('bad_request', `cursor ${cursor} is ahead of the newest notification (${newest}); commit a cursor you have read`, { cursor, newest });
   }
-  const moved = await db().consumer.updateMany({
+  const moved = await database.db.consumer.updateMany({
     where: { tenantId, name, cursor: { lte: BigInt(cursor) } },
     data: { cursor: BigInt(cursor), updatedAt: new Date(now) },
   });
-  const after = await requireConsumer(tenantId, name);
+  const after = await requireConsumer(database, tenantId, name);
   if (moved.count === 0) {
     throw conflict(`cursor ${cursor} is behind consumer "${name}"'s committed cursor ${after.cursor}; commits never go backwards`, {
       cursor,
       committed: Number(after.cursor),
     });
   }
-  return consumerView(tenantId, after);
+  return consumerView(database, tenantId, after);
 }
 
 /**
@@ -257,6 +262,6 @@ export async function commitConsumer(tenantId: string, name: string, cursor: num
  * consumers behind what it deleted are told in `lost`. Returns how many entries were deleted. Called by the engine's
  * housekeeping.
  */
-export async function cleanupJournal(clock: Clock): Promise<number> {
-  return applyJournalRetention(clock);
+export async function cleanupJournal(database: Database, clock: Clock): Promise<number> {
+  return applyJournalRetention(database, clock);
 }

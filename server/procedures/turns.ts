@@ -192,8 +192,8 @@ export class TurnRunner {
   }
 
   private context(row: ProcedureRow, childOutputs: Record<string, Json>): ProcedureContext {
-    const { clock, runner } = this.host;
-    return { procedureId: row.id, step: row.step, clock, tenantId: row.tenantId, workflowId: row.workflowId, childOutputs, runner };
+    const { clock, runner, database } = this.host;
+    return { procedureId: row.id, step: row.step, clock, tenantId: row.tenantId, workflowId: row.workflowId, childOutputs, runner, database };
   }
 
   /** Child rows for a suspension: deterministic ids, refused up front when their keys conflict with an ancestor's. */

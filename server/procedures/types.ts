@@ -2,6 +2,7 @@
 // Procedure types (engine: instance.start, instance.stop, …) code against these types only:
 // registerProcedureType() from ./registry, getProcedureRunner() from ./runner (started by server/boot.ts).
 import type { Clock } from '../clock';
+import type { Database } from '../storage/database';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -42,6 +43,8 @@ export interface ProcedureContext {
   /** Outputs of the finished children of this procedure, by child id (empty before any suspension). */
   childOutputs: Record<string, Json>;
   runner: ProcedureRunner;
+  /** The runner's storage: what a procedure reads and writes rows through. */
+  database: Database;
 }
 
 export interface ProcedureInstance {

@@ -15,7 +15,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { env } from '../env';
 import { tenantLimits } from '../limits/limits';
-import { database } from '../storage/database';
+import type { Database } from '../storage/database';
 
 type Range = { network: string; prefix: number; family: 'ipv4' | 'ipv6'; kind: string };
 
@@ -125,9 +125,9 @@ export function refusedLiteralHost(url: URL): string | null {
 }
 
 /** Whether this tenant's webhooks may reach private addresses. */
-export async function privateAddressesAllowed(tenantId: string): Promise<boolean> {
+export async function privateAddressesAllowed(database: Database, tenantId: string): Promise<boolean> {
   if (env().CROWDFLOW_WEBHOOK_ALLOW_PRIVATE) return true;
-  return (await tenantLimits(database(), tenantId)).webhookPrivateAddresses;
+  return (await tenantLimits(database, tenantId)).webhookPrivateAddresses;
 }
 
 /** A delivery refused by this policy: not worth retrying (the runner fails it at once, ./deliveries.ts). */

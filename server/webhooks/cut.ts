@@ -7,8 +7,8 @@
 // telling the receiver which seqs may be missing (as a notifications reader is told in `lost`), once per watermark.
 import { deserializeBitmap } from '../crowd/bitmap';
 import { trimmedThrough } from '../notifications/journal-retention';
-import { db } from '../storage/db';
 import { movesTo, type DestinationRow } from './destinations';
+import type { Database } from '../storage/database';
 
 /** Journal rows read per round. */
 const ROWS_PER_ROUND = 500;
@@ -67,10 +67,12 @@ export type CutRound = { deliveries: NewDelivery[]; cursor: bigint; cursorUsers:
 export class DecodedMoves {
   private readonly entries: { seq: bigint; users: Uint32Array }[] = [];
 
+  constructor(private readonly database: Database) {}
+
   async users(seq: bigint): Promise<Uint32Array> {
     const hit = this.entries.find((entry) => entry.seq === seq);
     if (hit) return hit.users;
-    const row = await db().journal.findUnique({ where: { seq }, select: { bitmap: true } });
+    const row = await this.database.db.journal.findUnique({ where: { seq }, select: { bitmap: true } });
     const users = row?.bitmap ? deserializeBitmap(row.bitmap).toUint32Array() : new Uint32Array(0);
     this.entries.unshift({ seq, users });
     this.entries.length = Math.min(this.entries.length, 2);
@@ -82,8 +84,14 @@ export class DecodedMoves {
  * Cuts one round for `destination` (as read from its row) without writing anything. `readRows` is 0 when the
  * journal holds nothing after the cursor; a round with a `lost` delivery is worth committing even then.
  */
-export async function cutRound(destination: DestinationRow, tenantName: string, now: number, decoded = new DecodedMoves()): Promise<CutRound> {
-  const rows: JournalHead[] = await db().journal.findMany({
+export async function cutRound(
+  database: Database,
+  destination: DestinationRow,
+  tenantName: string,
+  now: number,
+  decoded = new DecodedMoves(database),
+): Promise<CutRound> {
+  const rows: JournalHead[] = await database.db.journal.findMany({
     where: { tenantId: destination.tenantId, seq: { gt: destination.cursor } },
     orderBy: { seq: 'asc' },
     take: ROWS_PER_ROUND,
@@ -97,7 +105,7 @@ export async function cutRound(destination: DestinationRow, tenantName: string, 
     readRows: rows.length,
   };
   // Read after the rows: whatever retention deleted before that read is at or below this watermark.
-  const trimmed = BigInt(await trimmedThrough(destination.tenantId));
+  const trimmed = BigInt(await trimmedThrough(database, destination.tenantId));
   // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
   const reported = destination.cursor > destination.lostThrough ? destination.cursor : destination.lostThrough;
   if (trimmed > reported) {
@@ -152,8 +160,8 @@ export async function cutRound(destination: DestinationRow, tenantName: string, 
 }
 
 /** Commits a round: its deliveries and the new cursor, only if the cursor is still the one the round read. */
-export async function commitRound(destination: DestinationRow, round: CutRound): Promise<boolean> {
-  return db().$transaction(async (tx) => {
+export async function commitRound(database: Database, destination: DestinationRow, round: CutRound): Promise<boolean> {
+  return database.db.$transaction(async (tx) => {
     const moved = await tx.webhookDestination.updateMany({
       where: { id: destination.id, cursor: destination.cursor, cursorUsers: destination.cursorUsers, lostThrough: destination.lostThrough },
       data: { cursor: round.cursor, cursorUsers: round.cursorUsers, lostThrough: round.lostThrough },

@@ -17,11 +17,11 @@ import {
   type ProcedureStatus,
   type ProcedureTypeDefinition,
 } from '../procedures/types';
-import { db } from '../storage/db';
 import { privateAddressesAllowed } from './address-policy';
 import { LOST_OFFSET } from './cut';
 import { requireDestination } from './destinations';
 import { sendDelivery } from './send';
+import type { Database } from '../storage/database';
 
 export const DELIVER_TYPE = 'webhook.deliver';
 /** Retries after the first attempt: with the runner's backoff about 10 minutes of trying before a delivery fails. */
@@ -44,18 +44,18 @@ const deliverType: ProcedureTypeDefinition = {
     return {
       lockKeys: () => [],
       state: () => ({ delivery, replays }),
-      execute: (ctx: ProcedureContext) => attempt(delivery, replays, ctx.clock.now()),
+      execute: (ctx: ProcedureContext) => attempt(ctx.database, delivery, replays, ctx.clock.now()),
       // Out of retries: the delivery is failed (until a replay), unless a replay took it over meanwhile.
-      async rollback() {
-        await db().webhookDelivery.updateMany({ where: { id: delivery, replays, status: 'pending' }, data: { status: 'failed' } });
+      async rollback(ctx: ProcedureContext) {
+        await ctx.database.db.webhookDelivery.updateMany({ where: { id: delivery, replays, status: 'pending' }, data: { status: 'failed' } });
         return { kind: 'rolled-back' as const };
       },
     };
   },
 };
 
-async function attempt(deliveryId: string, replays: number, now: number): Promise<ProcedureStatus> {
-  const delivery = await db().webhookDelivery.findUnique({ where: { id: deliveryId }, include: { destination: true } });
+async function attempt(database: Database, deliveryId: string, replays: number, now: number): Promise<ProcedureStatus> {
+  const delivery = await database.db.webhookDelivery.findUnique({ where: { id: deliveryId }, include: { destination: true } });
   // Deleted with its destination, delivered already, or taken over by a replay: nothing left for this round.
   if (delivery?.status !== 'pending' || delivery.replays !== replays) return { kind: 'done', output: { skipped: true } };
   const { destination } = delivery;
@@ -65,9 +65,9 @@ async function attempt(deliveryId: string, replays: number, now: number): Promis
     delivery.id,
     delivery.body,
     now,
-    { allowPrivate: await privateAddressesAllowed(destination.tenantId) },
+    { allowPrivate: await privateAddressesAllowed(database, destination.tenantId) },
   );
-  await db().webhookDelivery.updateMany({
+  await database.db.webhookDelivery.updateMany({
     where: { id: deliveryId, replays },
     data: {
       attempts: { increment: 1 },
@@ -102,11 +102,11 @@ export async function submitDeliveries(runner: ProcedureRunner, deliveries: { id
  * Pending deliveries whose procedure was never submitted (the process stopped between committing a round and
  * submitting it) are submitted now. Returns how many.
  */
-export async function submitOrphans(runner: ProcedureRunner): Promise<number> {
+export async function submitOrphans(database: Database, runner: ProcedureRunner): Promise<number> {
   let submitted = 0;
   let after = '';
   for (;;) {
-    const pending = await db().webhookDelivery.findMany({
+    const pending = await database.db.webhookDelivery.findMany({
       where: { status: 'pending', id: { gt: after } },
       orderBy: { id: 'asc' },
       take: 500,
@@ -115,7 +115,7 @@ export async function submitOrphans(runner: ProcedureRunner): Promise<number> {
     if (pending.length === 0) return submitted;
     after = pending[pending.length - 1].id;
     const known = new Set(
-      (await db().procedure.findMany({ where: { id: { in: pending.map((d) => deliveryProcedureId(d.id, d.replays)) } }, select: { id: true } })).map(
+      (await database.db.procedure.findMany({ where: { id: { in: pending.map((d) => deliveryProcedureId(d.id, d.replays)) } }, select: { id: true } })).map(
         (p) => p.id,
       ),
     );
@@ -182,21 +182,22 @@ function deliveryView(row: Omit<DeliveryRow, 'body'>, viewer: LogViewer): Delive
   };
 }
 
-function findDelivery(destinationId: string, id: string) {
-  return db().webhookDelivery.findFirst({ where: { id, destinationId } });
+function findDelivery(database: Database, destinationId: string, id: string) {
+  return database.db.webhookDelivery.findFirst({ where: { id, destinationId } });
 }
 
 /** The destination's deliveries, newest first, without bodies; `next` continues with older ones (absent at the end). */
 export async function listDeliveries(
+  database: Database,
   tenantId: string,
   name: string,
   query: z.infer<typeof DeliveryListQuery>,
   viewer: LogViewer,
 ): Promise<{ deliveries: DeliveryView[]; next?: string }> {
-  const destination = await requireDestination(tenantId, name);
+  const destination = await requireDestination(database, tenantId, name);
   const [seq, offset] = query.before ? query.before.split('.').map(Number) : [undefined, undefined];
   const before = seq === undefined ? {} : { OR: [{ fromSeq: { lt: BigInt(seq) } }, { fromSeq: BigInt(seq), fromOffset: { lt: offset } }] };
-  const rows = await db().webhookDelivery.findMany({
+  const rows = await database.db.webhookDelivery.findMany({
     where: { destinationId: destination.id, ...(query.status ? { status: query.status } : {}), ...before },
     orderBy: [{ fromSeq: 'desc' }, { fromOffset: 'desc' }],
     take: query.limit,
@@ -210,9 +211,15 @@ export async function listDeliveries(
 }
 
 /** One delivery with the exact body every attempt sends. */
-export async function getDelivery(tenantId: string, name: string, id: string, viewer: LogViewer): Promise<DeliveryView & { body: unknown }> {
-  const destination = await requireDestination(tenantId, name);
-  const row = await findDelivery(destination.id, id);
+export async function getDelivery(
+  database: Database,
+  tenantId: string,
+  name: string,
+  id: string,
+  viewer: LogViewer,
+): Promise<DeliveryView & { body: unknown }> {
+  const destination = await requireDestination(database, tenantId, name);
+  const row = await findDelivery(database, destination.id, id);
   if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);
   return { ...deliveryView(row, viewer), body: JSON.parse(row.body) as unknown };
 }
@@ -221,16 +228,23 @@ export async function getDelivery(tenantId: string, name: string, id: string, vi
  * Sends a delivery again, same id and body (receivers de-duplicate on the id): a new round with fresh retries. A
  * delivery still pending is refused with 409 (its round is still trying).
  */
-export async function replayDelivery(runner: ProcedureRunner, tenantId: string, name: string, id: string, viewer: LogViewer): Promise<DeliveryView> {
-  const destination = await requireDestination(tenantId, name);
-  const row = await findDelivery(destination.id, id);
+export async function replayDelivery(
+  database: Database,
+  runner: ProcedureRunner,
+  tenantId: string,
+  name: string,
+  id: string,
+  viewer: LogViewer,
+): Promise<DeliveryView> {
+  const destination = await requireDestination(database, tenantId, name);
+  const row = await findDelivery(database, destination.id, id);
   if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);
   if (row.status === 'pending')
     throw new AppError('conflict', `Delivery "${id}" is still pending (attempt ${row.attempts}); replay it once it is delivered or failed`, {
       status: row.status,
     });
   const replays = row.replays + 1;
-  const replayed = await db().webhookDelivery.updateMany({
+  const replayed = await database.db.webhookDelivery.updateMany({
     where: { id, replays: row.replays, status: row.status },
     data: { status: 'pending', replays, attempts: 0 },
   });

@@ -5,9 +5,9 @@ import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { NAME_KINDS, nameSchema } from '../model/names';
 import { trimmedThrough } from '../notifications/journal-retention';
-import { db } from '../storage/db';
 import { PRIVATE_ADDRESSES_RULE, privateAddressesAllowed, refusedLiteralHost } from './address-policy';
 import { newSigningSecret } from './signing';
+import type { Database } from '../storage/database';
 
 export const DEFAULT_BATCH_SIZE = 10_000;
 export const MAX_BATCH_SIZE = 100_000;
@@ -128,34 +128,36 @@ export function destinationView(row: DestinationRow): DestinationView {
   };
 }
 
-export async function requireDestination(tenantId: string, name: string) {
-  const row = await db().webhookDestination.findUnique({ where: { tenantId_name: { tenantId, name } } });
+export async function requireDestination(database: Database, tenantId: string, name: string) {
+  const row = await database.db.webhookDestination.findUnique({ where: { tenantId_name: { tenantId, name } } });
   if (!row) throw notFound(`Webhook destination named "${name}"`);
   return row;
 }
 
 /** Refuses (400, naming the rule) a URL whose literal host is a private address or localhost, unless allowed. */
-async function checkAddress(tenantId: string, url: string, path: string): Promise<void> {
+async function checkAddress(database: Database, tenantId: string, url: string, path: string): Promise<void> {
   const refused = refusedLiteralHost(new URL(url));
-  if (refused && !(await privateAddressesAllowed(tenantId))) throw new AppError('private_address', `${path}: ${refused}; ${PRIVATE_ADDRESSES_RULE}`, { path });
+  if (refused && !(await privateAddressesAllowed(database, tenantId)))
+    throw new AppError('private_address', `${path}: ${refused}; ${PRIVATE_ADDRESSES_RULE}`, { path });
 }
 
-async function newestSeq(tenantId: string): Promise<bigint> {
-  const newest = await db().journal.findFirst({ where: { tenantId }, orderBy: { seq: 'desc' }, select: { seq: true } });
+async function newestSeq(database: Database, tenantId: string): Promise<bigint> {
+  const newest = await database.db.journal.findFirst({ where: { tenantId }, orderBy: { seq: 'desc' }, select: { seq: true } });
   return newest?.seq ?? 0n;
 }
 
 /** Creates a destination; `secret` is in the result only when it was generated here (shown this once). */
 export async function createDestination(
+  database: Database,
   tenantId: string,
   body: CreateDestinationBody,
   now: number,
 ): Promise<{ destination: DestinationView; secret?: string }> {
-  const existing = await db().webhookDestination.findUnique({ where: { tenantId_name: { tenantId, name: body.name } } });
+  const existing = await database.db.webhookDestination.findUnique({ where: { tenantId_name: { tenantId, name: body.name } } });
   if (existing) throw new AppError('conflict', `Webhook destination named "${body.name}" already exists; PATCH it to change it`);
-  await checkAddress(tenantId, body.url, 'url');
+  await checkAddress(database, tenantId, body.url, 'url');
   const secret = body.secret ?? newSigningSecret();
-  const row = await db().webhookDestination.create({
+  const row = await database.db.webhookDestination.create({
     data: {
       id: `wh_${randomBytes(8).toString('hex')}`,
       tenantId,
@@ -166,9 +168,9 @@ export async function createDestination(
       batchSize: body.batchSize,
       timeoutMs: body.timeoutMs,
       allNotifications: body.allNotifications,
-      cursor: body.start === 'tail' ? await newestSeq(tenantId) : 0n,
+      cursor: body.start === 'tail' ? await newestSeq(database, tenantId) : 0n,
       // What retention deleted before the destination existed was never owed to it.
-      lostThrough: BigInt(await trimmedThrough(tenantId)),
+      lostThrough: BigInt(await trimmedThrough(database, tenantId)),
       createdAt: new Date(now),
       updatedAt: new Date(now),
     },
@@ -176,25 +178,31 @@ export async function createDestination(
   return { destination: destinationView(row), ...(body.secret ? {} : { secret }) };
 }
 
-export async function updateDestination(tenantId: string, name: string, body: z.infer<typeof UpdateDestinationBody>, now: number): Promise<DestinationView> {
-  const row = await requireDestination(tenantId, name);
-  if (body.url !== undefined) await checkAddress(tenantId, body.url, 'url');
-  const updated = await db().webhookDestination.update({
+export async function updateDestination(
+  database: Database,
+  tenantId: string,
+  name: string,
+  body: z.infer<typeof UpdateDestinationBody>,
+  now: number,
+): Promise<DestinationView> {
+  const row = await requireDestination(database, tenantId, name);
+  if (body.url !== undefined) await checkAddress(database, tenantId, body.url, 'url');
+  const updated = await database.db.webhookDestination.update({
     where: { id: row.id },
     data: { ...body, headers: body.headers === undefined ? undefined : JSON.stringify(body.headers), updatedAt: new Date(now) },
   });
   return destinationView(updated);
 }
 
-export async function listDestinations(tenantId: string): Promise<DestinationView[]> {
-  const rows = await db().webhookDestination.findMany({ where: { tenantId }, orderBy: { name: 'asc' } });
+export async function listDestinations(database: Database, tenantId: string): Promise<DestinationView[]> {
+  const rows = await database.db.webhookDestination.findMany({ where: { tenantId }, orderBy: { name: 'asc' } });
   return rows.map(destinationView);
 }
 
 /** Deletes the destination and its delivery log; procedures still in flight find their delivery gone and end. */
-export async function deleteDestination(tenantId: string, name: string): Promise<void> {
-  const row = await requireDestination(tenantId, name);
-  await db().webhookDestination.deleteMany({ where: { id: row.id } });
+export async function deleteDestination(database: Database, tenantId: string, name: string): Promise<void> {
+  const row = await requireDestination(database, tenantId, name);
+  await database.db.webhookDestination.deleteMany({ where: { id: row.id } });
 }
 
 /** Whether a move with these enter tags (comma-separated, as the journal keeps them) goes to `destination`. */

@@ -7,9 +7,9 @@
 import { systemClock, type Clock } from '../clock';
 import type { ProcedureRunner } from '../procedures/types';
 import { runtime } from '../runtime';
-import { db } from '../storage/db';
 import { commitRound, cutRound, DecodedMoves } from './cut';
 import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
+import type { Database } from '../storage/database';
 
 export const DEFAULT_POLL_MS = 250;
 /** How often pending deliveries without a procedure (a crash between commit and submit) are looked for, and old
@@ -19,12 +19,14 @@ const SWEEP_EVERY_MS = 60_000;
 export const DELIVERY_RETENTION_MS = 7 * 24 * 3_600_000;
 
 export interface WebhookPumpOptions {
+  database: Database;
   runner: ProcedureRunner;
   clock?: Clock;
   pollMs?: number;
 }
 
 export class WebhookPump {
+  private readonly database: Database;
   private readonly runner: ProcedureRunner;
   private readonly clock: Clock;
   private readonly pollMs: number;
@@ -33,9 +35,11 @@ export class WebhookPump {
   private lastSweep = -Infinity;
   /** Destinations whose last read found nothing, with the journal's newest seq at that read. */
   private readonly idleAt = new Map<string, bigint>();
-  private readonly decoded = new DecodedMoves();
+  private readonly decoded: DecodedMoves;
 
   constructor(options: WebhookPumpOptions) {
+    this.database = options.database;
+    this.decoded = new DecodedMoves(options.database);
     this.runner = options.runner;
     this.clock = options.clock ?? systemClock;
     this.pollMs = options.pollMs ?? DEFAULT_POLL_MS;
@@ -47,12 +51,14 @@ export class WebhookPump {
     const now = this.clock.now();
     if (now - this.lastSweep >= SWEEP_EVERY_MS) {
       this.lastSweep = now;
-      await submitOrphans(this.runner);
-      await db().webhookDelivery.deleteMany({ where: { status: { in: ['delivered', 'failed'] }, createdAt: { lt: new Date(now - DELIVERY_RETENTION_MS) } } });
+      await submitOrphans(this.database, this.runner);
+      await this.database.db.webhookDelivery.deleteMany({
+        where: { status: { in: ['delivered', 'failed'] }, createdAt: { lt: new Date(now - DELIVERY_RETENTION_MS) } },
+      });
     }
-    const newest = await db().journal.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
+    const newest = await this.database.db.journal.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
     if (!newest) return 0;
-    const behind = await db().webhookDestination.findMany({ where: { cursor: { lt: newest.seq } }, select: { id: true } });
+    const behind = await this.database.db.webhookDestination.findMany({ where: { cursor: { lt: newest.seq } }, select: { id: true } });
     const live = new Set(behind.map(({ id }) => id));
     for (const id of this.idleAt.keys()) if (!live.has(id)) this.idleAt.delete(id);
     let cut = 0;
@@ -67,15 +73,15 @@ export class WebhookPump {
   private async pumpDestination(id: string, newest: bigint): Promise<number> {
     let cut = 0;
     for (;;) {
-      const destination = await db().webhookDestination.findUnique({ where: { id }, include: { tenant: { select: { name: true } } } });
+      const destination = await this.database.db.webhookDestination.findUnique({ where: { id }, include: { tenant: { select: { name: true } } } });
       if (!destination) return cut;
-      const round = await cutRound(destination, destination.tenant.name, this.clock.now(), this.decoded);
+      const round = await cutRound(this.database, destination, destination.tenant.name, this.clock.now(), this.decoded);
       if (round.readRows === 0 && round.deliveries.length === 0) {
         this.idleAt.set(id, newest);
         return cut;
       }
       this.idleAt.delete(id);
-      if (!(await commitRound(destination, round))) return cut;
+      if (!(await commitRound(this.database, destination, round))) return cut;
       await submitDeliveries(
         this.runner,
         round.deliveries.map((d) => ({ id: d.id, replays: 0 })),
@@ -110,8 +116,8 @@ export class WebhookPump {
 }
 
 /** Once per server process (server/boot.ts), after the procedure runner started. */
-export function startWebhooks(runner: ProcedureRunner): void {
-  (runtime().webhookPump ??= new WebhookPump({ runner })).start();
+export function startWebhooks(database: Database, runner: ProcedureRunner): void {
+  (runtime().webhookPump ??= new WebhookPump({ database, runner })).start();
 }
 
 export async function stopWebhooks(): Promise<void> {

@@ -2,9 +2,9 @@
 // destination the tenant does not have. Legal, since the destination may be created afterwards, but until then the
 // moves into the step go nowhere, and a destination created later starts at the journal's tail unless `start: "head"`.
 import type { WorkflowDefinition, WorkflowProblem } from '../model/workflow';
-import { db } from '../storage/db';
 import type { Tenant } from '../tenants/tenants';
 import { WEBHOOK_TAG_PREFIX } from './destinations';
+import type { Database } from '../storage/database';
 
 function destinationsNamed(definition: WorkflowDefinition): { step: string; destination: string }[] {
   const named: { step: string; destination: string }[] = [];
@@ -16,10 +16,10 @@ function destinationsNamed(definition: WorkflowDefinition): { step: string; dest
   return named;
 }
 
-export async function webhookWarnings(tenant: Tenant, definition: WorkflowDefinition): Promise<WorkflowProblem[]> {
+export async function webhookWarnings(database: Database, tenant: Tenant, definition: WorkflowDefinition): Promise<WorkflowProblem[]> {
   const named = destinationsNamed(definition);
   if (named.length === 0) return [];
-  const found = await db().webhookDestination.findMany({
+  const found = await database.db.webhookDestination.findMany({
     where: { tenantId: tenant.id, name: { in: named.map((n) => n.destination) } },
     select: { name: true },
   });

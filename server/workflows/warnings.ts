@@ -29,7 +29,7 @@ export async function workflowWarnings(
   definition: WorkflowDefinition,
   schedule: WorkflowSchedule | null,
 ): Promise<WorkflowProblem[]> {
-  return [...(await crowdWarnings(database, tenant, definition, schedule)), ...(await webhookWarnings(tenant, definition))];
+  return [...(await crowdWarnings(database, tenant, definition, schedule)), ...(await webhookWarnings(database, tenant, definition))];
 }
 
 async function crowdWarnings({ db }: Database, tenant: Tenant, definition: WorkflowDefinition, schedule: WorkflowSchedule | null): Promise<WorkflowProblem[]> {

@@ -62,14 +62,14 @@ describe('reading notifications', () => {
       seqs.push(await move(t, { user }));
       await move(other, { user: 100 + user });
     }
-    const first = await readNotifications(t, 0, 3);
+    const first = await readNotifications(database(), t, 0, 3);
     expect(first.items.map((i) => i.user)).toEqual([0, 1, 2]);
     expect(first.next).toBe(seqs[2]);
-    const second = await readNotifications(t, first.next, 3);
+    const second = await readNotifications(database(), t, first.next, 3);
     expect(second.items.map((i) => i.user)).toEqual([3, 4, 5]);
-    const third = await readNotifications(t, second.next, 3);
+    const third = await readNotifications(database(), t, second.next, 3);
     expect(third.items.map((i) => i.user)).toEqual([6]);
-    const empty = await readNotifications(t, third.next, 3);
+    const empty = await readNotifications(database(), t, third.next, 3);
     expect(empty).toEqual({ items: [], next: third.next });
     expect(first.items[0]).toEqual({
       seq: seqs[0],
@@ -89,7 +89,7 @@ describe('reading notifications', () => {
     await move(t, { users: [5, 1, 9], from: null, to: 'entry' });
     const large = Array.from({ length: INLINE_USERS_MAX + 1 }, (_, i) => i * 3);
     await move(t, { users: large });
-    const { items } = await readNotifications(t, 0, 10);
+    const { items } = await readNotifications(database(), t, 0, 10);
     expect(items[0]).toMatchObject({ from: null, to: 'entry', users: [1, 5, 9], count: 3 });
     expect(items[0].bitmap).toBeUndefined();
     expect(items[1].users).toBeUndefined();
@@ -102,11 +102,11 @@ describe('reading notifications', () => {
     const perMove = INLINE_USERS_MAX;
     const moves = INLINE_USERS_PER_PAGE / perMove + 1;
     for (let m = 0; m < moves; m++) await move(t, { users: Array.from({ length: perMove }, (_, i) => m * perMove + i) });
-    const { items } = await readNotifications(t, 0, moves);
+    const { items } = await readNotifications(database(), t, 0, moves);
     expect(items.filter((i) => i.users).length).toBe(moves - 1);
     expect(items[moves - 1].users).toBeUndefined();
     expect(deserializeBitmap(Buffer.from(items[moves - 1].bitmap!, 'base64')).size).toBe(perMove);
-    const nextPage = await readNotifications(t, items[moves - 2].seq, 10);
+    const nextPage = await readNotifications(database(), t, items[moves - 2].seq, 10);
     expect(nextPage.items[0].users).toHaveLength(perMove);
   });
 });
@@ -119,15 +119,15 @@ describe('bulk moves in pages', () => {
     const s2 = await move(t, { users: [1, 3, 5], from: null, to: 'entry', partition: 1, timeMs: at });
     const again = await move(t, { users: [6], from: null, to: 'entry', partition: 0, timeMs: at }); // a partition already merged: a move of its own
     const later = await move(t, { users: [7], from: null, to: 'entry', partition: 1, timeMs: at + 1 }); // another time: another move
-    const { items } = await readNotifications(t, 0, 100);
+    const { items } = await readNotifications(database(), t, 0, 100);
     expect(items.map((i) => [i.seq, i.seqs, i.users, i.count])).toEqual([
       [s1, [s1, s2], [0, 1, 2, 3, 4, 5], 6],
       [again, undefined, [6], 1],
       [later, undefined, [7], 1],
     ]);
     // A page boundary splits a move: the rest comes as its own item on the next page.
-    expect((await readNotifications(t, 0, 1)).items[0]).toMatchObject({ seq: s1, users: [0, 2, 4], count: 3 });
-    expect((await readNotifications(t, s1, 1)).items[0]).toMatchObject({ seq: s2, users: [1, 3, 5] });
+    expect((await readNotifications(database(), t, 0, 1)).items[0]).toMatchObject({ seq: s1, users: [0, 2, 4], count: 3 });
+    expect((await readNotifications(database(), t, s1, 1)).items[0]).toMatchObject({ seq: s2, users: [1, 3, 5] });
   });
 
   it('carries a merged large move as one compact bitmap', async () => {
@@ -135,7 +135,7 @@ describe('bulk moves in pages', () => {
     const partitions = 4;
     const users = 200_000;
     for (let p = 0; p < partitions; p++) await move(t, { users: Array.from({ length: users / partitions }, (_, i) => i * partitions + p), partition: p });
-    const { items } = await readNotifications(t, 0, 100);
+    const { items } = await readNotifications(database(), t, 0, 100);
     expect(items).toHaveLength(1);
     const bytes = Buffer.from(items[0].bitmap!, 'base64');
     expect(deserializeBitmap(bytes).size).toBe(users);
@@ -149,11 +149,11 @@ describe('bulk moves in pages', () => {
     const half = Array.from({ length: 64 * 32_768 }, (_, i) => i * 2);
     const seqs: number[] = [];
     for (let m = 0; m < 10; m++) seqs.push(await move(t, { users: half, to: `s${m}` }));
-    const first = await readNotifications(t, 0, 100);
+    const first = await readNotifications(database(), t, 0, 100);
     const perPage = Math.floor(MAX_PAGE_BITMAP_BYTES / serializeBitmap(new RoaringBitmap32(half)).byteLength);
     expect(first.items.map((i) => i.seq)).toEqual(seqs.slice(0, perPage));
     expect(first.next).toBe(seqs[perPage - 1]);
-    const second = await readNotifications(t, first.next, 100);
+    const second = await readNotifications(database(), t, first.next, 100);
     expect(second.items.map((i) => i.seq)).toEqual(seqs.slice(perPage));
   });
 });
@@ -162,40 +162,40 @@ describe('consumers', () => {
   it('starts at the tail, the head or a given cursor, and reports its lag', async () => {
     const t = await tenant();
     const [s1, s2, s3] = [await move(t, { user: 1 }), await move(t, { user: 2 }), await move(t, { user: 3 })];
-    const tail = await createConsumer(t, 'tail', 'tail');
+    const tail = await createConsumer(database(), t, 'tail', 'tail');
     expect(tail).toMatchObject({ created: true, consumer: { name: 'tail', cursor: s3, lag: 0 } });
-    expect((await createConsumer(t, 'head', 'head')).consumer).toMatchObject({ cursor: 0, lag: 3 });
-    expect((await createConsumer(t, 'mid', s1)).consumer).toMatchObject({ cursor: s1, lag: 2 });
-    await expect(createConsumer(t, 'future', s3 + 1000)).rejects.toMatchObject({ code: 'bad_request', message: /ahead of the newest/ });
+    expect((await createConsumer(database(), t, 'head', 'head')).consumer).toMatchObject({ cursor: 0, lag: 3 });
+    expect((await createConsumer(database(), t, 'mid', s1)).consumer).toMatchObject({ cursor: s1, lag: 2 });
+    await expect(createConsumer(database(), t, 'future', s3 + 1000)).rejects.toMatchObject({ code: 'bad_request', message: /ahead of the newest/ });
     const s4 = await move(t, { user: 4 });
-    expect(await getConsumer(t, 'tail')).toMatchObject({ cursor: s3, lag: 1 });
-    expect((await readNotifications(t, (await getConsumer(t, 'tail')).cursor, 100)).items.map((i) => i.seq)).toEqual([s4]);
+    expect(await getConsumer(database(), t, 'tail')).toMatchObject({ cursor: s3, lag: 1 });
+    expect((await readNotifications(database(), t, (await getConsumer(database(), t, 'tail')).cursor, 100)).items.map((i) => i.seq)).toEqual([s4]);
     // Re-creating an existing consumer keeps its position.
-    expect(await createConsumer(t, 'mid', 'tail')).toMatchObject({ created: false, consumer: { cursor: s1 } });
+    expect(await createConsumer(database(), t, 'mid', 'tail')).toMatchObject({ created: false, consumer: { cursor: s1 } });
     expect(s2).toBeGreaterThan(s1);
   });
 
   it('commits move forward only: the same cursor again is fine, a lower one is a 409 naming both', async () => {
     const t = await tenant();
     const [s1, s2] = [await move(t, { user: 1 }), await move(t, { user: 2 })];
-    await createConsumer(t, 'c', 'head');
-    expect(await commitConsumer(t, 'c', s2, Date.now())).toMatchObject({ cursor: s2, lag: 0 });
-    expect(await commitConsumer(t, 'c', s2, Date.now())).toMatchObject({ cursor: s2 });
-    const refused = commitConsumer(t, 'c', s1, Date.now());
+    await createConsumer(database(), t, 'c', 'head');
+    expect(await commitConsumer(database(), t, 'c', s2, Date.now())).toMatchObject({ cursor: s2, lag: 0 });
+    expect(await commitConsumer(database(), t, 'c', s2, Date.now())).toMatchObject({ cursor: s2 });
+    const refused = commitConsumer(database(), t, 'c', s1, Date.now());
     await expect(refused).rejects.toMatchObject({ code: 'conflict', details: { cursor: s1, committed: s2 } });
-    await expect(commitConsumer(t, 'c', s1, Date.now())).rejects.toThrow(new RegExp(`cursor ${s1} is behind .* ${s2}`));
-    await expect(commitConsumer(t, 'c', s2 + 1000, Date.now())).rejects.toMatchObject({ code: 'bad_request' });
-    await expect(commitConsumer(t, 'missing', s1, Date.now())).rejects.toMatchObject({ code: 'not_found' });
-    expect((await getConsumer(t, 'c')).cursor).toBe(s2);
+    await expect(commitConsumer(database(), t, 'c', s1, Date.now())).rejects.toThrow(new RegExp(`cursor ${s1} is behind .* ${s2}`));
+    await expect(commitConsumer(database(), t, 'c', s2 + 1000, Date.now())).rejects.toMatchObject({ code: 'bad_request' });
+    await expect(commitConsumer(database(), t, 'missing', s1, Date.now())).rejects.toMatchObject({ code: 'not_found' });
+    expect((await getConsumer(database(), t, 'c')).cursor).toBe(s2);
   });
 
   it('keeps the highest cursor when commits race', async () => {
     const t = await tenant();
     const seqs = [];
     for (let user = 0; user < 10; user++) seqs.push(await move(t, { user }));
-    await createConsumer(t, 'racer', 'head');
-    await Promise.allSettled(seqs.map((seq) => commitConsumer(t, 'racer', seq, Date.now())));
-    expect((await getConsumer(t, 'racer')).cursor).toBe(seqs[9]);
+    await createConsumer(database(), t, 'racer', 'head');
+    await Promise.allSettled(seqs.map((seq) => commitConsumer(database(), t, 'racer', seq, Date.now())));
+    expect((await getConsumer(database(), t, 'racer')).cursor).toBe(seqs[9]);
   });
 });
 
@@ -207,23 +207,23 @@ describe('journal cleanup', () => {
     const s1 = await move(t, { user: 1, timeMs: old });
     const s2 = await move(t, { user: 2, timeMs: old });
     const recent = await move(t, { user: 3, timeMs: clock.now() - DAY });
-    await createConsumer(t, 'slow', 'head');
-    await createConsumer(t, 'fast', 'tail');
-    expect((await getConsumer(t, 'slow')).lost).toBeNull();
-    expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(2);
-    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([recent]);
+    await createConsumer(database(), t, 'slow', 'head');
+    await createConsumer(database(), t, 'fast', 'tail');
+    expect((await getConsumer(database(), t, 'slow')).lost).toBeNull();
+    expect(await cleanupJournal(database(), clock)).toBeGreaterThanOrEqual(2);
+    expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([recent]);
     // `slow` had read nothing: it is told which moves it lost, on its view and on every page it reads from behind
-    expect((await getConsumer(t, 'slow')).lost).toEqual({ through: s2 });
-    expect((await readNotifications(t, 0, 100)).lost).toEqual({ through: s2 });
-    expect((await readNotifications(t, s1, 100)).lost).toEqual({ through: s2 });
-    expect((await readNotifications(t, s2, 100)).lost).toBeUndefined();
-    expect((await getConsumer(t, 'fast')).lost).toBeNull();
-    await commitConsumer(t, 'slow', recent, clock.now());
-    expect((await getConsumer(t, 'slow')).lost).toBeNull();
+    expect((await getConsumer(database(), t, 'slow')).lost).toEqual({ through: s2 });
+    expect((await readNotifications(database(), t, 0, 100)).lost).toEqual({ through: s2 });
+    expect((await readNotifications(database(), t, s1, 100)).lost).toEqual({ through: s2 });
+    expect((await readNotifications(database(), t, s2, 100)).lost).toBeUndefined();
+    expect((await getConsumer(database(), t, 'fast')).lost).toBeNull();
+    await commitConsumer(database(), t, 'slow', recent, clock.now());
+    expect((await getConsumer(database(), t, 'slow')).lost).toBeNull();
     const newest = await move(t, { user: 5, timeMs: clock.now() });
     await clock.advance(DEFAULT_RETENTION_MS);
-    expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(1);
-    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([newest]);
+    expect(await cleanupJournal(database(), clock)).toBeGreaterThanOrEqual(1);
+    expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([newest]);
   });
 
   it("keeps at most the tenant's journalMaxRows newest entries", async () => {
@@ -239,23 +239,23 @@ describe('journal cleanup', () => {
        SELECT ${first} + i, ${bind(t)}, 'in_size', 0, 'b', i, 1, ${clock.now()} FROM n`,
       ...params,
     );
-    expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(200);
+    expect(await cleanupJournal(database(), clock)).toBeGreaterThanOrEqual(200);
     expect(await db().journal.count({ where: { tenantId: t } })).toBe(1_000);
-    expect((await readNotifications(t, 0, 1)).items[0].seq).toBe(first + 200);
-    expect((await readNotifications(t, 0, 1)).lost).toEqual({ through: first + 199 });
+    expect((await readNotifications(database(), t, 0, 1)).items[0].seq).toBe(first + 200);
+    expect((await readNotifications(database(), t, 0, 1)).lost).toEqual({ through: first + 199 });
   });
 
   it("never deletes the journal's newest entry, so the next move never gets a seq a cursor has passed", async () => {
     const clock = new ManualClock(Date.UTC(2026, 1, 1));
     const t = await tenant();
     const newest = await move(t, { user: 1, timeMs: clock.now() - 30 * DAY });
-    await createConsumer(t, 'done', 'tail');
-    await cleanupJournal(clock);
+    await createConsumer(database(), t, 'done', 'tail');
+    await cleanupJournal(database(), clock);
     const [row] = await db().journal.findMany({ orderBy: { seq: 'desc' }, take: 1 });
     expect(Number(row.seq)).toBe(newest); // old and read by every consumer, but the engine numbers after it
     const next = await move(t, { user: 2, timeMs: clock.now() });
-    expect(await cleanupJournal(clock)).toBe(1);
-    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([next]);
+    expect(await cleanupJournal(database(), clock)).toBe(1);
+    expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([next]);
   });
 
   it('without consumers uses the retention alone, and keeps what a running instance needs to recover', async () => {
@@ -271,8 +271,8 @@ describe('journal cleanup', () => {
     const stoppedInstance = await move(t, { user: 4, timeMs: old, instanceId: 'in_stopped' });
     const newest = await move(t, { user: 5, timeMs: clock.now() });
     await db().shardCheckpoint.update({ where: { instanceId_partition: { instanceId, partition: 0 } }, data: { journalSeq: BigInt(beforeCheckpoint) } });
-    await cleanupJournal(clock);
-    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([afterCheckpoint, noCheckpoint, newest]);
+    await cleanupJournal(database(), clock);
+    expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([afterCheckpoint, noCheckpoint, newest]);
     expect(stoppedInstance).toBeGreaterThan(noCheckpoint);
   });
 
@@ -303,7 +303,7 @@ describe('journal cleanup', () => {
       ...params,
     );
     const kept = await move(t, { user: 1, timeMs: clock.now() });
-    expect(await cleanupJournal(clock)).toBeGreaterThanOrEqual(total);
-    expect((await readNotifications(t, 0, 100)).items.map((i) => i.seq)).toEqual([kept]);
+    expect(await cleanupJournal(database(), clock)).toBeGreaterThanOrEqual(total);
+    expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([kept]);
   });
 });

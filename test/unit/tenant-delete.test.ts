@@ -43,7 +43,7 @@ async function fill(tenant: Tenant): Promise<void> {
   await appendEvents(id, tenant.partitions, [{ user: 1, type: 'visit', data: {}, time: 0 }]);
   await db().ingestRecord.create({ data: { tenantId: id, seq: 1n, accepted: 1, duplicates: 0, createdAtMs: 0n } });
   await db().partitionState.create({ data: { tenantId: id, partition: 0 } });
-  await createConsumer(id, 'reader', 'head');
+  await createConsumer(database(), id, 'reader', 'head');
   await db().deadLetter.create({
     data: { id: `dl_${id}`, tenantId: id, instanceId, step: 'entry', partition: 0, logOffset: 1n, eventIndex: 0, event: '{}', reason: 'test' },
   });

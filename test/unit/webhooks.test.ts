@@ -79,7 +79,7 @@ function setup(): { runner: ProcedureRunner; pump: WebhookPump } {
   const runner = createProcedureRunner(database(), { clock, owner: `webhooks-test-${newId('o')}` });
   void runner.start();
   cleanups.push(() => runner.stop());
-  return { runner, pump: new WebhookPump({ runner, clock }) };
+  return { runner, pump: new WebhookPump({ database: database(), runner, clock }) };
 }
 
 async function receiver(options: Partial<Parameters<typeof startReceiver>[0]> = {}): Promise<Receiver> {
@@ -141,7 +141,7 @@ describe('webhook deliveries', () => {
     const { pump } = setup();
     const hook = await receiver();
     const owner = await tenant();
-    await createDestination(owner.id, destinationBody(hook, { batchSize: 10_000 }), clock.now());
+    await createDestination(database(), owner.id, destinationBody(hook, { batchSize: 10_000 }), clock.now());
     const bulk = Array.from({ length: 25_000 }, (_, i) => i * 3 + 1);
     await move(owner.id, { users: bulk });
     await move(owner.id, { user: 7, enterAction: 'send_email' });
@@ -169,7 +169,7 @@ describe('webhook deliveries', () => {
     const hook = await receiver({ seed: 20261201, mix: { fail: 0.25, hang: 0.1, slow: 0.3 }, firstAttempts: ['fail', 'hang', 'slow', 'ok'] });
     const owner = await tenant();
     // A short timeout, so the attempts the receiver leaves hanging are abandoned quickly.
-    await createDestination(owner.id, destinationBody(hook, { batchSize: 100, timeoutMs: 1_000 }), clock.now());
+    await createDestination(database(), owner.id, destinationBody(hook, { batchSize: 100, timeoutMs: 1_000 }), clock.now());
     const everyone: number[] = [];
     for (let i = 0; i < 12; i++) {
       const users = Array.from({ length: 150 }, (_, j) => i * 1000 + j);
@@ -199,23 +199,23 @@ describe('webhook deliveries', () => {
     const { runner, pump } = setup();
     const hook = await receiver({ mix: { fail: 1, hang: 0, slow: 0 } });
     const owner = await tenant();
-    await createDestination(owner.id, destinationBody(hook), clock.now());
+    await createDestination(database(), owner.id, destinationBody(hook), clock.now());
     await move(owner.id, { users: [1, 2, 3] });
     await pump.pumpOnce();
     await settle();
-    const [failed] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, ADMIN)).deliveries;
+    const [failed] = (await listDeliveries(database(), owner.id, 'crm', { limit: 50 }, ADMIN)).deliveries;
     expect(failed).toMatchObject({ type: 'moves', status: 'failed', attempts: MAX_RETRIES + 1, lastStatus: 500, users: 3 });
     expect(failed).toMatchObject({ lastError: 'HTTP 500', lastResponse: 'receiver failed on purpose' });
     // The receiver's answer may echo what the request carried (header values are write-only): API keys do not see it.
-    const [seenByKey] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, KEY)).deliveries;
+    const [seenByKey] = (await listDeliveries(database(), owner.id, 'crm', { limit: 50 }, KEY)).deliveries;
     expect(seenByKey.lastError).toBe('HTTP 500');
     expect(seenByKey).not.toHaveProperty('lastResponse');
 
     hook.setMix({ fail: 0, hang: 0, slow: 0 });
-    expect(await replayDelivery(runner, owner.id, 'crm', failed.id, KEY)).toMatchObject({ status: 'pending', replays: 1, attempts: 0 });
-    await expect(replayDelivery(runner, owner.id, 'crm', failed.id, KEY)).rejects.toThrow(/still pending/);
+    expect(await replayDelivery(database(), runner, owner.id, 'crm', failed.id, KEY)).toMatchObject({ status: 'pending', replays: 1, attempts: 0 });
+    await expect(replayDelivery(database(), runner, owner.id, 'crm', failed.id, KEY)).rejects.toThrow(/still pending/);
     await settle();
-    const [delivered] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, ADMIN)).deliveries;
+    const [delivered] = (await listDeliveries(database(), owner.id, 'crm', { limit: 50 }, ADMIN)).deliveries;
     expect(delivered).toMatchObject({ id: failed.id, status: 'delivered', attempts: 1, replays: 1, lastStatus: 200 });
     const sent = hook.received.filter((r) => r.id === failed.id);
     expect(sent).toHaveLength(MAX_RETRIES + 2);
@@ -226,12 +226,12 @@ describe('webhook deliveries', () => {
     const { pump } = setup();
     const hook = await receiver();
     const owner = await tenant();
-    await createDestination(owner.id, destinationBody(hook), clock.now());
+    await createDestination(database(), owner.id, destinationBody(hook), clock.now());
     await updateTenantLimits(database(), owner.id, { webhookPrivateAddresses: null });
     await move(owner.id, { users: [1, 2] });
     await pump.pumpOnce();
     await settle();
-    const [refused] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, KEY)).deliveries;
+    const [refused] = (await listDeliveries(database(), owner.id, 'crm', { limit: 50 }, KEY)).deliveries;
     expect(refused).toMatchObject({ status: 'failed', attempts: 1, lastStatus: null });
     expect(refused.lastError).toMatch(/^refused: 127\.0\.0\.1 is a loopback address .*webhookPrivateAddresses/);
     expect(hook.received).toHaveLength(0);
@@ -241,15 +241,15 @@ describe('webhook deliveries', () => {
     const { pump } = setup();
     const hook = await receiver();
     const [owner, other] = [await tenant(), await tenant()];
-    await createDestination(owner.id, destinationBody(hook), clock.now());
-    await createDestination(other.id, destinationBody(hook, { name: 'crm' }), clock.now());
-    const before = (await requireDestination(owner.id, 'crm')).cursor;
+    await createDestination(database(), owner.id, destinationBody(hook), clock.now());
+    await createDestination(database(), other.id, destinationBody(hook, { name: 'crm' }), clock.now());
+    const before = (await requireDestination(database(), owner.id, 'crm')).cursor;
     const old = [await move(owner.id, { user: 1 }), await move(owner.id, { users: [2, 3] })];
     // Two hours later, with a one-hour retention, the old moves go before the pump read them.
     await clock.advance(2 * 3_600_000);
     await updateTenantLimits(database(), owner.id, { journalRetentionHours: 1 });
     const fresh = await move(owner.id, { user: 4 });
-    expect(await applyJournalRetention(clock)).toBe(2);
+    expect(await applyJournalRetention(database(), clock)).toBe(2);
     expect(await pump.pumpOnce()).toBe(2);
     await settle();
     const deliveries = await deliveriesOf(owner.id);
@@ -267,10 +267,10 @@ describe('webhook deliveries', () => {
     });
     expect(usersOf([deliveries[1].body])).toEqual([4]);
     expect(JSON.parse(deliveries[1].body).moves[0].seq).toBe(fresh);
-    const [moves, report] = (await listDeliveries(owner.id, 'crm', { limit: 50 }, KEY)).deliveries;
+    const [moves, report] = (await listDeliveries(database(), owner.id, 'crm', { limit: 50 }, KEY)).deliveries;
     expect(moves.type).toBe('moves');
     expect(report).toMatchObject({ type: 'lost', lost: { after: Number(before), through: old[1] }, users: 0 });
-    expect(destinationView(await requireDestination(owner.id, 'crm'))).toMatchObject({ lostThrough: old[1], cursor: fresh });
+    expect(destinationView(await requireDestination(database(), owner.id, 'crm'))).toMatchObject({ lostThrough: old[1], cursor: fresh });
     // Reported once; the other tenant lost nothing.
     expect(await pump.pumpOnce()).toBe(0);
     expect(await deliveriesOf(other.id)).toHaveLength(0);
@@ -280,7 +280,7 @@ describe('webhook deliveries', () => {
     const { pump } = setup();
     const hook = await receiver();
     const [owner, other] = [await tenant(), await tenant()];
-    await createDestination(owner.id, destinationBody(hook, { name: 'everything', allNotifications: true }), clock.now());
+    await createDestination(database(), owner.id, destinationBody(hook, { name: 'everything', allNotifications: true }), clock.now());
     await move(owner.id, { user: 1, enterAction: null });
     await move(owner.id, { users: [2, 3], enterAction: 'send_email' });
     await move(other.id, { user: 4, enterAction: null });
@@ -294,18 +294,18 @@ describe('webhook deliveries', () => {
     const hook = await receiver();
     const owner = await tenant();
     await move(owner.id, { user: 1 });
-    await createDestination(owner.id, destinationBody(hook, { start: 'tail' }), clock.now());
+    await createDestination(database(), owner.id, destinationBody(hook, { start: 'tail' }), clock.now());
     await move(owner.id, { user: 2 });
     await pump.pumpOnce();
     await move(owner.id, { user: 3 });
     // A "crash" between committing a round and submitting its procedures: the deliveries are pending, with no procedure.
-    const destination = await requireDestination(owner.id, 'crm');
-    const round = await cutRound(destination, owner.name, clock.now());
-    expect(await commitRound(destination, round)).toBe(true);
+    const destination = await requireDestination(database(), owner.id, 'crm');
+    const round = await cutRound(database(), destination, owner.name, clock.now());
+    expect(await commitRound(database(), destination, round)).toBe(true);
     // A second process that read the same cursor loses the compare-and-set and commits nothing.
-    expect(await commitRound(destination, round)).toBe(false);
-    const restarted = new WebhookPump({ runner, clock });
-    expect(await submitOrphans(runner)).toBe(1);
+    expect(await commitRound(database(), destination, round)).toBe(false);
+    const restarted = new WebhookPump({ database: database(), runner, clock });
+    expect(await submitOrphans(database(), runner)).toBe(1);
     expect(await restarted.pumpOnce()).toBe(0);
     await settle();
     expect(usersOf(hook.delivered.values())).toEqual([2, 3]);
@@ -316,7 +316,7 @@ describe('webhook deliveries', () => {
     const { pump } = setup();
     const hook = await receiver();
     const owner = await tenant();
-    await createDestination(owner.id, destinationBody(hook, { batchSize: 100_000 }), clock.now());
+    await createDestination(database(), owner.id, destinationBody(hook, { batchSize: 100_000 }), clock.now());
     const users = new RoaringBitmap32();
     users.addRange(0, 1_234_567);
     await move(owner.id, { users });
@@ -335,7 +335,7 @@ describe('webhook deliveries', () => {
     setup();
     const hook = await receiver();
     const owner = await tenant();
-    await createDestination(owner.id, destinationBody(hook), clock.now());
+    await createDestination(database(), owner.id, destinationBody(hook), clock.now());
     const definition = {
       steps: [
         { name: 'entry', kind: 'direct' as const, enterAction: 'send_email, webhook:crm', next: 'fanout' },
@@ -353,7 +353,7 @@ describe('webhook deliveries', () => {
     const { runner, pump } = setup();
     const hook = await receiver();
     const owner = await tenant();
-    await createDestination(owner.id, destinationBody(hook), clock.now());
+    await createDestination(database(), owner.id, destinationBody(hook), clock.now());
     await move(owner.id, { user: 1 });
     await pump.pumpOnce();
     await settle();

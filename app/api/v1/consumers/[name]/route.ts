@@ -2,6 +2,7 @@ import { authenticate } from '@/server/auth';
 import { callerTenant } from '@/server/tenants/tenants';
 import { ConsumerParams, createConsumer, CreateConsumerBody, deleteConsumer, getConsumer, TenantQuery } from '@/server/notifications/notifications';
 import { json, queryParams, readJson, route } from '@/server/http/respond';
+import { database } from '@/server/storage/database';
 
 type Params = { name: string };
 
@@ -11,7 +12,7 @@ async function tenantOf(request: Request) {
 
 export const GET = route<Params>(async (request, { name }) => {
   const tenant = await tenantOf(request);
-  return json(await getConsumer(tenant.id, ConsumerParams.parse({ name }).name));
+  return json(await getConsumer(database(), tenant.id, ConsumerParams.parse({ name }).name));
 });
 
 /** Creates the consumer (201) at `start`; an existing one is returned unchanged (200). */
@@ -19,12 +20,12 @@ export const PUT = route<Params>(async (request, { name }) => {
   const tenant = await tenantOf(request);
   const consumerName = ConsumerParams.parse({ name }).name;
   const body = await readJson(request, CreateConsumerBody);
-  const { consumer, created } = await createConsumer(tenant.id, consumerName, body.start);
+  const { consumer, created } = await createConsumer(database(), tenant.id, consumerName, body.start);
   return json(consumer, created ? 201 : 200);
 });
 
 export const DELETE = route<Params>(async (request, { name }) => {
   const tenant = await tenantOf(request);
-  await deleteConsumer(tenant.id, ConsumerParams.parse({ name }).name);
+  await deleteConsumer(database(), tenant.id, ConsumerParams.parse({ name }).name);
   return new Response(null, { status: 204 });
 });

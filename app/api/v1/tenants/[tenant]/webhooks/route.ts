@@ -7,7 +7,7 @@ import { database } from '@/server/storage/database';
 
 export const GET = route<{ tenant: string }>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
-  return json({ destinations: await listDestinations(tenant.id) });
+  return json({ destinations: await listDestinations(database(), tenant.id) });
 });
 
 /** 201 with the destination; `secret` only when it was generated (shown this once). */
@@ -15,7 +15,7 @@ export const POST = route<{ tenant: string }>(async (request, params) => {
   const principal = await authenticate(request);
   const tenant = await findTenant(database(), principal, params.tenant);
   const body = await readJson(request, CreateDestinationBody);
-  const { destination, secret } = await createDestination(tenant.id, body, Date.now());
+  const { destination, secret } = await createDestination(database(), tenant.id, body, Date.now());
   await audit(database(), principal, 'webhook.create', {
     tenantId: tenant.id,
     target: destination.name,

@@ -16,7 +16,7 @@ type Params = { tenant: string; name: string };
 
 export const GET = route<Params>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
-  return json(destinationView(await requireDestination(tenant.id, DestinationParams.parse(params).name)));
+  return json(destinationView(await requireDestination(database(), tenant.id, DestinationParams.parse(params).name)));
 });
 
 export const PATCH = route<Params>(async (request, params) => {
@@ -24,7 +24,7 @@ export const PATCH = route<Params>(async (request, params) => {
   const tenant = await findTenant(database(), principal, params.tenant);
   const { name } = DestinationParams.parse(params);
   const body = await readJson(request, UpdateDestinationBody);
-  const destination = await updateDestination(tenant.id, name, body, Date.now());
+  const destination = await updateDestination(database(), tenant.id, name, body, Date.now());
   await audit(database(), principal, 'webhook.update', { tenantId: tenant.id, target: name, details: { fields: Object.keys(body) } });
   return json(destination);
 });
@@ -33,7 +33,7 @@ export const DELETE = route<Params>(async (request, params) => {
   const principal = await authenticate(request);
   const tenant = await findTenant(database(), principal, params.tenant);
   const { name } = DestinationParams.parse(params);
-  await deleteDestination(tenant.id, name);
+  await deleteDestination(database(), tenant.id, name);
   await audit(database(), principal, 'webhook.delete', { tenantId: tenant.id, target: name });
   return new Response(null, { status: 204 });
 });

@@ -9,5 +9,5 @@ export const GET = route<{ tenant: string; name: string }>(async (request, param
   const principal = await authenticate(request);
   const tenant = await findTenant(database(), principal, params.tenant);
   const query = queryParams(request, DeliveryListQuery);
-  return json(await listDeliveries(tenant.id, DestinationParams.parse(params).name, query, { admin: principal.kind === 'admin' }));
+  return json(await listDeliveries(database(), tenant.id, DestinationParams.parse(params).name, query, { admin: principal.kind === 'admin' }));
 });

@@ -9,5 +9,5 @@ export const GET = route<{ tenant: string; name: string; id: string }>(async (re
   const principal = await authenticate(request);
   const tenant = await findTenant(database(), principal, params.tenant);
   const { name } = DestinationParams.parse(params);
-  return json(await getDelivery(tenant.id, name, DeliveryParams.parse(params).id, { admin: principal.kind === 'admin' }));
+  return json(await getDelivery(database(), tenant.id, name, DeliveryParams.parse(params).id, { admin: principal.kind === 'admin' }));
 });

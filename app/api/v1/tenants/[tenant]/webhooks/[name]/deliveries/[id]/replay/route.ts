@@ -13,7 +13,7 @@ export const POST = route<{ tenant: string; name: string; id: string }>(async (r
   const tenant = await findTenant(database(), principal, params.tenant);
   const { name } = DestinationParams.parse(params);
   const { id } = DeliveryParams.parse(params);
-  const delivery = await replayDelivery(getProcedureRunner(), tenant.id, name, id, { admin: principal.kind === 'admin' });
+  const delivery = await replayDelivery(database(), getProcedureRunner(), tenant.id, name, id, { admin: principal.kind === 'admin' });
   await audit(database(), principal, 'webhook.replay', { tenantId: tenant.id, target: `${name}/${id}` });
   return json(delivery, 202);
 });
