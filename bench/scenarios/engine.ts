@@ -62,7 +62,7 @@ export async function measureEngine(
   try {
     const view = await createTenant(processDatabase(), { name: 'bench', partitions: scale.partitions });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };
-    await saveCrowd(tenant.id, 'all', denseBitmap(scale.users), 'replace');
+    await saveCrowd(processDatabase(), tenant.id, 'all', denseBitmap(scale.users), 'replace');
     const workflow = await createWorkflow(processDatabase(), tenant, { name: 'branch', definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });
     await sleep(500);
     const rssBefore = settledRss();

@@ -191,7 +191,7 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
     const view = await createTenant(processDatabase(), { name: 'profiles', partitions: 8 });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };
     const crowd = denseBitmap(users);
-    await saveCrowd(tenant.id, 'all', crowd, 'replace');
+    await saveCrowd(processDatabase(), tenant.id, 'all', crowd, 'replace');
     const definition = WorkflowDefinition.parse({
       steps: [
         { name: 'wait', kind: 'timer', cron: '0 * * * * *', condition: PROFILE_CONDITION, next: 'done' },

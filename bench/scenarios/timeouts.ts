@@ -69,7 +69,7 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
   try {
     const view = await createTenant(processDatabase(), { name: 'timeouts', partitions: 8 });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };
-    await saveCrowd(tenant.id, 'all', denseBitmap(users), 'replace');
+    await saveCrowd(processDatabase(), tenant.id, 'all', denseBitmap(users), 'replace');
     const start = async (name: string, definition: unknown) => {
       const workflow = await createWorkflow(processDatabase(), tenant, { name, definition: WorkflowDefinition.parse(definition) });
       const { procedureId, instanceId } = await engine.startInstance(tenant.id, workflow.id, { crowd: 'all' });

@@ -2,11 +2,10 @@ import { z } from 'zod';
 import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { NAME_KINDS, nameSchema } from '../model/names';
-import { db } from '../storage/db';
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from './bitmap';
 import { notifyCrowdChanged } from './changes';
 import { checkCrowdUsers, tenantLimits } from '../limits/limits';
-import { database } from '../storage/database';
+import type { Database } from '../storage/database';
 
 export const CrowdName = nameSchema(NAME_KINDS.crowd);
 
@@ -30,8 +29,8 @@ export function crowdView(crowd: CrowdMeta): CrowdView {
   };
 }
 
-export async function listCrowds(tenantId: string): Promise<CrowdMeta[]> {
-  return (await db().crowd.findMany({ where: { tenantId }, select: META, orderBy: { name: 'asc' } })).map(meta);
+export async function listCrowds(database: Database, tenantId: string): Promise<CrowdMeta[]> {
+  return (await database.db.crowd.findMany({ where: { tenantId }, select: META, orderBy: { name: 'asc' } })).map(meta);
 }
 
 /**
@@ -41,24 +40,24 @@ export async function listCrowds(tenantId: string): Promise<CrowdMeta[]> {
 const storable = (name: string) => CrowdName.safeParse(name).success;
 
 /** A crowd's metadata without its bitmap; 404 when missing. */
-export async function requireCrowdMeta(tenantId: string, name: string): Promise<CrowdMeta> {
-  const row = storable(name) ? await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: META }) : null;
+export async function requireCrowdMeta(database: Database, tenantId: string, name: string): Promise<CrowdMeta> {
+  const row = storable(name) ? await database.db.crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: META }) : null;
   if (!row) throw notFound(`Crowd "${name}"`);
   return meta(row);
 }
 
 /** A crowd with its bitmap, or null when the tenant has no crowd of that name. */
-export async function loadCrowd(tenantId: string, name: string): Promise<LoadedCrowd | null> {
+export async function loadCrowd(database: Database, tenantId: string, name: string): Promise<LoadedCrowd | null> {
   if (!storable(name)) return null;
-  const row = await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { ...META, bitmap: true } });
+  const row = await database.db.crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { ...META, bitmap: true } });
   if (!row) return null;
   const { bitmap, ...rest } = row;
   return { ...meta(rest), bitmap: deserializeBitmap(bitmap) };
 }
 
 /** Like loadCrowd, but a missing crowd is a 404 naming it. */
-export async function requireCrowd(tenantId: string, name: string): Promise<LoadedCrowd> {
-  const crowd = await loadCrowd(tenantId, name);
+export async function requireCrowd(database: Database, tenantId: string, name: string): Promise<LoadedCrowd> {
+  const crowd = await loadCrowd(database, tenantId, name);
   if (!crowd) throw notFound(`Crowd "${name}"`);
   return crowd;
 }
@@ -68,6 +67,7 @@ export async function requireCrowd(tenantId: string, name: string): Promise<Load
  * whole bitmap atomically (readers see the old or the new crowd, never a mix).
  */
 export async function saveCrowd(
+  database: Database,
   tenantId: string,
   name: string,
   bitmap: RoaringBitmap32,
@@ -76,7 +76,7 @@ export async function saveCrowd(
   CrowdName.parse(name);
   const bytes = serializeBitmap(bitmap);
   const data = { count: BigInt(bitmap.size), sizeBytes: BigInt(bytes.byteLength), bitmap: bytes };
-  const client = db();
+  const client = database.db;
   try {
     if (mode === 'create') {
       const row = await client.crowd.create({ data: { id: newId('cr'), tenantId, name, ...data }, select: META });
@@ -99,8 +99,8 @@ export async function saveCrowd(
 }
 
 /** Fails with 409 before any work (reading an upload, combining) when `create` would be refused anyway. */
-export async function assertCrowdAbsent(tenantId: string, name: string, howToReplace: string): Promise<void> {
-  const existing = await db().crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { id: true } });
+export async function assertCrowdAbsent(database: Database, tenantId: string, name: string, howToReplace: string): Promise<void> {
+  const existing = await database.db.crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { id: true } });
   if (existing) throw conflict(`Crowd "${name}" already exists; ${howToReplace}`);
 }
 
@@ -108,8 +108,8 @@ export async function assertCrowdAbsent(tenantId: string, name: string, howToRep
  * Deletes a crowd. Running instances are not affected: each keeps its own copy of its users in its shards;
  * only a later update-crowd naming this crowd would then get a 404.
  */
-export async function deleteCrowd(tenantId: string, name: string): Promise<void> {
-  const { count } = await db().crowd.deleteMany({ where: { tenantId, name } });
+export async function deleteCrowd(database: Database, tenantId: string, name: string): Promise<void> {
+  const { count } = await database.db.crowd.deleteMany({ where: { tenantId, name } });
   if (count === 0) throw notFound(`Crowd "${name}"`);
   notifyCrowdChanged(tenantId, name, 'deleted');
 }
@@ -127,10 +127,14 @@ export const CombineCrowdsBody = z.strictObject({
  * Makes a new crowd from existing ones: union (in any), intersection (in all), difference (in the first and
  * none of the others). Every source is named in the 404 when missing.
  */
-export async function combineCrowds(tenantId: string, body: z.infer<typeof CombineCrowdsBody>): Promise<{ crowd: CrowdMeta; created: boolean }> {
-  if (!body.replace) await assertCrowdAbsent(tenantId, body.name, 'set "replace": true to replace it');
+export async function combineCrowds(
+  database: Database,
+  tenantId: string,
+  body: z.infer<typeof CombineCrowdsBody>,
+): Promise<{ crowd: CrowdMeta; created: boolean }> {
+  if (!body.replace) await assertCrowdAbsent(database, tenantId, body.name, 'set "replace": true to replace it');
   const names = [...new Set(body.crowds)];
-  const loaded = await Promise.all(names.map((name) => loadCrowd(tenantId, name)));
+  const loaded = await Promise.all(names.map((name) => loadCrowd(database, tenantId, name)));
   const missing = names.filter((_, i) => !loaded[i]);
   if (missing.length > 0) {
     throw new AppError('not_found', `Crowd${missing.length > 1 ? 's' : ''} ${missing.map((n) => `"${n}"`).join(', ')} not found`, { missing });
@@ -141,8 +145,8 @@ export async function combineCrowds(tenantId: string, body: z.infer<typeof Combi
     body.op,
     body.crowds.map((name) => byName.get(name)!),
   );
-  checkCrowdUsers(result.size, await tenantLimits(database(), tenantId));
-  return saveCrowd(tenantId, body.name, result, body.replace ? 'replace' : 'create');
+  checkCrowdUsers(result.size, await tenantLimits(database, tenantId));
+  return saveCrowd(database, tenantId, body.name, result, body.replace ? 'replace' : 'create');
 }
 
 export function combine(op: z.infer<typeof CombineOperation>, bitmaps: RoaringBitmap32[]): RoaringBitmap32 {

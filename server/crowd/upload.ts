@@ -4,7 +4,7 @@ import { env } from '../env';
 import { checkCrowdUsers, tenantLimits } from '../limits/limits';
 import { parseCrowdUpload, uploadFormat } from './parse';
 import { assertCrowdAbsent, CrowdName, saveCrowd, type CrowdMeta } from './store';
-import { database } from '../storage/database';
+import type { Database } from '../storage/database';
 
 export const CrowdParams = z.object({ name: CrowdName });
 
@@ -14,6 +14,7 @@ export const CrowdParams = z.object({ name: CrowdName });
  * upload stores nothing, since the bitmap is written in one statement only once the whole body parsed.
  */
 export async function uploadCrowd(
+  database: Database,
   request: Request,
   tenantId: string,
   rawName: string,
@@ -27,10 +28,10 @@ export async function uploadCrowd(
   if (declared > maxBytes) {
     throw new AppError('payload_too_large', `The upload is ${declared} bytes; the limit is ${maxBytes} bytes (CROWDFLOW_MAX_UPLOAD_BYTES)`);
   }
-  if (mode === 'create') await assertCrowdAbsent(tenantId, name, 'use PUT to replace it');
-  const limits = await tenantLimits(database(), tenantId);
+  if (mode === 'create') await assertCrowdAbsent(database, tenantId, name, 'use PUT to replace it');
+  const limits = await tenantLimits(database, tenantId);
   const checkUsers = (users: number) => checkCrowdUsers(users, limits, maxBytes);
   const bitmap = await parseCrowdUpload(request.body, contentType, maxBytes, checkUsers);
   checkUsers(bitmap.size);
-  return saveCrowd(tenantId, name, bitmap, mode);
+  return saveCrowd(database, tenantId, name, bitmap, mode);
 }

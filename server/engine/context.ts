@@ -8,6 +8,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { onCrowdChanged } from '../crowd/changes';
 import { profileIndex } from '../profiles/index-store';
 import type { ProfileIndex } from '../profiles/index-tenant';
+import { database } from '../storage/database';
 
 export type Attributes = Record<string, unknown>;
 
@@ -28,7 +29,7 @@ export class TenantData {
   /** Loads the named crowds into the cache (an unknown crowd is empty: inCrowd is false for everyone). */
   async prepareCrowds(names: string[]): Promise<void> {
     for (const name of names) {
-      if (!this.crowds.has(name)) this.crowds.set(name, (await loadCrowd(this.tenantId, name))?.bitmap);
+      if (!this.crowds.has(name)) this.crowds.set(name, (await loadCrowd(database(), this.tenantId, name))?.bitmap);
     }
   }
 

@@ -85,7 +85,7 @@ async function refuseActive(workflowId: string, except?: string): Promise<void> 
 }
 
 async function requireUsableCrowd(tenantId: string, name: string) {
-  const crowd = await requireCrowdMeta(tenantId, name);
+  const crowd = await requireCrowdMeta(database(), tenantId, name);
   if (crowd.count === 0) throw new AppError('unprocessable', `Crowd "${name}" is empty; an instance needs at least one user`, { crowd: name });
   checkInstanceUsers(Number(crowd.count), await tenantLimits(database(), tenantId));
   return crowd;

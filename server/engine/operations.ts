@@ -17,6 +17,7 @@ import { commitBatch, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
 import { InstanceRuntime, type TenantRuntime } from './tenant';
 import type { Reentry } from './types';
+import { database } from '../storage/database';
 
 const SNAPSHOT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -35,7 +36,7 @@ async function previousUsers(workflowId: string, exceptId: string): Promise<Roar
 
 /** The users of crowd `name` an instance of the workflow runs over: with reentry "exclude", less the previous instance's. */
 export async function crowdOf(tenantId: string, name: string, workflowId: string, instanceId: string, reentry: Reentry) {
-  const crowd = await loadCrowd(tenantId, name);
+  const crowd = await loadCrowd(database(), tenantId, name);
   if (!crowd) throw notFound(`Crowd "${name}"`);
   const excluded = reentry === 'exclude' ? await previousUsers(workflowId, instanceId) : null;
   const users = excluded ? RoaringBitmap32.andNot(crowd.bitmap, excluded) : crowd.bitmap;

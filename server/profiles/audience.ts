@@ -12,6 +12,7 @@ import { profileIndex } from './index-store';
 import { MAX_DISTINCT_STRINGS } from './index-field';
 import type { ProfileIndex } from './index-tenant';
 import type { WorkflowDefinition } from '../model/workflow';
+import { database } from '../storage/database';
 
 /** Users evaluated one by one when a condition has no plan; past it the count is scaled up from this sample. */
 export const MAX_PER_USER_AUDIENCE = 100_000;
@@ -44,7 +45,7 @@ function firstUsers(bitmap: RoaringBitmap32, n: number): Uint32Array {
 /** Crowds by name for one request (an unknown crowd is empty, as inCrowd treats it). */
 async function crowdsOf(tenantId: string, names: string[]): Promise<Map<string, RoaringBitmap32 | undefined>> {
   const crowds = new Map<string, RoaringBitmap32 | undefined>();
-  for (const name of names) crowds.set(name, (await loadCrowd(tenantId, name))?.bitmap);
+  for (const name of names) crowds.set(name, (await loadCrowd(database(), tenantId, name))?.bitmap);
   return crowds;
 }
 
@@ -55,7 +56,7 @@ export async function estimateAudience(tenantId: string, body: z.infer<typeof Au
   const crowds = await crowdsOf(tenantId, condition.crowds);
   let universe: RoaringBitmap32;
   if (body.crowd) {
-    const crowd = await loadCrowd(tenantId, body.crowd);
+    const crowd = await loadCrowd(database(), tenantId, body.crowd);
     if (!crowd) throw notFound(`Crowd "${body.crowd}"`);
     universe = crowd.bitmap;
   } else {

@@ -4,6 +4,7 @@ import { bitmapExportResponse } from '../../server/crowd/export';
 import { parseCrowdUpload } from '../../server/crowd/parse';
 import { loadCrowd, saveCrowd } from '../../server/crowd/store';
 import { tenantRow } from '../helpers/tenant-row';
+import { database } from '../../server/storage/database';
 
 const USERS = 10_000_000;
 const CHUNK = 64 * 1024;
@@ -66,8 +67,8 @@ describe('10M-user crowd round trip', () => {
     expect(fromRoaring.isEqual(expected)).toBe(true);
 
     await tenantRow('tn_big');
-    await timed('save the crowd', () => saveCrowd('tn_big', 'everyone', fromRoaring, 'create'));
-    const loaded = await timed('load the crowd', () => loadCrowd('tn_big', 'everyone'));
+    await timed('save the crowd', () => saveCrowd(database(), 'tn_big', 'everyone', fromRoaring, 'create'));
+    const loaded = await timed('load the crowd', () => loadCrowd(database(), 'tn_big', 'everyone'));
     expect(loaded?.count).toBe(USERS);
     expect(loaded?.sizeBytes).toBe(serializeBitmap(expected).length);
     expect(loaded?.bitmap.isEqual(expected)).toBe(true);

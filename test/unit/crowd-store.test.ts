@@ -3,6 +3,7 @@ import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { onCrowdChanged, type CrowdChange } from '../../server/crowd/changes';
 import { combine, combineCrowds, deleteCrowd, listCrowds, loadCrowd, requireCrowd, requireCrowdMeta, saveCrowd } from '../../server/crowd/store';
 import { tenantRow } from '../helpers/tenant-row';
+import { database } from '../../server/storage/database';
 
 describe('crowd store', () => {
   it('saves, replaces, loads and deletes a crowd, telling listeners after each change', async () => {
@@ -10,27 +11,27 @@ describe('crowd store', () => {
     const heard: Array<[string, string, CrowdChange]> = [];
     const unsubscribe = onCrowdChanged((tenant, name, change) => heard.push([tenant, name, change]));
 
-    const first = await saveCrowd(tenantId, 'vip', RoaringBitmap32.from([1, 2, 3]), 'create');
+    const first = await saveCrowd(database(), tenantId, 'vip', RoaringBitmap32.from([1, 2, 3]), 'create');
     expect(first.created).toBe(true);
     expect(first.crowd).toMatchObject({ name: 'vip', count: 3 });
-    await expect(saveCrowd(tenantId, 'vip', RoaringBitmap32.from([9]), 'create')).rejects.toMatchObject({ code: 'conflict' });
-    const replaced = await saveCrowd(tenantId, 'vip', RoaringBitmap32.from([7, 8]), 'replace');
+    await expect(saveCrowd(database(), tenantId, 'vip', RoaringBitmap32.from([9]), 'create')).rejects.toMatchObject({ code: 'conflict' });
+    const replaced = await saveCrowd(database(), tenantId, 'vip', RoaringBitmap32.from([7, 8]), 'replace');
     expect(replaced.created).toBe(false);
     expect(replaced.crowd.createdAt).toEqual(first.crowd.createdAt);
     expect(replaced.crowd.updatedAt.getTime()).toBeGreaterThanOrEqual(first.crowd.updatedAt.getTime());
 
-    const loaded = await requireCrowd(tenantId, 'vip');
+    const loaded = await requireCrowd(database(), tenantId, 'vip');
     expect(loaded.bitmap.toArray()).toEqual([7, 8]);
     expect(loaded.count).toBe(2);
-    expect((await requireCrowdMeta(tenantId, 'vip')).sizeBytes).toBe(loaded.sizeBytes);
-    expect(await loadCrowd('tn_someone_else', 'vip')).toBeNull();
-    expect((await listCrowds(tenantId)).map((c) => c.name)).toEqual(['vip']);
+    expect((await requireCrowdMeta(database(), tenantId, 'vip')).sizeBytes).toBe(loaded.sizeBytes);
+    expect(await loadCrowd(database(), 'tn_someone_else', 'vip')).toBeNull();
+    expect((await listCrowds(database(), tenantId)).map((c) => c.name)).toEqual(['vip']);
 
-    await deleteCrowd(tenantId, 'vip');
-    await expect(deleteCrowd(tenantId, 'vip')).rejects.toMatchObject({ code: 'not_found' });
-    await expect(requireCrowd(tenantId, 'vip')).rejects.toMatchObject({ code: 'not_found', message: 'Crowd "vip" was not found' });
+    await deleteCrowd(database(), tenantId, 'vip');
+    await expect(deleteCrowd(database(), tenantId, 'vip')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(requireCrowd(database(), tenantId, 'vip')).rejects.toMatchObject({ code: 'not_found', message: 'Crowd "vip" was not found' });
     unsubscribe();
-    await saveCrowd(tenantId, 'after', new RoaringBitmap32(), 'create');
+    await saveCrowd(database(), tenantId, 'after', new RoaringBitmap32(), 'create');
     expect(heard).toEqual([
       [tenantId, 'vip', 'saved'],
       [tenantId, 'vip', 'saved'],
@@ -39,13 +40,13 @@ describe('crowd store', () => {
   });
 
   it('refuses a bad crowd name', async () => {
-    await expect(saveCrowd('tn_store', 'no spaces', new RoaringBitmap32(), 'create')).rejects.toThrow(/Crowd names/);
+    await expect(saveCrowd(database(), 'tn_store', 'no spaces', new RoaringBitmap32(), 'create')).rejects.toThrow(/Crowd names/);
   });
 
   it('finds no crowd under a name no crowd can have (a NUL fails a PostgreSQL query), without an error', async () => {
-    expect(await loadCrowd('tn_store', 'a\u0000b')).toBeNull();
-    await expect(requireCrowdMeta('tn_store', 'a\u0000b')).rejects.toMatchObject({ code: 'not_found' });
-    await expect(requireCrowd('tn_store', 'x'.repeat(5000))).rejects.toMatchObject({ code: 'not_found' });
+    expect(await loadCrowd(database(), 'tn_store', 'a\u0000b')).toBeNull();
+    await expect(requireCrowdMeta(database(), 'tn_store', 'a\u0000b')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(requireCrowd(database(), 'tn_store', 'x'.repeat(5000))).rejects.toMatchObject({ code: 'not_found' });
   });
 
   it('combines bitmaps: union, intersection, and difference of the first with the rest', () => {
@@ -62,15 +63,15 @@ describe('crowd store', () => {
 
   it('combines stored crowds, may overwrite a source with replace, and names every missing source', async () => {
     const tenantId = await tenantRow('tn_combine');
-    await saveCrowd(tenantId, 'a', RoaringBitmap32.from([1, 2, 3]), 'create');
-    await saveCrowd(tenantId, 'b', RoaringBitmap32.from([3, 4]), 'create');
-    const result = await combineCrowds(tenantId, { name: 'a', op: 'union', crowds: ['a', 'b', 'a'], replace: true });
+    await saveCrowd(database(), tenantId, 'a', RoaringBitmap32.from([1, 2, 3]), 'create');
+    await saveCrowd(database(), tenantId, 'b', RoaringBitmap32.from([3, 4]), 'create');
+    const result = await combineCrowds(database(), tenantId, { name: 'a', op: 'union', crowds: ['a', 'b', 'a'], replace: true });
     expect(result.created).toBe(false);
-    expect((await requireCrowd(tenantId, 'a')).bitmap.toArray()).toEqual([1, 2, 3, 4]);
-    await expect(combineCrowds(tenantId, { name: 'x', op: 'union', crowds: ['a', 'm1', 'm2'], replace: false })).rejects.toMatchObject({
+    expect((await requireCrowd(database(), tenantId, 'a')).bitmap.toArray()).toEqual([1, 2, 3, 4]);
+    await expect(combineCrowds(database(), tenantId, { name: 'x', op: 'union', crowds: ['a', 'm1', 'm2'], replace: false })).rejects.toMatchObject({
       code: 'not_found',
       details: { missing: ['m1', 'm2'] },
     });
-    expect(await loadCrowd(tenantId, 'x')).toBeNull();
+    expect(await loadCrowd(database(), tenantId, 'x')).toBeNull();
   });
 });

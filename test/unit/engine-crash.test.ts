@@ -9,6 +9,7 @@ import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 import { crashBatches, CRASH_SEED, CRASH_USERS, crashWorkflow, seeded } from '../fixtures/engine/crash-events';
 import { range, startHarness, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 // A real server process ingests and applies events and is SIGKILLed at random moments (fixed seed); after the last
 // restart every acknowledged event must have been applied exactly once: the same per-step counts, edges and journal
@@ -24,7 +25,7 @@ afterAll(async () => {
 async function tenantWithInstance(): Promise<{ tenantId: string; instanceId: string }> {
   const tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: PARTITIONS } });
-  await saveCrowd(tenantId, 'crowd', RoaringBitmap32.from(range(1, CRASH_USERS)), 'replace');
+  await saveCrowd(database(), tenantId, 'crowd', RoaringBitmap32.from(range(1, CRASH_USERS)), 'replace');
   const workflowId = newId('wf');
   await db().workflow.create({ data: { id: workflowId, tenantId, name: 'crash', currentVersion: 1, draft: '{}' } });
   await db().workflowVersion.create({ data: { workflowId, version: 1, definition: JSON.stringify(crashWorkflow) } });

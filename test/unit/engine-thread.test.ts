@@ -86,7 +86,7 @@ async function countsUntil(instanceId: string, done: (steps: Record<string, numb
 
 describe('the engine thread', () => {
   it('starts, applies events, answers counts, where-is-user and exports, and stops into a snapshot', async () => {
-    await saveCrowd(tenantId, 'ten', RoaringBitmap32.from([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]), 'replace');
+    await saveCrowd(database(), tenantId, 'ten', RoaringBitmap32.from([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]), 'replace');
     const instanceId = await settled(engine.startInstance(tenantId, await workflow(journey), { crowd: 'ten' }));
     // Published before the start procedure's reply: read at once, no waiting.
     expect((await engine.getCounts(tenantId, instanceId)).steps).toEqual({ wait: 10, bought: 0 });
@@ -115,7 +115,7 @@ describe('the engine thread', () => {
   it(`never delays the request thread past ${MAX_REQUEST_LOOP_DELAY_MS} ms while it starts a ${BIG_CROWD.toLocaleString('en-US')}-user instance`, async () => {
     const everyone = new RoaringBitmap32();
     everyone.addRange(0, BIG_CROWD);
-    await saveCrowd(tenantId, 'big', everyone, 'replace');
+    await saveCrowd(database(), tenantId, 'big', everyone, 'replace');
     const workflowId = await workflow(journey);
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();

@@ -75,7 +75,7 @@ it('every failed or interrupted start and stop finishes: resumed after a SIGKILL
 
   // While no server runs: accepted operations wait in the database; partitions change hands.
   const aStart = await submitter.startInstance(A.tenantId, A.workflowId, { crowd: 'crowd' });
-  await deleteCrowd(A.tenantId, 'crowd');
+  await deleteCrowd(database(), A.tenantId, 'crowd');
   const eStop = await submitter.stopInstance(E.tenantId, eInstance);
   await holdPartitions(B.tenantId);
   await holdPartitions(C.tenantId);

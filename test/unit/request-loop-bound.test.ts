@@ -85,7 +85,7 @@ const range = (from: number, count: number) => Array.from({ length: count }, (_,
 
 describe(`the request thread is never held up past ${REQUEST_LOOP_BOUND_MS} ms`, () => {
   it('by events whose conditions backtrack, cost too much at runtime or nest too deep (ingest and apply run in the engine thread)', async () => {
-    await saveCrowd(tenantId, 'three', RoaringBitmap32.from([1, 2, 3]), 'replace');
+    await saveCrowd(database(), tenantId, 'three', RoaringBitmap32.from([1, 2, 3]), 'replace');
     const comprehension = 'event.data.a.exists(x, event.data.a.exists(y, event.data.a.exists(z, x + y + z == 0.5)))';
     const instanceId = await startInstance(
       {
@@ -154,13 +154,13 @@ describe(`the request thread is never held up past ${REQUEST_LOOP_BOUND_MS} ms`,
 
   it('by a timer with a per-user profile condition over 50,000 users, a chain of 1,000 direct steps, and a timer moving 1M users every second', async () => {
     const profiled = range(1_000_000, 50_000);
-    await saveCrowd(tenantId, 'profiled', RoaringBitmap32.from(profiled), 'replace');
+    await saveCrowd(database(), tenantId, 'profiled', RoaringBitmap32.from(profiled), 'replace');
     const text = profiled.map((user) => JSON.stringify({ user, attributes: { tz: user % 2 ? 'Europe/Paris' : 'Asia/Tokyo' } })).join('\n');
     await importProfiles(tenantId, new Blob([text]).stream(), 'ndjson');
-    await saveCrowd(tenantId, 'thousand', RoaringBitmap32.from(range(0, 1_000)), 'replace');
+    await saveCrowd(database(), tenantId, 'thousand', RoaringBitmap32.from(range(0, 1_000)), 'replace');
     const million = new RoaringBitmap32();
     million.addRange(2_000_000, 3_000_000);
-    await saveCrowd(tenantId, 'million', million, 'replace');
+    await saveCrowd(database(), tenantId, 'million', million, 'replace');
     const chain = Array.from({ length: 1_000 }, (_, i) => ({ name: `s${i}`, kind: 'direct', ...(i < 999 ? { next: `s${i + 1}` } : {}) }));
 
     const delayMs = await requestLoopDelayWhile(async () => {

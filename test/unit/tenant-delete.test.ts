@@ -28,7 +28,7 @@ async function newTenant(partitions = 2): Promise<Tenant> {
 /** One or more rows in every table a tenant owns. */
 async function fill(tenant: Tenant): Promise<void> {
   const id = tenant.id;
-  await saveCrowd(id, 'all', RoaringBitmap32.from([1, 2, 3]), 'create');
+  await saveCrowd(database(), id, 'all', RoaringBitmap32.from([1, 2, 3]), 'create');
   await db().profile.create({ data: { tenantId: id, user: 1n, attributes: '{}' } });
   await db().profileIndexState.create({ data: { tenantId: id } });
   const workflow = await createWorkflow(database(), tenant, { name: 'journey', definition: { steps: [{ name: 'entry', kind: 'direct' }] } });
