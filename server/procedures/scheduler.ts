@@ -2,7 +2,7 @@ import { systemClock, type Clock } from '../clock';
 import { isUniqueViolation } from '../errors';
 import { parseCron } from '../model/cron';
 import { WorkflowSchedule } from '../model/workflow';
-import { db } from '../storage/db';
+import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { newProcedureRecord } from './store';
 import { FINISHED_STATES, type Json, type ProcedureRunner } from './types';
@@ -19,6 +19,8 @@ import { FINISHED_STATES, type Json, type ProcedureRunner } from './types';
 export const SCHEDULED_START_TYPE = 'instance.start';
 
 export interface SchedulerOptions {
+  /** Where workflows, instances and procedure records are read. */
+  database: Database;
   runner: ProcedureRunner;
   clock?: Clock;
   /** How often schedules are re-read and firings looked for. Default 1 s (crons have second precision). */
@@ -76,6 +78,7 @@ export function firingsBetween(cron: string, fromMs: number, toMs: number): { co
 
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const clock = options.clock ?? systemClock;
+  const { database } = options;
   const pollMs = options.pollMs ?? 1_000;
   let watchedSince: number | undefined;
   let loop: Promise<void> | undefined;
@@ -87,7 +90,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const since = watchedSince ?? now;
     watchedSince = now;
     if (!firstTick && since >= now) return [];
-    const workflows = await db().workflow.findMany({
+    const workflows = await database.db.workflow.findMany({
       where: { schedule: { not: null } },
       select: { id: true, tenantId: true, schedule: true, updatedAt: true },
     });
@@ -116,7 +119,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   /** The first tick of a process: what the schedule missed since its last recorded firing (or its last save). */
   async function catchUp(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, now: number): Promise<Firing | null> {
-    const last = await db().procedure.findFirst({
+    const last = await database.db.procedure.findFirst({
       where: { id: { startsWith: scheduledProcedureId(workflow.id, '') } },
       orderBy: { id: 'desc' },
       select: { id: true },
@@ -142,8 +145,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function fire(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, firingMs: number, catchUpInfo: Record<string, Json> = {}): Promise<Firing> {
     const procedureId = scheduledProcedureId(workflow.id, firingMs);
     const firing = { workflowId: workflow.id, procedureId, firingMs };
-    if (await db().procedure.findUnique({ where: { id: procedureId }, select: { id: true } })) return { ...firing, outcome: 'already-recorded' };
-    const busy = await runningWork(workflow.id, procedureId);
+    if (await database.db.procedure.findUnique({ where: { id: procedureId }, select: { id: true } })) return { ...firing, outcome: 'already-recorded' };
+    const busy = await runningWork(database, workflow.id, procedureId);
     if (busy) return record(workflow, schedule, firingMs, 'skipped', { skipped: 'already running', ...busy });
     const state = startState(workflow, schedule, firingMs, catchUpInfo);
     try {
@@ -178,7 +181,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         createdAt: new Date(clock.now()),
         output,
       };
-      await db().procedure.create({ data: newProcedureRecord(row) });
+      await database.db.procedure.create({ data: newProcedureRecord(row) });
       return { ...firing, outcome };
     } catch (error) {
       if (isUniqueViolation(error)) return { ...firing, outcome: 'already-recorded' };
@@ -211,10 +214,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 }
 
 /** What keeps a workflow busy: an active instance, or a start still in progress (its instance may not exist yet). */
-async function runningWork(workflowId: string, exceptProcedureId: string): Promise<{ instanceId?: string; procedureId?: string } | null> {
-  const instance = await db().instance.findFirst({ where: { workflowId, state: { in: ACTIVE_INSTANCE_STATES } }, select: { id: true } });
+async function runningWork(database: Database, workflowId: string, exceptProcedureId: string): Promise<{ instanceId?: string; procedureId?: string } | null> {
+  const instance = await database.db.instance.findFirst({ where: { workflowId, state: { in: ACTIVE_INSTANCE_STATES } }, select: { id: true } });
   if (instance) return { instanceId: instance.id };
-  const starting = await db().procedure.findFirst({
+  const starting = await database.db.procedure.findFirst({
     where: { workflowId, type: SCHEDULED_START_TYPE, state: { notIn: [...FINISHED_STATES] }, id: { not: exceptProcedureId } },
     select: { id: true },
   });

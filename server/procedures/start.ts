@@ -1,4 +1,5 @@
 import { runtime } from '../runtime';
+import { database } from '../storage/database';
 import { getProcedureRunner } from './runner';
 import { createScheduler } from './scheduler';
 
@@ -9,7 +10,7 @@ import { createScheduler } from './scheduler';
 export async function startProcedures(options: { scheduler: boolean }): Promise<void> {
   const runner = getProcedureRunner();
   await runner.start();
-  if (options.scheduler) (runtime().scheduler ??= createScheduler({ runner })).start();
+  if (options.scheduler) (runtime().scheduler ??= createScheduler({ database: database(), runner })).start();
 }
 
 /** Stops the scheduler and hands this process's procedures back (they resume elsewhere, or after a restart). */

@@ -4,6 +4,7 @@ import type { WorkflowDefinition } from '../../server/model/workflow';
 import { createScheduler } from '../../server/procedures/scheduler';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 // Busybee's instance semantics with its exact numbers.
 const busybee: WorkflowDefinition = {
@@ -174,7 +175,7 @@ describe('instances', () => {
       where: { id: wf },
       data: { schedule: JSON.stringify({ cron: '0 * * * * *', crowd: 'ghosts' }), updatedAt: new Date(h.clock.now()) },
     });
-    const scheduler = createScheduler({ runner: h.runner, clock: h.clock });
+    const scheduler = createScheduler({ database: database(), runner: h.runner, clock: h.clock });
     await scheduler.tick();
     await h.clock.advance(60_000);
     const [firing] = await scheduler.tick();
@@ -196,7 +197,7 @@ describe('instances', () => {
     const scheduleOf = (reentry?: 'exclude' | 'allow') => JSON.stringify({ cron: '0 * * * * *', crowd: 'c', ...(reentry ? { reentry } : {}) });
     // Saved without the option (as before it existed): the start's default, exclude.
     await db().workflow.update({ where: { id: wf }, data: { schedule: scheduleOf(), updatedAt: new Date(h.clock.now()) } });
-    const scheduler = createScheduler({ runner: h.runner, clock: h.clock });
+    const scheduler = createScheduler({ database: database(), runner: h.runner, clock: h.clock });
     await scheduler.tick();
     const fire = async () => {
       await h.clock.advance(60_000);

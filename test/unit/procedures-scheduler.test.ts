@@ -48,7 +48,7 @@ describe('scheduled starts', () => {
     await workflow('wf-every-10s', { cron: '*/10 * * * * *', crowd: 'vip', enabled: true });
     await runner.start();
     // Two schedulers stand for two server processes on one database.
-    const [a, b] = [createScheduler({ runner, clock }), createScheduler({ runner, clock })];
+    const [a, b] = [createScheduler({ database: database(), runner, clock }), createScheduler({ database: database(), runner, clock })];
     expect(await a.tick()).toEqual([]);
     expect(await b.tick()).toEqual([]);
 
@@ -82,7 +82,7 @@ describe('scheduled starts', () => {
     await workflow('wf-disabled', { cron: '* * * * * *', crowd: 'vip', enabled: false });
     await workflow('wf-invalid', '{"cron":"* * * * *","crowd":"vip"}');
     await workflow('wf-minutely', { cron: '0 * * * * *', crowd: 'all', enabled: true });
-    const scheduler = createScheduler({ runner, clock });
+    const scheduler = createScheduler({ database: database(), runner, clock });
     await scheduler.tick();
     await clock.advance(5 * 60_000);
     const fired = await scheduler.tick();
@@ -98,12 +98,12 @@ describe('scheduled starts', () => {
     await workflow('wf-skip', { cron: '0 * * * * *', crowd: 'vip', catchUp: 'skip' }, savedAt);
     await workflow('wf-latest', { cron: '0 * * * * *', crowd: 'vip', catchUp: 'latest', startingDeadlineSeconds: 600 }, savedAt);
     await workflow('wf-late', { cron: '0 * * * * *', crowd: 'vip', catchUp: 'latest', startingDeadlineSeconds: 10 }, savedAt);
-    expect(await createScheduler({ runner, clock }).tick()).toEqual([]); // a process starts: nothing missed yet
+    expect(await createScheduler({ database: database(), runner, clock }).tick()).toEqual([]); // a process starts: nothing missed yet
 
     // That process dies; five firings fall while no server runs; a new process starts 30 s after the latest.
     await clock.advance(5 * 60_000 + 30_000);
     const latestMs = Math.floor(clock.now() / 60_000) * 60_000;
-    const restarted = createScheduler({ runner, clock });
+    const restarted = createScheduler({ database: database(), runner, clock });
     const fired = await restarted.tick();
     expect(fired.map((f) => [f.workflowId, f.outcome, f.firingMs])).toEqual([
       ['wf-skip', 'missed', latestMs],
@@ -131,6 +131,6 @@ describe('scheduled starts', () => {
     });
 
     // Another process starting now finds every missed firing recorded: nothing twice.
-    expect(await createScheduler({ runner, clock }).tick()).toEqual([]);
+    expect(await createScheduler({ database: database(), runner, clock }).tick()).toEqual([]);
   });
 });
