@@ -9,9 +9,9 @@ import { randomInt } from 'node:crypto';
 import pg from 'pg';
 import type { PostgresTarget } from '../storage/database-url';
 import { clusterChannel, DB_NOW_MS, lockNamespace, type ClusterSignal } from './membership';
+import { reconnectUntilClosed } from './reconnect';
 
 const HEARTBEAT_EVERY_MS = 1_000;
-const RECONNECT_AFTER_MS = 1_000;
 
 export class MemberLock {
   private client: pg.Client | undefined;
@@ -33,10 +33,17 @@ export class MemberLock {
 
   /** Connects, takes a lock key of its own, writes the member row and says so on the channel. */
   async hold(): Promise<void> {
+    this.closed = false;
+    await this.acquire();
+  }
+
+  private async acquire(): Promise<void> {
     const client = new pg.Client({ connectionString: this.target.connectionString });
     client.on('error', (error) => console.warn('[crowdflow] cluster membership connection lost:', error.message));
     client.on('end', () => this.reconnectLater(client));
     await client.connect();
+    // Released while connecting (release() found no connection to end): joining now would bring a left member back.
+    if (this.closed) return void (await client.end().catch(() => undefined));
     this.client = client;
     try {
       for (;;) {
@@ -51,6 +58,7 @@ export class MemberLock {
       await client.end().catch(() => undefined);
       throw error;
     }
+    if (this.closed) return; // released meanwhile: it took the row, the lock and the connection
     this.heartbeat ??= setInterval(() => void this.beat(), HEARTBEAT_EVERY_MS);
     this.heartbeat.unref();
     await this.signal({ kind: 'members', from: this.name });
@@ -81,24 +89,18 @@ export class MemberLock {
   private reconnectLater(client: pg.Client): void {
     if (this.closed || this.client !== client) return;
     this.client = undefined;
-    this.rejoinLater();
-  }
-
-  /** Tries to join again until it works: a member that gave up after one failed attempt would stay out for good. */
-  private rejoinLater(): void {
-    setTimeout(() => {
-      if (this.closed) return;
-      this.hold().catch((error: Error) => {
-        console.warn('[crowdflow] cluster membership could not reconnect:', error.message);
-        this.rejoinLater();
-      });
-    }, RECONNECT_AFTER_MS).unref();
+    reconnectUntilClosed(
+      () => this.acquire(),
+      () => this.closed,
+      'cluster membership',
+    );
   }
 
   /** Leaves: the row goes, the lock is released and the others are told (after the engine handed its partitions back). */
   async release(): Promise<void> {
     this.closed = true;
     clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
     const client = this.client;
     this.client = undefined;
     if (!client) return;

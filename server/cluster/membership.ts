@@ -5,10 +5,10 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PostgresTarget } from '../storage/database-url';
+import { reconnectUntilClosed } from './reconnect';
 
 /** A member whose heartbeat is older than this is not live, even while its lock is held (a hung process). */
 export const HEARTBEAT_STALE_MS = 15_000;
-const RECONNECT_AFTER_MS = 1_000;
 
 /**
  * What members tell each other on the channel: a change of membership, a partition handed back, a gather (these
@@ -50,6 +50,11 @@ export class Membership {
 
   /** Connects and listens on the channel (the membership itself is held by the request thread's MemberLock). */
   async join(): Promise<void> {
+    this.closed = false;
+    await this.listen();
+  }
+
+  private async listen(): Promise<void> {
     const client = new pg.Client({ connectionString: this.target.connectionString });
     client.on('error', (error) => console.warn('[crowdflow] cluster channel connection lost:', error.message));
     client.on('end', () => this.reconnectLater(client));
@@ -68,25 +73,19 @@ export class Membership {
       await client.end().catch(() => undefined);
       throw error;
     }
-    this.closed = false;
+    // Left while connecting: a listener kept now would outlive the member.
+    if (this.closed) return void (await client.end().catch(() => undefined));
     this.client = client;
   }
 
   private reconnectLater(client: pg.Client): void {
     if (this.closed || this.client !== client) return;
     this.client = undefined;
-    this.rejoinLater();
-  }
-
-  /** Tries to connect again until it works: a member that gave up after one failed attempt would stay deaf for good. */
-  private rejoinLater(): void {
-    setTimeout(() => {
-      if (this.closed) return;
-      this.join().catch((error: Error) => {
-        console.warn('[crowdflow] cluster channel could not reconnect:', error.message);
-        this.rejoinLater();
-      });
-    }, RECONNECT_AFTER_MS).unref();
+    reconnectUntilClosed(
+      () => this.listen(),
+      () => this.closed,
+      'cluster channel',
+    );
   }
 
   /**

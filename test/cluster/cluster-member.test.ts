@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GATHER_HOLD_MS } from '../../server/cluster/gather';
 import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
 import { MemberLock } from '../../server/cluster/member-lock';
+import { Membership } from '../../server/cluster/membership';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
@@ -150,5 +151,23 @@ describe('cluster members on one PostgreSQL schema', () => {
     expect(await a.isGone('member-c')).toBe(true);
     await a.settle();
     expect(a.liveMembers()).not.toContain('member-c');
+  });
+
+  // A leave that comes while the connection is still being made (as on a reconnect after PostgreSQL dropped it) must
+  // win: the join used to finish afterwards and bring the member back, listening or holding its lock for good.
+  it('a member that leaves while it is still connecting stays gone', async () => {
+    const lock = new MemberLock(target, 'member-d');
+    locks.push(lock);
+    const holding = lock.hold();
+    await lock.release();
+    await holding;
+    const rows = await sql.query(`SELECT 1 FROM "${target.schema}"."ClusterMember" WHERE "name" = 'member-d'`);
+    expect(rows.rowCount).toBe(0);
+
+    const channel = new Membership(target, 'member-d', () => undefined);
+    const joining = channel.join();
+    await channel.leave();
+    await joining;
+    await expect(channel.query('SELECT 1')).rejects.toThrow('not connected');
   });
 });
