@@ -70,5 +70,12 @@ export async function whereIsUser(source: ReadSource, tenantId: string, user: nu
       if (bitmap.has(user)) instances.push({ instanceId: instance.id, workflowId: instance.record.workflowId, step });
     }
   }
-  return { user, instances, recentMoves: await recentMovesOf(tenantId, user, partition) };
+  const recent = await recentMovesOf(tenantId, user, partition);
+  return {
+    user,
+    instances,
+    recentMoves: recent.moves,
+    recentMovesComplete: recent.complete,
+    ...(recent.searchedBackTo === undefined ? {} : { recentMovesSearchedBackTo: recent.searchedBackTo }),
+  };
 }

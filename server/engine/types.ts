@@ -56,6 +56,10 @@ export interface WhereIsUser {
   user: number;
   instances: { instanceId: string; workflowId: string; step: string }[];
   recentMoves: UserMove[];
+  /** False when the search for bulk moves stopped at its limit (server/engine/store/user-moves.ts) before the end. */
+  recentMovesComplete: boolean;
+  /** With `recentMovesComplete` false: bulk moves with this seq or older were not searched. */
+  recentMovesSearchedBackTo?: number;
 }
 
 /** Which users of a step an export reads: those in it now, or those who reached the goal from it. */

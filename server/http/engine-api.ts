@@ -125,6 +125,8 @@ const WhereIsUser = z.object({
   user: z.number(),
   instances: z.array(z.object({ instanceId: z.string(), workflowId: z.string(), step: z.string() })),
   recentMoves: z.array(z.object({ seq: z.number(), instanceId: z.string(), fromStep: z.string().nullable(), toStep: z.string(), time: z.string() })),
+  recentMovesComplete: z.boolean().describe('False when the search for bulk moves stopped at its limit before the end of the journal'),
+  recentMovesSearchedBackTo: z.number().optional().describe('With recentMovesComplete false: bulk moves with this seq or older were not searched'),
 });
 const EventsBody = z.object({
   tenant: z.string().optional().describe('Tenant id or name; required with the admin token, optional with a tenant API key'),
@@ -277,8 +279,9 @@ export const paths: Record<string, object> = {
       description:
         '`recentMoves`: the newest 50 moves of the user, newest first: moves its own events caused, and the bulk moves it was part of ' +
         '(entering an instance at its start, delays, branch timeouts, ttl re-evaluation, timer steps, workflow version mappings; ' +
-        '`fromStep` is null for the entry). Bulk moves are found however far back the journal reaches; moves the journal retention removed ' +
-        'are gone. Users joining through a crowd replacement are not journaled, so they have no entry move.',
+        '`fromStep` is null for the entry). Bulk moves are searched newest first, up to 10,000 bulk journal rows (or 64 MiB of their bitmaps) ' +
+        "of the user's partition: when the search stops there before the end, `recentMovesComplete` is false and `recentMovesSearchedBackTo` " +
+        'says how far back it read. Moves the journal retention removed are gone. Users joining through a crowd replacement are not journaled, so they have no entry move.',
       tags,
       params: ['tenant', 'user'],
       ok: { status: 200, description: 'Where the user is', schema: WhereIsUser },

@@ -152,7 +152,7 @@ describe('journey semantics over HTTP', () => {
     const seqs = where.body.recentMoves.map((m: { seq: number }) => m.seq);
     expect(seqs).toEqual([...seqs].sort((a: number, b: number) => b - a));
     // A user of the same partition who was never in the crowd has no moves.
-    expect((await api('GET', `${base}/users/9`)).body).toEqual({ user: 9, instances: [], recentMoves: [] });
+    expect((await api('GET', `${base}/users/9`)).body).toEqual({ user: 9, instances: [], recentMoves: [], recentMovesComplete: true });
     await settled(await api('POST', `${base}/instances/${instanceId}/stop`));
   });
 

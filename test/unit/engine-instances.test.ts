@@ -5,6 +5,7 @@ import { createScheduler } from '../../server/procedures/scheduler';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
+import { recentMovesOf } from '../../server/engine/store/user-moves';
 
 // Busybee's instance semantics with its exact numbers.
 const busybee: WorkflowDefinition = {
@@ -286,5 +287,12 @@ describe('instances', () => {
     const five = await h.engine.whereIsUser(h.tenantId, 5);
     expect(five.recentMoves.map((move) => move.seq)).toEqual(later.slice(0, 50).map((row) => Number(row.seq)));
     expect(five.recentMoves.every((move) => others.has(move.instanceId))).toBe(true);
+    expect([where.recentMovesComplete, five.recentMovesComplete]).toEqual([true, true]);
+
+    // The search is bounded: stopped after 100 bulk rows, it says so and how far back it read, instead of reading on.
+    const bounded = await recentMovesOf(h.tenantId, 1, 1, { rows: 100, bytes: Number.POSITIVE_INFINITY });
+    expect(bounded).toEqual({ moves: [], complete: false, searchedBackTo: Number(later[99].seq) });
+    const byBytes = await recentMovesOf(h.tenantId, 1, 1, { rows: Number.POSITIVE_INFINITY, bytes: 1 });
+    expect(byBytes).toEqual({ moves: [], complete: false, searchedBackTo: Number(later[24].seq) });
   }, 120_000);
 });
