@@ -45,6 +45,18 @@ export class Mover {
     this.enter(new ManyUsers(users), from, to, 0);
   }
 
+  /**
+   * Moves users of `from` whose delay buckets were just taken out of the shard (a delay ending, a branch's timeout)
+   * into `to`. A user rests in one delay bucket of its step, so the step's other delay buckets cannot hold them: only
+   * the step and its ttl buckets lose them, not every bucket still waiting (one per minute of a 2-day timeout: 2,880).
+   */
+  moveOutOfDelay(users: RoaringBitmap32, from: string, to: string): void {
+    if (users.size === 0 || from === to) return;
+    this.shard.step(from).andNotInPlace(users);
+    for (const bitmap of this.shard.ttls.get(from)?.values() ?? []) bitmap.andNotInPlace(users);
+    this.enter(new ManyUsers(users), from, to, 0);
+  }
+
   /** Users that left `from` by other means (a removed step of an older version) arrive at `to`, journaled from `from`. */
   arriveBulk(users: RoaringBitmap32, from: string, to: string): void {
     if (users.size > 0) this.enter(new ManyUsers(users), from, to, 0);

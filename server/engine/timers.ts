@@ -142,7 +142,7 @@ async function instanceTimers(
       const users = takeDue(shard.delays.get(name), runtime.delayMs, now);
       if (users) {
         users.andInPlace(shard.step(name));
-        mover.moveBulk(users, name, runtime.delayNext);
+        mover.moveOutOfDelay(users, name, runtime.delayNext);
         changed = true;
       }
     }
@@ -218,7 +218,10 @@ async function matching(tenant: TenantRuntime, condition: CompiledCondition | nu
   return RoaringBitmap32.from(out);
 }
 
-/** Removes and returns the union of the buckets due at `now` (bucket end + duration ≤ now), or null. */
+/**
+ * Removes and returns the union of the buckets due at `now` (bucket end + duration ≤ now), or null. A lone due bucket
+ * (the usual case) is handed over itself, out of the map: a union of one would copy every user of it.
+ */
 function takeDue(buckets: Map<number, RoaringBitmap32> | undefined, durationMs: number, now: number): RoaringBitmap32 | null {
   if (!buckets) return null;
   const due: RoaringBitmap32[] = [];
@@ -227,5 +230,6 @@ function takeDue(buckets: Map<number, RoaringBitmap32> | undefined, durationMs: 
     due.push(bitmap);
     buckets.delete(end);
   }
-  return due.length ? RoaringBitmap32.orMany(due) : null;
+  if (due.length <= 1) return due[0] ?? null;
+  return RoaringBitmap32.orMany(due);
 }

@@ -5,7 +5,7 @@ import { Shard } from '../../server/engine/shard';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { validateWorkflow } from '../../server/model/validate';
 import { db } from '../../server/storage/db';
-import { advance, crowd, range, send, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
+import { advance, crowd, range, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -94,6 +94,34 @@ describe('branch step timeout (wait for an event)', () => {
     expect(await stepUsers(h, id, 'bought')).toEqual([1]);
     await advance(h, DAY);
     expect(await stepUsers(h, id, 'reminder')).toEqual([2, 3, 4, 5, 6, 7]);
+  });
+
+  it('users timing out of a step with a ttl leave its ttl buckets too; later entries keep their own buckets', async () => {
+    h = await startHarness(2);
+    const definition: WorkflowDefinition = {
+      steps: [
+        { name: 'wait', kind: 'branch', ttl: '1d', branches: [{ condition: 'profile.tier == "gold"', next: 'gold' }], timeout: { after: '3h', next: 'late' } },
+        { name: 'gold', kind: 'direct' },
+        { name: 'late', kind: 'direct' },
+      ],
+    };
+    await crowd(h, 'c', range(1, 8));
+    const id = await start(h, await workflow(h, definition), 'c');
+    await advance(h, 2 * 3_600_000);
+    await crowd(h, 'more', range(1, 12));
+    await settle(h, h.engine.updateInstanceCrowd(h.tenantId, id, { crowd: 'more' })); // 9–12 enter two hours later
+    const instance = h.engine.findRuntime(id)!;
+    const bucketed = (map: 'delays' | 'ttls') =>
+      instance.shards.flatMap((shard) => [...(shard![map].get('wait')?.values() ?? [])].flatMap((b) => b.toArray())).sort((a, b) => a - b);
+    expect(bucketed('ttls')).toEqual(range(1, 12));
+    await advance(h, 3_600_000 + 2 * 60_000);
+    expect(await stepUsers(h, id, 'late')).toEqual(range(1, 8));
+    expect(await stepUsers(h, id, 'wait')).toEqual(range(9, 12));
+    expect(bucketed('delays')).toEqual(range(9, 12));
+    expect(bucketed('ttls')).toEqual(range(9, 12));
+    await advance(h, 2 * 3_600_000);
+    expect(await stepUsers(h, id, 'late')).toEqual(range(1, 12));
+    expect(bucketed('ttls')).toEqual([]);
   });
 
   it('a branch step used as the entry step times out from the instance start; its buckets survive journal replay', async () => {
