@@ -216,14 +216,14 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
     })();
     const importStarted = performance.now();
     const cpuBefore = process.cpuUsage();
-    const imported = await importProfiles(tenant.id, profileStream(users), 'ndjson');
+    const imported = await importProfiles(processDatabase(), tenant.id, profileStream(users), 'ndjson');
     const importMs = performance.now() - importStarted;
     const importCpu = process.cpuUsage(cpuBefore);
     importing = false;
     await reader;
     console.log(`  imported in ${(importMs / 1000).toFixed(1)} s (${imported.chunks} chunks)`);
 
-    const index = await profileIndex(tenant.id);
+    const index = await profileIndex(processDatabase(), tenant.id);
     const plan = compileCondition(PROFILE_CONDITION).plan!;
     const resolver = planResolver(() => undefined, index);
     const planSamples: number[] = [];
@@ -254,16 +254,16 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
     const audienceSamples: number[] = [];
     for (let i = 0; i < 110; i++) {
       const before = performance.now();
-      const estimate = await estimateAudience(tenant.id, { condition: PROFILE_CONDITION, sample: 20 });
+      const estimate = await estimateAudience(processDatabase(), tenant.id, { condition: PROFILE_CONDITION, sample: 20 });
       if (i >= 10) audienceSamples.push(performance.now() - before); // after warming up
       if (estimate.count !== expected) throw new Error(`audience ${estimate.count} ≠ ${expected}`);
     }
     // Right after a profile write, the index's plan results are stale: the estimate evaluates the plan again.
     const coldSamples: number[] = [];
     for (let i = 0; i < 20; i++) {
-      await upsertProfiles(tenant.id, [{ user: i, attributes: { touched: i } }]);
+      await upsertProfiles(processDatabase(), tenant.id, [{ user: i, attributes: { touched: i } }]);
       const before = performance.now();
-      const estimate = await estimateAudience(tenant.id, { condition: PROFILE_CONDITION, sample: 20 });
+      const estimate = await estimateAudience(processDatabase(), tenant.id, { condition: PROFILE_CONDITION, sample: 20 });
       coldSamples.push(performance.now() - before);
       if (estimate.count !== expected) throw new Error(`audience after a write ${estimate.count} ≠ ${expected}`);
     }
@@ -273,13 +273,13 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
     const bitmapBytes = index.bitmapBytes();
     dropProfileIndex(tenant.id);
     const rssBefore = settledHeap();
-    await profileIndex(tenant.id);
+    await profileIndex(processDatabase(), tenant.id);
     const snapshotLoad = profileIndexLoad(tenant.id)!;
     const rssGrowth = settledHeap() - rssBefore;
     await db().profileIndexState.update({ where: { tenantId: tenant.id }, data: { snapshotSeq: -1 } });
     dropProfileIndex(tenant.id);
     console.log('  rebuilding the index from rows…');
-    await profileIndex(tenant.id);
+    await profileIndex(processDatabase(), tenant.id);
     const rowsRebuild = profileIndexLoad(tenant.id)!;
 
     // The limit of the import: the same profiles parsed and indexed in memory, no database.

@@ -119,7 +119,7 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
 
     console.log(`  importing ${users.toLocaleString('en-US')} profiles with a time zone…`);
     const importStarted = performance.now();
-    await importProfiles(tenant.id, zoneProfiles(users), 'ndjson');
+    await importProfiles(processDatabase(), tenant.id, zoneProfiles(users), 'ndjson');
     const importMs = performance.now() - importStarted;
     // Written now, not a few seconds after the import's last write: the snapshot of the index would otherwise be
     // written during the firings below.

@@ -6,11 +6,10 @@
 // quiet (at the latest some seconds after the first), so a 10M import elsewhere makes it reload once at the end
 // instead of once per chunk; until then its index lags the other members' by those writes.
 import roaring from 'roaring';
-import { dialect } from '../storage/dialect';
-import { raw } from '../storage/raw';
 import { runtime } from '../runtime';
 import { dropProfileIndex, relayProfileWrite, type TenantProfiles } from '../profiles/index-store';
 import type { Attributes, ProfileChange } from '../profiles/index-tenant';
+import type { Database } from '../storage/database';
 
 const { RoaringBitmap32: Bitmap } = roaring;
 
@@ -44,7 +43,7 @@ export function profilesWrittenElsewhere(tenantId: string, seq: number, usersTex
       if (!held.index || held.seq >= seq) return;
       if (held.seq !== seq - 1) return forgetWhenQuiet(tenantId, held);
       const users = Bitmap.deserialize(Buffer.from(usersText, 'base64'), 'portable');
-      const after = await readProfiles(tenantId, users.toArray());
+      const after = await readProfiles(held.database, tenantId, users.toArray());
       const before = held.index.materialize(users);
       const changes = users.toArray().map((user) => ({ user, before: before.get(user), after: after.get(user) }));
       try {
@@ -76,12 +75,12 @@ function forgetWhenQuiet(tenantId: string, held: TenantProfiles): void {
 }
 
 /** The profiles of `users` as committed (absent: no profile). */
-async function readProfiles(tenantId: string, users: number[]): Promise<Map<number, Attributes>> {
-  const { params, bind } = dialect().parameters();
+async function readProfiles(database: Database, tenantId: string, users: number[]): Promise<Map<number, Attributes>> {
+  const { params, bind } = database.dialect.parameters();
   const tenant = bind(tenantId); // bound in the order they appear: SQLite's parameters are positional
-  const j = dialect().jsonArrayRows(bind(JSON.stringify(users.map((user) => [user]))));
-  const rows = await (await raw()).query<{ user: number | string; attributes: string }>(
-    `SELECT ${dialect().numberColumn('user')}, "attributes" FROM ${dialect().table('Profile')}
+  const j = database.dialect.jsonArrayRows(bind(JSON.stringify(users.map((user) => [user]))));
+  const rows = await (await database.raw()).query<{ user: number | string; attributes: string }>(
+    `SELECT ${database.dialect.numberColumn('user')}, "attributes" FROM ${database.dialect.table('Profile')}
       WHERE "tenantId" = ${tenant} AND "user" IN (SELECT ${j.field(0, 'bigint')} FROM ${j.from})`,
     params,
   );

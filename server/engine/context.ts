@@ -48,19 +48,19 @@ export class TenantData {
    * no database query. `keys` limits them to the attributes the conditions read (null: whole profiles).
    */
   async profilesOf(users: Iterable<number>, keys: readonly string[] | null = null): Promise<Map<number, Attributes>> {
-    const index = await profileIndex(this.tenantId);
+    const index = await profileIndex(database(), this.tenantId);
     const bitmap = users instanceof RoaringBitmap32 ? users : RoaringBitmap32.from(Uint32Array.from(users));
     return index.materialize(bitmap, keys ?? undefined);
   }
 
   /** The tenant's profile index (local-time timers group users by zone with its equality bitmaps). */
   profiles(): Promise<ProfileIndex> {
-    return profileIndex(this.tenantId);
+    return profileIndex(database(), this.tenantId);
   }
 
   /** A plan resolver over the cached crowds and the tenant's profile index. */
   async resolver(crowdNames: string[]): Promise<IndexPlanResolver> {
     await this.prepareCrowds(crowdNames);
-    return planResolver((name) => this.crowds.get(name), await profileIndex(this.tenantId));
+    return planResolver((name) => this.crowds.get(name), await profileIndex(database(), this.tenantId));
   }
 }

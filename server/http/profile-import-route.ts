@@ -2,6 +2,7 @@ import { ImportQuery, importFormat, importProfiles } from '../profiles/import';
 import { parseColumnTypes } from '../profiles/import-parse';
 import { tenantFromRequest } from '../tenants/tenants';
 import { json, queryParams, route } from './respond';
+import { database } from '../storage/database';
 
 /**
  * POST /api/v1/tenants/{tenant}/profiles/import — served by the route file and by server/http/http-server.ts alike:
@@ -15,5 +16,5 @@ export const postProfileImport = route<{ tenant: string }>(async (request, param
   const { types = null } = queryParams(request, ImportQuery);
   parseColumnTypes(types);
   const format = importFormat(request.headers.get('content-type'));
-  return json(await importProfiles(tenant.id, request.body, format, types));
+  return json(await importProfiles(database(), tenant.id, request.body, format, types));
 });

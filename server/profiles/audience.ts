@@ -12,7 +12,7 @@ import { profileIndex } from './index-store';
 import { MAX_DISTINCT_STRINGS } from './index-field';
 import type { ProfileIndex } from './index-tenant';
 import type { WorkflowDefinition } from '../model/workflow';
-import { database } from '../storage/database';
+import type { Database } from '../storage/database';
 
 /** Users evaluated one by one when a condition has no plan; past it the count is scaled up from this sample. */
 export const MAX_PER_USER_AUDIENCE = 100_000;
@@ -43,20 +43,20 @@ function firstUsers(bitmap: RoaringBitmap32, n: number): Uint32Array {
 }
 
 /** Crowds by name for one request (an unknown crowd is empty, as inCrowd treats it). */
-async function crowdsOf(tenantId: string, names: string[]): Promise<Map<string, RoaringBitmap32 | undefined>> {
+async function crowdsOf(database: Database, tenantId: string, names: string[]): Promise<Map<string, RoaringBitmap32 | undefined>> {
   const crowds = new Map<string, RoaringBitmap32 | undefined>();
-  for (const name of names) crowds.set(name, (await loadCrowd(database(), tenantId, name))?.bitmap);
+  for (const name of names) crowds.set(name, (await loadCrowd(database, tenantId, name))?.bitmap);
   return crowds;
 }
 
-export async function estimateAudience(tenantId: string, body: z.infer<typeof AudienceBody>, now = Date.now()): Promise<AudienceResult> {
+export async function estimateAudience(database: Database, tenantId: string, body: z.infer<typeof AudienceBody>, now = Date.now()): Promise<AudienceResult> {
   const started = performance.now();
   const condition = compileCondition(body.condition);
-  const index = await profileIndex(tenantId);
-  const crowds = await crowdsOf(tenantId, condition.crowds);
+  const index = await profileIndex(database, tenantId);
+  const crowds = await crowdsOf(database, tenantId, condition.crowds);
   let universe: RoaringBitmap32;
   if (body.crowd) {
-    const crowd = await loadCrowd(database(), tenantId, body.crowd);
+    const crowd = await loadCrowd(database, tenantId, body.crowd);
     if (!crowd) throw notFound(`Crowd "${body.crowd}"`);
     universe = crowd.bitmap;
   } else {
@@ -162,8 +162,8 @@ export type StepConditionExplanation = ConditionExplanation & {
 };
 
 /** Every condition of `definition` explained; invalid ones say what is wrong instead. */
-export async function explainWorkflow(tenantId: string, definition: WorkflowDefinition): Promise<StepConditionExplanation[]> {
-  const index = await profileIndex(tenantId);
+export async function explainWorkflow(database: Database, tenantId: string, definition: WorkflowDefinition): Promise<StepConditionExplanation[]> {
+  const index = await profileIndex(database, tenantId);
   const out: StepConditionExplanation[] = [];
   const explain = (step: string, kind: 'branch' | 'timer', branch: number | null, condition: string) => {
     let explained: ConditionExplanation;
@@ -197,8 +197,12 @@ export type FieldSummary = {
 };
 
 /** The tenant's indexed attribute paths with their user counts, types and most common values (for the studio). */
-export async function profileFields(tenantId: string, top = 10): Promise<{ profiles: number; bitmapBytes: number; fields: FieldSummary[] }> {
-  const index = await profileIndex(tenantId);
+export async function profileFields(
+  database: Database,
+  tenantId: string,
+  top = 10,
+): Promise<{ profiles: number; bitmapBytes: number; fields: FieldSummary[] }> {
+  const index = await profileIndex(database, tenantId);
   const fields = index.paths().map(({ segments, field }): FieldSummary => {
     const strings = field.highCardinality ? field.highCardinality.size : [...field.strings.values()].reduce((sum, users) => sum + users.size, 0);
     const otherNumbers = [...field.others.values()].filter((value) => typeof value === 'number').length;

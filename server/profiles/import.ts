@@ -8,13 +8,13 @@
 import { z } from 'zod';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError } from '../errors';
-import { raw, type RawStatement } from '../storage/raw';
-import { dialect } from '../storage/dialect';
+import type { RawStatement } from '../storage/raw';
 import { notifyProfilesChanged } from './changes';
 import { CsvReader, lineBatches, parseColumnTypes, parseNdjsonLine, splitCsv, badLine, type ImportItem } from './import-parse';
 import { duringImport, profileWrite } from './index-store';
 import type { Attributes, ProfileChange, ProfileIndex } from './index-tenant';
 import { MAX_PROFILE_BYTES, mergeAttributes } from './profiles';
+import type { Database } from '../storage/database';
 
 /**
  * Lines per committed chunk: one transaction each. A chunk's write (one synchronous SQLite transaction) and its
@@ -47,6 +47,7 @@ export function importFormat(contentType: string | null): ImportFormat {
 }
 
 export async function importProfiles(
+  database: Database,
   tenantId: string,
   body: ReadableStream<Uint8Array> | null,
   format: ImportFormat,
@@ -66,7 +67,7 @@ export async function importProfiles(
     const items = chunk;
     chunk = [];
     await committing; // a failed chunk ends the import before the next one is written
-    committing = commitChunk(tenantId, items).then((committed) => {
+    committing = commitChunk(database, tenantId, items).then((committed) => {
       result.lines += items.length;
       result.users += committed.users;
       result.created += committed.created;
@@ -74,7 +75,7 @@ export async function importProfiles(
     });
     committing.catch(() => undefined); // its failure is thrown where it is awaited: the next commit or the end
   };
-  await duringImport(tenantId, async () => {
+  await duringImport(database, tenantId, async () => {
     try {
       await readAndCommit();
     } catch (error) {
@@ -114,9 +115,9 @@ export async function importProfiles(
 }
 
 /** One chunk in one transaction; the index learns of it after the commit. */
-async function commitChunk(tenantId: string, items: ImportItem[]): Promise<{ users: number; created: number }> {
+async function commitChunk(database: Database, tenantId: string, items: ImportItem[]): Promise<{ users: number; created: number }> {
   const users: number[] = [];
-  const summary = await profileWrite(tenantId, async (index) => {
+  const summary = await profileWrite(database, tenantId, async (index) => {
     const before = existingProfiles(index, items);
     const after = new Map<number, Attributes>();
     for (const { user, attributes } of items) {
@@ -140,7 +141,7 @@ async function commitChunk(tenantId: string, items: ImportItem[]): Promise<{ use
       // Other requests are answered between slices; the write and the index update that follow are one step each.
       if (rows.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
-    const seq = await writeRows(tenantId, rows);
+    const seq = await writeRows(database, tenantId, rows);
     const changes: ProfileChange[] = users.map((user) => ({ user, before: before.get(user), after: after.get(user) }));
     return { result: { users: users.length, created: users.length - before.size }, changes, seq, afterTexts: rows.map(([, text]) => text) };
   });
@@ -185,8 +186,8 @@ function sqliteInsert(table: string, rows: number, upsert: string): string {
 }
 
 /** Upserts the rows and counts the write, in one transaction; returns the write counter. */
-async function writeRows(tenantId: string, rows: Array<[number, string]>): Promise<number> {
-  const d = dialect();
+async function writeRows(database: Database, tenantId: string, rows: Array<[number, string]>): Promise<number> {
+  const d = database.dialect;
   const table = d.table('Profile');
   const statements: RawStatement[] = [];
   const upsert = `ON CONFLICT ("tenantId", "user") DO UPDATE SET "attributes" = excluded."attributes", "updatedAt" = excluded."updatedAt"`;
@@ -214,6 +215,6 @@ async function writeRows(tenantId: string, rows: Array<[number, string]>): Promi
     params,
     returning: true,
   });
-  const results = await (await raw()).transaction(statements);
+  const results = await (await database.raw()).transaction(statements);
   return Number(results[results.length - 1][0].seq);
 }

@@ -3,12 +3,11 @@
 // snapshotted a few seconds after the last write. Writes and loads of one tenant take turns on a per-tenant lock,
 // so the index in memory is always exactly the database at `seq` (the count of committed writes).
 import { runtime } from '../runtime';
-import { db, type Tx } from '../storage/db';
-import { dialect } from '../storage/dialect';
-import { raw } from '../storage/raw';
+import type { Tx } from '../storage/db';
 import { decodeIndex, encodeIndex } from './index-codec';
 import roaring from 'roaring';
 import { ProfileIndex, type Attributes, type ProfileChange, type RelayedProfileWrite } from './index-tenant';
+import type { Database } from '../storage/database';
 
 const { RoaringBitmap32: Bitmap } = roaring;
 
@@ -28,7 +27,10 @@ export class TenantProfiles {
   /** Load and rebuild figures of the last load, for /profiles/fields and the bench. */
   lastLoad: { source: 'snapshot' | 'rows' | 'empty'; ms: number; profiles: number } | null = null;
 
-  constructor(readonly tenantId: string) {}
+  constructor(
+    readonly database: Database,
+    readonly tenantId: string,
+  ) {}
 
   /** Runs `work` alone among this tenant's profile writes, loads and snapshots. */
   exclusive<T>(work: () => Promise<T>): Promise<T> {
@@ -44,7 +46,7 @@ export class TenantProfiles {
 
   private async load(): Promise<void> {
     const started = performance.now();
-    const state = await db().profileIndexState.findUnique({ where: { tenantId: this.tenantId } });
+    const state = await this.database.db.profileIndexState.findUnique({ where: { tenantId: this.tenantId } });
     const seq = Number(state?.seq ?? 0);
     const snapshot = state?.snapshot && Number(state.snapshotSeq) === seq ? decodeIndex(state.snapshot) : null;
     if (snapshot) {
@@ -54,12 +56,13 @@ export class TenantProfiles {
       return;
     }
     const index = new ProfileIndex();
-    await readAllProfiles(this.tenantId, (changes) => index.apply(changes));
+    await readAllProfiles(this.database, this.tenantId, (changes) => index.apply(changes));
     this.index = index;
     this.seq = seq;
     this.lastLoad = { source: index.size === 0 && !state ? 'empty' : 'rows', ms: performance.now() - started, profiles: index.size };
     // Profiles written before this table existed have no state row yet: give them one, so the next boot reads a snapshot.
-    if (!state && index.size > 0) await db().profileIndexState.upsert({ where: { tenantId: this.tenantId }, create: { tenantId: this.tenantId }, update: {} });
+    if (!state && index.size > 0)
+      await this.database.db.profileIndexState.upsert({ where: { tenantId: this.tenantId }, create: { tenantId: this.tenantId }, update: {} });
     if (state || index.size > 0) await this.saveSnapshot();
   }
 
@@ -69,7 +72,7 @@ export class TenantProfiles {
     const seq = this.seq;
     const bytes = encodeIndex(this.index);
     // Only if no other process has written since (its writes are not in this index): then the next load rebuilds.
-    await db().profileIndexState.updateMany({
+    await this.database.db.profileIndexState.updateMany({
       where: { tenantId: this.tenantId, seq: BigInt(seq) },
       data: { snapshot: new Uint8Array(bytes), snapshotSeq: BigInt(seq), updatedAt: new Date() },
     });
@@ -100,15 +103,15 @@ function tenants(): Map<string, TenantProfiles> {
   return runtime().profileIndexes;
 }
 
-function tenantProfiles(tenantId: string): TenantProfiles {
+function tenantProfiles(database: Database, tenantId: string): TenantProfiles {
   let held = tenants().get(tenantId);
-  if (!held) tenants().set(tenantId, (held = new TenantProfiles(tenantId)));
+  if (!held) tenants().set(tenantId, (held = new TenantProfiles(database, tenantId)));
   return held;
 }
 
 /** The tenant's index, loaded if needed. Read it synchronously: every change is applied in one synchronous step. */
-export function profileIndex(tenantId: string): Promise<ProfileIndex> {
-  const held = tenantProfiles(tenantId);
+export function profileIndex(database: Database, tenantId: string): Promise<ProfileIndex> {
+  const held = tenantProfiles(database, tenantId);
   if (held.index) return Promise.resolve(held.index);
   return held.exclusive(() => held.loaded());
 }
@@ -125,11 +128,12 @@ export function profileIndexLoad(tenantId: string) {
  * came between), drops the index, so the next use rebuilds it from the database and no snapshot is taken of it.
  */
 export function profileWrite<T>(
+  database: Database,
   tenantId: string,
   /** `afterTexts`, when the write has them: the JSON of each change's profile after it ("null": deleted), in order. */
   write: (index: ProfileIndex) => Promise<{ result: T; changes: ProfileChange[]; seq: number; afterTexts?: string[] }>,
 ): Promise<T> {
-  const held = tenantProfiles(tenantId);
+  const held = tenantProfiles(database, tenantId);
   return held.exclusive(async () => {
     const index = await held.loaded();
     const { result, changes, seq, afterTexts } = await write(index);
@@ -206,9 +210,9 @@ export function applyRelayedWrite(index: ProfileIndex, write: RelayedProfileWrit
 }
 
 /** Inside a profile write's transaction: counts the write, returning the new seq. */
-export async function bumpProfileSeq(tx: Tx, tenantId: string): Promise<number> {
-  const { params, bind } = dialect().parameters();
-  const table = dialect().table('ProfileIndexState');
+export async function bumpProfileSeq(database: Database, tx: Tx, tenantId: string): Promise<number> {
+  const { params, bind } = database.dialect.parameters();
+  const table = database.dialect.table('ProfileIndexState');
   const rows = await tx.$queryRawUnsafe<{ seq: number | bigint | string }[]>(
     `INSERT INTO ${table} ("tenantId", "seq") VALUES (${bind(tenantId)}, 1) ON CONFLICT ("tenantId") DO UPDATE SET "seq" = ${table}."seq" + 1 RETURNING "seq"`,
     ...params,
@@ -217,8 +221,8 @@ export async function bumpProfileSeq(tx: Tx, tenantId: string): Promise<number> 
 }
 
 /** Runs an import: no periodic snapshot meanwhile; one at the end, also after a failed import (its committed chunks). */
-export async function duringImport<T>(tenantId: string, work: () => Promise<T>): Promise<T> {
-  const held = tenantProfiles(tenantId);
+export async function duringImport<T>(database: Database, tenantId: string, work: () => Promise<T>): Promise<T> {
+  const held = tenantProfiles(database, tenantId);
   held.importing++;
   try {
     return await work();
@@ -246,18 +250,18 @@ export function dropProfileIndex(tenantId: string): void {
 }
 
 /** Every profile row of the tenant, a page at a time in user order, handed over as changes from nothing. */
-async function readAllProfiles(tenantId: string, apply: (changes: ProfileChange[]) => void): Promise<void> {
-  const connection = await raw();
-  const table = dialect().table('Profile');
-  const analyze = dialect().refreshPlannerStatistics('Profile');
+async function readAllProfiles(database: Database, tenantId: string, apply: (changes: ProfileChange[]) => void): Promise<void> {
+  const connection = await database.raw();
+  const table = database.dialect.table('Profile');
+  const analyze = database.dialect.refreshPlannerStatistics('Profile');
   if (analyze) await connection.execute(analyze, []);
   let after = -1;
   for (;;) {
-    const { params, bind } = dialect().parameters();
+    const { params, bind } = database.dialect.parameters();
     const rows = await connection.query<{ user: number | string; attributes: string }>(
       // Ordered by the table's column: ORDER BY "user" named the selected "user"::float8 alias, which no index serves,
       // so PostgreSQL sorted every remaining row for each page (a 10M-profile rebuild ran past 15 minutes).
-      `SELECT ${dialect().numberColumn('user')}, "attributes" FROM ${table} WHERE "tenantId" = ${bind(tenantId)} AND "user" > ${bind(after)} ORDER BY ${table}."user" LIMIT ${REBUILD_PAGE}`,
+      `SELECT ${database.dialect.numberColumn('user')}, "attributes" FROM ${table} WHERE "tenantId" = ${bind(tenantId)} AND "user" > ${bind(after)} ORDER BY ${table}."user" LIMIT ${REBUILD_PAGE}`,
       params,
     );
     if (rows.length === 0) return;

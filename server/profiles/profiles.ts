@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { MAX_USER_ID } from '../crowd/bitmap';
-import { db, type Tx } from '../storage/db';
-import { dialect } from '../storage/dialect';
+import type { Tx } from '../storage/db';
 import { notifyProfilesChanged } from './changes';
 import { bumpProfileSeq, profileWrite } from './index-store';
+import type { Database } from '../storage/database';
+import type { Dialect } from '../storage/dialect';
 
 export type Attributes = Record<string, unknown>;
 export type ProfileView = { user: number; attributes: Attributes; updatedAt: string };
@@ -50,27 +51,32 @@ export function mergeAttributes(target: Attributes, patch: Attributes): Attribut
  * multi-row raw SQL, 1,000 rows a statement: Prisma's createMany took ~0.8 s per 1,000 rows here, the raw
  * upsert ~30 ms.
  */
-export async function upsertProfiles(tenantId: string, items: z.infer<typeof UpsertProfilesBody>): Promise<{ upserted: number; created: number }> {
+export async function upsertProfiles(
+  database: Database,
+  tenantId: string,
+  items: z.infer<typeof UpsertProfilesBody>,
+): Promise<{ upserted: number; created: number }> {
   const users = [...new Set(items.map((item) => item.user))];
-  const result = await profileWrite(tenantId, () =>
-    db().$transaction(
+  const result = await profileWrite(database, tenantId, () =>
+    database.db.$transaction(
       async (tx) => {
-        await lockTenantProfiles(tx, tenantId);
+        await lockTenantProfiles(database.dialect, tx, tenantId);
         const before = new Map<number, Attributes>();
         for (const part of chunks(users)) {
-          for (const [user, attributes] of await readAttributes(tx, tenantId, part)) before.set(user, attributes);
+          for (const [user, attributes] of await readAttributes(database.dialect, tx, tenantId, part)) before.set(user, attributes);
         }
         const merged = new Map(before);
         for (const item of items) merged.set(item.user, mergeAttributes(merged.get(item.user) ?? {}, item.attributes));
         const now = new Date();
         for (const part of chunks(users))
           await writeProfiles(
+            database.dialect,
             tx,
             tenantId,
             part.map((user) => [user, serialize(user, merged.get(user)!)]),
             now,
           );
-        const seq = await bumpProfileSeq(tx, tenantId);
+        const seq = await bumpProfileSeq(database, tx, tenantId);
         const changes = users.map((user) => ({ user, before: before.get(user), after: merged.get(user) }));
         return { result: { upserted: users.length, created: users.length - before.size }, changes, seq };
       },
@@ -82,19 +88,19 @@ export async function upsertProfiles(tenantId: string, items: z.infer<typeof Ups
 }
 
 /** Placeholders for one raw statement: `$n` on PostgreSQL, `?` on SQLite. */
-function statement() {
-  return { ...dialect().parameters(), table: dialect().table('Profile') };
+function statement(dialect: Dialect) {
+  return { ...dialect.parameters(), table: dialect.table('Profile') };
 }
 
-async function readAttributes(tx: Tx, tenantId: string, users: number[]): Promise<Map<number, Attributes>> {
-  const { params, bind, table } = statement();
+async function readAttributes(dialect: Dialect, tx: Tx, tenantId: string, users: number[]): Promise<Map<number, Attributes>> {
+  const { params, bind, table } = statement(dialect);
   const sql = `SELECT "user", "attributes" FROM ${table} WHERE "tenantId" = ${bind(tenantId)} AND "user" IN (${users.map(bind).join(', ')})`;
   const rows = await tx.$queryRawUnsafe<{ user: number | bigint; attributes: string }[]>(sql, ...params);
   return new Map(rows.map((row) => [Number(row.user), JSON.parse(row.attributes) as Attributes]));
 }
 
-async function writeProfiles(tx: Tx, tenantId: string, rows: Array<[number, string]>, now: Date): Promise<void> {
-  const { params, bind, table } = statement();
+async function writeProfiles(dialect: Dialect, tx: Tx, tenantId: string, rows: Array<[number, string]>, now: Date): Promise<void> {
+  const { params, bind, table } = statement(dialect);
   const values = rows.map(([user, attributes]) => `(${bind(tenantId)}, ${bind(user)}, ${bind(attributes)}, ${bind(now)})`);
   await tx.$executeRawUnsafe(
     `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") VALUES ${values.join(', ')} ` +
@@ -107,8 +113,8 @@ async function writeProfiles(tx: Tx, tenantId: string, rows: Array<[number, stri
  * Two concurrent merges of the same user would each read the old profile and one would lose the other's
  * attributes, so merges of one tenant take turns.
  */
-async function lockTenantProfiles(tx: Tx, tenantId: string): Promise<void> {
-  await dialect().lockUntilCommit(tx, `profiles:${tenantId}`);
+async function lockTenantProfiles(dialect: Dialect, tx: Tx, tenantId: string): Promise<void> {
+  await dialect.lockUntilCommit(tx, `profiles:${tenantId}`);
 }
 
 function serialize(user: number, attributes: Attributes): string {
@@ -127,20 +133,20 @@ function chunks<T>(items: T[]): T[][] {
   return out;
 }
 
-export async function getProfile(tenantId: string, user: number): Promise<ProfileView> {
-  const row = await db().profile.findUnique({ where: { tenantId_user: { tenantId, user: BigInt(user) } } });
+export async function getProfile(database: Database, tenantId: string, user: number): Promise<ProfileView> {
+  const row = await database.db.profile.findUnique({ where: { tenantId_user: { tenantId, user: BigInt(user) } } });
   if (!row) throw notFound(`The profile of user ${user}`);
   return { user, attributes: JSON.parse(row.attributes) as Attributes, updatedAt: row.updatedAt.toISOString() };
 }
 
-export async function deleteProfile(tenantId: string, user: number): Promise<void> {
-  await profileWrite(tenantId, () =>
-    db().$transaction(async (tx) => {
-      await lockTenantProfiles(tx, tenantId);
-      const before = (await readAttributes(tx, tenantId, [user])).get(user);
+export async function deleteProfile(database: Database, tenantId: string, user: number): Promise<void> {
+  await profileWrite(database, tenantId, () =>
+    database.db.$transaction(async (tx) => {
+      await lockTenantProfiles(database.dialect, tx, tenantId);
+      const before = (await readAttributes(database.dialect, tx, tenantId, [user])).get(user);
       if (!before) throw notFound(`The profile of user ${user}`);
       await tx.profile.deleteMany({ where: { tenantId, user: BigInt(user) } });
-      return { result: undefined, changes: [{ user, before }], seq: await bumpProfileSeq(tx, tenantId) };
+      return { result: undefined, changes: [{ user, before }], seq: await bumpProfileSeq(database, tx, tenantId) };
     }),
   );
   notifyProfilesChanged(tenantId, [user]);

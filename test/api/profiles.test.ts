@@ -3,6 +3,7 @@ import { onProfilesChanged } from '../../server/profiles/changes';
 import { deleteProfile, getProfile, mergeAttributes, upsertProfiles } from '../../server/profiles/profiles';
 import { api, createTenant, expectError } from '../helpers/api';
 import { tenantRow } from '../helpers/tenant-row';
+import { database } from '../../server/storage/database';
 
 describe('profiles API', () => {
   it('upserts in bulk, merges attributes, gets and deletes a profile', async () => {
@@ -121,26 +122,28 @@ describe('profiles library', () => {
     const tenantId = await tenantRow('tn_notify');
     const heard: Array<[string, number[]]> = [];
     const unsubscribe = onProfilesChanged((tenant, users) => heard.push([tenant, users]));
-    await upsertProfiles(tenantId, [
+    await upsertProfiles(database(), tenantId, [
       { user: 3, attributes: { a: 1 } },
       { user: 1, attributes: { a: 2 } },
       { user: 3, attributes: { b: 1 } },
     ]);
-    await deleteProfile(tenantId, 1);
-    await expect(upsertProfiles(tenantId, [{ user: 2, attributes: { big: 'x'.repeat(70_000) } }])).rejects.toMatchObject({ code: 'validation_failed' });
-    await expect(deleteProfile(tenantId, 99)).rejects.toMatchObject({ code: 'not_found' });
+    await deleteProfile(database(), tenantId, 1);
+    await expect(upsertProfiles(database(), tenantId, [{ user: 2, attributes: { big: 'x'.repeat(70_000) } }])).rejects.toMatchObject({
+      code: 'validation_failed',
+    });
+    await expect(deleteProfile(database(), tenantId, 99)).rejects.toMatchObject({ code: 'not_found' });
     unsubscribe();
-    await upsertProfiles(tenantId, [{ user: 4, attributes: {} }]);
+    await upsertProfiles(database(), tenantId, [{ user: 4, attributes: {} }]);
     expect(heard).toEqual([
       [tenantId, [3, 1]],
       [tenantId, [1]],
     ]);
-    expect((await getProfile(tenantId, 3)).attributes).toEqual({ a: 1, b: 1 });
+    expect((await getProfile(database(), tenantId, 3)).attributes).toEqual({ a: 1, b: 1 });
   });
 
   it('keeps both attributes when two merges of the same user race', async () => {
     const tenantId = await tenantRow('tn_race');
-    await Promise.all(Array.from({ length: 8 }, (_, i) => upsertProfiles(tenantId, [{ user: 1, attributes: { [`k${i}`]: i } }])));
-    expect(Object.keys((await getProfile(tenantId, 1)).attributes).sort()).toEqual(['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7']);
+    await Promise.all(Array.from({ length: 8 }, (_, i) => upsertProfiles(database(), tenantId, [{ user: 1, attributes: { [`k${i}`]: i } }])));
+    expect(Object.keys((await getProfile(database(), tenantId, 1)).attributes).sort()).toEqual(['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7']);
   });
 });

@@ -6,6 +6,7 @@ import { upsertProfiles } from '../../server/profiles/profiles';
 import { runtime } from '../../server/runtime';
 import { db } from '../../server/storage/db';
 import { tenantRow } from '../helpers/tenant-row';
+import { database } from '../../server/storage/database';
 
 // Profile writes another cluster member committed: the rows and the seq change in the database (written here with
 // Prisma, as that member's transaction would leave them), and this process hears only the notice.
@@ -37,11 +38,11 @@ afterEach(() => {
 describe('profile writes of other cluster members', () => {
   it('applies a write that names its users by reading their rows, keeping the index (no reload)', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    await upsertProfiles(tenantId, [
+    await upsertProfiles(database(), tenantId, [
       { user: 1, attributes: { plan: 'pro' } },
       { user: 2, attributes: { plan: 'free' } },
     ]);
-    const index = await profileIndex(tenantId);
+    const index = await profileIndex(database(), tenantId);
     const held = runtime().profileIndexes.get(tenantId)!;
 
     const changed = [
@@ -67,8 +68,8 @@ describe('profile writes of other cluster members', () => {
 
   it('forgets an index that missed writes only once they go quiet, or at the latest after the bound', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    await upsertProfiles(tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
-    await profileIndex(tenantId);
+    await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
+    await profileIndex(database(), tenantId);
     const held = runtime().profileIndexes.get(tenantId)!;
     const many = Array.from({ length: 5_000 }, (_, i) => ({ user: i * 7_919 }));
     expect(profileWriteNotice(tenantId, held.seq + 1, many)).toHaveLength(2); // too many users to name
@@ -85,13 +86,13 @@ describe('profile writes of other cluster members', () => {
 
   it('drops the index when a local write follows one committed elsewhere whose notice has not arrived, never snapshotting the gap', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    await upsertProfiles(tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
-    await profileIndex(tenantId);
+    await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
+    await profileIndex(database(), tenantId);
     const held = runtime().profileIndexes.get(tenantId)!;
 
     const elsewhere = [{ user: 2, attributes: { plan: 'pro' } }];
     const seq = await writeElsewhere(tenantId, elsewhere); // its notice is still on the way
-    await upsertProfiles(tenantId, [{ user: 3, attributes: { plan: 'free' } }]);
+    await upsertProfiles(database(), tenantId, [{ user: 3, attributes: { plan: 'free' } }]);
     expect(held.index).toBeNull();
     await saveProfileSnapshot(tenantId);
     const state = await db().profileIndexState.findUniqueOrThrow({ where: { tenantId } });
@@ -99,7 +100,7 @@ describe('profile writes of other cluster members', () => {
     expect(Number(state.snapshotSeq)).not.toBe(seq + 1);
 
     await profilesWrittenElsewhere(tenantId, seq, profileWriteNotice(tenantId, seq, elsewhere)[2] as string); // late
-    const index = await profileIndex(tenantId);
+    const index = await profileIndex(database(), tenantId);
     expect(index.equals('plan', 'pro').toArray()).toEqual([1, 2]);
     expect(Object.fromEntries(index.materialize(index.users))).toEqual(await storedProfiles(tenantId));
   });

@@ -6,6 +6,7 @@ import { validateWorkflow } from '../../server/model/validate';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, restartEngine, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -33,7 +34,7 @@ const twoMornings: WorkflowDefinition = {
 
 async function zoneProfiles(harness: Harness): Promise<void> {
   const zoned = (users: number[], timezone: unknown) => users.map((user) => ({ user, attributes: { timezone, plan: 'pro' } }));
-  await upsertProfiles(harness.tenantId, [
+  await upsertProfiles(database(), harness.tenantId, [
     ...zoned(AMSTERDAM, 'Europe/Amsterdam'),
     ...zoned(NEW_YORK, 'America/New_York'),
     ...zoned(TOKYO, 'Asia/Tokyo'),

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { importProfiles } from '../../server/profiles/import';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { advance, crowd, range, send, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 let h: Harness;
 afterEach(async () => {
@@ -32,6 +33,7 @@ describe('the engine reads profiles from the tenant profile index', () => {
     });
     await crowd(h, 'c', range(1, 6));
     await importProfiles(
+      database(),
       h.tenantId,
       ndjson([
         [1, { age: 30 }],
@@ -42,7 +44,7 @@ describe('the engine reads profiles from the tenant profile index', () => {
       'ndjson',
     );
     const id = await start(h, wf, 'c');
-    await upsertProfiles(h.tenantId, [{ user: 2, attributes: { age: 31 } }]);
+    await upsertProfiles(database(), h.tenantId, [{ user: 2, attributes: { age: 31 } }]);
     await send(
       h,
       range(1, 6).map((user) => ({ user, type: 'open' })),
@@ -63,6 +65,7 @@ describe('the engine reads profiles from the tenant profile index', () => {
     const users = range(0, 999);
     await crowd(h, 'c', users);
     await importProfiles(
+      database(),
       h.tenantId,
       ndjson(users.map((u) => [u, { plan: u % 3 === 0 ? 'pro' : 'free', age: 18 + (u % 40), tz: u % 2 ? 'Europe/Paris' : 'Asia/Tokyo' }])),
       'ndjson',

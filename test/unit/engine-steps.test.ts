@@ -4,6 +4,7 @@ import type { Step, WorkflowDefinition } from '../../server/model/workflow';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, send, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 let h: Harness;
 afterEach(async () => {
@@ -25,7 +26,7 @@ async function journal(instanceId: string) {
 
 /** Through the profiles module, as the API writes them, so the tenant's profile index sees the change. */
 async function setProfile(user: number, attributes: Record<string, unknown>) {
-  await upsertProfiles(h.tenantId, [{ user, attributes }]);
+  await upsertProfiles(database(), h.tenantId, [{ user, attributes }]);
 }
 
 describe('step kinds', () => {

@@ -6,6 +6,7 @@ import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/p
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { tenantRow } from '../helpers/tenant-row';
+import { database } from '../../server/storage/database';
 
 /** In uneven pieces, so lines and multi-byte characters are split across reads. */
 function stream(text: string, piece = 7): ReadableStream<Uint8Array> {
@@ -24,15 +25,16 @@ async function storedProfiles(tenantId: string) {
 }
 
 async function indexedProfiles(tenantId: string) {
-  const index = await profileIndex(tenantId);
+  const index = await profileIndex(database(), tenantId);
   return Object.fromEntries(index.materialize(index.users));
 }
 
 describe('profile import', () => {
   it('merges NDJSON lines into stored profiles as the upsert route does, and the index follows', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    await upsertProfiles(tenantId, [{ user: 1, attributes: { plan: 'free', keep: true } }]);
+    await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'free', keep: true } }]);
     const result = await importProfiles(
+      database(),
       tenantId,
       stream(
         [
@@ -57,14 +59,14 @@ describe('profile import', () => {
       '2,free,,false,75001,,',
       '3,"trial",41.5,,,BE,plain',
     ].join('\n');
-    const result = await importProfiles(tenantId, stream(csv), 'csv', 'zip:string');
+    const result = await importProfiles(database(), tenantId, stream(csv), 'csv', 'zip:string');
     expect(result).toMatchObject({ lines: 3, users: 3, created: 3 });
     expect(await storedProfiles(tenantId)).toEqual({
       1: { plan: 'pro', age: 30, optIn: true, zip: '01234', address: { country: 'NL' }, note: 'a, "quoted" note' },
       2: { plan: 'free', optIn: false, zip: '75001' },
       3: { plan: 'trial', age: 41.5, address: { country: 'BE' }, note: 'plain' },
     });
-    expect((await profileIndex(tenantId)).compare('age', '>', 35).toArray()).toEqual([3]);
+    expect((await profileIndex(database(), tenantId)).compare('age', '>', 35).toArray()).toEqual([3]);
   });
 
   it.each([
@@ -79,7 +81,7 @@ describe('profile import', () => {
   ])('%s: a bad line is refused by number, and its chunk is not written: %s', async (format, body, message) => {
     const tenantId = await tenantRow(newId('tn'));
     await expect(
-      importProfiles(tenantId, stream(body), format as 'ndjson' | 'csv', format === 'csv' && body.includes('abc') ? 'age:number' : null),
+      importProfiles(database(), tenantId, stream(body), format as 'ndjson' | 'csv', format === 'csv' && body.includes('abc') ? 'age:number' : null),
     ).rejects.toMatchObject({
       code: 'validation_failed',
       message: expect.stringContaining(message),
@@ -93,11 +95,11 @@ describe('profile import', () => {
     const tenantId = await tenantRow(newId('tn'));
     const lines = Array.from({ length: IMPORT_CHUNK_LINES + 5 }, (_, user) => JSON.stringify({ user, attributes: { n: user } }));
     lines.push('{"user": "seven"}');
-    await expect(importProfiles(tenantId, stream(lines.join('\n'), 65_537), 'ndjson')).rejects.toMatchObject({
+    await expect(importProfiles(database(), tenantId, stream(lines.join('\n'), 65_537), 'ndjson')).rejects.toMatchObject({
       details: expect.objectContaining({ line: IMPORT_CHUNK_LINES + 6, committedLines: IMPORT_CHUNK_LINES }),
     });
     expect(await db().profile.count({ where: { tenantId } })).toBe(IMPORT_CHUNK_LINES);
-    expect((await profileIndex(tenantId)).size).toBe(IMPORT_CHUNK_LINES);
+    expect((await profileIndex(database(), tenantId)).size).toBe(IMPORT_CHUNK_LINES);
   });
 
   it('a process SIGKILLed mid-import leaves whole chunks, and the next load rebuilds an index that agrees with them', async () => {
@@ -124,6 +126,6 @@ describe('profile import', () => {
     dropProfileIndex(tenantId);
     expect(await indexedProfiles(tenantId)).toEqual(await storedProfiles(tenantId));
     expect(profileIndexLoad(tenantId)?.source).toBe('rows');
-    expect((await profileIndex(tenantId)).equals('plan', 'pro').size).toBe(Math.ceil(rows / 3));
+    expect((await profileIndex(database(), tenantId)).equals('plan', 'pro').size).toBe(Math.ceil(rows / 3));
   });
 });

@@ -16,24 +16,24 @@ async function storedProfiles(tenantId: string) {
 }
 
 async function indexedProfiles(tenantId: string) {
-  const index = await profileIndex(tenantId);
+  const index = await profileIndex(database(), tenantId);
   return Object.fromEntries(index.materialize(index.users));
 }
 
 describe('the tenant profile index in this process', () => {
   it('follows upserts (merge) and deletes, and a restart loads the snapshot when it is current, else the rows', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    await upsertProfiles(tenantId, [
+    await upsertProfiles(database(), tenantId, [
       { user: 1, attributes: { plan: 'pro', age: 31, address: { country: 'NL' } } },
       { user: 2, attributes: { plan: 'free', age: 18.5 } },
       { user: 3, attributes: { plan: 'pro', signup: '2026-01-02T03:04:05Z' } },
     ]);
-    await upsertProfiles(tenantId, [{ user: 1, attributes: { age: null, address: { city: 'Utrecht' } } }]);
-    const index = await profileIndex(tenantId);
+    await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { age: null, address: { city: 'Utrecht' } } }]);
+    const index = await profileIndex(database(), tenantId);
     expect(index.equals('plan', 'pro').toArray()).toEqual([1, 3]);
     expect(index.compare('age', '>=', 18).toArray()).toEqual([2]);
     expect(index.get(1)).toEqual({ plan: 'pro', address: { country: 'NL', city: 'Utrecht' } });
-    await deleteProfile(tenantId, 3);
+    await deleteProfile(database(), tenantId, 3);
     expect(index.equals('plan', 'pro').toArray()).toEqual([1]);
     expect(await indexedProfiles(tenantId)).toEqual(await storedProfiles(tenantId));
 
@@ -43,15 +43,15 @@ describe('the tenant profile index in this process', () => {
     expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
 
     // A write after the snapshot and no snapshot since (a crash): the next load rebuilds from the rows.
-    await upsertProfiles(tenantId, [{ user: 4, attributes: { plan: 'trial', tags: ['a', 'b'] } }]);
+    await upsertProfiles(database(), tenantId, [{ user: 4, attributes: { plan: 'trial', tags: ['a', 'b'] } }]);
     dropProfileIndex(tenantId);
     expect(await indexedProfiles(tenantId)).toEqual(await storedProfiles(tenantId));
     expect(profileIndexLoad(tenantId)?.source).toBe('rows');
     // … and writes a fresh snapshot, so the restart after that reads it.
     dropProfileIndex(tenantId);
-    await profileIndex(tenantId);
+    await profileIndex(database(), tenantId);
     expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
-    expect((await profileIndex(tenantId)).has('tags', RoaringBitmap32.of(1, 2, 4)).toArray()).toEqual([4]);
+    expect((await profileIndex(database(), tenantId)).has('tags', RoaringBitmap32.of(1, 2, 4)).toArray()).toEqual([4]);
   });
 
   it('rebuilds from rows written before the index had a state row', async () => {
@@ -60,7 +60,7 @@ describe('the tenant profile index in this process', () => {
     expect(await indexedProfiles(tenantId)).toEqual({ 1: { n: 1 }, 2: { n: 2 } });
     expect(profileIndexLoad(tenantId)?.source).toBe('rows');
     dropProfileIndex(tenantId);
-    await profileIndex(tenantId);
+    await profileIndex(database(), tenantId);
     expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
   });
 
@@ -78,7 +78,7 @@ describe('the tenant profile index in this process', () => {
     const before = await analyses();
     const tenantId = await tenantRow(newId('tn'));
     await db().profile.createMany({ data: [1, 2, 3].map((user) => ({ tenantId, user: BigInt(user), attributes: '{}' })) });
-    await profileIndex(tenantId);
+    await profileIndex(database(), tenantId);
     expect(profileIndexLoad(tenantId)?.source).toBe('rows');
     expect(await analyses()).toBeGreaterThan(before);
   });
@@ -87,10 +87,10 @@ describe('the tenant profile index in this process', () => {
 describe('tenant delete', () => {
   it('drops the profile rows, the index state and the index in memory', async () => {
     const view = await createTenant(database(), { name: `prof-${Date.now()}`, partitions: 2 });
-    await upsertProfiles(view.id, [{ user: 9, attributes: { plan: 'pro' } }]);
-    expect((await profileIndex(view.id)).equals('plan', 'pro').toArray()).toEqual([9]);
+    await upsertProfiles(database(), view.id, [{ user: 9, attributes: { plan: 'pro' } }]);
+    expect((await profileIndex(database(), view.id)).equals('plan', 'pro').toArray()).toEqual([9]);
     await deleteTenant(database(), { ...view, createdAt: new Date(view.createdAt) } as Parameters<typeof deleteTenant>[1]);
     expect(await db().profileIndexState.count({ where: { tenantId: view.id } })).toBe(0);
-    expect((await profileIndex(view.id)).size).toBe(0);
+    expect((await profileIndex(database(), view.id)).size).toBe(0);
   });
 });

@@ -156,7 +156,7 @@ describe(`the request thread is never held up past ${REQUEST_LOOP_BOUND_MS} ms`,
     const profiled = range(1_000_000, 50_000);
     await saveCrowd(database(), tenantId, 'profiled', RoaringBitmap32.from(profiled), 'replace');
     const text = profiled.map((user) => JSON.stringify({ user, attributes: { tz: user % 2 ? 'Europe/Paris' : 'Asia/Tokyo' } })).join('\n');
-    await importProfiles(tenantId, new Blob([text]).stream(), 'ndjson');
+    await importProfiles(database(), tenantId, new Blob([text]).stream(), 'ndjson');
     await saveCrowd(database(), tenantId, 'thousand', RoaringBitmap32.from(range(0, 1_000)), 'replace');
     const million = new RoaringBitmap32();
     million.addRange(2_000_000, 3_000_000);

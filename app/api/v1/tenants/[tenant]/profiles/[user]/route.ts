@@ -1,16 +1,17 @@
 import { json, route } from '@/server/http/respond';
 import { deleteProfile, getProfile, parseUserParam } from '@/server/profiles/profiles';
 import { tenantFromRequest } from '@/server/tenants/tenants';
+import { database } from '@/server/storage/database';
 
 type Params = { tenant: string; user: string };
 
 export const GET = route<Params>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
-  return json(await getProfile(tenant.id, parseUserParam(params.user)));
+  return json(await getProfile(database(), tenant.id, parseUserParam(params.user)));
 });
 
 export const DELETE = route<Params>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
-  await deleteProfile(tenant.id, parseUserParam(params.user));
+  await deleteProfile(database(), tenant.id, parseUserParam(params.user));
   return new Response(null, { status: 204 });
 });
