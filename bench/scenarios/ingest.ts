@@ -6,6 +6,7 @@ import { BRANCH_JOURNEY, expectedMoves, journeyEvents, type BenchEvent } from '.
 import type { ScratchDatabase } from '../lib/database';
 import { formatNumber, progress } from '../lib/report';
 import { BENCH_ADMIN_TOKEN, call, startServer, type BenchServer } from '../lib/server';
+import { inWindow } from '../lib/windows';
 import type { Measured } from './journey';
 
 const PARTITIONS = 8;
@@ -24,7 +25,9 @@ export async function measureIngest(database: ScratchDatabase, options: { users:
     const rates: Record<Kind, number[]> = { plain: [], keyed: [] };
     for (let round = 0; round < ROUNDS; round++) {
       for (const kind of round % 2 === 0 ? (['plain', 'keyed'] as const) : (['keyed', 'plain'] as const)) {
-        const rate = await runOnce(server, `${kind}${round}`, kind, events, options.users, `ingest on ${database.provider}: ${kind} run ${round + 1}`);
+        const label = `ingest on ${database.provider}: ${kind} run ${round + 1}`;
+        // A window per run: --profile then shows what the keyed runs cost beyond the plain ones, thread by thread.
+        const rate = await inWindow(label, () => runOnce(server, `${kind}${round}`, kind, events, options.users, label));
         rates[kind].push(rate);
         console.log(`  ingest on ${database.provider}: ${kind} ${formatNumber(rate)} events/s`);
       }
