@@ -109,7 +109,7 @@ function storageFailure(error: unknown): AppError {
 
 /** One transaction for the unsettled batches of `group`, retried from the dedupe decision when another writer won a race. */
 async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
-  const deduplicating = group.some((b) => b.request.key !== undefined || b.request.rows.some((row) => row.ids !== undefined));
+  const deduplicating = group.some((b) => b.request.key !== undefined || b.request.ids !== undefined);
   const dedupe = deduplicating ? tenantDedupe(tenantId) : undefined;
   for (let attempt = 1; ; attempt++) {
     const pending = group.filter((b) => !b.settled);
@@ -130,8 +130,8 @@ async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
       continue;
     }
+    for (const record of plan.records) dedupe!.learn(record);
     plan.rows.forEach((row, i) => rememberAppended(tenantId, row.partition, offsets[i], row.bytes, row.count));
-    for (const record of plan.records) dedupe!.learn(record, true);
     for (const [batch, answer] of plan.answers) {
       batch.settled = true;
       batch.resolve(answer);
@@ -153,7 +153,7 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
   const groupKeys = new Map<string, RecordedAnswer & { requestHash: string }>();
   let seq = dedupe?.lastSeq ?? 0;
   for (const batch of pending) {
-    const { count, rows, key, requestHash = '' } = batch.request;
+    const { count, rows, key, requestHash = '', ids } = batch.request;
     if (key !== undefined) {
       const known = groupKeys.get(key) ?? dedupe?.answerFor(key);
       if (known && known.requestHash === requestHash) {
@@ -167,24 +167,29 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
       }
     }
     let duplicates = batch.request.duplicates;
-    const appendedIds: string[] = [];
+    const entry = dedupe && (key !== undefined || ids) ? dedupe.open(ids, batch.now) : undefined;
+    const claims: Claims = { made: 0, skipped: [] };
+    let position = 0;
     for (const row of rows) {
-      const fresh = row.ids && dedupe ? freshRow(row, row.ids, dedupe, appendedIds) : asLogRow(row);
+      const fresh = entry !== undefined && ids ? freshRow(row, ids.hashes, position, entry, dedupe!, claims) : asLogRow(row);
       if (fresh) plan.rows.push(fresh);
       duplicates += row.count - (fresh?.count ?? 0);
+      position += row.count;
     }
     const answer = { accepted: count, duplicates };
-    if (key !== undefined || appendedIds.length > 0) {
+    if (key !== undefined || claims.made > 0) {
+      const eventIds = claims.made === 0 ? null : claims.skipped.length === 0 ? ids!.json : dedupe!.idsJson(entry!, claims.skipped);
       plan.records.push({
         seq: ++seq,
         key: key ?? null,
         requestHash: key === undefined ? null : requestHash,
-        eventIds: appendedIds,
+        eventIds,
         createdAtMs: batch.now,
+        entry,
         ...answer,
       });
       if (key !== undefined) groupKeys.set(key, { requestHash, ...answer });
-    }
+    } else if (entry !== undefined) dedupe!.drop(entry);
     plan.answers.set(batch, { ...answer, replayed: false });
   }
   plan.rows.sort((a, b) => a.partition - b.partition); // stable: batches keep their arrival order within a partition
@@ -197,21 +202,25 @@ function asLogRow(row: EncodedRow): LogRowToWrite {
   return { partition: row.partition, count: row.count, bytes: Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
 }
 
+/** The ids a batch's rows claimed, and the positions of those already logged. */
+type Claims = { made: number; skipped: number[] };
+
 /**
- * The row without its events whose id was logged before or claimed earlier in the group (the ids it appends are
- * claimed, and added to `appendedIds`); null when none is left. Events without an id are always fresh. Only a row
- * that loses events is decoded and encoded again: retries are rare, and a fresh row is written as it came.
+ * The row (its events from `position` on in its request) without those whose id was logged before or claimed
+ * earlier in the group (the others' ids are claimed for record `entry`); null when none is left. Events without an id
+ * (hash 0:0) are always fresh. Only a row that loses events is decoded and encoded again: retries are rare, and a
+ * fresh row is written as it came.
  */
-function freshRow(row: EncodedRow, ids: (string | undefined)[], dedupe: TenantDedupe, appendedIds: string[]): LogRowToWrite | null {
+function freshRow(row: EncodedRow, hashes: Uint32Array, position: number, entry: number, dedupe: TenantDedupe, claims: Claims): LogRowToWrite | null {
   let keep: Uint8Array | undefined;
-  for (let i = 0; i < ids.length; i++) {
-    const id = ids[i];
-    if (id === undefined) continue;
-    if (!dedupe.claimId(id)) {
-      (keep ??= new Uint8Array(ids.length).fill(1))[i] = 0;
+  for (let i = 0, at = position; i < row.count; i++, at++) {
+    if (hashes[2 * at] === 0 && hashes[2 * at + 1] === 0) continue;
+    if (dedupe.claimId(entry, at)) {
+      claims.made++;
       continue;
     }
-    appendedIds.push(id);
+    (keep ??= new Uint8Array(row.count).fill(1))[i] = 0;
+    claims.skipped.push(at);
   }
   if (!keep) return asLogRow(row);
   const events = decodeEvents(row.bytes).filter((_, i) => keep[i] === 1);

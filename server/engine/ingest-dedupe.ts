@@ -6,9 +6,12 @@
 // and reads the rows other processes wrote since (`seq` > the last one seen) at least every minute. Every writer
 // takes seq = last seen + 1, so a writer that missed another's row clashes on the primary key, reads the winner's row
 // and decides again: no lock, no extra round trip per commit, and no per-event index lookups in the database.
+// The ids are held as the 64-bit hashes the request thread computed (ingest-id-table.ts), each entry naming its
+// record and position, so the strings are only read (from the record's JSON) when two hashes are equal.
 import { runtime } from '../runtime';
 import { raw } from '../storage/raw';
 import { dialect } from '../storage/dialect';
+import { hashIds, IdTable } from './ingest-id-table';
 
 /** How long a key or event id is remembered: at least 24 hours; expired rows go at the next cleanup (≤ 10 min later). */
 export const DEDUPE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -19,19 +22,39 @@ const CATCH_UP_EVERY_MS = 60 * 1000;
 /** What a keyed request was first answered. */
 export type RecordedAnswer = { accepted: number; duplicates: number };
 
-type KeyEntry = RecordedAnswer & { seq: number; requestHash: string };
-type LiveRecord = { seq: number; createdAtMs: number; key: string | null; eventIds: string[] };
+/**
+ * The event ids of a request by position (its rows' events in order): `hashes` two words each (0:0 where an event
+ * has none, see ingest-id-table.ts), `json` the array of the ids there are, in that order.
+ */
+export type RequestIds = { hashes: Uint32Array; json: string };
 
-/** One new IngestRecord row, decided by a group commit. */
-export type NewRecord = RecordedAnswer & { seq: number; key: string | null; requestHash: string | null; eventIds: string[]; createdAtMs: number };
+type KeyEntry = RecordedAnswer & { seq: number; requestHash: string };
+/** `byPosition`: the ids read back from `json`, once an equal hash needs them compared. */
+type IdList = RequestIds & { byPosition?: (string | undefined)[] };
+type LiveRecord = { seq: number; createdAtMs: number; key: string | null; ids: IdList | undefined };
+
+/**
+ * One new IngestRecord row, decided by a group commit: `eventIds` the JSON of the ids it appends, `entry` its number
+ * here (`open`).
+ */
+export type NewRecord = RecordedAnswer & {
+  seq: number;
+  key: string | null;
+  requestHash: string | null;
+  eventIds: string | null;
+  createdAtMs: number;
+  entry?: number;
+};
 
 export class TenantDedupe {
   lastSeq = 0;
   private readonly keys = new Map<string, KeyEntry>();
-  private readonly ids = new Set<string>();
-  /** Live records in seq order, for expiry. */
-  private readonly records: LiveRecord[] = [];
+  /** Every live id, named by its record's number and position there. */
+  private readonly ids = new IdTable((entry, position, other, otherPosition) => this.idAt(entry, position) === this.idAt(other, otherPosition));
+  /** Live records in seq order, for expiry, then those of the group being planned; record n is records[n - recordsBase]. */
+  private records: LiveRecord[] = [];
   private recordsStart = 0;
+  private recordsBase = 0;
   private lastCleanupMs = 0;
   /** Wall time of the last catch-up read; -Infinity forces the next one (start, or after losing a race). */
   private caughtUpAt = Number.NEGATIVE_INFINITY;
@@ -42,30 +65,59 @@ export class TenantDedupe {
     return this.keys.get(key);
   }
 
+  /** A record for a batch of the group being planned, whose ids it then claims (`claimId`); its number. */
+  open(ids: RequestIds | undefined, createdAtMs: number): number {
+    this.records.push({ seq: 0, createdAtMs, key: null, ids });
+    return this.recordsBase + this.records.length - 1;
+  }
+
+  /** The newest record opened goes again: its batch appends nothing and has no key. */
+  drop(entry: number): void {
+    if (entry === this.recordsBase + this.records.length - 1) this.records.pop();
+  }
+
   /**
-   * Takes `id` for an event about to be appended: false when it is logged already (or claimed earlier in the group
+   * Takes the id at `position` of an opened record: false when it is logged already (or claimed earlier in the group
    * being planned). A claim holds until the group commits (`learn`) or fails (`release`), so a repeat later in the same
-   * group is caught by the same lookup, without a second set.
+   * group is caught by the same lookup.
    */
-  claimId(id: string): boolean {
-    if (this.ids.has(id)) return false;
-    this.ids.add(id);
-    return true;
+  claimId(entry: number, position: number): boolean {
+    const { hashes } = this.records[entry - this.recordsBase].ids!;
+    return this.ids.claim(hashes[2 * position], hashes[2 * position + 1], entry, position);
   }
 
-  /** Gives back the ids of records whose group did not commit: they are not logged after all. */
+  /** The JSON of the ids of an opened record but those at `skipped` (duplicates). */
+  idsJson(entry: number, skipped: number[]): string {
+    const ids = this.idsOf(entry).slice();
+    for (const position of skipped) ids[position] = undefined;
+    return JSON.stringify(ids.filter((id) => id !== undefined));
+  }
+
+  /** Gives back the records of a group that did not commit: their ids are not logged after all. */
   release(records: NewRecord[]): void {
-    for (const record of records) for (const id of record.eventIds) this.ids.delete(id);
+    const opened = records.filter((r) => r.entry !== undefined).map((r) => r.entry!);
+    if (opened.length === 0) return;
+    for (const entry of opened) this.forgetIds(entry);
+    this.records.length = Math.min(...opened) - this.recordsBase;
   }
 
-  /** Adds committed rows (read back from the table, or just written by this process: their ids are claimed already). */
-  learn(record: NewRecord, claimed = false): void {
+  /** Adds committed rows: read back from the table, or just written by this process (opened here: `entry`). */
+  learn(record: NewRecord): void {
     if (record.seq <= this.lastSeq) return;
     this.lastSeq = record.seq;
     if (record.key !== null)
       this.keys.set(record.key, { seq: record.seq, requestHash: record.requestHash ?? '', accepted: record.accepted, duplicates: record.duplicates });
-    if (!claimed) for (const id of record.eventIds) this.ids.add(id);
-    this.records.push({ seq: record.seq, createdAtMs: record.createdAtMs, key: record.key, eventIds: record.eventIds });
+    if (record.entry !== undefined) {
+      const live = this.records[record.entry - this.recordsBase];
+      live.seq = record.seq;
+      live.key = record.key;
+      return;
+    }
+    const ids = record.eventIds === null ? undefined : (JSON.parse(record.eventIds) as string[]);
+    const hashes = ids && hashIds(ids);
+    this.records.push({ seq: record.seq, createdAtMs: record.createdAtMs, key: record.key, ids: hashes && { hashes, json: record.eventIds! } });
+    const entry = this.recordsBase + this.records.length - 1;
+    if (hashes) for (let i = 0; i < ids.length; i++) this.ids.add(hashes[2 * i], hashes[2 * i + 1], entry, i);
   }
 
   /**
@@ -96,7 +148,7 @@ export class TenantDedupe {
         requestHash: row.requestHash,
         accepted: Number(row.accepted),
         duplicates: Number(row.duplicates),
-        eventIds: row.eventIds === null ? [] : (JSON.parse(row.eventIds) as string[]),
+        eventIds: row.eventIds,
         createdAtMs: Number(row.createdAtMs),
       });
     }
@@ -123,11 +175,38 @@ export class TenantDedupe {
       kept.params,
     );
     while (this.recordsStart < this.records.length && this.records[this.recordsStart].createdAtMs < cutoff) {
-      const expired = this.records[this.recordsStart++];
+      const expired = this.records[this.recordsStart];
       if (expired.key !== null && this.keys.get(expired.key)?.seq === expired.seq) this.keys.delete(expired.key);
-      for (const id of expired.eventIds) this.ids.delete(id);
+      this.forgetIds(this.recordsBase + this.recordsStart++);
+      expired.ids = undefined;
     }
-    if (this.recordsStart > 1024 && this.recordsStart * 2 > this.records.length) this.records.splice(0, this.recordsStart), (this.recordsStart = 0);
+    if (this.recordsStart > 1024 && this.recordsStart * 2 > this.records.length) {
+      this.records = this.records.slice(this.recordsStart);
+      this.recordsBase += this.recordsStart;
+      this.recordsStart = 0;
+    }
+  }
+
+  /** Removes a record's ids from the table (those it holds: a duplicate was never added). */
+  private forgetIds(entry: number): void {
+    const hashes = this.records[entry - this.recordsBase].ids?.hashes;
+    if (!hashes) return;
+    for (let i = 0; i < hashes.length; i += 2) if (hashes[i] !== 0 || hashes[i + 1] !== 0) this.ids.remove(hashes[i], hashes[i + 1], entry, i / 2);
+  }
+
+  private idAt(entry: number, position: number): string | undefined {
+    return this.idsOf(entry)[position];
+  }
+
+  private idsOf(entry: number): (string | undefined)[] {
+    const list = this.records[entry - this.recordsBase].ids!;
+    if (!list.byPosition) {
+      const ids = JSON.parse(list.json) as string[];
+      const { hashes } = list;
+      list.byPosition = new Array<string | undefined>(hashes.length / 2);
+      for (let i = 0, next = 0; i < hashes.length; i += 2) if (hashes[i] !== 0 || hashes[i + 1] !== 0) list.byPosition[i / 2] = ids[next++];
+    }
+    return list.byPosition;
   }
 }
 
@@ -153,7 +232,7 @@ export function tenantDedupe(tenantId: string): TenantDedupe {
 export function recordInsert(tenantId: string, records: NewRecord[], bind: (value: unknown) => string): string {
   const values = records.map(
     (r) =>
-      `(${bind(tenantId)}, ${bind(r.seq)}, ${bind(r.key)}, ${bind(r.requestHash)}, ${bind(r.accepted)}, ${bind(r.duplicates)}, ${bind(r.eventIds.length === 0 ? null : JSON.stringify(r.eventIds))}, ${bind(r.createdAtMs)})`,
+      `(${bind(tenantId)}, ${bind(r.seq)}, ${bind(r.key)}, ${bind(r.requestHash)}, ${bind(r.accepted)}, ${bind(r.duplicates)}, ${bind(r.eventIds)}, ${bind(r.createdAtMs)})`,
   );
   return `INSERT INTO ${dialect().table('IngestRecord')} ("tenantId", "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs") VALUES ${values.join(', ')}`;
 }

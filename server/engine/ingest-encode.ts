@@ -2,20 +2,22 @@
 // every row's bytes in one buffer. Done where the request was parsed, which for HTTP is the request thread, so the
 // engine thread only decides duplicates, writes the rows and decodes them when it applies them.
 import { AppError } from '../errors';
+import { hashIds } from './ingest-id-table';
+import type { RequestIds } from './ingest-dedupe';
 import { encodeEvents } from './log-codec';
 import type { LoggedEvent } from './types';
 
 /** One validated request: its events, and optionally its Idempotency-Key (with the body's hash) and event ids. */
 export type IngestRequest = { events: LoggedEvent[]; ids?: (string | undefined)[]; key?: string; requestHash?: string };
 
-/** One partition's share of a request. `ids` (one per event, undefined for events without one) when the request has ids. */
-export type EncodedRow = { partition: number; count: number; bytes: Uint8Array; ids?: (string | undefined)[] };
+/** One partition's share of a request. */
+export type EncodedRow = { partition: number; count: number; bytes: Uint8Array };
 
 /**
  * `count`: events in the request; `duplicates`: those left out because an earlier event of the same request had their
- * id (the first in the request's order is kept).
+ * id (the first in the request's order is kept). `ids` when some event has one, by position in the rows' events.
  */
-export type EncodedRequest = { count: number; duplicates: number; rows: EncodedRow[]; key?: string; requestHash?: string };
+export type EncodedRequest = { count: number; duplicates: number; rows: EncodedRow[]; key?: string; requestHash?: string; ids?: RequestIds };
 
 /** The events of one batch grouped by input partition (`user % partitions`), in their order within the batch. */
 export function partitionEvents(events: LoggedEvent[], partitions: number): Map<number, LoggedEvent[]> {
@@ -58,9 +60,11 @@ export function encodeRequest(request: IngestRequest, partitions: number): Encod
     group.events.push(events[i]);
     if (ids) group.ids.push(id);
   }
-  const encoded: { partition: number; count: number; bytes: Uint8Array; ids: (string | undefined)[] }[] = [];
+  const encoded: { partition: number; count: number; bytes: Uint8Array }[] = [];
+  const rowIds: (string | undefined)[] = [];
   let size = 0;
   for (const [partition, group] of groups) {
+    if (ids) for (const id of group.ids) rowIds.push(id);
     let bytes: Uint8Array;
     try {
       bytes = encodeEvents(group.events);
@@ -68,15 +72,21 @@ export function encodeRequest(request: IngestRequest, partitions: number): Encod
       throw cannotStore(error);
     }
     size += bytes.byteLength;
-    encoded.push({ partition, count: group.events.length, bytes, ids: group.ids });
+    encoded.push({ partition, count: group.events.length, bytes });
   }
   const packed = new Uint8Array(size);
   let at = 0;
-  const rows = encoded.map(({ partition, count, bytes, ids: rowIds }): EncodedRow => {
+  const rows = encoded.map(({ partition, count, bytes }): EncodedRow => {
     packed.set(bytes, at);
-    const row: EncodedRow = { partition, count, bytes: packed.subarray(at, (at += bytes.byteLength)) };
-    if (ids) row.ids = rowIds;
-    return row;
+    return { partition, count, bytes: packed.subarray(at, (at += bytes.byteLength)) };
   });
-  return { count: events.length, duplicates, rows, ...(key === undefined ? {} : { key, requestHash }) };
+  return {
+    count: events.length,
+    duplicates,
+    rows,
+    ...(key === undefined ? {} : { key, requestHash }),
+    // Hashed and serialized here, so the engine thread compares numbers and stores the JSON as it came (a list of
+    // strings would also cost a clone per id on the way there).
+    ...(ids ? { ids: { hashes: hashIds(rowIds), json: JSON.stringify(rowIds.filter((id) => id !== undefined)) } } : {}),
+  };
 }

@@ -1,0 +1,118 @@
+// The event ids of a tenant's dedupe window as 64-bit hashes in one typed array (open addressing, linear probing),
+// so the engine thread decides duplicates without touching id strings: the request thread hashes them (`hashIds`).
+// A hash is only a hint: two different ids may share one, and taking the second for the first would lose an event,
+// so an entry with an equal hash is a duplicate only once its owner confirms the ids are equal (`same`), which is
+// rare enough to afford reading the strings.
+
+/** Per slot: hash high word, hash low word, list, position. A hash of 0:0 marks an empty slot (`hashIds` never gives it). */
+const SLOT = 4;
+const INITIAL_SLOTS = 1024;
+
+/**
+ * 64-bit hashes of `ids` as two 32-bit words each (high, low) at `out[2i]`, `out[2i + 1]`; 0:0 for an undefined id.
+ * Two independent multiplicative lanes over the UTF-16 code units, each finished with murmur3's fmix32 over both, so
+ * the low word alone (the table's probe start) is well mixed.
+ */
+export function hashIds(ids: readonly (string | undefined)[], out: Uint32Array = new Uint32Array(2 * ids.length)): Uint32Array {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
+    if (id === undefined) continue;
+    let a = 0x811c9dc5 ^ id.length;
+    let b = 0x9747b28c;
+    for (let c = 0; c < id.length; c++) {
+      const code = id.charCodeAt(c);
+      a = Math.imul(a ^ code, 0x01000193);
+      b = Math.imul(b ^ code, 0x5bd1e995);
+      b ^= b >>> 13;
+    }
+    let high = fmix(a ^ Math.imul(b, 0x27d4eb2f));
+    const low = fmix(b ^ Math.imul(high, 0x165667b1));
+    if (high === 0 && low === 0) high = 1;
+    out[2 * i] = high;
+    out[2 * i + 1] = low;
+  }
+  return out;
+}
+
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/**
+ * Entries name where their id can be read back: a `list` (the owner's number for a request's ids) and a `position`
+ * in it. `same(list, position, otherList, otherPosition)` answers whether the two places hold equal ids.
+ */
+export class IdTable {
+  private slots = new Uint32Array(SLOT * INITIAL_SLOTS);
+  private mask = INITIAL_SLOTS - 1;
+  size = 0;
+
+  constructor(private readonly same: (list: number, position: number, otherList: number, otherPosition: number) => boolean) {}
+
+  /** Adds the id at (list, position) unless an entry holds an equal id: false then (a duplicate), and nothing is added. */
+  claim(high: number, low: number, list: number, position: number): boolean {
+    const { slots, mask } = this;
+    let i = low & mask;
+    for (;;) {
+      const at = i * SLOT;
+      const slotHigh = slots[at];
+      const slotLow = slots[at + 1];
+      if (slotHigh === 0 && slotLow === 0) break;
+      if (slotHigh === high && slotLow === low && this.same(slots[at + 2], slots[at + 3], list, position)) return false;
+      i = (i + 1) & mask;
+    }
+    this.put(i, high, low, list, position);
+    return true;
+  }
+
+  /** Adds an entry without looking for an equal id (ids the log holds already, read back from the table). */
+  add(high: number, low: number, list: number, position: number): void {
+    const { slots, mask } = this;
+    let i = low & mask;
+    while (slots[i * SLOT] !== 0 || slots[i * SLOT + 1] !== 0) i = (i + 1) & mask;
+    this.put(i, high, low, list, position);
+  }
+
+  /** Removes the entry of (list, position), if there is one. Backward-shift deletion: no tombstones slow later probes. */
+  remove(high: number, low: number, list: number, position: number): void {
+    const { slots, mask } = this;
+    let i = low & mask;
+    for (;;) {
+      const at = i * SLOT;
+      if (slots[at] === 0 && slots[at + 1] === 0) return;
+      if (slots[at] === high && slots[at + 1] === low && slots[at + 2] === list && slots[at + 3] === position) break;
+      i = (i + 1) & mask;
+    }
+    this.size--;
+    for (let j = (i + 1) & mask; slots[j * SLOT] !== 0 || slots[j * SLOT + 1] !== 0; j = (j + 1) & mask) {
+      const home = slots[j * SLOT + 1] & mask;
+      // The entry at j may move back to the hole at i unless its probe starts after i (cyclically, in (i, j]).
+      if (i <= j ? i < home && home <= j : i < home || home <= j) continue;
+      slots.copyWithin(i * SLOT, j * SLOT, j * SLOT + SLOT);
+      i = j;
+    }
+    slots.fill(0, i * SLOT, i * SLOT + SLOT);
+  }
+
+  private put(i: number, high: number, low: number, list: number, position: number): void {
+    const at = i * SLOT;
+    this.slots[at] = high;
+    this.slots[at + 1] = low;
+    this.slots[at + 2] = list;
+    this.slots[at + 3] = position;
+    // At most half full: linear probes stay short.
+    if (++this.size * 2 > this.mask + 1) this.grow();
+  }
+
+  private grow(): void {
+    const old = this.slots;
+    this.slots = new Uint32Array(old.length * 2);
+    this.mask = (this.mask + 1) * 2 - 1;
+    this.size = 0;
+    for (let at = 0; at < old.length; at += SLOT) if (old[at] !== 0 || old[at + 1] !== 0) this.add(old[at], old[at + 1], old[at + 2], old[at + 3]);
+  }
+}
