@@ -108,11 +108,22 @@ export class IdTable {
     if (++this.size * 2 > this.mask + 1) this.grow();
   }
 
+  /** Twice the slots, entries placed again in one tight loop (a call per entry cost a third of a keyed run's dedupe). */
   private grow(): void {
     const old = this.slots;
-    this.slots = new Uint32Array(old.length * 2);
-    this.mask = (this.mask + 1) * 2 - 1;
-    this.size = 0;
-    for (let at = 0; at < old.length; at += SLOT) if (old[at] !== 0 || old[at + 1] !== 0) this.add(old[at], old[at + 1], old[at + 2], old[at + 3]);
+    const slots = new Uint32Array(old.length * 2);
+    const mask = (this.mask + 1) * 2 - 1;
+    for (let at = 0; at < old.length; at += SLOT) {
+      if (old[at] === 0 && old[at + 1] === 0) continue;
+      let i = old[at + 1] & mask;
+      while (slots[i * SLOT] !== 0 || slots[i * SLOT + 1] !== 0) i = (i + 1) & mask;
+      const to = i * SLOT;
+      slots[to] = old[at];
+      slots[to + 1] = old[at + 1];
+      slots[to + 2] = old[at + 2];
+      slots[to + 3] = old[at + 3];
+    }
+    this.slots = slots;
+    this.mask = mask;
   }
 }
