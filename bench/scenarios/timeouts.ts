@@ -7,7 +7,6 @@
 import { ManualClock } from '../../server/clock';
 import { saveCrowd } from '../../server/crowd';
 import { Engine, setEngineForTests } from '../../server/engine/engine';
-import type { Counts } from '../../server/engine/types';
 import { WorkflowDefinition } from '../../server/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { importProfiles } from '../../server/profiles/import';
@@ -17,6 +16,7 @@ import { createTenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { denseBitmap } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
+import { publishedCounts } from '../lib/published-counts';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
 
@@ -63,12 +63,7 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
   await useDatabase(database.url);
   const clock = new ManualClock(Date.UTC(2025, 11, 30, 12, 0, 30));
   const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
-  // The counts as the counts API has them, and when: published after each commit (the server's request thread answers
-  // from them). The shards in memory run ahead of a commit in flight (on PostgreSQL a read of them saw the move before
-  // its commit ended), and in this one thread the poll below gets no turn until the engine's work after the commit
-  // (the partitions' checkpoints) is done.
-  const published = new Map<string, { counts: Counts; at: number }>();
-  const publishCounts = (_tenantId: string, counts: Counts) => void published.set(counts.instanceId, { counts, at: performance.now() });
+  const { latest: published, publish: publishCounts } = publishedCounts();
   const engine = new Engine({ clock, runner, owner: 'bench-timeouts', pollMs: 20, publishCounts });
   setEngineForTests(engine);
   await runner.start();
