@@ -28,7 +28,7 @@ export function boot(): Promise<BootPhases> {
     if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
     phase('migrations');
     if (env().CROWDFLOW_ENGINE !== 'off') {
-      if (env().CROWDFLOW_ENGINE_THREAD === 'on') await startEngineThread(getProcedureRunner());
+      if (env().CROWDFLOW_ENGINE_THREAD === 'on') await startEngineThread(database(), getProcedureRunner());
       else await startEngine();
       phase('engine');
     }

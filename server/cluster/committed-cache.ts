@@ -8,6 +8,7 @@
 import { catchUpShard, loadShard, type LoadedShard } from '../engine/recovery';
 import type { Shard } from '../engine/shard';
 import type { InstanceRuntime } from '../engine/tenant';
+import type { Database } from '../storage/database';
 
 /** Rebuilt shards kept per process, by their serialized size (roughly their size in memory). */
 export const COMMITTED_SHARDS_MAX_BYTES = 256 * 2 ** 20;
@@ -33,6 +34,8 @@ export class CommittedShards {
   readonly stats = { rebuilds: 0, catchUps: 0, peakRebuilds: 0 };
 
   constructor(
+    /** The storage shards are rebuilt from (the engine's). */
+    private readonly database: Database,
     private readonly maxBytes = COMMITTED_SHARDS_MAX_BYTES,
     private readonly maxRebuilds = MAX_CONCURRENT_REBUILDS,
     private readonly now = () => Date.now(),
@@ -45,7 +48,7 @@ export class CommittedShards {
     if (entry?.current) return entry.current;
     if (entry && this.now() - entry.builtAt < REBUILD_AFTER_MS) {
       this.touch(key, entry);
-      entry.current = catchUpShard(entry.loaded, instance.workflow)
+      entry.current = catchUpShard(this.database, entry.loaded, instance.workflow)
         .then((caughtUp) => {
           if (!caughtUp) return this.build(key, instance, partition); // a crowd update since: only its checkpoint has it
           this.stats.catchUps++;
@@ -109,7 +112,7 @@ export class CommittedShards {
     this.rebuilding++;
     this.stats.peakRebuilds = Math.max(this.stats.peakRebuilds, this.rebuilding);
     try {
-      return await loadShard(instance.id, partition, instance.workflow);
+      return await loadShard(this.database, instance.id, partition, instance.workflow);
     } finally {
       this.rebuilding--;
       this.waiting.shift()?.();

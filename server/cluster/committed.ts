@@ -9,24 +9,25 @@ import { loadDefinition } from '../engine/instance-store';
 import { WorkflowRuntime } from '../engine/runtime';
 import type { Shard } from '../engine/shard';
 import { InstanceRuntime, type TenantRuntime } from '../engine/tenant';
-import { db } from '../storage/db';
 import type { CommittedShards } from './committed-cache';
+import type { Database } from '../storage/database';
 
 /** The tenant's running instances as the database has them (runtimes this engine holds are reused). */
 export async function committedInstances(tenant: TenantRuntime, kept: CommittedShards): Promise<InstanceRuntime[]> {
-  const rows = await db().instance.findMany({ where: { tenantId: tenant.id, state: 'running' } });
-  return Promise.all(rows.map((row) => tenant.instances.get(row.id) ?? committedInstance(row, tenant.partitions, kept)));
+  const rows = await tenant.database.db.instance.findMany({ where: { tenantId: tenant.id, state: 'running' } });
+  return Promise.all(rows.map((row) => tenant.instances.get(row.id) ?? committedInstance(tenant.database, row, tenant.partitions, kept)));
 }
 
 /** A running instance of another member's making: its workflow, no shards in memory. */
 export function committedInstance(
+  database: Database,
   row: { id: string; tenantId: string; workflowId: string; version: number; crowdName: string },
   partitions: number,
   kept: CommittedShards,
 ): Promise<InstanceRuntime> {
   return kept.instance(
     row,
-    async () => new InstanceRuntime(row, new WorkflowRuntime(await loadDefinition(row.workflowId, row.version), row.workflowId), partitions),
+    async () => new InstanceRuntime(row, new WorkflowRuntime(await loadDefinition(database, row.workflowId, row.version), row.workflowId), partitions),
   );
 }
 

@@ -5,14 +5,15 @@ import { env } from '../env';
 import { processOwner } from '../process-owner';
 import { sharedDatabaseTarget } from '../storage/db';
 import { ClusterMember } from './member';
+import type { Database } from '../storage/database';
 
 export function clusterEnabled(): boolean {
   return env().CROWDFLOW_CLUSTER !== 'off' && env().CROWDFLOW_ENGINE_THREAD === 'on' && sharedDatabaseTarget() !== undefined;
 }
 
 /** This process's membership for its engine (its name is the engine's lease owner name), or none. */
-export function clusterMember(owner = processOwner()): ClusterMember | undefined {
+export function clusterMember(database: Database, owner = processOwner()): ClusterMember | undefined {
   const target = sharedDatabaseTarget();
   if (!clusterEnabled() || !target) return undefined;
-  return new ClusterMember(target, owner);
+  return new ClusterMember(database, target, owner);
 }

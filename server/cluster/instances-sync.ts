@@ -4,16 +4,15 @@
 import { loadDefinition } from '../engine/instance-store';
 import { WorkflowRuntime } from '../engine/runtime';
 import { InstanceRuntime, type TenantRuntime } from '../engine/tenant';
-import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 
 export async function syncRunningInstances(tenant: TenantRuntime): Promise<void> {
-  const rows = await db().instance.findMany({ where: { tenantId: tenant.id, state: { in: ACTIVE_INSTANCE_STATES } } });
+  const rows = await tenant.database.db.instance.findMany({ where: { tenantId: tenant.id, state: { in: ACTIVE_INSTANCE_STATES } } });
   const running = new Map(rows.filter((row) => row.state !== 'starting').map((row) => [row.id, row]));
   for (const id of [...tenant.instances.keys()]) if (!running.has(id)) tenant.instances.delete(id);
   for (const row of running.values()) {
     if (tenant.instances.get(row.id)?.record.version === row.version) continue;
-    const workflow = new WorkflowRuntime(await loadDefinition(row.workflowId, row.version), row.workflowId);
+    const workflow = new WorkflowRuntime(await loadDefinition(tenant.database, row.workflowId, row.version), row.workflowId);
     // Read again after the await: partitions are taken concurrently, and another one's sync may have added it.
     const known = tenant.instances.get(row.id);
     if (known?.record.version === row.version) continue;

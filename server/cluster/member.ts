@@ -14,6 +14,7 @@ import { committedCounts, ShardCountsPublisher } from './counts';
 import type { SampledInstance } from '../engine/counts-history';
 import { Gathers } from './gather';
 import { clusterChannel, DB_NOW_MS, Membership, type ClusterSignal } from './membership';
+import type { Database } from '../storage/database';
 
 /** What the member needs of its engine. */
 export interface ClusterEngine {
@@ -41,7 +42,7 @@ export class ClusterMember implements LeasePolicy {
   /** Publishes the counts of the partitions this member holds, for the others (./counts.ts). */
   readonly counts: ShardCountsPublisher;
   /** Shards of partitions other members hold, rebuilt for reads and kept current (./committed-cache.ts). */
-  readonly committed = new CommittedShards();
+  readonly committed: CommittedShards;
   private engine: ClusterEngine | undefined;
   /** Desired owner of each partition, by tenant. */
   private owners = new Map<string, string[]>();
@@ -62,6 +63,8 @@ export class ClusterMember implements LeasePolicy {
   private readonly schema: string;
 
   constructor(
+    /** The storage of the engine it is the membership of: shards of the partitions others hold are rebuilt from it. */
+    database: Database,
     target: PostgresTarget,
     readonly name: string,
     /** The safety-net reassignment interval (tests counting assignments turn it off). */
@@ -70,6 +73,7 @@ export class ClusterMember implements LeasePolicy {
     this.schema = `"${target.schema.replace(/"/g, '""')}"`;
     this.membership = new Membership(target, name, (signal) => this.heard(signal));
     this.counts = new ShardCountsPublisher(clusterChannel(target));
+    this.committed = new CommittedShards(database);
     this.gathers = new Gathers(this.membership, this.schema, () => this.rebalanceSoon());
   }
 

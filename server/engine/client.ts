@@ -6,6 +6,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Principal } from '../auth';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Json, ProcedureRunner } from '../procedures/types';
+import type { Database } from '../storage/database';
 import { runtime } from '../runtime';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { liveRunningLookup, setRunningLookup } from '../workflows/running';
@@ -44,7 +45,11 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   private nextCallId = 0;
   private stopping = false;
 
-  constructor(readonly runner: ProcedureRunner) {
+  constructor(
+    /** This thread's storage: instance rows and snapshots are read, and operations checked and submitted, here. */
+    readonly database: Database,
+    readonly runner: ProcedureRunner,
+  ) {
     ops.registerInstanceProcedures(this);
   }
 
@@ -190,7 +195,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     if (!this.cluster) return undefined;
     const combined = await this.cluster.counts(tenantId, instanceId, published && { counts: published.counts, ...published.coverage });
     if (combined) return combined;
-    const row = await ops.requireInstance(tenantId, instanceId);
+    const row = await ops.requireInstance(this.database, tenantId, instanceId);
     if (ACTIVE_INSTANCE_STATES.includes(row.state) && row.state !== 'starting') {
       throw new AppError(
         'partition_moving',
@@ -221,15 +226,15 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   // ---- reads of the database ---------------------------------------------------------------------------------------
 
   listInstances(tenantId: string, filter: { workflowId?: string; state?: string } = {}): Promise<InstanceView[]> {
-    return ops.listInstances(tenantId, filter);
+    return ops.listInstances(this.database, tenantId, filter);
   }
 
   getInstance(tenantId: string, instanceId: string): Promise<InstanceView> {
-    return ops.getInstance(tenantId, instanceId);
+    return ops.getInstance(this.database, tenantId, instanceId);
   }
 
   getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {
-    return ops.getSnapshot(tenantId, instanceId);
+    return ops.getSnapshot(this.database, tenantId, instanceId);
   }
 
   // ---- instance operations: checked and submitted here, done by the engine --------------------------------------
@@ -263,8 +268,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
 }
 
 /** Starts the engine thread and makes its client the process's engine (server/boot.ts). */
-export async function startEngineThread(runner: ProcedureRunner): Promise<EngineClient> {
-  const client = new EngineClient(runner);
+export async function startEngineThread(database: Database, runner: ProcedureRunner): Promise<EngineClient> {
+  const client = new EngineClient(database, runner);
   runtime().engine = client;
   await client.start();
   return client;

@@ -8,7 +8,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { onCrowdChanged } from '../crowd/changes';
 import { profileIndex } from '../profiles/index-store';
 import type { ProfileIndex } from '../profiles/index-tenant';
-import { database } from '../storage/database';
+import type { Database } from '../storage/database';
 
 export type Attributes = Record<string, unknown>;
 
@@ -16,7 +16,10 @@ export class TenantData {
   private crowds = new Map<string, RoaringBitmap32 | undefined>();
   private readonly unsubscribe: () => void;
 
-  constructor(readonly tenantId: string) {
+  constructor(
+    private readonly database: Database,
+    readonly tenantId: string,
+  ) {
     this.unsubscribe = onCrowdChanged((tenant, name) => {
       if (tenant === tenantId) this.crowds.delete(name);
     });
@@ -29,7 +32,7 @@ export class TenantData {
   /** Loads the named crowds into the cache (an unknown crowd is empty: inCrowd is false for everyone). */
   async prepareCrowds(names: string[]): Promise<void> {
     for (const name of names) {
-      if (!this.crowds.has(name)) this.crowds.set(name, (await loadCrowd(database(), this.tenantId, name))?.bitmap);
+      if (!this.crowds.has(name)) this.crowds.set(name, (await loadCrowd(this.database, this.tenantId, name))?.bitmap);
     }
   }
 
@@ -48,19 +51,19 @@ export class TenantData {
    * no database query. `keys` limits them to the attributes the conditions read (null: whole profiles).
    */
   async profilesOf(users: Iterable<number>, keys: readonly string[] | null = null): Promise<Map<number, Attributes>> {
-    const index = await profileIndex(database(), this.tenantId);
+    const index = await profileIndex(this.database, this.tenantId);
     const bitmap = users instanceof RoaringBitmap32 ? users : RoaringBitmap32.from(Uint32Array.from(users));
     return index.materialize(bitmap, keys ?? undefined);
   }
 
   /** The tenant's profile index (local-time timers group users by zone with its equality bitmaps). */
   profiles(): Promise<ProfileIndex> {
-    return profileIndex(database(), this.tenantId);
+    return profileIndex(this.database, this.tenantId);
   }
 
   /** A plan resolver over the cached crowds and the tenant's profile index. */
   async resolver(crowdNames: string[]): Promise<IndexPlanResolver> {
     await this.prepareCrowds(crowdNames);
-    return planResolver((name) => this.crowds.get(name), await profileIndex(database(), this.tenantId));
+    return planResolver((name) => this.crowds.get(name), await profileIndex(this.database, this.tenantId));
   }
 }

@@ -3,11 +3,10 @@
 // one sample an hour (the hour's last: counts are levels, entered/converted only grow) and drops hour samples after
 // 90 days. Reads (GET …/instances/{iid}/counts/history) take the last sample of each bucket of the asked resolution.
 import { badRequest } from '../errors';
-import { db } from '../storage/db';
-import { dialect } from '../storage/dialect';
-import { raw, type RawStatement } from '../storage/raw';
+import type { RawStatement } from '../storage/raw';
 import { requireInstance } from './instances';
 import type { Counts } from './types';
+import type { Database } from '../storage/database';
 
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
@@ -32,11 +31,11 @@ function sampled(counts: Counts): SampledCounts {
   return { total, entered, ...(converted === undefined ? {} : { converted, convertedFrom }), steps };
 }
 
-function upsert(instanceId: string, resolution: number, at: number, counts: SampledCounts | string): RawStatement {
-  const { params, bind } = dialect().parameters();
+function upsert(database: Database, instanceId: string, resolution: number, at: number, counts: SampledCounts | string): RawStatement {
+  const { params, bind } = database.dialect.parameters();
   const json = typeof counts === 'string' ? counts : JSON.stringify(counts);
   return {
-    sql: `INSERT INTO ${dialect().table('CountsSample')} ("instanceId", "resolution", "at", "counts") VALUES (${bind(instanceId)}, ${bind(resolution)}, ${bind(at)}, ${bind(json)})
+    sql: `INSERT INTO ${database.dialect.table('CountsSample')} ("instanceId", "resolution", "at", "counts") VALUES (${bind(instanceId)}, ${bind(resolution)}, ${bind(at)}, ${bind(json)})
       ON CONFLICT ("instanceId", "resolution", "at") DO UPDATE SET "counts" = excluded."counts"`,
     params,
   };
@@ -59,6 +58,8 @@ export class CountsSampler {
   /** The minute each instance was last sampled in. */
   private readonly sampledMinute = new Map<string, number>();
 
+  constructor(private readonly database: Database) {}
+
   /** Whether an instance was never sampled (a new one is sampled at once). */
   hasNew(instances: SampledInstance[]): boolean {
     return instances.some((instance) => !this.sampledMinute.has(instance.id));
@@ -74,25 +75,28 @@ export class CountsSampler {
     const samples: RawStatement[] = [];
     for (const instance of due) {
       const counts = await instance.counts(); // null (a partition between cluster members): this minute has no sample
-      if (counts) samples.push(upsert(instance.id, MINUTE_MS, minute, sampled(counts)));
+      if (counts) samples.push(upsert(this.database, instance.id, MINUTE_MS, minute, sampled(counts)));
     }
-    if (samples.length > 0) await (await raw()).transaction(samples);
+    if (samples.length > 0) await (await this.database.raw()).transaction(samples);
   }
 }
 
 /** Minute samples older than 2 days become the hour's last sample; hour samples older than 90 days go. */
-export async function downsampleCountsHistory(now: number): Promise<void> {
+export async function downsampleCountsHistory(database: Database, now: number): Promise<void> {
   const cutoff = BigInt(now - MINUTE_SAMPLES_KEPT_MS);
-  const old = await db().countsSample.findMany({ where: { resolution: MINUTE_MS, at: { lt: cutoff } }, orderBy: [{ instanceId: 'asc' }, { at: 'asc' }] });
+  const old = await database.db.countsSample.findMany({
+    where: { resolution: MINUTE_MS, at: { lt: cutoff } },
+    orderBy: [{ instanceId: 'asc' }, { at: 'asc' }],
+  });
   const lastOfHour = new Map<string, { instanceId: string; hour: number; counts: string }>();
   for (const row of old) {
     const hour = Math.floor(Number(row.at) / HOUR_MS) * HOUR_MS;
     lastOfHour.set(`${row.instanceId}\u0000${hour}`, { instanceId: row.instanceId, hour, counts: row.counts });
   }
-  const statements = [...lastOfHour.values()].map((s) => upsert(s.instanceId, HOUR_MS, s.hour, s.counts));
-  if (statements.length > 0) await (await raw()).transaction(statements);
-  await db().countsSample.deleteMany({ where: { resolution: MINUTE_MS, at: { lt: cutoff } } });
-  await db().countsSample.deleteMany({ where: { resolution: HOUR_MS, at: { lt: BigInt(now - HOUR_SAMPLES_KEPT_MS) } } });
+  const statements = [...lastOfHour.values()].map((s) => upsert(database, s.instanceId, HOUR_MS, s.hour, s.counts));
+  if (statements.length > 0) await (await database.raw()).transaction(statements);
+  await database.db.countsSample.deleteMany({ where: { resolution: MINUTE_MS, at: { lt: cutoff } } });
+  await database.db.countsSample.deleteMany({ where: { resolution: HOUR_MS, at: { lt: BigInt(now - HOUR_SAMPLES_KEPT_MS) } } });
 }
 
 /**
@@ -100,11 +104,12 @@ export async function downsampleCountsHistory(now: number): Promise<void> {
  * a finer resolution gets one point an hour); `steps` limits the per-step counts to those steps.
  */
 export async function readCountsHistory(
+  database: Database,
   instanceId: string,
   query: { from: number; to: number; resolution: HistoryResolution; steps?: string[] },
 ): Promise<HistoryPoint[]> {
   const width = HISTORY_RESOLUTIONS[query.resolution];
-  const rows = await db().countsSample.findMany({
+  const rows = await database.db.countsSample.findMany({
     where: { instanceId, at: { gte: BigInt(Math.floor(query.from / HOUR_MS) * HOUR_MS), lte: BigInt(query.to) } },
     orderBy: [{ at: 'asc' }, { resolution: 'desc' }],
   });
@@ -126,12 +131,13 @@ export async function readCountsHistory(
 
 /** GET …/instances/{iid}/counts/history: checks the instance and the range, then reads (default: the last 24 hours). */
 export async function countsHistory(
+  database: Database,
   tenantId: string,
   instanceId: string,
   query: { from?: string; to?: string; step?: string; resolution: HistoryResolution },
   now = Date.now(),
 ): Promise<{ instanceId: string; resolution: HistoryResolution; from: string; to: string; points: HistoryPoint[] }> {
-  await requireInstance(tenantId, instanceId);
+  await requireInstance(database, tenantId, instanceId);
   const to = query.to ? Date.parse(query.to) : now;
   const from = query.from ? Date.parse(query.from) : to - 24 * HOUR_MS;
   if (from >= to) throw badRequest(`from (${new Date(from).toISOString()}) must be before to (${new Date(to).toISOString()})`, { path: 'from' });
@@ -147,6 +153,6 @@ export async function countsHistory(
     ?.split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  const read = await readCountsHistory(instanceId, { from, to, resolution: query.resolution, steps });
+  const read = await readCountsHistory(database, instanceId, { from, to, resolution: query.resolution, steps });
   return { instanceId, resolution: query.resolution, from: new Date(from).toISOString(), to: new Date(to).toISOString(), points: read };
 }

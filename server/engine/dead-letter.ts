@@ -5,10 +5,10 @@
 import type { CompiledCondition, ConditionInput, CrowdMembership } from '../conditions/compile';
 import { notFound } from '../errors';
 import { randomBytes } from 'node:crypto';
-import { dialect } from '../storage/dialect';
-import { raw, type RawStatement } from '../storage/raw';
+import type { RawStatement } from '../storage/raw';
 import type { LogRow } from './store/log';
 import type { LoggedEvent } from './types';
+import type { Database } from '../storage/database';
 
 export interface DeadLetterView {
   id: string;
@@ -30,6 +30,7 @@ export class DeadLetterBatch {
   private readonly pending: Pending[] = [];
 
   constructor(
+    private readonly database: Database,
     private readonly tenantId: string,
     private readonly partition: number,
     private readonly rows: LogRow[],
@@ -93,14 +94,14 @@ export class DeadLetterBatch {
     const statements: RawStatement[] = [];
     // 9 parameters a row: 500 rows keep a statement far below SQLite's bound-parameter limit.
     for (let start = 0; start < this.pending.length; start += 500) {
-      const { params, bind } = dialect().parameters();
+      const { params, bind } = this.database.dialect.parameters();
       const values = this.pending
         .slice(start, start + 500)
         .map(
           (p) =>
             `(${[p.id, this.tenantId, p.instanceId, p.step, this.partition, p.logOffset, p.eventIndex, JSON.stringify(p.event), p.reason].map(bind).join(', ')})`,
         );
-      statements.push({ sql: `INSERT INTO ${dialect().table('DeadLetter')} (${columns}) VALUES ${values.join(', ')}`, params });
+      statements.push({ sql: `INSERT INTO ${this.database.dialect.table('DeadLetter')} (${columns}) VALUES ${values.join(', ')}`, params });
     }
     return statements;
   }
@@ -158,13 +159,14 @@ const COLUMNS = '"id", "instanceId", "step", "partition", "logOffset", "eventInd
 
 /** The tenant's dead letters, oldest first, `limit` at a time after the one with id `after`. */
 export async function listDeadLetters(
+  database: Database,
   tenantId: string,
   options: { limit: number; after?: string },
 ): Promise<{ deadLetters: DeadLetterView[]; next: string | null }> {
-  const { params, bind } = dialect().parameters();
-  const table = dialect().table('DeadLetter');
+  const { params, bind } = database.dialect.parameters();
+  const table = database.dialect.table('DeadLetter');
   const after = options.after ? ` AND "id" > ${bind(options.after)}` : '';
-  const rows = await (await raw()).query<Row>(
+  const rows = await (await database.raw()).query<Row>(
     `SELECT ${COLUMNS} FROM ${table} WHERE "tenantId" = ${bind(tenantId)}${after} ORDER BY "id" LIMIT ${bind(options.limit + 1)}`,
     params,
   );
@@ -175,11 +177,11 @@ export async function listDeadLetters(
 /** Ids this module makes; anything else (a NUL, which PostgreSQL text cannot hold) is a 404 without a query. */
 const isDeadLetterId = (id: string) => /^dl_[0-9a-z]+$/.test(id);
 
-export async function getDeadLetter(tenantId: string, id: string): Promise<DeadLetterView> {
+export async function getDeadLetter(database: Database, tenantId: string, id: string): Promise<DeadLetterView> {
   if (!isDeadLetterId(id)) throw notFound(`Dead letter "${id.slice(0, 60)}"`);
-  const { params, bind } = dialect().parameters();
-  const [row] = await (await raw()).query<Row>(
-    `SELECT ${COLUMNS} FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`,
+  const { params, bind } = database.dialect.parameters();
+  const [row] = await (await database.raw()).query<Row>(
+    `SELECT ${COLUMNS} FROM ${database.dialect.table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`,
     params,
   );
   if (!row) throw notFound(`Dead letter "${id}"`);
@@ -187,11 +189,11 @@ export async function getDeadLetter(tenantId: string, id: string): Promise<DeadL
 }
 
 /** Discards a dead letter for good (the event stays in the input log until the log is trimmed). */
-export async function discardDeadLetter(tenantId: string, id: string): Promise<void> {
+export async function discardDeadLetter(database: Database, tenantId: string, id: string): Promise<void> {
   if (!isDeadLetterId(id)) throw notFound(`Dead letter "${id.slice(0, 60)}"`);
-  const { params, bind } = dialect().parameters();
-  const removed = await (await raw()).execute(
-    `DELETE FROM ${dialect().table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`,
+  const { params, bind } = database.dialect.parameters();
+  const removed = await (await database.raw()).execute(
+    `DELETE FROM ${database.dialect.table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`,
     params,
   );
   if (removed === 0) throw notFound(`Dead letter "${id}"`);

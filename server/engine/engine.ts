@@ -6,7 +6,6 @@ import { notFound } from '../errors';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import { getProcedureRunner } from '../procedures/runner';
 import { liveRunningLookup, setRunningLookup } from '../workflows/running';
-import { db } from '../storage/db';
 import { database, type Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onTenantDeleted } from '../tenants/changes';
@@ -124,7 +123,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     setRunningLookup(liveRunningLookup((id) => this.findRuntime(id)?.counts().total));
     this.unsubscribeTenantDeleted = onTenantDeleted((tenantId) => void this.forgetTenant(tenantId));
     await this.cluster?.start(this);
-    for (const tenant of await db().tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
+    for (const tenant of await this.database.db.tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
     this.timers.start();
     await ops.resumeInterruptedOperations(this);
   }
@@ -204,12 +203,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 
   private async loadTenant(tenantId: string): Promise<LoadedTenant> {
-    const tenant = await db().tenant.findUnique({ where: { id: tenantId } });
+    const tenant = await this.database.db.tenant.findUnique({ where: { id: tenantId } });
     if (!tenant) throw notFound(`Tenant "${tenantId}"`);
-    const runtime = new TenantRuntime(tenant.id, tenant.partitions);
-    for (const row of await db().instance.findMany({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } })) {
+    const runtime = new TenantRuntime(this.database, tenant.id, tenant.partitions);
+    for (const row of await this.database.db.instance.findMany({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } })) {
       if (row.state === 'starting') continue; // its start procedure installs it
-      const definition = await loadDefinition(row.workflowId, row.version);
+      const definition = await loadDefinition(this.database, row.workflowId, row.version);
       runtime.instances.set(row.id, new InstanceRuntime(row, new WorkflowRuntime(definition, row.workflowId), tenant.partitions));
     }
     const workers = Array.from({ length: tenant.partitions }, (_, p) => new PartitionWorker(this, runtime, p));
@@ -244,7 +243,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   /** Resolves once every partition of the tenant applied the log as far as it reached when called. */
   async drain(tenantId: string, timeoutMs = 60_000): Promise<void> {
-    const ends = await logEnds(tenantId);
+    const ends = await logEnds(this.database, tenantId);
     const workers = await this.workers(tenantId);
     const deadline = Date.now() + timeoutMs;
     for (const worker of workers) {
@@ -344,11 +343,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   // ---- queries ------------------------------------------------------------------------------------------------
 
   listInstances(tenantId: string, filter: { workflowId?: string; state?: string } = {}): Promise<InstanceView[]> {
-    return ops.listInstances(tenantId, filter);
+    return ops.listInstances(this.database, tenantId, filter);
   }
 
   getInstance(tenantId: string, instanceId: string): Promise<InstanceView> {
-    return ops.getInstance(tenantId, instanceId);
+    return ops.getInstance(this.database, tenantId, instanceId);
   }
 
   /** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
@@ -362,7 +361,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 
   getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {
-    return ops.getSnapshot(tenantId, instanceId);
+    return ops.getSnapshot(this.database, tenantId, instanceId);
   }
 
   whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {

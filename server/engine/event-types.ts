@@ -2,9 +2,8 @@
 // (EventLog): what the studio's rule builder offers for `event.type`. Only each row's type table and type column
 // are read (log-codec countEventTypes). The log keeps about the last hour of applied rows plus each partition's
 // newest (the hourly trim), so "recently" means at most that, and at most RECENT_ROWS rows of the tenant.
-import { dialect } from '../storage/dialect';
-import { raw } from '../storage/raw';
 import { countEventTypes } from './log-codec';
+import type { Database } from '../storage/database';
 
 /** Newest log rows read per request, shared out over the tenant's partitions (a row is one ingested batch). */
 export const RECENT_ROWS = 256;
@@ -25,16 +24,16 @@ function timeOf(value: unknown): number {
   return value instanceof Date ? value.getTime() : Date.parse(`${String(value).replace(' ', 'T')}Z`);
 }
 
-export async function recentEventTypes(tenantId: string, partitions: number): Promise<RecentEventTypes> {
+export async function recentEventTypes(database: Database, tenantId: string, partitions: number): Promise<RecentEventTypes> {
   const perPartition = Math.max(1, Math.ceil(RECENT_ROWS / partitions));
   const counts = new Map<string, number>();
   let rows = 0;
   let oldest = Number.POSITIVE_INFINITY;
-  const db = await raw();
+  const db = await database.raw();
   for (let partition = 0; partition < partitions; partition++) {
-    const { params, bind } = dialect().parameters();
+    const { params, bind } = database.dialect.parameters();
     const found = await db.query<{ events: Uint8Array | string; createdAt: unknown }>(
-      `SELECT "events", "createdAt" FROM ${dialect().table('EventLog')}
+      `SELECT "events", "createdAt" FROM ${database.dialect.table('EventLog')}
         WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} ORDER BY "offset" DESC LIMIT ${bind(perPartition)}`,
       params,
     );

@@ -1,10 +1,10 @@
 import { AppError, notFound } from '../errors';
 import { validateWorkflow } from '../model/validate';
 import type { WorkflowDefinition } from '../model/workflow';
-import { db } from '../storage/db';
 import type { InstanceState, InstanceView, Reentry } from './types';
+import type { Database } from '../storage/database';
 
-type InstanceRow = Awaited<ReturnType<ReturnType<typeof db>['instance']['findUniqueOrThrow']>>;
+type InstanceRow = Awaited<ReturnType<Database['db']['instance']['findUniqueOrThrow']>>;
 
 export function instanceView(row: InstanceRow): InstanceView {
   return {
@@ -24,8 +24,8 @@ export function instanceView(row: InstanceRow): InstanceView {
 }
 
 /** A stored workflow version, validated (a version saved before a rule existed may not run). */
-export async function loadDefinition(workflowId: string, version: number): Promise<WorkflowDefinition> {
-  const row = await db().workflowVersion.findUnique({ where: { workflowId_version: { workflowId, version } } });
+export async function loadDefinition(database: Database, workflowId: string, version: number): Promise<WorkflowDefinition> {
+  const row = await database.db.workflowVersion.findUnique({ where: { workflowId_version: { workflowId, version } } });
   if (!row) throw notFound(`Version ${version} of workflow ${workflowId}`);
   const result = validateWorkflow(JSON.parse(row.definition));
   if (!result.ok) {

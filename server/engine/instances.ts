@@ -8,13 +8,12 @@ import { AppError, badRequest, conflict, notFound } from '../errors';
 import { newId } from '../ids';
 import { registerProcedureType } from '../procedures/registry';
 import { FINISHED_STATES, type Json, type ProcedureContext, type ProcedureInstance, type ProcedureRunner, type ProcedureStatus } from '../procedures/types';
-import { db } from '../storage/db';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { instanceView, loadDefinition } from './instance-store';
 import { crowdOf, nobodyLeft, previousInstance, strandedUsers } from './operations';
 import { WorkflowRuntime } from './runtime';
 import type { Counts, InstanceView, Reentry, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest } from './types';
-import { database } from '../storage/database';
+import type { Database } from '../storage/database';
 
 /**
  * What the instance operations need of an engine: its procedure runner, the live counts of an instance, and the
@@ -22,6 +21,8 @@ import { database } from '../storage/database';
  * request thread, by a call to the engine thread (server/engine/client.ts).
  */
 export interface InstanceEngine {
+  /** The storage of the thread it runs in: the instance rows are read and written there. */
+  readonly database: Database;
   readonly runner: ProcedureRunner;
   /** Counts of a running instance this process holds, or undefined. */
   liveCounts(tenantId: string, instanceId: string): Promise<Counts | undefined>;
@@ -31,27 +32,27 @@ export interface InstanceEngine {
   materializeUpdateWorkflow(tenantId: string, instanceId: string, version: number, mapping: Record<string, string>): Promise<Json>;
 }
 
-export async function requireInstance(tenantId: string, instanceId: string) {
-  const row = await db().instance.findFirst({ where: { id: instanceId, tenantId } });
+export async function requireInstance(database: Database, tenantId: string, instanceId: string) {
+  const row = await database.db.instance.findFirst({ where: { id: instanceId, tenantId } });
   if (!row) throw notFound(`Instance "${instanceId}"`);
   return row;
 }
 
-export async function listInstances(tenantId: string, filter: { workflowId?: string; state?: string } = {}): Promise<InstanceView[]> {
-  const rows = await db().instance.findMany({
+export async function listInstances(database: Database, tenantId: string, filter: { workflowId?: string; state?: string } = {}): Promise<InstanceView[]> {
+  const rows = await database.db.instance.findMany({
     where: { tenantId, ...(filter.workflowId ? { workflowId: filter.workflowId } : {}), ...(filter.state ? { state: filter.state } : {}) },
     orderBy: { createdAt: 'desc' },
   });
   return rows.map(instanceView);
 }
 
-export async function getInstance(tenantId: string, instanceId: string): Promise<InstanceView> {
-  return instanceView(await requireInstance(tenantId, instanceId));
+export async function getInstance(database: Database, tenantId: string, instanceId: string): Promise<InstanceView> {
+  return instanceView(await requireInstance(database, tenantId, instanceId));
 }
 
-export async function getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {
-  const row = await requireInstance(tenantId, instanceId);
-  const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
+export async function getSnapshot(database: Database, tenantId: string, instanceId: string): Promise<SnapshotView> {
+  const row = await requireInstance(database, tenantId, instanceId);
+  const snapshot = await database.db.instanceSnapshot.findUnique({ where: { instanceId } });
   if (!snapshot) throw notFound(`Snapshot of instance ${instanceId} (it is ${row.state}, or its snapshot expired)`);
   return {
     instanceId,
@@ -63,20 +64,22 @@ export async function getSnapshot(tenantId: string, instanceId: string): Promise
   };
 }
 
-async function requireWorkflow(tenantId: string, workflowId: string) {
-  const row = await db().workflow.findFirst({ where: { id: workflowId, tenantId } });
+async function requireWorkflow(database: Database, tenantId: string, workflowId: string) {
+  const row = await database.db.workflow.findFirst({ where: { id: workflowId, tenantId } });
   if (!row) throw notFound(`Workflow "${workflowId}"`);
   return row;
 }
 
-async function requireRunning(tenantId: string, instanceId: string) {
-  const row = await requireInstance(tenantId, instanceId);
+async function requireRunning(database: Database, tenantId: string, instanceId: string) {
+  const row = await requireInstance(database, tenantId, instanceId);
   if (row.state !== 'running') throw conflict(`Instance ${instanceId} is ${row.state}, not running`, { state: row.state });
   return row;
 }
 
-async function refuseActive(workflowId: string, except?: string): Promise<void> {
-  const active = await db().instance.findFirst({ where: { workflowId, state: { in: ACTIVE_INSTANCE_STATES }, ...(except ? { id: { not: except } } : {}) } });
+async function refuseActive(database: Database, workflowId: string, except?: string): Promise<void> {
+  const active = await database.db.instance.findFirst({
+    where: { workflowId, state: { in: ACTIVE_INSTANCE_STATES }, ...(except ? { id: { not: except } } : {}) },
+  });
   if (active)
     throw conflict(`Workflow ${workflowId} already has an instance ${active.state} (${active.id}); stop it first`, {
       instanceId: active.id,
@@ -84,17 +87,17 @@ async function refuseActive(workflowId: string, except?: string): Promise<void> 
     });
 }
 
-async function requireUsableCrowd(tenantId: string, name: string) {
-  const crowd = await requireCrowdMeta(database(), tenantId, name);
+async function requireUsableCrowd(database: Database, tenantId: string, name: string) {
+  const crowd = await requireCrowdMeta(database, tenantId, name);
   if (crowd.count === 0) throw new AppError('unprocessable', `Crowd "${name}" is empty; an instance needs at least one user`, { crowd: name });
-  checkInstanceUsers(Number(crowd.count), await tenantLimits(database(), tenantId));
+  checkInstanceUsers(Number(crowd.count), await tenantLimits(database, tenantId));
   return crowd;
 }
 
 /** A scheduled start's crowd, with a failure that says which schedule names it and how to fix it. */
-async function requireScheduledCrowd(workflow: { id: string; name: string }, tenantId: string, crowd: string) {
+async function requireScheduledCrowd(database: Database, workflow: { id: string; name: string }, tenantId: string, crowd: string) {
   try {
-    return await requireUsableCrowd(tenantId, crowd);
+    return await requireUsableCrowd(database, tenantId, crowd);
   } catch (error) {
     if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
     throw new AppError(
@@ -109,45 +112,53 @@ async function requireScheduledCrowd(workflow: { id: string; name: string }, ten
  * null when some are left. When the crowd is larger than the previous instance was, some users are certainly left
  * and nothing is loaded.
  */
-async function excludedEveryone(tenantId: string, workflowId: string, crowd: { name: string; count: number }, reentry: Reentry): Promise<number | null> {
+async function excludedEveryone(
+  database: Database,
+  tenantId: string,
+  workflowId: string,
+  crowd: { name: string; count: number },
+  reentry: Reentry,
+): Promise<number | null> {
   if (reentry === 'allow') return null;
-  const previous = await previousInstance(workflowId, '');
+  const previous = await previousInstance(database, workflowId, '');
   if (!previous || crowd.count > Number(previous.userCount)) return null;
-  const { users, excludedCount } = await crowdOf(tenantId, crowd.name, workflowId, '', reentry);
+  const { users, excludedCount } = await crowdOf(database, tenantId, crowd.name, workflowId, '', reentry);
   return users.size === 0 ? excludedCount : null;
 }
 
 /** Checks everything a start needs, then creates the instance row and submits `instance.start`. */
 export async function submitStart(engine: InstanceEngine, tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
-  const workflow = await requireWorkflow(tenantId, workflowId);
+  const workflow = await requireWorkflow(engine.database, tenantId, workflowId);
   const version = request.version ?? workflow.currentVersion;
   const reentry = request.reentry ?? 'exclude';
-  const definition = await loadDefinition(workflow.id, version);
-  const crowd = request.crowd === undefined ? null : await requireUsableCrowd(tenantId, request.crowd);
+  const definition = await loadDefinition(engine.database, workflow.id, version);
+  const crowd = request.crowd === undefined ? null : await requireUsableCrowd(engine.database, tenantId, request.crowd);
   // The same code as a missing required field: it is one, for a workflow without a trigger.
   if (!crowd && !definition.entry)
     throw new AppError('validation_failed', `crowd: required, because version ${version} of workflow "${workflow.name}" has no entry trigger`, {
       path: 'crowd',
     });
-  await refuseActive(workflow.id);
+  await refuseActive(engine.database, workflow.id);
   // With a trigger users also enter by events: a crowd that re-entry exclusion empties is no reason to refuse.
   if (crowd && !definition.entry) {
-    const excludedCount = await excludedEveryone(tenantId, workflow.id, crowd, reentry);
+    const excludedCount = await excludedEveryone(engine.database, tenantId, workflow.id, crowd, reentry);
     if (excludedCount !== null) throw nobodyLeft(crowd.name, excludedCount);
   }
   const instanceId = newId('in');
   // No crowd (a trigger-only instance): crowdName is empty.
   const crowdName = request.crowd ?? '';
-  await db().instance.create({ data: { id: instanceId, tenantId, workflowId: workflow.id, version, crowdName, state: 'starting', userCount: 0, reentry } });
+  await engine.database.db.instance.create({
+    data: { id: instanceId, tenantId, workflowId: workflow.id, version, crowdName, state: 'starting', userCount: 0, reentry },
+  });
   const state = { tenantId, workflowId: workflow.id, crowd: crowdName, version, instanceId };
   const procedureId = await engine.runner.submit('instance.start', state, { tenantId, workflowId: workflow.id });
   return { procedureId, instanceId };
 }
 
 export async function submitStop(engine: InstanceEngine, tenantId: string, instanceId: string): Promise<SubmittedOperation> {
-  const row = await requireInstance(tenantId, instanceId);
+  const row = await requireInstance(engine.database, tenantId, instanceId);
   if (row.state !== 'running' && row.state !== 'stopping') throw conflict(`Instance ${instanceId} is ${row.state}, not running`, { state: row.state });
-  await db().instance.updateMany({ where: { id: instanceId, state: 'running' }, data: { state: 'stopping' } });
+  await engine.database.db.instance.updateMany({ where: { id: instanceId, state: 'running' }, data: { state: 'stopping' } });
   return { procedureId: await submitOrRetry(engine, 'instance.stop', stopState(row), `instance.stop:${instanceId}`), instanceId };
 }
 
@@ -170,9 +181,9 @@ async function submitOrRetry(engine: InstanceEngine, type: string, state: Json, 
  * marking the instance and submitting its procedure, or a failed rollback) gets one, so nothing stays half-done.
  */
 export async function resumeInterruptedOperations(engine: InstanceEngine): Promise<void> {
-  const stuck = await db().instance.findMany({ where: { state: { in: ['starting', 'stopping'] } } });
+  const stuck = await engine.database.db.instance.findMany({ where: { state: { in: ['starting', 'stopping'] } } });
   if (stuck.length === 0) return;
-  const unfinished = await db().procedure.findMany({
+  const unfinished = await engine.database.db.procedure.findMany({
     where: {
       type: { in: ['instance.start', 'instance.stop'] },
       state: { notIn: [...FINISHED_STATES] },
@@ -196,8 +207,8 @@ export async function resumeInterruptedOperations(engine: InstanceEngine): Promi
 }
 
 export async function submitUpdateCrowd(engine: InstanceEngine, tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation> {
-  const row = await requireRunning(tenantId, instanceId);
-  await requireUsableCrowd(tenantId, request.crowd);
+  const row = await requireRunning(engine.database, tenantId, instanceId);
+  await requireUsableCrowd(engine.database, tenantId, request.crowd);
   const procedureId = await engine.runner.submit(
     'instance.update-crowd',
     { tenantId, instanceId, workflowId: row.workflowId, crowd: request.crowd },
@@ -212,8 +223,8 @@ export async function submitUpdateWorkflow(
   instanceId: string,
   request: UpdateWorkflowRequest,
 ): Promise<SubmittedOperation> {
-  const row = await requireRunning(tenantId, instanceId);
-  const next = new WorkflowRuntime(await loadDefinition(row.workflowId, request.version), row.workflowId);
+  const row = await requireRunning(engine.database, tenantId, instanceId);
+  const next = new WorkflowRuntime(await loadDefinition(engine.database, row.workflowId, request.version), row.workflowId);
   const mapping = request.mapping ?? {};
   for (const [from, to] of Object.entries(mapping)) {
     if (!next.steps.has(to)) throw badRequest(`mapping.${from}: step "${to}" is not in version ${request.version}`, { path: `mapping.${from}` });
@@ -271,20 +282,20 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
       async (engine, state, ctx) => {
         if (!state.instanceId) {
           // A scheduled start: check like the API does, then create the instance row under a derived id.
-          const workflow = await requireWorkflow(state.tenantId, state.workflowId);
+          const workflow = await requireWorkflow(engine.database, state.tenantId, state.workflowId);
           const version = (state.version as number | undefined) ?? workflow.currentVersion;
           // Schedules saved before the option existed have none: the start's default.
           const reentry = (state.reentry as Reentry | undefined) ?? 'exclude';
           const instanceId = scheduledInstanceId(ctx.procedureId);
-          if (!(await db().instance.findUnique({ where: { id: instanceId } }))) {
-            const definition = await loadDefinition(workflow.id, version);
-            const crowd = await requireScheduledCrowd(workflow, state.tenantId, state.crowd as string);
-            await refuseActive(workflow.id);
+          if (!(await engine.database.db.instance.findUnique({ where: { id: instanceId } }))) {
+            const definition = await loadDefinition(engine.database, workflow.id, version);
+            const crowd = await requireScheduledCrowd(engine.database, workflow, state.tenantId, state.crowd as string);
+            await refuseActive(engine.database, workflow.id);
             // A firing that exclusion leaves without users starts nothing; it is not a failure (a weekly schedule over
             // a fixed crowd meets it every week after the first), so it is recorded like a firing skipped while running.
-            const excludedCount = definition.entry ? null : await excludedEveryone(state.tenantId, workflow.id, crowd, reentry);
+            const excludedCount = definition.entry ? null : await excludedEveryone(engine.database, state.tenantId, workflow.id, crowd, reentry);
             if (excludedCount !== null) return { kind: 'done', output: { skipped: 'nobody left', crowd: crowd.name, excludedCount, reentry } };
-            await db().instance.create({
+            await engine.database.db.instance.create({
               data: {
                 id: instanceId,
                 tenantId: state.tenantId,
@@ -300,13 +311,13 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
           Object.assign(state, { instanceId, version });
           return { kind: 'executing' };
         }
-        await refuseActive(state.workflowId, state.instanceId);
+        await refuseActive(engine.database, state.workflowId, state.instanceId);
         // Run again after a failure (a retry): the rollback left the instance failed; it is starting again.
-        await db().instance.updateMany({ where: { id: state.instanceId, state: 'failed' }, data: { state: 'starting' } });
+        await engine.database.db.instance.updateMany({ where: { id: state.instanceId, state: 'failed' }, data: { state: 'starting' } });
         return { kind: 'done', output: await engine.materializeStart(state.tenantId, state.instanceId) };
       },
       async (state) => {
-        if (state.instanceId) await db().instance.updateMany({ where: { id: state.instanceId, state: 'starting' }, data: { state: 'failed' } });
+        if (state.instanceId) await engine.database.db.instance.updateMany({ where: { id: state.instanceId, state: 'starting' }, data: { state: 'failed' } });
       },
     ),
   );
@@ -316,12 +327,12 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
       'instance.stop',
       async (engine, state) => {
         // Marked again on a retry (a failed stop put the instance back to running).
-        await db().instance.updateMany({ where: { id: state.instanceId!, state: 'running' }, data: { state: 'stopping' } });
+        await engine.database.db.instance.updateMany({ where: { id: state.instanceId!, state: 'running' }, data: { state: 'stopping' } });
         return { kind: 'done', output: await engine.materializeStop(state.tenantId, state.instanceId!) };
       },
       // The stop commits in one transaction: when it failed nothing was stopped, so the instance runs on, never left
       // stopping with nothing to finish it.
-      async (state) => void (await db().instance.updateMany({ where: { id: state.instanceId!, state: 'stopping' }, data: { state: 'running' } })),
+      async (state) => void (await engine.database.db.instance.updateMany({ where: { id: state.instanceId!, state: 'stopping' }, data: { state: 'running' } })),
     ),
   );
   register(

@@ -4,8 +4,6 @@ import { loadCrowd } from '../crowd';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
 import { RetryLaterError, type Json } from '../procedures/types';
-import { db } from '../storage/db';
-import { dialect } from '../storage/dialect';
 import type { RawStatement } from '../storage/raw';
 import type { Engine } from './engine';
 import { loadDefinition } from './instance-store';
@@ -17,28 +15,28 @@ import { commitBatch, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
 import { InstanceRuntime, type TenantRuntime } from './tenant';
 import type { Reentry } from './types';
-import { database } from '../storage/database';
+import type { Database } from '../storage/database';
 
 const SNAPSHOT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** The workflow's most recently stopped instance other than `exceptId`: busybee's re-entry rule excludes its users. */
-export function previousInstance(workflowId: string, exceptId: string) {
-  return db().instance.findFirst({ where: { workflowId, state: 'stopped', id: { not: exceptId } }, orderBy: { stoppedAt: 'desc' } });
+export function previousInstance(database: Database, workflowId: string, exceptId: string) {
+  return database.db.instance.findFirst({ where: { workflowId, state: 'stopped', id: { not: exceptId } }, orderBy: { stoppedAt: 'desc' } });
 }
 
 /** Users of the previous instance, from its snapshot (none once the snapshot expired). */
-async function previousUsers(workflowId: string, exceptId: string): Promise<RoaringBitmap32 | null> {
-  const previous = await previousInstance(workflowId, exceptId);
+async function previousUsers(database: Database, workflowId: string, exceptId: string): Promise<RoaringBitmap32 | null> {
+  const previous = await previousInstance(database, workflowId, exceptId);
   if (!previous) return null;
-  const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId: previous.id } });
+  const snapshot = await database.db.instanceSnapshot.findUnique({ where: { instanceId: previous.id } });
   return snapshot ? Shard.decode(previous.id, -1, snapshot.bitmaps).members() : null;
 }
 
 /** The users of crowd `name` an instance of the workflow runs over: with reentry "exclude", less the previous instance's. */
-export async function crowdOf(tenantId: string, name: string, workflowId: string, instanceId: string, reentry: Reentry) {
-  const crowd = await loadCrowd(database(), tenantId, name);
+export async function crowdOf(database: Database, tenantId: string, name: string, workflowId: string, instanceId: string, reentry: Reentry) {
+  const crowd = await loadCrowd(database, tenantId, name);
   if (!crowd) throw notFound(`Crowd "${name}"`);
-  const excluded = reentry === 'exclude' ? await previousUsers(workflowId, instanceId) : null;
+  const excluded = reentry === 'exclude' ? await previousUsers(database, workflowId, instanceId) : null;
   const users = excluded ? RoaringBitmap32.andNot(crowd.bitmap, excluded) : crowd.bitmap;
   return { users, excludedCount: crowd.bitmap.size - users.size };
 }
@@ -127,8 +125,8 @@ async function locked<T>(engine: Engine, tenantId: string, work: (tenant: Tenant
   }
 }
 
-function markRunning(instanceId: string, userCount: number, excludedCount: number, now: number): RawStatement {
-  const sql = dialect();
+function markRunning(database: Database, instanceId: string, userCount: number, excludedCount: number, now: number): RawStatement {
+  const sql = database.dialect;
   const { params, bind } = sql.parameters();
   // Placeholders are bound in text order (SQLite's `?` are positional).
   const set = `"state" = 'running', "userCount" = ${bind(userCount)}, "excludedCount" = ${bind(excludedCount)}, "startedAt" = ${sql.typed(bind(sql.timestamp(now)), 'timestamp')}`;
@@ -136,15 +134,15 @@ function markRunning(instanceId: string, userCount: number, excludedCount: numbe
 }
 
 export async function materializeStart(engine: Engine, tenantId: string, instanceId: string): Promise<Json> {
-  const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
+  const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
   if (row.state === 'running') return { instanceId, userCount: Number(row.userCount), excludedCount: Number(row.excludedCount) };
   if (row.state !== 'starting') throw conflict(`Instance ${instanceId} is ${row.state}; only a starting instance can start`);
-  const workflow = new WorkflowRuntime(await loadDefinition(row.workflowId, row.version), row.workflowId);
+  const workflow = new WorkflowRuntime(await loadDefinition(engine.database, row.workflowId, row.version), row.workflowId);
   // A trigger-only instance (no crowd) starts empty; users enter by events.
   const { users, excludedCount } =
     row.crowdName === ''
       ? { users: new RoaringBitmap32(), excludedCount: 0 }
-      : await crowdOf(tenantId, row.crowdName, row.workflowId, instanceId, row.reentry as Reentry);
+      : await crowdOf(engine.database, tenantId, row.crowdName, row.workflowId, instanceId, row.reentry as Reentry);
   if (users.size === 0 && !workflow.trigger) throw nobodyLeft(row.crowdName, excludedCount);
   await locked(engine, tenantId, async (tenant, leases) => {
     const now = engine.clock.now();
@@ -156,7 +154,13 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
       startCrons(shard, workflow, now);
     });
     // All raw statements: no Prisma transaction holding the connection while 20 MB of bitmaps are bound.
-    await commitBatch(tenantId, { leases, moves, checkpoints: encodeAll(instance), now, extra: [markRunning(instanceId, users.size, excludedCount, now)] });
+    await commitBatch(engine.database, tenantId, {
+      leases,
+      moves,
+      checkpoints: encodeAll(instance),
+      now,
+      extra: [markRunning(engine.database, instanceId, users.size, excludedCount, now)],
+    });
     tenant.instances.set(instanceId, instance);
   });
   engine.timersChanged();
@@ -166,7 +170,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
 
 export async function materializeStop(engine: Engine, tenantId: string, instanceId: string): Promise<Json> {
   return locked(engine, tenantId, async (tenant, leases) => {
-    const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
+    const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
     if (row.state === 'stopped') return { instanceId, state: 'stopped', total: Number(row.userCount) };
     const now = engine.clock.now();
     const instance = tenant.instances.get(instanceId);
@@ -177,7 +181,7 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
       for (const step of Object.keys(counts.convertedFrom ?? {})) snapshot.converted.set(step, instance.convertedUsers(step));
       for (const [key, count] of Object.entries(counts.edges)) snapshot.edges.set(key, count);
     }
-    await commitBatch(tenantId, {
+    await commitBatch(engine.database, tenantId, {
       leases,
       moves: [],
       now,
@@ -202,8 +206,8 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
 
 /** New users join the entry step, departed users leave every step (not with an entry trigger); no notifications (nothing is journaled). */
 export async function materializeUpdateCrowd(engine: Engine, tenantId: string, instanceId: string, crowdName: string): Promise<Json> {
-  const row = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
-  const { users } = await crowdOf(tenantId, crowdName, row.workflowId, instanceId, row.reentry as Reentry);
+  const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
+  const { users } = await crowdOf(engine.database, tenantId, crowdName, row.workflowId, instanceId, row.reentry as Reentry);
   return locked(engine, tenantId, async (tenant, leases) => {
     const instance = tenant.instances.get(instanceId);
     if (!instance) throw conflict(`Instance ${instanceId} is not running here`);
@@ -223,7 +227,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       left += leavers.size;
     });
     const userCount = instance.counts().total;
-    await commitBatch(tenantId, {
+    await commitBatch(engine.database, tenantId, {
       leases,
       moves: [],
       checkpoints: encodeAll(instance, true),
@@ -253,8 +257,8 @@ export async function materializeUpdateWorkflow(
   version: number,
   mapping: Record<string, string>,
 ): Promise<Json> {
-  const { workflowId } = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
-  const next = new WorkflowRuntime(await loadDefinition(workflowId, version), workflowId);
+  const { workflowId } = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
+  const next = new WorkflowRuntime(await loadDefinition(engine.database, workflowId, version), workflowId);
   return locked(engine, tenantId, async (tenant, leases) => {
     const instance = tenant.instances.get(instanceId);
     if (!instance) throw conflict(`Instance ${instanceId} is not running here`);
@@ -287,7 +291,7 @@ export async function materializeUpdateWorkflow(
     });
     const updated = new InstanceRuntime(instance.record, next, tenant.partitions);
     shards.forEach((shard, partition) => (updated.shards[partition] = shard));
-    await commitBatch(tenantId, {
+    await commitBatch(engine.database, tenantId, {
       leases,
       moves,
       checkpoints: encodeAll(updated),

@@ -16,10 +16,13 @@ import { readLog, type LogRow } from './store/log';
 import type { Shard } from './shard';
 import { syncRunningInstances } from '../cluster/instances-sync';
 import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';
+import type { Database } from '../storage/database';
 
 /** What a partition worker needs from its engine. */
 export interface EngineSide {
   readonly clock: Clock;
+  /** The storage its partitions, log and shards live in. */
+  readonly database: Database;
   readonly owner: string;
   readonly leaseMs: number;
   readonly pollMs: number;
@@ -75,7 +78,7 @@ export class PartitionWorker {
     await this.checkpointIfDue(true).catch(() => undefined);
     const lease = this.lease;
     this.lease = null;
-    if (lease) await releaseLease(lease).catch(() => undefined);
+    if (lease) await releaseLease(this.engine.database, lease).catch(() => undefined);
   }
 
   /**
@@ -90,7 +93,7 @@ export class PartitionWorker {
       if (!lease) return;
       this.lease = null;
       this.dropShards();
-      await releaseLease(lease);
+      await releaseLease(this.engine.database, lease);
     });
   }
 
@@ -119,7 +122,7 @@ export class PartitionWorker {
           }
         }
         await this.renewIfDue();
-        const rows = await readLog(this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
+        const rows = await readLog(this.engine.database, this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
         if (rows.length > 0) {
           await this.lock.run(() => this.applyRows(rows));
           await this.checkpointIfDue(); // also under continuous load, so recovery never replays too much
@@ -141,7 +144,15 @@ export class PartitionWorker {
     if (policy && !policy.mayOwn(this.tenant.id, this.partition)) return false;
     // Partitions taken together (at boot, every partition of the tenant) rebuild their shards from one journal pass.
     const leaseRead = this.tenant.shardLoader.taking();
-    const taken = await acquireLease(this.tenant.id, this.partition, this.engine.owner, systemClock.now(), this.engine.leaseMs, policy).finally(leaseRead);
+    const taken = await acquireLease(
+      this.engine.database,
+      this.tenant.id,
+      this.partition,
+      this.engine.owner,
+      systemClock.now(),
+      this.engine.leaseMs,
+      policy,
+    ).finally(leaseRead);
     if (!taken) return false;
     await this.lock.run(async () => {
       this.lease = taken.lease;
@@ -162,7 +173,7 @@ export class PartitionWorker {
     const now = systemClock.now();
     const lease = this.lease;
     if (!lease || now - this.renewedAt < this.engine.leaseMs / 3) return;
-    const renewed = await renewLease(lease, now, this.engine.leaseMs);
+    const renewed = await renewLease(this.engine.database, lease, now, this.engine.leaseMs);
     if (this.lease !== lease) return; // handed off meanwhile (a cluster rebalance)
     if (!renewed) throw new LeaseLostError(lease);
     this.renewedAt = now;
@@ -201,7 +212,7 @@ export class PartitionWorker {
     const events = rows.length === 1 ? rows[0].events : concatEvents(rows);
     const moves: JournalMove[] = [];
     const touched: InstanceRuntime[] = [];
-    const letters = new DeadLetterBatch(this.tenant.id, this.partition, rows);
+    const letters = new DeadLetterBatch(this.engine.database, this.tenant.id, this.partition, rows);
     const conversions: ConversionWrite[] = [];
     for (const instance of this.tenant.instances.values()) {
       const before = moves.length + conversions.length;
@@ -209,8 +220,8 @@ export class PartitionWorker {
       if (moves.length + conversions.length > before) touched.push(instance);
     }
     const to = rows[rows.length - 1].offset;
-    const extra = [...letters.statements(), ...insertConversions(conversions)];
-    await commitBatch(this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra });
+    const extra = [...letters.statements(), ...insertConversions(this.engine.database, conversions)];
+    await commitBatch(this.engine.database, this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra });
     this.offset = to;
     this.afterCommit(touched, moves.length + conversions.length);
   }
@@ -285,7 +296,7 @@ export class PartitionWorker {
         const shard = i.shards[this.partition];
         return shard ? [{ instanceId: i.id, partition: this.partition, data: shard.encode() }] : [];
       });
-      await commitBatch(this.tenant.id, { leases: [this.lease], moves: [], checkpoints, now: this.engine.clock.now() });
+      await commitBatch(this.engine.database, this.tenant.id, { leases: [this.lease], moves: [], checkpoints, now: this.engine.clock.now() });
       this.movesSinceCheckpoint = 0;
       this.lastCheckpointAt = now;
     });

@@ -3,7 +3,6 @@
 // in a cluster from the database for the partitions other members hold; a stopped one from its snapshot.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { notFound } from '../errors';
-import { db } from '../storage/db';
 import { committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
 import type { CommittedShards } from '../cluster/committed-cache';
 import { requireInstance } from './instances';
@@ -11,9 +10,12 @@ import { Shard } from './shard';
 import { recentMovesOf } from './store/user-moves';
 import type { InstanceRuntime, TenantRuntime } from './tenant';
 import type { Counts, StepUsers, WhereIsUser } from './types';
+import type { Database } from '../storage/database';
 
 /** What the reads need of the engine. */
 export interface ReadSource {
+  /** The storage instances, snapshots and the journal are read from. */
+  readonly database: Database;
   tenant(tenantId: string): Promise<TenantRuntime>;
   /** The running instance if this engine has it loaded (any tenant). */
   findRuntime(instanceId: string): InstanceRuntime | undefined;
@@ -26,10 +28,10 @@ export async function getCounts(source: ReadSource, tenantId: string, instanceId
   // The hot path (a live instance) answers from memory without a query.
   const running = source.findRuntime(instanceId);
   if (running && running.record.tenantId === tenantId) return running.counts();
-  const row = await requireInstance(tenantId, instanceId);
+  const row = await requireInstance(source.database, tenantId, instanceId);
   const live = (await source.tenant(tenantId)).instances.get(row.id);
   if (live) return live.counts();
-  const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
+  const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId } });
   if (snapshot) return JSON.parse(snapshot.counts) as Counts;
   return { instanceId, total: 0, entered: 0, steps: {}, edges: {} };
 }
@@ -39,17 +41,18 @@ export async function getCounts(source: ReadSource, tenantId: string, instanceId
  * instance, or the snapshot of a stopped one.
  */
 export async function stepBitmap(source: ReadSource, tenantId: string, instanceId: string, step: string, users: StepUsers): Promise<RoaringBitmap32> {
-  const row = await requireInstance(tenantId, instanceId);
+  const row = await requireInstance(source.database, tenantId, instanceId);
   const tenant = await source.tenant(tenantId);
   // In a cluster other members hold some partitions, and may have started the instance: read those as committed.
   const kept = source.committed;
-  const live = tenant.instances.get(row.id) ?? (kept && row.state === 'running' ? await committedInstance(row, tenant.partitions, kept) : undefined);
+  const live =
+    tenant.instances.get(row.id) ?? (kept && row.state === 'running' ? await committedInstance(source.database, row, tenant.partitions, kept) : undefined);
   if (live) {
     if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
     if (users === 'converted') return live.convertedUsers(step);
     return kept ? committedStepUsers(live, step, kept) : live.stepUsers(step);
   }
-  const snapshot = await db().instanceSnapshot.findUnique({ where: { instanceId } });
+  const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId } });
   if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
   const counts = JSON.parse(snapshot.counts) as Counts;
   if (!(step in counts.steps)) throw notFound(`Step "${step}" of instance ${instanceId}`);
@@ -70,7 +73,7 @@ export async function whereIsUser(source: ReadSource, tenantId: string, user: nu
       if (bitmap.has(user)) instances.push({ instanceId: instance.id, workflowId: instance.record.workflowId, step });
     }
   }
-  const recent = await recentMovesOf(tenantId, user, partition);
+  const recent = await recentMovesOf(source.database, tenantId, user, partition);
   return {
     user,
     instances,

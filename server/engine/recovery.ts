@@ -11,7 +11,6 @@
 // of the journal after its checkpoints (an instance idle since then), or the database reads faster by the index
 // (PostgreSQL, Dialect.journalPassInSeqOrder): then each partition reads its own.
 import { RoaringBitmap32 } from '../crowd/bitmap';
-import { dialect } from '../storage/dialect';
 import { plannedAfter } from './local-time';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
@@ -32,6 +31,7 @@ import {
   unjournaledCheckpoints,
   type ReplayRow,
 } from './store/replay';
+import type { Database } from '../storage/database';
 
 export interface LoadedShard {
   shard: Shard;
@@ -43,13 +43,13 @@ export interface LoadedShard {
   unjournaled: number | null;
 }
 
-export async function loadShard(instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<LoadedShard> {
-  return (await loadShards(instanceId, [partition], workflow)).get(partition)!;
+export async function loadShard(database: Database, instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<LoadedShard> {
+  return (await loadShards(database, instanceId, [partition], workflow)).get(partition)!;
 }
 
 /** Rebuilds the shards of the given partitions of one instance: their checkpoints, then one pass over the journal. */
-export async function loadShards(instanceId: string, partitions: number[], workflow: WorkflowRuntime): Promise<Map<number, LoadedShard>> {
-  const checkpoints = await loadCheckpoints(instanceId, partitions);
+export async function loadShards(database: Database, instanceId: string, partitions: number[], workflow: WorkflowRuntime): Promise<Map<number, LoadedShard>> {
+  const checkpoints = await loadCheckpoints(database, instanceId, partitions);
   const targets = new Map<number, { loaded: LoadedShard; after: number; replay: Replay }>();
   let from = Number.POSITIVE_INFINITY;
   for (const partition of partitions) {
@@ -67,14 +67,14 @@ export async function loadShards(instanceId: string, partitions: number[], workf
     target.loaded.replayed++;
     target.loaded.seq = row[SEQ];
   };
-  if (partitions.length > 1 && dialect().journalPassInSeqOrder && (await instanceRowsDominate(instanceId, from)))
-    await instanceJournalAfter(instanceId, from, visit);
-  else for (const [partition, target] of targets) await journalAfter(instanceId, partition, target.after, visit);
+  if (partitions.length > 1 && database.dialect.journalPassInSeqOrder && (await instanceRowsDominate(database, instanceId, from)))
+    await instanceJournalAfter(database, instanceId, from, visit);
+  else for (const [partition, target] of targets) await journalAfter(database, instanceId, partition, target.after, visit);
   const loaded = new Map<number, LoadedShard>();
   for (const [partition, target] of targets) {
     target.replay.flush();
     // Conversions are not journaled: the rows committed since the checkpoint are ORed onto it.
-    for (const [step, users] of await conversionsAfterCheckpoint(instanceId, partition)) target.loaded.shard.convert(step, users);
+    for (const [step, users] of await conversionsAfterCheckpoint(database, instanceId, partition)) target.loaded.shard.convert(step, users);
     loaded.set(partition, target.loaded);
   }
   return loaded;
@@ -86,17 +86,17 @@ export async function loadShards(instanceId: string, partitions: number[], workf
  * nothing, when a checkpoint written since holds changes of step members no journal row carries (a crowd update's
  * joiners and leavers): only a rebuild from it is current.
  */
-export async function catchUpShard(loaded: LoadedShard, workflow: WorkflowRuntime): Promise<boolean> {
+export async function catchUpShard(database: Database, loaded: LoadedShard, workflow: WorkflowRuntime): Promise<boolean> {
   const { shard } = loaded;
-  if ((await unjournaledCheckpoints(shard.instanceId, shard.partition)) !== loaded.unjournaled) return false;
+  if ((await unjournaledCheckpoints(database, shard.instanceId, shard.partition)) !== loaded.unjournaled) return false;
   const replay = new Replay(shard, workflow);
-  await journalAfter(shard.instanceId, shard.partition, loaded.seq, (row) => {
+  await journalAfter(database, shard.instanceId, shard.partition, loaded.seq, (row) => {
     replay.add(row);
     loaded.replayed++;
     loaded.seq = row[SEQ];
   });
   replay.flush();
-  for (const [step, users] of await conversionsAfterCheckpoint(shard.instanceId, shard.partition)) shard.convert(step, users);
+  for (const [step, users] of await conversionsAfterCheckpoint(database, shard.instanceId, shard.partition)) shard.convert(step, users);
   return true;
 }
 
@@ -117,6 +117,8 @@ export class ShardLoader {
   private queue: ShardRequest[] = [];
   private readingLeases = 0;
   private scheduled = false;
+
+  constructor(private readonly database: Database) {}
 
   /** A lease is being read; call the returned function once it is read (taken or not). */
   taking(): () => void {
@@ -160,7 +162,7 @@ export class ShardLoader {
     for (const [workflow, byInstance] of groups) {
       for (const [instanceId, requests] of byInstance) {
         try {
-          const loaded = await loadShards(instanceId, [...new Set(requests.map((r) => r.partition))], workflow);
+          const loaded = await loadShards(this.database, instanceId, [...new Set(requests.map((r) => r.partition))], workflow);
           // Two requests for one partition (a re-take racing a load) must not share one shard object.
           const handed = new Set<number>();
           for (const { partition, resolve } of requests) {

@@ -6,6 +6,7 @@ import { ShardLoader } from './recovery';
 import type { WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
 import type { Counts } from './types';
+import type { Database } from '../storage/database';
 
 export class Mutex {
   private tail: Promise<unknown> = Promise.resolve();
@@ -89,14 +90,17 @@ export class TenantRuntime {
   readonly locks: Mutex[];
   readonly data: TenantData;
   /** Rebuilds the shards of partitions taken together (at boot: all of them) from one journal pass per instance. */
-  readonly shardLoader = new ShardLoader();
+  readonly shardLoader: ShardLoader;
 
   constructor(
+    /** The storage the tenant's partitions, shards and instances are read from (its engine's). */
+    readonly database: Database,
     readonly id: string,
     readonly partitions: number,
   ) {
     this.locks = Array.from({ length: partitions }, () => new Mutex());
-    this.data = new TenantData(id);
+    this.data = new TenantData(database, id);
+    this.shardLoader = new ShardLoader(database);
   }
 
   /** Runs `work` while no partition loop of this tenant is inside a batch. */

@@ -9,6 +9,7 @@ import { getProcedureRunner } from '../procedures/runner';
 import { applyRelayedProfileWrite } from '../profiles/index-store';
 import { runtime } from '../runtime';
 import { closeDb } from '../storage/db';
+import { database } from '../storage/database';
 import { Engine } from './engine';
 import { clusterMember } from '../cluster';
 import { FORWARDED_CALLS, serializeError, type EngineCalls, type FromEngine, type ToEngine } from './thread-protocol';
@@ -18,10 +19,13 @@ if (!port) throw new Error('server/engine/thread.ts runs as a worker thread (sta
 
 const post = (message: FromEngine, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
+// This thread's storage (the edge that builds the engine thread's parts): the engine and its cluster membership share it.
+const storage = database();
 const engine = new Engine({
+  database: storage,
   runner: getProcedureRunner(),
   publishCounts: (tenantId, counts, coverage) => post({ kind: 'counts', tenantId, counts, coverage }),
-  cluster: clusterMember(),
+  cluster: clusterMember(storage),
 });
 runtime().engine = engine;
 

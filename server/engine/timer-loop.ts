@@ -34,11 +34,14 @@ export class TimerLoop {
   private loop: Promise<void> | undefined;
   private running = false;
   private housekeptAt = Number.NEGATIVE_INFINITY;
-  private readonly logTrimmer = new LogTrimmer();
-  private readonly countsSampler = new CountsSampler();
+  private readonly logTrimmer: LogTrimmer;
+  private readonly countsSampler: CountsSampler;
   private samplingTimer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(private readonly host: TimerHost) {}
+  constructor(private readonly host: TimerHost) {
+    this.logTrimmer = new LogTrimmer(host.database);
+    this.countsSampler = new CountsSampler(host.database);
+  }
 
   start(): void {
     if (this.running) return;
@@ -105,7 +108,7 @@ export class TimerLoop {
   private async housekeeping(now: number): Promise<void> {
     await this.removeExpiredSnapshots(now);
     await cleanupJournal(this.host.database, this.host.clock);
-    await downsampleCountsHistory(now);
+    await downsampleCountsHistory(this.host.database, now);
     for (const { runtime } of await this.host.tenants()) await this.logTrimmer.run(runtime.id);
   }
 }

@@ -83,7 +83,8 @@ export async function runTimersTogether(tenantId: string, workers: PartitionWork
       }
       if (work.length === 0) return;
       try {
-        await commitBatch(tenantId, {
+        // The workers of one tenant, of one engine: its storage.
+        await commitBatch(work[0].worker.engine.database, tenantId, {
           leases: work.map((w) => w.lease),
           moves: work.flatMap((w) => w.moves),
           checkpoints: work.flatMap((w) => w.checkpoints),

@@ -4,6 +4,7 @@ import { GATHER_HOLD_MS } from '../../server/cluster/gather';
 import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
 import { MemberLock } from '../../server/cluster/member-lock';
 import { Membership } from '../../server/cluster/membership';
+import { database as processDatabase } from '../../server/storage/database';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
@@ -72,7 +73,7 @@ describe('cluster members on one PostgreSQL schema', () => {
     locks.push(lock);
     await lock.hold();
     // No safety-net reassignment: the tests count assignments, which only a change of members, tenants or gathers makes.
-    const member = new ClusterMember(target, name, Number.POSITIVE_INFINITY);
+    const member = new ClusterMember(processDatabase(), target, name, Number.POSITIVE_INFINITY);
     members.push(member);
     await member.start(engine);
     return { member, engine };

@@ -3,6 +3,7 @@ import { CommittedShards } from '../../server/cluster/committed-cache';
 import type { Shard } from '../../server/engine/shard';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 // A cluster member reads partitions other members hold (exports, where-is-user) as committed: rebuilt once from
 // checkpoint + journal, then caught up with only the rows committed since. The harness engine holds every partition
@@ -33,7 +34,7 @@ describe('shards of partitions held elsewhere, kept for reads', () => {
     await crowd(h, 'c', range(1, 40));
     const id = await start(h, await workflow(h, definition), 'c');
     const instance = h.engine.findRuntime(id)!;
-    const kept = new CommittedShards();
+    const kept = new CommittedShards(database());
 
     expect(view(await kept.shard(instance, 0))).toEqual(view(instance.shards[0]!));
     await send(
@@ -62,13 +63,13 @@ describe('shards of partitions held elsewhere, kept for reads', () => {
     const id = await start(h, await workflow(h, definition), 'c');
     const instance = h.engine.findRuntime(id)!;
 
-    const one = new CommittedShards(Number.POSITIVE_INFINITY, 1);
+    const one = new CommittedShards(database(), Number.POSITIVE_INFINITY, 1);
     const shards = await Promise.all([0, 1, 2, 3].map((p) => one.shard(instance, p)));
     shards.forEach((shard, p) => expect(view(shard)).toEqual(view(instance.shards[p]!)));
     expect(one.stats).toMatchObject({ rebuilds: 4, peakRebuilds: 1 });
     expect(one.size().shards).toBe(4);
 
-    const small = new CommittedShards(1, 4);
+    const small = new CommittedShards(database(), 1, 4);
     for (const p of [0, 1, 2, 3]) await small.shard(instance, p);
     expect(small.size().shards).toBe(1); // the least recently used went; the last read stays
     await small.shard(instance, 3);
@@ -80,7 +81,7 @@ describe('shards of partitions held elsewhere, kept for reads', () => {
     await crowd(h, 'c', range(1, 40));
     const id = await start(h, await workflow(h, definition), 'c');
     const instance = h.engine.findRuntime(id)!;
-    const kept = new CommittedShards();
+    const kept = new CommittedShards(database());
     await send(h, [{ user: 2, type: 'purchase' }]);
     expect(view(await kept.shard(instance, 0)).steps.bought).toEqual([2]);
 

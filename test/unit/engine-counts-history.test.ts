@@ -3,6 +3,7 @@ import { countsHistory, downsampleCountsHistory, HOUR_MS, MINUTE_MS } from '../.
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -36,8 +37,9 @@ describe('counts history', () => {
     await advance(h, 30_000); // the next minute
     await send(h, [{ user: 4, type: 'purchase' }]);
     await advance(h, MINUTE_MS);
-    const read = (query: Partial<Parameters<typeof countsHistory>[2]>) =>
+    const read = (query: Partial<Parameters<typeof countsHistory>[3]>) =>
       countsHistory(
+        database(),
         h!.tenantId,
         id,
         { resolution: 'minute', from: new Date(t0).toISOString(), to: new Date(h!.clock.now()).toISOString(), ...query },
@@ -57,7 +59,7 @@ describe('counts history', () => {
     // Three days on (the timer loop may have sampled on its way, hourly): minute samples older than 2 days are gone,
     // turned into one sample an hour, the hour's last.
     await advance(h, 3 * 24 * HOUR_MS);
-    await downsampleCountsHistory(h.clock.now());
+    await downsampleCountsHistory(database(), h.clock.now());
     const cutoff = BigInt(h.clock.now() - 2 * 24 * HOUR_MS);
     expect(await db().countsSample.count({ where: { instanceId: id, resolution: MINUTE_MS, at: { lt: cutoff } } })).toBe(0);
     const firstHour = await db().countsSample.findUnique({
@@ -77,6 +79,6 @@ describe('counts history', () => {
       code: 'bad_request',
       message: expect.stringMatching(/^resolution: .* exceed 10080 points/),
     });
-    await expect(countsHistory(h.tenantId, 'in_nope', { resolution: 'hour' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(countsHistory(database(), h.tenantId, 'in_nope', { resolution: 'hour' })).rejects.toMatchObject({ code: 'not_found' });
   });
 });

@@ -5,6 +5,7 @@ import type { WorkflowDefinition } from '../../server/model/workflow';
 import { validateWorkflow } from '../../server/model/validate';
 import { db } from '../../server/storage/db';
 import { crowd, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 // Poison events on a real engine (in this process, so the event loop can be watched): a condition saved before the
 // cost rules existed (a nested comprehension the save-time estimate now refuses) and an RE2 match over a 2 MB string
@@ -57,7 +58,7 @@ describe('dead letters', () => {
     expect(loop.max / 1e6).toBeLessThan(LOOP_BOUND_MS);
     expect(await steps(h, instanceId)).toEqual({ entry: 2, never: 0, matched: 1, other: 1 });
 
-    const { deadLetters } = await listDeadLetters(h.tenantId, { limit: 10 });
+    const { deadLetters } = await listDeadLetters(database(), h.tenantId, { limit: 10 });
     expect(deadLetters.map((d) => [d.event.user, d.step, d.instanceId]).sort()).toEqual([
       [3, 'entry', instanceId],
       [4, 'entry', instanceId],
@@ -77,6 +78,6 @@ describe('dead letters', () => {
     restartLoop.disable();
     expect(restartLoop.max / 1e6).toBeLessThan(LOOP_BOUND_MS);
     expect(await steps(h, instanceId)).toEqual({ entry: 2, never: 0, matched: 1, other: 1 });
-    expect((await listDeadLetters(h.tenantId, { limit: 10 })).deadLetters).toHaveLength(2);
+    expect((await listDeadLetters(database(), h.tenantId, { limit: 10 })).deadLetters).toHaveLength(2);
   });
 });

@@ -6,6 +6,7 @@ import { validateWorkflow } from '../../server/model/validate';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { db } from '../../server/storage/db';
 import { crowd, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -113,7 +114,7 @@ describe('event-triggered entry', () => {
     await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
     let entered = 0;
     for (let partition = 0; partition < h.partitions; partition++) {
-      const { shard } = await loadShard(id, partition, instance.workflow);
+      const { shard } = await loadShard(database(), id, partition, instance.workflow);
       const kept = instance.shards[partition]!;
       for (const step of ['wait', 'bought']) expect(shard.step(step).toArray()).toEqual(kept.step(step).toArray());
       expect(shard.entered).toBe(kept.entered);

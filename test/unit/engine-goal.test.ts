@@ -4,6 +4,7 @@ import { validateWorkflow } from '../../server/model/validate';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { db } from '../../server/storage/db';
 import { crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -62,7 +63,7 @@ describe('workflow goal (conversions)', () => {
     const converted = async () => {
       const out: Record<string, number[]> = {};
       for (let partition = 0; partition < h!.partitions; partition++) {
-        const { shard } = await loadShard(id, partition, instance.workflow);
+        const { shard } = await loadShard(database(), id, partition, instance.workflow);
         for (const [step, users] of shard.converted) out[step] = [...(out[step] ?? []), ...users.toArray()].sort();
       }
       return out;

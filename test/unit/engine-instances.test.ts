@@ -290,9 +290,9 @@ describe('instances', () => {
     expect([where.recentMovesComplete, five.recentMovesComplete]).toEqual([true, true]);
 
     // The search is bounded: stopped after 100 bulk rows, it says so and how far back it read, instead of reading on.
-    const bounded = await recentMovesOf(h.tenantId, 1, 1, { rows: 100, bytes: Number.POSITIVE_INFINITY });
+    const bounded = await recentMovesOf(database(), h.tenantId, 1, 1, { rows: 100, bytes: Number.POSITIVE_INFINITY });
     expect(bounded).toEqual({ moves: [], complete: false, searchedBackTo: Number(later[99].seq) });
-    const byBytes = await recentMovesOf(h.tenantId, 1, 1, { rows: Number.POSITIVE_INFINITY, bytes: 1 });
+    const byBytes = await recentMovesOf(database(), h.tenantId, 1, 1, { rows: Number.POSITIVE_INFINITY, bytes: 1 });
     expect(byBytes).toEqual({ moves: [], complete: false, searchedBackTo: Number(later[24].seq) });
   }, 120_000);
 });

@@ -10,6 +10,7 @@ import { newId } from '../../server/ids';
 import { isDeadLocalOwner, processOwner } from '../../server/process-owner';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -86,7 +87,7 @@ describe('recovery', () => {
     const [kept] = await db().shardCheckpoint.findMany({ where: { instanceId: id, partition: 0 } });
     await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
     for (let partition = 0; partition < h.partitions; partition++) {
-      const { shard, replayed } = await loadShard(id, partition, instance.workflow);
+      const { shard, replayed } = await loadShard(database(), id, partition, instance.workflow);
       expect(replayed).toBeGreaterThan(0);
       expect(shape(shard)).toEqual(shape(instance.shards[partition]!));
     }
@@ -94,7 +95,7 @@ describe('recovery', () => {
     // Both partitions from one journal pass, partition 0 from its checkpoint: the pass starts at the older (none) and
     // must skip partition 0's rows the checkpoint already holds (replayed twice, its edge counts would double).
     await db().shardCheckpoint.create({ data: kept });
-    const together = await loadShards(id, [0, 1], instance.workflow);
+    const together = await loadShards(database(), id, [0, 1], instance.workflow);
     expect(together.get(0)!.replayed).toBe(0);
     expect(together.get(1)!.replayed).toBeGreaterThan(0);
     for (const partition of [0, 1]) expect(shape(together.get(partition)!.shard)).toEqual(shape(instance.shards[partition]!));
@@ -137,7 +138,7 @@ describe('timer ticks', () => {
     for (let partition = 0; partition < h.partitions; partition++) {
       const live = shape(instance.shards[partition]!);
       expect(live.cronNext).toEqual({ hold: Date.UTC(2026, 0, 1, 14, 0, 0) });
-      expect(shape((await loadShard(id, partition, instance.workflow)).shard)).toEqual(live);
+      expect(shape((await loadShard(database(), id, partition, instance.workflow)).shard)).toEqual(live);
     }
   });
 
@@ -190,9 +191,9 @@ describe('leases left by a process that is gone', () => {
     await held(0, `${hostname()}:${deadPid()}`);
     await held(1, `${hostname()}:${process.ppid}`);
 
-    const taken = await acquireLease(tenantId, 0, 'new-owner', now, 15_000);
+    const taken = await acquireLease(database(), tenantId, 0, 'new-owner', now, 15_000);
     expect(taken).toEqual({ lease: { tenantId, partition: 0, owner: 'new-owner', epoch: 4 }, offset: 7 });
-    expect(await acquireLease(tenantId, 1, 'new-owner', now, 15_000)).toBeNull();
+    expect(await acquireLease(database(), tenantId, 1, 'new-owner', now, 15_000)).toBeNull();
     expect(await db().partitionState.findUnique({ where: { tenantId_partition: { tenantId, partition: 1 } } })).toMatchObject({
       owner: `${hostname()}:${process.ppid}`,
       epoch: 3,

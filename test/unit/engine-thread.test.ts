@@ -47,7 +47,7 @@ beforeAll(async () => {
   tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: PARTITIONS } });
   runner = createProcedureRunner(database(), { pollMs: 50 });
-  engine = new EngineClient(runner);
+  engine = new EngineClient(database(), runner);
   setEngineForTests(engine);
   await runner.start();
   await engine.start();

@@ -6,6 +6,7 @@ import type { WorkflowDefinition } from '../../server/model/workflow';
 import { validateWorkflow } from '../../server/model/validate';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -144,7 +145,7 @@ describe('branch step timeout (wait for an event)', () => {
     await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
     for (let partition = 0; partition < h.partitions; partition++) {
       const live = instance.shards[partition]!.delays.get('wait')!;
-      const { shard, replayed } = await loadShard(id, partition, instance.workflow);
+      const { shard, replayed } = await loadShard(database(), id, partition, instance.workflow);
       expect(replayed).toBeGreaterThan(0);
       const waiting = (buckets: Map<number, RoaringBitmap32>) => [...buckets].filter(([, b]) => b.size > 0).map(([end, b]) => [end, b.toArray()]);
       expect(waiting(shard.delays.get('wait')!)).toEqual(waiting(live));

@@ -5,6 +5,7 @@ import { newId } from '../../server/ids';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { db } from '../../server/storage/db';
 import { crowd, range, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
+import { database } from '../../server/storage/database';
 
 let h: Harness;
 afterEach(async () => {
@@ -45,7 +46,7 @@ it('trims applied log rows but the newest of each partition, and the log goes on
     );
   expect(await offsets(h.tenantId)).toEqual(['0:1', '0:2', '0:3', '1:1', '1:2', '1:3']);
 
-  expect(await trimLog(h.tenantId, await appliedOffsets(h.tenantId))).toBe(4);
+  expect(await trimLog(database(), h.tenantId, await appliedOffsets(database(), h.tenantId))).toBe(4);
   expect(await offsets(h.tenantId)).toEqual(['0:3', '1:3']);
 
   await send(h, [
@@ -72,6 +73,7 @@ it('keeps rows a partition has not applied yet, and partitions nobody has taken 
   // Asked up to offset 3 everywhere, it still keeps what is not applied, and partition 1 has no committed offset.
   expect(
     await trimLog(
+      database(),
       tenantId,
       new Map([
         [0, 3],
@@ -96,7 +98,7 @@ it('trims what was applied by the previous run, not what was applied since, and 
       h,
       users.map((user) => ({ user, type: 'buy' })),
     );
-  const trimmer = new LogTrimmer();
+  const trimmer = new LogTrimmer(database());
   expect(await trimmer.run(h.tenantId)).toBe(0); // a first run only marks offset 3
   for (const users of [
     [7, 8],

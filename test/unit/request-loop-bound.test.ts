@@ -36,7 +36,7 @@ let tenantId: string;
 beforeAll(async () => {
   tenantId = await tenantRow(newId('tn'), PARTITIONS);
   runner = createProcedureRunner(database(), { pollMs: 50 });
-  engine = new EngineClient(runner);
+  engine = new EngineClient(database(), runner);
   setEngineForTests(engine);
   await runner.start();
   await engine.start();
@@ -123,7 +123,7 @@ describe(`the request thread is never held up past ${REQUEST_LOOP_BOUND_MS} ms`,
     });
     console.log(`[request loop] events with costly conditions and a nested batch: max delay ${delayMs.toFixed(0)} ms`);
     expect(await engine.getCounts(tenantId, instanceId)).toMatchObject({ steps: { entry: 1, matched: 1, other: 1 } });
-    const { deadLetters } = await listDeadLetters(tenantId, { limit: 10 });
+    const { deadLetters } = await listDeadLetters(database(), tenantId, { limit: 10 });
     expect(deadLetters.map((letter) => [letter.event.user, letter.reason])).toEqual([[2, expect.stringMatching(/runtime budget/)]]);
     expect(delayMs).toBeLessThan(REQUEST_LOOP_BOUND_MS);
   });

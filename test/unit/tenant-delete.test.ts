@@ -112,7 +112,7 @@ describe('deleting a tenant', () => {
     expect(await db().partitionState.count({ where: { tenantId: h.tenantId } })).toBe(0);
     // What a loop that was never told would do once its lease lapsed: take the partition again. The row would
     // belong to no tenant, so the database refuses it.
-    await expect(acquireLease(h.tenantId, 0, h.engine.owner, h.clock.now(), h.engine.leaseMs)).rejects.toThrow();
+    await expect(acquireLease(database(), h.tenantId, 0, h.engine.owner, h.clock.now(), h.engine.leaseMs)).rejects.toThrow();
     expect(await db().partitionState.count({ where: { tenantId: h.tenantId } })).toBe(0);
   });
 });

@@ -1,11 +1,11 @@
 // A batch commit, after BullMQ's model: journal rows + the partition's new offset + checkpoints in ONE transaction,
 // fenced by the partition lease epochs (./leases.ts). It runs on the raw driver (server/storage/raw.ts), the engine's
 // hot path; only a commit that also writes through Prisma (`also`, instance operations) is a Prisma transaction.
-import { db, type Tx } from '../../storage/db';
-import { raw, type RawStatement } from '../../storage/raw';
-import { dialect } from '../../storage/dialect';
+import type { Tx } from '../../storage/db';
+import type { RawStatement } from '../../storage/raw';
 import { deleteConversions } from './conversions';
 import { LeaseLostError, type Lease } from './leases';
+import type { Database } from '../../storage/database';
 
 /** A move to journal: a single user or a bulk bitmap (portable roaring bytes). */
 export interface JournalMove {
@@ -31,8 +31,8 @@ export interface CheckpointWrite {
 
 const JOURNAL_COLUMNS = ['seq', 'tenantId', 'instanceId', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'leaveAction', 'enterAction', 'timeMs'];
 
-function statement(build: (bind: (value: unknown) => string) => string): RawStatement {
-  const { params, bind } = dialect().parameters();
+function statement(database: Database, build: (bind: (value: unknown) => string) => string): RawStatement {
+  const { params, bind } = database.dialect.parameters();
   return { sql: build(bind), params };
 }
 
@@ -43,14 +43,14 @@ function statement(build: (bind: (value: unknown) => string) => string): RawStat
  * found stays share-locked to the commit, so a takeover (an UPDATE of that row) waits for it instead of slipping in
  * between the fence and the commit; SQLite's write transaction already excludes every other writer.
  */
-function fence(lease: Lease, offset?: number): RawStatement {
-  return statement((bind) => {
-    const t = dialect().table('PartitionState');
+function fence(database: Database, lease: Lease, offset?: number): RawStatement {
+  return statement(database, (bind) => {
+    const t = database.dialect.table('PartitionState');
     // Placeholders are bound in text order (SQLite's `?` are positional).
     const head = `INSERT INTO ${t} ("tenantId", "partition") SELECT ${bind(lease.tenantId)}, ${bind(lease.partition)}
       WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`;
     const guard = offset === undefined ? head : `${head} AND "offset" = ${bind(offset)}`;
-    return `${guard}${dialect().lockFoundRows})`;
+    return `${guard}${database.dialect.lockFoundRows})`;
   });
 }
 
@@ -65,33 +65,33 @@ const JOURNAL_LOCK = 7300400001;
  * that reads the max seq) serializes journal writers, so seq order is commit order and a reader after cursor N never
  * misses a later-committing smaller seq.
  */
-function insertJournal(tenantId: string, moves: JournalMove[]): RawStatement[] {
+function insertJournal(database: Database, tenantId: string, moves: JournalMove[]): RawStatement[] {
   const out: RawStatement[] = [];
   // Consecutive single-user moves go as one JSON statement; a bulk move binds its bitmap bytes directly. Statements
   // run in move order, each continuing the seqs, so seq order is move order.
   for (let start = 0; start < moves.length; ) {
     if (moves[start].bitmap) {
-      out.push(insertBulkMove(tenantId, moves[start++]));
+      out.push(insertBulkMove(database, tenantId, moves[start++]));
       continue;
     }
     let end = start;
     while (end < moves.length && !moves[end].bitmap && end - start < JOURNAL_ROWS_PER_STATEMENT) end++;
-    out.push(insertSingleMoves(tenantId, moves.slice(start, end)));
+    out.push(insertSingleMoves(database, tenantId, moves.slice(start, end)));
     start = end;
   }
   return out;
 }
 
 const journalColumns = () => JOURNAL_COLUMNS.map((c) => `"${c}"`).join(', ');
-const nextSeqSql = () => `(SELECT COALESCE(MAX("seq"), 0) FROM ${dialect().table('Journal')})`;
+const nextSeqSql = (database: Database) => `(SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')})`;
 
-function insertSingleMoves(tenantId: string, moves: JournalMove[]): RawStatement {
+function insertSingleMoves(database: Database, tenantId: string, moves: JournalMove[]): RawStatement {
   const rows = moves.map((m) => [m.instanceId, m.partition, m.fromStep, m.toStep, m.user, m.count, m.leaveAction, m.enterAction, m.timeMs]);
-  const t = dialect().table('Journal');
-  return statement((bind) => {
+  const t = database.dialect.table('Journal');
+  return statement(database, (bind) => {
     // Placeholders are bound in text order (SQLite's `?` are positional): the tenant comes before the rows.
     const tenant = bind(tenantId);
-    const j = dialect().jsonArrayRows(bind(JSON.stringify(rows)));
+    const j = database.dialect.jsonArrayRows(bind(JSON.stringify(rows)));
     const fields = [
       j.field(0),
       j.field(1, 'int'),
@@ -104,27 +104,29 @@ function insertSingleMoves(tenantId: string, moves: JournalMove[]): RawStatement
       j.field(7),
       j.field(8, 'bigint'),
     ];
-    return `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql()} + ${j.ordinal}, ${tenant}, ${fields.join(', ')} FROM ${j.from} ORDER BY ${j.ordinal}`;
+    return `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql(database)} + ${j.ordinal}, ${tenant}, ${fields.join(', ')} FROM ${j.from} ORDER BY ${j.ordinal}`;
   });
 }
 
-function insertBulkMove(tenantId: string, m: JournalMove): RawStatement {
+function insertBulkMove(database: Database, tenantId: string, m: JournalMove): RawStatement {
   const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
   return statement(
+    database,
     (bind) =>
-      `INSERT INTO ${dialect().table('Journal')} (${journalColumns()})
-        VALUES (${nextSeqSql()} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
+      `INSERT INTO ${database.dialect.table('Journal')} (${journalColumns()})
+        VALUES (${nextSeqSql(database)} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
   );
 }
 
 /** A checkpoint includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
-function writeCheckpoint(cp: CheckpointWrite): RawStatement {
-  const t = dialect().table('ShardCheckpoint');
+function writeCheckpoint(database: Database, cp: CheckpointWrite): RawStatement {
+  const t = database.dialect.table('ShardCheckpoint');
   const data = Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength);
   return statement(
+    database,
     (bind) =>
       `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data")
-        VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${dialect().table('Journal')}), ${bind(data)})
+        VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')}), ${bind(data)})
        ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data",
          "updatedAt" = CURRENT_TIMESTAMP, "unjournaled" = ${t}."unjournaled" + ${cp.unjournaled ? 1 : 0}`,
   );
@@ -145,14 +147,15 @@ export interface BatchCommit {
 }
 
 /** Commits journal rows, the new offset and checkpoints atomically, fenced by the leases. */
-export async function commitBatch(tenantId: string, commit: BatchCommit): Promise<void> {
+export async function commitBatch(database: Database, tenantId: string, commit: BatchCommit): Promise<void> {
   const statements: RawStatement[] = [];
-  commit.leases.forEach((lease, i) => statements.push(fence(lease, i === 0 ? commit.offsets?.from : undefined)));
+  commit.leases.forEach((lease, i) => statements.push(fence(database, lease, i === 0 ? commit.offsets?.from : undefined)));
   if (commit.offsets) {
     const lease = commit.leases[0];
     statements.push(
       statement(
-        (bind) => `UPDATE ${dialect().table('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)}
+        database,
+        (bind) => `UPDATE ${database.dialect.table('PartitionState')} SET "offset" = ${bind(commit.offsets!.to)}
       WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)}`,
       ),
     );
@@ -160,15 +163,15 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
   // Only what reads the journal's max seq needs the journal lock, and it is held to the commit: taken this late, a
   // commit holds it for its journal and checkpoint statements only, and one without either never waits for it. The
   // fences above keep their lease rows locked meanwhile, so waiting here cannot let a takeover in.
-  const journalLock = dialect().serializeWriters(JOURNAL_LOCK);
+  const journalLock = database.dialect.serializeWriters(JOURNAL_LOCK);
   if (journalLock && (commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0)) statements.push(journalLock);
-  statements.push(...insertJournal(tenantId, commit.moves));
-  for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(cp), deleteConversions(cp.instanceId, cp.partition));
+  statements.push(...insertJournal(database, tenantId, commit.moves));
+  for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(database, cp), deleteConversions(database, cp.instanceId, cp.partition));
   statements.push(...(commit.extra ?? []));
   try {
     if (commit.also) {
       const also = commit.also;
-      await db().$transaction(
+      await database.db.$transaction(
         async (tx) => {
           for (const s of statements) await tx.$executeRawUnsafe(s.sql, ...s.params);
           await also(tx);
@@ -176,7 +179,7 @@ export async function commitBatch(tenantId: string, commit: BatchCommit): Promis
         { timeout: 300_000, maxWait: 300_000 },
       );
     } else {
-      await (await raw()).transaction(statements);
+      await (await database.raw()).transaction(statements);
     }
   } catch (error) {
     if (isFenceViolation(error)) throw new LeaseLostError(commit.leases[0]);

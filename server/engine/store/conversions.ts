@@ -2,8 +2,8 @@
 // checkpoints their shard (the checkpoint then holds them), read back by recovery. A user converts once per instance,
 // so ORing every remaining row onto the checkpoint gives the shard's conversions whatever the rows' order.
 import { RoaringBitmap32 } from '../../crowd/bitmap';
-import { dialect } from '../../storage/dialect';
-import { raw, type RawStatement } from '../../storage/raw';
+import type { RawStatement } from '../../storage/raw';
+import type { Database } from '../../storage/database';
 
 export interface ConversionWrite {
   instanceId: string;
@@ -12,28 +12,28 @@ export interface ConversionWrite {
   bitmap: Uint8Array;
 }
 
-export function insertConversions(rows: ConversionWrite[]): RawStatement[] {
+export function insertConversions(database: Database, rows: ConversionWrite[]): RawStatement[] {
   return rows.map((row) => {
-    const { params, bind } = dialect().parameters();
+    const { params, bind } = database.dialect.parameters();
     const bytes = Buffer.from(row.bitmap.buffer, row.bitmap.byteOffset, row.bitmap.byteLength);
     return {
-      sql: `INSERT INTO ${dialect().table('Conversion')} ("instanceId", "partition", "step", "bitmap") VALUES (${bind(row.instanceId)}, ${bind(row.partition)}, ${bind(row.step)}, ${bind(bytes)})`,
+      sql: `INSERT INTO ${database.dialect.table('Conversion')} ("instanceId", "partition", "step", "bitmap") VALUES (${bind(row.instanceId)}, ${bind(row.partition)}, ${bind(row.step)}, ${bind(bytes)})`,
       params,
     };
   });
 }
 
 /** With a checkpoint of the shard, in the same transaction: the checkpoint holds these conversions now. */
-export function deleteConversions(instanceId: string, partition: number): RawStatement {
-  const { params, bind } = dialect().parameters();
-  return { sql: `DELETE FROM ${dialect().table('Conversion')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`, params };
+export function deleteConversions(database: Database, instanceId: string, partition: number): RawStatement {
+  const { params, bind } = database.dialect.parameters();
+  return { sql: `DELETE FROM ${database.dialect.table('Conversion')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`, params };
 }
 
 /** The conversions committed since the shard's checkpoint, by step. */
-export async function conversionsAfterCheckpoint(instanceId: string, partition: number): Promise<Map<string, RoaringBitmap32>> {
-  const { params, bind } = dialect().parameters();
-  const rows = await (await raw()).query<{ step: string; bitmap: Uint8Array }>(
-    `SELECT "step", "bitmap" FROM ${dialect().table('Conversion')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
+export async function conversionsAfterCheckpoint(database: Database, instanceId: string, partition: number): Promise<Map<string, RoaringBitmap32>> {
+  const { params, bind } = database.dialect.parameters();
+  const rows = await (await database.raw()).query<{ step: string; bitmap: Uint8Array }>(
+    `SELECT "step", "bitmap" FROM ${database.dialect.table('Conversion')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
     params,
   );
   const byStep = new Map<string, RoaringBitmap32>();

@@ -1,9 +1,8 @@
 // Partition leases (PartitionState.owner/epoch/leaseUntilMs): one owner process per partition, with expiry and
 // takeover; every take bumps the fencing epoch that each batch commit checks (./commit.ts).
-import { raw } from '../../storage/raw';
-import { dialect } from '../../storage/dialect';
 import { isDeadLocalOwner } from '../../process-owner';
 import { num } from './row-number';
+import type { Database } from '../../storage/database';
 
 export interface Lease {
   tenantId: string;
@@ -37,6 +36,7 @@ export class LeaseLostError extends Error {
  * the lease and the applied offset, or null when another owner holds it.
  */
 export async function acquireLease(
+  database: Database,
   tenantId: string,
   partition: number,
   owner: string,
@@ -44,14 +44,14 @@ export async function acquireLease(
   leaseMs: number,
   policy?: LeasePolicy,
 ): Promise<{ lease: Lease; offset: number } | null> {
-  const rawDb = await raw();
-  const t = dialect().table('PartitionState');
-  const insert = dialect().parameters();
+  const rawDb = await database.raw();
+  const t = database.dialect.table('PartitionState');
+  const insert = database.dialect.parameters();
   await rawDb.execute(
     `INSERT INTO ${t} ("tenantId", "partition", "offset", "epoch", "leaseUntilMs") VALUES (${insert.bind(tenantId)}, ${insert.bind(partition)}, 0, 0, 0) ON CONFLICT DO NOTHING`,
     insert.params,
   );
-  const read = dialect().parameters();
+  const read = database.dialect.parameters();
   const [state] = await rawDb.query<{ owner: string | null; epoch: unknown; offset: unknown; leaseUntilMs: unknown }>(
     `SELECT "owner", "epoch", "offset", "leaseUntilMs" FROM ${t} WHERE "tenantId" = ${read.bind(tenantId)} AND "partition" = ${read.bind(partition)}`,
     read.params,
@@ -60,7 +60,7 @@ export async function acquireLease(
   if (!free && !(policy && (await policy.isGone(state.owner!)))) return null;
   // Taken only if nobody else took it since the read (same epoch).
   const epoch = num(state.epoch);
-  const update = dialect().parameters();
+  const update = database.dialect.parameters();
   const taken = await rawDb.execute(
     `UPDATE ${t} SET "owner" = ${update.bind(owner)}, "epoch" = ${update.bind(epoch + 1)}, "leaseUntilMs" = ${update.bind(now + leaseMs)}
      WHERE "tenantId" = ${update.bind(tenantId)} AND "partition" = ${update.bind(partition)} AND "epoch" = ${update.bind(epoch)}`,
@@ -71,20 +71,20 @@ export async function acquireLease(
 }
 
 /** Extends a held lease; false when it was lost. */
-export async function renewLease(lease: Lease, now: number, leaseMs: number): Promise<boolean> {
-  const { params, bind } = dialect().parameters();
-  const renewed = await (await raw()).execute(
-    `UPDATE ${dialect().table('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)}
+export async function renewLease(database: Database, lease: Lease, now: number, leaseMs: number): Promise<boolean> {
+  const { params, bind } = database.dialect.parameters();
+  const renewed = await (await database.raw()).execute(
+    `UPDATE ${database.dialect.table('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)}
       WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
     params,
   );
   return renewed === 1;
 }
 
-export async function releaseLease(lease: Lease): Promise<void> {
-  const { params, bind } = dialect().parameters();
-  await (await raw()).execute(
-    `UPDATE ${dialect().table('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0
+export async function releaseLease(database: Database, lease: Lease): Promise<void> {
+  const { params, bind } = database.dialect.parameters();
+  await (await database.raw()).execute(
+    `UPDATE ${database.dialect.table('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0
       WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
     params,
   );

@@ -1,11 +1,10 @@
 // The partitioned input log (EventLog) as the engine reads it: rows after an offset (from memory when this process
 // wrote them), each partition's end and applied offset, and the hourly trim of applied rows.
-import { raw } from '../../storage/raw';
-import { dialect } from '../../storage/dialect';
 import { decodeEvents } from '../log-codec';
 import { takeRecent } from '../recent-log';
 import type { LoggedEvent } from '../types';
 import { num } from './row-number';
+import type { Database } from '../../storage/database';
 
 export interface LogRow {
   offset: number;
@@ -13,21 +12,21 @@ export interface LogRow {
 }
 
 /** Up to `limit` log rows of one partition after `offset`, in offset order (from memory when this process wrote them). */
-export async function readLog(tenantId: string, partition: number, offset: number, limit: number): Promise<LogRow[]> {
+export async function readLog(database: Database, tenantId: string, partition: number, offset: number, limit: number): Promise<LogRow[]> {
   const recent = takeRecent(tenantId, partition, offset, limit);
   if (recent.length > 0) return recent;
-  const { params, bind } = dialect().parameters();
-  const sql = `SELECT "offset", "events" FROM ${dialect().table('EventLog')}
+  const { params, bind } = database.dialect.parameters();
+  const sql = `SELECT "offset", "events" FROM ${database.dialect.table('EventLog')}
     WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
-  const rows = await (await raw()).query<{ offset: unknown; events: Uint8Array }>(sql, params);
+  const rows = await (await database.raw()).query<{ offset: unknown; events: Uint8Array }>(sql, params);
   return rows.map((row) => ({ offset: num(row.offset), events: decodeEvents(row.events) }));
 }
 
 /** The last offset ingest wrote for each partition of the tenant. */
-export async function logEnds(tenantId: string): Promise<Map<number, number>> {
-  const { params, bind } = dialect().parameters();
-  const rows = await (await raw()).query<{ partition: unknown; last: unknown }>(
-    `SELECT "partition", MAX("offset") AS "last" FROM ${dialect().table('EventLog')} WHERE "tenantId" = ${bind(tenantId)} GROUP BY "partition"`,
+export async function logEnds(database: Database, tenantId: string): Promise<Map<number, number>> {
+  const { params, bind } = database.dialect.parameters();
+  const rows = await (await database.raw()).query<{ partition: unknown; last: unknown }>(
+    `SELECT "partition", MAX("offset") AS "last" FROM ${database.dialect.table('EventLog')} WHERE "tenantId" = ${bind(tenantId)} GROUP BY "partition"`,
     params,
   );
   return new Map(rows.map((row) => [num(row.partition), num(row.last)]));
@@ -37,10 +36,10 @@ export async function logEnds(tenantId: string): Promise<Map<number, number>> {
 const TRIM_ROWS_PER_STATEMENT = 500;
 
 /** Each partition's committed offset (what it has applied of the log). */
-export async function appliedOffsets(tenantId: string): Promise<Map<number, number>> {
-  const { params, bind } = dialect().parameters();
-  const rows = await (await raw()).query<{ partition: unknown; offset: unknown }>(
-    `SELECT "partition", "offset" FROM ${dialect().table('PartitionState')} WHERE "tenantId" = ${bind(tenantId)}`,
+export async function appliedOffsets(database: Database, tenantId: string): Promise<Map<number, number>> {
+  const { params, bind } = database.dialect.parameters();
+  const rows = await (await database.raw()).query<{ partition: unknown; offset: unknown }>(
+    `SELECT "partition", "offset" FROM ${database.dialect.table('PartitionState')} WHERE "tenantId" = ${bind(tenantId)}`,
     params,
   );
   return new Map(rows.map((row) => [num(row.partition), num(row.offset)]));
@@ -51,12 +50,12 @@ export async function appliedOffsets(tenantId: string): Promise<Map<number, numb
  * its committed offset, so it never reads them again. The newest row of each partition stays, because ingest numbers
  * the next row from it. Returns the number of rows deleted.
  */
-export async function trimLog(tenantId: string, upTo: Map<number, number>): Promise<number> {
-  const rawDb = await raw();
-  const read = dialect().parameters();
+export async function trimLog(database: Database, tenantId: string, upTo: Map<number, number>): Promise<number> {
+  const rawDb = await database.raw();
+  const read = database.dialect.parameters();
   const partitions = await rawDb.query<{ partition: unknown; first: unknown; last: unknown; applied: unknown }>(
     `SELECT e."partition", MIN(e."offset") AS "first", MAX(e."offset") AS "last", p."offset" AS "applied"
-     FROM ${dialect().table('EventLog')} e JOIN ${dialect().table('PartitionState')} p ON p."tenantId" = e."tenantId" AND p."partition" = e."partition"
+     FROM ${database.dialect.table('EventLog')} e JOIN ${database.dialect.table('PartitionState')} p ON p."tenantId" = e."tenantId" AND p."partition" = e."partition"
      WHERE e."tenantId" = ${read.bind(tenantId)} GROUP BY e."partition", p."offset"`,
     read.params,
   );
@@ -65,9 +64,9 @@ export async function trimLog(tenantId: string, upTo: Map<number, number>): Prom
     const partition = num(row.partition);
     const end = Math.min((upTo.get(partition) ?? 0) + 1, num(row.applied) + 1, num(row.last)); // exclusive
     for (let from = num(row.first); from < end; from += TRIM_ROWS_PER_STATEMENT) {
-      const { params, bind } = dialect().parameters();
+      const { params, bind } = database.dialect.parameters();
       deleted += await rawDb.execute(
-        `DELETE FROM ${dialect().table('EventLog')}
+        `DELETE FROM ${database.dialect.table('EventLog')}
           WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" >= ${bind(from)} AND "offset" < ${bind(Math.min(from + TRIM_ROWS_PER_STATEMENT, end))}`,
         params,
       );
@@ -84,10 +83,12 @@ export async function trimLog(tenantId: string, upTo: Map<number, number>): Prom
 export class LogTrimmer {
   private readonly marks = new Map<string, Map<number, number>>();
 
+  constructor(private readonly database: Database) {}
+
   async run(tenantId: string): Promise<number> {
-    const applied = await appliedOffsets(tenantId);
+    const applied = await appliedOffsets(this.database, tenantId);
     const previous = this.marks.get(tenantId);
     this.marks.set(tenantId, applied);
-    return previous ? trimLog(tenantId, previous) : 0;
+    return previous ? trimLog(this.database, tenantId, previous) : 0;
   }
 }

@@ -1,7 +1,6 @@
 // What recovery reads back: shard checkpoints and the journal rows committed after them, in seq order.
-import { raw } from '../../storage/raw';
-import { dialect } from '../../storage/dialect';
 import { num } from './row-number';
+import type { Database } from '../../storage/database';
 
 export interface Checkpoint {
   journalSeq: number;
@@ -10,15 +9,15 @@ export interface Checkpoint {
   unjournaled: number;
 }
 
-export async function loadCheckpoint(instanceId: string, partition: number): Promise<Checkpoint | null> {
-  return (await loadCheckpoints(instanceId, [partition])).get(partition) ?? null;
+export async function loadCheckpoint(database: Database, instanceId: string, partition: number): Promise<Checkpoint | null> {
+  return (await loadCheckpoints(database, instanceId, [partition])).get(partition) ?? null;
 }
 
 /** The checkpoints of the given partitions of one instance (absent partitions have none), in one statement. */
-export async function loadCheckpoints(instanceId: string, partitions: number[]): Promise<Map<number, Checkpoint>> {
-  const { params, bind } = dialect().parameters();
-  const rows = await (await raw()).query<{ partition: unknown; journalSeq: unknown; data: Uint8Array; unjournaled: unknown }>(
-    `SELECT "partition", "journalSeq", "data", "unjournaled" FROM ${dialect().table('ShardCheckpoint')}
+export async function loadCheckpoints(database: Database, instanceId: string, partitions: number[]): Promise<Map<number, Checkpoint>> {
+  const { params, bind } = database.dialect.parameters();
+  const rows = await (await database.raw()).query<{ partition: unknown; journalSeq: unknown; data: Uint8Array; unjournaled: unknown }>(
+    `SELECT "partition", "journalSeq", "data", "unjournaled" FROM ${database.dialect.table('ShardCheckpoint')}
      WHERE "instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`,
     params,
   );
@@ -26,10 +25,10 @@ export async function loadCheckpoints(instanceId: string, partitions: number[]):
 }
 
 /** The `unjournaled` count of the shard's checkpoint, without its data (null: it has none). */
-export async function unjournaledCheckpoints(instanceId: string, partition: number): Promise<number | null> {
-  const { params, bind } = dialect().parameters();
-  const rows = await (await raw()).query<{ unjournaled: unknown }>(
-    `SELECT "unjournaled" FROM ${dialect().table('ShardCheckpoint')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
+export async function unjournaledCheckpoints(database: Database, instanceId: string, partition: number): Promise<number | null> {
+  const { params, bind } = database.dialect.parameters();
+  const rows = await (await database.raw()).query<{ unjournaled: unknown }>(
+    `SELECT "unjournaled" FROM ${database.dialect.table('ShardCheckpoint')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
     params,
   );
   return rows.length > 0 ? num(rows[0].unjournaled) : null;
@@ -60,23 +59,28 @@ export const TIME_MS = 7;
 
 const PAGE_SIZE = 50_000;
 
-function replayColumns(): string {
-  const number = dialect().numberColumn;
+function replayColumns(database: Database): string {
+  const number = database.dialect.numberColumn;
   return `${number('seq')}, "partition", "fromStep", "toStep", ${number('user')}, "bitmap", ${number('count')}, ${number('timeMs')}`;
 }
 
 /** Hands the journal rows of one shard after `seq` to `visit`, in seq order. */
-export function journalAfter(instanceId: string, partition: number, seq: number, visit: (row: ReplayRow) => void): Promise<void> {
-  return pages(seq, visit, (after, bind) => `WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}`);
+export function journalAfter(database: Database, instanceId: string, partition: number, seq: number, visit: (row: ReplayRow) => void): Promise<void> {
+  return pages(
+    database,
+    seq,
+    visit,
+    (after, bind) => `WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}`,
+  );
 }
 
 /**
  * Hands the journal rows of every partition of one instance after `seq` to `visit`, in seq order: one pass in the
  * journal's own (seq) order instead of one read per partition through the (instanceId, partition, seq) index.
  */
-export function instanceJournalAfter(instanceId: string, seq: number, visit: (row: ReplayRow) => void): Promise<void> {
-  const { withoutIndex } = dialect();
-  return pages(seq, visit, (after, bind) => `WHERE "seq" > ${bind(after)} AND ${withoutIndex('"instanceId"')} = ${bind(instanceId)}`);
+export function instanceJournalAfter(database: Database, instanceId: string, seq: number, visit: (row: ReplayRow) => void): Promise<void> {
+  const { withoutIndex } = database.dialect;
+  return pages(database, seq, visit, (after, bind) => `WHERE "seq" > ${bind(after)} AND ${withoutIndex('"instanceId"')} = ${bind(instanceId)}`);
 }
 
 /**
@@ -84,10 +88,10 @@ export function instanceJournalAfter(instanceId: string, seq: number, visit: (ro
  * than a read per partition through the index. An instance idle since an old checkpoint would otherwise read every
  * other instance's rows since then (both counts come from indexes).
  */
-export async function instanceRowsDominate(instanceId: string, seq: number): Promise<boolean> {
-  const { params, bind } = dialect().parameters();
-  const journal = dialect().table('Journal');
-  const [row] = await (await raw()).query<{ own: unknown; last: unknown }>(
+export async function instanceRowsDominate(database: Database, instanceId: string, seq: number): Promise<boolean> {
+  const { params, bind } = database.dialect.parameters();
+  const journal = database.dialect.table('Journal');
+  const [row] = await (await database.raw()).query<{ own: unknown; last: unknown }>(
     `SELECT (SELECT COUNT(*) FROM ${journal} WHERE "instanceId" = ${bind(instanceId)} AND "seq" > ${bind(seq)}) AS "own", (SELECT MAX("seq") FROM ${journal}) AS "last"`,
     params,
   );
@@ -96,15 +100,20 @@ export async function instanceRowsDominate(instanceId: string, seq: number): Pro
 }
 
 /** Pages of PAGE_SIZE rows, so a long replay yields to the event loop between them. */
-async function pages(seq: number, visit: (row: ReplayRow) => void, where: (after: number, bind: (value: unknown) => string) => string): Promise<void> {
-  const rawDb = await raw();
-  const journal = dialect().table('Journal');
+async function pages(
+  database: Database,
+  seq: number,
+  visit: (row: ReplayRow) => void,
+  where: (after: number, bind: (value: unknown) => string) => string,
+): Promise<void> {
+  const rawDb = await database.raw();
+  const journal = database.dialect.table('Journal');
   for (let after = seq; ; ) {
-    const { params, bind } = dialect().parameters();
+    const { params, bind } = database.dialect.parameters();
     const read = await rawDb.each(
       // Ordered by the table's column, not the selected alias of the same name (PostgreSQL selects "seq"::float8 AS
       // "seq", and ordering by that expression can use no index: it sorted every remaining row for each page).
-      `SELECT ${replayColumns()} FROM ${journal} ${where(after, bind)} ORDER BY ${journal}."seq" LIMIT ${bind(PAGE_SIZE)}`,
+      `SELECT ${replayColumns(database)} FROM ${journal} ${where(after, bind)} ORDER BY ${journal}."seq" LIMIT ${bind(PAGE_SIZE)}`,
       params,
       (row) => {
         after = row[SEQ] as number;

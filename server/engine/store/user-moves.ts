@@ -2,10 +2,9 @@
 // the bulk rows holding it in their bitmap (entering at start, delays, branch timeouts, ttl, timers, version
 // mappings). Bulk rows carry no user column, so they are searched newest first within the user's partition only.
 import { portableContains } from '../../crowd/portable-contains';
-import { dialect } from '../../storage/dialect';
-import { raw } from '../../storage/raw';
 import type { UserMove } from '../types';
 import { num } from './row-number';
+import type { Database } from '../../storage/database';
 
 export const RECENT_MOVES = 50;
 /** Bulk rows read per query: bounds the bitmap bytes one read holds, and how long one slice of the search takes. */
@@ -36,11 +35,11 @@ const toMove = (row: MoveRow): UserMove => ({
  * other work of the thread run between pages, until nothing older can make the list or the search reaches `limit`;
  * each bitmap is asked about the user in place (portableContains), not deserialized.
  */
-export async function recentMovesOf(tenantId: string, user: number, partition: number, limit = BULK_SEARCH_LIMIT): Promise<RecentMoves> {
-  const rawDb = await raw();
-  const table = dialect().table('Journal');
-  const columns = `${dialect().numberColumn('seq')}, "instanceId", "fromStep", "toStep", ${dialect().numberColumn('timeMs')}`;
-  const own = dialect().parameters();
+export async function recentMovesOf(database: Database, tenantId: string, user: number, partition: number, limit = BULK_SEARCH_LIMIT): Promise<RecentMoves> {
+  const rawDb = await database.raw();
+  const table = database.dialect.table('Journal');
+  const columns = `${database.dialect.numberColumn('seq')}, "instanceId", "fromStep", "toStep", ${database.dialect.numberColumn('timeMs')}`;
+  const own = database.dialect.parameters();
   const ownRows = await rawDb.query<MoveRow>(
     `SELECT ${columns} FROM ${table} WHERE "tenantId" = ${own.bind(tenantId)} AND "user" = ${own.bind(user)} ORDER BY ${table}."seq" DESC LIMIT ${own.bind(RECENT_MOVES)}`,
     own.params,
@@ -52,7 +51,7 @@ export async function recentMovesOf(tenantId: string, user: number, partition: n
   const read = { rows: 0, bytes: 0 };
   let complete = true;
   for (;;) {
-    const page = dialect().parameters();
+    const page = database.dialect.parameters();
     const rows = await rawDb.query<MoveRow & { bitmap: Uint8Array }>(
       `SELECT ${columns}, "bitmap" FROM ${table}
        WHERE "tenantId" = ${page.bind(tenantId)} AND "partition" = ${page.bind(partition)} AND "user" IS NULL AND "seq" < ${page.bind(before)} AND "seq" > ${page.bind(floor)}
