@@ -9,12 +9,12 @@ import { PROFILES_WRITTEN } from '../profiles/index-store';
 import type { ProfileChange } from '../profiles/index-tenant';
 import { runtime } from '../runtime';
 import { sharedDatabaseTarget } from '../storage/db';
-import { raw } from '../storage/raw';
 import { clusterEnabled } from '.';
 import { ClusterCountsBoard } from './counts';
 import { MemberLock } from './member-lock';
 import { clusterChannel } from './membership';
 import { profilesWrittenElsewhere, profileWriteNotice } from './profile-writes';
+import type { Database } from '../storage/database';
 
 export type { ClusterCountsBoard };
 
@@ -24,7 +24,10 @@ const MAX_NOTICE_BYTES = 7_000;
 type NoticeSignal = { kind: 'notice'; from: string; name: string; args: unknown[] };
 
 /** Listens on the cluster channel and relays this process's notices to it; undefined when not in a cluster. */
-export async function startClusterChannel(onCounts: (instanceId: string, tenantId: string) => void): Promise<ClusterCountsBoard | undefined> {
+export async function startClusterChannel(
+  database: Database,
+  onCounts: (instanceId: string, tenantId: string) => void,
+): Promise<ClusterCountsBoard | undefined> {
   const target = sharedDatabaseTarget();
   if (!clusterEnabled() || !target) return undefined;
   const me = processOwner();
@@ -33,6 +36,7 @@ export async function startClusterChannel(onCounts: (instanceId: string, tenantI
   const lock = new MemberLock(target, me);
   await lock.hold();
   const board = new ClusterCountsBoard(
+    database,
     target,
     onCounts,
     (payload) => {
@@ -45,7 +49,8 @@ export async function startClusterChannel(onCounts: (instanceId: string, tenantI
     const args = name === PROFILES_WRITTEN ? profileWriteNotice(String(given[0]), Number(given[1]), given[2] as ProfileChange[] | undefined) : given;
     let payload = JSON.stringify({ kind: 'notice', from: me, name, args } satisfies NoticeSignal);
     if (payload.length > MAX_NOTICE_BYTES) payload = JSON.stringify({ kind: 'notice', from: me, name, args: args.slice(0, 1) } satisfies NoticeSignal);
-    void raw()
+    void database
+      .raw()
       .then((connection) => connection.query('SELECT pg_notify($1, $2)', [channel, payload]))
       .catch((error: Error) => console.warn(`[crowdflow] could not tell the cluster about ${name}:`, error.message));
   };

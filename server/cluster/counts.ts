@@ -7,10 +7,9 @@ import pg from 'pg';
 import { AppError } from '../errors';
 import type { InstanceRuntime } from '../engine/tenant';
 import type { Counts } from '../engine/types';
-import { raw } from '../storage/raw';
-import { dialect } from '../storage/dialect';
 import type { PostgresTarget } from '../storage/database-url';
 import { clusterChannel } from './membership';
+import type { Database } from '../storage/database';
 
 /** A publisher waits this long after a change, so a busy instance costs one write per interval. */
 const PUBLISH_EVERY_MS = 100;
@@ -53,7 +52,10 @@ export class ShardCountsPublisher {
   private readonly due = new Map<string, { timer: ReturnType<typeof setTimeout>; held: HeldFigures }>();
   private lastVersion = 0;
 
-  constructor(private readonly channel: string) {}
+  constructor(
+    private readonly database: Database,
+    private readonly channel: string,
+  ) {}
 
   /**
    * `held` is asked when the publication is due (the latest call's wins): the partitions of the instance this engine
@@ -79,20 +81,20 @@ export class ShardCountsPublisher {
 
   /** `held` null: the instance is no longer running here (stopped): its figures are dropped everywhere. */
   private async publish(tenantId: string, instanceId: string, held: { partition: number; epoch: number; counts: Counts }[] | null): Promise<void> {
-    const t = dialect().table('ShardCounts');
+    const t = this.database.dialect.table('ShardCounts');
     const statements = [];
     let signal: CountsSignal;
     if (held === null) {
-      const { params, bind } = dialect().parameters();
+      const { params, bind } = this.database.dialect.parameters();
       statements.push({ sql: `DELETE FROM ${t} WHERE "tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)}`, params });
       signal = { kind: 'counts', tenantId, instanceId, stopped: true };
     } else {
       if (held.length === 0) return;
       const parts = held.map((h) => [h.partition, h.epoch, this.nextVersion(), h.counts] as [number, number, number, Counts]);
-      const { params, bind } = dialect().parameters();
+      const { params, bind } = this.database.dialect.parameters();
       const tenant = bind(tenantId);
       const instance = bind(instanceId);
-      const j = dialect().jsonArrayRows(bind(JSON.stringify(parts.map(([p, e, v, c]) => [p, e, v, JSON.stringify(c)]))));
+      const j = this.database.dialect.jsonArrayRows(bind(JSON.stringify(parts.map(([p, e, v, c]) => [p, e, v, JSON.stringify(c)]))));
       statements.push({
         sql: `INSERT INTO ${t} ("tenantId", "instanceId", "partition", "epoch", "version", "counts")
           SELECT ${tenant}, ${instance}, ${j.field(0, 'int')}, ${j.field(1, 'int')}, ${j.field(2, 'bigint')}, ${j.field(3)} FROM ${j.from}
@@ -105,7 +107,7 @@ export class ShardCountsPublisher {
     let payload = JSON.stringify(signal);
     if (payload.length > MAX_NOTIFY_BYTES) payload = JSON.stringify({ kind: 'counts', tenantId, instanceId } satisfies CountsSignal);
     statements.push({ sql: 'SELECT pg_notify($1, $2)', params: [this.channel, payload] });
-    await (await raw()).transaction(statements);
+    await (await this.database.raw()).transaction(statements);
   }
 
   close(): void {
@@ -131,6 +133,7 @@ export class ClusterCountsBoard {
   private readonly channel: string;
 
   constructor(
+    private readonly database: Database,
     private readonly target: PostgresTarget,
     private readonly onChange: (instanceId: string, tenantId: string) => void,
     private readonly onOtherSignal: (payload: Record<string, unknown>) => void,
@@ -193,7 +196,7 @@ export class ClusterCountsBoard {
     let loading = this.loading.get(instanceId);
     if (!loading) {
       loading = (async () => {
-        const connection = await raw();
+        const connection = await this.database.raw();
         const [tenant] = await connection.query<{ partitions: number }>(`SELECT "partitions" FROM ${this.schema}."Tenant" WHERE "id" = $1`, [tenantId]);
         const rows = await connection.query<{ partition: number; epoch: number; version: unknown; counts: string }>(
           `SELECT "partition", "epoch", "version", "counts" FROM ${this.schema}."ShardCounts" WHERE "tenantId" = $1 AND "instanceId" = $2`,
@@ -259,10 +262,10 @@ function addCounts(out: Counts, part: Counts): void {
  * The instance's counts over every partition as committed: the shards of `held` partitions from memory, the others
  * from the figures their owners published (ShardCounts); null while a partition has no figure (between owners).
  */
-export async function committedCounts(instance: InstanceRuntime, held: readonly number[]): Promise<Counts | null> {
-  const { params, bind } = dialect().parameters();
-  const rows = await (await raw()).query<{ partition: number; counts: string }>(
-    `SELECT "partition", "counts" FROM ${dialect().table('ShardCounts')} WHERE "tenantId" = ${bind(instance.record.tenantId)} AND "instanceId" = ${bind(instance.id)}`,
+export async function committedCounts(database: Database, instance: InstanceRuntime, held: readonly number[]): Promise<Counts | null> {
+  const { params, bind } = database.dialect.parameters();
+  const rows = await (await database.raw()).query<{ partition: number; counts: string }>(
+    `SELECT "partition", "counts" FROM ${database.dialect.table('ShardCounts')} WHERE "tenantId" = ${bind(instance.record.tenantId)} AND "instanceId" = ${bind(instance.id)}`,
     params,
   );
   const published = new Map(rows.map((row) => [Number(row.partition), row.counts]));

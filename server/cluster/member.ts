@@ -63,8 +63,8 @@ export class ClusterMember implements LeasePolicy {
   private readonly schema: string;
 
   constructor(
-    /** The storage of the engine it is the membership of: shards of the partitions others hold are rebuilt from it. */
-    database: Database,
+    /** The storage of the engine it is the membership of: counts are published and shards rebuilt there. */
+    private readonly database: Database,
     target: PostgresTarget,
     readonly name: string,
     /** The safety-net reassignment interval (tests counting assignments turn it off). */
@@ -72,7 +72,7 @@ export class ClusterMember implements LeasePolicy {
   ) {
     this.schema = `"${target.schema.replace(/"/g, '""')}"`;
     this.membership = new Membership(target, name, (signal) => this.heard(signal));
-    this.counts = new ShardCountsPublisher(clusterChannel(target));
+    this.counts = new ShardCountsPublisher(database, clusterChannel(target));
     this.committed = new CommittedShards(database);
     this.gathers = new Gathers(this.membership, this.schema, () => this.rebalanceSoon());
   }
@@ -169,6 +169,7 @@ export class ClusterMember implements LeasePolicy {
         id: instance.id,
         counts: () =>
           committedCounts(
+            this.database,
             instance,
             workers.flatMap((w) => (w.lease ? [w.partition] : [])),
           ),

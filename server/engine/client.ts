@@ -60,7 +60,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     // cost this thread a structured clone (≈ 4 ms per 1,000 events measured).
     runtime().recentLogEnabled = false;
     // The membership first (this thread holds it): the engine's first assignment then counts this member.
-    this.cluster = await startClusterChannel((instanceId, tenantId) => this.schedulePush(instanceId, tenantId));
+    this.cluster = await startClusterChannel(this.database, (instanceId, tenantId) => this.schedulePush(instanceId, tenantId));
     await this.spawn();
     setRunningLookup(liveRunningLookup((id) => this.board.get(id)?.counts.total));
     runtime().noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
