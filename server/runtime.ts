@@ -7,7 +7,7 @@
 // globalThis is what the copies share; one key for the whole runtime replaces the per-module slots each module used
 // to keep. The edges (boot, route handlers) reach a part through its accessor (database(), getEngine(),
 // getProcedureRunner()…), which reads this runtime, and hand it on: modules take storage as a Database argument
-// (server/storage/database.ts; some still call the older db()/raw() accessors), and parts that need another part
+// (server/storage/database.ts), and parts that need another part
 // get it as an argument (the runner its Database, the engine its runner, the instance procedures their engine).
 //
 // This file imports types only, so any module can import it without an import cycle at evaluation time; each part is

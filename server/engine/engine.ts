@@ -229,12 +229,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 
   async ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
-    return this.ingestPrepared(await prepareIngestBody(principal, body, now, key), now);
+    return this.ingestPrepared(await prepareIngestBody(this.database, principal, body, now, key), now);
   }
 
   /** Appends a request the request thread decoded and encoded (server/engine/ingest.ts), and wakes its partitions. */
   async ingestPrepared(prepared: PreparedIngest, now: number): Promise<IngestOutcome> {
-    const outcome = await appendPrepared(prepared, now);
+    const outcome = await appendPrepared(this.database, prepared, now);
     if (outcome.replayed) return outcome;
     this.wakeTenant(outcome.tenantId);
     this.cluster?.eventsAppended(outcome.tenantId);

@@ -9,9 +9,9 @@
 // used for another body, is answered on its own before the write; a write that fails for another reason is retried
 // batch by batch, so one bad batch never fails its neighbours (each failure answers only its own request).
 import { AppError } from '../errors';
-import { raw, type RawStatement } from '../storage/raw';
-import { dialect } from '../storage/dialect';
+import type { RawStatement } from '../storage/raw';
 import { DEDUPE_WINDOW_MS, recordInsert, tenantDedupe, type NewRecord, type RecordedAnswer, type TenantDedupe } from './ingest-dedupe';
+import type { Database } from '../storage/database';
 import { encodeRequest, type EncodedRequest, type EncodedRow, type IngestRequest } from './ingest-encode';
 import { decodeEvents, encodeEvents } from './log-codec';
 import { rememberAppended } from './recent-log';
@@ -26,7 +26,8 @@ type Waiting = {
   resolve: (result: IngestResult) => void;
   reject: (error: unknown) => void;
 };
-type TenantQueue = { waiting: Waiting[]; writing: boolean };
+/** A tenant's batches waiting for the writer, written through the Database of the append that opened the queue. */
+type TenantQueue = { database: Database; waiting: Waiting[]; writing: boolean };
 const tenantQueues = new Map<string, TenantQueue>();
 
 /** Bounds one group commit (one transaction). */
@@ -35,14 +36,14 @@ const MAX_EVENTS_PER_STATEMENT = 50_000;
 const MAX_APPEND_ATTEMPTS = 20;
 
 /** `appendEncoded` of a request encoded here (in-process callers: tests, benchmarks, the engine's own appends). */
-export function appendRequest(tenantId: string, partitions: number, request: IngestRequest, now: number): Promise<IngestResult> {
+export function appendRequest(database: Database, tenantId: string, partitions: number, request: IngestRequest, now: number): Promise<IngestResult> {
   let encoded: EncodedRequest;
   try {
     encoded = encodeRequest(request, partitions);
   } catch (error) {
     return Promise.reject(error);
   }
-  return appendEncoded(tenantId, encoded, now);
+  return appendEncoded(database, tenantId, encoded, now);
 }
 
 /**
@@ -50,10 +51,10 @@ export function appendRequest(tenantId: string, partitions: number, request: Ing
  * offset + 1. Resolves once it is durable (or recognised as a retry of a durable one); an acknowledged batch is never
  * lost, a failed one left no row. `now` stamps its dedupe record.
  */
-export function appendEncoded(tenantId: string, request: EncodedRequest, now: number): Promise<IngestResult> {
+export function appendEncoded(database: Database, tenantId: string, request: EncodedRequest, now: number): Promise<IngestResult> {
   return new Promise((resolve, reject) => {
     let queue = tenantQueues.get(tenantId);
-    if (!queue) tenantQueues.set(tenantId, (queue = { waiting: [], writing: false }));
+    if (!queue) tenantQueues.set(tenantId, (queue = { database, waiting: [], writing: false }));
     queue.waiting.push({ request, now, settled: false, resolve, reject });
     if (!queue.writing) void drain(tenantId, queue);
   });
@@ -61,7 +62,7 @@ export function appendEncoded(tenantId: string, request: EncodedRequest, now: nu
 
 async function drain(tenantId: string, queue: TenantQueue): Promise<void> {
   queue.writing = true;
-  while (queue.waiting.length > 0) await commitGroup(tenantId, takeGroup(queue.waiting));
+  while (queue.waiting.length > 0) await commitGroup(queue.database, tenantId, takeGroup(queue.waiting));
   queue.writing = false;
   tenantQueues.delete(tenantId);
 }
@@ -80,13 +81,13 @@ function takeGroup(waiting: Waiting[]): Waiting[] {
   return waiting.splice(0, count);
 }
 
-async function commitGroup(tenantId: string, group: Waiting[]): Promise<void> {
+async function commitGroup(database: Database, tenantId: string, group: Waiting[]): Promise<void> {
   try {
-    await writeGroup(tenantId, group);
+    await writeGroup(database, tenantId, group);
   } catch (error) {
     if (group.length === 1) return settleFailed(group[0], error);
     // Which batch broke the transaction is unknown: each goes again on its own, so only that one fails.
-    for (const batch of group) await writeGroup(tenantId, [batch]).catch((alone: unknown) => settleFailed(batch, alone));
+    for (const batch of group) await writeGroup(database, tenantId, [batch]).catch((alone: unknown) => settleFailed(batch, alone));
   }
 }
 
@@ -108,9 +109,9 @@ function storageFailure(error: unknown): AppError {
 }
 
 /** One transaction for the unsettled batches of `group`, retried from the dedupe decision when another writer won a race. */
-async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
+async function writeGroup(database: Database, tenantId: string, group: Waiting[]): Promise<void> {
   const deduplicating = group.some((b) => b.request.key !== undefined || b.request.ids !== undefined);
-  const dedupe = deduplicating ? tenantDedupe(tenantId) : undefined;
+  const dedupe = deduplicating ? tenantDedupe(database, tenantId) : undefined;
   for (let attempt = 1; ; attempt++) {
     const pending = group.filter((b) => !b.settled);
     if (pending.length === 0) return;
@@ -122,7 +123,7 @@ async function writeGroup(tenantId: string, group: Waiting[]): Promise<void> {
     const plan = planGroup(pending, dedupe);
     let offsets: number[];
     try {
-      offsets = await (dialect().roundTripPerStatement ? insertAsOneStatement : insertRowByRow)(tenantId, plan.rows, plan.records);
+      offsets = await (database.dialect.roundTripPerStatement ? insertAsOneStatement : insertRowByRow)(database, tenantId, plan.rows, plan.records);
     } catch (error) {
       dedupe?.release(plan.records);
       if (!isUniqueClash(error) || attempt >= MAX_APPEND_ATTEMPTS) throw error;
@@ -246,20 +247,20 @@ function isUniqueClash(error: unknown): boolean {
  * SQLite: one INSERT per row in one transaction (no round trips; each statement sees the rows before it). Each row
  * takes its partition's committed max offset + 1 (earlier rows of the same transaction included).
  */
-async function insertRowByRow(tenantId: string, rows: LogRowToWrite[], records: NewRecord[]): Promise<number[]> {
-  const eventLog = dialect().table('EventLog');
+async function insertRowByRow(database: Database, tenantId: string, rows: LogRowToWrite[], records: NewRecord[]): Promise<number[]> {
+  const eventLog = database.dialect.table('EventLog');
   const statements: RawStatement[] = rows.map(({ partition, count, bytes }) => {
-    const { params, bind } = dialect().parameters();
+    const { params, bind } = database.dialect.parameters();
     const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
     const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(bytes)}, ${bind(count)}) RETURNING "offset"`;
     return { sql, params, returning: true };
   });
   if (records.length > 0) {
-    const recordParameters = dialect().parameters();
-    statements.push({ sql: recordInsert(tenantId, records, recordParameters.bind), params: recordParameters.params, returning: false });
+    const recordParameters = database.dialect.parameters();
+    statements.push({ sql: recordInsert(database.dialect, tenantId, records, recordParameters.bind), params: recordParameters.params, returning: false });
   }
   if (statements.length === 0) return [];
-  const results = await (await raw()).transaction(statements);
+  const results = await (await database.raw()).transaction(statements);
   return rows.map((_, i) => Number(results[i][0].offset));
 }
 
@@ -269,18 +270,18 @@ async function insertRowByRow(tenantId: string, rows: LogRowToWrite[], records: 
  * is its partition's max + its rank among this statement's rows; rows are in partition order so concurrent writers
  * lock in the same order, and one that took an offset first makes this statement fail on the primary key: retried.
  */
-async function insertAsOneStatement(tenantId: string, rows: LogRowToWrite[], records: NewRecord[]): Promise<number[]> {
-  const eventLog = dialect().table('EventLog');
+async function insertAsOneStatement(database: Database, tenantId: string, rows: LogRowToWrite[], records: NewRecord[]): Promise<number[]> {
+  const eventLog = database.dialect.table('EventLog');
   const rank = new Map<number, number>();
   const ranks = rows.map((row) => {
     const next = (rank.get(row.partition) ?? 0) + 1;
     rank.set(row.partition, next);
     return next;
   });
-  const { params, bind } = dialect().parameters();
-  const recorded = records.length > 0 ? recordInsert(tenantId, records, bind) : undefined;
+  const { params, bind } = database.dialect.parameters();
+  const recorded = records.length > 0 ? recordInsert(database.dialect, tenantId, records, bind) : undefined;
   if (rows.length === 0) {
-    if (recorded) await (await raw()).execute(recorded, params);
+    if (recorded) await (await database.raw()).execute(recorded, params);
     return [];
   }
   const tenant = bind(tenantId);
@@ -292,7 +293,7 @@ async function insertAsOneStatement(tenantId: string, rows: LogRowToWrite[], rec
   });
   const insert = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES ${values.join(', ')} RETURNING "partition", "offset"`;
   const sql = recorded ? `WITH recorded AS (${recorded}) ${insert}` : insert;
-  const written = await (await raw()).query<{ partition: number; offset: string | number }>(sql, params);
+  const written = await (await database.raw()).query<{ partition: number; offset: string | number }>(sql, params);
   // Per partition the offsets are consecutive in rank order: the k-th smallest belongs to the row of rank k.
   const offsetsOf = new Map<number, number[]>();
   for (const row of written) {

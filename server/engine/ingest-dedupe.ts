@@ -9,9 +9,9 @@
 // The ids are held as the 64-bit hashes the request thread computed (ingest-id-table.ts), each entry naming its
 // record and position, so the strings are only read (from the record's JSON) when two hashes are equal.
 import { runtime } from '../runtime';
-import { raw } from '../storage/raw';
-import { dialect } from '../storage/dialect';
 import { hashIds, IdTable } from './ingest-id-table';
+import type { Database } from '../storage/database';
+import type { Dialect } from '../storage/dialect';
 
 /** How long a key or event id is remembered: at least 24 hours; expired rows go at the next cleanup (≤ 10 min later). */
 export const DEDUPE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -59,7 +59,10 @@ export class TenantDedupe {
   /** Wall time of the last catch-up read; -Infinity forces the next one (start, or after losing a race). */
   private caughtUpAt = Number.NEGATIVE_INFINITY;
 
-  constructor(readonly tenantId: string) {}
+  constructor(
+    private readonly database: Database,
+    readonly tenantId: string,
+  ) {}
 
   answerFor(key: string): KeyEntry | undefined {
     return this.keys.get(key);
@@ -138,9 +141,9 @@ export class TenantDedupe {
   /** Reads the rows written since the last one this process knows (all live rows, the first time). */
   async catchUp(): Promise<void> {
     this.caughtUpAt = Date.now();
-    const { params, bind } = dialect().parameters();
-    const sql = `SELECT "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs" FROM ${dialect().table('IngestRecord')} WHERE "tenantId" = ${bind(this.tenantId)} AND "seq" > ${bind(this.lastSeq)} ORDER BY "seq"`;
-    const rows = await (await raw()).query<StoredRecord>(sql, params);
+    const { params, bind } = this.database.dialect.parameters();
+    const sql = `SELECT "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs" FROM ${this.database.dialect.table('IngestRecord')} WHERE "tenantId" = ${bind(this.tenantId)} AND "seq" > ${bind(this.lastSeq)} ORDER BY "seq"`;
+    const rows = await (await this.database.raw()).query<StoredRecord>(sql, params);
     for (const row of rows) {
       this.learn({
         seq: Number(row.seq),
@@ -162,14 +165,14 @@ export class TenantDedupe {
     if (now - this.lastCleanupMs < CLEANUP_EVERY_MS) return;
     this.lastCleanupMs = now;
     const cutoff = now - DEDUPE_WINDOW_MS;
-    const table = dialect().table('IngestRecord');
-    const rawDb = await raw();
-    const removed = dialect().parameters();
+    const table = this.database.dialect.table('IngestRecord');
+    const rawDb = await this.database.raw();
+    const removed = this.database.dialect.parameters();
     await rawDb.execute(
       `DELETE FROM ${table} WHERE "tenantId" = ${removed.bind(this.tenantId)} AND "createdAtMs" < ${removed.bind(cutoff)} AND "seq" < ${removed.bind(this.lastSeq)}`,
       removed.params,
     );
-    const kept = dialect().parameters();
+    const kept = this.database.dialect.parameters();
     await rawDb.execute(
       `UPDATE ${table} SET "key" = NULL, "eventIds" = NULL WHERE "tenantId" = ${kept.bind(this.tenantId)} AND "createdAtMs" < ${kept.bind(cutoff)}`,
       kept.params,
@@ -221,18 +224,18 @@ type StoredRecord = {
 };
 
 /** This process's dedupe state of a tenant (kept in the process runtime). */
-export function tenantDedupe(tenantId: string): TenantDedupe {
+export function tenantDedupe(database: Database, tenantId: string): TenantDedupe {
   const tenants = runtime().ingestDedupe;
   let state = tenants.get(tenantId);
-  if (!state) tenants.set(tenantId, (state = new TenantDedupe(tenantId)));
+  if (!state) tenants.set(tenantId, (state = new TenantDedupe(database, tenantId)));
   return state;
 }
 
 /** The INSERT of new records for the group commit's statement; `bind` adds each value to that statement's parameters. */
-export function recordInsert(tenantId: string, records: NewRecord[], bind: (value: unknown) => string): string {
+export function recordInsert(dialect: Dialect, tenantId: string, records: NewRecord[], bind: (value: unknown) => string): string {
   const values = records.map(
     (r) =>
       `(${bind(tenantId)}, ${bind(r.seq)}, ${bind(r.key)}, ${bind(r.requestHash)}, ${bind(r.accepted)}, ${bind(r.duplicates)}, ${bind(r.eventIds)}, ${bind(r.createdAtMs)})`,
   );
-  return `INSERT INTO ${dialect().table('IngestRecord')} ("tenantId", "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs") VALUES ${values.join(', ')}`;
+  return `INSERT INTO ${dialect.table('IngestRecord')} ("tenantId", "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs") VALUES ${values.join(', ')}`;
 }

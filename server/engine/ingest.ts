@@ -11,6 +11,7 @@ import { callerTenant } from '../tenants/tenants';
 import { appendEncoded, appendRequest, type IngestResult } from './ingest-commit';
 import { encodeRequest, type EncodedRequest } from './ingest-encode';
 import type { LoggedEvent } from './types';
+import type { Database } from '../storage/database';
 
 export { partitionEvents } from './ingest-encode';
 
@@ -104,9 +105,9 @@ export function parseEventBatch(body: unknown, now: number): EventBatch {
 }
 
 /** Appends already validated events (no key, no ids): resolves to the accepted count once they are durable. */
-export async function appendEvents(tenantId: string, partitions: number, events: LoggedEvent[], now = Date.now()): Promise<number> {
+export async function appendEvents(database: Database, tenantId: string, partitions: number, events: LoggedEvent[], now = Date.now()): Promise<number> {
   if (events.length === 0) return 0;
-  return (await appendRequest(tenantId, partitions, { events }, now)).accepted;
+  return (await appendRequest(database, tenantId, partitions, { events }, now)).accepted;
 }
 
 /**
@@ -115,13 +116,13 @@ export async function appendEvents(tenantId: string, partitions: number, events:
  */
 const partitionsOf = new Map<string, number>();
 
-async function ingestTarget(principal: Principal, ref: string | undefined): Promise<{ id: string; partitions: number }> {
+async function ingestTarget(database: Database, principal: Principal, ref: string | undefined): Promise<{ id: string; partitions: number }> {
   if (principal.kind === 'tenant' && (ref === undefined || ref === principal.tenantId)) {
     const partitions = partitionsOf.get(principal.tenantId);
     if (partitions !== undefined) return { id: principal.tenantId, partitions };
   }
   // The tenant of an event batch is a body field, so an unknown one (or one the key may not see) is bad input: 400.
-  const tenant = await callerTenant(principal, ref).catch((error: unknown) => {
+  const tenant = await callerTenant(database, principal, ref).catch((error: unknown) => {
     if (error instanceof AppError && error.code === 'not_found') throw invalid('tenant', `unknown tenant "${ref}"`);
     throw error;
   });
@@ -142,9 +143,16 @@ export function idempotencyKey(header: string | null): string | undefined {
  * request sent them (hashing them costs no re-serialization); in-process callers, which have no request, give none
  * and their body's JSON is hashed.
  */
-export async function prepareIngest(principal: Principal, body: unknown, now: number, key?: string, bodyBytes?: Uint8Array): Promise<PreparedIngest> {
+export async function prepareIngest(
+  database: Database,
+  principal: Principal,
+  body: unknown,
+  now: number,
+  key?: string,
+  bodyBytes?: Uint8Array,
+): Promise<PreparedIngest> {
   const batch = parseEventBatch(body, now);
-  const tenant = await ingestTarget(principal, batch.tenant);
+  const tenant = await ingestTarget(database, principal, batch.tenant);
   const requestHash =
     key === undefined
       ? undefined
@@ -155,9 +163,9 @@ export async function prepareIngest(principal: Principal, body: unknown, now: nu
 }
 
 /** `prepareIngest` of a request body as its bytes. */
-export function prepareIngestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<PreparedIngest> {
+export function prepareIngestBody(database: Database, principal: Principal, body: Uint8Array, now: number, key?: string): Promise<PreparedIngest> {
   const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  return prepareIngest(principal, parseJsonBody(text), now, key, body);
+  return prepareIngest(database, principal, parseJsonBody(text), now, key, body);
 }
 
 /**
@@ -165,16 +173,23 @@ export function prepareIngestBody(principal: Principal, body: Uint8Array, now: n
  * is answered as it was then, appending nothing; events whose `id` is already in the log (within the dedupe window)
  * are counted as `duplicates` and not appended again.
  */
-export async function appendPrepared(prepared: PreparedIngest, now: number): Promise<IngestOutcome> {
-  return { tenantId: prepared.tenantId, ...(await appendEncoded(prepared.tenantId, prepared.request, now)) };
+export async function appendPrepared(database: Database, prepared: PreparedIngest, now: number): Promise<IngestOutcome> {
+  return { tenantId: prepared.tenantId, ...(await appendEncoded(database, prepared.tenantId, prepared.request, now)) };
 }
 
 /** The whole ingest call in one thread (in-process callers and tests): `prepareIngest`, then `appendPrepared`. */
-export async function ingest(principal: Principal, body: unknown, now: number, key?: string, bodyBytes?: Uint8Array): Promise<IngestOutcome> {
-  return appendPrepared(await prepareIngest(principal, body, now, key, bodyBytes), now);
+export async function ingest(
+  database: Database,
+  principal: Principal,
+  body: unknown,
+  now: number,
+  key?: string,
+  bodyBytes?: Uint8Array,
+): Promise<IngestOutcome> {
+  return appendPrepared(database, await prepareIngest(database, principal, body, now, key, bodyBytes), now);
 }
 
 /** `ingest` of a request body as its bytes. */
-export async function ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
-  return appendPrepared(await prepareIngestBody(principal, body, now, key), now);
+export async function ingestBody(database: Database, principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
+  return appendPrepared(database, await prepareIngestBody(database, principal, body, now, key), now);
 }

@@ -67,12 +67,12 @@ export async function findTenant(database: Database, principal: Principal, ref: 
  * exist), or with the admin token the tenant named by `ref`, which is then required. Read from this thread's
  * database: its one caller, the engine's ingest, is not handed one yet.
  */
-export async function callerTenant(principal: Principal, ref: string | undefined): Promise<Tenant> {
+export async function callerTenant(database: Database, principal: Principal, ref: string | undefined): Promise<Tenant> {
   if (principal.kind === 'admin') {
     if (ref === undefined) throw new AppError('validation_failed', 'tenant: required with the admin token (a tenant id or name)', { path: 'tenant' });
-    return findTenant(processDatabase(), principal, ref);
+    return findTenant(database, principal, ref);
   }
-  return findTenant(processDatabase(), principal, ref ?? principal.tenantId);
+  return findTenant(database, principal, ref ?? principal.tenantId);
 }
 
 /** Tenants by id or name; a tenant never changes after it is created, only its deletion clears the cache. */

@@ -118,7 +118,7 @@ it('every acknowledged event is applied exactly once across 20 SIGKILLs of a rea
   h.engine = new Engine({ clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}`, pollMs: 5 });
   setEngineForTests(h.engine);
   await h.engine.start();
-  for (const batch of batches) await appendEvents(reference.tenantId, PARTITIONS, batch);
+  for (const batch of batches) await appendEvents(database(), reference.tenantId, PARTITIONS, batch);
   h.engine.wakeTenant(reference.tenantId);
   await h.engine.drain(reference.tenantId, 120_000);
   await h.engine.drain(crashed.tenantId, 120_000);

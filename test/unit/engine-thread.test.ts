@@ -93,6 +93,7 @@ describe('the engine thread', () => {
 
     const now = Date.now();
     await appendEvents(
+      database(),
       tenantId,
       PARTITIONS,
       [3, 7].map((user) => ({ user, type: 'purchase', data: {}, time: now })),

@@ -6,6 +6,7 @@ import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
 import { runtime } from '../../server/runtime';
 import { db } from '../../server/storage/db';
+import { database } from '../../server/storage/database';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 
@@ -79,12 +80,12 @@ describe('event ids with equal hashes', () => {
       request.ids!.hashes.fill(42); // every id of the request gets the same hash, 42:42
       return request;
     };
-    expect(await appendEncoded(tenantId, colliding(['first', 'second']), NOW)).toMatchObject({ accepted: 2, duplicates: 0 });
-    expect(await appendEncoded(tenantId, colliding(['second', 'third', 'first']), NOW)).toMatchObject({ accepted: 3, duplicates: 2 });
+    expect(await appendEncoded(database(), tenantId, colliding(['first', 'second']), NOW)).toMatchObject({ accepted: 2, duplicates: 0 });
+    expect(await appendEncoded(database(), tenantId, colliding(['second', 'third', 'first']), NOW)).toMatchObject({ accepted: 3, duplicates: 2 });
     // A restart: the ids are read back from the IngestRecord rows and hashed for real, as a request's are.
     runtime().ingestDedupe.clear();
     const request = encodeRequest({ events: [10, 11].map((user) => ({ user, type: 'x', data: {}, time: NOW })), ids: ['third', 'fourth'] }, 1);
-    expect(await appendEncoded(tenantId, request, NOW)).toMatchObject({ accepted: 2, duplicates: 1 });
+    expect(await appendEncoded(database(), tenantId, request, NOW)).toMatchObject({ accepted: 2, duplicates: 1 });
     const rows = await db().eventLog.findMany({ where: { tenantId }, orderBy: { offset: 'asc' } });
     expect(rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user))).toEqual([10, 11, 11, 11]);
   });

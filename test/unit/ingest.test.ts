@@ -5,6 +5,7 @@ import { appendEvents, ingest, MAX_EVENTS_PER_BATCH, parseEventBatch, partitionE
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
+import { database } from '../../server/storage/database';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 
@@ -113,8 +114,8 @@ describe('appending to the partitioned log', () => {
       },
       NOW,
     ).events;
-    expect(await appendEvents(t.id, 4, first)).toBe(3);
-    expect(await appendEvents(t.id, 4, parseEventBatch({ events: [{ user: 9, type: 'd' }] }, NOW).events)).toBe(1);
+    expect(await appendEvents(database(), t.id, 4, first)).toBe(3);
+    expect(await appendEvents(database(), t.id, 4, parseEventBatch({ events: [{ user: 9, type: 'd' }] }, NOW).events)).toBe(1);
     const rows = await logRows(t.id);
     expect(rows.map((r) => [r.partition, Number(r.offset), r.count])).toEqual([
       [1, 1, 2],
@@ -131,7 +132,7 @@ describe('appending to the partitioned log', () => {
   it('keeps offsets gap-free and unique under many concurrent batches, and tenants apart', async () => {
     const [a, b] = [await tenant(3), await tenant(3)];
     const batches = Array.from({ length: 30 }, (_, i) => Array.from({ length: 10 }, (_, j) => ({ user: i * 10 + j, type: 'x', data: {}, time: NOW })));
-    await Promise.all(batches.flatMap((events) => [appendEvents(a.id, 3, events), appendEvents(b.id, 3, events)]));
+    await Promise.all(batches.flatMap((events) => [appendEvents(database(), a.id, 3, events), appendEvents(database(), b.id, 3, events)]));
     for (const t of [a, b]) {
       const rows = await logRows(t.id);
       for (const partition of [0, 1, 2]) {
@@ -152,15 +153,15 @@ describe('appending to the partitioned log', () => {
     const t = await tenant(2);
     const events = [{ user: 3, type: 'x' }];
     const appended = { tenantId: t.id, accepted: 1, duplicates: 0, replayed: false };
-    expect(await ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { events }, NOW)).toEqual(appended);
-    expect(await ingest({ kind: 'admin' }, { tenant: t.name, events }, NOW)).toEqual(appended);
-    await expect(ingest({ kind: 'admin' }, { events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: /^tenant: required/ });
+    expect(await ingest(database(), { kind: 'tenant', tenantId: t.id, keyId: 'k' }, { events }, NOW)).toEqual(appended);
+    expect(await ingest(database(), { kind: 'admin' }, { tenant: t.name, events }, NOW)).toEqual(appended);
+    await expect(ingest(database(), { kind: 'admin' }, { events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: /^tenant: required/ });
     const other = await tenant(2);
-    await expect(ingest({ kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({
+    await expect(ingest(database(), { kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({
       code: 'validation_failed',
       message: `tenant: unknown tenant "${other.id}"`,
     });
-    await expect(ingest({ kind: 'admin' }, { tenant: 'no-such-tenant', events }, NOW)).rejects.toMatchObject({
+    await expect(ingest(database(), { kind: 'admin' }, { tenant: 'no-such-tenant', events }, NOW)).rejects.toMatchObject({
       code: 'validation_failed',
       message: 'tenant: unknown tenant "no-such-tenant"',
     });
@@ -177,8 +178,9 @@ describe('several processes appending to one tenant', () => {
     const writer = (id: number) => `
       const { appendEvents } = await import(${JSON.stringify(ingestModule)});
       const { closeDb } = await import(${JSON.stringify(new URL('../../server/storage/db.ts', import.meta.url).href)});
+      const { database } = await import(${JSON.stringify(new URL('../../server/storage/database.ts', import.meta.url).href)});
       for (let b = 0; b < 40; b++) {
-        await appendEvents(${JSON.stringify(t.id)}, 2, [0, 1].map((p) => ({ user: ${id} * 1000 + b * 2 + p, type: 'w${id}', data: {}, time: 0 })));
+        await appendEvents(database(), ${JSON.stringify(t.id)}, 2, [0, 1].map((p) => ({ user: ${id} * 1000 + b * 2 + p, type: 'w${id}', data: {}, time: 0 })));
       }
       await closeDb();`;
     const run = (id: number) =>

@@ -5,6 +5,7 @@ import { newId } from '../../server/ids';
 import { connectedSqlite, db, sqliteCheckpointer } from '../../server/storage/db';
 import { startCheckpointer } from '../../server/storage/sqlite-checkpointer';
 import { createTestDatabase } from '../helpers/test-database';
+import { database } from '../../server/storage/database';
 
 const onSqlite = (process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite') === 'sqlite';
 const scratch = createTestDatabase('sqlite', 'checkpoint');
@@ -29,6 +30,7 @@ it.runIf(onSqlite)('the worker checkpoints the write-ahead log on its own; the w
   const text = 'x'.repeat(2_000); // about 8 MB of log rows, past SQLite's default 1,000 pages
   for (let batch = 0; batch < 40; batch++) {
     await appendEvents(
+      database(),
       tenantId,
       4,
       Array.from({ length: 100 }, (_, i) => ({ user: batch * 100 + i, type: 'page', data: { text: `${batch}:${i}:${text}` }, time: 1 })),

@@ -5,6 +5,6 @@ import { json, queryParams, route } from '@/server/http/respond';
 import { database } from '@/server/storage/database';
 
 export const GET = route(async (request) => {
-  const tenant = await callerTenant(await authenticate(request), queryParams(request, TenantQuery).tenant);
+  const tenant = await callerTenant(database(), await authenticate(request), queryParams(request, TenantQuery).tenant);
   return json({ consumers: await listConsumers(database(), tenant.id) });
 });

@@ -6,6 +6,6 @@ import { database } from '@/server/storage/database';
 
 export const GET = route(async (request) => {
   const query = queryParams(request, NotificationsQuery);
-  const tenant = await callerTenant(await authenticate(request), query.tenant);
+  const tenant = await callerTenant(database(), await authenticate(request), query.tenant);
   return json(await readNotifications(database(), tenant.id, query.after, query.limit));
 });

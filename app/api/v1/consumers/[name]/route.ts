@@ -7,7 +7,7 @@ import { database } from '@/server/storage/database';
 type Params = { name: string };
 
 async function tenantOf(request: Request) {
-  return callerTenant(await authenticate(request), queryParams(request, TenantQuery).tenant);
+  return callerTenant(database(), await authenticate(request), queryParams(request, TenantQuery).tenant);
 }
 
 export const GET = route<Params>(async (request, { name }) => {
