@@ -228,12 +228,15 @@ function freshRow(row: EncodedRow, hashes: Uint32Array, position: number, entry:
   return events.length === 0 ? null : { partition: row.partition, count: events.length, bytes: encodeEvents(events) };
 }
 
-const keyReused = (key: string) =>
-  new AppError(
+const keyReused = (key: string) => {
+  const shown = JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}…` : key);
+  const window = `within the last ${DEDUPE_WINDOW_MS / 3_600_000} hours`;
+  return new AppError(
     'idempotency_key_reused',
-    `Idempotency-Key ${JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}…` : key)} was already used for a different request body within the last ${DEDUPE_WINDOW_MS / 3_600_000} hours; a new batch needs a new key`,
+    `Idempotency-Key ${shown} was already used for a different request body ${window}; a new batch needs a new key`,
     { path: 'Idempotency-Key' },
   );
+};
 
 /** A unique-key clash: another writer took the log offset or the dedupe seq (or key) first. */
 function isUniqueClash(error: unknown): boolean {
@@ -252,7 +255,8 @@ async function insertRowByRow(database: Database, tenantId: string, rows: LogRow
   const statements: RawStatement[] = rows.map(({ partition, count, bytes }) => {
     const { params, bind } = database.dialect.parameters();
     const offset = `(SELECT COALESCE(MAX("offset"), 0) + 1 FROM ${eventLog} WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)})`;
-    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count") VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(bytes)}, ${bind(count)}) RETURNING "offset"`;
+    const sql = `INSERT INTO ${eventLog} ("tenantId", "partition", "offset", "events", "count")
+      VALUES (${bind(tenantId)}, ${bind(partition)}, ${offset}, ${bind(bytes)}, ${bind(count)}) RETURNING "offset"`;
     return { sql, params, returning: true };
   });
   if (records.length > 0) {

@@ -142,7 +142,9 @@ export class TenantDedupe {
   async catchUp(): Promise<void> {
     this.caughtUpAt = Date.now();
     const { params, bind } = this.database.dialect.parameters();
-    const sql = `SELECT "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs" FROM ${this.database.dialect.table('IngestRecord')} WHERE "tenantId" = ${bind(this.tenantId)} AND "seq" > ${bind(this.lastSeq)} ORDER BY "seq"`;
+    const columns = '"seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs"';
+    const sql = `SELECT ${columns} FROM ${this.database.dialect.table('IngestRecord')}
+      WHERE "tenantId" = ${bind(this.tenantId)} AND "seq" > ${bind(this.lastSeq)} ORDER BY "seq"`;
     const rows = await (await this.database.raw()).query<StoredRecord>(sql, params);
     for (const row of rows) {
       this.learn({

@@ -17,7 +17,8 @@ export function insertConversions(database: Database, rows: ConversionWrite[]): 
     const { params, bind } = database.dialect.parameters();
     const bytes = Buffer.from(row.bitmap.buffer, row.bitmap.byteOffset, row.bitmap.byteLength);
     return {
-      sql: `INSERT INTO ${database.dialect.table('Conversion')} ("instanceId", "partition", "step", "bitmap") VALUES (${bind(row.instanceId)}, ${bind(row.partition)}, ${bind(row.step)}, ${bind(bytes)})`,
+      sql: `INSERT INTO ${database.dialect.table('Conversion')} ("instanceId", "partition", "step", "bitmap")
+        VALUES (${bind(row.instanceId)}, ${bind(row.partition)}, ${bind(row.step)}, ${bind(bytes)})`,
       params,
     };
   });
