@@ -8,7 +8,7 @@ import { ManualClock } from '../../server/clock';
 import { compileCondition, evaluatePlan } from '../../server/conditions/compile';
 import { planResolver } from '../../server/conditions/profile-index';
 import { saveCrowd } from '../../server/crowd';
-import { Engine, setEngineForTests } from '../../server/engine/engine';
+import { Engine } from '../../server/engine/engine';
 import { WorkflowDefinition } from '../../server/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database as processDatabase } from '../../server/storage/database';
@@ -27,6 +27,7 @@ import { percentile } from '../lib/report';
 import { BENCH_ADMIN_TOKEN, startServer } from '../lib/server';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
+import { runtime } from '../../server/runtime';
 
 export const PROFILE_CONDITION = 'profile.plan == "pro" && profile.age >= 30';
 const ZONES = ['Europe/Amsterdam', 'Europe/Paris', 'America/New_York', 'Asia/Tokyo', 'UTC', 'Europe/Berlin', 'America/Sao_Paulo', 'Australia/Sydney'];
@@ -186,7 +187,7 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
   const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
   const engine = new Engine({ clock, runner, owner: 'bench-profiles', pollMs: 20, publishCounts });
-  setEngineForTests(engine);
+  runtime().engine = engine;
   await runner.start();
   await engine.start();
   try {
@@ -315,6 +316,6 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
   } finally {
     await engine.stop();
     await runner.stop();
-    setEngineForTests(undefined);
+    runtime().engine = undefined;
   }
 }

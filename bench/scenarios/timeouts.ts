@@ -6,7 +6,7 @@
 //   zone's users moved. The value is the slowest zone.
 import { ManualClock } from '../../server/clock';
 import { saveCrowd } from '../../server/crowd';
-import { Engine, setEngineForTests } from '../../server/engine/engine';
+import { Engine } from '../../server/engine/engine';
 import { WorkflowDefinition } from '../../server/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { importProfiles } from '../../server/profiles/import';
@@ -19,6 +19,7 @@ import type { ScratchDatabase } from '../lib/database';
 import { publishedCounts } from '../lib/published-counts';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
+import { runtime } from '../../server/runtime';
 
 export interface TimeoutFigures {
   timeout: Measured;
@@ -65,7 +66,7 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
   const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
   const engine = new Engine({ clock, runner, owner: 'bench-timeouts', pollMs: 20, publishCounts });
-  setEngineForTests(engine);
+  runtime().engine = engine;
   await runner.start();
   await engine.start();
   try {
@@ -154,6 +155,6 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
   } finally {
     await engine.stop();
     await runner.stop();
-    setEngineForTests(undefined);
+    runtime().engine = undefined;
   }
 }

@@ -430,8 +430,3 @@ export async function stopEngine(): Promise<void> {
   await runtime().engine?.stop();
   runtime().engine = undefined;
 }
-
-/** Tests run their own engine (ManualClock); this makes getEngine() return it. */
-export function setEngineForTests(engine: EngineHandle | undefined): void {
-  runtime().engine = engine;
-}

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
-import { Engine, setEngineForTests } from '../../server/engine/engine';
+import { Engine } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
@@ -10,6 +10,7 @@ import { db } from '../../server/storage/db';
 import { crashBatches, CRASH_SEED, CRASH_USERS, crashWorkflow, seeded } from '../fixtures/engine/crash-events';
 import { range, startHarness, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
+import { runtime } from '../../server/runtime';
 
 // A real server process ingests and applies events and is SIGKILLed at random moments (fixed seed); after the last
 // restart every acknowledged event must have been applied exactly once: the same per-step counts, edges and journal
@@ -116,7 +117,7 @@ it('every acknowledged event is applied exactly once across 20 SIGKILLs of a rea
 
   // The uninterrupted run: the same batches through an engine in this process.
   h.engine = new Engine({ clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}`, pollMs: 5 });
-  setEngineForTests(h.engine);
+  runtime().engine = h.engine;
   await h.engine.start();
   for (const batch of batches) await appendEvents(database(), reference.tenantId, PARTITIONS, batch);
   h.engine.wakeTenant(reference.tenantId);

@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
 import { EngineClient } from '../../server/engine/client';
-import { setEngineForTests } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
@@ -14,6 +13,7 @@ import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
+import { runtime } from '../../server/runtime';
 
 /**
  * The documented bound: while the engine thread starts an instance over BIG_CROWD users (which held the request
@@ -48,7 +48,7 @@ beforeAll(async () => {
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: PARTITIONS } });
   runner = createProcedureRunner(database(), { pollMs: 50 });
   engine = new EngineClient(database(), runner);
-  setEngineForTests(engine);
+  runtime().engine = engine;
   await runner.start();
   await engine.start();
 });
@@ -56,7 +56,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await engine.stop();
   await runner.stop();
-  setEngineForTests(undefined);
+  runtime().engine = undefined;
 });
 
 async function workflow(definition: object): Promise<string> {

@@ -10,7 +10,6 @@ import { parseCrowdUpload } from '../../server/crowd/parse';
 import { saveCrowd } from '../../server/crowd/store';
 import { EngineClient } from '../../server/engine/client';
 import { listDeadLetters } from '../../server/engine/dead-letter';
-import { setEngineForTests } from '../../server/engine/engine';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
 import { createProcedureRunner } from '../../server/procedures/runner';
@@ -19,6 +18,7 @@ import type { ProcedureRunner } from '../../server/procedures/types';
 import { importProfiles } from '../../server/profiles/import';
 import { db } from '../../server/storage/db';
 import { tenantRow } from '../helpers/tenant-row';
+import { runtime } from '../../server/runtime';
 
 /**
  * The documented bound on how long the request thread's event loop may be held up while the engine thread works on
@@ -37,7 +37,7 @@ beforeAll(async () => {
   tenantId = await tenantRow(newId('tn'), PARTITIONS);
   runner = createProcedureRunner(database(), { pollMs: 50 });
   engine = new EngineClient(database(), runner);
-  setEngineForTests(engine);
+  runtime().engine = engine;
   await runner.start();
   await engine.start();
 });
@@ -45,7 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await engine.stop();
   await runner.stop();
-  setEngineForTests(undefined);
+  runtime().engine = undefined;
 });
 
 /** The longest the request thread's event loop was held up while `work` ran (ms). */
