@@ -27,13 +27,14 @@ type NoticeSignal = { kind: 'notice'; from: string; name: string; args: unknown[
 export async function startClusterChannel(
   database: Database,
   onCounts: (instanceId: string, tenantId: string) => void,
+  engineResponsive: () => boolean,
 ): Promise<ClusterCountsBoard | undefined> {
   const target = sharedDatabaseTarget();
   if (!clusterEnabled() || !target) return undefined;
   const me = processOwner();
   const channel = clusterChannel(target);
   // This thread holds the process's membership: its loop stays responsive while the engine thread is busy.
-  const lock = new MemberLock(target, me);
+  const lock = new MemberLock(target, me, engineResponsive);
   await lock.hold();
   const board = new ClusterCountsBoard(
     database,

@@ -4,7 +4,9 @@
 // its lock key, and a heartbeat every second that catches a process hanging with its connection open. The request
 // thread holds it, not the engine thread, whose work can keep its loop busy for seconds (a 10M start, a checkpoint
 // of a big shard): the request thread's loop stays under a second (issue 13), so a busy engine never looks dead and
-// loses its partitions. The engine thread's side (./membership.ts) only reads who is live and listens for signals.
+// loses its partitions. A hung one must, though: the heartbeat stops while the engine thread has not answered for
+// far longer than any slice of its work takes (`engineResponsive`), so the others take its partitions over. The
+// engine thread's side (./membership.ts) only reads who is live and listens for signals.
 import { randomInt } from 'node:crypto';
 import pg from 'pg';
 import type { PostgresTarget } from '../storage/database-url';
@@ -22,9 +24,14 @@ export class MemberLock {
   private readonly channel: string;
   private readonly namespace: number;
 
+  private skippedBeats = 0;
+  private beating: Promise<void> = Promise.resolve();
+
   constructor(
     private readonly target: PostgresTarget,
     readonly name: string,
+    /** Whether this process can still do its partitions' work (its engine thread answers): no heartbeat while not. */
+    private readonly engineResponsive: () => boolean = () => true,
   ) {
     this.table = `"${target.schema.replace(/"/g, '""')}"."ClusterMember"`;
     this.channel = clusterChannel(target);
@@ -72,9 +79,23 @@ export class MemberLock {
     );
   }
 
-  private async beat(): Promise<void> {
+  /**
+   * One heartbeat, run after the one before it (heartbeats never overlap); none while the engine does not
+   * answer, so the member turns stale and is left out of the assignment.
+   */
+  beat(): Promise<void> {
+    this.beating = this.beating.then(() => this.beatNow());
+    return this.beating;
+  }
+
+  private async beatNow(): Promise<void> {
     const client = this.client;
     if (!client) return;
+    if (!this.engineResponsive()) {
+      if (this.skippedBeats++ === 0) console.warn('[crowdflow] the engine thread does not answer: no cluster heartbeat until it does');
+      return;
+    }
+    this.skippedBeats = 0;
     try {
       const { rowCount } = await client.query(`UPDATE ${this.table} SET "heartbeatMs" = ${DB_NOW_MS} WHERE "name" = $1 AND "lockKey" = $2`, [
         this.name,

@@ -16,6 +16,7 @@ import * as ops from './instances';
 import { deserializeError, type EngineCallName, type EngineCalls, type FromEngine, type ToEngine } from './thread-protocol';
 import { EngineThread, takeEngineThread } from './thread-spawn';
 import { CountsPushes } from './counts-pushes';
+import { ENGINE_PING_EVERY_MS, EngineLiveness } from './liveness';
 import { startClusterChannel, type ClusterCountsBoard } from '../cluster/channel';
 import { AppError } from '../errors';
 import type {
@@ -44,6 +45,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   private readonly pending = new Map<number, Pending>();
   private nextCallId = 0;
   private stopping = false;
+  private liveness = new EngineLiveness();
+  private pinging: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     /** This thread's storage: instance rows and snapshots are read, and operations checked and submitted, here. */
@@ -60,8 +63,19 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     // cost this thread a structured clone (≈ 4 ms per 1,000 events measured).
     runtime().recentLogEnabled = false;
     // The membership first (this thread holds it): the engine's first assignment then counts this member.
-    this.cluster = await startClusterChannel(this.database, (instanceId, tenantId) => this.schedulePush(instanceId, tenantId));
+    this.liveness = new EngineLiveness();
+    this.cluster = await startClusterChannel(
+      this.database,
+      (instanceId, tenantId) => this.schedulePush(instanceId, tenantId),
+      () => this.liveness.responsive(),
+    );
     await this.spawn();
+    // In a cluster, a hung engine thread must not keep its partitions: the membership's heartbeat asks how it answers.
+    if (this.cluster) {
+      this.pinging = setInterval(() => {
+        if (this.liveness.shouldAsk()) this.call('alive').catch(() => undefined);
+      }, ENGINE_PING_EVERY_MS).unref();
+    }
     setRunningLookup(liveRunningLookup((id) => this.board.get(id)?.counts.total));
     runtime().noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
     runtime().profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
@@ -70,6 +84,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   async stop(): Promise<void> {
     if (!this.worker || this.stopping) return;
     this.stopping = true;
+    clearInterval(this.pinging);
     runtime().noticeRelay = undefined;
     runtime().profileRelay = undefined;
     const worker = this.worker;
@@ -90,6 +105,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     return new Promise<void>((resolve, reject) => {
       thread.listen({
         message: (message) => {
+          this.liveness.heard();
           if (message.kind === 'ready') resolve();
           else if (message.kind === 'failed') reject(deserializeError(message.error));
           else this.received(message);
@@ -99,6 +115,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
           reject(error);
         },
         exit: (code) => {
+          this.liveness.heard(); // a thread started again is given its full time to answer
           const gone = new Error(`the engine thread exited (code ${code})`);
           for (const call of this.pending.values()) call.reject(gone);
           this.pending.clear();

@@ -23,6 +23,8 @@ export const FORWARDED_CALLS = [
 export type EngineCalls = Pick<Engine, (typeof FORWARDED_CALLS)[number]> & {
   stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers): Promise<Uint8Array>;
   stop(): Promise<void>;
+  /** Answers at once: the request thread's question whether this thread still runs (./liveness.ts). */
+  alive(): Promise<true>;
 };
 export type EngineCallName = keyof EngineCalls;
 

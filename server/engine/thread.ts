@@ -34,6 +34,7 @@ const calls: EngineCalls = {
   ...forwarded,
   // Portable roaring bytes in a fresh buffer of their own, so the reply transfers it instead of copying it.
   stepBitmap: async (tenantId, instanceId, step, users) => new Uint8Array((await engine.stepBitmap(tenantId, instanceId, step, users)).serialize('portable')),
+  alive: async () => true,
   // A clean stop: last checkpoints, leases handed back, storage closed; the thread then ends on its own.
   stop: async () => {
     await engine.stop();

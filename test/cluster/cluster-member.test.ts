@@ -154,6 +154,32 @@ describe('cluster members on one PostgreSQL schema', () => {
     expect(a.liveMembers()).not.toContain('member-c');
   });
 
+  it('stops the heartbeat while its engine does not answer, so the others leave it out until it answers again', async () => {
+    const { member: a } = await join('member-a');
+    let engineAnswers = true;
+    const lock = new MemberLock(target, 'member-h', () => engineAnswers);
+    locks.push(lock);
+    await lock.hold();
+    await a.settle();
+    expect(a.liveMembers()).toContain('member-h');
+
+    // The engine stops answering; its last heartbeat is then made older than the stale bound (as 15 s later). The
+    // first beat waits for any beat already under way, so none lands after the ageing.
+    engineAnswers = false;
+    await lock.beat();
+    await sql.query(`UPDATE "${target.schema}"."ClusterMember" SET "heartbeatMs" = 0 WHERE "name" = 'member-h'`);
+    await lock.beat();
+    expect(await a.isGone('member-h')).toBe(true);
+    await a.settle();
+    expect(a.liveMembers()).not.toContain('member-h');
+
+    engineAnswers = true;
+    await lock.beat();
+    expect(await a.isGone('member-h')).toBe(false);
+    await a.settle();
+    expect(a.liveMembers()).toContain('member-h');
+  });
+
   // A leave that comes while the connection is still being made (as on a reconnect after PostgreSQL dropped it) must
   // win: the join used to finish afterwards and bring the member back, listening or holding its lock for good.
   it('a member that leaves while it is still connecting stays gone', async () => {
