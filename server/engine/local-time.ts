@@ -52,22 +52,38 @@ export function nextLocalFiring(profiles: ProfileIndex, step: TimerStep, after: 
   return next;
 }
 
+/** Per index: the users holding a valid zone in a field, as of an index version (a union over the whole index). */
+const zonedUsers = new WeakMap<object, { version: number; users: RoaringBitmap32 }>();
+
+function usersWithAZone(profiles: ProfileIndex, field: NonNullable<ReturnType<typeof zoneField>>): RoaringBitmap32 {
+  const cached = zonedUsers.get(field);
+  if (cached?.version === profiles.version) return cached.users;
+  const holders = [...field.strings].filter(([value]) => isTimeZone(value)).map(([, users]) => users);
+  const users = RoaringBitmap32.orMany(holders);
+  zonedUsers.set(field, { version: profiles.version, users });
+  return users;
+}
+
 /**
  * `users` (a shard's users of the step) grouped by the zones with a firing in [`due`, `now`]: the users holding each
  * such zone, and with the default zone also every user without a valid zone of their own. Other zones' users stay.
+ * One AND over the shard's users per firing zone and one AND NOT for the default group: each costs a pass over the
+ * shard's users, so zones that do not fire cost nothing (the union of zoned users is computed once per index version).
  */
 export function dueZoneGroups(profiles: ProfileIndex, step: TimerStep, users: RoaringBitmap32, due: number, now: number): RoaringBitmap32[] {
   const fires = (zone: string) => nextCronTime(step.cron, due - 1, zone) <= now;
+  const field = zoneField(profiles, step);
   const groups = new Map<string, RoaringBitmap32>();
-  const zoned: RoaringBitmap32[] = [];
-  for (const [value, holders] of zoneField(profiles, step)?.stringGroups(users) ?? []) {
-    if (!isTimeZone(value)) continue;
-    zoned.push(holders);
-    if (fires(value)) groups.set(value, holders);
+  if (field) {
+    for (const [value, holders] of field.strings) {
+      if (!isTimeZone(value) || !fires(value)) continue;
+      const group = RoaringBitmap32.and(users, holders);
+      if (!group.isEmpty) groups.set(value, group);
+    }
   }
   const fallback = defaultZone(step);
   if (fires(fallback)) {
-    const rest = RoaringBitmap32.andNot(users, RoaringBitmap32.orMany(zoned));
+    const rest = field ? RoaringBitmap32.andNot(users, usersWithAZone(profiles, field)) : users.clone();
     const same = groups.get(fallback);
     if (same) same.orInPlace(rest);
     else if (!rest.isEmpty) groups.set(fallback, rest);

@@ -225,28 +225,6 @@ export class FieldIndex {
     return this.highCardinality ? new Set(this.highCardinality.values()) : this.strings.keys();
   }
 
-  /** The users of `within` per string value they hold here (values none of them holds are left out). */
-  stringGroups(within: ReadonlyRoaringBitmap32): Map<string, RoaringBitmap32> {
-    const groups = new Map<string, RoaringBitmap32>();
-    if (!this.highCardinality) {
-      for (const [value, users] of this.strings) {
-        const group = Bitmap.and(within, users);
-        if (!group.isEmpty) groups.set(value, group);
-      }
-      return groups;
-    }
-    const byValue = new Map<string, number[]>();
-    for (const user of Bitmap.and(within, this.presence).toUint32Array()) {
-      const value = this.highCardinality.get(user);
-      if (value === undefined) continue;
-      const users = byValue.get(value);
-      if (users) users.push(user);
-      else byValue.set(value, [user]);
-    }
-    for (const [value, users] of byValue) groups.set(value, Bitmap.from(users));
-    return groups;
-  }
-
   /** Users of `within` whose value is a number that compares true with c. */
   compare(op: Comparison, c: number, within: ReadonlyRoaringBitmap32): RoaringBitmap32 {
     const matched = compareIndex(this.numbers, op, c, this.scale, within);
