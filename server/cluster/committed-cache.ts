@@ -2,7 +2,8 @@
 // at journal seq S is brought up to date by replaying the rows after S (one indexed read, usually few rows) instead
 // of decoding the checkpoint and replaying everything since it on every request. Bounded in memory (least recently
 // used go first) and in work (a few full rebuilds at once; concurrent reads of one shard share one rebuild or
-// catch-up). Entries are keyed by workflow version, so a shard replayed under an older definition is never reused, and
+// catch-up; every entry counts at least ENTRY_BYTES_AT_LEAST, so empty shards are bounded too). Entries are keyed by
+// workflow version, so a shard replayed under an older definition is never reused (it goes once a newer one is read), and
 // notice a checkpoint written since with changes no journal row carries (a crowd update's joiners and leavers): then
 // the shard is rebuilt from it instead of caught up.
 import { catchUpShard, loadShard, type LoadedShard } from '../engine/recovery';
@@ -12,6 +13,11 @@ import type { Database } from '../storage/database';
 
 /** Rebuilt shards kept per process, by their serialized size (roughly their size in memory). */
 export const COMMITTED_SHARDS_MAX_BYTES = 256 * 2 ** 20;
+/**
+ * What a kept shard counts against the bound at least, however small its bitmaps: without it, empty shards (and the
+ * entries' own bookkeeping) were never evicted. At the default bound it keeps at most 65,536 shards.
+ */
+export const ENTRY_BYTES_AT_LEAST = 4 * 2 ** 10;
 /** Full rebuilds (checkpoint decode + replay) running at once; more wait their turn. */
 export const MAX_CONCURRENT_REBUILDS = 2;
 /**
@@ -26,6 +32,8 @@ type Entry = { loaded: LoadedShard; bytes: number; builtAt: number; current?: Pr
 
 export class CommittedShards {
   private readonly entries = new Map<string, Entry>();
+  /** The newest workflow version read per instance and partition: a shard of an older one is not read again. */
+  private readonly newest = new Map<string, number>();
   private bytes = 0;
   private rebuilding = 0;
   private readonly waiting: (() => void)[] = [];
@@ -43,7 +51,14 @@ export class CommittedShards {
 
   /** The shard as committed now. Callers only read it: the next call may replay more rows into the same object. */
   shard(instance: InstanceRuntime, partition: number): Promise<Shard> {
-    const key = `${instance.id}\u0000${partition}\u0000${instance.record.version}`;
+    const place = `${instance.id}\u0000${partition}`;
+    const version = instance.record.version;
+    const key = `${place}\u0000${version}`;
+    const newest = this.newest.get(place);
+    if (newest === undefined || version > newest) {
+      if (newest !== undefined) this.forget(`${place}\u0000${newest}`);
+      this.newest.set(place, version);
+    }
     const entry = this.entries.get(key);
     if (entry?.current) return entry.current;
     if (entry && this.now() - entry.builtAt < REBUILD_AFTER_MS) {
@@ -89,7 +104,7 @@ export class CommittedShards {
 
   /** Replaces the entry (if any) with a shard rebuilt from the partition's checkpoint. */
   private build(key: string, instance: InstanceRuntime, partition: number): Promise<Shard> {
-    this.forget(key);
+    this.drop(key);
     const building: Entry = { loaded: { shard: undefined as unknown as Shard, replayed: 0, seq: 0, unjournaled: null }, bytes: 0, builtAt: this.now() };
     building.current = this.rebuild(instance, partition)
       .then((loaded) => {
@@ -125,7 +140,7 @@ export class CommittedShards {
   }
 
   private resize(entry: Entry): void {
-    const bytes = shardBytes(entry.loaded.shard);
+    const bytes = Math.max(ENTRY_BYTES_AT_LEAST, shardBytes(entry.loaded.shard));
     this.bytes += bytes - entry.bytes;
     entry.bytes = bytes;
     // Least recently used first (Map order); the entry just read stays even when it alone is over the bound.
@@ -135,7 +150,14 @@ export class CommittedShards {
     }
   }
 
+  /** Drops the entry, and the partition's newest version with it when the entry was that version's. */
   private forget(key: string): void {
+    this.drop(key);
+    const place = key.slice(0, key.lastIndexOf('\u0000'));
+    if (`${place}\u0000${this.newest.get(place)}` === key) this.newest.delete(place);
+  }
+
+  private drop(key: string): void {
     const entry = this.entries.get(key);
     if (!entry) return;
     this.entries.delete(key);

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { CommittedShards } from '../../server/cluster/committed-cache';
+import { CommittedShards, ENTRY_BYTES_AT_LEAST } from '../../server/cluster/committed-cache';
+import type { InstanceRuntime } from '../../server/engine/tenant';
 import type { Shard } from '../../server/engine/shard';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
@@ -74,6 +75,25 @@ describe('shards of partitions held elsewhere, kept for reads', () => {
     expect(small.size().shards).toBe(1); // the least recently used went; the last read stays
     await small.shard(instance, 3);
     expect(small.stats).toMatchObject({ rebuilds: 4, catchUps: 1 });
+  });
+
+  it('bounds empty shards too, and lets a shard of an older workflow version go once a newer one is read', async () => {
+    h = await startHarness(4);
+    await crowd(h, 'c', [4, 8]); // partition 0 only: partitions 1, 2 and 3 are empty
+    const id = await start(h, await workflow(h, definition), 'c');
+    const instance = h.engine.findRuntime(id)!;
+
+    const kept = new CommittedShards(database(), 2 * ENTRY_BYTES_AT_LEAST);
+    for (const p of [1, 2, 3]) await kept.shard(instance, p);
+    expect(kept.size()).toEqual({ shards: 2, bytes: 2 * ENTRY_BYTES_AT_LEAST });
+
+    // The same instance after a workflow update (a new version of its record): the older version's shard goes.
+    const updated = Object.assign(Object.create(instance) as InstanceRuntime, { record: { ...instance.record, version: instance.record.version + 1 } });
+    const roomy = new CommittedShards(database());
+    await roomy.shard(instance, 0);
+    expect(view(await roomy.shard(updated, 0))).toEqual(view(instance.shards[0]!));
+    expect(roomy.size().shards).toBe(1);
+    expect(roomy.stats).toMatchObject({ rebuilds: 2 });
   });
 
   it('rebuilds a kept shard after a crowd update, whose joiners and leavers only its checkpoints carry', async () => {
