@@ -8,6 +8,11 @@ import { spawnEngineThreadEarly } from './engine/thread-spawn';
 
 /** Idle time a kept-alive connection waits for its next request (as common load balancers do: above their 60 s). */
 const KEEP_ALIVE_MS = 65_000;
+/**
+ * How long a request may take to arrive whole. Node's default (300 s) answered 408 to a 10M-profile import on
+ * PostgreSQL: its body is read as fast as the import writes it, which there takes over 5 minutes.
+ */
+const REQUEST_TIMEOUT_MS = 60 * 60_000;
 
 interface Options {
   port: number;
@@ -61,6 +66,7 @@ async function main(): Promise<void> {
   // expired while its next request was on the way ("other side closed"). Longer idle connections make that rare.
   server.keepAliveTimeout = KEEP_ALIVE_MS;
   server.headersTimeout = KEEP_ALIVE_MS + 1_000;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
   // After the runtime has handed back its leases (server/shutdown.ts runs first), stop taking requests and exit.
   for (const [signal, code] of [
     ['SIGTERM', 143],
