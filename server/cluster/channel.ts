@@ -60,7 +60,9 @@ export async function startClusterChannel(
 
 function deliverNotice(signal: NoticeSignal): void {
   if (signal.name === LOOKUP_CACHE_CLEARED) runtime().caches.get(String(signal.args[0]))?.clearHere();
-  else if (signal.name === PROFILES_WRITTEN)
+  else if (signal.name === PROFILES_WRITTEN) {
     void profilesWrittenElsewhere(String(signal.args[0]), Number(signal.args[1]), signal.args[2] === undefined ? undefined : String(signal.args[2]));
-  else processNotice(signal.name).deliver(...signal.args);
+    // The engine thread holds the index the server's profile calls use: it catches up with the write itself.
+    runtime().noticeRelay?.(PROFILES_WRITTEN, signal.args);
+  } else processNotice(signal.name).deliver(...signal.args);
 }

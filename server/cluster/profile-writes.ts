@@ -31,6 +31,15 @@ export function profileWriteNotice(tenantId: string, seq: number, changes: reado
   return text.length <= MAX_USERS_TEXT ? [tenantId, seq, text] : [tenantId, seq];
 }
 
+/**
+ * The notice arguments of a write made in the engine thread, as they cross to the request thread's cluster channel:
+ * its changes only when the notice could name their users (an import chunk's 5,000 are not copied across for nothing).
+ */
+export function slimProfileWriteNotice(args: unknown[]): unknown[] {
+  const [tenantId, seq, changes] = args as [string, number, ProfileChange[] | undefined];
+  return [tenantId, seq, changes && changes.length <= MAX_NAMED_USERS ? changes : undefined];
+}
+
 const lagging = new WeakMap<TenantProfiles, { since: number; timer: ReturnType<typeof setTimeout> }>();
 
 /** Another member committed profile write `seq` of the tenant (`usersText`: its users, when named). */

@@ -19,6 +19,9 @@ import { CountsPushes } from './counts-pushes';
 import { ENGINE_PING_EVERY_MS, EngineLiveness } from './liveness';
 import { startClusterChannel, type ClusterCountsBoard } from '../cluster/channel';
 import { AppError } from '../errors';
+import type { ProfileCalls } from '../profiles/calls';
+import type { ImportFormat, ImportResult } from '../profiles/import';
+import { ImportBodySender } from './profile-import-stream';
 import type {
   Counts,
   CountsCoverage,
@@ -47,6 +50,9 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   private stopping = false;
   private liveness = new EngineLiveness();
   private pinging: ReturnType<typeof setInterval> | undefined;
+  /** Profile imports whose bodies are being sent to the engine thread, by id. */
+  private readonly imports = new Map<number, ImportBodySender>();
+  private nextImportId = 0;
 
   constructor(
     /** This thread's storage: instance rows and snapshots are read, and operations checked and submitted, here. */
@@ -136,6 +142,10 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     if (message.kind === 'counts') {
       this.board.set(message.counts.instanceId, { tenantId: message.tenantId, counts: message.counts, coverage: message.coverage });
       this.schedulePush(message.counts.instanceId);
+    } else if (message.kind === 'import-read') {
+      this.imports.get(message.id)?.taken(message.bytes);
+    } else if (message.kind === 'cluster-notice') {
+      runtime().clusterRelay?.(message.name, message.args);
     } else if (message.kind === 'reply') {
       const call = this.pending.get(message.id);
       this.pending.delete(message.id);
@@ -144,8 +154,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     }
   }
 
-  private post(message: ToEngine): void {
-    this.worker?.postMessage(message);
+  private post(message: ToEngine, transfer: ArrayBuffer[] = []): void {
+    this.worker?.postMessage(message, transfer);
   }
 
   /** Calls the engine thread's `name` (typed by the engine's own method). */
@@ -239,6 +249,50 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   }
 
   readonly whereIsUser = this.forward('whereIsUser');
+
+  // ---- profiles: the engine thread holds the index; this thread keeps no copy ------------------------------------
+
+  readonly profiles: ProfileCalls = {
+    importProfiles: (tenantId, body, format, columnTypes = null) => this.importProfiles(tenantId, body, format, columnTypes),
+    upsertProfiles: this.forward('upsertProfiles'),
+    deleteProfile: this.forward('deleteProfile'),
+    estimateAudience: this.forward('estimateAudience'),
+    explainWorkflow: this.forward('explainWorkflow'),
+    profileFields: this.forward('profileFields'),
+  };
+
+  /**
+   * The engine thread parses the body, writes its chunks and applies them to its index; this thread only hands it the
+   * body's bytes as they come (server/engine/profile-import-stream.ts), so other requests are answered meanwhile.
+   */
+  private async importProfiles(
+    tenantId: string,
+    body: ReadableStream<Uint8Array> | null,
+    format: ImportFormat,
+    columnTypes: string | null,
+  ): Promise<ImportResult> {
+    const id = this.nextImportId++;
+    const sender = new ImportBodySender(id, (message, transfer) => this.post(message, transfer));
+    this.imports.set(id, sender);
+    // The call goes first: the engine thread is ready for the body's pieces that follow it on the same port.
+    const answer = this.call('importProfiles', id, tenantId, body !== null, format, columnTypes);
+    const sent = body ? sender.send(body) : Promise.resolve();
+    try {
+      return await answer;
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      if (sender.failure) throw sender.failure; // the body broke off (the client went away): as when read in this thread
+      // The engine thread ended (it is started again): the chunks it committed stay, with an index that agrees.
+      console.error('[crowdflow] profile import not finished by the engine thread:', error);
+      throw new AppError('unavailable', 'The engine stopped during the import; chunks committed before it stay: import the file again', {
+        retryAfterSeconds: 1,
+      });
+    } finally {
+      sender.finish();
+      this.imports.delete(id);
+      await sent;
+    }
+  }
 
   // ---- reads of the database ---------------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ import type { Json, ProcedureRunner } from '../procedures/types';
 import type { ClusterMember } from '../cluster/member';
 import { shardCounts } from '../cluster/counts';
 import type { LeasePolicy } from './store/leases';
+import { profileCalls, type ProfileCalls } from '../profiles/calls';
 import type {
   Counts,
   CountsCoverage,
@@ -74,6 +75,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private readonly runnerOverride: ProcedureRunner | undefined;
   private readonly publishCounts: EngineOptions['publishCounts'];
   readonly cluster: ClusterMember | undefined;
+  /** Profile writes and index reads, on this thread's profile index (the one conditions read). */
+  readonly profiles: ProfileCalls;
   private readonly tenants = new Map<string, TenantEntry>();
   private readonly pushes = new CountsPushes();
   private readonly stopRequested = new Set<string>();
@@ -84,6 +87,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.database = options.database ?? database();
+    this.profiles = profileCalls(this.database);
     this.timers = new TimerLoop({
       clock: this.clock,
       database: this.database,

@@ -4,6 +4,7 @@
 import type { Principal } from '../auth';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { IngestOutcome } from './ingest';
+import type { ProfileCalls } from '../profiles/calls';
 import type {
   Counts,
   CountsListener,
@@ -33,6 +34,12 @@ export interface EngineHandle {
   /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
   stepBitmap(tenantId: string, instanceId: string, step: string, users?: StepUsers): Promise<RoaringBitmap32>;
   whereIsUser(tenantId: string, user: number): Promise<WhereIsUser>;
+  /**
+   * Profile writes (upserts, deletes, imports) and what reads the profile index (audience estimates, explanations,
+   * fields): run where the engine's profile index is, so a process keeps one index per tenant and the thread that
+   * answers HTTP neither writes an import's chunks nor applies them.
+   */
+  readonly profiles: ProfileCalls;
   listInstances(tenantId: string, filter?: { workflowId?: string; state?: string }): Promise<InstanceView[]>;
   getInstance(tenantId: string, instanceId: string): Promise<InstanceView>;
   getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView>;

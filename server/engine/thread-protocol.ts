@@ -4,6 +4,8 @@
 import { AppError, type ErrorCode } from '../errors';
 import { RetryLaterError } from '../procedures/types';
 import type { RelayedProfileWrite } from '../profiles/index-tenant';
+import type { FORWARDED_PROFILE_CALLS, ProfileCalls } from '../profiles/calls';
+import type { ImportFormat, ImportResult } from '../profiles/import';
 import type { Engine } from './engine';
 import type { Counts, CountsCoverage, StepUsers } from './types';
 
@@ -19,13 +21,18 @@ export const FORWARDED_CALLS = [
   'materializeUpdateWorkflow',
 ] as const;
 
-/** What the engine thread answers: the forwarded methods, a step's users as portable roaring bytes, and a clean stop. */
-export type EngineCalls = Pick<Engine, (typeof FORWARDED_CALLS)[number]> & {
-  stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers): Promise<Uint8Array>;
-  stop(): Promise<void>;
-  /** Answers at once: the request thread's question whether this thread still runs (./liveness.ts). */
-  alive(): Promise<true>;
-};
+/**
+ * What the engine thread answers: the forwarded methods and profile calls, a step's users as portable roaring bytes,
+ * a profile import whose body follows as `import-bytes` messages (server/engine/profile-import-stream.ts), and a clean stop.
+ */
+export type EngineCalls = Pick<Engine, (typeof FORWARDED_CALLS)[number]> &
+  Pick<ProfileCalls, (typeof FORWARDED_PROFILE_CALLS)[number]> & {
+    stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers): Promise<Uint8Array>;
+    importProfiles(importId: number, tenantId: string, hasBody: boolean, format: ImportFormat, columnTypes: string | null): Promise<ImportResult>;
+    stop(): Promise<void>;
+    /** Answers at once: the request thread's question whether this thread still runs (./liveness.ts). */
+    alive(): Promise<true>;
+  };
 export type EngineCallName = keyof EngineCalls;
 
 export type ToEngine =
@@ -36,12 +43,20 @@ export type ToEngine =
   /** A change notice of the request thread (crowd or profiles changed), so the engine's caches drop their copy. */
   | { kind: 'notice'; name: string; args: unknown[] }
   /** A profile write the request thread committed (server/profiles/index-store.ts), for the engine's profile index. */
-  | { kind: 'profiles'; tenantId: string; write: RelayedProfileWrite | null; seq: number };
+  | { kind: 'profiles'; tenantId: string; write: RelayedProfileWrite | null; seq: number }
+  /** The next piece of import `id`'s body (its buffer transferred), its end, or the body failing (the client went away). */
+  | { kind: 'import-bytes'; id: number; bytes: Uint8Array }
+  | { kind: 'import-end'; id: number }
+  | { kind: 'import-abort'; id: number; message: string };
 
 export type FromEngine =
   | { kind: 'ready' }
   | { kind: 'failed'; error: SerializedError }
   | { kind: 'counts'; tenantId: string; counts: Counts; coverage: CountsCoverage }
+  /** The import's parser took `bytes` more of its body: the request thread may send that much more. */
+  | { kind: 'import-read'; id: number; bytes: number }
+  /** A notice the engine thread made (a profile write's), for the request thread to send to the other cluster members. */
+  | { kind: 'cluster-notice'; name: string; args: unknown[] }
   | { kind: 'reply'; id: number; value: unknown }
   | { kind: 'reply'; id: number; error: SerializedError };
 

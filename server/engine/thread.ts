@@ -6,13 +6,16 @@
 import { parentPort } from 'node:worker_threads';
 import { processNotice } from '../crowd/notice';
 import { getProcedureRunner } from '../procedures/runner';
-import { applyRelayedProfileWrite } from '../profiles/index-store';
+import { FORWARDED_PROFILE_CALLS } from '../profiles/calls';
+import { applyRelayedProfileWrite, PROFILES_WRITTEN } from '../profiles/index-store';
+import { profilesWrittenElsewhere, slimProfileWriteNotice } from '../cluster/profile-writes';
 import { runtime } from '../runtime';
 import { closeDb } from '../storage/db';
 import { database } from '../storage/database';
 import { Engine } from './engine';
 import { clusterMember } from '../cluster';
 import { FORWARDED_CALLS, serializeError, type EngineCalls, type FromEngine, type ToEngine } from './thread-protocol';
+import { ImportBodyReceiver } from './profile-import-stream';
 
 const port = parentPort;
 if (!port) throw new Error('server/engine/thread.ts runs as a worker thread (started by server/engine/client.ts)');
@@ -28,10 +31,31 @@ const engine = new Engine({
   cluster: clusterMember(storage),
 });
 runtime().engine = engine;
+// In a cluster, notices made here (the profile writes this thread commits) go to the other members through the
+// request thread, which holds the cluster channel; a profile write's changes are left out unless the notice can name them.
+if (engine.cluster)
+  runtime().clusterRelay = (name, args) => post({ kind: 'cluster-notice', name, args: name === PROFILES_WRITTEN ? slimProfileWriteNotice(args) : args });
+
+/** Profile imports in progress, by the request thread's id: their bodies arrive as messages. */
+const imports = new Map<number, ImportBodyReceiver>();
 
 const forwarded = Object.fromEntries(FORWARDED_CALLS.map((name) => [name, engine[name].bind(engine)])) as Pick<EngineCalls, (typeof FORWARDED_CALLS)[number]>;
+const profileCalls = Object.fromEntries(FORWARDED_PROFILE_CALLS.map((name) => [name, engine.profiles[name]])) as Pick<
+  EngineCalls,
+  (typeof FORWARDED_PROFILE_CALLS)[number]
+>;
 const calls: EngineCalls = {
   ...forwarded,
+  ...profileCalls,
+  importProfiles: async (importId, tenantId, hasBody, format, columnTypes) => {
+    const receiver = new ImportBodyReceiver(importId, post);
+    imports.set(importId, receiver); // before any await: the body's first piece is the next message
+    try {
+      return await engine.profiles.importProfiles(tenantId, hasBody ? receiver.stream : null, format, columnTypes);
+    } finally {
+      imports.delete(importId); // pieces still on their way are dropped
+    }
+  },
   // Portable roaring bytes in a fresh buffer of their own, so the reply transfers it instead of copying it.
   stepBitmap: async (tenantId, instanceId, step, users) => new Uint8Array((await engine.stepBitmap(tenantId, instanceId, step, users)).serialize('portable')),
   alive: async () => true,
@@ -50,7 +74,14 @@ port.on('message', (message: ToEngine) => {
       (error: unknown) => post({ kind: 'failed', error: serializeError(error) }),
     );
   } else if (message.kind === 'wake') engine.wakeTenant(message.tenantId);
-  else if (message.kind === 'notice') processNotice(message.name).notify(...message.args);
+  else if (message.kind === 'import-bytes' || message.kind === 'import-end' || message.kind === 'import-abort') imports.get(message.id)?.received(message);
+  else if (message.kind === 'notice' && message.name === PROFILES_WRITTEN) {
+    // Another member's profile write, heard by the request thread: this thread's index is the one to catch up.
+    const [tenantId, seq, usersText] = message.args;
+    void profilesWrittenElsewhere(String(tenantId), Number(seq), usersText === undefined ? undefined : String(usersText));
+  }
+  // Delivered here only: the request thread already sent its notices to the cluster.
+  else if (message.kind === 'notice') processNotice(message.name).deliver(...message.args);
   else if (message.kind === 'profiles') void applyRelayedProfileWrite(message.tenantId, message.write, message.seq);
   else {
     const { id, name, args } = message;

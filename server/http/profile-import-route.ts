@@ -1,14 +1,15 @@
-import { ImportQuery, importFormat, importProfiles } from '../profiles/import';
+import { getEngine } from '../engine';
+import { ImportQuery, importFormat } from '../profiles/import';
 import { parseColumnTypes } from '../profiles/import-parse';
 import { tenantFromRequest } from '../tenants/tenants';
 import { json, queryParams, route } from './respond';
-import { database } from '../storage/database';
 
 /**
  * POST /api/v1/tenants/{tenant}/profiles/import — served by the route file and by server/http/http-server.ts alike:
  * our server hands the body over as the socket's own chunks (Next.js copied each one into a stream that read the whole
  * body whether or not the import wanted it), and a body left unread after a bad line no longer stalls the connection.
- * Streamed bulk import (NDJSON or CSV with a header), merged like the upsert route, committed in chunks.
+ * Streamed bulk import (NDJSON or CSV with a header), merged like the upsert route, committed in chunks — by the
+ * engine, which holds the profile index: with an engine thread this thread only passes the body's bytes on.
  */
 export const postProfileImport = route<{ tenant: string }>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
@@ -16,5 +17,5 @@ export const postProfileImport = route<{ tenant: string }>(async (request, param
   const { types = null } = queryParams(request, ImportQuery);
   parseColumnTypes(types);
   const format = importFormat(request.headers.get('content-type'));
-  return json(await importProfiles(database(), tenant.id, request.body, format, types));
+  return json(await getEngine().profiles.importProfiles(tenant.id, request.body, format, types));
 });

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError } from '../errors';
 import type { RawStatement } from '../storage/raw';
+import { copyTextField } from '../storage/pg-copy';
 import { notifyProfilesChanged } from './changes';
 import { CsvReader, lineBatches, parseColumnTypes, parseNdjsonLine, splitCsv, badLine, type ImportItem } from './import-parse';
 import { duringImport, profileWrite } from './index-store';
@@ -26,8 +27,8 @@ export const IMPORT_CHUNK_LINES = 5_000;
 const PARSE_SLICE = 1_000;
 /** SQLite: rows per multi-row INSERT (3 bound parameters each, far below SQLite's limit). */
 const SQLITE_ROWS_PER_STATEMENT = 250;
-/** PostgreSQL: rows per INSERT … SELECT FROM unnest(…) statement. */
-const PG_ROWS_PER_STATEMENT = 10_000;
+/** PostgreSQL: the temporary table a chunk's rows are copied into before one upsert takes them (per connection). */
+const PG_STAGING_TABLE = 'profile_import_rows';
 
 export type ImportFormat = 'ndjson' | 'csv';
 
@@ -192,13 +193,18 @@ async function writeRows(database: Database, tenantId: string, rows: Array<[numb
   const statements: RawStatement[] = [];
   const upsert = `ON CONFLICT ("tenantId", "user") DO UPDATE SET "attributes" = excluded."attributes", "updatedAt" = excluded."updatedAt"`;
   if (d.roundTripPerStatement) {
-    for (let i = 0; i < rows.length; i += PG_ROWS_PER_STATEMENT) {
-      const part = rows.slice(i, i + PG_ROWS_PER_STATEMENT);
-      statements.push({
-        sql: `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") SELECT $1, u, a, CURRENT_TIMESTAMP FROM unnest($2::bigint[], $3::text[]) AS t(u, a) ${upsert}`,
-        params: [tenantId, part.map(([user]) => user), part.map(([, text]) => text)],
-      });
-    }
+    // COPY into a staging table, then one upsert from it: measured against INSERT … SELECT FROM unnest($2::bigint[],
+    // $3::text[]) (bench/pg-profile-write.ts, BENCHMARKS.md). Its rows go at the commit, or with a rollback.
+    let data = '';
+    for (const [user, text] of rows) data += `${user}\t${copyTextField(text)}\n`;
+    statements.push(
+      { sql: `CREATE TEMP TABLE IF NOT EXISTS ${PG_STAGING_TABLE} ("user" bigint, "attributes" text) ON COMMIT DELETE ROWS`, params: [] },
+      { sql: `COPY ${PG_STAGING_TABLE} ("user", "attributes") FROM STDIN`, params: [], copyFrom: Buffer.from(data) },
+      {
+        sql: `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") SELECT $1, "user", "attributes", CURRENT_TIMESTAMP FROM ${PG_STAGING_TABLE} ${upsert}`,
+        params: [tenantId],
+      },
+    );
   } else {
     // Several rows a statement: fewer calls into the driver (a full statement's SQL text is prepared once and cached).
     for (let i = 0; i < rows.length; i += SQLITE_ROWS_PER_STATEMENT) {

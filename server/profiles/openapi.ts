@@ -85,7 +85,8 @@ export const paths: Record<string, object> = {
         description: 'Lines read, distinct users per chunk summed, profiles created, chunks committed, milliseconds',
         schema: z.object({ lines: z.number(), users: z.number(), created: z.number(), chunks: z.number(), ms: z.number() }),
       },
-      errors: [404, 415],
+      // 503: the engine (which writes the import) stopped during it; the chunks committed before stay.
+      errors: [404, 415, 503],
     }),
   },
   '/tenants/{tenant}/profiles/fields': {

@@ -12,12 +12,15 @@ import type BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { connectedSqlite, storage, type Storage } from './db';
 import { whenUnlocked } from './sqlite-busy';
+import { copyFromStdin } from './pg-copy';
 
 export interface RawStatement {
   sql: string;
   params: unknown[];
   /** The statement has a RETURNING clause: its rows are part of the transaction's result. */
   returning?: boolean;
+  /** PostgreSQL only: the statement is a `COPY … FROM STDIN` and these are its rows (text format). */
+  copyFrom?: Buffer;
 }
 
 export interface RawDb {
@@ -153,6 +156,11 @@ class PostgresRaw implements RawDb {
       await client.query('BEGIN');
       const results: Record<string, unknown>[][] = [];
       for (const s of statements) {
+        if (s.copyFrom) {
+          await copyFromStdin(client, s.sql, s.copyFrom);
+          results.push([]);
+          continue;
+        }
         const { rows } = await client.query(s.sql, s.params);
         results.push(s.returning ? rows : []);
       }

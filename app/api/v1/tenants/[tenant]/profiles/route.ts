@@ -1,11 +1,11 @@
 import { json, readJson, route } from '@/server/http/respond';
-import { upsertProfiles, UpsertProfilesBody } from '@/server/profiles/profiles';
+import { getEngine } from '@/server/engine';
+import { UpsertProfilesBody } from '@/server/profiles/profiles';
 import { tenantFromRequest } from '@/server/tenants/tenants';
-import { database } from '@/server/storage/database';
 
 /** Bulk upsert: merges each `{user, attributes}` into the stored profile (JSON Merge Patch), all or nothing. */
 export const POST = route<{ tenant: string }>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
   const items = await readJson(request, UpsertProfilesBody);
-  return json(await upsertProfiles(database(), tenant.id, items));
+  return json(await getEngine().profiles.upsertProfiles(tenant.id, items));
 });

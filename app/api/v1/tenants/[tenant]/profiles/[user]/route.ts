@@ -1,5 +1,6 @@
 import { json, route } from '@/server/http/respond';
-import { deleteProfile, getProfile, parseUserParam } from '@/server/profiles/profiles';
+import { getEngine } from '@/server/engine';
+import { getProfile, parseUserParam } from '@/server/profiles/profiles';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 import { database } from '@/server/storage/database';
 
@@ -12,6 +13,6 @@ export const GET = route<Params>(async (request, params) => {
 
 export const DELETE = route<Params>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
-  await deleteProfile(database(), tenant.id, parseUserParam(params.user));
+  await getEngine().profiles.deleteProfile(tenant.id, parseUserParam(params.user));
   return new Response(null, { status: 204 });
 });

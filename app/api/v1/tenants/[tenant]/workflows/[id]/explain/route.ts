@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { json, readJson, route } from '@/server/http/respond';
 import { WorkflowDefinition } from '@/server/model/workflow';
-import { explainWorkflow } from '@/server/profiles/audience';
+import { getEngine } from '@/server/engine';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 import { findWorkflow, getWorkflow, WORKFLOW_BODY_LIMIT } from '@/server/workflows/workflows';
 import { database } from '@/server/storage/database';
@@ -12,7 +12,7 @@ type Params = { tenant: string; id: string };
 export const GET = route<Params>(async (request, { tenant, id }) => {
   const owner = await tenantFromRequest(request, tenant);
   const workflow = await getWorkflow(database(), owner, id);
-  return json({ workflowId: workflow.id, version: workflow.version, conditions: await explainWorkflow(database(), owner.id, workflow.definition) });
+  return json({ workflowId: workflow.id, version: workflow.version, conditions: await getEngine().profiles.explainWorkflow(owner.id, workflow.definition) });
 });
 
 /** The same for an unsaved definition (the editor's draft) of this workflow. */
@@ -20,5 +20,5 @@ export const POST = route<Params>(async (request, { tenant, id }) => {
   const owner = await tenantFromRequest(request, tenant);
   const workflow = await findWorkflow(database(), owner, id);
   const { definition } = await readJson(request, z.strictObject({ definition: WorkflowDefinition }), WORKFLOW_BODY_LIMIT);
-  return json({ workflowId: workflow.id, version: null, conditions: await explainWorkflow(database(), owner.id, definition) });
+  return json({ workflowId: workflow.id, version: null, conditions: await getEngine().profiles.explainWorkflow(owner.id, definition) });
 });

@@ -1,0 +1,28 @@
+// The profile operations that write or read a tenant's profile index, bound to one Database. They run where the
+// engine runs (EngineHandle.profiles): in the engine thread when there is one, so the process keeps ONE index per
+// tenant (the engine's, which conditions read) and every write of it takes that index's turn. The request thread
+// then holds no copy: an import's chunks are written and applied once, beside the partitions, and the thread that
+// answers HTTP only carries the body across (server/engine/profile-import-stream.ts).
+import type { z } from 'zod';
+import type { WorkflowDefinition } from '../model/workflow';
+import type { Database } from '../storage/database';
+import { estimateAudience, explainWorkflow, profileFields, type AudienceBody } from './audience';
+import { importProfiles, type ImportFormat } from './import';
+import { deleteProfile, upsertProfiles, type UpsertProfilesBody } from './profiles';
+
+export function profileCalls(database: Database) {
+  return {
+    importProfiles: (tenantId: string, body: ReadableStream<Uint8Array> | null, format: ImportFormat, columnTypes: string | null = null) =>
+      importProfiles(database, tenantId, body, format, columnTypes),
+    upsertProfiles: (tenantId: string, items: z.infer<typeof UpsertProfilesBody>) => upsertProfiles(database, tenantId, items),
+    deleteProfile: (tenantId: string, user: number) => deleteProfile(database, tenantId, user),
+    estimateAudience: (tenantId: string, body: z.infer<typeof AudienceBody>) => estimateAudience(database, tenantId, body),
+    explainWorkflow: (tenantId: string, definition: WorkflowDefinition) => explainWorkflow(database, tenantId, definition),
+    profileFields: (tenantId: string) => profileFields(database, tenantId),
+  };
+}
+
+export type ProfileCalls = ReturnType<typeof profileCalls>;
+
+/** The calls the engine thread answers as they are (structured-cloneable arguments and results); the import streams. */
+export const FORWARDED_PROFILE_CALLS = ['upsertProfiles', 'deleteProfile', 'estimateAudience', 'explainWorkflow', 'profileFields'] as const;
