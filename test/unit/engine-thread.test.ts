@@ -5,15 +5,14 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
-import { EngineClient } from '../../server/engine/client';
+import type { EngineClient } from '../../server/engine/client';
 import { appendEvents } from '../../server/engine/ingest';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
-import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
-import { runtime } from '../../server/runtime';
+import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
 
 /**
  * The documented bound: while the engine thread starts an instance over BIG_CROWD users (which held the request
@@ -41,23 +40,17 @@ const journey = {
 
 let runner: ProcedureRunner;
 let engine: EngineClient;
+let threaded: ThreadEngine;
 let tenantId: string;
 
 beforeAll(async () => {
   tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: PARTITIONS } });
-  runner = createProcedureRunner(database(), { pollMs: 50 });
-  engine = new EngineClient(database(), runner);
-  runtime().engine = engine;
-  await runner.start();
-  await engine.start();
+  threaded = await startThreadEngine();
+  ({ engine, runner } = threaded);
 });
 
-afterAll(async () => {
-  await engine.stop();
-  await runner.stop();
-  runtime().engine = undefined;
-});
+afterAll(() => threaded.stop());
 
 async function workflow(definition: object): Promise<string> {
   const id = newId('wf');

@@ -5,37 +5,29 @@
 import { spawn } from 'node:child_process';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EngineClient } from '../../server/engine/client';
+import type { EngineClient } from '../../server/engine/client';
 import { newId } from '../../server/ids';
-import { createProcedureRunner } from '../../server/procedures/runner';
 import { IMPORT_CHUNK_LINES } from '../../server/profiles/import';
 import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
-import type { ProcedureRunner } from '../../server/procedures/types';
 import { runtime } from '../../server/runtime';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';
 import { tenantRow } from '../helpers/tenant-row';
+import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
 
 /** How busy the request thread may be during the import (the share of time its event loop was not idle). */
 const REQUEST_LOOP_UTILIZATION_BOUND = 0.3;
 const REQUEST_LOOP_DELAY_BOUND_MS = 1_000;
 
-let runner: ProcedureRunner;
 let engine: EngineClient;
+let threaded: ThreadEngine;
 
 beforeAll(async () => {
-  runner = createProcedureRunner(database(), { pollMs: 50 });
-  engine = new EngineClient(database(), runner);
-  runtime().engine = engine;
-  await runner.start();
-  await engine.start();
+  threaded = await startThreadEngine();
+  engine = threaded.engine;
 });
 
-afterAll(async () => {
-  await engine.stop();
-  await runner.stop();
-  runtime().engine = undefined;
-});
+afterAll(() => threaded.stop());
 
 const line = (user: number, attributes: Record<string, unknown>) => `${JSON.stringify({ user, attributes })}\n`;
 

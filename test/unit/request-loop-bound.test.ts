@@ -8,17 +8,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { parseCrowdUpload } from '../../server/crowd/parse';
 import { saveCrowd } from '../../server/crowd/store';
-import { EngineClient } from '../../server/engine/client';
+import type { EngineClient } from '../../server/engine/client';
 import { listDeadLetters } from '../../server/engine/dead-letter';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
-import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { importProfiles } from '../../server/profiles/import';
 import { db } from '../../server/storage/db';
 import { tenantRow } from '../helpers/tenant-row';
-import { runtime } from '../../server/runtime';
+import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
 
 /**
  * The documented bound on how long the request thread's event loop may be held up while the engine thread works on
@@ -31,22 +30,16 @@ const PARTITIONS = 4;
 
 let runner: ProcedureRunner;
 let engine: EngineClient;
+let threaded: ThreadEngine;
 let tenantId: string;
 
 beforeAll(async () => {
   tenantId = await tenantRow(newId('tn'), PARTITIONS);
-  runner = createProcedureRunner(database(), { pollMs: 50 });
-  engine = new EngineClient(database(), runner);
-  runtime().engine = engine;
-  await runner.start();
-  await engine.start();
+  threaded = await startThreadEngine();
+  ({ engine, runner } = threaded);
 });
 
-afterAll(async () => {
-  await engine.stop();
-  await runner.stop();
-  runtime().engine = undefined;
-});
+afterAll(() => threaded.stop());
 
 /** The longest the request thread's event loop was held up while `work` ran (ms). */
 async function requestLoopDelayWhile(work: () => Promise<unknown>): Promise<number> {
