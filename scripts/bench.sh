@@ -9,9 +9,9 @@ mkdir -p bench/tmp
 CROWDFLOW_SKIP_BROWSER=1 bash scripts/install.sh
 # Our own build folder, so a test run building .next at the same time never swaps the server under us.
 export CROWDFLOW_DIST_DIR=bench/tmp/next
-if [ ! -f "$CROWDFLOW_DIST_DIR/BUILD_ID" ] || [ -n "$(find app server studio next.config.ts package-lock.json -newer "$CROWDFLOW_DIST_DIR/BUILD_ID" -type f -print -quit 2>/dev/null)" ]; then
-  echo "building the app (next build)…"
-  node node_modules/next/dist/bin/next build >bench/tmp/build.log 2>&1 || { cat bench/tmp/build.log; exit 1; }
-  node scripts/tsconfig-clean.mjs
+built="$CROWDFLOW_DIST_DIR/crowdflow-server/main.mjs"
+if [ ! -f "$built" ] || [ -n "$(find app server studio next.config.ts package-lock.json scripts/build-server.mjs -newer "$built" -type f -print -quit 2>/dev/null)" ]; then
+  echo "building the app (npm run build)…"
+  bash scripts/build.sh
 fi
 exec node --expose-gc --max-old-space-size=8192 --import tsx bench/run.ts "$@"

@@ -10,9 +10,10 @@ if ! grep -qs '^CROWDFLOW_ADMIN_TOKEN=' .env; then
 fi
 set -a; . ./.env; set +a
 PORT="${PORT:-3000}"
-node node_modules/next/dist/bin/next build
+echo "Building the studio and the server…"
+bash scripts/build.sh
 npx tsx scripts/migrate.ts
-node --import tsx server/main.ts -p "$PORT" &
+node "${CROWDFLOW_DIST_DIR:-.next}/crowdflow-server/main.mjs" -p "$PORT" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT INT TERM
 for _ in $(seq 1 120); do

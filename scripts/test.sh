@@ -9,7 +9,5 @@ if [ -z "${CROWDFLOW_DIST_DIR:-}" ]; then
   export CROWDFLOW_DIST_DIR=".next-test/run-$$"
   trap 'rm -rf "$CROWDFLOW_DIST_DIR"' EXIT
 fi
-build_log="$(mktemp)"
-node node_modules/next/dist/bin/next build >"$build_log" 2>&1 || { cat "$build_log"; exit 1; }
-node scripts/tsconfig-clean.mjs
+bash scripts/build.sh
 node node_modules/vitest/vitest.mjs run "$@"

@@ -9,18 +9,22 @@ import { env } from '../env';
 import { runtime } from '../runtime';
 import type { FromEngine } from './thread-protocol';
 
-// The thread loads the engine from its TypeScript sources through tsx's loader: Turbopack (Next 16.4) copies a
+// From sources, the thread loads the engine through tsx's loader: Turbopack (Next 16.4) copies a
 // `new Worker(new URL('./thread.ts', import.meta.url))` entry as a plain asset instead of bundling it, and the
 // server's own bundles cannot be loaded outside Next. Plain CommonJS evaluated in the worker, so no bundler has
-// to know about it; the paths come from the request thread.
+// to know about it; the paths come from the request thread. The compiled server (scripts/build-server.mjs) defines
+// CROWDFLOW_ENGINE_THREAD_ENTRY as its compiled engine thread beside it, which loads with no loader at all.
 const THREAD_BOOTSTRAP = `
 const { parentPort, workerData } = require('node:worker_threads');
-import(workerData.loader)
-  .then(({ register }) => (register(), import(workerData.entry)))
+(workerData.loader ? import(workerData.loader).then(({ register }) => register()) : Promise.resolve())
+  .then(() => import(workerData.entry))
   .catch((error) => parentPort.postMessage({ kind: 'failed', error: { type: 'error', name: error.name, message: error.message, stack: error.stack } }));
 `;
 
-function threadEntry(): { loader: string; entry: string } {
+declare const CROWDFLOW_ENGINE_THREAD_ENTRY: string | undefined;
+
+function threadEntry(): { loader?: string; entry: string } {
+  if (typeof CROWDFLOW_ENGINE_THREAD_ENTRY === 'string') return { entry: new URL(CROWDFLOW_ENGINE_THREAD_ENTRY, import.meta.url).href };
   const root = /*turbopackIgnore: true*/ process.cwd();
   return {
     loader: pathToFileURL(join(root, 'node_modules/tsx/dist/esm/api/index.mjs')).href,

@@ -1,11 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 
 // Shared by the test servers (test/setup/server.ts) and the benchmark servers (bench/lib/server.ts).
 
-/** Node arguments that start the server entry (server/main.ts, as `npm start` does) on 127.0.0.1:`port`. */
+/**
+ * Node arguments that start the compiled server entry of the last build (server/main.ts compiled by
+ * scripts/build-server.mjs into the build folder, as `npm start` does) on 127.0.0.1:`port`.
+ */
 export function serverArguments(port: number): string[] {
-  return ['--import', 'tsx', 'server/main.ts', '-p', String(port), '-H', '127.0.0.1'];
+  return [join(process.env.CROWDFLOW_DIST_DIR || '.next', 'crowdflow-server', 'main.mjs'), '-p', String(port), '-H', '127.0.0.1'];
 }
 
 export async function freePort(): Promise<number> {
