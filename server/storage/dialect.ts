@@ -82,6 +82,12 @@ export interface Dialect {
    */
   readonly journalPassInSeqOrder: boolean;
   /**
+   * A statement answering one row whose column `rows` is the JSON array of `select`'s rows (each an array of `columns`,
+   * ordered by the column `orderBy`), or null where reading the rows one by one is faster. SQLite: 1M journal rows in 1.6 s
+   * packed against 2.9 s as better-sqlite3 rows; PostgreSQL: json_agg took 3.7-4.1 s against node-pg's 2.6 s.
+   */
+  packedRows(select: string, columns: string[], orderBy: string): string | null;
+  /**
    * A statement that brings the planner's statistics of `table` up to date before a long keyset read of it, or null
    * where plans do not depend on them (SQLite). After a bulk write, PostgreSQL's statistics lag until autovacuum gets to
    * the table: a 10M-row profile table still counted as a few thousand rows, so each 20,000-row page of a rebuild was
@@ -117,6 +123,10 @@ function sqliteDialect(): Dialect {
     roundTripPerStatement: false,
     withoutIndex: (column) => `+${column}`,
     journalPassInSeqOrder: true,
+    packedRows: (select, columns, orderBy) => {
+      const row = `json_array(${columns.map((c) => `r."${c}"`).join(', ')})`;
+      return `SELECT json_group_array(${row} ORDER BY r."${orderBy}") AS "rows" FROM (${select}) r`;
+    },
     refreshPlannerStatistics: () => null,
   };
 }
@@ -150,6 +160,7 @@ function postgresDialect(schema: string): Dialect {
     roundTripPerStatement: true,
     withoutIndex: (column) => column,
     journalPassInSeqOrder: false,
+    packedRows: () => null,
     refreshPlannerStatistics: (table) => `ANALYZE ${quotedSchema}."${table}"`,
   };
 }
