@@ -7,18 +7,19 @@ const { RoaringBitmap32: Bitmap } = roaring;
 
 /** Magnitudes up to 2^53 − 1: every integer a double holds exactly. */
 export const MAX_MAGNITUDE = Number.MAX_SAFE_INTEGER;
-const MAX_DEPTH = 53;
 
-/** Bit `i` of a non-negative integer up to 2^53 (beyond 32 bits, so no bitwise operators). */
+const TWO_32 = 2 ** 32;
+
+/**
+ * Bit `i` of a non-negative integer up to 2^53: 32-bit operators on its low or high word (a value past 32 bits, such
+ * as a timestamp in ms, cannot go through them whole). Both words are exact: % and / by 2^32 lose nothing below 2^53.
+ */
 function bitOf(value: number, i: number): number {
-  return Math.floor(value / 2 ** i) % 2;
+  return i < 32 ? ((value % TWO_32) >>> i) & 1 : (Math.floor(value / TWO_32) >>> (i - 32)) & 1;
 }
 
 function depthOf(magnitude: number): number {
-  if (magnitude <= 0x7fffffff) return 32 - Math.clz32(magnitude);
-  let depth = 0;
-  while (depth < MAX_DEPTH && 2 ** depth <= magnitude) depth++;
-  return depth;
+  return magnitude < TWO_32 ? 32 - Math.clz32(magnitude) : 64 - Math.clz32(Math.floor(magnitude / TWO_32));
 }
 
 /** Pending bitmap edits of one batch, applied as removeMany/addMany per bitmap (removes first). */
@@ -83,13 +84,13 @@ export class BitSlicedIndex {
     this.eachBit(magnitude, (i) => edits.remove(this.slices[i], user));
   }
 
-  /** Calls `visit` with the index of every set bit of `magnitude` (32-bit operators where they suffice: most values). */
+  /**
+   * Calls `visit` with the index of every set bit of `magnitude`, word by word with 32-bit operators. (Bit by bit
+   * with powers of two, a 1M-profile import with a timestamp attribute spent 110 of its 135 s here.)
+   */
   private eachBit(magnitude: number, visit: (i: number) => void): void {
-    if (magnitude <= 0x7fffffff) {
-      for (let i = 0, m = magnitude; m !== 0; i++, m >>>= 1) if (m & 1) visit(i);
-      return;
-    }
-    for (let i = 0; i < depthOf(magnitude); i++) if (bitOf(magnitude, i)) visit(i);
+    for (let i = 0, m = magnitude % TWO_32; m !== 0; i++, m >>>= 1) if (m & 1) visit(i);
+    for (let i = 32, m = Math.floor(magnitude / TWO_32); m !== 0; i++, m >>>= 1) if (m & 1) visit(i);
   }
 
   /** Users of `within` with a value > k (k an integer; any magnitude). */
