@@ -1,6 +1,7 @@
 // What recovery reads back: shard checkpoints and the journal rows committed after them, in seq order.
 import { num } from './row-number';
 import type { Database } from '../../storage/database';
+import type { RawDb } from '../../storage/raw';
 
 export interface Checkpoint {
   journalSeq: number;
@@ -59,10 +60,16 @@ export const TIME_MS = 7;
 
 const PAGE_SIZE = 50_000;
 
+/** The columns of a ReplayRow, in its order. */
+const REPLAY_COLUMNS = ['seq', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'timeMs'];
+const NUMBER_COLUMNS = new Set(['seq', 'user', 'count', 'timeMs']);
+
 function replayColumns(database: Database): string {
-  const number = database.dialect.numberColumn;
-  return `${number('seq')}, "partition", "fromStep", "toStep", ${number('user')}, "bitmap", ${number('count')}, ${number('timeMs')}`;
+  return REPLAY_COLUMNS.map((c) => (NUMBER_COLUMNS.has(c) ? database.dialect.numberColumn(c) : `"${c}"`)).join(', ');
 }
+
+/** The replay columns with a flag (1 or 0) where the bitmap goes: bytes have no JSON form, and few rows hold one. */
+const PACKED_COLUMNS = REPLAY_COLUMNS.map((c) => (c === 'bitmap' ? '"bitmap" IS NOT NULL AS "bitmap"' : `"${c}"`)).join(', ');
 
 /** Hands the journal rows of one shard after `seq` to `visit`, in seq order. */
 export function journalAfter(database: Database, instanceId: string, partition: number, seq: number, visit: (row: ReplayRow) => void): Promise<void> {
@@ -119,19 +126,14 @@ async function pages(
     };
     const packed = database.dialect.packedRows(`SELECT ${PACKED_COLUMNS} ${rows}`, REPLAY_COLUMNS, 'seq');
     const read = packed
-      ? await packedPage(database, packed, params, onRow)
+      ? await packedPage(database, rawDb, packed, params, onRow)
       : await rawDb.each(`SELECT ${replayColumns(database)} ${rows}`, params, (row) => onRow(row as ReplayRow));
     if (read < PAGE_SIZE) return;
   }
 }
 
-const REPLAY_COLUMNS = ['seq', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'timeMs'];
-/** The replay columns with a flag (1 or 0) where the bitmap goes: bytes have no JSON form, and few rows hold one. */
-const PACKED_COLUMNS = '"seq", "partition", "fromStep", "toStep", "user", "bitmap" IS NOT NULL AS "bitmap", "count", "timeMs"';
-
 /** A page read as one JSON text (`Dialect.packedRows`), then the bitmap of each of its bulk moves by its seq. */
-async function packedPage(database: Database, sql: string, params: unknown[], visit: (row: ReplayRow) => void): Promise<number> {
-  const rawDb = await database.raw();
+async function packedPage(database: Database, rawDb: RawDb, sql: string, params: unknown[], visit: (row: ReplayRow) => void): Promise<number> {
   const [{ rows: packed }] = await rawDb.query<{ rows: string }>(sql, params);
   const rows = JSON.parse(packed) as ReplayRow[];
   const bitmapOf = `SELECT "bitmap" FROM ${database.dialect.table('Journal')} WHERE "seq" = ${database.dialect.parameters().bind(0)}`;
