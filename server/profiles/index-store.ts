@@ -14,7 +14,7 @@ const { RoaringBitmap32: Bitmap } = roaring;
 /** Profile rows read per page while rebuilding; the event loop is free between pages. */
 const REBUILD_PAGE = 20_000;
 /** A snapshot is written this long after the last write, and at the latest this long after the first unsaved one. */
-const SNAPSHOT_QUIET_MS = 2_000;
+export const SNAPSHOT_QUIET_MS = 2_000;
 const SNAPSHOT_MAX_DELAY_MS = 30_000;
 
 export class TenantProfiles {
@@ -23,7 +23,10 @@ export class TenantProfiles {
   savedSeq = -1;
   private tail: Promise<unknown> = Promise.resolve();
   private quietTimer: NodeJS.Timeout | undefined;
-  private firstUnsavedAt = 0;
+  /** When the oldest write the saved snapshot lacks was applied; null: the snapshot holds every write. */
+  private firstUnsavedAt: number | null = null;
+  /** When the pending snapshot is to be written (epoch ms); null: none pending. */
+  snapshotDueAt: number | null = null;
   /** Load and rebuild figures of the last load, for /profiles/fields and the bench. */
   lastLoad: { source: 'snapshot' | 'rows' | 'empty'; ms: number; profiles: number } | null = null;
 
@@ -68,7 +71,8 @@ export class TenantProfiles {
 
   /** Writes the index as it is now, labelled with the seq it reflects. */
   async saveSnapshot(): Promise<void> {
-    if (!this.index || this.savedSeq === this.seq) return;
+    if (!this.index) return;
+    if (this.savedSeq === this.seq) return this.markSaved();
     const seq = this.seq;
     const bytes = encodeIndex(this.index);
     // Only if no other process has written since (its writes are not in this index): then the next load rebuilds.
@@ -77,20 +81,32 @@ export class TenantProfiles {
       data: { snapshot: new Uint8Array(bytes), snapshotSeq: BigInt(seq), updatedAt: new Date() },
     });
     this.savedSeq = seq;
+    this.markSaved();
+  }
+
+  private markSaved(): void {
+    this.firstUnsavedAt = null;
+    this.snapshotDueAt = null;
   }
 
   /** Imports in progress: they write their snapshot when they end, so the periodic one waits (encoding 10M profiles is not free). */
   importing = 0;
 
+  /**
+   * After a write: the snapshot is written SNAPSHOT_QUIET_MS after the last write, at the latest SNAPSHOT_MAX_DELAY_MS
+   * after the first one it lacks. (The first unsaved write was once judged by `savedSeq === seq` after the write had
+   * already bumped `seq`, so it was never recorded and every write snapshotted the whole index at once: 50 MB
+   * encoded per one-profile upsert at 10M profiles.)
+   */
   scheduleSnapshot(): void {
     if (this.importing > 0) return;
     const now = Date.now();
-    if (this.savedSeq === this.seq) this.firstUnsavedAt = now;
+    this.firstUnsavedAt ??= now;
     clearTimeout(this.quietTimer);
-    const wait = Math.max(0, Math.min(SNAPSHOT_QUIET_MS, this.firstUnsavedAt + SNAPSHOT_MAX_DELAY_MS - now));
+    this.snapshotDueAt = Math.min(now + SNAPSHOT_QUIET_MS, this.firstUnsavedAt + SNAPSHOT_MAX_DELAY_MS);
     this.quietTimer = setTimeout(() => {
       this.exclusive(() => this.saveSnapshot()).catch((error) => console.warn(`[crowdflow] profile index snapshot of tenant ${this.tenantId} failed`, error));
-    }, wait);
+    }, Math.max(0, this.snapshotDueAt - now));
     this.quietTimer.unref();
   }
 
@@ -114,6 +130,11 @@ export function profileIndex(database: Database, tenantId: string): Promise<Prof
   const held = tenantProfiles(database, tenantId);
   if (held.index) return Promise.resolve(held.index);
   return held.exclusive(() => held.loaded());
+}
+
+/** When the tenant's pending index snapshot is due (epoch ms); null: none pending or not loaded here. */
+export function profileSnapshotDueAt(tenantId: string): number | null {
+  return tenants().get(tenantId)?.snapshotDueAt ?? null;
 }
 
 /** How the tenant's index was last loaded (null: not loaded in this process yet). */

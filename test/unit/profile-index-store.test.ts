@@ -1,7 +1,14 @@
 import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../server/ids';
-import { dropProfileIndex, profileIndex, profileIndexLoad, saveProfileSnapshot } from '../../server/profiles/index-store';
+import {
+  dropProfileIndex,
+  profileIndex,
+  profileIndexLoad,
+  profileSnapshotDueAt,
+  saveProfileSnapshot,
+  SNAPSHOT_QUIET_MS,
+} from '../../server/profiles/index-store';
 import { deleteProfile, upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
@@ -52,6 +59,29 @@ describe('the tenant profile index in this process', () => {
     await profileIndex(database(), tenantId);
     expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
     expect((await profileIndex(database(), tenantId)).has('tags', RoaringBitmap32.of(1, 2, 4)).toArray()).toEqual([4]);
+  });
+
+  it('writes the snapshot a quiet period after the last write, not at every write', async () => {
+    const tenantId = await tenantRow(newId('tn'));
+    const snapshotSeq = async () => Number((await db().profileIndexState.findUnique({ where: { tenantId } }))!.snapshotSeq);
+    await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
+    await saveProfileSnapshot(tenantId);
+    const saved = await snapshotSeq();
+    expect(profileSnapshotDueAt(tenantId)).toBeNull();
+
+    const firstWrite = Date.now();
+    await upsertProfiles(database(), tenantId, [{ user: 2, attributes: { plan: 'free' } }]);
+    const firstDue = profileSnapshotDueAt(tenantId)!;
+    expect(firstDue).toBeGreaterThanOrEqual(firstWrite + SNAPSHOT_QUIET_MS);
+    await upsertProfiles(database(), tenantId, [{ user: 3, attributes: { plan: 'free' } }]);
+    expect(profileSnapshotDueAt(tenantId)).toBeGreaterThanOrEqual(firstDue);
+    // Event-loop turns, no clock time: a snapshot due at once would be written by now.
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(await snapshotSeq()).toBe(saved);
+
+    await saveProfileSnapshot(tenantId);
+    expect(await snapshotSeq()).toBe(saved + 2);
+    expect(profileSnapshotDueAt(tenantId)).toBeNull();
   });
 
   it('rebuilds from rows written before the index had a state row', async () => {
