@@ -9,6 +9,10 @@ export type { ProfileFigures };
 const figure = (m: Measured, unit = 'ms'): Figure => ({ value: m.value, unit, ...(m.note ? { note: m.note } : {}) });
 const ms = (value: number, note: string): Figure => ({ value, unit: 'ms', note });
 
+/** Issue 14 §3: "10M profiles imported in ≤ 60 s on SQLite, with PostgreSQL measured too". */
+const importTarget = (provider: Provider) =>
+  provider === 'sqlite' ? { target: { value: 60_000, direction: 'lower' as const, text: '≤ 60 s', scalesWithUsers: true } } : {};
+
 export function profileRows(f: ProfileFigures, provider: Provider, users: string): ScenarioResult[] {
   const planLimit = ms(f.planLimit, '(bare plan: evaluatePlan on the index)');
   return [
@@ -17,7 +21,7 @@ export function profileRows(f: ProfileFigures, provider: Provider, users: string
       provider,
       ours: figure(f.import),
       limit: ms(f.importLimit, '(parse + index in memory, no database)'),
-      target: { value: 60_000, direction: 'lower', text: '≤ 60 s', scalesWithUsers: true },
+      ...importTarget(provider),
     },
     {
       scenario: 'counts p99 while the import runs (same process)',
@@ -61,7 +65,7 @@ export function profileRows(f: ProfileFigures, provider: Provider, users: string
             provider,
             ours: figure(f.http.import),
             limit: ms(f.importLimit, '(parse + index in memory, no database)'),
-            target: { value: 60_000, direction: 'lower' as const, text: '≤ 60 s', scalesWithUsers: true },
+            ...importTarget(provider),
           },
           {
             scenario: 'counts p99 over HTTP while an HTTP import runs',
