@@ -25,8 +25,7 @@ export class TenantProfiles {
   private quietTimer: NodeJS.Timeout | undefined;
   /** When the oldest write the saved snapshot lacks was applied; null: the snapshot holds every write. */
   private firstUnsavedAt: number | null = null;
-  /** When the pending snapshot is to be written (epoch ms); null: none pending. */
-  snapshotDueAt: number | null = null;
+  private dueAt: number | null = null;
   /** Load and rebuild figures of the last load, for /profiles/fields and the bench. */
   lastLoad: { source: 'snapshot' | 'rows' | 'empty'; ms: number; profiles: number } | null = null;
 
@@ -56,6 +55,7 @@ export class TenantProfiles {
       this.index = snapshot;
       this.seq = this.savedSeq = seq;
       this.lastLoad = { source: 'snapshot', ms: performance.now() - started, profiles: snapshot.size };
+      this.markSaved();
       return;
     }
     const index = new ProfileIndex();
@@ -63,6 +63,7 @@ export class TenantProfiles {
     this.index = index;
     this.seq = seq;
     this.lastLoad = { source: index.size === 0 && !state ? 'empty' : 'rows', ms: performance.now() - started, profiles: index.size };
+    this.markSaved(); // the index is the database as it is now; a snapshot it still lacks is written below
     // Profiles written before this table existed have no state row yet: give them one, so the next boot reads a snapshot.
     if (!state && index.size > 0)
       await this.database.db.profileIndexState.upsert({ where: { tenantId: this.tenantId }, create: { tenantId: this.tenantId }, update: {} });
@@ -71,8 +72,11 @@ export class TenantProfiles {
 
   /** Writes the index as it is now, labelled with the seq it reflects. */
   async saveSnapshot(): Promise<void> {
-    if (!this.index) return;
-    if (this.savedSeq === this.seq) return this.markSaved();
+    // No index (dropped: the next load rebuilds and snapshots it) or nothing new: nothing is owed.
+    if (!this.index || this.savedSeq === this.seq) {
+      this.markSaved();
+      return;
+    }
     const seq = this.seq;
     const bytes = encodeIndex(this.index);
     // Only if no other process has written since (its writes are not in this index): then the next load rebuilds.
@@ -86,7 +90,7 @@ export class TenantProfiles {
 
   private markSaved(): void {
     this.firstUnsavedAt = null;
-    this.snapshotDueAt = null;
+    this.dueAt = null;
   }
 
   /** Imports in progress: they write their snapshot when they end, so the periodic one waits (encoding 10M profiles is not free). */
@@ -94,20 +98,28 @@ export class TenantProfiles {
 
   /**
    * After a write: the snapshot is written SNAPSHOT_QUIET_MS after the last write, at the latest SNAPSHOT_MAX_DELAY_MS
-   * after the first one it lacks. (The first unsaved write was once judged by `savedSeq === seq` after the write had
-   * already bumped `seq`, so it was never recorded and every write snapshotted the whole index at once: 50 MB
-   * encoded per one-profile upsert at 10M profiles.)
+   * after the first one it lacks: encoding the whole index (≈ 50 MB at 10M profiles) per write would cost each write
+   * far more than the write itself.
    */
   scheduleSnapshot(): void {
     if (this.importing > 0) return;
     const now = Date.now();
     this.firstUnsavedAt ??= now;
     clearTimeout(this.quietTimer);
-    this.snapshotDueAt = Math.min(now + SNAPSHOT_QUIET_MS, this.firstUnsavedAt + SNAPSHOT_MAX_DELAY_MS);
+    this.dueAt = Math.min(now + SNAPSHOT_QUIET_MS, this.firstUnsavedAt + SNAPSHOT_MAX_DELAY_MS);
     this.quietTimer = setTimeout(() => {
-      this.exclusive(() => this.saveSnapshot()).catch((error) => console.warn(`[crowdflow] profile index snapshot of tenant ${this.tenantId} failed`, error));
-    }, Math.max(0, this.snapshotDueAt - now));
+      this.exclusive(() => this.saveSnapshot()).catch((error) => {
+        // Still owed: the next write schedules it again, at once (its first unsaved write is older than the cap).
+        this.dueAt = null;
+        console.warn(`[crowdflow] profile index snapshot of tenant ${this.tenantId} failed`, error);
+      });
+    }, Math.max(0, this.dueAt - now));
     this.quietTimer.unref();
+  }
+
+  /** When the pending snapshot is to be written (epoch ms); null: none pending. */
+  get snapshotDueAt(): number | null {
+    return this.dueAt;
   }
 
   close(): void {
