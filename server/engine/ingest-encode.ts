@@ -81,7 +81,15 @@ export function encodeRequest(request: IngestRequest, partitions: number): Encod
     duplicates,
     rows,
     ...(key === undefined ? {} : { key, requestHash }),
-    ...(ids ? { ids: idsInRowOrder(ids, hashes!, [...groups.values()].map((g) => g.positions)) } : {}),
+    ...(ids
+      ? {
+          ids: idsInRowOrder(
+            ids,
+            hashes!,
+            [...groups.values()].map((g) => g.positions),
+          ),
+        }
+      : {}),
   };
 }
 

@@ -107,13 +107,16 @@ export class TenantProfiles {
     this.firstUnsavedAt ??= now;
     clearTimeout(this.quietTimer);
     this.dueAt = Math.min(now + SNAPSHOT_QUIET_MS, this.firstUnsavedAt + SNAPSHOT_MAX_DELAY_MS);
-    this.quietTimer = setTimeout(() => {
-      this.exclusive(() => this.saveSnapshot()).catch((error) => {
-        // Still owed: the next write schedules it again, at once (its first unsaved write is older than the cap).
-        this.dueAt = null;
-        console.warn(`[crowdflow] profile index snapshot of tenant ${this.tenantId} failed`, error);
-      });
-    }, Math.max(0, this.dueAt - now));
+    this.quietTimer = setTimeout(
+      () => {
+        this.exclusive(() => this.saveSnapshot()).catch((error) => {
+          // Still owed: the next write schedules it again, at once (its first unsaved write is older than the cap).
+          this.dueAt = null;
+          console.warn(`[crowdflow] profile index snapshot of tenant ${this.tenantId} failed`, error);
+        });
+      },
+      Math.max(0, this.dueAt - now),
+    );
     this.quietTimer.unref();
   }
 
