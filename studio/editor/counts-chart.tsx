@@ -137,7 +137,7 @@ export function CountsChartDialog({
               <LineChart data={data} margin={{ top: 8, right: 16, bottom: 8, left: 8 }}>
                 <CartesianGrid strokeDasharray="3 3" />
                 <XAxis dataKey="at" type="number" scale="time" domain={['dataMin', 'dataMax']} tickFormatter={time} />
-                <YAxis yAxisId="users" tickFormatter={(v: number) => formatCount(v)} />
+                <YAxis yAxisId="users" allowDecimals={false} tickFormatter={(v: number) => formatCount(v)} />
                 {hasGoal && <YAxis yAxisId="rate" orientation="right" unit="%" domain={[0, 100]} />}
                 <Tooltip labelFormatter={(at) => new Date(Number(at)).toLocaleString()} />
                 <Legend />
