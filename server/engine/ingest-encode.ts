@@ -2,7 +2,7 @@
 // every row's bytes in one buffer. Done where the request was parsed, which for HTTP is the request thread, so the
 // engine thread only decides duplicates, writes the rows and decodes them when it applies them.
 import { AppError } from '../errors';
-import { hashIds } from './ingest-id-table';
+import { hashIds, IdTable } from './ingest-id-table';
 import type { RequestIds } from './ingest-dedupe';
 import { encodeEvents } from './log-codec';
 import type { LoggedEvent } from './types';
@@ -43,8 +43,8 @@ export const cannotStore = (error: unknown) =>
 export function encodeRequest(request: IngestRequest, partitions: number): EncodedRequest {
   const { events, ids, key, requestHash } = request;
   // Every id hashed once, in request order: the same words find repeats within the request and go to the engine.
-  const hashes = ids ? hashIds(ids) : undefined;
-  const repeated = ids ? repeatsWithin(ids, hashes!) : undefined;
+  const hashes = ids && hashIds(ids);
+  const repeated = ids && repeatsWithin(ids, hashes!);
   const groups = new Map<number, { events: LoggedEvent[]; positions: number[] }>();
   let duplicates = 0;
   for (let i = 0; i < events.length; i++) {
@@ -117,32 +117,14 @@ function idsInRowOrder(ids: readonly (string | undefined)[], hashes: Uint32Array
 
 /**
  * Marks each event whose id an earlier event of the request has (the first is kept); undefined when none repeats.
- * An open-addressing table of positions over the hashes, strings compared only when hashes are equal: a Set of the
- * strings cost twice as much (V8 hashes each string again).
+ * The dedupe window's table over the hashes, strings compared only when hashes are equal: a Set of the strings cost
+ * twice as much (V8 hashes each string again).
  */
 function repeatsWithin(ids: readonly (string | undefined)[], hashes: Uint32Array): Uint8Array | undefined {
-  let slots = 16;
-  while (slots < 2 * ids.length) slots *= 2;
-  const mask = slots - 1;
-  const table = new Int32Array(slots).fill(-1);
+  const seen = new IdTable((_, position, __, otherPosition) => ids[position] === ids[otherPosition], ids.length);
   let repeated: Uint8Array | undefined;
   for (let i = 0; i < ids.length; i++) {
-    if (ids[i] === undefined) continue;
-    const high = hashes[2 * i];
-    const low = hashes[2 * i + 1];
-    let slot = low & mask;
-    for (;;) {
-      const j = table[slot];
-      if (j === -1) {
-        table[slot] = i;
-        break;
-      }
-      if (hashes[2 * j] === high && hashes[2 * j + 1] === low && ids[j] === ids[i]) {
-        (repeated ??= new Uint8Array(ids.length))[i] = 1;
-        break;
-      }
-      slot = (slot + 1) & mask;
-    }
+    if (ids[i] !== undefined && !seen.claim(hashes[2 * i], hashes[2 * i + 1], 0, i)) (repeated ??= new Uint8Array(ids.length))[i] = 1;
   }
   return repeated;
 }

@@ -47,11 +47,20 @@ function fmix(h: number): number {
  * in it. `same(list, position, otherList, otherPosition)` answers whether the two places hold equal ids.
  */
 export class IdTable {
-  private slots = new Uint32Array(SLOT * INITIAL_SLOTS);
-  private mask = INITIAL_SLOTS - 1;
+  private slots: Uint32Array;
+  private mask: number;
   size = 0;
 
-  constructor(private readonly same: (list: number, position: number, otherList: number, otherPosition: number) => boolean) {}
+  /** `expected`: entries it will hold, so it is sized to never grow for them (a request's ids). */
+  constructor(
+    private readonly same: (list: number, position: number, otherList: number, otherPosition: number) => boolean,
+    expected = 0,
+  ) {
+    let slots = INITIAL_SLOTS;
+    while (slots < 2 * expected + 2) slots *= 2;
+    this.slots = new Uint32Array(SLOT * slots);
+    this.mask = slots - 1;
+  }
 
   /** Adds the id at (list, position) unless an entry holds an equal id: false then (a duplicate), and nothing is added. */
   claim(high: number, low: number, list: number, position: number): boolean {
