@@ -55,7 +55,7 @@ export class TenantProfiles {
       this.index = snapshot;
       this.seq = this.savedSeq = seq;
       this.lastLoad = { source: 'snapshot', ms: performance.now() - started, profiles: snapshot.size };
-      this.markSaved();
+      this.markSaved(); // the index is the database as it is now: no write before the load is owed a snapshot
       return;
     }
     const index = new ProfileIndex();
@@ -63,11 +63,11 @@ export class TenantProfiles {
     this.index = index;
     this.seq = seq;
     this.lastLoad = { source: index.size === 0 && !state ? 'empty' : 'rows', ms: performance.now() - started, profiles: index.size };
-    this.markSaved(); // the index is the database as it is now; a snapshot it still lacks is written below
     // Profiles written before this table existed have no state row yet: give them one, so the next boot reads a snapshot.
     if (!state && index.size > 0)
       await this.database.db.profileIndexState.upsert({ where: { tenantId: this.tenantId }, create: { tenantId: this.tenantId }, update: {} });
     if (state || index.size > 0) await this.saveSnapshot();
+    else this.markSaved(); // nothing stored yet: no snapshot is owed
   }
 
   /** Writes the index as it is now, labelled with the seq it reflects. */
