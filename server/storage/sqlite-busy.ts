@@ -36,8 +36,18 @@ export async function whenUnlocked<T>(attempt: () => T | Promise<T>): Promise<T>
 }
 
 /**
+ * A write that changes nothing, run first in every transaction so that it holds the write lock from its start (what
+ * BEGIN IMMEDIATE would do; the adapter's BEGIN is deferred). Otherwise a transaction that reads before it writes
+ * pins a snapshot with the read, another connection (the engine thread's) commits, and the write is refused with
+ * SQLITE_BUSY_SNAPSHOT, which no waiting cures: a key revoke answered 500 that way. The migrations table is in every
+ * database this process opens.
+ */
+const TAKE_WRITE_LOCK: SqlQuery = { sql: 'DELETE FROM "_prisma_migrations" WHERE 0', args: [], argTypes: [] };
+
+/**
  * Prisma's SQLite adapter with every statement run through `whenUnlocked`. A script is not retried (it may have run
- * half-way); BEGIN is deferred, so starting a transaction takes no lock and its statements wait like any other.
+ * half-way). A transaction takes the write lock with TAKE_WRITE_LOCK, waiting for it like any statement; after that
+ * none of its statements is refused for a lock.
  */
 export class AsyncLockWaitAdapter implements SqlDriverAdapter {
   readonly provider: SqlDriverAdapter['provider'];
@@ -61,7 +71,14 @@ export class AsyncLockWaitAdapter implements SqlDriverAdapter {
   }
 
   async startTransaction(...args: Parameters<SqlDriverAdapter['startTransaction']>): Promise<Transaction> {
-    return new AsyncLockWaitTransaction(await this.inner.startTransaction(...args));
+    const transaction = new AsyncLockWaitTransaction(await this.inner.startTransaction(...args));
+    try {
+      await transaction.executeRaw(TAKE_WRITE_LOCK);
+    } catch (error) {
+      await transaction.rollback();
+      throw error;
+    }
+    return transaction;
   }
 
   dispose() {
