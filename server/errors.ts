@@ -75,3 +75,13 @@ export function isForeignKeyViolation(error: unknown): boolean {
 export function isRecordMissing(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'P2025';
 }
+
+/**
+ * The database was too busy to answer in time: SQLite's write lock still held past our wait (Prisma P1008, or the raw
+ * driver's SQLITE_BUSY), a transaction that could not start or finish within its limits (P2028), or no connection of
+ * PostgreSQL's pool free in time (P2024). Nothing was written; the same request can succeed a moment later.
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return code === 'P1008' || code === 'P2024' || code === 'P2028' || code === 'SQLITE_BUSY';
+}

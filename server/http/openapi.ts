@@ -74,8 +74,9 @@ function withScopes(path: string, item: object): object {
       const note = needed === 'admin' ? 'Admin only.' : needed === 'any' ? 'Any API key of the tenant.' : `API keys need the \`${needed}\` scope.`;
       const description = [(op as { description?: string }).description, note].filter(Boolean).join(' ');
       const refused = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
-      // Every authenticated call may be refused for a missing scope (403) or the key's rate limit (429, Retry-After).
-      const responses = { 403: refused, 429: refused, ...(op as { responses?: object }).responses };
+      // Every authenticated call may be refused for a missing scope (403), the key's rate limit (429, Retry-After) or a
+      // database busy past the request's wait (503 `unavailable`, Retry-After).
+      const responses = { 403: refused, 429: refused, 503: refused, ...(op as { responses?: object }).responses };
       return [method, { ...op, description, responses, 'x-required-scope': needed }];
     }),
   );

@@ -1,5 +1,5 @@
 import { ZodError, type ZodType, type z } from 'zod';
-import { AppError, isForeignKeyViolation, isUniqueViolation } from '../errors';
+import { AppError, isDatabaseBusy, isForeignKeyViolation, isUniqueViolation } from '../errors';
 import { parseJsonBody } from '../json-body';
 import { inexactApiPath } from './exact-path';
 
@@ -53,6 +53,14 @@ export function errorResponse(error: unknown): Response {
   if (isUniqueViolation(error)) return json({ error: { code: 'conflict', message: 'A resource with this name already exists' } }, 409);
   if (isForeignKeyViolation(error))
     return json({ error: { code: 'not_found', message: 'What this request refers to was deleted meanwhile (its tenant, say)' } }, 404);
+  if (isDatabaseBusy(error)) {
+    console.warn('[crowdflow] the database was busy past the wait:', (error as Error).message?.trim());
+    return json(
+      { error: { code: 'unavailable', message: 'The database was busy for longer than a request may wait; nothing was changed, retry in a moment' } },
+      503,
+      { 'retry-after': '1' },
+    );
+  }
   console.error('[crowdflow] unexpected error', error);
   return json({ error: { code: 'internal', message: 'Internal error' } }, 500);
 }
