@@ -195,6 +195,7 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
         };
         await tx.instanceSnapshot.upsert({ where: { instanceId }, create: { instanceId, ...data }, update: data });
         await tx.shardCheckpoint.deleteMany({ where: { instanceId } });
+        await tx.shardTimerPlan.deleteMany({ where: { instanceId } });
         await tx.conversion.deleteMany({ where: { instanceId } }); // the snapshot holds them
         await tx.instance.update({ where: { id: instanceId }, data: { state: 'stopped', stoppedAt: new Date(now), userCount: counts.total } });
       },

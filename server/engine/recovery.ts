@@ -10,11 +10,15 @@
 // per partition would visit every page of the range once per partition. Unless the instance's rows are a minority
 // of the journal after its checkpoints (an instance idle since then), or the database reads faster by the index
 // (PostgreSQL, Dialect.journalPassInSeqOrder): then each partition reads its own.
+//
+// A timer plan written since the checkpoint (store/timer-plans.ts) sets the timer steps' next firings at its journal
+// seq: after the moves committed before it, before those committed after it (a firing journaled later plans again).
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { plannedAfter } from './local-time';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
 import { conversionsAfterCheckpoint } from './store/conversions';
+import { loadTimerPlans, type TimerPlan } from './store/timer-plans';
 import {
   BITMAP,
   COUNT,
@@ -50,6 +54,7 @@ export async function loadShard(database: Database, instanceId: string, partitio
 /** Rebuilds the shards of the given partitions of one instance: their checkpoints, then one pass over the journal. */
 export async function loadShards(database: Database, instanceId: string, partitions: number[], workflow: WorkflowRuntime): Promise<Map<number, LoadedShard>> {
   const checkpoints = await loadCheckpoints(database, instanceId, partitions);
+  const plans = await loadTimerPlans(database, instanceId, partitions);
   const targets = new Map<number, { loaded: LoadedShard; after: number; replay: Replay }>();
   let from = Number.POSITIVE_INFINITY;
   for (const partition of partitions) {
@@ -57,7 +62,7 @@ export async function loadShards(database: Database, instanceId: string, partiti
     const shard = checkpoint ? Shard.decode(instanceId, partition, checkpoint.data) : new Shard(instanceId, partition);
     const after = checkpoint?.journalSeq ?? 0;
     const initial = { shard, replayed: 0, seq: after, unjournaled: checkpoint?.unjournaled ?? null };
-    targets.set(partition, { loaded: initial, after, replay: new Replay(shard, workflow) });
+    targets.set(partition, { loaded: initial, after, replay: new Replay(shard, workflow, plans.get(partition)) });
     from = Math.min(from, after);
   }
   const visit = (row: ReplayRow) => {
@@ -72,7 +77,7 @@ export async function loadShards(database: Database, instanceId: string, partiti
   else for (const [partition, target] of targets) await journalAfter(database, instanceId, partition, target.after, visit);
   const loaded = new Map<number, LoadedShard>();
   for (const [partition, target] of targets) {
-    target.replay.flush();
+    target.replay.finish();
     // Conversions are not journaled: the rows committed since the checkpoint are ORed onto it.
     for (const [step, users] of await conversionsAfterCheckpoint(database, instanceId, partition)) target.loaded.shard.convert(step, users);
     loaded.set(partition, target.loaded);
@@ -196,9 +201,11 @@ class Replay {
   constructor(
     private readonly shard: Shard,
     private readonly workflow: WorkflowRuntime,
+    private timerPlan?: TimerPlan,
   ) {}
 
   add(row: ReplayRow): void {
+    if (this.timerPlan && row[SEQ] > this.timerPlan.journalSeq) this.applyTimerPlan();
     const fromStep = row[FROM_STEP];
     const toStep = row[TO_STEP];
     const timeMs = row[TIME_MS];
@@ -222,11 +229,23 @@ class Replay {
     group.count += row[COUNT];
   }
 
+  /** Applies what is pending: grouped moves, then a timer plan none of the rows read after it. */
+  finish(): void {
+    if (this.timerPlan) this.applyTimerPlan();
+    else this.flush();
+  }
+
   flush(): void {
     for (const g of this.groups.values()) applyMove(this.shard, this.workflow, g.from, g.to, g.timeMs, RoaringBitmap32.from(g.users), g.count);
     this.groups.clear();
     this.last = null;
     this.runUsers.clear();
+  }
+
+  private applyTimerPlan(): void {
+    this.flush();
+    for (const [step, at] of Object.entries(this.timerPlan!.cronNext)) this.shard.cronNext.set(step, at);
+    this.timerPlan = undefined;
   }
 
   /** Rows in one group land in the same delay and ttl buckets of their target step. */

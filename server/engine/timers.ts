@@ -14,6 +14,7 @@ import type { StepRuntime, WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
 import { commitBatch, type CheckpointWrite, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
+import type { TimerPlanWrite } from './store/timer-plans';
 import { withLocks, type InstanceRuntime, type TenantRuntime } from './tenant';
 
 /** Users per slice when a timer or ttl condition has no bitmap plan and runs per user. */
@@ -62,6 +63,7 @@ interface TimerWork {
   moves: JournalMove[];
   touched: InstanceRuntime[];
   checkpoints: CheckpointWrite[];
+  timerPlans: TimerPlanWrite[];
 }
 
 /**
@@ -88,6 +90,7 @@ export async function runTimersTogether(tenantId: string, workers: PartitionWork
           leases: work.map((w) => w.lease),
           moves: work.flatMap((w) => w.moves),
           checkpoints: work.flatMap((w) => w.checkpoints),
+          timerPlans: work.flatMap((w) => w.timerPlans),
           now,
         });
       } catch (error) {
@@ -101,40 +104,47 @@ export async function runTimersTogether(tenantId: string, workers: PartitionWork
 
 /**
  * Runs every due timer of the worker's partition in memory (the caller holds the partition lock) and returns what to
- * commit: its moves, and checkpoints of the shards whose changes the journal cannot replay. Null when nothing
- * changed or the partition is not ours.
+ * commit: its moves, checkpoints of the shards whose changes the journal cannot replay, and timer plans of shards
+ * where only a timer's next firing is new (a few bytes instead of a checkpoint). Null when nothing changed or the
+ * partition is not ours.
  */
 async function collectTimers(worker: PartitionWorker, now: number): Promise<TimerWork | null> {
   if (!worker.lease) return null;
   const moves: JournalMove[] = [];
   const touched: InstanceRuntime[] = [];
   const checkpoints: CheckpointWrite[] = [];
+  const timerPlans: TimerPlanWrite[] = [];
   for (const instance of worker.tenant.instances.values()) {
     if (instance.workflow.stopAt !== null && now >= instance.workflow.stopAt) worker.engine.requestStop(instance);
-    const { changed, checkpoint } = await instanceTimers(worker, instance, now, moves);
+    const { changed, checkpoint, timerPlan } = await instanceTimers(worker, instance, now, moves);
     if (changed) touched.push(instance);
-    if (checkpoint) checkpoints.push({ instanceId: instance.id, partition: worker.partition, data: instance.shards[worker.partition]!.encode() });
+    const shard = instance.shards[worker.partition]!;
+    if (checkpoint) checkpoints.push({ instanceId: instance.id, partition: worker.partition, data: shard.encode() });
+    else if (timerPlan) timerPlans.push({ instanceId: instance.id, partition: worker.partition, cronNext: Object.fromEntries(shard.cronNext) });
   }
   if (touched.length === 0) return null;
-  return { worker, lease: worker.lease, moves, touched, checkpoints };
+  return { worker, lease: worker.lease, moves, touched, checkpoints, timerPlans };
 }
 
 /**
  * Runs the instance's due timers on the worker's partition shard. `changed`: anything moved or was re-planned.
- * `checkpoint`: some of it is not in the journal, so the commit must carry a checkpoint — a timer that fired
- * without moving anyone (or its first planning), and ttl users put into a new bucket. A timer that moved users
- * needs none: replay derives its next firing from the journaled move (server/engine/recovery.ts).
+ * `checkpoint`: some of it is not in the journal, so the commit must carry a checkpoint — ttl users put into a new
+ * bucket. `timerPlan`: a timer fired without moving anyone (or was planned for the first time), so only its next
+ * firing is new: a timer plan row makes it durable. A timer that moved users needs neither: replay derives its next
+ * firing from the journaled move (server/engine/recovery.ts).
  */
 async function instanceTimers(
   worker: PartitionWorker,
   instance: InstanceRuntime,
   now: number,
   moves: JournalMove[],
-): Promise<{ changed: boolean; checkpoint: boolean }> {
+): Promise<{ changed: boolean; checkpoint: boolean; timerPlan: boolean }> {
   const shard = instance.shards[worker.partition];
-  if (!shard) return { changed: false, checkpoint: false };
+  if (!shard) return { changed: false, checkpoint: false, timerPlan: false };
   const mover = new Mover(instance.workflow, shard, moves, now);
-  let { changed, checkpoint } = await fireTimerSteps(worker, instance.workflow, shard, mover, now);
+  const { changed: fired, timerPlan } = await fireTimerSteps(worker, instance.workflow, shard, mover, now);
+  let changed = fired;
+  let checkpoint = false;
   for (const runtime of instance.workflow.steps.values()) {
     const step = runtime.step;
     const name = step.name;
@@ -166,7 +176,7 @@ async function instanceTimers(
       checkpoint = true;
     }
   }
-  return { changed, checkpoint };
+  return { changed, checkpoint, timerPlan };
 }
 
 /**
@@ -189,14 +199,14 @@ async function fireTimerSteps(worker: PartitionWorker, workflow: WorkflowRuntime
     firings.push({ runtime, step, groups });
     shard.cronNext.set(step.name, profiles ? nextLocalFiring(profiles, step, now) : nextCronTime(step.cron, now, step.tz));
   }
-  let checkpoint = false;
+  let timerPlan = false;
   for (const { runtime, step, groups } of firings) {
     const journaled = mover.moves.length;
     for (const group of groups)
       mover.moveBulk(runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, group, now) : group, step.name, step.next);
-    if (mover.moves.length === journaled) checkpoint = true;
+    if (mover.moves.length === journaled) timerPlan = true;
   }
-  return { changed: firings.length > 0, checkpoint };
+  return { changed: firings.length > 0, timerPlan };
 }
 
 /** The users of `users` satisfying the condition (no event): one bitmap plan when it compiles to one, else per user. */

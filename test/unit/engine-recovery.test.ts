@@ -142,6 +142,54 @@ describe('timer ticks', () => {
     }
   });
 
+  it('a firing that moved nobody writes a timer plan, not a checkpoint; recovery applies it before the moves after it', async () => {
+    h = await startHarness(2);
+    const wf = await workflow(h, {
+      steps: [
+        { name: 'wait', kind: 'branch', branches: [{ condition: 'event.type == "go"', next: 'tick' }] },
+        { name: 'tick', kind: 'timer', cron: '0 * * * * *', next: 'done' },
+        { name: 'done', kind: 'direct' },
+      ],
+    });
+    await crowd(h, 'c', range(1, 10));
+    const id = await start(h, wf, 'c');
+    const beforeFiring = await db().shardCheckpoint.findMany({ where: { instanceId: id }, orderBy: { partition: 'asc' } });
+    expect(beforeFiring).toHaveLength(2);
+
+    await advance(h, 60_000); // 12:01: nobody is in `tick`; it fires next at 12:02
+    const afterFiring = await db().shardCheckpoint.findMany({ where: { instanceId: id }, orderBy: { partition: 'asc' } });
+    expect(afterFiring.map((c) => [c.journalSeq, Buffer.from(c.data).toString('hex')])).toEqual(
+      beforeFiring.map((c) => [c.journalSeq, Buffer.from(c.data).toString('hex')]),
+    );
+    const plans = await db().shardTimerPlan.findMany({ where: { instanceId: id }, orderBy: { partition: 'asc' } });
+    expect(plans.map((p) => [p.partition, JSON.parse(p.cronNext)])).toEqual([
+      [0, { tick: Date.UTC(2026, 0, 1, 12, 2, 0) }],
+      [1, { tick: Date.UTC(2026, 0, 1, 12, 2, 0) }],
+    ]);
+
+    // User 1 enters `tick` after that firing: it must wait for 12:02, not fire at once for the 12:01 that passed.
+    await send(h, [{ user: 1, type: 'go' }]);
+    const [entered] = await db().journal.findMany({ where: { instanceId: id, toStep: 'tick' } });
+    expect(entered.seq).toBeGreaterThan(plans[0].journalSeq);
+    // The partition loop checkpoints after that move, and the checkpoint takes the plan's place.
+    const partition = Number(entered.partition);
+    await expect
+      .poll(async () => (await db().shardCheckpoint.findUniqueOrThrow({ where: { instanceId_partition: { instanceId: id, partition } } })).journalSeq, {
+        timeout: 10_000,
+      })
+      .toBeGreaterThanOrEqual(entered.seq);
+    expect(await db().shardTimerPlan.findUnique({ where: { instanceId_partition: { instanceId: id, partition } } })).toBeNull();
+    // As if the process had died before that checkpoint: the checkpoints from before the firing and the plans.
+    for (const { instanceId, partition: p, journalSeq, data } of beforeFiring)
+      await db().shardCheckpoint.update({ where: { instanceId_partition: { instanceId, partition: p } }, data: { journalSeq, data } });
+    await db().shardTimerPlan.deleteMany({ where: { instanceId: id } });
+    await db().shardTimerPlan.createMany({ data: plans });
+
+    const instance = h.engine.findRuntime(id)!;
+    expect(instance.shards[partition]!.cronNext.get('tick')).toBe(Date.UTC(2026, 0, 1, 12, 2, 0));
+    for (let p = 0; p < h.partitions; p++) expect(shape((await loadShard(database(), id, p, instance.workflow)).shard)).toEqual(shape(instance.shards[p]!));
+  });
+
   it('moves every partition in one commit; when the commit fails, memory is rebuilt and the next tick moves each user once', async () => {
     h = await startHarness(3);
     const wf = await workflow(h, {

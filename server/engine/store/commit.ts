@@ -5,6 +5,7 @@ import type { Tx } from '../../storage/db';
 import type { RawStatement } from '../../storage/raw';
 import { deleteConversions } from './conversions';
 import { LeaseLostError, type Lease } from './leases';
+import { deleteTimerPlan, writeTimerPlan, type TimerPlanWrite } from './timer-plans';
 import type { Database } from '../../storage/database';
 
 /** A move to journal: a single user or a bulk bitmap (portable roaring bytes). */
@@ -163,6 +164,8 @@ export interface BatchCommit {
   moves: JournalMove[];
   /** Written with journalSeq = the journal's max after this commit's moves, so they include them. */
   checkpoints?: CheckpointWrite[];
+  /** Timer plans of shards without a checkpoint in this commit (timer-plans.ts), with journalSeq like checkpoints. */
+  timerPlans?: TimerPlanWrite[];
   now: number;
   /** More writes in the same transaction (instance rows, snapshots). */
   also?: (tx: Tx) => Promise<void>;
@@ -188,9 +191,16 @@ export async function commitBatch(database: Database, tenantId: string, commit: 
   // commit holds it for its journal and checkpoint statements only, and one without either never waits for it. The
   // fences above keep their lease rows locked meanwhile, so waiting here cannot let a takeover in.
   const journalLock = database.dialect.serializeWriters(JOURNAL_LOCK);
-  if (journalLock && (commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0)) statements.push(journalLock);
+  const readsMaxSeq = commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0 || (commit.timerPlans?.length ?? 0) > 0;
+  if (journalLock && readsMaxSeq) statements.push(journalLock);
   statements.push(...insertJournal(database, tenantId, commit.moves));
-  for (const cp of commit.checkpoints ?? []) statements.push(writeCheckpoint(database, cp), deleteConversions(database, cp.instanceId, cp.partition));
+  for (const cp of commit.checkpoints ?? [])
+    statements.push(
+      writeCheckpoint(database, cp),
+      deleteConversions(database, cp.instanceId, cp.partition),
+      deleteTimerPlan(database, cp.instanceId, cp.partition),
+    );
+  for (const plan of commit.timerPlans ?? []) statements.push(writeTimerPlan(database, plan));
   statements.push(...(commit.extra ?? []));
   try {
     if (commit.also) {

@@ -1,0 +1,12 @@
+-- CreateTable
+CREATE TABLE "ShardTimerPlan" (
+    "instanceId" TEXT NOT NULL,
+    "partition" INTEGER NOT NULL,
+    "journalSeq" BIGINT NOT NULL,
+    "cronNext" TEXT NOT NULL,
+
+    CONSTRAINT "ShardTimerPlan_pkey" PRIMARY KEY ("instanceId","partition")
+);
+
+-- AddForeignKey
+ALTER TABLE "ShardTimerPlan" ADD CONSTRAINT "ShardTimerPlan_instanceId_fkey" FOREIGN KEY ("instanceId") REFERENCES "Instance"("id") ON DELETE CASCADE ON UPDATE CASCADE;
