@@ -75,6 +75,9 @@ export class AsyncLockWaitAdapter implements SqlDriverAdapter {
     try {
       await transaction.executeRaw(TAKE_WRITE_LOCK);
     } catch (error) {
+      // The adapter's rollback() only releases its mutex (Prisma sends the SQL of an open transaction's end itself):
+      // without this ROLLBACK the connection stayed inside the BEGIN, and every later write went into it.
+      await transaction.executeRaw({ sql: 'ROLLBACK', args: [], argTypes: [] }).catch(() => undefined);
       await transaction.rollback();
       throw error;
     }
