@@ -55,11 +55,9 @@ export function errorResponse(error: unknown): Response {
     return json({ error: { code: 'not_found', message: 'What this request refers to was deleted meanwhile (its tenant, say)' } }, 404);
   if (isDatabaseBusy(error)) {
     console.warn('[crowdflow] the database was busy past the wait:', (error as Error).message?.trim());
-    return json(
-      { error: { code: 'unavailable', message: 'The database was busy for longer than a request may wait; nothing was changed, retry in a moment' } },
-      503,
-      { 'retry-after': '1' },
-    );
+    return json({ error: { code: 'unavailable', message: 'The database was busy for longer than a request may wait; retry in a moment' } }, 503, {
+      'retry-after': '1',
+    });
   }
   console.error('[crowdflow] unexpected error', error);
   return json({ error: { code: 'internal', message: 'Internal error' } }, 500);

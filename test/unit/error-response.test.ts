@@ -19,8 +19,14 @@ it.each([
   expect((await response.json()).error).toMatchObject({ code: 'unavailable', message: expect.stringContaining('retry') });
 });
 
-it('an error nobody expected stays a 500 internal', async () => {
-  const response = errorResponse(new TypeError('x is undefined'));
+it.each([
+  ['an error nobody expected', new TypeError('x is undefined')],
+  [
+    'a transaction that ran past its timeout (P2028, not a start)',
+    prismaError('P2028', 'Transaction API error: A commit cannot be executed on an expired transaction.'),
+  ],
+])('%s stays a 500 internal', async (_name, error) => {
+  const response = errorResponse(error);
   expect(response.status).toBe(500);
   expect((await response.json()).error.code).toBe('internal');
 });
