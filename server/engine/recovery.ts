@@ -62,7 +62,10 @@ export async function loadShards(database: Database, instanceId: string, partiti
     const shard = checkpoint ? Shard.decode(instanceId, partition, checkpoint.data) : new Shard(instanceId, partition);
     const after = checkpoint?.journalSeq ?? 0;
     const initial = { shard, replayed: 0, seq: after, unjournaled: checkpoint?.unjournaled ?? null };
-    targets.set(partition, { loaded: initial, after, replay: new Replay(shard, workflow, plans.get(partition)) });
+    // A plan older than the checkpoint is one a checkpoint of code before timer plans left behind: the checkpoint has it.
+    const plan = plans.get(partition);
+    const newer = plan && plan.journalSeq >= after ? plan : undefined;
+    targets.set(partition, { loaded: initial, after, replay: new Replay(shard, workflow, newer) });
     from = Math.min(from, after);
   }
   const visit = (row: ReplayRow) => {
