@@ -147,11 +147,17 @@ export async function submitStart(engine: InstanceEngine, tenantId: string, work
   const instanceId = newId('in');
   // No crowd (a trigger-only instance): crowdName is empty.
   const crowdName = request.crowd ?? '';
-  await engine.database.db.instance.create({
-    data: { id: instanceId, tenantId, workflowId: workflow.id, version, crowdName, state: 'starting', userCount: 0, reentry },
-  });
   const state = { tenantId, workflowId: workflow.id, crowd: crowdName, version, instanceId };
-  const procedureId = await engine.runner.submit('instance.start', state, { tenantId, workflowId: workflow.id });
+  // One transaction: an instance row left `starting` without its procedure (a procedure write refused after the
+  // instance row had committed) refused every later start of the workflow until the next boot.
+  const procedureId = await engine.runner.submit('instance.start', state, {
+    tenantId,
+    workflowId: workflow.id,
+    together: async (tx) =>
+      void (await tx.instance.create({
+        data: { id: instanceId, tenantId, workflowId: workflow.id, version, crowdName, state: 'starting', userCount: 0, reentry },
+      })),
+  });
   return { procedureId, instanceId };
 }
 

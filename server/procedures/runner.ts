@@ -70,13 +70,21 @@ class DurableProcedureRunner implements ProcedureRunner {
     if (options.parentId && !parent) throw notFound(`Parent procedure ${options.parentId}`);
     const record = this.records.create(instance, { id, type, state }, parent);
     if (parent) await this.records.refuseConflictWithAncestors(record, parent);
+    const data = newProcedureRecord({ ...record, tenantId: options.tenantId ?? record.tenantId, workflowId: options.workflowId ?? record.workflowId });
+    const together = options.together;
     try {
-      await this.database.db.procedure.create({
-        data: newProcedureRecord({ ...record, tenantId: options.tenantId ?? record.tenantId, workflowId: options.workflowId ?? record.workflowId }),
-      });
+      if (together)
+        await this.database.db.$transaction(async (tx) => {
+          await together(tx);
+          await tx.procedure.create({ data });
+        });
+      else await this.database.db.procedure.create({ data });
     } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      return this.existing((await this.database.db.procedure.findUnique({ where: { id } }))!, type);
+      // Submitted twice at once under one id: the other submit's row is the answer. A unique violation of a write
+      // submitted together leaves no such row.
+      const existing = isUniqueViolation(error) ? await this.database.db.procedure.findUnique({ where: { id } }) : null;
+      if (!existing) throw error;
+      return this.existing(existing, type);
     }
     this.signal();
     return id;

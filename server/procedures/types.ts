@@ -3,6 +3,7 @@
 // registerProcedureType() from ./registry, getProcedureRunner() from ./runner (started by server/boot.ts).
 import type { Clock } from '../clock';
 import type { Database } from '../storage/database';
+import type { Tx } from '../storage/db';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -86,6 +87,11 @@ export interface SubmitOptions {
   parentId?: string;
   tenantId?: string;
   workflowId?: string;
+  /**
+   * Writes that must commit with the procedure row or not at all (an instance row and its start): they run first, in
+   * the same transaction, so neither is left without the other when one fails.
+   */
+  together?: (tx: Tx) => Promise<void>;
 }
 
 /** A procedure as stored and shown (API, studio). */

@@ -5,7 +5,8 @@ import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import type { ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
-import { db } from '../../server/storage/db';
+import { db, type Tx } from '../../server/storage/db';
+import { newId } from '../../server/ids';
 import { gate, script, SCRIPTED_WAIT_MS, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
 
 const ROLLBACK = 'test.rollback'; // supports rollback, 2 retries
@@ -241,6 +242,22 @@ describe('procedure runner', () => {
     expect(await db().procedure.count()).toBe(1);
     expect(s.log).toEqual(['execute 0']);
     await expect(runner.submit(ROLLBACK, scriptedState('once', 1), { id: 'fixed-id' })).rejects.toBeInstanceOf(AppError);
+  });
+
+  it('writes submitted together with a procedure commit with its row or not at all', async () => {
+    script('together');
+    runner = startRunner();
+    const tenantId = newId('tn');
+    const together = (tx: Tx) => tx.tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 1 } }).then(() => undefined);
+    expect(await runner.submit(PLAIN, scriptedState('together', 1), { id: 'together-ok', together })).toBe('together-ok');
+    expect(await db().tenant.count({ where: { id: tenantId } })).toBe(1);
+    await runner.await('together-ok');
+
+    // A second tenant of that name: the unique name refuses it, and no procedure is left behind.
+    const taken = (tx: Tx) => tx.tenant.create({ data: { id: newId('tn'), name: tenantId.toLowerCase(), partitions: 1 } }).then(() => undefined);
+    await expect(runner.submit(PLAIN, scriptedState('together', 1), { id: 'together-refused', together: taken })).rejects.toMatchObject({ code: 'P2002' });
+    expect(await runner.get('together-refused')).toBeNull();
+    await db().tenant.delete({ where: { id: tenantId } });
   });
 
   it('await returns the unfinished procedure when its timeout elapses on the runner clock', async () => {
