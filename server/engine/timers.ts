@@ -142,8 +142,8 @@ async function instanceTimers(
   const shard = instance.shards[worker.partition];
   if (!shard) return { changed: false, checkpoint: false, timerPlan: false };
   const mover = new Mover(instance.workflow, shard, moves, now);
-  const { changed: fired, timerPlan } = await fireTimerSteps(worker, instance.workflow, shard, mover, now);
-  let changed = fired;
+  const fired = await fireTimerSteps(worker, instance.workflow, shard, mover, now);
+  let changed = fired.changed;
   let checkpoint = false;
   for (const runtime of instance.workflow.steps.values()) {
     const step = runtime.step;
@@ -176,7 +176,7 @@ async function instanceTimers(
       checkpoint = true;
     }
   }
-  return { changed, checkpoint, timerPlan };
+  return { changed, checkpoint, timerPlan: fired.timerPlan };
 }
 
 /**
