@@ -57,6 +57,8 @@ export interface SampledInstance {
 export class CountsSampler {
   /** The minute each instance was last sampled in. */
   private readonly sampledMinute = new Map<string, number>();
+  /** The sampling under way: the next waits for it, so a caller told "already sampled" finds the sample written. */
+  private sampling: Promise<void> = Promise.resolve();
 
   constructor(private readonly database: Database) {}
 
@@ -65,7 +67,13 @@ export class CountsSampler {
     return instances.some((instance) => !this.sampledMinute.has(instance.id));
   }
 
-  async sampleIfDue(now: number, instances: SampledInstance[]): Promise<void> {
+  sampleIfDue(now: number, instances: SampledInstance[]): Promise<void> {
+    const sample = this.sampling.then(() => this.sampleDue(now, instances));
+    this.sampling = sample.catch(() => undefined); // the caller hears of a failure; the next sampling runs anyway
+    return sample;
+  }
+
+  private async sampleDue(now: number, instances: SampledInstance[]): Promise<void> {
     const minute = Math.floor(now / MINUTE_MS) * MINUTE_MS;
     const due = instances.filter((instance) => (this.sampledMinute.get(instance.id) ?? Number.NEGATIVE_INFINITY) < minute);
     const live = new Set(instances.map((instance) => instance.id));

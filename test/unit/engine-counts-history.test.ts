@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { countsHistory, downsampleCountsHistory, HOUR_MS, MINUTE_MS } from '../../server/engine/counts-history';
+import { countsHistory, CountsSampler, downsampleCountsHistory, HOUR_MS, MINUTE_MS } from '../../server/engine/counts-history';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
@@ -80,5 +80,26 @@ describe('counts history', () => {
       message: expect.stringMatching(/^resolution: .* exceed 10080 points/),
     });
     await expect(countsHistory(database(), h.tenantId, 'in_nope', { resolution: 'hour' })).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('answers a second sampling of the same minute only once the first has written its sample', async () => {
+    h = await startHarness(1);
+    await crowd(h, 'c', range(1, 3));
+    const id = await start(h, await workflow(h, definition), 'c');
+    const counts = await h.engine.getCounts(h.tenantId, id);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const slow = { id, counts: () => released.then(() => counts) };
+    const sampler = new CountsSampler(database());
+    const minute = Math.floor(h.clock.now() / MINUTE_MS) * MINUTE_MS + 3 * MINUTE_MS;
+
+    const first = sampler.sampleIfDue(minute, [slow]);
+    let secondDone = false;
+    const second = sampler.sampleIfDue(minute + 1_000, [slow]).then(() => (secondDone = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(secondDone).toBe(false);
+    release();
+    await Promise.all([first, second]);
+    expect(await db().countsSample.count({ where: { instanceId: id, at: BigInt(minute) } })).toBe(1);
   });
 });
