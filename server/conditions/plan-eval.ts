@@ -11,7 +11,13 @@ export interface PlanResolver {
   profile(leaf: ProfileLeaf, within: ReadonlyRoaringBitmap32): RoaringBitmap32;
 }
 
-/** The users of `universe` that satisfy `plan`, by bitmap AND / OR / ANDNOT only (never a per-user loop). */
+/**
+ * The users of `universe` that satisfy `plan`, by bitmap AND / OR / ANDNOT only (never a per-user loop).
+ *
+ * Every operand's result is a new bitmap the caller owns, so the intermediates are disposed as soon as they are
+ * combined: roaring reports its native memory to V8, and at 10M users each one is ~1.25 MB, so left to the collector
+ * they made V8 run a full mark-compact every few evaluations (25–35 ms pauses in the audience estimate's p99).
+ */
 export function evaluatePlan(plan: BitmapPlan, resolver: PlanResolver, universe: ReadonlyRoaringBitmap32): RoaringBitmap32 {
   switch (plan.op) {
     case 'all':
@@ -22,14 +28,14 @@ export function evaluatePlan(plan: BitmapPlan, resolver: PlanResolver, universe:
       return Bitmap.and(universe, resolver.crowd(plan.name));
     case 'profileIn':
       if (plan.values.length === 0) return new Bitmap();
-      return Bitmap.orMany(plan.values.map((value) => resolver.profile({ op: 'profileEq', field: plan.field, value }, universe)));
+      return unionDisposing(plan.values.map((value) => resolver.profile({ op: 'profileEq', field: plan.field, value }, universe)));
     case 'profileEq':
     case 'profileHas':
     case 'profileCmp':
     case 'profileTime':
       return resolver.profile(plan, universe);
     case 'or':
-      return Bitmap.orMany(plan.args.map((arg) => evaluatePlan(arg, resolver, universe)));
+      return unionDisposing(plan.args.map((arg) => evaluatePlan(arg, resolver, universe)));
     case 'and': {
       // Each further operand only needs evaluating inside what is left, so negations run last as ANDNOTs of a
       // shrinking universe instead of complements of the whole one.
@@ -38,11 +44,24 @@ export function evaluatePlan(plan: BitmapPlan, resolver: PlanResolver, universe:
       let remaining = evaluatePlan(ordered[0], resolver, universe);
       for (const arg of ordered.slice(1)) {
         if (remaining.isEmpty) break;
-        remaining = evaluatePlan(arg, resolver, remaining);
+        const narrowed = evaluatePlan(arg, resolver, remaining);
+        remaining.dispose();
+        remaining = narrowed;
       }
       return remaining;
     }
-    case 'not':
-      return Bitmap.andNot(universe, evaluatePlan(plan.arg, resolver, universe));
+    case 'not': {
+      const negated = evaluatePlan(plan.arg, resolver, universe);
+      const rest = Bitmap.andNot(universe, negated);
+      negated.dispose();
+      return rest;
+    }
   }
+}
+
+/** The union of bitmaps the caller owns, which are disposed. */
+export function unionDisposing(parts: RoaringBitmap32[]): RoaringBitmap32 {
+  const union = Bitmap.orMany(parts);
+  for (const part of parts) part.dispose();
+  return union;
 }

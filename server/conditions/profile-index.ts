@@ -1,7 +1,7 @@
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { ProfileIndex } from '../profiles/index-tenant';
 import type { BitmapPlan, ProfileLeaf } from './plan';
-import { evaluatePlan, type PlanResolver } from './plan-eval';
+import { evaluatePlan, unionDisposing, type PlanResolver } from './plan-eval';
 
 // roaring is CommonJS: under ESM its classes are only reachable through the default import.
 const { RoaringBitmap32: Bitmap } = roaring;
@@ -16,7 +16,7 @@ export function profileLeaf(profiles: ProfileIndex, leaf: ProfileLeaf, within: R
     case 'profileEq':
       return profiles.equals(leaf.field, leaf.value, within);
     case 'profileIn':
-      return Bitmap.orMany(leaf.values.map((value) => profiles.equals(leaf.field, value, within)));
+      return unionDisposing(leaf.values.map((value) => profiles.equals(leaf.field, value, within)));
     case 'profileHas':
       return profiles.has(leaf.field, within);
     case 'profileCmp':
@@ -72,13 +72,24 @@ export function evaluateIndexedPlan(plan: BitmapPlan, resolver: IndexPlanResolve
   if (!fresh) {
     // A small set is cheaper evaluated by itself than the whole index.
     if (users.size * 16 < index.size) return evaluatePlan(plan, resolver, users);
+    // Results never leave this cache (callers get ANDs of them), so a stale or evicted one is freed at once.
+    cached?.matched.dispose();
     cached = { version: index.version, crowds, matched: evaluatePlan(plan, resolver, index.users) };
-    if (results.size >= MAX_CACHED_RESULTS) results.delete(results.keys().next().value!);
+    if (!results.has(plan) && results.size >= MAX_CACHED_RESULTS) {
+      const [oldest, evicted] = results.entries().next().value!;
+      evicted.matched.dispose();
+      results.delete(oldest);
+    }
   }
   results.delete(plan);
   results.set(plan, cached!);
   const matched = Bitmap.and(users, cached!.matched);
   const withoutProfile = Bitmap.andNot(users, index.users);
-  if (!withoutProfile.isEmpty) matched.orInPlace(evaluatePlan(plan, resolver, withoutProfile));
+  if (!withoutProfile.isEmpty) {
+    const matchedWithout = evaluatePlan(plan, resolver, withoutProfile);
+    matched.orInPlace(matchedWithout);
+    matchedWithout.dispose();
+  }
+  withoutProfile.dispose();
   return matched;
 }

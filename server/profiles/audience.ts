@@ -79,7 +79,9 @@ export async function estimateAudience(database: Database, tenantId: string, bod
       planResolver((name) => crowds.get(name), index),
       universe,
     );
-    return finish(matched, matched.size, 'plan', universe.size);
+    const result = finish(matched, matched.size, 'plan', universe.size);
+    matched.dispose(); // 1.25 MB at 10M users: see evaluatePlan on why it is not left to the collector
+    return result;
   }
   const users = firstUsers(universe, MAX_PER_USER_AUDIENCE);
   const profiles = condition.usesProfile ? index.materialize(RoaringBitmap32.from(users), profileKeysRead(condition.text) ?? undefined) : null;

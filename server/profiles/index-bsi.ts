@@ -97,17 +97,29 @@ export class BitSlicedIndex {
   greaterThan(k: number, within: ReadonlyRoaringBitmap32): RoaringBitmap32 {
     const present = Bitmap.and(within, this.exists);
     const positive = Bitmap.andNot(present, this.negative);
-    if (k >= 0) return this.magnitudeAbove(k, positive);
+    if (k >= 0) {
+      present.dispose();
+      return this.magnitudeAbove(k, positive);
+    }
     // every non-negative value, and negatives whose magnitude is below |k|
-    return positive.orInPlace(this.magnitudeBelow(-k, Bitmap.and(present, this.negative)));
+    const below = this.magnitudeBelow(-k, present.andInPlace(this.negative));
+    positive.orInPlace(below);
+    below.dispose();
+    return positive;
   }
 
   /** Users of `within` with a value < k. */
   lessThan(k: number, within: ReadonlyRoaringBitmap32): RoaringBitmap32 {
     const present = Bitmap.and(within, this.exists);
     const negatives = Bitmap.and(present, this.negative);
-    if (k <= 0) return this.magnitudeAbove(-k, negatives);
-    return negatives.orInPlace(this.magnitudeBelow(k, Bitmap.andNot(present, this.negative)));
+    if (k <= 0) {
+      present.dispose();
+      return this.magnitudeAbove(-k, negatives);
+    }
+    const below = this.magnitudeBelow(k, present.andNotInPlace(this.negative));
+    negatives.orInPlace(below);
+    below.dispose();
+    return negatives;
   }
 
   /** Users of `within` with a value == k. */
@@ -115,7 +127,11 @@ export class BitSlicedIndex {
     const present = Bitmap.and(within, this.exists);
     const sameSign = k < 0 ? present.andInPlace(this.negative) : present.andNotInPlace(this.negative);
     const magnitude = Math.abs(k);
-    if (magnitude >= 2 ** this.depth) return magnitude === 0 ? sameSign : new Bitmap();
+    if (magnitude >= 2 ** this.depth) {
+      if (magnitude === 0) return sameSign;
+      sameSign.dispose();
+      return new Bitmap();
+    }
     const equal = sameSign;
     for (let i = this.depth - 1; i >= 0 && !equal.isEmpty; i--) {
       if (bitOf(magnitude, i)) equal.andInPlace(this.slices[i]);
@@ -124,18 +140,25 @@ export class BitSlicedIndex {
     return equal;
   }
 
+  // The two scans below own `candidates` (narrowed in place) and dispose it and every part they add once used: see
+  // evaluatePlan (server/conditions/plan-eval.ts) on why intermediates are freed at once.
+
   /** Users of `candidates` (all present, one sign) whose magnitude is > m. */
   private magnitudeAbove(m: number, candidates: RoaringBitmap32): RoaringBitmap32 {
-    if (m >= 2 ** this.depth) return new Bitmap();
+    if (m >= 2 ** this.depth) {
+      candidates.dispose();
+      return new Bitmap();
+    }
     const above = new Bitmap();
     const equal = candidates;
     for (let i = this.depth - 1; i >= 0 && !equal.isEmpty; i--) {
       if (bitOf(m, i)) equal.andInPlace(this.slices[i]);
       else {
-        above.orInPlace(Bitmap.and(equal, this.slices[i]));
+        addDisposing(above, Bitmap.and(equal, this.slices[i]));
         equal.andNotInPlace(this.slices[i]);
       }
     }
+    equal.dispose();
     return above;
   }
 
@@ -146,10 +169,11 @@ export class BitSlicedIndex {
     const equal = candidates;
     for (let i = this.depth - 1; i >= 0 && !equal.isEmpty; i--) {
       if (bitOf(m, i)) {
-        below.orInPlace(Bitmap.andNot(equal, this.slices[i]));
+        addDisposing(below, Bitmap.andNot(equal, this.slices[i]));
         equal.andInPlace(this.slices[i]);
       } else equal.andNotInPlace(this.slices[i]);
     }
+    equal.dispose();
     return below;
   }
 
@@ -170,4 +194,9 @@ export class BitSlicedIndex {
   bitmaps(): RoaringBitmap32[] {
     return [this.exists, this.negative, ...this.slices];
   }
+}
+
+function addDisposing(into: RoaringBitmap32, part: RoaringBitmap32): void {
+  into.orInPlace(part);
+  part.dispose();
 }
