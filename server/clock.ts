@@ -5,12 +5,15 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise((resolve) => {
       if (signal?.aborted) return resolve();
-      const timer = setTimeout(done, Math.max(0, ms));
+      // Node fires a delay past 2^31-1 ms at once: an endless sleep waits for its signal only, a long one wakes early.
+      const timer = Number.isFinite(ms) ? setTimeout(done, Math.min(Math.max(0, ms), MAX_TIMER_DELAY_MS)) : undefined;
       function done() {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);

@@ -186,7 +186,7 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
   const clock = new ManualClock(Date.UTC(2026, 0, 1, 12, 0, 30));
   const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
-  const engine = new Engine({ clock, runner, owner: 'bench-profiles', pollMs: 20, publishCounts });
+  const engine = new Engine({ clock, runner, owner: 'bench-profiles', publishCounts });
   runtime().engine = engine;
   await runner.start();
   await engine.start();

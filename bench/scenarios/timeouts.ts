@@ -65,7 +65,7 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
   const clock = new ManualClock(Date.UTC(2025, 11, 30, 12, 0, 30));
   const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
-  const engine = new Engine({ clock, runner, owner: 'bench-timeouts', pollMs: 20, publishCounts });
+  const engine = new Engine({ clock, runner, owner: 'bench-timeouts', publishCounts });
   runtime().engine = engine;
   await runner.start();
   await engine.start();

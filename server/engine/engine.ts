@@ -15,6 +15,7 @@ import { logEnds } from './store/log';
 import * as reads from './reads';
 import { CountsPushes } from './counts-pushes';
 import { TimerLoop, type LoadedTenant } from './timer-loop';
+import { LeaseKeeper, type LeaseHolder } from './lease-keeper';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import type { SampledInstance } from './counts-history';
 import type { CommittedShards } from '../cluster/committed-cache';
@@ -46,12 +47,14 @@ import type {
 export interface EngineOptions {
   /** The storage its partitions, shards and operations live in; the process's (DATABASE_URL) by default. */
   database?: Database;
+  /** Journey time (timers, delays, event times); the system clock by default. */
   clock?: Clock;
+  /** Wall time for leases, retries and checkpoint cadence, which other processes see; the system clock by default. */
+  wallClock?: Clock;
   /** Lease owner name; a process restarting under the same name takes its partitions back at once. */
   owner?: string;
   runner?: ProcedureRunner;
   leaseMs?: number;
-  pollMs?: number;
   checkpointEveryMs?: number;
   checkpointEveryMoves?: number;
   /** How long an operation waits for partitions this process does not own yet before failing. Default 2 minutes. */
@@ -65,10 +68,10 @@ export interface EngineOptions {
 /** One engine per process: partition owner loops, shards in memory, timers, counts. */
 export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly clock: Clock;
+  readonly wallClock: Clock;
   readonly database: Database;
   readonly owner: string;
   readonly leaseMs: number;
-  readonly pollMs: number;
   readonly checkpointEveryMs: number;
   readonly checkpointEveryMoves: number;
   readonly partitionWaitMs: number;
@@ -81,11 +84,13 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private readonly pushes = new CountsPushes();
   private readonly stopRequested = new Set<string>();
   private readonly timers: TimerLoop;
+  private readonly leases: LeaseKeeper;
   private running = false;
   private unsubscribeTenantDeleted: (() => void) | undefined;
 
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.wallClock = options.wallClock ?? systemClock;
     this.database = options.database ?? database();
     this.profiles = profileCalls(this.database);
     this.timers = new TimerLoop({
@@ -95,11 +100,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
       sampledInstances: () => this.sampledInstances(),
     });
     this.owner = options.owner ?? processOwner();
+    this.leases = new LeaseKeeper(this);
     this.runnerOverride = options.runner;
     this.publishCounts = options.publishCounts;
     this.cluster = options.cluster;
     this.leaseMs = options.leaseMs ?? 15_000;
-    this.pollMs = options.pollMs ?? 200;
     this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
     this.checkpointEveryMoves = options.checkpointEveryMoves ?? 100_000;
     this.partitionWaitMs = options.partitionWaitMs ?? PARTITION_WAIT_MS;
@@ -129,6 +134,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     await this.cluster?.start(this);
     for (const tenant of await this.database.db.tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
     this.timers.start();
+    this.leases.start();
     await ops.resumeInterruptedOperations(this);
   }
 
@@ -138,6 +144,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     await this.cluster?.drain();
     this.unsubscribeTenantDeleted?.();
     await this.timers.stop();
+    await this.leases.stop();
     for (const entry of this.tenants.values()) {
       const { runtime, workers } = await entry.ready;
       await Promise.all(workers.map((w) => w.stop()));
@@ -170,6 +177,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   async workers(tenantId: string): Promise<PartitionWorker[]> {
     return (await this.tenantEntry(tenantId)).workers;
+  }
+
+  /** Every partition worker of the tenants loaded so far (the LeaseKeeper renews their leases). */
+  *holders(): Iterable<LeaseHolder> {
+    for (const entry of this.tenants.values()) if (entry.loaded) yield* entry.loaded.workers;
   }
 
   /** The tenants loaded so far, with their partition loops. */

@@ -1,9 +1,11 @@
 // The owner loop of one tenant partition: hold the lease, read the log in offset order, apply each event to every
 // running instance, commit the moves and the new offset in one fenced transaction, then publish counts. The
-// partition's timers (timers.ts) run under the same lock.
+// partition's timers (timers.ts) run under the same lock. The loop runs only when there is work: it sleeps on the
+// engine clock until it is poked (events appended, an instance started, the cluster gave it the partition) or its
+// checkpoint is due; the engine's LeaseKeeper renews its lease. An idle partition reads nothing.
 import type { ConditionEvent } from '../conditions/compile';
 import { profileKeysOfAll } from '../conditions/profile-predicate';
-import { systemClock, Wakeup, type Clock } from '../clock';
+import { Wakeup, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { DeadLetterBatch } from './dead-letter';
 import { enterByEvents } from './entry';
@@ -11,7 +13,7 @@ import { GoalTracker } from './goal';
 import { insertConversions, type ConversionWrite } from './store/conversions';
 import { Mover } from './moves';
 import { commitBatch, type JournalMove } from './store/commit';
-import { acquireLease, LeaseLostError, releaseLease, renewLease, type Lease, type LeasePolicy } from './store/leases';
+import { acquireLease, LeaseLostError, releaseLease, type Lease, type LeasePolicy } from './store/leases';
 import { readLog, type LogRow } from './store/log';
 import type { Shard } from './shard';
 import { syncRunningInstances } from '../cluster/instances-sync';
@@ -20,12 +22,17 @@ import type { Database } from '../storage/database';
 
 /** What a partition worker needs from its engine. */
 export interface EngineSide {
+  /** Journey time: event and move times (tests advance it). */
   readonly clock: Clock;
+  /**
+   * Wall time, for what other processes see: lease times, retries, checkpoint cadence (a test moving journey time by
+   * a day must not renew leases 17,280 times).
+   */
+  readonly wallClock: Clock;
   /** The storage its partitions, log and shards live in. */
   readonly database: Database;
   readonly owner: string;
   readonly leaseMs: number;
-  readonly pollMs: number;
   readonly checkpointEveryMs: number;
   readonly checkpointEveryMoves: number;
   /** Which partitions this process should hold when several share the database (server/cluster/). */
@@ -46,7 +53,6 @@ export class PartitionWorker {
   private stopped = false;
   private loop: Promise<void> | undefined;
   private movesSinceCheckpoint = 0;
-  private renewedAt = 0;
   private lastCheckpointAt = 0;
   readonly lock: Mutex;
   private firstAttemptDone!: () => void;
@@ -111,17 +117,17 @@ export class PartitionWorker {
   }
 
   private async run(): Promise<void> {
+    const clock = this.engine.wallClock;
     while (!this.stopped) {
       const signal = this.wakeup.signal();
       try {
         if (!this.lease) {
           const acquired = await this.acquire().finally(() => this.firstAttemptDone());
-          if (!acquired) {
-            await systemClock.sleep(this.engine.leaseMs / 2, signal);
-            continue;
-          }
+          if (acquired === 'not-ours')
+            await clock.sleep(Number.POSITIVE_INFINITY, signal); // the cluster pokes when it is
+          else if (acquired === 'held') await clock.sleep(this.engine.leaseMs / 2, signal); // until its lease expires
+          continue;
         }
-        await this.renewIfDue();
         const rows = await readLog(this.engine.database, this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
         if (rows.length > 0) {
           await this.lock.run(() => this.applyRows(rows));
@@ -129,19 +135,33 @@ export class PartitionWorker {
           continue;
         }
         await this.checkpointIfDue();
-        await systemClock.sleep(this.engine.pollMs, signal);
+        await clock.sleep(this.untilCheckpointDue(), signal);
       } catch (error) {
         if (this.stopped) return;
         await this.recoverFrom(error);
-        await systemClock.sleep(1_000, signal);
+        await clock.sleep(1_000, signal);
       }
     }
   }
 
-  /** Takes the lease and rebuilds this partition's shard of every running instance. */
-  private async acquire(): Promise<boolean> {
+  /** How long the loop may sleep with nothing to read: until its checkpoint is due, or until poked. */
+  private untilCheckpointDue(): number {
+    if (this.movesSinceCheckpoint === 0) return Number.POSITIVE_INFINITY;
+    return Math.max(0, this.lastCheckpointAt + this.engine.checkpointEveryMs - this.engine.wallClock.now());
+  }
+
+  /** The LeaseKeeper found the lease taken over or expired: stop writing the partition, then try to take it again. */
+  leaseLost(lease: Lease): void {
+    void this.recoverFrom(new LeaseLostError(lease)).then(() => this.poke());
+  }
+
+  /**
+   * Takes the lease and rebuilds this partition's shard of every running instance. Says why not when it cannot: the
+   * cluster gives the partition to another member, or another process holds its lease.
+   */
+  private async acquire(): Promise<'taken' | 'not-ours' | 'held'> {
     const policy = this.engine.leasePolicy;
-    if (policy && !policy.mayOwn(this.tenant.id, this.partition)) return false;
+    if (policy && !policy.mayOwn(this.tenant.id, this.partition)) return 'not-ours';
     // Partitions taken together (at boot, every partition of the tenant) rebuild their shards from one journal pass.
     const leaseRead = this.tenant.shardLoader.taking();
     const taken = await acquireLease(
@@ -149,15 +169,14 @@ export class PartitionWorker {
       this.tenant.id,
       this.partition,
       this.engine.owner,
-      systemClock.now(),
+      this.engine.wallClock.now(),
       this.engine.leaseMs,
       policy,
     ).finally(leaseRead);
-    if (!taken) return false;
+    if (!taken) return 'held';
     await this.lock.run(async () => {
       this.lease = taken.lease;
       this.offset = taken.offset;
-      this.renewedAt = systemClock.now();
       // Shared with other members: instances may have started or stopped there meanwhile.
       if (policy) await syncRunningInstances(this.tenant);
       const instances = [...this.tenant.instances.values()];
@@ -165,18 +184,7 @@ export class PartitionWorker {
       shards.forEach((shard, i) => this.installShard(instances[i], shard));
     });
     this.engine.timersChanged();
-    return true;
-  }
-
-  /** Keeps the lease alive (every third of its length); a lost lease stops this process writing the partition. */
-  private async renewIfDue(): Promise<void> {
-    const now = systemClock.now();
-    const lease = this.lease;
-    if (!lease || now - this.renewedAt < this.engine.leaseMs / 3) return;
-    const renewed = await renewLease(this.engine.database, lease, now, this.engine.leaseMs);
-    if (this.lease !== lease) return; // handed off meanwhile (a cluster rebalance)
-    if (!renewed) throw new LeaseLostError(lease);
-    this.renewedAt = now;
+    return 'taken';
   }
 
   private installShard(instance: InstanceRuntime, shard: Shard): void {
@@ -280,12 +288,14 @@ export class PartitionWorker {
   afterCommit(touched: InstanceRuntime[], moveCount: number): void {
     for (const instance of touched) this.engine.countsChanged(instance.id);
     if (moveCount > 0) this.engine.timersChanged();
+    // The first moves since a checkpoint (a timer's, an operation's) give the sleeping loop a checkpoint to plan for.
+    if (this.movesSinceCheckpoint === 0 && moveCount > 0) this.poke();
     this.movesSinceCheckpoint += moveCount;
   }
 
   /** Writes every shard of this partition when enough moves or time passed since the last checkpoint. */
   async checkpointIfDue(force = false): Promise<void> {
-    const now = systemClock.now();
+    const now = this.engine.wallClock.now();
     const due =
       this.movesSinceCheckpoint >= this.engine.checkpointEveryMoves ||
       (this.movesSinceCheckpoint > 0 && now - this.lastCheckpointAt >= this.engine.checkpointEveryMs);

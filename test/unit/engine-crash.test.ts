@@ -116,7 +116,7 @@ it('every acknowledged event is applied exactly once across 20 SIGKILLs of a rea
   expect(acknowledged.size).toBeGreaterThan(batches.length - KILLS);
 
   // The uninterrupted run: the same batches through an engine in this process.
-  h.engine = new Engine({ clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}`, pollMs: 5 });
+  h.engine = new Engine({ clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
   runtime().engine = h.engine;
   await h.engine.start();
   for (const batch of batches) await appendEvents(database(), reference.tenantId, PARTITIONS, batch);

@@ -89,3 +89,36 @@ export async function releaseLease(database: Database, lease: Lease): Promise<vo
     params,
   );
 }
+
+/** Leases renewed in one statement: SQLite allows 500 terms in a compound SELECT. */
+const LEASES_PER_RENEWAL = 400;
+
+/**
+ * Extends every lease held by `owner` in a few statements (not one per partition: 8,000 partitions of 1,000 idle
+ * tenants renewing one by one were 1,600 writes a second). Returns the leases that were not renewed: lost.
+ */
+export async function renewLeases(database: Database, owner: string, leases: Lease[], now: number, leaseMs: number): Promise<Lease[]> {
+  const rawDb = await database.raw();
+  const t = database.dialect.table('PartitionState');
+  const lost: Lease[] = [];
+  for (let from = 0; from < leases.length; from += LEASES_PER_RENEWAL) {
+    const chunk = leases.slice(from, from + LEASES_PER_RENEWAL);
+    const { params, bind } = database.dialect.parameters();
+    // Placeholders are bound in text order (SQLite's `?` are positional).
+    const until = bind(now + leaseMs);
+    const ownedBy = bind(owner);
+    const held = chunk.map(
+      (lease) => `SELECT ${bind(lease.tenantId)} AS "t", CAST(${bind(lease.partition)} AS INTEGER) AS "p", CAST(${bind(lease.epoch)} AS INTEGER) AS "e"`,
+    );
+    const renewed = await rawDb.query<{ tenantId: string; partition: unknown }>(
+      `UPDATE ${t} SET "leaseUntilMs" = ${until}
+        WHERE "owner" = ${ownedBy} AND EXISTS (SELECT 1 FROM (${held.join(' UNION ALL ')}) l
+          WHERE l."t" = ${t}."tenantId" AND l."p" = ${t}."partition" AND l."e" = ${t}."epoch")
+        RETURNING "tenantId", "partition"`,
+      params,
+    );
+    const kept = new Set(renewed.map((row) => `${row.tenantId}\u0000${num(row.partition)}`));
+    for (const lease of chunk) if (!kept.has(`${lease.tenantId}\u0000${lease.partition}`)) lost.push(lease);
+  }
+  return lost;
+}

@@ -1,0 +1,94 @@
+// Cost follows work: an idle partition issues no database statement, however long it idles; new events wake it at
+// once; its lease is kept by one renewal for all partitions; a lease taken over is noticed and given up.
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../server/clock';
+import type { Database } from '../../server/storage/database';
+import { database } from '../../server/storage/database';
+import type { RawDb } from '../../server/storage/raw';
+import { db } from '../../server/storage/db';
+import { crowd, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+/** The process's database, with every raw statement the engine sends recorded. */
+function recordingDatabase(): { database: Database; statements: string[] } {
+  const inner = database();
+  const statements: string[] = [];
+  const record = (raw: RawDb): RawDb => ({
+    query: (sql, params) => (statements.push(sql), raw.query(sql, params)),
+    each: (sql, params, visit) => (statements.push(sql), raw.each(sql, params, visit)),
+    execute: (sql, params) => (statements.push(sql), raw.execute(sql, params)),
+    transaction: (list) => (statements.push(...list.map((s) => s.sql)), raw.transaction(list)),
+    close: () => raw.close(),
+  });
+  return { database: { db: inner.db, dialect: inner.dialect, raw: async () => record(await inner.raw()) }, statements };
+}
+
+const branch = {
+  steps: [
+    {
+      name: 'wait',
+      kind: 'branch' as const,
+      branches: [
+        { condition: 'event.type == "buy"', next: 'bought' },
+        { condition: 'false', next: 'bought' },
+      ],
+    },
+    { name: 'bought', kind: 'direct' as const },
+  ],
+};
+
+describe('idle partitions', () => {
+  it('issue no database statement while idle (only one lease renewal for all of them), and wake at once on events', async () => {
+    const wallClock = new ManualClock(Date.now());
+    const recorded = recordingDatabase();
+    h = await startHarness(8, undefined, { wallClock, database: recorded.database });
+    const wf = await workflow(h, branch);
+    await crowd(h, 'c', [1, 2, 3, 4, 5, 6, 7, 8]);
+    const id = await start(h, wf, 'c');
+    await send(h, [{ user: 3, type: 'buy' }]);
+    await wallClock.advance(10_000); // the first moves' checkpoint is written
+    recorded.statements.length = 0;
+
+    await wallClock.advance(60_000);
+    const logReads = recorded.statements.filter((sql) => sql.includes('EventLog'));
+    const others = recorded.statements.filter((sql) => !sql.includes('PartitionState') || !sql.startsWith('UPDATE'));
+    expect(logReads).toEqual([]);
+    expect(others).toEqual([]);
+    // At most a renewal every third of the 15 s lease, each one statement for all 8 partitions (one a partition would be
+    // 96); how many ran within the minute depends on how long each round trip kept the keeper from sleeping again.
+    expect(recorded.statements.length).toBeLessThanOrEqual(12);
+
+    await send(h, [{ user: 5, type: 'buy' }]);
+    expect(await steps(h, id)).toEqual({ wait: 6, bought: 2 });
+  });
+
+  it('gives up a lease another process took, and takes the partition back once that lease is released', async () => {
+    const wallClock = new ManualClock(Date.now());
+    h = await startHarness(2, undefined, { wallClock });
+    const wf = await workflow(h, branch);
+    await crowd(h, 'c', [1, 2, 3, 4]);
+    const id = await start(h, wf, 'c');
+    const worker = (await h.engine.workers(h.tenantId))[0];
+    const epoch = worker.lease!.epoch;
+    await db().partitionState.update({
+      where: { tenantId_partition: { tenantId: h.tenantId, partition: 0 } },
+      data: { owner: 'someone-else', epoch: epoch + 1, leaseUntilMs: BigInt(wallClock.now() + 60_000) },
+    });
+    await wallClock.advance(5_000); // the keeper's renewal finds the lease gone
+    await expect.poll(() => worker.lease).toBeNull();
+    expect((await steps(h, id)).wait).toBe(2); // partition 1's users only: partition 0 is not held here
+
+    await db().partitionState.update({
+      where: { tenantId_partition: { tenantId: h.tenantId, partition: 0 } },
+      data: { owner: null, leaseUntilMs: 0n },
+    });
+    await wallClock.advance(7_500); // the worker tries again after half a lease
+    await expect.poll(() => worker.lease?.epoch).toBe(epoch + 2);
+    expect(await steps(h, id)).toEqual({ wait: 4, bought: 0 });
+  });
+});
