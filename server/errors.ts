@@ -8,6 +8,10 @@ export const ERROR_STATUS = {
   invalid_id: 400,
   invalid_bitmap: 400,
   invalid_workflow: 400,
+  /** A condition the gate refuses (server/conditions/gate.ts): syntax, types, length, nesting, literal sizes, RE2 patterns. */
+  invalid_condition: 400,
+  /** A condition whose estimated cost per evaluation exceeds the budget (server/conditions/cost.ts). */
+  condition_too_costly: 400,
   empty_upload: 400,
   /** A webhook URL naming a private, loopback or link-local address while those are not allowed (server/webhooks/address-policy.ts). */
   private_address: 400,
@@ -21,10 +25,14 @@ export const ERROR_STATUS = {
   unprocessable: 422,
   rate_limited: 429,
   idempotency_key_reused: 422,
+  /** An ad hoc query (audience estimate, explain) stopped at its deadline (server/conditions/deadline.ts). */
+  query_deadline: 422,
   internal: 500,
   unavailable: 503,
   /** A cluster member has no committed figure yet for a partition that is between owners (server/cluster/counts.ts). */
   partition_moving: 503,
+  /** A live read of a tenant whose partitions are still loading after a restart (server/engine/reads.ts). */
+  partition_recovering: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -5,7 +5,7 @@
 // beside its limit: the same plan as bare bitmap algebra, and the index built in memory with no database.
 import { request as httpRequest } from 'node:http';
 import { ManualClock } from '../../server/clock';
-import { compileCondition, evaluatePlan } from '../../server/conditions/compile';
+import { compileCondition, evaluatePlan, requireCondition } from '../../server/conditions/compile';
 import { planResolver } from '../../server/conditions/profile-index';
 import { saveCrowd } from '../../server/crowd';
 import { Engine } from '../../server/engine/engine';
@@ -227,7 +227,7 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
     console.log(`  imported in ${(importMs / 1000).toFixed(1)} s (${imported.chunks} chunks)`);
 
     const index = await profileIndex(processDatabase(), tenant.id);
-    const plan = compileCondition(PROFILE_CONDITION).plan!;
+    const plan = compileCondition(requireCondition(PROFILE_CONDITION)).plan!;
     const resolver = planResolver(() => undefined, index);
     const planSamples: number[] = [];
     for (let i = 0; i < 20; i++) {

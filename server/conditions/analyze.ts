@@ -20,9 +20,20 @@ export type AnalysisResult = { ok: true; condition: AnalyzedCondition } | { ok: 
 
 type CelError = { summary?: string; message: string; range?: { start: number } };
 
+/** cel-js's parser limits (server/conditions/environment.ts), in the words of a condition's author. */
+const LIMITS: Record<string, (limit: string) => string> = {
+  maxDepth: (limit) => `condition nests parentheses, calls, lists, maps or field accesses more than ${limit} levels deep; simplify it`,
+  maxListElements: (limit) => `a list literal has more than ${limit} items`,
+  maxMapEntries: (limit) => `a map literal has more than ${limit} entries`,
+  maxAstNodes: (limit) => `condition has more than ${limit} parts`,
+  maxCallArguments: (limit) => `a call has more than ${limit} arguments`,
+};
+
 function describe(error: CelError): string {
   const summary = error.summary ?? error.message.split('\n')[0];
-  return error.range ? `${summary} (at character ${error.range.start + 1})` : summary;
+  const limit = /^Exceeded (\w+) \((\d+)\)/.exec(summary);
+  const words = limit && LIMITS[limit[1]] ? LIMITS[limit[1]](Number(limit[2]).toLocaleString('en-US')) : summary;
+  return error.range ? `${words} (at character ${error.range.start + 1})` : words;
 }
 
 /** Deepest nesting a condition may have: cel-js parses, checks and evaluates recursively, and a deeper tree (thousands

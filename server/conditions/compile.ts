@@ -1,8 +1,9 @@
 import { serialize, type ASTNode } from '@marcbachmann/cel-js';
 import { AppError } from '../errors';
-import { analyzeCondition, eventDataComparison, eventTypeEquality, profileEquality, profileMembership, type ConditionUsage, type Relational } from './analyze';
+import { eventDataComparison, eventTypeEquality, profileEquality, profileMembership, type ConditionUsage, type Relational } from './analyze';
 import { conditionEnvironment, withMembership } from './environment';
 import { charge, runtimeCost } from './cost';
+import { checkCondition, refusalMessage, type CheckedCondition, type CheckRules } from './gate';
 import type { BitmapPlan, PlanScalar } from './plan';
 import { profileComparison } from './profile-predicate';
 import { withRe2Matches } from './regex';
@@ -16,6 +17,7 @@ export interface CrowdMembership {
 }
 
 export type { BitmapPlan, PlanScalar } from './plan';
+export type { CheckedCondition } from './gate';
 export { evaluatePlan, type PlanResolver } from './plan-eval';
 
 export interface CompiledCondition {
@@ -186,14 +188,23 @@ function deepFreeze<T>(value: T): T {
 const compiledByText = new Map<string, CompiledCondition>();
 const MAX_CACHED_CONDITIONS = 10_000;
 
-/** Compiles CEL once (cached by text). Throws AppError('invalid_workflow') naming the problem on bad CEL. */
-export function compileCondition(text: string): CompiledCondition {
+/**
+ * `text` through the gate (server/conditions/gate.ts), for a route or a stored version: throws 400
+ * `invalid_condition` or `condition_too_costly` naming the problem, where it is in words (`label`) and `path`, the
+ * body field it came in.
+ */
+export function requireCondition(text: string, rules: CheckRules = 'new', path = 'condition', label = path): CheckedCondition {
+  const check = checkCondition(text, rules);
+  if (check.ok) return check.condition;
+  throw new AppError(check.code, refusalMessage(check, label), { path, problem: check.problem });
+}
+
+/** Compiles a checked condition once (cached by text): only the gate makes a CheckedCondition. */
+export function compileCondition(condition: CheckedCondition): CompiledCondition {
+  const { text } = condition;
   const cached = compiledByText.get(text);
   if (cached) return cached;
-  const analysis = analyzeCondition(text);
-  if (!analysis.ok)
-    throw new AppError('invalid_workflow', `condition ${JSON.stringify(text)}: ${analysis.problem}`, { condition: text, problem: analysis.problem });
-  const { parsed, usage, plan } = analysis.condition;
+  const { parsed, usage, plan } = condition.analysis;
   const root = predicateOf(parsed.ast, usage);
   // Frozen because the cache hands the same object to every workflow version that uses this text.
   const compiled: CompiledCondition = deepFreeze({

@@ -1,4 +1,5 @@
 import type { ASTNode } from '@marcbachmann/cel-js';
+import { MAX_INSTRUCTIONS_PER_PATTERN_CHAR, regexProgramBound } from './regex-size';
 
 // What one evaluation of a condition may cost, estimated the way cel-go's checker does (checker/cost.go): walk the
 // AST once; a literal costs 0, a variable or field read 1, an operator or function call 1 plus its arguments, a
@@ -9,19 +10,28 @@ import type { ASTNode } from '@marcbachmann/cel-js';
 // made again with the sizes of the actual event and profile before a size-dependent part runs; over the budget, an
 // event's evaluation throws ConditionCostExceeded (the engine dead-letters the event), a timer's is false.
 //
+// RE2 runs in time input × program size, and the program is the pattern EXPANDED: a counted repetition `x{n}`
+// repeats x n times (`.{1000}` is 7 characters and 1,002 instructions), so a literal pattern is charged for the size
+// of its program, read from its text (regex-size.ts), and a pattern read from an event or profile for the largest
+// program its length allows plus compiling it (a distinct pattern is compiled at each evaluation).
+//
 // Calibration on this machine (cel-js 8, re2js 2.10): a comprehension costs 40-55 ns per unit; RE2 matching at most
-// 34 ns per (input character x pattern character), so regex costs a full unit there, not cel-go's 0.025 (cel-go
-// assumes RE2 in C++/Go). The budget of 1,000,000 units, the per-expression limit Kubernetes uses, is then at most
-// ~55 ms of one partition's time.
+// 31 ns per (input character x program instruction) (9 ns for a 10,000-instruction program), so regex costs a full
+// unit there, not cel-go's 0.025 (cel-go assumes RE2 in C++/Go); compiling 2.5-12 µs per instruction; building a
+// map literal 170 ns an entry, a list literal 40 ns an item. The budget of 1,000,000 units, the per-expression limit
+// Kubernetes uses, is then at most ~55 ms of one partition's time.
 
 export const CONDITION_COST_BUDGET = 1_000_000;
 /** Characters of a string, items of a list or entries of a map read from an event or profile, for the save-time estimate. */
 export const ASSUMED_VALUE_SIZE = 1_024;
 
 const STRING_TRAVERSAL = 0.1;
-const REGEX_PER_CHAR_PER_PATTERN_CHAR = 1;
+const REGEX_PER_CHAR_PER_INSTRUCTION = 1;
+const REGEX_COMPILE_PER_INSTRUCTION = 100;
 const LIST_LITERAL = 10;
+const LIST_ITEM = 1;
 const MAP_LITERAL = 30;
+const MAP_ENTRY = 4;
 /** Per iteration of a comprehension, beside its body: the loop condition and the accumulator step. */
 const LOOP_STEP = 2;
 const MACROS = new Set(['all', 'exists', 'exists_one', 'filter', 'map']);
@@ -103,11 +113,16 @@ function estimate(node: ASTNode, scope: Scope, sizes: SizeEstimator): Estimate {
     }
     case 'list': {
       const items = node.args.map((item) => of(item));
-      return { cost: sum(items) + LIST_LITERAL, size: items.length, itemSize: Math.max(0, ...items.map((i) => i.size)), ref: null };
+      return { cost: sum(items) + LIST_LITERAL + LIST_ITEM * items.length, size: items.length, itemSize: Math.max(0, ...items.map((i) => i.size)), ref: null };
     }
     case 'map': {
       const entries = node.args.flatMap(([key, value]) => [of(key), of(value)]);
-      return { cost: sum(entries) + MAP_LITERAL, size: node.args.length, itemSize: Math.max(0, ...entries.map((e) => e.size)), ref: null };
+      return {
+        cost: sum(entries) + MAP_LITERAL + MAP_ENTRY * node.args.length,
+        size: node.args.length,
+        itemSize: Math.max(0, ...entries.map((e) => e.size)),
+        ref: null,
+      };
     }
     case '&&':
     case '||':
@@ -177,7 +192,11 @@ function call(node: Extract<ASTNode, { op: 'call' | 'rcall' }>, scope: Scope, si
   const argCost = sum(operands);
   const [first, second] = operands;
   if (name === 'matches' && operands.length === 2) {
-    return { cost: argCost + (first.size + 1) * Math.max(1, second.size) * REGEX_PER_CHAR_PER_PATTERN_CHAR, ...SCALAR };
+    const pattern = target ? args[0] : args[1];
+    const literal = pattern.op === 'value' && typeof pattern.args === 'string' ? pattern.args : null;
+    const program = literal !== null ? regexProgramBound(literal) : 4 + second.size * MAX_INSTRUCTIONS_PER_PATTERN_CHAR;
+    const compile = literal !== null ? 0 : program * REGEX_COMPILE_PER_INSTRUCTION;
+    return { cost: argCost + compile + (first.size + 1) * program * REGEX_PER_CHAR_PER_INSTRUCTION, ...SCALAR };
   }
   if (STRING_SEARCHES.has(name) && operands.length >= 2) {
     return { cost: argCost + Math.max(1, traverse(first.size + 1) * traverse(Math.max(1, second.size))), ...SCALAR };
@@ -265,7 +284,9 @@ export function actualSizes(roots: Record<string, unknown>): SizeEstimator {
  * inputs (nothing to check at run time).
  */
 export function runtimeCost(node: ASTNode): ((roots: Record<string, unknown>) => number) | null {
-  if (estimateCost(node, assumedSizes(1)) === estimateCost(node, assumedSizes(1_000))) return null;
+  const fixed = estimateCost(node, assumedSizes(1));
+  // A part over the budget whatever its inputs can only be in a version saved before the budget: it never runs.
+  if (fixed === estimateCost(node, assumedSizes(1_000))) return fixed > CONDITION_COST_BUDGET ? () => fixed : null;
   return (roots) => estimateCost(node, actualSizes(roots));
 }
 

@@ -19,12 +19,24 @@ export function withMembership<T>(crowds: CrowdMembership, user: number, evaluat
 }
 
 /**
+ * How deep the CEL parser lets parentheses, calls, list and map literals and field accesses nest. cel-js parses
+ * recursively, several stack frames a level: 1,000 nested parentheses overflowed the call stack here, 250 (its
+ * default) do not. Chains of operators (`!`, `&&`, …) are bounded separately by MAX_CONDITION_DEPTH.
+ */
+export const MAX_CONDITION_NESTING = 250;
+/** Items of one list literal, entries of one map literal (the 4,096-character limit already keeps them far smaller). */
+export const MAX_LITERAL_ITEMS = 1_000;
+
+/**
  * The one CEL environment of conditions. `user` is a CEL int (not uint) so that `user == 5` and `user % 10 == 0`
  * type-check as people write them; `now` is a timestamp; `event` and `profile` are maps whose JSON numbers are
  * CEL doubles (the CEL convention for JSON), which compare equal to ints (`profile.age == 30`). List literals may
  * mix types (`profile.score in [1, 2.5]`), as profile values from JSON do.
  */
-export const conditionEnvironment = new Environment({ homogeneousAggregateLiterals: false })
+export const conditionEnvironment = new Environment({
+  homogeneousAggregateLiterals: false,
+  limits: { maxDepth: MAX_CONDITION_NESTING, maxListElements: MAX_LITERAL_ITEMS, maxMapEntries: MAX_LITERAL_ITEMS },
+})
   .registerVariable('event', 'map', { description: 'The event being applied: type, data (map), time (timestamp)' })
   .registerVariable('profile', 'map', { description: "The user's profile attributes" })
   .registerVariable('now', 'google.protobuf.Timestamp', { description: 'The current time' })

@@ -1,5 +1,6 @@
 import type { ASTNode } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
+import { MAX_REGEX_INSTRUCTIONS, regexProgramBound } from './regex-size';
 
 // CEL's `matches` has RE2 semantics (linear time, no backreferences or lookaround). cel-js implements the method
 // form with the JavaScript RegExp engine, which backtracks: `"a"*27 + "b"` against `(a+)+$` took 9 s. cel-js refuses
@@ -14,6 +15,9 @@ const MAX_CACHED_PATTERNS = 1_000;
 function re2(pattern: string): RE2JS {
   let regex = compiled.get(pattern);
   if (!regex) {
+    // Checked before compiling: a pattern of 400 counted repetitions took 5 s and 600 MB to compile.
+    const tooLarge = patternSizeProblem(pattern);
+    if (tooLarge) throw new Error(`pattern ${tooLarge}`);
     regex = RE2JS.compile(pattern);
     if (compiled.size >= MAX_CACHED_PATTERNS) compiled.delete(compiled.keys().next().value!);
     compiled.set(pattern, regex);
@@ -24,6 +28,16 @@ function re2(pattern: string): RE2JS {
 /** CEL `matches`: true when the RE2 pattern matches any part of `text` (anchor with ^ and $ for a whole match). */
 export function re2Matches(text: string, pattern: string): boolean {
   return re2(pattern).matcher(text).find();
+}
+
+/** Null when `pattern` compiles to at most MAX_REGEX_INSTRUCTIONS, else how large it would be in words. */
+function patternSizeProblem(pattern: string): string | null {
+  const size = regexProgramBound(pattern);
+  if (size <= MAX_REGEX_INSTRUCTIONS) return null;
+  return (
+    `is too large: it expands to about ${size.toLocaleString('en-US')} RE2 instructions (a counted repetition such as {1000} repeats what it ` +
+    `follows that many times); the limit is ${MAX_REGEX_INSTRUCTIONS.toLocaleString('en-US')}`
+  );
 }
 
 /** Null when `pattern` is valid RE2, else why not in words ("missing closing )"). */
@@ -50,8 +64,10 @@ export function regexProblems(root: ASTNode): string[] {
   walk(root, (node) => {
     const pattern = isMatchesMethod(node) ? node.args[2][0] : isMatchesCall(node) ? node.args[1][1] : null;
     if (pattern?.op !== 'value' || typeof pattern.args !== 'string') return;
-    const problem = re2PatternProblem(pattern.args);
-    if (problem) problems.push(`matches pattern ${JSON.stringify(pattern.args)} is not a valid RE2 regular expression: ${problem}`);
+    const tooLarge = patternSizeProblem(pattern.args);
+    const problem = tooLarge ? null : re2PatternProblem(pattern.args);
+    if (tooLarge) problems.push(`matches pattern ${JSON.stringify(pattern.args)} ${tooLarge}`);
+    else if (problem) problems.push(`matches pattern ${JSON.stringify(pattern.args)} is not a valid RE2 regular expression: ${problem}`);
   });
   return problems;
 }

@@ -1,5 +1,5 @@
 // A workflow version prepared for running: steps by name, conditions compiled once, split tables, bucket widths.
-import { compileCondition, type CompiledCondition } from '../conditions/compile';
+import { compileCondition, requireCondition, type CompiledCondition } from '../conditions/compile';
 import { parseDuration, type EntryTrigger, type Step, type WorkflowDefinition } from '../model/workflow';
 import { bucketWidth } from './shard';
 
@@ -54,9 +54,9 @@ export class WorkflowRuntime {
     this.exitSteps = new Set(definition.steps.filter((s) => (s.kind === 'direct' || s.kind === 'parallel') && !s.next).map((s) => s.name));
     const entry = definition.entry;
     this.trigger = entry
-      ? { trigger: { ...entry, reentry: entry.reentry ?? 'once' }, condition: entry.condition ? compileCondition(entry.condition) : null }
+      ? { trigger: { ...entry, reentry: entry.reentry ?? 'once' }, condition: entry.condition ? compileStored(entry.condition) : null }
       : null;
-    this.goal = definition.goal ? compileCondition(definition.goal.condition) : null;
+    this.goal = definition.goal ? compileStored(definition.goal.condition) : null;
     this.stopAt = definition.stopAt ? Date.parse(definition.stopAt) : null;
   }
 
@@ -90,6 +90,9 @@ export class WorkflowRuntime {
   }
 }
 
+/** A condition of a stored version, through the gate's rules for versions saved before the RE2 and cost rules. */
+const compileStored = (text: string): CompiledCondition => compileCondition(requireCondition(text, 'stored'));
+
 function prepare(step: Step, workflowId: string): StepRuntime {
   // Re-evaluating an idle user as a data-less event can only move users of branch steps; other kinds ignore ttl.
   const ttlMs = step.ttl && step.kind === 'branch' ? parseDuration(step.ttl) : 0;
@@ -108,11 +111,11 @@ function prepare(step: Step, workflowId: string): StepRuntime {
   };
   switch (step.kind) {
     case 'branch':
-      runtime.conditions = step.branches.map((b) => compileCondition(b.condition));
+      runtime.conditions = step.branches.map((b) => compileStored(b.condition));
       if (step.timeout) waitThenMove(runtime, step.timeout.after, step.timeout.next);
       break;
     case 'timer':
-      runtime.timerCondition = step.condition ? compileCondition(step.condition) : null;
+      runtime.timerCondition = step.condition ? compileStored(step.condition) : null;
       break;
     case 'delay':
       waitThenMove(runtime, step.after, step.next);

@@ -1,24 +1,32 @@
-// Audience estimates and condition explanations: how many users a condition matches right now, computed as a bitmap
-// plan over the tenant's crowds and profile index, or per user on a bounded sample when it has no plan; and, per
-// condition of a workflow, whether bulk evaluation runs as a plan or per user, and why.
+// Audience estimates: how many users a condition matches right now, computed as a bitmap plan over the tenant's
+// crowds and profile index, or per user on a bounded sample when it has no plan, within the query deadline
+// (server/conditions/deadline.ts). Explanations are in explain.ts; the tenant's indexed fields here too.
 import { z } from 'zod';
-import { compileCondition, type BitmapPlan } from '../conditions/compile';
+import { systemClock } from '../clock';
+import { compileCondition, requireCondition } from '../conditions/compile';
+import { QueryDeadline, usersPerCheckpoint, type DeadlineOptions } from '../conditions/deadline';
+import { MAX_CONDITION_LENGTH } from '../conditions/gate';
 import { evaluateIndexedPlan, planResolver } from '../conditions/profile-index';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { loadCrowd, RoaringBitmap32 } from '../crowd';
 import { CrowdName } from '../crowd/store';
 import { notFound } from '../errors';
 import { profileIndex } from './index-store';
-import { MAX_DISTINCT_STRINGS } from './index-field';
-import type { ProfileIndex } from './index-tenant';
-import type { WorkflowDefinition } from '../model/workflow';
 import type { Database } from '../storage/database';
+
+export type { StepConditionExplanation } from './explain';
 
 /** Users evaluated one by one when a condition has no plan; past it the count is scaled up from this sample. */
 export const MAX_PER_USER_AUDIENCE = 100_000;
 
 export const AudienceBody = z.strictObject({
-  condition: z.string().min(1).max(10_000),
+  // Not bounded here: the gate answers a condition too long with invalid_condition, as every route does.
+  condition: z
+    .string()
+    .describe(
+      `A CEL condition of at most ${MAX_CONDITION_LENGTH.toLocaleString('en-US')} characters, checked as a workflow save checks it: ` +
+        '400 `invalid_condition` or `condition_too_costly` naming the problem',
+    ),
   crowd: CrowdName.optional(),
   sample: z.number().int().min(0).max(1_000).default(20),
 });
@@ -49,9 +57,22 @@ async function crowdsOf(database: Database, tenantId: string, names: string[]): 
   return crowds;
 }
 
-export async function estimateAudience(database: Database, tenantId: string, body: z.infer<typeof AudienceBody>, now = Date.now()): Promise<AudienceResult> {
+/** Users whose profiles are read back from the index at a time in the per-user path. */
+const PROFILE_SLICE = 4_096;
+
+export type AudienceOptions = Partial<DeadlineOptions> & { now?: number };
+
+export async function estimateAudience(
+  database: Database,
+  tenantId: string,
+  body: z.infer<typeof AudienceBody>,
+  options: AudienceOptions = {},
+): Promise<AudienceResult> {
   const started = performance.now();
-  const condition = compileCondition(body.condition);
+  const checked = requireCondition(body.condition);
+  const condition = compileCondition(checked);
+  const clock = options.clock ?? systemClock;
+  const now = options.now ?? clock.now();
   const index = await profileIndex(database, tenantId);
   const crowds = await crowdsOf(database, tenantId, condition.crowds);
   let universe: RoaringBitmap32;
@@ -64,12 +85,14 @@ export async function estimateAudience(database: Database, tenantId: string, bod
     // Read only (plans never change their universe), so the index's own bitmap serves when no crowd adds to it.
     universe = named.length === 0 ? index.users : RoaringBitmap32.orMany([index.users, ...named]);
   }
+  // Taken now: the per-user path yields the thread, and profile writes may change the index's bitmap meanwhile.
+  const universeSize = universe.size;
   const finish = (matched: RoaringBitmap32, count: number, mode: AudienceResult['mode'], evaluated: number): AudienceResult => ({
     count,
     sample: [...firstUsers(matched, body.sample)],
-    universe: universe.size,
+    universe: universeSize,
     mode,
-    exact: evaluated === universe.size,
+    exact: evaluated === universeSize,
     evaluated,
     ms: Math.round((performance.now() - started) * 100) / 100,
   });
@@ -79,111 +102,28 @@ export async function estimateAudience(database: Database, tenantId: string, bod
       planResolver((name) => crowds.get(name), index),
       universe,
     );
-    const result = finish(matched, matched.size, 'plan', universe.size);
+    const result = finish(matched, matched.size, 'plan', universeSize);
     matched.dispose(); // 1.25 MB at 10M users: see evaluatePlan on why it is not left to the collector
     return result;
   }
+  // The deadline covers the evaluation, not loading the index and crowds (a first call after a restart reads them).
+  const deadline = new QueryDeadline('The audience estimate', { clock, deadlineMs: options.deadlineMs });
   const users = firstUsers(universe, MAX_PER_USER_AUDIENCE);
-  const profiles = condition.usesProfile ? index.materialize(RoaringBitmap32.from(users), profileKeysRead(condition.text) ?? undefined) : null;
+  const keys = profileKeysRead(condition.text) ?? undefined;
   const membership = { has: (name: string, user: number) => crowds.get(name)?.has(user) ?? false };
+  const step = usersPerCheckpoint(checked.cost);
   const matched: number[] = [];
-  for (const user of users) if (condition.predicate({ user, now, profile: profiles?.get(user) }, membership)) matched.push(user);
-  const count = users.length === universe.size ? matched.length : Math.round((matched.length * universe.size) / Math.max(1, users.length));
+  for (let from = 0; from < users.length; from += PROFILE_SLICE) {
+    const slice = users.subarray(from, from + PROFILE_SLICE);
+    const profiles = condition.usesProfile ? index.materialize(RoaringBitmap32.from(slice), keys) : null;
+    for (let i = 0; i < slice.length; i++) {
+      if (i % step === 0) await deadline.checkpoint(() => `${(from + i).toLocaleString('en-US')} of ${users.length.toLocaleString('en-US')} users evaluated`);
+      const user = slice[i];
+      if (condition.predicate({ user, now, profile: profiles?.get(user) }, membership)) matched.push(user);
+    }
+  }
+  const count = users.length === universeSize ? matched.length : Math.round((matched.length * universeSize) / Math.max(1, users.length));
   return finish(RoaringBitmap32.from(matched), count, 'per-user', users.length);
-}
-
-/** How one profile leaf of a plan is answered by the index. */
-function leafNote(index: ProfileIndex, plan: Extract<BitmapPlan, { field: string }>): string {
-  const path = plan.field.split('\u001f').join('.');
-  const field = index.path(plan.field);
-  if (!field) return `profile.${path}: no user has it yet (matches nobody)`;
-  switch (plan.op) {
-    case 'profileHas':
-      return `has(profile.${path}): presence bitmap (${field.presence.size} users)`;
-    case 'profileCmp':
-      return (
-        `profile.${path} ${plan.cmp} ${plan.value}: range over the bit-sliced index (${field.numbers.depth} bit slices, scale ${field.scale})` +
-        (field.others.size ? ` plus a scan of ${field.others.size} values fixed point cannot hold` : '')
-      );
-    case 'profileTime':
-      return `timestamp(profile.${path}) ${plan.cmp} ${new Date(plan.at).toISOString()}: range over the timestamp bit slices (${field.times.depth})`;
-    default: {
-      const values = plan.op === 'profileIn' ? plan.values : [plan.value];
-      const strings = values.filter((v) => typeof v === 'string').length;
-      if (strings > 0 && field.highCardinality) {
-        return (
-          `profile.${path} ${plan.op === 'profileIn' ? 'in' : '=='} …: per-user scan of ${field.highCardinality.size} values (more than ` +
-          `${MAX_DISTINCT_STRINGS} distinct strings, so no equality bitmaps)`
-        );
-      }
-      return `profile.${path} ${plan.op === 'profileIn' ? `in ${JSON.stringify(values)}` : `== ${JSON.stringify(plan.value)}`}: equality bitmap${values.length > 1 ? 's' : ''}`;
-    }
-  }
-}
-
-function planLeaves(plan: BitmapPlan, out: Array<Extract<BitmapPlan, { field: string }>> = []) {
-  if (plan.op === 'and' || plan.op === 'or') for (const arg of plan.args) planLeaves(arg, out);
-  else if (plan.op === 'not') planLeaves(plan.arg, out);
-  else if ('field' in plan) out.push(plan);
-  return out;
-}
-
-export type ConditionExplanation = { mode: 'plan' | 'per-user'; reason: string; leaves: string[] };
-
-/** Whether `text` runs as a bitmap plan over the tenant's index, or per user, and why. */
-export function explainCondition(text: string, index: ProfileIndex): ConditionExplanation {
-  const condition = compileCondition(text);
-  if (condition.plan) {
-    const leaves = planLeaves(condition.plan).map((leaf) => leafNote(index, leaf));
-    const scans = leaves.filter((note) => note.includes('scan of'));
-    return {
-      mode: 'plan',
-      reason:
-        scans.length > 0
-          ? `bitmap plan; ${scans.length} leaf needs a per-user scan of values the index keeps per user`
-          : 'bitmap plan: AND / OR / ANDNOT over crowd and profile-index bitmaps, no per-user loop',
-      leaves,
-    };
-  }
-  const reasons: string[] = [];
-  if (condition.usesEvent) reasons.push('it reads event.* (known only when an event arrives; timers and ttl see no event)');
-  if (condition.usesNow) reasons.push('it reads now outside a timestamp(profile.x) comparison with a literal');
-  if (reasons.length === 0)
-    reasons.push(
-      'a part of it has no bitmap form (plans cover inCrowd, profile ==, !=, in, <, <=, >, >=, has(), timestamp(profile.x) compared with timestamp("…"), &&, ||, !)',
-    );
-  return { mode: 'per-user', reason: `per user, profiles read from the in-memory index: ${reasons.join('; ')}`, leaves: [] };
-}
-
-export type StepConditionExplanation = ConditionExplanation & {
-  step: string;
-  kind: 'branch' | 'timer';
-  branch: number | null;
-  condition: string;
-  perEvent: string | null;
-};
-
-/** Every condition of `definition` explained; invalid ones say what is wrong instead. */
-export async function explainWorkflow(database: Database, tenantId: string, definition: WorkflowDefinition): Promise<StepConditionExplanation[]> {
-  const index = await profileIndex(database, tenantId);
-  const out: StepConditionExplanation[] = [];
-  const explain = (step: string, kind: 'branch' | 'timer', branch: number | null, condition: string) => {
-    let explained: ConditionExplanation;
-    try {
-      explained = explainCondition(condition, index);
-    } catch (error) {
-      explained = { mode: 'per-user', reason: `invalid condition: ${(error as Error).message}`, leaves: [] };
-    }
-    // Branch conditions also run per event, for the event's user: profiles are then read from the index in memory.
-    const perEvent =
-      kind === 'branch' ? "per event: evaluated for the event's user, profile attributes read back from the in-memory index (no database query)" : null;
-    out.push({ step, kind, branch, condition, perEvent, ...explained });
-  };
-  for (const step of definition.steps) {
-    if (step.kind === 'branch') step.branches.forEach((b, i) => explain(step.name, 'branch', i, b.condition));
-    if (step.kind === 'timer' && step.condition) explain(step.name, 'timer', null, step.condition);
-  }
-  return out;
 }
 
 export type FieldSummary = {

@@ -6,7 +6,8 @@
 import type { z } from 'zod';
 import type { WorkflowDefinition } from '../model/workflow';
 import type { Database } from '../storage/database';
-import { estimateAudience, explainWorkflow, profileFields, type AudienceBody } from './audience';
+import { estimateAudience, profileFields, type AudienceBody } from './audience';
+import { explainWorkflow } from './explain';
 import { importProfiles, type ImportFormat } from './import';
 import { deleteProfile, upsertProfiles, type UpsertProfilesBody } from './profiles';
 

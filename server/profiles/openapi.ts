@@ -1,10 +1,15 @@
 import { z } from 'zod';
 import { operation } from '../http/openapi-kit';
+import { QUERY_DEADLINE_MS } from '../conditions/deadline';
 import { AudienceBody, MAX_PER_USER_AUDIENCE } from './audience';
+import { ExplainBody } from './explain';
 import { MAX_DISTINCT_STRINGS } from './index-field';
 import { IMPORT_CHUNK_LINES } from './import';
 import { ProfileAttributes, UpsertProfilesBody } from './profiles';
-import { WorkflowDefinition } from '../model/workflow';
+
+const DEADLINE =
+  `The evaluation has a deadline of ${QUERY_DEADLINE_MS.toLocaleString('en-US')} ms: past it the request is stopped with 422 \`query_deadline\` ` +
+  '(the engine thread was given back to events, timers and other tenants every 10 ms meanwhile).';
 
 const Profile = z.object({ user: z.number(), attributes: ProfileAttributes, updatedAt: z.string() });
 const tags = ['profiles'];
@@ -111,11 +116,12 @@ export const paths: Record<string, object> = {
         `How many users a condition matches now, and the first of them: a bitmap plan over crowds and the profile index when the condition ` +
         `has one (exact), else per user over the first ${MAX_PER_USER_AUDIENCE} users of the universe (count scaled up, exact=false). The ` +
         `universe is the crowd given, else the users with a profile plus the crowds the condition names. Needs the read scope.`,
+      description: `The condition passes the same gate as a workflow save: 400 \`invalid_condition\` (syntax, types, over 4,096 characters, nesting, literal sizes, a pattern that is not RE2 or expands too far) or 400 \`condition_too_costly\` (estimated cost per evaluation over the budget), each naming the problem. ${DEADLINE}`,
       tags: ['profiles'],
       params: ['tenant'],
       body: AudienceBody,
       ok: { status: 200, description: 'The estimate', schema: AudienceResult },
-      errors: [404],
+      errors: [404, 422],
     }),
   },
   '/tenants/{tenant}/workflows/{id}/explain': {
@@ -124,16 +130,18 @@ export const paths: Record<string, object> = {
         "For each condition of the workflow's current version: whether timers, ttl and audience estimates run it as a bitmap plan or per user, why, and how each profile leaf is answered",
       tags: ['workflows'],
       params: ['tenant', 'id'],
+      description: DEADLINE,
       ok: { status: 200, description: 'One entry per condition', schema: Explanation },
-      errors: [404],
+      errors: [404, 422],
     }),
     post: operation({
       summary: 'The same for an unsaved definition of this workflow (the editor draft). Needs the read scope.',
+      description: `Each condition of the draft (steps, entry, goal) passes the gate a save applies first: 400 \`invalid_condition\` or \`condition_too_costly\`, naming the step and \`details.path\`. ${DEADLINE}`,
       tags: ['workflows'],
       params: ['tenant', 'id'],
-      body: z.strictObject({ definition: WorkflowDefinition }),
+      body: ExplainBody,
       ok: { status: 200, description: 'One entry per condition', schema: Explanation },
-      errors: [404],
+      errors: [404, 422],
     }),
   },
 };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileCondition, type CrowdMembership } from '../../server/conditions/compile';
+import { compileCondition, requireCondition, type CrowdMembership } from '../../server/conditions/compile';
 import { ConditionCostExceeded, CONDITION_COST_BUDGET, staticCost } from '../../server/conditions/cost';
 import { analyzeCondition } from '../../server/conditions/analyze';
 import { celCostProblem } from '../../server/conditions/parse';
@@ -71,7 +71,7 @@ describe('static cost estimate (save time)', () => {
 });
 
 describe('runtime budget (per evaluation)', () => {
-  const regex = compileCondition('event.data.s.matches("(a+)+$")');
+  const regex = compileCondition(requireCondition('event.data.s.matches("(a+)+$")', 'stored'));
   const input = (s: string) => ({ user: 1, now: 0, event: { type: 't', data: { s }, time: 0 } });
 
   it('evaluates an event of ordinary size', () => {
@@ -88,14 +88,14 @@ describe('runtime budget (per evaluation)', () => {
   });
 
   it('counts comprehensions over actual event lists: nested ones over big lists are refused', () => {
-    const nested = compileCondition('event.data.a.exists(x, event.data.a.exists(y, x + y == -1.0))');
+    const nested = compileCondition(requireCondition('event.data.a.exists(x, event.data.a.exists(y, x + y == -1.0))', 'stored'));
     const list = (n: number) => ({ user: 1, now: 0, event: { type: 't', data: { a: Array.from({ length: n }, (_, i) => i) }, time: 0 } });
     expect(nested.predicate(list(50), none)).toBe(false);
     expect(() => nested.predicate(list(3_000), none)).toThrow(ConditionCostExceeded);
   });
 
   it('without an event (timers, ttl) an over-budget part is false instead of throwing', () => {
-    const profileRegex = compileCondition('profile.bio.matches("(a+)+$")');
+    const profileRegex = compileCondition(requireCondition('profile.bio.matches("(a+)+$")', 'stored'));
     expect(profileRegex.predicate({ user: 1, now: 0, profile: { bio: 'a'.repeat(400_000) } }, none)).toBe(false);
     expect(profileRegex.predicate({ user: 1, now: 0, profile: { bio: 'aaa' } }, none)).toBe(true);
   });

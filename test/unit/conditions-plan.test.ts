@@ -1,6 +1,6 @@
 import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
-import { compileCondition, evaluatePlan, type BitmapPlan, type CrowdMembership } from '../../server/conditions/compile';
+import { compileCondition, requireCondition, evaluatePlan, type BitmapPlan, type CrowdMembership } from '../../server/conditions/compile';
 import { evaluateIndexedPlan, ProfileIndex, planResolver } from '../../server/conditions/profile-index';
 import { conditionEnvironment } from '../../server/conditions/environment';
 import { mergeAttributes } from '../../server/profiles/profiles';
@@ -67,7 +67,7 @@ describe('plan extraction', () => {
     ],
     ['timestamp(profile.signup) < timestamp("not a time at all, no")', { op: 'none' }],
   ])('%s', (text, plan) => {
-    expect(compileCondition(text).plan).toEqual(plan);
+    expect(compileCondition(requireCondition(text)).plan).toEqual(plan);
   });
 
   it.each([
@@ -84,7 +84,7 @@ describe('plan extraction', () => {
     'inCrowd("vip") ? true : false',
     'timestamp(profile.signup) < now',
   ])('%s has no plan', (text) => {
-    expect(compileCondition(text).plan).toBeNull();
+    expect(compileCondition(requireCondition(text)).plan).toBeNull();
   });
 });
 
@@ -198,7 +198,7 @@ describe('evaluatePlan equals the predicate applied per user', () => {
   const sampleUsers = sample.toArray();
 
   function expectPlanMatchesPredicate(text: string, users = universe, userList = universeUsers) {
-    const condition = compileCondition(text);
+    const condition = compileCondition(requireCondition(text));
     expect(condition.plan, text).not.toBeNull();
     const viaPlan = evaluatePlan(condition.plan!, resolver, users);
     const viaPredicate = userList.filter((user) => condition.predicate({ user, now: 0, profile: stored.get(user) }, membership));
@@ -255,7 +255,7 @@ describe('evaluatePlan equals the predicate applied per user', () => {
     ];
     for (const text of texts) {
       const direct = conditionEnvironment.parse(text);
-      const predicate = compileCondition(text).predicate;
+      const predicate = compileCondition(requireCondition(text)).predicate;
       for (const [user, profile] of [...stored].slice(0, 3000)) {
         let expected: boolean;
         try {
@@ -289,7 +289,7 @@ describe('evaluatePlan equals the predicate applied per user', () => {
     ];
     const expectSameAnswers = (stage: string) => {
       for (const text of texts) {
-        const plan = compileCondition(text).plan!;
+        const plan = compileCondition(requireCondition(text)).plan!;
         for (const users of [...partitions, universe])
           expect(evaluateIndexedPlan(plan, indexed, users).toArray(), `${stage}: ${text}`).toEqual(evaluatePlan(plan, indexed, users).toArray());
       }
@@ -310,8 +310,8 @@ describe('evaluatePlan equals the predicate applied per user', () => {
   it('never mutates the crowd or index bitmaps it is given', () => {
     const sizes = CROWDS.map((name) => crowdBitmaps.get(name)!.size);
     const pro = profiles.equals('plan', 'pro').size;
-    evaluatePlan(compileCondition('!(profile.age >= 30) || has(profile.plan)').plan!, resolver, universe);
-    evaluatePlan(compileCondition('!(inCrowd("a") && profile.plan == "pro") || inCrowd("b")').plan!, resolver, universe);
+    evaluatePlan(compileCondition(requireCondition('!(profile.age >= 30) || has(profile.plan)')).plan!, resolver, universe);
+    evaluatePlan(compileCondition(requireCondition('!(inCrowd("a") && profile.plan == "pro") || inCrowd("b")')).plan!, resolver, universe);
     expect(CROWDS.map((name) => crowdBitmaps.get(name)!.size)).toEqual(sizes);
     expect(profiles.equals('plan', 'pro').size).toBe(pro);
   });

@@ -1,6 +1,6 @@
 import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
-import { compileCondition, evaluatePlan } from '../../server/conditions/compile';
+import { compileCondition, requireCondition, evaluatePlan } from '../../server/conditions/compile';
 import { ProfileIndex, planResolver } from '../../server/conditions/profile-index';
 
 const { RoaringBitmap32 } = roaring;
@@ -69,7 +69,7 @@ describe('ProfileIndex', () => {
     const index = new ProfileIndex();
     const vip = new RoaringBitmap32([1, 2, 3]);
     const resolver = planResolver((name) => (name === 'vip' ? vip : undefined), index);
-    const plan = compileCondition('inCrowd("vip") && profile.plan == "pro"').plan!;
+    const plan = compileCondition(requireCondition('inCrowd("vip") && profile.plan == "pro"')).plan!;
     const step = new RoaringBitmap32([1, 2, 3, 4]);
     index.set(1, { plan: 'pro' });
     index.set(4, { plan: 'pro' });

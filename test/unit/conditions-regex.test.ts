@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileCondition, type ConditionInput, type CrowdMembership } from '../../server/conditions/compile';
+import { compileCondition, requireCondition, type ConditionInput, type CrowdMembership } from '../../server/conditions/compile';
 import { celSyntaxProblem } from '../../server/conditions/parse';
 
 const none: CrowdMembership = { has: () => false };
@@ -9,25 +9,25 @@ describe('matches has RE2 semantics (linear time)', () => {
   it('answers the catastrophic-backtracking pattern at once, in method and function form', () => {
     const evil = 'a'.repeat(27) + 'b';
     const started = performance.now();
-    expect(compileCondition('event.data.s.matches("(a+)+$")').predicate(withText(evil), none)).toBe(false);
-    expect(compileCondition('matches(event.data.s, "(a+)+$")').predicate(withText(evil), none)).toBe(false);
-    expect(compileCondition('event.data.s.matches("(a+)+$")').predicate(withText('aaa'), none)).toBe(true);
+    expect(compileCondition(requireCondition('event.data.s.matches("(a+)+$")')).predicate(withText(evil), none)).toBe(false);
+    expect(compileCondition(requireCondition('matches(event.data.s, "(a+)+$")')).predicate(withText(evil), none)).toBe(false);
+    expect(compileCondition(requireCondition('event.data.s.matches("(a+)+$")')).predicate(withText('aaa'), none)).toBe(true);
     // JavaScript's backtracking RegExp took 9 s on this input; RE2 is linear, so this is a loose sanity bound.
     expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it('matches anywhere unless anchored, inside comprehensions too', () => {
     const input = withText('order-1234');
-    expect(compileCondition('event.data.s.matches("[0-9]+")').predicate(input, none)).toBe(true);
-    expect(compileCondition('event.data.s.matches("^[0-9]+$")').predicate(input, none)).toBe(false);
-    expect(compileCondition('["x", event.data.s].exists(v, v.matches("^order-"))').predicate(input, none)).toBe(true);
-    expect(compileCondition('event.data.s.matches("(?i)ORDER")').predicate(input, none)).toBe(true);
+    expect(compileCondition(requireCondition('event.data.s.matches("[0-9]+")')).predicate(input, none)).toBe(true);
+    expect(compileCondition(requireCondition('event.data.s.matches("^[0-9]+$")')).predicate(input, none)).toBe(false);
+    expect(compileCondition(requireCondition('["x", event.data.s].exists(v, v.matches("^order-"))')).predicate(input, none)).toBe(true);
+    expect(compileCondition(requireCondition('event.data.s.matches("(?i)ORDER")')).predicate(input, none)).toBe(true);
   });
 
   it('is false (never an exception) for a missing or non-string value', () => {
-    expect(compileCondition('event.data.s.matches("a")').predicate(withText(undefined), none)).toBe(false);
-    expect(compileCondition('event.data.s.matches("a")').predicate(withText(5), none)).toBe(false);
-    expect(compileCondition('!event.data.s.matches("a")').predicate(withText(5), none)).toBe(true);
+    expect(compileCondition(requireCondition('event.data.s.matches("a")')).predicate(withText(undefined), none)).toBe(false);
+    expect(compileCondition(requireCondition('event.data.s.matches("a")')).predicate(withText(5), none)).toBe(false);
+    expect(compileCondition(requireCondition('!event.data.s.matches("a")')).predicate(withText(5), none)).toBe(true);
   });
 
   it('refuses at save a pattern RE2 does not accept, naming the pattern and why', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../server/errors';
-import { compileCondition, type ConditionInput, type CrowdMembership } from '../../server/conditions/compile';
+import { compileCondition, requireCondition, type ConditionInput, type CrowdMembership } from '../../server/conditions/compile';
 import { celSyntaxProblem } from '../../server/conditions/parse';
 
 const NOW = Date.parse('2026-03-10T12:00:00Z');
@@ -15,7 +15,7 @@ const click: ConditionInput = {
 };
 
 function holds(text: string, input: ConditionInput = click, membership: CrowdMembership = crowds): boolean {
-  return compileCondition(text).predicate(input, membership);
+  return compileCondition(requireCondition(text)).predicate(input, membership);
 }
 
 describe('condition variables and functions', () => {
@@ -79,9 +79,9 @@ describe('condition variables and functions', () => {
   });
 
   it('reports what the condition reads', () => {
-    const condition = compileCondition('inCrowd("vip") && profile.plan == "pro" && inCrowd("new") || event.type == "x" && now > event.time');
+    const condition = compileCondition(requireCondition('inCrowd("vip") && profile.plan == "pro" && inCrowd("new") || event.type == "x" && now > event.time'));
     expect(condition).toMatchObject({ usesEvent: true, usesProfile: true, usesNow: true, crowds: ['new', 'vip'], profileFields: ['plan'] });
-    expect(compileCondition('true')).toMatchObject({ usesEvent: false, usesProfile: false, usesNow: false, crowds: [], profileFields: [] });
+    expect(compileCondition(requireCondition('true'))).toMatchObject({ usesEvent: false, usesProfile: false, usesNow: false, crowds: [], profileFields: [] });
   });
 
   it('answers event.type equality without cel-js exactly as CEL would, with and without an event', () => {
@@ -194,14 +194,14 @@ describe('bad CEL is refused with a clear message', () => {
     expect(celSyntaxProblem(text)).toMatch(message);
     let thrown: unknown;
     try {
-      compileCondition(text);
+      requireCondition(text);
     } catch (error) {
       thrown = error;
     }
     expect(thrown).toBeInstanceOf(AppError);
-    expect((thrown as AppError).code).toBe('invalid_workflow');
+    expect((thrown as AppError).code).toBe('invalid_condition');
+    expect((thrown as AppError).message).toMatch(/^The condition is not valid: /);
     expect((thrown as AppError).message).toMatch(message);
-    expect((thrown as AppError).message).toContain(JSON.stringify(text));
   });
 
   it('names the position of a syntax error', () => {
@@ -215,8 +215,8 @@ describe('bad CEL is refused with a clear message', () => {
   });
 
   it('compiles once per text, and the shared result cannot be altered by a caller', () => {
-    const condition = compileCondition('inCrowd("vip") && profile.plan == "cached"');
-    expect(compileCondition('inCrowd("vip") && profile.plan == "cached"')).toBe(condition);
+    const condition = compileCondition(requireCondition('inCrowd("vip") && profile.plan == "cached"'));
+    expect(compileCondition(requireCondition('inCrowd("vip") && profile.plan == "cached"'))).toBe(condition);
     expect(() => (condition.crowds as string[]).push('other')).toThrow(TypeError);
     expect(() => {
       (condition.plan as { op: string }).op = 'all';

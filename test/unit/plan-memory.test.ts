@@ -1,6 +1,6 @@
 import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
-import { compileCondition, evaluatePlan } from '../../server/conditions/compile';
+import { compileCondition, requireCondition, evaluatePlan } from '../../server/conditions/compile';
 import { evaluateIndexedPlan, planResolver, ProfileIndex } from '../../server/conditions/profile-index';
 
 const { RoaringBitmap32 } = roaring;
@@ -31,7 +31,7 @@ describe('bitmap plans free what they do not return', () => {
 
   for (const text of CONDITIONS) {
     it(`keeps only the result of ${text} in native memory`, () => {
-      const plan = compileCondition(text).plan!;
+      const plan = compileCondition(requireCondition(text)).plan!;
       const before = roaring.getRoaringUsedMemory();
       const matched = evaluatePlan(plan, resolver, index.users);
       expect(matched.size).toBeGreaterThan(0);
@@ -41,7 +41,7 @@ describe('bitmap plans free what they do not return', () => {
   }
 
   it('frees a cached whole-index result once a write makes it stale', () => {
-    const plan = compileCondition(CONDITIONS[0]).plan!;
+    const plan = compileCondition(requireCondition(CONDITIONS[0])).plan!;
     const users = RoaringBitmap32.fromRange(0, USERS);
     evaluateIndexedPlan(plan, resolver, users).dispose(); // caches the result over every user of the index
     const cached = index.planResults.get(plan)!.matched;

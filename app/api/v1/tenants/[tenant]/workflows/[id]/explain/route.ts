@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { json, readJson, route } from '@/server/http/respond';
-import { WorkflowDefinition } from '@/server/model/workflow';
 import { getEngine } from '@/server/engine';
+import { ExplainBody, requireDraftConditions } from '@/server/profiles/explain';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 import { findWorkflow, getWorkflow, WORKFLOW_BODY_LIMIT } from '@/server/workflows/workflows';
 import { database } from '@/server/storage/database';
@@ -19,6 +19,9 @@ export const GET = route<Params>(async (request, { tenant, id }) => {
 export const POST = route<Params>(async (request, { tenant, id }) => {
   const owner = await tenantFromRequest(request, tenant);
   const workflow = await findWorkflow(database(), owner, id);
-  const { definition } = await readJson(request, z.strictObject({ definition: WorkflowDefinition }), WORKFLOW_BODY_LIMIT);
+  const body = await readJson(request, z.strictObject({ definition: z.unknown() }), WORKFLOW_BODY_LIMIT);
+  // The conditions first, so each is answered as every route answers it (invalid_condition, condition_too_costly).
+  requireDraftConditions(body.definition);
+  const { definition } = ExplainBody.parse(body);
   return json({ workflowId: workflow.id, version: null, conditions: await getEngine().profiles.explainWorkflow(owner.id, definition) });
 });
