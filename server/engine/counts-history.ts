@@ -2,7 +2,7 @@
 // CountsSample row per instance and minute), and its hourly housekeeping turns minute samples older than 2 days into
 // one sample an hour (the hour's last: counts are levels, entered/converted only grow) and drops hour samples after
 // 90 days. Reads (GET …/instances/{iid}/counts/history) take the last sample of each bucket of the asked resolution.
-import { badRequest } from '../errors';
+import { badRequest, notFound } from '../errors';
 import type { RawStatement } from '../storage/raw';
 import { requireInstance } from './instances';
 import type { Counts } from './types';
@@ -137,6 +137,20 @@ export async function readCountsHistory(
   });
 }
 
+/**
+ * A 404 for a step the instance never had, as the step export answers: without it a typo reads as "nobody, ever".
+ * Steps of the instance's earlier versions (before an update) are known too: their samples are still in the history.
+ */
+async function requireSteps(database: Database, instance: { id: string; workflowId: string; version: number }, steps: string[]): Promise<void> {
+  const versions = await database.db.workflowVersion.findMany({
+    where: { workflowId: instance.workflowId, version: { lte: instance.version } },
+    select: { definition: true },
+  });
+  const known = new Set(versions.flatMap((row) => (JSON.parse(row.definition) as { steps: { name: string }[] }).steps.map((step) => step.name)));
+  const unknown = steps.find((step) => !known.has(step));
+  if (unknown !== undefined) throw notFound(`Step "${unknown}" of instance ${instance.id}`);
+}
+
 /** GET …/instances/{iid}/counts/history: checks the instance and the range, then reads (default: the last 24 hours). */
 export async function countsHistory(
   database: Database,
@@ -145,7 +159,7 @@ export async function countsHistory(
   query: { from?: string; to?: string; step?: string; resolution: HistoryResolution },
   now = Date.now(),
 ): Promise<{ instanceId: string; resolution: HistoryResolution; from: string; to: string; points: HistoryPoint[] }> {
-  await requireInstance(database, tenantId, instanceId);
+  const instance = await requireInstance(database, tenantId, instanceId);
   const to = query.to ? Date.parse(query.to) : now;
   const from = query.from ? Date.parse(query.from) : to - 24 * HOUR_MS;
   if (from >= to) throw badRequest(`from (${new Date(from).toISOString()}) must be before to (${new Date(to).toISOString()})`, { path: 'from' });
@@ -161,6 +175,7 @@ export async function countsHistory(
     ?.split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+  if (steps) await requireSteps(database, instance, steps);
   const read = await readCountsHistory(database, instanceId, { from, to, resolution: query.resolution, steps });
   return { instanceId, resolution: query.resolution, from: new Date(from).toISOString(), to: new Date(to).toISOString(), points: read };
 }

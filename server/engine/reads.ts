@@ -2,7 +2,7 @@
 // instance's counts, the users of one step (exports), and where one user is. A running instance is read from its shards in memory,
 // in a cluster from the database for the partitions other members hold; a stopped one from its snapshot.
 import { RoaringBitmap32 } from '../crowd/bitmap';
-import { notFound } from '../errors';
+import { AppError, notFound } from '../errors';
 import { committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
 import type { CommittedShards } from '../cluster/committed-cache';
 import { requireInstance } from './instances';
@@ -49,15 +49,29 @@ export async function stepBitmap(source: ReadSource, tenantId: string, instanceI
     tenant.instances.get(row.id) ?? (kept && row.state === 'running' ? await committedInstance(source.database, row, tenant.partitions, kept) : undefined);
   if (live) {
     if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
-    if (users === 'converted') return live.convertedUsers(step);
+    if (users === 'converted') {
+      if (!live.workflow.goal) throw noGoal(instanceId, row.version);
+      return live.convertedUsers(step);
+    }
     return kept ? committedStepUsers(live, step, kept) : live.stepUsers(step);
   }
   const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId } });
   if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
   const counts = JSON.parse(snapshot.counts) as Counts;
   if (!(step in counts.steps)) throw notFound(`Step "${step}" of instance ${instanceId}`);
+  // Counts carry `converted` exactly when the workflow has a goal (tenant.ts).
+  if (users === 'converted' && counts.converted === undefined) throw noGoal(instanceId, row.version);
   const shard = Shard.decode(instanceId, -1, snapshot.bitmaps);
   return users === 'converted' ? (shard.converted.get(step) ?? new RoaringBitmap32()) : shard.step(step);
+}
+
+/** An export of converted users where nobody can convert: a 422 (the request is well formed, the instance cannot answer it). */
+function noGoal(instanceId: string, version: number): AppError {
+  return new AppError(
+    'unprocessable',
+    `Instance ${instanceId} has no goal (version ${version} of its workflow defines none), so it has no converted users; export users=in instead`,
+    { path: 'users' },
+  );
 }
 
 /** The steps the user rests in, in every running instance of the tenant, and the user's recent moves. */

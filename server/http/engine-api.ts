@@ -46,7 +46,7 @@ export const UpdateWorkflowBody = z.strictObject({
 export const CountsHistoryQuery = z.strictObject({
   from: z.iso.datetime({ offset: true }).optional().describe('Start (ISO 8601); default: 24 hours before `to`'),
   to: z.iso.datetime({ offset: true }).optional().describe('End (ISO 8601); default: now'),
-  step: z.string().min(1).optional().describe('Comma-separated step names: only their counts (default: every step)'),
+  step: z.string().min(1).optional().describe('Comma-separated step names: only their counts (default: every step); an unknown step is a 404'),
   resolution: z.enum(['minute', 'hour', 'day']).default('minute').describe('One point per minute, hour or day: the last sample in it'),
 });
 
@@ -62,7 +62,10 @@ export const ExportQuery = z.strictObject({
 
 /** A step export: `users=converted` exports the users who reached the workflow's goal from the step. */
 export const StepExportQuery = ExportQuery.extend({
-  users: z.enum(['in', 'converted']).default('in').describe('`in`: users in the step now; `converted`: users who reached the goal from the step'),
+  users: z
+    .enum(['in', 'converted'])
+    .default('in')
+    .describe('`in`: users in the step now; `converted`: users who reached the goal from the step (422 when the workflow has no goal)'),
 });
 
 export const UserParams = z.object({
@@ -218,7 +221,8 @@ export const paths: Record<string, object> = {
       summary: 'Per-step and per-edge user counts',
       description:
         'In a cluster any member answers, adding the counts the owners of its other partitions published; a 503 `partition_moving` (retry ' +
-        'shortly) while a partition between owners has no committed figure yet, never a partial count.',
+        'shortly) while a partition between owners has no committed figure yet, never a partial count; a 503 `partition_recovering` with ' +
+        '`Retry-After` while the tenant\'s partitions load after a restart.',
       tags,
       params: instance,
       ok: { status: 200, description: 'Counts', schema: Counts },
@@ -233,7 +237,7 @@ export const paths: Record<string, object> = {
       query: {
         from: 'Start (ISO 8601); default: 24 hours before `to`',
         to: 'End (ISO 8601); default: now',
-        step: 'Comma-separated step names: only their counts',
+        step: 'Comma-separated step names: only their counts (a name that is no step of the instance, in any of its versions, is a 404)',
         resolution: 'minute (default) | hour | day: one point per bucket, its last sample',
       },
       ok: { status: 200, description: 'The points, oldest first', schema: CountsHistory },
@@ -258,10 +262,12 @@ export const paths: Record<string, object> = {
       query: {
         format: EXPORT_FORMATS.join(' | '),
         limit: 'At most this many IDs (the smallest)',
-        users: 'in (default: users in the step now) | converted (users who reached the goal from the step)',
+        users:
+          'in (default: users in the step now) | converted (users who reached the goal from the step; a 422 `unprocessable` when the ' +
+          "instance's workflow version has no goal)",
       },
       ok: { status: 200, description: 'The IDs; header x-crowdflow-count holds how many', contentType: 'text/csv' },
-      errors: [404],
+      errors: [404, 422, 503],
     }),
   },
   '/tenants/{tenant}/instances/{iid}/snapshot': {
@@ -285,7 +291,7 @@ export const paths: Record<string, object> = {
       tags,
       params: ['tenant', 'user'],
       ok: { status: 200, description: 'Where the user is', schema: WhereIsUser },
-      errors: [404],
+      errors: [404, 503],
     }),
   },
   '/events': {

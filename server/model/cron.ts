@@ -11,8 +11,25 @@ import cronstrue from 'cronstrue';
 
 const ALIASES = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@hourly', '@minutely', '@secondly', '@weekdays', '@weekends'];
 
+/** The fields in order, with how many values each has: a step can be no larger than that. */
+const FIELDS = [
+  { name: 'second', values: 60 },
+  { name: 'minute', values: 60 },
+  { name: 'hour', values: 24 },
+  { name: 'day-of-month', values: 31 },
+  { name: 'month', values: 12 },
+  { name: 'day-of-week', values: 7 },
+];
+
+/**
+ * Which rules a cron is held to: `save` (a save, the canvas, schedules) also refuses a step larger than its field,
+ * which cron-parser reads as "once" (`0-59/99999999` fires once a minute); `stored` keeps a cron saved before that
+ * rule running as it always has.
+ */
+export type CronRules = 'save' | 'stored';
+
 /** Null when `cron` is a valid 6-field (seconds-first) expression, otherwise why it is not. */
-export function cronProblem(cron: string): string | null {
+export function cronProblem(cron: string, rules: CronRules = 'save'): string | null {
   const text = cron.trim();
   if (text.startsWith('@')) {
     return ALIASES.includes(text) ? parseProblem(text) : `"${text}" is not a known cron alias (${ALIASES.join(', ')})`;
@@ -22,7 +39,21 @@ export function cronProblem(cron: string): string | null {
   const fields = text.split(/\s+/).filter(Boolean).length;
   if (fields === 5) return `"${text}" has 5 fields; Crowdflow crons start with a seconds field, e.g. "0 ${text}"`;
   if (fields !== 6) return `"${text}" has ${fields} field${fields === 1 ? '' : 's'}; expected 6: second minute hour day-of-month month day-of-week`;
-  return parseProblem(text);
+  return parseProblem(text) ?? (rules === 'save' ? stepProblem(text) : null);
+}
+
+function stepProblem(text: string): string | null {
+  const fields = text.split(/\s+/).filter(Boolean);
+  for (const [i, field] of fields.entries()) {
+    const { name, values } = FIELDS[i];
+    for (const part of field.split(',')) {
+      const step = /\/(\d+)$/.exec(part)?.[1];
+      if (step !== undefined && Number(step) > values) {
+        return `"${text}": the step /${step} in the ${name} field is larger than the field's ${values} values; a step can be at most ${values}`;
+      }
+    }
+  }
+  return null;
 }
 
 function parseProblem(text: string): string | null {
@@ -62,7 +93,7 @@ export function isTimeZone(tz: string): boolean {
 
 /** A parsed cron in `tz` (UTC by default); `currentDate` is where iteration starts. Throws on an invalid expression. */
 export function parseCron(cron: string, currentDate: number | Date = Date.now(), tz = 'UTC'): CronExpression {
-  const problem = cronProblem(cron);
+  const problem = cronProblem(cron, 'stored');
   if (problem) throw new Error(problem);
   return CronExpressionParser.parse(cron.trim(), { tz, currentDate });
 }
@@ -97,7 +128,7 @@ export function nextCronTime(cron: string, after: number, tz = 'UTC'): number {
  * timezone, else UTC)"); the raw text when invalid.
  */
 export function describeCron(cron: string, tz = 'UTC', tzFromProfile?: string): string {
-  if (cronProblem(cron)) return cron;
+  if (cronProblem(cron, 'stored')) return cron;
   const zone = tzFromProfile ? `each user's ${tzFromProfile}, else ${tz}` : tz;
   try {
     return `${cronstrue.toString(cron.trim(), { use24HourTimeFormat: true, verbose: false })} (${zone})`;

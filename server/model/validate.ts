@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { celCompileProblem, celCostProblem, celSyntaxProblem } from '../conditions/parse';
 import { cronProblem, timeZoneProblem } from './cron';
-import { ConditionText, Duration, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
+import { ConditionText, Duration, MAX_DURATION, MAX_DURATION_MS, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
 
 // validateWorkflow() is shared by the canvas and the server, so it stays pure: no node: imports, no db.
 // It reports every problem at once. Shape problems (zod) come first, each tied to the step it is in;
@@ -229,7 +229,7 @@ function stepProblems(step: LooseStep, names: Set<string>, saving: boolean): Wor
   }
   if (step.kind === 'parallel' && step.actions && step.actions.length === 0) add('no_actions', 'has no actions; a parallel step emits at least 1 action');
   if (step.kind === 'timer' && step.cron !== undefined) {
-    const problem = cronProblem(step.cron);
+    const problem = cronProblem(step.cron, saving ? 'save' : 'stored');
     if (problem) add('bad_cron', `cron ${problem}`);
   }
   if (step.tz !== undefined) {
@@ -239,6 +239,8 @@ function stepProblems(step: LooseStep, names: Set<string>, saving: boolean): Wor
   for (const { field, value } of step.durations) {
     if (!Duration.safeParse(value).success) add('bad_duration', `${field} "${value}" is not a duration; write e.g. 30s, 5m, 2h, 7d or 1h30m`);
     else if (parseDuration(value) <= 0) add('bad_duration', `${field} "${value}" is zero; a duration must be longer than 0`);
+    // A save-time rule, like the cron step: a version saved before it keeps loading.
+    else if (saving && parseDuration(value) > MAX_DURATION_MS) add('bad_duration', `${field} "${value}" is longer than ${MAX_DURATION}, the longest duration`);
   }
   for (const { field, value } of step.conditions) {
     const problem = conditionProblem(field, value, saving);

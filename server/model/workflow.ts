@@ -6,11 +6,20 @@ import { NAME_KINDS, nameSchema } from './names';
 
 export const StepName = nameSchema(NAME_KINDS.step);
 
+/**
+ * The longest duration a save accepts: a year and a day of waiting covers any journey (an anniversary included), and a
+ * larger figure is a typo (`999999999w` would be a timer due after JavaScript's last date).
+ */
+export const MAX_DURATION = '366d';
+export const MAX_DURATION_MS = 366 * 86_400_000;
+
 /** `30s`, `5m`, `2h`, `7d`, `1h30m`, `500ms`. */
 export const Duration = z
   .string()
   .regex(/^(\d+(ms|s|m|h|d|w))+$/, 'Durations look like 30s, 5m, 2h, 7d or 1h30m')
-  .describe('A duration: whole numbers with units ms, s, m, h, d (24 h), w (7 d), summed: `30s`, `5m`, `2h`, `7d`, `1h30m`, `500ms`; longer than 0');
+  .describe(
+    `A duration: whole numbers with units ms, s, m, h, d (24 h), w (7 d), summed: \`30s\`, \`5m\`, \`2h\`, \`7d\`, \`1h30m\`, \`500ms\`; longer than 0 and at most ${MAX_DURATION}`,
+  );
 
 export const ActionTag = z.string().trim().min(1).max(128);
 
@@ -79,7 +88,8 @@ export const TimerStep = z.strictObject({
     .describe(
       'When users waiting here move on: a cron with SIX fields, seconds first: `second minute hour day-of-month month day-of-week` (`0 0 ' +
         '9 * * *` = 09:00:00 every day, `0 */15 * * * MON-FRI` = every 15 minutes on weekdays), or an alias (@daily, @hourly, @weekly, ' +
-        '@monthly, @yearly, @weekdays, @weekends). A 5-field cron is refused. Evaluated in `tz` (UTC when absent). It may fire at most ' +
+        '@monthly, @yearly, @weekdays, @weekends). A 5-field cron is refused, and so is a step larger than its field (`*/61` seconds). ' +
+        'Evaluated in `tz` (UTC when absent). It may fire at most ' +
         "once per the tenant's minTimerPeriodSeconds (default 60).",
     ),
   tz: z

@@ -8,18 +8,32 @@ import { webhookWarnings } from '../webhooks/warnings';
 // They stay legal, because a crowd may be uploaded (a destination created) after the workflow that names it; the save,
 // get and explain answers list them as warnings.
 
-/** Where each condition of a definition reads `inCrowd("name")`: step, field and crowd name. */
-function crowdReads(definition: WorkflowDefinition): { step: string; field: string; crowd: string }[] {
-  const reads: { step: string; field: string; crowd: string }[] = [];
-  const add = (step: string, field: string, text: string) => {
+/** A crowd a definition names: the step (null: the workflow's entry or goal), the field and the crowd name. */
+type CrowdRead = { step: string | null; field: string; crowd: string; inCondition: boolean };
+
+/** Where the definition names a crowd: each condition's `inCrowd("name")` (steps, entry, goal) and the entry's crowd. */
+function crowdReads(definition: WorkflowDefinition): CrowdRead[] {
+  const reads: CrowdRead[] = [];
+  const add = (step: string | null, field: string, text: string) => {
     const analysis = analyzeCondition(text);
-    if (analysis.ok) for (const crowd of analysis.condition.usage.crowds) reads.push({ step, field, crowd });
+    if (analysis.ok) for (const crowd of analysis.condition.usage.crowds) reads.push({ step, field, crowd, inCondition: true });
   };
   for (const step of definition.steps) {
     if (step.kind === 'branch') step.branches.forEach((branch, i) => add(step.name, `branches[${i}].condition`, branch.condition));
     if (step.kind === 'timer' && step.condition !== undefined) add(step.name, 'condition', step.condition);
   }
+  const { entry, goal } = definition;
+  if (entry?.condition !== undefined) add(null, 'entry.condition', entry.condition);
+  if (entry?.crowd !== undefined) reads.push({ step: null, field: 'entry.crowd', crowd: entry.crowd, inCondition: false });
+  if (goal) add(null, 'goal.condition', goal.condition);
   return reads;
+}
+
+function unknownCrowdMessage(read: CrowdRead, tenant: Tenant): string {
+  const where = read.step === null ? `Workflow ${read.field}` : `Step "${read.step}" ${read.field}`;
+  const missing = `tenant "${tenant.name}" has no crowd of that name`;
+  if (!read.inCondition) return `${where} names crowd ${JSON.stringify(read.crowd)}, but ${missing}: no user enters by events until one is uploaded`;
+  return `${where} reads inCrowd(${JSON.stringify(read.crowd)}), but ${missing}: it is false for every user until one is uploaded`;
 }
 
 /** Warnings of a saved workflow: crowds and webhook destinations it names that the tenant does not have. */
@@ -40,13 +54,7 @@ async function crowdWarnings({ db }: Database, tenant: Tenant, definition: Workf
   const existing = new Set(found.map((crowd) => crowd.name));
   const warnings: WorkflowProblem[] = reads
     .filter((read) => !existing.has(read.crowd))
-    .map((read) => ({
-      step: read.step,
-      code: 'unknown_crowd',
-      message:
-        `Step "${read.step}" ${read.field} reads inCrowd(${JSON.stringify(read.crowd)}), but tenant "${tenant.name}" has no crowd of that name: ` +
-        'it is false for every user until one is uploaded',
-    }));
+    .map((read) => ({ step: read.step, code: 'unknown_crowd', message: unknownCrowdMessage(read, tenant) }));
   if (schedule && !existing.has(schedule.crowd)) {
     warnings.push({
       step: null,
