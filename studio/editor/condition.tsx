@@ -1,8 +1,11 @@
 'use client';
 import { useId, useMemo, useState } from 'react';
 import {
+  prepareRuleGroup,
   QueryBuilder,
+  type Controls,
   type FieldSelectorProps,
+  type FullField,
   type Operator,
   type RuleGroupType,
   type RuleType,
@@ -136,6 +139,25 @@ function LabelledSelect({ options, value, handleOnChange, className, title, disa
   );
 }
 
+const CONTROLS: Partial<Controls<FullField, string>> = {
+  fieldSelector: FieldInput,
+  valueEditor: ValueInput,
+  combinatorSelector: LabelledSelect,
+  operatorSelector: LabelledSelect,
+};
+
+const operatorsOf = (field: string) => (field === IN_CROWD ? CROWD_OPERATORS : OPERATORS);
+
+/**
+ * The rule tree of a CEL text, with ids. The builder keys each rule by its id and gives a tree without ids fresh
+ * ones on every render: the rules of a condition read from its text were remounted under the marketer's cursor,
+ * dropping the focus after each keystroke (and a Backspace then reached the canvas).
+ */
+function readCel(text: string) {
+  const parsed = celToQuery(text);
+  return parsed.ok ? { ...parsed, query: prepareRuleGroup(parsed.query) } : parsed;
+}
+
 /** Rules of a tree, depth first (groups flattened). */
 function rulesOf(group: RuleGroupType): RuleType[] {
   return group.rules.flatMap((rule) => ('rules' in rule ? rulesOf(rule) : typeof rule === 'string' ? [] : [rule]));
@@ -157,11 +179,11 @@ export function ConditionEditor({
   const listPrefix = useId();
   const context: BuilderContext = { ...catalog, listPrefix };
   const text = value ?? '';
-  const parsed = useMemo(() => celToQuery(text), [text]);
+  const parsed = useMemo(() => readCel(text), [text]);
   // The mode is the marketer's choice; only a text the builder cannot show (typed as CEL, or undone to) moves it to CEL.
   const [mode, setMode] = useState<'builder' | 'raw'>(parsed.ok ? 'builder' : 'raw');
   // the builder's own tree, so half-written rules survive while the marketer types
-  const [query, setQuery] = useState<RuleGroupType>(parsed.ok ? parsed.query : EMPTY_QUERY);
+  const [query, setQuery] = useState<RuleGroupType>(() => (parsed.ok ? parsed.query : prepareRuleGroup(EMPTY_QUERY)));
   // the text changed from outside (undo, raw CEL, another step): re-read it into the builder
   const [emitted, setEmitted] = useState(text);
   if (text !== emitted) {
@@ -217,8 +239,8 @@ export function ConditionEditor({
             operators={OPERATORS}
             query={query}
             onQueryChange={fromBuilder}
-            getOperators={(field) => (field === IN_CROWD ? CROWD_OPERATORS : OPERATORS)}
-            controlElements={{ fieldSelector: FieldInput, valueEditor: ValueInput, combinatorSelector: LabelledSelect, operatorSelector: LabelledSelect }}
+            getOperators={operatorsOf}
+            controlElements={CONTROLS}
             controlClassnames={{ queryBuilder: 'queryBuilder-branches' }}
             context={context}
             resetOnFieldChange={false}

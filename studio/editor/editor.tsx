@@ -11,6 +11,8 @@ import { ErrorBox, Loading } from '../ui';
 import { CanvasContext, type CanvasInfo } from './context';
 import { clearLocalDraft, keepLocalDraft, readLocalDraft, type LocalDraft } from './draft';
 import { Inspector } from './inspector';
+import { useCanvasKeys } from './canvas-keys';
+import { StepDeletion } from './delete-step';
 import type { HistoryView } from './history';
 import { useLiveCounts } from './operations';
 import { edgeTypes, KIND_ICON, KIND_LABEL, nodeTypes } from './nodes';
@@ -69,11 +71,13 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
         <div className="editor">
           <Toolbar tenant={tenant} workflow={workflow} history={history} onHistory={setHistory} />
           {!history && <DraftOffer tenant={tenant} workflow={workflow} store={store} />}
-          <div className="editor-body">
-            {!history && <Palette />}
-            <Canvas readOnly={history !== null} />
-            <Inspector readOnly={history !== null} />
-          </div>
+          <StepDeletion>
+            <div className="editor-body">
+              {!history && <Palette />}
+              <Canvas readOnly={history !== null} />
+              <Inspector readOnly={history !== null} />
+            </div>
+          </StepDeletion>
           <ProblemsBar />
         </div>
       </CanvasContext.Provider>
@@ -119,38 +123,12 @@ function Palette() {
   );
 }
 
-function isTyping(target: EventTarget | null): boolean {
-  const element = target as HTMLElement | null;
-  return !!element && (element.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(element.tagName));
-}
-
 function Canvas({ readOnly }: { readOnly: boolean }) {
   const store = useEditorStore();
   const nodes = useEditor((s) => s.nodes);
   const edges = useEditor((s) => s.edges);
   const { screenToFlowPosition } = useReactFlow();
-  const reveal = useReveal();
-
-  useEffect(() => {
-    if (readOnly) return;
-    const onKey = (event: KeyboardEvent) => {
-      if (isTyping(event.target)) return;
-      const mod = event.metaKey || event.ctrlKey;
-      const key = event.key.toLowerCase();
-      if (mod && key === 'z') store[event.shiftKey ? 'redo' : 'undo']();
-      else if (mod && key === 'y') store.redo();
-      else if (mod && key === 'c') store.copy();
-      else if (mod && key === 'v') {
-        store.paste();
-        const pasted = store.get().nodes.find((n) => n.id === store.get().selectedId);
-        if (pasted) reveal(pasted.position);
-      } else if (event.key === 'Delete' || event.key === 'Backspace') store.deleteSelected();
-      else return;
-      event.preventDefault();
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, [store, readOnly, reveal]);
+  useCanvasKeys(readOnly);
 
   const onDrop = (event: DragEvent) => {
     const kind = event.dataTransfer.getData(DRAG_TYPE) as CanvasKind;

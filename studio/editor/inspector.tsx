@@ -1,7 +1,9 @@
 'use client';
+import { useState } from 'react';
 import { Duration, parseDuration } from '../../server/model/workflow';
 import { outputHandles, type BranchData, type StepData, type StepNode } from '../convert';
 import { ConditionEditor } from './condition';
+import { useDeleteSteps } from './delete-step';
 import { Text } from './inspector-text';
 import { TimerFields } from './inspector-timer';
 import { KIND_ICON, KIND_LABEL } from './nodes';
@@ -33,6 +35,7 @@ export function durationHint(value: string | undefined, optional: boolean): { ok
 /** The selected step's fields. Every change goes through the store (one undo step per field edit). */
 export function Inspector({ readOnly }: { readOnly: boolean }) {
   const store = useEditorStore();
+  const deleteStep = useDeleteSteps();
   const selectedId = useEditor((s) => s.selectedId);
   const node = useEditor((s) => s.nodes.find((n) => n.id === s.selectedId));
   const isEntry = useEditor((s) => s.nodes[0]?.id === s.selectedId);
@@ -106,7 +109,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
               Continue to a next step
             </button>
           )}
-          <button type="button" className="danger" onClick={() => store.deleteSelected()}>
+          <button type="button" className="danger" onClick={deleteStep}>
             Delete step
           </button>
         </div>
@@ -241,13 +244,36 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
       );
     }
     case 'parallel':
-      return (
-        <label>
-          Actions (comma separated)
-          <input value={node.data.actions.join(', ')} onChange={(e) => update({ actions: e.target.value.split(',').map((a) => a.trim()) }, 'actions')} />
-        </label>
-      );
+      return <ActionList actions={node.data.actions} onChange={(actions) => update({ actions }, 'actions')} />;
     default:
       return null;
   }
+}
+
+const splitActions = (text: string) => text.split(',').map((a) => a.trim());
+
+/**
+ * A parallel step's actions as typed: the box keeps the marketer's text ("a, " while the next name is on its way)
+ * rather than showing the list re-joined after every keystroke; a change from outside (undo) is read back.
+ */
+function ActionList({ actions, onChange }: { actions: string[]; onChange: (actions: string[]) => void }) {
+  const [text, setText] = useState(actions.join(', '));
+  const [shown, setShown] = useState(actions);
+  if (actions !== shown) {
+    setShown(actions);
+    if (splitActions(text).join(',') !== actions.join(',')) setText(actions.join(', '));
+  }
+  return (
+    <label>
+      Actions (comma separated)
+      <input
+        value={text}
+        onChange={(e) => {
+          setText(e.target.value);
+          onChange(splitActions(e.target.value));
+        }}
+        data-testid="actions-input"
+      />
+    </label>
+  );
 }

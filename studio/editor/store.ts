@@ -228,8 +228,11 @@ export class EditorStore {
     this.change([node, ...this.state.nodes.filter((n) => n.id !== id)], this.state.edges);
   };
 
+  /** The steps an edit of the selection acts on (deleted, copied). */
+  selectedSteps = (): StepNode[] => this.state.nodes.filter((n) => n.selected || n.id === this.state.selectedId);
+
   deleteSelected = () => {
-    const doomed = new Set(this.state.nodes.filter((n) => n.selected || n.id === this.state.selectedId).map((n) => n.id));
+    const doomed = new Set(this.selectedSteps().map((n) => n.id));
     const selectedEdges = new Set(this.state.edges.filter((e) => e.selected).map((e) => e.id));
     if (doomed.size === 0 && selectedEdges.size === 0) return;
     this.change(
@@ -241,7 +244,7 @@ export class EditorStore {
   };
 
   copy = () => {
-    const nodes = this.state.nodes.filter((n) => n.selected || n.id === this.state.selectedId);
+    const nodes = this.selectedSteps();
     const ids = new Set(nodes.map((n) => n.id));
     this.clipboard = { nodes, edges: this.state.edges.filter((e) => ids.has(e.source) && ids.has(e.target)) };
   };
