@@ -1,5 +1,6 @@
 import roaring from 'roaring';
 import { AppError } from '../errors';
+import { validatePortable } from './roaring-validate';
 
 // roaring is CommonJS: its named exports are only reachable through the default import under ESM.
 export const RoaringBitmap32 = roaring.RoaringBitmap32;
@@ -50,20 +51,13 @@ export function serializeBitmap(bitmap: RoaringBitmap32): Buffer<ArrayBuffer> {
 }
 
 /**
- * Reads portable roaring bytes. Truncated or corrupt input, and bytes left over after a complete bitmap
- * (two files glued together, a wrong format), are refused with `invalid_bitmap`.
+ * Reads portable roaring bytes, checked first (server/crowd/roaring-validate.ts): truncated or corrupt input, bytes
+ * left over after a complete bitmap (two files glued together, a wrong format) and containers that break roaring's
+ * invariants (unsorted or repeated keys and values, overlapping runs, wrong cardinalities) are refused with
+ * `invalid_bitmap`. `checkUsers` sees the user count once the bytes are known valid, before anything is allocated.
  */
-export function deserializeBitmap(bytes: Uint8Array): RoaringBitmap32 {
+export function deserializeBitmap(bytes: Uint8Array, checkUsers: (users: number) => void = () => undefined): RoaringBitmap32 {
   if (bytes.byteLength === 0) throw new AppError('invalid_bitmap', 'The roaring bitmap is empty (0 bytes); even an empty portable bitmap has a header');
-  let bitmap: RoaringBitmap32;
-  try {
-    bitmap = RoaringBitmap32.deserialize(bytes, 'portable');
-  } catch {
-    throw new AppError('invalid_bitmap', `The ${bytes.byteLength} bytes are not a complete portable-format roaring bitmap (truncated or corrupt)`);
-  }
-  const expected = bitmap.getSerializationSizeInBytes('portable');
-  if (expected !== bytes.byteLength) {
-    throw new AppError('invalid_bitmap', `The portable roaring bitmap ends after ${expected} bytes but the upload has ${bytes.byteLength}`);
-  }
-  return bitmap;
+  checkUsers(validatePortable(bytes));
+  return RoaringBitmap32.deserialize(bytes, 'portable');
 }

@@ -2,7 +2,6 @@
 // format's scanner (server/crowd/id-scanner.ts) chunk by chunk, or collected and deserialized for roaring.
 import { AppError } from '../errors';
 import { deserializeBitmap, type RoaringBitmap32 } from './bitmap';
-import { portableCardinality } from './cardinality';
 import { JsonIdScanner, TextIdScanner } from './id-scanner';
 
 export type UploadFormat = 'text' | 'json' | 'roaring';
@@ -31,7 +30,7 @@ export type ByteSource = AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>;
 
 /**
  * Parses a crowd upload as it streams in; more than `maxBytes` bytes is a 413 and nothing is kept. `checkUsers`
- * throws for a user count the caller refuses: a roaring upload's is read from its header, before it is deserialized.
+ * throws for a user count the caller refuses: a roaring upload's is read from its validated bytes, before it is deserialized.
  */
 export async function parseCrowdUpload(
   body: ByteSource | null,
@@ -44,9 +43,7 @@ export async function parseCrowdUpload(
   if (format === 'roaring') {
     const bytes = await collect(chunks);
     if (bytes.byteLength === 0) throw emptyUpload();
-    const declared = portableCardinality(bytes);
-    if (declared !== null) checkUsers(declared);
-    return deserializeBitmap(bytes);
+    return deserializeBitmap(bytes, checkUsers);
   }
   const scanner = format === 'json' ? new JsonIdScanner() : new TextIdScanner();
   let received = 0;

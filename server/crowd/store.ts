@@ -52,7 +52,20 @@ export async function loadCrowd(database: Database, tenantId: string, name: stri
   const row = await database.db.crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { ...META, bitmap: true } });
   if (!row) return null;
   const { bitmap, ...rest } = row;
-  return { ...meta(rest), bitmap: deserializeBitmap(bitmap) };
+  return { ...meta(rest), bitmap: storedBitmap(name, bitmap) };
+}
+
+/**
+ * A stored crowd's bitmap, validated like an upload: crowds uploaded before roaring uploads were checked may hold a
+ * corrupt one, which is refused by name (a 400 saying to upload it again) rather than combined, exported or started.
+ */
+function storedBitmap(name: string, bytes: Uint8Array): RoaringBitmap32 {
+  try {
+    return deserializeBitmap(bytes);
+  } catch (error) {
+    if (!(error instanceof AppError) || error.code !== 'invalid_bitmap') throw error;
+    throw new AppError('invalid_bitmap', `Crowd "${name}" is stored corrupt; replace it with PUT (${error.message})`);
+  }
 }
 
 /** Like loadCrowd, but a missing crowd is a 404 naming it. */
