@@ -1,5 +1,5 @@
 import type { ASTNode, ParseResult } from '@marcbachmann/cel-js';
-import { conditionEnvironment } from './environment';
+import { conditionEnvironment, MAX_CONDITION_NESTING } from './environment';
 import { planOf, type BitmapPlan, type PlanScalar } from './plan';
 
 /** What a condition reads, found by walking its AST once at compile time. */
@@ -22,7 +22,7 @@ type CelError = { summary?: string; message: string; range?: { start: number } }
 
 /** cel-js's parser limits (server/conditions/environment.ts), in the words of a condition's author. */
 const LIMITS: Record<string, (limit: string) => string> = {
-  maxDepth: (limit) => `condition nests parentheses, calls, lists, maps or field accesses more than ${limit} levels deep; simplify it`,
+  maxDepth: () => `condition nests parentheses, calls, lists, maps or field accesses more than ${MAX_CONDITION_NESTING} levels deep; simplify it`,
   maxListElements: (limit) => `a list literal has more than ${limit} items`,
   maxMapEntries: (limit) => `a map literal has more than ${limit} entries`,
   maxAstNodes: (limit) => `condition has more than ${limit} parts`,

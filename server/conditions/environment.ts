@@ -24,6 +24,7 @@ export function withMembership<T>(crowds: CrowdMembership, user: number, evaluat
  * default) do not. Chains of operators (`!`, `&&`, …) are bounded separately by MAX_CONDITION_DEPTH.
  */
 export const MAX_CONDITION_NESTING = 250;
+// cel-js counts the condition as a whole as one level, hence + 1 where it is configured below.
 /** Items of one list literal, entries of one map literal (the 4,096-character limit already keeps them far smaller). */
 export const MAX_LITERAL_ITEMS = 1_000;
 
@@ -35,7 +36,7 @@ export const MAX_LITERAL_ITEMS = 1_000;
  */
 export const conditionEnvironment = new Environment({
   homogeneousAggregateLiterals: false,
-  limits: { maxDepth: MAX_CONDITION_NESTING, maxListElements: MAX_LITERAL_ITEMS, maxMapEntries: MAX_LITERAL_ITEMS },
+  limits: { maxDepth: MAX_CONDITION_NESTING + 1, maxListElements: MAX_LITERAL_ITEMS, maxMapEntries: MAX_LITERAL_ITEMS },
 })
   .registerVariable('event', 'map', { description: 'The event being applied: type, data (map), time (timestamp)' })
   .registerVariable('profile', 'map', { description: "The user's profile attributes" })

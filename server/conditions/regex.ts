@@ -66,8 +66,9 @@ export function regexProblems(root: ASTNode): string[] {
     if (pattern?.op !== 'value' || typeof pattern.args !== 'string') return;
     const tooLarge = patternSizeProblem(pattern.args);
     const problem = tooLarge ? null : re2PatternProblem(pattern.args);
-    if (tooLarge) problems.push(`matches pattern ${JSON.stringify(pattern.args)} ${tooLarge}`);
-    else if (problem) problems.push(`matches pattern ${JSON.stringify(pattern.args)} is not a valid RE2 regular expression: ${problem}`);
+    const quoted = JSON.stringify(pattern.args.length > 80 ? `${pattern.args.slice(0, 80)}…` : pattern.args);
+    if (tooLarge) problems.push(`matches pattern ${quoted} ${tooLarge}`);
+    else if (problem) problems.push(`matches pattern ${quoted} is not a valid RE2 regular expression: ${problem}`);
   });
   return problems;
 }

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { QUERY_DEADLINE_MS, usersPerCheckpoint } from '../../server/conditions/deadline';
+import { checkCondition } from '../../server/conditions/gate';
+import { RoaringBitmap32 } from '../../server/crowd/bitmap';
+import { saveCrowd } from '../../server/crowd/store';
+import { AppError } from '../../server/errors';
+import { newId } from '../../server/ids';
+import { estimateAudience } from '../../server/profiles/audience';
+import { database } from '../../server/storage/database';
+import { db } from '../../server/storage/db';
+
+// Item 2 of issue 34 on the audience's per-user loop, with a clock the test drives: each look at it moves it 1 ms, so
+// "how long" is "how many looks", the same on any machine.
+
+/** A clock that moves 1 ms each time it is read, and notes how many turns the rest of the thread had by then. */
+function steppingClock() {
+  let now = 0;
+  let turns = 0;
+  let ticking = true;
+  const tick = () => {
+    turns++;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const reads: number[] = [];
+  return {
+    now: () => {
+      reads.push(turns);
+      return now++;
+    },
+    reads,
+    stop: () => {
+      ticking = false;
+    },
+  };
+}
+
+async function tenantWithCrowd(users: number): Promise<string> {
+  const tenantId = newId('tn');
+  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: 1 } });
+  const crowd = new RoaringBitmap32();
+  crowd.addRange(0, users);
+  await saveCrowd(database(), tenantId, 'everyone', crowd, 'replace');
+  return tenantId;
+}
+
+describe('the deadline of an audience estimate', () => {
+  it('stops the per-user loop at the deadline with 422 query_deadline saying how far it got', async () => {
+    const tenantId = await tenantWithCrowd(50_000);
+    const clock = steppingClock();
+    const body = { condition: 'user % 3 == 0', crowd: 'everyone', sample: 0 };
+    let thrown: unknown;
+    try {
+      await estimateAudience(database(), tenantId, body, { clock, now: 0, deadlineMs: 40 });
+    } catch (error) {
+      thrown = error;
+    } finally {
+      clock.stop();
+    }
+    expect(thrown).toBeInstanceOf(AppError);
+    expect(thrown).toMatchObject({ code: 'query_deadline', status: 422, details: { deadlineMs: 40 } });
+    const evaluated = Number(/\(([\d,]+) of 50,000 users evaluated\)/.exec((thrown as AppError).message)?.[1].replace(/,/g, ''));
+    // A cheap condition looks at the clock every 256 users (the yields read it once more each).
+    const check = checkCondition(body.condition);
+    expect(check.ok && usersPerCheckpoint(check.condition.cost)).toBe(256);
+    expect(evaluated).toBeGreaterThan(0);
+    expect(evaluated).toBeLessThanOrEqual(40 * 256);
+    expect(evaluated % 256).toBe(0);
+  });
+
+  it('yields the thread every 10 ms of the clock while it evaluates, and counts exactly within the deadline', async () => {
+    const tenantId = await tenantWithCrowd(50_000);
+    const clock = steppingClock();
+    const result = await estimateAudience(
+      database(),
+      tenantId,
+      { condition: 'user % 3 == 0', crowd: 'everyone', sample: 3 },
+      { clock, now: 0, deadlineMs: 1_000_000 },
+    ).finally(() => clock.stop());
+    expect(result).toMatchObject({ count: 16_667, sample: [0, 3, 6], universe: 50_000, mode: 'per-user', exact: true, evaluated: 50_000 });
+    // The clock is first read when the evaluation starts (the index and crowd are loaded by then). Between that and
+    // its last read the thread's other work got turns; without the yields the loop is one synchronous run.
+    expect(clock.reads.length).toBeGreaterThan(50_000 / 256);
+    expect(clock.reads.at(-1)! - clock.reads[0]).toBeGreaterThanOrEqual(15);
+  });
+
+  it('defaults to 2 s', () => {
+    expect(QUERY_DEADLINE_MS).toBe(2_000);
+  });
+});
