@@ -17,6 +17,9 @@ const upload = {
     'The crowd file, streamed: text/CSV (IDs separated by newlines, commas or whitespace; an optional header line), ' +
     'a JSON array of IDs, or a portable-format roaring bitmap (application/octet-stream). IDs are integers 0…4294967295. ' +
     'A bad ID is a 400 invalid_id naming its line and value; above CROWDFLOW_MAX_UPLOAD_BYTES is a 413. ' +
+    'A roaring bitmap is checked in full before it is stored (container keys and array values strictly increasing, bitset and run ' +
+    'cardinalities matching the header, runs sorted, non-overlapping, non-adjacent and within 65535, offsets, exact length): a 400 ' +
+    'invalid_bitmap names the container and the problem, and nothing is stored. ' +
     'A body of 0 bytes is a 400 empty_upload whatever its type; a crowd with no users is sent as a newline (text/CSV), [] (JSON) or an empty portable bitmap.',
 };
 
