@@ -228,6 +228,8 @@ describe('studio end to end', () => {
     await page.keyboard.press('Escape');
     await page.locator('[data-step=other]').click({ position: { x: 60, y: 14 } });
     await page.click('[data-testid=inspector] >> text=Delete step');
+    // "other" holds 2 users: the studio asks first
+    await page.click('[data-testid=delete-confirm]');
     await eventually(() => page.locator('[data-step=other]').count()).toBe(0);
     await connect('choose', 'branch-1', 'bought');
     await page.click('[data-testid=save]');
