@@ -93,8 +93,8 @@ describe('profile import, fields, audience and explain over HTTP', () => {
       'bad_request',
     );
     expect(
-      expectError(await api('POST', `${base}/audience`, { token: tenant.key, body: { condition: 'profile.plan ==' } }), 400, 'invalid_workflow').message,
-    ).toContain('profile.plan ==');
+      expectError(await api('POST', `${base}/audience`, { token: tenant.key, body: { condition: 'profile.plan ==' } }), 400, 'invalid_condition').message,
+    ).toMatch(/^The condition is not valid: .*\(at character \d+\)$/);
     expectError(await api('POST', `${base}/audience`, { token: tenant.key, body: { condition: 'true', crowd: 'nope' } }), 404, 'not_found');
     expect((await api('GET', `${base}/profiles/1`, { token: tenant.key })).status).toBe(404);
   });
