@@ -190,6 +190,7 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
   runtime().engine = engine;
   await runner.start();
   await engine.start();
+  await engine.loaded();
   try {
     const view = await createTenant(processDatabase(), { name: 'profiles', partitions: 8 });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };

@@ -69,6 +69,7 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
   runtime().engine = engine;
   await runner.start();
   await engine.start();
+  await engine.loaded();
   try {
     const view = await createTenant(processDatabase(), { name: 'timeouts', partitions: 8 });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };

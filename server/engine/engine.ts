@@ -86,6 +86,9 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private readonly timers: TimerLoop;
   private readonly leases: LeaseKeeper;
   private running = false;
+  private loadingAll: Promise<void> | undefined;
+  /** Tenants that existed at start and are not loaded yet: their live reads answer 503 `partition_recovering`. */
+  private readonly recovering = new Set<string>();
   private unsubscribeTenantDeleted: (() => void) | undefined;
 
   constructor(options: EngineOptions = {}) {
@@ -96,7 +99,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.timers = new TimerLoop({
       clock: this.clock,
       database: this.database,
-      tenants: () => Promise.all([...this.tenants.values()].map((entry) => entry.ready)),
+      // Loaded tenants only: one still rebuilding its shards must not hold up the others' timers (its load wakes the loop).
+      tenants: async () => [...this.tenants.values()].flatMap((entry) => (entry.loaded ? [entry.loaded] : [])),
       sampledInstances: () => this.sampledInstances(),
     });
     this.owner = options.owner ?? processOwner();
@@ -125,22 +129,60 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return this.runnerOverride ?? getProcedureRunner();
   }
 
-  /** Takes every tenant's partitions, rebuilds their shards and starts the loops and timers. */
+  /**
+   * Starts the timers and the lease keeper, and loads the tenants in the background (their partitions taken, their
+   * shards rebuilt), so a server with a lot of state answers at once: reads of a tenant still loading answer 503
+   * `partition_recovering` (its load is brought forward), events are logged as usual and applied once it is loaded.
+   */
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
     setRunningLookup(liveRunningLookup((id) => this.findRuntime(id)?.counts().total));
     this.unsubscribeTenantDeleted = onTenantDeleted((tenantId) => void this.forgetTenant(tenantId));
     await this.cluster?.start(this);
-    for (const tenant of await this.database.db.tenant.findMany({ select: { id: true } })) await this.tenant(tenant.id);
     this.timers.start();
     this.leases.start();
+    this.loadingAll = this.loadAllTenants();
     await ops.resumeInterruptedOperations(this);
+  }
+
+  /** Resolves once every tenant that existed at start is loaded (tests and the bench wait for it). */
+  async loaded(): Promise<void> {
+    await this.loadingAll;
+  }
+
+  /** A few tenants at a time: each takes its leases and reads its checkpoints, which is mostly waiting on storage. */
+  private async loadAllTenants(): Promise<void> {
+    const ids = (await this.database.db.tenant.findMany({ select: { id: true }, orderBy: { id: 'asc' } })).map((t) => t.id);
+    for (const id of ids) if (!this.tenants.get(id)?.loaded) this.recovering.add(id);
+    let next = 0;
+    const loadNext = async (): Promise<void> => {
+      while (this.running && next < ids.length) {
+        const id = ids[next++];
+        await this.tenant(id).catch((error) => console.error(`[crowdflow] loading tenant ${id} failed; it loads again when next used`, error));
+        this.recovering.delete(id);
+      }
+    };
+    await Promise.all(Array.from({ length: TENANTS_LOADED_AT_ONCE }, loadNext));
+    this.recovering.clear();
+    this.loadingAll = undefined;
+  }
+
+  /**
+   * Whether a read of the tenant's live state must wait for its partitions to load (after a restart): then it is
+   * answered 503 `partition_recovering` at once and the tenant's load is brought forward, instead of a request hanging.
+   */
+  isRecovering(tenantId: string): boolean {
+    if (!this.recovering.has(tenantId)) return false;
+    if (this.tenants.get(tenantId)?.loaded) return (void this.recovering.delete(tenantId), false);
+    void this.tenantEntry(tenantId).catch(() => undefined);
+    return true;
   }
 
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    await this.loadingAll;
     await this.cluster?.drain();
     this.unsubscribeTenantDeleted?.();
     await this.timers.stop();
@@ -426,6 +468,9 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return ops.submitUpdateWorkflow(this, tenantId, instanceId, request);
   }
 }
+
+/** Tenants loaded side by side at start. */
+const TENANTS_LOADED_AT_ONCE = 4;
 
 type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
 

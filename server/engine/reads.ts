@@ -17,6 +17,8 @@ export interface ReadSource {
   /** The storage instances, snapshots and the journal are read from. */
   readonly database: Database;
   tenant(tenantId: string): Promise<TenantRuntime>;
+  /** The tenant's partitions are still loading after a restart: a live read answers 503 instead of waiting. */
+  isRecovering(tenantId: string): boolean;
   /** The running instance if this engine has it loaded (any tenant). */
   findRuntime(instanceId: string): InstanceRuntime | undefined;
   /** In a cluster on PostgreSQL (other processes hold some of the partitions): the shards kept of theirs. */
@@ -29,6 +31,7 @@ export async function getCounts(source: ReadSource, tenantId: string, instanceId
   const running = source.findRuntime(instanceId);
   if (running && running.record.tenantId === tenantId) return running.counts();
   const row = await requireInstance(source.database, tenantId, instanceId);
+  if (row.state === 'running') refuseWhileRecovering(source, tenantId);
   const live = (await source.tenant(tenantId)).instances.get(row.id);
   if (live) return live.counts();
   const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId } });
@@ -42,6 +45,7 @@ export async function getCounts(source: ReadSource, tenantId: string, instanceId
  */
 export async function stepBitmap(source: ReadSource, tenantId: string, instanceId: string, step: string, users: StepUsers): Promise<RoaringBitmap32> {
   const row = await requireInstance(source.database, tenantId, instanceId);
+  if (row.state === 'running') refuseWhileRecovering(source, tenantId);
   const tenant = await source.tenant(tenantId);
   // In a cluster other members hold some partitions, and may have started the instance: read those as committed.
   const kept = source.committed;
@@ -76,6 +80,7 @@ function noGoal(instanceId: string, version: number): AppError {
 
 /** The steps the user rests in, in every running instance of the tenant, and the user's recent moves. */
 export async function whereIsUser(source: ReadSource, tenantId: string, user: number): Promise<WhereIsUser> {
+  refuseWhileRecovering(source, tenantId);
   const runtime = await source.tenant(tenantId);
   const instances: WhereIsUser['instances'] = [];
   const partition = user % runtime.partitions;
@@ -95,4 +100,14 @@ export async function whereIsUser(source: ReadSource, tenantId: string, user: nu
     recentMovesComplete: recent.complete,
     ...(recent.searchedBackTo === undefined ? {} : { recentMovesSearchedBackTo: recent.searchedBackTo }),
   };
+}
+
+/** Seconds a client is asked to wait before reading a tenant whose partitions are loading again. */
+const RECOVERING_RETRY_AFTER_SECONDS = 1;
+
+function refuseWhileRecovering(source: ReadSource, tenantId: string): void {
+  if (!source.isRecovering(tenantId)) return;
+  throw new AppError('partition_recovering', "The tenant's partitions are loading after a restart; retry in a moment", {
+    retryAfterSeconds: RECOVERING_RETRY_AFTER_SECONDS,
+  });
 }

@@ -44,7 +44,7 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
         send(await engine.getCounts(tenantId, instanceId));
       } catch (error) {
         // A partition moving between cluster members: the first counts follow once its new owner publishes them.
-        if (!(error instanceof AppError && error.code === 'partition_moving')) return close(); // the instance went away
+        if (!(error instanceof AppError && (error.code === 'partition_moving' || error.code === 'partition_recovering'))) return close(); // the instance went away
       }
       for (const counts of held) send(counts);
       held = undefined;

@@ -221,7 +221,8 @@ export const paths: Record<string, object> = {
       summary: 'Per-step and per-edge user counts',
       description:
         'In a cluster any member answers, adding the counts the owners of its other partitions published; a 503 `partition_moving` (retry ' +
-        'shortly) while a partition between owners has no committed figure yet, never a partial count.',
+        'shortly) while a partition between owners has no committed figure yet, never a partial count; a 503 `partition_recovering` with ' +
+        "`Retry-After` while the tenant's partitions load after a restart.",
       tags,
       params: instance,
       ok: { status: 200, description: 'Counts', schema: Counts },
@@ -266,7 +267,7 @@ export const paths: Record<string, object> = {
           "instance's workflow version has no goal)",
       },
       ok: { status: 200, description: 'The IDs; header x-crowdflow-count holds how many', contentType: 'text/csv' },
-      errors: [404, 422],
+      errors: [404, 422, 503],
     }),
   },
   '/tenants/{tenant}/instances/{iid}/snapshot': {
@@ -290,7 +291,7 @@ export const paths: Record<string, object> = {
       tags,
       params: ['tenant', 'user'],
       ok: { status: 200, description: 'Where the user is', schema: WhereIsUser },
-      errors: [404],
+      errors: [404, 503],
     }),
   },
   '/events': {

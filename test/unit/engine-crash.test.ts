@@ -119,6 +119,7 @@ it('every acknowledged event is applied exactly once across 20 SIGKILLs of a rea
   h.engine = new Engine({ clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
   runtime().engine = h.engine;
   await h.engine.start();
+  await h.engine.loaded();
   for (const batch of batches) await appendEvents(database(), reference.tenantId, PARTITIONS, batch);
   h.engine.wakeTenant(reference.tenantId);
   await h.engine.drain(reference.tenantId, 120_000);

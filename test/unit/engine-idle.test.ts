@@ -6,7 +6,8 @@ import type { Database } from '../../server/storage/database';
 import { database } from '../../server/storage/database';
 import type { RawDb } from '../../server/storage/raw';
 import { db } from '../../server/storage/db';
-import { crowd, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
+import { AppError } from '../../server/errors';
+import { crowd, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -14,18 +15,26 @@ afterEach(async () => {
   h = undefined;
 });
 
-/** The process's database, with every raw statement the engine sends recorded. */
-function recordingDatabase(): { database: Database; statements: string[] } {
+/**
+ * The process's database, with every raw statement the engine sends recorded; while `hold` is set, reads of shard
+ * checkpoints wait for it (a restart whose state takes long to load).
+ */
+function recordingDatabase(): { database: Database; statements: string[]; hold?: Promise<void> } {
   const inner = database();
   const statements: string[] = [];
+  const recorded: { database: Database; statements: string[]; hold?: Promise<void> } = { database: inner, statements };
+  const held = async (sql: string) => {
+    if (sql.includes('ShardCheckpoint')) await recorded.hold;
+  };
   const record = (raw: RawDb): RawDb => ({
-    query: (sql, params) => (statements.push(sql), raw.query(sql, params)),
-    each: (sql, params, visit) => (statements.push(sql), raw.each(sql, params, visit)),
+    query: async (sql, params) => (statements.push(sql), await held(sql), raw.query(sql, params)),
+    each: async (sql, params, visit) => (statements.push(sql), await held(sql), raw.each(sql, params, visit)),
     execute: (sql, params) => (statements.push(sql), raw.execute(sql, params)),
     transaction: (list) => (statements.push(...list.map((s) => s.sql)), raw.transaction(list)),
     close: () => raw.close(),
   });
-  return { database: { db: inner.db, dialect: inner.dialect, raw: async () => record(await inner.raw()) }, statements };
+  recorded.database = { db: inner.db, dialect: inner.dialect, raw: async () => record(await inner.raw()) };
+  return recorded;
 }
 
 const branch = {
@@ -90,5 +99,31 @@ describe('idle partitions', () => {
     await wallClock.advance(7_500); // the worker tries again after half a lease
     await expect.poll(() => worker.lease?.epoch).toBe(epoch + 2);
     expect(await steps(h, id)).toEqual({ wait: 4, bought: 0 });
+  });
+});
+
+describe('a restart', () => {
+  it('answers at once while the tenants load: a live read is a 503 partition_recovering, then the counts', async () => {
+    const recorded = recordingDatabase();
+    h = await startHarness(4, undefined, { database: recorded.database });
+    const wf = await workflow(h, branch);
+    await crowd(h, 'c', [1, 2, 3, 4, 5, 6]);
+    const id = await start(h, wf, 'c');
+    await send(h, [{ user: 2, type: 'buy' }]);
+
+    await h.engine.loaded(); // every tenant of the database (other tests' too) loaded before the restart
+    let release!: () => void;
+    recorded.hold = new Promise((resolve) => (release = resolve));
+    await restartEngine(h, { loaded: false }); // returns while the tenant's checkpoints are still being read
+    const refused = await h.engine.getCounts(h.tenantId, id).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(AppError);
+    expect(refused).toMatchObject({ code: 'partition_recovering', status: 503, details: { retryAfterSeconds: 1 } });
+
+    release();
+    await h.engine.loaded();
+    expect(await steps(h, id)).toEqual({ wait: 5, bought: 1 });
   });
 });
