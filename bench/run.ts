@@ -1,5 +1,5 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster]
-//   [--providers=sqlite,postgres] [--steps=counts,sse,…] [--profile] [--out=file.json]`
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants]
+//   [--providers=sqlite,postgres] [--steps=counts,sse,…] [--tenants=1,100,300,1000] [--tenants-window=60] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +21,7 @@ import { measureCluster, type ClusterFigures } from './scenarios/cluster';
 import { measureRows, type RowsFigures } from './scenarios/rows';
 import { measureWebhooks, type WebhookFigures } from './scenarios/webhooks';
 import { measureTimeouts, type TimeoutFigures } from './scenarios/timeouts';
+import { measureTenants, type TenantFigures } from './scenarios/tenants';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
 import { windows } from './lib/windows';
@@ -35,7 +36,7 @@ const listArg = (name: string, all: string[]) =>
     ?.split('=')[1]
     .split(',') ?? all;
 const sections = new Set(
-  listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'timeouts', 'ingest', 'entry', 'procedures', 'webhooks', 'cluster']),
+  listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'timeouts', 'ingest', 'entry', 'procedures', 'webhooks', 'cluster', 'tenants']),
 );
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
@@ -44,6 +45,10 @@ const steps = args
   .find((a) => a.startsWith('--steps='))
   ?.split('=')[1]
   .split(',');
+
+/** Tenant counts of the tenants section (each level adds tenants to the last), and its idle CPU window in seconds. */
+const tenantLevels = listArg('tenants', quick ? ['1', '100'] : ['1', '100', '300', '1000']).map(Number);
+const tenantsWindowMs = 1000 * Number(listArg('tenants-window', [quick ? '15' : '60'])[0]);
 
 const scale = quick ? 0.1 : 1;
 export const SCALE = {
@@ -96,6 +101,7 @@ async function main(): Promise<void> {
   const procedures: Partial<Record<Provider, ProcedureFigures>> = {};
   const webhooks: Partial<Record<Provider, WebhookFigures>> = {};
   const timeouts: Partial<Record<Provider, TimeoutFigures>> = {};
+  const tenants: Partial<Record<Provider, TenantFigures>> = {};
   let cluster: ClusterFigures | undefined;
   const save = (complete: boolean) => {
     const results = buildResults({
@@ -113,6 +119,7 @@ async function main(): Promise<void> {
       procedures,
       webhooks,
       cluster,
+      tenants,
     }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
@@ -207,6 +214,11 @@ async function main(): Promise<void> {
       rows[provider] = await withDatabase(provider, 'rows', (database) =>
         measureRows(database, SCALE.rowUsers, journeyEvents(SCALE.rowEvents, SCALE.rowUsers, 11), quick ? 10 : 20),
       );
+      save(false);
+    }
+    if (sections.has('tenants')) {
+      console.log(`tenants: ${tenantLevels.join(', ')} idle tenants with a timer each minute, over HTTP on ${provider}…`);
+      tenants[provider] = await withDatabase(provider, 'tenants', (database) => measureTenants(database, { levels: tenantLevels, windowMs: tenantsWindowMs }));
       save(false);
     }
   }

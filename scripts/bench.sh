@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bench/tmp
 CROWDFLOW_SKIP_BROWSER=1 bash scripts/install.sh
-# Our own build folder, so a test run building .next at the same time never swaps the server under us.
-export CROWDFLOW_DIST_DIR=bench/tmp/next
+# Our own build folder, so a test run building .next at the same time never swaps the server under us
+# (CROWDFLOW_BENCH_DIST_DIR names another, for benchmarks run beside each other).
+export CROWDFLOW_DIST_DIR="${CROWDFLOW_BENCH_DIST_DIR:-bench/tmp/next}"
 built="$CROWDFLOW_DIST_DIR/crowdflow-server/main.mjs"
 if [ ! -f "$built" ] || [ -n "$(find app server studio next.config.ts package-lock.json scripts/build-server.mjs -newer "$built" -type f -print -quit 2>/dev/null)" ]; then
   echo "building the app (npm run build)…"

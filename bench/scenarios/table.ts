@@ -14,6 +14,8 @@ import type { RowsFigures } from './rows';
 import type { TimeoutFigures } from './timeouts';
 import type { WebhookFigures } from './webhooks';
 import { clusterRows, type ClusterFigures } from './cluster';
+import type { TenantFigures } from './tenants';
+import { tenantRows } from './tenants-table';
 
 export interface AllFigures {
   scale: { scale: number; users: number; rowUsers: number; recoveryMoves: number };
@@ -31,6 +33,7 @@ export interface AllFigures {
   /** PostgreSQL only: a cluster needs a database several processes share. */
   cluster?: ClusterFigures;
   timeouts?: Partial<Record<Provider, TimeoutFigures>>;
+  tenants?: Partial<Record<Provider, TenantFigures>>;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -262,5 +265,9 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
     if (figures) out.push(...profileRows(figures, provider, U));
   }
   if (all.cluster) out.push(...clusterRows(all.cluster));
+  for (const provider of ['sqlite', 'postgres'] as const) {
+    const figures = all.tenants?.[provider];
+    if (figures) out.push(...tenantRows(figures, provider));
+  }
   return out;
 }

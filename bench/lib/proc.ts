@@ -1,0 +1,77 @@
+// CPU time from /proc, a figure the machine's load cannot inflate: a server's threads (which thread was busy), and
+// the PostgreSQL backends serving its connections (work the server makes PostgreSQL do is not in its own figure).
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+/** USER_HZ is 100 on Linux: utime and stime count 10 ms ticks. */
+const TICK_MS = 10;
+
+/** Name and CPU time (user + system, ms) from a /proc stat file; undefined when the process or thread is gone. */
+function readStat(path: string): { name: string; cpuMs: number } | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The name is parenthesized and may hold spaces or parentheses: fields are counted after the last ')'.
+  const close = text.lastIndexOf(')');
+  const fields = text.slice(close + 2).split(' ');
+  return { name: text.slice(text.indexOf('(') + 1, close), cpuMs: (Number(fields[11]) + Number(fields[12])) * TICK_MS };
+}
+
+/** CPU time of each thread of `pid`, by thread id. */
+export function threadCpu(pid: number): Map<number, { name: string; cpuMs: number }> {
+  const threads = new Map<number, { name: string; cpuMs: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readStat(`/proc/${pid}/task/${tid}/stat`);
+    if (stat) threads.set(Number(tid), stat);
+  }
+  return threads;
+}
+
+/** What each thread used between two `threadCpu` readings, busiest first (threads of the same name apart). */
+export function busiestThreads(
+  before: Map<number, { name: string; cpuMs: number }>,
+  after: Map<number, { name: string; cpuMs: number }>,
+  top = 4,
+): { thread: string; cpuMs: number }[] {
+  return [...after]
+    .map(([tid, { name, cpuMs }]) => ({ thread: `${name} (${tid})`, cpuMs: cpuMs - (before.get(tid)?.cpuMs ?? 0) }))
+    .sort((a, b) => b.cpuMs - a.cpuMs)
+    .slice(0, top);
+}
+
+export function processCpuMs(pid: number): number {
+  return readStat(`/proc/${pid}/stat`)?.cpuMs ?? 0;
+}
+
+/**
+ * Local ports of `pid`'s TCP connections to `remotePort`: its socket inodes (/proc/<pid>/fd) looked up in its
+ * network namespace's connection tables (/proc/<pid>/net/tcp, tcp6).
+ */
+export function connectionPorts(pid: number, remotePort: number): number[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (target.startsWith('socket:[')) inodes.add(target.slice(8, -1));
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ['tcp', 'tcp6']) {
+    for (const line of readFileSync(`/proc/${pid}/net/${table}`, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || !inodes.has(fields[9])) continue;
+      const port = (address: string) => Number.parseInt(address.split(':')[1], 16);
+      if (port(fields[2]) === remotePort) ports.push(port(fields[1]));
+    }
+  }
+  return ports;
+}
+
+/** Summed CPU time of processes (PostgreSQL backends); one that ended meanwhile counts as 0. */
+export function processesCpuMs(pids: number[]): Map<number, number> {
+  return new Map(pids.map((pid) => [pid, readStat(`/proc/${pid}/stat`)?.cpuMs ?? 0]));
+}

@@ -1,0 +1,376 @@
+// Cost per tenant (issue 33; part of `npm run bench`, alone: `--only=tenants [--tenants=1,100] [--tenants-window=15]`):
+// N tenants, each one running 10,000-user instance of a workflow whose users a timer moves every minute, on a real
+// server (server/main.ts) otherwise idle. The two timer steps fire on alternate minutes and each moves the whole
+// crowd to the other, so every instance moves 10,000 users each minute and each minute's firing shows in its counts.
+// At each N (tenants are added, not recreated): the first minute's firing (the last tenant's commit after the minute,
+// from the Journal, and its counts over the API), the server's CPU over an idle window holding the next minute's
+// firing (its threads, and on PostgreSQL the backends serving it), RSS, start → counted of another instance, and a
+// restart (SIGTERM, then spawn → first answered count, and → every tenant's count).
+import { denseBitmap } from '../lib/data';
+import type { ScratchDatabase } from '../lib/database';
+import { busiestThreads, connectionPorts, processCpuMs, processesCpuMs, threadCpu } from '../lib/proc';
+import { median, progress } from '../lib/report';
+import { ApiError, call, startServer, type BenchServer } from '../lib/server';
+import type { CountsJson } from '../lib/sse';
+import { inWindow } from '../lib/windows';
+
+const USERS = 10_000;
+const PARTITIONS = 8;
+/** Requests in flight while tenants are created and while counts are swept. */
+const SETUP_CONCURRENCY = 4;
+const SWEEP_CONCURRENCY = 16;
+const STARTS_PER_LEVEL = 3;
+const MINUTE = 60_000;
+/** How long a minute's firing is watched before the tenants not seen yet are reported as not fired. */
+export const FIRING_WATCH_MS = 50_000;
+/** The Journal poll's period: the committed figure's resolution. */
+const COMMIT_POLL_MS = 50;
+
+/** `ping` fires at even minutes, `pong` at odd ones; each moves its users to the other. */
+const TICK_WORKFLOW = {
+  steps: [
+    { name: 'ping', kind: 'timer', cron: '0 */2 * * * *', next: 'pong' },
+    { name: 'pong', kind: 'timer', cron: '0 1-59/2 * * * *', next: 'ping' },
+  ],
+};
+/** Where the users of an instance are once the timers of the minute starting at `boundary` have fired. */
+const stepAfter = (boundary: number) => (Math.round(boundary / MINUTE) % 2 === 0 ? 'pong' : 'ping');
+const otherStep = (step: string) => (step === 'ping' ? 'pong' : 'ping');
+
+export interface TenantsOptions {
+  levels: number[];
+  /** Length of the idle CPU window (60 s in a full run: it then holds one minute's firing). */
+  windowMs: number;
+}
+
+/** When the due tenants' firing of one minute was seen, in ms after the minute. */
+export interface Firing {
+  boundary: string;
+  due: number;
+  fired: number;
+  lastMs: number | null;
+  p50Ms: number | null;
+}
+
+export interface TenantLevel {
+  tenants: number;
+  setupMs: number;
+  /** Setup requests asked again after a 503 (the database busy). */
+  setupRetries: number;
+  /** The minute's firing seen in the counts API (swept: `sweepMs` is one sweep of every tenant, the resolution). */
+  firingVisible: Firing & { sweepMs: number };
+  /** The same minute's firing as committed (the Journal polled every COMMIT_POLL_MS). */
+  firingCommitted: Firing;
+  /** The next minute's firing, committed, inside the idle window (a full window only). */
+  firingIdle?: Firing;
+  idleCpuPercent: number;
+  /** The same window without the seconds around a firing (-1 s … +4 s). */
+  idleCpuBetweenFiringsPercent: number;
+  windowMs: number;
+  busiestThreads: { thread: string; cpuMs: number }[];
+  /** PostgreSQL backends serving the server's connections at the window's start and end (% of a core). */
+  postgresCpuPercent?: number;
+  rssBytes: number;
+  startToCountedMs: number[];
+  restart: { stopMs: number; listenMs: number; firstCountMs: number; allCountsMs: number };
+}
+
+export interface TenantFigures {
+  levels: TenantLevel[];
+  /** The level that failed, and why (the levels before it were measured). */
+  error?: string;
+}
+
+type Tenant = { name: string; instanceId: string };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+const sleepUntil = (epochMs: number) => sleep(epochMs - Date.now());
+
+async function counts(server: BenchServer, tenant: string, instanceId: string): Promise<CountsJson | undefined> {
+  try {
+    return await call<CountsJson>(server, 'GET', `/tenants/${tenant}/instances/${instanceId}/counts`);
+  } catch {
+    return undefined; // not answering yet (starting, recovering): the caller asks again
+  }
+}
+
+/** Runs `probe` over `items`, `concurrency` at a time; returns the items it did not return true for. */
+async function sweep<T>(items: T[], concurrency: number, probe: (item: T) => Promise<boolean>): Promise<T[]> {
+  const left: T[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      for (let i = next++; i < items.length; i = next++) if (!(await probe(items[i]))) left.push(items[i]);
+    }),
+  );
+  return left;
+}
+
+/** Sweeps until every item passed; returns the ms it took. */
+async function sweepUntilAll<T>(what: string, items: T[], probe: (item: T) => Promise<boolean>, timeoutMs: number): Promise<number> {
+  const started = performance.now();
+  let left = items;
+  while (left.length > 0) {
+    left = await sweep(left, SWEEP_CONCURRENCY, probe);
+    if (left.length > 0 && performance.now() - started > timeoutMs) throw new Error(`${what}: ${left.length} of ${items.length} not after ${timeoutMs} ms`);
+  }
+  return performance.now() - started;
+}
+
+/**
+ * Asked again while the server answers 503 (SQLite busy past a request's wait, on a loaded machine); a create whose
+ * first attempt committed after all answers 409 on the second, and `committed` then finds what it made.
+ */
+async function retried<T>(busy: { retries: number }, work: () => Promise<T>, committed?: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!(error instanceof ApiError) || attempt > 30) throw error;
+      if (error.status === 409 && attempt > 1 && committed) return committed();
+      if (error.status !== 503) throw error;
+      busy.retries++;
+      await sleep(250 * Math.min(attempt, 8));
+    }
+  }
+}
+
+async function addTenants(server: BenchServer, tenants: Tenant[], upTo: number, crowd: Buffer): Promise<number> {
+  const names = Array.from({ length: upTo - tenants.length }, (_, i) => `t${String(tenants.length + i).padStart(4, '0')}`);
+  const report = progress('tenants created', 10_000);
+  const busy = { retries: 0 };
+  let done = 0;
+  await sweep(names, SETUP_CONCURRENCY, async (name) => {
+    await retried(
+      busy,
+      () => call(server, 'POST', '/tenants', { name, partitions: PARTITIONS }),
+      async () => undefined,
+    );
+    await retried(busy, () => call(server, 'PUT', `/tenants/${name}/crowds/all`, crowd, 'application/octet-stream'));
+    const workflow = await retried(
+      busy,
+      () => call<{ id: string }>(server, 'POST', `/tenants/${name}/workflows`, { name: 'tick', definition: TICK_WORKFLOW }),
+      async () =>
+        (await call<{ workflows: { id: string; name: string }[] }>(server, 'GET', `/tenants/${name}/workflows`)).workflows.find((w) => w.name === 'tick')!,
+    );
+    const { instanceId } = await retried(busy, () =>
+      call<{ instanceId: string }>(server, 'POST', `/tenants/${name}/workflows/${workflow.id}/start`, { crowd: 'all' }),
+    );
+    tenants.push({ name, instanceId });
+    report(++done, names.length, busy.retries > 0 ? `${busy.retries} requests retried after a 503` : undefined);
+    return true;
+  });
+  return busy.retries;
+}
+
+const summarize = (boundary: number, due: number, seenMs: number[]): Firing => ({
+  boundary: new Date(boundary).toISOString(),
+  due,
+  fired: seenMs.length,
+  lastMs: seenMs.length === due && due > 0 ? Math.max(...seenMs) : null,
+  p50Ms: seenMs.length > 0 ? median(seenMs) : null,
+});
+
+/** Polls the Journal every COMMIT_POLL_MS from `boundary` until every due instance's users have moved (or `untilMs`). */
+async function watchCommits(database: ScratchDatabase, boundary: number, due: Set<string>, untilMs: number): Promise<Firing> {
+  const [{ seq }] = await database.query<{ seq: string | number | null }>('SELECT MAX("seq") AS "seq" FROM "Journal"');
+  const toStep = stepAfter(boundary);
+  const seenMs = new Map<string, number>();
+  await sleepUntil(boundary);
+  while (seenMs.size < due.size && Date.now() < boundary + untilMs) {
+    const moved = await database.query<{ id: string; moved: string | number }>(
+      'SELECT "instanceId" AS "id", SUM("count") AS "moved" FROM "Journal" WHERE "seq" > ? AND "toStep" = ? GROUP BY "instanceId"',
+      [seq ?? 0, toStep],
+    );
+    const at = Date.now() - boundary;
+    for (const row of moved) if (due.has(row.id) && Number(row.moved) >= USERS && !seenMs.has(row.id)) seenMs.set(row.id, at);
+    await sleep(COMMIT_POLL_MS);
+  }
+  return summarize(boundary, due.size, [...seenMs.values()]);
+}
+
+/** Sweeps the counts of the due tenants from `boundary` until each shows its users moved (or `untilMs`). */
+async function watchCounts(server: BenchServer, boundary: number, due: Tenant[], untilMs: number): Promise<number[]> {
+  const toStep = stepAfter(boundary);
+  const seenMs: number[] = [];
+  await sleepUntil(boundary);
+  let left = due;
+  while (left.length > 0 && Date.now() < boundary + untilMs) {
+    left = await sweep(left, SWEEP_CONCURRENCY, async (t) => {
+      const moved = (await counts(server, t.name, t.instanceId))?.steps[toStep] === USERS;
+      if (moved) seenMs.push(Date.now() - boundary);
+      return moved;
+    });
+  }
+  return seenMs;
+}
+
+/** PostgreSQL backends serving the server's connections now (by the client ports of its sockets). */
+async function backendsOf(database: ScratchDatabase, server: BenchServer): Promise<number[]> {
+  if (database.provider !== 'postgres') return [];
+  const ports = connectionPorts(server.pid, Number(new URL(database.url).port || 5432));
+  if (ports.length === 0) return [];
+  const rows = await database.query<{ pid: number }>(`SELECT "pid" FROM pg_stat_activity WHERE "client_port" IN (${ports.join(', ')})`);
+  return rows.map((r) => r.pid);
+}
+
+async function measureLevel(
+  database: ScratchDatabase,
+  server: BenchServer,
+  tenants: Tenant[],
+  options: TenantsOptions,
+  label: string,
+): Promise<Omit<TenantLevel, 'setupMs' | 'setupRetries' | 'restart'>> {
+  const n = tenants.length;
+  // The first even minute at least a few seconds and two sweeps away: then every instance is due (its users wait in
+  // `ping`, which fires at even minutes, whenever it started). A sweep just before the minute checks that.
+  const preSweep = performance.now();
+  await sweep(tenants, SWEEP_CONCURRENCY, async (t) => (await counts(server, t.name, t.instanceId)) !== undefined);
+  const sweepMs = performance.now() - preSweep;
+  const boundary = Math.ceil((Date.now() + 2 * sweepMs + 5_000) / (2 * MINUTE)) * 2 * MINUTE;
+  await sleepUntil(boundary - sweepMs - 1_500);
+  const toStep = stepAfter(boundary);
+  const due: Tenant[] = [];
+  await sweep(tenants, SWEEP_CONCURRENCY, async (t) => {
+    if ((await counts(server, t.name, t.instanceId))?.steps[otherStep(toStep)] === USERS) due.push(t);
+    return true;
+  });
+  console.log(`  ${label}: ${due.length} of ${n} tenants due at ${new Date(boundary).toISOString().slice(11, 19)} (a sweep of all: ${sweepMs.toFixed(0)} ms)`);
+  const [committed, visibleMs] = await inWindow(`${label}: timers of a minute`, () =>
+    Promise.all([
+      watchCommits(database, boundary, new Set(due.map((t) => t.instanceId)), FIRING_WATCH_MS),
+      watchCounts(server, boundary, due, FIRING_WATCH_MS),
+    ]),
+  );
+  const visible = summarize(boundary, due.length, visibleMs);
+  console.log(
+    `  ${label}: fired (committed) ${committed.fired}/${due.length}, last ${committed.lastMs ?? '—'} ms; visible ${visible.fired}, last ${visible.lastMs ?? '—'} ms`,
+  );
+
+  // The idle window: from 5 s after the minute, nothing asked of the server; a full window holds the next firing.
+  await sleepUntil(boundary + 5_000);
+  const next = boundary + MINUTE;
+  const windowEnd = Date.now() + options.windowMs;
+  const idleDue = next + 10_000 < windowEnd ? new Set(due.map((t) => t.instanceId)) : undefined;
+  const watching = idleDue ? watchCommits(database, next, idleDue, windowEnd - next) : undefined;
+  const backends = await backendsOf(database, server);
+  const pgBefore = processesCpuMs(backends);
+  const threadsBefore = threadCpu(server.pid);
+  const cpuStart = processCpuMs(server.pid);
+  const windowStart = performance.now();
+  const perSecond: { at: number; cpuMs: number }[] = [];
+  await inWindow(`${label}: idle`, async () => {
+    for (let last = cpuStart; Date.now() < windowEnd; ) {
+      await sleep(Math.min(1_000, windowEnd - Date.now()));
+      const now = processCpuMs(server.pid);
+      perSecond.push({ at: Date.now(), cpuMs: now - last });
+      last = now;
+    }
+  });
+  const windowMs = performance.now() - windowStart;
+  const cpuMs = processCpuMs(server.pid) - cpuStart;
+  const threads = busiestThreads(threadsBefore, threadCpu(server.pid));
+  const backendsAfter = await backendsOf(database, server);
+  const pgAfter = processesCpuMs(backendsAfter);
+  const pgMs = [...new Set([...backends, ...backendsAfter])].reduce((sum, pid) => sum + (pgAfter.get(pid) ?? 0) - (pgBefore.get(pid) ?? 0), 0);
+  const quiet = perSecond.filter(({ at }) => at <= next - 1_000 || at >= next + 5_000);
+  const firingIdle = await watching;
+  const rssBytes = server.rssBytes();
+  const idleCpuPercent = (100 * cpuMs) / windowMs;
+  console.log(
+    `  ${label}: idle CPU ${idleCpuPercent.toFixed(1)}% of a core over ${(windowMs / 1000).toFixed(0)} s (${threads.map((t) => `${t.thread} ${t.cpuMs}`).join(', ')})` +
+      `${database.provider === 'postgres' ? `, PostgreSQL backends ${((100 * pgMs) / windowMs).toFixed(1)}%` : ''}; RSS ${(rssBytes / 2 ** 20).toFixed(0)} MiB`,
+  );
+
+  const startToCountedMs: number[] = [];
+  const busy = { retries: 0 };
+  for (let k = 0; k < STARTS_PER_LEVEL; k++) {
+    const probe = tenants[0];
+    const definition = { name: `probe-${n}-${k}`, definition: TICK_WORKFLOW };
+    const workflow = await retried(busy, () => call<{ id: string }>(server, 'POST', `/tenants/${probe.name}/workflows`, definition));
+    const started = performance.now();
+    const { instanceId } = await retried(busy, () =>
+      call<{ instanceId: string }>(server, 'POST', `/tenants/${probe.name}/workflows/${workflow.id}/start`, { crowd: 'all' }),
+    );
+    while ((await counts(server, probe.name, instanceId))?.total !== USERS) {
+      if (performance.now() - started > 120_000) throw new Error(`start → counted: not counted after 120 s`);
+      await sleep(2);
+    }
+    startToCountedMs.push(performance.now() - started);
+    await retried(busy, () => call(server, 'POST', `/tenants/${probe.name}/instances/${instanceId}/stop`));
+  }
+  console.log(
+    `  ${label}: start → counted ${startToCountedMs.map((v) => v.toFixed(0)).join(', ')} ms${busy.retries ? ` (${busy.retries} requests retried after a 503)` : ''}`,
+  );
+
+  return {
+    tenants: n,
+    firingVisible: { ...visible, sweepMs },
+    firingCommitted: committed,
+    ...(firingIdle ? { firingIdle } : {}),
+    idleCpuPercent,
+    idleCpuBetweenFiringsPercent: quiet.length > 0 ? quiet.reduce((s, q) => s + q.cpuMs, 0) / (10 * quiet.length) : idleCpuPercent,
+    windowMs,
+    busiestThreads: threads,
+    ...(database.provider === 'postgres' ? { postgresCpuPercent: (100 * pgMs) / windowMs } : {}),
+    rssBytes,
+    startToCountedMs,
+  };
+}
+
+/** SIGTERM, then a new server on the same database: spawn → listening, → first answered count, → every tenant's. */
+async function restart(server: BenchServer, databaseUrl: string, tenants: Tenant[], label: string) {
+  const stopping = performance.now();
+  await server.stop();
+  const stopMs = performance.now() - stopping;
+  const spawned = performance.now();
+  const next = await startServer(databaseUrl);
+  const listenMs = next.bootMs;
+  const first = tenants[tenants.length - 1];
+  while ((await counts(next, first.name, first.instanceId)) === undefined) {
+    if (performance.now() - spawned > 300_000) throw new Error('restart: no count answered within 300 s');
+    await sleep(10);
+  }
+  const firstCountMs = performance.now() - spawned;
+  await sweepUntilAll('restart: counts of every tenant', tenants, async (t) => (await counts(next, t.name, t.instanceId))?.total === USERS, 300_000);
+  const allCountsMs = performance.now() - spawned;
+  console.log(
+    `  ${label}: restart: stop ${stopMs.toFixed(0)} ms; listening ${listenMs.toFixed(0)} ms, first count ${firstCountMs.toFixed(0)} ms, every tenant's ${allCountsMs.toFixed(0)} ms after spawn`,
+  );
+  return { server: next, restart: { stopMs, listenMs, firstCountMs, allCountsMs } };
+}
+
+export async function measureTenants(database: ScratchDatabase, options: TenantsOptions): Promise<TenantFigures> {
+  const crowd = Buffer.from(denseBitmap(USERS).serialize('portable'));
+  const figures: TenantFigures = { levels: [] };
+  const tenants: Tenant[] = [];
+  let server = await startServer(database.url);
+  try {
+    for (const n of options.levels) {
+      const label = `tenants on ${database.provider}, N=${n}`;
+      try {
+        const setupStarted = performance.now();
+        const setupRetries = await addTenants(server, tenants, n, crowd);
+        await sweepUntilAll('every instance counted', tenants, async (t) => (await counts(server, t.name, t.instanceId))?.total === USERS, 600_000);
+        const setupMs = performance.now() - setupStarted;
+        console.log(`  ${label}: ${n} tenants running after ${(setupMs / 1000).toFixed(1)} s of setup`);
+        const level = await measureLevel(database, server, tenants, options, label);
+        const restarted = await inWindow(`${label}: restart`, () => restart(server, database.url, tenants, label));
+        server = restarted.server;
+        figures.levels.push({ ...level, setupMs, setupRetries, restart: restarted.restart });
+      } catch (error) {
+        figures.error = `N=${n}: ${(error as Error).message.split('\n')[0].slice(0, 300)}`;
+        console.log(`  ! ${label}: ${figures.error}`);
+        const problems = server
+          .log()
+          .split('\n')
+          .filter((line) => /error|fail|warn|busy/i.test(line));
+        if (problems.length) console.log(`    server log:\n    ${problems.slice(-8).join('\n    ')}`);
+        break;
+      }
+    }
+    return figures;
+  } finally {
+    await server.stop();
+  }
+}
