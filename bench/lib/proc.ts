@@ -71,7 +71,22 @@ export function connectionPorts(pid: number, remotePort: number): number[] {
   return ports;
 }
 
-/** Summed CPU time of processes (PostgreSQL backends); one that ended meanwhile counts as 0. */
+/** CPU time of processes (PostgreSQL backends) by pid; one that has ended is left out. */
 export function processesCpuMs(pids: number[]): Map<number, number> {
-  return new Map(pids.map((pid) => [pid, readStat(`/proc/${pid}/stat`)?.cpuMs ?? 0]));
+  const cpu = new Map<number, number>();
+  for (const pid of pids) {
+    const stat = readStat(`/proc/${pid}/stat`);
+    if (stat) cpu.set(pid, stat.cpuMs);
+  }
+  return cpu;
+}
+
+/**
+ * CPU the processes used between two readings: those present at both ends, and those new at the end (from 0, as
+ * backends the pool opened meanwhile). One that ended meanwhile is not counted (its /proc entry is gone).
+ */
+export function cpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let ms = 0;
+  for (const [pid, cpuMs] of after) ms += cpuMs - (before.get(pid) ?? 0);
+  return ms;
 }

@@ -8,7 +8,7 @@
 // restart (SIGTERM, then spawn → first answered count, and → every tenant's count).
 import { denseBitmap } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
-import { busiestThreads, connectionPorts, processCpuMs, processesCpuMs, threadCpu } from '../lib/proc';
+import { busiestThreads, connectionPorts, cpuBetween, processCpuMs, processesCpuMs, threadCpu } from '../lib/proc';
 import { median, progress } from '../lib/report';
 import { ApiError, call, startServer, type BenchServer } from '../lib/server';
 import type { CountsJson } from '../lib/sse';
@@ -59,6 +59,10 @@ export interface TenantLevel {
   setupRetries: number;
   /** The minute's firing seen in the counts API (swept: `sweepMs` is one sweep of every tenant, the resolution). */
   firingVisible: Firing & { sweepMs: number };
+  /** CPU of the server's busiest threads from the minute until the firing was seen (counts sweeps included). */
+  firingThreads: { thread: string; cpuMs: number }[];
+  /** PostgreSQL: what the server's backends were doing meanwhile (pg_stat_activity sampled every 20 ms). */
+  firingActivity?: string;
   /** The same minute's firing as committed (the Journal polled every COMMIT_POLL_MS). */
   firingCommitted: Firing;
   /** The next minute's firing, committed, inside the idle window (a full window only). */
@@ -214,6 +218,40 @@ async function backendsOf(database: ScratchDatabase, server: BenchServer): Promi
   return rows.map((r) => r.pid);
 }
 
+/**
+ * PostgreSQL: samples what the server's backends do from `boundary` until stopped (state, wait event, statement),
+ * so a slow firing shows whether the time goes in PostgreSQL (active, waiting) or in the server (idle in transaction).
+ */
+function watchActivity(database: ScratchDatabase, server: BenchServer, boundary: number) {
+  const seen = new Map<string, number>();
+  let samples = 0;
+  let running = database.provider === 'postgres';
+  const sampling = (async () => {
+    await sleepUntil(boundary);
+    while (running) {
+      const ports = connectionPorts(server.pid, Number(new URL(database.url).port || 5432));
+      const rows = ports.length
+        ? await database.query<{ what: string }>(
+            `SELECT "state" || COALESCE(' ' || "wait_event_type" || ':' || "wait_event", '') || CASE WHEN "state" = 'active' THEN ' ' || left(regexp_replace("query", '\\s+', ' ', 'g'), 48) ELSE '' END AS "what"
+             FROM pg_stat_activity WHERE "client_port" IN (${ports.join(', ')}) AND "state" <> 'idle'`,
+          )
+        : [];
+      samples++;
+      for (const { what } of rows) seen.set(what, (seen.get(what) ?? 0) + 1);
+      await sleep(20);
+    }
+  })();
+  return {
+    async stop(): Promise<string | undefined> {
+      running = false;
+      await sampling;
+      if (samples === 0) return undefined;
+      const top = [...seen].sort((a, b) => b[1] - a[1]).slice(0, 5);
+      return `${samples} samples; busy backends per sample: ${top.map(([what, n]) => `${(n / samples).toFixed(2)} ${what}`).join(' | ') || 'none'}`;
+    },
+  };
+}
+
 async function measureLevel(
   database: ScratchDatabase,
   server: BenchServer,
@@ -236,11 +274,18 @@ async function measureLevel(
     return true;
   });
   console.log(`  ${label}: ${due.length} of ${n} tenants due at ${new Date(boundary).toISOString().slice(11, 19)} (a sweep of all: ${sweepMs.toFixed(0)} ms)`);
+  const threadsAtMinute = threadCpu(server.pid);
+  const activity = watchActivity(database, server, boundary);
   const [committed, visibleMs] = await inWindow(`${label}: timers of a minute`, () =>
     Promise.all([
       watchCommits(database, boundary, new Set(due.map((t) => t.instanceId)), FIRING_WATCH_MS),
       watchCounts(server, boundary, due, FIRING_WATCH_MS),
     ]),
+  );
+  const firingThreads = busiestThreads(threadsAtMinute, threadCpu(server.pid));
+  const firingActivity = await activity.stop();
+  console.log(
+    `  ${label}: while firing: ${firingThreads.map((t) => `${t.thread} ${t.cpuMs} ms`).join(', ')}${firingActivity ? `; PostgreSQL backends of the server: ${firingActivity}` : ''}`,
   );
   const visible = summarize(boundary, due.length, visibleMs);
   console.log(
@@ -270,9 +315,7 @@ async function measureLevel(
   const windowMs = performance.now() - windowStart;
   const cpuMs = processCpuMs(server.pid) - cpuStart;
   const threads = busiestThreads(threadsBefore, threadCpu(server.pid));
-  const backendsAfter = await backendsOf(database, server);
-  const pgAfter = processesCpuMs(backendsAfter);
-  const pgMs = [...new Set([...backends, ...backendsAfter])].reduce((sum, pid) => sum + (pgAfter.get(pid) ?? 0) - (pgBefore.get(pid) ?? 0), 0);
+  const pgMs = cpuBetween(pgBefore, processesCpuMs(await backendsOf(database, server)));
   const quiet = perSecond.filter(({ at }) => at <= next - 1_000 || at >= next + 5_000);
   const firingIdle = await watching;
   const rssBytes = server.rssBytes();
@@ -306,6 +349,8 @@ async function measureLevel(
   return {
     tenants: n,
     firingVisible: { ...visible, sweepMs },
+    firingThreads,
+    ...(firingActivity ? { firingActivity } : {}),
     firingCommitted: committed,
     ...(firingIdle ? { firingIdle } : {}),
     idleCpuPercent,
