@@ -19,6 +19,16 @@ const EnvSchema = z.object({
     .enum(['0', '1'])
     .default('0')
     .transform((value) => value === '1'),
+  /** Addresses of reverse proxies whose X-Forwarded-For names the client (comma-separated; server/security/client-address.ts). */
+  CROWDFLOW_TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((a) => a.trim())
+        .filter(Boolean),
+    ),
 });
 
 export type Env = z.infer<typeof EnvSchema>;

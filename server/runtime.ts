@@ -22,6 +22,7 @@ import type { Storage } from './storage/db';
 import type { RunningLookup } from './workflows/running';
 import type { RelayedProfileWrite } from './profiles/index-tenant';
 import type { TokenBucket } from './security/rate-limit';
+import type { SignInThrottle } from './security/sign-in-throttle';
 import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantProfiles } from './profiles/index-store';
 import type { WebhookPump } from './webhooks/pump';
@@ -69,8 +70,9 @@ export interface Runtime {
   /** Whether ingest hands appended rows to partition loops of this thread (off when the engine has its own thread). */
   recentLogEnabled: boolean;
   readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
-  /** Request rate-limit buckets and the last written use, by API key id (server/security/, server/auth.ts). */
-  readonly security: { readonly buckets: Map<string, TokenBucket>; readonly keyUseWritten: Map<string, number> };
+  /** Request rate-limit buckets and the last written use, by API key id (server/security/, server/auth.ts); the studio
+   * sign-in throttle, built on first use (server/security/sign-in-throttle.ts). */
+  readonly security: { readonly buckets: Map<string, TokenBucket>; readonly keyUseWritten: Map<string, number>; signIn: SignInThrottle | undefined };
 }
 
 export function createRuntime(): Runtime {
@@ -94,7 +96,7 @@ export function createRuntime(): Runtime {
     profileRelay: undefined,
     idTextFormatter: undefined,
     shutdown: { installed: false, closers: new Set() },
-    security: { buckets: new Map(), keyUseWritten: new Map() },
+    security: { buckets: new Map(), keyUseWritten: new Map(), signIn: undefined },
   };
 }
 

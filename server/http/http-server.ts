@@ -11,6 +11,7 @@
 //    whole body), and whose unread rest, after an early answer, is dropped without stalling the connection.
 // 3. Everything else goes to Next's request handler.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { PEER_ADDRESS_HEADER } from '../security/client-address';
 import { inexactApiPath } from './exact-path';
 import { RequestBody } from './request-body';
 import { jsonTextOf } from './respond';
@@ -31,6 +32,8 @@ export type NextRequestHandler = (request: IncomingMessage, response: ServerResp
 export function crowdflowRequestListener(routes: DirectRoute[], next: NextRequestHandler): RequestListener {
   const compiled = routes.map((r) => ({ method: r.method, segments: r.path.split('/').filter(Boolean), handler: r.handler }));
   return (request, response) => {
+    // The peer's address, for whatever a route needs the client's address for; a value the client sent is replaced.
+    request.headers[PEER_ADDRESS_HEADER] = request.socket.remoteAddress ?? '';
     const url = request.url ?? '/';
     const queryAt = url.indexOf('?');
     const path = queryAt === -1 ? url : url.slice(0, queryAt);

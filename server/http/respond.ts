@@ -76,9 +76,28 @@ export function route<P extends Params = Params>(handler: Handler<P>) {
       refuseNul(request, params);
       return await handler(request, params);
     } catch (error) {
+      if (isClientAbort(request, error)) return clientAborted(request, error);
       return errorResponse(error);
     }
   };
+}
+
+/**
+ * The client went away mid-request: Next.js aborts the request's signal; on our direct routes reading the body fails
+ * with Node's error for a request closed before its end (`aborted`, ECONNRESET; a reset socket elsewhere, such as the
+ * database's, says `read ECONNRESET` and stays an unexpected error).
+ */
+function isClientAbort(request: Request, error: unknown): boolean {
+  if (request.signal.aborted) return true;
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return code === 'ECONNRESET' && message === 'aborted';
+}
+
+function clientAborted(request: Request, error: unknown): Response {
+  const why = error instanceof Error ? error.message : String(error);
+  console.info(`[crowdflow] client aborted ${request.method} ${new URL(request.url).pathname} (${why})`);
+  // Nobody reads this answer; 499 is what proxies log for a request the client closed.
+  return new Response(null, { status: 499 });
 }
 
 function refuseInexactPath(request: Request): void {

@@ -22,6 +22,17 @@ async function limitOf(database: Database, tenantId: string): Promise<RateLimit>
   return { perSecond: limits.requestsPerSecond, burst: limits.requestBurst };
 }
 
+/** Adds the tokens the bucket earned since it was last brought up to date, up to its burst. */
+export function refill(bucket: TokenBucket, now: number): void {
+  bucket.tokens = Math.min(bucket.limit.burst, bucket.tokens + (Math.max(0, now - bucket.updatedMs) * bucket.limit.perSecond) / 1000);
+  bucket.updatedMs = now;
+}
+
+/** Whole seconds (at least 1) until a bucket short of a token has one again: the Retry-After of a 429. */
+export function secondsUntilToken(bucket: TokenBucket): number {
+  return Math.max(1, Math.ceil((1 - bucket.tokens) / bucket.limit.perSecond));
+}
+
 /** Takes one request from the key's bucket, or throws a 429 saying when to retry. */
 export async function takeRequest(database: Database, tenantId: string, keyId: string, now = Date.now()): Promise<void> {
   const limit = await limitOf(database, tenantId);
@@ -32,13 +43,12 @@ export async function takeRequest(database: Database, tenantId: string, keyId: s
     if (buckets.size > 100_000) buckets.clear();
     buckets.set(keyId, bucket);
   }
-  bucket.tokens = Math.min(limit.burst, bucket.tokens + ((now - bucket.updatedMs) * limit.perSecond) / 1000);
-  bucket.updatedMs = now;
+  refill(bucket, now);
   if (bucket.tokens >= 1) {
     bucket.tokens -= 1;
     return;
   }
-  const retryAfterSeconds = Math.max(1, Math.ceil((1 - bucket.tokens) / limit.perSecond));
+  const retryAfterSeconds = secondsUntilToken(bucket);
   throw new AppError(
     'rate_limited',
     `This API key sent more than ${limit.perSecond} requests per second (burst ${limit.burst}); retry in ${retryAfterSeconds} s`,

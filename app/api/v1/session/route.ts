@@ -3,18 +3,29 @@ import { readCookie, SESSION_COOKIE, signIn } from '@/server/auth';
 import { AppError } from '@/server/errors';
 import { json, readJson, route } from '@/server/http/respond';
 import { audit } from '@/server/security/audit';
+import { clientAddress, throttleKeyOf } from '@/server/security/client-address';
+import { signInThrottle } from '@/server/security/sign-in-throttle';
 import { endSession, SESSION_TTL_MS } from '@/server/security/sessions';
 import { database } from '@/server/storage/database';
 
 const SignInBody = z.strictObject({ token: z.string().min(1) });
 
+/** Signs the studio in; failed attempts are throttled per client address and for the account (sign-in-throttle.ts). */
 export const POST = route(async (request) => {
+  const address = clientAddress(request);
+  const throttle = signInThrottle();
+  const key = throttleKeyOf(address);
+  throttle.check(key);
   const { token } = await readJson(request, SignInBody);
   const session = await signIn(database(), token).catch(async (error: unknown) => {
-    if (error instanceof AppError && error.code === 'unauthorized') await audit(database(), 'anonymous', 'session.sign_in_failed', { target: 'studio' });
+    if (error instanceof AppError && error.code === 'unauthorized') {
+      throttle.failed(key);
+      await audit(database(), 'anonymous', 'session.sign_in_failed', { target: 'studio', details: { address } });
+    }
     throw error;
   });
-  await audit(database(), { kind: 'admin', session: session.id }, 'session.sign_in', { target: session.id });
+  throttle.succeeded(key);
+  await audit(database(), { kind: 'admin', session: session.id }, 'session.sign_in', { target: session.id, details: { address } });
   const secure = new URL(request.url).protocol === 'https:' ? '; Secure' : '';
   const cookie = `${SESSION_COOKIE}=${session.cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}${secure}`;
   return json({ signedIn: true, expiresAt: session.expiresAt.toISOString() }, 200, { 'set-cookie': cookie });
