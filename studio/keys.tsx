@@ -106,7 +106,9 @@ export function KeysPage({ tenant }: { tenant: string }) {
               <th>Created</th>
               <th>Last used</th>
               <th>Status</th>
-              <th />
+              <th>
+                <span className="visually-hidden">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>

@@ -49,6 +49,10 @@ export function TenantShell({ tenant, children }: { tenant: string; children: Re
   const known = tenants.data?.tenants.some((t) => t.name === tenant || t.id === tenant);
   return (
     <div className="shell">
+      {/* the first stop of Tab: past the picker and six sections straight to the page */}
+      <a href="#main" className="skip-link">
+        Skip to content
+      </a>
       <header className="topbar">
         <Link href="/" className="brand">
           Crowdflow
@@ -82,9 +86,12 @@ export function TenantShell({ tenant, children }: { tenant: string; children: Re
           Sign out
         </button>
       </header>
-      {tenants.error && tenants.error.status !== 401 && <ErrorBox error={tenants.error} />}
-      {tenants.data && !known && <ErrorBox error={`Tenant "${tenant}" does not exist`} />}
-      <div className="page">{children}</div>
+      {/* tabIndex -1: the skip link moves the focus here, so the next Tab goes on into the page */}
+      <main id="main" className="page" tabIndex={-1}>
+        {tenants.error && tenants.error.status !== 401 && <ErrorBox error={tenants.error} />}
+        {tenants.data && !known && <ErrorBox error={`Tenant "${tenant}" does not exist`} />}
+        {children}
+      </main>
     </div>
   );
 }

@@ -49,12 +49,20 @@ export function ListStates({
   );
 }
 
-/** A modal dialog on the native <dialog> element (focus trap and Escape for free). */
+/**
+ * A modal dialog on the native <dialog> element (focus trap and Escape for free). Escape and × unmount it before the
+ * browser's own close could restore the focus, so it gives the focus back to the control that opened it (else the
+ * focus lands on BODY and a keyboard user starts again from the top of the page).
+ */
 export function Dialog({ title, onClose, children, testId }: { title: string; onClose: () => void; children: ReactNode; testId?: string }) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
+    const opener = document.activeElement;
     const dialog = ref.current;
     if (dialog && !dialog.open) dialog.showModal();
+    return () => {
+      if (opener instanceof HTMLElement && opener.isConnected) opener.focus();
+    };
   }, []);
   return (
     <dialog ref={ref} className="dialog" onClose={onClose} onCancel={onClose} data-testid={testId}>

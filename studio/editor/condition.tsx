@@ -1,5 +1,5 @@
 'use client';
-import { useId, useMemo, useState } from 'react';
+import { useEffect, useId, useMemo, useRef, useState } from 'react';
 import {
   prepareRuleGroup,
   QueryBuilder,
@@ -191,6 +191,10 @@ export function ConditionEditor({
     if (parsed.ok) setQuery(parsed.query);
     else if (mode === 'builder') setMode('raw');
   }
+  // react-querybuilder's root is a role="form" landmark it gives no name: name it, or an inspector with several
+  // conditions has landmarks a screen reader cannot tell apart (axe landmark-unique)
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => box.current?.querySelector('[role=form]')?.setAttribute('aria-label', `${label} rules`));
   const unfinished = mode === 'builder' ? rulesOf(query).map(unfinishedRule).find(Boolean) : null;
   const problem = unfinished ?? (text.trim() ? celSyntaxProblem(text) : optional ? null : 'A condition cannot be empty');
 
@@ -212,7 +216,7 @@ export function ConditionEditor({
   }
 
   return (
-    <div className="condition" data-testid="condition-editor" data-mode={mode}>
+    <div ref={box} className="condition" data-testid="condition-editor" data-mode={mode}>
       <div className="row spread">
         <span className="condition-label">{label}</span>
         <div className="segmented" role="tablist" aria-label={`${label}: edit as`}>

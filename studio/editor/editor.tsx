@@ -98,7 +98,7 @@ function Palette() {
   };
   return (
     <aside className="palette" aria-label="Step palette">
-      <h3>Steps</h3>
+      <h2>Steps</h2>
       {CANVAS_KINDS.map((kind) => (
         <div
           key={kind}

@@ -112,7 +112,7 @@ export function UpdateCrowdDialog({
   const [crowd, setCrowd] = useState('');
   const op = useOperation(tenant, workflow.id);
   return (
-    <Dialog title="Update the crowd of the running instance" onClose={onClose}>
+    <Dialog title="Update the crowd of the running instance" onClose={onClose} testId="crowd-dialog">
       <div className="dialog-body">
         <CrowdPicker tenant={tenant} value={crowd} onChange={setCrowd} />
         <p className="muted small">New users join the entry step; users no longer in the crowd leave every step. No notifications are sent.</p>

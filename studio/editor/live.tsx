@@ -49,7 +49,7 @@ export function LiveToolbar({
               Apply v{workflow.version} to running
             </button>
           )}
-          <button type="button" onClick={() => setDialog('crowd')}>
+          <button type="button" onClick={() => setDialog('crowd')} data-testid="update-crowd">
             Update crowd
           </button>
           <button type="button" onClick={() => setDialog('chart')} data-testid="chart">

@@ -106,6 +106,8 @@ export function Toolbar({
   return (
     <div className="editor-toolbar">
       <div className="row">
+        {/* the page's heading for a screen reader; the eye reads the name in the box beside the link */}
+        <h1 className="visually-hidden">Workflow “{name}”</h1>
         <Link href={`/t/${encodeURIComponent(tenant)}`} className="muted">
           ← Workflows
         </Link>
