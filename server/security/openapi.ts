@@ -9,7 +9,7 @@ const AuditEvent = z.object({
   action: z.enum(AUDIT_ACTIONS),
   tenantId: z.string().nullable(),
   target: z.string().describe('The tenant name, key id, instance id, procedure id or session id acted on'),
-  details: z.unknown(),
+  details: z.unknown().describe('What else the action recorded; sign-ins and failed ones: {address} of the client'),
 });
 
 export const paths: Record<string, object> = {

@@ -76,9 +76,14 @@ export const paths: Record<string, object> = {
   '/session': {
     post: operation({
       summary: 'Sign the studio in with the admin token (sets a session cookie)',
+      description:
+        'Failed attempts are throttled: after 10 from one client address, or 100 from all addresses together, within 15 minutes, ' +
+        'every attempt they cover (a correct token too) is refused with 429 `rate_limited` and `Retry-After` (seconds). ' +
+        'Sign-ins and failed ones are audited with the client address.',
       tags: ['session'],
       body: z.object({ token: z.string() }),
       ok: { status: 200, description: 'Signed in' },
+      errors: [429],
     }),
     delete: operation({
       summary: 'Sign out: ends the session on the server and clears the cookie',
