@@ -3,6 +3,8 @@ import { runtime } from '../runtime';
 import { systemClock, type Clock } from '../clock';
 import { badRequest, conflict, isUniqueViolation, notFound } from '../errors';
 import { database as processDatabase, type Database } from '../storage/database';
+import { describeStorageError, isTransientStorageError } from '../storage/transient';
+import { backoffDelay } from './backoff';
 import { GroupCommitter } from './commits';
 import { ProcedureRecords } from './records';
 import { isProcedureTypeRegistered, procedureType } from './registry';
@@ -32,6 +34,10 @@ class DurableProcedureRunner implements ProcedureRunner {
   private stopping = false;
   private dirty = false;
   private wakeLoop: AbortController | undefined;
+  /** Aborted by stop(): ends the pauses of turns whose own writes failed transiently (see launch). */
+  private halt = new AbortController();
+  /** Turns in a row, by procedure, whose own writes (claims' reads, commits) failed transiently. */
+  private readonly storageFailures = new Map<string, number>();
 
   constructor(
     private readonly database: Database,
@@ -135,12 +141,14 @@ class DurableProcedureRunner implements ProcedureRunner {
   async start(): Promise<void> {
     if (this.loop) return;
     this.stopping = false;
+    this.halt = new AbortController();
     this.loop = this.run();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     this.wakeLoop?.abort();
+    this.halt.abort();
     await this.loop;
     this.loop = undefined;
     await Promise.all(this.executing.values());
@@ -215,8 +223,18 @@ class DurableProcedureRunner implements ProcedureRunner {
   private launch(row: ProcedureRow, hasChildren: boolean): void {
     const turn = this.turns
       .run(row, hasChildren)
-      .catch((error) => {
-        if (!(error instanceof LeaseLostError)) console.error(`[procedures] ${row.id} (${row.type}) stopped unexpectedly`, error);
+      .then(() => void this.storageFailures.delete(row.id))
+      .catch(async (error) => {
+        if (!isTransientStorageError(error)) this.storageFailures.delete(row.id);
+        if (error instanceof LeaseLostError) return;
+        if (!isTransientStorageError(error)) return console.error(`[procedures] ${row.id} (${row.type}) stopped unexpectedly`, error);
+        // A write of the runner itself failed (the turn could not even record the failure): the procedure stays ours
+        // and runs again from its last committed step, after a backoff that keeps its slot, so an overloaded database
+        // is not asked again at once.
+        const failures = (this.storageFailures.get(row.id) ?? 0) + 1;
+        this.storageFailures.set(row.id, failures);
+        console.warn(`[procedures] ${row.id} (${row.type}) storage error: ${describeStorageError(error)}; running it again after a backoff`);
+        await this.clock.sleep(backoffDelay(failures), this.halt.signal);
       })
       .finally(() => {
         this.executing.delete(row.id);

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock';
 import type { Database } from '../storage/database';
+import { describeStorageError, isTransientStorageError } from '../storage/transient';
 import { backoffDelay } from './backoff';
 import type { GroupCommitter } from './commits';
 import { errorMessage, type ProcedureRecords } from './records';
@@ -18,11 +19,21 @@ import {
 } from './types';
 
 // What happens to a claimed procedure until it finishes, waits or is stopped: its steps run and commit one by one; a
-// retry-later error is retried with backoff (a wait for a resource until its deadline), any other error prepares the
+// retry-later error is retried with backoff (a wait for a resource until its deadline), a transient storage error
+// (server/storage/transient.ts) is retried with backoff without counting as an attempt, any other error prepares the
 // rollback, which runs if the type has one; every state change is a fenced write of the claiming owner.
 
 /** A procedure waiting for a resource looks again at least this often, so it goes on soon after the resource is free. */
 const WAIT_RETRY_CAP_MS = 1_000;
+/**
+ * How long a run of transient storage errors (connections exhausted, a restart, lock conflicts) is retried before
+ * the procedure fails: a database overloaded for minutes must not fail work for good, one down for longer should
+ * show up as failures someone can replay.
+ */
+export const STORAGE_PATIENCE_MS = 15 * 60_000;
+
+/** A stored error during a run of transient storage errors: how many were retried, since when. */
+type StorageRetry = StoredError & { storageRetries?: number; storageFailingSinceMs?: number };
 
 /** What a turn needs from the runner that claimed the procedure. */
 export interface TurnHost {
@@ -79,10 +90,11 @@ export class TurnRunner {
       try {
         status = await instance.execute(this.context(row, childOutputs));
       } catch (error) {
+        if (isTransientStorageError(error)) return this.retryStorage(turn, 'retrying', error);
         if (error instanceof RetryLaterError && error.waitMs !== undefined) return this.waitOrGiveUp(turn, error, error.waitMs);
         const maxRetries = turn.definition.maxRetries ?? DEFAULT_MAX_RETRIES;
         if (error instanceof RetryLaterError && row.attempts < maxRetries) return this.scheduleRetry(turn, 'retrying', { message: error.message });
-        return this.prepareRollback(turn, { message: errorMessage(error) });
+        return this.prepareRollback(turn, { message: describeStorageError(error) });
       }
       const now = this.host.clock.now();
       const data = instance.state();
@@ -93,6 +105,7 @@ export class TurnRunner {
         try {
           records = await this.childRecords(row, status.children);
         } catch (error) {
+          if (isTransientStorageError(error)) return this.retryStorage(turn, 'retrying', error);
           return this.prepareRollback(turn, { message: errorMessage(error) });
         }
         await this.commit(turn, { state: 'running', data, attempts: 0, error: null }, now, records);
@@ -110,6 +123,7 @@ export class TurnRunner {
     // A failed procedure shows how often its failing step was tried; the rollback counts its own retries meanwhile.
     const error: StoredError = { ...cause, attempts: cause.attempts ?? row.attempts };
     if (row.state !== 'prepare-rollback') {
+      console.warn(`[procedures] ${row.id} (${row.type}) failed at step ${row.step}: ${error.message}`);
       await this.transition(row, { state: 'prepare-rollback', error });
       Object.assign(row, { state: 'prepare-rollback', error: JSON.stringify(error) });
     }
@@ -129,6 +143,7 @@ export class TurnRunner {
       try {
         status = (await instance.rollback!(this.context(row, {}))) ?? { kind: 'rolled-back' as const };
       } catch (error) {
+        if (isTransientStorageError(error)) return this.retryStorage(turn, 'rolling-back', error, cause);
         const failure = { ...cause, rollbackError: errorMessage(error) };
         if (row.attempts < (turn.definition.maxRetries ?? DEFAULT_MAX_RETRIES)) return this.scheduleRetry(turn, 'rolling-back', failure);
         await this.transition(row, { state: 'failed', error: failure, attempts: failedAttempts });
@@ -152,6 +167,30 @@ export class TurnRunner {
   ): Promise<void> {
     const attempts = turn.row.attempts + 1;
     await this.transition(turn.row, { state, attempts, error, nextRunMs: this.host.clock.now() + delayMs });
+  }
+
+  /**
+   * A transient storage error in a step (or rollback step): tried again after a backoff with jitter, leaving `attempts`
+   * (the tries of the work itself, a webhook's requests) alone, until STORAGE_PATIENCE_MS after the first of the run;
+   * then the step fails like any error, saying why. The first retry of a run and the giving up are logged.
+   */
+  private async retryStorage(turn: Turn, state: 'retrying' | 'rolling-back', error: unknown, cause?: StoredError): Promise<void> {
+    const { row } = turn;
+    const now = this.host.clock.now();
+    const previous = parseError(row.error) as StorageRetry | null;
+    const since = previous?.storageFailingSinceMs ?? now;
+    const retries = previous?.storageRetries ?? 0;
+    const why = `storage error: ${describeStorageError(error)}`;
+    if (now - since >= STORAGE_PATIENCE_MS) {
+      const failure = `${why} (gave up after ${retries} retries over ${Math.round((now - since) / 1000)} s)`;
+      console.error(`[procedures] ${row.id} (${row.type}) ${failure}`);
+      if (!cause) return this.prepareRollback(turn, { message: failure, waitingSinceMs: previous?.waitingSinceMs });
+      return this.transition(row, { state: 'failed', error: { ...cause, rollbackError: failure }, attempts: cause.attempts ?? 0 });
+    }
+    if (retries === 0) console.warn(`[procedures] ${row.id} (${row.type}) ${why}; retrying with backoff`);
+    const storage = { storageRetries: retries + 1, storageFailingSinceMs: since };
+    const stored: StorageRetry = cause ? { ...cause, rollbackError: why, ...storage } : { message: why, waitingSinceMs: previous?.waitingSinceMs, ...storage };
+    await this.transition(row, { state, attempts: row.attempts, error: stored, nextRunMs: now + backoffDelay(retries + 1) });
   }
 
   /** A wait for a resource: retried (not counted against maxRetries) until `waitMs` after the wait began, then failed. */

@@ -6,9 +6,13 @@
 // jitter) up to MAX_RETRIES times; then the procedure's rollback marks the delivery failed. Delivery is at least
 // once: a crash after the receiver answered and before the step committed sends again, under the same delivery id.
 // A delivery to an address the policy refuses (./address-policy.ts) fails at once: retrying would not change it.
+// A transient storage error (server/storage/transient.ts) is not an attempt: the runner retries it with its own
+// backoff, the delivery stays pending and its attempts unchanged; a storage failure that sticks fails the delivery with
+// the reason in lastError.
 import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { isProcedureTypeRegistered, registerProcedureType } from '../procedures/registry';
+import { parseError } from '../procedures/store';
 import {
   RetryLaterError,
   type Json,
@@ -45,9 +49,14 @@ const deliverType: ProcedureTypeDefinition = {
       lockKeys: () => [],
       state: () => ({ delivery, replays }),
       execute: (ctx: ProcedureContext) => attempt(ctx.database, delivery, replays, ctx.clock.now()),
-      // Out of retries: the delivery is failed (until a replay), unless a replay took it over meanwhile.
+      // Out of retries, or a failure no retry cures: the delivery is failed (until a replay), unless a replay took it
+      // over meanwhile, with the reason in lastError: the last attempt's, or what stopped the procedure before (storage).
       async rollback(ctx: ProcedureContext) {
-        await ctx.database.db.webhookDelivery.updateMany({ where: { id: delivery, replays, status: 'pending' }, data: { status: 'failed' } });
+        const lastError = await failureOf(ctx, delivery);
+        await ctx.database.db.webhookDelivery.updateMany({
+          where: { id: delivery, replays, status: 'pending' },
+          data: { status: 'failed', ...(lastError === null ? {} : { lastError }) },
+        });
         return { kind: 'rolled-back' as const };
       },
     };
@@ -85,6 +94,13 @@ async function attempt(database: Database, deliveryId: string, replays: number, 
   }
   if (!result.ok) throw new RetryLaterError(`delivery ${deliveryId}: ${result.error}`);
   return { kind: 'done', output: { status: result.status } };
+}
+
+/** Why the delivery's procedure failed, without the `delivery <id>: ` of the attempt's own errors. */
+async function failureOf(ctx: ProcedureContext, deliveryId: string): Promise<string | null> {
+  const row = await ctx.database.db.procedure.findUnique({ where: { id: ctx.procedureId }, select: { error: true } });
+  const message = parseError(row?.error ?? null)?.message;
+  return message === undefined ? null : message.replace(`delivery ${deliveryId}: `, '').slice(0, 300);
 }
 
 /** Registers `webhook.deliver` in this process (once; every bundle's copy shares the runtime's type table). */
