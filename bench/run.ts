@@ -218,7 +218,9 @@ async function main(): Promise<void> {
     }
     if (sections.has('tenants')) {
       console.log(`tenants: ${tenantLevels.join(', ')} idle tenants with a timer each minute, over HTTP on ${provider}…`);
-      tenants[provider] = await withDatabase(provider, 'tenants', (database) => measureTenants(database, { levels: tenantLevels, windowMs: tenantsWindowMs }));
+      tenants[provider] = await withDatabase(provider, 'tenants', (database) =>
+        measureTenants(database, { levels: tenantLevels, windowMs: tenantsWindowMs, profile }),
+      );
       save(false);
     }
   }

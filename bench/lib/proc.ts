@@ -29,14 +29,18 @@ export function threadCpu(pid: number): Map<number, { name: string; cpuMs: numbe
   return threads;
 }
 
-/** What each thread used between two `threadCpu` readings, busiest first (threads of the same name apart). */
+/**
+ * What each thread of `pid` used between two `threadCpu` readings, busiest first. Node names its threads alike: the
+ * main thread (the one whose id is the pid) is called `main`, the others by name and id.
+ */
 export function busiestThreads(
+  pid: number,
   before: Map<number, { name: string; cpuMs: number }>,
   after: Map<number, { name: string; cpuMs: number }>,
   top = 4,
 ): { thread: string; cpuMs: number }[] {
   return [...after]
-    .map(([tid, { name, cpuMs }]) => ({ thread: `${name} (${tid})`, cpuMs: cpuMs - (before.get(tid)?.cpuMs ?? 0) }))
+    .map(([tid, { name, cpuMs }]) => ({ thread: tid === pid ? 'main' : `${name} ${tid}`, cpuMs: cpuMs - (before.get(tid)?.cpuMs ?? 0) }))
     .sort((a, b) => b.cpuMs - a.cpuMs)
     .slice(0, top);
 }

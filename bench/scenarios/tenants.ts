@@ -8,7 +8,8 @@
 // restart (SIGTERM, then spawn → first answered count, and → every tenant's count).
 import { denseBitmap } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
-import { busiestThreads, connectionPorts, cpuBetween, processCpuMs, processesCpuMs, threadCpu } from '../lib/proc';
+import { backendsOf, watchActivity } from '../lib/pg-activity';
+import { busiestThreads, cpuBetween, processCpuMs, processesCpuMs, threadCpu } from '../lib/proc';
 import { median, progress } from '../lib/report';
 import { ApiError, call, startServer, type BenchServer } from '../lib/server';
 import type { CountsJson } from '../lib/sse';
@@ -41,6 +42,8 @@ export interface TenantsOptions {
   levels: number[];
   /** Length of the idle CPU window (60 s in a full run: it then holds one minute's firing). */
   windowMs: number;
+  /** CPU-profile every server (written when it stops: at each restart and at the end). */
+  profile?: boolean;
 }
 
 /** When the due tenants' firing of one minute was seen, in ms after the minute. */
@@ -175,16 +178,20 @@ const summarize = (boundary: number, due: number, seenMs: number[]): Firing => (
   p50Ms: seenMs.length > 0 ? median(seenMs) : null,
 });
 
-/** Polls the Journal every COMMIT_POLL_MS from `boundary` until every due instance's users have moved (or `untilMs`). */
-async function watchCommits(database: ScratchDatabase, boundary: number, due: Set<string>, untilMs: number): Promise<Firing> {
+async function lastSeq(database: ScratchDatabase): Promise<string | number> {
   const [{ seq }] = await database.query<{ seq: string | number | null }>('SELECT MAX("seq") AS "seq" FROM "Journal"');
+  return seq ?? 0;
+}
+
+/** Polls the Journal (moves after `seq`, read before the minute) from `boundary` until every due instance's users have moved (or `untilMs`). */
+async function watchCommits(database: ScratchDatabase, seq: string | number, boundary: number, due: Set<string>, untilMs: number): Promise<Firing> {
   const toStep = stepAfter(boundary);
   const seenMs = new Map<string, number>();
   await sleepUntil(boundary);
   while (seenMs.size < due.size && Date.now() < boundary + untilMs) {
     const moved = await database.query<{ id: string; moved: string | number }>(
       'SELECT "instanceId" AS "id", SUM("count") AS "moved" FROM "Journal" WHERE "seq" > ? AND "toStep" = ? GROUP BY "instanceId"',
-      [seq ?? 0, toStep],
+      [seq, toStep],
     );
     const at = Date.now() - boundary;
     for (const row of moved) if (due.has(row.id) && Number(row.moved) >= USERS && !seenMs.has(row.id)) seenMs.set(row.id, at);
@@ -209,49 +216,6 @@ async function watchCounts(server: BenchServer, boundary: number, due: Tenant[],
   return seenMs;
 }
 
-/** PostgreSQL backends serving the server's connections now (by the client ports of its sockets). */
-async function backendsOf(database: ScratchDatabase, server: BenchServer): Promise<number[]> {
-  if (database.provider !== 'postgres') return [];
-  const ports = connectionPorts(server.pid, Number(new URL(database.url).port || 5432));
-  if (ports.length === 0) return [];
-  const rows = await database.query<{ pid: number }>(`SELECT "pid" FROM pg_stat_activity WHERE "client_port" IN (${ports.join(', ')})`);
-  return rows.map((r) => r.pid);
-}
-
-/**
- * PostgreSQL: samples what the server's backends do from `boundary` until stopped (state, wait event, statement),
- * so a slow firing shows whether the time goes in PostgreSQL (active, waiting) or in the server (idle in transaction).
- */
-function watchActivity(database: ScratchDatabase, server: BenchServer, boundary: number) {
-  const seen = new Map<string, number>();
-  let samples = 0;
-  let running = database.provider === 'postgres';
-  const sampling = (async () => {
-    await sleepUntil(boundary);
-    while (running) {
-      const ports = connectionPorts(server.pid, Number(new URL(database.url).port || 5432));
-      const rows = ports.length
-        ? await database.query<{ what: string }>(
-            `SELECT "state" || COALESCE(' ' || "wait_event_type" || ':' || "wait_event", '') || CASE WHEN "state" = 'active' THEN ' ' || left(regexp_replace("query", '\\s+', ' ', 'g'), 48) ELSE '' END AS "what"
-             FROM pg_stat_activity WHERE "client_port" IN (${ports.join(', ')}) AND "state" <> 'idle'`,
-          )
-        : [];
-      samples++;
-      for (const { what } of rows) seen.set(what, (seen.get(what) ?? 0) + 1);
-      await sleep(20);
-    }
-  })();
-  return {
-    async stop(): Promise<string | undefined> {
-      running = false;
-      await sampling;
-      if (samples === 0) return undefined;
-      const top = [...seen].sort((a, b) => b[1] - a[1]).slice(0, 5);
-      return `${samples} samples; busy backends per sample: ${top.map(([what, n]) => `${(n / samples).toFixed(2)} ${what}`).join(' | ') || 'none'}`;
-    },
-  };
-}
-
 async function measureLevel(
   database: ScratchDatabase,
   server: BenchServer,
@@ -265,24 +229,29 @@ async function measureLevel(
   const preSweep = performance.now();
   await sweep(tenants, SWEEP_CONCURRENCY, async (t) => (await counts(server, t.name, t.instanceId)) !== undefined);
   const sweepMs = performance.now() - preSweep;
-  const boundary = Math.ceil((Date.now() + 2 * sweepMs + 5_000) / (2 * MINUTE)) * 2 * MINUTE;
-  await sleepUntil(boundary - sweepMs - 1_500);
+  // Sweeps take longer on a loaded machine than the one measured: the one before the minute starts well ahead.
+  const boundary = Math.ceil((Date.now() + 4 * sweepMs + 8_000) / (2 * MINUTE)) * 2 * MINUTE;
+  await sleepUntil(boundary - 3 * sweepMs - 3_000);
+  const seq = await lastSeq(database);
   const toStep = stepAfter(boundary);
   const due: Tenant[] = [];
   await sweep(tenants, SWEEP_CONCURRENCY, async (t) => {
     if ((await counts(server, t.name, t.instanceId))?.steps[otherStep(toStep)] === USERS) due.push(t);
     return true;
   });
-  console.log(`  ${label}: ${due.length} of ${n} tenants due at ${new Date(boundary).toISOString().slice(11, 19)} (a sweep of all: ${sweepMs.toFixed(0)} ms)`);
+  const late = Date.now() > boundary ? ` (that sweep ended ${Date.now() - boundary} ms after the minute)` : '';
+  console.log(
+    `  ${label}: ${due.length} of ${n} tenants due at ${new Date(boundary).toISOString().slice(11, 19)}${late} (a sweep of all: ${sweepMs.toFixed(0)} ms)`,
+  );
   const threadsAtMinute = threadCpu(server.pid);
   const activity = watchActivity(database, server, boundary);
   const [committed, visibleMs] = await inWindow(`${label}: timers of a minute`, () =>
     Promise.all([
-      watchCommits(database, boundary, new Set(due.map((t) => t.instanceId)), FIRING_WATCH_MS),
+      watchCommits(database, seq, boundary, new Set(due.map((t) => t.instanceId)), FIRING_WATCH_MS),
       watchCounts(server, boundary, due, FIRING_WATCH_MS),
     ]),
   );
-  const firingThreads = busiestThreads(threadsAtMinute, threadCpu(server.pid));
+  const firingThreads = busiestThreads(server.pid, threadsAtMinute, threadCpu(server.pid));
   const firingActivity = await activity.stop();
   console.log(
     `  ${label}: while firing: ${firingThreads.map((t) => `${t.thread} ${t.cpuMs} ms`).join(', ')}${firingActivity ? `; PostgreSQL backends of the server: ${firingActivity}` : ''}`,
@@ -297,7 +266,7 @@ async function measureLevel(
   const next = boundary + MINUTE;
   const windowEnd = Date.now() + options.windowMs;
   const idleDue = next + 10_000 < windowEnd ? new Set(due.map((t) => t.instanceId)) : undefined;
-  const watching = idleDue ? watchCommits(database, next, idleDue, windowEnd - next) : undefined;
+  const watching = idleDue ? watchCommits(database, await lastSeq(database), next, idleDue, windowEnd - next) : undefined;
   const backends = await backendsOf(database, server);
   const pgBefore = processesCpuMs(backends);
   const threadsBefore = threadCpu(server.pid);
@@ -314,7 +283,7 @@ async function measureLevel(
   });
   const windowMs = performance.now() - windowStart;
   const cpuMs = processCpuMs(server.pid) - cpuStart;
-  const threads = busiestThreads(threadsBefore, threadCpu(server.pid));
+  const threads = busiestThreads(server.pid, threadsBefore, threadCpu(server.pid));
   const pgMs = cpuBetween(pgBefore, processesCpuMs(await backendsOf(database, server)));
   const quiet = perSecond.filter(({ at }) => at <= next - 1_000 || at >= next + 5_000);
   const firingIdle = await watching;
@@ -364,12 +333,12 @@ async function measureLevel(
 }
 
 /** SIGTERM, then a new server on the same database: spawn → listening, → first answered count, → every tenant's. */
-async function restart(server: BenchServer, databaseUrl: string, tenants: Tenant[], label: string) {
+async function restart(server: BenchServer, databaseUrl: string, tenants: Tenant[], label: string, profile?: boolean) {
   const stopping = performance.now();
   await server.stop();
   const stopMs = performance.now() - stopping;
   const spawned = performance.now();
-  const next = await startServer(databaseUrl);
+  const next = await startServer(databaseUrl, { profile });
   const listenMs = next.bootMs;
   const first = tenants[tenants.length - 1];
   while ((await counts(next, first.name, first.instanceId)) === undefined) {
@@ -389,7 +358,7 @@ export async function measureTenants(database: ScratchDatabase, options: Tenants
   const crowd = Buffer.from(denseBitmap(USERS).serialize('portable'));
   const figures: TenantFigures = { levels: [] };
   const tenants: Tenant[] = [];
-  let server = await startServer(database.url);
+  let server = await startServer(database.url, { profile: options.profile });
   try {
     for (const n of options.levels) {
       const label = `tenants on ${database.provider}, N=${n}`;
@@ -400,7 +369,7 @@ export async function measureTenants(database: ScratchDatabase, options: Tenants
         const setupMs = performance.now() - setupStarted;
         console.log(`  ${label}: ${n} tenants running after ${(setupMs / 1000).toFixed(1)} s of setup`);
         const level = await measureLevel(database, server, tenants, options, label);
-        const restarted = await inWindow(`${label}: restart`, () => restart(server, database.url, tenants, label));
+        const restarted = await inWindow(`${label}: restart`, () => restart(server, database.url, tenants, label, options.profile));
         server = restarted.server;
         figures.levels.push({ ...level, setupMs, setupRetries, restart: restarted.restart });
       } catch (error) {
