@@ -38,9 +38,10 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();
-      const sleeper: Sleeper = { at: this.current + Math.max(0, ms), resolve };
+      const abort = () => this.wake(sleeper);
+      const sleeper: Sleeper = { at: this.current + Math.max(0, ms), resolve: () => (signal?.removeEventListener('abort', abort), resolve()) };
       this.sleepers.push(sleeper);
-      signal?.addEventListener('abort', () => this.wake(sleeper), { once: true });
+      signal?.addEventListener('abort', abort, { once: true });
     });
   }
 

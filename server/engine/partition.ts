@@ -103,6 +103,12 @@ export class PartitionWorker {
     });
   }
 
+  /** Whether this engine should hold the partition: always when alone, its share of it in a cluster. */
+  shouldHold(): boolean {
+    const policy = this.engine.leasePolicy;
+    return !policy || policy.mayOwn(this.tenant.id, this.partition);
+  }
+
   /** The partition is no longer ours: its counts leave this process's figures at once. */
   private dropShards(): void {
     for (const instance of this.tenant.instances.values()) {
@@ -161,7 +167,7 @@ export class PartitionWorker {
    */
   private async acquire(): Promise<'taken' | 'not-ours' | 'held'> {
     const policy = this.engine.leasePolicy;
-    if (policy && !policy.mayOwn(this.tenant.id, this.partition)) return 'not-ours';
+    if (!this.shouldHold()) return 'not-ours';
     // Partitions taken together (at boot, every partition of the tenant) rebuild their shards from one journal pass.
     const leaseRead = this.tenant.shardLoader.taking();
     const taken = await acquireLease(

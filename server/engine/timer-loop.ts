@@ -9,7 +9,7 @@ import { CountsSampler, downsampleCountsHistory, type SampledInstance } from './
 import type { PartitionWorker } from './partition';
 import { LogTrimmer } from './store/log';
 import type { TenantRuntime } from './tenant';
-import { nextTimerDue, runTimersTogether, warmNextFirings } from './timers';
+import { firingWaits, nextTimerDue, runTimersTogether, warmNextFirings } from './timers';
 
 /** The loop re-plans at least this often (engine clock), so nothing is missed for long. */
 const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
@@ -80,7 +80,10 @@ export class TimerLoop {
       const signal = this.wakeup.signal();
       try {
         let due = Number.POSITIVE_INFINITY;
-        for (const { workers } of await this.host.tenants()) for (const worker of workers) due = Math.min(due, nextTimerDue(worker) ?? due);
+        for (const { workers } of await this.host.tenants()) {
+          if (firingWaits(workers)) continue; // planned again when the lease is back
+          for (const worker of workers) due = Math.min(due, nextTimerDue(worker) ?? due);
+        }
         const now = clock.now();
         if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
         due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);

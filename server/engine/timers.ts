@@ -71,12 +71,22 @@ interface TimerWork {
  * transaction fenced by their leases. A 10M-user timer step moves its users in all partitions at once instead of
  * one partition (and one commit) after another.
  */
+/**
+ * All due partitions of a tenant commit together or none do: while a partition this engine should hold is between
+ * leases, the tenant's firing waits (taking the lease back wakes the timer loop), instead of moving the other
+ * partitions' users and leaving that one's for a later firing.
+ */
+export function firingWaits(workers: PartitionWorker[]): boolean {
+  return workers.some((worker) => !worker.lease && worker.shouldHold());
+}
+
 export async function runTimersTogether(tenantId: string, workers: PartitionWorker[], now: number): Promise<void> {
   // Due-ness is judged under the locks: a tick already in flight (the timer loop's) finishes first, and what it
   // took is no longer due.
   await withLocks(
     workers.map((w) => w.lock),
     async () => {
+      if (firingWaits(workers)) return;
       const work: TimerWork[] = [];
       for (const worker of workers) {
         if ((nextTimerDue(worker) ?? Number.POSITIVE_INFINITY) > now) continue;

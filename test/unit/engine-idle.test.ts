@@ -7,7 +7,7 @@ import { database } from '../../server/storage/database';
 import type { RawDb } from '../../server/storage/raw';
 import { db } from '../../server/storage/db';
 import { AppError } from '../../server/errors';
-import { crowd, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
+import { advance, crowd, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -125,5 +125,34 @@ describe('a restart', () => {
     release();
     await h.engine.loaded();
     expect(await steps(h, id)).toEqual({ wait: 5, bought: 1 });
+  });
+});
+
+describe('a timer firing', () => {
+  it('commits every due partition of the tenant or none: one between leases makes the firing wait for it', async () => {
+    const wallClock = new ManualClock(Date.now());
+    h = await startHarness(2, undefined, { wallClock });
+    const wf = await workflow(h, {
+      steps: [
+        { name: 'wait', kind: 'timer', cron: '0 0 * * * *', next: 'done' },
+        { name: 'done', kind: 'direct' },
+      ],
+    });
+    await crowd(h, 'c', [1, 2, 3, 4]);
+    const id = await start(h, wf, 'c');
+    const worker = (await h.engine.workers(h.tenantId))[0];
+    const where = { tenantId_partition: { tenantId: h.tenantId, partition: 0 } };
+    await db().partitionState.update({ where, data: { owner: 'someone-else', epoch: worker.lease!.epoch + 1 } });
+    await wallClock.advance(5_000);
+    await expect.poll(() => worker.lease).toBeNull();
+
+    await advance(h, 3_600_000); // the hourly firing is due, partition 0 is not held
+    expect(await steps(h, id)).toEqual({ wait: 2, done: 0 }); // partition 1's users stayed too
+
+    await db().partitionState.update({ where, data: { owner: null, leaseUntilMs: 0n } });
+    await wallClock.advance(7_500);
+    await expect.poll(() => worker.lease).not.toBeNull();
+    await h.engine.runTimers();
+    expect(await steps(h, id)).toEqual({ wait: 0, done: 4 });
   });
 });
