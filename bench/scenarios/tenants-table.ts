@@ -59,7 +59,11 @@ export function tenantRows(figures: TenantFigures, provider: Provider): Scenario
       {
         scenario: `tenants: server RSS with ${n} tenants (informational; flat per tenant is the aim)`,
         provider: where,
-        ours: { value: l.rssBytes / 2 ** 20, unit: 'MiB', note: `(${perTenant(l)}; setup ${(l.setupMs / 1000).toFixed(0)} s, ${l.setupRetries} retried)` },
+        ours: {
+          value: l.rssBytes / 2 ** 20,
+          unit: 'MiB',
+          note: `(${perTenant(l)}; setup ${(l.setupMs / 1000).toFixed(0)} s, ${l.setupRetries} requests retried after a 503, ${l.failedStarts} failed starts redone)`,
+        },
       },
     );
   }

@@ -6,20 +6,26 @@
 // from the Journal, and its counts over the API), the server's CPU over an idle window holding the next minute's
 // firing (its threads, and on PostgreSQL the backends serving it), RSS, start → counted of another instance, and a
 // restart (SIGTERM, then spawn → first answered count, and → every tenant's count).
-import { denseBitmap } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
 import { backendsOf, watchActivity } from '../lib/pg-activity';
 import { busiestThreads, cpuBetween, processCpuMs, processesCpuMs, threadCpu } from '../lib/proc';
-import { median, progress } from '../lib/report';
-import { ApiError, call, startServer, type BenchServer } from '../lib/server';
-import type { CountsJson } from '../lib/sse';
+import { median } from '../lib/report';
+import { call, startServer, type BenchServer } from '../lib/server';
 import { inWindow } from '../lib/windows';
+import {
+  addTenants,
+  counts,
+  retried,
+  SWEEP_CONCURRENCY,
+  sweep,
+  sweepUntilAll,
+  type Tenant,
+  TICK_WORKFLOW,
+  tickCrowd,
+  untilCounted,
+  USERS,
+} from './tenants-setup';
 
-const USERS = 10_000;
-const PARTITIONS = 8;
-/** Requests in flight while tenants are created and while counts are swept. */
-const SETUP_CONCURRENCY = 4;
-const SWEEP_CONCURRENCY = 16;
 const STARTS_PER_LEVEL = 3;
 const MINUTE = 60_000;
 /** How long a minute's firing is watched before the tenants not seen yet are reported as not fired. */
@@ -27,13 +33,6 @@ export const FIRING_WATCH_MS = 50_000;
 /** The Journal poll's period: the committed figure's resolution. */
 const COMMIT_POLL_MS = 50;
 
-/** `ping` fires at even minutes, `pong` at odd ones; each moves its users to the other. */
-const TICK_WORKFLOW = {
-  steps: [
-    { name: 'ping', kind: 'timer', cron: '0 */2 * * * *', next: 'pong' },
-    { name: 'pong', kind: 'timer', cron: '0 1-59/2 * * * *', next: 'ping' },
-  ],
-};
 /** Where the users of an instance are once the timers of the minute starting at `boundary` have fired. */
 const stepAfter = (boundary: number) => (Math.round(boundary / MINUTE) % 2 === 0 ? 'pong' : 'ping');
 const otherStep = (step: string) => (step === 'ping' ? 'pong' : 'ping');
@@ -60,6 +59,8 @@ export interface TenantLevel {
   setupMs: number;
   /** Setup requests asked again after a 503 (the database busy). */
   setupRetries: number;
+  /** Instances whose start procedure failed during setup (started again). */
+  failedStarts: number;
   /** The minute's firing seen in the counts API (swept: `sweepMs` is one sweep of every tenant, the resolution). */
   firingVisible: Firing & { sweepMs: number };
   /** CPU of the server's busiest threads from the minute until the firing was seen (counts sweeps included). */
@@ -71,7 +72,7 @@ export interface TenantLevel {
   /** The next minute's firing, committed, inside the idle window (a full window only). */
   firingIdle?: Firing;
   idleCpuPercent: number;
-  /** The same window without the seconds around a firing (-1 s … +4 s). */
+  /** The same window without the seconds around a firing (from 1 s before the minute to 5 s after its last commit). */
   idleCpuBetweenFiringsPercent: number;
   windowMs: number;
   busiestThreads: { thread: string; cpuMs: number }[];
@@ -88,87 +89,8 @@ export interface TenantFigures {
   error?: string;
 }
 
-type Tenant = { name: string; instanceId: string };
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 const sleepUntil = (epochMs: number) => sleep(epochMs - Date.now());
-
-async function counts(server: BenchServer, tenant: string, instanceId: string): Promise<CountsJson | undefined> {
-  try {
-    return await call<CountsJson>(server, 'GET', `/tenants/${tenant}/instances/${instanceId}/counts`);
-  } catch {
-    return undefined; // not answering yet (starting, recovering): the caller asks again
-  }
-}
-
-/** Runs `probe` over `items`, `concurrency` at a time; returns the items it did not return true for. */
-async function sweep<T>(items: T[], concurrency: number, probe: (item: T) => Promise<boolean>): Promise<T[]> {
-  const left: T[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      for (let i = next++; i < items.length; i = next++) if (!(await probe(items[i]))) left.push(items[i]);
-    }),
-  );
-  return left;
-}
-
-/** Sweeps until every item passed; returns the ms it took. */
-async function sweepUntilAll<T>(what: string, items: T[], probe: (item: T) => Promise<boolean>, timeoutMs: number): Promise<number> {
-  const started = performance.now();
-  let left = items;
-  while (left.length > 0) {
-    left = await sweep(left, SWEEP_CONCURRENCY, probe);
-    if (left.length > 0 && performance.now() - started > timeoutMs) throw new Error(`${what}: ${left.length} of ${items.length} not after ${timeoutMs} ms`);
-  }
-  return performance.now() - started;
-}
-
-/**
- * Asked again while the server answers 503 (SQLite busy past a request's wait, on a loaded machine); a create whose
- * first attempt committed after all answers 409 on the second, and `committed` then finds what it made.
- */
-async function retried<T>(busy: { retries: number }, work: () => Promise<T>, committed?: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await work();
-    } catch (error) {
-      if (!(error instanceof ApiError) || attempt > 30) throw error;
-      if (error.status === 409 && attempt > 1 && committed) return committed();
-      if (error.status !== 503) throw error;
-      busy.retries++;
-      await sleep(250 * Math.min(attempt, 8));
-    }
-  }
-}
-
-async function addTenants(server: BenchServer, tenants: Tenant[], upTo: number, crowd: Buffer): Promise<number> {
-  const names = Array.from({ length: upTo - tenants.length }, (_, i) => `t${String(tenants.length + i).padStart(4, '0')}`);
-  const report = progress('tenants created', 10_000);
-  const busy = { retries: 0 };
-  let done = 0;
-  await sweep(names, SETUP_CONCURRENCY, async (name) => {
-    await retried(
-      busy,
-      () => call(server, 'POST', '/tenants', { name, partitions: PARTITIONS }),
-      async () => undefined,
-    );
-    await retried(busy, () => call(server, 'PUT', `/tenants/${name}/crowds/all`, crowd, 'application/octet-stream'));
-    const workflow = await retried(
-      busy,
-      () => call<{ id: string }>(server, 'POST', `/tenants/${name}/workflows`, { name: 'tick', definition: TICK_WORKFLOW }),
-      async () =>
-        (await call<{ workflows: { id: string; name: string }[] }>(server, 'GET', `/tenants/${name}/workflows`)).workflows.find((w) => w.name === 'tick')!,
-    );
-    const { instanceId } = await retried(busy, () =>
-      call<{ instanceId: string }>(server, 'POST', `/tenants/${name}/workflows/${workflow.id}/start`, { crowd: 'all' }),
-    );
-    tenants.push({ name, instanceId });
-    report(++done, names.length, busy.retries > 0 ? `${busy.retries} requests retried after a 503` : undefined);
-    return true;
-  });
-  return busy.retries;
-}
 
 const summarize = (boundary: number, due: number, seenMs: number[]): Firing => ({
   boundary: new Date(boundary).toISOString(),
@@ -222,7 +144,7 @@ async function measureLevel(
   tenants: Tenant[],
   options: TenantsOptions,
   label: string,
-): Promise<Omit<TenantLevel, 'setupMs' | 'setupRetries' | 'restart'>> {
+): Promise<Omit<TenantLevel, 'setupMs' | 'setupRetries' | 'failedStarts' | 'restart'>> {
   const n = tenants.length;
   // The first even minute at least a few seconds and two sweeps away: then every instance is due (its users wait in
   // `ping`, which fires at even minutes, whenever it started). A sweep just before the minute checks that.
@@ -285,8 +207,10 @@ async function measureLevel(
   const cpuMs = processCpuMs(server.pid) - cpuStart;
   const threads = busiestThreads(server.pid, threadsBefore, threadCpu(server.pid));
   const pgMs = cpuBetween(pgBefore, processesCpuMs(await backendsOf(database, server)));
-  const quiet = perSecond.filter(({ at }) => at <= next - 1_000 || at >= next + 5_000);
   const firingIdle = await watching;
+  // The firing's work goes on after its last commit (each moved partition then checkpoints): 5 s more are left out.
+  const busyUntil = next + (firingIdle?.lastMs ?? 0) + 5_000;
+  const quiet = perSecond.filter(({ at }) => at <= next - 1_000 || at >= busyUntil + 1_000);
   const rssBytes = server.rssBytes();
   const idleCpuPercent = (100 * cpuMs) / windowMs;
   console.log(
@@ -355,7 +279,7 @@ async function restart(server: BenchServer, databaseUrl: string, tenants: Tenant
 }
 
 export async function measureTenants(database: ScratchDatabase, options: TenantsOptions): Promise<TenantFigures> {
-  const crowd = Buffer.from(denseBitmap(USERS).serialize('portable'));
+  const crowd = tickCrowd();
   const figures: TenantFigures = { levels: [] };
   const tenants: Tenant[] = [];
   let server = await startServer(database.url, { profile: options.profile });
@@ -365,13 +289,13 @@ export async function measureTenants(database: ScratchDatabase, options: Tenants
       try {
         const setupStarted = performance.now();
         const setupRetries = await addTenants(server, tenants, n, crowd);
-        await sweepUntilAll('every instance counted', tenants, async (t) => (await counts(server, t.name, t.instanceId))?.total === USERS, 600_000);
+        const failedStarts = await untilCounted(server, tenants);
         const setupMs = performance.now() - setupStarted;
         console.log(`  ${label}: ${n} tenants running after ${(setupMs / 1000).toFixed(1)} s of setup`);
         const level = await measureLevel(database, server, tenants, options, label);
         const restarted = await inWindow(`${label}: restart`, () => restart(server, database.url, tenants, label, options.profile));
         server = restarted.server;
-        figures.levels.push({ ...level, setupMs, setupRetries, restart: restarted.restart });
+        figures.levels.push({ ...level, setupMs, setupRetries, failedStarts, restart: restarted.restart });
       } catch (error) {
         figures.error = `N=${n}: ${(error as Error).message.split('\n')[0].slice(0, 300)}`;
         console.log(`  ! ${label}: ${figures.error}`);
