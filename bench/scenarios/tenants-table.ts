@@ -27,7 +27,7 @@ export function tenantRows(figures: TenantFigures, provider: Provider): Scenario
         provider: where,
         ours: { value: l.idleCpuPercent, unit: '%', note: `(between firings ${l.idleCpuBetweenFiringsPercent.toFixed(1)}%${pg})` },
         ...(at1000 ? { target: lower(5, '≤ 5% at 1,000') } : {}),
-        details: { busiestThreads: l.busiestThreads, firingInWindow: l.firingIdle },
+        details: { busiestThreads: l.busiestThreads, firingInWindow: l.firingIdle, cpuPerSecond: l.cpuPerSecond },
       },
       {
         scenario: `tenants: all due timers of a minute committed (last tenant after :00), ${n} tenants`,

@@ -74,6 +74,8 @@ export interface TenantLevel {
   idleCpuPercent: number;
   /** The same window without the seconds around a firing (from 1 s before the minute to 5 s after its last commit). */
   idleCpuBetweenFiringsPercent: number;
+  /** The window's CPU second by second: [seconds after the first minute's firing, ms of CPU in the second before]. */
+  cpuPerSecond: [number, number][];
   windowMs: number;
   busiestThreads: { thread: string; cpuMs: number }[];
   /** PostgreSQL backends serving the server's connections at the window's start and end (% of a core). */
@@ -250,6 +252,7 @@ async function measureLevel(
     idleCpuBetweenFiringsPercent: quiet.length > 0 ? quiet.reduce((s, q) => s + q.cpuMs, 0) / (10 * quiet.length) : idleCpuPercent,
     windowMs,
     busiestThreads: threads,
+    cpuPerSecond: perSecond.map(({ at, cpuMs }) => [Math.round((at - boundary) / 1000), cpuMs]),
     ...(database.provider === 'postgres' ? { postgresCpuPercent: (100 * pgMs) / windowMs } : {}),
     rssBytes,
     startToCountedMs,
