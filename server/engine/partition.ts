@@ -53,7 +53,8 @@ export class PartitionWorker {
   private stopped = false;
   private loop: Promise<void> | undefined;
   private movesSinceCheckpoint = 0;
-  private lastCheckpointAt = 0;
+  /** Wall time of the first move since the last checkpoint: the checkpoint is due `checkpointEveryMs` after it. */
+  private uncheckpointedSince = 0;
   readonly lock: Mutex;
   private firstAttemptDone!: () => void;
   /** Settles after the first try to take the lease (and rebuild the shards when it was taken). */
@@ -153,7 +154,7 @@ export class PartitionWorker {
   /** How long the loop may sleep with nothing to read: until its checkpoint is due, or until poked. */
   private untilCheckpointDue(): number {
     if (this.movesSinceCheckpoint === 0) return Number.POSITIVE_INFINITY;
-    return Math.max(0, this.lastCheckpointAt + this.engine.checkpointEveryMs - this.engine.wallClock.now());
+    return Math.max(0, this.uncheckpointedSince + this.engine.checkpointEveryMs - this.engine.wallClock.now());
   }
 
   /** The LeaseKeeper found the lease taken over or expired: stop writing the partition, then try to take it again. */
@@ -294,17 +295,22 @@ export class PartitionWorker {
   afterCommit(touched: InstanceRuntime[], moveCount: number): void {
     for (const instance of touched) this.engine.countsChanged(instance.id);
     if (moveCount > 0) this.engine.timersChanged();
-    // The first moves since a checkpoint (a timer's, an operation's) give the sleeping loop a checkpoint to plan for.
-    if (this.movesSinceCheckpoint === 0 && moveCount > 0) this.poke();
+    // The first moves since a checkpoint (a timer's, an operation's) give the sleeping loop a checkpoint to plan for:
+    // a checkpoint interval after them, not at once, so a minute's firings of many tenants are not followed by a
+    // checkpoint of every partition they moved while the next tenants still fire (each takes the journal lock).
+    if (this.movesSinceCheckpoint === 0 && moveCount > 0) {
+      this.uncheckpointedSince = this.engine.wallClock.now();
+      this.poke();
+    }
     this.movesSinceCheckpoint += moveCount;
   }
 
-  /** Writes every shard of this partition when enough moves or time passed since the last checkpoint. */
+  /** Writes every shard of this partition when enough moves were made, or time passed, since the first uncheckpointed one. */
   async checkpointIfDue(force = false): Promise<void> {
     const now = this.engine.wallClock.now();
     const due =
       this.movesSinceCheckpoint >= this.engine.checkpointEveryMoves ||
-      (this.movesSinceCheckpoint > 0 && now - this.lastCheckpointAt >= this.engine.checkpointEveryMs);
+      (this.movesSinceCheckpoint > 0 && now - this.uncheckpointedSince >= this.engine.checkpointEveryMs);
     if (!force && !due) return;
     await this.lock.run(async () => {
       if (!this.lease) return;
@@ -314,7 +320,6 @@ export class PartitionWorker {
       });
       await commitBatch(this.engine.database, this.tenant.id, { leases: [this.lease], moves: [], checkpoints, now: this.engine.clock.now() });
       this.movesSinceCheckpoint = 0;
-      this.lastCheckpointAt = now;
     });
   }
 
