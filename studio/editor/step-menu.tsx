@@ -1,5 +1,5 @@
 'use client';
-import { useState, type FormEvent } from 'react';
+import { useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { type ApiError, API_ROOT, apiGet, pathSegment, tenantPath } from '../api';
 import type { WhereIsUser } from '../model';
 import { ErrorBox } from '../ui';
@@ -16,7 +16,16 @@ export function StepMenu({ stepName }: { stepName: string }) {
   const [where, setWhere] = useState<WhereIsUser | null>(null);
   const [user, setUser] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
+  const menuButton = useRef<HTMLButtonElement>(null);
   if (!instanceId) return null;
+
+  /** Escape closes the menu and gives the focus back to its button, as a dialog does. */
+  function closeOnEscape(event: KeyboardEvent) {
+    if (event.key !== 'Escape' || !open) return;
+    event.stopPropagation();
+    setOpen(false);
+    menuButton.current?.focus();
+  }
   const exportUrl = (format: string, limit?: number) =>
     `${API_ROOT}${tenantPath(tenant, `/instances/${instanceId}/steps/${pathSegment(stepName)}/export`)}?format=${format}${limit ? `&limit=${limit}` : ''}`;
 
@@ -43,8 +52,15 @@ export function StepMenu({ stepName }: { stepName: string }) {
   }
 
   return (
-    <span className="step-menu nodrag nopan">
-      <button type="button" className="icon menu-button" aria-label={`Menu of step ${stepName}`} data-testid="step-menu" onClick={() => setOpen(!open)}>
+    <span className="step-menu nodrag nopan" onKeyDown={closeOnEscape}>
+      <button
+        ref={menuButton}
+        type="button"
+        className="icon menu-button"
+        aria-label={`Menu of step ${stepName}`}
+        data-testid="step-menu"
+        onClick={() => setOpen(!open)}
+      >
         ⋯
       </button>
       {open && (

@@ -218,10 +218,15 @@ describe('studio end to end', () => {
     expect(deserializeBitmap(readFileSync((await roaring.path())!)).toArray()).toEqual([1, 2, 3]);
     await page.locator('[data-step=bought] >> text=View first users').click();
     expect(await page.locator('[data-step=bought] [data-testid=first-users]').textContent()).toBe('1, 2, 3');
-    await page.locator('[data-step=bought] input[aria-label="User ID"]').fill('4');
+    await page.locator('[data-step=bought] input[aria-label="User ID"]').click();
+    await page.keyboard.type('4');
     await page.locator('[data-step=bought] button', { hasText: 'Find' }).click();
     expect(await page.locator('[data-step=bought] [data-testid=where-user]').textContent()).toContain('In this instance: user 4 is in “other”');
     await shot('08-step-menu');
+    // Escape closes the menu and gives the focus back to the button that opened it
+    await page.keyboard.press('Escape');
+    expect(await page.locator('[data-step=bought] .step-menu-panel').count()).toBe(0);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Menu of step bought');
   });
 
   it('edits the running workflow: users of a removed step are mapped in the dialog', async () => {
