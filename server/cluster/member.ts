@@ -71,7 +71,12 @@ export class ClusterMember implements LeasePolicy {
     private readonly fullRefreshMs = FULL_REFRESH_MS,
   ) {
     this.schema = `"${target.schema.replace(/"/g, '""')}"`;
-    this.membership = new Membership(target, name, (signal) => this.heard(signal));
+    this.membership = new Membership(
+      target,
+      name,
+      (signal) => this.heard(signal),
+      () => this.relistened(),
+    );
     this.counts = new ShardCountsPublisher(database, clusterChannel(target));
     this.committed = new CommittedShards(database);
     this.gathers = new Gathers(this.membership, this.schema, () => this.rebalanceSoon());
@@ -93,6 +98,15 @@ export class ClusterMember implements LeasePolicy {
       default:
         signal satisfies never;
     }
+  }
+
+  /**
+   * The channel was down for a while: `events` signals sent meanwhile were missed, and partitions no longer poll the
+   * log, so every loaded tenant's partitions read it now; missed membership changes are caught by a rebalance.
+   */
+  private relistened(): void {
+    for (const [tenantId] of this.engine?.loadedTenants() ?? []) this.engine!.wakeTenant(tenantId);
+    this.rebalanceSoon();
   }
 
   /**

@@ -34,6 +34,7 @@ export const DB_NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint
 export class Membership {
   private client: pg.Client | undefined;
   private closed = false;
+  private listenedBefore = false;
   private readonly table: string;
   private readonly channel: string;
   private readonly namespace: number;
@@ -42,6 +43,8 @@ export class Membership {
     private readonly target: PostgresTarget,
     readonly name: string,
     private readonly onSignal: (signal: ClusterSignal) => void,
+    /** Listening again after the channel's connection was lost: signals sent meanwhile were missed. */
+    private readonly onRelistened: () => void = () => undefined,
   ) {
     this.table = `"${target.schema.replace(/"/g, '""')}"."ClusterMember"`;
     this.channel = clusterChannel(target);
@@ -75,7 +78,10 @@ export class Membership {
     }
     // Left while connecting: a listener kept now would outlive the member.
     if (this.closed) return void (await client.end().catch(() => undefined));
+    const relistened = this.listenedBefore;
     this.client = client;
+    this.listenedBefore = true;
+    if (relistened) this.onRelistened();
   }
 
   private reconnectLater(client: pg.Client): void {
