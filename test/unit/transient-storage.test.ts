@@ -258,12 +258,9 @@ const throws = new Map<string, Throw[]>();
 const STORAGE = 'test.transient-storage';
 const MAX_RETRIES = 1;
 
+/** Waits for what another process (PostgreSQL) or the runner's I/O does, through vitest's shared poll. */
 async function waitUntil(check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  await expect.poll(check, { timeout: 20_000, interval: 5 }).toBe(true);
 }
 
 describe('the procedure runner', () => {
