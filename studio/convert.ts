@@ -5,6 +5,7 @@
 import dagre from '@dagrejs/dagre';
 import type { Edge, Node } from '@xyflow/react';
 import type { Step, WorkflowDefinition, WorkflowDraft, WorkflowProblem } from '../server/model/workflow';
+import { conditionSummary, truncate } from './rules';
 
 type StepOf<K extends Step['kind']> = Extract<Step, { kind: K }>;
 /**
@@ -16,7 +17,8 @@ type Common = Own<'direct'>;
 export type DirectData = Own<'direct'>;
 export type ExitData = Own<'direct'>;
 export type BranchData = Own<'branch', 'branches' | 'timeout'> & {
-  branches: Omit<StepOf<'branch'>['branches'][number], 'next'>[];
+  /** Each branch's condition and its name (canvas only: kept in the draft), drawn on its edge. */
+  branches: (Omit<StepOf<'branch'>['branches'][number], 'next'> & { label?: string })[];
   /** The timeout's target is the edge from the `timeout` handle. */
   timeout?: { after: string };
 };
@@ -60,14 +62,29 @@ export function defaultData(kind: CanvasKind, name: string): StepData {
   }
 }
 
-/** The output handles of a node, in the order the step tries them, with the label drawn beside each. */
-export function outputHandles(node: StepNode): { id: string; label?: string }[] {
+/** Room for a branch's label on its edge (characters): an edge label stays narrower than the steps it joins. */
+const BRANCH_LABEL_CHARS = 26;
+
+/** What a branch's edge says: its name, else its condition in a few words (`plan = pro`), else its place. */
+export function branchLabel(branch: BranchData['branches'][number], index: number): { label: string; title?: string } {
+  const name = branch.label?.trim();
+  const condition = branch.condition.trim();
+  const said = name || (condition ? conditionSummary(condition) : `if ${index + 1}`);
+  const title = name && condition ? `${name}: ${condition}` : condition && condition !== 'true' ? condition : undefined;
+  return { label: truncate(said, BRANCH_LABEL_CHARS), ...(title && title !== said ? { title } : {}) };
+}
+
+/**
+ * The output handles of a node, in the order the step tries them, with the label drawn beside each (and its
+ * full text, when the label is shortened or names the condition).
+ */
+export function outputHandles(node: StepNode): { id: string; label?: string; title?: string }[] {
   switch (node.type) {
     case 'exit':
       return [];
     case 'branch':
       return [
-        ...node.data.branches.map((b, i) => ({ id: `branch-${i}`, label: b.condition === 'true' ? 'else' : `if ${i + 1}` })),
+        ...node.data.branches.map((b, i) => ({ id: `branch-${i}`, ...branchLabel(b, i) })),
         ...(node.data.timeout ? [{ id: 'timeout', label: `after ${node.data.timeout.after}` }] : []),
       ];
     case 'split':
@@ -91,14 +108,17 @@ function common(step: Step): Common {
   return data;
 }
 
-function nodeFor(step: Step, id: string, position: { x: number; y: number }, lone: boolean): StepNode {
+function nodeFor(step: Step, id: string, position: { x: number; y: number }, lone: boolean, branchLabels: string[] = []): StepNode {
   const base = { id, position };
   switch (step.kind) {
     case 'direct':
       // a direct step without next is an exit; a lone entry step is a journey being drawn, so it keeps its output
       return step.next === undefined && !lone ? { ...base, type: 'exit', data: common(step) } : { ...base, type: 'direct', data: common(step) };
     case 'branch': {
-      const data: BranchData = { ...common(step), branches: step.branches.map((b) => ({ condition: b.condition })) };
+      const data: BranchData = {
+        ...common(step),
+        branches: step.branches.map((b, i) => (branchLabels[i] ? { condition: b.condition, label: branchLabels[i] } : { condition: b.condition })),
+      };
       if (step.timeout) data.timeout = { after: step.timeout.after };
       return { ...base, type: 'branch', data };
     }
@@ -142,9 +162,10 @@ export function definitionToGraph(definition: WorkflowDefinition, draft?: Workfl
   const positions = draft?.positions ?? {};
   const labels = draft?.labels ?? {};
   const notes = draft?.notes ?? {};
+  const branchLabels = draft?.branchLabels ?? {};
   const missing = definition.steps.some((s) => !positions[s.name]);
   let nodes = definition.steps.map((step) => {
-    const node = nodeFor(step, nodeIdFor(step.name), positions[step.name] ?? { x: 0, y: 0 }, definition.steps.length === 1);
+    const node = nodeFor(step, nodeIdFor(step.name), positions[step.name] ?? { x: 0, y: 0 }, definition.steps.length === 1, branchLabels[step.name]);
     const canvasOnly = { ...(labels[step.name] ? { label: labels[step.name] } : {}), ...(notes[step.name] ? { note: notes[step.name] } : {}) };
     return Object.keys(canvasOnly).length ? ({ ...node, data: { ...node.data, ...canvasOnly } } as StepNode) : node;
   });
@@ -227,10 +248,15 @@ export function graphToDefinition(
   const positions = Object.fromEntries(nodes.map((n) => [n.data.name, { x: Math.round(n.position.x), y: Math.round(n.position.y) }]));
   const labels = Object.fromEntries(nodes.flatMap((n) => (n.data.label?.trim() ? [[n.data.name, n.data.label.trim()]] : [])));
   const notes = Object.fromEntries(nodes.flatMap((n) => (n.data.note?.trim() ? [[n.data.name, n.data.note.trim()]] : [])));
+  const branchLabels = Object.fromEntries(
+    nodes.flatMap((n) =>
+      n.type === 'branch' && n.data.branches.some((b) => b.label?.trim()) ? [[n.data.name, n.data.branches.map((b) => b.label?.trim() ?? '')]] : [],
+    ),
+  );
   const { entry, goal } = extras;
   return {
     definition: { steps, ...(entry ? { entry } : {}), ...(goal ? { goal } : {}), ...(stopAt ? { stopAt } : {}) },
-    draft: { positions, labels, ...(Object.keys(notes).length ? { notes } : {}) },
+    draft: { positions, labels, ...(Object.keys(notes).length ? { notes } : {}), ...(Object.keys(branchLabels).length ? { branchLabels } : {}) },
   };
 }
 

@@ -120,3 +120,61 @@ export function unfinishedRule(rule: RuleType): string | null {
   if (!FIELD_ROOTS.test(field)) return `“${field}” is not a field yet: fields start with profile., event.data., event.type, user or inCrowd`;
   return null;
 }
+
+const OPERATOR_WORDS: Record<string, string> = {
+  '=': '=',
+  '!=': '≠',
+  '<': '<',
+  '<=': '≤',
+  '>': '>',
+  '>=': '≥',
+  contains: 'contains',
+  beginsWith: 'starts with',
+  endsWith: 'ends with',
+  in: 'in',
+  notIn: 'not in',
+};
+
+const listItems = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : String(value ?? '').split(',')).map((item) => item.trim());
+const listText = (value: unknown) => listItems(value).join(', ');
+
+/** One rule as a marketer reads it: `plan = pro`, `amount ≥ 100`, `in vip`; an event type alone names the event. */
+function ruleSummary(rule: RuleType): string {
+  const operator = OPERATOR_WORDS[rule.operator] ?? rule.operator;
+  if (rule.field === IN_CROWD) return `${rule.operator === '!=' ? 'not in' : 'in'} ${listText(rule.value)}`;
+  if (rule.field === 'event.type') {
+    if (rule.operator === '=') return listText(rule.value);
+    if (rule.operator === 'in') return listItems(rule.value).join(' or ');
+    return `event ${operator} ${listText(rule.value)}`;
+  }
+  const field = String(rule.field).replace(/^(profile|event\.data)\./, '');
+  return `${field} ${operator} ${listText(rule.value)}`;
+}
+
+function groupSummary(group: RuleGroupType, nested: boolean): string {
+  const text = group.rules
+    .map((rule) => (typeof rule === 'string' ? rule : 'rules' in rule ? groupSummary(rule, true) : ruleSummary(rule)))
+    .filter((part) => part !== 'and' && part !== 'or')
+    .join(` ${group.combinator} `);
+  if (group.not) return group.rules.length > 1 ? `not (${text})` : `not ${text}`;
+  return nested && group.rules.length > 1 ? `(${text})` : text;
+}
+
+/**
+ * A condition in a few words for the canvas (`plan = pro`, `open and plan = pro`), from the rule tree the builder
+ * shows; CEL the builder cannot show is given as written. `true` is "else" (a branch that always holds).
+ */
+export function conditionSummary(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === 'true') return 'else';
+  const read = celToQuery(trimmed);
+  return read.ok && read.query.rules.length > 0 ? groupSummary(read.query, false) : trimmed;
+}
+
+/** Shortens a text for a label of limited room, cutting at a word where one is near the limit. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}

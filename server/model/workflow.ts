@@ -173,6 +173,8 @@ export const WorkflowDraft = z.strictObject({
   labels: z.record(z.string(), z.string().max(200)).default({}),
   /** Notes the team leaves on steps (canvas only, like labels). */
   notes: z.record(z.string(), z.string().max(2000)).optional(),
+  /** Names of a branch step's branches, in order ("Pro users"), drawn on their edges (canvas only, like labels). */
+  branchLabels: z.record(z.string(), z.array(z.string().max(60))).optional(),
 });
 export type WorkflowDraft = z.infer<typeof WorkflowDraft>;
 

@@ -177,10 +177,17 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
           <h3>Branches (tried in order)</h3>
           {branches.map((branch, i) => (
             <div key={i} className="branch-item" data-testid={`branch-${i}`}>
+              <Text
+                label={`Branch ${i + 1} name (shown on its edge)`}
+                value={branch.label}
+                onChange={(label) => update({ branches: branches.map((b, j) => (j === i ? { ...b, label } : b)) }, `branch-${i}-label`)}
+                placeholder={outputs[i]?.label}
+                testId="branch-label-input"
+              />
               <ConditionEditor
-                label={outputs[i]?.label === 'else' ? 'Else (always true)' : `If ${i + 1}`}
+                label={branch.condition.trim() === 'true' ? 'Else (always true)' : `If ${i + 1}`}
                 value={branch.condition}
-                onChange={(text) => update({ branches: branches.map((b, j) => (j === i ? { condition: text ?? '' } : b)) }, `branch-${i}`)}
+                onChange={(text) => update({ branches: branches.map((b, j) => (j === i ? { ...b, condition: text ?? '' } : b)) }, `branch-${i}`)}
               />
               <Target node={node} handle={`branch-${i}`} />
               {branches.length > 1 && (

@@ -3,7 +3,7 @@ import { BaseEdge, EdgeLabelRenderer, getSmoothStepPath, Handle, Position, type 
 import { memo, useEffect, useRef, useState } from 'react';
 import { createPortal } from 'react-dom';
 import { describeCron } from '../../server/model/cron';
-import { CANVAS_KINDS, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
+import { CANVAS_KINDS, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
 import { formatCount, formatShare } from '../ui';
 import { useCanvasInfo, useCounts } from './context';
 import { problemText } from './problems';
@@ -184,7 +184,11 @@ function StepNodeView(props: NodeProps<StepNode>) {
           const used = connected.some((e) => e.source === props.id && (e.sourceHandle ?? 'next') === h.id);
           return (
             <div key={h.id} className="output" style={{ left }}>
-              {h.label && !used && <span className="handle-label">{h.label}</span>}
+              {h.label && !used && (
+                <span className="handle-label" title={h.title} style={{ maxWidth: NODE_WIDTH / (handles.length + 1) - 4 }}>
+                  {h.label}
+                </span>
+              )}
               <Handle
                 type="source"
                 position={Position.Bottom}
@@ -207,10 +211,13 @@ const StepNodeMemo = memo(StepNodeView);
 /** Module scope, so React Flow never sees a new nodeTypes object. */
 export const nodeTypes = Object.fromEntries(CANVAS_KINDS.map((kind) => [kind, StepNodeMemo]));
 
-/** The label of the output an edge leaves from ("if 1", "else", "50%"); none for a single output. */
-function outputLabel(source: StepNode | undefined, handle: string | null | undefined): string | undefined {
-  return source ? outputHandles(source).find((h) => h.id === (handle ?? 'next'))?.label : undefined;
+/** The output an edge leaves from, with its label ("plan = pro", "else", "50%"); no label for a single output. */
+function outputOf(source: StepNode | undefined, handle: string | null | undefined): { label?: string; title?: string } {
+  return (source ? outputHandles(source).find((h) => h.id === (handle ?? 'next')) : undefined) ?? {};
 }
+
+/** Room between the turn of an edge and the step it enters, kept clear above that step for the label (px). */
+const LABEL_HALF_HEIGHT = 10;
 
 /**
  * Where an edge turns sideways. Outputs of one step turn at different heights, ordered so that none
@@ -230,19 +237,31 @@ function StepEdgeView(props: EdgeProps<FlowEdge>) {
   const source = useEditor((s) => s.nodes.find((n) => n.id === props.source));
   const targetName = useEditor((s) => s.nodes.find((n) => n.id === props.target)?.data.name);
   const firstOfPair = useEditor((s) => s.edges.find((e) => e.source === props.source && e.target === props.target)?.id === props.id);
-  const [path, labelX, labelY] = getSmoothStepPath({ ...props, borderRadius: 12, centerY: turnHeight(source, props) });
-  const label = outputLabel(source, props.sourceHandleId);
+  const centerY = turnHeight(source, props);
+  const [path, labelX, labelY] = getSmoothStepPath({ ...props, borderRadius: 12, centerY });
+  const { label, title } = outputOf(source, props.sourceHandleId);
   // counts are per step pair: two outputs into the same step share one number, drawn on the first of them
   const taken = source && targetName && firstOfPair ? counts?.edges[`${source.data.name}->${targetName}`] : undefined;
   if (label === undefined && taken === undefined)
     return <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined} />;
-  // an output's label sits where its edge leaves the step: the one place no two edges share
-  const [x, y] = label === undefined ? [labelX, labelY] : [props.sourceX, props.sourceY + 16];
+  // An output's label sits on the last stretch of its edge, just below where it turns towards its step: each output
+  // of a step turns towards a different step, so the labels stand apart, under the gap between the steps rather
+  // than over either one (at the outputs themselves, 55 px apart, a condition's words overlapped).
+  const downwards = label !== undefined && centerY !== undefined && props.targetY > props.sourceY;
+  const [x, y] = downwards
+    ? [props.targetX, Math.max(props.sourceY + LABEL_HALF_HEIGHT, Math.min(centerY + LABEL_HALF_HEIGHT + 2, props.targetY - LABEL_HALF_HEIGHT - 2))]
+    : [labelX, labelY];
   return (
     <>
       <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined} />
       <EdgeLabelRenderer>
-        <div className="edge-count" style={{ transform: `translate(-50%, -50%) translate(${x}px, ${y}px)` }} data-testid="edge-label" data-output={label ?? ''}>
+        <div
+          className="edge-count"
+          style={{ transform: `translate(-50%, -50%) translate(${x}px, ${y}px)` }}
+          title={title}
+          data-testid="edge-label"
+          data-output={label ?? ''}
+        >
           {label && <span className="edge-output">{label}</span>}
           {taken !== undefined && (
             <span data-testid="edge-count" className="edge-taken">

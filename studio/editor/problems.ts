@@ -32,7 +32,7 @@ export function fieldWords(node: StepNode | undefined, field: string): string {
   if (indexed) {
     const index = Number(indexed[2]);
     const label = node ? outputHandles(node)[index]?.label : undefined;
-    const name = indexed[1] === 'branches' ? capitalize(label ?? `if ${index + 1}`) : `Path ${index + 1}${label ? ` (${label})` : ''}`;
+    const name = indexed[1] === 'branches' ? (label === 'else' ? 'Else' : `If ${index + 1}`) : `Path ${index + 1}${label ? ` (${label})` : ''}`;
     const rest = indexed[3];
     return rest === 'condition' ? `${name} condition` : rest === 'next' ? name : `${name}${rest ? ` ${rest}` : ''}`;
   }

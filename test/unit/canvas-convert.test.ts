@@ -3,6 +3,7 @@ import { validateWorkflow } from '../../server/model/validate';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
 import {
+  branchLabel,
   canvasProblems,
   definitionToGraph,
   graphToDefinition,
@@ -63,7 +64,7 @@ describe('canvas ↔ definition', () => {
     };
     const { nodes, edges } = definitionToGraph(definition, null);
     expect(outputHandles(nodes[0])).toEqual([
-      { id: 'branch-0', label: 'if 1' },
+      { id: 'branch-0', label: 'purchase', title: 'event.type == "purchase"' },
       { id: 'timeout', label: 'after 2d' },
     ]);
     expect(graphToDefinition(nodes, edges).definition).toEqual(definition);
@@ -128,11 +129,35 @@ describe('canvas ↔ definition', () => {
   it('gives branch and split nodes one labelled output per path', () => {
     const { nodes } = definitionToGraph(EVERY_KIND, null);
     expect(outputHandles(nodes[1])).toEqual([
-      { id: 'branch-0', label: 'if 1' },
+      { id: 'branch-0', label: 'purchase', title: 'event.type == "purchase"' },
       { id: 'branch-1', label: 'else' },
     ]);
     expect(outputHandles(nodes[4]).map((h) => h.label)).toEqual(['30%', '70%']);
     expect(outputHandles(nodes[7])).toEqual([]);
+  });
+
+  it('labels a branch output with its name, else its condition in a few words, shortened to fit an edge', () => {
+    const branch = (condition: string, label?: string) => branchLabel({ condition, ...(label ? { label } : {}) }, 0);
+    expect(branch('event.type == "open" && profile.plan == "pro"')).toEqual({
+      label: 'open and plan = pro',
+      title: 'event.type == "open" && profile.plan == "pro"',
+    });
+    expect(branch('inCrowd("engaged") || (profile.country == "NL" && profile.age >= 30)').label).toBe('in engaged or (country =…');
+    expect(branch('event.data.amount >= 100 && inCrowd("vip")').label).toBe('amount ≥ 100 and in vip');
+    expect(branch('!inCrowd("vip")').label).toBe('not in vip');
+    expect(branch('profile.plan in ["free", "trial"]').label).toBe('plan in free, trial');
+    // CEL the rule builder cannot show is shown as written
+    expect(branch('size(event.data.items) > 2').label).toBe('size(event.data.items) > 2');
+    expect(branch('event.type == "open"', 'Opened the mail')).toEqual({ label: 'Opened the mail', title: 'Opened the mail: event.type == "open"' });
+    expect(branch('true')).toEqual({ label: 'else' });
+  });
+
+  it('keeps the names of branches in the draft, never in the definition', () => {
+    const { nodes, edges } = definitionToGraph(EVERY_KIND, { positions: {}, labels: {}, branchLabels: { choose: ['Bought', ''] } });
+    expect(outputHandles(nodes[1]).map((h) => h.label)).toEqual(['Bought', 'else']);
+    const saved = graphToDefinition(nodes, edges, EVERY_KIND.stopAt);
+    expect(saved.definition).toEqual(EVERY_KIND);
+    expect(saved.draft.branchLabels).toEqual({ choose: ['Bought', ''] });
   });
 
   it('a lone entry step keeps its output so the journey can be drawn on from it', () => {

@@ -1,0 +1,119 @@
+import type { Locator, Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { api, createTenant } from '../helpers/api';
+import { eventually, selectStep, useStudio } from './browser';
+
+// Reading the journey off the graph (issue 32 §2), as a marketer does on the running demo journey with a goal: each
+// branch edge says which users take it (the branch's name, or its condition in a few words) and how many did, without
+// running over a step at 1280 or 1024 px; what the goal achieved is on the canvas and in the side panel.
+
+let page: Page;
+let key: string;
+const studio = useStudio('journey-reading');
+const CROWD = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+
+const countOf = (step: string) => page.locator(`[data-step=${step}] [data-testid=step-count]`).getAttribute('data-count');
+const edgeLabels = () =>
+  page.locator('[data-testid=edge-label]').evaluateAll((labels) => labels.map((label) => [label.getAttribute('data-output'), label.textContent]));
+
+async function send(events: { user: number; type: string }[]) {
+  expect((await api('POST', '/events', { token: key, body: { events } })).status).toBe(202);
+}
+
+/** Edge labels lying over a step or over another label, as "label over step" (the page as it is drawn now). */
+function collisions(): Promise<string[]> {
+  return page.evaluate(() => {
+    const boxes = (selector: string, name: (element: Element) => string) =>
+      [...document.querySelectorAll(selector)].map((element) => ({ name: name(element), box: element.getBoundingClientRect() }));
+    const steps = boxes('[data-testid=step-node]', (element) => element.getAttribute('data-step') ?? '');
+    const labels = boxes('[data-testid=edge-label]', (element) => element.textContent ?? '');
+    const hit = (a: DOMRect, b: DOMRect) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    return labels.flatMap((label) => [
+      ...steps.filter((step) => hit(label.box, step.box)).map((step) => `“${label.name}” over step ${step.name}`),
+      ...labels.filter((other) => other !== label && hit(label.box, other.box)).map((other) => `“${label.name}” over “${other.name}”`),
+    ]);
+  });
+}
+
+/** Sets the window's size and fits the journey into the canvas, as the marketer would with the fit button. */
+async function windowOf(width: number, height: number) {
+  await page.setViewportSize({ width, height });
+  await page.locator('.react-flow__controls-fitview').click();
+  await page.evaluate(() => new Promise((done) => setTimeout(done, 400)));
+}
+
+/** Clicks into a box, empties it with the keyboard and types `text` key by key; the box keeps each key and the focus. */
+async function typeInto(box: Locator, text: string) {
+  await box.click();
+  await page.keyboard.press('ControlOrMeta+a');
+  await page.keyboard.press('Backspace');
+  for (let i = 1; i <= text.length; i++) {
+    await page.keyboard.type(text[i - 1]);
+    expect(await box.evaluate((element) => [(element as HTMLInputElement).value, element === document.activeElement])).toEqual([text.slice(0, i), true]);
+  }
+}
+
+describe('reading the journey off the graph', () => {
+  beforeAll(async () => {
+    const tenant = await createTenant(2);
+    const base = `/tenants/${tenant.name}`;
+    expect((await api('PUT', `${base}/crowds/launch`, { body: CROWD.join('\n'), headers: { 'content-type': 'text/plain' } })).status).toBe(201);
+    const definition = { ...welcomeJourney, goal: { condition: 'event.type == "purchase"' } };
+    const created = await api('POST', `${base}/workflows`, { body: { name: 'Welcome journey', definition, draft: welcomeJourneyDraft } });
+    expect(created.status).toBe(201);
+    expect((await api('POST', `${base}/workflows/${created.body.id}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
+    key = tenant.key;
+    page = await studio.open();
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(`/t/${tenant.name}/workflows/${created.body.id}`);
+  });
+
+  it('labels each branch edge with its condition in a few words and the users who took it, clear of the steps', async () => {
+    await eventually(() => countOf('welcome'), 20_000).toBe(String(CROWD.length));
+    // users 1 and 4 open the welcome mail (no plan: they go to "nurture"), users 2 and 3 buy (to "customer")
+    await send([
+      { user: 1, type: 'open' },
+      { user: 2, type: 'purchase' },
+      { user: 3, type: 'purchase' },
+      { user: 4, type: 'open' },
+    ]);
+    await eventually(() => countOf('customer'), 20_000).toBe('2');
+    await eventually(() => countOf('nurture')).toBe('2');
+    const welcomeOutputs = () => edgeLabels().then((labels) => labels.filter(([output]) => ['purchase', 'open and plan = pro', 'open'].includes(output ?? '')));
+    await eventually(welcomeOutputs).toEqual(
+      expect.arrayContaining([
+        ['purchase', 'purchase2'],
+        ['open and plan = pro', 'open and plan = pro'],
+        ['open', 'open2'],
+      ]),
+    );
+    expect(JSON.stringify(await edgeLabels())).not.toMatch(/if \d/);
+    // the full condition is a hover away
+    expect(await page.locator('[data-testid=edge-label][data-output="open and plan = pro"]').getAttribute('title')).toBe(
+      'event.type == "open" && profile.plan == "pro"',
+    );
+
+    await windowOf(1280, 800);
+    expect(await collisions()).toEqual([]);
+    await studio.shot('01-edge-labels-1280');
+    await windowOf(1024, 700);
+    expect(await collisions()).toEqual([]);
+    await studio.shot('02-edge-labels-1024');
+    await windowOf(1280, 800);
+  });
+
+  it('draws the name typed for a branch on its edge, and keeps it through a save', async () => {
+    await selectStep(page, 'welcome');
+    await typeInto(page.locator('[data-testid=branch-1] [data-testid=branch-label-input]'), 'Pro users who opened');
+    await eventually(() => page.locator('[data-testid=edge-label][data-output="Pro users who opened"]').count()).toBe(1);
+    await page.keyboard.press('Escape');
+    await page.getByTestId('save').click();
+    // a branch's name is canvas text, like a step's label: saved without a new version
+    await eventually(() => page.getByTestId('save-notice').textContent()).toContain('Saved');
+    await page.reload();
+    await page.locator('[data-step=welcome]').waitFor();
+    await eventually(() => page.locator('[data-testid=edge-label][data-output="Pro users who opened"]').count()).toBe(1);
+    expect(await collisions()).toEqual([]);
+  });
+});
