@@ -8,8 +8,8 @@ import type { Database } from '../storage/database';
 import { CountsSampler, downsampleCountsHistory, type SampledInstance } from './counts-history';
 import type { PartitionWorker } from './partition';
 import { LogTrimmer } from './store/log';
-import type { TenantRuntime } from './tenant';
-import { firingWaits, nextTimerDue, runTimersTogether, warmNextFirings } from './timers';
+import { Mutex, type TenantRuntime } from './tenant';
+import { firingWaits, nextTimerDue, runDueTimers, warmNextFirings } from './timers';
 
 /** The loop re-plans at least this often (engine clock), so nothing is missed for long. */
 const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
@@ -31,6 +31,7 @@ export interface TimerHost {
 
 export class TimerLoop {
   private readonly wakeup = new Wakeup();
+  private readonly tick = new Mutex();
   private loop: Promise<void> | undefined;
   private running = false;
   private housekeptAt = Number.NEGATIVE_INFINITY;
@@ -62,10 +63,17 @@ export class TimerLoop {
     this.wakeup.wake();
   }
 
-  /** Runs every due timer now, then samples counts where due (the loop does this by itself; tests call it after moving a ManualClock). */
-  async runDue(): Promise<void> {
-    for (const { runtime, workers } of await this.host.tenants()) await runTimersTogether(runtime.id, workers, this.host.clock.now());
-    await this.countsSampler.sampleIfDue(this.host.clock.now(), this.host.sampledInstances());
+  /**
+   * Runs every due timer now, then samples counts where due (the loop does this by itself; tests call it after moving
+   * a ManualClock). One tick at a time: which tenants are due is read outside their locks, so a tick must not look
+   * while another is between firing a tenant in memory and committing it.
+   */
+  runDue(): Promise<void> {
+    return this.tick.run(async () => {
+      const tenants = (await this.host.tenants()).map(({ runtime, workers }) => ({ id: runtime.id, workers }));
+      await runDueTimers(tenants, this.host.clock.now());
+      await this.countsSampler.sampleIfDue(this.host.clock.now(), this.host.sampledInstances());
+    });
   }
 
   /** History snapshots are kept 7 days (their expiresAt); the loop removes expired ones hourly. */

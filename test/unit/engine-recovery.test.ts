@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoaringBitmap32 } from '../../server/crowd/bitmap';
-import { runTimersTogether } from '../../server/engine/timers';
+import { runDueTimers } from '../../server/engine/timers';
 import { loadShard, loadShards } from '../../server/engine/recovery';
 import type { Shard } from '../../server/engine/shard';
 import { acquireLease } from '../../server/engine/store/leases';
@@ -190,6 +190,46 @@ describe('timer ticks', () => {
     for (let p = 0; p < h.partitions; p++) expect(shape((await loadShard(database(), id, p, instance.workflow)).shard)).toEqual(shape(instance.shards[p]!));
   });
 
+  it("commits many tenants' firings together, and one tenant's lost lease costs only that tenant's firing", async () => {
+    h = await startHarness(2);
+    const definition = {
+      steps: [
+        { name: 'hold', kind: 'timer' as const, cron: '0 0 * * * *', next: 'done' },
+        { name: 'done', kind: 'direct' as const },
+      ],
+    };
+    const tenants: Harness[] = [h];
+    for (let i = 0; i < 2; i++) {
+      const tenantId = newId('tn');
+      await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: 2 } });
+      tenants.push({ ...h, tenantId });
+    }
+    const ids: string[] = [];
+    for (const [i, tenant] of tenants.entries()) {
+      await crowd(tenant, 'c', range(1, 10 * (i + 1)));
+      ids.push(await start(tenant, await workflow(tenant, definition), 'c'));
+    }
+    // Another process takes the second tenant's partition 1 over; the tick runs for 13:00 directly (the engine's clock
+    // stays at 12:00, so its own timer loop stays out of the way).
+    const lost = tenants[1].tenantId;
+    await db().partitionState.update({ where: { tenantId_partition: { tenantId: lost, partition: 1 } }, data: { epoch: { increment: 1 } } });
+    const firing = await Promise.all(tenants.map(async ({ tenantId }) => ({ id: tenantId, workers: await h!.engine.workers(tenantId) })));
+    const fireAt = h.clock.now() + 3_600_000;
+    await expect(runDueTimers(firing, fireAt)).rejects.toThrow(/Lease of partition/);
+
+    const movedOf = async (instanceId: string) =>
+      (await db().journal.findMany({ where: { instanceId, fromStep: 'hold' } })).reduce((sum, m) => sum + Number(m.count), 0);
+    expect(h.engine.findRuntime(ids[0])!.counts().steps).toEqual({ hold: 0, done: 10 });
+    expect(h.engine.findRuntime(ids[2])!.counts().steps).toEqual({ hold: 0, done: 30 });
+    expect([await movedOf(ids[0]), await movedOf(ids[1]), await movedOf(ids[2])]).toEqual([10, 0, 30]);
+    // The tenant that lost its lease rebuilt its shards from the database, and the next tick fires it alone.
+    await expect.poll(() => h!.engine.findRuntime(ids[1])?.counts().steps, { timeout: 10_000 }).toEqual({ hold: 20, done: 0 });
+    await expect.poll(() => firing[1].workers.every((w) => w.lease !== null), { timeout: 10_000 }).toBe(true);
+    await runDueTimers(firing, fireAt);
+    expect(h.engine.findRuntime(ids[1])!.counts().steps).toEqual({ hold: 0, done: 20 });
+    expect([await movedOf(ids[0]), await movedOf(ids[1]), await movedOf(ids[2])]).toEqual([10, 20, 30]);
+  });
+
   it('moves every partition in one commit; when the commit fails, memory is rebuilt and the next tick moves each user once', async () => {
     h = await startHarness(3);
     const wf = await workflow(h, {
@@ -206,13 +246,13 @@ describe('timer ticks', () => {
     await db().partitionState.update({ where: { tenantId_partition: { tenantId: h.tenantId, partition: 1 } }, data: { epoch: { increment: 1 } } });
     const workers = await h.engine.workers(h.tenantId);
     const fireAt = h.clock.now() + 3_600_000;
-    await expect(runTimersTogether(h.tenantId, workers, fireAt)).rejects.toThrow(/Lease of partition/);
+    await expect(runDueTimers([{ id: h.tenantId, workers }], fireAt)).rejects.toThrow(/Lease of partition/);
     await expect.poll(() => workers.every((w) => w.lease !== null), { timeout: 10_000 }).toBe(true);
     // Each worker re-takes its lease first and rebuilds its shards from checkpoint + journal after: wait for both.
     await expect.poll(() => h!.engine.findRuntime(id)?.counts().steps, { timeout: 10_000 }).toEqual({ hold: 30, done: 0 });
     expect((await db().partitionState.findMany({ where: { tenantId: h.tenantId }, orderBy: { partition: 'asc' } })).map((p) => p.epoch)).toEqual([2, 3, 2]);
 
-    await runTimersTogether(h.tenantId, workers, fireAt);
+    await runDueTimers([{ id: h.tenantId, workers }], fireAt);
     expect(h.engine.findRuntime(id)!.counts().steps).toEqual({ hold: 0, done: 30 });
     const moved = await db().journal.findMany({ where: { instanceId: id, fromStep: 'hold' } });
     expect(moved.map((m) => Number(m.partition)).sort()).toEqual([0, 1, 2]);

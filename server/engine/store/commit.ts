@@ -55,31 +55,43 @@ function fence(database: Database, lease: Lease, offset?: number): RawStatement 
   });
 }
 
+/** Leases one fence statement lists at most (3 parameters each). */
+const LEASES_PER_FENCE = 1_000;
+
 /**
- * The fence of several leases of one tenant and owner (a timer tick or an operation over every partition) as ONE
- * statement: the same guard as `fence` for each lease, one round trip instead of one per partition (8 fences took
- * 4-30 ms of a 10M-user timer's commit on PostgreSQL under load).
+ * The fence of several leases of one owner (a timer tick or an operation over every partition, the timer firings of
+ * many tenants) as ONE statement: the same guard as `fence` for each lease, one round trip instead of one per
+ * partition (8 fences took 4-30 ms of a 10M-user timer's commit on PostgreSQL under load).
  */
 function fenceEach(database: Database, leases: Lease[]): RawStatement {
   return statement(database, (bind) => {
     const t = database.dialect.table('PartitionState');
-    const head = `INSERT INTO ${t} ("tenantId", "partition") SELECT ${bind(leases[0].tenantId)}, l."p"`;
-    const held = leases.map((lease) => `SELECT CAST(${bind(lease.partition)} AS INTEGER) AS "p", CAST(${bind(lease.epoch)} AS INTEGER) AS "e"`);
-    return `${head} FROM (${held.join(' UNION ALL ')}) l
-      WHERE NOT EXISTS (SELECT 1 FROM ${t} s WHERE s."tenantId" = ${bind(leases[0].tenantId)} AND s."owner" = ${bind(leases[0].owner)}
+    const held = leases.map(
+      (lease) =>
+        `SELECT CAST(${bind(lease.tenantId)} AS TEXT) AS "t", CAST(${bind(lease.partition)} AS INTEGER) AS "p", CAST(${bind(lease.epoch)} AS INTEGER) AS "e"`,
+    );
+    return `INSERT INTO ${t} ("tenantId", "partition") SELECT l."t", l."p" FROM (${held.join(' UNION ALL ')}) l
+      WHERE NOT EXISTS (SELECT 1 FROM ${t} s WHERE s."tenantId" = l."t" AND s."owner" = ${bind(leases[0].owner)}
         AND s."partition" = l."p" AND s."epoch" = l."e"${database.dialect.lockFoundRows})`;
   });
 }
 
 /** Every lease's fence; the first lease also guards the offset the commit moves. */
 function fences(database: Database, leases: Lease[], offset?: number): RawStatement[] {
+  if (leases.length === 0) return [];
   const [first, ...rest] = leases;
-  const together = rest.length > 0 && rest.every((lease) => lease.tenantId === first.tenantId && lease.owner === first.owner);
-  if (!together) return leases.map((lease, i) => fence(database, lease, i === 0 ? offset : undefined));
-  return offset === undefined ? [fenceEach(database, leases)] : [fence(database, first, offset), fenceEach(database, rest)];
+  const guarded = offset === undefined ? [] : [fence(database, first, offset)];
+  const together = offset === undefined ? leases : rest;
+  if (together.some((lease) => lease.owner !== first.owner)) return [...guarded, ...together.map((lease) => fence(database, lease))];
+  const out = guarded;
+  for (let at = 0; at < together.length; at += LEASES_PER_FENCE) out.push(fenceEach(database, together.slice(at, at + LEASES_PER_FENCE)));
+  return out;
 }
 
 const JOURNAL_ROWS_PER_STATEMENT = 20_000;
+/** Bulk moves per statement: 11 parameters each, and their bitmaps' bytes bounded. */
+const BULK_ROWS_PER_STATEMENT = 1_000;
+const BULK_BYTES_PER_STATEMENT = 32 * 1024 * 1024;
 /** The PostgreSQL advisory lock key of journal writers. */
 const JOURNAL_LOCK = 7300400001;
 
@@ -90,18 +102,30 @@ const JOURNAL_LOCK = 7300400001;
  * that reads the max seq) serializes journal writers, so seq order is commit order and a reader after cursor N never
  * misses a later-committing smaller seq.
  */
-function insertJournal(database: Database, tenantId: string, moves: JournalMove[]): RawStatement[] {
+function insertJournal(database: Database, parts: TenantMoves[]): RawStatement[] {
+  const entries = parts.flatMap(({ tenantId, moves }) => moves.map((move) => ({ tenantId, move })));
   const out: RawStatement[] = [];
-  // Consecutive single-user moves go as one JSON statement; a bulk move binds its bitmap bytes directly. Statements
-  // run in move order, each continuing the seqs, so seq order is move order.
-  for (let start = 0; start < moves.length; ) {
-    if (moves[start].bitmap) {
-      out.push(insertBulkMove(database, tenantId, moves[start++]));
-      continue;
+  // Consecutive bulk moves (of any tenant) go as one multi-row statement binding their bitmap bytes; consecutive
+  // single-user moves of one tenant as one JSON statement. Statements run in move order, each continuing the seqs,
+  // so seq order is move order.
+  for (let start = 0; start < entries.length; ) {
+    let end = start + 1;
+    if (entries[start].move.bitmap) {
+      let bytes = entries[start].move.bitmap!.byteLength;
+      while (end < entries.length && entries[end].move.bitmap && end - start < BULK_ROWS_PER_STATEMENT && bytes < BULK_BYTES_PER_STATEMENT)
+        bytes += entries[end++].move.bitmap!.byteLength;
+      out.push(insertBulkMoves(database, entries.slice(start, end)));
+    } else {
+      const tenantId = entries[start].tenantId;
+      while (end < entries.length && !entries[end].move.bitmap && entries[end].tenantId === tenantId && end - start < JOURNAL_ROWS_PER_STATEMENT) end++;
+      out.push(
+        insertSingleMoves(
+          database,
+          tenantId,
+          entries.slice(start, end).map((e) => e.move),
+        ),
+      );
     }
-    let end = start;
-    while (end < moves.length && !moves[end].bitmap && end - start < JOURNAL_ROWS_PER_STATEMENT) end++;
-    out.push(insertSingleMoves(database, tenantId, moves.slice(start, end)));
     start = end;
   }
   return out;
@@ -133,14 +157,19 @@ function insertSingleMoves(database: Database, tenantId: string, moves: JournalM
   });
 }
 
-function insertBulkMove(database: Database, tenantId: string, m: JournalMove): RawStatement {
-  const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
-  return statement(
-    database,
-    (bind) =>
-      `INSERT INTO ${database.dialect.table('Journal')} (${journalColumns()})
-        VALUES (${nextSeqSql(database)} + 1, ${[tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs].map(bind).join(', ')})`,
-  );
+/**
+ * Bulk moves as one multi-row INSERT: every row's seq is the journal's max (read once, with the statement's snapshot)
+ * plus its position.
+ */
+function insertBulkMoves(database: Database, entries: { tenantId: string; move: JournalMove }[]): RawStatement {
+  return statement(database, (bind) => {
+    const rows = entries.map(({ tenantId, move: m }, i) => {
+      const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
+      const values = [tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs];
+      return `(${nextSeqSql(database)} + ${i + 1}, ${values.map(bind).join(', ')})`;
+    });
+    return `INSERT INTO ${database.dialect.table('Journal')} (${journalColumns()}) VALUES ${rows.join(', ')}`;
+  });
 }
 
 /** A checkpoint includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
@@ -155,6 +184,11 @@ function writeCheckpoint(database: Database, cp: CheckpointWrite): RawStatement 
        ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data",
          "updatedAt" = CURRENT_TIMESTAMP, "unjournaled" = ${t}."unjournaled" + ${cp.unjournaled ? 1 : 0}`,
   );
+}
+
+export interface TenantMoves {
+  tenantId: string;
+  moves: JournalMove[];
 }
 
 export interface BatchCommit {
@@ -173,12 +207,24 @@ export interface BatchCommit {
   extra?: RawStatement[];
 }
 
-/** Commits journal rows, the new offset and checkpoints atomically, fenced by the leases. */
-export async function commitBatch(database: Database, tenantId: string, commit: BatchCommit): Promise<void> {
+/** One tenant's commit among several committed together (commitTogether). */
+export interface TenantCommit {
+  tenantId: string;
+  commit: Omit<BatchCommit, 'also'>;
+}
+
+/**
+ * The statements of one transaction committing every given tenant's batch: all fences first (one statement for the
+ * leases of one owner), then the journal lock once, then every journal row, checkpoint and timer plan.
+ */
+function commitStatements(database: Database, commits: TenantCommit[]): RawStatement[] {
   const statements: RawStatement[] = [];
-  statements.push(...fences(database, commit.leases, commit.offsets?.from));
-  if (commit.offsets) {
+  const unguarded = commits.filter(({ commit }) => !commit.offsets).flatMap(({ commit }) => commit.leases);
+  statements.push(...fences(database, unguarded));
+  for (const { commit } of commits) {
+    if (!commit.offsets) continue;
     const lease = commit.leases[0];
+    statements.push(...fences(database, commit.leases, commit.offsets.from));
     statements.push(
       statement(
         database,
@@ -191,17 +237,30 @@ export async function commitBatch(database: Database, tenantId: string, commit: 
   // commit holds it for its journal and checkpoint statements only, and one without either never waits for it. The
   // fences above keep their lease rows locked meanwhile, so waiting here cannot let a takeover in.
   const journalLock = database.dialect.serializeWriters(JOURNAL_LOCK);
-  const readsMaxSeq = commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0 || (commit.timerPlans?.length ?? 0) > 0;
+  const readsMaxSeq = commits.some(({ commit }) => commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0 || (commit.timerPlans?.length ?? 0) > 0);
   if (journalLock && readsMaxSeq) statements.push(journalLock);
-  statements.push(...insertJournal(database, tenantId, commit.moves));
-  for (const cp of commit.checkpoints ?? [])
-    statements.push(
-      writeCheckpoint(database, cp),
-      deleteConversions(database, cp.instanceId, cp.partition),
-      deleteTimerPlan(database, cp.instanceId, cp.partition),
-    );
-  for (const plan of commit.timerPlans ?? []) statements.push(writeTimerPlan(database, plan));
-  statements.push(...(commit.extra ?? []));
+  statements.push(
+    ...insertJournal(
+      database,
+      commits.map(({ tenantId, commit }) => ({ tenantId, moves: commit.moves })),
+    ),
+  );
+  for (const { commit } of commits) {
+    for (const cp of commit.checkpoints ?? [])
+      statements.push(
+        writeCheckpoint(database, cp),
+        deleteConversions(database, cp.instanceId, cp.partition),
+        deleteTimerPlan(database, cp.instanceId, cp.partition),
+      );
+    for (const plan of commit.timerPlans ?? []) statements.push(writeTimerPlan(database, plan));
+    statements.push(...(commit.extra ?? []));
+  }
+  return statements;
+}
+
+/** Commits journal rows, the new offset and checkpoints atomically, fenced by the leases. */
+export async function commitBatch(database: Database, tenantId: string, commit: BatchCommit): Promise<void> {
+  const statements = commitStatements(database, [{ tenantId, commit }]);
   try {
     if (commit.also) {
       const also = commit.also;
@@ -219,6 +278,15 @@ export async function commitBatch(database: Database, tenantId: string, commit: 
     if (isFenceViolation(error)) throw new LeaseLostError(commit.leases[0]);
     throw error;
   }
+}
+
+/**
+ * Commits several tenants' batches in ONE transaction: one journal lock and one COMMIT for all of them (the timer
+ * firings of a minute over many tenants). All or nothing: a lost lease of any one fails the whole; the caller then
+ * commits them one by one (commitBatch) to find which.
+ */
+export async function commitTogether(database: Database, commits: TenantCommit[]): Promise<void> {
+  await (await database.raw()).transaction(commitStatements(database, commits));
 }
 
 function isFenceViolation(error: unknown): boolean {
