@@ -4,7 +4,7 @@ import { eventDataComparison, eventTypeEquality, profileEquality, profileMembers
 import { conditionEnvironment, withMembership } from './environment';
 import { charge, runtimeCost } from './cost';
 import { checkCondition, refusalMessage, type CheckedCondition, type CheckRules } from './gate';
-import type { BitmapPlan, PlanScalar } from './plan';
+import { narrowingPlanOf, type BitmapPlan, type PlanScalar } from './plan';
 import { profileComparison } from './profile-predicate';
 import { withRe2Matches } from './regex';
 
@@ -27,8 +27,11 @@ export interface CompiledCondition {
    * ConditionCostExceeded, when an event's evaluation would exceed the runtime cost budget.
    */
   predicate(input: ConditionInput, crowds: CrowdMembership): boolean;
-  /** Non-null only when the condition uses nothing but inCrowd, profile ==, !=, in, <, <=, >, >=, has(), timestamp comparisons, &&, ||, !, true/false. */
+  /** Non-null only when the condition uses nothing but inCrowd, profile ==, !=, in, <, <=, >, >=, has(), timestamp comparisons, `user` compared
+   * with int literals, &&, ||, !, true/false. */
   plan: BitmapPlan | null;
+  /** The plan of the conjuncts that have one (plan.ts narrowingPlanOf): the users a per-user pass need look at. */
+  narrowing: BitmapPlan | null;
   usesEvent: boolean;
   usesProfile: boolean;
   usesNow: boolean;
@@ -211,6 +214,7 @@ export function compileCondition(condition: CheckedCondition): CompiledCondition
     text,
     predicate: (input: ConditionInput, crowds: CrowdMembership) => root({ input, crowds, context: null, spent: 0 }),
     plan,
+    narrowing: plan ?? narrowingPlanOf(parsed.ast),
     usesEvent: usage.usesEvent,
     usesProfile: usage.usesProfile,
     usesNow: usage.usesNow,

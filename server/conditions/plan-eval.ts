@@ -26,6 +26,8 @@ export function evaluatePlan(plan: BitmapPlan, resolver: PlanResolver, universe:
       return new Bitmap();
     case 'crowd':
       return Bitmap.and(universe, resolver.crowd(plan.name));
+    case 'userRange':
+      return usersInRange(universe, plan.from, plan.to);
     case 'profileIn':
       if (plan.values.length === 0) return new Bitmap();
       return unionDisposing(plan.values.map((value) => resolver.profile({ op: 'profileEq', field: plan.field, value }, universe)));
@@ -57,6 +59,20 @@ export function evaluatePlan(plan: BitmapPlan, resolver: PlanResolver, universe:
       return rest;
     }
   }
+}
+
+/**
+ * The users of `universe` from `from` to `to` (both included): an AND with the range clipped to the universe's own,
+ * so that `user == 1 || user == 2 || …` costs a few tiny bitmaps, not a copy of the universe per ID.
+ */
+function usersInRange(universe: ReadonlyRoaringBitmap32, from: number, to: number): RoaringBitmap32 {
+  const low = Math.max(from, universe.minimum());
+  const high = Math.min(to, universe.maximum());
+  if (low > high) return new Bitmap();
+  const range = new Bitmap().addRange(low, high + 1);
+  const inRange = Bitmap.and(universe, range);
+  range.dispose();
+  return inRange;
 }
 
 /** The union of bitmaps the caller owns, which are disposed. */

@@ -1,5 +1,5 @@
-// Bitmap plans: the part of the condition language that runs as bitmap algebra over crowds and the tenant's profile
-// index (server/profiles/index-*.ts) instead of a per-user loop. A plan gives exactly the users for which the
+// Bitmap plans: the part of the condition language that runs as bitmap algebra over crowds, ranges of user IDs and the
+// tenant's profile index (server/profiles/index-*.ts) instead of a per-user loop. A plan gives exactly the users for which the
 // per-user predicate is true, including CEL's "a missing value or a type mismatch makes the comparison false".
 // Browser-safe (the canvas validates conditions with it): evaluation, which needs roaring, is in plan-eval.ts.
 import type { ASTNode } from '@marcbachmann/cel-js';
@@ -9,6 +9,7 @@ export type PlanScalar = string | number | boolean;
 export type PlanComparison = '<' | '<=' | '>' | '>=';
 
 /**
+ * `userRange` is the user IDs from `from` to `to`, both included (never empty: an empty range is `none`).
  * Profile leaves name a path key (server/profiles/index-tenant.ts pathKey: a top-level attribute is its own name).
  * `profileCmp` compares numbers, `profileTime` compares `timestamp(profile.x)` with a timestamp literal (ms).
  */
@@ -21,6 +22,7 @@ export type BitmapPlan =
   | { op: 'profileHas'; field: string }
   | { op: 'profileCmp'; field: string; cmp: PlanComparison; value: number }
   | { op: 'profileTime'; field: string; cmp: PlanComparison | '=='; at: number }
+  | { op: 'userRange'; from: number; to: number }
   | { op: 'and' | 'or'; args: BitmapPlan[] }
   | { op: 'not'; arg: BitmapPlan };
 
@@ -81,7 +83,53 @@ function sides<T, V>(node: ASTNode, field: (n: ASTNode) => T | null, value: (n: 
   return null;
 }
 
+/** The highest user ID: users are uint32. */
+const MAX_USER = 0xffff_ffff;
+
+/** A CEL int literal, optionally negated (doubles and uints stay per user: cel-js compares them its own way). */
+function intLiteral(node: ASTNode): bigint | null {
+  if (node.op === 'value') return typeof node.args === 'bigint' ? node.args : null;
+  return node.op === '-_' && node.args.op === 'value' && typeof node.args.args === 'bigint' ? -node.args.args : null;
+}
+
+function isUser(node: ASTNode): true | null {
+  return node.op === 'id' && node.args === 'user' ? true : null;
+}
+
+/** The users from `from` to `to` (clamped to uint32), or none when no user ID lies between them. */
+function userRange(from: bigint, to: bigint): BitmapPlan {
+  const low = from < 0n ? 0n : from;
+  const high = to > BigInt(MAX_USER) ? BigInt(MAX_USER) : to;
+  return low > high ? { op: 'none' } : { op: 'userRange', from: Number(low), to: Number(high) };
+}
+
+/** `user <op> n` with an int literal n (either side): a range of user IDs. */
+function userComparisonPlan(node: ASTNode): BitmapPlan | null {
+  const found = sides(node, isUser, intLiteral);
+  if (!found) return null;
+  const cmp = found.mirrored ? MIRRORED[node.op as PlanComparison] : (node.op as PlanComparison);
+  const bound = found.value;
+  switch (cmp) {
+    case '<':
+      return userRange(0n, bound - 1n);
+    case '<=':
+      return userRange(0n, bound);
+    case '>':
+      return userRange(bound + 1n, BigInt(MAX_USER));
+    case '>=':
+      return userRange(bound, BigInt(MAX_USER));
+  }
+}
+
+/** `user == n` and `user in [n, …]` with int literals: single-user ranges. */
+function userEqualityPlan(node: ASTNode): BitmapPlan | null {
+  const found = sides(node, isUser, intLiteral);
+  return found && userRange(found.value, found.value);
+}
+
 function comparisonPlan(node: ASTNode): BitmapPlan | null {
+  const users = userComparisonPlan(node);
+  if (users) return users;
   const op = node.op as PlanComparison;
   const numeric = sides(node, profilePath, literal);
   if (numeric) {
@@ -95,6 +143,8 @@ function comparisonPlan(node: ASTNode): BitmapPlan | null {
 }
 
 function equalityPlan(node: ASTNode): BitmapPlan | null {
+  const user = userEqualityPlan(node);
+  if (user) return user;
   const scalar = sides(node, profilePath, literal);
   if (scalar) return { op: 'profileEq', field: pathKey(scalar.field), value: scalar.value };
   const time = sides(node, timestampOfProfile, timestampLiteral);
@@ -135,6 +185,9 @@ export function planOf(node: ASTNode): BitmapPlan | null {
     case '==':
       return equalityPlan(node);
     case '!=': {
+      // Every user has an ID, so `user != n` is the complement of `user == n`.
+      const user = userEqualityPlan(node);
+      if (user) return { op: 'not', arg: user };
       // CEL: a present value of any other type or value is unequal; a missing one makes the comparison false.
       const equality = sides(node, profilePath, literal);
       if (!equality) return null;
@@ -154,6 +207,11 @@ export function planOf(node: ASTNode): BitmapPlan | null {
       return comparisonPlan(node);
     case 'in': {
       if (node.args[1].op !== 'list') return null;
+      if (isUser(node.args[0])) {
+        const ids = (node.args[1].args as ASTNode[]).map(intLiteral);
+        if (ids.some((id) => id === null)) return null;
+        return { op: 'or', args: (ids as bigint[]).map((id) => userRange(id, id)) };
+      }
       const path = profilePath(node.args[0]);
       const values = (node.args[1].args as ASTNode[]).map(literal);
       if (path === null || values.some((value) => value === null)) return null;
@@ -162,4 +220,20 @@ export function planOf(node: ASTNode): BitmapPlan | null {
     default:
       return null;
   }
+}
+
+/**
+ * The plan of the conjuncts of `node` that have one (`a && f(b) && c` → a AND c), or null when none has. Every user
+ * the whole condition matches is in it (CEL: false && anything is false), so a per-user pass need only look at its
+ * users; for a condition with a plan it is that plan.
+ */
+export function narrowingPlanOf(node: ASTNode): BitmapPlan | null {
+  if (node.op !== '&&') return planOf(node);
+  const args: BitmapPlan[] = [];
+  for (const child of node.args) {
+    const plan = narrowingPlanOf(child);
+    if (plan?.op === 'and') args.push(...plan.args);
+    else if (plan) args.push(plan);
+  }
+  return args.length === 0 ? null : { op: 'and', args };
 }

@@ -1,22 +1,24 @@
 // Audience estimates: how many users a condition matches right now, computed as a bitmap plan over the tenant's
-// crowds and profile index, or per user on a bounded sample when it has no plan, within the query deadline
+// crowds, user ID ranges and profile index, or per user when it has no plan: over the users its planned conjuncts
+// leave, all of them or a uniform random sample with an interval (estimate.ts), within the query deadline
 // (server/conditions/deadline.ts). Explanations are in explain.ts; the tenant's indexed fields here too.
 import { z } from 'zod';
-import { systemClock } from '../clock';
-import { compileCondition, requireCondition } from '../conditions/compile';
+import { systemClock, type Clock } from '../clock';
+import { compileCondition, requireCondition, type CompiledCondition } from '../conditions/compile';
 import { QueryDeadline, usersPerCheckpoint, type DeadlineOptions } from '../conditions/deadline';
 import { MAX_CONDITION_LENGTH } from '../conditions/gate';
-import { evaluateIndexedPlan, planResolver } from '../conditions/profile-index';
+import { evaluateIndexedPlan, planResolver, type ProfileIndex } from '../conditions/profile-index';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { loadCrowd, RoaringBitmap32 } from '../crowd';
 import { CrowdName } from '../crowd/store';
 import { notFound } from '../errors';
+import { countInterval, exactCount, sampleRanks, type CountInterval } from './estimate';
 import { profileIndex } from './index-store';
 import type { Database } from '../storage/database';
 
 export type { StepConditionExplanation } from './explain';
 
-/** Users evaluated one by one when a condition has no plan; past it the count is scaled up from this sample. */
+/** Users evaluated one by one when a condition has no plan; past it they are a random sample (estimate.ts). */
 export const MAX_PER_USER_AUDIENCE = 100_000;
 
 export const AudienceBody = z.strictObject({
@@ -32,9 +34,13 @@ export const AudienceBody = z.strictObject({
 });
 
 export type AudienceResult = {
-  /** Users matching (exact with a plan; an estimate scaled from `evaluated` users otherwise). */
+  /** Users matching: exact when `exact`, otherwise estimated from `evaluated` users drawn at random. */
   count: number;
-  /** The first matching user IDs, ascending. */
+  /** The true count lies in [low, high] with probability `confidence` (low = high = count when exact). */
+  low: number;
+  high: number;
+  confidence: number;
+  /** The first matching user IDs among those evaluated, ascending. */
   sample: number[];
   /** The users the condition was evaluated over: the crowd, or the users with a profile plus the crowds the condition names. */
   universe: number;
@@ -60,7 +66,13 @@ async function crowdsOf(database: Database, tenantId: string, names: string[]): 
 /** Users whose profiles are read back from the index at a time in the per-user path. */
 const PROFILE_SLICE = 4_096;
 
-export type AudienceOptions = Partial<DeadlineOptions> & { now?: number };
+export type AudienceOptions = Partial<DeadlineOptions> & {
+  now?: number;
+  /** Where the sample's randomness comes from (tests pass a seeded one); Math.random otherwise. */
+  random?: () => number;
+  /** MAX_PER_USER_AUDIENCE unless a test says otherwise. */
+  maxPerUser?: number;
+};
 
 export async function estimateAudience(
   database: Database,
@@ -87,43 +99,68 @@ export async function estimateAudience(
   }
   // Taken now: the per-user path yields the thread, and profile writes may change the index's bitmap meanwhile.
   const universeSize = universe.size;
-  const finish = (matched: RoaringBitmap32, count: number, mode: AudienceResult['mode'], evaluated: number): AudienceResult => ({
-    count,
+  const resolver = planResolver((name) => crowds.get(name), index);
+  const finish = (matched: RoaringBitmap32, interval: CountInterval, mode: AudienceResult['mode'], evaluated: number): AudienceResult => ({
+    ...interval,
     sample: [...firstUsers(matched, body.sample)],
     universe: universeSize,
     mode,
-    exact: evaluated === universeSize,
+    exact: interval.confidence === 1,
     evaluated,
     ms: Math.round((performance.now() - started) * 100) / 100,
   });
   if (condition.plan) {
-    const matched = evaluateIndexedPlan(
-      condition.plan,
-      planResolver((name) => crowds.get(name), index),
-      universe,
-    );
-    const result = finish(matched, matched.size, 'plan', universeSize);
+    const matched = evaluateIndexedPlan(condition.plan, resolver, universe);
+    const result = finish(matched, exactCount(matched.size), 'plan', universeSize);
     matched.dispose(); // 1.25 MB at 10M users: see evaluatePlan on why it is not left to the collector
     return result;
   }
+  // Only the users the planned conjuncts leave can match: the rest need no per-user look.
+  // A copy either way: the sample reads users by rank while profile writes may change the index's own bitmap.
+  const candidates = condition.narrowing ? evaluateIndexedPlan(condition.narrowing, resolver, universe) : universe.clone();
+  try {
+    const { matched, evaluated } = await evaluatePerUser(condition, checked.cost, candidates, crowds, index, { ...options, clock, now });
+    return finish(RoaringBitmap32.from(matched), countInterval(matched.length, evaluated, candidates.size), 'per-user', evaluated);
+  } finally {
+    candidates.dispose();
+  }
+}
+
+/**
+ * The condition evaluated per user over `candidates`: all of them, or a uniform random sample of maxPerUser of
+ * them, taken a slice at a time (rank → user by select) so that the deadline meters the sampling too.
+ */
+async function evaluatePerUser(
+  condition: CompiledCondition,
+  costPerUser: number,
+  candidates: RoaringBitmap32,
+  crowds: Map<string, RoaringBitmap32 | undefined>,
+  index: ProfileIndex,
+  options: AudienceOptions & { clock: Pick<Clock, 'now'>; now: number },
+): Promise<{ matched: number[]; evaluated: number }> {
+  const population = candidates.size;
+  const limit = options.maxPerUser ?? MAX_PER_USER_AUDIENCE;
+  const ranks = population > limit ? sampleRanks(population, limit, options.random ?? Math.random) : null;
+  const total = ranks ? ranks.length : population;
   // The deadline covers the evaluation, not loading the index and crowds (a first call after a restart reads them).
-  const deadline = new QueryDeadline('The audience estimate', { clock, deadlineMs: options.deadlineMs });
-  const users = firstUsers(universe, MAX_PER_USER_AUDIENCE);
+  const deadline = new QueryDeadline('The audience estimate', options);
   const keys = profileKeysRead(condition.text) ?? undefined;
   const membership = { has: (name: string, user: number) => crowds.get(name)?.has(user) ?? false };
-  const step = usersPerCheckpoint(checked.cost);
+  const step = usersPerCheckpoint(costPerUser);
+  const everyone = ranks ? null : firstUsers(candidates, population);
   const matched: number[] = [];
-  for (let from = 0; from < users.length; from += PROFILE_SLICE) {
-    const slice = users.subarray(from, from + PROFILE_SLICE);
+  for (let from = 0; from < total; from += PROFILE_SLICE) {
+    const slice = everyone
+      ? everyone.subarray(from, from + PROFILE_SLICE)
+      : ranks!.subarray(from, from + PROFILE_SLICE).map((rank) => candidates.select(rank)!);
     const profiles = condition.usesProfile ? index.materialize(RoaringBitmap32.from(slice), keys) : null;
     for (let i = 0; i < slice.length; i++) {
-      if (i % step === 0) await deadline.checkpoint(() => `${(from + i).toLocaleString('en-US')} of ${users.length.toLocaleString('en-US')} users evaluated`);
+      if (i % step === 0) await deadline.checkpoint(() => `${(from + i).toLocaleString('en-US')} of ${total.toLocaleString('en-US')} users evaluated`);
       const user = slice[i];
-      if (condition.predicate({ user, now, profile: profiles?.get(user) }, membership)) matched.push(user);
+      if (condition.predicate({ user, now: options.now, profile: profiles?.get(user) }, membership)) matched.push(user);
     }
   }
-  const count = users.length === universeSize ? matched.length : Math.round((matched.length * universeSize) / Math.max(1, users.length));
-  return finish(RoaringBitmap32.from(matched), count, 'per-user', users.length);
+  return { matched, evaluated: total };
 }
 
 export type FieldSummary = {

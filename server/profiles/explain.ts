@@ -40,10 +40,16 @@ function leafNote(index: ProfileIndex, plan: Extract<BitmapPlan, { field: string
   }
 }
 
-function planLeaves(plan: BitmapPlan, out: Array<Extract<BitmapPlan, { field: string }>> = []) {
+type UserRange = Extract<BitmapPlan, { op: 'userRange' }>;
+
+function userRangeNote({ from, to }: UserRange): string {
+  return from === to ? `user == ${from}: one user ID` : `user ${from}–${to}: a range of user IDs (one AND with the range, no per-user loop)`;
+}
+
+function planLeaves(plan: BitmapPlan, out: Array<Extract<BitmapPlan, { field: string }> | UserRange> = []) {
   if (plan.op === 'and' || plan.op === 'or') for (const arg of plan.args) planLeaves(arg, out);
   else if (plan.op === 'not') planLeaves(plan.arg, out);
-  else if ('field' in plan) out.push(plan);
+  else if ('field' in plan || plan.op === 'userRange') out.push(plan);
   return out;
 }
 
@@ -52,7 +58,7 @@ export type ConditionExplanation = { mode: 'plan' | 'per-user'; reason: string; 
 /** Whether a condition runs as a bitmap plan over the tenant's index, or per user, and why. */
 export function explainCondition(condition: CompiledCondition, index: ProfileIndex): ConditionExplanation {
   if (condition.plan) {
-    const leaves = planLeaves(condition.plan).map((leaf) => leafNote(index, leaf));
+    const leaves = planLeaves(condition.plan).map((leaf) => (leaf.op === 'userRange' ? userRangeNote(leaf) : leafNote(index, leaf)));
     const scans = leaves.filter((note) => note.includes('scan of'));
     return {
       mode: 'plan',
@@ -68,7 +74,8 @@ export function explainCondition(condition: CompiledCondition, index: ProfileInd
   if (condition.usesNow) reasons.push('it reads now outside a timestamp(profile.x) comparison with a literal');
   if (reasons.length === 0)
     reasons.push(
-      'a part of it has no bitmap form (plans cover inCrowd, profile ==, !=, in, <, <=, >, >=, has(), timestamp(profile.x) compared with timestamp("…"), &&, ||, !)',
+      'a part of it has no bitmap form (plans cover inCrowd, profile ==, !=, in, <, <=, >, >=, has(), timestamp(profile.x) compared with timestamp("…"), ' +
+        'user compared with int literals, &&, ||, !)',
     );
   return { mode: 'per-user', reason: `per user, profiles read from the in-memory index: ${reasons.join('; ')}`, leaves: [] };
 }

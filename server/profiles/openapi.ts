@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { operation } from '../http/openapi-kit';
 import { QUERY_DEADLINE_MS } from '../conditions/deadline';
 import { AudienceBody, MAX_PER_USER_AUDIENCE } from './audience';
+import { AUDIENCE_CONFIDENCE } from './estimate';
 import { ExplainBody } from './explain';
 import { MAX_DISTINCT_STRINGS } from './index-field';
 import { IMPORT_CHUNK_LINES } from './import';
@@ -25,12 +26,15 @@ const FieldSummary = z.object({
   numbers: z.object({ scale: z.number(), bitSlices: z.number() }).nullable(),
 });
 const AudienceResult = z.object({
-  count: z.number(),
-  sample: z.array(z.number()),
+  count: z.number().describe('Users matching: exact when `exact`, otherwise the share matching in a uniform random sample times the users sampled from'),
+  low: z.number().describe('The interval the true count lies in with probability `confidence`: equal to `count` when `exact`'),
+  high: z.number().describe('See `low`'),
+  confidence: z.number().describe(`${AUDIENCE_CONFIDENCE} for a sampled estimate (Wilson score interval with continuity correction), 1 when exact`),
+  sample: z.array(z.number()).describe('The first matching user IDs among those evaluated, ascending'),
   universe: z.number(),
   mode: z.enum(['plan', 'per-user']),
   exact: z.boolean(),
-  evaluated: z.number(),
+  evaluated: z.number().describe('Users the condition was evaluated for one by one (the universe with a plan)'),
   ms: z.number(),
 });
 const Explanation = z.object({
@@ -113,9 +117,11 @@ export const paths: Record<string, object> = {
   '/tenants/{tenant}/audience': {
     post: operation({
       summary:
-        `How many users a condition matches now, and the first of them: a bitmap plan over crowds and the profile index when the condition ` +
-        `has one (exact), else per user over the first ${MAX_PER_USER_AUDIENCE} users of the universe (count scaled up, exact=false). The ` +
-        `universe is the crowd given, else the users with a profile plus the crowds the condition names. Needs the read scope.`,
+        `How many users a condition matches now, and the first of them: a bitmap plan over crowds, user ID ranges and the profile index when ` +
+        `the condition has one (exact), else per user over the users its planned conjuncts leave: all of them when they are at most ` +
+        `${MAX_PER_USER_AUDIENCE.toLocaleString('en-US')} (exact), else a uniform random sample of that many, the count then carrying a ` +
+        `${AUDIENCE_CONFIDENCE * 100}% interval (low, high; exact=false). The universe is the crowd given, else the users with a profile plus ` +
+        `the crowds the condition names. Needs the read scope.`,
       description: `The condition passes the same gate as a workflow save: 400 \`invalid_condition\` (syntax, types, over 4,096 characters, nesting, literal sizes, a pattern that is not RE2 or expands too far) or 400 \`condition_too_costly\` (estimated cost per evaluation over the budget), each naming the problem. ${DEADLINE}`,
       tags: ['profiles'],
       params: ['tenant'],

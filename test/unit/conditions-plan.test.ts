@@ -66,6 +66,32 @@ describe('plan extraction', () => {
       { op: 'profileTime', field: 'signup', cmp: '>=', at: Date.parse('2026-01-01T00:00:00Z') },
     ],
     ['timestamp(profile.signup) < timestamp("not a time at all, no")', { op: 'none' }],
+    ['user == 5', { op: 'userRange', from: 5, to: 5 }],
+    [
+      'user >= 1 && user <= 3000',
+      {
+        op: 'and',
+        args: [
+          { op: 'userRange', from: 1, to: 0xffff_ffff },
+          { op: 'userRange', from: 0, to: 3000 },
+        ],
+      },
+    ],
+    ['10 > user', { op: 'userRange', from: 0, to: 9 }],
+    ['user > -3', { op: 'userRange', from: 0, to: 0xffff_ffff }],
+    ['user < 0', { op: 'none' }],
+    ['user >= 9223372036854775807', { op: 'none' }],
+    ['user != 7', { op: 'not', arg: { op: 'userRange', from: 7, to: 7 } }],
+    [
+      'user in [3, 1]',
+      {
+        op: 'or',
+        args: [
+          { op: 'userRange', from: 3, to: 3 },
+          { op: 'userRange', from: 1, to: 1 },
+        ],
+      },
+    ],
   ])('%s', (text, plan) => {
     expect(compileCondition(requireCondition(text)).plan).toEqual(plan);
   });
@@ -75,7 +101,10 @@ describe('plan extraction', () => {
     'inCrowd("vip") && event.type == "click"',
     'profile.plan > "m"',
     'profile.age > 9007199254740993',
-    'user == 5',
+    'user % 10 == 0',
+    'user >= 1.5',
+    'user < 3u',
+    'user in [1, 2.5]',
     'now > timestamp("2026-01-01T00:00:00Z")',
     'profile.optIn',
     'profile.plan == profile.previousPlan',
@@ -236,6 +265,12 @@ describe('evaluatePlan equals the predicate applied per user', () => {
     'timestamp(profile.signup) >= timestamp("2026-01-01T00:00:00Z")',
     'timestamp(profile.signup) == timestamp("2026-01-01T01:00:00+01:00")',
     'profile.plan == "pro" && profile.age >= 30',
+    'profile.plan == "pro" && user >= 1 && user <= 3000',
+    'user < 50000 || user > 100000',
+    '!(user >= 20000) && inCrowd("a")',
+    'user != 17 && user != 18',
+    'user in [0, 5, 99999, 104999, 200000]',
+    'user == 4294967295 || user <= 0',
   ])('%s', (text) => {
     expectPlanMatchesPredicate(text);
   });
