@@ -5,8 +5,9 @@ import { apiCall, pathSegment, tenantPath } from '../api';
 import type { AudienceResult, StepConditionExplanation } from '../model';
 import { formatCount } from '../ui';
 
-// Under a condition: "≈ N users match now" and how the server runs it (a bitmap plan, or user by user, and why),
-// asked again shortly after each edit. Both answers come from the profile index and crowd bitmaps in milliseconds.
+// Under a condition: "exactly N users match now", or "≈ N (low–high)" when the server sampled, and how the server
+// runs it (a bitmap plan, or user by user, and why), asked again shortly after each edit. Until the new answer
+// arrives the old figure stays, marked as updating (issue 32 §2).
 
 type Explanation = Pick<StepConditionExplanation, 'mode' | 'reason' | 'leaves'>;
 
@@ -25,6 +26,8 @@ function explainOne(tenant: string, workflowId: string, condition: string): Prom
 
 export function AudienceEstimate({ tenant, workflowId, condition }: { tenant: string; workflowId: string; condition: string | null }) {
   const [audience, setAudience] = useState<AudienceResult | null>(null);
+  // The figure shown is for an earlier condition: a new estimate is being asked for.
+  const [updating, setUpdating] = useState(false);
   const [explanation, setExplanation] = useState<Explanation | null>(null);
   // event.type or event.data are known only when an event arrives: no count of who matches "now" means anything
   const perEvent = useMemo(() => {
@@ -32,19 +35,28 @@ export function AudienceEstimate({ tenant, workflowId, condition }: { tenant: st
     return analyzed?.ok === true && analyzed.condition.usage.usesEvent;
   }, [condition]);
   useEffect(() => {
-    if (!tenant || !condition) {
+    if (!tenant) {
       setAudience(null);
       setExplanation(null);
       return;
     }
+    // Text that does not parse yet (halfway through typing) hides the figure but keeps it: once the text parses again,
+    // it is shown as updating until the new answer comes, rather than vanishing at every keystroke.
+    if (!condition) return;
     let current = true;
+    setUpdating(true);
+    const answered = (answer: AudienceResult | null) => {
+      if (!current) return;
+      setAudience(answer);
+      setUpdating(false);
+    };
     const timer = setTimeout(() => {
       // no answer (a condition the server cannot count, a workflow not saved yet): say nothing rather than something wrong
-      if (perEvent) setAudience(null);
+      if (perEvent) answered(null);
       else {
         apiCall<AudienceResult>('POST', tenantPath(tenant, '/audience'), { condition, sample: 0 })
-          .then((answer) => current && setAudience(answer))
-          .catch(() => current && setAudience(null));
+          .then(answered)
+          .catch(() => answered(null));
       }
       if (workflowId) {
         explainOne(tenant, workflowId, condition)
@@ -66,10 +78,10 @@ export function AudienceEstimate({ tenant, workflowId, condition }: { tenant: st
         </p>
       )}
       {audience && !perEvent && (
-        <p className="muted small" data-testid="audience">
-          {audience.exact ? '' : '≈ '}
-          <strong>{formatCount(audience.count)}</strong> user{audience.count === 1 ? '' : 's'} match now (of {formatCount(audience.universe)}
+        <p className="muted small" data-testid="audience" aria-live="polite" aria-busy={updating} data-updating={updating}>
+          <AudienceFigure audience={audience} /> user{audience.count === 1 ? '' : 's'} match now (of {formatCount(audience.universe)}
           {audience.exact ? '' : `; estimated from ${formatCount(audience.evaluated)} users`})
+          {updating && <span className="audience-updating"> · updating…</span>}
         </p>
       )}
       {explanation && (
@@ -99,5 +111,21 @@ export function AudienceEstimate({ tenant, workflowId, condition }: { tenant: st
         </details>
       )}
     </div>
+  );
+}
+
+/** "exactly 150", or "≈ 1,480 (1,350–1,610)" with the interval the true count lies in at the answer's confidence. */
+function AudienceFigure({ audience }: { audience: AudienceResult }) {
+  if (audience.exact) {
+    return (
+      <>
+        exactly <strong>{formatCount(audience.count)}</strong>
+      </>
+    );
+  }
+  return (
+    <span title={`The true count lies in this range with ${Math.round(audience.confidence * 100)}% confidence`}>
+      ≈ <strong>{formatCount(audience.count)}</strong> ({formatCount(audience.low)}–{formatCount(audience.high)})
+    </span>
   );
 }

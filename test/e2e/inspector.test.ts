@@ -59,7 +59,7 @@ describe('the inspector', () => {
     await selectStep(page, 'nurture');
     const expected = ENGAGED.length + Array.from({ length: USERS }, (_, user) => profileOf(user)).filter((p) => p.country === 'NL' && p.age >= 30).length;
     await eventually(() => page.locator('[data-testid=audience]').textContent()).toBe(
-      `${expected.toLocaleString('en-US')} users match now (of ${(USERS + ENGAGED.length).toLocaleString('en-US')})`,
+      `exactly ${expected.toLocaleString('en-US')} users match now (of ${(USERS + ENGAGED.length).toLocaleString('en-US')})`,
     );
     const explain = page.locator('[data-testid=explain]');
     await eventually(() => explain.getAttribute('data-mode')).toBe('plan');
