@@ -10,6 +10,7 @@ import { useQuery } from '../query';
 import { ErrorBox, Loading } from '../ui';
 import { CanvasContext, type CanvasInfo } from './context';
 import { clearLocalDraft, keepLocalDraft, readLocalDraft, type LocalDraft } from './draft';
+import { GoalResultBar } from './goal-result';
 import { Inspector } from './inspector';
 import { useCanvasKeys } from './canvas-keys';
 import { StepDeletion } from './delete-step';
@@ -140,6 +141,7 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
 
   return (
     <div className="editor-canvas" onDrop={onDrop} onDragOver={(event) => event.preventDefault()} data-testid="canvas">
+      <GoalResultBar />
       <ReactFlow<StepNode>
         nodes={nodes}
         edges={edges}

@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { Duration, parseDuration } from '../../server/model/workflow';
 import { outputHandles, type BranchData, type StepData, type StepNode } from '../convert';
 import { ConditionEditor } from './condition';
+import { StepGoalLine } from './goal-result';
 import { useDeleteSteps } from './delete-step';
 import { Text } from './inspector-text';
 import { TimerFields } from './inspector-timer';
@@ -61,6 +62,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
       <h2>
         {KIND_ICON[node.type!]} {KIND_LABEL[node.type!]} step
       </h2>
+      <StepGoalLine step={node.data.name} />
       <fieldset disabled={readOnly}>
         <Text label="Name" value={node.data.name} onChange={(v) => update({ name: v ?? '' }, 'name')} testId="step-name-input" />
         <Text

@@ -8,6 +8,7 @@ import { formatCount, formatShare } from '../ui';
 import { useCanvasInfo, useCounts } from './context';
 import { problemText } from './problems';
 import { StepSparkline } from './counts-chart';
+import { StepConverted } from './goal-result';
 import { useReveal } from './reveal';
 import { StepMenu } from './step-menu';
 import { useEditor, useEditorStore } from './store';
@@ -173,8 +174,13 @@ function StepNodeView(props: NodeProps<StepNode>) {
       )}
       {info.countsKey && (
         <div className="step-count" data-testid="step-count" data-count={count ?? 0}>
-          <strong>{formatCount(count ?? 0)}</strong>
-          <span className="muted">{share === null ? '' : ` · ${share}`}</span>
+          <div className="step-count-line">
+            <span>
+              <strong>{formatCount(count ?? 0)}</strong>
+              <span className="muted">{share === null ? '' : ` · ${share}`}</span>
+            </span>
+            <StepConverted step={props.data.name} />
+          </div>
           <StepSparkline step={props.data.name} />
         </div>
       )}

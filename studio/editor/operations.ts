@@ -14,12 +14,17 @@ export function useLiveCounts(tenant: string, workflowId: string, instanceId: st
     const key = liveCountsKey(tenant, workflowId);
     const path = tenantPath(tenant, `/instances/${instanceId}/counts`);
     let closed = false;
-    // a first value at once, so the graph does not wait for the first move; the stream corrects any failure
+    let streamed = false;
+    // A first value at once, so the graph does not wait for the first move; the stream corrects any failure. An answer
+    // slower than the stream's first push is older than it: it would put back counts from before a move or a conversion.
     apiGet<Counts>(path)
-      .then((counts) => !closed && setQueryData(key, counts))
+      .then((counts) => !closed && !streamed && setQueryData(key, counts))
       .catch(() => {});
     const source = new EventSource(`${API_ROOT}${path}/stream`, { withCredentials: true });
-    source.addEventListener('counts', (event) => setQueryData(key, JSON.parse((event as MessageEvent<string>).data) as Counts));
+    source.addEventListener('counts', (event) => {
+      streamed = true;
+      setQueryData(key, JSON.parse((event as MessageEvent<string>).data) as Counts);
+    });
     return () => {
       closed = true;
       source.close();

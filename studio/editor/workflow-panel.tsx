@@ -1,6 +1,7 @@
 'use client';
 import { REENTRY_POLICIES, type EntryTrigger } from '../../server/model/workflow';
 import { ConditionEditor } from './condition';
+import { GoalSummary } from './goal-result';
 import { useEditor, useEditorStore } from './store';
 
 const REENTRY_TEXT: Record<(typeof REENTRY_POLICIES)[number], string> = {
@@ -73,6 +74,7 @@ export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
         />
         Count users who reach a goal
       </label>
+      <GoalSummary />
       {goal && (
         <ConditionEditor label="Converted when" value={goal.condition} onChange={(text) => !readOnly && store.setExtras({ goal: { condition: text ?? '' } })} />
       )}

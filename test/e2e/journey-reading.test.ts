@@ -116,4 +116,33 @@ describe('reading the journey off the graph', () => {
     await eventually(() => page.locator('[data-testid=edge-label][data-output="Pro users who opened"]').count()).toBe(1);
     expect(await collisions()).toEqual([]);
   });
+
+  it('shows what the goal achieved: on each step users converted from, in a corner of the canvas and in the side panel', async () => {
+    // user 1 buys while waiting in "nurture" (a timer step: the event moves nobody, and still converts)
+    await send([{ user: 1, type: 'purchase' }]);
+    await eventually(() => page.getByTestId('goal-result').textContent(), 20_000).toBe('★ Goal 3 converted · 30% of 10 entered');
+    const converted = (step: string) => page.locator(`[data-step=${step}] [data-testid=step-converted]`);
+    // users 2 and 3 bought while in "welcome", which all 10 reached; 1 of the 2 who reached "nurture" bought there
+    expect(await converted('welcome').textContent()).toBe('★ 2 · 20%');
+    expect(await converted('welcome').getAttribute('aria-label')).toBe('2 converted: 20% of the 10 users who reached this step');
+    expect(await converted('nurture').textContent()).toBe('★ 1 · 50%');
+    expect(await converted('customer').count()).toBe(0);
+
+    await page.locator('.react-flow__pane').click({ position: { x: 20, y: 80 } });
+    const summary = page.getByTestId('goal-summary');
+    expect(await summary.locator('p').textContent()).toBe('3 of the 10 users who entered reached the goal (30%).');
+    expect(await summary.getByTestId('goal-step').evaluateAll((rows) => rows.map((row) => row.textContent))).toEqual(['welcome220% of 10', 'nurture150% of 2']);
+    await selectStep(page, 'welcome');
+    expect(await page.getByTestId('step-goal').textContent()).toBe('★ Goal: 2 of the 10 users who reached this step converted from it (20%).');
+
+    await windowOf(1280, 800);
+    expect(await collisions()).toEqual([]);
+    await studio.shot('03-goal-1280');
+    await page.keyboard.press('Escape');
+    await page.locator('.react-flow__pane').click({ position: { x: 20, y: 80 } });
+    await windowOf(1024, 700);
+    expect(await collisions()).toEqual([]);
+    await studio.shot('04-goal-1024');
+    await windowOf(1280, 800);
+  });
 });
