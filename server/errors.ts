@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   unprocessable: 422,
+  /** A profile write that would take the tenant past its limit of distinct attribute paths (server/profiles/attribute-budget.ts). */
+  too_many_attributes: 422,
   rate_limited: 429,
   idempotency_key_reused: 422,
   /** An ad hoc query (audience estimate, explain) stopped at its deadline (server/conditions/deadline.ts). */

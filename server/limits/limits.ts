@@ -39,6 +39,22 @@ const LimitsShape = {
     .max(1_000_000)
     .describe("Requests per second each of the tenant's API keys may send (token bucket per server process; 429 past it)"),
   requestBurst: z.number().int().min(1).max(10_000_000).describe('Requests a key may send at once before the per-second rate applies'),
+  maxProfileAttributes: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .describe(
+      "Distinct attribute paths the tenant's profiles may hold (a nested key is a path of its own: address.city); a write that would add more is refused with 422 too_many_attributes",
+    ),
+  maxIndexedValuesPerAttribute: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .describe(
+      'Distinct string values of one attribute that get an equality bitmap each; past it the attribute is still stored and queried, its equality checks scan the users holding it',
+    ),
   webhookPrivateAddresses: z
     .boolean()
     .describe('Whether webhook destinations may be private, loopback or link-local addresses (refused by default: server/webhooks/address-policy.ts)'),
@@ -59,6 +75,10 @@ export const TenantLimitsPatch = z.strictObject(
  * what a 2^32-user upload would cost; timers fire at most once a minute; the journal keeps 7 days and at most 50M
  * notifications per tenant (a cron moving 1M users every second added ~2 MB/s without a bound). Each API key may send
  * 2,000 requests/s (burst 4,000), far above what the benchmarks send (≈ 170 event batches/s, ≈ 1,000 counts reads/s).
+ * Profiles: 500 attribute paths, each with equality bitmaps for up to 1,000 distinct strings (a country, a plan, a
+ * city list; e-mails and IDs go past it and are scanned). An attribute path costs ~2.6 KB of index even for one user
+ * and an indexed value ~0.9 KB (measured): 100,000 paths from one 3 MB request grew the server by 430 MB, while the
+ * defaults bound the equality bitmaps of a tenant to ~430 MB at the very worst (every attribute at its value cap).
  */
 export const DEFAULT_LIMITS: TenantLimits = Object.freeze({
   maxCrowdUsers: 100_000_000,
@@ -68,6 +88,8 @@ export const DEFAULT_LIMITS: TenantLimits = Object.freeze({
   journalMaxRows: 50_000_000,
   requestsPerSecond: 2_000,
   requestBurst: 4_000,
+  maxProfileAttributes: 500,
+  maxIndexedValuesPerAttribute: 1_000,
   webhookPrivateAddresses: false,
 });
 

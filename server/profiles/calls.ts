@@ -6,8 +6,9 @@
 import type { z } from 'zod';
 import type { WorkflowDefinition } from '../model/workflow';
 import type { Database } from '../storage/database';
-import { estimateAudience, profileFields, type AudienceBody } from './audience';
+import { estimateAudience, type AudienceBody } from './audience';
 import { explainWorkflow } from './explain';
+import { profileFieldsWithMemory } from './fields-memory';
 import { importProfiles, type ImportFormat } from './import';
 import { deleteProfile, upsertProfiles, type UpsertProfilesBody } from './profiles';
 
@@ -19,7 +20,7 @@ export function profileCalls(database: Database) {
     deleteProfile: (tenantId: string, user: number) => deleteProfile(database, tenantId, user),
     estimateAudience: (tenantId: string, body: z.infer<typeof AudienceBody>) => estimateAudience(database, tenantId, body),
     explainWorkflow: (tenantId: string, definition: WorkflowDefinition) => explainWorkflow(database, tenantId, definition),
-    profileFields: (tenantId: string) => profileFields(database, tenantId),
+    profileFields: (tenantId: string) => profileFieldsWithMemory(database, tenantId),
   };
 }
 

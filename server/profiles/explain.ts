@@ -5,7 +5,6 @@ import { compileCondition, requireCondition, type BitmapPlan, type CompiledCondi
 import { QueryDeadline, type DeadlineOptions } from '../conditions/deadline';
 import { checkCondition } from '../conditions/gate';
 import { profileIndex } from './index-store';
-import { MAX_DISTINCT_STRINGS } from './index-field';
 import type { ProfileIndex } from './index-tenant';
 import { z } from 'zod';
 import { WorkflowDefinition } from '../model/workflow';
@@ -32,7 +31,7 @@ function leafNote(index: ProfileIndex, plan: Extract<BitmapPlan, { field: string
       if (strings > 0 && field.highCardinality) {
         return (
           `profile.${path} ${plan.op === 'profileIn' ? 'in' : '=='} …: per-user scan of ${field.highCardinality.size} values (more than ` +
-          `${MAX_DISTINCT_STRINGS} distinct strings, so no equality bitmaps)`
+          `${index.indexedValueLimit} distinct strings, the limit maxIndexedValuesPerAttribute, so no equality bitmaps)`
         );
       }
       return `profile.${path} ${plan.op === 'profileIn' ? `in ${JSON.stringify(values)}` : `== ${JSON.stringify(plan.value)}`}: equality bitmap${values.length > 1 ? 's' : ''}`;

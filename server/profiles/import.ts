@@ -12,7 +12,9 @@ import type { RawStatement } from '../storage/raw';
 import { copyTextField } from '../storage/pg-copy';
 import { notifyProfilesChanged } from './changes';
 import { CsvReader, lineBatches, parseColumnTypes, parseNdjsonLine, splitCsv, badLine, type ImportItem } from './import-parse';
-import { duringImport, profileWrite } from './index-store';
+import { tenantLimits, type TenantLimits } from '../limits/limits';
+import { AttributeBudget } from './attribute-budget';
+import { duringImport, profileIndex, profileWrite } from './index-store';
 import type { Attributes, ProfileChange, ProfileIndex } from './index-tenant';
 import { MAX_PROFILE_BYTES, mergeAttributes } from './profiles';
 import type { Database } from '../storage/database';
@@ -58,6 +60,10 @@ export async function importProfiles(
   const types = parseColumnTypes(columnTypes);
   if (format === 'ndjson' && Object.keys(types).length > 0) throw new AppError('bad_request', 'types applies to CSV imports only');
   if (!body) throw new AppError('bad_request', 'The import body is empty');
+  const limits = await tenantLimits(database, tenantId);
+  // Checked as lines are read, so a file past the attribute limit stops at its first such line, before its chunk is
+  // held in memory; each chunk is checked again against the index when it is written (commitChunk).
+  const budget = new AttributeBudget(await profileIndex(database, tenantId), limits.maxProfileAttributes);
   const result: ImportResult = { lines: 0, users: 0, created: 0, chunks: 0, ms: 0 };
   let csv: CsvReader | null = null;
   let chunk: ImportItem[] = [];
@@ -68,7 +74,7 @@ export async function importProfiles(
     const items = chunk;
     chunk = [];
     await committing; // a failed chunk ends the import before the next one is written
-    committing = commitChunk(database, tenantId, items).then((committed) => {
+    committing = commitChunk(database, tenantId, items, limits).then((committed) => {
       result.lines += items.length;
       result.users += committed.users;
       result.created += committed.created;
@@ -81,10 +87,10 @@ export async function importProfiles(
       await readAndCommit();
     } catch (error) {
       await committing.catch(() => undefined); // so the counts below are what was committed
-      if (error instanceof AppError && error.code === 'validation_failed') {
+      if (error instanceof AppError && (error.code === 'validation_failed' || error.code === 'too_many_attributes')) {
         const details = { ...(error.details as object), committedLines: result.lines, committedChunks: result.chunks };
         throw new AppError(
-          'validation_failed',
+          error.code,
           `${error.message}; ${result.lines} lines before it were committed (chunks of ${IMPORT_CHUNK_LINES}), the rest of the import was not`,
           details,
         );
@@ -105,7 +111,9 @@ export async function importProfiles(
           csv = new CsvReader(splitCsv(lines[i], line), types, line);
           continue;
         }
-        chunk.push(csv ? csv.read(lines[i], line) : parseNdjsonLine(lines[i], line));
+        const item = csv ? csv.read(lines[i], line) : parseNdjsonLine(lines[i], line);
+        budget.admit(item.attributes, `line ${line}, user ${item.user}`);
+        chunk.push(item);
         if (chunk.length >= IMPORT_CHUNK_LINES) await commit();
         else if (chunk.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
       }
@@ -116,9 +124,13 @@ export async function importProfiles(
 }
 
 /** One chunk in one transaction; the index learns of it after the commit. */
-async function commitChunk(database: Database, tenantId: string, items: ImportItem[]): Promise<{ users: number; created: number }> {
+async function commitChunk(database: Database, tenantId: string, items: ImportItem[], limits: TenantLimits): Promise<{ users: number; created: number }> {
   const users: number[] = [];
   const summary = await profileWrite(database, tenantId, async (index) => {
+    // Again here, where the index is the database: another write may have added attributes since the lines were read.
+    const budget = new AttributeBudget(index, limits.maxProfileAttributes);
+    items.forEach((item, i) => budget.admit(item.attributes, `item ${i + 1} of the chunk, user ${item.user}`));
+    index.setIndexedValueLimit(limits.maxIndexedValuesPerAttribute);
     const before = existingProfiles(index, items);
     const after = new Map<number, Attributes>();
     for (const { user, attributes } of items) {

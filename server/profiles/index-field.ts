@@ -1,8 +1,8 @@
 // The index of one attribute path (a top-level key or a dotted path into nested objects) over a tenant's users.
 // Encodings (README "Profile index"):
 // - presence: every user whose profile has the path (any value, objects included) — has(profile.a.b);
-// - strings: an equality bitmap per distinct value, up to MAX_DISTINCT_STRINGS values per path; past that the path
-//   is "high-cardinality": its strings move to a per-user map and equality on it is a scan of that map;
+// - strings: an equality bitmap per distinct value, up to the tenant's maxIndexedValuesPerAttribute values per path;
+//   past that the path is "high-cardinality": its strings move to a per-user map and equality on it is a scan of that map;
 // - booleans: a bitmap for true and one for false;
 // - numbers: fixed point, value × 10^scale as an integer in a bit-sliced index (sign + magnitude). The scale is the
 //   fewest decimals (0 … MAX_SCALE) that hold every value of the path exactly and grows when a value needs more.
@@ -12,13 +12,32 @@
 //   bit-sliced index, so timestamp comparisons are range queries too;
 // - lists (and numbers outside fixed point) are kept per user as JSON values ("others").
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
-import { BitSlicedIndex, MAX_MAGNITUDE, type BitmapEdits } from './index-bsi';
+import { BitmapEdits, BitSlicedIndex, MAX_MAGNITUDE } from './index-bsi';
+import { DEFAULT_LIMITS } from '../limits/limits';
 import { celTimestampMs } from './paths';
 
 const { RoaringBitmap32: Bitmap } = roaring;
 
-/** Distinct strings per path with an equality bitmap each; more makes the path high-cardinality (per-user map). */
-export const MAX_DISTINCT_STRINGS = 4096;
+/**
+ * Distinct strings per path with an equality bitmap each unless the tenant's limits say otherwise
+ * (maxIndexedValuesPerAttribute); more makes the path high-cardinality (per-user map).
+ */
+export const MAX_DISTINCT_STRINGS = DEFAULT_LIMITS.maxIndexedValuesPerAttribute;
+/** What one index of a tenant shares with its paths: the distinct strings a path may keep an equality bitmap for. */
+export type IndexSettings = { indexedValues: number };
+
+/**
+ * In-memory costs beyond what the bitmaps serialize to, from the growth of the server's RSS (Node 20): an empty
+ * roaring bitmap costs ~280 bytes of native object and JS wrapper, and one holding a container ~600 more than its
+ * serialized size (500 paths × 1,000 one-user values grew it by 357 MB: ~710 bytes a value with its key); a Map
+ * entry ~60 bytes, and a one-byte string its length plus a ~16-byte header.
+ */
+const EMPTY_BITMAP_BYTES = 300;
+const BITMAP_OVERHEAD_BYTES = 600;
+/** What a portable serialization of an empty bitmap takes (its header). */
+const EMPTY_PORTABLE_BYTES = 8;
+const MAP_ENTRY_BYTES = 60;
+const STRING_HEADER_BYTES = 16;
 /** Decimals kept exactly in fixed point. */
 export const MAX_SCALE = 6;
 
@@ -87,12 +106,29 @@ export function compareNumbers(actual: number, op: Comparison, c: number): boole
   }
 }
 
+/** Per-user values read to estimate a map's size: 10M e-mail addresses are not walked for a figure. */
+const SIZE_SAMPLE = 1_000;
+
+/** A per-user map's estimated bytes: its entries, and its values' sizes averaged over the first SIZE_SAMPLE. */
+function perUserBytes<T>(values: Map<number, T>, valueBytes: (value: T) => number): number {
+  if (values.size === 0) return 0;
+  let sampled = 0;
+  let sampleBytes = 0;
+  for (const value of values.values()) {
+    sampleBytes += valueBytes(value);
+    if (++sampled === SIZE_SAMPLE) break;
+  }
+  return Math.round(values.size * (MAP_ENTRY_BYTES + sampleBytes / sampled));
+}
+
 export class FieldIndex {
+  constructor(private readonly settings: IndexSettings = { indexedValues: MAX_DISTINCT_STRINGS }) {}
+
   readonly presence = new Bitmap();
   /** Users whose value here is an object (its keys are paths of their own). */
   readonly objects = new Bitmap();
   readonly strings = new Map<string, RoaringBitmap32>();
-  /** Set once the path has more than MAX_DISTINCT_STRINGS distinct strings: its strings live here instead. */
+  /** Set once the path has more distinct strings than the settings index: its strings live here instead. */
   highCardinality: Map<number, string> | null = null;
   readonly trues = new Bitmap();
   readonly falses = new Bitmap();
@@ -153,7 +189,7 @@ export class FieldIndex {
   }
 
   private addString(edits: BitmapEdits, user: number, value: string): void {
-    if (!this.highCardinality && !this.strings.has(value) && this.strings.size >= MAX_DISTINCT_STRINGS) this.becomeHighCardinality(edits);
+    if (!this.highCardinality && !this.strings.has(value) && this.strings.size >= this.settings.indexedValues) this.becomeHighCardinality(edits);
     if (this.highCardinality) this.highCardinality.set(user, value);
     else {
       let users = this.strings.get(value);
@@ -171,6 +207,45 @@ export class FieldIndex {
     for (const [value, users] of this.strings) for (const user of users.toUint32Array()) byUser.set(user, value);
     this.strings.clear();
     this.highCardinality = byUser;
+  }
+
+  /**
+   * After the settings changed: a path with more distinct strings than they index now moves them to the per-user map,
+   * and a high-cardinality path whose strings now fit gets its equality bitmaps back.
+   */
+  fitIndexedValues(): void {
+    const edits = new BitmapEdits();
+    if (!this.highCardinality) {
+      if (this.strings.size > this.settings.indexedValues) this.becomeHighCardinality(edits);
+      return;
+    }
+    const byValue = new Map<string, number[]>();
+    for (const [user, value] of this.highCardinality) {
+      let users = byValue.get(value);
+      if (!users) {
+        if (byValue.size >= this.settings.indexedValues) return; // still too many: stays a per-user map
+        byValue.set(value, (users = []));
+      }
+      users.push(user);
+    }
+    for (const [value, users] of byValue) this.strings.set(value, Bitmap.from(users));
+    this.highCardinality = null;
+  }
+
+  /**
+   * An estimate of what the path holds in memory: its bitmaps (serialized size plus each bitmap's own overhead), the
+   * keys of its equality bitmaps, and its per-user values (high-cardinality strings, lists, odd numbers).
+   */
+  memoryBytes(): number {
+    let bytes = 0;
+    for (const bitmap of this.bitmaps()) {
+      const serialized = bitmap.getSerializationSizeInBytes('portable');
+      bytes += serialized <= EMPTY_PORTABLE_BYTES ? EMPTY_BITMAP_BYTES : serialized + BITMAP_OVERHEAD_BYTES;
+    }
+    for (const value of this.strings.keys()) bytes += MAP_ENTRY_BYTES + STRING_HEADER_BYTES + value.length;
+    if (this.highCardinality) bytes += perUserBytes(this.highCardinality, (value) => STRING_HEADER_BYTES + value.length);
+    bytes += perUserBytes(this.others, (value) => (typeof value === 'number' ? 0 : STRING_HEADER_BYTES + JSON.stringify(value).length));
+    return bytes;
   }
 
   /** The fixed-point integer of `value`, rescaling the path when it needs more decimals; null when none holds it. */

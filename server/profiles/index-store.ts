@@ -2,6 +2,7 @@
 // else rebuilt from the Profile rows), changed only through profileWrite() (commit first, then apply), and
 // snapshotted a few seconds after the last write. Writes and loads of one tenant take turns on a per-tenant lock,
 // so the index in memory is always exactly the database at `seq` (the count of committed writes).
+import { tenantLimits } from '../limits/limits';
 import { runtime } from '../runtime';
 import type { Tx } from '../storage/db';
 import { decodeIndex, encodeIndex } from './index-codec';
@@ -50,8 +51,10 @@ export class TenantProfiles {
     const started = performance.now();
     const state = await this.database.db.profileIndexState.findUnique({ where: { tenantId: this.tenantId } });
     const seq = Number(state?.seq ?? 0);
+    const { maxIndexedValuesPerAttribute } = await tenantLimits(this.database, this.tenantId);
     const snapshot = state?.snapshot && Number(state.snapshotSeq) === seq ? decodeIndex(state.snapshot) : null;
     if (snapshot) {
+      snapshot.fitIndexedValues(maxIndexedValuesPerAttribute);
       this.index = snapshot;
       this.seq = this.savedSeq = seq;
       this.lastLoad = { source: 'snapshot', ms: performance.now() - started, profiles: snapshot.size };
@@ -59,6 +62,7 @@ export class TenantProfiles {
       return;
     }
     const index = new ProfileIndex();
+    index.setIndexedValueLimit(maxIndexedValuesPerAttribute);
     await readAllProfiles(this.database, this.tenantId, (changes) => index.apply(changes));
     this.index = index;
     this.seq = seq;

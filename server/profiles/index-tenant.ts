@@ -3,7 +3,7 @@
 // and reads profiles back for the per-user path (materialize), so nothing holds 10M profiles as JS objects.
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { BitmapEdits } from './index-bsi';
-import { FieldIndex, type Comparison } from './index-field';
+import { FieldIndex, MAX_DISTINCT_STRINGS, type Comparison, type IndexSettings } from './index-field';
 import { pathKey, segmentKey } from './paths';
 
 const { RoaringBitmap32: Bitmap } = roaring;
@@ -46,9 +46,35 @@ export class ProfileIndex {
   readonly planResults = new Map<object, { version: number; crowds: readonly ReadonlyRoaringBitmap32[]; matched: RoaringBitmap32 }>();
   private readonly fields = new Map<string, FieldIndex & { segments: string[] }>();
   private byDepth: (FieldIndex & { segments: string[] })[] | null = null;
+  /** Shared with every path: the distinct strings a path keeps equality bitmaps for (the tenant's limit). */
+  private readonly settings: IndexSettings = { indexedValues: MAX_DISTINCT_STRINGS };
 
   get size(): number {
     return this.users.size;
+  }
+
+  /** The distinct attribute paths some user holds (nested keys counted as paths of their own). */
+  get pathCount(): number {
+    return this.fields.size;
+  }
+
+  get indexedValueLimit(): number {
+    return this.settings.indexedValues;
+  }
+
+  /**
+   * Applies the tenant's maxIndexedValuesPerAttribute: paths past a lowered limit become high-cardinality now, and
+   * high-cardinality paths that fit a raised one get their equality bitmaps back. Only the encoding changes, not
+   * what any query answers.
+   */
+  setIndexedValueLimit(limit: number): void {
+    if (limit !== this.settings.indexedValues) this.fitIndexedValues(limit);
+  }
+
+  /** The same for every path whatever limit the index had (a snapshot does not say which limit encoded it). */
+  fitIndexedValues(limit: number): void {
+    this.settings.indexedValues = limit;
+    for (const field of this.fields.values()) field.fitIndexedValues();
   }
 
   /** Applies committed changes in order (a user changed twice counts as one change from the first before to the last after). */
@@ -127,7 +153,7 @@ export class ProfileIndex {
   private field(key: string, segments: string[]): FieldIndex {
     let field = this.fields.get(key);
     if (!field) {
-      this.fields.set(key, (field = Object.assign(new FieldIndex(), { segments })));
+      this.fields.set(key, (field = Object.assign(new FieldIndex(this.settings), { segments })));
       this.byDepth = null;
     }
     return field;

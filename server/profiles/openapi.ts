@@ -24,7 +24,11 @@ const FieldSummary = z.object({
   distinctStrings: z.number().nullable(),
   highCardinality: z.boolean(),
   numbers: z.object({ scale: z.number(), bitSlices: z.number() }).nullable(),
+  memoryBytes: z.number().describe("An estimate of what the path holds in the profile index's memory: bitmaps, value keys, per-user values"),
 });
+const ATTRIBUTE_LIMIT =
+  'A write that would take the tenant past `maxProfileAttributes` distinct attribute paths (GET …/limits; nested keys are paths of their own) ' +
+  'is refused with 422 `too_many_attributes`, naming the attribute and the limit (`details.limit`, `details.value`, `details.attribute`)';
 const AudienceResult = z.object({
   count: z.number().describe('Users matching: exact when `exact`, otherwise the share matching in a uniform random sample times the users sampled from'),
   low: z.number().describe('The interval the true count lies in with probability `confidence`: equal to `count` when `exact`'),
@@ -58,11 +62,12 @@ export const paths: Record<string, object> = {
   '/tenants/{tenant}/profiles': {
     post: operation({
       summary: 'Upsert up to 10,000 profiles, merging attributes (JSON Merge Patch: null removes a key); all or nothing',
+      description: `${ATTRIBUTE_LIMIT}: nothing of the request is written.`,
       tags,
       params: ['tenant'],
       body: UpsertProfilesBody,
       ok: { status: 200, description: 'Distinct users written and how many were new', schema: z.object({ upserted: z.number(), created: z.number() }) },
-      errors: [404, 415],
+      errors: [404, 415, 422],
     }),
   },
   '/tenants/{tenant}/profiles/{user}': {
@@ -88,6 +93,7 @@ export const paths: Record<string, object> = {
         types:
           'CSV only: declared column types, e.g. zip:string,age:number,optIn:boolean (otherwise a JSON number is a number, true/false a boolean, anything else a string)',
       },
+      description: `${ATTRIBUTE_LIMIT}, at the first line that would; the chunks committed before it stay, as with a bad line.`,
       body: { contentTypes: ['application/x-ndjson', 'text/csv'], description: 'One profile a line' },
       ok: {
         status: 200,
@@ -95,21 +101,28 @@ export const paths: Record<string, object> = {
         schema: z.object({ lines: z.number(), users: z.number(), created: z.number(), chunks: z.number(), ms: z.number() }),
       },
       // 503: the engine (which writes the import) stopped during it; the chunks committed before stay.
-      errors: [404, 415, 503],
+      errors: [404, 415, 422, 503],
     }),
   },
   '/tenants/{tenant}/profiles/fields': {
     get: operation({
       summary:
         `The indexed attribute paths (dotted for nested objects): users having each, users per type, the most common string/boolean ` +
-        `values, whether it is high-cardinality (over ${MAX_DISTINCT_STRINGS} distinct strings: equality is a per-user scan), and the ` +
-        `numbers' fixed-point scale`,
+        `values, whether it is high-cardinality (over the tenant's maxIndexedValuesPerAttribute distinct strings, ${MAX_DISTINCT_STRINGS} ` +
+        `by default: equality is a per-user scan), the numbers' fixed-point scale and the path's memory in the index; with the index's ` +
+        `memory in all and the tenant's attribute limits`,
       tags,
       params: ['tenant'],
       ok: {
         status: 200,
         description: 'Fields, most used first',
-        schema: z.object({ profiles: z.number(), bitmapBytes: z.number(), fields: z.array(FieldSummary) }),
+        schema: z.object({
+          profiles: z.number(),
+          bitmapBytes: z.number(),
+          memoryBytes: z.number(),
+          limits: z.object({ maxProfileAttributes: z.number(), maxIndexedValuesPerAttribute: z.number() }),
+          fields: z.array(FieldSummary),
+        }),
       },
       errors: [404],
     }),
