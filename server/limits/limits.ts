@@ -76,7 +76,7 @@ export const TenantLimitsPatch = z.strictObject(
  * notifications per tenant (a cron moving 1M users every second added ~2 MB/s without a bound). Each API key may send
  * 2,000 requests/s (burst 4,000), far above what the benchmarks send (≈ 170 event batches/s, ≈ 1,000 counts reads/s).
  * Profiles: 500 attribute paths, each with equality bitmaps for up to 1,000 distinct strings (a country, a plan, a
- * city list; e-mails and IDs go past it and are scanned). An attribute path costs ~2.6 KB of index even for one user
+ * city list; e-mails and IDs go past it and are scanned). An attribute path costs ~3-4 KB of index even for one user
  * and an indexed value ~0.7 KB (measured): 100,000 paths from one 3 MB request grew the server by ~440 MB, while at the
  * defaults' very worst (every attribute at its value cap, one user a value) a tenant's index grew it by 300-360 MB.
  */
