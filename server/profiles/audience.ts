@@ -12,7 +12,7 @@ import { profileKeysRead } from '../conditions/profile-predicate';
 import { loadCrowd, RoaringBitmap32 } from '../crowd';
 import { CrowdName } from '../crowd/store';
 import { notFound } from '../errors';
-import { countInterval, exactCount, sampleRanks, type CountInterval } from './estimate';
+import { countInterval, exactCount, sampleRanks, UsersByRank, type CountInterval } from './estimate';
 import { profileIndex } from './index-store';
 import type { Database } from '../storage/database';
 
@@ -128,7 +128,7 @@ export async function estimateAudience(
 
 /**
  * The condition evaluated per user over `candidates`: all of them, or a uniform random sample of maxPerUser of
- * them, taken a slice at a time (rank → user by select) so that the deadline meters the sampling too.
+ * them, read a slice at a time (UsersByRank) so that the deadline meters the sampling too.
  */
 async function evaluatePerUser(
   condition: CompiledCondition,
@@ -148,17 +148,20 @@ async function evaluatePerUser(
   const membership = { has: (name: string, user: number) => crowds.get(name)?.has(user) ?? false };
   const step = usersPerCheckpoint(costPerUser);
   const everyone = ranks ? null : firstUsers(candidates, population);
+  const byRank = ranks ? new UsersByRank(candidates) : null;
   const matched: number[] = [];
-  for (let from = 0; from < total; from += PROFILE_SLICE) {
-    const slice = everyone
-      ? everyone.subarray(from, from + PROFILE_SLICE)
-      : ranks!.subarray(from, from + PROFILE_SLICE).map((rank) => candidates.select(rank)!);
-    const profiles = condition.usesProfile ? index.materialize(RoaringBitmap32.from(slice), keys) : null;
-    for (let i = 0; i < slice.length; i++) {
-      if (i % step === 0) await deadline.checkpoint(() => `${(from + i).toLocaleString('en-US')} of ${total.toLocaleString('en-US')} users evaluated`);
-      const user = slice[i];
-      if (condition.predicate({ user, now: options.now, profile: profiles?.get(user) }, membership)) matched.push(user);
+  try {
+    for (let from = 0; from < total; from += PROFILE_SLICE) {
+      const slice = everyone ? everyone.subarray(from, from + PROFILE_SLICE) : ranks!.subarray(from, from + PROFILE_SLICE).map((rank) => byRank!.at(rank));
+      const profiles = condition.usesProfile ? index.materialize(RoaringBitmap32.from(slice), keys) : null;
+      for (let i = 0; i < slice.length; i++) {
+        if (i % step === 0) await deadline.checkpoint(() => `${(from + i).toLocaleString('en-US')} of ${total.toLocaleString('en-US')} users evaluated`);
+        const user = slice[i];
+        if (condition.predicate({ user, now: options.now, profile: profiles?.get(user) }, membership)) matched.push(user);
+      }
     }
+  } finally {
+    byRank?.dispose();
   }
   return { matched, evaluated: total };
 }

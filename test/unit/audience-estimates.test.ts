@@ -3,7 +3,7 @@ import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
 import { newId } from '../../server/ids';
 import { estimateAudience, MAX_PER_USER_AUDIENCE, type AudienceResult } from '../../server/profiles/audience';
-import { AUDIENCE_CONFIDENCE, countInterval, sampleRanks } from '../../server/profiles/estimate';
+import { AUDIENCE_CONFIDENCE, countInterval, sampleRanks, UsersByRank } from '../../server/profiles/estimate';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';
@@ -150,6 +150,18 @@ describe('the sample and the interval', () => {
     expect(Math.min(...seen)).toBeGreaterThan(150);
     expect(Math.max(...seen)).toBeLessThan(250);
     expect([...sampleRanks(5, 9, random)]).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('reads users by rank block by block as select does, over empty blocks and up to the last ID', () => {
+    const bitmap = new RoaringBitmap32();
+    bitmap.addRange(70_000, 70_100);
+    for (let user = 1_000_000; user < 3_000_000; user += 13) bitmap.add(user);
+    bitmap.addRange(4_294_967_000, 4_294_967_296);
+    const ranks = sampleRanks(bitmap.size, 5_000, seededRandom(3));
+    const byRank = new UsersByRank(bitmap);
+    expect([...ranks].map((rank) => byRank.at(rank))).toEqual([...ranks].map((rank) => bitmap.select(rank)));
+    expect(byRank.at(bitmap.size - 1)).toBe(4_294_967_295);
+    byRank.dispose();
   });
 
   it('is exact when every user was evaluated, and never leaves what the sample proves', () => {
