@@ -62,6 +62,22 @@ export function defaultData(kind: CanvasKind, name: string): StepData {
   }
 }
 
+/** A ready-made step of the palette: a kind with data set up for one common use. */
+export type Preset = { id: string; kind: CanvasKind; label: string; icon: string; baseName: string; data: (name: string) => StepData };
+
+export const PRESETS: Preset[] = [
+  {
+    // One event rule and a timeout, and no `else`: an else (always true) would move every user on their first event
+    // of any type, so nobody would wait for the one that matters.
+    id: 'wait-for-event',
+    kind: 'branch',
+    label: 'Wait for event',
+    icon: '◈',
+    baseName: 'wait_for_event',
+    data: (name) => ({ name, branches: [{ condition: 'event.type == "purchase"' }], timeout: { after: '2d' } }),
+  },
+];
+
 /** Room for a branch's label on its edge (characters): an edge label stays narrower than the steps it joins. */
 const BRANCH_LABEL_CHARS = 26;
 
@@ -300,11 +316,11 @@ function orderTargetsByOutputs(nodes: StepNode[], edges: FlowEdge[], centers: Ma
   }
 }
 
-/** Step name for a new node: `<kind>`, `<kind>_2`, … whichever is free. */
-export function freeName(nodes: StepNode[], kind: CanvasKind): string {
+/** Step name for a new node: `<base>`, `<base>_2`, … whichever is free (the base is its kind, or a preset's name). */
+export function freeName(nodes: StepNode[], base: string): string {
   const taken = new Set(nodes.map((n) => n.data.name));
-  if (!taken.has(kind)) return kind;
-  for (let i = 2; ; i++) if (!taken.has(`${kind}_${i}`)) return `${kind}_${i}`;
+  if (!taken.has(base)) return base;
+  for (let i = 2; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
 }
 
 /**

@@ -2,7 +2,7 @@
 import { Background, Controls, MiniMap, ReactFlow, ReactFlowProvider, useReactFlow } from '@xyflow/react';
 import { useEffect, useRef, useState, useSyncExternalStore, type DragEvent } from 'react';
 import { apiGet, tenantPath } from '../api';
-import { CANVAS_KINDS, definitionToGraph, type CanvasKind, type StepNode } from '../convert';
+import { CANVAS_KINDS, definitionToGraph, PRESETS, type CanvasKind, type Preset, type StepNode } from '../convert';
 import { useLeaveGuard } from '../leave-guard';
 import type { WorkflowView } from '../model';
 import type { SavedWorkflow } from '../../server/workflows/workflows';
@@ -86,11 +86,17 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
   );
 }
 
+/** The palette's entries: every kind of step, then the presets (a kind set up for one use), each dragged by its id. */
+const PALETTE = [
+  ...CANVAS_KINDS.map((kind) => ({ id: kind as string, kind, icon: KIND_ICON[kind], label: KIND_LABEL[kind], adds: kind as CanvasKind | Preset })),
+  ...PRESETS.map((preset) => ({ id: preset.id, kind: preset.kind, icon: preset.icon, label: preset.label, adds: preset as CanvasKind | Preset })),
+];
+
 function Palette() {
   const store = useEditorStore();
   const { screenToFlowPosition } = useReactFlow();
   const reveal = useReveal();
-  const addAtCenter = (kind: CanvasKind) => {
+  const addAtCenter = (kind: CanvasKind | Preset) => {
     const pane = document.querySelector('.editor-canvas')?.getBoundingClientRect();
     const center = pane ? screenToFlowPosition({ x: pane.left + pane.width / 2, y: pane.top + pane.height / 2 }) : { x: 0, y: 0 };
     const id = store.addNode(kind, { x: center.x - 110, y: center.y - 48 });
@@ -100,23 +106,23 @@ function Palette() {
   return (
     <aside className="palette" aria-label="Step palette">
       <h2>Steps</h2>
-      {CANVAS_KINDS.map((kind) => (
+      {PALETTE.map(({ id, kind, icon, label, adds }) => (
         <div
-          key={kind}
+          key={id}
           className={`palette-item step-${kind}`}
           draggable
           role="button"
           tabIndex={0}
-          data-testid={`palette-${kind}`}
+          data-testid={`palette-${id}`}
           title="Drag onto the canvas, or press Enter to add"
           onDragStart={(event) => {
-            event.dataTransfer.setData(DRAG_TYPE, kind);
+            event.dataTransfer.setData(DRAG_TYPE, id);
             event.dataTransfer.effectAllowed = 'move';
           }}
-          onKeyDown={(event) => event.key === 'Enter' && addAtCenter(kind)}
-          onDoubleClick={() => addAtCenter(kind)}
+          onKeyDown={(event) => event.key === 'Enter' && addAtCenter(adds)}
+          onDoubleClick={() => addAtCenter(adds)}
         >
-          <span aria-hidden>{KIND_ICON[kind]}</span> {KIND_LABEL[kind]}
+          <span aria-hidden>{icon}</span> {label}
         </div>
       ))}
       <p className="muted small">Drag a step onto the canvas, or use “+” under a step.</p>
@@ -132,7 +138,7 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
   useCanvasKeys(readOnly);
 
   const onDrop = (event: DragEvent) => {
-    const kind = event.dataTransfer.getData(DRAG_TYPE) as CanvasKind;
+    const kind = PALETTE.find((entry) => entry.id === event.dataTransfer.getData(DRAG_TYPE))?.adds;
     if (!kind || readOnly) return;
     event.preventDefault();
     const point = screenToFlowPosition({ x: event.clientX, y: event.clientY });

@@ -27,8 +27,12 @@ export const KIND_ICON: Record<CanvasKind, string> = { direct: '→', branch: '�
 
 function summary(node: StepNode): string {
   switch (node.type) {
-    case 'branch':
-      return `${node.data.branches.length} condition${node.data.branches.length === 1 ? '' : 's'}${node.data.timeout ? ` · else after ${node.data.timeout.after}` : ''}`;
+    case 'branch': {
+      const { branches, timeout } = node.data;
+      // one rule and a timeout is a wait: say what for, in the words its edge uses
+      if (branches.length === 1 && timeout) return `waits up to ${timeout.after} for ${outputHandles(node)[0].label}`;
+      return `${branches.length} condition${branches.length === 1 ? '' : 's'}${timeout ? ` · else after ${timeout.after}` : ''}`;
+    }
     case 'timer':
       return describeCron(node.data.cron, node.data.tz, node.data.tzFromProfile) + (node.data.condition ? ' · if condition' : '');
     case 'delay':

@@ -12,6 +12,7 @@ import {
   outputHandles,
   type CanvasKind,
   type FlowEdge,
+  type Preset,
   type StepData,
   type StepNode,
   type WorkflowExtras,
@@ -159,14 +160,14 @@ export class EditorStore {
     this.change(this.state.nodes, [...edges, makeEdge(connection.source, handle, connection.target)]);
   };
 
-  /** Adds a step at `position`, or the nearest free spot to it: a new step never lands on another. */
-  addNode = (kind: CanvasKind, position: XYPosition, from?: { nodeId: string; handle: string }): string => {
+  /** Adds a step (of a kind, or a palette preset) at `position`, or the nearest free spot to it: a new step never lands on another. */
+  addNode = (kind: CanvasKind | Preset, position: XYPosition, from?: { nodeId: string; handle: string }): string => {
     const id = `node-${Math.random().toString(36).slice(2, 10)}`;
     const node = {
       id,
-      type: kind,
+      type: typeof kind === 'string' ? kind : kind.kind,
       position: freeSpot(this.state.nodes, position),
-      data: defaultData(kind, freeName(this.state.nodes, kind)),
+      data: typeof kind === 'string' ? defaultData(kind, freeName(this.state.nodes, kind)) : kind.data(freeName(this.state.nodes, kind.baseName)),
       selected: true,
     } as StepNode;
     const nodes = [...this.state.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node];

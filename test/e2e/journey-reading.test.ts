@@ -145,4 +145,31 @@ describe('reading the journey off the graph', () => {
     await studio.shot('04-goal-1024');
     await windowOf(1280, 800);
   });
+
+  it('adds a “Wait for event” step from the palette with the keyboard: one event rule and a timeout, no else', async () => {
+    await page.getByTestId('palette-wait-for-event').focus();
+    await page.keyboard.press('Enter');
+    const step = page.locator('[data-step=wait_for_event]');
+    await step.waitFor();
+    await eventually(() => page.getByTestId('step-name-input').inputValue()).toBe('wait_for_event');
+    expect(await step.locator('.step-summary').textContent()).toBe('waits up to 2d for purchase');
+    // its outputs: the event waited for, and the timeout; no "else", which would move users on any event at all
+    expect(await step.locator('.handle-label').allTextContents()).toEqual(['purchase', 'after 2d']);
+    expect(await page.locator('[data-testid=branch-0]').count()).toBe(1);
+    expect(await page.locator('[data-testid=branch-1]').count()).toBe(0);
+    expect(await page.getByTestId('timeout-input').inputValue()).toBe('2d');
+
+    await typeInto(page.locator('[data-testid=branch-0] [data-testid=rule-value]'), 'signup');
+    await typeInto(page.getByTestId('timeout-input'), '3d');
+    expect(await step.locator('.step-summary').textContent()).toBe('waits up to 3d for signup');
+    // what is left to do is to connect it: nothing about its branches
+    const problems = await page.locator('[data-testid=inspector-problems] p').allTextContents();
+    expect(problems.length).toBeGreaterThan(0);
+    for (const problem of problems) expect(problem).toMatch(/^(Connect output|Cannot be reached)/);
+    await studio.shot('05-wait-for-event-1280');
+    await page.setViewportSize({ width: 1024, height: 700 });
+    await step.scrollIntoViewIfNeeded();
+    await studio.shot('06-wait-for-event-1024');
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
 });
