@@ -101,7 +101,8 @@ export function outputHandles(node: StepNode): { id: string; label?: string; tit
     case 'branch':
       return [
         ...node.data.branches.map((b, i) => ({ id: `branch-${i}`, ...branchLabel(b, i) })),
-        ...(node.data.timeout ? [{ id: 'timeout', label: `after ${node.data.timeout.after}` }] : []),
+        // a timeout whose duration is still being typed is "timeout", not "after "
+        ...(node.data.timeout ? [{ id: 'timeout', label: node.data.timeout.after.trim() ? `after ${node.data.timeout.after}` : 'timeout' }] : []),
       ];
     case 'split':
       return node.data.paths.map((p, i) => ({ id: `path-${i}`, label: `${p.percent}%` }));

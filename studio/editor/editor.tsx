@@ -195,7 +195,10 @@ function ProblemsBar() {
             <strong>{p.step}</strong>: {p.text}
           </button>
         ) : (
-          <span key={i}>{p.message}</span>
+          <span key={i} data-testid="problem-text">
+            {p.step !== null && <strong>{p.step}: </strong>}
+            {p.text}
+          </span>
         ),
       )}
       {problems.length > 4 && <span>…and {problems.length - 4} more</span>}

@@ -48,8 +48,8 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
         <p className="muted">Select a step to edit it, or drag one from the palette.</p>
         <WorkflowPanel readOnly={readOnly} />
         {general.map((p) => (
-          <p key={p.message} className="field-error">
-            {p.message}
+          <p key={p.message} className="field-error" data-testid="workflow-problem">
+            {p.text}
           </p>
         ))}
       </aside>

@@ -6,7 +6,7 @@ import { describeCron } from '../../server/model/cron';
 import { CANVAS_KINDS, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
 import { formatCount, formatShare } from '../ui';
 import { useCanvasInfo, useCounts } from './context';
-import { problemText } from './problems';
+import { problemText } from './problem-words';
 import { StepSparkline } from './counts-chart';
 import { StepConverted } from './goal-result';
 import { useReveal } from './reveal';
@@ -29,9 +29,10 @@ function summary(node: StepNode): string {
   switch (node.type) {
     case 'branch': {
       const { branches, timeout } = node.data;
+      const after = timeout?.after.trim() || '…';
       // one rule and a timeout is a wait: say what for, in the words its edge uses
-      if (branches.length === 1 && timeout) return `waits up to ${timeout.after} for ${outputHandles(node)[0].label}`;
-      return `${branches.length} condition${branches.length === 1 ? '' : 's'}${timeout ? ` · else after ${timeout.after}` : ''}`;
+      if (branches.length === 1 && timeout) return `waits up to ${after} for ${outputHandles(node)[0].label}`;
+      return `${branches.length} condition${branches.length === 1 ? '' : 's'}${timeout ? ` · else after ${after}` : ''}`;
     }
     case 'timer':
       return describeCron(node.data.cron, node.data.tz, node.data.tzFromProfile) + (node.data.condition ? ' · if condition' : '');

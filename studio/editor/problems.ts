@@ -1,9 +1,10 @@
 // The problems of the drawn workflow, in the canvas's words. They come from the same validateWorkflow()
-// the server runs on save, run on every edit, then told the way the canvas shows things: "If 1" rather
-// than `branches[0]`, "Wait for" rather than `after`, and without the step name inside the step itself.
+// the server runs on save, run on every edit, then told the way the canvas shows things (problem-words.ts): "If 1"
+// rather than `branches[0]`, "Entry event type is empty" rather than zod's words, without the step name inside the step.
 import { validateWorkflow } from '../../server/model/validate';
 import type { WorkflowProblem } from '../../server/model/workflow';
-import { canvasProblems, graphToDefinition, outputHandles, type FlowEdge, type StepNode, type WorkflowExtras } from '../convert';
+import { canvasProblems, graphToDefinition, type FlowEdge, type StepNode, type WorkflowExtras } from '../convert';
+import { problemText } from './problem-words';
 
 export type CanvasProblem = WorkflowProblem & {
   /** The node the problem belongs to (null: the whole workflow, or a step name no node has). */
@@ -12,51 +13,17 @@ export type CanvasProblem = WorkflowProblem & {
   text: string;
 };
 
-const FIELD_WORDS: Record<string, string> = {
-  after: 'Wait for',
-  ttl: 'Re-evaluate when idle (ttl)',
-  cron: 'Cron',
-  tz: 'Time zone',
-  tzFromProfile: 'Zone attribute',
-  condition: 'Condition',
-  actions: 'Actions',
-  name: 'Name',
-  next: 'Next step',
-};
-
-const capitalize = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
-
-/** `branches[1].condition` → `If 2 condition`, `paths[0].next` → `Path 1 (50%)`, `after` → `Wait for`. */
-export function fieldWords(node: StepNode | undefined, field: string): string {
-  const indexed = /^(branches|paths)\[(\d+)\](?:\.(\w+))?/.exec(field);
-  if (indexed) {
-    const index = Number(indexed[2]);
-    const label = node ? outputHandles(node)[index]?.label : undefined;
-    const name = indexed[1] === 'branches' ? (label === 'else' ? 'Else' : `If ${index + 1}`) : `Path ${index + 1}${label ? ` (${label})` : ''}`;
-    const rest = indexed[3];
-    return rest === 'condition' ? `${name} condition` : rest === 'next' ? name : `${name}${rest ? ` ${rest}` : ''}`;
-  }
-  return FIELD_WORDS[field] ?? field;
-}
-
-/** The message body in canvas words: technical field paths replaced, the step prefix dropped. */
-export function problemText(problem: WorkflowProblem, node: StepNode | undefined): string {
-  let text = problem.message;
-  if (problem.step !== null) {
-    const prefix = `Step "${problem.step}"`;
-    if (text.startsWith(`${prefix}: `)) text = text.slice(prefix.length + 2);
-    else if (text.startsWith(`${prefix} `)) text = text.slice(prefix.length + 1);
-  }
-  text = text.replace(/^((?:branches|paths)\[\d+\](?:\.\w+)?|after|ttl|cron|tzFromProfile|tz)\b/, (field) => fieldWords(node, field));
-  text = text.replace(/ is not a valid condition: /, ' is not valid: ');
-  return capitalize(text);
-}
-
 export function describeProblems(nodes: StepNode[], problems: WorkflowProblem[]): CanvasProblem[] {
   const byName = new Map(nodes.map((n) => [n.data.name, n]));
-  return problems.map((problem) => {
+  const said = new Set<string>();
+  return problems.flatMap((problem) => {
     const node = problem.step === null ? undefined : byName.get(problem.step);
-    return { ...problem, nodeId: node?.id ?? null, text: problemText(problem, node) };
+    const text = problemText(problem, node);
+    // two messages of the validator about one box (an empty cron: no text, no fields) read the same in words: say it once
+    const key = `${problem.step}\u0000${text}`;
+    if (said.has(key)) return [];
+    said.add(key);
+    return [{ ...problem, nodeId: node?.id ?? null, text }];
   });
 }
 

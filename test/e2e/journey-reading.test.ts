@@ -172,4 +172,41 @@ describe('reading the journey off the graph', () => {
     await studio.shot('06-wait-for-event-1024');
     await page.setViewportSize({ width: 1280, height: 800 });
   });
+
+  it('says what is wrong in the marketer’s words, naming the step and the box, never the validator’s', async () => {
+    const raw = /Too (small|big)|expected (string|number)|entry\.event|timeout\.after|^Workflow /;
+    // the wait step of the previous test goes again: Delete on the canvas (it holds nobody)
+    await page.locator('[data-step=wait_for_event] header').click({ position: { x: 60, y: 10 } });
+    await page.keyboard.press('Delete');
+    await eventually(() => page.locator('[data-step=wait_for_event]').count()).toBe(0);
+
+    // users also enter on an event: until its type is written, the journey says which box is empty
+    await page.locator('.react-flow__pane').click({ position: { x: 20, y: 80 } });
+    await page.getByTestId('entry-enabled').click();
+    const entryProblem = 'Entry event type is empty: write the event type that lets users in, e.g. signup';
+    await eventually(() => page.getByTestId('workflow-problem').allTextContents()).toEqual([entryProblem]);
+    expect(await page.getByTestId('problem-text').allTextContents()).toEqual([entryProblem]);
+    await studio.shot('07-problem-entry-1280');
+    await typeInto(page.getByTestId('entry-event-input'), 'signup');
+    await eventually(() => page.getByTestId('problems-bar').count()).toBe(0);
+
+    // a wait timeout emptied with the keyboard: the step, its box and what to write
+    await selectStep(page, 'welcome');
+    await page.getByTestId('timeout-add').click();
+    await typeInto(page.getByTestId('timeout-input'), '');
+    const timeoutProblem = 'Timeout is empty: write how long to wait, e.g. 2d';
+    await eventually(() => page.locator('[data-testid=inspector-problems] p').allTextContents()).toContain(timeoutProblem);
+    const bar = page.getByTestId('problems-bar');
+    expect(await bar.getByTestId('problem-link').allTextContents()).toEqual([
+      'welcome: Connect output “timeout” to the step users go to next',
+      `welcome: ${timeoutProblem}`,
+    ]);
+    for (const text of [await bar.textContent(), await page.getByTestId('inspector').textContent()]) expect(text).not.toMatch(raw);
+    await studio.shot('08-problem-timeout-1280');
+    await page.setViewportSize({ width: 1024, height: 700 });
+    await studio.shot('09-problem-timeout-1024');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await typeInto(page.getByTestId('timeout-input'), '2d');
+    await eventually(() => page.locator('[data-testid=inspector-problems] p').allTextContents()).not.toContain(timeoutProblem);
+  });
 });
