@@ -50,12 +50,17 @@ export class ManualClock implements Clock {
     await this.set(this.current + ms);
   }
 
+  /**
+   * Moves time to `time`, an instant at a time: the sleepers due at the same instant wake together (as Node runs every
+   * expired timer before the next setImmediate), then their continuations run.
+   */
   async set(time: number): Promise<void> {
     for (;;) {
-      const due = this.sleepers.filter((s) => s.at <= time).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.current = Math.max(this.current, due.at);
-      this.wake(due);
+      let at = Number.POSITIVE_INFINITY;
+      for (const sleeper of this.sleepers) if (sleeper.at <= time) at = Math.min(at, sleeper.at);
+      if (at === Number.POSITIVE_INFINITY) break;
+      this.current = Math.max(this.current, at);
+      for (const due of this.sleepers.filter((s) => s.at === at)) this.wake(due);
       await flushMicrotasks();
     }
     this.current = Math.max(this.current, time);

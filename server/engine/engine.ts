@@ -9,6 +9,7 @@ import { liveRunningLookup, setRunningLookup } from '../workflows/running';
 import { database, type Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onTenantDeleted } from '../tenants/changes';
+import { CheckpointWriter } from './checkpoint-writer';
 import { PartitionWorker, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
 import { logEnds } from './store/log';
@@ -70,6 +71,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly clock: Clock;
   readonly wallClock: Clock;
   readonly database: Database;
+  readonly checkpoints: CheckpointWriter;
   readonly owner: string;
   readonly leaseMs: number;
   readonly checkpointEveryMs: number;
@@ -96,6 +98,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.wallClock = options.wallClock ?? systemClock;
     this.database = options.database ?? database();
     this.profiles = profileCalls(this.database);
+    this.checkpoints = new CheckpointWriter(this.database);
     this.timers = new TimerLoop({
       clock: this.clock,
       database: this.database,
@@ -187,11 +190,14 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.unsubscribeTenantDeleted?.();
     await this.timers.stop();
     await this.leases.stop();
-    for (const entry of this.tenants.values()) {
-      const { runtime, workers } = await entry.ready;
-      await Promise.all(workers.map((w) => w.stop()));
-      runtime.data.close();
-    }
+    // Every tenant at once: their last checkpoints share transactions (CheckpointWriter).
+    await Promise.all(
+      [...this.tenants.values()].map(async (entry) => {
+        const { runtime, workers } = await entry.ready;
+        await Promise.all(workers.map((w) => w.stop()));
+        runtime.data.close();
+      }),
+    );
     this.tenants.clear();
     this.pushes.clear();
     await this.cluster?.leave();

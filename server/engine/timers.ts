@@ -12,7 +12,7 @@ import { Mover } from './moves';
 import type { PartitionWorker } from './partition';
 import type { StepRuntime, WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
-import { commitBatch, commitTogether, type CheckpointWrite, type JournalMove } from './store/commit';
+import { commitTogetherOrAlone, type CheckpointWrite, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
 import type { TimerPlanWrite } from './store/timer-plans';
 import { withLocks, type InstanceRuntime, type TenantRuntime } from './tenant';
@@ -152,31 +152,25 @@ const tenantCommit = ({ tenant, work }: TenantFiring, now: number) => ({
   },
 });
 
-/**
- * Commits the firings together; when that fails (a lost lease, a conflict), each tenant's alone, so one tenant's
- * lost lease costs only its own firing. A tenant whose commit fails drops the uncommitted shards it moved in memory.
- */
+/** Commits the firings together (or, that failing, one by one); a tenant whose commit fails drops the uncommitted
+ * shards it moved in memory. */
 async function commitFirings(firings: TenantFiring[], now: number): Promise<unknown[]> {
   if (firings.length === 0) return [];
   const database = firings[0].work[0].worker.engine.database; // the workers of one engine: its storage
-  const failed = new Map<TenantFiring, unknown>();
-  const alone = async (firing: TenantFiring) => {
-    const { tenantId, commit } = tenantCommit(firing, now);
-    await commitBatch(database, tenantId, commit).catch((error: unknown) => failed.set(firing, error));
-  };
-  if (firings.length === 1) await alone(firings[0]);
-  else
-    await commitTogether(
-      database,
-      firings.map((firing) => tenantCommit(firing, now)),
-    ).catch(async () => {
-      for (const firing of firings) await alone(firing);
-    });
-  for (const firing of firings) {
-    if (failed.has(firing)) for (const w of firing.work) w.worker.discardUncommitted();
-    else for (const w of firing.work) w.worker.afterCommit(w.touched, w.moves.length);
+  const outcomes = await commitTogetherOrAlone(
+    database,
+    firings.map((firing) => tenantCommit(firing, now)),
+  );
+  const failures: unknown[] = [];
+  for (const [i, { work }] of firings.entries()) {
+    const outcome = outcomes[i];
+    if (outcome) failures.push(outcome.error);
+    for (const w of work) {
+      if (outcome) w.worker.discardUncommitted();
+      else w.worker.afterCommit(w.touched, w.moves.length);
+    }
   }
-  return [...failed.values()];
+  return failures;
 }
 
 /**

@@ -7,6 +7,7 @@ import { database } from '../../server/storage/database';
 import type { RawDb } from '../../server/storage/raw';
 import { db } from '../../server/storage/db';
 import { AppError } from '../../server/errors';
+import { newId } from '../../server/ids';
 import { advance, crowd, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
 let h: Harness | undefined;
@@ -19,10 +20,11 @@ afterEach(async () => {
  * The process's database, with every raw statement the engine sends recorded; while `hold` is set, reads of shard
  * checkpoints wait for it (a restart whose state takes long to load).
  */
-function recordingDatabase(): { database: Database; statements: string[]; hold?: Promise<void> } {
+function recordingDatabase(): { database: Database; statements: string[]; transactions: string[][]; hold?: Promise<void> } {
   const inner = database();
   const statements: string[] = [];
-  const recorded: { database: Database; statements: string[]; hold?: Promise<void> } = { database: inner, statements };
+  const transactions: string[][] = [];
+  const recorded: { database: Database; statements: string[]; transactions: string[][]; hold?: Promise<void> } = { database: inner, statements, transactions };
   const held = async (sql: string) => {
     if (sql.includes('ShardCheckpoint')) await recorded.hold;
   };
@@ -30,7 +32,7 @@ function recordingDatabase(): { database: Database; statements: string[]; hold?:
     query: async (sql, params) => (statements.push(sql), await held(sql), raw.query(sql, params)),
     each: async (sql, params, visit) => (statements.push(sql), await held(sql), raw.each(sql, params, visit)),
     execute: (sql, params) => (statements.push(sql), raw.execute(sql, params)),
-    transaction: (list) => (statements.push(...list.map((s) => s.sql)), raw.transaction(list)),
+    transaction: (list) => (statements.push(...list.map((s) => s.sql)), transactions.push(list.map((s) => s.sql)), raw.transaction(list)),
     close: () => raw.close(),
   });
   recorded.database = { db: inner.db, dialect: inner.dialect, raw: async () => record(await inner.raw()) };
@@ -98,7 +100,8 @@ describe('idle partitions', () => {
     });
     await wallClock.advance(7_500); // the worker tries again after half a lease
     await expect.poll(() => worker.lease?.epoch).toBe(epoch + 2);
-    expect(await steps(h, id)).toEqual({ wait: 4, bought: 0 });
+    // The lease is taken before the partition's shards are rebuilt from the database.
+    await expect.poll(() => steps(h!, id)).toEqual({ wait: 4, bought: 0 });
   });
 });
 
@@ -154,5 +157,41 @@ describe('a timer firing', () => {
     await expect.poll(() => worker.lease).not.toBeNull();
     await h.engine.runTimers();
     expect(await steps(h, id)).toEqual({ wait: 0, done: 4 });
+  });
+
+  it('of many tenants is one transaction, and so are the checkpoints their partitions are due for after it', async () => {
+    const wallClock = new ManualClock(Date.now());
+    const recorded = recordingDatabase();
+    h = await startHarness(4, undefined, { wallClock, database: recorded.database });
+    const hourly = {
+      steps: [
+        { name: 'wait', kind: 'timer' as const, cron: '0 0 * * * *', next: 'done' },
+        { name: 'done', kind: 'direct' as const },
+      ],
+    };
+    const tenants: Harness[] = [h];
+    for (let i = 0; i < 2; i++) {
+      const tenantId = newId('tn');
+      await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: 4 } });
+      tenants.push({ ...h, tenantId });
+    }
+    const ids: string[] = [];
+    for (const tenant of tenants) {
+      await crowd(tenant, 'c', [1, 2, 3, 4, 5, 6, 7, 8]);
+      ids.push(await start(tenant, await workflow(tenant, hourly), 'c'));
+    }
+    await wallClock.advance(10_000); // the starts' checkpoints are written
+    recorded.transactions.length = 0;
+
+    await advance(h, 3_600_000);
+    for (const id of ids) expect(h.engine.findRuntime(id)!.counts().steps).toEqual({ wait: 0, done: 8 });
+    const withMoves = recorded.transactions.filter((sql) => sql.some((s) => s.startsWith('INSERT INTO') && s.includes('Journal')));
+    expect(withMoves).toHaveLength(1);
+    expect(withMoves[0].filter((s) => s.includes('Journal')).length).toBe(1); // 12 bulk moves, one statement
+
+    recorded.transactions.length = 0;
+    await wallClock.advance(h.engine.checkpointEveryMs);
+    await expect.poll(() => recorded.transactions.flat().filter((s) => s.includes('INSERT INTO') && s.includes('ShardCheckpoint')).length).toBe(12);
+    expect(recorded.transactions).toHaveLength(1);
   });
 });

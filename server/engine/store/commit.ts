@@ -280,13 +280,29 @@ export async function commitBatch(database: Database, tenantId: string, commit: 
   }
 }
 
+/** What became of one commit of several committed together: null when it committed. */
+export type CommitOutcome = { error: unknown } | null;
+
 /**
  * Commits several tenants' batches in ONE transaction: one journal lock and one COMMIT for all of them (the timer
- * firings of a minute over many tenants). All or nothing: a lost lease of any one fails the whole; the caller then
- * commits them one by one (commitBatch) to find which.
+ * firings of a minute over many tenants, the checkpoints due at the same moment). When that fails (a lost lease of
+ * any one fails the whole), each commits alone (commitBatch), so a lost lease costs only its own batch.
  */
-export async function commitTogether(database: Database, commits: TenantCommit[]): Promise<void> {
-  await (await database.raw()).transaction(commitStatements(database, commits));
+export async function commitTogetherOrAlone(database: Database, commits: TenantCommit[]): Promise<CommitOutcome[]> {
+  const alone = ({ tenantId, commit }: TenantCommit) =>
+    commitBatch(database, tenantId, commit).then(
+      () => null,
+      (error: unknown) => ({ error }),
+    );
+  if (commits.length === 1) return [await alone(commits[0])];
+  try {
+    await (await database.raw()).transaction(commitStatements(database, commits));
+    return commits.map(() => null);
+  } catch {
+    const outcomes: CommitOutcome[] = [];
+    for (const commit of commits) outcomes.push(await alone(commit));
+    return outcomes;
+  }
 }
 
 function isFenceViolation(error: unknown): boolean {
