@@ -12,6 +12,7 @@ import { AppError } from '../errors';
 import type { RawStatement } from '../storage/raw';
 import { DEDUPE_WINDOW_MS, recordInsert, tenantDedupe, type NewRecord, type RecordedAnswer, type TenantDedupe } from './ingest-dedupe';
 import type { Database } from '../storage/database';
+import { retryTransient } from '../storage/transient';
 import { encodeRequest, type EncodedRequest, type EncodedRow, type IngestRequest } from './ingest-encode';
 import { decodeEvents, encodeEvents } from './log-codec';
 import { rememberAppended } from './recent-log';
@@ -82,12 +83,15 @@ function takeGroup(waiting: Waiting[]): Waiting[] {
 }
 
 async function commitGroup(database: Database, tenantId: string, group: Waiting[]): Promise<void> {
+  // A transient storage error wrote nothing of the group (one transaction): the group goes again, decided anew, before
+  // any batch is answered 503; past the patience, the batches are tried alone like after any other failure.
+  const write = (batches: Waiting[]) => retryTransient(() => writeGroup(database, tenantId, batches));
   try {
-    await writeGroup(database, tenantId, group);
+    await write(group);
   } catch (error) {
     if (group.length === 1) return settleFailed(group[0], error);
     // Which batch broke the transaction is unknown: each goes again on its own, so only that one fails.
-    for (const batch of group) await writeGroup(database, tenantId, [batch]).catch((alone: unknown) => settleFailed(batch, alone));
+    for (const batch of group) await write([batch]).catch((alone: unknown) => settleFailed(batch, alone));
   }
 }
 

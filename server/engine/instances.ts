@@ -14,6 +14,7 @@ import { crowdOf, nobodyLeft, previousInstance, strandedUsers } from './operatio
 import { WorkflowRuntime } from './runtime';
 import type { Counts, InstanceView, Reentry, SnapshotView, StartRequest, SubmittedOperation, UpdateWorkflowRequest } from './types';
 import type { Database } from '../storage/database';
+import { retryTransient } from '../storage/transient';
 
 /**
  * What the instance operations need of an engine: its procedure runner, the live counts of an instance, and the
@@ -126,8 +127,15 @@ async function excludedEveryone(
   return users.size === 0 ? excludedCount : null;
 }
 
-/** Checks everything a start needs, then creates the instance row and submits `instance.start`. */
-export async function submitStart(engine: InstanceEngine, tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
+/**
+ * Checks everything a start needs, then creates the instance row and submits `instance.start`. A transient storage
+ * error goes again (retryTransient): reads, then one transaction, so a failed attempt left nothing behind.
+ */
+export function submitStart(engine: InstanceEngine, tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
+  return retryTransient(() => submitStartOnce(engine, tenantId, workflowId, request));
+}
+
+async function submitStartOnce(engine: InstanceEngine, tenantId: string, workflowId: string, request: StartRequest): Promise<SubmittedOperation> {
   const workflow = await requireWorkflow(engine.database, tenantId, workflowId);
   const version = request.version ?? workflow.currentVersion;
   const reentry = request.reentry ?? 'exclude';
@@ -161,7 +169,12 @@ export async function submitStart(engine: InstanceEngine, tenantId: string, work
   return { procedureId, instanceId };
 }
 
-export async function submitStop(engine: InstanceEngine, tenantId: string, instanceId: string): Promise<SubmittedOperation> {
+/** Marks the instance stopping and submits `instance.stop` (idempotent: after a transient storage error it goes again). */
+export function submitStop(engine: InstanceEngine, tenantId: string, instanceId: string): Promise<SubmittedOperation> {
+  return retryTransient(() => submitStopOnce(engine, tenantId, instanceId));
+}
+
+async function submitStopOnce(engine: InstanceEngine, tenantId: string, instanceId: string): Promise<SubmittedOperation> {
   const row = await requireInstance(engine.database, tenantId, instanceId);
   if (row.state !== 'running' && row.state !== 'stopping') throw conflict(`Instance ${instanceId} is ${row.state}, not running`, { state: row.state });
   await engine.database.db.instance.updateMany({ where: { id: instanceId, state: 'running' }, data: { state: 'stopping' } });

@@ -18,6 +18,7 @@ import { duringImport, profileIndex, profileWrite } from './index-store';
 import type { Attributes, ProfileChange, ProfileIndex } from './index-tenant';
 import { MAX_PROFILE_BYTES, mergeAttributes } from './profiles';
 import type { Database } from '../storage/database';
+import { retryTransient } from '../storage/transient';
 
 /**
  * Lines per committed chunk: one transaction each. A chunk's write (one synchronous SQLite transaction) and its
@@ -60,10 +61,11 @@ export async function importProfiles(
   const types = parseColumnTypes(columnTypes);
   if (format === 'ndjson' && Object.keys(types).length > 0) throw new AppError('bad_request', 'types applies to CSV imports only');
   if (!body) throw new AppError('bad_request', 'The import body is empty');
-  const limits = await tenantLimits(database, tenantId);
+  // Reads and chunk commits go again after a transient storage error: the body cannot be sent again from here.
+  const limits = await retryTransient(() => tenantLimits(database, tenantId));
   // Checked as lines are read, so a file past the attribute limit stops at its first such line, before its chunk is
   // held in memory; each chunk is checked again against the index when it is written (commitChunk).
-  const budget = new AttributeBudget(await profileIndex(database, tenantId), limits.maxProfileAttributes);
+  const budget = new AttributeBudget(await retryTransient(() => profileIndex(database, tenantId)), limits.maxProfileAttributes);
   const result: ImportResult = { lines: 0, users: 0, created: 0, chunks: 0, ms: 0 };
   let csv: CsvReader | null = null;
   let chunk: ImportItem[] = [];
@@ -74,7 +76,7 @@ export async function importProfiles(
     const items = chunk;
     chunk = [];
     await committing; // a failed chunk ends the import before the next one is written
-    committing = commitChunk(database, tenantId, items, limits).then((committed) => {
+    committing = retryTransient(() => commitChunk(database, tenantId, items, limits)).then((committed) => {
       result.lines += items.length;
       result.users += committed.users;
       result.created += committed.created;

@@ -74,3 +74,23 @@ export function describeStorageError(error: unknown): string {
   const code = adapter?.originalCode ?? transientCode(error, 0) ?? (prisma ? (error as { code?: unknown }).code : undefined);
   return typeof code === 'string' && !text.includes(code) ? `${text} (${code})` : text;
 }
+
+/** How long work done for a request keeps trying through transient storage errors before its caller sees one (503). */
+export const REQUEST_STORAGE_PATIENCE_MS = 3_000;
+
+/**
+ * Runs `work` again after a transient storage error, with backoff (25 ms doubling to 400 ms, with jitter), for up to
+ * `patienceMs`; any other error, or a transient one past the patience, is thrown. Only for work that a failed
+ * attempt left undone: one transaction, or reads and then one transaction.
+ */
+export async function retryTransient<T>(work: () => Promise<T>, patienceMs = REQUEST_STORAGE_PATIENCE_MS): Promise<T> {
+  const deadline = Date.now() + patienceMs;
+  for (let pause = 25; ; pause = Math.min(pause * 2, 400)) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!isTransientStorageError(error) || Date.now() + pause > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause * (0.5 + Math.random() / 2)));
+  }
+}

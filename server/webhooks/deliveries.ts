@@ -26,6 +26,9 @@ import { LOST_OFFSET } from './cut';
 import { requireDestination } from './destinations';
 import { sendDelivery } from './send';
 import type { Database } from '../storage/database';
+import { isTransientStorageError } from '../storage/transient';
+import type { Clock } from '../clock';
+import { STORAGE_PATIENCE_MS } from '../procedures/turns';
 
 export const DELIVER_TYPE = 'webhook.deliver';
 /** Retries after the first attempt: with the runner's backoff about 10 minutes of trying before a delivery fails. */
@@ -48,7 +51,7 @@ const deliverType: ProcedureTypeDefinition = {
     return {
       lockKeys: () => [],
       state: () => ({ delivery, replays }),
-      execute: (ctx: ProcedureContext) => attempt(ctx.database, delivery, replays, ctx.clock.now()),
+      execute: (ctx: ProcedureContext) => attempt(ctx.database, ctx.clock, delivery, replays),
       // Out of retries, or a failure no retry cures: the delivery is failed (until a replay), unless a replay took it
       // over meanwhile, with the reason in lastError: the last attempt's, or what stopped the procedure before (storage).
       async rollback(ctx: ProcedureContext) {
@@ -63,7 +66,8 @@ const deliverType: ProcedureTypeDefinition = {
   },
 };
 
-async function attempt(database: Database, deliveryId: string, replays: number, now: number): Promise<ProcedureStatus> {
+async function attempt(database: Database, clock: Clock, deliveryId: string, replays: number): Promise<ProcedureStatus> {
+  const now = clock.now();
   const delivery = await database.db.webhookDelivery.findUnique({ where: { id: deliveryId }, include: { destination: true } });
   // Deleted with its destination, delivered already, or taken over by a replay: nothing left for this round.
   if (delivery?.status !== 'pending' || delivery.replays !== replays) return { kind: 'done', output: { skipped: true } };
@@ -76,17 +80,19 @@ async function attempt(database: Database, deliveryId: string, replays: number, 
     now,
     { allowPrivate: await privateAddressesAllowed(database, destination.tenantId) },
   );
-  await database.db.webhookDelivery.updateMany({
-    where: { id: deliveryId, replays },
-    data: {
-      attempts: { increment: 1 },
-      lastStatus: result.status,
-      lastError: result.error,
-      lastResponse: result.response,
-      lastAttemptAt: new Date(now),
-      ...(result.ok ? { status: 'delivered', deliveredAt: new Date(now) } : {}),
-    },
-  });
+  await recordAttempt(clock, () =>
+    database.db.webhookDelivery.updateMany({
+      where: { id: deliveryId, replays },
+      data: {
+        attempts: { increment: 1 },
+        lastStatus: result.status,
+        lastError: result.error,
+        lastResponse: result.response,
+        lastAttemptAt: new Date(now),
+        ...(result.ok ? { status: 'delivered', deliveredAt: new Date(now) } : {}),
+      },
+    }),
+  );
   if (result.refused) {
     const resolved = result.refusedAddress ? ` (resolved to ${result.refusedAddress})` : '';
     console.warn(`[webhooks] delivery ${deliveryId} to destination ${destination.name}${resolved} ${result.error}`);
@@ -94,6 +100,25 @@ async function attempt(database: Database, deliveryId: string, replays: number, 
   }
   if (!result.ok) throw new RetryLaterError(`delivery ${deliveryId}: ${result.error}`);
   return { kind: 'done', output: { status: result.status } };
+}
+
+/**
+ * Writes what the receiver answered. The request was made: handing a transient storage error to the runner would run
+ * the step again and send the delivery a second time (the fault-injection suite saw it), so it is waited out here, in
+ * pauses of 0.1 s doubling to 2 s on the runner's clock (short, so a stopping runner is not held up long), for up to
+ * the runner's own patience with storage.
+ */
+async function recordAttempt(clock: Clock, write: () => Promise<unknown>): Promise<void> {
+  const since = clock.now();
+  for (let pause = 100; ; pause = Math.min(pause * 2, 2_000)) {
+    try {
+      await write();
+      return;
+    } catch (error) {
+      if (!isTransientStorageError(error) || clock.now() - since >= STORAGE_PATIENCE_MS) throw error;
+    }
+    await clock.sleep(pause);
+  }
 }
 
 /** Why the delivery's procedure failed, without the `delivery <id>: ` of the attempt's own errors. */
