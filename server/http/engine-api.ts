@@ -266,7 +266,12 @@ export const paths: Record<string, object> = {
           'in (default: users in the step now) | converted (users who reached the goal from the step; a 422 `unprocessable` when the ' +
           "instance's workflow version has no goal)",
       },
-      ok: { status: 200, description: 'The IDs; header x-crowdflow-count holds how many', contentType: 'text/csv' },
+      ok: {
+        status: 200,
+        description:
+          'The IDs; header x-crowdflow-count holds how many, content-disposition names the file journey-step[-converted]-YYYY-MM-DD (slugs, UTC day)',
+        contentType: 'text/csv',
+      },
       errors: [404, 422, 503],
     }),
   },

@@ -4,11 +4,16 @@ import { type ApiError, API_ROOT, apiGet, pathSegment, tenantPath } from '../api
 import type { WhereIsUser } from '../model';
 import { ErrorBox } from '../ui';
 import { useWorkflows } from '../workflows';
-import { useCanvasInfo } from './context';
+import { useCanvasInfo, useCounts } from './context';
 
-/** A step's menu: export its users, look at the first ones, find where a user is. */
+/**
+ * A step's menu: export its users (and, with a goal, those who converted from it), look at the first ones, find where
+ * a user is. The server names each download (`journey-step-date.csv`); the links only ask for one.
+ */
 export function StepMenu({ stepName }: { stepName: string }) {
   const { tenant, instanceId, workflowId } = useCanvasInfo();
+  // the counts carry `converted` exactly when the instance's version has a goal
+  const hasGoal = useCounts()?.converted !== undefined;
   const workflows = useWorkflows(tenant);
   const workflowName = (id: string) => workflows.data?.find((w) => w.id === id)?.name ?? id;
   const [open, setOpen] = useState(false);
@@ -17,17 +22,22 @@ export function StepMenu({ stepName }: { stepName: string }) {
   const [user, setUser] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
   const menuButton = useRef<HTMLButtonElement>(null);
+  const viewFirstButton = useRef<HTMLButtonElement>(null);
   if (!instanceId) return null;
 
-  /** Escape closes the menu and gives the focus back to its button, as a dialog does. */
+  /**
+   * Escape closes what the focus is in and gives the focus back to what opened it, as a dialog does: the first users'
+   * popover (from its button, back to it), else the menu (back to the menu's button).
+   */
   function closeOnEscape(event: KeyboardEvent) {
     if (event.key !== 'Escape' || !open) return;
     event.stopPropagation();
+    if (firstUsers && event.target === viewFirstButton.current) return setFirstUsers(null);
     setOpen(false);
     menuButton.current?.focus();
   }
-  const exportUrl = (format: string, limit?: number) =>
-    `${API_ROOT}${tenantPath(tenant, `/instances/${instanceId}/steps/${pathSegment(stepName)}/export`)}?format=${format}${limit ? `&limit=${limit}` : ''}`;
+  const exportUrl = (format: string, limit?: number, users?: 'converted') =>
+    `${API_ROOT}${tenantPath(tenant, `/instances/${instanceId}/steps/${pathSegment(stepName)}/export`)}?format=${format}${limit ? `&limit=${limit}` : ''}${users ? `&users=${users}` : ''}`;
 
   async function showFirst() {
     setError(null);
@@ -59,23 +69,31 @@ export function StepMenu({ stepName }: { stepName: string }) {
         className="icon menu-button"
         aria-label={`Menu of step ${stepName}`}
         data-testid="step-menu"
-        onClick={() => setOpen(!open)}
+        onClick={() => {
+          setOpen(!open);
+          setFirstUsers(null);
+        }}
       >
         ⋯
       </button>
       {open && (
         <div className="menu step-menu-panel" role="menu">
-          <a href={exportUrl('csv')} download={`${stepName}.csv`} data-testid="export-csv">
+          <a href={exportUrl('csv')} download data-testid="export-csv">
             Export users (CSV)
           </a>
-          <a href={exportUrl('roaring')} download={`${stepName}.roaring`} data-testid="export-roaring">
+          <a href={exportUrl('roaring')} download data-testid="export-roaring">
             Export users (roaring)
           </a>
-          <button type="button" onClick={() => void showFirst()}>
+          {hasGoal && (
+            <a href={exportUrl('csv', undefined, 'converted')} download data-testid="export-converted">
+              Export converted users (CSV)
+            </a>
+          )}
+          <button ref={viewFirstButton} type="button" onClick={() => void showFirst()} aria-expanded={firstUsers !== null}>
             View first users
           </button>
           {firstUsers && (
-            <p className="small" data-testid="first-users">
+            <p className="small" data-testid="first-users" role="status">
               {firstUsers.length ? firstUsers.join(', ') : 'No users in this step.'}
             </p>
           )}

@@ -1,0 +1,97 @@
+import { readFileSync } from 'node:fs';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { api, createTenant } from '../helpers/api';
+import { eventually, useStudio } from './browser';
+
+// Pages a marketer can use (issue 32 §3), walked as a marketer does on the running Welcome journey with a purchase
+// goal: exports named for the journey, step and day; each page looked at in light and dark mode at 1440 and 1024 px.
+
+let page: Page;
+let tenant: { name: string; key: string };
+let workflowId: string;
+const studio = useStudio('pages');
+const CROWD = [1, 2, 3, 4, 5, 6];
+const today = () => new Date().toISOString().slice(0, 10);
+
+const countOf = (step: string) => page.locator(`[data-step=${step}] [data-testid=step-count]`).getAttribute('data-count');
+const focusedLabel = () => page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent);
+
+/**
+ * Screenshots `name` in light and dark mode at 1440 and 1024 px wide (on the canvas, fitted to the window as the
+ * marketer would with the fit button), then puts the page back as it was.
+ */
+async function shotEveryWay(name: string, height = 900) {
+  const fitView = page.locator('.react-flow__controls-fitview');
+  for (const width of [1440, 1024]) {
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.setViewportSize({ width, height });
+      await page.emulateMedia({ colorScheme });
+      if (await fitView.isVisible()) await fitView.click();
+      await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+      await studio.shot(`${name}-${width}-${colorScheme}`);
+    }
+  }
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.emulateMedia({ colorScheme: 'light' });
+}
+
+/** Clicks a download link of the open step menu; the file's suggested name and text. */
+async function download(step: string, testId: string): Promise<{ name: string; text: string }> {
+  const [file] = await Promise.all([page.waitForEvent('download'), page.click(`[data-step=${step}] [data-testid=${testId}]`)]);
+  return { name: file.suggestedFilename(), text: readFileSync((await file.path())!, 'utf8') };
+}
+
+describe('pages a marketer can use', () => {
+  beforeAll(async () => {
+    tenant = await createTenant(2);
+    const base = `/tenants/${tenant.name}`;
+    expect((await api('PUT', `${base}/crowds/launch`, { body: CROWD.join('\n'), headers: { 'content-type': 'text/plain' } })).status).toBe(201);
+    const definition = { ...welcomeJourney, goal: { condition: 'event.type == "purchase"' } };
+    const created = await api('POST', `${base}/workflows`, { body: { name: 'Welcome journey', definition, draft: welcomeJourneyDraft } });
+    expect(created.status).toBe(201);
+    workflowId = created.body.id;
+    expect((await api('POST', `${base}/workflows/${workflowId}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
+    page = await studio.open(`/t/${tenant.name}/workflows/${workflowId}`);
+  });
+
+  it('names exports for the journey, the step and the day, and exports the users who converted from a step', async () => {
+    await eventually(() => countOf('welcome'), 20_000).toBe(String(CROWD.length));
+    // users 2 and 3 buy while in "welcome": they move to "customer" and reach the goal from "welcome"
+    const events = [2, 3].map((user) => ({ user, type: 'purchase' }));
+    expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
+    await eventually(() => countOf('customer'), 20_000).toBe('2');
+    await page.locator('[data-step=customer] [data-testid=step-menu]').click();
+    expect(await download('customer', 'export-csv')).toEqual({ name: `welcome-journey-customer-${today()}.csv`, text: '2\n3\n' });
+    expect((await download('customer', 'export-roaring')).name).toBe(`welcome-journey-customer-${today()}.roaring`);
+    await page.keyboard.press('Escape');
+
+    await page.locator('[data-step=welcome] [data-testid=step-menu]').click();
+    const converted = page.locator('[data-step=welcome] [data-testid=export-converted]');
+    expect(await converted.textContent()).toBe('Export converted users (CSV)');
+    expect(await download('welcome', 'export-converted')).toEqual({ name: `welcome-journey-welcome-converted-${today()}.csv`, text: '2\n3\n' });
+    await shotEveryWay('01-step-menu');
+  });
+
+  it('closes the “View first users” popover on Escape and gives the focus back to what opened it', async () => {
+    const menuButton = page.locator('[data-step=welcome] [data-testid=step-menu]');
+    if ((await page.locator('[data-step=welcome] .step-menu-panel').count()) === 0) await menuButton.click();
+    const viewFirst = page.locator('[data-step=welcome]').getByRole('button', { name: 'View first users' });
+    await viewFirst.focus();
+    await page.keyboard.press('Enter');
+    const firstUsers = page.locator('[data-step=welcome] [data-testid=first-users]');
+    await eventually(() => firstUsers.textContent()).toBe('1, 4, 5, 6');
+    await shotEveryWay('02-first-users');
+    await viewFirst.focus();
+    await page.keyboard.press('Escape');
+    expect(await firstUsers.count()).toBe(0);
+    expect(await focusedLabel()).toBe('View first users');
+    // a second Escape closes the menu and gives the focus to the menu's button
+    await page.keyboard.press('Escape');
+    expect(await page.locator('[data-step=welcome] .step-menu-panel').count()).toBe(0);
+    expect(await focusedLabel()).toBe('Menu of step welcome');
+    // the step is still there: the keys went to the menu, not the canvas
+    expect(await countOf('welcome')).toBe('4');
+  });
+});
