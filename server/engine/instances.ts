@@ -169,16 +169,21 @@ async function submitStartOnce(engine: InstanceEngine, tenantId: string, workflo
   return { procedureId, instanceId };
 }
 
-/** Marks the instance stopping and submits `instance.stop` (idempotent: after a transient storage error it goes again). */
+/**
+ * Marks the instance stopping and submits `instance.stop`. A transient storage error goes again; an attempt that
+ * finds the instance stopped after this call marked it found its own stop done (submitted before the error).
+ */
 export function submitStop(engine: InstanceEngine, tenantId: string, instanceId: string): Promise<SubmittedOperation> {
-  return retryTransient(() => submitStopOnce(engine, tenantId, instanceId));
-}
-
-async function submitStopOnce(engine: InstanceEngine, tenantId: string, instanceId: string): Promise<SubmittedOperation> {
-  const row = await requireInstance(engine.database, tenantId, instanceId);
-  if (row.state !== 'running' && row.state !== 'stopping') throw conflict(`Instance ${instanceId} is ${row.state}, not running`, { state: row.state });
-  await engine.database.db.instance.updateMany({ where: { id: instanceId, state: 'running' }, data: { state: 'stopping' } });
-  return { procedureId: await submitOrRetry(engine, 'instance.stop', stopState(row), `instance.stop:${instanceId}`), instanceId };
+  let marked = false;
+  return retryTransient(async () => {
+    const row = await requireInstance(engine.database, tenantId, instanceId);
+    const ours = marked && row.state === 'stopped';
+    if (row.state !== 'running' && row.state !== 'stopping' && !ours)
+      throw conflict(`Instance ${instanceId} is ${row.state}, not running`, { state: row.state });
+    if (!ours) await engine.database.db.instance.updateMany({ where: { id: instanceId, state: 'running' }, data: { state: 'stopping' } });
+    marked = true;
+    return { procedureId: await submitOrRetry(engine, 'instance.stop', stopState(row), `instance.stop:${instanceId}`), instanceId };
+  });
 }
 
 type InstanceRow = Awaited<ReturnType<typeof requireInstance>>;
@@ -195,11 +200,20 @@ async function submitOrRetry(engine: InstanceEngine, type: string, state: Json, 
   return procedureId;
 }
 
+/** How long a starting engine keeps trying through transient storage errors to resume interrupted operations. */
+const BOOT_STORAGE_PATIENCE_MS = 60_000;
+
 /**
  * At boot: an instance left `starting` or `stopping` with no unfinished procedure to finish it (a crash between
- * marking the instance and submitting its procedure, or a failed rollback) gets one, so nothing stays half-done.
+ * marking the instance and submitting its procedure, or a failed rollback) gets one, so nothing stays half-done. The
+ * engine's start waits for it: a transient storage error goes again (it submits under fixed ids), instead of failing
+ * the start.
  */
-export async function resumeInterruptedOperations(engine: InstanceEngine): Promise<void> {
+export function resumeInterruptedOperations(engine: InstanceEngine): Promise<void> {
+  return retryTransient(() => resumeInterruptedOnce(engine), BOOT_STORAGE_PATIENCE_MS);
+}
+
+async function resumeInterruptedOnce(engine: InstanceEngine): Promise<void> {
   const stuck = await engine.database.db.instance.findMany({ where: { state: { in: ['starting', 'stopping'] } } });
   if (stuck.length === 0) return;
   const unfinished = await engine.database.db.procedure.findMany({

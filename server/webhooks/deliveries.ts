@@ -26,7 +26,7 @@ import { LOST_OFFSET } from './cut';
 import { requireDestination } from './destinations';
 import { sendDelivery } from './send';
 import type { Database } from '../storage/database';
-import { isTransientStorageError } from '../storage/transient';
+import { isTransientStorageError, retryTransient } from '../storage/transient';
 import type { Clock } from '../clock';
 import { STORAGE_PATIENCE_MS } from '../procedures/turns';
 
@@ -133,10 +133,15 @@ export function registerWebhookProcedures(): void {
   if (!isProcedureTypeRegistered(DELIVER_TYPE)) registerProcedureType(deliverType);
 }
 
-/** Submits one procedure per delivery round; submitting an existing id is a no-op, so this may be repeated. */
+/**
+ * Submits one procedure per delivery round; submitting an existing id is a no-op, so this may be repeated, and each
+ * goes again through a transient storage error: the round is committed already, and a delivery left without its
+ * procedure waits for the next orphan sweep (a minute), which under 5% of failing operations often failed itself.
+ */
 export async function submitDeliveries(runner: ProcedureRunner, deliveries: { id: string; replays: number }[], tenantId: string): Promise<void> {
   registerWebhookProcedures();
-  for (const { id, replays } of deliveries) await runner.submit(DELIVER_TYPE, { delivery: id, replays }, { id: deliveryProcedureId(id, replays), tenantId });
+  for (const { id, replays } of deliveries)
+    await retryTransient(() => runner.submit(DELIVER_TYPE, { delivery: id, replays }, { id: deliveryProcedureId(id, replays), tenantId }));
 }
 
 /**

@@ -1,6 +1,10 @@
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { resumeInterruptedOperations, type InstanceEngine } from '../../server/engine/instances';
+import { database } from '../../server/storage/database';
+import { db } from '../../server/storage/db';
+import { crowd, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
 import { runScenario, type ScenarioSize } from '../fixtures/fault-scenario';
-import { FAULT_KINDS, type FaultKind, type Injected } from '../fixtures/faulty-database';
+import { FAULT_KINDS, faultyDatabase, type FaultKind, type Injected } from '../fixtures/faulty-database';
 
 // Issue 36 §4: a profile import, an instance's start, events, a timer firing, webhook deliveries and the instance's
 // stop, in process, with a share of every storage operation failing transiently (each transient kind of the provider,
@@ -58,4 +62,42 @@ describe(`fault injection (${provider}, ${rate * 100}% of storage operations fai
     },
     soaking ? 24 * 3_600_000 : 60_000,
   );
+});
+
+describe('an engine starting on a database with transient errors', () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  it('resumes an interrupted stop through them instead of failing its start', async () => {
+    h = await startHarness(2);
+    const wf = await workflow(h, {
+      steps: [
+        { name: 'wait', kind: 'timer', cron: '0 0 0 1 1 *', next: 'end' },
+        { name: 'end', kind: 'direct' },
+      ],
+    });
+    await crowd(h, 'c', [1, 2, 3]);
+    const instanceId = await start(h, wf, 'c');
+    // A crash between marking the instance stopping and submitting its procedure.
+    await db().instance.update({ where: { id: instanceId }, data: { state: 'stopping' } });
+    const faulty = faultyDatabase(database(), { provider, rate: 0, seed });
+    const engine = h.engine;
+    const starting: InstanceEngine = {
+      database: faulty.database,
+      runner: h.runner,
+      liveCounts: (tenantId, id) => engine.liveCounts(tenantId, id),
+      materializeStart: (tenantId, id) => engine.materializeStart(tenantId, id),
+      materializeStop: (tenantId, id) => engine.materializeStop(tenantId, id),
+      materializeUpdateCrowd: (tenantId, id, name) => engine.materializeUpdateCrowd(tenantId, id, name),
+      materializeUpdateWorkflow: (tenantId, id, version, mapping) => engine.materializeUpdateWorkflow(tenantId, id, version, mapping),
+    };
+    faulty.failNext(3);
+    await resumeInterruptedOperations(starting);
+    expect(faulty.injected).toHaveLength(3);
+    expect((await h.runner.await(`instance.stop:${instanceId}`, 30_000)).state).toBe('done');
+    expect((await db().instance.findUniqueOrThrow({ where: { id: instanceId } })).state).toBe('stopped');
+  });
 });
