@@ -55,7 +55,7 @@ function CreateKeyForm({ tenant }: { tenant: string }) {
           Name
           <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={100} data-testid="key-name" />
         </label>
-        <fieldset>
+        <fieldset className="choices" data-testid="key-scopes">
           <legend>Scopes</legend>
           {SCOPES.map(({ scope, label }) => (
             <label key={scope} className="inline">

@@ -94,4 +94,47 @@ describe('pages a marketer can use', () => {
     // the step is still there: the keys went to the menu, not the canvas
     expect(await countOf('welcome')).toBe('4');
   });
+
+  it('copies an API key’s secret with a Copy button and says so; the scopes look like the rest of the form', async () => {
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await page.goto(`/t/${tenant.name}/keys`);
+    await page.locator('[data-testid=key-name]').click();
+    await page.keyboard.type('crm sync');
+    // Tab to the scopes: "ingest" is ticked already, Space ticks "read"
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('key-scope-read');
+    await page.keyboard.press('Space');
+    await page.locator('[data-testid=key-create]').click();
+    const secret = (await page.locator('[data-testid=key-secret]').textContent()) ?? '';
+    expect(secret).toMatch(/^cfk_/);
+
+    const copy = page.locator('[data-testid=key-secret-copy]');
+    expect(await copy.textContent()).toBe('Copy');
+    await copy.focus();
+    await page.keyboard.press('Enter');
+    await eventually(() => page.locator('[data-testid=key-secret-copied]').textContent()).toBe('Copied to the clipboard.');
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    expect(await copy.textContent()).toBe('✓ Copied');
+    expect(await copy.evaluate((button) => button === document.activeElement)).toBe(true);
+    // said where a screen reader hears it: inside a live region
+    expect(await page.locator('[data-testid=key-secret-copied]').evaluate((element) => element.closest('[role=status]') !== null)).toBe(true);
+
+    // the scopes' legend reads as the form's labels, their box as its inputs
+    const style = (selector: string) =>
+      page.locator(selector).evaluate((element) => {
+        const css = getComputedStyle(element);
+        return { font: css.fontSize, color: css.color, border: css.borderTopColor, radius: css.borderTopLeftRadius, width: css.borderTopWidth };
+      });
+    const nameLabel = await page.locator('[data-testid=key-form] label', { hasText: 'Name' }).evaluate((label) => {
+      const css = getComputedStyle(label);
+      return { font: css.fontSize, color: css.color };
+    });
+    const legend = await style('[data-testid=key-scopes] legend');
+    expect({ font: legend.font, color: legend.color }).toEqual(nameLabel);
+    const input = await style('[data-testid=key-name]');
+    const scopes = await style('[data-testid=key-scopes]');
+    expect({ border: scopes.border, radius: scopes.radius, width: scopes.width }).toEqual({ border: input.border, radius: input.radius, width: input.width });
+    await shotEveryWay('03-keys');
+  });
 });
