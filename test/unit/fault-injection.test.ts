@@ -56,6 +56,18 @@ describe(`fault injection (${provider}, ${rate * 100}% of storage operations fai
         'raw',
         count('raw'),
       );
+      // Where they fell: the model of a Prisma operation, the first table of a raw statement.
+      const parts = new Map<string, number>();
+      for (const fault of injected) {
+        const part = fault.side === 'prisma' ? fault.operation.split('.')[0] : `raw ${fault.operation.match(/(?:"\w+"\.)?"(\w+)"/)?.[1] ?? fault.operation.split(' ')[0]}`;
+        parts.set(part, (parts.get(part) ?? 0) + 1);
+      }
+      console.info(
+        `[faults] by table: ${[...parts]
+          .sort((a, b) => b[1] - a[1])
+          .map(([part, n]) => `${part} ${n}`)
+          .join(', ')}`,
+      );
       // Every kind, and both sides, were met: what the loop checked held through all of them.
       for (const kind of kinds) expect(injected.some((f) => f.kind === kind)).toBe(true);
       for (const side of ['prisma', 'raw']) expect(injected.some((f) => f.side === side)).toBe(true);
