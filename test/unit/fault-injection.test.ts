@@ -59,7 +59,8 @@ describe(`fault injection (${provider}, ${rate * 100}% of storage operations fai
       // Where they fell: the model of a Prisma operation, the first table of a raw statement.
       const parts = new Map<string, number>();
       for (const fault of injected) {
-        const part = fault.side === 'prisma' ? fault.operation.split('.')[0] : `raw ${fault.operation.match(/(?:"\w+"\.)?"(\w+)"/)?.[1] ?? fault.operation.split(' ')[0]}`;
+        const part =
+          fault.side === 'prisma' ? fault.operation.split('.')[0] : `raw ${fault.operation.match(/(?:"\w+"\.)?"(\w+)"/)?.[1] ?? fault.operation.split(' ')[0]}`;
         parts.set(part, (parts.get(part) ?? 0) + 1);
       }
       console.info(
