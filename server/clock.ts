@@ -100,3 +100,19 @@ export class Wakeup {
     if (!this.controller.signal.aborted) this.controller.abort(WOKEN);
   }
 }
+
+/**
+ * Sleeps on `clock` until `ms` passed or any of the signals aborts: a one-off controller per sleep whose listeners are
+ * removed after it, so repeated sleeps never pile listeners onto long-lived signals.
+ */
+export async function sleepUntilAborted(clock: Clock, ms: number, ...signals: AbortSignal[]): Promise<void> {
+  if (signals.some((signal) => signal.aborted)) return;
+  const once = new AbortController();
+  const abort = () => once.abort();
+  for (const signal of signals) signal.addEventListener('abort', abort, { once: true });
+  try {
+    await clock.sleep(ms, once.signal);
+  } finally {
+    for (const signal of signals) signal.removeEventListener('abort', abort);
+  }
+}

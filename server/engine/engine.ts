@@ -190,14 +190,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.unsubscribeTenantDeleted?.();
     await this.timers.stop();
     await this.leases.stop();
-    // Every tenant at once: their last checkpoints share transactions (CheckpointWriter).
-    await Promise.all(
-      [...this.tenants.values()].map(async (entry) => {
-        const { runtime, workers } = await entry.ready;
-        await Promise.all(workers.map((w) => w.stop()));
-        runtime.data.close();
-      }),
-    );
+    for (const entry of this.tenants.values()) {
+      const { runtime, workers } = await entry.ready;
+      await Promise.all(workers.map((w) => w.stop()));
+      runtime.data.close();
+    }
     this.tenants.clear();
     this.pushes.clear();
     await this.cluster?.leave();

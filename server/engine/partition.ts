@@ -5,7 +5,7 @@
 // checkpoint is due; the engine's LeaseKeeper renews its lease. An idle partition reads nothing.
 import type { ConditionEvent } from '../conditions/compile';
 import { profileKeysOfAll } from '../conditions/profile-predicate';
-import { Wakeup, type Clock } from '../clock';
+import { sleepUntilAborted, Wakeup, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { CheckpointWriter } from './checkpoint-writer';
 import { DeadLetterBatch } from './dead-letter';
@@ -169,7 +169,7 @@ export class PartitionWorker {
       const replanned = this.replan.signal();
       const due = this.untilCheckpointDue();
       if (due === 0) return false;
-      await clock.sleep(due, AbortSignal.any([poked, replanned]));
+      await sleepUntilAborted(clock, due, poked, replanned);
       if (!replanned.aborted && !poked.aborted) return false;
     }
     return true;

@@ -2,7 +2,7 @@
 // (cron steps, delay and ttl buckets, stopAt), runs every due timer of a tenant in one tick (timers.ts), samples the
 // counts history once a minute and does the hourly housekeeping. A commit that moved users or a new instance wakes
 // it (`wake`), since either can bring a timer forward.
-import { systemClock, Wakeup, type Clock } from '../clock';
+import { sleepUntilAborted, systemClock, Wakeup, type Clock } from '../clock';
 import { cleanupJournal } from '../notifications/notifications';
 import type { Database } from '../storage/database';
 import { CountsSampler, downsampleCountsHistory, type SampledInstance } from './counts-history';
@@ -99,7 +99,7 @@ export class TimerLoop {
         if (due <= now) await this.runDue();
         else {
           for (const { workers } of await this.host.tenants()) for (const worker of workers) warmNextFirings(worker);
-          await sleepUnlessWoken(clock, Math.min(due - clock.now(), MAX_TIMER_SLEEP_MS), signal);
+          await sleepUntilAborted(clock, Math.min(due - clock.now(), MAX_TIMER_SLEEP_MS), signal);
         }
       } catch (error) {
         console.error('[crowdflow] timer loop failed; retrying in 1 s', error);
@@ -121,18 +121,5 @@ export class TimerLoop {
     await cleanupJournal(this.host.database, this.host.clock);
     await downsampleCountsHistory(this.host.database, now);
     for (const { runtime } of await this.host.tenants()) await this.logTrimmer.run(runtime.id);
-  }
-}
-
-/** Sleeps on the engine clock with a one-off signal, so repeated sleeps never pile listeners onto `wake`. */
-async function sleepUnlessWoken(clock: Clock, ms: number, wake: AbortSignal): Promise<void> {
-  if (wake.aborted) return; // woken between planning and sleeping: plan again
-  const once = new AbortController();
-  const abort = () => once.abort();
-  wake.addEventListener('abort', abort, { once: true });
-  try {
-    await clock.sleep(ms, once.signal);
-  } finally {
-    wake.removeEventListener('abort', abort);
   }
 }
