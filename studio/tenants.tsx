@@ -38,6 +38,10 @@ export function TenantChooser() {
         </button>
       </header>
       <h2>Tenants</h2>
+      <p className="muted" id="tenant-help" data-testid="tenant-help">
+        A tenant is an isolated account with its own keys, crowds, workflows and events; a partition is a share of its users whose events one worker applies in
+        order (more partitions, more cores; fixed at creation).
+      </p>
       {tenants.loading && !tenants.data && <Loading what="tenants" />}
       {tenants.error && tenants.error.status !== 401 && <ErrorBox error={tenants.error} onRetry={tenants.refetch} />}
       {tenants.data && tenants.data.tenants.length === 0 && <Empty>No tenants yet. Create the first one below.</Empty>}
@@ -56,11 +60,19 @@ export function TenantChooser() {
       <form onSubmit={create} className="card row">
         <label>
           New tenant
-          <input value={name} onChange={(e) => setName(e.target.value)} placeholder="acme" required />
+          <input value={name} onChange={(e) => setName(e.target.value)} placeholder="acme" required data-testid="tenant-name" />
         </label>
         <label>
           Partitions
-          <input type="number" min={1} max={256} value={partitions} onChange={(e) => setPartitions(Number(e.target.value))} />
+          <input
+            type="number"
+            min={1}
+            max={256}
+            value={partitions}
+            onChange={(e) => setPartitions(Number(e.target.value))}
+            aria-describedby="tenant-help"
+            data-testid="tenant-partitions"
+          />
         </label>
         <button type="submit" className="primary">
           Create tenant

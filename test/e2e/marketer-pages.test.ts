@@ -19,8 +19,8 @@ const countOf = (step: string) => page.locator(`[data-step=${step}] [data-testid
 const focusedLabel = () => page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent);
 
 /**
- * Screenshots `name` in light and dark mode at 1440 and 1024 px wide (on the canvas, fitted to the window as the
- * marketer would with the fit button), then puts the page back as it was.
+ * Screenshots `name` in light and dark mode at 1440 and 1024 px wide (on the canvas with no dialog open, fitted to the
+ * window as the marketer would with the fit button), then puts the page back as it was.
  */
 async function shotEveryWay(name: string, height = 900) {
   const fitView = page.locator('.react-flow__controls-fitview');
@@ -28,13 +28,20 @@ async function shotEveryWay(name: string, height = 900) {
     for (const colorScheme of ['light', 'dark'] as const) {
       await page.setViewportSize({ width, height });
       await page.emulateMedia({ colorScheme });
-      if (await fitView.isVisible()) await fitView.click();
+      if ((await fitView.isVisible()) && (await page.locator('dialog[open]').count()) === 0) await fitView.click();
       await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
       await studio.shot(`${name}-${width}-${colorScheme}`);
     }
   }
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.emulateMedia({ colorScheme: 'light' });
+}
+
+/** Waits (outside a test, where expect.poll is not allowed) until the server says `done`, for up to 20 s. */
+async function until(done: () => Promise<boolean>) {
+  for (const deadline = Date.now() + 20_000; !(await done()); await new Promise((next) => setTimeout(next, 100))) {
+    if (Date.now() > deadline) throw new Error('the demo journey did not get there in 20 s');
+  }
 }
 
 /** Clicks a download link of the open step menu; the file's suggested name and text. */
@@ -53,14 +60,17 @@ describe('pages a marketer can use', () => {
     expect(created.status).toBe(201);
     workflowId = created.body.id;
     expect((await api('POST', `${base}/workflows/${workflowId}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
+    const instanceId: string = (await api('GET', `${base}/workflows/${workflowId}`)).body.running.instanceId;
+    const counts = () => api('GET', `${base}/instances/${instanceId}/counts`).then((answer) => answer.body);
+    await until(async () => (await counts()).steps?.welcome === CROWD.length);
+    // users 2 and 3 buy while in "welcome": they move to "customer" and reach the goal from "welcome"
+    const events = [2, 3].map((user) => ({ user, type: 'purchase' }));
+    expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
+    await until(async () => (await counts()).converted === 2);
     page = await studio.open(`/t/${tenant.name}/workflows/${workflowId}`);
   });
 
   it('names exports for the journey, the step and the day, and exports the users who converted from a step', async () => {
-    await eventually(() => countOf('welcome'), 20_000).toBe(String(CROWD.length));
-    // users 2 and 3 buy while in "welcome": they move to "customer" and reach the goal from "welcome"
-    const events = [2, 3].map((user) => ({ user, type: 'purchase' }));
-    expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
     await eventually(() => countOf('customer'), 20_000).toBe('2');
     await page.locator('[data-step=customer] [data-testid=step-menu]').click();
     expect(await download('customer', 'export-csv')).toEqual({ name: `welcome-journey-customer-${today()}.csv`, text: '2\n3\n' });
@@ -136,5 +146,26 @@ describe('pages a marketer can use', () => {
     const scopes = await style('[data-testid=key-scopes]');
     expect({ border: scopes.border, radius: scopes.radius, width: scopes.width }).toEqual({ border: input.border, radius: input.radius, width: input.width });
     await shotEveryWay('03-keys');
+  });
+
+  it('says in one line what a tenant and a partition are where tenants are listed and created', async () => {
+    await page.goto('/');
+    const help = page.getByTestId('tenant-help');
+    expect(await help.textContent()).toMatch(/^A tenant is an isolated account .*; a partition is a share of its users .*\.$/);
+    // the partitions box is described by it: a screen reader says it on reaching the box
+    await page.getByTestId('tenant-name').click();
+    await page.keyboard.type('shop-eu');
+    await page.keyboard.press('Tab');
+    const partitions = page.getByTestId('tenant-partitions');
+    expect(await partitions.evaluate((box) => box === document.activeElement)).toBe(true);
+    expect(await partitions.evaluate((box) => document.getElementById(box.getAttribute('aria-describedby') ?? '')?.textContent)).toBe(await help.textContent());
+    await page.keyboard.press('ControlOrMeta+a');
+    await page.keyboard.type('2');
+    await shotEveryWay('04-tenants');
+    await partitions.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.pathname === '/t/shop-eu');
+    expect((await api('GET', '/tenants/shop-eu')).body).toMatchObject({ name: 'shop-eu', partitions: 2 });
+    expect((await api('DELETE', '/tenants/shop-eu')).status).toBeLessThan(300);
   });
 });
