@@ -108,13 +108,7 @@ export function LiveToolbar({
         />
       )}
       {dialog === 'chart' && running && (
-        <CountsChartDialog
-          tenant={tenant}
-          instanceId={running.instanceId}
-          steps={workflow.definition.steps.map((s) => s.name)}
-          live={live}
-          onClose={() => setDialog(null)}
-        />
+        <CountsChartDialog tenant={tenant} instanceId={running.instanceId} steps={workflow.definition.steps} live={live} onClose={() => setDialog(null)} />
       )}
       {dialog === 'versions' && <VersionsDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}
       {dialog === 'history' && <HistoryDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}

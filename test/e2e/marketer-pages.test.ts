@@ -168,4 +168,69 @@ describe('pages a marketer can use', () => {
     expect((await api('GET', '/tenants/shop-eu')).body).toMatchObject({ name: 'shop-eu', partitions: 2 });
     expect((await api('DELETE', '/tenants/shop-eu')).status).toBeLessThan(300);
   });
+
+  it('charts counts over time: the goal and exit steps first, the conversion as a number, step lines, no label twice, readable in the dark', async () => {
+    await page.goto(`/t/${tenant.name}/workflows/${workflowId}`);
+    await eventually(() => countOf('customer'), 20_000).toBe('2');
+    const chartButton = page.getByTestId('chart');
+    await chartButton.focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByTestId('counts-chart');
+    await dialog.waitFor();
+    expect(await page.getByTestId('chart-goal').textContent()).toBe('★ Goal 33.3% converted: 2 of the 6 users who entered');
+    // the series that say how the journey ends are drawn first: the goal's and the exit steps'
+    const checked = () =>
+      dialog
+        .locator('.chart-controls input[type=checkbox]')
+        .evaluateAll((boxes) => boxes.filter((box) => (box as HTMLInputElement).checked).map((box) => box.getAttribute('data-testid')));
+    expect(await checked()).toEqual(['chart-step-customer', 'chart-step-done', 'chart-converted']);
+    const plot = page.getByTestId('counts-chart-plot');
+    await eventually(async () => Number(await plot.getAttribute('data-points')), 20_000).toBeGreaterThanOrEqual(2);
+    await eventually(() => plot.locator('.recharts-line').count()).toBe(4);
+
+    // a step is added with the keyboard
+    await page.getByTestId('chart-step-welcome').focus();
+    await page.keyboard.press('Space');
+    await eventually(() => plot.locator('.recharts-line').count()).toBe(5);
+    // counts hold from sample to sample: straight steps, no Bézier curves
+    const paths = await plot.locator('.recharts-line-curve').evaluateAll((curves) => curves.map((curve) => curve.getAttribute('d') ?? ''));
+    expect(paths.length).toBe(5);
+    for (const d of paths) expect(d).not.toMatch(/[Cc]/);
+    // each time on the axis once
+    const tickLabels = plot.locator('.recharts-cartesian-axis-tick-value[orientation=bottom]');
+    await eventually(() => tickLabels.count()).toBeGreaterThanOrEqual(2);
+    const labels = await tickLabels.allTextContents();
+    expect(new Set(labels).size).toBe(labels.length);
+
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme });
+      const conversionContrast = async () => {
+        const colors = await page.evaluate(() => ({
+          line: getComputedStyle(document.querySelector('.conversion-line .recharts-line-curve')!).stroke,
+          background: getComputedStyle(document.querySelector('[data-testid=counts-chart]')!).backgroundColor,
+        }));
+        return contrast(colors.line, colors.background);
+      };
+      // the line is redrawn in the scheme's colours once the page hears of the change
+      await eventually(conversionContrast, 5_000).toBeGreaterThanOrEqual(4.5);
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+    await shotEveryWay('05-chart');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect(await chartButton.evaluate((button) => button === document.activeElement)).toBe(true);
+  });
 });
+
+/** WCAG contrast ratio of two `rgb(r, g, b)` colours. */
+function contrast(a: string, b: string): number {
+  const luminance = (color: string) => {
+    const [r, g, b] = (color.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map((channel) => {
+      const c = Number(channel) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (light + 0.05) / (dark + 0.05);
+}
