@@ -9,6 +9,7 @@ import { liveRunningLookup, setRunningLookup } from '../workflows/running';
 import { database, type Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onTenantDeleted } from '../tenants/changes';
+import { retryTransient } from '../storage/transient';
 import { CheckpointWriter } from './checkpoint-writer';
 import { PartitionWorker, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
@@ -156,13 +157,17 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   /** A few tenants at a time: each takes its leases and reads its checkpoints, which is mostly waiting on storage. */
   private async loadAllTenants(): Promise<void> {
-    const ids = (await this.database.db.tenant.findMany({ select: { id: true }, orderBy: { id: 'asc' } })).map((t) => t.id);
+    // A transient storage error must not leave every tenant unloaded (no partition loops, no timers until first used).
+    const listed = await retryTransient(() => this.database.db.tenant.findMany({ select: { id: true }, orderBy: { id: 'asc' } }), LOAD_STORAGE_PATIENCE_MS);
+    const ids = listed.map((t) => t.id);
     for (const id of ids) if (!this.tenants.get(id)?.loaded) this.recovering.add(id);
     let next = 0;
     const loadNext = async (): Promise<void> => {
       while (this.running && next < ids.length) {
         const id = ids[next++];
-        await this.tenant(id).catch((error) => console.error(`[crowdflow] loading tenant ${id} failed; it loads again when next used`, error));
+        await retryTransient(() => this.tenant(id), LOAD_STORAGE_PATIENCE_MS).catch((error) =>
+          console.error(`[crowdflow] loading tenant ${id} failed; it loads again when next used`, error),
+        );
         this.recovering.delete(id);
       }
     };
@@ -474,6 +479,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
 /** Tenants loaded side by side at start. */
 const TENANTS_LOADED_AT_ONCE = 4;
+/** How long loading the tenants at start rides out transient storage errors (each read retried with backoff). */
+const LOAD_STORAGE_PATIENCE_MS = 60_000;
 
 type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
 
