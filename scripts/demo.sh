@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command on a fresh clone: install, build, migrate, start the studio with its embedded engine on the SQLite
-# default, seed the demo tenant/crowd/workflow, and keep serving on http://localhost:${PORT:-3000}.
+# default, seed the demo tenant/crowd/workflow (started), trickle a few events a second into it, and keep serving on
+# http://localhost:${PORT:-3000}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CROWDFLOW_SKIP_BROWSER=1 bash scripts/install.sh
@@ -15,12 +16,18 @@ bash scripts/build.sh
 npx tsx scripts/migrate.ts
 node "${CROWDFLOW_DIST_DIR:-.next}/crowdflow-server/main.mjs" -p "$PORT" &
 server=$!
-trap 'kill $server 2>/dev/null || true' EXIT INT TERM
+trickle=
+trap 'kill $server $trickle 2>/dev/null || true' EXIT INT TERM
 for _ in $(seq 1 120); do
   curl -s -o /dev/null "http://localhost:$PORT/api/v1/openapi.json" && break
   sleep 0.5
 done
 npx tsx scripts/seed.ts "http://localhost:$PORT"
+# a few events a second into the running demo journey, so its counts move (CROWDFLOW_TRICKLE=0: none)
+if [ "${CROWDFLOW_TRICKLE:-1}" != 0 ]; then
+  node --import tsx scripts/trickle.ts "http://localhost:$PORT" &
+  trickle=$!
+fi
 echo
 echo "Crowdflow is running on http://localhost:$PORT"
 echo "Sign in with the admin token from $(pwd)/.env (CROWDFLOW_ADMIN_TOKEN=$CROWDFLOW_ADMIN_TOKEN)"

@@ -1,28 +1,14 @@
 import { WELCOME_JOURNEY_NAME, welcomeJourney, welcomeJourneyDraft } from '../server/model/sample-workflows';
+import { adminCall, DEMO_CROWD as CROWD, DEMO_TENANT as TENANT, DEMO_USERS as CROWD_SIZE, demoUser } from './demo-data';
 
 // Seeds the demo over the real API of a running server: tenant `demo`, a 1,000,000-user crowd, a profile for each of
 // its users through the streamed import (plan, country, age, time zone, signup time), and a sample workflow with
-// branch, timer (a numeric range on profile.age), delay and split steps. Idempotent.
+// branch, timer (a numeric range on profile.age), delay and split steps and a purchase goal, started over the crowd
+// so the studio opens on a running journey (scripts/trickle.ts then moves its counts). Idempotent.
 // Usage: tsx scripts/seed.ts http://localhost:3000   (CROWDFLOW_ADMIN_TOKEN from the environment)
 
 const baseUrl = process.argv[2] ?? 'http://localhost:3000';
-const token = process.env.CROWDFLOW_ADMIN_TOKEN;
-if (!token) throw new Error('CROWDFLOW_ADMIN_TOKEN is not set');
-
-const TENANT = 'demo';
-const CROWD = 'newsletter-subscribers';
-const CROWD_SIZE = 1_000_000;
-
-async function call(method: string, path: string, body?: BodyInit, contentType = 'application/json') {
-  const response = await fetch(`${baseUrl}/api/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': contentType } : {}) },
-    body,
-    ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
-  } as RequestInit);
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
-}
+const call = adminCall(baseUrl);
 
 function must(result: { status: number; body: any }, what: string) {
   if (result.status >= 300) throw new Error(`${what} failed (${result.status}): ${JSON.stringify(result.body)}`);
@@ -37,7 +23,7 @@ function crowdText(): ReadableStream<Uint8Array> {
     pull(controller) {
       if (next >= CROWD_SIZE) return controller.close();
       const lines: string[] = [];
-      for (let i = 0; i < 50_000 && next < CROWD_SIZE; i++, next++) lines.push(String(next * 4 + (next % 3)));
+      for (let i = 0; i < 50_000 && next < CROWD_SIZE; i++, next++) lines.push(String(demoUser(next)));
       controller.enqueue(encoder.encode(lines.join('\n') + '\n'));
     },
   });
@@ -62,7 +48,7 @@ function profileLines(): ReadableStream<Uint8Array> {
       if (next >= CROWD_SIZE) return controller.close();
       let text = '';
       for (let i = 0; i < 20_000 && next < CROWD_SIZE; i++, next++) {
-        const user = next * 4 + (next % 3);
+        const user = demoUser(next);
         const country = COUNTRIES[next % COUNTRIES.length];
         const attributes = {
           plan: next % 5 === 0 ? 'pro' : 'free',
@@ -87,17 +73,33 @@ if (crowd.status === 404) {
   const started = Date.now();
   const uploaded = must(await call('PUT', `/tenants/${TENANT}/crowds/${CROWD}`, crowdText(), 'text/plain'), 'uploading the demo crowd');
   console.log(`uploaded crowd ${CROWD}: ${uploaded.count} users in ${Date.now() - started} ms`);
-  const engaged = Array.from({ length: 50_000 }, (_, i) => i * 80);
+  const engaged = Array.from({ length: Math.ceil(CROWD_SIZE / 20) }, (_, i) => i * 80);
   must(await call('PUT', `/tenants/${TENANT}/crowds/engaged`, JSON.stringify(engaged)), 'uploading the engaged crowd');
   const imported = must(await call('POST', `/tenants/${TENANT}/profiles/import`, profileLines(), 'application/x-ndjson'), 'importing demo profiles');
   console.log(`imported ${imported.lines} profiles in ${imported.ms} ms`);
 }
 
-const workflows = must(await call('GET', `/tenants/${TENANT}/workflows`), 'listing workflows');
-if (!workflows.workflows.some((w: { name: string }) => w.name === WELCOME_JOURNEY_NAME)) {
-  must(
-    await call('POST', `/tenants/${TENANT}/workflows`, JSON.stringify({ name: WELCOME_JOURNEY_NAME, definition: welcomeJourney, draft: welcomeJourneyDraft })),
+type Workflow = { id: string; name: string; running: { instanceId: string } | null };
+const workflows: Workflow[] = must(await call('GET', `/tenants/${TENANT}/workflows`), 'listing workflows').workflows;
+let journey = workflows.find((w) => w.name === WELCOME_JOURNEY_NAME);
+if (!journey) {
+  // the goal gives the canvas, the side panel and the chart a conversion to show as the trickle's purchases arrive
+  const definition = { ...welcomeJourney, goal: { condition: 'event.type == "purchase"' } };
+  journey = must(
+    await call('POST', `/tenants/${TENANT}/workflows`, JSON.stringify({ name: WELCOME_JOURNEY_NAME, definition, draft: welcomeJourneyDraft })),
     'creating the demo workflow',
-  );
+  ) as Workflow;
 }
-console.log(`demo ready: tenant "${TENANT}", crowd "${CROWD}" (${CROWD_SIZE.toLocaleString('en')} users), workflow "${WELCOME_JOURNEY_NAME}"`);
+if (!journey.running) {
+  const started = Date.now();
+  const { instanceId } = must(
+    await call('POST', `/tenants/${TENANT}/workflows/${journey.id}/start`, JSON.stringify({ crowd: CROWD })),
+    'starting the demo workflow',
+  );
+  for (let state = ''; state !== 'running' && Date.now() - started < 120_000; await new Promise((next) => setTimeout(next, 250))) {
+    state = (await call('GET', `/tenants/${TENANT}/instances/${instanceId}`)).body?.state ?? '';
+  }
+  console.log(`started workflow "${WELCOME_JOURNEY_NAME}" over ${CROWD} in ${Date.now() - started} ms`);
+}
+console.log(`demo ready: tenant "${TENANT}", crowd "${CROWD}" (${CROWD_SIZE.toLocaleString('en')} users), workflow "${WELCOME_JOURNEY_NAME}" running`);
+console.log(`the running journey: ${baseUrl}/t/${encodeURIComponent(TENANT)}/workflows/${journey.id}`);

@@ -1,8 +1,9 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
-import { api, createTenant } from '../helpers/api';
+import { api, createTenant, uniqueName } from '../helpers/api';
 import { eventually, useStudio } from './browser';
 
 // Pages a marketer can use (issue 32 §3), walked as a marketer does on the running Welcome journey with a purchase
@@ -11,6 +12,7 @@ import { eventually, useStudio } from './browser';
 let page: Page;
 let tenant: { name: string; key: string };
 let workflowId: string;
+let trickle: ChildProcess | undefined;
 const studio = useStudio('pages');
 const CROWD = [1, 2, 3, 4, 5, 6];
 const today = () => new Date().toISOString().slice(0, 10);
@@ -51,6 +53,10 @@ async function download(step: string, testId: string): Promise<{ name: string; t
 }
 
 describe('pages a marketer can use', () => {
+  afterAll(() => {
+    trickle?.kill();
+  });
+
   beforeAll(async () => {
     tenant = await createTenant(2);
     const base = `/tenants/${tenant.name}`;
@@ -219,6 +225,36 @@ describe('pages a marketer can use', () => {
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
     expect(await chartButton.evaluate((button) => button === document.activeElement)).toBe(true);
+  });
+
+  it('opens the demo on a running journey whose counts move as the trickle’s events arrive', async () => {
+    // `npm run demo` seeds, then trickles events; here at 2,000 users into a tenant of this test's own
+    const demo = { ...process.env, CROWDFLOW_ADMIN_TOKEN: inject('adminToken'), CROWDFLOW_DEMO_TENANT: uniqueName('demo'), CROWDFLOW_DEMO_USERS: '2000' };
+    const seed = spawn('node', ['--import', 'tsx', 'scripts/seed.ts', inject('baseUrl')], { env: demo, stdio: ['ignore', 'pipe', 'inherit'] });
+    let seeded = '';
+    seed.stdout.on('data', (chunk) => (seeded += chunk));
+    expect(await new Promise((done) => seed.on('exit', done)), seeded).toBe(0);
+    expect(seeded).toContain('running');
+    trickle = spawn('node', ['--import', 'tsx', 'scripts/trickle.ts', inject('baseUrl')], {
+      env: { ...demo, CROWDFLOW_TRICKLE_MS: '250', CROWDFLOW_TRICKLE_EVENTS: '10' },
+      stdio: 'ignore',
+    });
+
+    // the newcomer picks the demo tenant and its journey: running, with counts that move
+    await page.goto('/');
+    await page.getByTestId('tenant-link').filter({ hasText: demo.CROWDFLOW_DEMO_TENANT }).click();
+    const row = page.getByRole('row', { name: /Welcome journey/ });
+    expect(await row.locator('.badge').textContent()).toBe('running');
+    await row.getByRole('link', { name: 'Welcome journey' }).click();
+    await eventually(async () => Number(await countOf('welcome')), 20_000).toBeGreaterThan(0);
+    const first = Number(await countOf('welcome'));
+    await eventually(async () => Number(await countOf('welcome')), 20_000).toBeLessThan(first);
+    const later = Number(await countOf('welcome'));
+    await eventually(async () => Number(await countOf('welcome')), 20_000).toBeLessThan(later);
+    await eventually(async () => Number(await countOf('customer')), 20_000).toBeGreaterThan(0);
+    await eventually(() => page.getByTestId('goal-result').textContent()).toMatch(/^★ Goal [1-9]\d* converted/);
+    await shotEveryWay('06-demo');
+    trickle.kill();
   });
 });
 
