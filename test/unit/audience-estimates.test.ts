@@ -7,20 +7,9 @@ import { AUDIENCE_CONFIDENCE, countInterval, sampleRanks, UsersByRank } from '..
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';
+import { seededRandom } from '../helpers/seeded-random';
 
 // Issue 34 item 4: conditions on user ranges are exact bitmap work, and an estimate that samples says how good it is.
-
-/** Deterministic pseudo-random numbers (mulberry32), so a failure reproduces. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function newTenant(): Promise<string> {
   const tenantId = newId('tn');

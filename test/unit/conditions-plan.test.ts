@@ -4,6 +4,7 @@ import { compileCondition, requireCondition, evaluatePlan, type BitmapPlan, type
 import { evaluateIndexedPlan, ProfileIndex, planResolver } from '../../server/conditions/profile-index';
 import { conditionEnvironment } from '../../server/conditions/environment';
 import { mergeAttributes } from '../../server/profiles/profiles';
+import { seededRandom } from '../helpers/seeded-random';
 
 const { RoaringBitmap32 } = roaring;
 
@@ -116,18 +117,6 @@ describe('plan extraction', () => {
     expect(compileCondition(requireCondition(text)).plan).toBeNull();
   });
 });
-
-/** Deterministic pseudo-random numbers (mulberry32), so a failure reproduces. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const CROWDS = ['a', 'b', 'c', 'empty'];
 const FIELDS: Record<string, unknown[]> = {
