@@ -18,9 +18,7 @@ describe('step export file names', () => {
     const created = await api('POST', `${base}/workflows`, { body: { name: 'Spring Sale: Élan', definition } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const instanceId: string = (await api('POST', `${base}/workflows/${created.body.id}/start`, { body: { crowd: 'c' } })).body.instanceId;
-    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
-      if ((await api('GET', `${base}/instances/${instanceId}`)).body.state === 'running') break;
-    }
+    await expect.poll(async () => (await api('GET', `${base}/instances/${instanceId}`)).body.state, { timeout: 20_000 }).toBe('running');
     const day = new Date().toISOString().slice(0, 10);
     const disposition = async (query: string, step = 'wait') => {
       const exported = await api('GET', `${base}/instances/${instanceId}/steps/${encodeURIComponent(step)}/export?${query}`, { token: tenant.key });
