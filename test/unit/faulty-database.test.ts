@@ -1,35 +1,17 @@
-import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
-import { PrismaPg } from '@prisma/adapter-pg';
-import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../../server/ids';
 import { database } from '../../server/storage/database';
-import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { db } from '../../server/storage/db';
-import { PrismaClient as PostgresClient } from '../../server/storage/generated/postgres/client';
-import { PrismaClient as SqliteClient } from '../../server/storage/generated/sqlite/client';
 import { describeStorageError, isTransientStorageError } from '../../server/storage/transient';
 import { driverError, FAULT_KINDS, faultyDatabase, prismaError, type FaultKind } from '../fixtures/faulty-database';
+import { caught, testProvider as provider, useRealStorageErrors } from '../helpers/real-storage-errors';
 import { PG_BASE_URL } from '../helpers/test-database';
 
 // The fault-injecting Database (test/fixtures/faulty-database.ts): its errors have the shape of real ones provoked
 // here, every kind is transient, a failed operation wrote nothing, and a seed gives the same faults.
 
-const provider = (process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite') as 'sqlite' | 'postgres';
-const cleanups: (() => Promise<unknown>)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function caught(work: () => unknown): Promise<unknown> {
-  try {
-    await work();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected an error');
-}
+const storage = useRealStorageErrors('cf_faulty');
 
 /** What code may look at in an error, with the database's own wording left out (a role name, a table). */
 function shape(error: unknown): Record<string, unknown> {
@@ -55,26 +37,18 @@ function shape(error: unknown): Record<string, unknown> {
 
 describe.runIf(provider === 'postgres')('PostgreSQL faults', () => {
   it('are shaped as real ones: too many connections (53300) and a serialization failure (40001), from Prisma and from pg', async () => {
-    const admin = new pg.Client({ connectionString: PG_BASE_URL });
-    await admin.connect();
-    cleanups.push(() => admin.end());
-    const role = `cf_faulty_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
-    await admin.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 0`);
-    cleanups.push(() => admin.query(`DROP ROLE IF EXISTS ${role}`));
-    const refused = new PostgresClient({ adapter: new PrismaPg({ connectionString: PG_BASE_URL.replace('postgres@', `${role}@`), max: 1 }) });
-    cleanups.push(() => refused.$disconnect());
+    const admin = await storage.pgAdmin();
+    const refusedUrl = await storage.exhaustedRole(admin);
+    const refused = storage.prismaPg(refusedUrl);
     expect(shape(prismaError('too-many-clients', 'Procedure', 'findUnique'))).toEqual(
       shape(await caught(() => refused.procedure.findUnique({ where: { id: 'x' } }))),
     );
     expect(shape(prismaError('too-many-clients', undefined, '$queryRawUnsafe'))).toEqual(shape(await caught(() => refused.$queryRawUnsafe('SELECT 1'))));
-    const realDriver = await caught(() => new pg.Client({ connectionString: PG_BASE_URL.replace('postgres@', `${role}@`) }).connect());
+    const realDriver = await caught(() => new pg.Client({ connectionString: refusedUrl }).connect());
     expect(shape(driverError('too-many-clients'))).toEqual(shape(realDriver));
 
-    const table = `faulty_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
-    await admin.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v int); INSERT INTO ${table} VALUES (1, 0)`);
-    cleanups.push(() => admin.query(`DROP TABLE IF EXISTS ${table}`));
-    const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: PG_BASE_URL, max: 2 }) });
-    cleanups.push(() => client.$disconnect());
+    const table = await storage.scratchTable(admin);
+    const client = storage.prismaPg(PG_BASE_URL, { max: 2 });
     const conflict = await caught(() =>
       client.$transaction(
         async (tx) => {
@@ -93,13 +67,7 @@ describe.runIf(provider === 'postgres')('PostgreSQL faults', () => {
 
 describe.runIf(provider === 'sqlite')('SQLite faults', () => {
   it('are shaped as real ones: SQLITE_BUSY from the driver, from a Prisma model operation and from a raw query', async () => {
-    const target = parseDatabaseUrl(process.env.DATABASE_URL!);
-    if (target.provider !== 'sqlite') throw new Error('not SQLite');
-    const holder = new BetterSqlite3(target.file);
-    const impatientRaw = new BetterSqlite3(target.file, { timeout: 0 });
-    const impatient = new SqliteClient({ adapter: new PrismaBetterSqlite3({ url: `file:${target.file}`, timeout: 0 }) });
-    cleanups.push(async () => (holder.close(), impatientRaw.close(), await impatient.$disconnect()));
-    holder.exec('BEGIN IMMEDIATE');
+    const { impatient, raw: impatientRaw, release } = storage.lockedSqlite();
     try {
       expect(shape(driverError('sqlite-busy'))).toEqual(shape(await caught(() => impatientRaw.exec('DELETE FROM "Procedure" WHERE 0'))));
       const model = await caught(() => impatient.procedure.updateMany({ where: { id: 'x' }, data: { attempts: 1 } }));
@@ -108,7 +76,7 @@ describe.runIf(provider === 'sqlite')('SQLite faults', () => {
       const rawQuery = await caught(() => impatient.$executeRawUnsafe('DELETE FROM "Procedure" WHERE 0'));
       expect(shape(prismaError('sqlite-busy', undefined, '$executeRawUnsafe'))).toEqual(shape(rawQuery));
     } finally {
-      holder.exec('ROLLBACK');
+      release();
     }
   });
 });

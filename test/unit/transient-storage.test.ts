@@ -1,8 +1,6 @@
-import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
-import { PrismaPg } from '@prisma/adapter-pg';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { newId } from '../../server/ids';
@@ -12,73 +10,21 @@ import { createProcedureRunner } from '../../server/procedures/runner';
 import { STORAGE_PATIENCE_MS } from '../../server/procedures/turns';
 import { RetryLaterError, type ProcedureRunner, type ProcedureView } from '../../server/procedures/types';
 import { database, type Database } from '../../server/storage/database';
-import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { db, type Db } from '../../server/storage/db';
-import { PrismaClient as PostgresClient } from '../../server/storage/generated/postgres/client';
-import { PrismaClient as SqliteClient } from '../../server/storage/generated/sqlite/client';
 import { describeStorageError, isTransientStorageError } from '../../server/storage/transient';
 import { DELIVER_TYPE, deliveryProcedureId } from '../../server/webhooks/deliveries';
 import { createDestination } from '../../server/webhooks/destinations';
 import { WebhookPump } from '../../server/webhooks/pump';
 import { startReceiver } from '../fixtures/webhooks/receiver';
+import { caught, testProvider, useRealStorageErrors } from '../helpers/real-storage-errors';
 import { PG_BASE_URL } from '../helpers/test-database';
 
 // Transient storage errors (server/storage/transient.ts) provoked for real on the provider under test, classified, and
 // retried by the procedure runner without counting as attempts, for a procedure and for a webhook delivery.
 
-const provider = process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite';
-const cleanups: (() => Promise<unknown>)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function caught(work: () => unknown): Promise<unknown> {
-  try {
-    await work();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected an error');
-}
-
-async function pgAdmin(): Promise<pg.Client> {
-  const admin = new pg.Client({ connectionString: PG_BASE_URL });
-  await admin.connect();
-  cleanups.push(() => admin.end());
-  return admin;
-}
-
-/** A role PostgreSQL refuses every connection of (CONNECTION LIMIT 0): what a server at max_connections answers, 53300. */
-async function exhaustedRole(admin: pg.Client): Promise<string> {
-  const role = `cf_transient_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
-  await admin.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 0`);
-  cleanups.push(() => admin.query(`DROP ROLE IF EXISTS ${role}`));
-  return PG_BASE_URL.replace('postgres@', `${role}@`);
-}
-
-function prismaPg(url: string, options: Partial<pg.PoolConfig> = {}): PostgresClient {
-  const client = new PostgresClient({ adapter: new PrismaPg({ connectionString: url, max: 1, ...options }) });
-  cleanups.push(() => client.$disconnect());
-  return client;
-}
-
-/** A second connection to the test's SQLite file holding the write lock, and a client that does not wait for it. */
-function lockedSqlite(): { holder: BetterSqlite3.Database; impatient: Db; raw: BetterSqlite3.Database; release(): void } {
-  const target = parseDatabaseUrl(process.env.DATABASE_URL!);
-  if (target.provider !== 'sqlite') throw new Error('not SQLite');
-  const holder = new BetterSqlite3(target.file);
-  const raw = new BetterSqlite3(target.file, { timeout: 0 });
-  const impatient = new SqliteClient({ adapter: new PrismaBetterSqlite3({ url: `file:${target.file}`, timeout: 0 }) }) as unknown as Db;
-  holder.exec('BEGIN IMMEDIATE');
-  const release = () => holder.inTransaction && holder.exec('ROLLBACK');
-  cleanups.push(async () => {
-    release();
-    holder.close();
-    raw.close();
-    await impatient.$disconnect();
-  });
-  return { holder, impatient, raw, release };
-}
+const storage = useRealStorageErrors('cf_transient');
+const { pgAdmin, exhaustedRole, prismaPg, lockedSqlite } = storage;
+const provider = testProvider;
 
 /** A real transient error of the provider under test, from the ORM: too many connections, or SQLite's write lock held. */
 async function transientError(): Promise<unknown> {
@@ -156,9 +102,7 @@ describe.runIf(provider === 'postgres')('transient storage errors of PostgreSQL'
 
   it('serialization failure (40001), deadlock (40P01) and lock not available (55P03) through Prisma', async () => {
     const admin = await pgAdmin();
-    const table = `transient_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
-    await admin.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v int); INSERT INTO ${table} VALUES (1, 0), (2, 0)`);
-    cleanups.push(() => admin.query(`DROP TABLE IF EXISTS ${table}`));
+    const table = await storage.scratchTable(admin, 2);
     const client = prismaPg(PG_BASE_URL, { max: 2 });
     const other = await pgAdmin();
 
@@ -387,7 +331,7 @@ describe('the procedure runner', () => {
     };
     start(faulty);
     const hook = await startReceiver({ secret: 'whsec_transient-0123456789', now: () => clock.now(), seed: 1 });
-    cleanups.push(() => hook.close());
+    storage.defer(() => hook.close());
     const tenantId = newId('tn');
     await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, 'x'), partitions: 1 } });
     await updateTenantLimits(real, tenantId, { webhookPrivateAddresses: true });
