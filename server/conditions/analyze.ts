@@ -36,8 +36,8 @@ function describe(error: CelError): string {
   return error.range ? `${words} (at character ${error.range.start + 1})` : words;
 }
 
-/** Deepest nesting a condition may have: cel-js parses, checks and evaluates recursively, and a deeper tree (thousands
- * of `!` or `&&` in a row) would overflow the call stack (4,000 `!` did in the server). */
+/** Most levels of operators a condition may nest (`!!true` has 2): cel-js parses, checks and evaluates recursively, and
+ * a deeper tree (thousands of `!` or `&&` in a row) would overflow the call stack (4,000 `!` did in the server). */
 export const MAX_CONDITION_DEPTH = 1000;
 const tooDeep = `condition is nested too deeply (more than ${MAX_CONDITION_DEPTH} levels of operators such as !, -, && or ||); simplify it`;
 
@@ -50,7 +50,8 @@ export function analyzeCondition(text: string): AnalysisResult {
   } catch (error) {
     return { ok: false, problem: error instanceof RangeError ? tooDeep : describe(error as CelError) };
   }
-  if (astDepth(parsed.ast) > MAX_CONDITION_DEPTH) return { ok: false, problem: tooDeep };
+  // The deepest path ends in a value or a name, which is no operator.
+  if (astDepth(parsed.ast) - 1 > MAX_CONDITION_DEPTH) return { ok: false, problem: tooDeep };
   const checked = parsed.check();
   if (!checked.valid) return { ok: false, problem: describe(checked.error as CelError) };
   if (checked.type !== 'bool' && checked.type !== 'dyn') {

@@ -54,6 +54,40 @@ describe('Idempotency-Key', () => {
   });
 });
 
+describe("condition nesting at the README's limits", () => {
+  // README "Input limits": 250 levels of parentheses (calls, literals, field accesses) and 1,000 levels of operators.
+  const parens = (depth: number) => `${'('.repeat(depth)}user == 1${')'.repeat(depth)}`;
+  const operators = (depth: number) => `${'!'.repeat(depth - 1)}(user == 1)`; // `==` is one level, each `!` one more
+  const cases = [
+    { name: '250 parentheses', condition: parens(250), accepted: true },
+    { name: '251 parentheses', condition: parens(251), accepted: false, problem: /more than 250 levels deep/ },
+    { name: '1,000 operators', condition: operators(1_000), accepted: true },
+    { name: '1,001 operators', condition: operators(1_001), accepted: false, problem: /more than 1000 levels of operators/ },
+  ];
+
+  it.each(cases)('$name: save and audience agree with the README', async ({ condition, accepted, problem }) => {
+    const tenant = await createTenant(1);
+    const definition = {
+      steps: [
+        { name: 'wait', kind: 'branch', branches: [{ condition, next: 'done' }] },
+        { name: 'done', kind: 'direct' },
+      ],
+    };
+    const saved = await api('POST', `/tenants/${tenant.name}/workflows`, { body: { name: uniqueName('nesting'), definition } });
+    const audience = await api('POST', `/tenants/${tenant.name}/audience`, { body: { condition } });
+    if (accepted) {
+      expect(saved.status, JSON.stringify(saved.body).slice(0, 300)).toBe(201);
+      expect(audience.status, JSON.stringify(audience.body).slice(0, 300)).toBe(200);
+      return;
+    }
+    const saveError = expectError(saved, 400, 'invalid_workflow');
+    expect((saveError.details as { problems: { code: string; message: string }[] }).problems).toEqual([
+      expect.objectContaining({ step: 'wait', code: 'bad_condition', message: expect.stringMatching(problem!) }),
+    ]);
+    expect(expectError(audience, 400, 'invalid_condition').details).toEqual(expect.objectContaining({ problem: expect.stringMatching(problem!) }));
+  });
+});
+
 describe('durations and cron steps at save', () => {
   const save = (tenant: Tenant, definition: unknown, schedule?: unknown) =>
     api('POST', `/tenants/${tenant.name}/workflows`, { body: { name: uniqueName('bounds'), definition, ...(schedule ? { schedule } : {}) } });
