@@ -1,21 +1,11 @@
-// Deterministic benchmark inputs: crowds of user IDs, their upload bytes, and event streams.
+// Deterministic benchmark inputs: crowds of user IDs, their upload bytes, and event streams (drawn with the tests'
+// seeded generator, so every run measures the same inputs).
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
-
-/** mulberry32: a tiny seeded PRNG, so every run measures the same inputs. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../test/helpers/seeded-random';
 
 /** `count` distinct IDs drawn from [0, 4 × count) (Knuth's selection sampling), in shuffled order, like a CRM export. */
 export function sparseIds(count: number, seed = 1): Uint32Array {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const space = count * 4;
   const ids = new Uint32Array(count);
   let chosen = 0;
@@ -65,7 +55,7 @@ export interface BenchEvent {
  * The branch step `wait` moves a user on their first purchase: amount > 100 → `big`, else `small`.
  */
 export function journeyEvents(count: number, users: number, seed = 7): BenchEvent[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const events = new Array<BenchEvent>(count);
   for (let i = 0; i < count; i++) {
     const user = Math.floor(next() * users);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../server/errors';
 import { RoaringBitmap32, deserializeBitmap, radixSortUint32, serializeBitmap } from '../../server/crowd/bitmap';
-import { random, sparseIds } from '../../bench/lib/data';
+import { sparseIds } from '../../bench/lib/data';
+import { seededRandom } from '../helpers/seeded-random';
 import { parseCrowdUpload, uploadFormat } from '../../server/crowd/parse';
 import { bitmapExportResponse } from '../../server/crowd/export';
 
@@ -247,7 +248,7 @@ describe('bitmap export', () => {
 
 describe('radixSortUint32', () => {
   it('sorts like TypedArray#sort: duplicates, 0 and 2^32-1, values equal in one half-word, empty input', () => {
-    const next = random(3);
+    const next = seededRandom(3);
     const cases = [
       new Uint32Array(0),
       Uint32Array.from([4294967295, 0, 65536, 65535, 65536, 1, 4294901760, 0]),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { countEventTypes, decodeEvents, encodeEvents } from '../../server/engine/log-codec';
 import type { LoggedEvent } from '../../server/engine/types';
-import { random } from '../../bench/lib/data';
+import { seededRandom } from '../helpers/seeded-random';
 
 /** What the JSON rows of before held: the events after a JSON round trip. */
 const asJson = (events: LoggedEvent[]): LoggedEvent[] => JSON.parse(JSON.stringify(events)) as LoggedEvent[];
@@ -19,7 +19,7 @@ function randomValue(next: () => number, depth = 0): unknown {
 }
 
 function randomEvents(count: number, seed: number): LoggedEvent[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const keys = ['amount', 'sku', 'ok', '1', 'a:b', '2:ab', ''];
   return Array.from({ length: count }, () => {
     const data: Record<string, unknown> = {};
