@@ -191,7 +191,12 @@ describe('a timer firing', () => {
 
     recorded.transactions.length = 0;
     await wallClock.advance(h.engine.checkpointEveryMs);
-    await expect.poll(() => recorded.transactions.flat().filter((s) => s.includes('INSERT INTO') && s.includes('ShardCheckpoint')).length).toBe(12);
+    const checkpointStatements = () => recorded.transactions.flat().filter((s) => s.includes('INSERT INTO') && s.includes('ShardCheckpoint'));
+    // One multi-row statement: a row per partition, each with its journal-seq subquery.
+    await expect.poll(() => checkpointStatements().map((s) => s.split('COALESCE(MAX("seq")').length - 1)).toEqual([12]);
     expect(recorded.transactions).toHaveLength(1);
+    // The 12 shards' conversion rows and timer plans go in one statement each too.
+    for (const table of ['"Conversion"', '"ShardTimerPlan"'])
+      expect(recorded.transactions[0].filter((s) => s.startsWith('DELETE') && s.includes(table))).toHaveLength(1);
   });
 });

@@ -5,7 +5,8 @@ import type { Tx } from '../../storage/db';
 import type { RawStatement } from '../../storage/raw';
 import { deleteConversions } from './conversions';
 import { LeaseLostError, type Lease } from './leases';
-import { deleteTimerPlan, writeTimerPlan, type TimerPlanWrite } from './timer-plans';
+import { uniqueShardChunks } from './shard-rows';
+import { deleteTimerPlans, writeTimerPlans, type TimerPlanWrite } from './timer-plans';
 import type { Database } from '../../storage/database';
 
 /** A move to journal: a single user or a bulk bitmap (portable roaring bytes). */
@@ -166,17 +167,25 @@ function insertBulkMoves(database: Database, entries: { tenantId: string; move: 
   });
 }
 
-/** A checkpoint includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
-function writeCheckpoint(database: Database, cp: CheckpointWrite): RawStatement {
+/**
+ * Checkpoints as multi-row statements, each including every journal row committed before it in this transaction:
+ * journalSeq = the journal's max. Those with and without `unjournaled` go apart, since the flag adds to the row's count.
+ */
+function writeCheckpoints(database: Database, checkpoints: CheckpointWrite[]): RawStatement[] {
   const t = database.dialect.table('ShardCheckpoint');
-  const data = Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength);
-  return statement(
-    database,
-    (bind) =>
-      `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data")
-        VALUES (${bind(cp.instanceId)}, ${bind(cp.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')}), ${bind(data)})
-       ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data",
-         "updatedAt" = CURRENT_TIMESTAMP, "unjournaled" = ${t}."unjournaled" + ${cp.unjournaled ? 1 : 0}`,
+  const maxSeq = `(SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')})`;
+  const kinds = [checkpoints.filter((cp) => !cp.unjournaled), checkpoints.filter((cp) => cp.unjournaled)];
+  return kinds.flatMap((kind, unjournaled) =>
+    uniqueShardChunks(kind).map((chunk) =>
+      statement(database, (bind) => {
+        const rows = chunk.map(
+          (cp) => `(${bind(cp.instanceId)}, ${bind(cp.partition)}, ${maxSeq}, ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})`,
+        );
+        return `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data") VALUES ${rows.join(', ')}
+          ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data",
+            "updatedAt" = CURRENT_TIMESTAMP, "unjournaled" = ${t}."unjournaled" + ${unjournaled}`;
+      }),
+    ),
   );
 }
 
@@ -239,16 +248,17 @@ function commitStatements(database: Database, commits: TenantCommit[]): RawState
       commits.map(({ tenantId, commit }) => ({ tenantId, moves: commit.moves })),
     ),
   );
-  for (const { commit } of commits) {
-    for (const cp of commit.checkpoints ?? [])
-      statements.push(
-        writeCheckpoint(database, cp),
-        deleteConversions(database, cp.instanceId, cp.partition),
-        deleteTimerPlan(database, cp.instanceId, cp.partition),
-      );
-    for (const plan of commit.timerPlans ?? []) statements.push(writeTimerPlan(database, plan));
-    statements.push(...(commit.extra ?? []));
-  }
+  // Checkpoints replace their shards' conversion rows and timer plans; the plans of shards without one come after.
+  const checkpoints = commits.flatMap(({ commit }) => commit.checkpoints ?? []);
+  if (checkpoints.length > 0)
+    statements.push(...writeCheckpoints(database, checkpoints), deleteConversions(database, checkpoints), deleteTimerPlans(database, checkpoints));
+  statements.push(
+    ...writeTimerPlans(
+      database,
+      commits.flatMap(({ commit }) => commit.timerPlans ?? []),
+    ),
+  );
+  for (const { commit } of commits) statements.push(...(commit.extra ?? []));
   return statements;
 }
 

@@ -4,6 +4,7 @@
 import { RoaringBitmap32 } from '../../crowd/bitmap';
 import type { RawStatement } from '../../storage/raw';
 import type { Database } from '../../storage/database';
+import { deleteShardRows, type ShardKey } from './shard-rows';
 
 export interface ConversionWrite {
   instanceId: string;
@@ -24,10 +25,9 @@ export function insertConversions(database: Database, rows: ConversionWrite[]): 
   });
 }
 
-/** With a checkpoint of the shard, in the same transaction: the checkpoint holds these conversions now. */
-export function deleteConversions(database: Database, instanceId: string, partition: number): RawStatement {
-  const { params, bind } = database.dialect.parameters();
-  return { sql: `DELETE FROM ${database.dialect.table('Conversion')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`, params };
+/** With checkpoints of the shards, in the same transaction: the checkpoints hold these conversions now. */
+export function deleteConversions(database: Database, shards: ShardKey[]): RawStatement {
+  return deleteShardRows(database, 'Conversion', shards);
 }
 
 /** The conversions committed since the shard's checkpoint, by step. */

@@ -7,6 +7,7 @@
 import { num } from './row-number';
 import type { RawStatement } from '../../storage/raw';
 import type { Database } from '../../storage/database';
+import { deleteShardRows, uniqueShardChunks, type ShardKey } from './shard-rows';
 
 export interface TimerPlanWrite {
   instanceId: string;
@@ -21,25 +22,27 @@ export interface TimerPlan {
   cronNext: Record<string, number>;
 }
 
-/** The plan includes every journal row committed before it in this transaction: journalSeq = the journal's max. */
-export function writeTimerPlan(database: Database, plan: TimerPlanWrite): RawStatement {
-  const { params, bind } = database.dialect.parameters();
+/**
+ * The plans as multi-row statements (a timer firing over many tenants writes thousands), each plan including every
+ * journal row committed before it in this transaction: journalSeq = the journal's max.
+ */
+export function writeTimerPlans(database: Database, plans: TimerPlanWrite[]): RawStatement[] {
   const t = database.dialect.table('ShardTimerPlan');
-  return {
-    sql: `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "cronNext")
-        VALUES (${bind(plan.instanceId)}, ${bind(plan.partition)}, (SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')}), ${bind(JSON.stringify(plan.cronNext))})
+  return uniqueShardChunks(plans).map((chunk) => {
+    const { params, bind } = database.dialect.parameters();
+    const maxSeq = `(SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')})`;
+    const rows = chunk.map((plan) => `(${bind(plan.instanceId)}, ${bind(plan.partition)}, ${maxSeq}, ${bind(JSON.stringify(plan.cronNext))})`);
+    return {
+      sql: `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "cronNext") VALUES ${rows.join(', ')}
        ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "cronNext" = excluded."cronNext"`,
-    params,
-  };
+      params,
+    };
+  });
 }
 
-/** With a checkpoint of the shard, in the same transaction: the checkpoint holds the plan now. */
-export function deleteTimerPlan(database: Database, instanceId: string, partition: number): RawStatement {
-  const { params, bind } = database.dialect.parameters();
-  return {
-    sql: `DELETE FROM ${database.dialect.table('ShardTimerPlan')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
-    params,
-  };
+/** With checkpoints of the shards, in the same transaction: the checkpoints hold the plans now. */
+export function deleteTimerPlans(database: Database, shards: ShardKey[]): RawStatement {
+  return deleteShardRows(database, 'ShardTimerPlan', shards);
 }
 
 /** The plans of the given partitions of one instance written since their checkpoints (absent partitions have none). */

@@ -1,0 +1,44 @@
+// Rows keyed by shard (instance, partition) written or deleted for many shards in one statement: a timer firing over
+// 1,000 tenants checkpoints 8,000 shards, and three statements per shard made 24,000 round trips on PostgreSQL.
+import type { RawStatement } from '../../storage/raw';
+import type { Database } from '../../storage/database';
+
+export interface ShardKey {
+  instanceId: string;
+  partition: number;
+}
+
+/** Rows per multi-row statement: a few parameters each, well under SQLite's and PostgreSQL's bind limits. */
+const ROWS_PER_STATEMENT = 500;
+
+/**
+ * The rows in order, cut into chunks in which no shard repeats: PostgreSQL refuses an `ON CONFLICT DO UPDATE` that
+ * would touch one row twice, and statements run in order, so a shard's later row still wins.
+ */
+export function uniqueShardChunks<Row extends ShardKey>(rows: Row[]): Row[][] {
+  const chunks: Row[][] = [];
+  let chunk: Row[] = [];
+  let seen = new Set<string>();
+  for (const row of rows) {
+    const key = `${row.partition}:${row.instanceId}`;
+    if (seen.has(key) || chunk.length === ROWS_PER_STATEMENT) {
+      chunks.push(chunk);
+      chunk = [];
+      seen = new Set();
+    }
+    seen.add(key);
+    chunk.push(row);
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}
+
+/** Deletes the table's rows of every given shard, the shards bound as one JSON array. */
+export function deleteShardRows(database: Database, table: 'Conversion' | 'ShardTimerPlan', shards: ShardKey[]): RawStatement {
+  const { params, bind } = database.dialect.parameters();
+  const j = database.dialect.jsonArrayRows(bind(JSON.stringify(shards.map((shard) => [shard.instanceId, shard.partition]))));
+  return {
+    sql: `DELETE FROM ${database.dialect.table(table)} WHERE ("instanceId", "partition") IN (SELECT ${j.field(0)}, ${j.field(1, 'int')} FROM ${j.from})`,
+    params,
+  };
+}
