@@ -1,6 +1,7 @@
 import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
+import { waitFor } from '../helpers/wait-for';
 import { serverSql } from '../helpers/server-db';
 
 // The rows of issue 13's first table that bounded cost answers, on the real server over HTTP: each input gets its
@@ -11,16 +12,6 @@ type Tenant = Awaited<ReturnType<typeof createTenant>>;
 
 /** Over HTTP on a loaded 2-core machine, generous; the inputs below blocked every tenant for 3.8-15 s before. */
 const OTHER_TENANT_BOUND_MS = 2_000;
-
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function startInstance(tenant: Tenant, definition: object, users: number[]): Promise<string> {
   const base = `/tenants/${tenant.name}`;
@@ -78,7 +69,7 @@ describe('bounded cost over HTTP', () => {
     ];
     const applied = (async () => {
       expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
-      return until(
+      return waitFor(
         'counts',
         () => counts(tenant, instanceId),
         (s) => s.entry === 1,
@@ -88,11 +79,11 @@ describe('bounded cost over HTTP', () => {
     expect(await counts(tenant, instanceId)).toEqual({ entry: 1, matched: 1, other: 1 });
 
     const base = `/tenants/${tenant.name}/dead-letters`;
-    const list = await until(
+    const list = await waitFor(
       'dead letters',
       () => api('GET', base, { token: tenant.key }),
       (r) => r.status !== 200 || r.body.deadLetters.length > 0,
-      10_000,
+      { timeoutMs: 10_000 },
     );
     expect(list.status).toBe(200);
     expect(list.body.next).toBeNull();
@@ -204,7 +195,7 @@ describe('bounded cost over HTTP', () => {
     const tenant = await createTenant(2);
     const steps = Array.from({ length: 1_000 }, (_, i) => ({ name: `s${i}`, kind: 'direct', ...(i < 999 ? { next: `s${i + 1}` } : {}) }));
     const instanceId = await startInstance(tenant, { steps }, [1, 2, 3]);
-    const reached = await until(
+    const reached = await waitFor(
       'counts',
       () => counts(tenant, instanceId),
       (s) => s.s999 === 3,

@@ -3,6 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { describe, expect, inject, it } from 'vitest';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { api, baseUrl, createTenant, expectError, uniqueName } from '../helpers/api';
+import { waitFor } from '../helpers/wait-for';
 
 const text = (body: string, type = 'text/plain') => ({ body, headers: { 'content-type': type } });
 
@@ -222,14 +223,9 @@ describe('crowds seen by running instances', () => {
     expect((await api('GET', `/procedures/${started.body.procedureId}?wait=30`)).body.state).toBe('done');
     const countsAfter = async (events: { user: number; type: string }[], expected: Record<string, number>) => {
       expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
-      const deadline = Date.now() + 10_000;
-      let steps: Record<string, number> = {};
-      while (Date.now() < deadline) {
-        steps = (await api('GET', `${base}/instances/${started.body.instanceId}/counts`)).body.steps;
-        if (Object.entries(expected).every(([step, count]) => steps[step] === count)) return;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      expect(steps).toMatchObject(expected);
+      const steps = async (): Promise<Record<string, number>> => (await api('GET', `${base}/instances/${started.body.instanceId}/counts`)).body.steps;
+      const reached = (read: Record<string, number>) => Object.entries(expected).every(([step, count]) => read[step] === count);
+      expect(await waitFor(`counts ${JSON.stringify(expected)}`, steps, reached)).toMatchObject(expected);
     };
     await countsAfter([{ user: 2, type: 'visit' }], { entry: 1, vip: 1 });
     // User 1 joins the vip crowd through the API; the engine must not keep deciding on its cached copy.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
+import { waitFor } from '../helpers/wait-for';
 
 // "When they sign up (pro plan), wait for a purchase"; users who bought may enter again on their next sign-up.
 const definition = {
@@ -12,12 +13,8 @@ const definition = {
 };
 
 async function countsOnceSettled(base: string, instanceId: string, entered: number) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const counts = await api('GET', `${base}/instances/${instanceId}/counts`);
-    if (counts.body.entered === entered || Date.now() > deadline) return counts.body;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const read = () => api('GET', `${base}/instances/${instanceId}/counts`);
+  return (await waitFor(`${entered} entered`, read, (counts) => counts.body.entered === entered)).body;
 }
 
 describe('event-triggered entry over HTTP', () => {
@@ -42,13 +39,8 @@ describe('event-triggered entry over HTTP', () => {
     const started = await api('POST', `${base}/workflows/${created.body.id}/start`, { token: tenant.key, body: {} });
     expect(started.status, JSON.stringify(started.body)).toBe(202);
     const instanceId: string = started.body.instanceId;
-    const view = await (async () => {
-      for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
-        const got = await api('GET', `${base}/instances/${instanceId}`);
-        if (got.body.state === 'running') return got.body;
-      }
-      throw new Error('the instance did not start');
-    })();
+    const read = () => api('GET', `${base}/instances/${instanceId}`);
+    const view = (await waitFor('the instance running', read, (got) => got.body.state === 'running')).body;
     expect(view).toMatchObject({ crowdName: '', userCount: 0 });
 
     const events = [

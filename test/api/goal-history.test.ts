@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
+import { waitFor } from '../helpers/wait-for';
 
 // Users wait for a purchase; the goal is any purchase of 10 or more.
 const definition = {
@@ -11,15 +12,6 @@ const definition = {
   goal: { condition: 'event.type == "purchase" && event.data.amount >= 10' },
 };
 
-async function poll<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('goal conversions and counts history over HTTP', () => {
   it('counts and exports converted users per step, and answers the counts history of a new instance', async () => {
     const tenant = await createTenant(2);
@@ -29,7 +21,8 @@ describe('goal conversions and counts history over HTTP', () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const started = await api('POST', `${base}/workflows/${created.body.id}/start`, { token: tenant.key, body: { crowd: 'c' } });
     const instanceId: string = started.body.instanceId;
-    await poll(
+    await waitFor(
+      'the instance running',
       () => api('GET', `${base}/instances/${instanceId}`),
       (r) => r.body.state === 'running',
     );
@@ -39,7 +32,8 @@ describe('goal conversions and counts history over HTTP', () => {
       { user: 2, type: 'purchase', data: { amount: 5 } },
     ];
     expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
-    const counts = await poll(
+    const counts = await waitFor(
+      'the two purchases applied',
       () => api('GET', `${base}/instances/${instanceId}/counts`),
       (r) => r.body.steps.bought === 2,
     );
@@ -49,7 +43,8 @@ describe('goal conversions and counts history over HTTP', () => {
     expectError(await api('GET', `${base}/instances/${instanceId}/steps/wait/export?users=all`), 400, 'validation_failed');
 
     // A new instance is sampled at once; then once a minute.
-    const history = await poll(
+    const history = await waitFor(
+      'the first counts sample',
       () => api('GET', `${base}/instances/${instanceId}/counts/history?step=wait,bought`),
       (r) => r.body.points?.length > 0,
     );

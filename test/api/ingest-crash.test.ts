@@ -7,6 +7,7 @@ import { crashBatches, CRASH_SEED, CRASH_USERS, crashWorkflow, seeded } from '..
 import { spawnServer, type SpawnedServer } from '../helpers/next-server';
 import { serverSql } from '../helpers/server-db';
 import { createTestDatabase } from '../helpers/test-database';
+import { waitFor } from '../helpers/wait-for';
 
 // A real server process (server/main.ts) is SIGKILLed at seeded random moments while a client posts the crash batches, each with
 // an Idempotency-Key and an id on every event, and resends every batch that got no 202 (what every integration
@@ -16,6 +17,8 @@ import { createTestDatabase } from '../helpers/test-database';
 const KILLS = Number(process.env.INGEST_CRASH_KILLS ?? 10);
 const ADMIN_TOKEN = 'crash-admin-token-0123456789abcdef';
 const PARTITIONS = 3;
+/** A server restarted after SIGKILL on a loaded 2-core machine may take a while to apply its log again. */
+const PATIENCE = { timeoutMs: 120_000 };
 
 const database = createTestDatabase(process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite', 'ingest_crash');
 let server: SpawnedServer | undefined;
@@ -48,16 +51,13 @@ async function tenantWithInstance(name: string): Promise<{ tenantId: string; ins
   await expectOk(call('PUT', `/tenants/${name}/crowds/crowd`, ids));
   const { id: workflowId } = await expectOk<{ id: string }>(call('POST', `/tenants/${name}/workflows`, { name: 'crash', definition: crashWorkflow }));
   const { instanceId } = await expectOk<{ instanceId: string }>(call('POST', `/tenants/${name}/workflows/${workflowId}/start`, { crowd: 'crowd' }));
-  await until(async () => (await expectOk<{ state: string }>(call('GET', `/tenants/${name}/instances/${instanceId}`))).state === 'running', 'instance running');
+  await waitFor(
+    'instance running',
+    async () => (await expectOk<{ state: string }>(call('GET', `/tenants/${name}/instances/${instanceId}`))).state === 'running',
+    Boolean,
+    PATIENCE,
+  );
   return { tenantId, instanceId };
-}
-
-async function until(done: () => Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 const sql = <T>(text: string, params: unknown[]) => serverSql<T>(text, params, { databaseUrl: database.url });
@@ -147,8 +147,8 @@ it('a client retrying through SIGKILLs of the server gets every batch logged exa
   for (let batch = 0; batch < batches.length; batch++) {
     expect((await call('POST', '/events', body('reference', batch), { 'idempotency-key': `batch-${batch}` })).status).toBe(202);
   }
-  await until(() => drained(crashed.tenantId), 'crashed tenant applied');
-  await until(() => drained(reference.tenantId), 'reference tenant applied');
+  await waitFor('crashed tenant applied', () => drained(crashed.tenantId), Boolean, PATIENCE);
+  await waitFor('reference tenant applied', () => drained(reference.tenantId), Boolean, PATIENCE);
   const counts = (name: string, instanceId: string) => expectOk<Record<string, unknown>>(call('GET', `/tenants/${name}/instances/${instanceId}/counts`));
   const expected = await counts('reference', reference.instanceId);
   expect({ ...(await counts('crashed', crashed.instanceId)), instanceId: null }).toEqual({ ...expected, instanceId: null });

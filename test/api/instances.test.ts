@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { deserializeBitmap } from '../../server/crowd/bitmap';
 import { api, baseUrl, createTenant, expectError } from '../helpers/api';
+import { waitFor } from '../helpers/wait-for';
 
 // Busybee's workflow: an event moves user 1 to end_1 and everyone else to else.
 const busybee = {
@@ -31,13 +32,8 @@ async function setUp(users: number[]): Promise<{ tenant: Tenant; workflowId: str
 }
 
 async function waitForState(tenant: Tenant, instanceId: string, state: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const view = await api('GET', `/tenants/${tenant.name}/instances/${instanceId}`);
-    if (view.body.state === state) return;
-    if (Date.now() > deadline) throw new Error(`instance stayed ${JSON.stringify(view.body)}; expected ${state}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const read = () => api('GET', `/tenants/${tenant.name}/instances/${instanceId}`);
+  await waitFor(`the instance ${state}`, read, (view) => view.body.state === state);
 }
 
 /** Reads `event: counts` messages of an SSE response as they arrive. */
@@ -147,9 +143,12 @@ describe('instances over HTTP', () => {
     };
     const countsOf = async (instanceId: string) => (await api('GET', `${base}/instances/${instanceId}/counts`)).body.steps;
     const waitForCounts = async (instanceId: string, steps: Record<string, number>) => {
-      const deadline = Date.now() + 10_000;
-      while (JSON.stringify(await countsOf(instanceId)) !== JSON.stringify(steps) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(await countsOf(instanceId)).toEqual(steps);
+      const counts = await waitFor(
+        `counts ${JSON.stringify(steps)}`,
+        () => countsOf(instanceId),
+        (read) => JSON.stringify(read) === JSON.stringify(steps),
+      );
+      expect(counts).toEqual(steps);
     };
     const started = await api('POST', `${base}/workflows/${workflowId}/start`, { token: tenant.key, body: { crowd: 'launch' } });
     await settled(started);

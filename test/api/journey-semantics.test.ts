@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
+import { waitFor } from '../helpers/wait-for';
 
 // Journey semantics an integrator relies on (issue 15 §3), over real HTTP: one-branch steps and self-moves, the
 // re-entry option, where-is-user for every kind of move, unknown-crowd warnings, salted splits, ids or names.
@@ -39,15 +40,9 @@ async function movesOf(tenant: Tenant, instanceId: string): Promise<Move[]> {
   return (page.body.items as Move[]).filter((move) => move.instanceId === instanceId);
 }
 
-/** Polls the journal until `done` holds for the instance's moves (the engine applies events after their 202). */
-async function movesWhen(tenant: Tenant, instanceId: string, done: (moves: Move[]) => boolean): Promise<Move[]> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const moves = await movesOf(tenant, instanceId);
-    if (done(moves)) return moves;
-    if (Date.now() > deadline) throw new Error(`moves never matched: ${JSON.stringify(moves)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Reads the journal until `done` holds for the instance's moves (the engine applies events after their 202). */
+function movesWhen(tenant: Tenant, instanceId: string, done: (moves: Move[]) => boolean): Promise<Move[]> {
+  return waitFor('the moves of the instance', () => movesOf(tenant, instanceId), done);
 }
 
 const sendEvents = async (tenant: Tenant, events: { user: number; type: string }[]) =>

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
+import { waitFor } from '../helpers/wait-for';
 
 // A local-time timer through the real server: saved, validated, documented, and run by the engine thread over the
 // profile index (the zones' firing times themselves are the engine test's: the server runs on the real clock).
@@ -63,14 +64,10 @@ describe('local-time timers over HTTP', () => {
     const started = await api('POST', `${base}/workflows/${created.body.id}/start`, { token: tenant.key, body: { crowd: 'c' } });
     expect(started.status, JSON.stringify(started.body)).toBe(202);
     const instanceId: string = started.body.instanceId;
-    let counts: { steps: Record<string, number> } | undefined;
-    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
-      const read = await api('GET', `${base}/instances/${instanceId}/counts`);
-      counts = read.body;
-      if (read.status === 200 && read.body.steps?.end === 4) break;
-    }
+    const read = () => api('GET', `${base}/instances/${instanceId}/counts`);
+    const counts = await waitFor('four users at the end', read, (answer) => answer.status === 200 && answer.body.steps?.end === 4);
     // Every 2 s falls on the same instant in every zone: all four users moved, whichever zone they are in or lack.
-    expect(counts?.steps).toEqual({ wake: 0, end: 4 });
+    expect(counts.body.steps).toEqual({ wake: 0, end: 4 });
   });
 
   it('documents tzFromProfile on the timer step in the OpenAPI document', async () => {

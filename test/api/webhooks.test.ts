@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
+import { waitFor } from '../helpers/wait-for';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
 
 // A journey whose entry step sends every entering user to the "crm" destination, then an event moves user 1 on into
@@ -23,16 +24,6 @@ const receivers: Receiver[] = [];
 afterEach(async () => {
   for (const receiver of receivers.splice(0)) await receiver.close();
 });
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value).slice(0, 500)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** The admin allows (or no longer allows) the tenant's destinations on private addresses: the receivers run on 127.0.0.1. */
 async function allowPrivateAddresses(tenant: string, allowed: boolean): Promise<void> {
@@ -75,17 +66,17 @@ describe('webhook destinations', () => {
     const workflow = await api('POST', `${base}/workflows`, { body: { name: 'hooked', definition: journey } });
     expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
     expect((await api('POST', `${base}/workflows/${workflow.body.id}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
-    await until(
+    await waitFor(
+      'the start to be delivered in 3 batches of ≤ 2',
       async () => receiver.delivered.size,
       (n) => n >= 3,
-      'the start to be delivered in 3 batches of ≤ 2',
     );
     const events = await api('POST', '/events', { token: tenant.key, body: { tenant: tenant.name, events: [{ user: 1, type: 'buy' }] } });
     expect(events.status).toBe(202);
-    const bodies = await until(
+    const bodies = await waitFor(
+      'the move of user 1',
       async () => [...receiver.delivered.values()].map((b) => JSON.parse(b)),
       (b) => b.length >= 4,
-      'the move of user 1',
     );
     expect(receiver.received.every((r) => r.verified)).toBe(true);
     const moves = bodies.flatMap((b) => b.moves);
@@ -97,10 +88,10 @@ describe('webhook destinations', () => {
     ).toEqual([1, 2, 3, 4, 5]);
     expect(moves.filter((m) => m.to === 'bought')).toMatchObject([{ from: 'welcome', users: [1], enterAction: 'send_receipt,webhook:crm' }]);
 
-    const log = await until(
+    const log = await waitFor(
+      'the log to show 4 delivered',
       async () => (await api('GET', `${base}/webhooks/crm/deliveries`, { token: tenant.key })).body,
       (body) => body.deliveries?.length === 4 && body.deliveries.every((d: { status: string }) => d.status === 'delivered'),
-      'the log to show 4 delivered',
     );
     const page = await api('GET', `${base}/webhooks/crm/deliveries?limit=3`, { token: tenant.key });
     expect(page.body.deliveries.map((d: { id: string }) => d.id)).toEqual(log.deliveries.slice(0, 3).map((d: { id: string }) => d.id));
@@ -118,10 +109,10 @@ describe('webhook destinations', () => {
     const replay = await api('POST', `${base}/webhooks/crm/deliveries/${log.deliveries[0].id}/replay`, { token: tenant.key });
     expect(replay.status, JSON.stringify(replay.body)).toBe(202);
     expect(replay.body).toMatchObject({ status: 'pending', replays: 1 });
-    await until(
+    await waitFor(
+      'the replay',
       async () => receiver.received.filter((r) => r.id === log.deliveries[0].id).length,
       (n) => n === 2,
-      'the replay',
     );
 
     expect((await api('DELETE', `${base}/webhooks/crm`, { token: tenant.key })).status).toBe(204);
@@ -201,10 +192,10 @@ describe('webhook destinations', () => {
     expect((await api('POST', `${base}/workflows/${workflow.body.id}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
     const log = (token?: string) => api('GET', `${base}/webhooks/crm/deliveries`, { token });
     const [failing] = (
-      await until(
+      await waitFor(
+        'a failed attempt',
         async () => (await log()).body,
         (body) => body.deliveries?.[0]?.lastStatus === 500,
-        'a failed attempt',
       )
     ).deliveries;
     expect(failing).toMatchObject({ type: 'moves', lastError: 'HTTP 500', lastResponse: 'receiver failed on purpose' });
@@ -215,10 +206,10 @@ describe('webhook destinations', () => {
 
     // The allowance goes: the next attempt is refused without a request, and the delivery fails at once.
     await allowPrivateAddresses(tenant.name, false);
-    const refused = await until(
+    const refused = await waitFor(
+      'the refused attempt',
       async () => (await api('GET', `${base}/webhooks/crm/deliveries/${failing.id}`, { token: tenant.key })).body,
       (delivery) => delivery.status === 'failed',
-      'the refused attempt',
     );
     expect(refused.lastError).toMatch(/^refused: 127\.0\.0\.1 is a loopback address/);
     expect(receiver.received.filter((r) => r.id === failing.id)).toHaveLength(refused.attempts - 1);

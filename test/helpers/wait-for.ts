@@ -1,0 +1,35 @@
+// The one wait of tests that watch a real server or process (API, e2e and cluster tests), which cannot move its clock:
+// asks again until the answer is the one expected, then returns it. Unit tests move a ManualClock and await the loop
+// instead (server/clock.ts). Inside a test body an assertion may use expect.poll instead; this also works in hooks,
+// where expect.poll is not allowed, and when the value is needed afterwards.
+
+export type WaitOptions = {
+  /** How long to keep asking before giving up. */
+  timeoutMs?: number;
+  /** The pause between two questions. */
+  everyMs?: number;
+};
+
+/**
+ * Calls `read` until `done` accepts its answer (by default: a truthy one) and returns that answer; after `timeoutMs`
+ * throws an error naming `what` and the last answer.
+ */
+export async function waitFor<T>(
+  what: string,
+  read: () => T | Promise<T>,
+  done: (value: T) => boolean = Boolean,
+  { timeoutMs = 30_000, everyMs = 50 }: WaitOptions = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}: still ${describe(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+function describe(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+}
