@@ -29,6 +29,8 @@ export const ERROR_STATUS = {
   idempotency_key_reused: 422,
   /** An ad hoc query (audience estimate, explain) stopped at its deadline (server/conditions/deadline.ts). */
   query_deadline: 422,
+  /** A time before the journal's retained range (server/analytics/journal-window.ts): details name the range. */
+  outside_retention: 422,
   internal: 500,
   unavailable: 503,
   /** A cluster member has no committed figure yet for a partition that is between owners (server/cluster/counts.ts). */

@@ -141,7 +141,7 @@ export async function readCountsHistory(
  * A 404 for a step the instance never had, as the step export answers: without it a typo reads as "nobody, ever".
  * Steps of the instance's earlier versions (before an update) are known too: their samples are still in the history.
  */
-async function requireSteps(database: Database, instance: { id: string; workflowId: string; version: number }, steps: string[]): Promise<void> {
+export async function requireSteps(database: Database, instance: { id: string; workflowId: string; version: number }, steps: string[]): Promise<void> {
   const versions = await database.db.workflowVersion.findMany({
     where: { workflowId: instance.workflowId, version: { lte: instance.version } },
     select: { definition: true },

@@ -1,3 +1,4 @@
+import { paths as analyticsPaths } from '../analytics/openapi';
 import { paths as crowdPaths } from '../crowd/openapi';
 import { paths as costPaths } from './cost-api';
 import { paths as enginePaths } from './engine-api';
@@ -17,6 +18,7 @@ const areas: Record<string, object>[] = [
   profilePaths,
   workflowPaths,
   enginePaths,
+  analyticsPaths,
   notificationPaths,
   procedurePaths,
   costPaths,

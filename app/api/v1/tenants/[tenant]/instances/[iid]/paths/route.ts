@@ -1,0 +1,10 @@
+import { instancePaths } from '@/server/analytics/instance-analytics';
+import { PathsQuery } from '@/server/analytics/openapi';
+import { json, queryParams, route } from '@/server/http/respond';
+import { database } from '@/server/storage/database';
+import { tenantFromRequest } from '@/server/tenants/tenants';
+
+export const GET = route<{ tenant: string; iid: string }>(async (request, params) => {
+  const tenant = await tenantFromRequest(request, params.tenant);
+  return json(await instancePaths(database(), tenant, params.iid, queryParams(request, PathsQuery)));
+});
