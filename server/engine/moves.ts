@@ -1,10 +1,13 @@
 // Moving users between steps, one user or a whole bitmap at a time. Entering a step runs it through ONE exhaustive
-// switch on its kind: direct/parallel/split move on at once (one journaled move per hop); branch, timer, delay and
-// terminal steps keep the user (delay steps and branch steps with a timeout also in an entry-time bucket). Every move
-// carries the leave tag of its source and the enter tags of its target. A "move" to the step a user rests in is none.
+// switch on its kind: direct/parallel/split move on at once (one journaled move per hop), and so does a branch step
+// that routes on entry (entry-routing.ts) for the users one of its branches takes; other branch steps, timer, delay
+// and terminal steps keep the user (delay steps and branch steps with a timeout also in an entry-time bucket). Every
+// move carries the leave tag of its source and the enter tags of its target. A "move" to the step a user rests in is
+// none.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { bucketEnd, bucketsOf, type Buckets, type Shard } from './shard';
-import { splitPath, type WorkflowRuntime } from './runtime';
+import type { EntryRouting } from './entry-routing';
+import { splitPath, type StepRuntime, type WorkflowRuntime } from './runtime';
 import type { JournalMove } from './store/commit';
 import { MAX_STEPS } from '../model/validate';
 
@@ -25,6 +28,8 @@ export class Mover {
     readonly shard: Shard,
     readonly moves: JournalMove[],
     readonly now: number,
+    /** Routes users entering a branch step that routes on entry (entryRouting(), loaded for this workflow). */
+    readonly routing: EntryRouting,
   ) {}
 
   /**
@@ -109,13 +114,35 @@ export class Mover {
             rest = this.enter(part, to, step.paths[path].next, hops + 1);
           return rest;
         }
-        case 'delay':
         case 'branch':
+          if (runtime.routesOnEntry) return this.route(arrivals, runtime, hops);
+          break;
+        case 'delay':
         case 'timer':
           break;
         default:
           return unreachable(step);
       }
+    return this.rest(arrivals, runtime);
+  }
+
+  /**
+   * Users entering a branch step that routes on entry: each moves on by the first branch that takes it; the rest
+   * (and those a branch back to this step takes) wait in it, for their events, its ttl or its timeout.
+   */
+  private route(arrivals: Arrivals, runtime: StepRuntime, hops: number): string {
+    const step = runtime.step as Extract<StepRuntime['step'], { kind: 'branch' }>;
+    let at = step.name;
+    for (const [branch, part] of arrivals.byBranch((users) => this.routing.route(runtime, users, this.now))) {
+      const next = branch < 0 ? step.name : step.branches[branch].next;
+      at = next === step.name ? this.rest(part, runtime) : this.enter(part, step.name, next, hops + 1);
+    }
+    return at;
+  }
+
+  /** `arrivals` rest in the step (and in its entry-time buckets). */
+  private rest(arrivals: Arrivals, runtime: StepRuntime): string {
+    const to = runtime.step.name;
     arrivals.addTo(this.shard.step(to));
     if (runtime.delayMs) arrivals.addTo(this.bucketNow(this.shard.delays, to, runtime.delayBucketMs));
     if (runtime.ttlMs) arrivals.addTo(this.bucketNow(this.shard.ttls, to, runtime.ttlBucketMs));
@@ -138,7 +165,11 @@ interface Arrivals {
   addTo(bitmap: RoaringBitmap32): void;
   /** The arrivals grouped by a per-user choice among `choices`, in choice order, empty groups left out. */
   byPath(choose: (user: number) => number, choices: number): Array<[number, Arrivals]>;
+  /** The arrivals grouped by the branch that takes them (-1: none), from bitmaps per branch; empty groups left out. */
+  byBranch(route: (users: RoaringBitmap32) => Routed): Array<[number, Arrivals]>;
 }
+
+type Routed = ReturnType<EntryRouting['route']>;
 
 class OneUser implements Arrivals {
   readonly count = 1;
@@ -148,6 +179,11 @@ class OneUser implements Arrivals {
   }
   byPath(choose: (user: number) => number): Array<[number, Arrivals]> {
     return [[choose(this.user), this]];
+  }
+  byBranch(route: (users: RoaringBitmap32) => Routed): Array<[number, Arrivals]> {
+    // The same bitmap plans as a crowd's: one user routes exactly as it would among many.
+    const { taken } = route(RoaringBitmap32.of(this.user));
+    return [[taken.findIndex((users) => users.has(this.user)), this]];
   }
 }
 
@@ -161,6 +197,10 @@ class ManyUsers implements Arrivals {
   }
   byPath(choose: (user: number) => number, choices: number): Array<[number, Arrivals]> {
     return splitBitmap(this.users, choose, choices).flatMap((part, i): Array<[number, Arrivals]> => (part.size > 0 ? [[i, new ManyUsers(part)]] : []));
+  }
+  byBranch(route: (users: RoaringBitmap32) => Routed): Array<[number, Arrivals]> {
+    const { taken, rest } = route(this.users);
+    return [...taken.entries(), [-1, rest] as const].flatMap(([i, part]): Array<[number, Arrivals]> => (part.size > 0 ? [[i, new ManyUsers(part)]] : []));
   }
 }
 

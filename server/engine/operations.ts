@@ -6,6 +6,7 @@ import { AppError, conflict, notFound } from '../errors';
 import { RetryLaterError, type Json } from '../procedures/types';
 import type { RawStatement } from '../storage/raw';
 import type { Engine } from './engine';
+import { entryRouting } from './entry-routing';
 import { loadDefinition } from './instance-store';
 import { plannedAfter } from './local-time';
 import { Mover } from './moves';
@@ -148,9 +149,10 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
     const now = engine.clock.now();
     const instance = new InstanceRuntime(row, workflow, tenant.partitions);
     const moves: JournalMove[] = [];
+    const routing = await entryRouting(tenant.data, workflow);
     byPartition(users, tenant.partitions).forEach((part, partition) => {
       const shard = (instance.shards[partition] = new Shard(instanceId, partition));
-      new Mover(workflow, shard, moves, now).moveBulk(part, null, workflow.entry);
+      new Mover(workflow, shard, moves, now, routing).moveBulk(part, null, workflow.entry);
       startCrons(shard, workflow, now);
     });
     // All raw statements: no Prisma transaction holding the connection while 20 MB of bitmaps are bound.
@@ -215,13 +217,14 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     const now = engine.clock.now();
     let joined = 0;
     let left = 0;
+    const routing = await entryRouting(tenant.data, instance.workflow);
     byPartition(users, tenant.partitions).forEach((target, partition) => {
       const shard = instance.shards[partition]!;
       const members = shard.members();
       // With an entry trigger users also enter by events, so the crowd only adds users: nobody is taken out.
       const leavers = instance.workflow.trigger ? new RoaringBitmap32() : RoaringBitmap32.andNot(members, target);
       const joiners = RoaringBitmap32.andNot(target, members);
-      const mover = new Mover(instance.workflow, shard, [], now);
+      const mover = new Mover(instance.workflow, shard, [], now, routing);
       if (leavers.size > 0) for (const step of [...shard.steps.keys()]) mover.leaveBulk(leavers, step);
       mover.moveBulk(joiners, null, instance.workflow.entry);
       joined += joiners.size;
@@ -268,9 +271,10 @@ export async function materializeUpdateWorkflow(
     const now = engine.clock.now();
     const moves: JournalMove[] = [];
     let moved = 0; // users, not journal rows: one row carries a whole bitmap, and a chain of steps journals every hop
+    const routing = await entryRouting(tenant.data, next);
     const shards = instance.shards.map((old, partition) => {
       const fresh = new Shard(instanceId, partition);
-      const mover = new Mover(next, fresh, moves, now);
+      const mover = new Mover(next, fresh, moves, now, routing);
       for (const [name, users] of old!.steps) {
         if (users.size === 0) continue;
         const kept = next.steps.get(name);

@@ -10,6 +10,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { CheckpointWriter } from './checkpoint-writer';
 import { DeadLetterBatch } from './dead-letter';
 import { enterByEvents } from './entry';
+import { entryRouting } from './entry-routing';
 import { GoalTracker } from './goal';
 import { insertConversions, type ConversionWrite } from './store/conversions';
 import { Mover } from './moves';
@@ -281,7 +282,7 @@ export class PartitionWorker {
     const workflow = instance.workflow;
     if (!shard || (workflow.eventSteps.length === 0 && !workflow.trigger && !workflow.goal)) return;
     await this.tenant.data.prepareCrowds(workflow.crowdsUsed());
-    const mover = new Mover(workflow, shard, moves, now);
+    const mover = new Mover(workflow, shard, moves, now, await entryRouting(this.tenant.data, workflow));
     const enteredAt = await enterByEvents(mover, events, this.tenant.data, letters);
     const ids = new Uint32Array(events.length);
     for (let i = 0; i < events.length; i++) ids[i] = events[i].user;

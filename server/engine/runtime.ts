@@ -7,6 +7,11 @@ export interface StepRuntime {
   step: Step;
   /** Branch steps: one compiled condition per branch, in order. */
   conditions: CompiledCondition[];
+  /**
+   * Branch steps none of whose conditions reads `event` (README "Journey semantics", branchRoutesOnEntry): users
+   * entering are routed at once (moves.ts), instead of waiting for an event that could not change the answer.
+   */
+  routesOnEntry: boolean;
   /** Timer steps: the optional condition. */
   timerCondition: CompiledCondition | null;
   /**
@@ -99,6 +104,7 @@ function prepare(step: Step, workflowId: string): StepRuntime {
   const runtime: StepRuntime = {
     step,
     conditions: [],
+    routesOnEntry: false,
     timerCondition: null,
     delayNext: null,
     delayMs: 0,
@@ -112,6 +118,7 @@ function prepare(step: Step, workflowId: string): StepRuntime {
   switch (step.kind) {
     case 'branch':
       runtime.conditions = step.branches.map((b) => compileStored(b.condition));
+      runtime.routesOnEntry = runtime.conditions.every((condition) => !condition.usesEvent);
       if (step.timeout) waitThenMove(runtime, step.timeout.after, step.timeout.next);
       break;
     case 'timer':

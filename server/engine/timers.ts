@@ -7,6 +7,7 @@ import { profileKeysRead } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
 import type { TimerStep } from '../model/workflow';
+import { entryRouting } from './entry-routing';
 import { dueZoneGroups, nextLocalFiring } from './local-time';
 import { Mover } from './moves';
 import type { PartitionWorker } from './partition';
@@ -212,7 +213,7 @@ async function instanceTimers(
 ): Promise<{ changed: boolean; checkpoint: boolean; timerPlan: boolean }> {
   const shard = instance.shards[worker.partition];
   if (!shard) return { changed: false, checkpoint: false, timerPlan: false };
-  const mover = new Mover(instance.workflow, shard, moves, now);
+  const mover = new Mover(instance.workflow, shard, moves, now, await entryRouting(worker.tenant.data, instance.workflow));
   const fired = await fireTimerSteps(worker, instance.workflow, shard, mover, now);
   let changed = fired.changed;
   let checkpoint = false;

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { celCompileProblem, celCostProblem, celSyntaxProblem } from '../conditions/parse';
+import { branchRouting } from './branch-routing';
 import { cronProblem, timeZoneProblem } from './cron';
 import { ConditionText, Duration, MAX_DURATION, MAX_DURATION_MS, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
 
@@ -73,7 +74,7 @@ export function validateWorkflow(definition: unknown, options: ValidateOptions =
   problems.push(...duplicateNames(steps));
   const names = new Set(steps.flatMap((s) => (s.name === undefined ? [] : [s.name])));
   for (const step of steps) problems.push(...stepProblems(step, names, options.now !== undefined));
-  problems.push(...instantCycles(steps));
+  problems.push(...instantCycles(steps, options.now !== undefined));
   problems.push(...unreachable(steps));
   if (isRecord(definition)) {
     const saving = options.now !== undefined;
@@ -266,17 +267,23 @@ function workflowConditionProblems(field: 'entry' | 'goal', value: unknown, savi
   return problem ? [{ step: null, code: problem.code, message: `Workflow ${problem.message}` }] : [];
 }
 
-/** Cycles of direct/parallel/split steps: users entering one would be moved around it forever in one transaction. */
-function instantCycles(steps: LooseStep[]): WorkflowProblem[] {
+/**
+ * Cycles of direct/parallel/split steps, and (a save rule: versions saved before branches routed on entry keep
+ * loading) branch steps that route on entry: users entering one would be moved around it forever in one transaction.
+ * A routing branch moves users on only by its branches, and one back to itself is a stay, not a hop.
+ */
+function instantCycles(steps: LooseStep[], saving: boolean): WorkflowProblem[] {
   const byName = new Map(steps.flatMap((s) => (s.name === undefined ? [] : [[s.name, s] as const])));
-  const instant = (s: LooseStep | undefined) => s !== undefined && s.kind !== undefined && INSTANT_KINDS.has(s.kind);
+  const routesOnEntry = (s: LooseStep) => saving && s.kind === 'branch' && branchRouting(s.conditions.map((c) => c.value)) === 'entry';
+  const instant = (s: LooseStep | undefined) => s !== undefined && s.kind !== undefined && (INSTANT_KINDS.has(s.kind) || routesOnEntry(s));
+  const hops = (s: LooseStep) => (s.kind === 'branch' ? s.targets.filter((t) => t.where.startsWith('branches[') && t.next !== s.name) : s.targets);
   const state = new Map<string, 'visiting' | 'done'>();
   const reported = new Set<string>();
   const problems: WorkflowProblem[] = [];
   const visit = (step: LooseStep, trail: string[]) => {
     const name = step.name!;
     state.set(name, 'visiting');
-    for (const { next } of step.targets) {
+    for (const { next } of hops(step)) {
       const target = byName.get(next);
       if (!instant(target)) continue;
       if (state.get(next) === 'visiting') {
@@ -287,7 +294,7 @@ function instantCycles(steps: LooseStep[]): WorkflowProblem[] {
           problems.push({
             step: next,
             code: 'instant_cycle',
-            message: `Step "${next}" is on a loop of steps that move users on at once (${[...cycle, next].join(' → ')}); put a branch, timer or delay step on the loop`,
+            message: `Step "${next}" is on a loop of steps that move users on at once (${[...cycle, next].join(' → ')}); put a timer or delay step, or a branch step that waits for an event, on the loop`,
           });
         }
       } else if (!state.has(next)) visit(target!, [...trail, name]);

@@ -7,15 +7,16 @@ import { advance, crowd, range, restartEngine, send, settle, start, startHarness
 import { database } from '../../server/storage/database';
 import { recentMovesOf } from '../../server/engine/store/user-moves';
 
-// Busybee's instance semantics with its exact numbers.
+// Busybee's instance semantics with its exact numbers. The branches read the event, so users wait in `entry` for
+// one, as in busybee (a branch step reading only `user` routes users on entry: engine-audience-paths.test.ts).
 const busybee: WorkflowDefinition = {
   steps: [
     {
       name: 'entry',
       kind: 'branch',
       branches: [
-        { condition: 'user == 1', next: 'end_1' },
-        { condition: 'true', next: 'else' },
+        { condition: 'event.type != "" && user == 1', next: 'end_1' },
+        { condition: 'event.type != ""', next: 'else' },
       ],
     },
     { name: 'end_1', kind: 'direct' },

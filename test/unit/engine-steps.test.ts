@@ -39,8 +39,9 @@ describe('step kinds', () => {
         {
           name: 'c',
           kind: 'branch',
+          // Any event moves the user (a branch step reading no event would route users on entry).
           branches: [
-            { condition: 'true', next: 'd' },
+            { condition: 'event.type != ""', next: 'd' },
             { condition: 'false', next: 'd' },
           ],
         },
@@ -209,7 +210,7 @@ describe('step kinds', () => {
           name: 'entry',
           kind: 'branch',
           branches: [
-            { condition: 'true', next: 'fan' },
+            { condition: 'event.type != ""', next: 'fan' },
             { condition: 'false', next: 'end' },
           ],
         },

@@ -240,10 +240,40 @@ describe('validateWorkflow', () => {
       {
         step: 'entry',
         code: 'instant_cycle',
-        message: 'Step "entry" is on a loop of steps that move users on at once (entry → fan → coin → entry); put a branch, timer or delay step on the loop',
+        message:
+          'Step "entry" is on a loop of steps that move users on at once (entry → fan → coin → entry); put a timer or delay step, or a branch step that waits for an event, on the loop',
       },
     ]);
     expect(validateWorkflow(everyKind).ok).toBe(true); // entry → wait → entry loops through a branch and a delay
+  });
+
+  it('refuses at save a loop through a branch step that routes on entry, not one through a branch that waits for an event', () => {
+    const loop = (condition: string) => ({
+      steps: [
+        {
+          name: 'plan',
+          kind: 'branch',
+          branches: [
+            { condition, next: 'again' },
+            { condition: 'profile.plan == "free"', next: 'plan' }, // back to itself: a stay, not a hop
+          ],
+          timeout: { after: '1d', next: 'again' },
+        },
+        { name: 'again', kind: 'direct', next: 'plan' },
+      ],
+    });
+    const now = Date.UTC(2026, 0, 1);
+    expect(problemsOf(loop('profile.plan == "pro"'), { now })).toEqual([
+      {
+        step: 'plan',
+        code: 'instant_cycle',
+        message:
+          'Step "plan" is on a loop of steps that move users on at once (plan → again → plan); put a timer or delay step, or a branch step that waits for an event, on the loop',
+      },
+    ]);
+    expect(validateWorkflow(loop('profile.plan == "pro"')).ok).toBe(true); // a stored version keeps loading
+    expect(validateWorkflow(loop('event.type == "upgrade"'), { now }).ok).toBe(true);
+    expect(validateWorkflow(loop('inCrowd("vip")'), { now }).ok).toBe(false);
   });
 
   it('accepts any valid stopAt, and refuses a past one only when told the time', () => {
