@@ -71,7 +71,9 @@ export const BranchStep = z.strictObject({
     description:
       'Tried in order on each event of a user in the step: the first whose condition holds moves the user to its `next`. No match: the ' +
       'user stays, with no move and no notification. A branch whose `next` is this step also leaves the user where they are (not ' +
-      'journaled, not counted).',
+      'journaled, not counted). When no condition of the step reads `event` (only `profile.*`, `inCrowd`, `user`, `now`), users are ' +
+      'routed as they enter the step instead of at their next event (a start or any bulk move in: one bitmap plan per branch); those ' +
+      'no branch takes stay, as above.',
   }),
   timeout: z
     .strictObject({ after: Duration, next: StepName })
