@@ -36,11 +36,33 @@ function collisions(): Promise<string[]> {
   });
 }
 
-/** Sets the window's size and fits the journey into the canvas, as the marketer would with the fit button. */
+/** Where the canvas draws its viewport, steps and edge labels, read after the browser painted twice. */
+function drawn(): Promise<string> {
+  return page.evaluate(async () => {
+    await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    const viewport = document.querySelector('.react-flow__viewport')?.getAttribute('style') ?? '';
+    const boxes = [...document.querySelectorAll('[data-testid=step-node], [data-testid=edge-label]')].map((element) => {
+      const box = element.getBoundingClientRect();
+      return [box.left, box.top, box.width, box.height].map(Math.round).join(',');
+    });
+    return JSON.stringify([viewport, boxes]);
+  });
+}
+
+/**
+ * Sets the window's size and fits the journey into the canvas, as the marketer would with the fit button; returns
+ * once the drawing holds still (two reads a repaint apart agree), instead of sleeping for an animation.
+ */
 async function windowOf(width: number, height: number) {
   await page.setViewportSize({ width, height });
   await page.locator('.react-flow__controls-fitview').click();
-  await page.evaluate(() => new Promise((done) => setTimeout(done, 400)));
+  let before = await drawn();
+  await eventually(async () => {
+    const now = await drawn();
+    const still = now === before;
+    before = now;
+    return still;
+  }).toBe(true);
 }
 
 /** Clicks into a box, empties it with the keyboard and types `text` key by key; the box keeps each key and the focus. */

@@ -4,6 +4,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
 import { api, createTenant, uniqueName } from '../helpers/api';
+import { waitFor } from '../helpers/wait-for';
 import { eventually, useStudio } from './browser';
 
 // Pages a marketer can use (issue 32 §3), walked as a marketer does on the running Welcome journey with a purchase
@@ -39,13 +40,6 @@ async function shotEveryWay(name: string, height = 900) {
   await page.emulateMedia({ colorScheme: 'light' });
 }
 
-/** Waits (outside a test, where expect.poll is not allowed) until the server says `done`, for up to 20 s. */
-async function until(done: () => Promise<boolean>) {
-  for (const deadline = Date.now() + 20_000; !(await done()); await new Promise((next) => setTimeout(next, 100))) {
-    if (Date.now() > deadline) throw new Error('the demo journey did not get there in 20 s');
-  }
-}
-
 /** Clicks a download link of the open step menu; the file's suggested name and text. */
 async function download(step: string, testId: string): Promise<{ name: string; text: string }> {
   const [file] = await Promise.all([page.waitForEvent('download'), page.click(`[data-step=${step}] [data-testid=${testId}]`)]);
@@ -68,11 +62,11 @@ describe('pages a marketer can use', () => {
     expect((await api('POST', `${base}/workflows/${workflowId}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
     const instanceId: string = (await api('GET', `${base}/workflows/${workflowId}`)).body.running.instanceId;
     const counts = () => api('GET', `${base}/instances/${instanceId}/counts`).then((answer) => answer.body);
-    await until(async () => (await counts()).steps?.welcome === CROWD.length);
+    await waitFor('the crowd in the welcome step', counts, (body) => body.steps?.welcome === CROWD.length);
     // users 2 and 3 buy while in "welcome": they move to "customer" and reach the goal from "welcome"
     const events = [2, 3].map((user) => ({ user, type: 'purchase' }));
     expect((await api('POST', '/events', { token: tenant.key, body: { events } })).status).toBe(202);
-    await until(async () => (await counts()).converted === 2);
+    await waitFor('two conversions', counts, (body) => body.converted === 2);
     page = await studio.open(`/t/${tenant.name}/workflows/${workflowId}`);
   });
 
