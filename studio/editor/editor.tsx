@@ -1,6 +1,6 @@
 'use client';
 import { Background, Controls, MiniMap, ReactFlow, ReactFlowProvider, useReactFlow } from '@xyflow/react';
-import { useEffect, useRef, useState, useSyncExternalStore, type DragEvent } from 'react';
+import { useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore, type DragEvent, type RefObject } from 'react';
 import { apiGet, tenantPath } from '../api';
 import { CANVAS_KINDS, definitionToGraph, PRESETS, type CanvasKind, type Preset, type StepNode } from '../convert';
 import { useLeaveGuard } from '../leave-guard';
@@ -10,6 +10,7 @@ import { useQuery } from '../query';
 import { ErrorBox, Loading } from '../ui';
 import { CanvasContext, type CanvasInfo } from './context';
 import { clearLocalDraft, keepLocalDraft, readLocalDraft, type LocalDraft } from './draft';
+import { fitOptions, MIN_ZOOM, MINIMAP_SIZE, showsMinimap } from './fit';
 import { GoalResultBar } from './goal-result';
 import { Inspector } from './inspector';
 import { useCanvasKeys } from './canvas-keys';
@@ -130,8 +131,25 @@ function Palette() {
   );
 }
 
+/** The canvas element's width, followed as the window or the panels beside it change. */
+function useWidth(element: RefObject<HTMLDivElement | null>): number {
+  const [width, setWidth] = useState(0);
+  // read before the first paint: React Flow's first fit (when it has measured the steps) already uses it
+  useLayoutEffect(() => {
+    if (!element.current) return;
+    setWidth(element.current.clientWidth);
+    const observer = new ResizeObserver(([entry]) => setWidth(entry.contentRect.width));
+    observer.observe(element.current);
+    return () => observer.disconnect();
+  }, [element]);
+  return width;
+}
+
 function Canvas({ readOnly }: { readOnly: boolean }) {
   const store = useEditorStore();
+  const element = useRef<HTMLDivElement>(null);
+  const width = useWidth(element);
+  const fit = fitOptions(width);
   const nodes = useEditor((s) => s.nodes);
   const edges = useEditor((s) => s.edges);
   const { screenToFlowPosition } = useReactFlow();
@@ -146,7 +164,7 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
   };
 
   return (
-    <div className="editor-canvas" onDrop={onDrop} onDragOver={(event) => event.preventDefault()} data-testid="canvas">
+    <div ref={element} className="editor-canvas" onDrop={onDrop} onDragOver={(event) => event.preventDefault()} data-testid="canvas">
       <GoalResultBar />
       <ReactFlow<StepNode>
         nodes={nodes}
@@ -162,12 +180,13 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
         deleteKeyCode={null}
         defaultEdgeOptions={{ type: 'step' }}
         fitView
-        fitViewOptions={{ maxZoom: 1 }}
+        fitViewOptions={fit}
+        minZoom={MIN_ZOOM}
         proOptions={{ hideAttribution: true }}
       >
         <Background gap={20} />
-        <MiniMap pannable zoomable />
-        <Controls fitViewOptions={{ maxZoom: 1 }} />
+        {showsMinimap(width) && <MiniMap pannable zoomable style={MINIMAP_SIZE} ariaLabel="Overview of the journey" />}
+        <Controls fitViewOptions={fit} />
       </ReactFlow>
     </div>
   );

@@ -17,7 +17,7 @@ import {
   type StepNode,
   type WorkflowExtras,
 } from '../convert';
-import { freeSpot } from './placement';
+import { freeSpot, makeRoom } from './placement';
 import { describeProblems, validateCanvas, type CanvasProblem } from './problems';
 
 // The editor's document (nodes + edges) with undo/redo, selection and its problems, re-validated on every
@@ -142,7 +142,9 @@ export class EditorStore {
     }
     if (dragStep?.type === 'position' && dragStep.dragging === false) this.dragging = false;
     if (changes.some((c) => c.type === 'remove' || c.type === 'add')) this.checkpoint();
-    const nodes = applyNodeChanges(changes, this.state.nodes);
+    const applied = applyNodeChanges(changes, this.state.nodes);
+    // a step measured taller (its count, a problems line) makes room below it; a layout matter, not an edit to undo
+    const nodes = changes.some((c) => c.type === 'dimensions') && !this.dragging ? makeRoom(applied, this.state.edges) : applied;
     const edits = changes.some((c) => c.type === 'remove' || c.type === 'add' || c.type === 'position');
     this.set(edits ? { nodes, selectedId, dirty: true } : { nodes, selectedId });
   };

@@ -9,6 +9,7 @@ import { invalidate, setQueryData } from '../query';
 import { ErrorBox } from '../ui';
 import { workflowsKey } from '../workflows';
 import { clearLocalDraft } from './draft';
+import { currentFitOptions } from './fit';
 import type { HistoryView } from './history';
 import { LiveToolbar } from './live';
 import { useEditor, useEditorStore } from './store';
@@ -138,7 +139,7 @@ export function Toolbar({
             type="button"
             onClick={() => {
               store.autoLayout();
-              requestAnimationFrame(() => void fitView({ duration: 200 }));
+              requestAnimationFrame(() => void fitView({ ...currentFitOptions(), duration: 200 }));
             }}
           >
             Auto-layout
