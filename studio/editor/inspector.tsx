@@ -5,6 +5,7 @@ import { outputHandles, type BranchData, type StepData, type StepNode } from '..
 import { ConditionEditor } from './condition';
 import { StepGoalLine } from './goal-result';
 import { useDeleteSteps } from './delete-step';
+import { EnterActionField } from './inspector-actions';
 import { Text } from './inspector-text';
 import { TimerFields } from './inspector-timer';
 import { KIND_ICON, KIND_LABEL } from './nodes';
@@ -85,12 +86,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
         </label>
         <KindFields key={node.id} node={node} update={update} />
         <h3>Actions</h3>
-        <Text
-          label="On enter (action tag)"
-          value={node.data.enterAction}
-          onChange={(v) => update({ enterAction: v }, 'enterAction')}
-          placeholder="e.g. send-welcome-email"
-        />
+        <EnterActionField key={node.id} value={node.data.enterAction} onChange={(v) => update({ enterAction: v }, 'enterAction')} />
         <Text label="On leave (action tag)" value={node.data.leaveAction} onChange={(v) => update({ leaveAction: v }, 'leaveAction')} />
         <Text
           label="Re-evaluate when idle for (ttl)"

@@ -6,6 +6,7 @@ import { describeCron } from '../../server/model/cron';
 import { CANVAS_KINDS, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
 import { formatCount, formatShare } from '../ui';
 import { useCanvasInfo, useCounts } from './context';
+import { webhookOf } from './inspector-actions';
 import { problemText } from './problem-words';
 import { StepSparkline } from './counts-chart';
 import { StepConverted } from './goal-result';
@@ -166,6 +167,11 @@ function StepNodeView(props: NodeProps<StepNode>) {
         </div>
       )}
       <div className="step-summary">{summary(node)}</div>
+      {webhookOf(props.data.enterAction) !== null && (
+        <div className="step-webhook" data-testid="step-webhook" title="The users who enter this step are sent to this webhook">
+          ⇢ webhook “{webhookOf(props.data.enterAction)}”
+        </div>
+      )}
       {mine.length > 0 && (
         <div className="step-problems" data-testid="step-problems" title={mine.map((p) => p.text).join('\n')}>
           {mine.length > 1 && <strong className="problem-count">{mine.length} problems · </strong>}
