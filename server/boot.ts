@@ -1,7 +1,7 @@
 import { startEngine, stopEngine } from './engine';
 import { startEngineThread } from './engine/client';
 import { applyMigrations } from './storage/migrate';
-import { dbTarget } from './storage/db';
+import { directDatabaseTarget, poolForRequestsOnly } from './storage/db';
 import { database } from './storage/database';
 import { env } from './env';
 import { getProcedureRunner } from './procedures/runner';
@@ -24,12 +24,14 @@ export function boot(): Promise<BootPhases> {
       phases[name] = Math.round(now - at);
       at = now;
     };
-    const applied = await applyMigrations(dbTarget());
+    const applied = await applyMigrations(directDatabaseTarget());
     if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
     phase('migrations');
     if (env().CROWDFLOW_ENGINE !== 'off') {
-      if (env().CROWDFLOW_ENGINE_THREAD === 'on') await startEngineThread(database(), getProcedureRunner());
-      else await startEngine();
+      if (env().CROWDFLOW_ENGINE_THREAD === 'on') {
+        poolForRequestsOnly();
+        await startEngineThread(database(), getProcedureRunner());
+      } else await startEngine();
       phase('engine');
     }
     await startProcedures({ scheduler: env().CROWDFLOW_ENGINE !== 'off' });

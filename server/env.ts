@@ -14,6 +14,16 @@ const EnvSchema = z.object({
   CROWDFLOW_ENGINE_THREAD: z.enum(['on', 'off']).default('on'),
   /** `auto`: on PostgreSQL every server process is a member of one cluster sharing the partitions (server/cluster/); `off`: not. */
   CROWDFLOW_CLUSTER: z.enum(['auto', 'off']).default('auto'),
+  /**
+   * PostgreSQL connections each of a process's threads may hold at once (one pool per thread, shared by Prisma and the
+   * raw driver; server/storage/db.ts); unset: 10 for a thread running the engine, 5 for a server's request thread.
+   */
+  CROWDFLOW_PG_POOL_MAX: z.coerce.number().int().min(1).max(100).optional(),
+  /**
+   * Where the connections that need a PostgreSQL session of their own go (the cluster's LISTEN and session advisory
+   * lock, the migrations) when DATABASE_URL points at a transaction-pooling PgBouncer; unset: DATABASE_URL.
+   */
+  CROWDFLOW_DIRECT_DATABASE_URL: z.string().optional(),
   /** `1`: webhook destinations of every tenant may be private, loopback or link-local addresses (server/webhooks/address-policy.ts). */
   CROWDFLOW_WEBHOOK_ALLOW_PRIVATE: z
     .enum(['0', '1'])

@@ -3,11 +3,12 @@
 // commits, coalesced per instance, with a NOTIFY on the cluster channel; every member's request thread keeps the
 // latest figure of each partition (highest epoch, then version) and adds the ones its own engine does not hold to
 // what that engine published. A partition with no figure at all is answered with a 503 partition_moving, never a zero.
-import pg from 'pg';
+import type pg from 'pg';
 import { AppError } from '../errors';
 import type { InstanceRuntime } from '../engine/tenant';
 import type { Counts } from '../engine/types';
 import type { PostgresTarget } from '../storage/database-url';
+import { connectClient } from '../storage/pg-connect';
 import { clusterChannel } from './membership';
 import type { Database } from '../storage/database';
 
@@ -145,7 +146,7 @@ export class ClusterCountsBoard {
   }
 
   async start(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.target.connectionString });
+    const client = await connectClient(this.target.connectionString, 'counts channel', () => this.closed);
     client.on('error', (error) => console.warn('[crowdflow] cluster channel connection lost:', error.message));
     client.on('end', () => {
       // Signals missed while disconnected: forget every figure (they are read again on use) and listen again.
@@ -163,7 +164,6 @@ export class ClusterCountsBoard {
       if (payload.kind === 'counts') this.heard(payload as CountsSignal);
       else this.onOtherSignal(payload);
     });
-    await client.connect();
     await client.query(`LISTEN "${this.channel}"`);
     this.client = client;
   }

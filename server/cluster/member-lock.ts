@@ -8,8 +8,9 @@
 // far longer than any slice of its work takes (`engineResponsive`), so the others take its partitions over. The
 // engine thread's side (./membership.ts) only reads who is live and listens for signals.
 import { randomInt } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import type { PostgresTarget } from '../storage/database-url';
+import { connectClient, QueryQueue } from '../storage/pg-connect';
 import { clusterChannel, DB_NOW_MS, lockNamespace, type ClusterSignal } from './membership';
 import { reconnectUntilClosed } from './reconnect';
 
@@ -26,6 +27,8 @@ export class MemberLock {
 
   private skippedBeats = 0;
   private beating: Promise<void> = Promise.resolve();
+  /** Heartbeats, a reconnect's lock and row, signals and the release share the connection: one query at a time. */
+  private readonly queries = new QueryQueue();
 
   constructor(
     private readonly target: PostgresTarget,
@@ -45,17 +48,19 @@ export class MemberLock {
   }
 
   private async acquire(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.target.connectionString });
+    const client = await connectClient(this.target.connectionString, 'cluster membership', () => this.closed);
     client.on('error', (error) => console.warn('[crowdflow] cluster membership connection lost:', error.message));
     client.on('end', () => this.reconnectLater(client));
-    await client.connect();
     // Released while connecting (release() found no connection to end): joining now would bring a left member back.
     if (this.closed) return void (await client.end().catch(() => undefined));
     this.client = client;
     try {
       for (;;) {
         this.lockKey = randomInt(1, 0x7fffffff);
-        const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::int4, $2::int4) AS "locked"', [this.namespace, this.lockKey]);
+        const { rows } = await this.queries.run<{ locked: boolean }>(client, 'SELECT pg_try_advisory_lock($1::int4, $2::int4) AS "locked"', [
+          this.namespace,
+          this.lockKey,
+        ]);
         if (rows[0].locked) break;
       }
       await this.writeRow();
@@ -72,7 +77,8 @@ export class MemberLock {
   }
 
   private async writeRow(): Promise<void> {
-    await this.client!.query(
+    await this.queries.run(
+      this.client!,
       `INSERT INTO ${this.table} ("name", "lockKey", "draining", "heartbeatMs") VALUES ($1, $2, false, ${DB_NOW_MS})
        ON CONFLICT ("name") DO UPDATE SET "lockKey" = excluded."lockKey", "draining" = false, "heartbeatMs" = excluded."heartbeatMs"`,
       [this.name, this.lockKey],
@@ -97,7 +103,7 @@ export class MemberLock {
     }
     this.skippedBeats = 0;
     try {
-      const { rowCount } = await client.query(`UPDATE ${this.table} SET "heartbeatMs" = ${DB_NOW_MS} WHERE "name" = $1 AND "lockKey" = $2`, [
+      const { rowCount } = await this.queries.run(client, `UPDATE ${this.table} SET "heartbeatMs" = ${DB_NOW_MS} WHERE "name" = $1 AND "lockKey" = $2`, [
         this.name,
         this.lockKey,
       ]);
@@ -126,15 +132,15 @@ export class MemberLock {
     this.client = undefined;
     if (!client) return;
     try {
-      await client.query(`DELETE FROM ${this.table} WHERE "name" = $1`, [this.name]);
-      await client.query('SELECT pg_advisory_unlock($1::int4, $2::int4)', [this.namespace, this.lockKey]);
-      await client.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify({ kind: 'members', from: this.name } satisfies ClusterSignal)]);
+      await this.queries.run(client, `DELETE FROM ${this.table} WHERE "name" = $1`, [this.name]);
+      await this.queries.run(client, 'SELECT pg_advisory_unlock($1::int4, $2::int4)', [this.namespace, this.lockKey]);
+      await this.queries.run(client, 'SELECT pg_notify($1, $2)', [this.channel, JSON.stringify({ kind: 'members', from: this.name } satisfies ClusterSignal)]);
     } finally {
       await client.end().catch(() => undefined);
     }
   }
 
   private async signal(signal: ClusterSignal): Promise<void> {
-    await this.client?.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(signal)]);
+    if (this.client) await this.queries.run(this.client, 'SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(signal)]);
   }
 }

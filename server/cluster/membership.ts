@@ -3,8 +3,9 @@
 // the live members (lock held, heartbeat fresh, not draining), marks this member draining on SIGTERM, and listens on
 // the schema's LISTEN/NOTIFY channel where members announce joins, leaves, handoffs, gathers and new events.
 import { createHash } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import type { PostgresTarget } from '../storage/database-url';
+import { connectClient, QueryQueue } from '../storage/pg-connect';
 import { reconnectUntilClosed } from './reconnect';
 
 /** A member whose heartbeat is older than this is not live, even while its lock is held (a hung process). */
@@ -35,6 +36,8 @@ export class Membership {
   private client: pg.Client | undefined;
   private closed = false;
   private listenedBefore = false;
+  /** Rebalance ticks, lease takeovers (isGone) and signals share the connection: one query at a time. */
+  private readonly queries = new QueryQueue();
   private readonly table: string;
   private readonly channel: string;
   private readonly namespace: number;
@@ -58,7 +61,7 @@ export class Membership {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.target.connectionString });
+    const client = await connectClient(this.target.connectionString, 'cluster channel', () => this.closed);
     client.on('error', (error) => console.warn('[crowdflow] cluster channel connection lost:', error.message));
     client.on('end', () => this.reconnectLater(client));
     client.on('notification', (message) => {
@@ -69,7 +72,6 @@ export class Membership {
         console.warn('[crowdflow] unreadable cluster signal', error);
       }
     });
-    await client.connect();
     try {
       await client.query(`LISTEN "${this.channel}"`);
     } catch (error) {
@@ -101,8 +103,9 @@ export class Membership {
   async liveMembers(): Promise<string[]> {
     const client = this.client;
     if (!client) return [];
-    await client.query(`DELETE FROM ${this.table} m WHERE NOT ${this.lockHeld('m')}`, [this.namespace]);
-    const { rows } = await client.query<{ name: string }>(
+    await this.queries.run(client, `DELETE FROM ${this.table} m WHERE NOT ${this.lockHeld('m')}`, [this.namespace]);
+    const { rows } = await this.queries.run<{ name: string }>(
+      client,
       `SELECT m."name" FROM ${this.table} m WHERE NOT m."draining" AND m."heartbeatMs" > ${DB_NOW_MS} - ${HEARTBEAT_STALE_MS} ORDER BY m."name"`,
     );
     return rows.map((r) => r.name);
@@ -112,7 +115,8 @@ export class Membership {
   async isGone(name: string): Promise<boolean> {
     const client = this.client;
     if (!client) return false;
-    const { rows } = await client.query<{ live: boolean }>(
+    const { rows } = await this.queries.run<{ live: boolean }>(
+      client,
       `SELECT EXISTS (SELECT 1 FROM ${this.table} m WHERE m."name" = $2 AND ${this.lockHeld('m')} AND m."heartbeatMs" > ${DB_NOW_MS} - ${HEARTBEAT_STALE_MS}) AS "live"`,
       [this.namespace, name],
     );
@@ -128,7 +132,7 @@ export class Membership {
 
   /** Leaving soon (SIGTERM): the others stop counting on this member while it hands its partitions back. */
   async drain(): Promise<void> {
-    await this.client?.query(`UPDATE ${this.table} SET "draining" = true WHERE "name" = $1`, [this.name]);
+    if (this.client) await this.queries.run(this.client, `UPDATE ${this.table} SET "draining" = true WHERE "name" = $1`, [this.name]);
     await this.signal({ kind: 'members', from: this.name });
   }
 
@@ -142,12 +146,12 @@ export class Membership {
 
   /** Tells every member (this one included) on the channel. */
   async signal(signal: ClusterSignal): Promise<void> {
-    await this.client?.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(signal)]);
+    if (this.client) await this.queries.run(this.client, 'SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(signal)]);
   }
 
   /** A query on the membership connection (the gather row, the tenant list). */
   async query<Row extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<Row[]> {
     if (!this.client) throw new Error('not connected to the cluster');
-    return (await this.client.query<Row>(sql, params)).rows;
+    return (await this.queries.run<Row>(this.client, sql, params)).rows;
   }
 }

@@ -9,6 +9,7 @@ import { env } from '../env';
 import { parseDatabaseUrl, type DatabaseTarget, type PostgresTarget } from './database-url';
 import { AsyncLockWaitAdapter, LOCK_WAIT_MS } from './sqlite-busy';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer';
+import { PatientPool } from './pg-connect';
 import { runtime } from '../runtime';
 import type { RawDb } from './raw';
 
@@ -16,8 +17,11 @@ import type { RawDb } from './raw';
 export type Db = SqliteClient;
 export type Tx = Prisma.TransactionClient;
 
-/** The process's storage (held by the runtime, server/runtime.ts): the Prisma client and, once opened, the raw driver. */
-export type Storage = { db: Db; target: DatabaseTarget; sqlite?: SharedSqliteAdapter; raw?: Promise<RawDb> };
+/**
+ * The process's storage (held by the runtime, server/runtime.ts): the Prisma client and, once opened, the raw driver;
+ * on PostgreSQL the one connection pool of this thread, which both use.
+ */
+export type Storage = { db: Db; target: DatabaseTarget; sqlite?: SharedSqliteAdapter; pgPool?: PatientPool; raw?: Promise<RawDb> };
 
 /** Hands out the better-sqlite3 connection it opens for Prisma, so raw statements share it (server/storage/raw.ts). */
 class SharedSqliteAdapter extends PrismaBetterSqlite3 {
@@ -55,8 +59,31 @@ function createStorage(target: DatabaseTarget): Storage {
     const adapter = new SharedSqliteAdapter(target.file);
     return { db: new SqliteClient({ adapter, transactionOptions }), target, sqlite: adapter };
   }
-  const adapter = new PrismaPg({ connectionString: target.connectionString, max: 10 }, { schema: target.schema });
-  return { db: new PostgresClient({ adapter, transactionOptions }) as unknown as Db, target };
+  const pgPool = new PatientPool(target.connectionString, 'pool', postgresPoolSize());
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pgPool.on('error', (error) => console.warn('[crowdflow] idle PostgreSQL connection lost:', error.message));
+  const adapter = new PrismaPg(pgPool, { schema: target.schema });
+  return { db: new PostgresClient({ adapter, transactionOptions }) as unknown as Db, target, pgPool };
+}
+
+/**
+ * Connections a thread's pool holds at most (opened on demand, closed after 10 s idle). A thread running the engine
+ * needs 10: partition commits queue for the journal lock while holding one, and with 4 they left ingest waiting
+ * (PostgreSQL events end to end 92,000/s; with 10, 150,000-176,000/s). Prisma and the raw driver share the pool (they
+ * held 10 each before).
+ */
+const ENGINE_POOL_MAX = 10;
+/** The request thread of a server whose engine has a thread of its own: route handlers, procedures, the scheduler and
+ * webhook rounds run short statements. */
+const REQUEST_POOL_MAX = 5;
+
+function postgresPoolSize(): number {
+  return env().CROWDFLOW_PG_POOL_MAX ?? ENGINE_POOL_MAX;
+}
+
+/** Boot hands the engine to a thread of its own: this thread's pool then needs fewer connections. */
+export function poolForRequestsOnly(): void {
+  storage().pgPool?.resize(env().CROWDFLOW_PG_POOL_MAX ?? REQUEST_POOL_MAX);
 }
 
 /** The process's storage, built from DATABASE_URL on first use (and again after closeDb()). */
@@ -79,8 +106,22 @@ export function dbTarget(): DatabaseTarget {
  * locks); undefined when the storage is one process's alone (SQLite: its file lock is the only coordination it has).
  */
 export function sharedDatabaseTarget(): PostgresTarget | undefined {
-  const target = dbTarget();
+  const target = directDatabaseTarget();
   return target.provider === 'postgres' ? target : undefined;
+}
+
+/**
+ * The database for connections that need a session of their own: LISTEN, session advisory locks, the migrations'
+ * `SET search_path`, which a transaction-pooling PgBouncer does not keep (docs/CONNECTIONS.md). The same schema, on the
+ * server CROWDFLOW_DIRECT_DATABASE_URL names when set.
+ */
+export function directDatabaseTarget(): DatabaseTarget {
+  const target = dbTarget();
+  const direct = env().CROWDFLOW_DIRECT_DATABASE_URL;
+  if (target.provider !== 'postgres' || !direct) return target;
+  const parsed = parseDatabaseUrl(direct);
+  if (parsed.provider !== 'postgres') throw new Error('CROWDFLOW_DIRECT_DATABASE_URL must be a postgres:// URL, like DATABASE_URL');
+  return { ...target, connectionString: parsed.connectionString };
 }
 
 /** The SQLite connection under the Prisma client (opened by its first query). */
@@ -101,4 +142,5 @@ export async function closeDb(): Promise<void> {
   await (await holder?.raw)?.close();
   await holder?.sqlite?.checkpointer?.stop();
   await holder?.db.$disconnect();
+  await holder?.pgPool?.end();
 }

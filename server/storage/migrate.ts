@@ -2,8 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import type { DatabaseTarget } from './database-url';
+import { connectClient } from './pg-connect';
 
 // Applies prisma/migrations/<provider>/*/migration.sql in order, recording each in Prisma's own
 // `_prisma_migrations` layout (checksum = sha256 of the file) so the real CLI would agree.
@@ -76,8 +76,8 @@ function applySqlite(file: string, migrations: Migration[]): string[] {
 }
 
 async function applyPostgres(target: Extract<DatabaseTarget, { provider: 'postgres' }>, migrations: Migration[]): Promise<string[]> {
-  const client = new pg.Client({ connectionString: target.connectionString });
-  await client.connect();
+  // A member started beside others waits here for PostgreSQL to have a connection for it (53300), instead of exiting.
+  const client = await connectClient(target.connectionString, 'migrations');
   const schema = `"${target.schema.replace(/"/g, '""')}"`;
   try {
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);

@@ -7,9 +7,9 @@
 // by SQL text. Its calls are synchronous, so a transaction here runs start to end without yielding once BEGIN IMMEDIATE
 // has the write lock; it waits while one of Prisma's interactive transactions is open on the connection (Prisma awaits
 // between statements), and for a lock another connection holds on a timer (sqlite-busy.ts), never in the thread.
-// PostgreSQL: a small pg pool of its own, schema-qualified SQL (`tableName`).
+// PostgreSQL: the thread's pg pool, the one Prisma uses too (server/storage/db.ts), schema-qualified SQL (`tableName`).
 import type BetterSqlite3 from 'better-sqlite3';
-import pg from 'pg';
+import type pg from 'pg';
 import { connectedSqlite, storage, type Storage } from './db';
 import { whenUnlocked } from './sqlite-busy';
 import { copyFromStdin } from './pg-copy';
@@ -174,18 +174,9 @@ class PostgresRaw implements RawDb {
     }
   }
 
-  close(): Promise<void> {
-    return this.pool.end();
+  async close(): Promise<void> {
+    // The pool is the storage's, ended with it (closeDb).
   }
-}
-
-function postgresPool(connectionString: string): pg.Pool {
-  // Partition commits queue for the journal lock while holding a connection: with 4, they left ingest waiting for
-  // one (PostgreSQL events end to end 92,000/s; with 10, 150,000–176,000/s). Connections open on demand only.
-  const pool = new pg.Pool({ connectionString, max: 10 });
-  // An idle client losing its connection must not crash the process; the next query reconnects.
-  pool.on('error', (error) => console.warn('[crowdflow] idle PostgreSQL connection lost:', error.message));
-  return pool;
 }
 
 /** The raw connection of this process, bound to the current storage (storage built anew gets a new one). */
@@ -196,8 +187,6 @@ export function raw(): Promise<RawDb> {
 /** The raw connection of `held`, opened on first use. */
 export function rawOf(held: Storage): Promise<RawDb> {
   held.raw ??=
-    held.target.provider === 'sqlite'
-      ? connectedSqlite(held).then((connection) => new SqliteRaw(connection))
-      : Promise.resolve(new PostgresRaw(postgresPool(held.target.connectionString)));
+    held.target.provider === 'sqlite' ? connectedSqlite(held).then((connection) => new SqliteRaw(connection)) : Promise.resolve(new PostgresRaw(held.pgPool!));
   return held.raw;
 }
