@@ -116,3 +116,51 @@ export async function sleepUntilAborted(clock: Clock, ms: number, ...signals: Ab
     for (const signal of signals) signal.removeEventListener('abort', abort);
   }
 }
+
+/**
+ * Whether a loop is at work or asleep on its clock, so a test that moved a ManualClock can await the loop having done
+ * all it can (`settled()`) instead of sleeping for real. The loop says when it starts (`started()`), sleeps through
+ * `sleep` and says when it ends (`stopped()`); it counts as awake from the moment a signal wakes it or its time comes
+ * until it sleeps again. A loop not running counts as settled.
+ */
+export class LoopIdle {
+  /** When the loop's sleep ends; undefined while it works. */
+  private asleepUntil: number | undefined = Number.POSITIVE_INFINITY;
+  private waiters: (() => void)[] = [];
+
+  constructor(private readonly clock: Clock) {}
+
+  started(): void {
+    this.asleepUntil = undefined;
+  }
+
+  /** Sleeps like sleepUntilAborted, asleep for settled() meanwhile. */
+  async sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
+    if (signals.some((signal) => signal.aborted)) return;
+    const awake = () => (this.asleepUntil = undefined);
+    for (const signal of signals) signal.addEventListener('abort', awake, { once: true });
+    this.asleepUntil = this.clock.now() + Math.max(0, ms);
+    for (const waiter of this.waiters.splice(0)) waiter();
+    try {
+      await sleepUntilAborted(this.clock, ms, ...signals);
+    } finally {
+      awake();
+      for (const signal of signals) signal.removeEventListener('abort', awake);
+    }
+  }
+
+  stopped(): void {
+    this.asleepUntil = Number.POSITIVE_INFINITY;
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+
+  /** Whether the loop sleeps now with its time still to come (or does not run). */
+  isAsleep(): boolean {
+    return this.asleepUntil !== undefined && this.asleepUntil > this.clock.now();
+  }
+
+  /** Resolves once the loop sleeps with its time still to come: at once if it does, else when it next sleeps. */
+  async settled(): Promise<void> {
+    while (!this.isAsleep()) await new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+}

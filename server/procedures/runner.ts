@@ -1,6 +1,6 @@
 import { processOwner } from '../process-owner';
 import { runtime } from '../runtime';
-import { systemClock, type Clock } from '../clock';
+import { LoopIdle, systemClock, type Clock } from '../clock';
 import { badRequest, conflict, isUniqueViolation, notFound } from '../errors';
 import { database as processDatabase, type Database } from '../storage/database';
 import { describeStorageError, isTransientStorageError } from '../storage/transient';
@@ -31,6 +31,8 @@ class DurableProcedureRunner implements ProcedureRunner {
   private readonly turns: TurnRunner;
   private readonly watchers = new Map<string, Set<() => void>>();
   private loop: Promise<void> | undefined;
+  /** The pump at work or asleep, for settled(). */
+  private readonly pumpIdle: LoopIdle;
   private stopping = false;
   private dirty = false;
   private wakeLoop: AbortController | undefined;
@@ -49,6 +51,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     this.owner = options.owner ?? processOwner();
     this.leaseMs = options.leaseMs ?? 30_000;
     this.pollMs = options.pollMs ?? 1_000;
+    this.pumpIdle = new LoopIdle(this.clock);
     this.records = new ProcedureRecords(database.db, this.clock);
     this.turns = new TurnRunner({
       owner: this.owner,
@@ -142,7 +145,8 @@ class DurableProcedureRunner implements ProcedureRunner {
     if (this.loop) return;
     this.stopping = false;
     this.halt = new AbortController();
-    this.loop = this.run();
+    this.pumpIdle.started();
+    this.loop = this.run().finally(() => this.pumpIdle.stopped());
   }
 
   async stop(): Promise<void> {
@@ -155,6 +159,11 @@ class DurableProcedureRunner implements ProcedureRunner {
     // Every procedure of ours is between two steps now: hand them over at once instead of after the lease. They keep
     // their place in the lock queue (creation order), so nothing conflicting can slip in before they resume.
     await releaseOwned(this.database.db, this.owner, this.clock.now());
+  }
+
+  settled(): Promise<void> {
+    if (this.loop) this.signal();
+    return this.pumpIdle.settled();
   }
 
   async cleanup(): Promise<number> {
@@ -216,7 +225,7 @@ class DurableProcedureRunner implements ProcedureRunner {
         continue;
       }
       this.wakeLoop = new AbortController();
-      await this.clock.sleep(wait, this.wakeLoop.signal);
+      await this.pumpIdle.sleep(wait, this.wakeLoop.signal);
     }
   }
 

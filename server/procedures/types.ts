@@ -136,6 +136,13 @@ export interface ProcedureRunner {
   stop(): Promise<void>;
   /** Removes finished procedures (and their steps) older than the retention. Returns how many. */
   cleanup(): Promise<number>;
+  /**
+   * Has the runner's pump look for work once more and resolves once it sleeps until a later time of its clock: every
+   * procedure that may run by then has been claimed and started (steps in flight may still run: await(id) waits for
+   * them). Tests move a ManualClock or submit, then await this instead of sleeping, e.g. to see that a procedure was
+   * not started.
+   */
+  settled(): Promise<void>;
 }
 
 export interface ProcedureRunnerOptions {

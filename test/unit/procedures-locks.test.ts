@@ -36,9 +36,9 @@ async function waitForState(id: string, state: ProcedureState): Promise<Procedur
   return (await runner.get(id))!;
 }
 
-/** Lets the runner do everything it can do now (a few real-time DB round trips), for asserting that something did not happen. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 100));
+/** Lets the runner claim everything it may claim now, for asserting that something was not started. */
+function settle(): Promise<void> {
+  return runner.settled();
 }
 
 const exclusive = (key: string): LockKey => ({ key, mode: 'exclusive' });
