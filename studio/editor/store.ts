@@ -19,6 +19,7 @@ import {
 } from '../convert';
 import { freeSpot, makeRoom } from './placement';
 import { describeProblems, validateCanvas, type CanvasProblem } from './problems';
+import { fieldEditWords, quoted, stepsWords } from './undo-words';
 
 // The editor's document (nodes + edges) with undo/redo, selection and its problems, re-validated on every
 // edit with the server's validateWorkflow(). Plain TypeScript: React reads slices through
@@ -38,17 +39,24 @@ export type EditorState = {
   dirty: boolean;
   canUndo: boolean;
   canRedo: boolean;
+  /** What Undo and Redo would take back or do again, in words ("delete step “welcome”"). */
+  undoLabel: string | null;
+  redoLabel: string | null;
+  /** The last undo or redo, said back ("Undone: delete step “welcome”"); cleared by the next edit. */
+  undone: string | null;
 };
 
 type Snapshot = { nodes: StepNode[]; edges: FlowEdge[]; extras: WorkflowExtras };
+/** An undo step: the document before an edit, and the edit in words. */
+type UndoStep = Snapshot & { label: string };
 const HISTORY_LIMIT = 100;
 /** Edits to the same field within this window are one undo step (typing a name is one change). */
 const COALESCE_MS = 800;
 
 export class EditorStore {
   private state: EditorState;
-  private past: Snapshot[] = [];
-  private future: Snapshot[] = [];
+  private past: UndoStep[] = [];
+  private future: UndoStep[] = [];
   private listeners = new Set<() => void>();
   private lastEditKey: string | null = null;
   private lastEditAt = 0;
@@ -63,7 +71,20 @@ export class EditorStore {
     this.stopAt = options.stopAt;
     this.now = options.now ?? Date.now;
     const extras = options.extras ?? {};
-    this.state = { name: options.name ?? '', nodes, edges, extras, selectedId: null, problems: [], dirty: false, canUndo: false, canRedo: false };
+    this.state = {
+      name: options.name ?? '',
+      nodes,
+      edges,
+      extras,
+      selectedId: null,
+      problems: [],
+      dirty: false,
+      canUndo: false,
+      canRedo: false,
+      undoLabel: null,
+      redoLabel: null,
+      undone: null,
+    };
     this.state.problems = this.revalidate(nodes, edges, extras) ?? [];
   }
 
@@ -87,12 +108,20 @@ export class EditorStore {
       patch.nodes || patch.edges || patch.extras
         ? this.revalidate(patch.nodes ?? this.state.nodes, patch.edges ?? this.state.edges, patch.extras ?? this.state.extras)
         : undefined;
-    this.state = { ...this.state, ...patch, ...(problems ? { problems } : {}), canUndo: this.past.length > 0, canRedo: this.future.length > 0 };
+    this.state = {
+      ...this.state,
+      ...patch,
+      ...(problems ? { problems } : {}),
+      canUndo: this.past.length > 0,
+      canRedo: this.future.length > 0,
+      undoLabel: this.past.at(-1)?.label ?? null,
+      redoLabel: this.future.at(-1)?.label ?? null,
+    };
     for (const listener of this.listeners) listener();
   }
 
-  /** Records the current document as an undo step before a change. */
-  private checkpoint(editKey: string | null = null) {
+  /** Records the current document as an undo step (named `label`) before a change. */
+  private checkpoint(label: string, editKey: string | null = null) {
     const now = Date.now();
     if (editKey !== null && editKey === this.lastEditKey && now - this.lastEditAt < COALESCE_MS) {
       this.lastEditAt = now;
@@ -100,33 +129,36 @@ export class EditorStore {
     }
     this.lastEditKey = editKey;
     this.lastEditAt = now;
-    this.past = [...this.past.slice(-HISTORY_LIMIT + 1), this.snapshot()];
+    this.past = [...this.past.slice(-HISTORY_LIMIT + 1), { ...this.snapshot(), label }];
     this.future = [];
+    this.state = { ...this.state, undone: null };
   }
 
   private snapshot(): Snapshot {
     return { nodes: this.state.nodes, edges: this.state.edges, extras: this.state.extras };
   }
 
-  private change(nodes: StepNode[], edges: FlowEdge[], editKey: string | null = null, extra: Partial<EditorState> = {}) {
-    this.checkpoint(editKey);
+  private change(label: string, nodes: StepNode[], edges: FlowEdge[], editKey: string | null = null, extra: Partial<EditorState> = {}) {
+    this.checkpoint(label, editKey);
     this.set({ nodes, edges, dirty: true, ...extra });
   }
 
   undo = () => {
     const previous = this.past.pop();
     if (!previous) return;
-    this.future.push(this.snapshot());
+    const { label, ...document } = previous;
+    this.future.push({ ...this.snapshot(), label });
     this.lastEditKey = null;
-    this.set({ ...previous, dirty: true });
+    this.set({ ...document, dirty: true, undone: `Undone: ${label}` });
   };
 
   redo = () => {
     const next = this.future.pop();
     if (!next) return;
-    this.past.push(this.snapshot());
+    const { label, ...document } = next;
+    this.past.push({ ...this.snapshot(), label });
     this.lastEditKey = null;
-    this.set({ ...next, dirty: true });
+    this.set({ ...document, dirty: true, undone: `Redone: ${label}` });
   };
 
   /** React Flow's own changes: drags, selection, dimension measurements, deletions. */
@@ -138,10 +170,12 @@ export class EditorStore {
     // a drag is one undo step: the checkpoint is taken as it starts, holding the positions from before
     if (dragStep?.type === 'position' && dragStep.dragging && !this.dragging) {
       this.dragging = true;
-      this.checkpoint();
+      this.checkpoint(`move ${stepsWords(this.namesOf(changes.flatMap((c) => (c.type === 'position' ? [c.id] : []))))}`);
     }
     if (dragStep?.type === 'position' && dragStep.dragging === false) this.dragging = false;
-    if (changes.some((c) => c.type === 'remove' || c.type === 'add')) this.checkpoint();
+    const removed = changes.flatMap((c) => (c.type === 'remove' ? [c.id] : []));
+    if (removed.length) this.checkpoint(`delete ${stepsWords(this.namesOf(removed))}`);
+    else if (changes.some((c) => c.type === 'add')) this.checkpoint('add a step');
     const applied = applyNodeChanges(changes, this.state.nodes);
     // a step measured taller (its count, a problems line) makes room below it; a layout matter, not an edit to undo
     const nodes = changes.some((c) => c.type === 'dimensions') && !this.dragging ? makeRoom(applied, this.state.edges) : applied;
@@ -151,7 +185,7 @@ export class EditorStore {
 
   onEdgesChange = (changes: EdgeChange<FlowEdge>[]) => {
     const edges = applyEdgeChanges(changes, this.state.edges);
-    if (changes.some((c) => c.type === 'remove' || c.type === 'add')) this.change(this.state.nodes, edges);
+    if (changes.some((c) => c.type === 'remove' || c.type === 'add')) this.change('remove a connection', this.state.nodes, edges);
     else this.set({ edges });
   };
 
@@ -159,7 +193,8 @@ export class EditorStore {
   connect = (connection: Connection) => {
     const handle = connection.sourceHandle ?? 'next';
     const edges = this.state.edges.filter((e) => !(e.source === connection.source && (e.sourceHandle ?? 'next') === handle));
-    this.change(this.state.nodes, [...edges, makeEdge(connection.source, handle, connection.target)]);
+    const [from, to] = this.namesOf([connection.source, connection.target]);
+    this.change(`connect ${quoted(from)} to ${quoted(to)}`, this.state.nodes, [...edges, makeEdge(connection.source, handle, connection.target)]);
   };
 
   /** Adds a step (of a kind, or a palette preset) at `position`, or the nearest free spot to it: a new step never lands on another. */
@@ -176,7 +211,7 @@ export class EditorStore {
     const edges = from
       ? [...this.state.edges.filter((e) => !(e.source === from.nodeId && e.sourceHandle === from.handle)), makeEdge(from.nodeId, from.handle, id)]
       : this.state.edges;
-    this.change(nodes, edges, null, { selectedId: id });
+    this.change(`add ${stepsWords([node.data.name])}`, nodes, edges, null, { selectedId: id });
     return id;
   };
 
@@ -206,7 +241,8 @@ export class EditorStore {
       const timeout = node.type === 'branch' && node.data.timeout !== undefined;
       edges = edges.filter((e) => e.source !== id || (e.sourceHandle === 'timeout' ? timeout : Number((e.sourceHandle ?? '').slice(prefix.length)) < count));
     }
-    this.change(nodes, edges, `${id}:${field}`);
+    const before = this.state.nodes.find((n) => n.id === id)?.data.name ?? '';
+    this.change(fieldEditWords(field, before), nodes, edges, `${id}:${field}`);
   };
 
   /** Changes a node's kind in place (e.g. exit ↔ direct) keeping name and actions. */
@@ -217,6 +253,7 @@ export class EditorStore {
       return { ...n, type: kind, data: { ...defaultData(kind, name), enterAction, leaveAction, ttl, label, note } } as StepNode;
     });
     this.change(
+      `make ${stepsWords(this.namesOf([id]))} ${kind === 'exit' ? 'an exit' : `a ${kind}`} step`,
       nodes,
       this.state.edges.filter((e) => e.source !== id),
     );
@@ -228,7 +265,7 @@ export class EditorStore {
   makeEntry = (id: string) => {
     const node = this.state.nodes.find((n) => n.id === id);
     if (!node) return;
-    this.change([node, ...this.state.nodes.filter((n) => n.id !== id)], this.state.edges);
+    this.change(`make ${quoted(node.data.name)} the entry step`, [node, ...this.state.nodes.filter((n) => n.id !== id)], this.state.edges);
   };
 
   /** The steps an edit of the selection acts on (deleted, copied). */
@@ -239,6 +276,9 @@ export class EditorStore {
     const selectedEdges = new Set(this.state.edges.filter((e) => e.selected).map((e) => e.id));
     if (doomed.size === 0 && selectedEdges.size === 0) return;
     this.change(
+      doomed.size
+        ? `delete ${stepsWords(this.namesOf([...doomed]))}`
+        : `delete ${selectedEdges.size === 1 ? 'a connection' : `${selectedEdges.size} connections`}`,
       this.state.nodes.filter((n) => !doomed.has(n.id)),
       this.state.edges.filter((e) => !doomed.has(e.source) && !doomed.has(e.target) && !selectedEdges.has(e.id)),
       null,
@@ -267,10 +307,13 @@ export class EditorStore {
       all = [...all, { ...node, id, selected: true, measured: undefined, position, data: { ...node.data, name } } as StepNode];
     }
     const edges = this.clipboard.edges.map((e) => makeEdge(idMap.get(e.source)!, e.sourceHandle ?? 'next', idMap.get(e.target)!));
-    this.change(all, [...this.state.edges, ...edges], null, { selectedId: idMap.get(this.clipboard.nodes[0].id) ?? null });
+    const pasted = this.clipboard.nodes.length;
+    this.change(`paste ${pasted === 1 ? 'a step' : `${pasted} steps`}`, all, [...this.state.edges, ...edges], null, {
+      selectedId: idMap.get(this.clipboard.nodes[0].id) ?? null,
+    });
   };
 
-  autoLayout = () => this.change(layout(this.state.nodes, this.state.edges), this.state.edges);
+  autoLayout = () => this.change('auto-layout', layout(this.state.nodes, this.state.edges), this.state.edges);
 
   /** The server's verdict on a save (the same validator, so normally what the canvas already shows). */
   setServerProblems = (problems: WorkflowProblem[]) => this.set({ problems: describeProblems(this.state.nodes, problems) });
@@ -282,15 +325,20 @@ export class EditorStore {
     const extras = { ...this.state.extras, ...patch };
     for (const key of ['entry', 'goal'] as const) if (extras[key] === undefined) delete extras[key];
     // Typing an event type or a goal is one undo step, like typing in a step's field.
-    this.checkpoint(`extras:${Object.keys(patch).join(',')}`);
+    this.checkpoint(`change the journey's ${Object.keys(patch).join(' and ')}`, `extras:${Object.keys(patch).join(',')}`);
     this.set({ extras, dirty: true });
   };
 
   /** Replaces the whole document (a recovered local draft) as one undoable, unsaved edit. */
   replaceDocument = (nodes: StepNode[], edges: FlowEdge[], name = this.state.name, extras = this.state.extras) =>
-    this.change(nodes, edges, null, { selectedId: null, name, extras });
+    this.change('restore the changes kept in this browser', nodes, edges, null, { selectedId: null, name, extras });
 
   markSaved = () => this.set({ dirty: false });
+
+  /** Step names of node ids, in their order. */
+  private namesOf(ids: string[]): string[] {
+    return ids.map((id) => this.state.nodes.find((n) => n.id === id)?.data.name ?? id);
+  }
 }
 
 export const EditorContext = createContext<EditorStore | null>(null);

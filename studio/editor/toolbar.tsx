@@ -89,6 +89,9 @@ export function Toolbar({
   const dirty = useEditor((s) => s.dirty);
   const canUndo = useEditor((s) => s.canUndo);
   const canRedo = useEditor((s) => s.canRedo);
+  const undoLabel = useEditor((s) => s.undoLabel);
+  const redoLabel = useEditor((s) => s.redoLabel);
+  const undone = useEditor((s) => s.undone);
   const name = useEditor((s) => s.name);
   const { fitView } = useReactFlow();
   const { save, saving, error, notice } = useSave(tenant, workflow);
@@ -129,10 +132,24 @@ export function Toolbar({
         </div>
       ) : (
         <div className="row">
-          <button type="button" onClick={store.undo} disabled={!canUndo} title="Undo (Ctrl/Cmd+Z)">
+          <button
+            type="button"
+            onClick={store.undo}
+            disabled={!canUndo}
+            title={undoLabel ? `Undo: ${undoLabel} (Ctrl/Cmd+Z on the canvas)` : 'Nothing to undo'}
+            aria-label={undoLabel ? `Undo: ${undoLabel}` : 'Undo'}
+            data-testid="undo"
+          >
             Undo
           </button>
-          <button type="button" onClick={store.redo} disabled={!canRedo} title="Redo (Ctrl/Cmd+Shift+Z)">
+          <button
+            type="button"
+            onClick={store.redo}
+            disabled={!canRedo}
+            title={redoLabel ? `Redo: ${redoLabel} (Ctrl/Cmd+Shift+Z on the canvas)` : 'Nothing to redo'}
+            aria-label={redoLabel ? `Redo: ${redoLabel}` : 'Redo'}
+            data-testid="redo"
+          >
             Redo
           </button>
           <button
@@ -150,6 +167,9 @@ export function Toolbar({
           <LiveToolbar tenant={tenant} workflow={workflow} dirty={dirty} onHistory={onHistory} />
         </div>
       )}
+      <span className="notice" role="status" data-testid="undo-notice">
+        {undone}
+      </span>
       {notice && (
         <span className="notice" role="status" data-testid="save-notice">
           {notice}
