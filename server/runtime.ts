@@ -27,6 +27,7 @@ import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantProfiles } from './profiles/index-store';
 import type { WebhookPump } from './webhooks/pump';
 import type { IdTextFormatter } from './crowd/id-text-formatter';
+import type { TableFormatter } from './exports/table-formatter';
 
 /** Rows ingest appended and the partition loop has not taken yet (server/engine/recent-log.ts), per partition. */
 export interface RecentRows {
@@ -67,6 +68,8 @@ export interface Runtime {
   profileRelay: ((tenantId: string, write: RelayedProfileWrite | null, seq: number) => void) | undefined;
   /** The export formatter thread's client (server/crowd/id-text-formatter.ts), started by the first text export. */
   idTextFormatter: IdTextFormatter | undefined;
+  /** The export table thread's client (server/exports/table-formatter.ts), started by the first export with columns. */
+  tableFormatter: TableFormatter | undefined;
   /** Whether ingest hands appended rows to partition loops of this thread (off when the engine has its own thread). */
   recentLogEnabled: boolean;
   readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
@@ -95,6 +98,7 @@ export function createRuntime(): Runtime {
     recentLogEnabled: true,
     profileRelay: undefined,
     idTextFormatter: undefined,
+    tableFormatter: undefined,
     shutdown: { installed: false, closers: new Set() },
     security: { buckets: new Map(), keyUseWritten: new Map(), signIn: undefined },
   };

@@ -2,14 +2,20 @@ import { z } from 'zod';
 import { RoaringBitmap32, serializeBitmap } from './bitmap';
 import { idTextFormatter } from './id-text-formatter';
 
-export type ExportFormat = 'csv' | 'roaring' | 'json';
+export const EXPORT_FORMATS = ['csv', 'roaring', 'json', 'parquet'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+/** The formats an export of IDs alone is written in here; `parquet` and any export with columns go through server/exports/. */
+export type IdExportFormat = Exclude<ExportFormat, 'parquet'>;
 
-export const EXPORT_FORMATS = ['csv', 'roaring', 'json'] as const;
-
-/** `?format=csv|roaring|json&limit=N` of an export route. */
+/** `?format=csv|roaring|json|parquet&limit=N&columns=a,b` of an export route. */
 export const ExportQuery = z.strictObject({
-  format: z.enum(EXPORT_FORMATS).default('csv'),
+  format: z.enum(EXPORT_FORMATS).default('csv').describe('csv (default), json, roaring (portable bitmap) or parquet'),
   limit: z.coerce.number().int().min(0).optional(),
+  columns: z
+    .string()
+    .optional()
+    .transform((text) => (text === undefined ? [] : text.split(',').map((name) => name.trim())))
+    .describe('Comma-separated profile attribute paths (dotted for nested keys) written after the user ID, with a header row in CSV'),
 });
 
 /** IDs per page of a text export, formatted in the export formatter thread. */
@@ -17,20 +23,20 @@ const PAGE_IDS = 16384;
 /** Pages asked of the formatter ahead of the one the response is waiting for. */
 const PAGES_AHEAD = 2;
 
-const CONTENT_TYPES: Record<ExportFormat, string> = {
+const CONTENT_TYPES: Record<IdExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
   json: 'application/json; charset=utf-8',
   roaring: 'application/octet-stream',
 };
 
-const EXTENSIONS: Record<ExportFormat, string> = { csv: 'csv', json: 'json', roaring: 'roaring' };
+const EXTENSIONS: Record<IdExportFormat, string> = { csv: 'csv', json: 'json', roaring: 'roaring' };
 
 /**
  * Streams a bitmap's IDs as a download: `csv` is one ID per line (no header, so it uploads back as is),
  * `json` an array, `roaring` the portable bytes. `filename` is without extension; `limit` keeps the
  * smallest `limit` IDs. The bitmap is copied first, so the caller may keep changing it.
  */
-export function bitmapExportResponse(bitmap: RoaringBitmap32, format: ExportFormat, filename: string, limit?: number): Response {
+export function bitmapExportResponse(bitmap: RoaringBitmap32, format: IdExportFormat, filename: string, limit?: number): Response {
   const total = limit === undefined ? bitmap.size : Math.max(0, Math.min(bitmap.size, Math.floor(limit)));
   const headers: Record<string, string> = {
     'content-type': CONTENT_TYPES[format],
@@ -52,7 +58,7 @@ function firstIds(bitmap: RoaringBitmap32, count: number): RoaringBitmap32 {
   return RoaringBitmap32.from(bitmap.rangeUint32Array(new Uint32Array(count), 0, count));
 }
 
-function safeFilename(name: string): string {
+export function safeFilename(name: string): string {
   return name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 120) || 'crowd';
 }
 

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { operation } from '../http/openapi-kit';
+import { EXPORT_COLUMNS_DESCRIPTION, EXPORT_COLUMNS_QUERY } from '../exports/openapi';
 import { CombineCrowdsBody } from './store';
 
-const Crowd = z.object({
+export const Crowd = z.object({
   name: z.string(),
   count: z.number().describe('Users in the crowd'),
   sizeBytes: z.number().describe('Size of the stored portable roaring bitmap'),
@@ -62,12 +63,13 @@ export const paths: Record<string, object> = {
   },
   '/tenants/{tenant}/crowds/{name}/export': {
     get: operation({
-      summary: 'Download the crowd: csv (one ID per line), json (array) or roaring (portable bytes)',
+      summary: 'Download the crowd: csv (one ID per line), json (array), roaring (portable bytes) or parquet, with profile columns if asked',
+      description: EXPORT_COLUMNS_DESCRIPTION,
       tags,
       params,
-      query: { format: 'csv (default), json or roaring', limit: 'export only the smallest N IDs' },
-      ok: { status: 200, description: 'The IDs; header x-crowdflow-count holds how many', contentType: 'text/csv' },
-      errors: [404],
+      query: { format: 'csv (default), json, roaring or parquet', limit: 'export only the smallest N IDs', columns: EXPORT_COLUMNS_QUERY },
+      ok: { status: 200, description: 'The IDs (and columns); header x-crowdflow-count holds how many', contentType: 'text/csv' },
+      errors: [404, 422],
     }),
   },
   '/tenants/{tenant}/combine-crowds': {

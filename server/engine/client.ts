@@ -259,6 +259,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     estimateAudience: this.forward('estimateAudience'),
     explainWorkflow: this.forward('explainWorkflow'),
     profileFields: this.forward('profileFields'),
+    describeProfileColumns: this.forward('describeProfileColumns'),
+    readProfileColumns: this.forward('readProfileColumns'),
   };
 
   /**

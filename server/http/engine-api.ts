@@ -3,7 +3,10 @@
 // The engine itself (server/engine/) knows nothing of HTTP.
 import { z } from 'zod';
 import { MAX_USER_ID } from '../crowd/bitmap';
-import { EXPORT_FORMATS } from '../crowd/export';
+import { EXPORT_FORMATS, ExportQuery } from '../crowd/export';
+import { EXPORT_COLUMNS_DESCRIPTION, EXPORT_COLUMNS_QUERY } from '../exports/openapi';
+import { Crowd } from '../crowd/openapi';
+import { StepCrowdBody } from '../workflows/step-crowd';
 import { operation } from './openapi-kit';
 import { MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from '../engine/ingest';
 import { DEDUPE_WINDOW_MS } from '../engine/ingest-dedupe';
@@ -53,11 +56,6 @@ export const CountsHistoryQuery = z.strictObject({
 export const InstancesQuery = z.strictObject({
   workflow: z.string().min(1).optional(),
   state: z.enum(INSTANCE_STATES).optional(),
-});
-
-export const ExportQuery = z.strictObject({
-  format: z.enum(EXPORT_FORMATS).default('csv'),
-  limit: z.coerce.number().int().min(0).optional(),
 });
 
 /** A step export: `users=converted` exports the users who reached the workflow's goal from the step. */
@@ -256,12 +254,14 @@ export const paths: Record<string, object> = {
   '/tenants/{tenant}/instances/{iid}/steps/{step}/export': {
     get: operation({
       summary:
-        'Export the users at a step, or who reached the goal from it (a stopped instance: at stop time): csv (one ID a line), json (array) or portable roaring',
+        'Export the users at a step, or who reached the goal from it (a stopped instance: at stop time): csv (one ID a line), json (array), portable roaring or parquet, with profile columns if asked',
+      description: EXPORT_COLUMNS_DESCRIPTION,
       tags,
       params: [...instance, 'step'],
       query: {
         format: EXPORT_FORMATS.join(' | '),
         limit: 'At most this many IDs (the smallest)',
+        columns: EXPORT_COLUMNS_QUERY,
         users:
           'in (default: users in the step now) | converted (users who reached the goal from the step; a 422 `unprocessable` when the ' +
           "instance's workflow version has no goal)",
@@ -273,6 +273,20 @@ export const paths: Record<string, object> = {
         contentType: 'text/csv',
       },
       errors: [404, 422, 503],
+    }),
+  },
+  '/tenants/{tenant}/instances/{iid}/steps/{step}/crowd': {
+    post: operation({
+      summary: 'Save the users at a step (or those who converted from it) as a new crowd, for re-targeting',
+      description:
+        "A copy of the step's bitmap (a stopped instance: at stop time), stored as a crowd like an upload: the same name rules and " +
+        'per-tenant user limit; 409 `conflict` when the tenant has a crowd of that name; 422 `unprocessable` for `users: converted` ' +
+        "when the instance's workflow version has no goal.",
+      tags,
+      params: [...instance, 'step'],
+      body: StepCrowdBody,
+      ok: { status: 201, description: 'The new crowd', schema: Crowd },
+      errors: [404, 409, 422, 503],
     }),
   },
   '/tenants/{tenant}/instances/{iid}/snapshot': {

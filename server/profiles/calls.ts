@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import type { WorkflowDefinition } from '../model/workflow';
 import type { Database } from '../storage/database';
 import { estimateAudience, type AudienceBody } from './audience';
+import { describeProfileColumns, readProfileColumns, type ColumnSpec } from './columns';
 import { explainWorkflow } from './explain';
 import { profileFieldsWithMemory } from './fields-memory';
 import { importProfiles, type ImportFormat } from './import';
@@ -21,10 +22,20 @@ export function profileCalls(database: Database) {
     estimateAudience: (tenantId: string, body: z.infer<typeof AudienceBody>) => estimateAudience(database, tenantId, body),
     explainWorkflow: (tenantId: string, definition: WorkflowDefinition) => explainWorkflow(database, tenantId, definition),
     profileFields: (tenantId: string) => profileFieldsWithMemory(database, tenantId),
+    describeProfileColumns: (tenantId: string, names: string[]) => describeProfileColumns(database, tenantId, names),
+    readProfileColumns: (tenantId: string, columns: ColumnSpec[], ids: Uint32Array) => readProfileColumns(database, tenantId, columns, ids),
   };
 }
 
 export type ProfileCalls = ReturnType<typeof profileCalls>;
 
 /** The calls the engine thread answers as they are (structured-cloneable arguments and results); the import streams. */
-export const FORWARDED_PROFILE_CALLS = ['upsertProfiles', 'deleteProfile', 'estimateAudience', 'explainWorkflow', 'profileFields'] as const;
+export const FORWARDED_PROFILE_CALLS = [
+  'upsertProfiles',
+  'deleteProfile',
+  'estimateAudience',
+  'explainWorkflow',
+  'profileFields',
+  'describeProfileColumns',
+  'readProfileColumns',
+] as const;

@@ -1,5 +1,5 @@
-import { bitmapExportResponse, type ExportFormat } from '../crowd/export';
 import type { EngineHandle } from '../engine/handle';
+import { exportResponse, type ExportOptions } from '../exports/table-export';
 import type { StepUsers } from '../engine/types';
 import type { Database } from '../storage/database';
 import type { Tenant } from '../tenants/tenants';
@@ -29,13 +29,13 @@ export function stepExportName(journey: string, step: string, users: StepUsers, 
   return [...parts, new Date(now).toISOString().slice(0, 10)].join('-');
 }
 
-export type StepExportRequest = { instanceId: string; step: string; format: ExportFormat; users: StepUsers; limit?: number };
+export type StepExportRequest = ExportOptions & { instanceId: string; step: string; users: StepUsers };
 
-/** GET …/instances/{iid}/steps/{step}/export: the step's users (404 for an unknown instance or step) under the journey's name. */
+/** GET …/instances/{iid}/steps/{step}/export: the step's users (404 for an unknown instance or step), with profile columns if asked, under the journey's name. */
 export async function stepExportResponse(engine: EngineHandle, database: Database, tenant: Tenant, request: StepExportRequest, now: number): Promise<Response> {
-  const { instanceId, step, format, users, limit } = request;
+  const { instanceId, step, users, ...options } = request;
   const bitmap = await engine.stepBitmap(tenant.id, instanceId, step, users);
   const instance = await engine.getInstance(tenant.id, instanceId);
   const journey = await findWorkflow(database, tenant, instance.workflowId);
-  return bitmapExportResponse(bitmap, format, stepExportName(journey.name, step, users, now), limit);
+  return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, now));
 }

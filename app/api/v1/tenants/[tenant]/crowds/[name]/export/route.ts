@@ -1,4 +1,6 @@
-import { bitmapExportResponse, CrowdParams, ExportQuery, requireCrowd } from '@/server/crowd';
+import { CrowdParams, ExportQuery, requireCrowd } from '@/server/crowd';
+import { getEngine } from '@/server/engine';
+import { exportResponse } from '@/server/exports/table-export';
 import { queryParams, route } from '@/server/http/respond';
 import { tenantFromRequest } from '@/server/tenants/tenants';
 import { database } from '@/server/storage/database';
@@ -6,7 +8,7 @@ import { database } from '@/server/storage/database';
 export const GET = route<{ tenant: string; name: string }>(async (request, params) => {
   const tenant = await tenantFromRequest(request, params.tenant);
   const { name } = CrowdParams.parse(params);
-  const { format, limit } = queryParams(request, ExportQuery);
+  const query = queryParams(request, ExportQuery);
   const crowd = await requireCrowd(database(), tenant.id, name);
-  return bitmapExportResponse(crowd.bitmap, format, crowd.name, limit);
+  return exportResponse(getEngine(), tenant.id, crowd.bitmap, query, crowd.name);
 });

@@ -1,0 +1,116 @@
+// The export table thread (started by table-formatter.ts): writes exports with columns, CSV or Parquet, from pages of
+// users and their column values. Parquet goes through arrow-rs's writer compiled to WebAssembly (parquet-wasm): each
+// page is one Arrow record batch and one row group, and the file's bytes come back as the writer emits them. The
+// thread asks for each page when the writer wants it (`credit`), so an export holds about one row group at a time.
+import { parentPort } from 'node:worker_threads';
+import * as parquet from 'parquet-wasm/node';
+import type { ColumnSpec, ColumnValues } from '../profiles/columns';
+import { arrowBatch, arrowTypes, csvHeader, csvRows } from './table-format';
+
+export type TableFormat = 'csv' | 'parquet';
+
+export type ToTableThread =
+  | { kind: 'open'; id: number; format: TableFormat; columns: ColumnSpec[]; rowGroupRows: number }
+  | { kind: 'page'; id: number; ids: Uint32Array; values: ColumnValues[] }
+  | { kind: 'end'; id: number }
+  | { kind: 'drop'; id: number };
+
+export type FromTableThread =
+  | { kind: 'bytes'; id: number; bytes: Uint8Array }
+  /** Send the next page. */
+  | { kind: 'credit'; id: number }
+  | { kind: 'done'; id: number }
+  | { kind: 'error'; id: number; message: string };
+
+interface TableWriter {
+  page(ids: Uint32Array, values: ColumnValues[]): void;
+  end(): void;
+  drop(): void;
+}
+
+const writers = new Map<number, TableWriter>();
+const post = (message: FromTableThread, transfer: ArrayBuffer[] = []) => parentPort?.postMessage(message, transfer);
+const encoder = new TextEncoder();
+
+function sendText(id: number, text: string): void {
+  const bytes = encoder.encode(text);
+  post({ kind: 'bytes', id, bytes }, [bytes.buffer as ArrayBuffer]);
+}
+
+function csvWriter(id: number, columns: ColumnSpec[]): TableWriter {
+  sendText(id, csvHeader(columns));
+  post({ kind: 'credit', id });
+  return {
+    page(ids, values) {
+      sendText(id, csvRows(ids, values));
+      post({ kind: 'credit', id });
+    },
+    end: () => post({ kind: 'done', id }),
+    drop() {},
+  };
+}
+
+function parquetWriter(id: number, columns: ColumnSpec[], rowGroupRows: number): TableWriter {
+  const types = arrowTypes(columns);
+  let batches: ReadableStreamDefaultController<parquet.RecordBatch> | undefined;
+  const source = new ReadableStream<parquet.RecordBatch>(
+    {
+      start(controller) {
+        batches = controller;
+      },
+      // The writer took the batch before: ask for the next page.
+      pull: () => post({ kind: 'credit', id }),
+    },
+    { highWaterMark: 0 },
+  );
+  let properties = new parquet.WriterPropertiesBuilder()
+    .setCompression(parquet.Compression.SNAPPY)
+    .setMaxRowGroupSize(rowGroupRows)
+    .setStatisticsEnabled(parquet.EnabledStatistics.Chunk)
+    .setDictionaryEnabled(false);
+  // Strings dictionary-encoded; numbers plain (dictionaries of IDs and counts only cost time).
+  for (const column of columns) if (column.kind === 'string') properties = properties.setColumnDictionaryEnabled(column.name, true);
+  let stopped = false;
+  void (async () => {
+    const reader = (await parquet.transformParquetStream(source, properties.build())).getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (stopped) return;
+      if (done) return post({ kind: 'done', id });
+      const bytes = value instanceof Uint8Array ? value : new Uint8Array(value as ArrayBuffer);
+      post({ kind: 'bytes', id, bytes }, [bytes.buffer as ArrayBuffer]);
+    }
+  })().catch((error: unknown) => post({ kind: 'error', id, message: error instanceof Error ? error.message : String(error) }));
+  return {
+    page(ids, values) {
+      const table = parquet.Table.fromIPCStream(arrowBatch(columns, types, ids, values));
+      for (const batch of table.recordBatches()) batches?.enqueue(batch);
+      table.free();
+    },
+    end: () => batches?.close(),
+    drop() {
+      stopped = true;
+      batches?.error(new Error('export cancelled'));
+    },
+  };
+}
+
+parentPort?.on('message', (message: ToTableThread) => {
+  try {
+    if (message.kind === 'open') {
+      const { id, format, columns, rowGroupRows } = message;
+      writers.set(id, format === 'csv' ? csvWriter(id, columns) : parquetWriter(id, columns, rowGroupRows));
+      return;
+    }
+    const writer = writers.get(message.id);
+    if (!writer) return;
+    if (message.kind === 'page') writer.page(message.ids, message.values);
+    else {
+      if (message.kind === 'end') writer.end();
+      else writer.drop();
+      writers.delete(message.id);
+    }
+  } catch (error) {
+    post({ kind: 'error', id: message.id, message: error instanceof Error ? error.message : String(error) });
+  }
+});
