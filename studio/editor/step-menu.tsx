@@ -5,10 +5,12 @@ import type { WhereIsUser } from '../model';
 import { ErrorBox } from '../ui';
 import { useWorkflows } from '../workflows';
 import { useCanvasInfo, useCounts } from './context';
+import { ExportColumnsForm, SaveCrowdForm } from './step-export-forms';
 
 /**
- * A step's menu: export its users (and, with a goal, those who converted from it), look at the first ones, find where
- * a user is. The server names each download (`journey-step-date.csv`); the links only ask for one.
+ * A step's menu: export its users (and, with a goal, those who converted from it), with profile columns as CSV or
+ * Parquet, save them as a new crowd, look at the first ones, find where a user is. The server names each download
+ * (`journey-step-date.csv`); the links only ask for one.
  */
 export function StepMenu({ stepName }: { stepName: string }) {
   const { tenant, instanceId, workflowId } = useCanvasInfo();
@@ -21,6 +23,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
   const [where, setWhere] = useState<WhereIsUser | null>(null);
   const [user, setUser] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
+  const [form, setForm] = useState<'columns' | 'crowd' | null>(null);
   const menuButton = useRef<HTMLButtonElement>(null);
   const viewFirstButton = useRef<HTMLButtonElement>(null);
   if (!instanceId) return null;
@@ -72,6 +75,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
         onClick={() => {
           setOpen(!open);
           setFirstUsers(null);
+          setForm(null);
         }}
       >
         ⋯
@@ -89,6 +93,14 @@ export function StepMenu({ stepName }: { stepName: string }) {
               Export converted users (CSV)
             </a>
           )}
+          <button type="button" onClick={() => setForm(form === 'columns' ? null : 'columns')} aria-expanded={form === 'columns'}>
+            Export with columns…
+          </button>
+          {form === 'columns' && <ExportColumnsForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} />}
+          <button type="button" onClick={() => setForm(form === 'crowd' ? null : 'crowd')} aria-expanded={form === 'crowd'}>
+            Save as crowd…
+          </button>
+          {form === 'crowd' && <SaveCrowdForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} />}
           <button ref={viewFirstButton} type="button" onClick={() => void showFirst()} aria-expanded={firstUsers !== null}>
             View first users
           </button>
