@@ -19,6 +19,7 @@ import { formatNumber, median, percentile, progress } from '../lib/report';
 import { profiled } from '../lib/windows';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
+import { measureRoutedStart } from './engine-routed';
 import { database as processDatabase } from '../../server/storage/database';
 
 const APPEND_BATCH = 10_000;
@@ -26,6 +27,8 @@ const RESERVED_USERS = 1_000;
 
 export interface EngineFigures {
   start: Measured;
+  /** A start whose entry is a 3-way profile branch, as a multiple of `start` (engine-routed.ts). */
+  routedStart: Measured;
   counts: Measured;
   apply: Measured;
   memory: Measured;
@@ -133,7 +136,10 @@ export async function measureEngine(
         },
       };
     });
-    return { start, counts, apply, memory };
+    const routedStart = await profiled(profile, `engine only on ${database.provider}: routed start`, () =>
+      measureRoutedStart(engine, tenant, scale.users, start.value!),
+    );
+    return { start, routedStart, counts, apply, memory };
   } finally {
     await getProcedureRunner().stop();
     // The runner keeps the storage it was built on: the next provider's section must build its own.
