@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants]
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants,isolation]
 //   [--providers=sqlite,postgres] [--steps=counts,sse,…] [--tenants=1,100,300,1000] [--tenants-window=60] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
@@ -22,6 +22,8 @@ import { measureRows, type RowsFigures } from './scenarios/rows';
 import { measureWebhooks, type WebhookFigures } from './scenarios/webhooks';
 import { measureTimeouts, type TimeoutFigures } from './scenarios/timeouts';
 import { measureTenants, type TenantFigures } from './scenarios/tenants';
+import { measureIsolation, type IsolationFigures } from './scenarios/isolation';
+import { isolationSummary } from './scenarios/isolation-table';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
 import { windows } from './lib/windows';
@@ -36,7 +38,22 @@ const listArg = (name: string, all: string[]) =>
     ?.split('=')[1]
     .split(',') ?? all;
 const sections = new Set(
-  listArg('only', ['crowd', 'rows', 'http', 'engine', 'load', 'profiles', 'timeouts', 'ingest', 'entry', 'procedures', 'webhooks', 'cluster', 'tenants']),
+  listArg('only', [
+    'crowd',
+    'rows',
+    'http',
+    'engine',
+    'load',
+    'profiles',
+    'timeouts',
+    'ingest',
+    'entry',
+    'procedures',
+    'webhooks',
+    'cluster',
+    'tenants',
+    'isolation',
+  ]),
 );
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
@@ -62,6 +79,15 @@ export const SCALE = {
   sseSamples: quick ? 20 : 100,
   repeats: quick ? 3 : 5,
   partitions: PARTITIONS,
+};
+
+/** The isolation section (issue 34): a 2^27-user start and 10M-user export at full scale, phases of 15 s. */
+const ISOLATION_SIZES = {
+  startUsersLog2: quick ? 24 : 27,
+  exportUsers: SCALE.users,
+  profiles: 2_000_000 * scale,
+  importLines: 500_000 * scale,
+  phaseMs: quick ? 6_000 : 15_000,
 };
 
 async function main(): Promise<void> {
@@ -102,6 +128,7 @@ async function main(): Promise<void> {
   const webhooks: Partial<Record<Provider, WebhookFigures>> = {};
   const timeouts: Partial<Record<Provider, TimeoutFigures>> = {};
   const tenants: Partial<Record<Provider, TenantFigures>> = {};
+  const isolation: Partial<Record<Provider, IsolationFigures>> = {};
   let cluster: ClusterFigures | undefined;
   const save = (complete: boolean) => {
     const results = buildResults({
@@ -120,6 +147,7 @@ async function main(): Promise<void> {
       webhooks,
       cluster,
       tenants,
+      isolation,
     }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
@@ -163,6 +191,13 @@ async function main(): Promise<void> {
     if (sections.has('load')) {
       console.log(`API latency under engine load on ${provider}…`);
       load[provider] = await withDatabase(provider, 'load', (database) => measureLoadLatency(database, { users: SCALE.users, events: SCALE.events, profile }));
+      save(false);
+    }
+    if (sections.has('isolation')) {
+      console.log(`isolation: tenant B's counts and events beside a control process while tenant A works, over HTTP on ${provider}…`);
+      isolation[provider] = await withDatabase(provider, 'isolation', (database) => measureIsolation(database, ISOLATION_SIZES, profile));
+      const figures = isolation[provider];
+      if (figures) console.log(isolationSummary(figures, provider));
       save(false);
     }
     if (sections.has('ingest')) {

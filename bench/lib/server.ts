@@ -126,3 +126,30 @@ export async function postEvents(server: BenchServer, body: string, key: string,
     }
   }
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` every 10 ms until it holds; throws after `timeoutMs`. */
+export async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
+    await sleep(10);
+  }
+}
+
+/** Starts an instance of the workflow over the crowd and waits until it is running. */
+export async function startInstance(server: BenchServer, tenant: string, workflowId: string, crowd: string): Promise<string> {
+  const { instanceId } = await call<{ instanceId: string }>(server, 'POST', `/tenants/${tenant}/workflows/${workflowId}/start`, { crowd });
+  await until(
+    async () => (await call<{ state: string }>(server, 'GET', `/tenants/${tenant}/instances/${instanceId}`)).state === 'running',
+    300_000,
+    `instance ${instanceId} running`,
+  );
+  return instanceId;
+}
+
+/** Creates a workflow; its id. */
+export async function workflow(server: BenchServer, tenant: string, name: string, definition: object): Promise<string> {
+  return (await call<{ id: string }>(server, 'POST', `/tenants/${tenant}/workflows`, { name, definition })).id;
+}

@@ -53,15 +53,16 @@ export function benchProfile(user: number): { plan: string; age: number; tz: str
   return { plan: mixed % 4 === 0 ? 'pro' : mixed % 4 === 1 ? 'trial' : 'free', age: 18 + (mixed % 63), tz: ZONES[(mixed >>> 8) % ZONES.length] };
 }
 
-/** NDJSON of users 0 … n−1, produced as it is read (a 10M-line body is never held whole). */
-export function profileStream(n: number, linesPerChunk = 5_000): ReadableStream<Uint8Array> {
+/** NDJSON of users first … first+n−1, produced as it is read (a 10M-line body is never held whole). */
+export function profileStream(n: number, linesPerChunk = 5_000, first = 0): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
-  let user = 0;
+  let user = first;
   return new ReadableStream({
     pull(controller) {
-      if (user >= n) return controller.close();
+      if (user >= first + n) return controller.close();
       let text = '';
-      for (const end = Math.min(n, user + linesPerChunk); user < end; user++) text += `{"user":${user},"attributes":${JSON.stringify(benchProfile(user))}}\n`;
+      for (const end = Math.min(first + n, user + linesPerChunk); user < end; user++)
+        text += `{"user":${user},"attributes":${JSON.stringify(benchProfile(user))}}\n`;
       controller.enqueue(encoder.encode(text));
     },
   });
@@ -162,7 +163,7 @@ async function measureOverHttp(database: ScratchDatabase, users: number, tenantN
  * POSTs a body streamed from `pieces` with node:http: fetch (undici) gives up on a response whose headers take more
  * than 300 s, and an import of millions of profiles answers only when it is done.
  */
-function postPieces(url: string, headers: Record<string, string>, pieces: Uint8Array[]): Promise<{ status: number; text: string }> {
+export function postPieces(url: string, headers: Record<string, string>, pieces: Uint8Array[]): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(url, { method: 'POST', headers }, (response) => {
       let text = '';

@@ -16,6 +16,8 @@ import type { WebhookFigures } from './webhooks';
 import { clusterRows, type ClusterFigures } from './cluster';
 import type { TenantFigures } from './tenants';
 import { tenantRows } from './tenants-table';
+import type { IsolationFigures } from './isolation';
+import { isolationRows } from './isolation-table';
 
 export interface AllFigures {
   scale: { scale: number; users: number; rowUsers: number; recoveryMoves: number };
@@ -34,6 +36,7 @@ export interface AllFigures {
   cluster?: ClusterFigures;
   timeouts?: Partial<Record<Provider, TimeoutFigures>>;
   tenants?: Partial<Record<Provider, TenantFigures>>;
+  isolation?: Partial<Record<Provider, IsolationFigures>>;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -275,6 +278,10 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
   for (const provider of ['sqlite', 'postgres'] as const) {
     const figures = all.tenants?.[provider];
     if (figures) out.push(...tenantRows(figures, provider));
+  }
+  for (const provider of ['sqlite', 'postgres'] as const) {
+    const figures = all.isolation?.[provider];
+    if (figures) out.push(...isolationRows(figures, provider));
   }
   return out;
 }
