@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants,isolation]
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants,exports,isolation]
 //   [--providers=sqlite,postgres] [--steps=counts,sse,…] [--tenants=1,100,300,1000] [--tenants-window=60] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
@@ -24,6 +24,7 @@ import { measureTimeouts, type TimeoutFigures } from './scenarios/timeouts';
 import { measureTenants, type TenantFigures } from './scenarios/tenants';
 import { measureIsolation, type IsolationFigures } from './scenarios/isolation';
 import { isolationSummary } from './scenarios/isolation-table';
+import { measureExports, type ExportFigures } from './scenarios/exports';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
 import { windows } from './lib/windows';
@@ -52,6 +53,7 @@ const sections = new Set(
     'webhooks',
     'cluster',
     'tenants',
+    'exports',
     'isolation',
   ]),
 );
@@ -129,6 +131,7 @@ async function main(): Promise<void> {
   const timeouts: Partial<Record<Provider, TimeoutFigures>> = {};
   const tenants: Partial<Record<Provider, TenantFigures>> = {};
   const isolation: Partial<Record<Provider, IsolationFigures>> = {};
+  const exports: Partial<Record<Provider, ExportFigures>> = {};
   let cluster: ClusterFigures | undefined;
   const save = (complete: boolean) => {
     const results = buildResults({
@@ -147,6 +150,7 @@ async function main(): Promise<void> {
       webhooks,
       cluster,
       tenants,
+      exports,
       isolation,
     }).map((r: ScenarioResult) => score(r, scale));
     const report = {
@@ -232,6 +236,11 @@ async function main(): Promise<void> {
       console.log('a cluster of 1, 2 and 3 members on PostgreSQL (events, CPU per member, counts on a non-owner, takeovers)…');
       // A tenth of the journey's events per cluster size keeps the section near two minutes on a quiet machine.
       cluster = await withDatabase(provider, 'cluster', (database) => measureCluster(database, { users: SCALE.users / 10, events: SCALE.events / 10 }));
+      save(false);
+    }
+    if (sections.has('exports')) {
+      console.log(`exports with 3 profile columns (CSV, Parquet) and step → crowd over HTTP on ${provider}…`);
+      exports[provider] = await withDatabase(provider, 'exports', (database) => measureExports(database, SCALE.users));
       save(false);
     }
     if (sections.has('profiles')) {

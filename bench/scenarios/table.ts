@@ -8,6 +8,7 @@ import type { LimitFigures } from './limits';
 import type { LoadFigures } from './load-latency';
 import type { IngestFigures } from './ingest';
 import type { EntryFigures } from './entry';
+import { exportRows, type ExportFigures } from './exports-table';
 import { profileRows, type ProfileFigures } from './profiles-table';
 import type { ProcedureFigures } from './procedures';
 import type { RowsFigures } from './rows';
@@ -37,6 +38,7 @@ export interface AllFigures {
   timeouts?: Partial<Record<Provider, TimeoutFigures>>;
   tenants?: Partial<Record<Provider, TenantFigures>>;
   isolation?: Partial<Record<Provider, IsolationFigures>>;
+  exports?: Partial<Record<Provider, ExportFigures>>;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -273,6 +275,10 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
   for (const provider of ['sqlite', 'postgres'] as const) {
     const figures = all.profiles?.[provider];
     if (figures) out.push(...profileRows(figures, provider, U));
+  }
+  for (const provider of ['sqlite', 'postgres'] as const) {
+    const figures = all.exports?.[provider];
+    if (figures) out.push(...exportRows(figures, provider, U));
   }
   if (all.cluster) out.push(...clusterRows(all.cluster));
   for (const provider of ['sqlite', 'postgres'] as const) {
