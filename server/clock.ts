@@ -2,8 +2,16 @@
 export interface Clock {
   now(): number;
   /** Resolves after `ms` of this clock's time (or at once when aborted). */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  sleep(ms: number, signal?: AbortSignal, options?: SleepOptions): Promise<void>;
 }
+
+export type SleepOptions = {
+  /**
+   * When the clock jumps (a test's ManualClock.advance), wake once at the end of the jump rather than at the instant
+   * the sleep ended: for a loop that looks at the present (a counts sample a minute), not at every instant on the way.
+   */
+  coarse?: boolean;
+};
 
 const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
@@ -23,7 +31,7 @@ export const systemClock: Clock = {
     }),
 };
 
-type Sleeper = { at: number; resolve: () => void };
+type Sleeper = { at: number; coarse: boolean; resolve: () => void };
 
 /** A clock that only moves when a test calls advance()/set(); sleepers wake in time order. */
 export class ManualClock implements Clock {
@@ -35,11 +43,15 @@ export class ManualClock implements Clock {
     return this.current;
   }
 
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: AbortSignal, options: SleepOptions = {}): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();
       const abort = () => this.wake(sleeper);
-      const sleeper: Sleeper = { at: this.current + Math.max(0, ms), resolve: () => (signal?.removeEventListener('abort', abort), resolve()) };
+      const sleeper: Sleeper = {
+        at: this.current + Math.max(0, ms),
+        coarse: options.coarse === true,
+        resolve: () => (signal?.removeEventListener('abort', abort), resolve()),
+      };
       this.sleepers.push(sleeper);
       signal?.addEventListener('abort', abort, { once: true });
     });
@@ -52,18 +64,20 @@ export class ManualClock implements Clock {
 
   /**
    * Moves time to `time`, an instant at a time: the sleepers due at the same instant wake together (as Node runs every
-   * expired timer before the next setImmediate), then their continuations run.
+   * expired timer before the next setImmediate), then their continuations run. Coarse sleepers due on the way wake
+   * once, at `time`.
    */
   async set(time: number): Promise<void> {
     for (;;) {
       let at = Number.POSITIVE_INFINITY;
-      for (const sleeper of this.sleepers) if (sleeper.at <= time) at = Math.min(at, sleeper.at);
+      for (const sleeper of this.sleepers) if (!sleeper.coarse && sleeper.at <= time) at = Math.min(at, sleeper.at);
       if (at === Number.POSITIVE_INFINITY) break;
       this.current = Math.max(this.current, at);
-      for (const due of this.sleepers.filter((s) => s.at === at)) this.wake(due);
+      for (const due of this.sleepers.filter((s) => !s.coarse && s.at === at)) this.wake(due);
       await flushMicrotasks();
     }
     this.current = Math.max(this.current, time);
+    for (const due of this.sleepers.filter((s) => s.coarse && s.at <= this.current)) this.wake(due);
     await flushMicrotasks();
   }
 
@@ -134,18 +148,18 @@ export class LoopIdle {
     this.asleepUntil = undefined;
   }
 
-  /** Sleeps like sleepUntilAborted, asleep for settled() meanwhile. */
-  async sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
-    if (signals.some((signal) => signal.aborted)) return;
+  /** Sleeps until `ms` passed or `signal` aborts, asleep for settled() meanwhile. */
+  async sleep(ms: number, signal: AbortSignal, options?: SleepOptions): Promise<void> {
+    if (signal.aborted) return;
     const awake = () => (this.asleepUntil = undefined);
-    for (const signal of signals) signal.addEventListener('abort', awake, { once: true });
+    signal.addEventListener('abort', awake, { once: true });
     this.asleepUntil = this.clock.now() + Math.max(0, ms);
     for (const waiter of this.waiters.splice(0)) waiter();
     try {
-      await sleepUntilAborted(this.clock, ms, ...signals);
+      await this.clock.sleep(ms, signal, options);
     } finally {
       awake();
-      for (const signal of signals) signal.removeEventListener('abort', awake);
+      signal.removeEventListener('abort', awake);
     }
   }
 

@@ -333,6 +333,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return this.timers.runDue();
   }
 
+  /** Resolves once the counts sampler sleeps until a later time of the engine clock (tests, after moving a ManualClock). */
+  countsSamplerSettled(): Promise<void> {
+    return this.timers.samplerSettled();
+  }
+
   /**
    * The instances this process samples the counts history of: alone, those of tenants whose every partition it holds
    * (their counts here are whole); in a cluster, the member's share (server/cluster/member.ts).

@@ -1,11 +1,11 @@
 // The engine's timer loop: sleeps on the engine clock until the earliest timer of any partition it holds is due
 // (cron steps, delay and ttl buckets, stopAt), runs every due timer of a tenant in one tick (timers.ts), samples the
-// counts history once a minute and does the hourly housekeeping. A commit that moved users or a new instance wakes
+// counts history once a minute (a loop of its own on the same clock) and does the hourly housekeeping. A commit that moved users or a new instance wakes
 // it (`wake`), since either can bring a timer forward.
-import { sleepUntilAborted, systemClock, Wakeup, type Clock } from '../clock';
+import { LoopIdle, sleepUntilAborted, systemClock, Wakeup, type Clock } from '../clock';
 import { cleanupJournal } from '../notifications/notifications';
 import type { Database } from '../storage/database';
-import { CountsSampler, downsampleCountsHistory, type SampledInstance } from './counts-history';
+import { CountsSampler, downsampleCountsHistory, MINUTE_MS, type SampledInstance } from './counts-history';
 import type { PartitionWorker } from './partition';
 import { LogTrimmer } from './store/log';
 import { Mutex, type TenantRuntime } from './tenant';
@@ -14,8 +14,6 @@ import { firingWaits, nextTimerDue, runDueTimers, warmNextFirings } from './time
 /** The loop re-plans at least this often (engine clock), so nothing is missed for long. */
 const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
 const HOUSEKEEPING_EVERY_MS = 60 * 60 * 1000;
-/** How often (real time) the engine asks whether a minute's counts sample is due. */
-const SAMPLE_CHECK_EVERY_MS = 10_000;
 
 export type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] };
 
@@ -37,30 +35,41 @@ export class TimerLoop {
   private housekeptAt = Number.NEGATIVE_INFINITY;
   private readonly logTrimmer: LogTrimmer;
   private readonly countsSampler: CountsSampler;
-  private samplingTimer: ReturnType<typeof setInterval> | undefined;
+  /** The counts sampler: its own loop on the engine clock, woken with this one (a new instance brings it forward). */
+  private sampling: Promise<void> | undefined;
+  private readonly samplerWakeup = new Wakeup();
+  private readonly samplerIdle: LoopIdle;
 
   constructor(private readonly host: TimerHost) {
     this.logTrimmer = new LogTrimmer(host.database);
     this.countsSampler = new CountsSampler(host.database);
+    this.samplerIdle = new LoopIdle(host.clock);
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
     this.loop = this.run();
-    this.samplingTimer = setInterval(() => void this.sampleCounts(), SAMPLE_CHECK_EVERY_MS).unref();
+    this.samplerIdle.started();
+    this.sampling = this.sampleEveryMinute().finally(() => this.samplerIdle.stopped());
   }
 
   async stop(): Promise<void> {
     this.running = false;
-    clearInterval(this.samplingTimer);
     this.wake();
     await this.loop;
+    await this.sampling;
   }
 
-  /** Something may have brought a timer forward: plan again now. */
+  /** Something may have brought a timer forward (or a new instance to sample): plan again now. */
   wake(): void {
     this.wakeup.wake();
+    this.samplerWakeup.wake();
+  }
+
+  /** Resolves once the counts sampler sleeps until a later time of the engine clock (tests, after moving it). */
+  samplerSettled(): Promise<void> {
+    return this.samplerIdle.settled();
   }
 
   /**
@@ -108,10 +117,20 @@ export class TimerLoop {
     }
   }
 
-  private async sampleCounts(): Promise<void> {
-    await this.countsSampler
-      .sampleIfDue(this.host.clock.now(), this.host.sampledInstances())
-      .catch((error) => console.error('[crowdflow] sampling counts failed', error));
+  /**
+   * Samples the counts at each minute of the engine clock while there are instances to sample; with none it sleeps
+   * until woken (a new instance, a partition taken) or for the re-plan interval.
+   */
+  private async sampleEveryMinute(): Promise<void> {
+    const clock = this.host.clock;
+    while (this.running) {
+      const signal = this.samplerWakeup.signal();
+      const instances = this.host.sampledInstances();
+      await this.countsSampler.sampleIfDue(clock.now(), instances).catch((error) => console.error('[crowdflow] sampling counts failed', error));
+      const now = clock.now();
+      // Coarse: a ManualClock moved by days wakes it once, at the end, rather than at every minute on the way.
+      await this.samplerIdle.sleep(instances.length > 0 ? MINUTE_MS - (now % MINUTE_MS) : MAX_TIMER_SLEEP_MS, signal, { coarse: true });
+    }
   }
 
   /** Hourly: expired history snapshots, journal entries past each tenant's retention (age and size), and event log rows

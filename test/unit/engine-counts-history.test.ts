@@ -21,6 +21,22 @@ const definition: WorkflowDefinition = {
 };
 
 describe('counts history', () => {
+  it('samples on its own at each minute of the engine clock, moved by the test (no real time passes)', async () => {
+    h = await startHarness(1);
+    await crowd(h, 'c', range(1, 3));
+    const id = await start(h, await workflow(h, definition), 'c');
+    await advance(h, 0); // a new instance is sampled at once
+    const samples = () => db().countsSample.count({ where: { instanceId: id } });
+    expect(await samples()).toBe(1);
+    // Neither the timer loop (its next timer is 7 days away) nor the test runs the timers: the sampler wakes by itself.
+    await h.clock.advance(MINUTE_MS);
+    await h.engine.countsSamplerSettled();
+    expect(await samples()).toBe(2);
+    await h.clock.advance(MINUTE_MS / 2);
+    await h.engine.countsSamplerSettled();
+    expect(await samples()).toBe(2);
+  });
+
   it('samples each running instance once a minute of the engine clock, reads buckets, downsamples after 2 days', async () => {
     h = await startHarness(2);
     await crowd(h, 'c', range(1, 10));
