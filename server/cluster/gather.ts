@@ -4,6 +4,7 @@
 // let go when the last of them ends, so one cannot release the other's. While held it is renewed, so an operation
 // longer than the hold keeps it; a member that dies holding it loses it at once (members ignore a dead gatherer) and
 // a member that hangs loses it when the hold runs out.
+import { sleepUntilAborted, systemClock, type Clock } from '../clock';
 import type { PartitionWorker } from '../engine/partition';
 import { RetryLaterError } from '../procedures/types';
 import { DB_NOW_MS, type Membership } from './membership';
@@ -20,19 +21,33 @@ type Held = { holders: number; claimed: Promise<void> };
 
 export class Gathers {
   private readonly held = new Map<string, Held>();
-  private readonly renewer: ReturnType<typeof setInterval>;
+  /** Ends the renewals (close). */
+  private readonly closed = new AbortController();
+  private renewing: Promise<void> | undefined;
 
   constructor(
     private readonly membership: Membership,
     private readonly schema: string,
     private readonly assignAgain: () => void,
-  ) {
-    this.renewer = setInterval(() => void this.renew(), GATHER_RENEW_MS);
-    this.renewer.unref();
+    /** What the renewals and the wait for partitions wait on. */
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  /** Renews the held gathers every GATHER_RENEW_MS until close(). */
+  start(): void {
+    this.renewing ??= this.renewEvery();
   }
 
   close(): void {
-    clearInterval(this.renewer);
+    this.closed.abort();
+  }
+
+  private async renewEvery(): Promise<void> {
+    for (;;) {
+      await sleepUntilAborted(this.clock, GATHER_RENEW_MS, this.closed.signal);
+      if (this.closed.signal.aborted) return;
+      await this.renew();
+    }
   }
 
   /** How many operations hold the tenant's gather on this member (tests). */
@@ -58,8 +73,8 @@ export class Gathers {
       mine.holders--;
       throw error;
     }
-    const deadline = Date.now() + GATHER_WAIT_MS;
-    while (workers.some((w) => !w.lease) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, GATHER_POLL_MS));
+    const deadline = this.clock.now() + GATHER_WAIT_MS;
+    while (workers.some((w) => !w.lease) && this.clock.now() < deadline) await this.clock.sleep(GATHER_POLL_MS);
     let released = false;
     return async () => {
       if (released) return;

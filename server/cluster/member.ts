@@ -5,6 +5,7 @@
 // members' signals tell it, plus a slow safety refresh. It hands back what is no longer its own (checkpoint,
 // release) and wakes the loops of partitions it should take. A tenant-wide instance operation gathers the tenant's
 // partitions on the member running it for the length of the operation (./gather.ts), so it still commits once.
+import { LoopIdle, systemClock, type Clock } from '../clock';
 import type { PartitionWorker } from '../engine/partition';
 import type { LeasePolicy } from '../engine/store/leases';
 import type { PostgresTarget } from '../storage/database-url';
@@ -47,7 +48,10 @@ export class ClusterMember implements LeasePolicy {
   /** Desired owner of each partition, by tenant. */
   private owners = new Map<string, string[]>();
   private members: string[] = [];
-  private ticker: ReturnType<typeof setInterval> | undefined;
+  /** The poll every TICK_MS of the member's clock, stopped by drain or leave. */
+  private ticking: Promise<void> | undefined;
+  private stopTicking = new AbortController();
+  private readonly tickerIdle: LoopIdle;
   private rebalancing: Promise<void> | undefined;
   private rebalanceAgain = false;
   private draining = false;
@@ -69,7 +73,10 @@ export class ClusterMember implements LeasePolicy {
     readonly name: string,
     /** The safety-net reassignment interval (tests counting assignments turn it off). */
     private readonly fullRefreshMs = FULL_REFRESH_MS,
+    /** What the poll and the refresh interval wait on. */
+    private readonly clock: Clock = systemClock,
   ) {
+    this.tickerIdle = new LoopIdle(clock);
     this.schema = `"${target.schema.replace(/"/g, '""')}"`;
     this.membership = new Membership(
       target,
@@ -79,7 +86,7 @@ export class ClusterMember implements LeasePolicy {
     );
     this.counts = new ShardCountsPublisher(database, clusterChannel(target));
     this.committed = new CommittedShards(database);
-    this.gathers = new Gathers(this.membership, this.schema, () => this.rebalanceSoon());
+    this.gathers = new Gathers(this.membership, this.schema, () => this.rebalanceSoon(), clock);
   }
 
   private heard(signal: ClusterSignal): void {
@@ -136,14 +143,30 @@ export class ClusterMember implements LeasePolicy {
     await this.membership.join();
     this.assignmentStale = true;
     await this.refreshIfChanged();
-    this.ticker = setInterval(() => this.rebalanceSoon(), TICK_MS);
-    this.ticker.unref();
+    this.startTicking();
+    this.gathers.start();
+  }
+
+  private startTicking(): void {
+    if (this.ticking) return;
+    const stop = (this.stopTicking = new AbortController());
+    this.tickerIdle.started();
+    this.ticking = (async () => {
+      for (;;) {
+        await this.tickerIdle.sleep(TICK_MS, stop.signal);
+        if (stop.signal.aborted) return;
+        this.rebalanceSoon();
+      }
+    })().finally(() => {
+      this.tickerIdle.stopped();
+      this.ticking = undefined;
+    });
   }
 
   /** SIGTERM: the others stop counting on this member; the engine then hands every partition back. */
   async drain(): Promise<void> {
     this.draining = true;
-    clearInterval(this.ticker);
+    this.stopTicking.abort();
     await this.rebalancing;
     this.owners = new Map();
     await this.membership.drain();
@@ -151,7 +174,7 @@ export class ClusterMember implements LeasePolicy {
 
   async leave(): Promise<void> {
     this.draining = true; // signals heard from now on assign nothing
-    clearInterval(this.ticker);
+    this.stopTicking.abort();
     this.gathers.close();
     this.counts.close();
     await this.membership.leave();
@@ -230,7 +253,7 @@ export class ClusterMember implements LeasePolicy {
     );
     const inputs = JSON.stringify([members, shape]);
     if (this.draining) return false;
-    if (!this.assignmentStale && inputs === this.assignedFrom && Date.now() - this.assignedAt < this.fullRefreshMs) return false;
+    if (!this.assignmentStale && inputs === this.assignedFrom && this.clock.now() - this.assignedAt < this.fullRefreshMs) return false;
     this.assignmentStale = false;
     const tenants = await this.membership.query<{ id: string; partitions: number; gatheredBy: string | null }>(
       `SELECT t."id", t."partitions", g."member" AS "gatheredBy" FROM ${this.schema}."Tenant" t
@@ -240,7 +263,7 @@ export class ClusterMember implements LeasePolicy {
     this.members = members;
     this.owners = new Map(tenants.map((t) => [t.id, assignPartitions(members, t.id, t.partitions, t.gatheredBy ?? undefined)]));
     this.assignedFrom = inputs;
-    this.assignedAt = Date.now();
+    this.assignedAt = this.clock.now();
     this.stats.assignments++;
     return true;
   }

@@ -8,6 +8,7 @@ import { database as processDatabase } from '../../server/storage/database';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
+import { waitFor } from '../helpers/wait-for';
 
 // Cluster members in this process on a real PostgreSQL schema, each with its membership (MemberLock, held by a
 // server's request thread) and an engine side beside an engine that holds no partitions (the members' bookkeeping is
@@ -26,14 +27,6 @@ function idleEngine(): ClusterEngine & { woken: string[] } {
     hasTenant: () => true,
     loadedTenants: () => [],
   };
-}
-
-async function waitFor(what: string, probe: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describe('cluster members on one PostgreSQL schema', () => {
@@ -109,7 +102,7 @@ describe('cluster members on one PostgreSQL schema', () => {
 
     // Events appended on a: b holds partitions of the tenant and is told at once; a does not wake itself by it.
     a.member.eventsAppended('tn_one');
-    await waitFor('b told of the events', () => b.engine.woken.includes('tn_one'));
+    await waitFor('b told of the events', () => b.engine.woken.includes('tn_one'), Boolean, { timeoutMs: 10_000, everyMs: 10 });
     expect(a.engine.woken).toEqual([]);
   });
 
