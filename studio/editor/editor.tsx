@@ -19,6 +19,7 @@ import type { HistoryView } from './history';
 import { useLiveCounts } from './operations';
 import { edgeTypes, KIND_ICON, KIND_LABEL, nodeTypes } from './nodes';
 import { useReveal } from './reveal';
+import { UserPathProvider } from './user-path';
 import { EditorContext, EditorStore, useEditor, useEditorStore } from './store';
 import { Toolbar, workflowKey } from './toolbar';
 
@@ -70,18 +71,20 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
   return (
     <EditorContext.Provider value={history?.store ?? store}>
       <CanvasContext.Provider value={info}>
-        <div className="editor">
-          <Toolbar tenant={tenant} workflow={workflow} history={history} onHistory={setHistory} />
-          {!history && <DraftOffer tenant={tenant} workflow={workflow} store={store} />}
-          <StepDeletion>
-            <div className="editor-body">
-              {!history && <Palette />}
-              <Canvas readOnly={history !== null} />
-              <Inspector readOnly={history !== null} />
-            </div>
-          </StepDeletion>
-          <ProblemsBar />
-        </div>
+        <UserPathProvider key={history ? 'history' : 'live'}>
+          <div className="editor">
+            <Toolbar tenant={tenant} workflow={workflow} history={history} onHistory={setHistory} />
+            {!history && <DraftOffer tenant={tenant} workflow={workflow} store={store} />}
+            <StepDeletion>
+              <div className="editor-body">
+                {!history && <Palette />}
+                <Canvas readOnly={history !== null} />
+                <Inspector readOnly={history !== null} />
+              </div>
+            </StepDeletion>
+            <ProblemsBar />
+          </div>
+        </UserPathProvider>
       </CanvasContext.Provider>
     </EditorContext.Provider>
   );

@@ -9,6 +9,7 @@ import { EnterActionField } from './inspector-actions';
 import { Text } from './inspector-text';
 import { TimerFields } from './inspector-timer';
 import { KIND_ICON, KIND_LABEL } from './nodes';
+import { UserPathPanel } from './user-path';
 import { WorkflowPanel } from './workflow-panel';
 import { useEditor, useEditorStore } from './store';
 
@@ -48,6 +49,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
       <aside className="inspector" data-testid="inspector">
         <p className="muted">Select a step to edit it, or drag one from the palette.</p>
         <WorkflowPanel readOnly={readOnly} />
+        <UserPathPanel />
         {general.map((p) => (
           <p key={p.message} className="field-error" data-testid="workflow-problem">
             {p.text}

@@ -4,7 +4,6 @@ import { memo, useEffect, useRef, useState } from 'react';
 import { createPortal } from 'react-dom';
 import { describeCron } from '../../server/model/cron';
 import { CANVAS_KINDS, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
-import { BranchRouting } from './branch-routing';
 import { formatCount, formatShare } from '../ui';
 import { useCanvasInfo, useCounts } from './context';
 import { webhookOf } from './inspector-actions';
@@ -14,6 +13,7 @@ import { StepConverted } from './goal-result';
 import { useReveal } from './reveal';
 import { StepMenu } from './step-menu';
 import { useEditor, useEditorStore } from './store';
+import { useUserPath } from './user-path';
 
 export const KIND_LABEL: Record<CanvasKind, string> = {
   direct: 'Direct',
@@ -142,11 +142,13 @@ function StepNodeView(props: NodeProps<StepNode>) {
   const count = counts?.steps[props.data.name];
   const share = counts && counts.total > 0 && count !== undefined ? formatShare(count, counts.total) : null;
   const kind = props.type as CanvasKind;
+  const onPath = useUserPath()?.steps.get(props.data.name);
   return (
     <div
-      className={`step step-${kind}${props.selected ? ' selected' : ''}${mine.length ? ' has-problems' : ''}`}
+      className={`step step-${kind}${props.selected ? ' selected' : ''}${mine.length ? ' has-problems' : ''}${onPath ? ` path-${onPath}` : ''}`}
       data-testid="step-node"
       data-step={props.data.name}
+      data-path={onPath}
     >
       <Handle type="target" position={Position.Top} className="handle-in" />
       <header>
@@ -168,7 +170,6 @@ function StepNodeView(props: NodeProps<StepNode>) {
         </div>
       )}
       <div className="step-summary">{summary(node)}</div>
-      {node.type === 'branch' && <BranchRouting conditions={node.data.branches.map((branch) => branch.condition)} />}
       {webhookOf(props.data.enterAction) !== null && (
         <div className="step-webhook" data-testid="step-webhook" title="The users who enter this step are sent to this webhook">
           ⇢ webhook “{webhookOf(props.data.enterAction)}”
@@ -257,12 +258,13 @@ function StepEdgeView(props: EdgeProps<FlowEdge>) {
   const targetName = useEditor((s) => s.nodes.find((n) => n.id === props.target)?.data.name);
   const firstOfPair = useEditor((s) => s.edges.find((e) => e.source === props.source && e.target === props.target)?.id === props.id);
   const centerY = turnHeight(source, props);
+  const onPath = useUserPath()?.edges.has(`${source?.data.name}->${targetName}`) ?? false;
+  const edgeStyle = onPath ? { stroke: 'var(--warn)', strokeWidth: 3 } : props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined;
   const [path, labelX, labelY] = getSmoothStepPath({ ...props, borderRadius: 12, centerY });
   const { label, title } = outputOf(source, props.sourceHandleId);
   // counts are per step pair: two outputs into the same step share one number, drawn on the first of them
   const taken = source && targetName && firstOfPair ? counts?.edges[`${source.data.name}->${targetName}`] : undefined;
-  if (label === undefined && taken === undefined)
-    return <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined} />;
+  if (label === undefined && taken === undefined) return <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={edgeStyle} />;
   // An output's label sits on the last stretch of its edge, just below where it turns towards its step: each output
   // of a step turns towards a different step, so the labels stand apart, under the gap between the steps rather
   // than over either one (at the outputs themselves, 55 px apart, a condition's words overlapped).
@@ -272,7 +274,7 @@ function StepEdgeView(props: EdgeProps<FlowEdge>) {
     : [labelX, labelY];
   return (
     <>
-      <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined} />
+      <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={edgeStyle} />
       <EdgeLabelRenderer>
         <div
           className="edge-count"

@@ -1,0 +1,88 @@
+import type { Locator, Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { api, createTenant } from '../helpers/api';
+import { eventually, useStudio } from './browser';
+
+// "Follow a user" in the editor (issue 32 §2): a marketer types a user id and sees the way that user went through the
+// running journey, marked on the canvas (the steps passed through, the step they are in now, the edges taken) and in
+// words beside it, read from GET …/users/{user}; a user outside the journey is said to be so.
+
+let page: Page;
+let key = '';
+const studio = useStudio('user-path');
+const CROWD = [1, 2, 3, 4, 5];
+
+const marks = () =>
+  page
+    .locator('[data-testid=step-node][data-path]')
+    .evaluateAll((nodes) => nodes.map((node) => `${node.getAttribute('data-step')}:${node.getAttribute('data-path')}`).sort());
+const isFocused = (box: Locator) => box.evaluate((element) => element === document.activeElement);
+
+/** Empties the box and types the id key by key, then Enter; the box keeps each key and the focus. */
+async function follow(user: string) {
+  const box = page.getByTestId('user-path-input');
+  await box.click();
+  await page.keyboard.press('ControlOrMeta+a');
+  await page.keyboard.press('Backspace');
+  for (let i = 1; i <= user.length; i++) {
+    await page.keyboard.type(user[i - 1]);
+    expect(await box.inputValue()).toBe(user.slice(0, i));
+    expect(await isFocused(box)).toBe(true);
+  }
+  await page.keyboard.press('Enter');
+}
+
+describe('following one user through the journey', () => {
+  beforeAll(async () => {
+    const tenant = await createTenant(2);
+    key = tenant.key;
+    const base = `/tenants/${tenant.name}`;
+    expect((await api('PUT', `${base}/crowds/launch`, { body: CROWD.join('\n'), headers: { 'content-type': 'text/plain' } })).status).toBe(201);
+    const created = await api('POST', `${base}/workflows`, { body: { name: 'Welcome journey', definition: welcomeJourney, draft: welcomeJourneyDraft } });
+    expect(created.status).toBe(201);
+    expect((await api('POST', `${base}/workflows/${created.body.id}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
+    page = await studio.open(`/t/${tenant.name}/workflows/${created.body.id}`);
+  });
+
+  it('marks the steps and edges user 2 went through, and says them in words', async () => {
+    await eventually(() => page.locator('[data-step=welcome] [data-testid=step-count]').getAttribute('data-count'), 20_000).toBe('5');
+    expect((await api('POST', '/events', { token: key, body: { events: [{ user: 2, type: 'purchase' }] } })).status).toBe(202);
+    await eventually(() => page.locator('[data-step=customer] [data-testid=step-count]').getAttribute('data-count'), 20_000).toBe('1');
+
+    await follow('2');
+    await eventually(() => page.getByTestId('user-path-summary').textContent()).toBe('User 2 is in “customer” now.');
+    expect(await page.getByTestId('user-path-move').evaluateAll((rows) => rows.map((row) => row.textContent?.split(' · ')[0]))).toEqual([
+      'entered at welcome',
+      'welcome → customer',
+    ]);
+    expect(await isFocused(page.getByTestId('user-path-input'))).toBe(true);
+    expect(await marks()).toEqual(['customer:current', 'welcome:visited']);
+    await studio.shot('01-user-2');
+
+    // someone still waiting where they started
+    await follow('3');
+    await eventually(() => page.getByTestId('user-path-summary').textContent()).toBe('User 3 is in “welcome” now.');
+    expect(await page.getByTestId('user-path-move').evaluateAll((rows) => rows.map((row) => row.textContent?.split(' · ')[0]))).toEqual(['entered at welcome']);
+    expect(await marks()).toEqual(['welcome:current']);
+
+    // someone the journey never had
+    await follow('99');
+    await eventually(() => page.getByTestId('user-path-summary').textContent()).toBe(
+      'User 99 is not in this journey: not in the crowd it started with, or already gone from it.',
+    );
+    expect(await marks()).toEqual([]);
+
+    // Clear takes the marks off the canvas
+    await follow('2');
+    await eventually(() => marks()).toEqual(['customer:current', 'welcome:visited']);
+    await page.getByTestId('user-path-clear').click();
+    expect(await marks()).toEqual([]);
+  });
+
+  it('says what is wrong with an id that is not one', async () => {
+    await follow('abc');
+    await eventually(() => page.locator('[data-testid=user-path] [data-testid=error]').textContent()).toMatch(/user/i);
+    expect(await marks()).toEqual([]);
+  });
+});
