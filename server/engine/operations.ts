@@ -12,7 +12,8 @@ import { plannedAfter } from './local-time';
 import { Mover } from './moves';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { commitBatch, type JournalMove } from './store/commit';
+import { inSlices } from './slices';
+import { commitBatch, type CheckpointWrite, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
 import { InstanceRuntime, type TenantRuntime } from './tenant';
 import type { Reentry } from './types';
@@ -78,21 +79,27 @@ async function allLeases(engine: Engine, tenantId: string): Promise<Lease[]> {
 const MASK_SPAN_PER_USER = 4;
 
 /**
- * Users by input partition (`user % P`). A dense crowd: one AND per partition with the mask of ids ≡ p (mod P) over
- * its span (10M users: 8 ANDs instead of materialising 40 MB of ids). A sparse one: two tight passes over the ids,
- * then one bitmap per partition from sorted ids.
+ * Users by input partition (`user % P`), one partition at a time (so an operation can yield between them). A dense
+ * crowd: one AND per partition with the mask of ids ≡ p (mod P) over its span (10M users: 8 ANDs instead of
+ * materialising 40 MB of ids). A sparse one: two tight passes over the ids at the first call, then one bitmap per
+ * partition from sorted ids.
  */
-export function byPartition(users: RoaringBitmap32, partitions: number): RoaringBitmap32[] {
-  if (partitions === 1) return [users];
-  if (users.size === 0) return Array.from({ length: partitions }, () => new RoaringBitmap32());
+export function splitByPartition(users: RoaringBitmap32, partitions: number): (partition: number) => RoaringBitmap32 {
+  if (partitions === 1) return () => users;
+  if (users.size === 0) return () => new RoaringBitmap32();
   const first = users.minimum();
   const end = users.maximum() + 1;
   if (end - first <= MASK_SPAN_PER_USER * users.size) {
-    return Array.from({ length: partitions }, (_, p) => {
+    return (p) => {
       const start = first + ((p - (first % partitions) + partitions) % partitions);
       return start < end ? RoaringBitmap32.and(users, RoaringBitmap32.fromRange(start, end, partitions)) : new RoaringBitmap32();
-    });
+    };
   }
+  let parts: RoaringBitmap32[] | undefined;
+  return (p) => (parts ??= sparseByPartition(users, partitions))[p];
+}
+
+function sparseByPartition(users: RoaringBitmap32, partitions: number): RoaringBitmap32[] {
   const ids = users.toUint32Array();
   const counts = new Uint32Array(partitions);
   for (let i = 0; i < ids.length; i++) counts[ids[i] % partitions]++;
@@ -105,9 +112,18 @@ export function byPartition(users: RoaringBitmap32, partitions: number): Roaring
   return parts.map((part) => RoaringBitmap32.from(part));
 }
 
+/** Users by input partition (splitByPartition), all at once. */
+export function byPartition(users: RoaringBitmap32, partitions: number): RoaringBitmap32[] {
+  const split = splitByPartition(users, partitions);
+  return Array.from({ length: partitions }, (_, p) => split(p));
+}
+
+/** Every partition's index, for work done partition by partition in slices. */
+const partitionsOf = (count: number) => Array.from({ length: count }, (_, partition) => partition);
+
 /** `unjournaled`: the change being committed moved users without journal rows (see CheckpointWrite). */
-function encodeAll(instance: InstanceRuntime, unjournaled = false) {
-  return instance.shards.map((shard, partition) => ({ instanceId: instance.id, partition, data: shard!.encode(), unjournaled }));
+function encodeAll(instance: InstanceRuntime, unjournaled = false): Promise<CheckpointWrite[]> {
+  return inSlices(instance.shards, (shard, partition) => ({ instanceId: instance.id, partition, data: shard!.encode(), unjournaled }));
 }
 
 function startCrons(shard: Shard, workflow: WorkflowRuntime, now: number): void {
@@ -150,16 +166,17 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
     const instance = new InstanceRuntime(row, workflow, tenant.partitions);
     const moves: JournalMove[] = [];
     const routing = await entryRouting(tenant.data, workflow);
-    byPartition(users, tenant.partitions).forEach((part, partition) => {
+    const split = splitByPartition(users, tenant.partitions);
+    await inSlices(partitionsOf(tenant.partitions), (partition) => {
       const shard = (instance.shards[partition] = new Shard(instanceId, partition));
-      new Mover(workflow, shard, moves, now, routing).moveBulk(part, null, workflow.entry);
+      new Mover(workflow, shard, moves, now, routing).moveBulk(split(partition), null, workflow.entry);
       startCrons(shard, workflow, now);
     });
     // All raw statements: no Prisma transaction holding the connection while 20 MB of bitmaps are bound.
     await commitBatch(engine.database, tenantId, {
       leases,
       moves,
-      checkpoints: encodeAll(instance),
+      checkpoints: await encodeAll(instance),
       now,
       extra: [markRunning(engine.database, instanceId, users.size, excludedCount, now)],
     });
@@ -218,6 +235,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     let joined = 0;
     let left = 0;
     const routing = await entryRouting(tenant.data, instance.workflow);
+    // In one go, not in slices: the running shards change in place, and no reader may see some partitions changed.
     byPartition(users, tenant.partitions).forEach((target, partition) => {
       const shard = instance.shards[partition]!;
       const members = shard.members();
@@ -234,7 +252,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     await commitBatch(engine.database, tenantId, {
       leases,
       moves: [],
-      checkpoints: encodeAll(instance, true),
+      checkpoints: await encodeAll(instance, true),
       now,
       also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { crowdName, userCount } })),
     });
@@ -272,7 +290,8 @@ export async function materializeUpdateWorkflow(
     const moves: JournalMove[] = [];
     let moved = 0; // users, not journal rows: one row carries a whole bitmap, and a chain of steps journals every hop
     const routing = await entryRouting(tenant.data, next);
-    const shards = instance.shards.map((old, partition) => {
+    // New shards, built in slices: the running ones stay as they are until the commit.
+    const shards = await inSlices(instance.shards, (old, partition) => {
       const fresh = new Shard(instanceId, partition);
       const mover = new Mover(next, fresh, moves, now, routing);
       for (const [name, users] of old!.steps) {
@@ -299,7 +318,7 @@ export async function materializeUpdateWorkflow(
     await commitBatch(engine.database, tenantId, {
       leases,
       moves,
-      checkpoints: encodeAll(updated),
+      checkpoints: await encodeAll(updated),
       now,
       also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { version } })),
     });

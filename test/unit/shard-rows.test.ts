@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { uniqueShardChunks } from '../../server/engine/store/shard-rows';
+import { BYTES_PER_STATEMENT, uniqueShardChunks } from '../../server/engine/store/shard-rows';
 
 describe('rows keyed by shard', () => {
   it('go in chunks in which no shard repeats, in their order, so a later row of a shard still wins', () => {
@@ -20,5 +20,10 @@ describe('rows keyed by shard', () => {
     const rows = Array.from({ length: 1_201 }, (_, partition) => ({ instanceId: 'a', partition }));
     expect(uniqueShardChunks(rows).map((chunk) => chunk.length)).toEqual([500, 500, 201]);
     expect(uniqueShardChunks([])).toEqual([]);
+  });
+
+  it('bind at most a megabyte to a statement, and a larger row goes alone', () => {
+    const rows = [0.4, 0.4, 0.4, 2, 0.1].map((mb, partition) => ({ instanceId: 'a', partition, bytes: Math.round(mb * BYTES_PER_STATEMENT) }));
+    expect(uniqueShardChunks(rows, (row) => row.bytes).map((chunk) => chunk.map((row) => row.partition))).toEqual([[0, 1], [2], [3], [4]]);
   });
 });

@@ -5,7 +5,7 @@ import type { Tx } from '../../storage/db';
 import type { RawStatement } from '../../storage/raw';
 import { deleteConversions } from './conversions';
 import { LeaseLostError, type Lease } from './leases';
-import { uniqueShardChunks } from './shard-rows';
+import { BYTES_PER_STATEMENT, uniqueShardChunks } from './shard-rows';
 import { deleteTimerPlans, writeTimerPlans, type TimerPlanWrite } from './timer-plans';
 import type { Database } from '../../storage/database';
 
@@ -84,9 +84,8 @@ function fences(database: Database, leases: Lease[], offset?: number): RawStatem
 }
 
 const JOURNAL_ROWS_PER_STATEMENT = 20_000;
-/** Bulk moves per statement: 11 parameters each, and their bitmaps' bytes bounded. */
+/** Bulk moves per statement: 11 parameters each, and their bitmaps' bytes bounded (BYTES_PER_STATEMENT). */
 const BULK_ROWS_PER_STATEMENT = 1_000;
-const BULK_BYTES_PER_STATEMENT = 32 * 1024 * 1024;
 /** The PostgreSQL advisory lock key of journal writers. */
 const JOURNAL_LOCK = 7300400001;
 
@@ -107,7 +106,12 @@ function insertJournal(database: Database, parts: TenantMoves[]): RawStatement[]
     let end = start + 1;
     if (entries[start].move.bitmap) {
       let bytes = entries[start].move.bitmap!.byteLength;
-      while (end < entries.length && entries[end].move.bitmap && end - start < BULK_ROWS_PER_STATEMENT && bytes < BULK_BYTES_PER_STATEMENT)
+      while (
+        end < entries.length &&
+        entries[end].move.bitmap &&
+        end - start < BULK_ROWS_PER_STATEMENT &&
+        bytes + entries[end].move.bitmap!.byteLength <= BYTES_PER_STATEMENT
+      )
         bytes += entries[end++].move.bitmap!.byteLength;
       out.push(insertBulkMoves(database, entries.slice(start, end)));
     } else {
@@ -176,7 +180,7 @@ function writeCheckpoints(database: Database, checkpoints: CheckpointWrite[]): R
   const maxSeq = `(SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')})`;
   const kinds = [checkpoints.filter((cp) => !cp.unjournaled), checkpoints.filter((cp) => cp.unjournaled)];
   return kinds.flatMap((kind, unjournaled) =>
-    uniqueShardChunks(kind).map((chunk) =>
+    uniqueShardChunks(kind, (cp) => cp.data.byteLength).map((chunk) =>
       statement(database, (bind) => {
         const rows = chunk.map(
           (cp) => `(${bind(cp.instanceId)}, ${bind(cp.partition)}, ${maxSeq}, ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})`,
