@@ -10,8 +10,8 @@ const busybee = {
       name: 'entry',
       kind: 'branch',
       branches: [
-        { condition: 'user == 1', next: 'end_1' },
-        { condition: 'true', next: 'else' },
+        { condition: 'event.type != "" && user == 1', next: 'end_1' },
+        { condition: 'event.type != ""', next: 'else' },
       ],
       leaveAction: 'left-entry',
     },
@@ -170,8 +170,8 @@ describe('instances over HTTP', () => {
           name: 'entry',
           kind: 'branch',
           branches: [
-            { condition: 'user == 1', next: 'end_1' },
-            { condition: 'true', next: 'other' },
+            { condition: 'event.type != "" && user == 1', next: 'end_1' },
+            { condition: 'event.type != ""', next: 'other' },
           ],
         },
         { name: 'end_1', kind: 'direct' },

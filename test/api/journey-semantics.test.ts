@@ -187,8 +187,9 @@ describe('journey semantics over HTTP', () => {
             { percent: 50, next: 'b' },
           ],
         },
-        { name: 'a', kind: 'branch', branches: [{ condition: 'false', next: 'b' }] },
-        { name: 'b', kind: 'branch', branches: [{ condition: 'false', next: 'a' }] },
+        // Steps to rest in: branches that wait for an event (a loop of branches reading no event is refused at save)
+        { name: 'a', kind: 'branch', branches: [{ condition: 'event.type == "never"', next: 'b' }] },
+        { name: 'b', kind: 'branch', branches: [{ condition: 'event.type == "never"', next: 'a' }] },
       ],
     });
     const base = `/tenants/${tenant.name}`;
