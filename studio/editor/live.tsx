@@ -9,9 +9,10 @@ import { HistoryDialog, VersionsDialog, type HistoryView } from './history';
 import { useOperation } from './operations';
 import { CountsChartDialog, CountsHistoryFeed } from './counts-chart';
 import { liveCountsKey } from './context';
+import { FunnelDialog, PathsDialog } from './journey-flow';
 
 // The editor toolbar's instance controls: running state and version, start, apply, update crowd, stop, history.
-type DialogName = 'start' | 'crowd' | 'apply' | 'history' | 'versions' | 'chart' | null;
+type DialogName = 'start' | 'crowd' | 'apply' | 'history' | 'versions' | 'chart' | 'paths' | 'funnel' | null;
 
 export function LiveToolbar({
   tenant,
@@ -54,6 +55,12 @@ export function LiveToolbar({
           </button>
           <button type="button" onClick={() => setDialog('chart')} data-testid="chart">
             Chart
+          </button>
+          <button type="button" onClick={() => setDialog('paths')} data-testid="paths" title="The moves between steps, as a Sankey">
+            Paths
+          </button>
+          <button type="button" onClick={() => setDialog('funnel')} data-testid="funnel" title="Users who passed through chosen steps in order">
+            Funnel
           </button>
           <CountsHistoryFeed tenant={tenant} instanceId={running.instanceId} />
           <button
@@ -109,6 +116,10 @@ export function LiveToolbar({
       )}
       {dialog === 'chart' && running && (
         <CountsChartDialog tenant={tenant} instanceId={running.instanceId} steps={workflow.definition.steps} live={live} onClose={() => setDialog(null)} />
+      )}
+      {dialog === 'paths' && running && <PathsDialog tenant={tenant} instanceId={running.instanceId} onClose={() => setDialog(null)} />}
+      {dialog === 'funnel' && running && (
+        <FunnelDialog tenant={tenant} instanceId={running.instanceId} steps={workflow.definition.steps} onClose={() => setDialog(null)} />
       )}
       {dialog === 'versions' && <VersionsDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}
       {dialog === 'history' && <HistoryDialog tenant={tenant} workflow={workflow} onPick={onHistory} onClose={() => setDialog(null)} />}
