@@ -22,6 +22,7 @@ import { measureRows, type RowsFigures } from './scenarios/rows';
 import { measureWebhooks, type WebhookFigures } from './scenarios/webhooks';
 import { measureTimeouts, type TimeoutFigures } from './scenarios/timeouts';
 import { measureTenants, type TenantFigures } from './scenarios/tenants';
+import { measurePaths, type PathsFigures } from './scenarios/paths';
 import { measureIsolation, type IsolationFigures } from './scenarios/isolation';
 import { isolationSummary } from './scenarios/isolation-table';
 import { measureExports, type ExportFigures } from './scenarios/exports';
@@ -57,6 +58,8 @@ const sections = new Set(
     'isolation',
   ]),
 );
+// Paths and funnels (issue 38 §4) run in every full bench; `--only=paths` runs them alone.
+if (!args.some((a) => a.startsWith('--only='))) sections.add('paths');
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
 /** Journey steps over HTTP to run (text upload, counts, export csv, export roaring, sse, events, timer, recovery). */
@@ -130,6 +133,7 @@ async function main(): Promise<void> {
   const webhooks: Partial<Record<Provider, WebhookFigures>> = {};
   const timeouts: Partial<Record<Provider, TimeoutFigures>> = {};
   const tenants: Partial<Record<Provider, TenantFigures>> = {};
+  const pathFigures: Partial<Record<Provider, PathsFigures>> = {};
   const isolation: Partial<Record<Provider, IsolationFigures>> = {};
   const exports: Partial<Record<Provider, ExportFigures>> = {};
   let cluster: ClusterFigures | undefined;
@@ -150,6 +154,7 @@ async function main(): Promise<void> {
       webhooks,
       cluster,
       tenants,
+      paths: pathFigures,
       exports,
       isolation,
     }).map((r: ScenarioResult) => score(r, scale));
@@ -246,6 +251,11 @@ async function main(): Promise<void> {
     if (sections.has('profiles')) {
       console.log(`profiles (import, timer, audience, index boot) on ${provider}…`);
       profiles[provider] = await withDatabase(provider, 'profiles', (database) => measureProfiles(database, SCALE.users));
+      save(false);
+    }
+    if (sections.has('paths')) {
+      console.log(`paths and funnel over a day of ${SCALE.rowUsers.toLocaleString('en-US')} users' moves (engine in process) on ${provider}…`);
+      pathFigures[provider] = await withDatabase(provider, 'paths', (database) => measurePaths(database, SCALE.rowUsers, SCALE.repeats));
       save(false);
     }
     if (sections.has('timeouts')) {

@@ -13,6 +13,7 @@ import { profileRows, type ProfileFigures } from './profiles-table';
 import type { ProcedureFigures } from './procedures';
 import type { RowsFigures } from './rows';
 import type { TimeoutFigures } from './timeouts';
+import type { PathsFigures } from './paths';
 import type { WebhookFigures } from './webhooks';
 import { clusterRows, type ClusterFigures } from './cluster';
 import type { TenantFigures } from './tenants';
@@ -37,6 +38,7 @@ export interface AllFigures {
   cluster?: ClusterFigures;
   timeouts?: Partial<Record<Provider, TimeoutFigures>>;
   tenants?: Partial<Record<Provider, TenantFigures>>;
+  paths?: Partial<Record<Provider, PathsFigures>>;
   isolation?: Partial<Record<Provider, IsolationFigures>>;
   exports?: Partial<Record<Provider, ExportFigures>>;
 }
@@ -186,6 +188,23 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
         ours: measured(timeouts.localTime, 'ms'),
         target: lower(100, '≤ 100 ms', { scalesWithUsers: true }),
         details: timeouts.localTime.details,
+      });
+    }
+    const paths = all.paths?.[provider];
+    if (paths) {
+      const day = `a day of ${millions(scale.rowUsers)} users' moves (engine in process, read from the journal)`;
+      out.push({
+        scenario: `paths: moves and distinct users per edge over ${day}`,
+        provider,
+        ours: measured(paths.paths, 'ms'),
+        target: lower(1000, '≤ 1 s', { scalesWithUsers: true }),
+        details: paths.paths.details,
+      });
+      out.push({
+        scenario: `funnel of 4 steps over ${day}`,
+        provider,
+        ours: measured(paths.funnel, 'ms'),
+        details: paths.funnel.details,
       });
     }
     const load = all.load?.[provider];

@@ -1,0 +1,136 @@
+// Paths and funnels over a day of moves (issue 38 §4), engine in this process on a scratch database, on a ManualClock:
+// N users start a journey (one bulk move into the entry step and one down its direct chain), then a day passes hour by
+// hour: each hour a twentieth of the users send an event (open or buy: single moves), branch timeouts and timers move
+// whoever waits (bulk moves). The figures are GET …/paths and …/funnel over that day as the route computes them
+// (server/analytics/instance-analytics.ts, read from the journal), best of a few runs.
+import { ManualClock } from '../../server/clock';
+import { saveCrowd } from '../../server/crowd';
+import { instanceFunnel, instancePaths } from '../../server/analytics/instance-analytics';
+import { Engine } from '../../server/engine/engine';
+import { appendEvents } from '../../server/engine/ingest';
+import { WorkflowDefinition } from '../../server/model/workflow';
+import { createProcedureRunner } from '../../server/procedures/runner';
+import { runtime } from '../../server/runtime';
+import { database as processDatabase } from '../../server/storage/database';
+import { createTenant } from '../../server/tenants/tenants';
+import { createWorkflow } from '../../server/workflows/workflows';
+import { denseBitmap } from '../lib/data';
+import type { ScratchDatabase } from '../lib/database';
+import type { Measured } from './journey';
+import { useDatabase } from './rows';
+
+export interface PathsFigures {
+  paths: Measured;
+  funnel: Measured;
+}
+
+const HOUR = 3_600_000;
+const EVENT_SHARE_PER_HOUR = 1 / 20;
+const EVENTS_PER_APPEND = 10_000;
+
+const definition = {
+  steps: [
+    { name: 'welcome', kind: 'direct', next: 'wait' },
+    {
+      name: 'wait',
+      kind: 'branch',
+      branches: [
+        { condition: 'event.type == "open"', next: 'engaged' },
+        { condition: 'event.type == "buy"', next: 'bought' },
+      ],
+      timeout: { after: '2h', next: 'reminded' },
+    },
+    { name: 'engaged', kind: 'timer', cron: '0 0 */3 * * *', next: 'offer' },
+    { name: 'reminded', kind: 'timer', cron: '0 30 */3 * * *', next: 'offer' },
+    {
+      name: 'offer',
+      kind: 'branch',
+      branches: [
+        { condition: 'event.type == "buy"', next: 'bought' },
+        { condition: 'event.type == "open"', next: 'wait' },
+      ],
+      timeout: { after: '6h', next: 'done' },
+    },
+    { name: 'bought', kind: 'direct' },
+    { name: 'done', kind: 'direct' },
+  ],
+};
+
+export async function measurePaths(database: ScratchDatabase, users: number, repeats: number): Promise<PathsFigures> {
+  await useDatabase(database.url);
+  const start = Date.UTC(2026, 0, 5, 0, 0, 30);
+  const clock = new ManualClock(start);
+  const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
+  const engine = new Engine({ clock, runner, owner: 'bench-paths' });
+  runtime().engine = engine;
+  await runner.start();
+  await engine.start();
+  await engine.loaded();
+  try {
+    const view = await createTenant(processDatabase(), { name: 'paths', partitions: 8 });
+    const tenant = { ...view, createdAt: new Date(view.createdAt) };
+    await saveCrowd(processDatabase(), tenant.id, 'all', denseBitmap(users), 'replace');
+    const workflow = await createWorkflow(processDatabase(), tenant, { name: 'day', definition: WorkflowDefinition.parse(definition) });
+    const { procedureId, instanceId } = await engine.startInstance(tenant.id, workflow.id, { crowd: 'all' });
+    await runner.await(procedureId, 600_000);
+
+    console.log(`  a day of moves of ${users.toLocaleString('en-US')} users (events each hour, timeouts and timers)…`);
+    let seed = 7;
+    const random = () => {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const perHour = Math.round(users * EVENT_SHARE_PER_HOUR);
+    for (let hour = 0; hour < 24; hour++) {
+      for (let sent = 0; sent < perHour; sent += EVENTS_PER_APPEND) {
+        const now = clock.now();
+        const events = Array.from({ length: Math.min(EVENTS_PER_APPEND, perHour - sent) }, () => ({
+          user: Math.floor(random() * users),
+          type: random() < 0.7 ? 'open' : 'buy',
+          data: {},
+          time: now,
+        }));
+        await appendEvents(processDatabase(), tenant.id, tenant.partitions, events);
+        engine.wakeTenant(tenant.id);
+        await engine.drain(tenant.id);
+      }
+      await clock.advance(HOUR);
+      await engine.runTimers();
+    }
+    const counts = await engine.getCounts(tenant.id, instanceId);
+    const moves = Object.values(counts.edges).reduce((a, b) => a + b, 0) + counts.entered;
+    const rows = await database.query<{ rows: unknown; bulk: unknown }>(
+      `SELECT COUNT(*) AS "rows", SUM(CASE WHEN "user" IS NULL THEN 1 ELSE 0 END) AS "bulk" FROM "Journal" WHERE "instanceId" = ?`,
+      [instanceId],
+    );
+    const journal = `${Number(rows[0].rows).toLocaleString('en-US')} journal rows, ${Number(rows[0].bulk).toLocaleString('en-US')} of them bulk`;
+    const window = { from: new Date(start).toISOString(), to: new Date(clock.now() + 1).toISOString() };
+    const best = async (work: () => Promise<unknown>) => {
+      let fastest = Number.POSITIVE_INFINITY;
+      for (let i = 0; i < repeats; i++) {
+        const began = performance.now();
+        await work();
+        fastest = Math.min(fastest, performance.now() - began);
+      }
+      return Math.round(fastest);
+    };
+    const paths = await instancePaths(processDatabase(), tenant, instanceId, window, clock.now());
+    const pathsMs = await best(() => instancePaths(processDatabase(), tenant, instanceId, window, clock.now()));
+    const steps = ['welcome', 'wait', 'offer', 'bought'];
+    const funnel = await instanceFunnel(processDatabase(), tenant, instanceId, { ...window, steps }, clock.now());
+    const funnelMs = await best(() => instanceFunnel(processDatabase(), tenant, instanceId, { ...window, steps }, clock.now()));
+    const shape = `${moves.toLocaleString('en-US')} moves on ${paths.edges.length} edges; ${journal}`;
+    return {
+      paths: { value: pathsMs, note: `(${shape}; best of ${repeats})`, details: { edges: paths.edges } },
+      funnel: {
+        value: funnelMs,
+        note: `(${steps.join(' → ')}: ${funnel.steps.map((s) => s.users.toLocaleString('en-US')).join(' → ')}; best of ${repeats})`,
+        details: { steps: funnel.steps },
+      },
+    };
+  } finally {
+    await engine.stop();
+    await runner.stop();
+    runtime().engine = undefined;
+  }
+}
