@@ -1,4 +1,5 @@
 'use client';
+import Link from 'next/link';
 import { useState } from 'react';
 import { type ApiError, apiCall, apiGet } from './api';
 import { ListTable, type Column } from './list-table';
@@ -6,6 +7,8 @@ import { listOf, type ProcedureDetail, type ProcedureView } from './model';
 import { invalidate, useQuery } from './query';
 import { useTenants } from './shell';
 import { ErrorBox, Loading } from './ui';
+import { describeProcedure } from './procedure-words';
+import { useWorkflows } from './workflows';
 
 const REFRESH_MS = 2000;
 const STATES = ['', 'running', 'retrying', 'prepare-rollback', 'rolling-back', 'done', 'failed'];
@@ -25,9 +28,11 @@ export function ProceduresPanel({ tenant }: { tenant: string }) {
   // the admin session sees every tenant's procedures; the page shows the picked tenant's
   const procedures = { ...all, data: all.data && tenantId ? all.data.filter((p) => p.tenantId === tenantId) : undefined };
 
+  const journeys = useWorkflows(tenant).data;
+  const journeyOf = (p: ProcedureView) => journeys?.find((w) => w.id === p.workflowId);
   const columns: Column<ProcedureView>[] = [
     {
-      header: 'Type',
+      header: 'What',
       cell: (p) => (
         <button
           type="button"
@@ -36,15 +41,24 @@ export function ProceduresPanel({ tenant }: { tenant: string }) {
           aria-expanded={p.id === openId}
           data-testid="procedure-open"
         >
-          {p.type}
-          {p.parentId && <span className="muted small"> (child)</span>}
+          {describeProcedure(p, journeyOf(p)?.name).what}
+          {p.parentId && <span className="muted small"> (part of another)</span>}
         </button>
       ),
     },
+    {
+      header: 'Journey',
+      cell: (p) => {
+        const journey = journeyOf(p);
+        return journey ? <Link href={`/t/${encodeURIComponent(tenant)}/workflows/${journey.id}`}>{journey.name}</Link> : '—';
+      },
+    },
     { header: 'State', cell: (p) => stateBadge(p.state) },
-    { header: 'Step', cell: (p) => p.step },
-    { header: 'Attempts', cell: (p) => p.attempts },
-    { header: 'Error', cell: (p) => [p.error, p.rollbackError].filter(Boolean).join(' · '), className: 'danger small clip' },
+    {
+      header: 'Result',
+      cell: (p) => describeProcedure(p, journeyOf(p)?.name).outcome,
+      className: 'small',
+    },
     { header: 'Updated', cell: (p) => new Date(p.updatedAt).toLocaleString(), className: 'muted' },
   ];
 
@@ -76,14 +90,14 @@ export function ProceduresPanel({ tenant }: { tenant: string }) {
             rowProps={(p) => ({ 'aria-selected': p.id === openId, className: p.id === openId ? 'selected-row' : undefined })}
           />
         </div>
-        {openId && <ProcedureDetails id={openId} onOpen={setOpenId} />}
+        {openId && <ProcedureDetails id={openId} onOpen={setOpenId} journeyName={(id) => journeys?.find((w) => w.id === id)?.name} />}
       </div>
     </section>
   );
 }
 
 /** One procedure: what it is working on, its committed steps, its children and, when it failed, Retry. */
-function ProcedureDetails({ id, onOpen }: { id: string; onOpen: (id: string) => void }) {
+function ProcedureDetails({ id, onOpen, journeyName }: { id: string; onOpen: (id: string) => void; journeyName: (id: string | null) => string | undefined }) {
   const detail = useQuery<ProcedureDetail>(`procedure:${id}`, () => apiGet(`/procedures/${encodeURIComponent(id)}`), { refetchMs: REFRESH_MS });
   const [error, setError] = useState<ApiError | null>(null);
   const [retried, setRetried] = useState(false);
@@ -106,7 +120,7 @@ function ProcedureDetails({ id, onOpen }: { id: string; onOpen: (id: string) => 
         <>
           <header className="row spread">
             <h2>
-              {p.type} {stateBadge(p.state)}
+              {describeProcedure(p, journeyName(p.workflowId)).what} {stateBadge(p.state)}
             </h2>
             {p.state === 'failed' && (
               <button type="button" className="primary" onClick={() => void retry()} data-testid="procedure-retry">
@@ -115,6 +129,7 @@ function ProcedureDetails({ id, onOpen }: { id: string; onOpen: (id: string) => 
             )}
           </header>
           {retried && p.state !== 'failed' && <p className="ok-text small">Retried: it runs again from step {p.step}.</p>}
+          <p data-testid="procedure-outcome">{describeProcedure(p, journeyName(p.workflowId)).outcome}</p>
           <dl className="facts">
             <dt>Id</dt>
             <dd>
@@ -122,17 +137,19 @@ function ProcedureDetails({ id, onOpen }: { id: string; onOpen: (id: string) => 
             </dd>
             {p.workflowId && (
               <>
-                <dt>Workflow</dt>
+                <dt>Journey</dt>
+                <dd>{journeyName(p.workflowId) ?? <code>{p.workflowId}</code>}</dd>
+              </>
+            )}
+            {p.state !== 'done' && (
+              <>
+                <dt>Step</dt>
                 <dd>
-                  <code>{p.workflowId}</code>
+                  {p.step} · {p.attempts} retr{p.attempts === 1 ? 'y' : 'ies'}
+                  {p.nextAttemptAt ? ` · next at ${new Date(p.nextAttemptAt).toLocaleTimeString()}` : ''}
                 </dd>
               </>
             )}
-            <dt>Step</dt>
-            <dd>
-              {p.step} · {p.attempts} attempt{p.attempts === 1 ? '' : 's'}
-              {p.nextAttemptAt ? ` · next at ${new Date(p.nextAttemptAt).toLocaleTimeString()}` : ''}
-            </dd>
             <dt>Started</dt>
             <dd>{new Date(p.createdAt).toLocaleString()}</dd>
             {p.finishedAt && (
