@@ -5,6 +5,7 @@ import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
 import { spawnServer, type SpawnedServer } from '../helpers/next-server';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
+import { waitFor } from '../helpers/wait-for';
 
 // Three real server processes (server/main.ts over the last build) on one PostgreSQL schema. A seeded run SIGKILLs,
 // SIGTERMs and restarts members while a client posts events (retrying each batch with its Idempotency-Key until one
@@ -70,14 +71,9 @@ async function startMember(url: string): Promise<Member> {
   return { server, name: `${hostname()}:${server.child.pid}`, alive: true };
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** The probe's first answer that is not undefined. */
+async function found<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  return (await waitFor(what, probe, (answer) => answer !== undefined, { timeoutMs, everyMs: 20 })) as T;
 }
 
 describe('a cluster of three members on one PostgreSQL schema', () => {
@@ -116,7 +112,7 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
   /** Resolves once every partition is held by a live member and none holds more than ceil(8 / live members). */
   async function balanced(tenantId: string, timeoutMs = 30_000): Promise<number> {
     const started = Date.now();
-    await waitFor(
+    await found(
       'balanced ownership',
       async () => {
         const live = members.filter((m) => m.alive).map((m) => m.name);
@@ -150,7 +146,7 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
     const started = await call(members[2], 'POST', `/tenants/acme/workflows/${created.body.id}/start`, { crowd: 'everyone' });
     expect(started.status, JSON.stringify(started.body)).toBe(202);
     const instanceId: string = started.body.instanceId;
-    await waitFor('the instance running', async () =>
+    await found('the instance running', async () =>
       (await call(any(), 'GET', `/tenants/acme/instances/${instanceId}`)).body?.state === 'running' ? true : undefined,
     );
     await balanced(tenantId);
@@ -177,7 +173,7 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
       const chunk = users.slice(batch * BATCH, (batch + 1) * BATCH);
       for (const user of chunk) sent.add(user);
       const events = chunk.map((user) => ({ user, type: 'purchase' }));
-      await waitFor(`batch ${batch} acknowledged`, async () => {
+      await found(`batch ${batch} acknowledged`, async () => {
         const reply = await call(any(), 'POST', '/events', { tenant: 'acme', events }, { 'idempotency-key': `batch-${batch}` });
         return reply.status === 202 ? true : undefined;
       });
@@ -214,7 +210,7 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
     // Every member ends on the counts of a single-process run.
     for (const member of live()) {
       let last: Reply | undefined;
-      await waitFor(`final counts on ${member.name} (last: ${JSON.stringify(last?.body)})`, async () => {
+      await found(`final counts on ${member.name} (last: ${JSON.stringify(last?.body)})`, async () => {
         last = await call(member, 'GET', `/tenants/acme/instances/${instanceId}/counts`);
         return last.status === 200 && last.body.steps.bought === USERS ? true : undefined;
       }).catch(async (error) => {
@@ -228,7 +224,7 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
       });
     }
     // Counts are published after each commit, but may already include a batch whose commit is in flight: wait for it.
-    const rows = await waitFor(
+    const rows = await found(
       'every move in the journal',
       async () => {
         const { rows } = await sql.query<{ user: string; moves: string }>(
@@ -270,7 +266,7 @@ describe('a cluster of three members on one PostgreSQL schema', () => {
     expect((await call(live()[0], 'DELETE', `/tenants/acme/keys/${key.body.id}`)).status).toBeLessThan(300);
     const revokedAt = Date.now();
     // Target 1 s; the bound leaves room for a loaded CI machine (the figure is printed).
-    for (const member of live()) await waitFor(`key revoked on ${member.name}`, async () => ((await withKey(member)) === 401 ? true : undefined), 15_000);
+    for (const member of live()) await found(`key revoked on ${member.name}`, async () => ((await withKey(member)) === 401 ? true : undefined), 15_000);
     console.log(`[cluster] revoked key refused by every member after ${Date.now() - revokedAt} ms`);
   }, 300_000);
 });
