@@ -1,5 +1,5 @@
 'use client';
-import { useEffect, useRef, type ReactNode } from 'react';
+import { useEffect, useRef, type ReactNode, type SyntheticEvent } from 'react';
 import type { ApiError } from './api';
 
 export function Loading({ what }: { what: string }) {
@@ -65,7 +65,8 @@ export function Dialog({ title, onClose, children, testId }: { title: string; on
     };
   }, []);
   return (
-    <dialog ref={ref} className="dialog" onClose={onClose} onCancel={onClose} data-testid={testId}>
+    // only this dialog's own close and cancel: React passes those of a dialog opened inside it up to this one too
+    <dialog ref={ref} className="dialog" onClose={ownEvent(onClose)} onCancel={ownEvent(onClose)} data-testid={testId}>
       <header>
         <h2>{title}</h2>
         <button type="button" className="icon" aria-label="Close" onClick={onClose}>
@@ -76,6 +77,8 @@ export function Dialog({ title, onClose, children, testId }: { title: string; on
     </dialog>
   );
 }
+
+const ownEvent = (handler: () => void) => (event: SyntheticEvent) => event.target === event.currentTarget && handler();
 
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;

@@ -7,6 +7,7 @@ import { Dialog, Empty, ErrorBox, Loading, formatCount } from '../ui';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { definitionToGraph } from '../convert';
 import { compareVersions, type StepChange } from './compare';
+import { RestoreVersion } from './restore-version';
 import { EditorStore } from './store';
 
 /** A past state shown read-only: a stopped instance (its version's graph with the snapshot counts) or a saved version. */
@@ -82,7 +83,7 @@ export function VersionsDialog({
 }) {
   const versions = useQuery<VersionList>(`versions:${tenant}:${workflow.id}`, () => apiGet(tenantPath(tenant, `/workflows/${workflow.id}/versions`)));
   const [error, setError] = useState<ApiError | null>(null);
-  const [left, setLeft] = useState<number | null>(null);
+  const [left, setLeft] = useState<number | null>(workflow.version > 1 ? workflow.version - 1 : null);
   const [right, setRight] = useState<number>(workflow.version);
   const [changes, setChanges] = useState<StepChange[] | null>(null);
   const definitionOf = async (version: number) =>
@@ -127,9 +128,14 @@ export function VersionsDialog({
                 v{v.version}
                 {v.version === versions.data?.current ? ' (latest)' : ''} · saved {new Date(v.createdAt).toLocaleString()}
               </span>
-              <button type="button" className="link" onClick={() => void open(v.version)} data-testid={`open-v${v.version}`}>
-                Open read-only
-              </button>
+              <span className="row">
+                <button type="button" className="link" onClick={() => void open(v.version)} data-testid={`open-v${v.version}`}>
+                  Open read-only
+                </button>
+                {v.version !== versions.data?.current && (
+                  <RestoreVersion tenant={tenant} workflow={workflow} version={v.version} latest={versions.data?.current ?? workflow.version} />
+                )}
+              </span>
             </li>
           ))}
         </ul>

@@ -330,8 +330,13 @@ export class EditorStore {
   };
 
   /** Replaces the whole document (a recovered local draft) as one undoable, unsaved edit. */
-  replaceDocument = (nodes: StepNode[], edges: FlowEdge[], name = this.state.name, extras = this.state.extras) =>
-    this.change('restore the changes kept in this browser', nodes, edges, null, { selectedId: null, name, extras });
+  replaceDocument = (
+    nodes: StepNode[],
+    edges: FlowEdge[],
+    name = this.state.name,
+    extras = this.state.extras,
+    label = 'restore the changes kept in this browser',
+  ) => this.change(label, nodes, edges, null, { selectedId: null, name, extras });
 
   markSaved = () => this.set({ dirty: false });
 
