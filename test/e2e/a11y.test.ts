@@ -129,6 +129,18 @@ describe('accessibility of the studio', () => {
     }
   });
 
+  for (const scheme of ['light', 'dark'] as const) {
+    it(`has no axe-core violation of any impact on any studio page in a 1024×700 window, ${scheme} mode`, async () => {
+      const small = await openPage(browser, { width: 1024, height: 700 }, scheme);
+      try {
+        await signIn(small);
+        expect(await axeEveryPage(small, `${scheme}-1024`)).toEqual(NONE);
+      } finally {
+        await small.context().close();
+      }
+    });
+  }
+
   it('offers a skip link as the first Tab stop, and Enter on it moves on into the page', async () => {
     await page.goto(`/t/${tenant.name}/crowds`);
     await page.locator('[data-testid=crowd-row-count]').waitFor();
