@@ -90,7 +90,7 @@ afterEach(async () => {
   await h.close();
 });
 
-const byEdge = (edges: { from: string | null; to: string }[]) => [...edges].sort((a, b) => `${a.from}|${a.to}`.localeCompare(`${b.from}|${b.to}`));
+const byEdge = <T extends { from: string | null; to: string }>(edges: T[]) => [...edges].sort((a, b) => `${a.from}|${a.to}`.localeCompare(`${b.from}|${b.to}`));
 const at = (ms: number) => new Date(ms).toISOString();
 
 async function tenantOf(h: Harness): Promise<Tenant> {
