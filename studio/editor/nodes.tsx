@@ -4,6 +4,7 @@ import { memo, useEffect, useRef, useState } from 'react';
 import { createPortal } from 'react-dom';
 import { describeCron } from '../../server/model/cron';
 import { CANVAS_KINDS, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
+import { BranchRouting } from './branch-routing';
 import { formatCount, formatShare } from '../ui';
 import { useCanvasInfo, useCounts } from './context';
 import { webhookOf } from './inspector-actions';
@@ -170,6 +171,7 @@ function StepNodeView(props: NodeProps<StepNode>) {
         </div>
       )}
       <div className="step-summary">{summary(node)}</div>
+      {node.type === 'branch' && <BranchRouting conditions={node.data.branches.map((branch) => branch.condition)} />}
       {webhookOf(props.data.enterAction) !== null && (
         <div className="step-webhook" data-testid="step-webhook" title="The users who enter this step are sent to this webhook">
           ⇢ webhook “{webhookOf(props.data.enterAction)}”
