@@ -13,6 +13,8 @@ type Operation = {
   tags: string[];
   params?: string[];
   query?: Record<string, string>;
+  /** Query parameters the call cannot do without: name → description. */
+  requiredQuery?: Record<string, string>;
   /** Optional request headers: name → description. */
   headers?: Record<string, string>;
   body?: ZodType | { contentTypes: string[]; description: string };
@@ -26,6 +28,7 @@ type Operation = {
 export function operation(op: Operation): object {
   const parameters = [
     ...(op.params ?? []).map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+    ...Object.entries(op.requiredQuery ?? {}).map(([name, description]) => ({ name, in: 'query', required: true, description, schema: { type: 'string' } })),
     ...Object.entries(op.query ?? {}).map(([name, description]) => ({ name, in: 'query', required: false, description, schema: { type: 'string' } })),
     ...Object.entries(op.headers ?? {}).map(([name, description]) => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })),
   ];

@@ -154,5 +154,9 @@ async function readBytesCapped(request: Request, limit: number): Promise<Buffer>
 }
 
 export function queryParams<S extends ZodType>(request: Request, schema: S): z.infer<S> {
-  return schema.parse(Object.fromEntries(new URL(request.url).searchParams));
+  const parsed = schema.safeParse(Object.fromEntries(new URL(request.url).searchParams));
+  if (parsed.success) return parsed.data;
+  // A parameter the route does not know is the first thing to say: it may be a misspelling of a required one.
+  const unknown = parsed.error.issues.filter((issue) => issue.code === 'unrecognized_keys');
+  throw new ZodError([...unknown, ...parsed.error.issues.filter((issue) => issue.code !== 'unrecognized_keys')]);
 }

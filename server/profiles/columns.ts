@@ -32,7 +32,7 @@ export async function describeProfileColumns(database: Database, tenantId: strin
   const unknown = names.filter((name) => !fields.has(name));
   if (unknown.length > 0) {
     throw badRequest(
-      `Unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}: no profile of the tenant has that attribute`,
+      `columns: unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}: no profile of the tenant has that attribute`,
       {
         path: 'columns',
         unknown,

@@ -156,7 +156,7 @@ describe('exports with profile columns', () => {
   it('refuses unknown columns, entered_at, and columns in formats that carry IDs only, naming them', async () => {
     const exported = (query: string) => api('GET', `${base}/crowds/everyone/export?${query}`, { token: tenant.key });
     const unknown = expectError(await exported('columns=plan,nope,zz.top'), 400, 'bad_request');
-    expect(unknown.message).toBe('Unknown columns "nope", "zz.top": no profile of the tenant has that attribute');
+    expect(unknown.message).toBe('columns: unknown columns "nope", "zz.top": no profile of the tenant has that attribute');
     expect(unknown.details).toEqual({ path: 'columns', unknown: ['nope', 'zz.top'] });
     expect(expectError(await exported('columns=plan&format=roaring'), 400, 'bad_request').message).toContain('format=roaring carries user IDs only');
     expect(expectError(await exported('columns=plan&format=json'), 400, 'bad_request').message).toContain('format=json');

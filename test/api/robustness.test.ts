@@ -7,7 +7,7 @@ import { check, numberMutations, raw, type Sent, stringMutations, wrongValues } 
 // {error: {code, message}} whose message names what is wrong; never a 5xx, never a hang. Each family collects
 // every failing request first, so one run lists them all.
 
-type Operation = { method: string; path: string; pathParams: string[]; query: { name: string; numeric: boolean }[]; bodyTypes: string[] };
+type Operation = { method: string; path: string; pathParams: string[]; query: { name: string; numeric: boolean; required: boolean }[]; bodyTypes: string[] };
 
 /** Hundreds of requests per test: on a loaded 2-core machine that takes longer than vitest's default timeout. */
 const HEAVY_TIMEOUT_MS = 300_000;
@@ -99,6 +99,7 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
     'POST /tenants/{tenant}/workflows/{id}/start': { crowd: 'base' },
     'POST /tenants/{tenant}/instances/{iid}/crowd': { crowd: 'base' },
     'POST /tenants/{tenant}/instances/{iid}/workflow': { version: 1 },
+    'POST /tenants/{tenant}/instances/{iid}/steps/{step}/crowd': { name: uniqueName('saved') },
     'POST /events': { tenant: fixture.a.name, events: [{ user: 1, type: 'robust' }] },
     'PUT /consumers/{name}': { start: 'tail' },
     'POST /consumers/{name}/commit': { cursor: 0 },
@@ -123,8 +124,15 @@ function pathOf(op: Operation, override?: { param: string; segment: string }, va
     path = path.replace(`{${param}}`, value);
   }
   if (op.query.some((q) => q.name === 'tenant')) path += `${path.includes('?') ? '&' : '?'}tenant=${fixture.a.name}`;
+  for (const query of op.query.filter((q) => q.required && q.name !== 'tenant')) {
+    if (!(query.name in REQUIRED_QUERY_VALUES)) throw new Error(`robustness.test.ts has no valid value for the query parameter ${query.name}: add one`);
+    path += `${path.includes('?') ? '&' : '?'}${query.name}=${REQUIRED_QUERY_VALUES[query.name]}`;
+  }
   return path;
 }
+
+/** A valid value of each required query parameter, so a hostile path parameter is what the answer must name. */
+const REQUIRED_QUERY_VALUES: Record<string, string> = { steps: 'entry,done' };
 
 function withBody(op: Operation, headers: Record<string, string> = {}): Sent {
   const sent: Sent = { method: op.method, path: pathOf(op), headers };
@@ -176,14 +184,14 @@ beforeAll(async () => {
   operations = [];
   for (const [path, item] of Object.entries<Record<string, any>>(document.body.paths)) {
     for (const [method, op] of Object.entries<any>(item)) {
-      const parameters: { in: string; name: string; schema?: { type?: string | string[] } }[] = op.parameters ?? [];
+      const parameters: { in: string; name: string; required?: boolean; schema?: { type?: string | string[] } }[] = op.parameters ?? [];
       operations.push({
         method: method.toUpperCase(),
         path,
         pathParams: parameters.filter((p) => p.in === 'path').map((p) => p.name),
         query: parameters
           .filter((p) => p.in === 'query')
-          .map((p) => ({ name: p.name, numeric: [p.schema?.type].flat().some((t) => t === 'integer' || t === 'number') })),
+          .map((p) => ({ name: p.name, numeric: [p.schema?.type].flat().some((t) => t === 'integer' || t === 'number'), required: p.required === true })),
         bodyTypes: Object.keys(op.requestBody?.content ?? {}),
       });
     }
