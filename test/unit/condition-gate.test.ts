@@ -45,8 +45,8 @@ describe('the condition gate', () => {
         problem: 'condition nests parentheses, calls, lists, maps or field accesses more than 250 levels deep; simplify it (at character 252)',
       });
     }
-    expect(refusal(`${'!'.repeat(999)}true`)).toBeNull();
-    expect(refusal(`${'!'.repeat(1_000)}true`)?.problem).toMatch(/more than 1000 levels of operators/);
+    expect(refusal(`${'!'.repeat(1_000)}true`)).toBeNull();
+    expect(refusal(`${'!'.repeat(1_001)}true`)?.problem).toMatch(/more than 1000 levels of operators/);
     expect(refusal(`user in [${Array.from({ length: 1_000 }, () => 0).join(',')}]`)).toBeNull();
     expect(refusal(`user in [${Array.from({ length: 1_001 }, () => 0).join(',')}]`)?.problem).toMatch(/^a list literal has more than 1,000 items/);
   });
