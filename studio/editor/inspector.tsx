@@ -88,7 +88,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
         </label>
         <KindFields key={node.id} node={node} update={update} />
         <h3>Actions</h3>
-        <EnterActionField key={node.id} value={node.data.enterAction} onChange={(v) => update({ enterAction: v }, 'enterAction')} />
+        <EnterActionField key={`enter-action:${node.id}`} value={node.data.enterAction} onChange={(v) => update({ enterAction: v }, 'enterAction')} />
         <Text label="On leave (action tag)" value={node.data.leaveAction} onChange={(v) => update({ leaveAction: v }, 'leaveAction')} />
         <Text
           label="Re-evaluate when idle for (ttl)"

@@ -24,6 +24,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
   const [user, setUser] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
   const [form, setForm] = useState<'columns' | 'crowd' | null>(null);
+  const [opensUp, setOpensUp] = useState(false);
   const menuButton = useRef<HTMLButtonElement>(null);
   const viewFirstButton = useRef<HTMLButtonElement>(null);
   if (!instanceId) return null;
@@ -73,6 +74,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
         aria-label={`Menu of step ${stepName}`}
         data-testid="step-menu"
         onClick={() => {
+          setOpensUp(lowOnCanvas(menuButton.current));
           setOpen(!open);
           setFirstUsers(null);
           setForm(null);
@@ -81,7 +83,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
         ⋯
       </button>
       {open && (
-        <div className="menu step-menu-panel" role="menu">
+        <div className={`menu step-menu-panel${opensUp ? ' opens-up' : ''}`} role="menu">
           <a href={exportUrl('csv')} download data-testid="export-csv">
             Export users (CSV)
           </a>
@@ -141,4 +143,11 @@ export function StepMenu({ stepName }: { stepName: string }) {
       )}
     </span>
   );
+}
+
+/** A menu opened in the lower half of the canvas opens upward, so its longer forms are not cut off at the bottom. */
+function lowOnCanvas(button: HTMLElement | null): boolean {
+  const canvas = button?.closest('.react-flow')?.getBoundingClientRect();
+  const at = button?.getBoundingClientRect();
+  return canvas !== undefined && at !== undefined && at.bottom > canvas.top + canvas.height / 2;
 }
