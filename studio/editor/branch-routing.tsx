@@ -23,7 +23,7 @@ export function BranchRouting({ conditions }: { conditions: string[] }) {
   if (routing === null) return null; // a condition that does not compile is reported as a problem already
   const { text, title } = WORDS[routing];
   return (
-    <div className="step-summary step-routing" data-testid="step-routing" data-routing={routing} title={title}>
+    <div className="step-routing" data-testid="step-routing" data-routing={routing} title={title}>
       {text}
     </div>
   );

@@ -85,7 +85,8 @@ describe('typing in the inspector', () => {
     await page.getByTestId('timeout-add').click();
     await typeKeyByKey(page.getByTestId('timeout-input'), '3d');
     expect(await page.getByTestId('timeout-input-hint').textContent()).toBe('= 3 days');
-    await typeKeyByKey(page.getByLabel('On enter (action tag)'), 'webhook:crm');
+    await page.getByTestId('enter-action-select').selectOption({ label: 'An action tag for integrations…' });
+    await typeKeyByKey(page.getByTestId('enter-action-tag'), 'tag_entered');
     await typeKeyByKey(page.getByLabel('On leave (action tag)'), 'tag_left');
     await typeKeyByKey(page.getByTestId('ttl-input'), '12h');
     await typeKeyByKey(page.getByTestId('step-label-input'), 'Signed up: first move?');
@@ -165,7 +166,7 @@ describe('typing in the inspector', () => {
     expect(await activeStep()).toBe('nurture');
 
     await selectStep(page, 'welcome');
-    const deleteButton = page.getByRole('button', { name: 'Delete step' });
+    const deleteButton = page.getByRole('button', { name: 'Delete step', exact: true });
     await deleteButton.click();
     await dialog.waitFor();
     expect(await dialog.getByTestId('delete-risk').allTextContents()).toEqual([`“welcome” is the entry step and holds ${CROWD.length - 1} users now.`]);
