@@ -177,7 +177,7 @@ function insertBulkMoves(database: Database, entries: { tenantId: string; move: 
  */
 function writeCheckpoints(database: Database, checkpoints: CheckpointWrite[]): RawStatement[] {
   const t = database.dialect.table('ShardCheckpoint');
-  const maxSeq = `(SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')})`;
+  const maxSeq = nextSeqSql(database);
   const kinds = [checkpoints.filter((cp) => !cp.unjournaled), checkpoints.filter((cp) => cp.unjournaled)];
   return kinds.flatMap((kind, unjournaled) =>
     uniqueShardChunks(kind, (cp) => cp.data.byteLength).map((chunk) =>
