@@ -24,7 +24,7 @@ import type { CommittedShards } from '../cluster/committed-cache';
 import { loadDefinition } from './instance-store';
 import { appendPrepared, prepareIngestBody, type IngestOutcome, type PreparedIngest } from './ingest';
 import * as ops from './instances';
-import { PARTITION_WAIT_MS } from './operations';
+import { PARTITION_WAIT_MS, START_COMMIT_BYTES } from './operations';
 import type { InstanceEngine } from './instances';
 import type { EngineHandle } from './handle';
 import { materializeStart, materializeStop, materializeUpdateCrowd, materializeUpdateWorkflow } from './operations';
@@ -61,6 +61,8 @@ export interface EngineOptions {
   checkpointEveryMoves?: number;
   /** How long an operation waits for partitions this process does not own yet before failing. Default 2 minutes. */
   partitionWaitMs?: number;
+  /** Bytes of bitmaps a start commits per transaction (operations.ts, START_COMMIT_BYTES by default). */
+  startCommitBytes?: number;
   /** Told the counts of an instance right after every change (the engine thread publishes them to the request thread). */
   publishCounts?: (tenantId: string, counts: Counts, coverage: CountsCoverage) => void;
   /** Membership of a cluster on PostgreSQL (server/cluster/): this engine holds only its share of the partitions. */
@@ -78,6 +80,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly checkpointEveryMs: number;
   readonly checkpointEveryMoves: number;
   readonly partitionWaitMs: number;
+  readonly startCommitBytes: number;
   private readonly runnerOverride: ProcedureRunner | undefined;
   private readonly publishCounts: EngineOptions['publishCounts'];
   readonly cluster: ClusterMember | undefined;
@@ -116,6 +119,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
     this.checkpointEveryMoves = options.checkpointEveryMoves ?? 100_000;
     this.partitionWaitMs = options.partitionWaitMs ?? PARTITION_WAIT_MS;
+    this.startCommitBytes = options.startCommitBytes ?? START_COMMIT_BYTES;
     // Registered before any start so the runner (which may resume instance procedures at boot) knows the types.
     ops.registerInstanceProcedures(this);
   }

@@ -1,5 +1,6 @@
 // The work of the instance procedures, done under every partition lock of the tenant and committed in ONE fenced
-// transaction with fresh checkpoints, so a crash leaves either the old or the new state, never a mix.
+// transaction with fresh checkpoints, so a crash leaves either the old or the new state, never a mix. A start is the
+// exception: it commits partition by partition, invisible until its last commit (materializeStart).
 import { loadCrowd } from '../crowd';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
@@ -12,9 +13,10 @@ import { plannedAfter } from './local-time';
 import { Mover } from './moves';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { inSlices } from './slices';
+import { inSlices, Slices } from './slices';
 import { commitBatch, type CheckpointWrite, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
+import { loadCheckpoints } from './store/replay';
 import { InstanceRuntime, type TenantRuntime } from './tenant';
 import type { Reentry } from './types';
 import type { Database } from '../storage/database';
@@ -118,6 +120,12 @@ export function byPartition(users: RoaringBitmap32, partitions: number): Roaring
   return Array.from({ length: partitions }, (_, p) => split(p));
 }
 
+/**
+ * A start commits its partitions in groups of about this many bytes of bitmaps (a small start in one transaction): on
+ * SQLite a commit holds the database, and the engine thread with it, for as long as it writes.
+ */
+export const START_COMMIT_BYTES = 4 * 1024 * 1024;
+
 /** Every partition's index, for work done partition by partition in slices. */
 const partitionsOf = (count: number) => Array.from({ length: count }, (_, partition) => partition);
 
@@ -150,6 +158,13 @@ function markRunning(database: Database, instanceId: string, userCount: number, 
   return { sql: `UPDATE ${sql.table('Instance')} SET ${set} WHERE "id" = ${bind(instanceId)}`, params };
 }
 
+/**
+ * A start commits partition by partition (in groups of about START_COMMIT_BYTES), each partition's moves and checkpoint in
+ * the same transaction, and the instance turns `running` in the last one: on SQLite a start's single transaction over 2^27 users held the database (and the
+ * engine thread, whose driver is synchronous) for tens of seconds, and every other tenant's events waited for it. Until
+ * the last commit nobody reads the committed partitions (a `starting` instance is not loaded, counted or shown). A start
+ * retried after a crash keeps the partitions an earlier attempt committed, so their moves are journaled once.
+ */
 export async function materializeStart(engine: Engine, tenantId: string, instanceId: string): Promise<Json> {
   const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
   if (row.state === 'running') return { instanceId, userCount: Number(row.userCount), excludedCount: Number(row.excludedCount) };
@@ -161,30 +176,51 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
       ? { users: new RoaringBitmap32(), excludedCount: 0 }
       : await crowdOf(engine.database, tenantId, row.crowdName, row.workflowId, instanceId, row.reentry as Reentry);
   if (users.size === 0 && !workflow.trigger) throw nobodyLeft(row.crowdName, excludedCount);
-  await locked(engine, tenantId, async (tenant, leases) => {
+  const userCount = await locked(engine, tenantId, async (tenant, leases) => {
     const now = engine.clock.now();
     const instance = new InstanceRuntime(row, workflow, tenant.partitions);
-    const moves: JournalMove[] = [];
     const routing = await entryRouting(tenant.data, workflow);
     const split = splitByPartition(users, tenant.partitions);
-    await inSlices(partitionsOf(tenant.partitions), (partition) => {
-      const shard = (instance.shards[partition] = new Shard(instanceId, partition));
-      new Mover(workflow, shard, moves, now, routing).moveBulk(split(partition), null, workflow.entry);
-      startCrons(shard, workflow, now);
-    });
-    // All raw statements: no Prisma transaction holding the connection while 20 MB of bitmaps are bound.
-    await commitBatch(engine.database, tenantId, {
-      leases,
-      moves,
-      checkpoints: await encodeAll(instance),
-      now,
-      extra: [markRunning(engine.database, instanceId, users.size, excludedCount, now)],
-    });
+    const partitions = partitionsOf(tenant.partitions);
+    const earlier = await loadCheckpoints(engine.database, instanceId, partitions);
+    const entering = partitions.map((partition) => (earlier.has(partition) ? null : split(partition)));
+    const total = partitions.reduce((sum, partition) => {
+      const kept = earlier.get(partition);
+      if (kept) instance.shards[partition] = Shard.decode(instanceId, partition, kept.data);
+      return sum + (kept ? instance.shards[partition]!.members().size : entering[partition]!.size);
+    }, 0);
+    const slices = new Slices();
+    let group: { leases: Lease[]; moves: JournalMove[]; checkpoints: CheckpointWrite[]; bytes: number } | null = null;
+    for (const partition of partitions) {
+      const last = partition === partitions.length - 1;
+      if (!instance.shards[partition] || last) {
+        const moves: JournalMove[] = [];
+        if (!instance.shards[partition]) {
+          const shard = (instance.shards[partition] = new Shard(instanceId, partition));
+          new Mover(workflow, shard, moves, now, routing).moveBulk(entering[partition]!, null, workflow.entry);
+          startCrons(shard, workflow, now);
+        }
+        const data = instance.shards[partition]!.encode();
+        group ??= { leases: [], moves: [], checkpoints: [], bytes: 0 };
+        group.leases.push(...leases.filter((lease) => lease.partition === partition));
+        group.moves.push(...moves);
+        group.checkpoints.push({ instanceId, partition, data });
+        group.bytes += data.byteLength + moves.reduce((sum, move) => sum + (move.bitmap?.byteLength ?? 0), 0);
+      }
+      if (group && (last || group.bytes >= engine.startCommitBytes)) {
+        await slices.boundary();
+        const extra = last ? [markRunning(engine.database, instanceId, total, excludedCount, now)] : [];
+        await commitBatch(engine.database, tenantId, { ...group, now, extra });
+        group = null;
+      }
+      await slices.boundary();
+    }
     tenant.instances.set(instanceId, instance);
+    return total;
   });
   engine.timersChanged();
   engine.countsChanged(instanceId);
-  return { instanceId, userCount: users.size, excludedCount };
+  return { instanceId, userCount, excludedCount };
 }
 
 export async function materializeStop(engine: Engine, tenantId: string, instanceId: string): Promise<Json> {
