@@ -13,7 +13,14 @@ import { crowd, range, startHarness, steps, workflow, type Harness } from '../fi
 const PARTITIONS = 4;
 const definition: WorkflowDefinition = {
   steps: [
-    { name: 'entry', kind: 'branch', branches: [{ condition: 'event.type == "buy"', next: 'done' }, { condition: 'event.type == "quit"', next: 'done' }] },
+    {
+      name: 'entry',
+      kind: 'branch',
+      branches: [
+        { condition: 'event.type == "buy"', next: 'done' },
+        { condition: 'event.type == "quit"', next: 'done' },
+      ],
+    },
     { name: 'done', kind: 'direct' },
   ],
 };
