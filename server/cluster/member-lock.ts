@@ -9,6 +9,7 @@
 // engine thread's side (./membership.ts) only reads who is live and listens for signals.
 import { randomInt } from 'node:crypto';
 import type pg from 'pg';
+import { sleepUntilAborted, systemClock, type Clock } from '../clock';
 import type { PostgresTarget } from '../storage/database-url';
 import { connectClient, QueryQueue } from '../storage/pg-connect';
 import { clusterChannel, DB_NOW_MS, lockNamespace, type ClusterSignal } from './membership';
@@ -19,7 +20,8 @@ const HEARTBEAT_EVERY_MS = 1_000;
 export class MemberLock {
   private client: pg.Client | undefined;
   private lockKey = 0;
-  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** Ends the heartbeat loop's sleep on release; undefined while no loop runs. */
+  private heartbeat: AbortController | undefined;
   private closed = false;
   private readonly table: string;
   private readonly channel: string;
@@ -35,6 +37,8 @@ export class MemberLock {
     readonly name: string,
     /** Whether this process can still do its partitions' work (its engine thread answers): no heartbeat while not. */
     private readonly engineResponsive: () => boolean = () => true,
+    /** What the heartbeat waits on (a test moves a ManualClock and awaits `beat()`). */
+    private readonly clock: Clock = systemClock,
   ) {
     this.table = `"${target.schema.replace(/"/g, '""')}"."ClusterMember"`;
     this.channel = clusterChannel(target);
@@ -71,8 +75,7 @@ export class MemberLock {
       throw error;
     }
     if (this.closed) return; // released meanwhile: it took the row, the lock and the connection
-    this.heartbeat ??= setInterval(() => void this.beat(), HEARTBEAT_EVERY_MS);
-    this.heartbeat.unref();
+    if (!this.heartbeat) void this.heartbeatLoop((this.heartbeat = new AbortController()).signal);
     await this.signal({ kind: 'members', from: this.name });
   }
 
@@ -92,6 +95,19 @@ export class MemberLock {
   beat(): Promise<void> {
     this.beating = this.beating.then(() => this.beatNow());
     return this.beating;
+  }
+
+  /** Resolves once the beat under way (if any) is done: a test moves the lock's ManualClock, then awaits this. */
+  beatsSettled(): Promise<void> {
+    return this.beating;
+  }
+
+  /** A beat every HEARTBEAT_EVERY_MS of the clock (not awaited: a slow beat does not push the next one back). */
+  private async heartbeatLoop(stop: AbortSignal): Promise<void> {
+    while (!stop.aborted) {
+      await sleepUntilAborted(this.clock, HEARTBEAT_EVERY_MS, stop);
+      if (!stop.aborted) void this.beat();
+    }
   }
 
   private async beatNow(): Promise<void> {
@@ -126,7 +142,7 @@ export class MemberLock {
   /** Leaves: the row goes, the lock is released and the others are told (after the engine handed its partitions back). */
   async release(): Promise<void> {
     this.closed = true;
-    clearInterval(this.heartbeat);
+    this.heartbeat?.abort();
     this.heartbeat = undefined;
     const client = this.client;
     this.client = undefined;

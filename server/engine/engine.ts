@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../clock';
+import { sleepUntilAborted, systemClock, type Clock } from '../clock';
 import type { Principal } from '../auth';
 import { processOwner } from '../process-owner';
 import { runtime } from '../runtime';
@@ -315,13 +315,16 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   async drain(tenantId: string, timeoutMs = 60_000): Promise<void> {
     const ends = await logEnds(this.database, tenantId);
     const workers = await this.workers(tenantId);
-    const deadline = Date.now() + timeoutMs;
+    const deadline = this.wallClock.now() + timeoutMs;
     for (const worker of workers) {
       const end = ends.get(worker.partition) ?? 0;
-      while (!worker.lease || worker.offset < end) {
-        if (Date.now() > deadline) throw new Error(`partition ${worker.partition} did not reach offset ${end} (at ${worker.offset})`);
+      for (;;) {
+        const progressed = worker.progressed.signal();
+        if (worker.lease && worker.offset >= end) break;
+        if (this.wallClock.now() > deadline) throw new Error(`partition ${worker.partition} did not reach offset ${end} (at ${worker.offset})`);
         worker.poke();
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        // Woken by the worker's commit or lease; poked again meanwhile (a lease another process held may be free now).
+        await sleepUntilAborted(this.wallClock, DRAIN_POKE_MS, progressed);
       }
     }
   }
@@ -485,6 +488,9 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return ops.submitUpdateWorkflow(this, tenantId, instanceId, request);
   }
 }
+
+/** How often drain() pokes a partition that has not caught up yet, in wall-clock time. */
+const DRAIN_POKE_MS = 5;
 
 /** Tenants loaded side by side at start. */
 const TENANTS_LOADED_AT_ONCE = 4;

@@ -56,6 +56,8 @@ export class PartitionWorker {
   private readonly wakeup = new Wakeup();
   /** Woken when the checkpoint's due time changes (sleepIdle). */
   private readonly replan = new Wakeup();
+  /** Woken when the worker takes its lease or commits a batch (Engine.drain waits on it). */
+  readonly progressed = new Wakeup();
   private stopped = false;
   private loop: Promise<void> | undefined;
   private movesSinceCheckpoint = 0;
@@ -215,6 +217,7 @@ export class PartitionWorker {
       const shards = await Promise.all(instances.map((instance) => this.tenant.shardLoader.load(instance.id, this.partition, instance.workflow)));
       shards.forEach((shard, i) => this.installShard(instances[i], shard));
     });
+    this.progressed.wake();
     this.engine.timersChanged();
     return 'taken';
   }
@@ -263,6 +266,7 @@ export class PartitionWorker {
     const extra = [...letters.statements(), ...insertConversions(this.engine.database, conversions)];
     await commitBatch(this.engine.database, this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra });
     this.offset = to;
+    this.progressed.wake();
     this.afterCommit(touched, moves.length + conversions.length);
   }
 

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../server/clock';
 import { GATHER_HOLD_MS } from '../../server/cluster/gather';
 import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
 import { MemberLock } from '../../server/cluster/member-lock';
@@ -171,6 +172,28 @@ describe('cluster members on one PostgreSQL schema', () => {
     expect(await a.isGone('member-h')).toBe(false);
     await a.settle();
     expect(a.liveMembers()).toContain('member-h');
+  });
+
+  it('beats on its clock: a second of the clock writes the heartbeat, less does not', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const lock = new MemberLock(target, 'member-t', () => true, clock);
+    locks.push(lock);
+    await lock.hold();
+    const heartbeat = async () =>
+      Number((await sql.query(`SELECT "heartbeatMs" FROM "${target.schema}"."ClusterMember" WHERE "name" = 'member-t'`)).rows[0].heartbeatMs);
+    await sql.query(`UPDATE "${target.schema}"."ClusterMember" SET "heartbeatMs" = 0 WHERE "name" = 'member-t'`);
+    await clock.advance(999);
+    await lock.beatsSettled();
+    expect(await heartbeat()).toBe(0);
+    await clock.advance(1);
+    await lock.beatsSettled();
+    expect(await heartbeat()).toBeGreaterThan(0);
+    await sql.query(`UPDATE "${target.schema}"."ClusterMember" SET "heartbeatMs" = 0 WHERE "name" = 'member-t'`);
+    await clock.advance(1_000);
+    await lock.beatsSettled();
+    expect(await heartbeat()).toBeGreaterThan(0);
+    await lock.release();
+    expect(clock.pendingSleepers()).toBe(0); // the release ended the heartbeat's sleep
   });
 
   // A leave that comes while the connection is still being made (as on a reconnect after PostgreSQL dropped it) must
