@@ -245,7 +245,7 @@ async function main(): Promise<void> {
     }
     if (sections.has('exports')) {
       console.log(`exports with 3 profile columns (CSV, Parquet) and step → crowd over HTTP on ${provider}…`);
-      exports[provider] = await withDatabase(provider, 'exports', (database) => measureExports(database, SCALE.users));
+      exports[provider] = await withDatabase(provider, 'exports', (database) => measureExports(database, SCALE.users, profile));
       save(false);
     }
     if (sections.has('profiles')) {

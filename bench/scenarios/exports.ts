@@ -49,8 +49,8 @@ async function importProfiles(server: BenchServer, tenant: string, users: number
   await response.arrayBuffer();
 }
 
-export async function measureExports(database: ScratchDatabase, users: number): Promise<ExportFigures> {
-  const server = await startServer(database.url);
+export async function measureExports(database: ScratchDatabase, users: number, profile = false): Promise<ExportFigures> {
+  const server = await startServer(database.url, { profile });
   try {
     const tenant = 'exports';
     await call(server, 'POST', '/tenants', { name: tenant, partitions: 8 });

@@ -8,7 +8,7 @@ import { AppError, badRequest } from '../errors';
 import { bitmapExportResponse, type ExportFormat, safeFilename } from '../crowd/export';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { EngineHandle } from '../engine/handle';
-import type { ColumnSpec } from '../profiles/columns';
+import type { ColumnSpec, ColumnValues } from '../profiles/columns';
 import { tableFormatter } from './table-formatter';
 import type { TableFormat } from './table-thread';
 
@@ -69,6 +69,11 @@ function checkColumnNames(columns: string[]): void {
   }
 }
 
+/** Pages read from the profile index ahead of the one the table thread writes: reading and writing overlap. */
+const PAGES_AHEAD = 2;
+
+type Page = { ids: Uint32Array; values: ColumnValues[] };
+
 function tableStream(
   engine: EngineHandle,
   tenantId: string,
@@ -78,11 +83,26 @@ function tableStream(
   columns: ColumnSpec[],
 ): ReadableStream<Uint8Array> {
   const session = tableFormatter().open(format, columns, TABLE_PAGE_ROWS);
-  let sent = 0;
+  const ahead: Promise<Page>[] = [];
+  let requested = 0;
   let ended = false;
+  // The next pages' columns are read (in the engine thread) while the table thread writes this one; at most
+  // PAGES_AHEAD pages wait, so memory stays a few pages whatever the export's size.
+  const readAhead = () => {
+    while (ahead.length < PAGES_AHEAD && requested < total) {
+      const count = Math.min(TABLE_PAGE_ROWS, total - requested);
+      const ids = bitmap.rangeUint32Array(new Uint32Array(count), requested, count);
+      requested += count;
+      const page = engine.profiles.readProfileColumns(tenantId, columns, ids).then((values) => ({ ids, values }));
+      // A failed read is reported when its page is awaited; the pages after it must not crash the process meanwhile.
+      page.catch(() => undefined);
+      ahead.push(page);
+    }
+  };
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        readAhead();
         for (;;) {
           const event = await session.next();
           if (event.kind === 'bytes') return controller.enqueue(event.bytes);
@@ -90,18 +110,19 @@ function tableStream(
             bitmap.dispose();
             return controller.close();
           }
-          if (sent >= total) {
+          const next = ahead.shift();
+          if (!next) {
             if (!ended) session.end();
             ended = true;
             continue;
           }
-          const count = Math.min(TABLE_PAGE_ROWS, total - sent);
-          const ids = bitmap.rangeUint32Array(new Uint32Array(count), sent, count);
-          sent += count;
-          session.page(ids, await engine.profiles.readProfileColumns(tenantId, columns, ids));
+          const { ids, values } = await next;
+          session.page(ids, values);
+          readAhead();
         }
       },
       cancel() {
+        ahead.length = 0;
         session.drop();
         bitmap.dispose();
       },

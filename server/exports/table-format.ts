@@ -14,32 +14,131 @@ function csvField(text: string): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-/** One line per user: the ID, then each column's value (empty where the user has none). */
-export function csvRows(ids: Uint32Array, columns: ColumnValues[]): string {
-  const cells = columns.map(cellsOf);
-  let text = '';
-  for (let row = 0; row < ids.length; row++) {
-    text += ids[row];
-    for (const cell of cells) text += `,${cell(row)}`;
-    text += '\n';
+const COMMA = 44;
+const NEWLINE = 10;
+const MINUS = 45;
+const encoder = new TextEncoder();
+
+/**
+ * One line per user: the ID, then each column's value (empty where the user has none), written as bytes into one
+ * buffer per page: digits by arithmetic, strings as their dictionary's pre-encoded (and quoted) bytes. No string per
+ * cell and no joined text: a 10M-row page of text concatenation took seconds per million rows.
+ */
+export function csvRows(ids: Uint32Array, columns: ColumnValues[]): Uint8Array {
+  const rows = ids.length;
+  const writers = columns.map(cellWriter);
+  let size = rows * 11;
+  for (const writer of writers) size += writer.bytes(rows);
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (let row = 0; row < rows; row++) {
+    at = writeUint(out, at, ids[row]);
+    for (let c = 0; c < writers.length; c++) {
+      out[at++] = COMMA;
+      at = writers[c].write(out, at, row);
+    }
+    out[at++] = NEWLINE;
   }
-  return text;
+  return out.subarray(0, at);
 }
 
-function cellsOf(column: ColumnValues): (row: number) => string {
+type CellWriter = {
+  /** At most the bytes the column's cells of `rows` rows take, its commas included. */
+  bytes(rows: number): number;
+  /** Writes row's cell at `at`; returns the position after it. */
+  write(out: Uint8Array, at: number, row: number): number;
+};
+
+/** More than the longest text of a double ("-1.2345678901234567e-300"), a whole number up to 2^53 or an ISO time ("+275760-09-13T00:00:00.000Z"). */
+const NUMBER_BYTES = 32;
+
+function cellWriter(column: ColumnValues): CellWriter {
   if (column.kind === 'string') {
-    const quoted = column.dictionary.map(csvField);
-    return (row) => (column.codes[row] < 0 ? '' : quoted[column.codes[row]]);
+    const { codes } = column;
+    const encoded = column.dictionary.map((text) => encoder.encode(csvField(text)));
+    return {
+      bytes(rows) {
+        let total = rows;
+        for (let row = 0; row < rows; row++) if (codes[row] >= 0) total += encoded[codes[row]].length;
+        return total;
+      },
+      write(out, at, row) {
+        const code = codes[row];
+        if (code < 0) return at;
+        const text = encoded[code];
+        if (text.length === 1) out[at] = text[0];
+        else out.set(text, at);
+        return at + text.length;
+      },
+    };
   }
   const { values, present } = column;
+  const bytes = (rows: number) => rows * (NUMBER_BYTES + 1);
   switch (column.kind) {
-    case 'boolean':
-      return (row) => (present[row] ? (values[row] ? 'true' : 'false') : '');
+    case 'boolean': {
+      const [yes, no] = [encoder.encode('true'), encoder.encode('false')];
+      return { bytes, write: (out, at, row) => (present[row] ? writeBytes(out, at, values[row] ? yes : no) : at) };
+    }
     case 'timestamp':
-      return (row) => (present[row] ? new Date(values[row]).toISOString() : '');
+      return { bytes, write: (out, at, row) => (present[row] ? writeAscii(out, at, new Date(values[row]).toISOString()) : at) };
+    case 'int64':
+      return { bytes, write: (out, at, row) => (present[row] ? writeInteger(out, at, values[row]) : at) };
     default:
-      return (row) => (present[row] ? String(values[row]) : '');
+      return {
+        bytes,
+        write: (out, at, row) => {
+          if (!present[row]) return at;
+          const value = values[row];
+          return Number.isSafeInteger(value) ? writeInteger(out, at, value) : writeAscii(out, at, String(value));
+        },
+      };
   }
+}
+
+function writeBytes(out: Uint8Array, at: number, bytes: Uint8Array): number {
+  out.set(bytes, at);
+  return at + bytes.length;
+}
+
+/** Text known to be ASCII (numbers, ISO times). */
+function writeAscii(out: Uint8Array, at: number, text: string): number {
+  for (let k = 0; k < text.length; k++) out[at + k] = text.charCodeAt(k);
+  return at + text.length;
+}
+
+/** A whole number with |n| ≤ 2^53 as decimal digits. */
+function writeInteger(out: Uint8Array, at: number, n: number): number {
+  if (n < 0) {
+    out[at++] = MINUS;
+    n = -n;
+  }
+  if (n < 4294967296) return writeUint(out, at, n);
+  const high = Math.floor(n / 1e9);
+  at = writeUint(out, at, high);
+  // The low nine digits, zero-padded.
+  let low = n - high * 1e9;
+  for (let k = at + 8; k >= at; k--) {
+    const next = Math.floor(low / 10);
+    out[k] = 48 + low - next * 10;
+    low = next;
+  }
+  return at + 9;
+}
+
+function writeUint(out: Uint8Array, at: number, value: number): number {
+  const end = at + digitCount(value);
+  let cursor = end;
+  do {
+    const next = Math.floor(value / 10);
+    out[--cursor] = 48 + value - next * 10;
+    value = next;
+  } while (value > 0);
+  return end;
+}
+
+function digitCount(value: number): number {
+  if (value < 100000) return value < 10 ? 1 : value < 100 ? 2 : value < 1000 ? 3 : value < 10000 ? 4 : 5;
+  return value < 1000000 ? 6 : value < 10000000 ? 7 : value < 100000000 ? 8 : value < 1000000000 ? 9 : 10;
 }
 
 /** The Arrow types of an export's columns; made once per export so every batch's dictionaries share their ids. */

@@ -39,9 +39,10 @@ export class TableSession {
     });
   }
 
-  /** A page of users and their values; `ids` is transferred (unusable here afterwards). */
+  /** A page of users and their values; `ids` and the columns' arrays are transferred (unusable here afterwards). */
   page(ids: Uint32Array, values: ColumnValues[]): void {
-    this.send({ kind: 'page', id: this.id, ids, values }, [ids.buffer as ArrayBuffer]);
+    const buffers = values.flatMap((column) => (column.kind === 'string' ? [column.codes.buffer] : [column.values.buffer, column.present.buffer]));
+    this.send({ kind: 'page', id: this.id, ids, values }, [ids.buffer, ...buffers] as ArrayBuffer[]);
   }
 
   end(): void {

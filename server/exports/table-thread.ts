@@ -42,8 +42,10 @@ function csvWriter(id: number, columns: ColumnSpec[]): TableWriter {
   post({ kind: 'credit', id });
   return {
     page(ids, values) {
-      sendText(id, csvRows(ids, values));
+      // The next page crosses while this one is written.
       post({ kind: 'credit', id });
+      const bytes = csvRows(ids, values);
+      post({ kind: 'bytes', id, bytes }, [bytes.buffer as ArrayBuffer]);
     },
     end: () => post({ kind: 'done', id }),
     drop() {},
@@ -67,9 +69,14 @@ function parquetWriter(id: number, columns: ColumnSpec[], rowGroupRows: number):
     .setCompression(parquet.Compression.SNAPPY)
     .setMaxRowGroupSize(rowGroupRows)
     .setStatisticsEnabled(parquet.EnabledStatistics.Chunk)
-    .setDictionaryEnabled(false);
-  // Strings dictionary-encoded; numbers plain (dictionaries of IDs and counts only cost time).
-  for (const column of columns) if (column.kind === 'string') properties = properties.setColumnDictionaryEnabled(column.name, true);
+    .setDictionaryEnabled(false)
+    // Ascending user IDs as deltas: 10M of them take ≈ 0.3 MiB instead of ≈ 50 (Snappy finds little in plain int64s).
+    .setColumnEncoding('user', parquet.Encoding.DELTA_BINARY_PACKED);
+  // Strings dictionary-encoded; whole numbers and times as deltas; doubles plain (dictionaries of IDs and counts only cost time).
+  for (const column of columns) {
+    if (column.kind === 'string') properties = properties.setColumnDictionaryEnabled(column.name, true);
+    if (column.kind === 'int64' || column.kind === 'timestamp') properties = properties.setColumnEncoding(column.name, parquet.Encoding.DELTA_BINARY_PACKED);
+  }
   let stopped = false;
   void (async () => {
     const reader = (await parquet.transformParquetStream(source, properties.build())).getReader();
