@@ -5,7 +5,7 @@
 // gathered into one bitmap per step until a user repeats or a bulk move comes, and then applied as bitmap operations.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Database } from '../storage/database';
-import { readMoves, type BulkMove, type MoveSink, type SingleMoves, type TimeWindow } from './journal-window';
+import { readMoves, type BulkMove, type JournalScope, type MoveSink, type SingleMoves } from './journal-window';
 
 export type FunnelStep = {
   step: string;
@@ -18,43 +18,59 @@ export type FunnelStep = {
 
 class FunnelSink implements MoveSink {
   readonly reached: RoaringBitmap32[];
-  /** The places of each step in the funnel, last first. */
-  private readonly places = new Map<string, number[]>();
-  private readonly gathered = new Map<string, number[]>();
+  /** The places in the funnel of each of `distinct` (by its index there), last first. */
+  private readonly places: number[][];
+  /** Users gathered per step of `distinct`, and how many. */
+  private readonly gathered: Uint32Array[];
+  private readonly gatheredCount: Uint32Array;
   private readonly gatheredUsers = new Set<number>();
 
-  constructor(steps: string[]) {
+  constructor(
+    steps: string[],
+    readonly distinct: string[],
+  ) {
     this.reached = steps.map(() => new RoaringBitmap32());
-    steps.forEach((step, i) => this.places.set(step, [i, ...(this.places.get(step) ?? [])]));
+    this.places = distinct.map((step) => steps.flatMap((s, i) => (s === step ? [i] : [])).reverse());
+    this.gathered = distinct.map(() => new Uint32Array(1024));
+    this.gatheredCount = new Uint32Array(distinct.length);
   }
 
-  private enter(step: string, users: RoaringBitmap32): void {
-    for (const i of this.places.get(step) ?? []) {
+  private enter(step: number, users: RoaringBitmap32): void {
+    for (const i of this.places[step]) {
       this.reached[i].orInPlace(i === 0 ? users : RoaringBitmap32.and(users, this.reached[i - 1]));
     }
   }
 
   /** Applies the gathered single moves: each user once, so their order among each other does not matter. */
   private flush(): void {
-    for (const [step, users] of this.gathered) this.enter(step, RoaringBitmap32.from(users));
-    this.gathered.clear();
+    for (let step = 0; step < this.distinct.length; step++) {
+      if (this.gatheredCount[step] === 0) continue;
+      this.enter(step, RoaringBitmap32.from(this.gathered[step].subarray(0, this.gatheredCount[step])));
+      this.gatheredCount[step] = 0;
+    }
     this.gatheredUsers.clear();
   }
 
-  singles({ toSteps, users }: SingleMoves): void {
-    for (let i = 0; i < users.length; i++) {
-      const user = users[i];
+  singles({ steps, users }: SingleMoves): void {
+    for (let k = 0; k < users.length; k++) {
+      const user = users[k];
       if (this.gatheredUsers.has(user)) this.flush();
       this.gatheredUsers.add(user);
-      const list = this.gathered.get(toSteps[i]);
-      if (list) list.push(user);
-      else this.gathered.set(toSteps[i], [user]);
+      const step = steps[k];
+      let list = this.gathered[step];
+      if (this.gatheredCount[step] === list.length) {
+        const grown = new Uint32Array(list.length * 2);
+        grown.set(list);
+        this.gathered[step] = list = grown;
+      }
+      list[this.gatheredCount[step]++] = user;
     }
   }
 
   bulk({ toStep, bitmap }: BulkMove): void {
     this.flush();
-    this.enter(toStep, RoaringBitmap32.deserialize(bitmap, 'portable'));
+    const step = this.distinct.indexOf(toStep);
+    if (step >= 0) this.enter(step, RoaringBitmap32.deserialize(bitmap, 'portable'));
   }
 
   endPartition(): void {
@@ -63,9 +79,10 @@ class FunnelSink implements MoveSink {
 }
 
 /** The funnel over `steps` (names already checked) of the instance's moves in the window. */
-export async function funnelOf(database: Database, instanceId: string, partitions: number, steps: string[], window: TimeWindow): Promise<FunnelStep[]> {
-  const sink = new FunnelSink(steps);
-  await readMoves(database, instanceId, partitions, window, sink, [...new Set(steps)]);
+export async function funnelOf(database: Database, scope: JournalScope, steps: string[]): Promise<FunnelStep[]> {
+  const distinct = [...new Set(steps)];
+  const sink = new FunnelSink(steps, distinct);
+  await readMoves(database, scope, sink, distinct);
   const counts = sink.reached.map((bitmap) => bitmap.size);
   const share = (part: number, whole: number | undefined) => (whole ? part / whole : null);
   return steps.map((step, i) => ({

@@ -32,7 +32,7 @@ export async function instancePaths(
   now = Date.now(),
 ): Promise<Answered & { edges: PathEdge[] }> {
   const { window, answered } = await windowOf(database, tenant, instanceId, query, now);
-  return { ...answered, edges: await pathsOf(database, instanceId, tenant.partitions, window) };
+  return { ...answered, edges: await pathsOf(database, { tenantId: tenant.id, instanceId, partitions: tenant.partitions, window }) };
 }
 
 export async function instanceFunnel(
@@ -44,5 +44,5 @@ export async function instanceFunnel(
 ): Promise<Answered & { steps: FunnelStep[] }> {
   const { instance, window, answered } = await windowOf(database, tenant, instanceId, query, now);
   await requireSteps(database, instance, query.steps);
-  return { ...answered, steps: await funnelOf(database, instanceId, tenant.partitions, query.steps, window) };
+  return { ...answered, steps: await funnelOf(database, { tenantId: tenant.id, instanceId, partitions: tenant.partitions, window }, query.steps) };
 }

@@ -1,25 +1,33 @@
 // Reading an instance's journal for analytics (paths, funnels): the moves committed in a time window, one partition
-// at a time and in seq order within it (a user's moves are all in the partition `user % P`, so that is each user's
-// own order), in pages, giving the thread a turn between pages. Single-user moves and bulk moves are read apart and
-// merged by seq: a page of 20,000 single moves is a few hundred KB, while bulk rows carry bitmaps (up to ~1 MB each
-// for a 10M-user crowd), so they come a few at a time.
+// at a time (a user's moves are all in the partition `user % P`, so seq order within it is each user's own order), in
+// pages, giving the thread a turn between pages. Single-user moves and bulk moves are read apart. Single moves cross
+// from the database as text, a page of up to 100,000 of them in one string per edge (paths) or per page (funnels):
+// read as rows, each of a day's 470,000 single moves cost a JS array and two step names, which was most of the time.
+// Bulk rows carry bitmaps (up to ~1 MB each for a 10M-user crowd), so they come a few at a time, found through the
+// partial index of bulk moves (Journal_bulk_tenantId_partition_seq_idx) rather than by walking every single move.
 import { AppError } from '../errors';
 import { tenantLimits } from '../limits/limits';
 import { trimmedThrough } from '../notifications/journal-retention';
 import type { Database } from '../storage/database';
 
-const SINGLE_PAGE = 20_000;
+const SINGLE_PAGE = 100_000;
 const BULK_PAGE = 16;
 
 /** A half-open time window [from, to) in epoch ms. */
 export type TimeWindow = { from: number; to: number };
 
-/** Single-user moves in seq order, as parallel arrays (no object per move: a day can hold millions). */
-export type SingleMoves = { fromSteps: (string | null)[]; toSteps: string[]; users: Uint32Array };
+/** Journal rows of one instance in a window, one partition at a time. */
+export type JournalScope = { tenantId: string; instanceId: string; partitions: number; window: TimeWindow };
 
 export type BulkMove = { fromStep: string | null; toStep: string; bitmap: Uint8Array; count: number };
 
-/** What a reader does with the moves of one partition, called in seq order: every single move before a bulk move with a larger seq. */
+/** The single moves of one edge in a page: how many, and their users (a user moving twice is there twice). */
+export type EdgeMoves = { fromStep: string | null; toStep: string; moves: number; users: Uint32Array };
+
+/** Single moves in seq order: users[k] moved into toSteps[steps[k]] (the funnel's steps as given to readMoves). */
+export type SingleMoves = { steps: Uint32Array; users: Uint32Array };
+
+/** What a funnel does with the moves of one partition, called in seq order: every single move before a bulk move with a larger seq. */
 export interface MoveSink {
   singles(moves: SingleMoves): void;
   bulk(move: BulkMove): void;
@@ -27,115 +35,153 @@ export interface MoveSink {
   endPartition(): void;
 }
 
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
 /**
- * Hands the instance's moves with `timeMs` in the window to `sink`, partition after partition; `toSteps` (when
- * given) keeps only the moves into those steps, in the database's WHERE clause.
+ * Paths: every move of the window, single moves grouped by edge a page at a time and bulk moves one by one, in no
+ * particular order (an edge's counts do not depend on it).
  */
-export async function readMoves(
+export async function readEdgeMoves(
   database: Database,
-  instanceId: string,
-  partitions: number,
-  window: TimeWindow,
-  sink: MoveSink,
-  toSteps?: string[],
+  scope: JournalScope,
+  sink: { edge(moves: EdgeMoves): void; bulk(move: BulkMove): void },
 ): Promise<void> {
-  for (let partition = 0; partition < partitions; partition++) {
-    const scope = { instanceId, partition, window, toSteps };
-    const singles = new Pager<[number, string | null, string, number]>((after) => readSingles(database, scope, after), SINGLE_PAGE);
-    const bulks = new Pager<[number, string | null, string, Uint8Array, number]>((after) => readBulks(database, scope, after), BULK_PAGE);
-    for (;;) {
-      const bulk = await bulks.peek();
-      const before = bulk ? bulk[0] : Number.POSITIVE_INFINITY;
-      // Every single move before the next bulk move, a page at a time.
-      for (;;) {
-        const run = await singles.takeBefore(before);
-        if (run.length === 0) break;
-        sink.singles({ fromSteps: run.map((r) => r[1]), toSteps: run.map((r) => r[2]), users: Uint32Array.from(run, (r) => r[3]) });
+  for (let partition = 0; partition < scope.partitions; partition++) {
+    for (let after = 0, page = true; page; ) {
+      if (after > 0) await turn();
+      const { params, bind } = database.dialect.parameters();
+      const journal = database.dialect.table('Journal');
+      const rows: [string | null, string, unknown, unknown, string | null][] = [];
+      const inner = `SELECT "seq", "fromStep", "toStep", "user" FROM ${journal} ${singlesWhere(scope, partition, after, Number.POSITIVE_INFINITY, bind)} ORDER BY "seq" LIMIT ${SINGLE_PAGE}`;
+      await (await database.raw()).each(
+        `SELECT r."fromStep", r."toStep", COUNT(*), MAX(r."seq"), ${database.dialect.integerList('r."user"')} FROM (${inner}) r GROUP BY r."fromStep", r."toStep"`,
+        params,
+        (row) => rows.push(row as [string | null, string, unknown, unknown, string | null]),
+      );
+      let read = 0;
+      for (const [fromStep, toStep, count, last, users] of rows) {
+        read += Number(count);
+        after = Math.max(after, Number(last));
+        sink.edge({ fromStep, toStep, moves: Number(count), users: integers(users ?? '', new Uint32Array(Number(count))) });
       }
-      if (!bulk) break;
-      bulks.skip();
-      sink.bulk({ fromStep: bulk[1], toStep: bulk[2], bitmap: bulk[3], count: bulk[4] });
+      page = read === SINGLE_PAGE;
     }
+    await eachBulk(database, scope, partition, Number.POSITIVE_INFINITY, undefined, async (bulk) => void sink.bulk(bulk));
+  }
+}
+
+/**
+ * Funnels: the moves into `toSteps` in each user's order, partition after partition: the single moves before each
+ * bulk move (by seq), a page at a time, then the bulk move.
+ */
+export async function readMoves(database: Database, scope: JournalScope, sink: MoveSink, toSteps: string[]): Promise<void> {
+  for (let partition = 0; partition < scope.partitions; partition++) {
+    let after = 0;
+    const singlesBefore = async (before: number) => {
+      for (let page = true; page; ) {
+        await turn();
+        const { params, bind } = database.dialect.parameters();
+        const journal = database.dialect.table('Journal');
+        // Each move as one integer, user × steps + the step's place in toSteps (< 2^53 for any user ID).
+        const code = `CASE "toStep" ${toSteps.map((step, k) => `WHEN ${bind(step)} THEN ${k}`).join(' ')} END`;
+        const inner = `SELECT "seq", "user" * ${toSteps.length} + ${code} AS "move" FROM ${journal} ${singlesWhere(scope, partition, after, before, bind, toSteps)} ORDER BY "seq" LIMIT ${SINGLE_PAGE}`;
+        let row: unknown[] = [0, null, null];
+        await (await database.raw()).each(
+          `SELECT COUNT(*), MAX(r."seq"), ${database.dialect.integerList('r."move"', 'r."seq"')} FROM (${inner}) r`,
+          params,
+          (found) => {
+            row = found;
+          },
+        );
+        const count = Number(row[0]);
+        if (count > 0) {
+          after = Number(row[1]);
+          const moves = integers(String(row[2]), new Float64Array(count));
+          const steps = new Uint32Array(count);
+          const users = new Uint32Array(count);
+          for (let k = 0; k < count; k++) {
+            const user = Math.floor(moves[k] / toSteps.length);
+            users[k] = user;
+            steps[k] = moves[k] - user * toSteps.length;
+          }
+          sink.singles({ steps, users });
+        }
+        page = count === SINGLE_PAGE;
+      }
+    };
+    await eachBulk(database, scope, partition, Number.POSITIVE_INFINITY, toSteps, async (bulk, seq) => {
+      await singlesBefore(seq);
+      sink.bulk(bulk);
+    });
+    await singlesBefore(Number.POSITIVE_INFINITY);
     sink.endPartition();
   }
 }
 
-type Scope = { instanceId: string; partition: number; window: TimeWindow; toSteps?: string[] };
-
-function where(scope: Scope, after: number, bind: (value: unknown) => string, kind: 'single' | 'bulk'): string {
-  // Placeholders are bound in text order (SQLite's `?` are positional).
-  const head = `WHERE "instanceId" = ${bind(scope.instanceId)} AND "partition" = ${bind(scope.partition)} AND "seq" > ${bind(after)}`;
-  const window = ` AND "timeMs" >= ${bind(scope.window.from)} AND "timeMs" < ${bind(scope.window.to)}`;
-  const steps = scope.toSteps ? ` AND "toStep" IN (${scope.toSteps.map(bind).join(', ')})` : '';
-  return `${head}${window}${steps} AND "user" IS ${kind === 'single' ? 'NOT NULL' : 'NULL'}`;
+/** The single moves of a partition with after < seq < before, in the window (into `toSteps` when given). */
+function singlesWhere(scope: JournalScope, partition: number, after: number, before: number, bind: (value: unknown) => string, toSteps?: string[]): string {
+  // Placeholders are bound in text order (SQLite's `?` are positional): each term is written as it is bound.
+  let where = `WHERE "instanceId" = ${bind(scope.instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}`;
+  if (Number.isFinite(before)) where += ` AND "seq" < ${bind(before)}`;
+  where += ` AND "timeMs" >= ${bind(scope.window.from)} AND "timeMs" < ${bind(scope.window.to)}`;
+  if (toSteps) where += ` AND "toStep" IN (${toSteps.map(bind).join(', ')})`;
+  return `${where} AND "user" IS NOT NULL`;
 }
 
-async function readSingles(database: Database, scope: Scope, after: number): Promise<[number, string | null, string, number][]> {
-  const { params, bind } = database.dialect.parameters();
-  const { numberColumn, table } = database.dialect;
-  const rows: [number, string | null, string, number][] = [];
-  await (await database.raw()).each(
-    `SELECT ${numberColumn('seq')}, "fromStep", "toStep", ${numberColumn('user')} FROM ${table('Journal')} ${where(scope, after, bind, 'single')}
-     ORDER BY ${table('Journal')}."seq" LIMIT ${SINGLE_PAGE}`,
-    params,
-    (row) => rows.push(row as [number, string | null, string, number]),
-  );
-  return rows;
+/** The partition's bulk moves in the window in seq order, BULK_PAGE rows a read, through the partial index of bulk moves. */
+async function eachBulk(
+  database: Database,
+  scope: JournalScope,
+  partition: number,
+  before: number,
+  toSteps: string[] | undefined,
+  visit: (move: BulkMove, seq: number) => Promise<void>,
+): Promise<void> {
+  const { numberColumn, table, withoutIndex } = database.dialect;
+  for (let after = 0, page = true; page; ) {
+    // Placeholders are bound in text order (SQLite's `?` are positional).
+    const { params, bind } = database.dialect.parameters();
+    const where =
+      `WHERE "tenantId" = ${bind(scope.tenantId)} AND "partition" = ${bind(partition)} AND "user" IS NULL AND "seq" > ${bind(after)}` +
+      ` AND ${withoutIndex('"instanceId"')} = ${bind(scope.instanceId)} AND "timeMs" >= ${bind(scope.window.from)} AND "timeMs" < ${bind(scope.window.to)}` +
+      (toSteps ? ` AND "toStep" IN (${toSteps.map(bind).join(', ')})` : '');
+    const rows: [number, string | null, string, Uint8Array, number][] = [];
+    await (await database.raw()).each(
+      `SELECT ${numberColumn('seq')}, "fromStep", "toStep", "bitmap", ${numberColumn('count')} FROM ${table('Journal')} ${where}
+       ORDER BY ${table('Journal')}."seq" LIMIT ${BULK_PAGE}`,
+      params,
+      (row) => rows.push(row as [number, string | null, string, Uint8Array, number]),
+    );
+    for (const [seq, fromStep, toStep, bitmap, count] of rows) {
+      if (seq >= before) return;
+      await visit({ fromStep, toStep, bitmap, count }, seq);
+      after = seq;
+    }
+    page = rows.length === BULK_PAGE;
+    if (page) await turn();
+  }
 }
 
-async function readBulks(database: Database, scope: Scope, after: number): Promise<[number, string | null, string, Uint8Array, number][]> {
-  const { params, bind } = database.dialect.parameters();
-  const { numberColumn, table } = database.dialect;
-  const rows: [number, string | null, string, Uint8Array, number][] = [];
-  await (await database.raw()).each(
-    `SELECT ${numberColumn('seq')}, "fromStep", "toStep", "bitmap", ${numberColumn('count')} FROM ${table('Journal')} ${where(scope, after, bind, 'bulk')}
-     ORDER BY ${table('Journal')}."seq" LIMIT ${BULK_PAGE}`,
-    params,
-    (row) => rows.push(row as [number, string | null, string, Uint8Array, number]),
-  );
-  return rows;
-}
-
-/** Keyset pages of rows whose first column is the seq, read on demand; the thread gets a turn before each read but the first. */
-class Pager<Row extends [number, ...unknown[]]> {
-  private rows: Row[] = [];
-  private at = 0;
-  private after = 0;
-  private done = false;
-  private reads = 0;
-
-  constructor(
-    private readonly read: (after: number) => Promise<Row[]>,
-    private readonly pageSize: number,
-  ) {}
-
-  private async fill(): Promise<void> {
-    if (this.at < this.rows.length || this.done) return;
-    if (this.reads++ > 0) await new Promise((resolve) => setImmediate(resolve));
-    this.rows = await this.read(this.after);
-    this.at = 0;
-    if (this.rows.length < this.pageSize) this.done = true;
-    if (this.rows.length > 0) this.after = this.rows[this.rows.length - 1][0];
+/** Fills `out` with the non-negative integers (< 2^53) that `text` writes in decimal, separated by commas. */
+export function integers<T extends Float64Array | Uint32Array>(text: string, out: T): T {
+  const count = out.length;
+  let k = 0;
+  let value = 0;
+  let digits = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 44) {
+      out[k++] = value;
+      value = 0;
+      digits = false;
+    } else {
+      value = value * 10 + (c - 48);
+      digits = true;
+    }
   }
-
-  async peek(): Promise<Row | undefined> {
-    await this.fill();
-    return this.rows[this.at];
-  }
-
-  skip(): void {
-    this.at++;
-  }
-
-  /** The rows left in the current page (read when empty) with a seq below `before`. */
-  async takeBefore(before: number): Promise<Row[]> {
-    await this.fill();
-    let end = this.at;
-    while (end < this.rows.length && this.rows[end][0] < before) end++;
-    const run = this.rows.slice(this.at, end);
-    this.at = end;
-    return run;
-  }
+  if (digits) out[k++] = value;
+  if (k !== count) throw new Error(`journal read: ${k} moves in a list of ${count}`);
+  return out;
 }
 
 /**

@@ -95,6 +95,11 @@ export interface Dialect {
    * (11 ms). ANALYZE samples a fixed number of rows: 0.4 s on that table.
    */
   refreshPlannerStatistics(table: string): string | null;
+  /**
+   * An aggregate writing the integer expression `value` of each row of a group as decimal text separated by commas, in
+   * `orderBy`'s order when given: a group of a hundred thousand journal rows crosses as one string, not as many rows.
+   */
+  integerList(value: string, orderBy?: string): string;
 }
 
 function sqliteDialect(): Dialect {
@@ -128,6 +133,7 @@ function sqliteDialect(): Dialect {
       return `SELECT json_group_array(${row} ORDER BY r."${orderBy}") AS "rows" FROM (${select}) r`;
     },
     refreshPlannerStatistics: () => null,
+    integerList: (value, orderBy) => `group_concat(${value}, ','${orderBy ? ` ORDER BY ${orderBy}` : ''})`,
   };
 }
 
@@ -162,6 +168,7 @@ function postgresDialect(schema: string): Dialect {
     journalPassInSeqOrder: false,
     packedRows: () => null,
     refreshPlannerStatistics: (table) => `ANALYZE ${quotedSchema}."${table}"`,
+    integerList: (value, orderBy) => `string_agg((${value})::text, ','${orderBy ? ` ORDER BY ${orderBy}` : ''})`,
   };
 }
 
