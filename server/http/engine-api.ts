@@ -61,9 +61,11 @@ export const InstancesQuery = z.strictObject({
 /** A step export: `users=converted` exports the users who reached the workflow's goal from the step. */
 export const StepExportQuery = ExportQuery.extend({
   users: z
-    .enum(['in', 'converted'])
+    .enum(['in', 'converted', 'capped'])
     .default('in')
-    .describe('`in`: users in the step now; `converted`: users who reached the goal from the step (422 when the workflow has no goal)'),
+    .describe(
+      '`in`: users in the step now; `converted`: users who reached the goal from the step (422 when the workflow has no goal); `capped`: users a frequency cap skipped a delivery of at the step',
+    ),
 });
 
 export const UserParams = z.object({
@@ -96,6 +98,10 @@ const Counts = z.object({
   convertedFrom: z.record(z.string(), z.number()).optional().describe('With a goal: users who reached it, by the step they were in when they did'),
   steps: z.record(z.string(), z.number()).describe('Users currently in each step'),
   edges: z.record(z.string(), z.number()).describe('Users who took each edge, keyed "from->to"'),
+  capped: z
+    .record(z.string(), z.object({ users: z.number().describe('Users capped here (each once)'), skipped: z.number().describe('Deliveries skipped') }))
+    .optional()
+    .describe('Per step whose enter-action deliveries a frequency cap skipped (the users still moved); absent when none was'),
 });
 const CountsPoint = z.object({
   at: z.string().describe('Start of the minute, hour or day'),
@@ -264,7 +270,7 @@ export const paths: Record<string, object> = {
         columns: EXPORT_COLUMNS_QUERY,
         users:
           'in (default: users in the step now) | converted (users who reached the goal from the step; a 422 `unprocessable` when the ' +
-          "instance's workflow version has no goal)",
+          "instance's workflow version has no goal) | capped (users a frequency cap skipped a delivery of at the step, each once)",
       },
       ok: {
         status: 200,

@@ -47,6 +47,7 @@ export const PATH_PARAMETERS: Record<string, string> = {
   'procedures/{id}': 'Procedure id (procedures have no name)',
   'dead-letters/{id}': 'Dead-letter id',
   'webhooks/{name}': 'Webhook destination name (a destination has no other id)',
+  'frequency-caps/{name}': 'Frequency cap name (a cap has no other id)',
   'deliveries/{id}': 'Delivery id, as in the Crowdflow-Delivery-Id header (deliveries have no name)',
 };
 

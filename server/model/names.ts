@@ -31,6 +31,7 @@ export const NAME_KINDS = {
   crowd: { noun: 'Crowd name', charset: 'token', max: 100 },
   consumer: { noun: 'Consumer name', charset: 'token', max: 100 },
   webhook: { noun: 'Webhook destination name', charset: 'token', max: 100 },
+  frequencyCap: { noun: 'Frequency cap name', charset: 'token', max: 100 },
   step: { noun: 'Step name', charset: 'identifier', max: 64 },
   workflow: { noun: 'Workflow name', charset: 'label', max: 200 },
   apiKey: { noun: 'API key name', charset: 'label', max: 100 },

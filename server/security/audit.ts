@@ -23,6 +23,9 @@ export const AUDIT_ACTIONS = [
   'webhook.update',
   'webhook.delete',
   'webhook.replay',
+  'cap.create',
+  'cap.update',
+  'cap.delete',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

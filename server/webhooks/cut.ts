@@ -5,8 +5,10 @@
 // so a crash loses nothing, and two processes cutting the same destination cannot both commit the same moves.
 // When journal retention deleted moves after the cursor before they were cut, the round first cuts a `lost` delivery
 // telling the receiver which seqs may be missing (as a notifications reader is told in `lost`), once per watermark.
-import { deserializeBitmap } from '../crowd/bitmap';
+import { deserializeBitmap, RoaringBitmap32 } from '../crowd/bitmap';
+import { isUniqueViolation } from '../errors';
 import { trimmedThrough } from '../notifications/journal-retention';
+import { bulkDecision, CapRace, RoundCaps } from './capping';
 import { movesTo, type DestinationRow } from './destinations';
 import type { Database } from '../storage/database';
 
@@ -58,25 +60,64 @@ export type NewDelivery = {
 /** The offset of a `lost` delivery (whose fromSeq is the watermark): no delivery of moves has a negative one. */
 export const LOST_OFFSET = -1;
 
-export type CutRound = { deliveries: NewDelivery[]; cursor: bigint; cursorUsers: number; lostThrough: bigint; readRows: number };
+export type CutRound = {
+  deliveries: NewDelivery[];
+  cursor: bigint;
+  cursorUsers: number;
+  lostThrough: bigint;
+  readRows: number;
+  /** The frequency caps' decisions of this round (./capping.ts), written with it; absent when no cap applies. */
+  caps?: RoundCaps;
+};
+
+type DecodedMove = { seq: bigint; bitmap: RoaringBitmap32; users?: Uint32Array };
 
 /**
  * The users of the bulk moves decoded last: a 10M-user move is cut over ~50 rounds (and for each destination), and
- * decoding its bitmap costs far more than a round's cut. Holds two moves (~40 MB each at 10M users).
+ * decoding its bitmap costs far more than a round's cut. Holds two moves (~40 MB each at 10M users), and the users
+ * delivered of the last two moves a frequency cap cut down (keyed by their decision's id: a decision of a round that
+ * did not commit is never read back).
  */
 export class DecodedMoves {
-  private readonly entries: { seq: bigint; users: Uint32Array }[] = [];
+  private readonly entries: DecodedMove[] = [];
+  private readonly delivered: { id: string; users: Uint32Array }[] = [];
 
   constructor(private readonly database: Database) {}
 
+  async bitmap(seq: bigint): Promise<RoaringBitmap32> {
+    return (await this.entry(seq)).bitmap;
+  }
+
   async users(seq: bigint): Promise<Uint32Array> {
+    const entry = await this.entry(seq);
+    entry.users ??= entry.bitmap.toUint32Array();
+    return entry.users;
+  }
+
+  private async entry(seq: bigint): Promise<DecodedMove> {
     const hit = this.entries.find((entry) => entry.seq === seq);
-    if (hit) return hit.users;
+    if (hit) return hit;
     const row = await this.database.db.journal.findUnique({ where: { seq }, select: { bitmap: true } });
-    const users = row?.bitmap ? deserializeBitmap(row.bitmap).toUint32Array() : new Uint32Array(0);
-    this.entries.unshift({ seq, users });
+    const entry: DecodedMove = { seq, bitmap: row?.bitmap ? deserializeBitmap(row.bitmap) : new RoaringBitmap32() };
+    this.entries.unshift(entry);
     this.entries.length = Math.min(this.entries.length, 2);
+    return entry;
+  }
+
+  /** Remembers the users a cap decision let through (its id), in the order deliveries cut them. */
+  remember(id: string, users: Uint32Array): Uint32Array {
+    this.delivered.unshift({ id, users });
+    this.delivered.length = Math.min(this.delivered.length, 2);
     return users;
+  }
+
+  /** The users of a bulk move still owed to `destinationId` when a round resumes inside it: less those a cap skipped. */
+  async resumed(seq: bigint, destinationId: string): Promise<Uint32Array> {
+    const decision = await bulkDecision(this.database, destinationId, seq);
+    if (!decision) return this.users(seq);
+    const hit = this.delivered.find((entry) => entry.id === decision.id);
+    if (hit) return hit.users;
+    return this.remember(decision.id, RoaringBitmap32.andNot(await this.bitmap(seq), decision.capped).toUint32Array());
   }
 }
 
@@ -90,6 +131,7 @@ export async function cutRound(
   tenantName: string,
   now: number,
   decoded = new DecodedMoves(database),
+  usersPerRound = USERS_PER_ROUND,
 ): Promise<CutRound> {
   const rows: JournalHead[] = await database.db.journal.findMany({
     where: { tenantId: destination.tenantId, seq: { gt: destination.cursor } },
@@ -103,6 +145,7 @@ export async function cutRound(
     cursorUsers: destination.cursorUsers,
     lostThrough: destination.lostThrough,
     readRows: rows.length,
+    caps: await RoundCaps.load(database, destination),
   };
   // Read after the rows: whatever retention deleted before that read is at or below this watermark.
   const trimmed = BigInt(await trimmedThrough(database, destination.tenantId));
@@ -129,14 +172,31 @@ export async function cutRound(
     });
     Object.assign(open, { parts: [], users: 0 });
   };
-  let budget = USERS_PER_ROUND;
+  let budget = usersPerRound;
   for (const row of rows) {
     if (!movesTo(destination, row.enterAction)) {
       Object.assign(round, { cursor: row.seq, cursorUsers: 0 });
       continue;
     }
     if (budget === 0) break;
-    const users = row.user === null ? await decoded.users(row.seq) : Uint32Array.of(Number(row.user));
+    let users: Uint32Array;
+    if (row.user === null && round.cursorUsers > 0) {
+      // Resuming inside a bulk move: its first round decided who a cap skips.
+      users = await decoded.resumed(row.seq, destination.id);
+    } else if (round.caps?.isAction(row)) {
+      if (row.user !== null) {
+        if (!(await round.caps.decideUser(row, Number(row.user)))) {
+          Object.assign(round, { cursor: row.seq, cursorUsers: 0 });
+          continue;
+        }
+        users = Uint32Array.of(Number(row.user));
+      } else {
+        const { delivered, decisionId } = await round.caps.decideBulk(row, await decoded.bitmap(row.seq));
+        users = decisionId ? decoded.remember(decisionId, delivered.toUint32Array()) : await decoded.users(row.seq);
+      }
+    } else {
+      users = row.user === null ? await decoded.users(row.seq) : Uint32Array.of(Number(row.user));
+    }
     // The first matching row after the cursor may be partly cut already (round.cursorUsers of its users).
     let offset = round.cursorUsers;
     while (offset < users.length && budget > 0) {
@@ -159,17 +219,27 @@ export async function cutRound(
   return round;
 }
 
-/** Commits a round: its deliveries and the new cursor, only if the cursor is still the one the round read. */
+/**
+ * Commits a round: its deliveries, the new cursor and what its caps counted and skipped, only if the cursor is still
+ * the one the round read and no window it counted into changed meanwhile.
+ */
 export async function commitRound(database: Database, destination: DestinationRow, round: CutRound): Promise<boolean> {
-  return database.db.$transaction(async (tx) => {
-    const moved = await tx.webhookDestination.updateMany({
-      where: { id: destination.id, cursor: destination.cursor, cursorUsers: destination.cursorUsers, lostThrough: destination.lostThrough },
-      data: { cursor: round.cursor, cursorUsers: round.cursorUsers, lostThrough: round.lostThrough },
+  try {
+    return await database.db.$transaction(async (tx) => {
+      const moved = await tx.webhookDestination.updateMany({
+        where: { id: destination.id, cursor: destination.cursor, cursorUsers: destination.cursorUsers, lostThrough: destination.lostThrough },
+        data: { cursor: round.cursor, cursorUsers: round.cursorUsers, lostThrough: round.lostThrough },
+      });
+      if (moved.count !== 1) return false;
+      await round.caps?.write(tx);
+      if (round.deliveries.length) await tx.webhookDelivery.createMany({ data: round.deliveries });
+      return true;
     });
-    if (moved.count !== 1) return false;
-    if (round.deliveries.length) await tx.webhookDelivery.createMany({ data: round.deliveries });
-    return true;
-  });
+  } catch (error) {
+    // Another round counted into the same window first (rolled back whole): this one is cut again from what committed.
+    if (error instanceof CapRace || isUniqueViolation(error)) return false;
+    throw error;
+  }
 }
 
 /** Tells the receiver that moves with seq in (after, through] may never reach it: retention deleted them first. */

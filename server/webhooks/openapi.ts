@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { operation } from '../http/openapi-kit';
 import { DELIVERY_STATUSES, MAX_LOG_PAGE } from './deliveries';
+import { CapExempt, CreateCapBody, UpdateCapBody } from './caps';
 import { CreateDestinationBody, UpdateDestinationBody } from './destinations';
 
 const Destination = z.object({
@@ -44,6 +45,28 @@ const Delivery = z.object({
   deliveredAt: z.string().nullable(),
   createdAt: z.string(),
 });
+
+const Cap = z.object({
+  name: z.string(),
+  maxDeliveries: z.number().describe('At most this many action deliveries per user per window'),
+  window: z.string().describe('e.g. "1d": fixed windows counted from the epoch in UTC'),
+  windowMs: z.number(),
+  destination: z.string().nullable().describe('The one destination this cap counts; null: every destination'),
+  exempt: CapExempt,
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+const CAP_RULE = [
+  'An action delivery is a move into a step whose enter action is `webhook:<name>`, sent to that destination',
+  '(moves an `allNotifications` destination receives for no tag of its own are not actions and are never capped).',
+  "A delivery to a user who got `maxDeliveries` deliveries counted by this cap in the window of the move's time is",
+  'skipped: the user still moves, the destination is not sent that user, and the skip is counted per step',
+  "(the counts' `capped`, and `users=capped` on the step export). Deliveries of exempt journeys and steps are neither",
+  'skipped nor counted. Several caps may apply to one delivery: it is skipped if any is reached, and counted by each.',
+].join(' ');
+
+const capTags = ['frequency caps'];
 
 const tags = ['webhooks'];
 const params = ['tenant', 'name'];
@@ -123,6 +146,49 @@ export const paths: Record<string, object> = {
       params: [...params, 'id'],
       ok: { status: 202, description: 'Pending again', schema: Delivery },
       errors: [404, 409],
+    }),
+  },
+  '/tenants/{tenant}/frequency-caps': {
+    get: operation({
+      summary: 'List frequency caps',
+      tags: capTags,
+      params: ['tenant'],
+      ok: { status: 200, description: 'Caps', schema: z.object({ caps: z.array(Cap) }) },
+      errors: [404],
+    }),
+    post: operation({
+      summary: 'Create a frequency cap: at most N action deliveries per user per window, across journeys',
+      description: `${CAP_RULE} A destination the tenant lacks is refused (400); a tenant has at most 50 caps (422).`,
+      tags: capTags,
+      params: ['tenant'],
+      body: CreateCapBody,
+      ok: { status: 201, description: 'Created', schema: Cap },
+      errors: [404, 409, 422],
+    }),
+  },
+  '/tenants/{tenant}/frequency-caps/{name}': {
+    get: operation({
+      summary: 'A frequency cap',
+      tags: capTags,
+      params: ['tenant', 'name'],
+      ok: { status: 200, description: 'Cap', schema: Cap },
+      errors: [404],
+    }),
+    patch: operation({
+      summary: 'Change a frequency cap (maximum, window, destination, exemptions)',
+      description: "A new window length starts the cap's counting afresh; a new maximum keeps what was counted.",
+      tags: capTags,
+      params: ['tenant', 'name'],
+      body: UpdateCapBody,
+      ok: { status: 200, description: 'Changed', schema: Cap },
+      errors: [404],
+    }),
+    delete: operation({
+      summary: 'Delete a frequency cap (what it skipped stays counted)',
+      tags: capTags,
+      params: ['tenant', 'name'],
+      ok: { status: 204, description: 'Deleted' },
+      errors: [404],
     }),
   },
 };

@@ -7,6 +7,7 @@
 import { systemClock, type Clock } from '../clock';
 import type { ProcedureRunner } from '../procedures/types';
 import { runtime } from '../runtime';
+import { dropOldCapWindows } from './capping';
 import { commitRound, cutRound, DecodedMoves } from './cut';
 import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
 import type { Database } from '../storage/database';
@@ -55,6 +56,7 @@ export class WebhookPump {
       await this.database.db.webhookDelivery.deleteMany({
         where: { status: { in: ['delivered', 'failed'] }, createdAt: { lt: new Date(now - DELIVERY_RETENTION_MS) } },
       });
+      await dropOldCapWindows(this.database, now);
     }
     const newest = await this.database.db.journal.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
     if (!newest) return 0;

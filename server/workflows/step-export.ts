@@ -3,6 +3,8 @@ import { exportResponse, type ExportOptions } from '../exports/table-export';
 import type { StepUsers } from '../engine/types';
 import type { Database } from '../storage/database';
 import type { Tenant } from '../tenants/tenants';
+import { notFound } from '../errors';
+import { cappedStepUsers } from '../webhooks/capping';
 import { findWorkflow } from './workflows';
 
 // A step's users as a download named for a person's Downloads folder: the journey, the step and the day
@@ -24,18 +26,27 @@ export function slug(name: string): string {
  * The file name, without extension, of a step's export: `journey-step-YYYY-MM-DD`, with `-converted` after the step
  * for the users who reached the goal from it. The day is the export's, in UTC (the server knows no reader's zone).
  */
-export function stepExportName(journey: string, step: string, users: StepUsers, now: number): string {
-  const parts = [slug(journey) || 'journey', slug(step) || 'step', ...(users === 'converted' ? ['converted'] : [])];
+export function stepExportName(journey: string, step: string, users: StepUsers | 'capped', now: number): string {
+  const parts = [slug(journey) || 'journey', slug(step) || 'step', ...(users === 'in' ? [] : [users])];
   return [...parts, new Date(now).toISOString().slice(0, 10)].join('-');
 }
 
-export type StepExportRequest = ExportOptions & { instanceId: string; step: string; users: StepUsers };
+/** `capped`: the users a frequency cap skipped a delivery of at the step (server/webhooks/capping.ts), read from the database. */
+export type StepExportRequest = ExportOptions & { instanceId: string; step: string; users: StepUsers | 'capped' };
 
 /** GET …/instances/{iid}/steps/{step}/export: the step's users (404 for an unknown instance or step), with profile columns if asked, under the journey's name. */
 export async function stepExportResponse(engine: EngineHandle, database: Database, tenant: Tenant, request: StepExportRequest, now: number): Promise<Response> {
   const { instanceId, step, users, ...options } = request;
-  const bitmap = await engine.stepBitmap(tenant.id, instanceId, step, users);
-  const instance = await engine.getInstance(tenant.id, instanceId);
-  const journey = await findWorkflow(database, tenant, instance.workflowId);
+  const instance = users === 'capped' ? await engine.getInstance(tenant.id, instanceId) : undefined;
+  if (instance) {
+    const version = await database.db.workflowVersion.findUnique({
+      where: { workflowId_version: { workflowId: instance.workflowId, version: instance.version } },
+    });
+    const steps = version ? (JSON.parse(version.definition) as { steps: { name: string }[] }).steps : [];
+    if (!steps.some((s) => s.name === step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
+  }
+  const bitmap =
+    users === 'capped' ? await cappedStepUsers(database, tenant.id, instanceId, step) : await engine.stepBitmap(tenant.id, instanceId, step, users);
+  const journey = await findWorkflow(database, tenant, (instance ?? (await engine.getInstance(tenant.id, instanceId))).workflowId);
   return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, now));
 }

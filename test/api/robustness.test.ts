@@ -105,6 +105,8 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
     'POST /consumers/{name}/commit': { cursor: 0 },
     'POST /tenants/{tenant}/webhooks': { name: uniqueName('hook'), url: 'http://127.0.0.1:9/hook' },
     'PATCH /tenants/{tenant}/webhooks/{name}': { batchSize: 5 },
+    'POST /tenants/{tenant}/frequency-caps': { name: uniqueName('cap'), maxDeliveries: 2, window: '1d' },
+    'PATCH /tenants/{tenant}/frequency-caps/{name}': { maxDeliveries: 3 },
   };
   if (op.bodyTypes.includes('text/plain')) return { contentType: 'text/plain', body: '1\n2\n3\n' };
   if (op.bodyTypes.includes('application/x-ndjson')) return { contentType: 'application/x-ndjson', body: '{"user": 7, "attributes": {"plan": "gold"}}\n' };
@@ -117,7 +119,15 @@ function pathOf(op: Operation, override?: { param: string; segment: string }, va
   let path = op.path;
   for (const param of op.pathParams) {
     const named =
-      param !== 'name' ? param : op.path.startsWith('/consumers') ? 'consumer' : op.path.startsWith('/tenants/{tenant}/webhooks') ? 'webhook' : param;
+      param !== 'name'
+        ? param
+        : op.path.startsWith('/consumers')
+          ? 'consumer'
+          : op.path.startsWith('/tenants/{tenant}/webhooks')
+            ? 'webhook'
+            : op.path.startsWith('/tenants/{tenant}/frequency-caps')
+              ? 'cap'
+              : param;
     let value = override?.param === param ? override.segment : encodeURIComponent(values[named]);
     if (param === 'id' && op.path.startsWith('/procedures')) value = override?.param === param ? override.segment : encodeURIComponent(values.procedure);
     if (param === 'id' && op.path.includes('/deliveries/')) value = override?.param === param ? override.segment : encodeURIComponent(values.delivery);
@@ -161,6 +171,7 @@ beforeAll(async () => {
   // A loopback destination (nothing listens on port 9) needs the tenant's permission for private addresses.
   expect((await api('PUT', `/tenants/${a.name}/limits`, { body: { webhookPrivateAddresses: true } })).status).toBe(200);
   expect((await api('POST', `/tenants/${a.name}/webhooks`, { body: { name: 'robust-hook', url: 'http://127.0.0.1:9/hook' } })).status).toBe(201);
+  expect((await api('POST', `/tenants/${a.name}/frequency-caps`, { body: { name: 'robust-cap', maxDeliveries: 2, window: '1d' } })).status).toBe(201);
   fixture = {
     a,
     b,
@@ -171,6 +182,7 @@ beforeAll(async () => {
       name: 'base',
       consumer: 'robust',
       webhook: 'robust-hook',
+      cap: 'robust-cap',
       delivery: 'wh_0123456789abcdef-1-0',
       user: '7',
       id: workflow.body.id,

@@ -1,0 +1,220 @@
+// Frequency caps where deliveries are cut (./cut.ts): one round of one destination loads the caps that apply to it,
+// the windows of those caps its moves fall in, and decides each action move as bitmap arithmetic (./cap-bitmaps.ts).
+// The round commits what it counted (each window compare-and-set on its version) and what it skipped (CappedDelivery)
+// in the same transaction as its deliveries and cursor: a crash or a lost race decides again from what is committed.
+// The engine is not involved: a capped user moves like any other; only the delivery is skipped.
+import { randomBytes } from 'node:crypto';
+import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from '../crowd/bitmap';
+import { applyCaps, CapLevels } from './cap-bitmaps';
+import type { CapExempt } from './caps';
+import { WEBHOOK_TAG_PREFIX, type DestinationRow } from './destinations';
+import type { Database } from '../storage/database';
+
+type Tx = Parameters<Parameters<Database['db']['$transaction']>[0]>[0];
+
+/** The journal row fields a cap decision reads. */
+export type CapMove = { seq: bigint; instanceId: string; toStep: string; enterAction: string | null; timeMs: bigint; user: bigint | null };
+
+type Cap = { id: string; maxDeliveries: number; windowMs: bigint; exempt: CapExempt };
+type Window = { capId: string; bucket: bigint; levels: CapLevels; version: number | null; dirty: boolean };
+
+/** A window's counters changed under this round (another process counted into it): the round is cut again. */
+export class CapRace extends Error {
+  constructor() {
+    super('a frequency cap window changed while the round was cut');
+  }
+}
+
+export type NewCapped = {
+  id: string;
+  tenantId: string;
+  destinationId: string;
+  seq: bigint | null;
+  instanceId: string;
+  step: string;
+  users: Buffer<ArrayBuffer>;
+  count: number;
+  timeMs: bigint;
+};
+
+/** The caps of one round of one destination, and what the round decided. */
+export class RoundCaps {
+  private readonly windows = new Map<string, Window>();
+  private readonly journeys = new Map<string, string | null>();
+  /** Single-user moves skipped in this round, by instance and step. */
+  private readonly singles = new Map<string, { instanceId: string; step: string; users: RoaringBitmap32; skipped: number; timeMs: bigint }>();
+  private readonly bulk: NewCapped[] = [];
+  /** Deliveries skipped in this round (users). */
+  skipped = 0;
+
+  private constructor(
+    private readonly database: Database,
+    private readonly destination: DestinationRow,
+    private readonly caps: Cap[],
+  ) {}
+
+  /** The caps that count deliveries to `destination` (its own and those of every destination); undefined when none. */
+  static async load(database: Database, destination: DestinationRow): Promise<RoundCaps | undefined> {
+    const rows = await database.db.frequencyCap.findMany({
+      where: { tenantId: destination.tenantId, OR: [{ destination: null }, { destination: destination.name }] },
+      orderBy: { name: 'asc' },
+    });
+    if (rows.length === 0) return undefined;
+    const caps = rows.map((row) => ({ id: row.id, maxDeliveries: row.maxDeliveries, windowMs: row.windowMs, exempt: JSON.parse(row.exempt) as CapExempt }));
+    return new RoundCaps(database, destination, caps);
+  }
+
+  /** Whether this move reaches the destination as an action (its step's enter action names it), which caps count. */
+  isAction(move: CapMove): boolean {
+    if (!move.enterAction) return false;
+    const tag = `${WEBHOOK_TAG_PREFIX}${this.destination.name}`;
+    return move.enterAction.split(',').some((t) => t.trim() === tag);
+  }
+
+  /** The windows of the caps that apply to the move (not exempt), each at the move's time. */
+  private async windowsFor(move: CapMove): Promise<CapLevels[]> {
+    const journey = await this.journey(move.instanceId);
+    const out: CapLevels[] = [];
+    for (const cap of this.caps) {
+      if (journey !== null && cap.exempt.journeys.includes(journey)) continue;
+      if (journey !== null && cap.exempt.steps.some((s) => s.journey === journey && s.step === move.toStep)) continue;
+      out.push((await this.window(cap, move.timeMs / cap.windowMs)).levels);
+    }
+    return out;
+  }
+
+  private async window(cap: Cap, bucket: bigint): Promise<Window> {
+    const key = `${cap.id}:${bucket}`;
+    let window = this.windows.get(key);
+    if (!window) {
+      const row = await this.database.db.frequencyCapWindow.findUnique({ where: { capId_bucket: { capId: cap.id, bucket } } });
+      window = {
+        capId: cap.id,
+        bucket,
+        levels: row ? CapLevels.decode(row.levels).resized(cap.maxDeliveries) : CapLevels.empty(cap.maxDeliveries),
+        version: row ? row.version : null,
+        dirty: false,
+      };
+      this.windows.set(key, window);
+    }
+    return window;
+  }
+
+  private async journey(instanceId: string): Promise<string | null> {
+    if (!this.journeys.has(instanceId)) this.journeys.set(instanceId, await journeyName(this.database, this.destination.tenantId, instanceId));
+    return this.journeys.get(instanceId) ?? null;
+  }
+
+  private markDirty(move: CapMove): void {
+    for (const cap of this.caps) {
+      const window = this.windows.get(`${cap.id}:${move.timeMs / cap.windowMs}`);
+      if (window) window.dirty = true;
+    }
+  }
+
+  /** Decides a single-user move: true when it is delivered (and counted), false when a cap skips it. */
+  async decideUser(move: CapMove, user: number): Promise<boolean> {
+    const windows = await this.windowsFor(move);
+    if (windows.length === 0) return true;
+    const { capped } = applyCaps(RoaringBitmap32.of(user), windows);
+    this.markDirty(move);
+    if (capped.isEmpty) return true;
+    const key = `${move.instanceId}\n${move.toStep}`;
+    const entry = this.singles.get(key) ?? { instanceId: move.instanceId, step: move.toStep, users: new RoaringBitmap32(), skipped: 0, timeMs: move.timeMs };
+    entry.users.add(user);
+    entry.skipped++;
+    this.singles.set(key, entry);
+    this.skipped++;
+    return false;
+  }
+
+  /**
+   * Decides a bulk move: the users delivered to, and (when a cap skipped some) the id of the decision row that the
+   * later rounds of this move read back (./cut.ts DecodedMoves.delivered).
+   */
+  async decideBulk(move: CapMove, users: RoaringBitmap32): Promise<{ delivered: RoaringBitmap32; decisionId?: string }> {
+    const windows = await this.windowsFor(move);
+    if (windows.length === 0) return { delivered: users };
+    const { delivered, capped } = applyCaps(users, windows);
+    this.markDirty(move);
+    if (capped.isEmpty) return { delivered };
+    const id = `cd_${randomBytes(8).toString('hex')}`;
+    this.bulk.push(this.row(id, move.seq, move.instanceId, move.toStep, capped, move.timeMs));
+    this.skipped += capped.size;
+    return { delivered, decisionId: id };
+  }
+
+  /** `count`: deliveries skipped (a user skipped twice in a round's single moves at one step is in `users` once). */
+  private row(id: string, seq: bigint | null, instanceId: string, step: string, users: RoaringBitmap32, timeMs: bigint, count = users.size): NewCapped {
+    return { id, tenantId: this.destination.tenantId, destinationId: this.destination.id, seq, instanceId, step, users: serializeBitmap(users), count, timeMs };
+  }
+
+  /** Writes the round's counters and skips inside its transaction; throws CapRace when a window changed meanwhile. */
+  async write(tx: Tx): Promise<void> {
+    for (const window of this.windows.values()) {
+      if (!window.dirty) continue;
+      const levels = window.levels.encode();
+      if (window.version === null) {
+        // A second round creating the same window fails on its key, which rolls this round back as a race does.
+        await tx.frequencyCapWindow.create({ data: { capId: window.capId, bucket: window.bucket, levels, version: 1 } });
+      } else {
+        const updated = await tx.frequencyCapWindow.updateMany({
+          where: { capId: window.capId, bucket: window.bucket, version: window.version },
+          data: { levels, version: window.version + 1 },
+        });
+        if (updated.count !== 1) throw new CapRace();
+      }
+    }
+    const rows = [...this.bulk];
+    for (const single of this.singles.values())
+      rows.push(this.row(`cd_${randomBytes(8).toString('hex')}`, null, single.instanceId, single.step, single.users, single.timeMs, single.skipped));
+    if (rows.length) await tx.cappedDelivery.createMany({ data: rows });
+  }
+}
+
+/** The name of the journey (workflow) an instance runs, which exemptions name; null for an instance not found. */
+async function journeyName(database: Database, tenantId: string, instanceId: string): Promise<string | null> {
+  const instance = await database.db.instance.findFirst({ where: { id: instanceId, tenantId }, select: { workflowId: true } });
+  if (!instance) return null;
+  const workflow = await database.db.workflow.findUnique({ where: { id: instance.workflowId }, select: { name: true } });
+  return workflow?.name ?? null;
+}
+
+/** The users a cap skipped in a bulk move for a destination (the decision of its first round), if any. */
+export async function bulkDecision(database: Database, destinationId: string, seq: bigint): Promise<{ id: string; capped: RoaringBitmap32 } | undefined> {
+  const row = await database.db.cappedDelivery.findFirst({ where: { destinationId, seq }, select: { id: true, users: true } });
+  return row ? { id: row.id, capped: deserializeBitmap(row.users) } : undefined;
+}
+
+/** Per step of an instance: users a cap skipped a delivery of there (each once) and deliveries skipped. Empty: none. */
+export async function cappedCounts(database: Database, tenantId: string, instanceId: string): Promise<Record<string, { users: number; skipped: number }>> {
+  const rows = await database.db.cappedDelivery.findMany({ where: { tenantId, instanceId }, select: { step: true, seq: true, users: true, count: true } });
+  const byStep = new Map<string, { rows: typeof rows; skipped: number }>();
+  for (const row of rows) {
+    const entry = byStep.get(row.step) ?? { rows: [], skipped: 0 };
+    entry.rows.push(row);
+    entry.skipped += row.count;
+    byStep.set(row.step, entry);
+  }
+  const out: Record<string, { users: number; skipped: number }> = {};
+  for (const [step, entry] of byStep) {
+    // One bulk move's users are distinct (its count); rows of several moves are OR'ed: a user skipped twice counts once.
+    const [only] = entry.rows;
+    const users =
+      entry.rows.length === 1 && only.seq !== null ? only.count : RoaringBitmap32.orMany(entry.rows.map((row) => deserializeBitmap(row.users))).size;
+    out[step] = { users, skipped: entry.skipped };
+  }
+  return out;
+}
+
+/** The users a cap skipped a delivery of at a step (each once): the "capped here" export. */
+export async function cappedStepUsers(database: Database, tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32> {
+  const rows = await database.db.cappedDelivery.findMany({ where: { tenantId, instanceId, step }, select: { users: true } });
+  return RoaringBitmap32.orMany(rows.map((row) => deserializeBitmap(row.users)));
+}
+
+/** Drops windows no move will be counted in any more: older than two windows before `now` (the pump's sweep). */
+export async function dropOldCapWindows(database: Database, now: number): Promise<void> {
+  const caps = await database.db.frequencyCap.findMany({ select: { id: true, windowMs: true } });
+  for (const cap of caps) await database.db.frequencyCapWindow.deleteMany({ where: { capId: cap.id, bucket: { lt: BigInt(now) / cap.windowMs - 2n } } });
+}
