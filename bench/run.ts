@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants,exports,isolation]
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants,exports,isolation,caps]
 //   [--providers=sqlite,postgres] [--steps=counts,sse,…] [--tenants=1,100,300,1000] [--tenants-window=60] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
@@ -26,6 +26,7 @@ import { measurePaths, type PathsFigures } from './scenarios/paths';
 import { measureIsolation, type IsolationFigures } from './scenarios/isolation';
 import { isolationSummary } from './scenarios/isolation-table';
 import { measureExports, type ExportFigures } from './scenarios/exports';
+import { measureCaps, type CapFigures } from './scenarios/caps';
 import { buildResults } from './scenarios/table';
 import { summarizeWindows } from './profile-summary';
 import { windows } from './lib/windows';
@@ -56,6 +57,7 @@ const sections = new Set(
     'tenants',
     'exports',
     'isolation',
+    'caps',
   ]),
 );
 // Paths and funnels (issue 38 §4) run in every full bench; `--only=paths` runs them alone.
@@ -137,6 +139,11 @@ async function main(): Promise<void> {
   const isolation: Partial<Record<Provider, IsolationFigures>> = {};
   const exports: Partial<Record<Provider, ExportFigures>> = {};
   let cluster: ClusterFigures | undefined;
+  let caps: CapFigures | undefined;
+  if (sections.has('caps')) {
+    console.log('frequency caps: the decision for a bulk move (in process)…');
+    caps = measureCaps(sparse, SCALE.repeats);
+  }
   const save = (complete: boolean) => {
     const results = buildResults({
       scale: SCALE,
@@ -157,6 +164,7 @@ async function main(): Promise<void> {
       paths: pathFigures,
       exports,
       isolation,
+      caps,
     }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),

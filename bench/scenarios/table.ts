@@ -19,6 +19,7 @@ import { clusterRows, type ClusterFigures } from './cluster';
 import type { TenantFigures } from './tenants';
 import { tenantRows } from './tenants-table';
 import type { IsolationFigures } from './isolation';
+import type { CapFigures } from './caps';
 import { isolationRows } from './isolation-table';
 
 export interface AllFigures {
@@ -41,6 +42,7 @@ export interface AllFigures {
   paths?: Partial<Record<Provider, PathsFigures>>;
   isolation?: Partial<Record<Provider, IsolationFigures>>;
   exports?: Partial<Record<Provider, ExportFigures>>;
+  caps?: CapFigures;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -64,6 +66,30 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
       ? undefined
       : ms(rows.startMsPerUser * scale.users, `(createMany of ${millions(scale.rowUsers / 10)} rows ×${Math.round((10 * scale.users) / scale.rowUsers)})`);
   const out: ScenarioResult[] = [];
+
+  const caps = all.caps;
+  if (caps) {
+    const facts = caps.decision.details as { atCap: number } | undefined;
+    out.push({
+      scenario: `frequency cap: decide a ${U}-user move into a webhook step, ${facts ? millions(facts.atCap) : '40%'} at the cap (in process)`,
+      provider: 'memory',
+      ours: measured(caps.decision, 'ms'),
+      target: lower(100, '≤ 100 ms', { scalesWithUsers: true }),
+      details: caps.decision.details,
+    });
+    out.push({
+      scenario: `frequency cap: decide and count the ${U}-user move into the window's levels (in process)`,
+      provider: 'memory',
+      ours: measured(caps.decideAndCount, 'ms'),
+      details: caps.decideAndCount.details,
+    });
+    out.push({
+      scenario: 'frequency cap: encode the counted window (what the round writes)',
+      provider: 'memory',
+      ours: measured(caps.encode, 'ms'),
+      details: caps.encode.details,
+    });
+  }
 
   if (crowd) {
     out.push({
