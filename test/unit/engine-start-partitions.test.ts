@@ -2,8 +2,8 @@ import { afterEach, expect, it } from 'vitest';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { database } from '../../server/storage/database';
 import type { Database } from '../../server/storage/database';
-import type { RawDb, RawStatement } from '../../server/storage/raw';
 import { db } from '../../server/storage/db';
+import { withTransactionHook } from '../helpers/raw-hook';
 import { crowd, range, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
 // A start commits partition by partition (issue 34: one transaction over 2^27 users held SQLite, and the engine thread
@@ -28,26 +28,14 @@ const definition: WorkflowDefinition = {
 /** The real database, whose raw transactions writing a checkpoint fail once `failing` is set and `allowed` have passed. */
 function crashingCheckpoints(real: Database) {
   const state = { failing: false, allowed: 0, committed: 0 };
-  const writesCheckpoint = (statements: RawStatement[]) => statements.some((s) => s.sql.includes('ShardCheckpoint'));
-  const wrapped: Database = {
-    db: real.db,
-    dialect: real.dialect,
-    async raw(): Promise<RawDb> {
-      const raw = await real.raw();
-      return Object.assign(Object.create(raw) as RawDb, {
-        transaction: async (statements: RawStatement[]) => {
-          if (writesCheckpoint(statements)) {
-            if (state.failing && state.committed >= state.allowed) throw new Error('simulated crash between partition commits');
-            const result = await raw.transaction(statements);
-            state.committed++;
-            return result;
-          }
-          return raw.transaction(statements);
-        },
-      });
-    },
-  };
-  return { database: wrapped, state };
+  const database = withTransactionHook(real, async (statements, commit) => {
+    if (!statements.some((s) => s.sql.includes('ShardCheckpoint'))) return commit();
+    if (state.failing && state.committed >= state.allowed) throw new Error('simulated crash between partition commits');
+    const result = await commit();
+    state.committed++;
+    return result;
+  });
+  return { database, state };
 }
 
 let h: Harness;
