@@ -213,6 +213,49 @@ export async function cappedStepUsers(database: Database, tenantId: string, inst
   return RoaringBitmap32.orMany(rows.map((row) => deserializeBitmap(row.users)));
 }
 
+/**
+ * Keeps the counts' read of CappedDelivery short (the pump's sweep): per destination, instance and step, the rows of
+ * single-user moves and of bulk moves cut through (seq at or below the destination's cursor: no round resumes them)
+ * become one row, their users OR'ed and their skips added. A bulk move still being cut keeps its own row.
+ */
+export async function compactCapped(database: Database): Promise<number> {
+  const groups = await database.db.cappedDelivery.groupBy({
+    by: ['destinationId', 'instanceId', 'step'],
+    _count: { id: true },
+    having: { id: { _count: { gt: 1 } } },
+  });
+  let merged = 0;
+  for (const group of groups) {
+    const destination = await database.db.webhookDestination.findUnique({ where: { id: group.destinationId }, select: { cursor: true } });
+    const done = destination ? { OR: [{ seq: null }, { seq: { lte: destination.cursor } }] } : {};
+    const rows = await database.db.cappedDelivery.findMany({
+      where: { destinationId: group.destinationId, instanceId: group.instanceId, step: group.step, ...done },
+    });
+    if (rows.length < 2) continue;
+    const users = RoaringBitmap32.orMany(rows.map((row) => deserializeBitmap(row.users)));
+    const [first] = rows;
+    await database.db.$transaction(async (tx) => {
+      await tx.cappedDelivery.deleteMany({ where: { id: { in: rows.map((row) => row.id) } } });
+      await tx.cappedDelivery.create({
+        data: {
+          id: `cd_${randomBytes(8).toString('hex')}`,
+          tenantId: first.tenantId,
+          destinationId: first.destinationId,
+          seq: null,
+          instanceId: first.instanceId,
+          step: first.step,
+          users: serializeBitmap(users),
+          count: rows.reduce((sum, row) => sum + row.count, 0),
+          // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
+          timeMs: rows.reduce((latest, row) => (row.timeMs > latest ? row.timeMs : latest), 0n),
+        },
+      });
+    });
+    merged += rows.length;
+  }
+  return merged;
+}
+
 /** Drops windows no move will be counted in any more: older than two windows before `now` (the pump's sweep). */
 export async function dropOldCapWindows(database: Database, now: number): Promise<void> {
   const caps = await database.db.frequencyCap.findMany({ select: { id: true, windowMs: true } });

@@ -7,7 +7,7 @@
 import { systemClock, type Clock } from '../clock';
 import type { ProcedureRunner } from '../procedures/types';
 import { runtime } from '../runtime';
-import { dropOldCapWindows } from './capping';
+import { compactCapped, dropOldCapWindows } from './capping';
 import { commitRound, cutRound, DecodedMoves } from './cut';
 import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
 import type { Database } from '../storage/database';
@@ -57,6 +57,7 @@ export class WebhookPump {
         where: { status: { in: ['delivered', 'failed'] }, createdAt: { lt: new Date(now - DELIVERY_RETENTION_MS) } },
       });
       await dropOldCapWindows(this.database, now);
+      await compactCapped(this.database);
     }
     const newest = await this.database.db.journal.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
     if (!newest) return 0;

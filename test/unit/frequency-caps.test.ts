@@ -8,7 +8,7 @@ import { newId } from '../../server/ids';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';
 import { applyCaps, CapLevels } from '../../server/webhooks/cap-bitmaps';
-import { cappedCounts, cappedStepUsers } from '../../server/webhooks/capping';
+import { cappedCounts, cappedStepUsers, compactCapped } from '../../server/webhooks/capping';
 import { createCap, type CreateCapBody } from '../../server/webhooks/caps';
 import { commitRound, cutRound, DecodedMoves } from '../../server/webhooks/cut';
 import { createDestination, requireDestination } from '../../server/webhooks/destinations';
@@ -190,17 +190,27 @@ describe('frequency caps', () => {
       const skips = [...expectation.skipped.values()].reduce((sum, e) => sum + e.skipped, 0);
       expect(skips).toBeGreaterThan(20);
 
-      for (const [journey, instanceId] of Object.entries(instances)) {
-        const counts = await cappedCounts(database(), tenantId, instanceId);
-        const want: Record<string, { users: number; skipped: number }> = {};
-        for (const [key, entry] of expectation.skipped)
-          if (key.startsWith(`${instanceId}/`)) want[key.slice(instanceId.length + 1)] = { users: entry.users.size, skipped: entry.skipped };
-        expect(counts, journey).toEqual(want);
-        for (const step of Object.keys(want))
-          expect((await cappedStepUsers(database(), tenantId, instanceId, step)).toArray()).toEqual(
-            [...(expectation.skipped.get(`${instanceId}/${step}`)?.users ?? [])].sort((a, b) => a - b),
-          );
-      }
+      const checkCounts = async () => {
+        for (const [journey, instanceId] of Object.entries(instances)) {
+          const counts = await cappedCounts(database(), tenantId, instanceId);
+          const want: Record<string, { users: number; skipped: number }> = {};
+          for (const [key, entry] of expectation.skipped)
+            if (key.startsWith(`${instanceId}/`)) want[key.slice(instanceId.length + 1)] = { users: entry.users.size, skipped: entry.skipped };
+          expect(counts, journey).toEqual(want);
+          for (const step of Object.keys(want))
+            expect((await cappedStepUsers(database(), tenantId, instanceId, step)).toArray()).toEqual(
+              [...(expectation.skipped.get(`${instanceId}/${step}`)?.users ?? [])].sort((a, b) => a - b),
+            );
+        }
+      };
+      await checkCounts();
+      // The sweep's compaction leaves one row per destination, instance and step, and the same counts and exports.
+      const before = await db().cappedDelivery.count({ where: { tenantId } });
+      expect(await compactCapped(database())).toBeGreaterThan(0);
+      const groups = await db().cappedDelivery.groupBy({ by: ['destinationId', 'instanceId', 'step'], where: { tenantId }, _count: { id: true } });
+      expect(groups.every((g) => g._count.id === 1)).toBe(true);
+      expect(groups.length).toBeLessThan(before);
+      await checkCounts();
       // The journey exempt from the cap on every destination is capped only by the sms cap.
       const receipts = await db().cappedDelivery.findMany({ where: { instanceId: instances.receipts }, select: { destinationId: true } });
       expect(new Set(receipts.map((r) => r.destinationId))).not.toContain(crm.id);
