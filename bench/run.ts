@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants,exports,isolation,caps]
+// `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants,exports,isolation,caps,restart]
 //   [--providers=sqlite,postgres] [--steps=counts,sse,…] [--tenants=1,100,300,1000] [--tenants-window=60] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
@@ -25,6 +25,7 @@ import { measureTenants, type TenantFigures } from './scenarios/tenants';
 import { measurePaths, type PathsFigures } from './scenarios/paths';
 import { measureIsolation, type IsolationFigures } from './scenarios/isolation';
 import { isolationSummary } from './scenarios/isolation-table';
+import { measureRestartBig, type RestartFigures } from './scenarios/restart-big';
 import { measureExports, type ExportFigures } from './scenarios/exports';
 import { measureCaps, type CapFigures } from './scenarios/caps';
 import { buildResults } from './scenarios/table';
@@ -58,6 +59,7 @@ const sections = new Set(
     'exports',
     'isolation',
     'caps',
+    'restart',
   ]),
 );
 // Paths and funnels (issue 38 §4) run in every full bench; `--only=paths` runs them alone.
@@ -96,6 +98,9 @@ const ISOLATION_SIZES = {
   importLines: 500_000 * scale,
   phaseMs: quick ? 6_000 : 15_000,
 };
+
+/** The restart section (issue 33 §3): two instances over 2^27 users and three 2M-user timer instances. */
+const RESTART_SIZES = { bigLog2: quick ? 24 : 27, timerUsers: 2_000_000 * scale };
 
 async function main(): Promise<void> {
   const startedAt = new Date();
@@ -137,6 +142,7 @@ async function main(): Promise<void> {
   const tenants: Partial<Record<Provider, TenantFigures>> = {};
   const pathFigures: Partial<Record<Provider, PathsFigures>> = {};
   const isolation: Partial<Record<Provider, IsolationFigures>> = {};
+  const restart: Partial<Record<Provider, RestartFigures>> = {};
   const exports: Partial<Record<Provider, ExportFigures>> = {};
   let cluster: ClusterFigures | undefined;
   let caps: CapFigures | undefined;
@@ -165,6 +171,7 @@ async function main(): Promise<void> {
       exports,
       isolation,
       caps,
+      restart,
     }).map((r: ScenarioResult) => score(r, scale));
     const report = {
       startedAt: startedAt.toISOString(),
@@ -215,6 +222,11 @@ async function main(): Promise<void> {
       isolation[provider] = await withDatabase(provider, 'isolation', (database) => measureIsolation(database, ISOLATION_SIZES, profile));
       const figures = isolation[provider];
       if (figures) console.log(isolationSummary(figures, provider));
+      save(false);
+    }
+    if (sections.has('restart')) {
+      console.log(`restart with big state on ${provider}…`);
+      restart[provider] = await withDatabase(provider, 'restart', (database) => measureRestartBig(database, RESTART_SIZES, profile));
       save(false);
     }
     if (sections.has('ingest')) {

@@ -21,6 +21,7 @@ import { tenantRows } from './tenants-table';
 import type { IsolationFigures } from './isolation';
 import type { CapFigures } from './caps';
 import { isolationRows } from './isolation-table';
+import { restartRows, type RestartFigures } from './restart-big';
 
 export interface AllFigures {
   scale: { scale: number; users: number; rowUsers: number; recoveryMoves: number };
@@ -43,6 +44,7 @@ export interface AllFigures {
   isolation?: Partial<Record<Provider, IsolationFigures>>;
   exports?: Partial<Record<Provider, ExportFigures>>;
   caps?: CapFigures;
+  restart?: Partial<Record<Provider, RestartFigures>>;
 }
 
 const ms = (value: number | null | undefined, note?: string): Figure => ({ value: value ?? null, unit: 'ms', ...(note ? { note } : {}) });
@@ -333,6 +335,10 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
   for (const provider of ['sqlite', 'postgres'] as const) {
     const figures = all.isolation?.[provider];
     if (figures) out.push(...isolationRows(figures, provider));
+  }
+  for (const provider of ['sqlite', 'postgres'] as const) {
+    const figures = all.restart?.[provider];
+    if (figures) out.push(...restartRows(figures, provider));
   }
   return out;
 }
