@@ -44,14 +44,53 @@ export async function whenUnlocked<T>(attempt: () => T | Promise<T>): Promise<T>
  */
 const TAKE_WRITE_LOCK: SqlQuery = { sql: 'DELETE FROM "_prisma_migrations" WHERE 0', args: [], argTypes: [] };
 
+const ROLLBACK: SqlQuery = { sql: 'ROLLBACK', args: [], argTypes: [] };
+
 /**
- * Prisma's SQLite adapter with every statement run through `whenUnlocked`. A script is not retried (it may have run
- * half-way). A transaction takes the write lock with TAKE_WRITE_LOCK, waiting for it like any statement; after that
- * none of its statements is refused for a lock.
+ * Turns on one connection, first come first served: an interactive transaction holds a turn from its BEGIN to its end,
+ * a statement outside a transaction for the (synchronous) moment it runs.
+ */
+class ConnectionTurns {
+  private last: Promise<void> = Promise.resolve();
+
+  /** Resolves, once every earlier turn ended, with the function that ends this one. */
+  take(): Promise<() => void> {
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    const previous = this.last;
+    this.last = previous.then(() => ended);
+    return previous.then(() => end);
+  }
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    const end = await this.take();
+    try {
+      return await work();
+    } finally {
+      end();
+    }
+  }
+}
+
+/**
+ * Prisma's SQLite adapter with every statement run through `whenUnlocked`, and with its one connection shared in turns.
+ *
+ * Prisma's adapter runs a statement outside a transaction on the connection as it is, even while one of its interactive
+ * transactions is open there (BEGIN … the caller's awaits … COMMIT). Another request's statement then ran INSIDE that
+ * transaction (issue 36): a write answered as done was undone when the transaction rolled back, and a read pinned a
+ * snapshot while the transaction still waited for the write lock, so that once the engine thread committed, taking the
+ * lock failed with SQLITE_BUSY_SNAPSHOT (Prisma's P1008 "Operation has timed out", a 503 after 0.07-4 s instead of
+ * after the 30 s wait). So a statement outside a transaction waits for the open one to end (ConnectionTurns).
+ *
+ * A transaction takes the write lock with TAKE_WRITE_LOCK right after its BEGIN; refused for the lock (another
+ * connection writes), it rolls back and gives its turn up before it tries again, so this thread's reads go on while it
+ * waits. Once it has the lock none of its statements is refused for one. A script is not retried (it may have run
+ * half-way).
  */
 export class AsyncLockWaitAdapter implements SqlDriverAdapter {
   readonly provider: SqlDriverAdapter['provider'];
   readonly adapterName: string;
+  private readonly turns = new ConnectionTurns();
 
   constructor(private readonly inner: SqlDriverAdapter) {
     this.provider = inner.provider;
@@ -59,29 +98,39 @@ export class AsyncLockWaitAdapter implements SqlDriverAdapter {
   }
 
   queryRaw(query: SqlQuery) {
-    return whenUnlocked(() => this.inner.queryRaw(query));
+    return whenUnlocked(() => this.turns.run(() => this.inner.queryRaw(query)));
   }
 
   executeRaw(query: SqlQuery) {
-    return whenUnlocked(() => this.inner.executeRaw(query));
+    return whenUnlocked(() => this.turns.run(() => this.inner.executeRaw(query)));
   }
 
   executeScript(script: string) {
-    return this.inner.executeScript(script);
+    return this.turns.run(() => this.inner.executeScript(script));
   }
 
-  async startTransaction(...args: Parameters<SqlDriverAdapter['startTransaction']>): Promise<Transaction> {
-    const transaction = new AsyncLockWaitTransaction(await this.inner.startTransaction(...args));
-    try {
-      await transaction.executeRaw(TAKE_WRITE_LOCK);
-    } catch (error) {
-      // The adapter's rollback() only releases its mutex (Prisma sends the SQL of an open transaction's end itself):
-      // without this ROLLBACK the connection stayed inside the BEGIN, and every later write went into it.
-      await transaction.executeRaw({ sql: 'ROLLBACK', args: [], argTypes: [] }).catch(() => undefined);
-      await transaction.rollback();
-      throw error;
-    }
-    return transaction;
+  startTransaction(...args: Parameters<SqlDriverAdapter['startTransaction']>): Promise<Transaction> {
+    return whenUnlocked(async () => {
+      const endTurn = await this.turns.take();
+      let inner: Transaction;
+      try {
+        inner = await this.inner.startTransaction(...args);
+      } catch (error) {
+        endTurn();
+        throw error;
+      }
+      try {
+        await inner.executeRaw(TAKE_WRITE_LOCK);
+      } catch (error) {
+        // The adapter's rollback() only releases its mutex (Prisma sends the SQL of an open transaction's end itself):
+        // without this ROLLBACK the connection stayed inside the BEGIN, and every later write went into it.
+        await inner.executeRaw(ROLLBACK).catch(() => undefined);
+        await inner.rollback();
+        endTurn();
+        throw error;
+      }
+      return new AsyncLockWaitTransaction(inner, endTurn);
+    });
   }
 
   dispose() {
@@ -94,7 +143,10 @@ class AsyncLockWaitTransaction implements Transaction {
   readonly adapterName: string;
   readonly options: Transaction['options'];
 
-  constructor(private readonly inner: Transaction) {
+  constructor(
+    private readonly inner: Transaction,
+    private readonly endTurn: () => void,
+  ) {
     this.provider = inner.provider;
     this.adapterName = inner.adapterName;
     this.options = inner.options;
@@ -109,12 +161,20 @@ class AsyncLockWaitTransaction implements Transaction {
     return whenUnlocked(() => this.inner.executeRaw(query));
   }
 
-  commit() {
-    return this.inner.commit();
+  async commit() {
+    try {
+      await this.inner.commit();
+    } finally {
+      this.endTurn();
+    }
   }
 
-  rollback() {
-    return this.inner.rollback();
+  async rollback() {
+    try {
+      await this.inner.rollback();
+    } finally {
+      this.endTurn();
+    }
   }
 
   async createSavepoint(name: string) {

@@ -60,3 +60,55 @@ it.runIf(onSqlite)('a transaction whose write lock cannot be taken leaves the co
     await adapter.dispose();
   }
 });
+
+// Issue 36: `POST /tenants/T/workflows` and `DELETE /tenants/T` answered 503 after 0.07-4 s. Prisma's SQLite adapter
+// runs a statement outside a transaction on the connection as it is, even while one of its interactive transactions is
+// open there (BEGIN … awaits … COMMIT): a read of another request then ran inside that transaction, pinning a snapshot
+// while the transaction still waited for the write lock, and once the engine thread committed, taking the lock failed
+// with SQLITE_BUSY_SNAPSHOT (P1008 "Operation has timed out", 503) at once.
+it.runIf(onSqlite)('a read of another request while a transaction waits for the write lock does not doom the transaction', async () => {
+  const target = dbTarget();
+  if (target.provider !== 'sqlite') throw new Error('unreachable');
+  const tenantId = newId('tn');
+  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 4 } });
+  const engine = new Database(target.file, { timeout: 0 });
+  connections.push(engine);
+  engine.exec('BEGIN IMMEDIATE');
+  const started = Date.now();
+  const waiting = db()
+    .$transaction(async (tx) => {
+      await tx.tenant.update({ where: { id: tenantId }, data: { partitions: 16 } });
+    })
+    .then(() => Date.now() - started);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  // Another request's read on the same connection, while the transaction above waits for the lock.
+  // (A Prisma call runs once something waits for it: then() starts it now.)
+  const read = db()
+    .tenant.findMany({ where: { id: tenantId } })
+    .then((rows) => rows);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  engine.prepare('UPDATE "Tenant" SET name = ? WHERE id = ?').run(`${tenantId.toLowerCase()}-engine`, tenantId);
+  engine.exec('COMMIT');
+  expect(await read).toHaveLength(1);
+  expect(await waiting).toBeLessThan(10_000);
+  expect(await db().tenant.findUniqueOrThrow({ where: { id: tenantId } })).toMatchObject({ partitions: 16, name: `${tenantId.toLowerCase()}-engine` });
+});
+
+// The same sharing let a write of another request run inside an open transaction: answered as done, it was undone
+// when that transaction rolled back (a tenant delete refused for its running instances, say).
+it.runIf(onSqlite)('a write of another request while a transaction is open is not undone by its rollback', async () => {
+  const name = newId('tn').toLowerCase();
+  let outside: Promise<unknown> | undefined;
+  await expect(
+    db().$transaction(async (tx) => {
+      await tx.tenant.count();
+      outside = db()
+        .tenant.create({ data: { id: newId('tn'), name, partitions: 1 } })
+        .then((row) => row);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      throw new Error('refused');
+    }),
+  ).rejects.toThrow('refused');
+  await outside;
+  expect(await db().tenant.findMany({ where: { name } })).toHaveLength(1);
+});
