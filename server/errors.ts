@@ -1,5 +1,4 @@
 // The one error table: every failure a caller can cause has a code, and each code one HTTP status.
-import { isSqliteBusy } from './storage/sqlite-busy';
 
 export const ERROR_STATUS = {
   bad_request: 400,
@@ -88,17 +87,4 @@ export function isForeignKeyViolation(error: unknown): boolean {
 /** "Record to update/delete does not exist" from either provider (a row removed under a concurrent request). */
 export function isRecordMissing(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'P2025';
-}
-
-/**
- * The database was too busy to answer in time: SQLite's write lock still held past our wait (Prisma P1008, or the raw
- * driver's SQLITE_BUSY: `isSqliteBusy`), a transaction that could not start within its wait (P2028, that message only:
- * the code also covers expired and closed transactions, which retrying does not cure), or no connection of
- * PostgreSQL's pool free in time (P2024). The same request can succeed a moment later.
- */
-export function isDatabaseBusy(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const { code, message } = error as { code?: unknown; message?: unknown };
-  if (code === 'P2028') return typeof message === 'string' && message.includes('Unable to start a transaction in the given time');
-  return code === 'P1008' || code === 'P2024' || isSqliteBusy(error);
 }

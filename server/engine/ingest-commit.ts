@@ -12,7 +12,7 @@ import { AppError } from '../errors';
 import type { RawStatement } from '../storage/raw';
 import { DEDUPE_WINDOW_MS, recordInsert, tenantDedupe, type NewRecord, type RecordedAnswer, type TenantDedupe } from './ingest-dedupe';
 import type { Database } from '../storage/database';
-import { retryTransient } from '../storage/transient';
+import { describeStorageError, isTransientStorageError, retryTransient } from '../storage/transient';
 import { encodeRequest, type EncodedRequest, type EncodedRow, type IngestRequest } from './ingest-encode';
 import { decodeEvents, encodeEvents } from './log-codec';
 import { rememberAppended } from './recent-log';
@@ -101,14 +101,19 @@ function settleFailed(batch: Waiting, error: unknown): void {
   batch.reject(storageFailure(error));
 }
 
-/** A failed write as the caller sees it: bad input (400) when the database refused the data, else storage (503). */
-function storageFailure(error: unknown): AppError {
+/**
+ * A failed write as the caller sees it: bad input (400) when the database refused the data; a transient storage error
+ * (server/storage/transient.ts) that outlasted retryTransient is a 503 to send again; anything else goes up as it is
+ * (the error table makes a tenant deleted meanwhile a 404, the rest a 500), since sending it again fails the same way.
+ */
+function storageFailure(error: unknown): unknown {
   if (error instanceof AppError) return error;
   const { code, message } = error as { code?: unknown; message?: unknown };
   // PostgreSQL classes 22 (data exception) and 54 (program limit exceeded, e.g. too deeply nested) are the data's fault.
   if (typeof code === 'string' && /^(22|54)/.test(code))
     return new AppError('validation_failed', `events: the batch cannot be stored: ${String(message)}`, { path: 'events' });
-  console.warn('[crowdflow] event batch not stored:', error);
+  if (!isTransientStorageError(error)) return error;
+  console.warn('[crowdflow] event batch not stored:', describeStorageError(error));
   return new AppError('unavailable', 'The event log could not be written; nothing of this batch was stored, send it again');
 }
 

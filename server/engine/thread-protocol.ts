@@ -2,6 +2,7 @@
 // One MessagePort carries both directions, in order: the engine publishes an instance's counts before it replies to
 // anything after the commit that changed them, so a caller that awaited a reply already sees those counts.
 import { AppError, type ErrorCode } from '../errors';
+import { transientStorageCode } from '../storage/transient';
 import { RetryLaterError } from '../procedures/types';
 import type { RelayedProfileWrite } from '../profiles/index-tenant';
 import type { FORWARDED_PROFILE_CALLS, ProfileCalls } from '../profiles/calls';
@@ -63,14 +64,18 @@ export type FromEngine =
 export type SerializedError =
   | { type: 'app'; code: ErrorCode; message: string; details?: unknown }
   | { type: 'retry-later'; message: string; waitMs?: number }
-  | { type: 'error'; name: string; message: string; stack?: string };
+  | { type: 'error'; name: string; message: string; stack?: string; code?: string };
 
 /** Errors cross as data and come back as the same kinds: a 4xx stays a 4xx, a retry-later stays retryable. */
 export function serializeError(error: unknown): SerializedError {
   if (error instanceof AppError) return { type: 'app', code: error.code, message: error.message, details: error.details };
   if (error instanceof RetryLaterError) return { type: 'retry-later', message: error.message, waitMs: error.waitMs };
   const plain = error instanceof Error ? error : new Error(String(error));
-  return { type: 'error', name: plain.name, message: plain.message, stack: plain.stack };
+  // A storage error keeps the code the error table reads: the one that makes it transient (a 503 to send again), else
+  // its own (a unique or foreign-key violation: 409, 404).
+  const own = (error as { code?: unknown } | null)?.code;
+  const code = transientStorageCode(error) ?? (typeof own === 'string' ? own : undefined);
+  return { type: 'error', name: plain.name, message: plain.message, stack: plain.stack, ...(code === undefined ? {} : { code }) };
 }
 
 export function deserializeError(error: SerializedError): Error {
@@ -78,6 +83,7 @@ export function deserializeError(error: SerializedError): Error {
   if (error.type === 'retry-later') return new RetryLaterError(error.message, { waitMs: error.waitMs });
   const rebuilt = new Error(error.message);
   rebuilt.name = error.name;
+  if (error.code !== undefined) Object.assign(rebuilt, { code: error.code });
   if (error.stack) rebuilt.stack = `${error.stack}\n    (in the engine thread)`;
   return rebuilt;
 }

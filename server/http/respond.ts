@@ -1,7 +1,8 @@
 import { ZodError, type ZodType, type z } from 'zod';
-import { AppError, isDatabaseBusy, isForeignKeyViolation, isUniqueViolation } from '../errors';
+import { AppError, isForeignKeyViolation, isUniqueViolation } from '../errors';
 import { parseJsonBody } from '../json-body';
 import { inexactApiPath } from './exact-path';
+import { describeStorageError, isTransientStorageError } from '../storage/transient';
 
 /** The JSON text of each response json() built, for our HTTP server to write without reading the body back. */
 const jsonTexts = new WeakMap<Response, string>();
@@ -53,11 +54,17 @@ export function errorResponse(error: unknown): Response {
   if (isUniqueViolation(error)) return json({ error: { code: 'conflict', message: 'A resource with this name already exists' } }, 409);
   if (isForeignKeyViolation(error))
     return json({ error: { code: 'not_found', message: 'What this request refers to was deleted meanwhile (its tenant, say)' } }, 404);
-  if (isDatabaseBusy(error)) {
-    console.warn('[crowdflow] the database was busy past the wait:', (error as Error).message?.trim());
-    return json({ error: { code: 'unavailable', message: 'The database was busy for longer than a request may wait; retry in a moment' } }, 503, {
-      'retry-after': '1',
-    });
+  // The one classification of storage errors (server/storage/transient.ts) that the retrying parts use too: a transient
+  // error that reached a route outlasted every wait and retry below it (SQLite's lock 30 s, a request's 3 s of
+  // retryTransient, PostgreSQL's connection wait), or hit a statement no part retries (a lost connection mid-statement,
+  // a serialization failure or deadlock in a request's own transaction). Sending the request again may succeed.
+  if (isTransientStorageError(error)) {
+    console.warn('[crowdflow] a request met a transient storage error:', describeStorageError(error));
+    return json(
+      { error: { code: 'unavailable', message: 'The database was busy or out of reach for longer than a request may wait; retry in a moment' } },
+      503,
+      { 'retry-after': '1' },
+    );
   }
   console.error('[crowdflow] unexpected error', error);
   return json({ error: { code: 'internal', message: 'Internal error' } }, 500);

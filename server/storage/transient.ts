@@ -40,6 +40,14 @@ export function isTransientStorageError(error: unknown): boolean {
   return transientCode(error, 0) !== null;
 }
 
+/**
+ * The code that makes `error` transient (a Prisma code, SQLSTATE, adapter kind, socket or SQLite code), else undefined:
+ * what an error crossing from the engine thread carries, so that it is classified the same on the other side.
+ */
+export function transientStorageCode(error: unknown): string | undefined {
+  return transientCode(error, 0) ?? undefined;
+}
+
 /** The code that made `error` transient (a Prisma code, SQLSTATE, adapter kind, socket or SQLite code), else null. */
 function transientCode(error: unknown, depth: number): string | null {
   if (typeof error !== 'object' || error === null || depth > MAX_DEPTH) return null;
@@ -47,11 +55,13 @@ function transientCode(error: unknown, depth: number): string | null {
   for (const candidate of [originalCode, code]) {
     if (typeof candidate !== 'string') continue;
     if (PRISMA_CODES.has(candidate) || SQLSTATES.has(candidate) || SOCKET_CODES.has(candidate) || /^08[0-9A-Z]{3}$/.test(candidate)) return candidate;
+    // An error rebuilt on the request thread from one of the engine thread's carries the code found there.
+    if (candidate === code && ADAPTER_KINDS.has(candidate)) return candidate;
     if (candidate.startsWith('SQLITE_BUSY') || candidate.startsWith('SQLITE_LOCKED')) return candidate;
     if (candidate === 'P2028' && typeof message === 'string' && message.includes('Unable to start a transaction in the given time')) return candidate;
   }
   if (typeof kind === 'string' && ADAPTER_KINDS.has(kind)) return kind;
-  if (code === undefined && typeof message === 'string' && PG_MESSAGES.test(message)) return 'connection';
+  if (code === undefined && typeof message === 'string' && PG_MESSAGES.test(message)) return 'ConnectionClosed';
   const adapterError = (meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
   return transientCode(adapterError, depth + 1) ?? transientCode(cause, depth + 1);
 }

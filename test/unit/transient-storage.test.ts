@@ -10,6 +10,8 @@ import { createProcedureRunner } from '../../server/procedures/runner';
 import { STORAGE_PATIENCE_MS } from '../../server/procedures/turns';
 import { RetryLaterError, type ProcedureRunner, type ProcedureView } from '../../server/procedures/types';
 import { database, type Database } from '../../server/storage/database';
+import { errorResponse } from '../../server/http/respond';
+import { deserializeError, serializeError } from '../../server/engine/thread-protocol';
 import { db, type Db } from '../../server/storage/db';
 import { describeStorageError, isTransientStorageError } from '../../server/storage/transient';
 import { DELIVER_TYPE, deliveryProcedureId } from '../../server/webhooks/deliveries';
@@ -193,6 +195,52 @@ describe('classification', () => {
     expect(isTransientStorageError(missing)).toBe(false);
     expect(isTransientStorageError(new Error('quota exceeded'))).toBe(false);
     expect(isTransientStorageError(new Error('wrapped', { cause: await transientError() }))).toBe(true);
+  });
+});
+
+/** Real transient errors of the provider under test, each as a route would get it. */
+async function transientErrors(): Promise<[string, unknown][]> {
+  if (provider === 'postgres') {
+    const closed = PG_BASE_URL.replace(/:\d+\//, ':1/');
+    return [
+      ['too many connections (53300, Prisma P2037)', await transientError()],
+      ['a closed port (P1001)', await caught(() => prismaPg(closed).procedure.findUnique({ where: { id: 'x' } }))],
+      ['too many connections from pg (53300)', await caught(async () => new pg.Client({ connectionString: await exhaustedRole(await pgAdmin()) }).connect())],
+    ];
+  }
+  const locked = lockedSqlite();
+  try {
+    return [
+      ['the write lock held (P1008)', await caught(() => locked.impatient.procedure.updateMany({ where: { id: 'x' }, data: { attempts: 1 } }))],
+      ['the write lock held, in a raw query (P2010)', await caught(() => locked.impatient.$executeRawUnsafe('DELETE FROM "Procedure" WHERE 0'))],
+      ['the write lock held, from the driver (SQLITE_BUSY)', await caught(() => locked.raw.exec('DELETE FROM "Procedure" WHERE 0'))],
+    ];
+  } finally {
+    locked.release();
+  }
+}
+
+describe('the 503 mapping (issue 36 §3: the same classification as the retrying parts)', () => {
+  it('answers every real transient error 503 unavailable with Retry-After, also when it crossed from the engine thread', async () => {
+    for (const [name, error] of await transientErrors()) {
+      expect(isTransientStorageError(error), name).toBe(true);
+      for (const [how, seen] of [
+        ['in the request thread', error],
+        ['from the engine thread', deserializeError(serializeError(error))],
+      ] as const) {
+        const response = errorResponse(seen);
+        expect(response.status, `${name} ${how}`).toBe(503);
+        expect(response.headers.get('retry-after')).toBe('1');
+        expect((await response.json()).error.code).toBe('unavailable');
+      }
+    }
+  });
+
+  it('answers a permanent storage error by what it is, never 503, also when it crossed from the engine thread', async () => {
+    const unique = await permanentError();
+    for (const seen of [unique, deserializeError(serializeError(unique))]) expect(errorResponse(seen).status).toBe(409);
+    const syntax = await caught(() => db().$queryRawUnsafe('SELEC 1'));
+    for (const seen of [syntax, deserializeError(serializeError(syntax))]) expect(errorResponse(seen).status).toBe(500);
   });
 });
 
