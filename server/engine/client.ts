@@ -218,7 +218,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   private async clusterCounts(tenantId: string, instanceId: string): Promise<Counts | undefined> {
     const entry = this.board.get(instanceId);
     const published = entry?.tenantId === tenantId ? entry : undefined;
-    if (published && (!this.cluster || published.coverage.held.length === published.coverage.partitions)) return published.counts;
+    if (published && published.coverage.held.length === published.coverage.partitions) return published.counts;
+    // Alone, a partition missing from the figures is being rebuilt after a failed commit: the engine answers (503).
     if (!this.cluster) return undefined;
     const combined = await this.cluster.counts(tenantId, instanceId, published && { counts: published.counts, ...published.coverage });
     if (combined) return combined;

@@ -225,6 +225,7 @@ export class PartitionWorker {
 
   private installShard(instance: InstanceRuntime, shard: Shard): void {
     instance.shards[this.partition] = shard;
+    instance.rebuilding.delete(this.partition);
     this.engine.countsChanged(instance.id);
   }
 
@@ -357,10 +358,17 @@ export class PartitionWorker {
     });
   }
 
-  /** After a failed commit the shards in memory are ahead of the database: drop them and rebuild from it. */
+  /**
+   * After a failed commit the shards in memory are ahead of the database: drop them and rebuild from it. The counts
+   * published before the firing (the last committed ones) are not replaced meanwhile; a read of this engine's says the
+   * partition is being rebuilt (503 partition_recovering) rather than leave its users out.
+   */
   discardUncommitted(): void {
     this.lease = null;
-    for (const instance of this.tenant.instances.values()) instance.shards[this.partition] = undefined;
+    for (const instance of this.tenant.instances.values()) {
+      instance.shards[this.partition] = undefined;
+      instance.rebuilding.add(this.partition);
+    }
     this.poke();
   }
 }

@@ -29,11 +29,11 @@ export interface ReadSource {
 export async function getCounts(source: ReadSource, tenantId: string, instanceId: string): Promise<Counts> {
   // The hot path (a live instance) answers from memory without a query.
   const running = source.findRuntime(instanceId);
-  if (running && running.record.tenantId === tenantId) return running.counts();
+  if (running && running.record.tenantId === tenantId) return refuseWhileRebuilding(running).counts();
   const row = await requireInstance(source.database, tenantId, instanceId);
   if (row.state === 'running') refuseWhileRecovering(source, tenantId);
   const live = (await source.tenant(tenantId)).instances.get(row.id);
-  if (live) return live.counts();
+  if (live) return refuseWhileRebuilding(live).counts();
   const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId } });
   if (snapshot) return JSON.parse(snapshot.counts) as Counts;
   return { instanceId, total: 0, entered: 0, steps: {}, edges: {} };
@@ -52,6 +52,7 @@ export async function stepBitmap(source: ReadSource, tenantId: string, instanceI
   const live =
     tenant.instances.get(row.id) ?? (kept && row.state === 'running' ? await committedInstance(source.database, row, tenant.partitions, kept) : undefined);
   if (live) {
+    refuseWhileRebuilding(live);
     if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
     if (users === 'converted') {
       if (!live.workflow.goal) throw noGoal(instanceId, row.version);
@@ -86,6 +87,7 @@ export async function whereIsUser(source: ReadSource, tenantId: string, user: nu
   const partition = user % runtime.partitions;
   const kept = source.committed;
   for (const instance of kept ? await committedInstances(runtime, kept) : runtime.instances.values()) {
+    if (!kept) refuseWhileRebuilding(instance, partition);
     const shard = kept ? await committedShard(instance, partition, kept) : instance.shards[partition];
     if (!shard) continue;
     for (const [step, bitmap] of shard.steps) {
@@ -104,6 +106,20 @@ export async function whereIsUser(source: ReadSource, tenantId: string, user: nu
 
 /** Seconds a client is asked to wait before reading a tenant whose partitions are loading again. */
 const RECOVERING_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * A partition of the instance whose shard is being rebuilt after a failed commit (InstanceRuntime.rebuilding) has no
+ * figures in memory: a read says so, as while loading after a restart, instead of leaving its users out.
+ */
+function refuseWhileRebuilding(instance: InstanceRuntime, partition?: number): InstanceRuntime {
+  const rebuilding = [...instance.rebuilding].filter((p) => partition === undefined || p === partition).sort((a, b) => a - b);
+  if (rebuilding.length === 0) return instance;
+  throw new AppError(
+    'partition_recovering',
+    `Partition${rebuilding.length === 1 ? '' : 's'} ${rebuilding.join(', ')} of instance ${instance.id} ${rebuilding.length === 1 ? 'is' : 'are'} being rebuilt from the database after a commit that failed; retry in a moment`,
+    { retryAfterSeconds: RECOVERING_RETRY_AFTER_SECONDS, partitions: rebuilding },
+  );
+}
 
 function refuseWhileRecovering(source: ReadSource, tenantId: string): void {
   if (!source.isRecovering(tenantId)) return;

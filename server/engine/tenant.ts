@@ -36,6 +36,11 @@ export interface InstanceRecord {
 export class InstanceRuntime {
   /** Indexed by partition; undefined for partitions this process does not own (yet). */
   readonly shards: (Shard | undefined)[];
+  /**
+   * Partitions whose shard was dropped after a commit that failed (it was ahead of the database) and is being rebuilt
+   * from it: until then this instance's figures lack their users, and reads say so (server/engine/reads.ts).
+   */
+  readonly rebuilding = new Set<number>();
 
   constructor(
     readonly record: InstanceRecord,

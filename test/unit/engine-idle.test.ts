@@ -159,6 +159,69 @@ describe('a timer firing', () => {
     expect(await steps(h, id)).toEqual({ wait: 0, done: 4 });
   });
 
+  it('that failed to commit leaves no partition out of the counts: reads say it is being rebuilt, then count it again', async () => {
+    const wallClock = new ManualClock(Date.now());
+    const recorded = recordingDatabase();
+    let failing = false;
+    const inner = recorded.database;
+    recorded.database = {
+      ...inner,
+      raw: async () => {
+        const raw = await inner.raw();
+        return {
+          ...raw,
+          transaction: async (list) => {
+            if (failing && list.some((s) => s.sql.includes('Journal'))) throw new Error('the commit failed');
+            return raw.transaction(list);
+          },
+        };
+      },
+    };
+    h = await startHarness(2, undefined, { wallClock, database: recorded.database });
+    const wf = await workflow(h, {
+      steps: [
+        { name: 'wait', kind: 'timer', cron: '0 0 * * * *', next: 'done' },
+        { name: 'done', kind: 'direct' },
+      ],
+    });
+    await crowd(h, 'c', [1, 2, 3, 4]);
+    const id = await start(h, wf, 'c');
+    expect(await steps(h, id)).toEqual({ wait: 4, done: 0 });
+
+    // The hourly firing fails to commit; the partitions' rebuild waits (its checkpoint reads are held).
+    let release!: () => void;
+    recorded.hold = new Promise<void>((resolve) => (release = resolve));
+    failing = true;
+    try {
+      await advance(h, 3_600_000).catch(() => undefined);
+      const outcome = (read: () => Promise<unknown>) =>
+        read().then(
+          () => 'answered',
+          (error: unknown) => error,
+        );
+      // Before the fix the counts answered {wait: 0, done: 0}: both partitions' users left out, silently.
+      await expect
+        .poll(() => outcome(() => h!.engine.getCounts(h!.tenantId, id)))
+        .toMatchObject({
+          code: 'partition_recovering',
+          status: 503,
+          details: { retryAfterSeconds: 1, partitions: [0, 1] },
+        });
+      expect(await outcome(() => h!.engine.stepBitmap(h!.tenantId, id, 'wait'))).toMatchObject({ code: 'partition_recovering' });
+      expect(await outcome(() => h!.engine.whereIsUser(h!.tenantId, 3))).toMatchObject({ code: 'partition_recovering' });
+    } finally {
+      failing = false;
+      release();
+    }
+    // Rebuilt from the database, the firing is due again and commits.
+    await expect
+      .poll(async () => {
+        await h!.engine.runTimers().catch(() => undefined);
+        return steps(h!, id).catch((error: unknown) => (error as AppError).code);
+      })
+      .toEqual({ wait: 0, done: 4 });
+  });
+
   it('of many tenants is one transaction, and so are the checkpoints their partitions are due for after it', async () => {
     const wallClock = new ManualClock(Date.now());
     const recorded = recordingDatabase();
