@@ -33,6 +33,9 @@ export interface Counts {
   convertedFrom?: Record<string, number>;
   steps: Record<string, number>;
   edges: Record<string, number>;
+  /** Per step, users whose enter-action delivery a frequency cap skipped: added by the HTTP layer (counts route and
+   * stream) from server/webhooks/capping.ts, never by the engine. */
+  capped?: Record<string, { users: number; skipped: number }>;
 }
 
 export interface SnapshotView {

@@ -1,8 +1,12 @@
 import { getEngine, type Counts } from '../engine';
 import { AppError } from '../errors';
 import { onShutdown } from '../shutdown';
+import { database } from '../storage/database';
+import { cappedCounts } from '../webhooks/capping';
 
 const HEARTBEAT_MS = 15_000;
+/** How often a stream reads the deliveries frequency caps skipped (the webhook pump, not the engine, records them). */
+const CAPPED_EVERY_MS = 2_000;
 
 /**
  * Server-Sent Events: `event: counts` with the counts JSON at once and after every change, a comment every 15 s
@@ -19,7 +23,21 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
       const write = (text: string) => {
         if (open) controller.enqueue(encoder.encode(text));
       };
-      const send = (counts: Counts) => write(`event: counts\ndata: ${JSON.stringify(counts)}\n\n`);
+      // The counts as last sent, and what frequency caps skipped per step as last read: merged into every push, and a
+      // change of the skips alone sends the last counts again.
+      let last: Counts | undefined;
+      let capped: Counts['capped'] = {};
+      const send = (counts: Counts) => {
+        last = counts;
+        write(`event: counts\ndata: ${JSON.stringify(Object.keys(capped ?? {}).length ? { ...counts, capped } : counts)}\n\n`);
+      };
+      const readCapped = async () => {
+        const now = await cappedCounts(database(), tenantId, instanceId);
+        const changed = JSON.stringify(now) !== JSON.stringify(capped);
+        capped = now;
+        if (changed && last) send(last);
+      };
+      let cappedTimer: ReturnType<typeof setInterval> | undefined;
       // Subscribe first and hold changes back until the current counts are out: nothing is missed and
       // nothing older is sent after something newer.
       let held: Counts[] | undefined = [];
@@ -29,6 +47,7 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
         if (!open) return;
         open = false;
         clearInterval(heartbeat);
+        clearInterval(cappedTimer);
         unsubscribe();
         forgetOnShutdown();
         request.signal.removeEventListener('abort', close);
@@ -40,6 +59,8 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
       };
       request.signal.addEventListener('abort', close);
       const forgetOnShutdown = onShutdown(() => close());
+      await readCapped().catch(() => undefined);
+      if (open) cappedTimer = setInterval(() => void readCapped().catch(() => undefined), CAPPED_EVERY_MS);
       try {
         send(await engine.getCounts(tenantId, instanceId));
       } catch (error) {

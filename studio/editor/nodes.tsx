@@ -177,6 +177,15 @@ function StepNodeView(props: NodeProps<StepNode>) {
           ⇢ webhook “{webhookOf(props.data.enterAction)}”
         </div>
       )}
+      {counts?.capped?.[props.data.name] && (
+        <div
+          className="step-webhook step-capped"
+          data-testid="step-capped"
+          title="Users a frequency cap kept from this step's webhook: they moved on as usual, the message was skipped"
+        >
+          ⊘ {formatCount(counts.capped[props.data.name].users)} capped here
+        </div>
+      )}
       {mine.length > 0 && (
         <div className="step-problems" data-testid="step-problems" title={mine.map((p) => p.text).join('\n')}>
           {mine.length > 1 && <strong className="problem-count">{mine.length} problems · </strong>}
