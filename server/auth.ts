@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { env } from './env';
 import { AppError } from './errors';
 import { lookupCache } from './lookup-cache';
-import { runtime } from './runtime';
+import { app } from './app';
 import { assertSameOriginWrite } from './security/csrf';
 import { takeRequest } from './security/rate-limit';
 import { parseScopes, requiredScope, type Scope } from './security/scopes';
@@ -127,7 +127,7 @@ function assertScope(request: Request, scopes: readonly Scope[]): void {
 const LAST_USED_EVERY_MS = 60_000;
 
 function noteKeyUse(db: Db, keyId: string, now = Date.now()): void {
-  const lastUseMemory = runtime().security.keyUseWritten;
+  const lastUseMemory = app().state.security.keyUseWritten;
   if (now - (lastUseMemory.get(keyId) ?? 0) < LAST_USED_EVERY_MS) return;
   if (lastUseMemory.size > 100_000) lastUseMemory.clear();
   lastUseMemory.set(keyId, now);

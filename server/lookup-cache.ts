@@ -3,7 +3,7 @@
 // (revoking a key, deleting a tenant) clear the entries at once; in a cluster the clear is announced to every other
 // member (server/cluster/channel.ts), which clears its copy within milliseconds; entries also expire after
 // LOOKUP_CACHE_MS.
-import { runtime } from './runtime';
+import { app } from './app';
 
 export const LOOKUP_CACHE_MS = 5_000;
 /** The cluster notice of a cleared cache (its argument: the cache's name). */
@@ -31,7 +31,7 @@ export class LookupCache<V> {
   /** After a change this process made: here, and on every other member of a cluster. */
   clear(): void {
     this.clearHere();
-    runtime().clusterRelay?.(LOOKUP_CACHE_CLEARED, [this.name]);
+    app().state.clusterRelay?.(LOOKUP_CACHE_CLEARED, [this.name]);
   }
 
   /** A change another member made (or announced): this process's copy only. */
@@ -42,7 +42,7 @@ export class LookupCache<V> {
 
 /** One cache per name and process (route handlers are separate bundles; the process runtime is what they share). */
 export function lookupCache<V>(name: string): LookupCache<V> {
-  const caches = runtime().caches;
+  const caches = app().state.caches;
   if (!caches.has(name)) caches.set(name, new LookupCache<unknown>(name));
   return caches.get(name) as LookupCache<V>;
 }

@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   (process.env as Record<string, string | undefined>).NODE_ENV ??= options.dev ? 'development' : 'production';
   // Loading the engine's sources is the longest part of a boot: the engine thread does it on the other core while
   // this thread loads the rest (so they are imported only now).
-  spawnEngineThreadEarly();
+  const engineThread = spawnEngineThreadEarly();
   const [{ boot }, { getCounts }, { postCrowd, putCrowd }, { postProfileImport }, { crowdflowRequestListener }] = await Promise.all([
     import('./boot'),
     import('./http/counts-route'),
@@ -81,7 +81,7 @@ async function main(): Promise<void> {
   }
   const startedAt = performance.now();
   // Next's preparation and the runtime's boot overlap; each phase's time is logged so a slow boot says where it went.
-  const [phases, nextMs] = await Promise.all([boot(), app.prepare().then(() => Math.round(performance.now() - startedAt))]);
+  const [phases, nextMs] = await Promise.all([boot(engineThread), app.prepare().then(() => Math.round(performance.now() - startedAt))]);
   if (options.dev) server.on('upgrade', app.getUpgradeHandler());
   await new Promise<void>((resolve) => server.listen(options.port, options.hostname, resolve));
   const address = server.address();

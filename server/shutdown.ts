@@ -1,9 +1,9 @@
 // On SIGTERM/SIGINT the server first hands back what it holds (procedure and partition leases, after a last
 // checkpoint), then lets the server entry (server/main.ts) close the HTTP server and exit. Without this the process exits
 // holding its leases, and the next server (a restart, a deploy) waits for them to expire before it runs anything.
-import { runtime } from './runtime';
+import { app } from './app';
 
-const closers = () => runtime().shutdown.closers;
+const closers = () => app().state.shutdown.closers;
 
 /**
  * Long-lived responses (event streams) register how to end themselves: Next.js waits for every open connection
@@ -19,7 +19,7 @@ const STOP_DEADLINE_MS = 10_000;
 const EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const;
 
 export function stopOnSignals(stopWork: () => Promise<void>): void {
-  const state = runtime().shutdown;
+  const state = app().state.shutdown;
   if (state.installed) return;
   state.installed = true;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -3,14 +3,10 @@
 // events route calls) and waits until the engine's counts show every expected move. Also the memory a running
 // instance adds to the process, measured after garbage collection.
 import { saveCrowd } from '../../server/crowd';
-import { startEngine, stopEngine } from '../../server/engine';
 import type { Engine } from '../../server/engine/engine';
-import { getProcedureRunner } from '../../server/procedures/runner';
-import { runtime } from '../../server/runtime';
 import { appendEvents, parseEventBatch } from '../../server/engine/ingest';
 import type { LoggedEvent } from '../../server/engine/types';
 import { WorkflowDefinition } from '../../server/model/workflow';
-import { closeDb } from '../../server/storage/db';
 import { createTenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { BRANCH_JOURNEY, denseBitmap, expectedMoves, journeyEvents } from '../lib/data';
@@ -18,7 +14,7 @@ import type { ScratchDatabase } from '../lib/database';
 import { formatNumber, median, percentile, progress } from '../lib/report';
 import { profiled } from '../lib/windows';
 import type { Measured } from './journey';
-import { useDatabase } from './rows';
+import { closeApp, useDatabase } from './rows';
 import { measureRoutedStart } from './engine-routed';
 import { database as processDatabase } from '../../server/storage/database';
 
@@ -57,11 +53,11 @@ export async function measureEngine(
   scale: { users: number; events: number; partitions: number },
   profile: boolean,
 ): Promise<EngineFigures> {
-  await useDatabase(database.url);
-  // What server/boot.ts starts (the scratch database is migrated already); stopped again below, so the next
-  // provider's run starts them afresh on its own database.
-  const engine = await startEngine();
-  await getProcedureRunner().start();
+  // What server/boot.ts builds and starts (the scratch database is migrated already); closed again below, so the next
+  // provider's run builds its own app on its own database.
+  const built = await useDatabase(database.url, { engine: 'in-process' });
+  await built.start();
+  const engine = built.engine as Engine;
   try {
     const view = await createTenant(processDatabase(), { name: 'bench', partitions: scale.partitions });
     const tenant = { ...view, createdAt: new Date(view.createdAt) };
@@ -141,10 +137,6 @@ export async function measureEngine(
     );
     return { start, routedStart, counts, apply, memory };
   } finally {
-    await getProcedureRunner().stop();
-    // The runner keeps the storage it was built on: the next provider's section must build its own.
-    runtime().procedureRunner = undefined;
-    await stopEngine();
-    await closeDb();
+    await closeApp();
   }
 }

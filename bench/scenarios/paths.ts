@@ -10,7 +10,6 @@ import { Engine } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
 import { WorkflowDefinition } from '../../server/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { runtime } from '../../server/runtime';
 import { database as processDatabase } from '../../server/storage/database';
 import { createTenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
@@ -62,7 +61,6 @@ export async function measurePaths(database: ScratchDatabase, users: number, rep
   const clock = new ManualClock(start);
   const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
   const engine = new Engine({ clock, runner, owner: 'bench-paths' });
-  runtime().engine = engine;
   await runner.start();
   await engine.start();
   await engine.loaded();
@@ -131,6 +129,5 @@ export async function measurePaths(database: ScratchDatabase, users: number, rep
   } finally {
     await engine.stop();
     await runner.stop();
-    runtime().engine = undefined;
   }
 }

@@ -5,10 +5,10 @@ import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database as processDatabase } from '../../server/storage/database';
 import type { LockKey } from '../../server/procedures/types';
-import { closeDb, db } from '../../server/storage/db';
+import { db } from '../../server/storage/db';
 import type { ScratchDatabase } from '../lib/database';
 import type { Measured } from './journey';
-import { useDatabase } from './rows';
+import { closeApp, useDatabase } from './rows';
 
 export interface ProcedureFigures {
   /** Steps per second, N independent procedures. */
@@ -85,7 +85,7 @@ export async function measureProcedures(database: ScratchDatabase, count: number
   console.log(
     `  ${count - small} procedures of one tenant queued before ${small} of another: the second tenant's were all done ${(share * 100).toFixed(0)}% into the run`,
   );
-  await closeDb();
+  await closeApp();
   return {
     throughput: { value: throughput, note: `(${count} procedures × ${STEPS} steps)` },
     serialized: { value: serialized, note: `(${serialCount} on one key)` },

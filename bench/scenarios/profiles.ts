@@ -27,7 +27,6 @@ import { percentile } from '../lib/report';
 import { BENCH_ADMIN_TOKEN, startServer } from '../lib/server';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
-import { runtime } from '../../server/runtime';
 
 export const PROFILE_CONDITION = 'profile.plan == "pro" && profile.age >= 30';
 const ZONES = ['Europe/Amsterdam', 'Europe/Paris', 'America/New_York', 'Asia/Tokyo', 'UTC', 'Europe/Berlin', 'America/Sao_Paulo', 'Australia/Sydney'];
@@ -188,7 +187,6 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
   const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
   const engine = new Engine({ clock, runner, owner: 'bench-profiles', publishCounts });
-  runtime().engine = engine;
   await runner.start();
   await engine.start();
   await engine.loaded();
@@ -318,6 +316,5 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
   } finally {
     await engine.stop();
     await runner.stop();
-    runtime().engine = undefined;
   }
 }

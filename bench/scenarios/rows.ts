@@ -2,7 +2,9 @@
 // one row per user per journey holding the user's current step, updated per move, through Prisma.
 // Measured at `rowUsers` users (1M at full scale); whole-crowd operations are also extrapolated linearly to the
 // scenario's crowd so they compare with Crowdflow's figures, and the table says so.
-import { closeDb, db } from '../../server/storage/db';
+import { registerApp, type App } from '../../server/app';
+import { createApp, type AppOptions } from '../../server/create-app';
+import { db } from '../../server/storage/db';
 import { resetEnvForTests } from '../../server/env';
 import type { BenchEvent } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
@@ -24,10 +26,19 @@ export interface RowsFigures {
 }
 
 /** Points this process's Prisma client at the scratch database. */
-export async function useDatabase(url: string): Promise<void> {
-  await closeDb();
+/** Builds and registers an app on `url` (server/create-app.ts), after closing the one registered before. */
+export async function useDatabase(url: string, options: AppOptions = {}): Promise<App> {
+  await closeApp();
   process.env.DATABASE_URL = url;
   resetEnvForTests();
+  const built = createApp(options);
+  registerApp(built);
+  return built;
+}
+
+/** Closes the registered app (its loops and storage), if any. */
+export async function closeApp(): Promise<void> {
+  await registerApp(undefined)?.close();
 }
 
 export async function measureRows(database: ScratchDatabase, rowUsers: number, events: BenchEvent[], countReads: number): Promise<RowsFigures> {
@@ -78,7 +89,7 @@ export async function measureRows(database: ScratchDatabase, rowUsers: number, e
   const timerMs = performance.now() - started;
 
   await prisma.baselineUserStep.deleteMany({ where: { journeyId: JOURNEY } });
-  await closeDb();
+  await closeApp();
   const figures = { rowUsers, startMsPerUser, countsP99Ms: percentile(countSamples, 99), exportCsvMs, applyEventsPerSecond, timerMs, storageBytesPerUser };
   console.log(
     `  per-user rows on ${database.provider}: ${Object.entries(figures)

@@ -19,7 +19,6 @@ import type { ScratchDatabase } from '../lib/database';
 import { publishedCounts } from '../lib/published-counts';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
-import { runtime } from '../../server/runtime';
 
 export interface TimeoutFigures {
   timeout: Measured;
@@ -66,7 +65,6 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
   const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
   const engine = new Engine({ clock, runner, owner: 'bench-timeouts', publishCounts });
-  runtime().engine = engine;
   await runner.start();
   await engine.start();
   await engine.loaded();
@@ -156,6 +154,5 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
   } finally {
     await engine.stop();
     await runner.stop();
-    runtime().engine = undefined;
   }
 }

@@ -8,12 +8,12 @@ import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { updateTenantLimits } from '../../server/limits/limits';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database as processDatabase } from '../../server/storage/database';
-import { closeDb, db } from '../../server/storage/db';
+import { db } from '../../server/storage/db';
 import { createDestination, DEFAULT_BATCH_SIZE } from '../../server/webhooks/destinations';
 import { WebhookPump } from '../../server/webhooks/pump';
 import type { ScratchDatabase } from '../lib/database';
 import type { Measured } from './journey';
-import { useDatabase } from './rows';
+import { closeApp, useDatabase } from './rows';
 
 export interface WebhookFigures {
   /** Seconds from the pump's start until every user id was acknowledged. */
@@ -104,6 +104,6 @@ export async function measureWebhooks(database: ScratchDatabase, users: number, 
     return { seconds: { value: seconds, note: `(${acknowledged.deliveries} requests of ≤ ${batch} ids)` } };
   } finally {
     receiver.child.kill();
-    await closeDb();
+    await closeApp();
   }
 }

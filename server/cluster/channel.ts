@@ -7,7 +7,7 @@ import { LOOKUP_CACHE_CLEARED } from '../lookup-cache';
 import { processOwner } from '../process-owner';
 import { PROFILES_WRITTEN } from '../profiles/index-store';
 import type { ProfileChange } from '../profiles/index-tenant';
-import { runtime } from '../runtime';
+import type { AppState } from '../app';
 import { sharedDatabaseTarget } from '../storage/db';
 import { clusterEnabled } from '.';
 import { ClusterCountsBoard } from './counts';
@@ -28,6 +28,8 @@ export async function startClusterChannel(
   database: Database,
   onCounts: (instanceId: string, tenantId: string) => void,
   engineResponsive: () => boolean,
+  /** The request thread's state: its notices go to the cluster, the cluster's are delivered to it. */
+  state: AppState,
 ): Promise<ClusterCountsBoard | undefined> {
   const target = sharedDatabaseTarget();
   if (!clusterEnabled() || !target) return undefined;
@@ -41,12 +43,12 @@ export async function startClusterChannel(
     target,
     onCounts,
     (payload) => {
-      if (payload.kind === 'notice' && payload.from !== me) deliverNotice(payload as NoticeSignal);
+      if (payload.kind === 'notice' && payload.from !== me) deliverNotice(state, payload as NoticeSignal);
     },
     lock,
   );
   await board.start();
-  runtime().clusterRelay = (name, given) => {
+  state.clusterRelay = (name, given) => {
     const args = name === PROFILES_WRITTEN ? profileWriteNotice(String(given[0]), Number(given[1]), given[2] as ProfileChange[] | undefined) : given;
     let payload = JSON.stringify({ kind: 'notice', from: me, name, args } satisfies NoticeSignal);
     if (payload.length > MAX_NOTICE_BYTES) payload = JSON.stringify({ kind: 'notice', from: me, name, args: args.slice(0, 1) } satisfies NoticeSignal);
@@ -58,11 +60,11 @@ export async function startClusterChannel(
   return board;
 }
 
-function deliverNotice(signal: NoticeSignal): void {
-  if (signal.name === LOOKUP_CACHE_CLEARED) runtime().caches.get(String(signal.args[0]))?.clearHere();
+function deliverNotice(state: AppState, signal: NoticeSignal): void {
+  if (signal.name === LOOKUP_CACHE_CLEARED) state.caches.get(String(signal.args[0]))?.clearHere();
   else if (signal.name === PROFILES_WRITTEN) {
     void profilesWrittenElsewhere(String(signal.args[0]), Number(signal.args[1]), signal.args[2] === undefined ? undefined : String(signal.args[2]));
     // The engine thread holds the index the server's profile calls use: it catches up with the write itself.
-    runtime().noticeRelay?.(PROFILES_WRITTEN, signal.args);
+    state.noticeRelay?.(PROFILES_WRITTEN, signal.args);
   } else processNotice(signal.name).deliver(...signal.args);
 }

@@ -6,14 +6,16 @@ import { processOwner } from '../process-owner';
 import { sharedDatabaseTarget } from '../storage/db';
 import { ClusterMember } from './member';
 import type { Database } from '../storage/database';
+import type { DatabaseTarget } from '../storage/database-url';
 
-export function clusterEnabled(): boolean {
-  return env().CROWDFLOW_CLUSTER !== 'off' && env().CROWDFLOW_ENGINE_THREAD === 'on' && sharedDatabaseTarget() !== undefined;
+/** Whether the app whose storage is `target` (the registered app's by default) is a cluster member. */
+export function clusterEnabled(target?: DatabaseTarget): boolean {
+  return env().CROWDFLOW_CLUSTER !== 'off' && env().CROWDFLOW_ENGINE_THREAD === 'on' && sharedDatabaseTarget(target) !== undefined;
 }
 
 /** This process's membership for its engine (its name is the engine's lease owner name), or none. */
-export function clusterMember(database: Database, owner = processOwner()): ClusterMember | undefined {
-  const target = sharedDatabaseTarget();
-  if (!clusterEnabled() || !target) return undefined;
+export function clusterMember(database: Database, storageTarget?: DatabaseTarget, owner = processOwner()): ClusterMember | undefined {
+  const target = sharedDatabaseTarget(storageTarget);
+  if (!clusterEnabled(storageTarget) || !target) return undefined;
   return new ClusterMember(database, target, owner);
 }

@@ -6,7 +6,7 @@
 // quiet (at the latest some seconds after the first), so a 10M import elsewhere makes it reload once at the end
 // instead of once per chunk; until then its index lags the other members' by those writes.
 import roaring from 'roaring';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import { dropProfileIndex, relayProfileWrite, type TenantProfiles } from '../profiles/index-store';
 import type { Attributes, ProfileChange } from '../profiles/index-tenant';
 import type { Database } from '../storage/database';
@@ -44,7 +44,7 @@ const lagging = new WeakMap<TenantProfiles, { since: number; timer: ReturnType<t
 
 /** Another member committed profile write `seq` of the tenant (`usersText`: its users, when named). */
 export function profilesWrittenElsewhere(tenantId: string, seq: number, usersText: string | undefined): Promise<void> {
-  const held = runtime().profileIndexes.get(tenantId);
+  const held = app().state.profileIndexes.get(tenantId);
   if (!held || !(held.seq < seq)) return Promise.resolve(); // no index here (the next load reads the rows), or it has the write
   if (usersText === undefined) return Promise.resolve(forgetWhenQuiet(tenantId, held));
   return held
@@ -75,7 +75,7 @@ function forgetWhenQuiet(tenantId: string, held: TenantProfiles): void {
   const timer = setTimeout(
     () => {
       lagging.delete(held);
-      if (runtime().profileIndexes.get(tenantId) === held) dropProfileIndex(tenantId);
+      if (app().state.profileIndexes.get(tenantId) === held) dropProfileIndex(tenantId);
     },
     Math.max(0, Math.min(LAGGING_QUIET_MS, since + LAGGING_MAX_MS - now)),
   );

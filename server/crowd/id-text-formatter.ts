@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import type { IdTextJob, IdTextReply } from './id-text-thread';
 
 // The thread loads its TypeScript through tsx's loader, as the engine thread does (server/engine/thread-spawn.ts):
@@ -64,5 +64,5 @@ export class IdTextFormatter {
 }
 
 export function idTextFormatter(): IdTextFormatter {
-  return (runtime().idTextFormatter ??= new IdTextFormatter());
+  return (app().state.formatters.idText ??= new IdTextFormatter());
 }

@@ -1,10 +1,10 @@
 // In-process notices of committed changes, so caches (the engine's crowd bitmaps) can drop their copy.
-// The listeners live in the process runtime (server/runtime.ts): Next.js bundles instrumentation (where the engine
-// starts and subscribes) and each route handler (where changes are announced) apart, each with its own copy of this
-// module, and a set kept in a module variable would never connect the two. The engine thread has a runtime of its
-// own: its client relays every notice there too. In a cluster every notice also goes to the other members through
+// The listeners live in the thread's app state (server/app.ts): Next.js bundles each route handler (where changes are
+// announced) apart from boot (where the engine starts and subscribes), each with its own copy of this module, and a
+// set kept in a module variable would never connect the two. The engine thread has an app of its own: its client
+// relays every notice there too. In a cluster every notice also goes to the other members through
 // LISTEN/NOTIFY (server/cluster/channel.ts), where it is delivered as if made there.
-import { runtime } from '../runtime';
+import { app } from '../app';
 
 export type Notice<Args extends unknown[]> = {
   /** Subscribes; returns the unsubscribe function. */
@@ -16,28 +16,32 @@ export type Notice<Args extends unknown[]> = {
 };
 
 export function processNotice<Args extends unknown[]>(name: string): Notice<Args> {
-  const notices = runtime().notices;
-  if (!notices.has(name)) notices.set(name, new Set());
-  const listeners = notices.get(name) as Set<(...args: Args) => void>;
+  // Looked up at each call, not here: notices are declared at module evaluation, before any app is registered.
+  const listeners = (): Set<(...args: Args) => void> => {
+    const notices = app().state.notices;
+    if (!notices.has(name)) notices.set(name, new Set());
+    return notices.get(name) as Set<(...args: Args) => void>;
+  };
   // Closures, not methods: callers hand `notify` around on its own (export const notifyX = notice.notify).
   const deliver = (...args: Args) => {
-    for (const listener of listeners) {
+    for (const listener of listeners()) {
       try {
         listener(...args);
       } catch (error) {
         console.error(`[crowdflow] ${name} listener failed`, error);
       }
     }
-    runtime().noticeRelay?.(name, args);
+    app().state.noticeRelay?.(name, args);
   };
   return {
     subscribe(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
+      const held = listeners();
+      held.add(listener);
+      return () => held.delete(listener);
     },
     notify(...args) {
       deliver(...args);
-      runtime().clusterRelay?.(name, args);
+      app().state.clusterRelay?.(name, args);
     },
     deliver,
   };

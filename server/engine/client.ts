@@ -7,14 +7,14 @@ import type { Principal } from '../auth';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Json, ProcedureRunner } from '../procedures/types';
 import type { Database } from '../storage/database';
-import { runtime } from '../runtime';
+import { app, type AppState } from '../app';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { liveRunningLookup, setRunningLookup } from '../workflows/running';
+import { liveRunningLookup } from '../workflows/running';
 import type { EngineHandle } from './handle';
 import { prepareIngestBody, type IngestOutcome } from './ingest';
 import * as ops from './instances';
 import { deserializeError, type EngineCallName, type EngineCalls, type FromEngine, type ToEngine } from './thread-protocol';
-import { EngineThread, takeEngineThread } from './thread-spawn';
+import { EngineThread } from './thread-spawn';
 import { CountsPushes } from './counts-pushes';
 import { ENGINE_PING_EVERY_MS, EngineLiveness } from './liveness';
 import { startClusterChannel, type ClusterCountsBoard } from '../cluster/channel';
@@ -58,6 +58,10 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     /** This thread's storage: instance rows and snapshots are read, and operations checked and submitted, here. */
     readonly database: Database,
     readonly runner: ProcedureRunner,
+    /** The thread's state the client wires to the engine thread (notice and profile relays, the running lookup). */
+    private readonly state: AppState = app().state,
+    /** The engine thread the server entry spawned early (server/main.ts), taken at the first start. */
+    private early: EngineThread | undefined = undefined,
   ) {
     ops.registerInstanceProcedures(this);
   }
@@ -67,13 +71,14 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     // Event batches are appended by the engine thread itself (ingestPrepared), which hands them to its partition
     // loops from memory. Rows appended in this thread (appendEvents) are read from the log there: handing them over would
     // cost this thread a structured clone (≈ 4 ms per 1,000 events measured).
-    runtime().recentLogEnabled = false;
+    this.state.recentLogEnabled = false;
     // The membership first (this thread holds it): the engine's first assignment then counts this member.
     this.liveness = new EngineLiveness();
     this.cluster = await startClusterChannel(
       this.database,
       (instanceId, tenantId) => this.schedulePush(instanceId, tenantId),
       () => this.liveness.responsive(),
+      this.state,
     );
     await this.spawn();
     // In a cluster, a hung engine thread must not keep its partitions: the membership's heartbeat asks how it answers.
@@ -82,17 +87,17 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
         if (this.liveness.shouldAsk()) this.call('alive').catch(() => undefined);
       }, ENGINE_PING_EVERY_MS).unref();
     }
-    setRunningLookup(liveRunningLookup((id) => this.board.get(id)?.counts.total));
-    runtime().noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
-    runtime().profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
+    this.state.runningLookup = liveRunningLookup((id) => this.board.get(id)?.counts.total);
+    this.state.noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
+    this.state.profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
   }
 
   async stop(): Promise<void> {
     if (!this.worker || this.stopping) return;
     this.stopping = true;
     clearInterval(this.pinging);
-    runtime().noticeRelay = undefined;
-    runtime().profileRelay = undefined;
+    this.state.noticeRelay = undefined;
+    this.state.profileRelay = undefined;
     const worker = this.worker;
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     await this.call('stop').catch((error: Error) => console.error('[crowdflow] the engine thread did not stop cleanly', error));
@@ -105,7 +110,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   }
 
   /** Starts the engine in `thread` (the one the server entry spawned early, at boot) and resolves once it runs. */
-  private spawn(thread: EngineThread = takeEngineThread()): Promise<void> {
+  private spawn(thread: EngineThread = this.takeThread()): Promise<void> {
     const worker = thread.worker;
     this.worker = worker;
     return new Promise<void>((resolve, reject) => {
@@ -138,6 +143,13 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     });
   }
 
+  /** The thread spawned early, handed over once; otherwise a new one. */
+  private takeThread(): EngineThread {
+    const early = this.early;
+    this.early = undefined;
+    return early ?? new EngineThread();
+  }
+
   private received(message: FromEngine): void {
     if (message.kind === 'counts') {
       this.board.set(message.counts.instanceId, { tenantId: message.tenantId, counts: message.counts, coverage: message.coverage });
@@ -145,7 +157,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     } else if (message.kind === 'import-read') {
       this.imports.get(message.id)?.taken(message.bytes);
     } else if (message.kind === 'cluster-notice') {
-      runtime().clusterRelay?.(message.name, message.args);
+      this.state.clusterRelay?.(message.name, message.args);
     } else if (message.kind === 'reply') {
       const call = this.pending.get(message.id);
       this.pending.delete(message.id);
@@ -339,12 +351,4 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
 
   readonly materializeUpdateCrowd = this.forward('materializeUpdateCrowd');
   readonly materializeUpdateWorkflow = this.forward('materializeUpdateWorkflow');
-}
-
-/** Starts the engine thread and makes its client the process's engine (server/boot.ts). */
-export async function startEngineThread(database: Database, runner: ProcedureRunner): Promise<EngineClient> {
-  const client = new EngineClient(database, runner);
-  runtime().engine = client;
-  await client.start();
-  return client;
 }

@@ -1,10 +1,9 @@
 import { sleepUntilAborted, systemClock, type Clock } from '../clock';
 import type { Principal } from '../auth';
 import { processOwner } from '../process-owner';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import { notFound } from '../errors';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
-import { getProcedureRunner } from '../procedures/runner';
 import { liveRunningLookup, setRunningLookup } from '../workflows/running';
 import { database, type Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
@@ -81,7 +80,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly checkpointEveryMoves: number;
   readonly partitionWaitMs: number;
   readonly startCommitBytes: number;
-  private readonly runnerOverride: ProcedureRunner | undefined;
+  readonly runner: ProcedureRunner;
   private readonly publishCounts: EngineOptions['publishCounts'];
   readonly cluster: ClusterMember | undefined;
   /** Profile writes and index reads, on this thread's profile index (the one conditions read). */
@@ -112,7 +111,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     });
     this.owner = options.owner ?? processOwner();
     this.leases = new LeaseKeeper(this);
-    this.runnerOverride = options.runner;
+    this.runner = options.runner ?? app().runner;
     this.publishCounts = options.publishCounts;
     this.cluster = options.cluster;
     this.leaseMs = options.leaseMs ?? 15_000;
@@ -131,10 +130,6 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   get leasePolicy(): LeasePolicy | undefined {
     return this.cluster;
-  }
-
-  get runner(): ProcedureRunner {
-    return this.runnerOverride ?? getProcedureRunner();
   }
 
   /**
@@ -499,20 +494,9 @@ const LOAD_STORAGE_PATIENCE_MS = 60_000;
 
 type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
 
-/** The process's engine: the engine thread's client once boot started it, else an engine in this thread. */
+/** The registered app's engine (server/app.ts): the engine thread's client, or an engine in this thread. */
 export function getEngine(): EngineHandle {
-  return (runtime().engine ??= new Engine({ runner: getProcedureRunner() }));
-}
-
-/** Starts an engine in this thread (the engine-only bench; the server starts the engine thread instead). */
-export async function startEngine(): Promise<Engine> {
-  const engine = new Engine({ runner: getProcedureRunner() });
-  runtime().engine = engine;
-  await engine.start();
+  const engine = app().engine;
+  if (!engine) throw new Error('This app has no engine (built with engine: none)');
   return engine;
-}
-
-export async function stopEngine(): Promise<void> {
-  await runtime().engine?.stop();
-  runtime().engine = undefined;
 }

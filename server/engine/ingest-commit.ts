@@ -8,6 +8,7 @@
 // one: still one row per partition per batch, in arrival order. A batch that cannot be encoded, or whose key was
 // used for another body, is answered on its own before the write; a write that fails for another reason is retried
 // batch by batch, so one bad batch never fails its neighbours (each failure answers only its own request).
+import { app } from '../app';
 import { AppError } from '../errors';
 import type { RawStatement } from '../storage/raw';
 import { DEDUPE_WINDOW_MS, recordInsert, tenantDedupe, type NewRecord, type RecordedAnswer, type TenantDedupe } from './ingest-dedupe';
@@ -28,8 +29,9 @@ type Waiting = {
   reject: (error: unknown) => void;
 };
 /** A tenant's batches waiting for the writer, written through the Database of the append that opened the queue. */
-type TenantQueue = { database: Database; waiting: Waiting[]; writing: boolean };
-const tenantQueues = new Map<string, TenantQueue>();
+export type TenantQueue = { database: Database; waiting: Waiting[]; writing: boolean };
+/** The app's queues by tenant (server/app.ts). */
+const tenantQueues = () => app().state.ingestQueues;
 
 /** Bounds one group commit (one transaction). */
 const MAX_ROWS_PER_STATEMENT = 512;
@@ -54,8 +56,8 @@ export function appendRequest(database: Database, tenantId: string, partitions: 
  */
 export function appendEncoded(database: Database, tenantId: string, request: EncodedRequest, now: number): Promise<IngestResult> {
   return new Promise((resolve, reject) => {
-    let queue = tenantQueues.get(tenantId);
-    if (!queue) tenantQueues.set(tenantId, (queue = { database, waiting: [], writing: false }));
+    let queue = tenantQueues().get(tenantId);
+    if (!queue) tenantQueues().set(tenantId, (queue = { database, waiting: [], writing: false }));
     queue.waiting.push({ request, now, settled: false, resolve, reject });
     if (!queue.writing) void drain(tenantId, queue);
   });
@@ -65,7 +67,7 @@ async function drain(tenantId: string, queue: TenantQueue): Promise<void> {
   queue.writing = true;
   while (queue.waiting.length > 0) await commitGroup(queue.database, tenantId, takeGroup(queue.waiting));
   queue.writing = false;
-  tenantQueues.delete(tenantId);
+  tenantQueues().delete(tenantId);
 }
 
 function takeGroup(waiting: Waiting[]): Waiting[] {

@@ -2,6 +2,7 @@
 // (prepare: where the request arrived, the request thread for HTTP), then append it to the tenant's partitioned input
 // log in ONE transaction (ingest-commit.ts, in the engine thread), so a batch is either all durable or not there at
 // all. An Idempotency-Key and per-event ids make a retried request append nothing twice (ingest-dedupe.ts).
+import { app } from '../app';
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
@@ -114,11 +115,11 @@ export async function appendEvents(database: Database, tenantId: string, partiti
  * Partition counts of tenants seen by this process. A tenant's partition count never changes, and a valid API key
  * proves its tenant exists (keys are deleted with their tenant), so key callers skip the tenant lookup.
  */
-const partitionsOf = new Map<string, number>();
+const partitionsOf = () => app().state.tenantPartitions;
 
 async function ingestTarget(database: Database, principal: Principal, ref: string | undefined): Promise<{ id: string; partitions: number }> {
   if (principal.kind === 'tenant' && (ref === undefined || ref === principal.tenantId)) {
-    const partitions = partitionsOf.get(principal.tenantId);
+    const partitions = partitionsOf().get(principal.tenantId);
     if (partitions !== undefined) return { id: principal.tenantId, partitions };
   }
   // The tenant of an event batch is a body field, so an unknown one (or one the key may not see) is bad input: 400.
@@ -126,7 +127,7 @@ async function ingestTarget(database: Database, principal: Principal, ref: strin
     if (error instanceof AppError && error.code === 'not_found') throw invalid('tenant', `unknown tenant "${ref}"`);
     throw error;
   });
-  partitionsOf.set(tenant.id, tenant.partitions);
+  partitionsOf().set(tenant.id, tenant.partitions);
   return tenant;
 }
 

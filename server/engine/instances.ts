@@ -6,7 +6,6 @@ import { requireCrowdMeta } from '../crowd';
 import { checkInstanceUsers, tenantLimits } from '../limits/limits';
 import { AppError, badRequest, conflict, notFound } from '../errors';
 import { newId } from '../ids';
-import { registerProcedureType } from '../procedures/registry';
 import { FINISHED_STATES, type Json, type ProcedureContext, type ProcedureInstance, type ProcedureRunner, type ProcedureStatus } from '../procedures/types';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { instanceView, loadDefinition } from './instance-store';
@@ -307,7 +306,7 @@ function scheduledInstanceId(procedureId: string): string {
 
 /** Registers the instance procedures, run by `engine` (a later engine of the same process takes them over). */
 export function registerInstanceProcedures(engine: InstanceEngine): void {
-  const register = (definition: ReturnType<typeof operation>) => registerProcedureType(definition, { replace: true });
+  const register = (definition: ReturnType<typeof operation>) => engine.runner.types.register(definition, { replace: true });
   register(
     operation(
       engine,

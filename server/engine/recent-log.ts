@@ -4,7 +4,7 @@
 // loop that finds nothing here (another process appended the row, the row was trimmed, a commit failed and the loop
 // re-reads) reads the table as before.
 import { decodeEvents } from './log-codec';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import type { LoggedEvent } from './types';
 
 /** Per partition: rows kept for a loop that is not reading (another process owns the partition) stop here. */
@@ -12,12 +12,12 @@ const MAX_EVENTS_PER_PARTITION = 200_000;
 
 // Held per partition in the process runtime: rows (offset → encoded row and its event count, in offset order) and
 // their event count.
-const partitions = () => runtime().recentLog;
+const partitions = () => app().state.recentLog;
 const keyOf = (tenantId: string, partition: number) => `${tenantId}\u0000${partition}`;
 
 /** Called by ingest after the row at `offset` (`count` events encoded as `bytes`) committed. */
 export function rememberAppended(tenantId: string, partition: number, offset: number, bytes: Uint8Array, count: number): void {
-  if (!runtime().recentLogEnabled) return;
+  if (!app().state.recentLogEnabled) return;
   const key = keyOf(tenantId, partition);
   let held = partitions().get(key);
   if (!held) partitions().set(key, (held = { rows: new Map(), events: 0 }));

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { env } from '../env';
-import { runtime } from '../runtime';
 import type { FromEngine } from './thread-protocol';
 
 // From sources, the thread loads the engine through tsx's loader: Turbopack (Next 16.4) copies a
@@ -66,15 +65,9 @@ export class EngineThread {
   }
 }
 
-/** The server entry's first step: the engine thread starts loading its sources (unless the engine runs elsewhere). */
-export function spawnEngineThreadEarly(): void {
-  if (env().CROWDFLOW_ENGINE === 'off' || env().CROWDFLOW_ENGINE_THREAD !== 'on') return;
-  runtime().earlyEngineThread ??= new EngineThread();
-}
-
-/** The thread spawned early, handed over once; otherwise a new one. */
-export function takeEngineThread(): EngineThread {
-  const early = runtime().earlyEngineThread;
-  runtime().earlyEngineThread = undefined;
-  return early ?? new EngineThread();
+/** The server entry's first step: the engine thread starts loading its sources (unless the engine runs elsewhere); boot
+ * hands it to the app it builds (server/create-app.ts), whose engine client takes it at start. */
+export function spawnEngineThreadEarly(): EngineThread | undefined {
+  if (env().CROWDFLOW_ENGINE === 'off' || env().CROWDFLOW_ENGINE_THREAD !== 'on') return undefined;
+  return new EngineThread();
 }

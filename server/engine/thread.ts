@@ -1,17 +1,15 @@
 // The engine thread (a worker_threads Worker started by server/engine/client.ts): partition apply loops, timers,
 // ttl, checkpoints, recovery and the instance operations run here, on a thread of their own, so no engine work ever
-// holds the thread that answers HTTP. This thread builds its own Runtime (server/runtime.ts): its own Prisma client
+// holds the thread that answers HTTP. This thread builds its own app (server/create-app.ts): its own Prisma client
 // and raw driver on the same database, its own caches. It publishes every instance's counts after each change and
 // answers the calls of the request thread between two slices of its work.
 import { parentPort } from 'node:worker_threads';
 import { processNotice } from '../crowd/notice';
-import { getProcedureRunner } from '../procedures/runner';
 import { FORWARDED_PROFILE_CALLS } from '../profiles/calls';
 import { applyRelayedProfileWrite, PROFILES_WRITTEN } from '../profiles/index-store';
 import { profilesWrittenElsewhere, slimProfileWriteNotice } from '../cluster/profile-writes';
-import { runtime } from '../runtime';
-import { closeDb } from '../storage/db';
-import { database } from '../storage/database';
+import { registerApp } from '../app';
+import { createApp } from '../create-app';
 import { Engine } from './engine';
 import { clusterMember } from '../cluster';
 import { FORWARDED_CALLS, serializeError, type EngineCalls, type FromEngine, type ToEngine } from './thread-protocol';
@@ -22,19 +20,22 @@ if (!port) throw new Error('server/engine/thread.ts runs as a worker thread (sta
 
 const post = (message: FromEngine, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
-// This thread's storage (the edge that builds the engine thread's parts): the engine and its cluster membership share it.
-const storage = database();
-const engine = new Engine({
-  database: storage,
-  runner: getProcedureRunner(),
-  publishCounts: (tenantId, counts, coverage) => post({ kind: 'counts', tenantId, counts, coverage }),
-  cluster: clusterMember(storage),
+// This thread's root: the engine and its cluster membership share its storage; its runner is only submitted to.
+const built = createApp({
+  engine: ({ storage, database, runner }) =>
+    new Engine({
+      database,
+      runner,
+      publishCounts: (tenantId, counts, coverage) => post({ kind: 'counts', tenantId, counts, coverage }),
+      cluster: clusterMember(database, storage.target),
+    }),
 });
-runtime().engine = engine;
+registerApp(built);
+const engine = built.engine as Engine;
 // In a cluster, notices made here (the profile writes this thread commits) go to the other members through the
 // request thread, which holds the cluster channel; a profile write's changes are left out unless the notice can name them.
 if (engine.cluster)
-  runtime().clusterRelay = (name, args) => post({ kind: 'cluster-notice', name, args: name === PROFILES_WRITTEN ? slimProfileWriteNotice(args) : args });
+  built.state.clusterRelay = (name, args) => post({ kind: 'cluster-notice', name, args: name === PROFILES_WRITTEN ? slimProfileWriteNotice(args) : args });
 
 /** Profile imports in progress, by the request thread's id: their bodies arrive as messages. */
 const imports = new Map<number, ImportBodyReceiver>();
@@ -62,7 +63,7 @@ const calls: EngineCalls = {
   // A clean stop: last checkpoints, leases handed back, storage closed; the thread then ends on its own.
   stop: async () => {
     await engine.stop();
-    await closeDb();
+    await built.close();
     setImmediate(() => port.close());
   },
 };

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { ColumnSpec, ColumnValues } from '../profiles/columns';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import type { FromTableThread, TableFormat, ToTableThread } from './table-thread';
 
 // As the export formatter thread (server/crowd/id-text-formatter.ts): the entry is loaded through tsx's loader.
@@ -119,5 +119,5 @@ export class TableFormatter {
 }
 
 export function tableFormatter(): TableFormatter {
-  return (runtime().tableFormatter ??= new TableFormatter());
+  return (app().state.formatters.table ??= new TableFormatter());
 }

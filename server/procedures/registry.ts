@@ -1,28 +1,36 @@
-import { runtime } from '../runtime';
+import { app } from '../app';
 import type { ProcedureTypeDefinition } from './types';
 
-// Procedure types register once per process (the engine registers its types when it is created, before boot starts
-// the runner). A stored procedure whose type is not registered waits until it is, so registration order never loses
-// work.
-const types = () => runtime().procedureTypes;
+// Procedure types register once per app (the engine registers its types when it is created, before boot starts the
+// runner): the table belongs to the runner that runs them (`runner.types`, built with it by server/create-app.ts).
+// A stored procedure whose type is not registered waits until it is, so registration order never loses work.
 
 export const DEFAULT_MAX_RETRIES = 3;
 
-/**
- * Registers a procedure type; a second registration of the same type name is an error unless `replace` says the new
- * definition takes over (the engine's types are bound to the engine that registers them, and a test that restarts
- * the engine binds them to the new one).
- */
+export class ProcedureTypes {
+  private readonly byName = new Map<string, ProcedureTypeDefinition>();
+
+  /**
+   * Registers a procedure type; a second registration of the same type name is an error unless `replace` says the new
+   * definition takes over (the engine's types are bound to the engine that registers them, and a test that restarts
+   * the engine binds them to the new one).
+   */
+  register(definition: ProcedureTypeDefinition, options: { replace?: boolean } = {}): void {
+    if (!/^[a-z][a-z0-9_.-]*$/i.test(definition.type)) throw new Error(`Invalid procedure type name "${definition.type}"`);
+    if (this.byName.has(definition.type) && !options.replace) throw new Error(`Procedure type "${definition.type}" is already registered`);
+    this.byName.set(definition.type, definition);
+  }
+
+  get(type: string): ProcedureTypeDefinition | undefined {
+    return this.byName.get(type);
+  }
+
+  has(type: string): boolean {
+    return this.byName.has(type);
+  }
+}
+
+/** Registers a type with the registered app's runner (tests and benches; parts register with the runner they hold). */
 export function registerProcedureType(definition: ProcedureTypeDefinition, options: { replace?: boolean } = {}): void {
-  if (!/^[a-z][a-z0-9_.-]*$/i.test(definition.type)) throw new Error(`Invalid procedure type name "${definition.type}"`);
-  if (types().has(definition.type) && !options.replace) throw new Error(`Procedure type "${definition.type}" is already registered`);
-  types().set(definition.type, definition);
-}
-
-export function procedureType(type: string): ProcedureTypeDefinition | undefined {
-  return types().get(type);
-}
-
-export function isProcedureTypeRegistered(type: string): boolean {
-  return types().has(type);
+  app().procedureTypes.register(definition, options);
 }

@@ -1,13 +1,13 @@
 import { processOwner } from '../process-owner';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import { LoopIdle, systemClock, type Clock } from '../clock';
 import { badRequest, conflict, isUniqueViolation, notFound } from '../errors';
-import { database as processDatabase, type Database } from '../storage/database';
+import type { Database } from '../storage/database';
 import { describeStorageError, isTransientStorageError } from '../storage/transient';
 import { backoffDelay } from './backoff';
 import { GroupCommitter } from './commits';
 import { ProcedureRecords } from './records';
-import { isProcedureTypeRegistered, procedureType } from './registry';
+import type { ProcedureTypes } from './registry';
 import { claimReady, heartbeat, releaseOwned, LeaseLostError, newProcedureRecord, toView, type ProcedureRow } from './store';
 import { TurnRunner } from './turns';
 import { FINISHED_STATES, type Json, type ProcedureRunner, type ProcedureRunnerOptions, type ProcedureView, type SubmitOptions } from './types';
@@ -21,6 +21,7 @@ const CLEANUP_EVERY_MS = 60 * 60 * 1000;
 
 class DurableProcedureRunner implements ProcedureRunner {
   readonly owner: string;
+  readonly types: ProcedureTypes;
   private readonly clock: Clock;
   private readonly maxConcurrent: number;
   private readonly retentionMs: number;
@@ -46,6 +47,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     options: ProcedureRunnerOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
+    this.types = options.types ?? app().procedureTypes;
     this.maxConcurrent = options.maxConcurrent ?? 128;
     this.retentionMs = options.retentionMs ?? 7 * DAY_MS;
     this.owner = options.owner ?? processOwner();
@@ -69,7 +71,7 @@ class DurableProcedureRunner implements ProcedureRunner {
   }
 
   async submit(type: string, state: Json, options: SubmitOptions = {}): Promise<string> {
-    const definition = procedureType(type);
+    const definition = this.types.get(type);
     if (!definition) throw badRequest(`Unknown procedure type "${type}"`);
     const instance = definition.create(state);
     const id = options.id ?? `${type}:${crypto.randomUUID()}`;
@@ -210,7 +212,7 @@ class DurableProcedureRunner implements ProcedureRunner {
             leaseMs: this.leaseMs,
             limit: free,
             busy: new Set(this.executing.keys()),
-            isRegistered: isProcedureTypeRegistered,
+            isRegistered: (type) => this.types.has(type),
           });
           nextDueMs = claim.nextDueMs;
           for (const row of claim.claimed) this.launch(row, claim.withChildren.has(row.id));
@@ -273,7 +275,7 @@ export function createProcedureRunner(database: Database, options: ProcedureRunn
   return new DurableProcedureRunner(database, options);
 }
 
-/** The runner of this server process (started by server/boot.ts; procedure types may register before or after). */
+/** The registered app's runner (started by server/boot.ts; procedure types may register before or after). */
 export function getProcedureRunner(): ProcedureRunner {
-  return (runtime().procedureRunner ??= createProcedureRunner(processDatabase()));
+  return app().runner;
 }

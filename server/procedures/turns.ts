@@ -4,7 +4,7 @@ import { describeStorageError, isTransientStorageError } from '../storage/transi
 import { backoffDelay } from './backoff';
 import type { GroupCommitter } from './commits';
 import { errorMessage, type ProcedureRecords } from './records';
-import { DEFAULT_MAX_RETRIES, procedureType } from './registry';
+import { DEFAULT_MAX_RETRIES } from './registry';
 import { commitStep, parseError, transition, type NewProcedure, type ProcedureRow, type StoredError } from './store';
 import {
   RetryLaterError,
@@ -63,7 +63,7 @@ export class TurnRunner {
 
   /** Runs the claimed procedure from the state it was claimed in (running, retrying, or part way into a rollback). */
   async run(row: ProcedureRow, hasChildren: boolean): Promise<void> {
-    const definition = procedureType(row.type)!;
+    const definition = this.host.runner.types.get(row.type)!;
     let instance: ProcedureInstance;
     try {
       instance = definition.create(JSON.parse(row.data) as Json);
@@ -239,7 +239,7 @@ export class TurnRunner {
   private async childRecords(parent: ProcedureRow, children: ChildProcedure[]): Promise<NewProcedure[]> {
     const records: NewProcedure[] = [];
     for (const [index, child] of children.entries()) {
-      const definition = procedureType(child.type);
+      const definition = this.host.runner.types.get(child.type);
       if (!definition) throw new Error(`Unknown child procedure type "${child.type}"`);
       const record = this.host.records.create(
         definition.create(child.state),

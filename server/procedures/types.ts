@@ -1,7 +1,8 @@
 // The public contract of the durable procedure runner (after GreptimeDB's procedure framework).
 // Procedure types (engine: instance.start, instance.stop, …) code against these types only:
-// registerProcedureType() from ./registry, getProcedureRunner() from ./runner (started by server/boot.ts).
+// `runner.types.register()` (./registry) on the runner the app built (server/create-app.ts, started by server/boot.ts).
 import type { Clock } from '../clock';
+import type { ProcedureTypes } from './registry';
 import type { Database } from '../storage/database';
 import type { Tx } from '../storage/db';
 
@@ -124,6 +125,8 @@ export interface ProcedureView {
 
 export interface ProcedureRunner {
   readonly owner: string;
+  /** The procedure types this runner runs (registered by the parts that own them: the engine, the webhooks). */
+  readonly types: ProcedureTypes;
   submit(type: string, state: Json, options?: SubmitOptions): Promise<string>;
   /** Resolves with the procedure once done or failed, or as it is when timeoutMs (runner clock) elapses. */
   await(id: string, timeoutMs?: number): Promise<ProcedureView>;
@@ -147,6 +150,8 @@ export interface ProcedureRunner {
 
 export interface ProcedureRunnerOptions {
   clock?: Clock;
+  /** The procedure types it runs (server/create-app.ts builds one table per app); the registered app's by default. */
+  types?: ProcedureTypes;
   /** At most this many procedures execute at once in this process; more wait in order. Default 128. */
   maxConcurrent?: number;
   /** Finished procedures are kept this long. Default 7 days. */

@@ -3,7 +3,7 @@
 // snapshotted a few seconds after the last write. Writes and loads of one tenant take turns on a per-tenant lock,
 // so the index in memory is always exactly the database at `seq` (the count of committed writes).
 import { tenantLimits } from '../limits/limits';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import type { Tx } from '../storage/db';
 import { decodeIndex, encodeIndex } from './index-codec';
 import roaring from 'roaring';
@@ -135,7 +135,7 @@ export class TenantProfiles {
 }
 
 function tenants(): Map<string, TenantProfiles> {
-  return runtime().profileIndexes;
+  return app().state.profileIndexes;
 }
 
 function tenantProfiles(database: Database, tenantId: string): TenantProfiles {
@@ -193,7 +193,7 @@ export function profileWrite<T>(
       held.scheduleSnapshot();
       relayProfileWrite(tenantId, changes, seq, afterTexts);
     }
-    runtime().clusterRelay?.(PROFILES_WRITTEN, [tenantId, seq, changes]); // the cluster channel names the users when they fit
+    app().state.clusterRelay?.(PROFILES_WRITTEN, [tenantId, seq, changes]); // the cluster channel names the users when they fit
     return result;
   });
 }
@@ -202,7 +202,7 @@ export function profileWrite<T>(
 const MAX_RELAYED_CHANGES = 10_000;
 
 export function relayProfileWrite(tenantId: string, changes: ProfileChange[] | null, seq: number, afterTexts?: string[]): void {
-  const relay = runtime().profileRelay;
+  const relay = app().state.profileRelay;
   if (relay) relay(tenantId, changes && changes.length <= MAX_RELAYED_CHANGES ? relayedWrite(changes, afterTexts) : null, seq);
 }
 

@@ -4,7 +4,7 @@
 import { AppError } from '../errors';
 import { tenantLimits, type TenantLimits } from '../limits/limits';
 import { lookupCache } from '../lookup-cache';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import type { Database } from '../storage/database';
 
 export type RateLimit = { perSecond: number; burst: number };
@@ -36,7 +36,7 @@ export function secondsUntilToken(bucket: TokenBucket): number {
 /** Takes one request from the key's bucket, or throws a 429 saying when to retry. */
 export async function takeRequest(database: Database, tenantId: string, keyId: string, now = Date.now()): Promise<void> {
   const limit = await limitOf(database, tenantId);
-  const buckets = runtime().security.buckets;
+  const buckets = app().state.security.buckets;
   let bucket = buckets.get(keyId);
   if (!bucket || bucket.limit.perSecond !== limit.perSecond || bucket.limit.burst !== limit.burst) {
     bucket = { tokens: limit.burst, updatedMs: now, limit };

@@ -6,7 +6,7 @@
 // refills its address's bucket. The state is in memory of the process (one throttle, built once in the runtime).
 import { type Clock, systemClock } from '../clock';
 import { AppError } from '../errors';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import { refill, secondsUntilToken, type RateLimit, type TokenBucket } from './rate-limit';
 
 export type SignInLimits = { perAddress: number; perAccount: number; windowMs: number };
@@ -82,7 +82,7 @@ export class SignInThrottle {
 
 /** This process's throttle, built on first use. */
 export function signInThrottle(): SignInThrottle {
-  const security = runtime().security;
+  const security = app().state.security;
   security.signIn ??= new SignInThrottle();
   return security.signIn;
 }

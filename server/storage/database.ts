@@ -3,7 +3,8 @@
 // service object's constructor) instead of reaching for the process's storage themselves, so what a function touches
 // is in its signature and a test can hand it another database. Only the edges (server/boot.ts, route handlers, the
 // runtime's part builders) call `database()`.
-import { storage, type Db, type Storage } from './db';
+import { app } from '../app';
+import type { Db, Storage } from './db';
 import { dialectOf, type Dialect } from './dialect';
 import { rawOf, type RawDb } from './raw';
 
@@ -15,16 +16,12 @@ export interface Database {
   raw(): Promise<RawDb>;
 }
 
-const databases = new WeakMap<Storage, Database>();
-
-/** The Database of `held`: one object per storage, so storage built anew (after closeDb()) gets a new one. */
-function databaseOf(held: Storage): Database {
-  let found = databases.get(held);
-  if (!found) databases.set(held, (found = { db: held.db, dialect: dialectOf(held.target), raw: () => rawOf(held) }));
-  return found;
+/** The Database of `held` (built once per storage, by its app: server/create-app.ts). */
+export function databaseOf(held: Storage): Database {
+  return { db: held.db, dialect: dialectOf(held.target), raw: () => rawOf(held) };
 }
 
-/** This process's Database, for the edges that hand it to the modules (boot, route handlers, the runtime's parts). */
+/** The registered app's Database, for the edges that hand it to the modules (route handlers, tests). */
 export function database(): Database {
-  return databaseOf(storage());
+  return app().database;
 }

@@ -10,7 +10,7 @@ import { parseDatabaseUrl, type DatabaseTarget, type PostgresTarget } from './da
 import { AsyncLockWaitAdapter, LOCK_WAIT_MS } from './sqlite-busy';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer';
 import { PatientPool } from './pg-connect';
-import { runtime } from '../runtime';
+import { app } from '../app';
 import type { RawDb } from './raw';
 
 /** Both generated clients have the same models; the SQLite one's type stands for both. */
@@ -18,7 +18,7 @@ export type Db = SqliteClient;
 export type Tx = Prisma.TransactionClient;
 
 /**
- * The process's storage (held by the runtime, server/runtime.ts): the Prisma client and, once opened, the raw driver;
+ * A thread's storage (built by its app, server/create-app.ts): the Prisma client and, once opened, the raw driver;
  * on PostgreSQL the one connection pool of this thread, which both use.
  */
 export type Storage = { db: Db; target: DatabaseTarget; sqlite?: SharedSqliteAdapter; pgPool?: PatientPool; raw?: Promise<RawDb> };
@@ -53,7 +53,8 @@ class SharedSqliteAdapter extends PrismaBetterSqlite3 {
 // turned a key revoke or a consumer upsert into a 500 when an engine commit held the lock on a loaded machine.
 const transactionOptions = { maxWait: LOCK_WAIT_MS, timeout: 2 * LOCK_WAIT_MS };
 
-function createStorage(target: DatabaseTarget): Storage {
+/** Opens the storage of `target` (the client connects on its first query); closeStorage() closes it. */
+export function openStorage(target: DatabaseTarget): Storage {
   if (target.provider === 'sqlite') {
     mkdirSync(dirname(target.file), { recursive: true });
     const adapter = new SharedSqliteAdapter(target.file);
@@ -82,14 +83,13 @@ function postgresPoolSize(): number {
 }
 
 /** Boot hands the engine to a thread of its own: this thread's pool then needs fewer connections. */
-export function poolForRequestsOnly(): void {
-  storage().pgPool?.resize(env().CROWDFLOW_PG_POOL_MAX ?? REQUEST_POOL_MAX);
+export function poolForRequestsOnly(held: Storage): void {
+  held.pgPool?.resize(env().CROWDFLOW_PG_POOL_MAX ?? REQUEST_POOL_MAX);
 }
 
-/** The process's storage, built from DATABASE_URL on first use (and again after closeDb()). */
+/** The registered app's storage (server/app.ts). */
 export function storage(): Storage {
-  const held = runtime();
-  return (held.storage ??= createStorage(parseDatabaseUrl(env().DATABASE_URL)));
+  return app().storage;
 }
 
 /** The one Prisma client of this process. */
@@ -105,8 +105,8 @@ export function dbTarget(): DatabaseTarget {
  * The database several processes can run on together, for the connections a cluster holds of its own (LISTEN, advisory
  * locks); undefined when the storage is one process's alone (SQLite: its file lock is the only coordination it has).
  */
-export function sharedDatabaseTarget(): PostgresTarget | undefined {
-  const target = directDatabaseTarget();
+export function sharedDatabaseTarget(of: DatabaseTarget = dbTarget()): PostgresTarget | undefined {
+  const target = directDatabaseTarget(of);
   return target.provider === 'postgres' ? target : undefined;
 }
 
@@ -115,8 +115,7 @@ export function sharedDatabaseTarget(): PostgresTarget | undefined {
  * `SET search_path`, which a transaction-pooling PgBouncer does not keep (docs/CONNECTIONS.md). The same schema, on the
  * server CROWDFLOW_DIRECT_DATABASE_URL names when set.
  */
-export function directDatabaseTarget(): DatabaseTarget {
-  const target = dbTarget();
+export function directDatabaseTarget(target: DatabaseTarget = dbTarget()): DatabaseTarget {
   const direct = env().CROWDFLOW_DIRECT_DATABASE_URL;
   if (target.provider !== 'postgres' || !direct) return target;
   const parsed = parseDatabaseUrl(direct);
@@ -133,14 +132,13 @@ export async function connectedSqlite(holder: Storage = storage()): Promise<Bett
 
 /** The background checkpointer of the SQLite database (server/storage/sqlite-checkpointer.ts), once connected. */
 export function sqliteCheckpointer(): Checkpointer | undefined {
-  return runtime().storage?.sqlite?.checkpointer;
+  return app().storage.sqlite?.checkpointer;
 }
 
-export async function closeDb(): Promise<void> {
-  const holder = runtime().storage;
-  runtime().storage = undefined;
-  await (await holder?.raw)?.close();
-  await holder?.sqlite?.checkpointer?.stop();
-  await holder?.db.$disconnect();
-  await holder?.pgPool?.end();
+/** Closes what openStorage() opened: the raw driver, the SQLite checkpointer, the Prisma client, the pool. */
+export async function closeStorage(holder: Storage): Promise<void> {
+  await (await holder.raw)?.close();
+  await holder.sqlite?.checkpointer?.stop();
+  await holder.db.$disconnect();
+  await holder.pgPool?.end();
 }

@@ -11,7 +11,6 @@
 // the reason in lastError.
 import { z } from 'zod';
 import { AppError, notFound } from '../errors';
-import { isProcedureTypeRegistered, registerProcedureType } from '../procedures/registry';
 import { parseError } from '../procedures/store';
 import {
   RetryLaterError,
@@ -128,9 +127,9 @@ async function failureOf(ctx: ProcedureContext, deliveryId: string): Promise<str
   return message === undefined ? null : message.replace(`delivery ${deliveryId}: `, '').slice(0, 300);
 }
 
-/** Registers `webhook.deliver` in this process (once; every bundle's copy shares the runtime's type table). */
-export function registerWebhookProcedures(): void {
-  if (!isProcedureTypeRegistered(DELIVER_TYPE)) registerProcedureType(deliverType);
+/** Registers `webhook.deliver` with `runner` (once: the pump and a replay may both ask). */
+export function registerWebhookProcedures(runner: ProcedureRunner): void {
+  if (!runner.types.has(DELIVER_TYPE)) runner.types.register(deliverType);
 }
 
 /**
@@ -139,7 +138,7 @@ export function registerWebhookProcedures(): void {
  * procedure waits for the next orphan sweep (a minute), which under 5% of failing operations often failed itself.
  */
 export async function submitDeliveries(runner: ProcedureRunner, deliveries: { id: string; replays: number }[], tenantId: string): Promise<void> {
-  registerWebhookProcedures();
+  registerWebhookProcedures(runner);
   for (const { id, replays } of deliveries)
     await retryTransient(() => runner.submit(DELIVER_TYPE, { delivery: id, replays }, { id: deliveryProcedureId(id, replays), tenantId }));
 }

@@ -6,7 +6,6 @@
 // another tenant's moves leave its cursor behind the newest seq), and the last bulk moves stay decoded between rounds.
 import { systemClock, type Clock } from '../clock';
 import type { ProcedureRunner } from '../procedures/types';
-import { runtime } from '../runtime';
 import { compactCapped, dropOldCapWindows } from './capping';
 import { commitRound, cutRound, DecodedMoves } from './cut';
 import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
@@ -44,7 +43,7 @@ export class WebhookPump {
     this.runner = options.runner;
     this.clock = options.clock ?? systemClock;
     this.pollMs = options.pollMs ?? DEFAULT_POLL_MS;
-    registerWebhookProcedures();
+    registerWebhookProcedures(this.runner);
   }
 
   /** Cuts and submits every destination's backlog; returns how many deliveries it cut. */
@@ -116,14 +115,4 @@ export class WebhookPump {
     await this.loop;
     this.loop = undefined;
   }
-}
-
-/** Once per server process (server/boot.ts), after the procedure runner started. */
-export function startWebhooks(database: Database, runner: ProcedureRunner): void {
-  (runtime().webhookPump ??= new WebhookPump({ database, runner })).start();
-}
-
-export async function stopWebhooks(): Promise<void> {
-  await runtime().webhookPump?.stop();
-  runtime().webhookPump = undefined;
 }

@@ -1,4 +1,4 @@
-import { runtime } from '../runtime';
+import { app } from '../app';
 import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 
@@ -12,12 +12,12 @@ export type RunningLookup = (database: Database, workflowIds: string[]) => Promi
 
 // Kept in the process runtime, where every bundle's copy of this module finds the engine's lookup.
 export function setRunningLookup(lookup: RunningLookup): void {
-  runtime().runningLookup = lookup;
+  app().state.runningLookup = lookup;
 }
 
 export async function runningOf(database: Database, workflowIds: string[]): Promise<Map<string, RunningInstance>> {
   if (workflowIds.length === 0) return new Map();
-  return (runtime().runningLookup ?? fromInstanceTable)(database, workflowIds);
+  return (app().state.runningLookup ?? fromInstanceTable)(database, workflowIds);
 }
 
 /** The Instance table's answer with the live user counts the engine knows (`liveTotal`; undefined: the recorded one). */

@@ -1,6 +1,8 @@
 import { beforeAll, describe, expect, it, inject } from 'vitest';
 import { resetEnvForTests } from '../../server/env';
-import { closeDb, db } from '../../server/storage/db';
+import { app, registerApp } from '../../server/app';
+import { createApp } from '../../server/create-app';
+import { db } from '../../server/storage/db';
 import { api, createTenant, expectError, uniqueName } from '../helpers/api';
 
 const definition = {
@@ -44,7 +46,8 @@ beforeAll(async () => {
   // The delete test records an instance the way the engine does: in the database the server uses.
   process.env.DATABASE_URL = inject('serverDatabaseUrl');
   resetEnvForTests();
-  await closeDb();
+  await app().close();
+  registerApp(createApp());
 });
 
 describe('workflows API', () => {

@@ -3,7 +3,7 @@ import { LAGGING_MAX_MS, LAGGING_QUIET_MS, profilesWrittenElsewhere, profileWrit
 import { newId } from '../../server/ids';
 import { profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
-import { runtime } from '../../server/runtime';
+import { app } from '../../server/app';
 import { db } from '../../server/storage/db';
 import { tenantRow } from '../helpers/tenant-row';
 import { database } from '../../server/storage/database';
@@ -43,7 +43,7 @@ describe('profile writes of other cluster members', () => {
       { user: 2, attributes: { plan: 'free' } },
     ]);
     const index = await profileIndex(database(), tenantId);
-    const held = runtime().profileIndexes.get(tenantId)!;
+    const held = app().state.profileIndexes.get(tenantId)!;
 
     const changed = [
       { user: 1, attributes: null },
@@ -55,7 +55,7 @@ describe('profile writes of other cluster members', () => {
     expect(notice).toHaveLength(3); // three users fit in a NOTIFY
     await profilesWrittenElsewhere(tenantId, seq, notice[2] as string);
 
-    expect(runtime().profileIndexes.get(tenantId)).toBe(held);
+    expect(app().state.profileIndexes.get(tenantId)).toBe(held);
     expect(held.index).toBe(index);
     expect(held.seq).toBe(seq);
     expect(index.equals('plan', 'pro').toArray()).toEqual([2, 3]);
@@ -70,25 +70,25 @@ describe('profile writes of other cluster members', () => {
     const tenantId = await tenantRow(newId('tn'));
     await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
     await profileIndex(database(), tenantId);
-    const held = runtime().profileIndexes.get(tenantId)!;
+    const held = app().state.profileIndexes.get(tenantId)!;
     const many = Array.from({ length: 5_000 }, (_, i) => ({ user: i * 7_919 }));
     expect(profileWriteNotice(tenantId, held.seq + 1, many)).toHaveLength(2); // too many users to name
 
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     // An import elsewhere: a write every half quiet period never goes quiet; the index still goes at the bound, once.
     for (let elapsed = 0, write = 1; elapsed < LAGGING_MAX_MS; elapsed += LAGGING_QUIET_MS / 2, write++) {
-      expect(runtime().profileIndexes.get(tenantId)).toBe(held);
+      expect(app().state.profileIndexes.get(tenantId)).toBe(held);
       await profilesWrittenElsewhere(tenantId, held.seq + write, undefined);
       vi.advanceTimersByTime(LAGGING_QUIET_MS / 2);
     }
-    expect(runtime().profileIndexes.has(tenantId)).toBe(false);
+    expect(app().state.profileIndexes.has(tenantId)).toBe(false);
   });
 
   it('drops the index when a local write follows one committed elsewhere whose notice has not arrived, never snapshotting the gap', async () => {
     const tenantId = await tenantRow(newId('tn'));
     await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
     await profileIndex(database(), tenantId);
-    const held = runtime().profileIndexes.get(tenantId)!;
+    const held = app().state.profileIndexes.get(tenantId)!;
 
     const elsewhere = [{ user: 2, attributes: { plan: 'pro' } }];
     const seq = await writeElsewhere(tenantId, elsewhere); // its notice is still on the way

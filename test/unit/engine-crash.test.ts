@@ -10,7 +10,6 @@ import { db } from '../../server/storage/db';
 import { crashBatches, CRASH_SEED, CRASH_USERS, crashWorkflow, seeded } from '../fixtures/engine/crash-events';
 import { range, startHarness, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
-import { runtime } from '../../server/runtime';
 
 // A real server process ingests and applies events and is SIGKILLed at random moments (fixed seed); after the last
 // restart every acknowledged event must have been applied exactly once: the same per-step counts, edges and journal
@@ -119,7 +118,6 @@ it(`every acknowledged event is applied exactly once across ${KILLS} SIGKILLs of
 
   // The uninterrupted run: the same batches through an engine in this process.
   h.engine = new Engine({ clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
-  runtime().engine = h.engine;
   await h.engine.start();
   await h.engine.loaded();
   for (const batch of batches) await appendEvents(database(), reference.tenantId, PARTITIONS, batch);

@@ -2,7 +2,6 @@
 // must not leave the engine without partition loops and timers until something uses the tenant.
 import { afterEach, expect, it } from 'vitest';
 import { Engine } from '../../server/engine/engine';
-import { runtime } from '../../server/runtime';
 import { database } from '../../server/storage/database';
 import { faultyDatabase } from '../fixtures/faulty-database';
 import { crowd, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
@@ -28,7 +27,6 @@ it('loads every tenant at start through transient errors of its first reads', as
   const provider = (process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite') as 'sqlite' | 'postgres';
   const faulty = faultyDatabase(database(), { provider, rate: 0, seed: 7 });
   h.engine = new Engine({ ...h.engineOptions, database: faulty.database, clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
-  runtime().engine = h.engine;
   faulty.failNext(3);
   await h.engine.start();
   await h.engine.loaded();

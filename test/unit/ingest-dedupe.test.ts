@@ -5,7 +5,7 @@ import { appendRequest } from '../../server/engine/ingest-commit';
 import { DEDUPE_WINDOW_MS } from '../../server/engine/ingest-dedupe';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
-import { runtime } from '../../server/runtime';
+import { app } from '../../server/app';
 import { db } from '../../server/storage/db';
 import { database } from '../../server/storage/database';
 
@@ -25,7 +25,7 @@ async function loggedUsers(tenantId: string): Promise<number[]> {
 
 /** What a restarted process knows: nothing in memory, only the IngestRecord table. */
 function forgetInMemory(): void {
-  runtime().ingestDedupe.clear();
+  app().state.ingestDedupe.clear();
 }
 
 const batch = (users: number[], idPrefix?: string) => ({
@@ -135,18 +135,20 @@ describe('several processes deduplicating one tenant', () => {
   it('appends each event id once when three processes send overlapping ids at the same time', async () => {
     const t = await tenant(2);
     const ingestModule = new URL('../../server/engine/ingest.ts', import.meta.url).href;
-    const dbModule = new URL('../../server/storage/db.ts', import.meta.url).href;
     // Each writer sends ids 0..59 in its own order, so every id is raced by all three; only the database arbitrates.
     const writer = (id: number) => `
       const { ingest } = await import(${JSON.stringify(ingestModule)});
-      const { closeDb } = await import(${JSON.stringify(dbModule)});
+      const { registerApp } = await import(${JSON.stringify(new URL('../../server/app.ts', import.meta.url).href)});
+      const { createApp } = await import(${JSON.stringify(new URL('../../server/create-app.ts', import.meta.url).href)});
+      const built = createApp();
+      registerApp(built);
       const { database } = await import(${JSON.stringify(new URL('../../server/storage/database.ts', import.meta.url).href)});
       const principal = { kind: 'tenant', tenantId: ${JSON.stringify(t.id)}, keyId: 'k' };
       for (let b = 0; b < 20; b++) {
         const users = [0, 1, 2].map((i) => (b * 3 + i + ${id} * 21) % 60);
         await ingest(database(), principal, { events: users.map((user) => ({ id: 'e' + user, user, type: 'w${id}' })) }, Date.now());
       }
-      await closeDb();`;
+      await built.close();`;
     const run = (id: number) =>
       new Promise<void>((resolve, reject) => {
         const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', writer(id)], {

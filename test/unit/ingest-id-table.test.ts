@@ -4,7 +4,7 @@ import { encodeRequest } from '../../server/engine/ingest-encode';
 import { hashIds, IdTable } from '../../server/engine/ingest-id-table';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
-import { runtime } from '../../server/runtime';
+import { app } from '../../server/app';
 import { db } from '../../server/storage/db';
 import { database } from '../../server/storage/database';
 
@@ -83,7 +83,7 @@ describe('event ids with equal hashes', () => {
     expect(await appendEncoded(database(), tenantId, colliding(['first', 'second']), NOW)).toMatchObject({ accepted: 2, duplicates: 0 });
     expect(await appendEncoded(database(), tenantId, colliding(['second', 'third', 'first']), NOW)).toMatchObject({ accepted: 3, duplicates: 2 });
     // A restart: the ids are read back from the IngestRecord rows and hashed for real, as a request's are.
-    runtime().ingestDedupe.clear();
+    app().state.ingestDedupe.clear();
     const request = encodeRequest({ events: [10, 11].map((user) => ({ user, type: 'x', data: {}, time: NOW })), ids: ['third', 'fourth'] }, 1);
     expect(await appendEncoded(database(), tenantId, request, NOW)).toMatchObject({ accepted: 2, duplicates: 1 });
     const rows = await db().eventLog.findMany({ where: { tenantId }, orderBy: { offset: 'asc' } });

@@ -177,12 +177,15 @@ describe('several processes appending to one tenant', () => {
     // Each child is a separate process with its own client, so only the database arbitrates between them.
     const writer = (id: number) => `
       const { appendEvents } = await import(${JSON.stringify(ingestModule)});
-      const { closeDb } = await import(${JSON.stringify(new URL('../../server/storage/db.ts', import.meta.url).href)});
+      const { registerApp } = await import(${JSON.stringify(new URL('../../server/app.ts', import.meta.url).href)});
+      const { createApp } = await import(${JSON.stringify(new URL('../../server/create-app.ts', import.meta.url).href)});
+      const built = createApp();
+      registerApp(built);
       const { database } = await import(${JSON.stringify(new URL('../../server/storage/database.ts', import.meta.url).href)});
       for (let b = 0; b < 40; b++) {
         await appendEvents(database(), ${JSON.stringify(t.id)}, 2, [0, 1].map((p) => ({ user: ${id} * 1000 + b * 2 + p, type: 'w${id}', data: {}, time: 0 })));
       }
-      await closeDb();`;
+      await built.close();`;
     const run = (id: number) =>
       new Promise<void>((resolve, reject) => {
         const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', writer(id)], {

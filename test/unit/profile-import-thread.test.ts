@@ -9,7 +9,7 @@ import type { EngineClient } from '../../server/engine/client';
 import { newId } from '../../server/ids';
 import { IMPORT_CHUNK_LINES } from '../../server/profiles/import';
 import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
-import { runtime } from '../../server/runtime';
+import { app } from '../../server/app';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';
 import { tenantRow } from '../helpers/tenant-row';
@@ -64,7 +64,7 @@ describe('a profile import in the engine thread', () => {
     console.log(`[import in the engine thread] request loop utilization ${utilization.toFixed(3)}, max delay ${(delay.max / 1e6).toFixed(0)} ms`);
 
     expect(result).toMatchObject({ lines: users, users, created: users, chunks: users / IMPORT_CHUNK_LINES });
-    expect(runtime().profileIndexes.has(tenantId)).toBe(false); // this thread never loaded nor applied an index
+    expect(app().state.profileIndexes.has(tenantId)).toBe(false); // this thread never loaded nor applied an index
     expect(await db().profile.count({ where: { tenantId } })).toBe(users);
     const fields = await engine.profiles.profileFields(tenantId);
     expect(fields.profiles).toBe(users);

@@ -1,0 +1,141 @@
+// The one hand-over of a thread's composition root. `createApp()` (server/create-app.ts) builds every part of a
+// thread once, in order, each handed to the next by constructor or argument: storage, its Database, the procedure
+// runner (with its procedure types), the engine (or the engine thread's client), the scheduler and the webhook pump,
+// and the state the thread keeps (caches, change notices and their relays, per-tenant ingest and profile state). The
+// edge that built it — boot (server/boot.ts) on the request thread, server/engine/thread.ts on the engine thread, a
+// test or bench — registers it here once.
+//
+// Why a global at all: Next.js bundles every route handler apart, each with its own copy of every module, so module
+// variables set by one copy are invisible to the others; globalThis is what the copies share. ONE key holds the
+// registered App and `app()` throws when none is: nothing is built on first use.
+//
+// This file imports types only, so any module can import it without an import cycle at evaluation time.
+import type { Clock } from './clock';
+import type { IdTextFormatter } from './crowd/id-text-formatter';
+import type { EngineHandle } from './engine/handle';
+import type { TenantDedupe } from './engine/ingest-dedupe';
+import type { TenantQueue } from './engine/ingest-commit';
+import type { Env } from './env';
+import type { TableFormatter } from './exports/table-formatter';
+import type { LookupCache } from './lookup-cache';
+import type { Scheduler } from './procedures/scheduler';
+import type { ProcedureTypes } from './procedures/registry';
+import type { ProcedureRunner } from './procedures/types';
+import type { TenantProfiles } from './profiles/index-store';
+import type { RelayedProfileWrite } from './profiles/index-tenant';
+import type { TokenBucket } from './security/rate-limit';
+import type { SignInThrottle } from './security/sign-in-throttle';
+import type { Database } from './storage/database';
+import type { Storage } from './storage/db';
+import type { WebhookPump } from './webhooks/pump';
+import type { RunningLookup } from './workflows/running';
+
+/** Rows ingest appended and the partition loop has not taken yet (server/engine/recent-log.ts), per partition. */
+export interface RecentRows {
+  /** Offset → the row as encoded (server/engine/log-codec.ts) and its event count. */
+  rows: Map<number, { bytes: Uint8Array; count: number }>;
+  events: number;
+}
+
+/** What a thread keeps between calls: owned by its App, built with it (createAppState), gone with it. */
+export interface AppState {
+  /** Short-lived lookup caches by name (server/lookup-cache.ts). */
+  readonly caches: Map<string, LookupCache<unknown>>;
+  /** Listeners of in-process change notices by notice name (server/crowd/notice.ts). */
+  readonly notices: Map<string, Set<unknown>>;
+  /** Hands every notice of this thread to the engine thread as well (set by its client, server/engine/client.ts). */
+  noticeRelay: ((name: string, args: unknown[]) => void) | undefined;
+  /** Sends every notice of this process to the other members of its cluster (server/cluster/channel.ts). */
+  clusterRelay: ((name: string, args: unknown[]) => void) | undefined;
+  /** Hands every committed profile write of this thread to the engine thread's index (set by server/engine/client.ts);
+   * `write` null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
+  profileRelay: ((tenantId: string, write: RelayedProfileWrite | null, seq: number) => void) | undefined;
+  /** The engine's live-count lookup for workflow views (server/workflows/running.ts); the Instance table until set. */
+  runningLookup: RunningLookup | undefined;
+  /** Rows appended here for partition loops of this thread (server/engine/recent-log.ts). */
+  readonly recentLog: Map<string, RecentRows>;
+  /** Whether ingest hands appended rows to partition loops of this thread (off when the engine has its own thread). */
+  recentLogEnabled: boolean;
+  /** Per tenant: the Idempotency-Keys and event ids of the dedupe window (server/engine/ingest-dedupe.ts). */
+  readonly ingestDedupe: Map<string, TenantDedupe>;
+  /** Per tenant: the batches waiting for its group commit (server/engine/ingest-commit.ts). */
+  readonly ingestQueues: Map<string, TenantQueue>;
+  /** Partition counts of tenants seen by ingest (a tenant's never changes; server/engine/ingest.ts). */
+  readonly tenantPartitions: Map<string, number>;
+  /** Each tenant's profile index, loaded on first use (server/profiles/index-store.ts). */
+  readonly profileIndexes: Map<string, TenantProfiles>;
+  /** The export formatter threads' clients (server/crowd/id-text-formatter.ts, server/exports/table-formatter.ts):
+   * their threads start with the first export that needs them. */
+  readonly formatters: { idText: IdTextFormatter | undefined; table: TableFormatter | undefined };
+  /** Long-lived responses' closers and whether the signal handlers are installed (server/shutdown.ts). */
+  readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
+  /** Request rate-limit buckets and the last written use, by API key id (server/security/, server/auth.ts); the studio
+   * sign-in throttle (server/security/sign-in-throttle.ts). */
+  readonly security: { readonly buckets: Map<string, TokenBucket>; readonly keyUseWritten: Map<string, number>; signIn: SignInThrottle | undefined };
+}
+
+export function createAppState(): AppState {
+  return {
+    caches: new Map(),
+    notices: new Map(),
+    noticeRelay: undefined,
+    clusterRelay: undefined,
+    profileRelay: undefined,
+    runningLookup: undefined,
+    recentLog: new Map(),
+    recentLogEnabled: true,
+    ingestDedupe: new Map(),
+    ingestQueues: new Map(),
+    tenantPartitions: new Map(),
+    profileIndexes: new Map(),
+    formatters: { idText: undefined, table: undefined },
+    shutdown: { installed: false, closers: new Set() },
+    security: { buckets: new Map(), keyUseWritten: new Map(), signIn: undefined },
+  };
+}
+
+/** One thread's parts, built once by createApp() in this order. */
+export interface App {
+  readonly env: Env;
+  /** The clock the app's loops wait on (the system clock, or a test's ManualClock). */
+  readonly clock: Clock;
+  /** Prisma client + raw driver of the app's database (server/storage/db.ts). */
+  readonly storage: Storage;
+  /** What modules are handed: the storage's client, raw driver and dialect (server/storage/database.ts). */
+  readonly database: Database;
+  readonly state: AppState;
+  /** The procedure runner; its procedure types are `runner.types`. */
+  readonly runner: ProcedureRunner;
+  readonly procedureTypes: ProcedureTypes;
+  /** The engine: the engine thread's client, an engine in this thread, or none (a thread that only reads rows). */
+  readonly engine: EngineHandle | undefined;
+  readonly scheduler: Scheduler | undefined;
+  readonly webhookPump: WebhookPump | undefined;
+  /** Starts the background parts in order: the engine, the runner, the scheduler, the webhook pump; `phase` is told
+   * when the engine runs ('engine') and when the rest does ('procedures'). */
+  start(phase?: (name: 'engine' | 'procedures') => void): Promise<void>;
+  /** Stops them in reverse order (the engine hands its partitions back after a last checkpoint). */
+  stop(): Promise<void>;
+  /** stop(), then closes the storage unless it was handed in (then its owner closes it). */
+  close(): Promise<void>;
+}
+
+const APP_KEY = Symbol.for('crowdflow.app');
+const slot = globalThis as unknown as Record<symbol, App | undefined>;
+
+/** Makes `built` the thread's app (every bundle's copy of this module finds it); returns the one it replaces. */
+export function registerApp(built: App | undefined): App | undefined {
+  const previous = slot[APP_KEY];
+  slot[APP_KEY] = built;
+  return previous;
+}
+
+/** The thread's registered app; throws when nothing registered one (nothing is built on first use). */
+export function app(): App {
+  const registered = slot[APP_KEY];
+  if (!registered)
+    throw new Error(
+      'No app is registered in this thread: its entry (server/boot.ts, server/engine/thread.ts, a test setup) builds one with createApp() and registers it',
+    );
+  return registered;
+}

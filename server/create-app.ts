@@ -1,0 +1,121 @@
+// The composition root of a thread: builds every part once, in order, each handed to the next by constructor or
+// argument, and returns them (server/app.ts says what an App holds and how the edges reach the registered one).
+//
+//   env → clock → storage → Database → state → procedure types + runner → engine → scheduler → webhook pump
+//
+// Boot (server/boot.ts) builds the request thread's app, the engine thread (server/engine/thread.ts) its own, a test
+// or bench one with a ManualClock over the test's storage. Building connects nothing and starts nothing: the client
+// connects on its first query, and `start()` starts the loops (boot runs the migrations first).
+import { createAppState, type App } from './app';
+import { systemClock, type Clock } from './clock';
+import { EngineClient } from './engine/client';
+import { Engine } from './engine/engine';
+import type { EngineHandle } from './engine/handle';
+import type { EngineThread } from './engine/thread-spawn';
+import { env as readEnv, type Env } from './env';
+import { ProcedureTypes } from './procedures/registry';
+import { createProcedureRunner } from './procedures/runner';
+import { createScheduler } from './procedures/scheduler';
+import type { ProcedureRunner, ProcedureRunnerOptions } from './procedures/types';
+import { databaseOf, type Database } from './storage/database';
+import { parseDatabaseUrl } from './storage/database-url';
+import { closeStorage, openStorage, type Storage } from './storage/db';
+import { WebhookPump } from './webhooks/pump';
+
+/** What an engine is built from: the parts built before it. */
+export interface EngineParts {
+  env: Env;
+  storage: Storage;
+  clock: Clock;
+  database: Database;
+  runner: ProcedureRunner;
+  state: App['state'];
+}
+
+export interface AppOptions {
+  /** The environment (server/env.ts); the process's by default. */
+  env?: Env;
+  /** What the app's loops wait on; the system clock by default. */
+  clock?: Clock;
+  /** Storage to use instead of opening DATABASE_URL's; its owner closes it (close() leaves it open). */
+  storage?: Storage;
+  /**
+   * The engine: `thread` (its client here, the engine in a worker thread), `in-process` (an engine in this thread),
+   * `idle` (an engine in this thread that start() does not start: the server with CROWDFLOW_ENGINE=off appends and
+   * reads through it), a builder, or `none` (the default: no engine).
+   */
+  engine?: 'thread' | 'in-process' | 'idle' | 'none' | ((parts: EngineParts) => EngineHandle);
+  /** The engine thread the server entry spawned early (engine: 'thread'). */
+  engineThread?: EngineThread;
+  /** The procedure runner's options (its clock is the app's unless given), or a runner to share (a restarted engine's). */
+  runner?: ProcedureRunnerOptions | ProcedureRunner;
+  /** Whether the app fires workflow schedules (needs the engine's instance.start type). */
+  scheduler?: boolean;
+  /** Whether the app cuts journal moves into webhook deliveries. */
+  webhooks?: boolean;
+}
+
+export function createApp(options: AppOptions = {}): App {
+  const env = options.env ?? readEnv();
+  const clock = options.clock ?? systemClock;
+  const ownsStorage = !options.storage;
+  const storage = options.storage ?? openStorage(parseDatabaseUrl(env.DATABASE_URL));
+  const database = databaseOf(storage);
+  const state = createAppState();
+  const runner = isRunner(options.runner) ? options.runner : createProcedureRunner(database, { clock, types: new ProcedureTypes(), ...options.runner });
+  const mode = options.engine ?? 'none';
+  const parts: EngineParts = { env, storage, clock, database, runner, state };
+  const engine: EngineHandle | undefined =
+    typeof mode === 'function'
+      ? mode(parts)
+      : mode === 'thread'
+        ? new EngineClient(database, runner, state, options.engineThread)
+        : mode === 'in-process' || mode === 'idle'
+          ? new Engine({ database, runner, clock })
+          : undefined;
+  const startsEngine = mode !== 'idle' && mode !== 'none';
+  const scheduler = options.scheduler ? createScheduler({ database, runner, clock }) : undefined;
+  const webhookPump = options.webhooks ? new WebhookPump({ database, runner, clock }) : undefined;
+  let started = false;
+
+  const stop = async () => {
+    if (!started) return;
+    started = false;
+    await webhookPump?.stop();
+    await scheduler?.stop();
+    await runner.stop();
+    if (startsEngine) await engine?.stop();
+  };
+  return {
+    env,
+    clock,
+    storage,
+    database,
+    state,
+    runner,
+    procedureTypes: runner.types,
+    engine,
+    scheduler,
+    webhookPump,
+    async start(phase = () => undefined) {
+      started = true;
+      if (startsEngine && engine) {
+        await engine.start();
+        phase('engine');
+      }
+      await runner.start();
+      scheduler?.start();
+      webhookPump?.start();
+      phase('procedures');
+    },
+    stop,
+    async close() {
+      await stop();
+      if (ownsStorage) await closeStorage(storage);
+    },
+  };
+}
+
+function isRunner(given: AppOptions['runner']): given is ProcedureRunner {
+  return given !== undefined && 'submit' in given;
+}
