@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, inject, it } from 'vitest';
 import { api, baseUrl, expectError, uniqueName } from '../helpers/api';
-import { freePort, waitUntilUp } from '../helpers/next-server';
+import { freePort, serverArguments, waitUntilUp } from '../helpers/next-server';
 
 // Studio sessions are server-side rows: sign-out and a new admin token end them at once, on every server.
 
@@ -39,7 +39,8 @@ describe('studio sessions', () => {
     // A second server on the same database, configured with a rotated token.
     const port = await freePort();
     let log = '';
-    const child = spawn(process.execPath, ['node_modules/next/dist/bin/next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
+    // The server entry (server/main.ts), as `npm start` runs it: boot builds and registers the app the routes read.
+    const child = spawn(process.execPath, serverArguments(port), {
       env: {
         ...process.env,
         DATABASE_URL: inject('serverDatabaseUrl'),
