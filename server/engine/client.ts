@@ -262,6 +262,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   }
 
   readonly whereIsUser = this.forward('whereIsUser');
+  readonly previewPath = this.forward('previewPath');
 
   // ---- profiles: the engine thread holds the index; this thread keeps no copy ------------------------------------
 

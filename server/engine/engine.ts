@@ -14,6 +14,7 @@ import { PartitionWorker, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
 import { logEnds } from './store/log';
 import * as reads from './reads';
+import { previewPath, type PathPreview, type PreviewRequest } from './preview';
 import { CountsPushes } from './counts-pushes';
 import { TimerLoop, type LoadedTenant } from './timer-loop';
 import { LeaseKeeper, type LeaseHolder } from './lease-keeper';
@@ -439,6 +440,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   whereIsUser(tenantId: string, user: number): Promise<WhereIsUser> {
     return reads.whereIsUser(this, tenantId, user);
+  }
+
+  /** The way one user would go through the workflow now (server/engine/preview.ts); moves no one. */
+  previewPath(tenantId: string, workflowId: string, request: PreviewRequest): Promise<PathPreview> {
+    return previewPath(this, tenantId, workflowId, request);
   }
 
   // ---- instance operations (each runs as a procedure) ---------------------------------------------------------

@@ -5,6 +5,7 @@ import type { Principal } from '../auth';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { IngestOutcome } from './ingest';
 import type { ProfileCalls } from '../profiles/calls';
+import type { PathPreview, PreviewRequest } from './preview';
 import type {
   Counts,
   CountsListener,
@@ -34,6 +35,8 @@ export interface EngineHandle {
   /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
   stepBitmap(tenantId: string, instanceId: string, step: string, users?: StepUsers): Promise<RoaringBitmap32>;
   whereIsUser(tenantId: string, user: number): Promise<WhereIsUser>;
+  /** The way one user would go through the workflow now, from their profile, the crowds and its conditions; moves no one. */
+  previewPath(tenantId: string, workflowId: string, request: PreviewRequest): Promise<PathPreview>;
   /**
    * Profile writes (upserts, deletes, imports) and what reads the profile index (audience estimates, explanations,
    * fields): run where the engine's profile index is, so a process keeps one index per tenant and the thread that

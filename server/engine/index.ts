@@ -19,3 +19,4 @@ export { recentEventTypes, type RecentEventTypes } from './event-types';
 export { discardDeadLetter, getDeadLetter, listDeadLetters } from './dead-letter';
 export { countsHistory, HISTORY_RESOLUTIONS, MAX_HISTORY_POINTS, type HistoryPoint } from './counts-history';
 export type { Counts, InstanceView, SnapshotView, WhereIsUser, StartRequest, UpdateWorkflowRequest } from './types';
+export type { PathPreview, PreviewEvent } from './preview';

@@ -15,6 +15,7 @@ export const FORWARDED_CALLS = [
   'getCounts',
   'liveCounts',
   'whereIsUser',
+  'previewPath',
   'ingestPrepared',
   'materializeStart',
   'materializeStop',

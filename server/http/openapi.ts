@@ -9,6 +9,7 @@ import { paths as securityPaths } from '../security/openapi';
 import { paths as tenantPaths } from '../tenants/openapi';
 import { paths as webhookPaths } from '../webhooks/openapi';
 import { paths as workflowPaths } from '../workflows/openapi';
+import { paths as previewPaths } from '../workflows/preview-path';
 import { requiredScope, SCOPE_MEANING } from '../security/scopes';
 
 // Every area documents its own routes; this merges them into one OpenAPI 3.1 document.
@@ -17,6 +18,7 @@ const areas: Record<string, object>[] = [
   crowdPaths,
   profilePaths,
   workflowPaths,
+  previewPaths,
   enginePaths,
   analyticsPaths,
   notificationPaths,

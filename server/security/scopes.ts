@@ -37,8 +37,9 @@ export function requiredScope(method: string, path: string): Requirement {
       if (depth <= 2) return reads ? 'any' : 'admin';
       if (sub === 'keys') return 'keys';
       if (sub === 'limits' && !reads) return 'admin';
-      // Audience estimates and condition explanations are POSTed (they carry a condition or a draft) but only read.
-      if (sub === 'audience' || path.split('/').filter(Boolean)[4] === 'explain') return 'read';
+      // Audience estimates, condition explanations and path previews are POSTed (they carry a condition, a draft or
+      // pretended events) but only read.
+      if (sub === 'audience' || ['explain', 'preview-path'].includes(path.split('/').filter(Boolean)[4])) return 'read';
       if (sub === 'limits' && !reads) return 'admin'; // a tenant never raises its own limits
       return reads ? 'read' : 'manage';
     }

@@ -94,6 +94,7 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
     'POST /tenants/{tenant}/profiles': [{ user: 7, attributes: { plan: 'gold' } }],
     'POST /tenants/{tenant}/audience': { condition: 'profile.plan == "gold"' },
     'POST /tenants/{tenant}/workflows/{id}/explain': { definition: workflowDefinition },
+    'POST /tenants/{tenant}/workflows/{id}/preview-path': { user: 7, events: [{ type: 'purchase', data: { plan: 'gold' } }] },
     'POST /tenants/{tenant}/workflows': { name: uniqueName('wf'), definition: workflowDefinition },
     'PUT /tenants/{tenant}/workflows/{id}': { name: uniqueName('renamed') },
     'POST /tenants/{tenant}/workflows/{id}/start': { crowd: 'base' },
