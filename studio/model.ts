@@ -5,6 +5,7 @@ import type { WorkflowProblem } from '../server/model/workflow';
 export type { WorkflowView, WorkflowSummary, VersionView } from '../server/workflows/workflows';
 export type { CrowdView } from '../server/crowd/store';
 export type { InstanceView, SnapshotView, Counts, WhereIsUser } from '../server/engine/types';
+export type { PathPreview, PreviewEvent, PreviewHop } from '../server/engine/preview';
 export type { ProcedureView } from '../server/procedures/types';
 export type { ProcedureDetail, ProcedureStepView } from '../server/procedures/api';
 export type { TenantView } from '../server/tenants/tenants';

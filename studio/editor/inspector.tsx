@@ -10,6 +10,7 @@ import { Text } from './inspector-text';
 import { TimerFields } from './inspector-timer';
 import { KIND_ICON, KIND_LABEL } from './nodes';
 import { UserPathPanel } from './user-path';
+import { PathPreviewPanel } from './path-preview';
 import { WorkflowPanel } from './workflow-panel';
 import { useEditor, useEditorStore } from './store';
 
@@ -50,6 +51,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
         <p className="muted">Select a step to edit it, or drag one from the palette.</p>
         <WorkflowPanel readOnly={readOnly} />
         <UserPathPanel />
+        <PathPreviewPanel />
         {general.map((p) => (
           <p key={p.message} className="field-error" data-testid="workflow-problem">
             {p.text}

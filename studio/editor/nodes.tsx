@@ -269,8 +269,15 @@ function StepEdgeView(props: EdgeProps<FlowEdge>) {
   const targetName = useEditor((s) => s.nodes.find((n) => n.id === props.target)?.data.name);
   const firstOfPair = useEditor((s) => s.edges.find((e) => e.source === props.source && e.target === props.target)?.id === props.id);
   const centerY = turnHeight(source, props);
-  const onPath = useUserPath()?.edges.has(`${source?.data.name}->${targetName}`) ?? false;
-  const edgeStyle = onPath ? { stroke: 'var(--warn)', strokeWidth: 3 } : props.selected ? { stroke: 'var(--accent)', strokeWidth: 2 } : undefined;
+  const userPath = useUserPath();
+  const onPath = userPath?.edges.has(`${source?.data.name}->${targetName}`) ?? false;
+  const edgeStyle = onPath
+    ? userPath?.kind === 'preview'
+      ? { stroke: 'var(--accent)', strokeWidth: 3, strokeDasharray: '6 4' }
+      : { stroke: 'var(--warn)', strokeWidth: 3 }
+    : props.selected
+      ? { stroke: 'var(--accent)', strokeWidth: 2 }
+      : undefined;
   const [path, labelX, labelY] = getSmoothStepPath({ ...props, borderRadius: 12, centerY });
   const { label, title } = outputOf(source, props.sourceHandleId);
   // counts are per step pair: two outputs into the same step share one number, drawn on the first of them

@@ -6,6 +6,7 @@ import { ErrorBox } from '../ui';
 import { useWorkflows } from '../workflows';
 import { useCanvasInfo, useCounts } from './context';
 import { ExportColumnsForm, SaveCrowdForm } from './step-export-forms';
+import { moveInWords } from './user-path';
 
 /**
  * A step's menu: export its users (and, with a goal, those who converted from it), with profile columns as CSV or
@@ -132,7 +133,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
               {where.recentMoves.length > 0 && <div className="muted">Recent moves:</div>}
               {where.recentMoves.slice(0, 5).map((m) => (
                 <div key={m.seq} className="muted" data-testid="where-move">
-                  {m.fromStep ?? 'start'} → {m.toStep} · {m.instanceId === instanceId ? 'this instance' : `instance ${m.instanceId.slice(0, 10)}`} ·{' '}
+                  {moveInWords(m.fromStep, m.toStep)} · {m.instanceId === instanceId ? 'this instance' : `instance ${m.instanceId.slice(0, 10)}`} ·{' '}
                   {new Date(m.time).toLocaleString()}
                 </div>
               ))}

@@ -11,9 +11,14 @@ import { useCanvasInfo } from './context';
 // one: it only reads.
 
 export type UserPath = {
+  /** `followed`: where the user went (the journal); `preview`: where the user would go now (path-preview.tsx). */
+  kind: 'followed' | 'preview';
   user: number;
-  /** Each step on the path: `current` for the step the user is in now, `visited` for the steps passed through. */
-  steps: Map<string, 'current' | 'visited'>;
+  /**
+   * Each step on the path: `current` for the step the user is in now, `visited` for the steps passed through; in a
+   * preview (what the user WOULD do), `would` for the steps they would pass and `would-end` where the walk ends.
+   */
+  steps: Map<string, PathMark>;
   /** Moves taken, as "from->to". */
   edges: Set<string>;
   moves: { from: string | null; to: string; time: string }[];
@@ -22,9 +27,11 @@ export type UserPath = {
   complete: boolean;
 };
 
+export type PathMark = 'current' | 'visited' | 'would' | 'would-end';
+
 type PathState = { path: UserPath | null; setPath: (path: UserPath | null) => void };
 
-const PathContext = createContext<PathState>({ path: null, setPath: () => {} });
+export const PathContext = createContext<PathState>({ path: null, setPath: () => {} });
 
 export function UserPathProvider({ children }: { children: ReactNode }) {
   const [path, setPath] = useState<UserPath | null>(null);
@@ -40,14 +47,22 @@ export function pathOf(where: WhereIsUser, instanceId: string): UserPath {
     .sort((a, b) => a.seq - b.seq)
     .map((m) => ({ from: m.fromStep, to: m.toStep, time: m.time }));
   const current = where.instances.find((i) => i.instanceId === instanceId)?.step ?? null;
-  const steps = new Map<string, 'current' | 'visited'>();
+  const steps = new Map<string, PathMark>();
   for (const move of moves) {
     if (move.from) steps.set(move.from, 'visited');
     steps.set(move.to, 'visited');
   }
   if (current) steps.set(current, 'current');
   const edges = new Set(moves.flatMap((m) => (m.from ? [`${m.from}->${m.to}`] : [])));
-  return { user: where.user, steps, edges, moves, current, complete: where.recentMovesComplete };
+  return { kind: 'followed', user: where.user, steps, edges, moves, current, complete: where.recentMovesComplete };
+}
+
+/**
+ * A move said in words: the journal's entry move (`fromStep` null: the user entered the instance, at its start, by a
+ * crowd update or an event trigger) is "entered at <step>", never "<step> → <step>".
+ */
+export function moveInWords(from: string | null, to: string): string {
+  return from === null ? `entered at ${to}` : `${from} → ${to}`;
 }
 
 /** "Follow a user": a user id typed, their path shown on the canvas and in words. */
@@ -84,14 +99,14 @@ export function UserPathPanel() {
         <button type="submit" disabled={!user.trim()}>
           Show path
         </button>
-        {path && (
+        {path?.kind === 'followed' && (
           <button type="button" className="link" onClick={() => setPath(null)} data-testid="user-path-clear">
             Clear
           </button>
         )}
       </form>
       {error && <ErrorBox error={error} />}
-      {path && <PathInWords path={path} />}
+      {path?.kind === 'followed' && <PathInWords path={path} />}
     </section>
   );
 }
@@ -118,7 +133,7 @@ function PathInWords({ path }: { path: UserPath }) {
       <ol className="user-path-moves">
         {path.moves.map((m, i) => (
           <li key={i} data-testid="user-path-move">
-            {m.from ? `${m.from} → ${m.to}` : `entered at ${m.to}`} <span className="muted">· {at(m.time)}</span>
+            {moveInWords(m.from, m.to)} <span className="muted">· {at(m.time)}</span>
           </li>
         ))}
       </ol>
