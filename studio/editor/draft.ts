@@ -58,8 +58,15 @@ export function keepLocalDraft(store: EditorStore, tenant: string, workflowId: s
   const unsubscribe = store.subscribe(() => {
     const state = store.get();
     if (state.nodes === last.nodes && state.edges === last.edges && state.name === last.name && state.extras === last.extras) return;
+    const wasDirty = last.dirty;
     last = state;
     if (state.dirty && timer === undefined) timer = setTimeout(write, WRITE_DELAY_MS);
+    // every edit undone: the copy kept in this browser would only offer the saved version back
+    if (wasDirty && !state.dirty) {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      clearLocalDraft(tenant, workflowId);
+    }
   });
   return () => {
     unsubscribe();

@@ -36,11 +36,14 @@ export type EditorState = {
   selectedId: string | null;
   /** Problems of the document as it is now (validateWorkflow() after every edit), or the server's 400 after a save. */
   problems: CanvasProblem[];
+  /** The document differs from the one last saved (or opened): compared, not flagged, so undoing every edit clears it. */
   dirty: boolean;
   canUndo: boolean;
   canRedo: boolean;
   /** What Undo and Redo would take back or do again, in words ("delete step “welcome”"). */
   undoLabel: string | null;
+  /** Undo would take back an edit made before the last save (the canvas then differs from the saved version). */
+  undoCrossesSave: boolean;
   redoLabel: string | null;
   /** The last undo or redo, said back ("Undone: delete step “welcome”"); cleared by the next edit. */
   undone: string | null;
@@ -66,6 +69,10 @@ export class EditorStore {
   private validatedKey = '';
   private readonly stopAt: string | undefined;
   private readonly now: () => number;
+  /** The saved document (documentKey), what `dirty` compares with. */
+  private savedKey: string;
+  /** How many undo steps lead back to the saved document (`past.length` at the save); -1 when undo cannot reach it. */
+  private savedAt = 0;
 
   constructor(nodes: StepNode[], edges: FlowEdge[], options: { name?: string; stopAt?: string; extras?: WorkflowExtras; now?: () => number } = {}) {
     this.stopAt = options.stopAt;
@@ -82,10 +89,12 @@ export class EditorStore {
       canUndo: false,
       canRedo: false,
       undoLabel: null,
+      undoCrossesSave: false,
       redoLabel: null,
       undone: null,
     };
     this.state.problems = this.revalidate(nodes, edges, extras) ?? [];
+    this.savedKey = documentKey(this.state);
   }
 
   /** New problems when the document's meaning changed since the last validation, else undefined. */
@@ -103,18 +112,30 @@ export class EditorStore {
 
   get = () => this.state;
 
-  private set(patch: Partial<EditorState>) {
-    const problems =
-      patch.nodes || patch.edges || patch.extras
-        ? this.revalidate(patch.nodes ?? this.state.nodes, patch.edges ?? this.state.edges, patch.extras ?? this.state.extras)
-        : undefined;
+  /**
+   * `layoutOnly`: a change of positions the editor made itself (room made under a step measured taller), not an edit:
+   * a document that was saved stays saved.
+   */
+  private set(patch: Partial<EditorState>, layoutOnly = false) {
+    const documentChanged = patch.nodes || patch.edges || patch.extras || patch.name !== undefined;
+    const problems = documentChanged
+      ? this.revalidate(patch.nodes ?? this.state.nodes, patch.edges ?? this.state.edges, patch.extras ?? this.state.extras)
+      : undefined;
+    const next = { ...this.state, ...patch };
+    let dirty = next.dirty;
+    if (documentChanged) {
+      const key = documentKey(next);
+      if (layoutOnly && !this.state.dirty) this.savedKey = key;
+      dirty = key !== this.savedKey;
+    }
     this.state = {
-      ...this.state,
-      ...patch,
+      ...next,
       ...(problems ? { problems } : {}),
+      dirty,
       canUndo: this.past.length > 0,
       canRedo: this.future.length > 0,
       undoLabel: this.past.at(-1)?.label ?? null,
+      undoCrossesSave: this.past.length > 0 && this.savedAt >= 0 && this.past.length <= this.savedAt,
       redoLabel: this.future.at(-1)?.label ?? null,
     };
     for (const listener of this.listeners) listener();
@@ -129,7 +150,11 @@ export class EditorStore {
     }
     this.lastEditKey = editKey;
     this.lastEditAt = now;
-    this.past = [...this.past.slice(-HISTORY_LIMIT + 1), { ...this.snapshot(), label }];
+    // an edit after undoing past the save: the saved document is no longer a number of undo steps away
+    if (this.past.length < this.savedAt) this.savedAt = -1;
+    const kept = this.past.slice(-HISTORY_LIMIT + 1);
+    if (this.savedAt >= 0) this.savedAt -= this.past.length - kept.length;
+    this.past = [...kept, { ...this.snapshot(), label }];
     this.future = [];
     this.state = { ...this.state, undone: null };
   }
@@ -140,16 +165,17 @@ export class EditorStore {
 
   private change(label: string, nodes: StepNode[], edges: FlowEdge[], editKey: string | null = null, extra: Partial<EditorState> = {}) {
     this.checkpoint(label, editKey);
-    this.set({ nodes, edges, dirty: true, ...extra });
+    this.set({ nodes, edges, ...extra });
   }
 
   undo = () => {
     const previous = this.past.pop();
     if (!previous) return;
     const { label, ...document } = previous;
+    const crossesSave = this.savedAt >= 0 && this.past.length < this.savedAt;
     this.future.push({ ...this.snapshot(), label });
     this.lastEditKey = null;
-    this.set({ ...document, dirty: true, undone: `Undone: ${label}` });
+    this.set({ ...document, undone: `Undone: ${label}${crossesSave ? ' (made before the last save: Save to keep the canvas as it is now)' : ''}` });
   };
 
   redo = () => {
@@ -158,7 +184,7 @@ export class EditorStore {
     const { label, ...document } = next;
     this.past.push({ ...this.snapshot(), label });
     this.lastEditKey = null;
-    this.set({ ...document, dirty: true, undone: `Redone: ${label}` });
+    this.set({ ...document, undone: `Redone: ${label}` });
   };
 
   /** React Flow's own changes: drags, selection, dimension measurements, deletions. */
@@ -180,7 +206,7 @@ export class EditorStore {
     // a step measured taller (its count, a problems line) makes room below it; a layout matter, not an edit to undo
     const nodes = changes.some((c) => c.type === 'dimensions') && !this.dragging ? makeRoom(applied, this.state.edges) : applied;
     const edits = changes.some((c) => c.type === 'remove' || c.type === 'add' || c.type === 'position');
-    this.set(edits ? { nodes, selectedId, dirty: true } : { nodes, selectedId });
+    this.set({ nodes, selectedId }, !edits);
   };
 
   onEdgesChange = (changes: EdgeChange<FlowEdge>[]) => {
@@ -318,7 +344,7 @@ export class EditorStore {
   /** The server's verdict on a save (the same validator, so normally what the canvas already shows). */
   setServerProblems = (problems: WorkflowProblem[]) => this.set({ problems: describeProblems(this.state.nodes, problems) });
 
-  setName = (name: string) => this.set({ name, dirty: true });
+  setName = (name: string) => this.set({ name });
 
   /** Sets or removes (a field set to undefined) the workflow's event-triggered entry or goal. */
   setExtras = (patch: WorkflowExtras) => {
@@ -326,7 +352,7 @@ export class EditorStore {
     for (const key of ['entry', 'goal'] as const) if (extras[key] === undefined) delete extras[key];
     // Typing an event type or a goal is one undo step, like typing in a step's field.
     this.checkpoint(`change the journey's ${Object.keys(patch).join(' and ')}`, `extras:${Object.keys(patch).join(',')}`);
-    this.set({ extras, dirty: true });
+    this.set({ extras });
   };
 
   /** Replaces the whole document (a recovered local draft) as one undoable, unsaved edit. */
@@ -338,12 +364,30 @@ export class EditorStore {
     label = 'restore the changes kept in this browser',
   ) => this.change(label, nodes, edges, null, { selectedId: null, name, extras });
 
-  markSaved = () => this.set({ dirty: false });
+  /** The document as it is now was saved: `dirty` compares with it from now on, and undo knows where the save was. */
+  markSaved = () => {
+    this.savedKey = documentKey(this.state);
+    this.savedAt = this.past.length;
+    this.set({ dirty: false });
+  };
 
   /** Step names of node ids, in their order. */
   private namesOf(ids: string[]): string[] {
     return ids.map((id) => this.state.nodes.find((n) => n.id === id)?.data.name ?? id);
   }
+}
+
+/**
+ * What a save keeps of the editor's document: the name, each step's kind, place and fields, the connections, the
+ * journey's entry and goal. Not what only the view holds (selection, measured sizes).
+ */
+function documentKey(state: Pick<EditorState, 'name' | 'nodes' | 'edges' | 'extras'>): string {
+  return JSON.stringify([
+    state.name,
+    state.nodes.map((n) => [n.id, n.type, Math.round(n.position.x), Math.round(n.position.y), n.data]),
+    state.edges.map((e) => [e.source, e.sourceHandle ?? null, e.target]).sort(),
+    state.extras,
+  ]);
 }
 
 export const EditorContext = createContext<EditorStore | null>(null);

@@ -90,6 +90,7 @@ export function Toolbar({
   const canUndo = useEditor((s) => s.canUndo);
   const canRedo = useEditor((s) => s.canRedo);
   const undoLabel = useEditor((s) => s.undoLabel);
+  const undoCrossesSave = useEditor((s) => s.undoCrossesSave);
   const redoLabel = useEditor((s) => s.redoLabel);
   const undone = useEditor((s) => s.undone);
   const name = useEditor((s) => s.name);
@@ -136,8 +137,8 @@ export function Toolbar({
             type="button"
             onClick={store.undo}
             disabled={!canUndo}
-            title={undoLabel ? `Undo: ${undoLabel} (Ctrl/Cmd+Z on the canvas)` : 'Nothing to undo'}
-            aria-label={undoLabel ? `Undo: ${undoLabel}` : 'Undo'}
+            title={undoLabel ? `Undo: ${undoLabel}${undoCrossesSave ? ', made before the last save' : ''} (Ctrl/Cmd+Z on the canvas)` : 'Nothing to undo'}
+            aria-label={undoLabel ? `Undo: ${undoLabel}${undoCrossesSave ? ', made before the last save' : ''}` : 'Undo'}
             data-testid="undo"
           >
             Undo

@@ -97,6 +97,40 @@ describe('problems in canvas words', () => {
   });
 });
 
+describe('unsaved changes, compared with the saved document', () => {
+  it('is saved again once every edit is undone, and says when undo goes back past a save', () => {
+    const { nodes, edges } = definitionToGraph(BRANCHY, null);
+    const store = new EditorStore(nodes, edges, { name: 'Branchy' });
+    expect(store.get().dirty).toBe(false);
+    store.updateData('step-left', { label: 'Left' }, 'label');
+    store.setName('Branchy!');
+    expect(store.get().dirty).toBe(true);
+    store.setName('Branchy');
+    store.undo();
+    expect(store.get().dirty).toBe(false);
+    expect(store.get().canUndo).toBe(false);
+    store.redo();
+    expect(store.get().dirty).toBe(true);
+
+    // saved with the label: undoing the label goes back past the save, and the canvas then differs from it
+    store.markSaved();
+    expect(store.get().dirty).toBe(false);
+    expect(store.get().undoCrossesSave).toBe(true);
+    store.select('step-middle');
+    store.deleteSelected();
+    expect(store.get().dirty).toBe(true);
+    expect(store.get().undoCrossesSave).toBe(false);
+    store.undo();
+    expect(store.get().dirty).toBe(false);
+    expect(store.get().undone).toBe('Undone: delete step “middle”');
+    store.undo();
+    expect(store.get().dirty).toBe(true);
+    expect(store.get().undone).toBe('Undone: change the label of step “left” (made before the last save: Save to keep the canvas as it is now)');
+    store.redo();
+    expect(store.get().dirty).toBe(false);
+  });
+});
+
 describe('placing new steps', () => {
   it('never puts a step on another: "+" twice under one branch, and a paste', () => {
     const { nodes, edges } = definitionToGraph(
