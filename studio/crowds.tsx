@@ -207,9 +207,11 @@ export function CrowdsPage({ tenant }: { tenant: string }) {
       className: 'actions',
       cell: (c) => (
         <>
+          <span className="muted">Export</span>{' '}
           <a href={exportHref(c.name, 'csv')} download={`${c.name}.csv`}>
             CSV
           </a>{' '}
+          ·{' '}
           <a href={exportHref(c.name, 'roaring')} download={`${c.name}.roaring`}>
             roaring
           </a>

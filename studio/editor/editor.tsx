@@ -148,6 +148,54 @@ function useWidth(element: RefObject<HTMLDivElement | null>): number {
   return width;
 }
 
+/** Room kept between the lowest step and the canvas's bottom edge when it would be cut off (px). */
+const BOTTOM_ROOM = 24;
+
+/**
+ * Keeps the lowest step in view when the canvas gets shorter (the problems bar appearing under it) or the journey
+ * taller without an edit (counts arriving make steps taller, and the steps below move down to make room): a step that
+ * was in view stays in view and clickable. The journey is moved up at the same zoom as far as its top allows, else
+ * fitted again. Where the marketer zoomed or scrolled the lowest step out of view, or is dragging a step, nothing moves.
+ */
+function useBottomStepInView(element: RefObject<HTMLDivElement | null>, nodes: StepNode[]) {
+  const flow = useReactFlow();
+  /** The canvas height and the journey's bottom (flow coordinates) at the last look. */
+  const last = useRef<{ height: number; bottom: number } | null>(null);
+  const look = useRef<() => void>(() => {});
+  look.current = () => {
+    const canvas = element.current?.querySelector<HTMLElement>('.react-flow');
+    if (!canvas || nodes.length === 0) return;
+    const height = canvas.clientHeight;
+    const bounds = flow.getNodesBounds(nodes);
+    const bottom = bounds.y + bounds.height;
+    const before = last.current;
+    last.current = { height, bottom };
+    if (!before || (height >= before.height && bottom <= before.bottom) || nodes.some((n) => n.dragging)) return;
+    const { x, y, zoom } = flow.getViewport();
+    const onScreen = (flowY: number) => flowY * zoom + y;
+    // only what was in view before: a journey the marketer zoomed into or scrolled past is left as it is
+    if (onScreen(before.bottom) > before.height || onScreen(bottom) <= height - BOTTOM_ROOM) return;
+    const up = onScreen(bottom) - (height - BOTTOM_ROOM);
+    if (onScreen(bounds.y) - up >= BOTTOM_ROOM / 2) {
+      void flow.setViewport({ x, y: y - up, zoom });
+      return;
+    }
+    // Not enough room above: zoom out until the journey's height fits, its middle where it was across, its top
+    // BOTTOM_ROOM below the canvas's top. (React Flow's fitView would use the size it last measured, the old one.)
+    const fitted = Math.max(MIN_ZOOM, Math.min(zoom, (height - 2 * BOTTOM_ROOM) / bounds.height));
+    const middle = (bounds.x + bounds.width / 2) * zoom + x;
+    void flow.setViewport({ x: middle - (bounds.x + bounds.width / 2) * fitted, y: BOTTOM_ROOM - bounds.y * fitted, zoom: fitted });
+  };
+  useEffect(() => look.current());
+  useLayoutEffect(() => {
+    const canvas = element.current?.querySelector<HTMLElement>('.react-flow');
+    if (!canvas) return;
+    const observer = new ResizeObserver(() => look.current());
+    observer.observe(canvas);
+    return () => observer.disconnect();
+  }, [element]);
+}
+
 function Canvas({ readOnly }: { readOnly: boolean }) {
   const store = useEditorStore();
   const element = useRef<HTMLDivElement>(null);
@@ -157,6 +205,7 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
   const edges = useEditor((s) => s.edges);
   const { screenToFlowPosition } = useReactFlow();
   useCanvasKeys(readOnly);
+  useBottomStepInView(element, nodes);
 
   const onDrop = (event: DragEvent) => {
     const kind = PALETTE.find((entry) => entry.id === event.dataTransfer.getData(DRAG_TYPE))?.adds;

@@ -64,7 +64,8 @@ async function axeEveryPage(at: Page, mode: string): Promise<Record<string, stri
     await eventually(() => at.locator('.state-loading').count()).toBe(0);
     const name = path.startsWith('/workflows') ? '/editor' : path || '/';
     found[name] = await violations(at);
-    if (name === '/editor' || name === '/profiles') await shot(at, `a11y-${mode}${name.replace('/', '-')}`);
+    // every page in every mode, to be looked at before a change to the studio is called done
+    await shot(at, `a11y-${mode}${name === '/' ? '-workflows' : name.replace('/', '-')}`);
   }
   return found;
 }
