@@ -70,6 +70,9 @@ async function axeEveryPage(at: Page, mode: string): Promise<Record<string, stri
   return found;
 }
 
+/** Eight page states axe-checked and screenshotted: over vitest's 60 s on a loaded 2-core machine (load 26: 61-64 s). */
+const EVERY_PAGE_TIMEOUT_MS = 180_000;
+
 const NONE = { '/': [], '/editor (journey)': [], '/editor': [], '/crowds': [], '/profiles': [], '/keys': [], '/webhooks': [], '/procedures': [] };
 
 const focused = (opener: Locator) => opener.evaluate((element) => element === document.activeElement);
@@ -116,30 +119,42 @@ describe('accessibility of the studio', () => {
     if (context.task.result?.state === 'fail') await shot(page, `a11y-failed-${context.task.name.slice(0, 40).replace(/\W+/g, '-')}`);
   });
 
-  it('has no axe-core violation of any impact on any studio page, in light mode', async () => {
-    expect(await axeEveryPage(page, 'light')).toEqual(NONE);
-  });
+  it(
+    'has no axe-core violation of any impact on any studio page, in light mode',
+    async () => {
+      expect(await axeEveryPage(page, 'light')).toEqual(NONE);
+    },
+    EVERY_PAGE_TIMEOUT_MS,
+  );
 
-  it('has no axe-core violation of any impact on any studio page, in dark mode', async () => {
-    const dark = await openPage(browser, { width: 1440, height: 900 }, 'dark');
-    try {
-      await signIn(dark);
-      expect(await axeEveryPage(dark, 'dark')).toEqual(NONE);
-    } finally {
-      await dark.context().close();
-    }
-  });
+  it(
+    'has no axe-core violation of any impact on any studio page, in dark mode',
+    async () => {
+      const dark = await openPage(browser, { width: 1440, height: 900 }, 'dark');
+      try {
+        await signIn(dark);
+        expect(await axeEveryPage(dark, 'dark')).toEqual(NONE);
+      } finally {
+        await dark.context().close();
+      }
+    },
+    EVERY_PAGE_TIMEOUT_MS,
+  );
 
   for (const scheme of ['light', 'dark'] as const) {
-    it(`has no axe-core violation of any impact on any studio page in a 1024×700 window, ${scheme} mode`, async () => {
-      const small = await openPage(browser, { width: 1024, height: 700 }, scheme);
-      try {
-        await signIn(small);
-        expect(await axeEveryPage(small, `${scheme}-1024`)).toEqual(NONE);
-      } finally {
-        await small.context().close();
-      }
-    });
+    it(
+      `has no axe-core violation of any impact on any studio page in a 1024×700 window, ${scheme} mode`,
+      async () => {
+        const small = await openPage(browser, { width: 1024, height: 700 }, scheme);
+        try {
+          await signIn(small);
+          expect(await axeEveryPage(small, `${scheme}-1024`)).toEqual(NONE);
+        } finally {
+          await small.context().close();
+        }
+      },
+      EVERY_PAGE_TIMEOUT_MS,
+    );
   }
 
   it('offers a skip link as the first Tab stop, and Enter on it moves on into the page', async () => {
