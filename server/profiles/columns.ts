@@ -254,30 +254,9 @@ export function rowsIn(ids: Uint32Array, members: Uint32Array): Uint32Array {
   return members;
 }
 
-/**
- * Calls `visit(row, user)` for each of `members` (ascending, all among `ids`, ascending) with its row in `ids`:
- * a galloping search from the last row found, so a sparse value costs a few probes per holder and a dense one a step.
- */
+/** Calls `visit(row, user)` for each of `members` (ascending, all among `ids`, ascending) with its row in `ids` (rowsIn). */
 export function forEachRow(ids: Uint32Array, members: Uint32Array, visit: (row: number, user: number) => void): void {
-  let at = 0;
-  const last = ids.length - 1;
-  for (let m = 0; m < members.length; m++) {
-    const user = members[m];
-    let step = 1;
-    let high = at;
-    while (high < last && ids[high] < user) {
-      at = high;
-      high += step;
-      step *= 2;
-    }
-    let low = at;
-    if (high > last) high = last;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (ids[middle] < user) low = middle + 1;
-      else high = middle;
-    }
-    at = low;
-    visit(low, user);
-  }
+  const users = members.slice(); // rowsIn writes the rows over the array it is given
+  const rows = rowsIn(ids, members);
+  for (let m = 0; m < rows.length; m++) visit(rows[m], users[m]);
 }
