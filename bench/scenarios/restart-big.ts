@@ -37,7 +37,8 @@ async function countedWhole(server: BenchServer, tenant: string, instanceId: str
 async function setUp(server: BenchServer, sizes: RestartSizes) {
   const bigUsers = 2 ** sizes.bigLog2;
   for (const tenant of [BIG, SMALL]) await call(server, 'POST', '/tenants', { name: tenant, partitions: 8 });
-  await call(server, 'PUT', `/tenants/${BIG}/limits`, { maxCrowdUsers: bigUsers, maxInstanceUsers: bigUsers });
+  const room = Math.max(bigUsers, sizes.timerUsers);
+  await call(server, 'PUT', `/tenants/${BIG}/limits`, { maxCrowdUsers: room, maxInstanceUsers: room });
   await call(server, 'PUT', `/tenants/${SMALL}/crowds/few`, '1\n2\n3\n', 'text/plain');
   const small = await startInstance(server, SMALL, await workflow(server, SMALL, 'probe', BRANCH_JOURNEY), 'few');
   const instances: { id: string; users: number }[] = [];
