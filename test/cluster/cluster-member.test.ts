@@ -1,6 +1,9 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { app, registerApp } from '../../server/app';
 import { ManualClock } from '../../server/clock';
+import { createApp } from '../../server/create-app';
+import { resetEnvForTests } from '../../server/env';
 import { GATHER_HOLD_MS } from '../../server/cluster/gather';
 import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
 import { MemberLock } from '../../server/cluster/member-lock';
@@ -43,6 +46,10 @@ describe('cluster members on one PostgreSQL schema', () => {
     if (parsed.provider !== 'postgres') throw new Error('the cluster runs on PostgreSQL');
     target = parsed;
     await applyMigrations(target);
+    // The members' own storage: an app over the test's schema (server/create-app.ts), as a member's process has.
+    process.env.DATABASE_URL = database.url;
+    resetEnvForTests();
+    registerApp(createApp());
     sql = new pg.Client({ connectionString: target.connectionString });
     await sql.connect();
   }, 120_000);
@@ -54,6 +61,8 @@ describe('cluster members on one PostgreSQL schema', () => {
   });
 
   afterAll(async () => {
+    await app().close();
+    registerApp(undefined);
     await sql?.end();
     await database?.drop();
   });

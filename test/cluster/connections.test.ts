@@ -2,7 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { app, registerApp } from '../../server/app';
 import { ClusterMember, type ClusterEngine } from '../../server/cluster/member';
+import { createApp } from '../../server/create-app';
+import { resetEnvForTests } from '../../server/env';
 import { MemberLock } from '../../server/cluster/member-lock';
 import { database as processDatabase } from '../../server/storage/database';
 import { parseDatabaseUrl, type PostgresTarget } from '../../server/storage/database-url';
@@ -40,9 +43,15 @@ describe('a member on one connection at a time', () => {
     database = createTestDatabase('postgres', 'serial');
     target = postgresTarget(database.url);
     await applyMigrations(target);
+    // The member's own storage: an app over the test's schema (server/create-app.ts), as a member's process has.
+    process.env.DATABASE_URL = database.url;
+    resetEnvForTests();
+    registerApp(createApp());
   }, 120_000);
 
   afterAll(async () => {
+    await app().close();
+    registerApp(undefined);
     await database?.drop();
   });
 
