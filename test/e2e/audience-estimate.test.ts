@@ -72,8 +72,10 @@ describe('the audience estimate in the inspector', () => {
       .slice(1)
       .map((n) => Number(n.replace(/,/g, '')));
     const truth = Math.ceil(BIG / 7); // 0, 7, … 299,999
-    expect(low).toBeLessThanOrEqual(truth);
-    expect(high).toBeGreaterThanOrEqual(truth);
+    // A 95% interval misses the truth in one run of twenty by design (it failed so once): whether it holds 95% of the
+    // time is the seeded unit test's to show (audience-estimates). Here: the estimate is near the truth (within two
+    // interval widths, about four standard errors) and the interval shown is around it.
+    expect(Math.abs(count - truth)).toBeLessThanOrEqual(2 * (high - low));
     expect(low).toBeLessThanOrEqual(count);
     expect(high).toBeGreaterThanOrEqual(count);
     expect(high - low).toBeLessThan(2_000); // ±0.22% of 300,000 at a share of 1/7
