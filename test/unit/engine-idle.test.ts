@@ -62,7 +62,15 @@ describe('idle partitions', () => {
     await crowd(h, 'c', [1, 2, 3, 4, 5, 6, 7, 8]);
     const id = await start(h, wf, 'c');
     await send(h, [{ user: 3, type: 'buy' }]);
-    await wallClock.advance(10_000); // the first moves' checkpoint is written
+    await wallClock.advance(10_000); // the first moves' checkpoint is due
+    // Its write is database I/O the clock does not wait for: the idle minute is counted from when it has committed.
+    const move = await db().journal.findFirstOrThrow({ where: { instanceId: id, toStep: 'bought' } });
+    await expect
+      .poll(
+        async () =>
+          (await db().shardCheckpoint.findUniqueOrThrow({ where: { instanceId_partition: { instanceId: id, partition: move.partition } } })).journalSeq,
+      )
+      .toBeGreaterThanOrEqual(move.seq);
     recorded.statements.length = 0;
 
     await wallClock.advance(60_000);
