@@ -1,20 +1,10 @@
 // The request thread's side of the export formatter thread (id-text-thread.ts): one thread per process, started on
 // the first text export and kept (unref'd) after it; a page is sent as IDs and comes back as text bytes. A thread that
 // fails fails the pages it held (their exports end with an error) and is started again by the next page.
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { app } from '../app';
+import { startThread, type ThreadStartFailed } from '../source-thread';
 import type { IdTextJob, IdTextReply } from './id-text-thread';
-
-// The thread loads its TypeScript through tsx's loader, as the engine thread does (server/engine/thread-spawn.ts):
-// bundlers copy a worker entry file instead of bundling it, so the paths come from the process's directory.
-const BOOTSTRAP = `
-const { parentPort, workerData } = require('node:worker_threads');
-import(workerData.loader)
-  .then(({ register }) => (register(), import(workerData.entry)))
-  .catch((error) => parentPort.postMessage({ kind: 'failed', message: error.message }));
-`;
 
 type Pending = { resolve: (bytes: Uint8Array) => void; reject: (error: Error) => void };
 
@@ -34,17 +24,10 @@ export class IdTextFormatter {
   }
 
   private spawn(): Worker {
-    const root = /*turbopackIgnore: true*/ process.cwd();
-    const worker = new Worker(BOOTSTRAP, {
-      eval: true,
-      workerData: {
-        loader: pathToFileURL(join(root, 'node_modules/tsx/dist/esm/api/index.mjs')).href,
-        entry: pathToFileURL(join(root, 'server/crowd/id-text-thread.ts')).href,
-      },
-    });
+    const worker = startThread({ source: 'server/crowd/id-text-thread.ts' });
     worker.unref();
-    worker.on('message', (message: IdTextReply | { kind: 'failed'; message: string }) => {
-      if (message.kind === 'failed') return this.fail(worker, new Error(`the export formatter thread did not start: ${message.message}`));
+    worker.on('message', (message: IdTextReply | ThreadStartFailed) => {
+      if (message.kind === 'failed') return this.fail(worker, new Error(`the export formatter thread did not start: ${message.error.message}`));
       const call = this.pending.get(message.id);
       this.pending.delete(message.id);
       call?.resolve(message.bytes);

@@ -2,33 +2,18 @@
 // server entry spawns it first thing (`spawnEngineThreadEarly`), and the thread loads them while the request thread
 // loads its own and Next's; the engine inside starts only when its client says `start` (after the migrations). This
 // module imports little (env, and the runtime's types), so the entry loads it before anything else.
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { env } from '../env';
+import { startThread, type ThreadEntry } from '../source-thread';
 import type { FromEngine } from './thread-protocol';
 
-// From sources, the thread loads the engine through tsx's loader: Turbopack (Next 16.4) copies a
-// `new Worker(new URL('./thread.ts', import.meta.url))` entry as a plain asset instead of bundling it, and the
-// server's own bundles cannot be loaded outside Next. Plain CommonJS evaluated in the worker, so no bundler has
-// to know about it; the paths come from the request thread. The compiled server (scripts/build-server.mjs) defines
-// CROWDFLOW_ENGINE_THREAD_ENTRY as its compiled engine thread beside it, which loads with no loader at all.
-const THREAD_BOOTSTRAP = `
-const { parentPort, workerData } = require('node:worker_threads');
-(workerData.loader ? import(workerData.loader).then(({ register }) => register()) : Promise.resolve())
-  .then(() => import(workerData.entry))
-  .catch((error) => parentPort.postMessage({ kind: 'failed', error: { type: 'error', name: error.name, message: error.message, stack: error.stack } }));
-`;
-
+// The compiled server (scripts/build-server.mjs) defines CROWDFLOW_ENGINE_THREAD_ENTRY as its compiled engine thread
+// beside it, which loads with no loader at all; from sources the thread loads through tsx (server/source-thread.ts).
 declare const CROWDFLOW_ENGINE_THREAD_ENTRY: string | undefined;
 
-function threadEntry(): { loader?: string; entry: string } {
-  if (typeof CROWDFLOW_ENGINE_THREAD_ENTRY === 'string') return { entry: new URL(CROWDFLOW_ENGINE_THREAD_ENTRY, import.meta.url).href };
-  const root = /*turbopackIgnore: true*/ process.cwd();
-  return {
-    loader: pathToFileURL(join(root, 'node_modules/tsx/dist/esm/api/index.mjs')).href,
-    entry: pathToFileURL(join(root, 'server/engine/thread.ts')).href,
-  };
+function threadEntry(): ThreadEntry {
+  if (typeof CROWDFLOW_ENGINE_THREAD_ENTRY === 'string') return { compiled: new URL(CROWDFLOW_ENGINE_THREAD_ENTRY, import.meta.url).href };
+  return { source: 'server/engine/thread.ts' };
 }
 
 export interface EngineThreadListener {
@@ -41,7 +26,7 @@ type ThreadEvent = { kind: 'message'; message: FromEngine } | { kind: 'error'; e
 
 /** A running engine thread; what it reports before its client listens (a failed bootstrap, an exit) is kept for it. */
 export class EngineThread {
-  readonly worker = new Worker(THREAD_BOOTSTRAP, { eval: true, workerData: threadEntry() });
+  readonly worker: Worker = startThread(threadEntry());
   private readonly early: ThreadEvent[] = [];
   private listener: EngineThreadListener | undefined;
 

@@ -1,20 +1,11 @@
 // The request thread's side of the export table thread (table-thread.ts): one thread per process, started by the first
 // export with columns and kept (unref'd) after it. Each export is a `TableSession`: pages go in, the file's bytes and
 // the thread's requests for more (`credit`) come back in order. A thread that fails fails its open exports.
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { ColumnSpec, ColumnValues } from '../profiles/columns';
 import { app } from '../app';
+import { startThread, type ThreadStartFailed } from '../source-thread';
 import type { FromTableThread, TableFormat, ToTableThread } from './table-thread';
-
-// As the export formatter thread (server/crowd/id-text-formatter.ts): the entry is loaded through tsx's loader.
-const BOOTSTRAP = `
-const { parentPort, workerData } = require('node:worker_threads');
-import(workerData.loader)
-  .then(({ register }) => (register(), import(workerData.entry)))
-  .catch((error) => parentPort.postMessage({ kind: 'failed', message: error.message }));
-`;
 
 export type TableEvent = { kind: 'bytes'; bytes: Uint8Array } | { kind: 'credit' } | { kind: 'done' };
 
@@ -88,17 +79,10 @@ export class TableFormatter {
   }
 
   private spawn(): Worker {
-    const root = /*turbopackIgnore: true*/ process.cwd();
-    const worker = new Worker(BOOTSTRAP, {
-      eval: true,
-      workerData: {
-        loader: pathToFileURL(join(root, 'node_modules/tsx/dist/esm/api/index.mjs')).href,
-        entry: pathToFileURL(join(root, 'server/exports/table-thread.ts')).href,
-      },
-    });
+    const worker = startThread({ source: 'server/exports/table-thread.ts' });
     worker.unref();
-    worker.on('message', (message: FromTableThread | { kind: 'failed'; message: string }) => {
-      if (message.kind === 'failed') return this.fail(worker, new Error(`the export table thread did not start: ${message.message}`));
+    worker.on('message', (message: FromTableThread | ThreadStartFailed) => {
+      if (message.kind === 'failed') return this.fail(worker, new Error(`the export table thread did not start: ${message.error.message}`));
       const session = this.sessions.get(message.id);
       if (!session) return;
       if (message.kind === 'error') session.deliver(new Error(`export table thread: ${message.message}`));

@@ -1,0 +1,30 @@
+// Worker threads that run our TypeScript: the export formatter threads always, the engine thread when the server runs
+// from sources. Bundlers copy a `new Worker(new URL(...))` entry as a plain asset instead of bundling it, and the
+// server's own bundles cannot be loaded outside Next, so the worker evaluates this plain CommonJS, which registers
+// tsx's loader (when given) and imports the entry; the paths come from the process's directory. A failed start is
+// posted as `{ kind: 'failed', error }` for the owner to report.
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+
+const BOOTSTRAP = `
+const { parentPort, workerData } = require('node:worker_threads');
+(workerData.loader ? import(workerData.loader).then(({ register }) => register()) : Promise.resolve())
+  .then(() => import(workerData.entry))
+  .catch((error) => parentPort.postMessage({ kind: 'failed', error: { type: 'error', name: error.name, message: error.message, stack: error.stack } }));
+`;
+
+/** What a worker posts when its entry could not be loaded. */
+export type ThreadStartFailed = { kind: 'failed'; error: { type: 'error'; name: string; message: string; stack?: string } };
+
+/** The thread's entry: a compiled module's URL (no loader), or a source file under the project's root. */
+export type ThreadEntry = { compiled: string } | { source: string };
+
+export function startThread(entry: ThreadEntry): Worker {
+  const root = /*turbopackIgnore: true*/ process.cwd();
+  const workerData =
+    'compiled' in entry
+      ? { entry: entry.compiled }
+      : { loader: pathToFileURL(join(root, 'node_modules/tsx/dist/esm/api/index.mjs')).href, entry: pathToFileURL(join(root, entry.source)).href };
+  return new Worker(BOOTSTRAP, { eval: true, workerData });
+}
