@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
 import { waitFor } from '../helpers/wait-for';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
+import { crmJourney } from '../fixtures/webhooks/journey';
 
 const receivers: Receiver[] = [];
 afterEach(async () => {
@@ -84,20 +85,7 @@ describe('frequency caps', () => {
     });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
     expect((await api('POST', `${base}/frequency-caps`, { token: tenant.key, body: { name: 'one-a-day', maxDeliveries: 1, window: '1d' } })).status).toBe(201);
-    const journey = {
-      steps: [
-        {
-          name: 'welcome',
-          kind: 'branch',
-          enterAction: 'webhook:crm',
-          branches: [
-            { condition: 'event.type == "buy"', next: 'bought' },
-            { condition: 'false', next: 'bought' },
-          ],
-        },
-        { name: 'bought', kind: 'direct', enterAction: 'webhook:crm' },
-      ],
-    };
+    const journey = crmJourney();
     expect((await api('PUT', `${base}/crowds/launch`, { body: '1\n2\n3', headers: { 'content-type': 'text/plain' } })).status).toBeLessThan(300);
     const workflow = await api('POST', `${base}/workflows`, { body: { name: 'capped', definition: journey } });
     expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);

@@ -2,23 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
 import { waitFor } from '../helpers/wait-for';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
+import { crmJourney } from '../fixtures/webhooks/journey';
 
 // A journey whose entry step sends every entering user to the "crm" destination, then an event moves user 1 on into
 // a step that sends to it too; the server's own pump and procedure runner deliver to a real local receiver.
-const journey = {
-  steps: [
-    {
-      name: 'welcome',
-      kind: 'branch',
-      enterAction: 'webhook:crm',
-      branches: [
-        { condition: 'event.type == "buy"', next: 'bought' },
-        { condition: 'false', next: 'bought' },
-      ],
-    },
-    { name: 'bought', kind: 'direct', enterAction: 'send_receipt,webhook:crm' },
-  ],
-};
+const journey = crmJourney('send_receipt,webhook:crm');
 
 const receivers: Receiver[] = [];
 afterEach(async () => {

@@ -2,6 +2,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, createTenant } from '../helpers/api';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
+import { crmJourney } from '../fixtures/webhooks/journey';
 import { eventually, shot, useStudio } from './browser';
 
 // Frequency caps (issue 37 §2) on the canvas: under a cap of one delivery a day, a user who got the entry step's
@@ -28,20 +29,7 @@ describe('frequency caps on the canvas', () => {
     expect((await api('POST', `${base}/webhooks`, { body: { name: 'crm', url: receiver.url, secret: SECRET } })).status).toBe(201);
     expect((await api('POST', `${base}/frequency-caps`, { body: { name: 'one-a-day', maxDeliveries: 1, window: '1d' } })).status).toBe(201);
     expect((await api('PUT', `${base}/crowds/launch`, { body: '1\n2\n3', headers: { 'content-type': 'text/plain' } })).status).toBe(201);
-    const definition = {
-      steps: [
-        {
-          name: 'welcome',
-          kind: 'branch',
-          enterAction: 'webhook:crm',
-          branches: [
-            { condition: 'event.type == "buy"', next: 'bought' },
-            { condition: 'false', next: 'bought' },
-          ],
-        },
-        { name: 'bought', kind: 'direct', enterAction: 'webhook:crm' },
-      ],
-    };
+    const definition = crmJourney();
     const created = await api('POST', `${base}/workflows`, { body: { name: 'Capped', definition } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     expect((await api('POST', `${base}/workflows/${created.body.id}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
