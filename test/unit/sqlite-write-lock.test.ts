@@ -6,7 +6,9 @@ import { afterAll, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { newId } from '../../server/ids';
 import { db, dbTarget } from '../../server/storage/db';
-import { AsyncLockWaitAdapter, whenUnlocked } from '../../server/storage/sqlite-busy';
+import type { SqlDriverAdapter, SqlDriverAdapterFactory, SqlQuery, Transaction } from '@prisma/driver-adapter-utils';
+import { PrismaClient as SqliteClient } from '../../server/storage/generated/sqlite/client';
+import { AsyncLockWaitAdapter, isSqliteBusy, LOCK_WAIT_MS, whenUnlocked } from '../../server/storage/sqlite-busy';
 
 // A Prisma transaction that reads and then writes, while another connection (the engine thread's) commits in between.
 // With SQLite's deferred BEGIN the read pins a snapshot, the other commit makes it stale, and the write is refused
@@ -61,6 +63,61 @@ it.runIf(onSqlite)('a transaction whose write lock cannot be taken leaves the co
   }
 });
 
+/** A promise and its resolver. */
+function signal() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** `target` with some of its methods replaced; the rest called on it as they are. */
+function overriding<T extends object>(target: T, overrides: Partial<T>): T {
+  return new Proxy(target, {
+    get(object, key) {
+      if (Object.hasOwn(overrides, key)) return overrides[key as keyof T];
+      const value = Reflect.get(object, key);
+      return typeof value === 'function' ? value.bind(object) : value;
+    },
+  });
+}
+
+/**
+ * A Prisma client on `file` over the adapter the server uses (AsyncLockWaitAdapter), which tells the test when a
+ * transaction was refused the write lock (it then waits on a timer) and when a statement reached the adapter outside a
+ * transaction, so the test orders its steps by what happened instead of by sleeping.
+ */
+function watchedClient(file: string) {
+  const lockRefused = signal();
+  const outsideStatement = signal();
+  const refusalsSeen = (tx: Transaction) =>
+    overriding(tx, {
+      executeRaw: (query: SqlQuery) =>
+        tx.executeRaw(query).catch((error: unknown) => {
+          if (isSqliteBusy(error)) lockRefused.resolve();
+          throw error;
+        }),
+    });
+  const driver = new PrismaBetterSqlite3({ url: `file:${file}`, timeout: 0 });
+  const factory: SqlDriverAdapterFactory = {
+    provider: driver.provider,
+    adapterName: driver.adapterName,
+    async connect() {
+      const inner = await driver.connect();
+      const server = new AsyncLockWaitAdapter(
+        overriding(inner, {
+          startTransaction: async (...args: Parameters<SqlDriverAdapter['startTransaction']>) => refusalsSeen(await inner.startTransaction(...args)),
+        }),
+      );
+      return overriding<SqlDriverAdapter>(server, {
+        queryRaw: (query) => (outsideStatement.resolve(), server.queryRaw(query)),
+        executeRaw: (query) => (outsideStatement.resolve(), server.executeRaw(query)),
+      });
+    },
+  };
+  const client = new SqliteClient({ adapter: factory, transactionOptions: { maxWait: LOCK_WAIT_MS, timeout: 2 * LOCK_WAIT_MS } });
+  return { client, lockRefused: lockRefused.promise, outsideStatement: outsideStatement.promise };
+}
+
 // Issue 36: `POST /tenants/T/workflows` and `DELETE /tenants/T` answered 503 after 0.07-4 s. Prisma's SQLite adapter
 // runs a statement outside a transaction on the connection as it is, even while one of its interactive transactions is
 // open there (BEGIN … awaits … COMMIT): a read of another request then ran inside that transaction, pinning a snapshot
@@ -73,42 +130,46 @@ it.runIf(onSqlite)('a read of another request while a transaction waits for the 
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 4 } });
   const engine = new Database(target.file, { timeout: 0 });
   connections.push(engine);
-  engine.exec('BEGIN IMMEDIATE');
-  const started = Date.now();
-  const waiting = db()
-    .$transaction(async (tx) => {
+  const { client, lockRefused } = watchedClient(target.file);
+  try {
+    engine.exec('BEGIN IMMEDIATE');
+    const waiting = client.$transaction(async (tx) => {
       await tx.tenant.update({ where: { id: tenantId }, data: { partitions: 16 } });
-    })
-    .then(() => Date.now() - started);
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  // Another request's read on the same connection, while the transaction above waits for the lock.
-  // (A Prisma call runs once something waits for it: then() starts it now.)
-  const read = db()
-    .tenant.findMany({ where: { id: tenantId } })
-    .then((rows) => rows);
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  engine.prepare('UPDATE "Tenant" SET name = ? WHERE id = ?').run(`${tenantId.toLowerCase()}-engine`, tenantId);
-  engine.exec('COMMIT');
-  expect(await read).toHaveLength(1);
-  expect(await waiting).toBeLessThan(10_000);
-  expect(await db().tenant.findUniqueOrThrow({ where: { id: tenantId } })).toMatchObject({ partitions: 16, name: `${tenantId.toLowerCase()}-engine` });
+    });
+    await lockRefused;
+    // Another request's read on the same connection, while the transaction above waits for the lock: it is answered.
+    expect(await client.tenant.findMany({ where: { id: tenantId } })).toHaveLength(1);
+    engine.prepare('UPDATE "Tenant" SET name = ? WHERE id = ?').run(`${tenantId.toLowerCase()}-engine`, tenantId);
+    engine.exec('COMMIT');
+    await waiting;
+    expect(await db().tenant.findUniqueOrThrow({ where: { id: tenantId } })).toMatchObject({ partitions: 16, name: `${tenantId.toLowerCase()}-engine` });
+  } finally {
+    await client.$disconnect();
+  }
 });
 
 // The same sharing let a write of another request run inside an open transaction: answered as done, it was undone
 // when that transaction rolled back (a tenant delete refused for its running instances, say).
 it.runIf(onSqlite)('a write of another request while a transaction is open is not undone by its rollback', async () => {
+  const target = dbTarget();
+  if (target.provider !== 'sqlite') throw new Error('unreachable');
+  const { client, outsideStatement } = watchedClient(target.file);
   const name = newId('tn').toLowerCase();
   let outside: Promise<unknown> | undefined;
-  await expect(
-    db().$transaction(async (tx) => {
-      await tx.tenant.count();
-      outside = db()
-        .tenant.create({ data: { id: newId('tn'), name, partitions: 1 } })
-        .then((row) => row);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      throw new Error('refused');
-    }),
-  ).rejects.toThrow('refused');
-  await outside;
-  expect(await db().tenant.findMany({ where: { name } })).toHaveLength(1);
+  try {
+    await expect(
+      client.$transaction(async (tx) => {
+        await tx.tenant.count();
+        outside = client.tenant.create({ data: { id: newId('tn'), name, partitions: 1 } }).then((row) => row);
+        await outsideStatement;
+        // The write reached the connection; had it run inside this transaction, it would be done by the next turn.
+        await new Promise((resolve) => setImmediate(resolve));
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
+    await outside;
+    expect(await db().tenant.findMany({ where: { name } })).toHaveLength(1);
+  } finally {
+    await client.$disconnect();
+  }
 });
