@@ -10,7 +10,7 @@ const EnvSchema = z.object({
     .positive()
     .default(1024 ** 3),
   CROWDFLOW_ENGINE: z.enum(['on', 'off']).default('on'),
-  /** `on`: the engine runs on a worker thread of its own (docs/ARCHITECTURE.md "Engine threads"); `off`: on the request thread. */
+  /** `on`: the engine runs on a worker thread of its own (docs/engine.md "The engine thread"); `off`: on the request thread. */
   CROWDFLOW_ENGINE_THREAD: z.enum(['on', 'off']).default('on'),
   /** `auto`: on PostgreSQL every server process is a member of one cluster sharing the partitions (server/cluster/); `off`: not. */
   CROWDFLOW_CLUSTER: z.enum(['auto', 'off']).default('auto'),

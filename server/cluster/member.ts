@@ -1,5 +1,5 @@
-// This process as a member of a cluster on one PostgreSQL schema (the engine side; see docs/ARCHITECTURE.md
-// "Running as a cluster"). It decides which partitions this engine should hold: it assigns every tenant's partitions
+// This process as a member of a cluster on one PostgreSQL schema (the engine side; see docs/cluster.md
+// "How the cluster works inside"). It decides which partitions this engine should hold: it assigns every tenant's partitions
 // over the live members (./assignment.ts) again only when its inputs change (a member joins, leaves or dies; a tenant
 // is created or deleted; a gather starts or ends), which a cheap poll every few hundred milliseconds and the
 // members' signals tell it, plus a slow safety refresh. It hands back what is no longer its own (checkpoint,

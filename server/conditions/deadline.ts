@@ -2,7 +2,7 @@
 // beside events, timers and procedures. A per-evaluation budget bounds one evaluation (cost.ts), not a request's
 // total: 10,000 users of a condition within the budget took 53 s. So the query's loop meters itself: it looks at the
 // clock every few users, yields the thread every YIELD_AFTER_MS of work (other calls and tenants interleave), and
-// stops with 422 query_deadline once QUERY_DEADLINE_MS have passed. docs/ARCHITECTURE.md says why this and not a
+// stops with 422 query_deadline once QUERY_DEADLINE_MS have passed. docs/conditions.md says why this and not a
 // worker that could be terminated.
 import { AppError } from '../errors';
 import type { Clock } from '../clock';

@@ -6,7 +6,7 @@ import { analyzeCondition, type AnalyzedCondition } from './analyze';
 import { ASSUMED_VALUE_SIZE, CONDITION_COST_BUDGET, formatCost, staticCost } from './cost';
 import { regexProblems } from './regex';
 
-/** The longest condition, in characters (the README's limit; the workflow schema says the same). */
+/** The longest condition, in characters (docs/limits.md "Input limits"; the workflow schema says the same). */
 export const MAX_CONDITION_LENGTH = 4_096;
 
 declare const checked: unique symbol;

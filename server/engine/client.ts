@@ -1,7 +1,7 @@
 // The request thread's engine: starts the engine thread (server/engine/thread.ts) and answers routes without ever
 // waiting for a partition. Counts and the counts stream come from the counts the engine publishes after every change
 // (the board); where-is-user, exports and the instance operations are calls the engine answers between two slices of
-// its work; instance lists and snapshots are read from the database here. See docs/ARCHITECTURE.md "Engine threads".
+// its work; instance lists and snapshots are read from the database here. See docs/engine.md "The engine thread".
 import type { Worker } from 'node:worker_threads';
 import type { Principal } from '../auth';
 import { RoaringBitmap32 } from '../crowd/bitmap';

@@ -1,5 +1,5 @@
 // Audience paths: a branch step none of whose conditions reads `event` routes the users entering it at once
-// (README "Journey semantics"). Whoever enters, a whole start crowd or one user, is routed by bitmaps: each branch's
+// (docs/journeys.md "Semantics"). Whoever enters, a whole start crowd or one user, is routed by bitmaps: each branch's
 // plan runs over the users no earlier branch took (first match wins), the profile index answering profile leaves,
 // so a start of 10M users into a 3-way profile branch is a few ANDs per partition, never a per-user loop. A
 // condition without a plan (a regex on a profile, `now` arithmetic) is evaluated per user, its profiles read back

@@ -25,7 +25,7 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(
 export const MAX_EVENT_ID_LENGTH = 255;
 const EVENT_FIELDS = new Set(['id', 'user', 'type', 'data', 'time']);
 const BODY_FIELDS = new Set(['tenant', 'events']);
-/** Visible ASCII (0x21–0x7E), as the README and the error say: no spaces, which a key copied from text may carry. */
+/** Visible ASCII (0x21–0x7E), as docs/api.md and the error say: no spaces, which a key copied from text may carry. */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** What an ingest call answers: the tenant the batch went to, and what of it was appended. */

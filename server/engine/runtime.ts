@@ -8,7 +8,7 @@ export interface StepRuntime {
   /** Branch steps: one compiled condition per branch, in order. */
   conditions: CompiledCondition[];
   /**
-   * Branch steps none of whose conditions reads `event` (README "Journey semantics", branchRoutesOnEntry): users
+   * Branch steps none of whose conditions reads `event` (docs/journeys.md "Semantics", branchRoutesOnEntry): users
    * entering are routed at once (moves.ts), instead of waiting for an event that could not change the answer.
    */
   routesOnEntry: boolean;

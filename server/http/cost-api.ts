@@ -55,7 +55,7 @@ export const paths = {
   },
   '/tenants/{tenant}/limits': {
     get: operation({
-      summary: 'The tenant\'s limits (defaults in README "Limits", with this tenant\'s overrides)',
+      summary: 'The tenant\'s limits (defaults in docs/limits.md "Per-tenant limits", with this tenant\'s overrides)',
       tags: ['tenants'],
       params: ['tenant'],
       ok: { status: 200, description: 'Limits', schema: TenantLimits },

@@ -1,4 +1,4 @@
-// Limits that protect the server from what one tenant sends, with documented defaults (README "Limits") that an
+// Limits that protect the server from what one tenant sends, with documented defaults (docs/limits.md) that an
 // administrator may override per tenant (PUT /api/v1/tenants/{tenant}/limits). Stored as a JSON object of the
 // overridden fields only, so a default changed in a later release reaches every tenant that did not override it.
 import { z } from 'zod';

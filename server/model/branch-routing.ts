@@ -1,6 +1,6 @@
 import { analyzeCondition } from '../conditions/analyze';
 
-// When a branch step decides (README "Journey semantics"): shared by the canvas, which says it on the step, the
+// When a branch step decides (docs/journeys.md "Semantics"): shared by the canvas, which says it on the step, the
 // validator (a step that routes on entry moves users on at once, so it may not sit on a loop of such steps) and the
 // engine (server/engine/runtime.ts reads the same `usesEvent` from the compiled conditions).
 

@@ -23,7 +23,7 @@ export const Duration = z
 
 export const ActionTag = z.string().trim().min(1).max(128);
 
-/** The condition language in the words of the OpenAPI document (README "Conditions" says the same at more length). */
+/** The condition language in the words of the OpenAPI document (docs/conditions.md says the same at more length). */
 export const CONDITION_LANGUAGE = [
   'A CEL expression (https://cel.dev) that is true or false, at most 4,096 characters.',
   'Variables: `event.type` (string), `event.data.*` / `event.data["key"]` (the event\'s data; JSON numbers are doubles), ' +

@@ -31,7 +31,7 @@ const Notification = z.object({
   time: z.string(),
 });
 
-/** Moves with seq ≤ `through` that journal retention (README "Limits") deleted before this reader read them. */
+/** Moves with seq ≤ `through` that journal retention (docs/limits.md "Journal retention") deleted before this reader read them. */
 const Lost = z.object({ through: z.number() }).describe('Moves with seq ≤ through were deleted by retention before they were read');
 const Consumer = z.object({ name: z.string(), cursor: z.number(), lag: z.number(), updatedAt: z.string(), lost: Lost.nullable() });
 

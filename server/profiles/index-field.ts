@@ -1,5 +1,5 @@
 // The index of one attribute path (a top-level key or a dotted path into nested objects) over a tenant's users.
-// Encodings (README "Profile index"):
+// Encodings (docs/profiles.md "The profile index"):
 // - presence: every user whose profile has the path (any value, objects included) — has(profile.a.b);
 // - strings: an equality bitmap per distinct value, up to the tenant's maxIndexedValuesPerAttribute values per path;
 //   past that the path is "high-cardinality": its strings move to a per-user map and equality on it is a scan of that map;

@@ -112,7 +112,7 @@ export function sharedDatabaseTarget(of: DatabaseTarget = dbTarget()): PostgresT
 
 /**
  * The database for connections that need a session of their own: LISTEN, session advisory locks, the migrations'
- * `SET search_path`, which a transaction-pooling PgBouncer does not keep (docs/CONNECTIONS.md). The same schema, on the
+ * `SET search_path`, which a transaction-pooling PgBouncer does not keep (docs/cluster.md "Behind PgBouncer"). The same schema, on the
  * server CROWDFLOW_DIRECT_DATABASE_URL names when set.
  */
 export function directDatabaseTarget(target: DatabaseTarget = dbTarget()): DatabaseTarget {

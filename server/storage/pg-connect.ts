@@ -24,7 +24,7 @@ export function isConnectionRefusal(error: unknown): boolean {
 
 /**
  * The `application_name` of this process's connections: `crowdflow <pid> <thread> <use>`, so `pg_stat_activity`
- * tells the members, their threads and what each connection is for apart (docs/CONNECTIONS.md counts them this way).
+ * tells the members, their threads and what each connection is for apart (docs/cluster.md "PostgreSQL connections" counts them this way).
  */
 export function applicationName(use: string): string {
   return `crowdflow ${process.pid} ${threadName()} ${use}`.slice(0, 63);

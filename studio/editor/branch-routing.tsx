@@ -15,7 +15,7 @@ const WORDS = {
   },
 } as const;
 
-/** Says on a branch step when it decides: as users enter it, or on their events (README "Journey semantics"). */
+/** Says on a branch step when it decides: as users enter it, or on their events (docs/journeys.md "Semantics"). */
 export function BranchRouting({ conditions }: { conditions: string[] }) {
   // Keyed by the texts, not the array (a new one on every render): each parse runs once per edit of a condition.
   const key = conditions.join('\u0000');

@@ -92,7 +92,7 @@ describe('one gate for every condition', () => {
     expect(after.status, JSON.stringify(after.body)).toBe(200);
   });
 
-  it('accepts what the README allows: 250 nested parentheses and a condition of 4,096 characters', async () => {
+  it('accepts what docs/limits.md allows: 250 nested parentheses and a condition of 4,096 characters', async () => {
     const tenant = await createTenant(1, ['read', 'manage']);
     const long = `user == 1${' || user == 2'.repeat(313)} || user == 200002`;
     expect(long.length).toBe(4_096);

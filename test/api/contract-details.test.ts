@@ -54,8 +54,8 @@ describe('Idempotency-Key', () => {
   });
 });
 
-describe("condition nesting at the README's limits", () => {
-  // README "Input limits": 250 levels of parentheses (calls, literals, field accesses) and 1,000 levels of operators.
+describe('condition nesting at the documented limits', () => {
+  // docs/limits.md "Input limits": 250 levels of parentheses (calls, literals, field accesses) and 1,000 levels of operators.
   const parens = (depth: number) => `${'('.repeat(depth)}user == 1${')'.repeat(depth)}`;
   const operators = (depth: number) => `${'!'.repeat(depth - 1)}(user == 1)`; // `==` is one level, each `!` one more
   const cases = [
@@ -65,7 +65,7 @@ describe("condition nesting at the README's limits", () => {
     { name: '1,001 operators', condition: operators(1_001), accepted: false, problem: /more than 1000 levels of operators/ },
   ];
 
-  it.each(cases)('$name: save and audience agree with the README', async ({ condition, accepted, problem }) => {
+  it.each(cases)('$name: save and audience agree with the documented limits', async ({ condition, accepted, problem }) => {
     const tenant = await createTenant(1);
     const definition = {
       steps: [

@@ -3,7 +3,7 @@ import { api, createTenant, uniqueName } from '../helpers/api';
 
 // Issue 36: on SQLite, `POST /tenants/T/workflows` right after the tenant was created, and `DELETE /tenants/T`,
 // answered 503 "database was busy for longer than a request may wait" after 0.07-4 s, most often while two clients
-// created tenants at once. A 503 means the database stayed busy past the README's 30 s (or PostgreSQL lost the
+// created tenants at once. A 503 means the database stayed busy past the documented 30 s (or PostgreSQL lost the
 // connection): nothing like that happens here, so every call of these lifecycles must succeed.
 
 const definition = {

@@ -15,7 +15,7 @@ import { createTestDatabase, PG_BASE_URL, type TestDatabase } from '../helpers/t
 
 // PostgreSQL connections are a budget (issue 39 §5): a member's queries on its cluster connections never overlap (pg
 // warns that pg 9 will refuse it), a member that PostgreSQL refuses connections waits for them instead of exiting or
-// failing the work, and a member under load stays within the connections the README says it needs.
+// failing the work, and a member under load stays within the connections docs/cluster.md says it needs.
 
 const TOKEN = 'connections-admin-token-0123456789abcdef';
 /** What a member may hold at once: request pool 5 + engine pool 10 + membership, counts channel, engine channel. */
