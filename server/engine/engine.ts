@@ -9,6 +9,7 @@ import { database, type Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onTenantDeleted } from '../tenants/changes';
 import { retryTransient } from '../storage/transient';
+import { FairTurns } from './slices';
 import { CheckpointWriter } from './checkpoint-writer';
 import { PartitionWorker, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
@@ -75,6 +76,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly wallClock: Clock;
   readonly database: Database;
   readonly checkpoints: CheckpointWriter;
+  /** The thread's turns between slices of long work, shared round-robin by the tenants with work waiting. */
+  readonly turns = new FairTurns();
   readonly owner: string;
   readonly leaseMs: number;
   readonly checkpointEveryMs: number;
@@ -271,7 +274,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private async loadTenant(tenantId: string): Promise<LoadedTenant> {
     const tenant = await this.database.db.tenant.findUnique({ where: { id: tenantId } });
     if (!tenant) throw notFound(`Tenant "${tenantId}"`);
-    const runtime = new TenantRuntime(this.database, tenant.id, tenant.partitions);
+    const runtime = new TenantRuntime(this.database, tenant.id, tenant.partitions, this.turns);
     for (const row of await this.database.db.instance.findMany({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } })) {
       if (row.state === 'starting') continue; // its start procedure installs it
       const definition = await loadDefinition(this.database, row.workflowId, row.version);

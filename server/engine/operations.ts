@@ -13,7 +13,7 @@ import { plannedAfter } from './local-time';
 import { Mover } from './moves';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { inSlices, Slices } from './slices';
+import { inSlices } from './slices';
 import { commitBatch, type CheckpointWrite, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
 import { loadCheckpoints } from './store/replay';
@@ -130,8 +130,8 @@ export const START_COMMIT_BYTES = 4 * 1024 * 1024;
 const partitionsOf = (count: number) => Array.from({ length: count }, (_, partition) => partition);
 
 /** `unjournaled`: the change being committed moved users without journal rows (see CheckpointWrite). */
-function encodeAll(instance: InstanceRuntime, unjournaled = false): Promise<CheckpointWrite[]> {
-  return inSlices(instance.shards, (shard, partition) => ({ instanceId: instance.id, partition, data: shard!.encode(), unjournaled }));
+function encodeAll(tenant: TenantRuntime, instance: InstanceRuntime, unjournaled = false): Promise<CheckpointWrite[]> {
+  return inSlices(tenant.slices(), instance.shards, (shard, partition) => ({ instanceId: instance.id, partition, data: shard!.encode(), unjournaled }));
 }
 
 function startCrons(shard: Shard, workflow: WorkflowRuntime, now: number): void {
@@ -189,7 +189,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
       if (kept) instance.shards[partition] = Shard.decode(instanceId, partition, kept.data);
       return sum + (kept ? instance.shards[partition]!.members().size : entering[partition]!.size);
     }, 0);
-    const slices = new Slices();
+    const slices = tenant.slices();
     let group: { leases: Lease[]; moves: JournalMove[]; checkpoints: CheckpointWrite[]; bytes: number } | null = null;
     for (const partition of partitions) {
       const last = partition === partitions.length - 1;
@@ -288,7 +288,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     await commitBatch(engine.database, tenantId, {
       leases,
       moves: [],
-      checkpoints: await encodeAll(instance, true),
+      checkpoints: await encodeAll(tenant, instance, true),
       now,
       also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { crowdName, userCount } })),
     });
@@ -327,7 +327,7 @@ export async function materializeUpdateWorkflow(
     let moved = 0; // users, not journal rows: one row carries a whole bitmap, and a chain of steps journals every hop
     const routing = await entryRouting(tenant.data, next);
     // New shards, built in slices: the running ones stay as they are until the commit.
-    const shards = await inSlices(instance.shards, (old, partition) => {
+    const shards = await inSlices(tenant.slices(), instance.shards, (old, partition) => {
       const fresh = new Shard(instanceId, partition);
       const mover = new Mover(next, fresh, moves, now, routing);
       for (const [name, users] of old!.steps) {
@@ -354,7 +354,7 @@ export async function materializeUpdateWorkflow(
     await commitBatch(engine.database, tenantId, {
       leases,
       moves,
-      checkpoints: await encodeAll(updated),
+      checkpoints: await encodeAll(tenant, updated),
       now,
       also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { version } })),
     });

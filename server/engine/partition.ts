@@ -14,7 +14,6 @@ import { entryRouting } from './entry-routing';
 import { GoalTracker } from './goal';
 import { insertConversions, type ConversionWrite } from './store/conversions';
 import { Mover } from './moves';
-import { Slices } from './slices';
 import { commitBatch, type JournalMove } from './store/commit';
 import { acquireLease, LeaseLostError, releaseLease, type Lease, type LeasePolicy } from './store/leases';
 import { readLog, type LogRow } from './store/log';
@@ -305,7 +304,7 @@ export class PartitionWorker {
       where.size > 0 && workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys(), profileKeysOfAll(branchConditionTexts(workflow))) : null;
     const membership = this.tenant.data.membership;
     // Conditions over a batch of up to 320,000 events (costly regexes included) must not hold the thread others share.
-    const slices = new Slices();
+    const slices = this.tenant.slices();
     for (let e = 0; e < events.length; e++) {
       if (slices.due) await slices.boundary();
       const event = events[e];

@@ -3,6 +3,7 @@
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { TenantData } from './context';
 import { ShardLoader } from './recovery';
+import { type FairTurns, Slices } from './slices';
 import type { WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
 import type { Counts } from './types';
@@ -102,10 +103,17 @@ export class TenantRuntime {
     readonly database: Database,
     readonly id: string,
     readonly partitions: number,
+    /** The engine thread's turns, which this tenant's long work shares with the other tenants' (slices.ts). */
+    private readonly turns: FairTurns,
   ) {
     this.locks = Array.from({ length: partitions }, () => new Mutex());
     this.data = new TenantData(database, id);
     this.shardLoader = new ShardLoader(database);
+  }
+
+  /** A new piece of this tenant's long work, run in slices between the other tenants' (slices.ts). */
+  slices(): Slices {
+    return new Slices(this.turns, this.id);
   }
 
   /** Runs `work` while no partition loop of this tenant is inside a batch. */

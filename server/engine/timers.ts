@@ -288,7 +288,8 @@ async function matching(tenant: TenantRuntime, condition: CompiledCondition | nu
   if (condition.plan) return evaluateIndexedPlan(condition.plan, await data.resolver(condition.crowds), users);
   await data.prepareCrowds(condition.crowds);
   // Per user, a slice at a time: the slice's profiles are read back from the index (never all of them as objects),
-  // and the event loop gets a turn between slices.
+  // and the other tenants' work gets a turn between slices.
+  const slices = tenant.slices();
   const ids = users.toUint32Array();
   const keys = condition.usesProfile ? profileKeysRead(condition.text) : null;
   const out: number[] = [];
@@ -296,7 +297,7 @@ async function matching(tenant: TenantRuntime, condition: CompiledCondition | nu
     const slice = ids.subarray(from, from + PER_USER_SLICE);
     const profiles = condition.usesProfile ? await data.profilesOf(slice, keys) : null;
     for (const user of slice) if (condition.predicate({ user, now, profile: profiles?.get(user) }, data.membership)) out.push(user);
-    if (from + PER_USER_SLICE < ids.length) await new Promise((resolve) => setImmediate(resolve));
+    if (from + PER_USER_SLICE < ids.length) await slices.yield();
   }
   return RoaringBitmap32.from(out);
 }
