@@ -1,12 +1,25 @@
 import { defineConfig } from 'vitest/config';
 
-// Every test file runs twice: once on a fresh SQLite file, once on a fresh PostgreSQL schema
+// Unit tests of code that reads no storage and no app (conditions, crons, parsing, codecs, the studio's helpers) run
+// once, in the `logic` project, without a database. A file that needs one fails there loudly ("No app is registered").
+const logic = (
+  'canvas-convert chart-scale cluster-assignment condition-depth condition-gate conditions-cost conditions-plan ' +
+  'conditions-profile-index conditions-regex conditions cron-memo duration-cron-bounds engine-liveness ' +
+  'error-response local-time-zones log-codec loop-clock names partition-split plan-memory portable-contains ' +
+  'problem-words profile-import-stream profile-index-model rule-builder shard-rows step-export-name studio-editing ' +
+  'table-format timer-period wakeup workflow-validation'
+)
+  .split(' ')
+  .map((name) => `test/unit/${name}.test.ts`);
+
+// Every other test file runs twice: once on a fresh SQLite file, once on a fresh PostgreSQL schema
 // (test/setup/database.ts). API tests talk to a real Next.js server per provider (test/setup/server.ts).
 const provider = (name: 'sqlite' | 'postgres') => ({
   extends: true as const,
   test: {
     name,
     include: ['test/unit/**/*.test.ts', 'test/api/**/*.test.ts'],
+    exclude: logic,
     env: { CROWDFLOW_TEST_PROVIDER: name },
     setupFiles: ['test/setup/database.ts'],
     // openapi-statuses after server: its check runs when the run is over (teardowns run in reverse order).
@@ -20,6 +33,7 @@ export default defineConfig({
     hookTimeout: 180_000,
     pool: 'forks',
     projects: [
+      { extends: true, test: { name: 'logic', include: logic } },
       provider('sqlite'),
       provider('postgres'),
       {
