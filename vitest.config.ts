@@ -23,7 +23,7 @@ const provider = (name: 'sqlite' | 'postgres') => ({
     env: { CROWDFLOW_TEST_PROVIDER: name },
     setupFiles: ['test/setup/database.ts'],
     // openapi-statuses after server: its check runs when the run is over (teardowns run in reverse order).
-    globalSetup: ['test/setup/openapi-statuses.ts', 'test/setup/server.ts'],
+    globalSetup: ['test/setup/openapi-statuses.ts', 'test/setup/server.ts', 'test/setup/template-database.ts'],
   },
 });
 
