@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The fault-injection suite (test/unit/fault-injection.test.ts) for longer, on SQLite and PostgreSQL, and the crash test
-# (test/unit/engine-crash.test.ts) with CRASH_KILLS SIGKILLs (20; `npm test` runs 6): rounds of seeds
+# The fault-injection suite (test/unit/fault-injection.test.ts) for longer, on SQLite and PostgreSQL, and the crash tests
+# (test/unit/engine-crash.test.ts, test/api/ingest-crash.test.ts) with CRASH_KILLS and INGEST_CRASH_KILLS SIGKILLs (20
+# each; `npm test` runs 3): rounds of seeds
 # CROWDFLOW_SOAK_SEED (random unless given, printed to reproduce a failure), +1, +2… until CROWDFLOW_SOAK_OPERATIONS
 # storage operations (20,000 by default) went through the faulty database per provider, each round CROWDFLOW_SOAK_EVENTS
 # events (2,000 by default) with CROWDFLOW_SOAK_RATE (0.05) of the operations failing. Extra arguments go to vitest
@@ -19,4 +20,5 @@ fi
 bash scripts/build.sh
 projects=(--project sqlite --project postgres)
 for argument in "$@"; do [[ "$argument" == --project* ]] && projects=(); done
-CRASH_KILLS="${CRASH_KILLS:-20}" node node_modules/vitest/vitest.mjs run "${projects[@]}" test/unit/fault-injection.test.ts test/unit/engine-crash.test.ts "$@"
+CRASH_KILLS="${CRASH_KILLS:-20}" INGEST_CRASH_KILLS="${INGEST_CRASH_KILLS:-20}" node node_modules/vitest/vitest.mjs run "${projects[@]}" \
+  test/unit/fault-injection.test.ts test/unit/engine-crash.test.ts test/api/ingest-crash.test.ts "$@"

@@ -14,7 +14,8 @@ import { waitFor } from '../helpers/wait-for';
 // does). Batches committed just before a kill, whose 202 was lost, come back as retries: with the dedupe records in
 // the same transaction as the log append, the log must hold every batch exactly once, and the journal and counts
 // must equal an uninterrupted run of the same batches on another tenant of the same server.
-const KILLS = Number(process.env.INGEST_CRASH_KILLS ?? 10);
+/** Kills in `npm test`; `npm run soak` runs 20 (INGEST_CRASH_KILLS). */
+const KILLS = Number(process.env.INGEST_CRASH_KILLS ?? 3);
 const ADMIN_TOKEN = 'crash-admin-token-0123456789abcdef';
 const PARTITIONS = 3;
 /** A server restarted after SIGKILL on a loaded 2-core machine may take a while to apply its log again. */
@@ -89,8 +90,9 @@ async function journalOf(instanceId: string) {
   return [...byPartition.entries()].sort(([a], [b]) => a - b);
 }
 
+// A hang guard, not a goal: a restart after a kill on a loaded 2-core machine may take a while to apply its log again.
 it('a client retrying through SIGKILLs of the server gets every batch logged exactly once: journal and counts as without kills', {
-  timeout: 600_000,
+  timeout: 240_000 + KILLS * 20_000,
 }, async () => {
   await applyMigrations(parseDatabaseUrl(database.url));
   server = await spawnServer(database.url, ADMIN_TOKEN);
