@@ -1,31 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { openBuySkipJourney as definition } from '../fixtures/journeys';
 import { api, createTenant, expectError } from '../helpers/api';
 
 // Paths and funnels over HTTP (issue 38 §4): a journey driven by posted events, its moves kept by the test as it
 // causes them, and the answers compared with edges and funnels computed from that record with plain loops.
-
-const definition = {
-  steps: [
-    { name: 'start', kind: 'direct', next: 'wait' },
-    {
-      name: 'wait',
-      kind: 'branch',
-      branches: [
-        { condition: 'event.type == "open"', next: 'opened' },
-        { condition: 'event.type == "buy"', next: 'bought' },
-      ],
-    },
-    {
-      name: 'opened',
-      kind: 'branch',
-      branches: [
-        { condition: 'event.type == "buy"', next: 'bought' },
-        { condition: 'event.type == "skip"', next: 'wait' },
-      ],
-    },
-    { name: 'bought', kind: 'direct' },
-  ],
-};
 
 type Move = { user: number; from: string | null; to: string; batch: number };
 

@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { instanceFunnel, instancePaths } from '../../server/analytics/instance-analytics';
-import { AppError } from '../../server/errors';
 import { updateTenantLimits } from '../../server/limits/limits';
 import { applyJournalRetention } from '../../server/notifications/journal-retention';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';
 import type { Tenant } from '../../server/tenants/tenants';
+import { openBuyJourney } from '../fixtures/journeys';
+import { refusal } from '../helpers/app-error';
 import { advance, crowd, range, send, settle, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
 // Paths and funnels (issue 38 §4) over a journey driven on a ManualClock: events (single moves), the start, branch
@@ -15,32 +16,7 @@ import { advance, crowd, range, send, settle, start, startHarness, steps, workfl
 
 const MINUTE = 60_000;
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
-
-const definition = {
-  steps: [
-    { name: 'welcome', kind: 'direct', next: 'wait' },
-    {
-      name: 'wait',
-      kind: 'branch',
-      branches: [
-        { condition: 'event.type == "open"', next: 'opened' },
-        { condition: 'event.type == "buy"', next: 'bought' },
-      ],
-      timeout: { after: '30m', next: 'reminded' },
-    },
-    { name: 'opened', kind: 'timer', cron: '0 0 * * * *', next: 'nudge' },
-    { name: 'reminded', kind: 'timer', cron: '0 0 * * * *', next: 'nudge' },
-    {
-      name: 'nudge',
-      kind: 'branch',
-      branches: [
-        { condition: 'event.type == "buy"', next: 'bought' },
-        { condition: 'event.type == "open"', next: 'wait' },
-      ],
-    },
-    { name: 'bought', kind: 'direct' },
-  ],
-} as const;
+const definition = openBuyJourney;
 
 type Move = { user: number; from: string | null; to: string; at: number };
 
@@ -95,15 +71,6 @@ const at = (ms: number) => new Date(ms).toISOString();
 
 async function tenantOf(h: Harness): Promise<Tenant> {
   return (await db().tenant.findUniqueOrThrow({ where: { id: h.tenantId } })) as Tenant;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<AppError> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(AppError);
-  return error as AppError;
 }
 
 describe('paths and funnels from the journal', () => {
@@ -189,9 +156,9 @@ describe('paths and funnels from the journal', () => {
     ]);
 
     // A step the workflow does not have is a 404, like the step export; a window the wrong way round a 400 naming `from`.
-    const unknown = await rejection(instanceFunnel(database(), tenant, id, { steps: ['welcome', 'nowhere'] }, now));
+    const unknown = await refusal(instanceFunnel(database(), tenant, id, { steps: ['welcome', 'nowhere'] }, now));
     expect([unknown.status, unknown.message]).toEqual([404, `Step "nowhere" of instance ${id} was not found`]);
-    const backwards = await rejection(instancePaths(database(), tenant, id, { from: at(now), to: at(T0) }, now));
+    const backwards = await refusal(instancePaths(database(), tenant, id, { from: at(now), to: at(T0) }, now));
     expect([backwards.status, (backwards.details as { path: string }).path]).toEqual([400, 'from']);
   });
 
@@ -223,12 +190,12 @@ describe('paths and funnels from the journal', () => {
     const now = h.clock.now();
     // The timer's moves (due at 13:00, made by 13:05) are what is left.
     const kept = Number((await db().journal.findFirstOrThrow({ where: { instanceId: id, fromStep: 'a' } })).timeMs);
-    const refused = await rejection(instancePaths(database(), tenant, id, { from: at(T0) }, now));
+    const refused = await refusal(instancePaths(database(), tenant, id, { from: at(T0) }, now));
     expect(refused.status).toBe(422);
     expect(refused.code).toBe('outside_retention');
     expect(refused.details).toEqual({ path: 'from', retainedFrom: at(kept), retainedTo: at(now) });
     expect(refused.message).toContain(`from ${at(kept)} to now`);
-    const funnelRefused = await rejection(instanceFunnel(database(), tenant, id, { from: at(T0), steps: ['a', 'b'] }, now));
+    const funnelRefused = await refusal(instanceFunnel(database(), tenant, id, { from: at(T0), steps: ['a', 'b'] }, now));
     expect(funnelRefused.code).toBe('outside_retention');
     const retained = await instancePaths(database(), tenant, id, {}, now);
     expect([retained.from, retained.retainedFrom]).toEqual([at(kept), at(kept)]);
