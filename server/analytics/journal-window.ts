@@ -7,7 +7,7 @@
 // partial index of bulk moves (Journal_bulk_tenantId_partition_seq_idx) rather than by walking every single move.
 import { AppError } from '../errors';
 import { tenantLimits } from '../limits/limits';
-import { trimmedThrough } from '../notifications/journal-retention';
+import { retainedFrom } from '../notifications/journal-retention';
 import type { Database } from '../storage/database';
 
 const SINGLE_PAGE = 100_000;
@@ -182,24 +182,6 @@ export function integers<T extends Float64Array | Uint32Array>(text: string, out
   if (digits) out[k++] = value;
   if (k !== count) throw new Error(`journal read: ${k} moves in a list of ${count}`);
   return out;
-}
-
-/**
- * Where the tenant's journal still holds every move: from the time of the first move after the retention watermark
- * (JournalTrim), or, when retention deleted every move it had, from the retention's age cutoff; null when retention
- * never deleted any (the whole history is there).
- */
-export async function retainedFrom(database: Database, tenantId: string, now: number): Promise<number | null> {
-  const through = await trimmedThrough(database, tenantId);
-  if (through === 0) return null;
-  const { params, bind } = database.dialect.parameters();
-  const journal = database.dialect.table('Journal');
-  const [first] = await (await database.raw()).query<{ timeMs: unknown }>(
-    `SELECT ${database.dialect.numberColumn('timeMs')} FROM ${journal} WHERE "tenantId" = ${bind(tenantId)} AND "seq" > ${bind(through)} ORDER BY ${journal}."seq" LIMIT 1`,
-    params,
-  );
-  if (first) return Number(first.timeMs);
-  return now - (await tenantLimits(database, tenantId)).journalRetentionHours * 3_600_000;
 }
 
 /**

@@ -279,6 +279,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       const leavers = instance.workflow.trigger ? new RoaringBitmap32() : RoaringBitmap32.andNot(members, target);
       const joiners = RoaringBitmap32.andNot(target, members);
       const mover = new Mover(instance.workflow, shard, [], now, routing);
+      shard.unjournaledAt = now;
       if (leavers.size > 0) for (const step of [...shard.steps.keys()]) mover.leaveBulk(leavers, step);
       mover.moveBulk(joiners, null, instance.workflow.entry);
       joined += joiners.size;

@@ -56,7 +56,6 @@ export async function loadShards(database: Database, instanceId: string, partiti
   const checkpoints = await loadCheckpoints(database, instanceId, partitions);
   const plans = await loadTimerPlans(database, instanceId, partitions);
   const targets = new Map<number, { loaded: LoadedShard; after: number; replay: Replay }>();
-  let from = Number.POSITIVE_INFINITY;
   for (const partition of partitions) {
     const checkpoint = checkpoints.get(partition);
     const shard = checkpoint ? Shard.decode(instanceId, partition, checkpoint.data) : new Shard(instanceId, partition);
@@ -66,18 +65,11 @@ export async function loadShards(database: Database, instanceId: string, partiti
     const plan = plans.get(partition);
     const newer = plan && plan.journalSeq >= after ? plan : undefined;
     targets.set(partition, { loaded: initial, after, replay: new Replay(shard, workflow, newer) });
-    from = Math.min(from, after);
   }
-  const visit = (row: ReplayRow) => {
-    const target = targets.get(row[PARTITION]);
-    if (!target || row[SEQ] <= target.after) return;
-    target.replay.add(row);
+  await journalPass(database, instanceId, targets, Number.POSITIVE_INFINITY, (target, row) => {
     target.loaded.replayed++;
     target.loaded.seq = row[SEQ];
-  };
-  if (partitions.length > 1 && database.dialect.journalPassInSeqOrder && (await instanceRowsDominate(database, instanceId, from)))
-    await instanceJournalAfter(database, instanceId, from, visit);
-  else for (const [partition, target] of targets) await journalAfter(database, instanceId, partition, target.after, visit);
+  });
   const loaded = new Map<number, LoadedShard>();
   for (const [partition, target] of targets) {
     target.replay.finish();
@@ -106,6 +98,48 @@ export async function catchUpShard(database: Database, loaded: LoadedShard, work
   replay.flush();
   for (const [step, users] of await conversionsAfterCheckpoint(database, shard.instanceId, shard.partition)) shard.convert(step, users);
   return true;
+}
+
+/**
+ * Shards of one instance as they were at `untilMs` (point-in-time reads, ./as-of.ts): each base shard as it was at its
+ * journal seq `after` (a checkpoint's, or an empty shard at 0) plus its partition's journal rows after it moved at or
+ * before `untilMs`, replayed as recovery replays them, in one pass where recovery makes one. Conversions and timer
+ * plans are not journaled and are left as they are.
+ */
+export async function replayUntil(
+  database: Database,
+  instanceId: string,
+  bases: Map<number, { shard: Shard; after: number }>,
+  untilMs: number,
+  workflow: WorkflowRuntime,
+): Promise<void> {
+  const targets = new Map([...bases].map(([partition, { shard, after }]) => [partition, { after, replay: new Replay(shard, workflow) }]));
+  await journalPass(database, instanceId, targets, untilMs);
+  for (const target of targets.values()) target.replay.flush();
+}
+
+/**
+ * Replays the journal rows of the given partitions after each one's `after` (moved by `untilMs`) onto its Replay, in
+ * seq order: ONE pass over the instance's journal when that is the cheaper read (see the top of this file), else a read
+ * per partition. `replayed` is told of each row after it is added.
+ */
+async function journalPass<T extends { after: number; replay: Replay }>(
+  database: Database,
+  instanceId: string,
+  targets: Map<number, T>,
+  untilMs: number,
+  replayed?: (target: T, row: ReplayRow) => void,
+): Promise<void> {
+  const visit = (row: ReplayRow) => {
+    const target = targets.get(row[PARTITION]);
+    if (!target || row[SEQ] <= target.after) return;
+    target.replay.add(row);
+    replayed?.(target, row);
+  };
+  const from = Math.min(...[...targets.values()].map((target) => target.after));
+  if (targets.size > 1 && database.dialect.journalPassInSeqOrder && (await instanceRowsDominate(database, instanceId, from)))
+    await instanceJournalAfter(database, instanceId, from, visit, untilMs);
+  else for (const [partition, target] of targets) await journalAfter(database, instanceId, partition, target.after, visit, untilMs);
 }
 
 interface ShardRequest {

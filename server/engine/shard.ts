@@ -19,6 +19,11 @@ export class Shard {
   readonly converted = new Map<string, RoaringBitmap32>();
   /** Users who entered the instance here (start crowd, crowd updates, event-triggered entries; a re-entry counts again). */
   entered = 0;
+  /**
+   * Engine time of the last change of step members no journal row carries (a crowd update; 0: none). Point-in-time
+   * reads (as-of.ts) cannot rebuild a moment before it.
+   */
+  unjournaledAt = 0;
 
   constructor(
     readonly instanceId: string,
@@ -69,6 +74,7 @@ export class Shard {
       edges: Object.fromEntries(this.edges),
       cronNext: Object.fromEntries(this.cronNext),
       entered: this.entered,
+      ...(this.unjournaledAt ? { unjournaledAt: this.unjournaledAt } : {}),
     };
     const head = Buffer.from(JSON.stringify(header));
     const length = Buffer.alloc(4);
@@ -87,6 +93,7 @@ export class Shard {
       edges: Record<string, number>;
       cronNext: Record<string, number>;
       entered?: number;
+      unjournaledAt?: number;
     };
     let at = 4 + headLength;
     const take = (length: number) => {
@@ -103,6 +110,7 @@ export class Shard {
     for (const [step, at] of Object.entries(header.cronNext)) shard.cronNext.set(step, at);
     // Checkpoints written before entries were counted: everyone in the shard entered once.
     shard.entered = header.entered ?? shard.members().size;
+    shard.unjournaledAt = header.unjournaledAt ?? 0;
     return shard;
   }
 }

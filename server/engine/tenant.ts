@@ -56,29 +56,7 @@ export class InstanceRuntime {
   }
 
   counts(): Counts {
-    const steps: Record<string, number> = {};
-    const edges: Record<string, number> = {};
-    for (const name of this.workflow.steps.keys()) steps[name] = 0;
-    let total = 0;
-    let entered = 0;
-    let converted = 0;
-    const convertedFrom: Record<string, number> = {};
-    for (const shard of this.shards) {
-      if (!shard) continue;
-      entered += shard.entered;
-      for (const [name, bitmap] of shard.converted) {
-        convertedFrom[name] = (convertedFrom[name] ?? 0) + bitmap.size;
-        converted += bitmap.size;
-      }
-      for (const [name, bitmap] of shard.steps) {
-        const size = bitmap.size;
-        if (size === 0 && !(name in steps)) continue;
-        steps[name] = (steps[name] ?? 0) + size;
-        total += size;
-      }
-      for (const [key, count] of shard.edges) edges[key] = (edges[key] ?? 0) + count;
-    }
-    return { instanceId: this.id, total, entered, ...(this.workflow.goal ? { converted, convertedFrom } : {}), steps, edges };
+    return countsOf(this.id, this.workflow, this.shards, Boolean(this.workflow.goal));
   }
 
   stepUsers(step: string): RoaringBitmap32 {
@@ -120,4 +98,34 @@ export class TenantRuntime {
   exclusive<T>(work: () => Promise<T>): Promise<T> {
     return withLocks(this.locks, work);
   }
+}
+
+/**
+ * An instance's counts summed over its shards: every step of the workflow (0 when empty) and any other step holding
+ * users (of an older version); `converted` and `convertedFrom` only when asked (the workflow has a goal).
+ */
+export function countsOf(instanceId: string, workflow: WorkflowRuntime, shards: readonly (Shard | undefined)[], withConverted: boolean): Counts {
+  const steps: Record<string, number> = {};
+  const edges: Record<string, number> = {};
+  for (const name of workflow.steps.keys()) steps[name] = 0;
+  let total = 0;
+  let entered = 0;
+  let converted = 0;
+  const convertedFrom: Record<string, number> = {};
+  for (const shard of shards) {
+    if (!shard) continue;
+    entered += shard.entered;
+    for (const [name, bitmap] of shard.converted) {
+      convertedFrom[name] = (convertedFrom[name] ?? 0) + bitmap.size;
+      converted += bitmap.size;
+    }
+    for (const [name, bitmap] of shard.steps) {
+      const size = bitmap.size;
+      if (size === 0 && !(name in steps)) continue;
+      steps[name] = (steps[name] ?? 0) + size;
+      total += size;
+    }
+    for (const [key, count] of shard.edges) edges[key] = (edges[key] ?? 0) + count;
+  }
+  return { instanceId, total, entered, ...(withConverted ? { converted, convertedFrom } : {}), steps, edges };
 }

@@ -58,8 +58,21 @@ export const InstancesQuery = z.strictObject({
   state: z.enum(INSTANCE_STATES).optional(),
 });
 
+/** `asOf`: an RFC 3339 time with seconds and a zone (`T` and `Z` in either case), as milliseconds since the epoch. */
+const AsOf = z
+  .string()
+  .transform((text) => text.toUpperCase())
+  .pipe(z.iso.datetime({ offset: true, error: 'expected an RFC 3339 time with seconds and a zone, e.g. 2026-12-01T09:30:00Z' }))
+  .transform((text) => Date.parse(text));
+const AS_OF_DESCRIPTION =
+  "An RFC 3339 time (e.g. 2026-12-01T09:30:00Z): the answer as it was then, rebuilt from the journal (a running instance only; a time outside what it can answer, as the journal's retention and crowd updates allow, is a 422 `outside_retention` whose details give `retainedFrom` and `retainedTo`)";
+
+/** GET …/counts: live counts, or with `asOf` the counts at that moment. */
+export const CountsQuery = z.strictObject({ asOf: AsOf.optional().describe(AS_OF_DESCRIPTION) });
+
 /** A step export: `users=converted` exports the users who reached the workflow's goal from the step. */
 export const StepExportQuery = ExportQuery.extend({
+  asOf: AsOf.optional().describe(`${AS_OF_DESCRIPTION}; with users=in only`),
   users: z
     .enum(['in', 'converted', 'capped'])
     .default('in')
@@ -226,11 +239,13 @@ export const paths: Record<string, object> = {
       description:
         'In a cluster any member answers, adding the counts the owners of its other partitions published; a 503 `partition_moving` (retry ' +
         'shortly) while a partition between owners has no committed figure yet, never a partial count; a 503 `partition_recovering` with ' +
-        "`Retry-After` while the tenant's partitions load after a restart.",
+        "`Retry-After` while the tenant's partitions load after a restart. With `asOf`: the counts at that moment, with `asOf` in " +
+        'the answer and without `converted`/`convertedFrom` (conversions are not journaled); `edges` and `entered` are totals up to then.',
       tags,
       params: instance,
-      ok: { status: 200, description: 'Counts', schema: Counts },
-      errors: [404, 503],
+      query: { asOf: AS_OF_DESCRIPTION },
+      ok: { status: 200, description: 'Counts', schema: Counts.extend({ asOf: z.string().optional().describe('The moment answered, when asked') }) },
+      errors: [400, 404, 422, 503],
     }),
   },
   '/tenants/{tenant}/instances/{iid}/counts/history': {
@@ -268,6 +283,7 @@ export const paths: Record<string, object> = {
         format: EXPORT_FORMATS.join(' | '),
         limit: 'At most this many IDs (the smallest)',
         columns: EXPORT_COLUMNS_QUERY,
+        asOf: `${AS_OF_DESCRIPTION}; with users=in only`,
         users:
           'in (default: users in the step now) | converted (users who reached the goal from the step; a 422 `unprocessable` when the ' +
           "instance's workflow version has no goal) | capped (users a frequency cap skipped a delivery of at the step, each once)",
@@ -278,7 +294,7 @@ export const paths: Record<string, object> = {
           'The IDs; header x-crowdflow-count holds how many, content-disposition names the file journey-step[-converted]-YYYY-MM-DD (slugs, UTC day)',
         contentType: 'text/csv',
       },
-      errors: [404, 422, 503],
+      errors: [400, 404, 422, 503],
     }),
   },
   '/tenants/{tenant}/instances/{iid}/steps/{step}/crowd': {

@@ -24,6 +24,24 @@ export async function trimmedThrough(database: Database, tenantId: string): Prom
   return row ? Number(row.through) : 0;
 }
 
+/**
+ * Where the tenant's journal still holds every move: from the time of the first move after the retention watermark
+ * (JournalTrim), or, when retention deleted every move it had, from the retention's age cutoff; null when retention
+ * never deleted any (the whole history is there).
+ */
+export async function retainedFrom(database: Database, tenantId: string, now: number): Promise<number | null> {
+  const through = await trimmedThrough(database, tenantId);
+  if (through === 0) return null;
+  const { params, bind } = database.dialect.parameters();
+  const journal = database.dialect.table('Journal');
+  const [first] = await (await database.raw()).query<{ timeMs: unknown }>(
+    `SELECT ${database.dialect.numberColumn('timeMs')} FROM ${journal} WHERE "tenantId" = ${bind(tenantId)} AND "seq" > ${bind(through)} ORDER BY ${journal}."seq" LIMIT 1`,
+    params,
+  );
+  if (first) return Number(first.timeMs);
+  return now - (await tenantLimits(database, tenantId)).journalRetentionHours * 3_600_000;
+}
+
 /** What a reader whose cursor is `after` lost to retention, or null. */
 export async function lostAfter(database: Database, tenantId: string, after: number): Promise<Lost | null> {
   const through = await trimmedThrough(database, tenantId);

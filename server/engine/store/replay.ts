@@ -71,23 +71,58 @@ function replayColumns(database: Database): string {
 /** The replay columns with a flag (1 or 0) where the bitmap goes: bytes have no JSON form, and few rows hold one. */
 const PACKED_COLUMNS = REPLAY_COLUMNS.map((c) => (c === 'bitmap' ? '"bitmap" IS NOT NULL AS "bitmap"' : `"${c}"`)).join(', ');
 
-/** Hands the journal rows of one shard after `seq` to `visit`, in seq order. */
-export function journalAfter(database: Database, instanceId: string, partition: number, seq: number, visit: (row: ReplayRow) => void): Promise<void> {
+/**
+ * Hands the journal rows of one shard after `seq` to `visit`, in seq order; with `untilMs`, only moves made at or before
+ * then (point-in-time reads, engine/as-of.ts).
+ */
+export function journalAfter(
+  database: Database,
+  instanceId: string,
+  partition: number,
+  seq: number,
+  visit: (row: ReplayRow) => void,
+  untilMs = Number.POSITIVE_INFINITY,
+): Promise<void> {
   return pages(
     database,
     seq,
     visit,
-    (after, bind) => `WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}`,
+    (after, bind) => `WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}${until(untilMs, bind)}`,
   );
+}
+
+const until = (untilMs: number, bind: (value: unknown) => string) => (Number.isFinite(untilMs) ? ` AND "timeMs" <= ${bind(untilMs)}` : '');
+
+/** The time of the shard's last journal row at or before `seq` (null: none left), e.g. the newest move a checkpoint holds. */
+export async function lastMoveTime(database: Database, instanceId: string, partition: number, seq: number): Promise<number | null> {
+  const { params, bind } = database.dialect.parameters();
+  const journal = database.dialect.table('Journal');
+  const [row] = await (await database.raw()).query<{ timeMs: unknown }>(
+    `SELECT ${database.dialect.numberColumn('timeMs')} FROM ${journal}
+     WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" <= ${bind(seq)} ORDER BY ${journal}."seq" DESC LIMIT 1`,
+    params,
+  );
+  return row ? num(row.timeMs) : null;
 }
 
 /**
  * Hands the journal rows of every partition of one instance after `seq` to `visit`, in seq order: one pass in the
  * journal's own (seq) order instead of one read per partition through the (instanceId, partition, seq) index.
  */
-export function instanceJournalAfter(database: Database, instanceId: string, seq: number, visit: (row: ReplayRow) => void): Promise<void> {
+export function instanceJournalAfter(
+  database: Database,
+  instanceId: string,
+  seq: number,
+  visit: (row: ReplayRow) => void,
+  untilMs = Number.POSITIVE_INFINITY,
+): Promise<void> {
   const { withoutIndex } = database.dialect;
-  return pages(database, seq, visit, (after, bind) => `WHERE "seq" > ${bind(after)} AND ${withoutIndex('"instanceId"')} = ${bind(instanceId)}`);
+  return pages(
+    database,
+    seq,
+    visit,
+    (after, bind) => `WHERE "seq" > ${bind(after)} AND ${withoutIndex('"instanceId"')} = ${bind(instanceId)}${until(untilMs, bind)}`,
+  );
 }
 
 /**
