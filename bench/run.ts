@@ -62,7 +62,7 @@ const sections = new Set(
     'restart',
   ]),
 );
-// Paths and funnels (issue 38 §4) run in every full bench; `--only=paths` runs them alone.
+// Paths and funnels (issue 38 §4) and asOf (§2) run in every full bench; `--only=paths` runs them alone.
 if (!args.some((a) => a.startsWith('--only='))) sections.add('paths');
 const providers = listArg('providers', ['sqlite', 'postgres']) as Provider[];
 const output = args.find((a) => a.startsWith('--out='))?.split('=')[1] ?? 'bench/results.json';
@@ -274,7 +274,7 @@ async function main(): Promise<void> {
       save(false);
     }
     if (sections.has('paths')) {
-      console.log(`paths and funnel over a day of ${SCALE.rowUsers.toLocaleString('en-US')} users' moves (engine in process) on ${provider}…`);
+      console.log(`paths, funnel and asOf over a day of ${SCALE.rowUsers.toLocaleString('en-US')} users' moves (engine in process) on ${provider}…`);
       pathFigures[provider] = await withDatabase(provider, 'paths', (database) => measurePaths(database, SCALE.rowUsers, SCALE.repeats));
       save(false);
     }

@@ -2,10 +2,13 @@
 // N users start a journey (one bulk move into the entry step and one down its direct chain), then a day passes hour by
 // hour: each hour a twentieth of the users send an event (open or buy: single moves), branch timeouts and timers move
 // whoever waits (bulk moves). The figures are GET …/paths and …/funnel over that day as the route computes them
-// (server/analytics/instance-analytics.ts, read from the journal), best of a few runs.
+// (server/analytics/instance-analytics.ts, read from the journal), best of a few runs; and the counts and a step's users
+// as of an hour before the end (issue 38 §2, `?asOf=`: checkpoints are newer than that, so it replays the day's journal
+// from the start), checked against the counts the engine had then.
 import { ManualClock } from '../../server/clock';
 import { saveCrowd } from '../../server/crowd';
 import { instanceFunnel, instancePaths } from '../../server/analytics/instance-analytics';
+import { countsAsOf, stepUsersAsOf } from '../../server/engine/as-of';
 import { Engine } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
 import { WorkflowDefinition } from '../../server/model/workflow';
@@ -21,6 +24,7 @@ import { useDatabase } from './rows';
 export interface PathsFigures {
   paths: Measured;
   funnel: Measured;
+  asOf: Measured;
 }
 
 const HOUR = 3_600_000;
@@ -79,7 +83,13 @@ export async function measurePaths(database: ScratchDatabase, users: number, rep
       return seed / 2 ** 32;
     };
     const perHour = Math.round(users * EVENT_SHARE_PER_HOUR);
+    let hourBack: { at: number; steps: Record<string, number> } | undefined;
     for (let hour = 0; hour < 24; hour++) {
+      if (hour === 23) {
+        // The moment asked for below: after the timers of 23:00, a second before that hour's events.
+        hourBack = { at: clock.now(), steps: (await engine.getCounts(tenant.id, instanceId)).steps };
+        await clock.advance(1000);
+      }
       for (let sent = 0; sent < perHour; sent += EVENTS_PER_APPEND) {
         const now = clock.now();
         const events = Array.from({ length: Math.min(EVENTS_PER_APPEND, perHour - sent) }, () => ({
@@ -117,6 +127,18 @@ export async function measurePaths(database: ScratchDatabase, users: number, rep
     const steps = ['welcome', 'wait', 'offer', 'bought'];
     const funnel = await instanceFunnel(processDatabase(), tenant, instanceId, { ...window, steps }, clock.now());
     const funnelMs = await best(() => instanceFunnel(processDatabase(), tenant, instanceId, { ...window, steps }, clock.now()));
+    const asOfCounts = async () => {
+      const counts = await countsAsOf(processDatabase(), tenant, instanceId, hourBack!.at, clock.now());
+      if (JSON.stringify(counts.steps) !== JSON.stringify(hourBack!.steps)) {
+        throw new Error(`asOf counts ${JSON.stringify(counts.steps)} differ from the engine's then: ${JSON.stringify(hourBack!.steps)}`);
+      }
+    };
+    const asOfUsers = async () => {
+      const offer = await stepUsersAsOf(processDatabase(), tenant, instanceId, 'offer', hourBack!.at, clock.now());
+      if (offer.size !== hourBack!.steps.offer) throw new Error(`asOf users of offer: ${offer.size}, the engine had ${hourBack!.steps.offer}`);
+    };
+    const asOfMs = await best(asOfCounts);
+    const asOfUsersMs = await best(asOfUsers);
     const shape = `${moves.toLocaleString('en-US')} moves on ${paths.edges.length} edges; ${journal}`;
     return {
       paths: { value: pathsMs, note: `(${shape}; best of ${repeats})`, details: { edges: paths.edges } },
@@ -124,6 +146,11 @@ export async function measurePaths(database: ScratchDatabase, users: number, rep
         value: funnelMs,
         note: `(${steps.join(' → ')}: ${funnel.steps.map((s) => s.users.toLocaleString('en-US')).join(' → ')}; best of ${repeats})`,
         details: { steps: funnel.steps },
+      },
+      asOf: {
+        value: asOfMs,
+        note: `(counts as of ${new Date(hourBack!.at).toISOString()}, ${Math.round((clock.now() - hourBack!.at) / 60_000)} min before the end, equal to the engine's then; the users of step offer then ${asOfUsersMs} ms; best of ${repeats})`,
+        details: { steps: hourBack!.steps },
       },
     };
   } finally {
