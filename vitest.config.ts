@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 // once, in the `logic` project, without a database. A file that needs one fails there loudly ("No app is registered").
 const logic = (
   'canvas-convert chart-scale cluster-assignment condition-depth condition-gate conditions-cost conditions-plan ' +
-  'conditions-profile-index conditions-regex conditions cron-memo duration-cron-bounds engine-liveness ' +
+  'browser-shared-imports conditions-profile-index conditions-regex conditions cron-memo docs-links duration-cron-bounds engine-liveness ' +
+  'fair-turns ' +
   'error-response local-time-zones log-codec loop-clock names partition-split plan-memory portable-contains ' +
   'problem-words profile-import-stream profile-index-model rule-builder shard-rows step-export-name studio-editing ' +
   'table-format timer-period wakeup workflow-validation'
