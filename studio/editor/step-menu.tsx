@@ -1,5 +1,6 @@
 'use client';
-import { useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { NodeToolbar, Position } from '@xyflow/react';
+import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { type ApiError, API_ROOT, apiGet, pathSegment, tenantPath } from '../api';
 import type { WhereIsUser } from '../model';
 import { ErrorBox } from '../ui';
@@ -11,7 +12,9 @@ import { moveInWords } from './user-path';
 /**
  * A step's menu: export its users (and, with a goal, those who converted from it), with profile columns as CSV or
  * Parquet, save them as a new crowd, look at the first ones, find where a user is. The server names each download
- * (`journey-step-date.csv`); the links only ask for one.
+ * (`journey-step-date.csv`); the links only ask for one. The panel is a node toolbar: drawn beside the step at the
+ * screen's scale, not the canvas's, so its words stay readable at a fitted zoom and it never covers the step's count.
+ * It carries the step's `data-step` too, so what is in it is found as the step's.
  */
 export function StepMenu({ stepName }: { stepName: string }) {
   const { tenant, instanceId, workflowId } = useCanvasInfo();
@@ -28,6 +31,11 @@ export function StepMenu({ stepName }: { stepName: string }) {
   const [opensUp, setOpensUp] = useState(false);
   const menuButton = useRef<HTMLButtonElement>(null);
   const viewFirstButton = useRef<HTMLButtonElement>(null);
+  const firstItem = useRef<HTMLAnchorElement>(null);
+  // Opened, the menu takes the focus (its first item), as a menu does: its panel is elsewhere in the page.
+  useEffect(() => {
+    if (open) firstItem.current?.focus();
+  }, [open]);
   if (!instanceId) return null;
 
   /**
@@ -83,70 +91,72 @@ export function StepMenu({ stepName }: { stepName: string }) {
       >
         ⋯
       </button>
-      {open && (
-        <div className={`menu step-menu-panel${opensUp ? ' opens-up' : ''}`} role="menu">
-          <a href={exportUrl('csv')} download data-testid="export-csv">
-            Export users (CSV)
-          </a>
-          <a href={exportUrl('roaring')} download data-testid="export-roaring">
-            Export users (roaring)
-          </a>
-          {hasGoal && (
-            <a href={exportUrl('csv', undefined, 'converted')} download data-testid="export-converted">
-              Export converted users (CSV)
+      <NodeToolbar isVisible={open} position={opensUp ? Position.Top : Position.Bottom} align="end" offset={6} data-step={stepName}>
+        {open && (
+          <div className="menu step-menu-panel nodrag nopan" role="menu">
+            <a ref={firstItem} href={exportUrl('csv')} download data-testid="export-csv">
+              Export users (CSV)
             </a>
-          )}
-          <button type="button" onClick={() => setForm(form === 'columns' ? null : 'columns')} aria-expanded={form === 'columns'}>
-            Export with columns…
-          </button>
-          {form === 'columns' && <ExportColumnsForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} />}
-          <button type="button" onClick={() => setForm(form === 'crowd' ? null : 'crowd')} aria-expanded={form === 'crowd'}>
-            Save as crowd…
-          </button>
-          {form === 'crowd' && <SaveCrowdForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} />}
-          <button ref={viewFirstButton} type="button" onClick={() => void showFirst()} aria-expanded={firstUsers !== null}>
-            View first users
-          </button>
-          {firstUsers && (
-            <p className="small" data-testid="first-users" role="status">
-              {firstUsers.length ? firstUsers.join(', ') : 'No users in this step.'}
-            </p>
-          )}
-          <form onSubmit={find} className="row">
-            <input aria-label="User ID" placeholder="User ID" value={user} onChange={(e) => setUser(e.target.value)} inputMode="numeric" />
-            <button type="submit">Find</button>
-          </form>
-          {where && (
-            <div className="small" data-testid="where-user">
-              {where.instances.length === 0
-                ? `User ${where.user} is in no running instance.`
-                : where.instances.map((i) => (
-                    <div key={i.instanceId} data-testid="where-instance">
-                      {i.instanceId === instanceId
-                        ? 'In this instance'
-                        : i.workflowId === workflowId
-                          ? `In another instance of this workflow (${i.instanceId.slice(0, 10)})`
-                          : `In “${workflowName(i.workflowId)}”`}
-                      : user {where.user} is in “{i.step}”
-                    </div>
-                  ))}
-              {where.recentMoves.length > 0 && <div className="muted">Recent moves:</div>}
-              {where.recentMoves.slice(0, 5).map((m) => (
-                <div key={m.seq} className="muted" data-testid="where-move">
-                  {moveInWords(m.fromStep, m.toStep)} · {m.instanceId === instanceId ? 'this instance' : `instance ${m.instanceId.slice(0, 10)}`} ·{' '}
-                  {new Date(m.time).toLocaleString()}
-                </div>
-              ))}
-            </div>
-          )}
-          {error && <ErrorBox error={error} />}
-        </div>
-      )}
+            <a href={exportUrl('roaring')} download data-testid="export-roaring">
+              Export users (roaring)
+            </a>
+            {hasGoal && (
+              <a href={exportUrl('csv', undefined, 'converted')} download data-testid="export-converted">
+                Export converted users (CSV)
+              </a>
+            )}
+            <button type="button" onClick={() => setForm(form === 'columns' ? null : 'columns')} aria-expanded={form === 'columns'}>
+              Export with columns…
+            </button>
+            {form === 'columns' && <ExportColumnsForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} />}
+            <button type="button" onClick={() => setForm(form === 'crowd' ? null : 'crowd')} aria-expanded={form === 'crowd'}>
+              Save as crowd…
+            </button>
+            {form === 'crowd' && <SaveCrowdForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} />}
+            <button ref={viewFirstButton} type="button" onClick={() => void showFirst()} aria-expanded={firstUsers !== null}>
+              View first users
+            </button>
+            {firstUsers && (
+              <p className="small" data-testid="first-users" role="status">
+                {firstUsers.length ? firstUsers.join(', ') : 'No users in this step.'}
+              </p>
+            )}
+            <form onSubmit={find} className="row">
+              <input aria-label="User ID" placeholder="User ID" value={user} onChange={(e) => setUser(e.target.value)} inputMode="numeric" />
+              <button type="submit">Find</button>
+            </form>
+            {where && (
+              <div className="small" data-testid="where-user">
+                {where.instances.length === 0
+                  ? `User ${where.user} is in no running instance.`
+                  : where.instances.map((i) => (
+                      <div key={i.instanceId} data-testid="where-instance">
+                        {i.instanceId === instanceId
+                          ? 'In this instance'
+                          : i.workflowId === workflowId
+                            ? `In another instance of this workflow (${i.instanceId.slice(0, 10)})`
+                            : `In “${workflowName(i.workflowId)}”`}
+                        : user {where.user} is in “{i.step}”
+                      </div>
+                    ))}
+                {where.recentMoves.length > 0 && <div className="muted">Recent moves:</div>}
+                {where.recentMoves.slice(0, 5).map((m) => (
+                  <div key={m.seq} className="muted" data-testid="where-move">
+                    {moveInWords(m.fromStep, m.toStep)} · {m.instanceId === instanceId ? 'this instance' : `instance ${m.instanceId.slice(0, 10)}`} ·{' '}
+                    {new Date(m.time).toLocaleString()}
+                  </div>
+                ))}
+              </div>
+            )}
+            {error && <ErrorBox error={error} />}
+          </div>
+        )}
+      </NodeToolbar>
     </span>
   );
 }
 
-/** A menu opened in the lower half of the canvas opens upward, so its longer forms are not cut off at the bottom. */
+/** A menu opened in the lower half of the canvas opens above the step, so its longer forms are not cut off at the bottom. */
 function lowOnCanvas(button: HTMLElement | null): boolean {
   const canvas = button?.closest('.react-flow')?.getBoundingClientRect();
   const at = button?.getBoundingClientRect();
