@@ -45,3 +45,10 @@ export async function committedStepUsers(instance: InstanceRuntime, step: string
   }
   return RoaringBitmap32.orMany(parts);
 }
+
+/** The holdout group over every partition. */
+export async function committedHoldout(instance: InstanceRuntime, kept: CommittedShards): Promise<RoaringBitmap32> {
+  const parts: RoaringBitmap32[] = [];
+  for (let p = 0; p < instance.shards.length; p++) parts.push((await committedShard(instance, p, kept)).holdout);
+  return RoaringBitmap32.orMany(parts);
+}

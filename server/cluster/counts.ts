@@ -45,6 +45,9 @@ export function shardCounts(instance: InstanceRuntime, partition: number): Count
     counts.convertedFrom = Object.fromEntries([...shard.converted].map(([step, users]) => [step, users.size]));
     counts.converted = Object.values(counts.convertedFrom).reduce((sum, n) => sum + n, 0);
   }
+  if (instance.workflow.holdout) {
+    counts.holdout = { entered: shard.holdoutEntered, ...(instance.workflow.goal ? { converted: shard.holdoutConverted() } : {}) };
+  }
   return counts;
 }
 
@@ -253,6 +256,11 @@ function addCounts(out: Counts, part: Counts): void {
     out.converted = (out.converted ?? 0) + (part.converted ?? 0);
     out.convertedFrom ??= {};
     for (const [step, n] of Object.entries(part.convertedFrom)) out.convertedFrom[step] = (out.convertedFrom[step] ?? 0) + n;
+  }
+  if (part.holdout) {
+    out.holdout ??= { entered: 0 };
+    out.holdout.entered += part.holdout.entered;
+    if (part.holdout.converted !== undefined) out.holdout.converted = (out.holdout.converted ?? 0) + part.holdout.converted;
   }
   for (const [step, n] of Object.entries(part.steps)) out.steps[step] = (out.steps[step] ?? 0) + n;
   for (const [edge, n] of Object.entries(part.edges)) out.edges[edge] = (out.edges[edge] ?? 0) + n;

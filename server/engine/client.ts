@@ -30,6 +30,7 @@ import type {
   SnapshotView,
   StartRequest,
   StepUsers,
+  HoldoutGroup,
   SubmittedOperation,
   UpdateWorkflowRequest,
 } from './types';
@@ -257,8 +258,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
 
   // ---- reads the engine answers ----------------------------------------------------------------------------------
 
-  async stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers = 'in'): Promise<RoaringBitmap32> {
-    return RoaringBitmap32.deserialize(await this.call('stepBitmap', tenantId, instanceId, step, users), 'portable');
+  async stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers = 'in', group?: HoldoutGroup): Promise<RoaringBitmap32> {
+    return RoaringBitmap32.deserialize(await this.call('stepBitmap', tenantId, instanceId, step, users, group), 'portable');
   }
 
   readonly whereIsUser = this.forward('whereIsUser');

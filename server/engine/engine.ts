@@ -42,6 +42,7 @@ import type {
   SnapshotView,
   StartRequest,
   StepUsers,
+  HoldoutGroup,
   SubmittedOperation,
   UpdateWorkflowRequest,
   WhereIsUser,
@@ -433,8 +434,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 
   /** The users at `step` of a running instance or the snapshot of a stopped one (`users: converted`: who reached the goal from it). */
-  stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers = 'in'): Promise<RoaringBitmap32> {
-    return reads.stepBitmap(this, tenantId, instanceId, step, users);
+  stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers = 'in', group?: HoldoutGroup): Promise<RoaringBitmap32> {
+    return reads.stepBitmap(this, tenantId, instanceId, step, users, group);
   }
 
   getSnapshot(tenantId: string, instanceId: string): Promise<SnapshotView> {

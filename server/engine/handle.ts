@@ -13,6 +13,7 @@ import type {
   SnapshotView,
   StartRequest,
   StepUsers,
+  HoldoutGroup,
   SubmittedOperation,
   UpdateWorkflowRequest,
   WhereIsUser,
@@ -33,7 +34,7 @@ export interface EngineHandle {
   /** Called after committed changes of the instance's counts: at once, or coalesced to one push per 100 ms in a burst. */
   subscribeCounts(instanceId: string, listener: CountsListener): () => void;
   /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
-  stepBitmap(tenantId: string, instanceId: string, step: string, users?: StepUsers): Promise<RoaringBitmap32>;
+  stepBitmap(tenantId: string, instanceId: string, step: string, users?: StepUsers, group?: HoldoutGroup): Promise<RoaringBitmap32>;
   whereIsUser(tenantId: string, user: number): Promise<WhereIsUser>;
   /** The way one user would go through the workflow now, from their profile, the crowds and its conditions; moves no one. */
   previewPath(tenantId: string, workflowId: string, request: PreviewRequest): Promise<PathPreview>;

@@ -6,6 +6,7 @@ import { requireCrowdMeta } from '../crowd';
 import { checkInstanceUsers, tenantLimits } from '../limits/limits';
 import { AppError, badRequest, conflict, notFound } from '../errors';
 import { newId } from '../ids';
+import { sameHoldout } from '../model/holdout';
 import { FINISHED_STATES, type Json, type ProcedureContext, type ProcedureInstance, type ProcedureRunner, type ProcedureStatus } from '../procedures/types';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { instanceView, loadDefinition } from './instance-store';
@@ -256,7 +257,17 @@ export async function submitUpdateWorkflow(
   request: UpdateWorkflowRequest,
 ): Promise<SubmittedOperation> {
   const row = await requireRunning(engine.database, tenantId, instanceId);
-  const next = new WorkflowRuntime(await loadDefinition(engine.database, row.workflowId, request.version), row.workflowId);
+  const definition = await loadDefinition(engine.database, row.workflowId, request.version);
+  const running = await loadDefinition(engine.database, row.workflowId, row.version);
+  if (!sameHoldout(running.holdout, definition.holdout)) {
+    // Moving users between the groups mid-run would mix treated and control users in both: the lift would mean nothing.
+    throw conflict(
+      `Version ${request.version} holds out ${definition.holdout?.percent ?? 0}% of users and the running version ${row.version} ${running.holdout?.percent ?? 0}%` +
+        `${definition.holdout?.seed !== running.holdout?.seed ? ' (with another seed)' : ''}: a holdout cannot change while an instance runs; stop it and start a new one`,
+      { path: 'version' },
+    );
+  }
+  const next = new WorkflowRuntime(definition, row.workflowId);
   const mapping = request.mapping ?? {};
   for (const [from, to] of Object.entries(mapping)) {
     if (!next.steps.has(to)) throw badRequest(`mapping.${from}: step "${to}" is not in version ${request.version}`, { path: `mapping.${from}` });

@@ -93,7 +93,8 @@ export class Mover {
       timeMs: this.now,
     });
     this.shard.countEdge(from, to, arrivals.count);
-    if (this.workflow.isEntry(from, to)) this.shard.entered += arrivals.count;
+    if (this.workflow.isEntry(from, to))
+      this.shard.countEntry(arrivals instanceof OneUser ? arrivals.user : (arrivals as ManyUsers).users, arrivals.count, this.workflow.holdout);
   }
 
   /** THE step switch: `arrivals` enter `to`, and move on at once or rest there. Returns where they rest. */

@@ -235,6 +235,8 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
       for (const step of instance.workflow.steps.keys()) snapshot.steps.set(step, instance.stepUsers(step));
       for (const step of Object.keys(counts.convertedFrom ?? {})) snapshot.converted.set(step, instance.convertedUsers(step));
       for (const [key, count] of Object.entries(counts.edges)) snapshot.edges.set(key, count);
+      for (const shard of instance.shards) if (shard) snapshot.holdout.orInPlace(shard.holdout);
+      snapshot.holdoutEntered = counts.holdout?.entered ?? 0;
     }
     await commitBatch(engine.database, tenantId, {
       leases,
@@ -346,6 +348,9 @@ export async function materializeUpdateWorkflow(
       }
       for (const [key, count] of old!.edges) fresh.edges.set(key, count);
       fresh.entered += old!.entered;
+      // The holdout is the same in both versions (submitUpdateWorkflow refuses a change): the group is kept whole.
+      fresh.holdout.orInPlace(old!.holdout);
+      fresh.holdoutEntered = old!.holdoutEntered;
       for (const [step, users] of old!.converted) fresh.converted.set(step, users);
       startCrons(fresh, next, now);
       return fresh;

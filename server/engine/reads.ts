@@ -3,13 +3,13 @@
 // in a cluster from the database for the partitions other members hold; a stopped one from its snapshot.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError, notFound } from '../errors';
-import { committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
+import { committedHoldout, committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
 import type { CommittedShards } from '../cluster/committed-cache';
 import { requireInstance } from './instances';
 import { Shard } from './shard';
 import { recentMovesOf } from './store/user-moves';
 import type { InstanceRuntime, TenantRuntime } from './tenant';
-import type { Counts, StepUsers, WhereIsUser } from './types';
+import type { Counts, HoldoutGroup, StepUsers, WhereIsUser } from './types';
 import type { Database } from '../storage/database';
 
 /** What the reads need of the engine. */
@@ -41,9 +41,16 @@ export async function getCounts(source: ReadSource, tenantId: string, instanceId
 
 /**
  * The users at `step` (`users: converted`: who reached the goal from it): the union of the shards of a running
- * instance, or the snapshot of a stopped one.
+ * instance, or the snapshot of a stopped one. With `group`, only the holdout group's users (AND) or the others (ANDNOT).
  */
-export async function stepBitmap(source: ReadSource, tenantId: string, instanceId: string, step: string, users: StepUsers): Promise<RoaringBitmap32> {
+export async function stepBitmap(
+  source: ReadSource,
+  tenantId: string,
+  instanceId: string,
+  step: string,
+  users: StepUsers,
+  group?: HoldoutGroup,
+): Promise<RoaringBitmap32> {
   const row = await requireInstance(source.database, tenantId, instanceId);
   if (row.state === 'running') refuseWhileRecovering(source, tenantId);
   const tenant = await source.tenant(tenantId);
@@ -54,20 +61,32 @@ export async function stepBitmap(source: ReadSource, tenantId: string, instanceI
   if (live) {
     refuseWhileRebuilding(live);
     if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
-    if (users === 'converted') {
-      if (!live.workflow.goal) throw noGoal(instanceId, row.version);
-      return live.convertedUsers(step);
-    }
-    return kept ? committedStepUsers(live, step, kept) : live.stepUsers(step);
+    if (group && !live.workflow.holdout) throw noHoldout(instanceId, row.version);
+    if (users === 'converted' && !live.workflow.goal) throw noGoal(instanceId, row.version);
+    const bitmap = users === 'converted' ? live.convertedUsers(step) : kept ? await committedStepUsers(live, step, kept) : live.stepUsers(step);
+    return group ? inGroup(bitmap, kept ? await committedHoldout(live, kept) : live.holdoutUsers(), group) : bitmap;
   }
   const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId } });
   if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
   const counts = JSON.parse(snapshot.counts) as Counts;
   if (!(step in counts.steps)) throw notFound(`Step "${step}" of instance ${instanceId}`);
-  // Counts carry `converted` exactly when the workflow has a goal (tenant.ts).
+  // Counts carry `converted` exactly when the workflow has a goal, and `holdout` when it has a holdout (tenant.ts).
+  if (group && counts.holdout === undefined) throw noHoldout(instanceId, row.version);
   if (users === 'converted' && counts.converted === undefined) throw noGoal(instanceId, row.version);
   const shard = Shard.decode(instanceId, -1, snapshot.bitmaps);
-  return users === 'converted' ? (shard.converted.get(step) ?? new RoaringBitmap32()) : shard.step(step);
+  const bitmap = users === 'converted' ? (shard.converted.get(step) ?? new RoaringBitmap32()) : shard.step(step);
+  return group ? inGroup(bitmap, shard.holdout, group) : bitmap;
+}
+
+function inGroup(users: RoaringBitmap32, holdout: RoaringBitmap32, group: HoldoutGroup): RoaringBitmap32 {
+  return group === 'holdout' ? RoaringBitmap32.and(users, holdout) : RoaringBitmap32.andNot(users, holdout);
+}
+
+/** An export of one group where the journey holds out nobody: a 422, as for converted users without a goal. */
+function noHoldout(instanceId: string, version: number): AppError {
+  return new AppError('unprocessable', `Instance ${instanceId} holds out nobody (version ${version} of its workflow has no holdout); leave out group`, {
+    path: 'group',
+  });
 }
 
 /** An export of converted users where nobody can convert: a 422 (the request is well formed, the instance cannot answer it). */

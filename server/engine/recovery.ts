@@ -308,7 +308,7 @@ function applyMove(shard: Shard, workflow: WorkflowRuntime, from: string | null,
   if (runtime?.delayMs) bucket(shard.delays, to, bucketEnd(timeMs, runtime.delayBucketMs)).orInPlace(users);
   if (runtime?.ttlMs) bucket(shard.ttls, to, bucketEnd(timeMs, runtime.ttlBucketMs)).orInPlace(users);
   shard.countEdge(from, to, count);
-  if (workflow.isEntry(from, to)) shard.entered += count;
+  if (workflow.isEntry(from, to)) shard.countEntry(users, count, workflow.holdout);
 }
 
 function bucket(map: Map<string, Map<number, RoaringBitmap32>>, step: string, end: number): RoaringBitmap32 {

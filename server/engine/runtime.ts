@@ -1,6 +1,8 @@
 // A workflow version prepared for running: steps by name, conditions compiled once, split tables, bucket widths.
 import { compileCondition, requireCondition, type CompiledCondition } from '../conditions/compile';
 import { parseDuration, type EntryTrigger, type Step, type WorkflowDefinition } from '../model/workflow';
+import { holdoutPlan, type HoldoutPlan } from '../model/holdout';
+import { fnv1a, mix } from '../model/user-hash';
 import { bucketWidth } from './shard';
 
 export interface StepRuntime {
@@ -47,8 +49,10 @@ export class WorkflowRuntime {
   /** The goal's condition: users for whom it holds on an event are converted (goal.ts). */
   readonly goal: CompiledCondition | null;
   readonly stopAt: number | null;
+  /** Who of the entering users is held out (a control group that gets no action deliveries); null: nobody. */
+  readonly holdout: HoldoutPlan | null;
 
-  /** `workflowId` salts split assignment, so two workflows' splits are independent (each keeps it across versions). */
+  /** `workflowId` salts split and holdout assignment, so two workflows' splits are independent (each keeps it across versions). */
   constructor(
     readonly definition: WorkflowDefinition,
     workflowId: string,
@@ -63,6 +67,7 @@ export class WorkflowRuntime {
       : null;
     this.goal = definition.goal ? compileStored(definition.goal.condition) : null;
     this.stopAt = definition.stopAt ? Date.parse(definition.stopAt) : null;
+    this.holdout = holdoutPlan(definition.holdout, workflowId);
   }
 
   /**
@@ -156,20 +161,6 @@ function waitThenMove(runtime: StepRuntime, after: string, next: string): void {
  */
 export function splitSeed(step: Extract<Step, { kind: 'split' }>, workflowId: string): number {
   return fnv1a(step.seed === undefined ? `${workflowId}\u0000${step.name}` : `seed\u0000${step.seed}`);
-}
-
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
-  return hash;
-}
-
-/** murmur3's 32-bit finalizer: a well-mixed, deterministic hash of (user, seed). */
-function mix(user: number, seed: number): number {
-  let h = (user ^ seed) >>> 0;
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
 }
 
 /** The path index a split step sends `user` to: the same answer for the same user and step, every time. */

@@ -2,6 +2,8 @@
 // steps (a few bitmaps per step, never one timestamp per user), edge counters and the next cron firing per timer step.
 // The whole shard serializes into one checkpoint blob: a JSON header naming byte lengths, then portable roaring bytes.
 import { RoaringBitmap32 } from '../crowd/bitmap';
+import { isHeldOut, type HoldoutPlan } from '../model/holdout';
+import { heldOutUsers } from './holdout-bitmap';
 
 /** Bitmaps keyed by bucket end time (epoch ms): a user entered during the bucket that ends there. */
 export type Buckets = Map<number, RoaringBitmap32>;
@@ -24,6 +26,9 @@ export class Shard {
    * reads (as-of.ts) cannot rebuild a moment before it.
    */
   unjournaledAt = 0;
+  /** Users of the holdout group who entered here (each once), and their entries (counted as `entered` is). */
+  readonly holdout = new RoaringBitmap32();
+  holdoutEntered = 0;
 
   constructor(
     readonly instanceId: string,
@@ -40,6 +45,32 @@ export class Shard {
     if (from === null || count === 0) return;
     const key = `${from}->${to}`;
     this.edges.set(key, (this.edges.get(key) ?? 0) + count);
+  }
+
+  /**
+   * `users` (one user or a bitmap of `count`) entered the instance: counted, and those the workflow's holdout names
+   * join the holdout group. The held-out users of a bitmap are found by bitmap operations (./holdout-bitmap.ts).
+   */
+  countEntry(users: RoaringBitmap32 | number, count: number, plan: HoldoutPlan | null): void {
+    this.entered += count;
+    if (!plan) return;
+    if (typeof users === 'number') {
+      if (!isHeldOut(plan, users)) return;
+      this.holdout.add(users);
+      this.holdoutEntered++;
+      return;
+    }
+    const held = heldOutUsers(plan, users);
+    if (held.isEmpty) return;
+    this.holdout.orInPlace(held);
+    this.holdoutEntered += held.size;
+  }
+
+  /** Users of the holdout group who reached the goal (from any step). */
+  holdoutConverted(): number {
+    let n = 0;
+    for (const users of this.converted.values()) n += users.andCardinality(this.holdout);
+    return n;
   }
 
   /** Users `users` converted from `step` (the goal held for them there). */
@@ -75,6 +106,7 @@ export class Shard {
       cronNext: Object.fromEntries(this.cronNext),
       entered: this.entered,
       ...(this.unjournaledAt ? { unjournaledAt: this.unjournaledAt } : {}),
+      ...(this.holdoutEntered > 0 ? { holdout: put(this.holdout), holdoutEntered: this.holdoutEntered } : {}),
     };
     const head = Buffer.from(JSON.stringify(header));
     const length = Buffer.alloc(4);
@@ -94,6 +126,8 @@ export class Shard {
       cronNext: Record<string, number>;
       entered?: number;
       unjournaledAt?: number;
+      holdout?: number;
+      holdoutEntered?: number;
     };
     let at = 4 + headLength;
     const take = (length: number) => {
@@ -106,6 +140,8 @@ export class Shard {
     for (const [step, end, length] of header.delays) bucketsOf(shard.delays, step).set(end, take(length));
     for (const [step, end, length] of header.ttls) bucketsOf(shard.ttls, step).set(end, take(length));
     for (const [step, length] of header.converted ?? []) shard.converted.set(step, take(length));
+    if (header.holdout !== undefined) shard.holdout.orInPlace(take(header.holdout));
+    shard.holdoutEntered = header.holdoutEntered ?? 0;
     for (const [key, count] of Object.entries(header.edges)) shard.edges.set(key, count);
     for (const [step, at] of Object.entries(header.cronNext)) shard.cronNext.set(step, at);
     // Checkpoints written before entries were counted: everyone in the shard entered once.

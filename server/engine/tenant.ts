@@ -63,6 +63,11 @@ export class InstanceRuntime {
     return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s?.steps.get(step) ? [s.steps.get(step)!] : [])));
   }
 
+  /** The holdout group: users held out on entering (the union of the shards'). */
+  holdoutUsers(): RoaringBitmap32 {
+    return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s ? [s.holdout] : [])));
+  }
+
   /** Users who reached the goal from `step`. */
   convertedUsers(step: string): RoaringBitmap32 {
     return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s?.converted.get(step) ? [s.converted.get(step)!] : [])));
@@ -102,7 +107,8 @@ export class TenantRuntime {
 
 /**
  * An instance's counts summed over its shards: every step of the workflow (0 when empty) and any other step holding
- * users (of an older version); `converted` and `convertedFrom` only when asked (the workflow has a goal).
+ * users (of an older version); `converted` and `convertedFrom` only when asked (the workflow has a goal); with a
+ * holdout, its group's entries (and conversions when asked).
  */
 export function countsOf(instanceId: string, workflow: WorkflowRuntime, shards: readonly (Shard | undefined)[], withConverted: boolean): Counts {
   const steps: Record<string, number> = {};
@@ -111,10 +117,14 @@ export function countsOf(instanceId: string, workflow: WorkflowRuntime, shards: 
   let total = 0;
   let entered = 0;
   let converted = 0;
+  let heldEntered = 0;
+  let heldConverted = 0;
   const convertedFrom: Record<string, number> = {};
   for (const shard of shards) {
     if (!shard) continue;
     entered += shard.entered;
+    heldEntered += shard.holdoutEntered;
+    if (workflow.holdout && withConverted) heldConverted += shard.holdoutConverted();
     for (const [name, bitmap] of shard.converted) {
       convertedFrom[name] = (convertedFrom[name] ?? 0) + bitmap.size;
       converted += bitmap.size;
@@ -127,5 +137,13 @@ export function countsOf(instanceId: string, workflow: WorkflowRuntime, shards: 
     }
     for (const [key, count] of shard.edges) edges[key] = (edges[key] ?? 0) + count;
   }
-  return { instanceId, total, entered, ...(withConverted ? { converted, convertedFrom } : {}), steps, edges };
+  return {
+    instanceId,
+    total,
+    entered,
+    ...(withConverted ? { converted, convertedFrom } : {}),
+    ...(workflow.holdout ? { holdout: { entered: heldEntered, ...(withConverted ? { converted: heldConverted } : {}) } } : {}),
+    steps,
+    edges,
+  };
 }

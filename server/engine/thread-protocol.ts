@@ -8,7 +8,7 @@ import type { RelayedProfileWrite } from '../profiles/index-tenant';
 import type { FORWARDED_PROFILE_CALLS, ProfileCalls } from '../profiles/calls';
 import type { ImportFormat, ImportResult } from '../profiles/import';
 import type { Engine } from './engine';
-import type { Counts, CountsCoverage, StepUsers } from './types';
+import type { Counts, CountsCoverage, HoldoutGroup, StepUsers } from './types';
 
 /** Engine methods the engine thread answers as they are (their arguments and results are structured-cloneable). */
 export const FORWARDED_CALLS = [
@@ -29,7 +29,7 @@ export const FORWARDED_CALLS = [
  */
 export type EngineCalls = Pick<Engine, (typeof FORWARDED_CALLS)[number]> &
   Pick<ProfileCalls, (typeof FORWARDED_PROFILE_CALLS)[number]> & {
-    stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers): Promise<Uint8Array>;
+    stepBitmap(tenantId: string, instanceId: string, step: string, users: StepUsers, group: HoldoutGroup | undefined): Promise<Uint8Array>;
     importProfiles(importId: number, tenantId: string, hasBody: boolean, format: ImportFormat, columnTypes: string | null): Promise<ImportResult>;
     stop(): Promise<void>;
     /** Answers at once: the request thread's question whether this thread still runs (./liveness.ts). */

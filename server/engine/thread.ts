@@ -58,7 +58,8 @@ const calls: EngineCalls = {
     }
   },
   // Portable roaring bytes in a fresh buffer of their own, so the reply transfers it instead of copying it.
-  stepBitmap: async (tenantId, instanceId, step, users) => new Uint8Array((await engine.stepBitmap(tenantId, instanceId, step, users)).serialize('portable')),
+  stepBitmap: async (tenantId, instanceId, step, users, group) =>
+    new Uint8Array((await engine.stepBitmap(tenantId, instanceId, step, users, group)).serialize('portable')),
   alive: async () => true,
   // A clean stop: last checkpoints, leases handed back, storage closed; the thread then ends on its own.
   stop: async () => {

@@ -1,3 +1,4 @@
+import type { Lift } from '../model/lift';
 import type { Reentry } from '../model/workflow';
 
 export { REENTRY_MODES, type Reentry } from '../model/workflow';
@@ -33,6 +34,13 @@ export interface Counts {
   convertedFrom?: Record<string, number>;
   steps: Record<string, number>;
   edges: Record<string, number>;
+  /**
+   * With a holdout: the held-out users' entries (counted as `entered` is) and, with a goal, those of them who converted
+   * (also counted in `converted`). The rest of `entered` and `converted` is the treated group.
+   */
+  holdout?: { entered: number; converted?: number };
+  /** With a holdout and a goal: both groups' conversion and the lift (server/model/lift.ts), added by the HTTP layer. */
+  lift?: Lift;
   /** Per step, users whose enter-action delivery a frequency cap skipped: added by the HTTP layer (counts route and
    * stream) from server/webhooks/capping.ts, never by the engine. */
   capped?: Record<string, { users: number; skipped: number }>;
@@ -67,6 +75,9 @@ export interface WhereIsUser {
 
 /** Which users of a step an export reads: those in it now, or those who reached the goal from it. */
 export type StepUsers = 'in' | 'converted';
+
+/** Which group of a journey with a holdout an export reads: the held-out users, or everyone else (treated). */
+export type HoldoutGroup = 'holdout' | 'treatment';
 
 export interface StartRequest {
   /** Optional when the workflow has an entry trigger: users then enter only by events. */

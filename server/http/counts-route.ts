@@ -1,5 +1,6 @@
 import { app } from '../app';
-import { countsAsOf, getEngine } from '../engine';
+import { countsAsOf, getEngine, type Counts } from '../engine';
+import { liftOf } from '../model/lift';
 import { database } from '../storage/database';
 import { CountsQuery } from './engine-api';
 import { json, queryParams, route } from './respond';
@@ -15,5 +16,11 @@ export const getCounts = route<{ tenant: string; iid: string }>(async (request, 
   const counts = await getEngine().getCounts(tenant.id, params.iid);
   // Deliveries frequency caps skipped, per step (server/webhooks/capping.ts); absent when none was.
   const capped = await cappedCounts(database(), tenant.id, params.iid);
-  return json(Object.keys(capped).length ? { ...counts, capped } : counts);
+  return json(countsBody(counts, capped));
 });
+
+/** The counts as the API answers them: with what frequency caps skipped (when any did) and the holdout's lift (when measured). */
+export function countsBody(counts: Counts, capped: Counts['capped']): Counts {
+  const lift = liftOf(counts);
+  return { ...counts, ...(Object.keys(capped ?? {}).length ? { capped } : {}), ...(lift ? { lift } : {}) };
+}

@@ -3,6 +3,7 @@ import { AppError } from '../errors';
 import { onShutdown } from '../shutdown';
 import { database } from '../storage/database';
 import { cappedCounts } from '../webhooks/capping';
+import { countsBody } from './counts-route';
 
 const HEARTBEAT_MS = 15_000;
 /** How often a stream reads the deliveries frequency caps skipped (the webhook pump, not the engine, records them). */
@@ -29,7 +30,7 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
       let capped: Counts['capped'] = {};
       const send = (counts: Counts) => {
         last = counts;
-        write(`event: counts\ndata: ${JSON.stringify(Object.keys(capped ?? {}).length ? { ...counts, capped } : counts)}\n\n`);
+        write(`event: counts\ndata: ${JSON.stringify(countsBody(counts, capped))}\n\n`);
       };
       const readCapped = async () => {
         const now = await cappedCounts(database(), tenantId, instanceId);

@@ -79,6 +79,15 @@ export const StepExportQuery = ExportQuery.extend({
     .describe(
       '`in`: users in the step now; `converted`: users who reached the goal from the step (422 when the workflow has no goal); `capped`: users a frequency cap skipped a delivery of at the step',
     ),
+  group: z
+    .enum(['holdout', 'treatment'])
+    .optional()
+    .describe(
+      'With a holdout: only the held-out users of `in` or `converted` (`holdout`), or only the others (`treatment`); 422 when the journey holds out nobody, 400 with `users=capped`',
+    ),
+}).refine((query) => !(query.group && query.users === 'capped'), {
+  message: 'group: not with users=capped (held-out users get no deliveries, so none is capped)',
+  path: ['group'],
 });
 
 export const UserParams = z.object({
@@ -103,6 +112,25 @@ const Instance = z.object({
   startedAt: z.string().nullable(),
   stoppedAt: z.string().nullable(),
 });
+const GroupConversion = z.object({
+  users: z.number().describe('Entries into the instance of this group'),
+  converted: z.number().describe('Users of this group who reached the goal'),
+  rate: z.number().nullable().describe('converted / users; null while the group is empty'),
+});
+const LiftSchema = z.object({
+  treatment: GroupConversion,
+  holdout: GroupConversion,
+  absolute: z.number().nullable().describe('Treatment rate − holdout rate (0.02 = 2 points); null while a group is empty'),
+  relative: z.number().nullable().describe('absolute / holdout rate (0.25 = 25% more); null while the holdout converted nobody'),
+  interval: z
+    .object({ low: z.number(), high: z.number() })
+    .nullable()
+    .describe('95% confidence interval of `absolute`: ± 1.96 unpooled standard errors, sqrt(p1(1−p1)/n1 + p2(1−p2)/n2)'),
+  z: z.number().nullable().describe('Two-proportion z statistic with the pooled standard error; null when nobody or everybody converted'),
+  pValue: z.number().nullable().describe('Two-sided p-value of `z`'),
+  enoughData: z.boolean().describe('Each group has at least 5 users who converted and 5 who did not (the normal approximation holds); otherwise no verdict'),
+  significant: z.boolean().describe('enoughData and pValue < 0.05'),
+});
 const Counts = z.object({
   instanceId: z.string(),
   total: z.number(),
@@ -115,6 +143,14 @@ const Counts = z.object({
     .record(z.string(), z.object({ users: z.number().describe('Users capped here (each once)'), skipped: z.number().describe('Deliveries skipped') }))
     .optional()
     .describe('Per step whose enter-action deliveries a frequency cap skipped (the users still moved); absent when none was'),
+  holdout: z
+    .object({
+      entered: z.number().describe('Entries of held-out users (counted as `entered` is); the rest of `entered` is the treated group'),
+      converted: z.number().optional().describe('With a goal: held-out users who reached it (also counted in `converted`)'),
+    })
+    .optional()
+    .describe("With a holdout: the control group, who move through the journey but get none of its steps' webhook deliveries"),
+  lift: LiftSchema.optional().describe("With a holdout and a goal: both groups' conversion and the measured lift"),
 });
 const CountsPoint = z.object({
   at: z.string().describe('Start of the minute, hour or day'),
@@ -287,6 +323,9 @@ export const paths: Record<string, object> = {
         users:
           'in (default: users in the step now) | converted (users who reached the goal from the step; a 422 `unprocessable` when the ' +
           "instance's workflow version has no goal) | capped (users a frequency cap skipped a delivery of at the step, each once)",
+        group:
+          'holdout (only the held-out users of `users`) | treatment (only the others); a 422 `unprocessable` when the journey holds out ' +
+          'nobody, a 400 with users=capped',
       },
       ok: {
         status: 200,

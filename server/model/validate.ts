@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { celCompileProblem, celCostProblem, celSyntaxProblem } from '../conditions/parse';
 import { branchRouting } from './branch-routing';
+import { MAX_HOLDOUT_PERCENT } from './holdout';
 import { cronProblem, timeZoneProblem } from './cron';
 import { ConditionText, Duration, MAX_DURATION, MAX_DURATION_MS, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
 
@@ -24,6 +25,7 @@ export type ProblemCode =
   | 'condition_too_costly'
   | 'timer_too_frequent'
   | 'bad_stop_at'
+  | 'bad_holdout'
   | 'instant_cycle'
   | 'unreachable'
   | 'too_many_steps';
@@ -82,6 +84,7 @@ export function validateWorkflow(definition: unknown, options: ValidateOptions =
       ...stopAtProblems(definition.stopAt, options),
       ...workflowConditionProblems('entry', definition.entry, saving),
       ...workflowConditionProblems('goal', definition.goal, saving),
+      ...holdoutProblems(definition.holdout),
     );
   }
 
@@ -176,6 +179,7 @@ function looseStep(raw: unknown, index: number): LooseStep {
 function checkedBelow(issue: z.core.$ZodIssue): boolean {
   const last = issue.path[issue.path.length - 1];
   if (issue.path.length === 1 && last === 'stopAt') return true;
+  if (issue.path.length === 2 && issue.path[0] === 'holdout' && last === 'percent' && issue.code !== 'invalid_type') return true;
   if (issue.path.length === 2 && (issue.path[0] === 'entry' || issue.path[0] === 'goal') && last === 'condition' && issue.code !== 'invalid_type') return true;
   if (issue.code === 'invalid_type' || issue.code === 'unrecognized_keys') return false;
   return issue.path[0] === 'steps' && (last === 'after' || last === 'ttl' || last === 'condition' || last === 'tz');
@@ -329,6 +333,19 @@ function unreachable(steps: LooseStep[]): WorkflowProblem[] {
       code: 'unreachable',
       message: `Step "${step.label}" cannot be reached from the entry step "${entry.label}"; no step moves users to it`,
     }));
+}
+
+/** The holdout's share, said in a marketer's words (its other fields are shape-checked). */
+function holdoutProblems(holdout: unknown): WorkflowProblem[] {
+  if (!isRecord(holdout) || typeof holdout.percent !== 'number') return [];
+  const { percent } = holdout;
+  const problem = (message: string): WorkflowProblem[] => [{ step: null, code: 'bad_holdout', message }];
+  if (!Number.isFinite(percent) || percent < 0)
+    return problem(`Workflow holdout.percent ${percent} is below 0: hold out 0 to ${MAX_HOLDOUT_PERCENT}% of entering users`);
+  if (percent > MAX_HOLDOUT_PERCENT) {
+    return problem(`Workflow holdout.percent ${percent} is over ${MAX_HOLDOUT_PERCENT}: hold out at most half of the entering users, e.g. 10`);
+  }
+  return [];
 }
 
 function stopAtProblems(stopAt: unknown, options: ValidateOptions): WorkflowProblem[] {

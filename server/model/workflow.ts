@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_HOLDOUT_PERCENT } from './holdout';
 import { NAME_KINDS, nameSchema } from './names';
 
 // One workflow schema for canvas and server. The runnable definition holds only what the engine
@@ -114,19 +115,16 @@ export const TimerStep = z.strictObject({
 });
 export type TimerStep = z.infer<typeof TimerStep>;
 export const DelayStep = z.strictObject({ ...stepCommon, kind: z.literal('delay'), after: Duration, next: StepName });
+/** A salt for the per-user hash of splits and holdouts (server/model/user-hash.ts), named to correlate them on purpose. */
+const HashSeed = z.string().min(1).max(128);
 export const SplitStep = z.strictObject({
   ...stepCommon,
   kind: z.literal('split'),
-  seed: z
-    .string()
-    .min(1)
-    .max(128)
-    .optional()
-    .describe(
-      'Assignment is a hash of the user id, salted by default with the workflow id and step name: the same user always takes the same ' +
-        'path in this workflow and all its versions, independently of other workflows. Splits given the same seed (in any workflow) put ' +
-        'each user on the same path index, to correlate experiments on purpose.',
-    ),
+  seed: HashSeed.optional().describe(
+    'Assignment is a hash of the user id, salted by default with the workflow id and step name: the same user always takes the same ' +
+      'path in this workflow and all its versions, independently of other workflows. Splits given the same seed (in any workflow) put ' +
+      'each user on the same path index, to correlate experiments on purpose.',
+  ),
   paths: z.array(z.strictObject({ percent: z.number().min(0).max(100), next: StepName })).meta({ minItems: 2, description: 'Percents sum to 100' }),
 });
 export const ParallelStep = z.strictObject({
@@ -162,10 +160,29 @@ export const Goal = z
   .describe('Users reaching the goal are counted as converted, per step they converted from (once per instance)');
 export type Goal = z.infer<typeof Goal>;
 
+/** A control group: a share of entering users who move through the journey but receive no action deliveries (server/model/holdout.ts). */
+export const Holdout = z
+  .strictObject({
+    percent: z
+      .number()
+      .min(0)
+      .max(MAX_HOLDOUT_PERCENT)
+      .describe(`Share of entering users held out, 0 to ${MAX_HOLDOUT_PERCENT} (decimals allowed, e.g. 2.5); 0 holds out nobody`),
+    seed: HashSeed.optional().describe(
+      'Who is held out is a hash of the user id, salted by default with the workflow id: the same users in every version and instance ' +
+        'of this journey. Journeys given the same seed hold out the same users (a shared control group).',
+    ),
+  })
+  .describe(
+    "Held-out users move through the journey like the others, but webhooks named by their steps' actions are not sent to them; " +
+      "with a goal, the counts report both groups' conversion and the lift (`lift` in the counts). Fixed while an instance runs.",
+  );
+
 export const WorkflowDefinition = z.strictObject({
   steps: z.array(Step).min(1, 'A workflow needs at least one step'),
   entry: EntryTrigger.optional(),
   goal: Goal.optional(),
+  holdout: Holdout.optional(),
   stopAt: z.iso.datetime({ offset: true }).optional(),
 });
 export type WorkflowDefinition = z.infer<typeof WorkflowDefinition>;

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from '../crowd/bitmap';
 import { applyCaps, CapLevels } from './cap-bitmaps';
 import type { CapExempt } from './caps';
-import { WEBHOOK_TAG_PREFIX, type DestinationRow } from './destinations';
+import { isActionFor, type DestinationRow } from './destinations';
 import type { Database } from '../storage/database';
 
 type Tx = Parameters<Parameters<Database['db']['$transaction']>[0]>[0];
@@ -66,9 +66,7 @@ export class RoundCaps {
 
   /** Whether this move reaches the destination as an action (its step's enter action names it), which caps count. */
   isAction(move: CapMove): boolean {
-    if (!move.enterAction) return false;
-    const tag = `${WEBHOOK_TAG_PREFIX}${this.destination.name}`;
-    return move.enterAction.split(',').some((t) => t.trim() === tag);
+    return isActionFor(this.destination, move.enterAction);
   }
 
   /** The windows of the caps that apply to the move (not exempt), each at the move's time. */

@@ -9,7 +9,9 @@ import { deserializeBitmap, RoaringBitmap32 } from '../crowd/bitmap';
 import { isUniqueViolation } from '../errors';
 import { trimmedThrough } from '../notifications/journal-retention';
 import { bulkDecision, CapRace, RoundCaps } from './capping';
-import { movesTo, type DestinationRow } from './destinations';
+import { isActionFor, movesTo, type DestinationRow } from './destinations';
+import { HoldoutPlans, withoutHeldOut } from './holdout';
+import { isHeldOut, type HoldoutPlan } from '../model/holdout';
 import type { Database } from '../storage/database';
 
 /** Journal rows read per round. */
@@ -70,28 +72,45 @@ export type CutRound = {
   caps?: RoundCaps;
 };
 
-type DecodedMove = { seq: bigint; bitmap: RoaringBitmap32; users?: Uint32Array };
+/** A bulk move decoded: all its users, and (for an instance with a holdout) those not held out, `treated`. */
+type DecodedMove = { seq: bigint; bitmap: RoaringBitmap32; users?: Uint32Array; treated?: { bitmap: RoaringBitmap32; users?: Uint32Array } };
 
 /**
  * The users of the bulk moves decoded last: a 10M-user move is cut over ~50 rounds (and for each destination), and
  * decoding its bitmap costs far more than a round's cut. Holds two moves (~40 MB each at 10M users), and the users
  * delivered of the last two moves a frequency cap cut down (keyed by their decision's id: a decision of a round that
- * did not commit is never read back).
+ * did not commit is never read back). With a holdout plan (an action move of an instance that holds users out), the
+ * users are those not held out (./holdout.ts).
  */
 export class DecodedMoves {
   private readonly entries: DecodedMove[] = [];
   private readonly delivered: { id: string; users: Uint32Array }[] = [];
+  readonly holdouts: HoldoutPlans;
 
-  constructor(private readonly database: Database) {}
-
-  async bitmap(seq: bigint): Promise<RoaringBitmap32> {
-    return (await this.entry(seq)).bitmap;
+  constructor(private readonly database: Database) {
+    this.holdouts = new HoldoutPlans(database);
   }
 
-  async users(seq: bigint): Promise<Uint32Array> {
+  async bitmap(seq: bigint, holdout: HoldoutPlan | null = null): Promise<RoaringBitmap32> {
     const entry = await this.entry(seq);
+    return holdout ? this.treated(entry, holdout).bitmap : entry.bitmap;
+  }
+
+  async users(seq: bigint, holdout: HoldoutPlan | null = null): Promise<Uint32Array> {
+    const entry = await this.entry(seq);
+    if (holdout) {
+      const treated = this.treated(entry, holdout);
+      treated.users ??= treated.bitmap.toUint32Array();
+      return treated.users;
+    }
     entry.users ??= entry.bitmap.toUint32Array();
     return entry.users;
+  }
+
+  /** A move belongs to one instance, whose holdout never changes: the treated users are kept with the move. */
+  private treated(entry: DecodedMove, holdout: HoldoutPlan): NonNullable<DecodedMove['treated']> {
+    entry.treated ??= { bitmap: withoutHeldOut(entry.bitmap, holdout) };
+    return entry.treated;
   }
 
   private async entry(seq: bigint): Promise<DecodedMove> {
@@ -111,13 +130,13 @@ export class DecodedMoves {
     return users;
   }
 
-  /** The users of a bulk move still owed to `destinationId` when a round resumes inside it: less those a cap skipped. */
-  async resumed(seq: bigint, destinationId: string): Promise<Uint32Array> {
+  /** The users of a bulk move still owed to `destinationId` when a round resumes inside it: less those held out and those a cap skipped. */
+  async resumed(seq: bigint, destinationId: string, holdout: HoldoutPlan | null): Promise<Uint32Array> {
     const decision = await bulkDecision(this.database, destinationId, seq);
-    if (!decision) return this.users(seq);
+    if (!decision) return this.users(seq, holdout);
     const hit = this.delivered.find((entry) => entry.id === decision.id);
     if (hit) return hit.users;
-    return this.remember(decision.id, RoaringBitmap32.andNot(await this.bitmap(seq), decision.capped).toUint32Array());
+    return this.remember(decision.id, RoaringBitmap32.andNot(await this.bitmap(seq, holdout), decision.capped).toUint32Array());
   }
 }
 
@@ -179,10 +198,15 @@ export async function cutRound(
       continue;
     }
     if (budget === 0) break;
+    // An action move of an instance with a holdout: its held-out users get nothing, and count against no cap.
+    const holdout = isActionFor(destination, row.enterAction) ? await decoded.holdouts.of(row.instanceId) : null;
     let users: Uint32Array;
     if (row.user === null && round.cursorUsers > 0) {
       // Resuming inside a bulk move: its first round decided who a cap skips.
-      users = await decoded.resumed(row.seq, destination.id);
+      users = await decoded.resumed(row.seq, destination.id, holdout);
+    } else if (row.user !== null && holdout && isHeldOut(holdout, Number(row.user))) {
+      Object.assign(round, { cursor: row.seq, cursorUsers: 0 });
+      continue;
     } else if (round.caps?.isAction(row)) {
       if (row.user !== null) {
         if (!(await round.caps.decideUser(row, Number(row.user)))) {
@@ -191,11 +215,11 @@ export async function cutRound(
         }
         users = Uint32Array.of(Number(row.user));
       } else {
-        const { delivered, decisionId } = await round.caps.decideBulk(row, await decoded.bitmap(row.seq));
-        users = decisionId ? decoded.remember(decisionId, delivered.toUint32Array()) : await decoded.users(row.seq);
+        const { delivered, decisionId } = await round.caps.decideBulk(row, await decoded.bitmap(row.seq, holdout));
+        users = decisionId ? decoded.remember(decisionId, delivered.toUint32Array()) : await decoded.users(row.seq, holdout);
       }
     } else {
-      users = row.user === null ? await decoded.users(row.seq) : Uint32Array.of(Number(row.user));
+      users = row.user === null ? await decoded.users(row.seq, holdout) : Uint32Array.of(Number(row.user));
     }
     // The first matching row after the cursor may be partly cut already (round.cursorUsers of its users).
     let offset = round.cursorUsers;

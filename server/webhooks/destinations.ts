@@ -207,7 +207,14 @@ export async function deleteDestination(database: Database, tenantId: string, na
 
 /** Whether a move with these enter tags (comma-separated, as the journal keeps them) goes to `destination`. */
 export function movesTo(destination: { name: string; allNotifications: boolean }, enterTags: string | null): boolean {
-  if (destination.allNotifications) return true;
+  return destination.allNotifications || isActionFor(destination, enterTags);
+}
+
+/**
+ * Whether a move reaches the destination as an action: its step's enter tags name it (`webhook:<name>`). Frequency
+ * caps count and holdouts withhold only these, not an `allNotifications` feed of every move.
+ */
+export function isActionFor(destination: { name: string }, enterTags: string | null): boolean {
   if (!enterTags) return false;
   const tag = `${WEBHOOK_TAG_PREFIX}${destination.name}`;
   return enterTags.split(',').some((t) => t.trim() === tag);

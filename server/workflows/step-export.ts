@@ -1,7 +1,7 @@
 import { stepUsersAsOf } from '../engine/as-of';
 import type { EngineHandle } from '../engine/handle';
 import { exportResponse, type ExportOptions } from '../exports/table-export';
-import type { StepUsers } from '../engine/types';
+import type { HoldoutGroup, StepUsers } from '../engine/types';
 import type { Database } from '../storage/database';
 import type { Tenant } from '../tenants/tenants';
 import { badRequest, notFound } from '../errors';
@@ -25,23 +25,25 @@ export function slug(name: string): string {
 
 /**
  * The file name, without extension, of a step's export: `journey-step-YYYY-MM-DD`, with `-converted` after the step
- * for the users who reached the goal from it. The day is the export's, in UTC (the server knows no reader's zone).
+ * for the users who reached the goal from it (then `-holdout` or `-treatment` for one group of a holdout). The day is
+ * the export's, in UTC (the server knows no reader's zone).
  */
-export function stepExportName(journey: string, step: string, users: StepUsers | 'capped', now: number, asOf = false): string {
-  const parts = [slug(journey) || 'journey', slug(step) || 'step', ...(users === 'in' ? [] : [users])];
+export function stepExportName(journey: string, step: string, users: StepUsers | 'capped', now: number, asOf = false, group?: HoldoutGroup): string {
+  const parts = [slug(journey) || 'journey', slug(step) || 'step', ...(users === 'in' ? [] : [users]), ...(group ? [group] : [])];
   // A past moment is named to the second (`…-at-2026-12-01T09-30-00Z`): two exports of one day then differ.
   const time = new Date(now).toISOString();
   return [...parts, asOf ? `at-${time.slice(0, 19).replaceAll(':', '-')}Z` : time.slice(0, 10)].join('-');
 }
 
 /** `capped`: the users a frequency cap skipped a delivery of at the step (server/webhooks/capping.ts), read from the database. */
-export type StepExportRequest = ExportOptions & { instanceId: string; step: string; users: StepUsers | 'capped'; asOf?: number };
+export type StepExportRequest = ExportOptions & { instanceId: string; step: string; users: StepUsers | 'capped'; asOf?: number; group?: HoldoutGroup };
 
 /** GET …/instances/{iid}/steps/{step}/export: the step's users (404 for an unknown instance or step), with profile columns if asked, under the journey's name. */
 export async function stepExportResponse(engine: EngineHandle, database: Database, tenant: Tenant, request: StepExportRequest, now: number): Promise<Response> {
-  const { instanceId, step, users, asOf, ...options } = request;
+  const { instanceId, step, users, asOf, group, ...options } = request;
   if (asOf !== undefined) {
     if (users !== 'in') throw badRequest(`asOf answers who was in the step then (users=in); users=${users} has no past state`, { path: 'asOf' });
+    if (group) throw badRequest('asOf answers who was in the step then, of both groups; leave out group', { path: 'group' });
     const bitmap = await stepUsersAsOf(database, tenant, instanceId, step, asOf, now);
     const journey = await findWorkflow(database, tenant, (await engine.getInstance(tenant.id, instanceId)).workflowId);
     return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, asOf, true));
@@ -55,7 +57,7 @@ export async function stepExportResponse(engine: EngineHandle, database: Databas
     if (!steps.some((s) => s.name === step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
   }
   const bitmap =
-    users === 'capped' ? await cappedStepUsers(database, tenant.id, instanceId, step) : await engine.stepBitmap(tenant.id, instanceId, step, users);
+    users === 'capped' ? await cappedStepUsers(database, tenant.id, instanceId, step) : await engine.stepBitmap(tenant.id, instanceId, step, users, group);
   const journey = await findWorkflow(database, tenant, (instance ?? (await engine.getInstance(tenant.id, instanceId))).workflowId);
-  return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, now));
+  return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, now, false, group));
 }

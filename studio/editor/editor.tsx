@@ -2,7 +2,7 @@
 import { Background, Controls, MiniMap, ReactFlow, ReactFlowProvider, useReactFlow } from '@xyflow/react';
 import { useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore, type DragEvent, type RefObject } from 'react';
 import { apiGet, tenantPath } from '../api';
-import { CANVAS_KINDS, definitionToGraph, PRESETS, type CanvasKind, type Preset, type StepNode } from '../convert';
+import { CANVAS_KINDS, definitionToGraph, extrasOf, PRESETS, type CanvasKind, type Preset, type StepNode } from '../convert';
 import { useLeaveGuard } from '../leave-guard';
 import type { WorkflowView } from '../model';
 import type { SavedWorkflow } from '../../server/workflows/workflows';
@@ -45,7 +45,7 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
     return new EditorStore(graph.nodes, graph.edges, {
       name: workflow.name,
       stopAt: workflow.definition.stopAt,
-      extras: { entry: workflow.definition.entry, goal: workflow.definition.goal },
+      extras: extrasOf(workflow.definition),
     });
   });
   const [history, setHistory] = useState<HistoryView | null>(null);

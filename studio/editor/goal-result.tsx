@@ -2,6 +2,7 @@
 import type { Counts } from '../model';
 import { formatCount, formatShare } from '../ui';
 import { useCounts } from './context';
+import { LiftStrip } from './holdout';
 import { useEditor } from './store';
 
 // What the workflow's goal achieved, read from the counts the canvas shows (live or a history snapshot, which carry
@@ -58,6 +59,7 @@ export function GoalResultBar() {
   return (
     <div className="goal-result" data-testid="goal-result">
       <strong>★ Goal</strong> {formatCount(figure.converted)} converted · {figure.rate} <span className="muted">of {formatCount(figure.of)} entered</span>
+      <LiftStrip />
     </div>
   );
 }

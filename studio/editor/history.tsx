@@ -5,7 +5,7 @@ import { listOf, type InstanceView, type SnapshotView, type WorkflowView } from 
 import { setQueryData, useQuery } from '../query';
 import { Dialog, Empty, ErrorBox, Loading, formatCount } from '../ui';
 import type { WorkflowDefinition } from '../../server/model/workflow';
-import { definitionToGraph } from '../convert';
+import { definitionToGraph, extrasOf } from '../convert';
 import { compareVersions, type StepChange } from './compare';
 import { RestoreVersion } from './restore-version';
 import { EditorStore } from './store';
@@ -39,7 +39,7 @@ export function HistoryDialog({
       onPick({
         instanceId: instance.id,
         version: instance.version,
-        store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: { entry: version.definition.entry, goal: version.definition.goal } }),
+        store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: extrasOf(version.definition) }),
       });
       onClose();
     } catch (caught) {
@@ -96,7 +96,7 @@ export function VersionsDialog({
       onPick({
         instanceId: null,
         version,
-        store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: { entry: definition.entry, goal: definition.goal } }),
+        store: new EditorStore(graph.nodes, graph.edges, { name: workflow.name, extras: extrasOf(definition) }),
       });
       onClose();
     } catch (caught) {

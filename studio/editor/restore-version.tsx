@@ -1,7 +1,7 @@
 'use client';
 import { useState } from 'react';
 import { type ApiError, apiCall, apiGet, tenantPath } from '../api';
-import { definitionToGraph } from '../convert';
+import { definitionToGraph, extrasOf } from '../convert';
 import type { WorkflowView } from '../model';
 import { invalidate, setQueryData } from '../query';
 import { Dialog, ErrorBox } from '../ui';
@@ -26,7 +26,7 @@ export function RestoreVersion({ tenant, workflow, version, latest }: { tenant: 
       const { definition } = await apiGet<{ definition: WorkflowDefinition }>(tenantPath(tenant, `/workflows/${workflow.id}/versions/${version}`));
       const saved = await apiCall<WorkflowView>('PUT', tenantPath(tenant, `/workflows/${workflow.id}`), { definition });
       const graph = definitionToGraph(saved.definition, saved.draft);
-      store.replaceDocument(graph.nodes, graph.edges, saved.name, { entry: saved.definition.entry, goal: saved.definition.goal }, `restore version ${version}`);
+      store.replaceDocument(graph.nodes, graph.edges, saved.name, extrasOf(saved.definition), `restore version ${version}`);
       store.markSaved();
       setQueryData(workflowKey(tenant, workflow.id), saved);
       await invalidate(`versions:${tenant}:${workflow.id}`);

@@ -2,6 +2,7 @@
 import { REENTRY_POLICIES, type EntryTrigger } from '../../server/model/workflow';
 import { ConditionEditor } from './condition';
 import { GoalSummary } from './goal-result';
+import { HoldoutPanel } from './holdout';
 import { useEditor, useEditorStore } from './store';
 
 const REENTRY_TEXT: Record<(typeof REENTRY_POLICIES)[number], string> = {
@@ -12,7 +13,7 @@ const REENTRY_TEXT: Record<(typeof REENTRY_POLICIES)[number], string> = {
 /**
  * What the workflow holds besides its steps, shown in the inspector while no step is selected: the event-triggered
  * entry (users not in the instance enter the entry step on an event of this type) and the goal (users for whom its
- * condition holds on an event are counted as converted).
+ * condition holds on an event are counted as converted), and the holdout (./holdout.tsx).
  */
 export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
   const store = useEditorStore();
@@ -78,6 +79,7 @@ export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
       {goal && (
         <ConditionEditor label="Converted when" value={goal.condition} onChange={(text) => !readOnly && store.setExtras({ goal: { condition: text ?? '' } })} />
       )}
+      <HoldoutPanel readOnly={readOnly} />
     </fieldset>
   );
 }

@@ -1,0 +1,33 @@
+// The held-out users of a bitmap by bitmap operations (server/model/holdout.ts): each 65,536-id block's users are
+// ANDed with the mask its block uses, so a 10M-user start costs a few hundred container copies and one AND, not a
+// hash per user. A sparse bitmap (few users per block, where copying masks would cost more than hashing) is hashed
+// user by user with the same function. Used by the engine at entry and by the webhook cut.
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import { HOLDOUT_MASKS, heldOutIds, maskLows, maskOf, type HoldoutPlan } from '../model/holdout';
+
+/** Below this many users per block spanned, hashing each user is cheaper than copying a mask per block. */
+const DENSE_USERS_PER_BLOCK = 1024;
+
+/** A plan's masks as one-block bitmaps (block 0), built on first use: 16 × 65,536 hashes, once per plan. */
+const masksOf = new WeakMap<HoldoutPlan, RoaringBitmap32[]>();
+
+function masks(plan: HoldoutPlan): RoaringBitmap32[] {
+  let out = masksOf.get(plan);
+  if (!out) {
+    out = Array.from({ length: HOLDOUT_MASKS }, (_, j) => RoaringBitmap32.from(maskLows(plan, j)));
+    masksOf.set(plan, out);
+  }
+  return out;
+}
+
+/** The users of `users` the plan holds out. */
+export function heldOutUsers(plan: HoldoutPlan, users: RoaringBitmap32): RoaringBitmap32 {
+  if (users.isEmpty) return new RoaringBitmap32();
+  const first = users.minimum() >>> 16;
+  const last = users.maximum() >>> 16;
+  if (users.size < (last - first + 1) * DENSE_USERS_PER_BLOCK) return RoaringBitmap32.from(heldOutIds(plan, users.toUint32Array()));
+  const byMask = masks(plan);
+  const blocks: RoaringBitmap32[] = [];
+  for (let block = first; block <= last; block++) blocks.push(RoaringBitmap32.addOffset(byMask[maskOf(plan, block)], block * 0x10000));
+  return RoaringBitmap32.and(users, RoaringBitmap32.orMany(blocks));
+}
