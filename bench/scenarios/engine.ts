@@ -15,6 +15,7 @@ import { formatNumber, median, percentile, progress } from '../lib/report';
 import { profiled } from '../lib/windows';
 import type { Measured } from './journey';
 import { closeApp, useDatabase } from './rows';
+import { measureHoldoutStart } from './engine-holdout';
 import { measureRoutedStart } from './engine-routed';
 import { database as processDatabase } from '../../server/storage/database';
 
@@ -25,6 +26,8 @@ export interface EngineFigures {
   start: Measured;
   /** A start whose entry is a 3-way profile branch, as a multiple of `start` (engine-routed.ts). */
   routedStart: Measured;
+  /** A start holding out 10% of the users, as a multiple of a plain start timed beside it (engine-holdout.ts). */
+  holdoutStart: Measured;
   counts: Measured;
   apply: Measured;
   memory: Measured;
@@ -135,7 +138,8 @@ export async function measureEngine(
     const routedStart = await profiled(profile, `engine only on ${database.provider}: routed start`, () =>
       measureRoutedStart(engine, tenant, scale.users, start.value!),
     );
-    return { start, routedStart, counts, apply, memory };
+    const holdoutStart = await profiled(profile, `engine only on ${database.provider}: holdout start`, () => measureHoldoutStart(engine, tenant, scale.users));
+    return { start, routedStart, holdoutStart, counts, apply, memory };
   } finally {
     await closeApp();
   }

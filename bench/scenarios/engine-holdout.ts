@@ -1,0 +1,67 @@
+// Holdout groups (issue 37 §4), engine only: a start of the plain start's journey holding out 10% of its users, timed
+// until the instance runs with every user counted and the holdout group's size exact, against a start of the same
+// journey without a holdout timed the same way in the same state (this VM's speed varies between runs, and the
+// run's first start pays for warming up). Plain and holdout starts alternate, twice each, each stopped again before
+// the next; the fastest of each is compared. The expected group size is the same hash (server/model/holdout.ts)
+// counted here after the clock stopped.
+import type { Engine } from '../../server/engine/engine';
+import { holdoutPlan, isHeldOut } from '../../server/model/holdout';
+import { WorkflowDefinition } from '../../server/model/workflow';
+import { database as processDatabase } from '../../server/storage/database';
+import { createWorkflow } from '../../server/workflows/workflows';
+import { BRANCH_JOURNEY } from '../lib/data';
+import type { Measured } from './journey';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const HOLDOUT = { percent: 10 };
+
+type Tenant = Parameters<typeof createWorkflow>[1];
+
+/** Starts `workflowId` over crowd `all`: ms until every user is counted; then the held-out count; stopped again. */
+async function timedStart(engine: Engine, tenant: Tenant, workflowId: string, users: number): Promise<{ ms: number; held: number | undefined }> {
+  await sleep(500);
+  const started = performance.now();
+  const { instanceId } = await engine.startInstance(tenant.id, workflowId, { crowd: 'all', reentry: 'allow' });
+  for (;;) {
+    const { state } = await engine.getInstance(tenant.id, instanceId);
+    if (state === 'failed' || state === 'stopped') throw new Error(`instance ${instanceId} is ${state}`);
+    if (state === 'running') {
+      // Just after `running` the engine may not answer for the instance yet: until every user is counted.
+      const counts = await engine.getCounts(tenant.id, instanceId);
+      if (counts.total === users) {
+        const ms = performance.now() - started;
+        await engine.stopInstance(tenant.id, instanceId);
+        while ((await engine.getInstance(tenant.id, instanceId)).state !== 'stopped') await sleep(20);
+        return { ms, held: counts.holdout?.entered };
+      }
+      if (performance.now() - started > 120_000) throw new Error(`counts not complete: ${JSON.stringify(counts)}`);
+    }
+    await sleep(5);
+  }
+}
+
+/** `tenant` already holds crowd `all` = users 0…users-1. */
+export async function measureHoldoutStart(engine: Engine, tenant: Tenant, users: number): Promise<Measured> {
+  const plain = await createWorkflow(processDatabase(), tenant, { name: 'plain-again', definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });
+  const heldOut = await createWorkflow(processDatabase(), tenant, {
+    name: 'held-out',
+    definition: WorkflowDefinition.parse({ ...BRANCH_JOURNEY, holdout: HOLDOUT }),
+  });
+  const plan = holdoutPlan(HOLDOUT, heldOut.id)!;
+  let expected = 0;
+  for (let user = 0; user < users; user++) if (isHeldOut(plan, user)) expected++;
+  const plainMs: number[] = [];
+  const holdoutMs: number[] = [];
+  for (let round = 0; round < 2; round++) {
+    plainMs.push((await timedStart(engine, tenant, plain.id, users)).ms);
+    const { ms, held } = await timedStart(engine, tenant, heldOut.id, users);
+    if (held !== expected) throw new Error(`holdout group of ${held} users, expected ${expected}`);
+    holdoutMs.push(ms);
+  }
+  const [best, bestPlain] = [Math.min(...holdoutMs), Math.min(...plainMs)];
+  return {
+    value: best / bestPlain,
+    note: `(${Math.round(best)} ms; plain start ${Math.round(bestPlain)} ms; ${expected.toLocaleString('en-US')} held out)`,
+    details: { holdoutMs: holdoutMs.map(Math.round), plainMs: plainMs.map(Math.round), heldOut: expected },
+  };
+}
