@@ -18,7 +18,7 @@ import { measureIngest, type IngestFigures } from './scenarios/ingest';
 import { measureEntry, type EntryFigures } from './scenarios/entry';
 import { measureProcedures, type ProcedureFigures } from './scenarios/procedures';
 import { measureCluster, type ClusterFigures } from './scenarios/cluster';
-import { measureRows, type RowsFigures } from './scenarios/rows';
+import { closeApp, measureRows, useDatabase, type RowsFigures } from './scenarios/rows';
 import { measureWebhooks, type WebhookFigures } from './scenarios/webhooks';
 import { measureTimeouts, type TimeoutFigures } from './scenarios/timeouts';
 import { measureTenants, type TenantFigures } from './scenarios/tenants';
@@ -124,7 +124,16 @@ async function main(): Promise<void> {
   let crowd: CrowdFigures | undefined;
   if (sections.has('crowd')) {
     console.log('crowd library (parse, export) and the bare limits…');
-    crowd = await measureCrowd(crowdText, sparse.length, SCALE.repeats);
+    // Exports format ids in the app's formatter thread, so the section runs inside an app (on a scratch SQLite file
+    // it never writes to).
+    crowd = await withDatabase('sqlite', 'crowd', async (database) => {
+      await useDatabase(database.url);
+      try {
+        return await measureCrowd(crowdText, sparse.length, SCALE.repeats);
+      } finally {
+        await closeApp();
+      }
+    });
   }
   console.log('bare limits…');
   const limits: LimitFigures = measureLimits(dense, SCALE);

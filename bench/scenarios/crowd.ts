@@ -1,4 +1,4 @@
-// Crowd library scenarios with no storage: parsing uploads and writing exports (server/crowd).
+// Crowd library scenarios: parsing uploads and writing exports (server/crowd), in an app that reads no storage.
 import { bitmapExportResponse, parseCrowdUpload, RoaringBitmap32 } from '../../server/crowd';
 import { chunked } from '../lib/data';
 import { medianMs, medianTimes } from '../lib/report';
