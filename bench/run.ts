@@ -284,7 +284,7 @@ async function main(): Promise<void> {
     }
     if (sections.has('paths')) {
       console.log(`paths, funnel and asOf over a day of ${SCALE.rowUsers.toLocaleString('en-US')} users' moves (engine in process) on ${provider}…`);
-      pathFigures[provider] = await withDatabase(provider, 'paths', (database) => measurePaths(database, SCALE.rowUsers, SCALE.repeats));
+      pathFigures[provider] = await withDatabase(provider, 'paths', (database) => measurePaths(database, SCALE.rowUsers, SCALE.repeats, profile));
       save(false);
     }
     if (sections.has('timeouts')) {

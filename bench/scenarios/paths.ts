@@ -3,8 +3,8 @@
 // hour: each hour a twentieth of the users send an event (open or buy: single moves), branch timeouts and timers move
 // whoever waits (bulk moves). The figures are GET …/paths and …/funnel over that day as the route computes them
 // (server/analytics/instance-analytics.ts, read from the journal), best of a few runs; and the counts and a step's users
-// as of an hour before the end (issue 38 §2, `?asOf=`: checkpoints are newer than that, so it replays the day's journal
-// from the start), checked against the counts the engine had then.
+// as of an hour before the end (issue 38 §2, `?asOf=`: checkpoints are newer than that, so each is turned back by the
+// hour's moves), checked against the counts the engine had then.
 import { ManualClock } from '../../server/clock';
 import { saveCrowd } from '../../server/crowd';
 import { instanceFunnel, instancePaths } from '../../server/analytics/instance-analytics';
@@ -14,10 +14,11 @@ import { appendEvents } from '../../server/engine/ingest';
 import { WorkflowDefinition } from '../../server/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database as processDatabase } from '../../server/storage/database';
-import { createTenant } from '../../server/tenants/tenants';
+import { createTenant, type Tenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { denseBitmap } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
+import { profiled } from '../lib/windows';
 import type { Measured } from './journey';
 import { useDatabase } from './rows';
 
@@ -59,8 +60,19 @@ const definition = {
   ],
 };
 
-export async function measurePaths(database: ScratchDatabase, users: number, repeats: number): Promise<PathsFigures> {
-  await useDatabase(database.url);
+/** A journey run over a day, as the measured reads find it once the engine has stopped. */
+export interface DayOfMoves {
+  tenant: Tenant;
+  instanceId: string;
+  start: number;
+  end: number;
+  moves: number;
+  /** The moment an hour back that asOf is asked about, and the engine's counts then. */
+  hourBack: { at: number; steps: Record<string, number> };
+}
+
+/** Runs the day of moves of `users` users on the registered app's database (see the top of this file). */
+export async function dayOfMoves(users: number): Promise<DayOfMoves> {
   const start = Date.UTC(2026, 0, 5, 0, 0, 30);
   const clock = new ManualClock(start);
   const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
@@ -107,54 +119,60 @@ export async function measurePaths(database: ScratchDatabase, users: number, rep
     }
     const counts = await engine.getCounts(tenant.id, instanceId);
     const moves = Object.values(counts.edges).reduce((a, b) => a + b, 0) + counts.entered;
-    const rows = await database.query<{ rows: unknown; bulk: unknown }>(
-      `SELECT COUNT(*) AS "rows", SUM(CASE WHEN "user" IS NULL THEN 1 ELSE 0 END) AS "bulk" FROM "Journal" WHERE "instanceId" = ?`,
-      [instanceId],
-    );
-    const journal = `${Number(rows[0].rows).toLocaleString('en-US')} journal rows, ${Number(rows[0].bulk).toLocaleString('en-US')} of them bulk`;
-    const window = { from: new Date(start).toISOString(), to: new Date(clock.now() + 1).toISOString() };
-    const best = async (work: () => Promise<unknown>) => {
-      let fastest = Number.POSITIVE_INFINITY;
-      for (let i = 0; i < repeats; i++) {
-        const began = performance.now();
-        await work();
-        fastest = Math.min(fastest, performance.now() - began);
-      }
-      return Math.round(fastest);
-    };
-    const paths = await instancePaths(processDatabase(), tenant, instanceId, window, clock.now());
-    const pathsMs = await best(() => instancePaths(processDatabase(), tenant, instanceId, window, clock.now()));
-    const steps = ['welcome', 'wait', 'offer', 'bought'];
-    const funnel = await instanceFunnel(processDatabase(), tenant, instanceId, { ...window, steps }, clock.now());
-    const funnelMs = await best(() => instanceFunnel(processDatabase(), tenant, instanceId, { ...window, steps }, clock.now()));
-    const asOfCounts = async () => {
-      const counts = await countsAsOf(processDatabase(), tenant, instanceId, hourBack!.at, clock.now());
-      if (JSON.stringify(counts.steps) !== JSON.stringify(hourBack!.steps)) {
-        throw new Error(`asOf counts ${JSON.stringify(counts.steps)} differ from the engine's then: ${JSON.stringify(hourBack!.steps)}`);
-      }
-    };
-    const asOfUsers = async () => {
-      const offer = await stepUsersAsOf(processDatabase(), tenant, instanceId, 'offer', hourBack!.at, clock.now());
-      if (offer.size !== hourBack!.steps.offer) throw new Error(`asOf users of offer: ${offer.size}, the engine had ${hourBack!.steps.offer}`);
-    };
-    const asOfMs = await best(asOfCounts);
-    const asOfUsersMs = await best(asOfUsers);
-    const shape = `${moves.toLocaleString('en-US')} moves on ${paths.edges.length} edges; ${journal}`;
-    return {
-      paths: { value: pathsMs, note: `(${shape}; best of ${repeats})`, details: { edges: paths.edges } },
-      funnel: {
-        value: funnelMs,
-        note: `(${steps.join(' → ')}: ${funnel.steps.map((s) => s.users.toLocaleString('en-US')).join(' → ')}; best of ${repeats})`,
-        details: { steps: funnel.steps },
-      },
-      asOf: {
-        value: asOfMs,
-        note: `(counts as of ${new Date(hourBack!.at).toISOString()}, ${Math.round((clock.now() - hourBack!.at) / 60_000)} min before the end, equal to the engine's then; the users of step offer then ${asOfUsersMs} ms; best of ${repeats})`,
-        details: { steps: hourBack!.steps },
-      },
-    };
+    return { tenant, instanceId, start, end: clock.now(), moves, hourBack: hourBack! };
   } finally {
     await engine.stop();
     await runner.stop();
   }
+}
+
+export async function measurePaths(database: ScratchDatabase, users: number, repeats: number, profile = false): Promise<PathsFigures> {
+  await useDatabase(database.url);
+  const { tenant, instanceId, start, end, moves, hourBack } = await dayOfMoves(users);
+  const rows = await database.query<{ rows: unknown; bulk: unknown }>(
+    `SELECT COUNT(*) AS "rows", SUM(CASE WHEN "user" IS NULL THEN 1 ELSE 0 END) AS "bulk" FROM "Journal" WHERE "instanceId" = ?`,
+    [instanceId],
+  );
+  const journal = `${Number(rows[0].rows).toLocaleString('en-US')} journal rows, ${Number(rows[0].bulk).toLocaleString('en-US')} of them bulk`;
+  const window = { from: new Date(start).toISOString(), to: new Date(end + 1).toISOString() };
+  const best = async (work: () => Promise<unknown>) => {
+    let fastest = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < repeats; i++) {
+      const began = performance.now();
+      await work();
+      fastest = Math.min(fastest, performance.now() - began);
+    }
+    return Math.round(fastest);
+  };
+  const paths = await instancePaths(processDatabase(), tenant, instanceId, window, end);
+  const pathsMs = await best(() => instancePaths(processDatabase(), tenant, instanceId, window, end));
+  const steps = ['welcome', 'wait', 'offer', 'bought'];
+  const funnel = await instanceFunnel(processDatabase(), tenant, instanceId, { ...window, steps }, end);
+  const funnelMs = await best(() => instanceFunnel(processDatabase(), tenant, instanceId, { ...window, steps }, end));
+  const asOfCounts = async () => {
+    const counts = await countsAsOf(processDatabase(), tenant, instanceId, hourBack.at, end);
+    if (JSON.stringify(counts.steps) !== JSON.stringify(hourBack.steps)) {
+      throw new Error(`asOf counts ${JSON.stringify(counts.steps)} differ from the engine's then: ${JSON.stringify(hourBack.steps)}`);
+    }
+  };
+  const asOfUsers = async () => {
+    const offer = await stepUsersAsOf(processDatabase(), tenant, instanceId, 'offer', hourBack.at, end);
+    if (offer.size !== hourBack.steps.offer) throw new Error(`asOf users of offer: ${offer.size}, the engine had ${hourBack.steps.offer}`);
+  };
+  // --profile: where the replay's time goes (bench/tmp/profiles/bench-paths-asOf.cpuprofile).
+  const [asOfMs, asOfUsersMs] = await profiled(profile, 'paths asOf', async () => [await best(asOfCounts), await best(asOfUsers)]);
+  const shape = `${moves.toLocaleString('en-US')} moves on ${paths.edges.length} edges; ${journal}`;
+  return {
+    paths: { value: pathsMs, note: `(${shape}; best of ${repeats})`, details: { edges: paths.edges } },
+    funnel: {
+      value: funnelMs,
+      note: `(${steps.join(' → ')}: ${funnel.steps.map((s) => s.users.toLocaleString('en-US')).join(' → ')}; best of ${repeats})`,
+      details: { steps: funnel.steps },
+    },
+    asOf: {
+      value: asOfMs,
+      note: `(counts as of ${new Date(hourBack.at).toISOString()}, ${Math.round((end - hourBack.at) / 60_000)} min before the end, equal to the engine's then; the users of step offer then ${asOfUsersMs} ms; best of ${repeats})`,
+      details: { steps: hourBack.steps },
+    },
+  };
 }

@@ -242,7 +242,7 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
         details: paths.funnel.details,
       });
       out.push({
-        scenario: `counts asOf an hour back, replayed over ${day}`,
+        scenario: `counts asOf an hour back over ${day} (checkpoints turned back)`,
         provider,
         ours: measured(paths.asOf, 'ms'),
         target: lower(2000, '≤ 2 s', { scalesWithUsers: true }),

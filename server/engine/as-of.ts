@@ -1,18 +1,19 @@
 // Point-in-time reads (`?asOf=` on an instance's counts and step exports): who was at each step of a running instance
-// at a past moment T, rebuilt from the database on the caller's thread (the engine thread goes on applying events), by
-// the replay recovery uses (recovery.ts `replayUntil`), stopped at T: the journal rows of each partition moved at or
-// before T, applied onto a base.
-//
-// The base of a partition is its checkpoint when that holds no move after T, else an empty shard at the instance's
-// start (journal seq 0). A checkpoint is one row per shard, overwritten every few seconds, so for most past moments
-// only the replay from the start can answer. That needs every journal row the instance ever wrote, and is refused
-// (422 `outside_retention`, naming the range that can be answered) when
-// - retention deleted moves made since the instance started (the journal holds them from `retainedFrom` on), or
-// - a crowd update changed the instance's users without journal rows (a checkpoint with `unjournaled` > 0): the state
-//   before it is nowhere any more; from the newest move of the checkpoints written since on, checkpoint + journal answer.
-// A checkpoint is the state at T when its newest move was made at or before T and so was the last change no journal
-// row carries (`Shard.unjournaledAt`, kept in its header); the moves after it made by T are replayed onto it. Moves are
-// compared by their time (engine clock), so a moment is exact to the millisecond of the batches that moved then.
+// at a past moment T, rebuilt from the database on the caller's thread (the engine thread goes on applying events),
+// partition by partition from the nearest of two bases:
+// - its checkpoint (one row per shard, overwritten every few seconds): played forward by recovery's replay
+//   (recovery.ts `replayUntil`) when it holds no move after T, else turned back by undoing its journal rows made after
+//   T, newest first (rewind.ts): a moment an hour back costs the hour's rows, however old the instance;
+// - the instance's start (an empty shard at journal seq 0) played forward to T, when T is nearer the start than the
+//   checkpoint (both read rows between their base and T; time stands in for how many).
+// Moments that can be answered (else 422 `outside_retention`, naming the range):
+// - from the start while the journal holds every move the instance made and no crowd update changed its users without
+//   journal rows (a checkpoint with `unjournaled` > 0);
+// - else from the later of what retention kept (the journal holds every move from `retainedFrom` on) and the last
+//   change no journal row carries (`Shard.unjournaledAt`, kept in the checkpoint's header): the state before that
+//   change is nowhere any more.
+// Moves are compared by their time (engine clock), so a moment is exact to the millisecond of the batches that moved
+// then; a shard's moves are made in seq order, so its rows after T are the last ones before the checkpoint's seq.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError, notFound } from '../errors';
 import { retainedFrom } from '../notifications/journal-retention';
@@ -22,9 +23,10 @@ import type { Tenant } from '../tenants/tenants';
 import { requireInstance } from './instances';
 import { loadDefinition } from './instance-store';
 import { replayUntil } from './recovery';
+import { rewindTo } from './rewind';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { lastMoveTime, loadCheckpoints } from './store/replay';
+import { lastMoveTimes, loadCheckpoints } from './store/replay';
 import { countsOf } from './tenant';
 import type { Counts } from './types';
 
@@ -52,18 +54,20 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   const trimmed = retained !== null && startMs <= retained;
   const fromStart = !unjournaled && !trimmed;
 
-  // Each checkpoint is a base for every moment from `from` on: its newest move was made by then, and so was the last
-  // change no journal row carries; with moves deleted by retention, no earlier than what retention kept (the newest
-  // move found may not be the newest it held).
-  const bases = new Map<number, { shard: Shard; after: number; from: number }>();
+  // Each checkpoint is the state at `madeAt`: its newest move was made then, or the last change no journal row carries.
+  // Rewound (./rewind.ts), it answers every moment from `from` on: after that change, and with every move since kept
+  // by retention (the newest move found may not be the newest it held, so no earlier than what retention kept).
+  const newest = await lastMoveTimes(database, instanceId, new Map([...checkpoints].map(([p, cp]) => [p, cp.journalSeq])));
+  const kept = trimmed ? retained : startMs;
+  const bases = new Map<number, { shard: Shard; after: number; madeAt: number; from: number }>();
   for (const [p, cp] of checkpoints) {
     const shard = Shard.decode(instanceId, p, cp.data);
     // Conversions come from outside the journal: a checkpoint's are of its own time, not T's.
     shard.converted.clear();
     // A checkpoint of a crowd update written before the change was dated (unjournaledAt 0) says nothing of when.
     const changedAt = cp.unjournaled === 0 ? startMs : shard.unjournaledAt || Number.POSITIVE_INFINITY;
-    const newest = (await lastMoveTime(database, instanceId, p, cp.journalSeq)) ?? startMs;
-    bases.set(p, { shard, after: cp.journalSeq, from: Math.max(changedAt, newest, trimmed ? retained : startMs) });
+    const madeAt = Math.max(changedAt, newest.get(p) ?? startMs);
+    bases.set(p, { shard, after: cp.journalSeq, madeAt, from: Math.max(changedAt, kept) });
   }
   // The earliest moment every partition has a base for (a partition without a checkpoint has only the start).
   const from = fromStart ? startMs : Math.max(...partitions.map((p) => bases.get(p)?.from ?? Number.POSITIVE_INFINITY));
@@ -72,7 +76,7 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
       ? `the instance started at ${iso(startMs)}`
       : trimmed
         ? `older moves were deleted by retention (journalRetentionHours ${(await tenantLimits(database, tenant.id)).journalRetentionHours})`
-        : 'a crowd update changed its users without journal rows, and the state before the checkpoints written since is not kept';
+        : 'a crowd update changed its users without journal rows, and the state before it is not kept';
     const range = Number.isFinite(from) ? `from ${iso(from)} to now (${iso(now)})` : `no past moment, only the present (without asOf)`;
     throw new AppError('outside_retention', `asOf (${iso(asOf)}) is outside what instance ${instanceId} can answer: ${range}; ${why}`, {
       path: 'asOf',
@@ -82,18 +86,22 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   }
 
   const workflow = new WorkflowRuntime(await loadDefinition(database, row.workflowId, row.version), row.workflowId);
-  // The nearest base: the checkpoint if it is not after T, else the start (reached only when fromStart).
-  const nearest = new Map(
-    partitions.map((p) => {
-      const checkpoint = bases.get(p);
-      return [p, checkpoint && checkpoint.from <= asOf ? checkpoint : { shard: new Shard(instanceId, p), after: 0 }];
-    }),
-  );
-  await replayUntil(database, instanceId, nearest, asOf, workflow);
-  const shards = [...nearest.values()].map((base) => base.shard);
+  // Per partition, the nearest base: its checkpoint played forward when it is not after T, else the checkpoint turned
+  // back or the start played forward, whichever is nearer T (time stands in for the rows either reads).
+  const forward = new Map<number, { shard: Shard; after: number }>();
+  const back = new Map<number, { shard: Shard; seq: number }>();
+  for (const p of partitions) {
+    const checkpoint = bases.get(p);
+    if (checkpoint && checkpoint.madeAt <= asOf) forward.set(p, checkpoint);
+    else if (checkpoint && checkpoint.from <= asOf && !(fromStart && asOf - startMs < checkpoint.madeAt - asOf))
+      back.set(p, { shard: checkpoint.shard, seq: checkpoint.after });
+    else forward.set(p, { shard: new Shard(instanceId, p), after: 0 });
+  }
+  await replayUntil(database, instanceId, forward, asOf, workflow);
+  await rewindTo(database, back, asOf, workflow);
+  const shards = partitions.map((p) => (forward.get(p) ?? back.get(p))!.shard);
   return { instanceId, asOf, workflow, shards };
 }
-
 /** GET …/counts?asOf=: the counts at that moment (without `converted`: conversions are not journaled). */
 export async function countsAsOf(database: Database, tenant: Tenant, instanceId: string, asOf: number, now: number): Promise<Counts & { asOf: string }> {
   const at = await instanceAsOf(database, tenant, instanceId, asOf, now);

@@ -118,13 +118,17 @@ describe('asOf: who was at each step at a past moment', () => {
     expect(moved.steps.bought).toContain(150);
   });
 
-  it('answers from a checkpoint after retention deleted the start, and refuses earlier moments naming the retained range', async () => {
+  it('answers every moment retention kept the moves since (the checkpoints turned back), and refuses earlier ones naming the retained range', async () => {
     h = await startHarness(2, undefined, { checkpointEveryMoves: 1, checkpointEveryMs: 0 });
     const { instanceId, moments } = await seededRun(h, 4, 4);
     await advance(h, 60 * MINUTE);
-    await send(h, [{ user: 7, type: 'buy' }]);
-    const last = await record(h, instanceId);
-    await advance(h, MINUTE);
+    const recent: Moment[] = [];
+    for (const user of [7, 8, 9]) {
+      await send(h, [{ user, type: 'open' }]);
+      recent.push(await record(h, instanceId));
+      await advance(h, 10 * MINUTE);
+    }
+    const last = recent.at(-1)!;
     await updateTenantLimits(database(), h.tenantId, { journalRetentionHours: 1 });
     expect(await applyJournalRetention(database(), h.clock)).toBeGreaterThan(0);
     const tenant = await tenantOf(h);
@@ -134,7 +138,17 @@ describe('asOf: who was at each step at a past moment', () => {
     expect(refused.message).toContain('deleted by retention (journalRetentionHours 1)');
     const { retainedFrom } = refused.details as { retainedFrom: string };
     expect(Date.parse(retainedFrom)).toBeLessThanOrEqual(last.at);
-    for (const step of STEPS) expect((await stepUsersAsOf(database(), tenant, instanceId, step, last.at, now)).toArray()).toEqual(last.steps[step]);
+    // Every moment retention kept the moves since is answered, those before the checkpoints by turning them back.
+    const answerable = [...moments, ...recent].filter((moment) => moment.at >= Date.parse(retainedFrom));
+    expect(answerable.length).toBeGreaterThan(1);
+    for (const moment of answerable) {
+      expect((await countsAsOf(database(), tenant, instanceId, moment.at, now)).edges, `edges at ${at(moment.at)}`).toEqual(moment.edges);
+      for (const step of STEPS) {
+        expect((await stepUsersAsOf(database(), tenant, instanceId, step, moment.at, now)).toArray(), `${step} at ${at(moment.at)}`).toEqual(
+          moment.steps[step],
+        );
+      }
+    }
   });
 
   it('refuses a stopped instance (its users at stop are the snapshot)', async () => {

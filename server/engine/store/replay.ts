@@ -93,16 +93,54 @@ export function journalAfter(
 
 const until = (untilMs: number, bind: (value: unknown) => string) => (Number.isFinite(untilMs) ? ` AND "timeMs" <= ${bind(untilMs)}` : '');
 
-/** The time of the shard's last journal row at or before `seq` (null: none left), e.g. the newest move a checkpoint holds. */
-export async function lastMoveTime(database: Database, instanceId: string, partition: number, seq: number): Promise<number | null> {
+/**
+ * The time of each shard's last journal row at or before its seq (`seqs`: partition → seq, e.g. the newest move each
+ * checkpoint holds), in one statement; a partition with no row left is absent.
+ */
+export async function lastMoveTimes(database: Database, instanceId: string, seqs: Map<number, number>): Promise<Map<number, number>> {
+  if (seqs.size === 0) return new Map();
   const { params, bind } = database.dialect.parameters();
   const journal = database.dialect.table('Journal');
-  const [row] = await (await database.raw()).query<{ timeMs: unknown }>(
-    `SELECT ${database.dialect.numberColumn('timeMs')} FROM ${journal}
-     WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" <= ${bind(seq)} ORDER BY ${journal}."seq" DESC LIMIT 1`,
-    params,
+  const newest = [...seqs].map(
+    ([partition, seq], i) =>
+      `SELECT * FROM (SELECT "partition", ${database.dialect.numberColumn('timeMs')} FROM ${journal}
+       WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" <= ${bind(seq)} ORDER BY ${journal}."seq" DESC LIMIT 1) AS "p${i}"`,
   );
-  return row ? num(row.timeMs) : null;
+  const rows = await (await database.raw()).query<{ partition: unknown; timeMs: unknown }>(newest.join(' UNION ALL '), params);
+  return new Map(rows.map((row) => [num(row.partition), num(row.timeMs)]));
+}
+
+/** Rows read by the first page of a read back from a checkpoint: a moment an hour back is a few hundred rows a partition. */
+const FIRST_PAGE_BACK = 256;
+
+/**
+ * Hands the journal rows of one shard at or before `seq` that moved after `afterMs` to `visit`, newest first (a
+ * checkpoint turned back to an earlier moment, engine/rewind.ts). A shard's moves are made in seq order, so the read
+ * stops at its first row made by `afterMs`; its pages start small and grow fourfold up to PAGE_SIZE.
+ */
+export async function journalBackTo(
+  database: Database,
+  instanceId: string,
+  partition: number,
+  seq: number,
+  afterMs: number,
+  visit: (row: ReplayRow) => void,
+): Promise<void> {
+  const rawDb = await database.raw();
+  const journal = database.dialect.table('Journal');
+  let before = seq + 1;
+  const onRow = (row: ReplayRow) => {
+    before = row[SEQ];
+    visit(row);
+  };
+  const madeAfter = (row: ReplayRow) => row[TIME_MS] > afterMs;
+  for (let size = FIRST_PAGE_BACK; ; size = Math.min(size * 4, PAGE_SIZE)) {
+    const { params, bind } = database.dialect.parameters();
+    const rows = `FROM ${journal} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" < ${bind(before)}
+      ORDER BY ${journal}."seq" DESC LIMIT ${bind(size)}`;
+    const { read, cut } = await readPage(database, rawDb, rows, params, onRow, 'newest first', madeAfter);
+    if (cut || read < size) return;
+  }
 }
 
 /**
@@ -159,23 +197,54 @@ async function pages(
       after = row[SEQ];
       visit(row);
     };
-    const packed = database.dialect.packedRows(`SELECT ${PACKED_COLUMNS} ${rows}`, REPLAY_COLUMNS, 'seq');
-    const read = packed
-      ? await packedPage(database, rawDb, packed, params, onRow)
-      : await rawDb.each(`SELECT ${replayColumns(database)} ${rows}`, params, (row) => onRow(row as ReplayRow));
-    if (read < PAGE_SIZE) return;
+    if ((await readPage(database, rawDb, rows, params, onRow, 'oldest first')).read < PAGE_SIZE) return;
   }
 }
 
-/** A page read as one JSON text (`Dialect.packedRows`), then the bitmap of each of its bulk moves by its seq. */
-async function packedPage(database: Database, rawDb: RawDb, sql: string, params: unknown[], visit: (row: ReplayRow) => void): Promise<number> {
+/**
+ * The replay columns of the rows `rows` (a FROM … ORDER BY … LIMIT clause) selects, visited in `order` (that of the
+ * clause), up to the first row `wanted` refuses (`cut`: there was one); `read`: how many rows the page held.
+ */
+async function readPage(
+  database: Database,
+  rawDb: RawDb,
+  rows: string,
+  params: unknown[],
+  visit: (row: ReplayRow) => void,
+  order: 'oldest first' | 'newest first',
+  wanted: (row: ReplayRow) => boolean = () => true,
+): Promise<{ read: number; cut: boolean }> {
+  const packed = database.dialect.packedRows(`SELECT ${PACKED_COLUMNS} ${rows}`, REPLAY_COLUMNS, 'seq');
+  if (packed) return packedPage(database, rawDb, packed, params, visit, order, wanted);
+  let cut = false;
+  const read = await rawDb.each(`SELECT ${replayColumns(database)} ${rows}`, params, (row) => {
+    if (cut || !wanted(row as ReplayRow)) cut = true;
+    else visit(row as ReplayRow);
+  });
+  return { read, cut };
+}
+
+/** A page read as one JSON text (`Dialect.packedRows`), then the bitmap of each of its wanted bulk moves by its seq. */
+async function packedPage(
+  database: Database,
+  rawDb: RawDb,
+  sql: string,
+  params: unknown[],
+  visit: (row: ReplayRow) => void,
+  order: 'oldest first' | 'newest first',
+  wanted: (row: ReplayRow) => boolean,
+): Promise<{ read: number; cut: boolean }> {
   const [{ rows: packed }] = await rawDb.query<{ rows: string }>(sql, params);
-  const rows = JSON.parse(packed) as ReplayRow[];
+  // The packed array is in seq order whatever the page's order.
+  const read = JSON.parse(packed) as ReplayRow[];
+  if (order === 'newest first') read.reverse();
+  const end = read.findIndex((row) => !wanted(row));
+  const rows = end === -1 ? read : read.slice(0, end);
   const bitmapOf = `SELECT "bitmap" FROM ${database.dialect.table('Journal')} WHERE "seq" = ${database.dialect.parameters().bind(0)}`;
   for (const row of rows) {
     row[BITMAP] = (row[BITMAP] as unknown) === 1 ? (await rawDb.query<{ bitmap: Uint8Array }>(bitmapOf, [row[SEQ]]))[0].bitmap : null;
   }
   // Visited in one turn once every bitmap is there, as a page of rows read whole is.
   for (const row of rows) visit(row);
-  return rows.length;
+  return { read: read.length, cut: end !== -1 };
 }

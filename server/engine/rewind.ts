@@ -1,0 +1,93 @@
+// Rewinding a shard: a checkpoint made after a moment T turned back to T by undoing, newest first, its partition's
+// journal rows made after T (point-in-time reads, ./as-of.ts). A checkpoint is seconds old on a running instance, so
+// a moment an hour back costs the hour's rows, where the replay from the start (./recovery.ts `replayUntil`) costs
+// every row since the start, and it needs no row older than T (retention may have deleted those).
+//
+// Undoing a move of users from A to B takes them out of B and puts them back in A, and takes its edge (and entry) off
+// the counts. Undone newest first, each user's moves come back in the reverse of the order they were made, so the
+// step members are exactly those at T. What the rewound shard does not hold: timer state (delay and ttl buckets, cron
+// firings, which no read of a past moment uses: they are cleared) and the holdout group's members, kept as they are
+// now (a superset of those then, whose intersection with a step's users then is that of the group then, as every user
+// at a step then had entered by then; the group's entries are counted back).
+//
+// Single-user rows are undone as bitmaps, like the forward replay's: a run of consecutive rows in which no user
+// appears twice, grouped by (from, to), one bitmap operation per group.
+import { RoaringBitmap32 } from '../crowd/bitmap';
+import type { Database } from '../storage/database';
+import { heldOutUsers } from './holdout-bitmap';
+import type { WorkflowRuntime } from './runtime';
+import type { Shard } from './shard';
+import { BITMAP, COUNT, FROM_STEP, journalBackTo, type ReplayRow, TO_STEP, USER } from './store/replay';
+
+/**
+ * Turns each checkpoint shard (`seq`: the last journal seq it holds) back to `untilMs`: the journal rows of its
+ * partition at or before `seq` made after `untilMs` are undone. The shards change in place.
+ */
+export async function rewindTo(
+  database: Database,
+  bases: Map<number, { shard: Shard; seq: number }>,
+  untilMs: number,
+  workflow: WorkflowRuntime,
+): Promise<void> {
+  for (const [partition, { shard, seq }] of bases) {
+    const rewind = new Rewind(shard, workflow);
+    await journalBackTo(database, shard.instanceId, partition, seq, untilMs, (row) => rewind.add(row));
+    rewind.flush();
+    shard.delays.clear();
+    shard.ttls.clear();
+    shard.cronNext.clear();
+  }
+}
+
+interface UndoGroup {
+  from: string | null;
+  to: string;
+  users: number[];
+  count: number;
+}
+
+class Rewind {
+  private readonly runUsers = new Set<number>();
+  private readonly groups = new Map<string, UndoGroup>();
+
+  constructor(
+    private readonly shard: Shard,
+    private readonly workflow: WorkflowRuntime,
+  ) {}
+
+  /** The next row, newest first. */
+  add(row: ReplayRow): void {
+    const bitmap = row[BITMAP];
+    if (bitmap) {
+      this.flush();
+      this.undo(row[FROM_STEP], row[TO_STEP], RoaringBitmap32.deserialize(bitmap, 'portable'), row[COUNT]);
+      return;
+    }
+    const user = row[USER]!;
+    if (this.runUsers.has(user)) this.flush();
+    this.runUsers.add(user);
+    const key = `${row[FROM_STEP] ?? ''}\u0000${row[FROM_STEP] === null ? 0 : 1}\u0000${row[TO_STEP]}`;
+    let group = this.groups.get(key);
+    if (!group) this.groups.set(key, (group = { from: row[FROM_STEP], to: row[TO_STEP], users: [], count: 0 }));
+    group.users.push(user);
+    group.count += row[COUNT];
+  }
+
+  flush(): void {
+    for (const g of this.groups.values()) this.undo(g.from, g.to, RoaringBitmap32.from(g.users), g.count);
+    this.groups.clear();
+    this.runUsers.clear();
+  }
+
+  private undo(from: string | null, to: string, users: RoaringBitmap32, count: number): void {
+    const shard = this.shard;
+    shard.step(to).andNotInPlace(users);
+    if (from !== null) shard.step(from).orInPlace(users);
+    shard.countEdge(from, to, -count);
+    // An edge first taken after the moment was not there then (the engine's counts have no zero edges).
+    if (from !== null && shard.edges.get(`${from}->${to}`) === 0) shard.edges.delete(`${from}->${to}`);
+    if (!this.workflow.isEntry(from, to)) return;
+    shard.entered -= count;
+    if (this.workflow.holdout) shard.holdoutEntered -= heldOutUsers(this.workflow.holdout, users).size;
+  }
+}
