@@ -7,7 +7,7 @@ const logic = (
   'browser-shared-imports conditions-profile-index conditions-regex conditions cron-memo docs-links duration-cron-bounds engine-liveness ' +
   'fair-turns holdout-lift ' +
   'error-response local-time-zones log-codec loop-clock names partition-split plan-memory portable-contains ' +
-  'problem-words profile-import-stream profile-index-model rule-builder shard-rows step-export-name studio-editing ' +
+  'problem-words profile-import-stream profile-index-model route-context rule-builder shard-rows step-export-name studio-editing ' +
   'table-format timer-period wakeup workflow-validation'
 )
   .split(' ')

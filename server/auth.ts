@@ -135,8 +135,3 @@ function noteKeyUse(db: Db, keyId: string, now = Date.now()): void {
     .updateMany({ where: { id: keyId }, data: { lastUsedAt: new Date(now) } })
     .catch((error: unknown) => console.error('[crowdflow] could not record an API key use', error));
 }
-
-export async function requireAdmin(request: Request): Promise<void> {
-  const principal = await authenticate(request);
-  if (principal.kind !== 'admin') throw new AppError('forbidden', 'This call needs the admin token');
-}

@@ -1,7 +1,6 @@
 import { crowdView, uploadCrowd } from '../crowd';
-import { tenantFromRequest } from '../tenants/tenants';
-import { json, route } from './respond';
-import { database } from '../storage/database';
+import { json } from './respond';
+import { tenantRoute } from './request-context';
 
 // POST/PUT /api/v1/tenants/{tenant}/crowds/{name}: served by the route file and by server/http/http-server.ts alike.
 // Our server hands these requests their body as the socket's own chunks, read as the parser asks for them; through
@@ -11,15 +10,13 @@ import { database } from '../storage/database';
 type Params = { tenant: string; name: string };
 
 /** Upload a new crowd; 409 when the name is taken. */
-export const postCrowd = route<Params>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  const { crowd } = await uploadCrowd(database(), request, tenant.id, params.name, 'create');
+export const postCrowd = tenantRoute<Params>(async ({ tenant, request, database }, params) => {
+  const { crowd } = await uploadCrowd(database, request, tenant.id, params.name, 'create');
   return json(crowdView(crowd), 201);
 });
 
 /** Upload a crowd, replacing the one of that name atomically if there is one. */
-export const putCrowd = route<Params>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  const { crowd, created } = await uploadCrowd(database(), request, tenant.id, params.name, 'replace');
+export const putCrowd = tenantRoute<Params>(async ({ tenant, request, database }, params) => {
+  const { crowd, created } = await uploadCrowd(database, request, tenant.id, params.name, 'replace');
   return json(crowdView(crowd), created ? 201 : 200);
 });

@@ -1,8 +1,7 @@
-import { getEngine } from '../engine';
 import { ImportQuery, importFormat } from '../profiles/import';
 import { parseColumnTypes } from '../profiles/import-parse';
-import { tenantFromRequest } from '../tenants/tenants';
-import { json, queryParams, route } from './respond';
+import { json, queryParams } from './respond';
+import { tenantRoute } from './request-context';
 
 /**
  * POST /api/v1/tenants/{tenant}/profiles/import — served by the route file and by server/http/http-server.ts alike:
@@ -11,11 +10,10 @@ import { json, queryParams, route } from './respond';
  * Streamed bulk import (NDJSON or CSV with a header), merged like the upsert route, committed in chunks — by the
  * engine, which holds the profile index: with an engine thread this thread only passes the body's bytes on.
  */
-export const postProfileImport = route<{ tenant: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
+export const postProfileImport = tenantRoute<{ tenant: string }>(async ({ tenant, request, engine }) => {
   // The query is checked before the body's type, so a bad `types` or an unknown parameter is named as such.
   const { types = null } = queryParams(request, ImportQuery);
   parseColumnTypes(types);
   const format = importFormat(request.headers.get('content-type'));
-  return json(await getEngine().profiles.importProfiles(tenant.id, request.body, format, types));
+  return json(await engine.profiles.importProfiles(tenant.id, request.body, format, types));
 });

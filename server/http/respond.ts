@@ -70,7 +70,7 @@ export function errorResponse(error: unknown): Response {
   return json({ error: { code: 'internal', message: 'Internal error' } }, 500);
 }
 
-type Params = Record<string, string | string[]>;
+export type Params = Record<string, string | string[]>;
 type Context = { params: Promise<Params> };
 type Handler<P extends Params> = (request: Request, params: P) => Promise<Response>;
 

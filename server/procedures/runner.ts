@@ -274,8 +274,3 @@ class DurableProcedureRunner implements ProcedureRunner {
 export function createProcedureRunner(database: Database, options: ProcedureRunnerOptions = {}): ProcedureRunner {
   return new DurableProcedureRunner(database, options);
 }
-
-/** The registered app's runner (started by server/boot.ts; procedure types may register before or after). */
-export function getProcedureRunner(): ProcedureRunner {
-  return app().runner;
-}

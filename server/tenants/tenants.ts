@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { apiKeys, authenticate, hashKey, newApiKeySecret, type Principal } from '../auth';
+import { apiKeys, hashKey, newApiKeySecret, type Principal } from '../auth';
 import { lookupCache } from '../lookup-cache';
 import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { NAME_KINDS, nameSchema } from '../model/names';
-import { database as processDatabase, type Database } from '../storage/database';
+import type { Database } from '../storage/database';
 import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
 import { notifyTenantDeleted } from './changes';
 import { dropProfileIndex } from '../profiles/index-store';
@@ -84,11 +84,6 @@ async function lookupTenant({ db }: Database, ref: string): Promise<Tenant | nul
   const tenant = await db.tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } });
   if (tenant) tenantsByRef().set(ref, tenant);
   return tenant;
-}
-
-/** Authenticates the request and resolves the tenant it may act on: an edge, like the route handlers that call it. */
-export async function tenantFromRequest(request: Request, ref: string): Promise<Tenant> {
-  return findTenant(processDatabase(), await authenticate(request), ref);
 }
 
 export function tenantView(tenant: Tenant): TenantView {

@@ -1,9 +1,7 @@
-import { requireAdmin } from '@/server/auth';
-import { json, queryParams, route } from '@/server/http/respond';
+import { json, queryParams } from '@/server/http/respond';
 import { AuditQuery, listAudit } from '@/server/security/audit';
-import { database } from '@/server/storage/database';
+import { adminRoute } from '@/server/http/request-context';
 
-export const GET = route(async (request) => {
-  await requireAdmin(request);
-  return json(await listAudit(database(), queryParams(request, AuditQuery)));
+export const GET = adminRoute(async ({ request, database }) => {
+  return json(await listAudit(database, queryParams(request, AuditQuery)));
 });

@@ -1,10 +1,9 @@
-import { authenticate } from '@/server/auth';
 import { callerTenant } from '@/server/tenants/tenants';
 import { listConsumers, TenantQuery } from '@/server/notifications/notifications';
-import { json, queryParams, route } from '@/server/http/respond';
-import { database } from '@/server/storage/database';
+import { json, queryParams } from '@/server/http/respond';
+import { callerRoute } from '@/server/http/request-context';
 
-export const GET = route(async (request) => {
-  const tenant = await callerTenant(database(), await authenticate(request), queryParams(request, TenantQuery).tenant);
-  return json({ consumers: await listConsumers(database(), tenant.id) });
+export const GET = callerRoute(async ({ request, principal, database }) => {
+  const tenant = await callerTenant(database, principal, queryParams(request, TenantQuery).tenant);
+  return json({ consumers: await listConsumers(database, tenant.id) });
 });

@@ -1,11 +1,10 @@
-import { authenticate } from '@/server/auth';
 import { callerTenant } from '@/server/tenants/tenants';
 import { NotificationsQuery, readNotifications } from '@/server/notifications/notifications';
-import { json, queryParams, route } from '@/server/http/respond';
-import { database } from '@/server/storage/database';
+import { json, queryParams } from '@/server/http/respond';
+import { callerRoute } from '@/server/http/request-context';
 
-export const GET = route(async (request) => {
+export const GET = callerRoute(async ({ request, principal, database }) => {
   const query = queryParams(request, NotificationsQuery);
-  const tenant = await callerTenant(database(), await authenticate(request), query.tenant);
-  return json(await readNotifications(database(), tenant.id, query.after, query.limit));
+  const tenant = await callerTenant(database, principal, query.tenant);
+  return json(await readNotifications(database, tenant.id, query.after, query.limit));
 });

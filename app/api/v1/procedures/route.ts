@@ -1,9 +1,7 @@
-import { authenticate } from '@/server/auth';
-import { json, queryParams, route } from '@/server/http/respond';
+import { json, queryParams } from '@/server/http/respond';
 import { ListProceduresQuery, listProcedures } from '@/server/procedures/api';
-import { database } from '@/server/storage/database';
+import { callerRoute } from '@/server/http/request-context';
 
-export const GET = route(async (request) => {
-  const principal = await authenticate(request);
-  return json(await listProcedures(database(), principal, queryParams(request, ListProceduresQuery)));
+export const GET = callerRoute(async ({ request, principal, database }) => {
+  return json(await listProcedures(database, principal, queryParams(request, ListProceduresQuery)));
 });

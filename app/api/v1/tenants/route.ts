@@ -1,15 +1,11 @@
-import { authenticate } from '@/server/auth';
-import { json, readJson, route } from '@/server/http/respond';
-import { audit } from '@/server/security/audit';
-import { assertAdmin, createTenant, CreateTenantBody, listTenants } from '@/server/tenants/tenants';
-import { database } from '@/server/storage/database';
+import { json, readJson } from '@/server/http/respond';
+import { createTenant, CreateTenantBody, listTenants } from '@/server/tenants/tenants';
+import { adminRoute, callerRoute } from '@/server/http/request-context';
 
-export const GET = route(async (request) => json({ tenants: await listTenants(database(), await authenticate(request)) }));
+export const GET = callerRoute(async ({ principal, database }) => json({ tenants: await listTenants(database, principal) }));
 
-export const POST = route(async (request) => {
-  const principal = await authenticate(request);
-  assertAdmin(principal);
-  const tenant = await createTenant(database(), await readJson(request, CreateTenantBody));
-  await audit(database(), principal, 'tenant.create', { tenantId: tenant.id, target: tenant.name, details: { partitions: tenant.partitions } });
+export const POST = adminRoute(async ({ request, database, audit }) => {
+  const tenant = await createTenant(database, await readJson(request, CreateTenantBody));
+  await audit('tenant.create', { tenantId: tenant.id, target: tenant.name, details: { partitions: tenant.partitions } });
   return json(tenant, 201);
 });

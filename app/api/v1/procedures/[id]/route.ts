@@ -1,11 +1,8 @@
-import { authenticate } from '@/server/auth';
-import { json, queryParams, route } from '@/server/http/respond';
+import { json, queryParams } from '@/server/http/respond';
 import { getProcedure, WaitQuery } from '@/server/procedures/api';
-import { getProcedureRunner } from '@/server/procedures/runner';
-import { database } from '@/server/storage/database';
+import { callerRoute } from '@/server/http/request-context';
 
-export const GET = route<{ id: string }>(async (request, { id }) => {
-  const principal = await authenticate(request);
+export const GET = callerRoute<{ id: string }>(async ({ request, principal, database, runner }, { id }) => {
   const { wait } = queryParams(request, WaitQuery);
-  return json(await getProcedure(database(), getProcedureRunner(), principal, id, wait));
+  return json(await getProcedure(database, runner, principal, id, wait));
 });

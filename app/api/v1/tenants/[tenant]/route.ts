@@ -1,16 +1,11 @@
-import { authenticate } from '@/server/auth';
-import { json, route } from '@/server/http/respond';
-import { audit } from '@/server/security/audit';
-import { assertAdmin, deleteTenant, findTenant, tenantFromRequest, tenantView } from '@/server/tenants/tenants';
-import { database } from '@/server/storage/database';
+import { json } from '@/server/http/respond';
+import { deleteTenant, tenantView } from '@/server/tenants/tenants';
+import { adminTenantRoute, tenantRoute } from '@/server/http/request-context';
 
-export const GET = route<{ tenant: string }>(async (request, { tenant }) => json(tenantView(await tenantFromRequest(request, tenant))));
+export const GET = tenantRoute<{ tenant: string }>(async ({ tenant }) => json(tenantView(tenant)));
 
-export const DELETE = route<{ tenant: string }>(async (request, { tenant }) => {
-  const principal = await authenticate(request);
-  assertAdmin(principal);
-  const found = await findTenant(database(), principal, tenant);
-  await deleteTenant(database(), found);
-  await audit(database(), principal, 'tenant.delete', { tenantId: found.id, target: found.name });
+export const DELETE = adminTenantRoute<{ tenant: string }>(async ({ tenant, database, audit }) => {
+  await deleteTenant(database, tenant);
+  await audit('tenant.delete', { target: tenant.name });
   return new Response(null, { status: 204 });
 });

@@ -1,13 +1,9 @@
-import { authenticate } from '@/server/auth';
-import { json, route } from '@/server/http/respond';
+import { json } from '@/server/http/respond';
 import { retryProcedure } from '@/server/procedures/api';
-import { getProcedureRunner } from '@/server/procedures/runner';
-import { audit } from '@/server/security/audit';
-import { database } from '@/server/storage/database';
+import { callerRoute } from '@/server/http/request-context';
 
-export const POST = route<{ id: string }>(async (request, { id }) => {
-  const principal = await authenticate(request);
-  const retried = await retryProcedure(database(), getProcedureRunner(), principal, id);
-  await audit(database(), principal, 'procedure.retry', { tenantId: retried.tenantId, target: id });
+export const POST = callerRoute<{ id: string }>(async ({ principal, database, runner, audit }, { id }) => {
+  const retried = await retryProcedure(database, runner, principal, id);
+  await audit('procedure.retry', { tenantId: retried.tenantId, target: id });
   return json(retried);
 });

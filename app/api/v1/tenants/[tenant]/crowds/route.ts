@@ -1,9 +1,7 @@
 import { crowdView, listCrowds } from '@/server/crowd';
-import { json, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
-import { database } from '@/server/storage/database';
+import { json } from '@/server/http/respond';
+import { tenantRoute } from '@/server/http/request-context';
 
-export const GET = route<{ tenant: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  return json({ crowds: (await listCrowds(database(), tenant.id)).map(crowdView) });
+export const GET = tenantRoute<{ tenant: string }>(async ({ tenant, database }) => {
+  return json({ crowds: (await listCrowds(database, tenant.id)).map(crowdView) });
 });

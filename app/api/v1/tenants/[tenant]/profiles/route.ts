@@ -1,13 +1,10 @@
-import { json, readJson, route } from '@/server/http/respond';
-import { getEngine } from '@/server/engine';
+import { json, readJson } from '@/server/http/respond';
 import { refuseAttributesPastLimit, UpsertProfilesBody } from '@/server/profiles/profiles';
-import { database } from '@/server/storage/database';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { tenantRoute } from '@/server/http/request-context';
 
 /** Bulk upsert: merges each `{user, attributes}` into the stored profile (JSON Merge Patch), all or nothing. */
-export const POST = route<{ tenant: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
+export const POST = tenantRoute<{ tenant: string }>(async ({ tenant, request, database, engine }) => {
   const items = await readJson(request, UpsertProfilesBody);
-  await refuseAttributesPastLimit(database(), tenant.id, items);
-  return json(await getEngine().profiles.upsertProfiles(tenant.id, items));
+  await refuseAttributesPastLimit(database, tenant.id, items);
+  return json(await engine.profiles.upsertProfiles(tenant.id, items));
 });

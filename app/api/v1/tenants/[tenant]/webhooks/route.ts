@@ -1,23 +1,16 @@
-import { authenticate } from '@/server/auth';
-import { json, readJson, route } from '@/server/http/respond';
-import { audit } from '@/server/security/audit';
-import { findTenant, tenantFromRequest } from '@/server/tenants/tenants';
+import { json, readJson } from '@/server/http/respond';
 import { createDestination, CreateDestinationBody, listDestinations } from '@/server/webhooks/destinations';
-import { database } from '@/server/storage/database';
+import { tenantRoute } from '@/server/http/request-context';
 
-export const GET = route<{ tenant: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  return json({ destinations: await listDestinations(database(), tenant.id) });
+export const GET = tenantRoute<{ tenant: string }>(async ({ tenant, database }) => {
+  return json({ destinations: await listDestinations(database, tenant.id) });
 });
 
 /** 201 with the destination; `secret` only when it was generated (shown this once). */
-export const POST = route<{ tenant: string }>(async (request, params) => {
-  const principal = await authenticate(request);
-  const tenant = await findTenant(database(), principal, params.tenant);
+export const POST = tenantRoute<{ tenant: string }>(async ({ tenant, request, database, audit }) => {
   const body = await readJson(request, CreateDestinationBody);
-  const { destination, secret } = await createDestination(database(), tenant.id, body, Date.now());
-  await audit(database(), principal, 'webhook.create', {
-    tenantId: tenant.id,
+  const { destination, secret } = await createDestination(database, tenant.id, body, Date.now());
+  await audit('webhook.create', {
     target: destination.name,
     details: { url: destination.url, allNotifications: destination.allNotifications },
   });

@@ -1,13 +1,11 @@
-import { json, readJson, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { json, readJson } from '@/server/http/respond';
 import { createWorkflow, CreateWorkflowRequest, listWorkflows, WORKFLOW_BODY_LIMIT } from '@/server/workflows/workflows';
-import { database } from '@/server/storage/database';
+import { tenantRoute } from '@/server/http/request-context';
 
 type Params = { tenant: string };
 
-export const GET = route<Params>(async (request, { tenant }) => json({ workflows: await listWorkflows(database(), await tenantFromRequest(request, tenant)) }));
+export const GET = tenantRoute<Params>(async ({ tenant, database }) => json({ workflows: await listWorkflows(database, tenant) }));
 
-export const POST = route<Params>(async (request, { tenant }) => {
-  const owner = await tenantFromRequest(request, tenant);
-  return json(await createWorkflow(database(), owner, await readJson(request, CreateWorkflowRequest, WORKFLOW_BODY_LIMIT)), 201);
+export const POST = tenantRoute<Params>(async ({ tenant, request, database }) => {
+  return json(await createWorkflow(database, tenant, await readJson(request, CreateWorkflowRequest, WORKFLOW_BODY_LIMIT)), 201);
 });

@@ -1,8 +1,6 @@
-import { getEngine } from '@/server/engine';
-import { json, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { json } from '@/server/http/respond';
+import { tenantRoute } from '@/server/http/request-context';
 
-export const GET = route<{ tenant: string; iid: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  return json(await getEngine().getInstance(tenant.id, params.iid));
+export const GET = tenantRoute<{ tenant: string; iid: string }>(async ({ tenant, engine }, params) => {
+  return json(await engine.getInstance(tenant.id, params.iid));
 });

@@ -1,10 +1,8 @@
-import { getEngine } from '@/server/engine';
 import { UserParams } from '@/server/http/engine-api';
-import { json, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { json } from '@/server/http/respond';
+import { tenantRoute } from '@/server/http/request-context';
 
-export const GET = route<{ tenant: string; user: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
+export const GET = tenantRoute<{ tenant: string; user: string }>(async ({ tenant, engine }, params) => {
   const { user } = UserParams.parse({ user: params.user });
-  return json(await getEngine().whereIsUser(tenant.id, user));
+  return json(await engine.whereIsUser(tenant.id, user));
 });

@@ -1,18 +1,16 @@
-import { json, readJson, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { json, readJson } from '@/server/http/respond';
 import { deleteWorkflow, getWorkflow, updateWorkflow, UpdateWorkflowRequest, WORKFLOW_BODY_LIMIT } from '@/server/workflows/workflows';
-import { database } from '@/server/storage/database';
+import { tenantRoute } from '@/server/http/request-context';
 
 type Params = { tenant: string; id: string };
 
-export const GET = route<Params>(async (request, { tenant, id }) => json(await getWorkflow(database(), await tenantFromRequest(request, tenant), id)));
+export const GET = tenantRoute<Params>(async ({ tenant, database }, { id }) => json(await getWorkflow(database, tenant, id)));
 
-export const PUT = route<Params>(async (request, { tenant, id }) => {
-  const owner = await tenantFromRequest(request, tenant);
-  return json(await updateWorkflow(database(), owner, id, await readJson(request, UpdateWorkflowRequest, WORKFLOW_BODY_LIMIT)));
+export const PUT = tenantRoute<Params>(async ({ tenant, request, database }, { id }) => {
+  return json(await updateWorkflow(database, tenant, id, await readJson(request, UpdateWorkflowRequest, WORKFLOW_BODY_LIMIT)));
 });
 
-export const DELETE = route<Params>(async (request, { tenant, id }) => {
-  await deleteWorkflow(database(), await tenantFromRequest(request, tenant), id);
+export const DELETE = tenantRoute<Params>(async ({ tenant, database }, { id }) => {
+  await deleteWorkflow(database, tenant, id);
   return new Response(null, { status: 204 });
 });

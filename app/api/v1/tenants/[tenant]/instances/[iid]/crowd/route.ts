@@ -1,16 +1,10 @@
-import { authenticate } from '@/server/auth';
-import { getEngine } from '@/server/engine';
 import { UpdateCrowdBody } from '@/server/http/engine-api';
-import { json, readJson, route } from '@/server/http/respond';
-import { audit } from '@/server/security/audit';
-import { findTenant } from '@/server/tenants/tenants';
-import { database } from '@/server/storage/database';
+import { json, readJson } from '@/server/http/respond';
+import { tenantRoute } from '@/server/http/request-context';
 
-export const POST = route<{ tenant: string; iid: string }>(async (request, params) => {
-  const principal = await authenticate(request);
-  const tenant = await findTenant(database(), principal, params.tenant);
+export const POST = tenantRoute<{ tenant: string; iid: string }>(async ({ tenant, request, engine, audit }, params) => {
   const body = await readJson(request, UpdateCrowdBody);
-  const updating = await getEngine().updateInstanceCrowd(tenant.id, params.iid, body);
-  await audit(database(), principal, 'instance.update_crowd', { tenantId: tenant.id, target: params.iid, details: body });
+  const updating = await engine.updateInstanceCrowd(tenant.id, params.iid, body);
+  await audit('instance.update_crowd', { target: params.iid, details: body });
   return json(updating, 202);
 });

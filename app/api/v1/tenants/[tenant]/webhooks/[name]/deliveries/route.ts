@@ -1,13 +1,9 @@
-import { authenticate } from '@/server/auth';
-import { json, queryParams, route } from '@/server/http/respond';
-import { findTenant } from '@/server/tenants/tenants';
+import { json, queryParams } from '@/server/http/respond';
 import { DeliveryListQuery, listDeliveries } from '@/server/webhooks/deliveries';
 import { DestinationParams } from '@/server/webhooks/destinations';
-import { database } from '@/server/storage/database';
+import { tenantRoute } from '@/server/http/request-context';
 
-export const GET = route<{ tenant: string; name: string }>(async (request, params) => {
-  const principal = await authenticate(request);
-  const tenant = await findTenant(database(), principal, params.tenant);
+export const GET = tenantRoute<{ tenant: string; name: string }>(async ({ tenant, request, principal, database }, params) => {
   const query = queryParams(request, DeliveryListQuery);
-  return json(await listDeliveries(database(), tenant.id, DestinationParams.parse(params).name, query, { admin: principal.kind === 'admin' }));
+  return json(await listDeliveries(database, tenant.id, DestinationParams.parse(params).name, query, { admin: principal.kind === 'admin' }));
 });

@@ -1,8 +1,5 @@
-import { json, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { json } from '@/server/http/respond';
+import { tenantRoute } from '@/server/http/request-context';
 import { listVersions } from '@/server/workflows/workflows';
-import { database } from '@/server/storage/database';
 
-export const GET = route<{ tenant: string; id: string }>(async (request, { tenant, id }) =>
-  json(await listVersions(database(), await tenantFromRequest(request, tenant), id)),
-);
+export const GET = tenantRoute<{ tenant: string; id: string }>(async ({ tenant, database }, { id }) => json(await listVersions(database, tenant, id)));

@@ -1,10 +1,8 @@
 import { countsHistory } from '@/server/engine';
 import { CountsHistoryQuery } from '@/server/http/engine-api';
-import { json, queryParams, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
-import { database } from '@/server/storage/database';
+import { json, queryParams } from '@/server/http/respond';
+import { tenantRoute } from '@/server/http/request-context';
 
-export const GET = route<{ tenant: string; iid: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
-  return json(await countsHistory(database(), tenant.id, params.iid, queryParams(request, CountsHistoryQuery)));
+export const GET = tenantRoute<{ tenant: string; iid: string }>(async ({ tenant, request, database }, params) => {
+  return json(await countsHistory(database, tenant.id, params.iid, queryParams(request, CountsHistoryQuery)));
 });

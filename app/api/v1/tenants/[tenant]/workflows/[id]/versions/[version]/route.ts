@@ -1,16 +1,14 @@
 import { AppError } from '@/server/errors';
 import { json, route } from '@/server/http/respond';
-import { tenantFromRequest } from '@/server/tenants/tenants';
 import { getVersion, VersionParam } from '@/server/workflows/workflows';
-import { database } from '@/server/storage/database';
+import { tenantRoute } from '@/server/http/request-context';
 
 type Params = { tenant: string; id: string; version: string };
 
-export const GET = route<Params>(async (request, { tenant, id, version }) => {
-  const owner = await tenantFromRequest(request, tenant);
+export const GET = tenantRoute<Params>(async ({ tenant, database }, { id, version }) => {
   const number = VersionParam.safeParse(version);
   if (!number.success) throw new AppError('validation_failed', `version: "${version}" is not a version number; versions are whole numbers from 1`);
-  return json(await getVersion(database(), owner, id, Number(number.data)));
+  return json(await getVersion(database, tenant, id, Number(number.data)));
 });
 
 // Versions are immutable: every save of a workflow makes a new one.

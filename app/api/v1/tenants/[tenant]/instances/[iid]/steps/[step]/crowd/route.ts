@@ -1,14 +1,11 @@
 import { crowdView } from '@/server/crowd';
-import { getEngine } from '@/server/engine';
-import { json, readJson, route } from '@/server/http/respond';
-import { database } from '@/server/storage/database';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { json, readJson } from '@/server/http/respond';
 import { saveStepCrowd, StepCrowdBody } from '@/server/workflows/step-crowd';
+import { tenantRoute } from '@/server/http/request-context';
 
 /** The users at a step (or converted from it) as a new crowd. */
-export const POST = route<{ tenant: string; iid: string; step: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
+export const POST = tenantRoute<{ tenant: string; iid: string; step: string }>(async ({ tenant, request, database, engine }, params) => {
   const body = await readJson(request, StepCrowdBody);
-  const crowd = await saveStepCrowd(getEngine(), database(), tenant, params.iid, params.step, body);
+  const crowd = await saveStepCrowd(engine, database, tenant, params.iid, params.step, body);
   return json(crowdView(crowd), 201);
 });

@@ -1,12 +1,9 @@
-import { getEngine } from '@/server/engine';
 import { StepExportQuery } from '@/server/http/engine-api';
-import { queryParams, route } from '@/server/http/respond';
-import { database } from '@/server/storage/database';
-import { tenantFromRequest } from '@/server/tenants/tenants';
+import { queryParams } from '@/server/http/respond';
 import { stepExportResponse } from '@/server/workflows/step-export';
+import { tenantRoute } from '@/server/http/request-context';
 
-export const GET = route<{ tenant: string; iid: string; step: string }>(async (request, params) => {
-  const tenant = await tenantFromRequest(request, params.tenant);
+export const GET = tenantRoute<{ tenant: string; iid: string; step: string }>(async ({ tenant, request, database, engine }, params) => {
   const query = queryParams(request, StepExportQuery);
-  return stepExportResponse(getEngine(), database(), tenant, { instanceId: params.iid, step: params.step, ...query }, Date.now());
+  return stepExportResponse(engine, database, tenant, { instanceId: params.iid, step: params.step, ...query }, Date.now());
 });

@@ -1,0 +1,90 @@
+// The per-request context: who calls, on which tenant, and the app's parts a handler hands to server/, built once per
+// request by the route wrapper instead of by each handler. A handler says what it needs by the wrapper it uses, so a
+// route cannot forget to authenticate, and the order of the refusals is the same everywhere: credentials (401), key
+// scope and rate (403, 429: authenticate), the admin check (403), then the tenant named in the path (404).
+import { app } from '../app';
+import { authenticate, type Principal } from '../auth';
+import type { Clock } from '../clock';
+import type { EngineHandle } from '../engine/handle';
+import type { ProcedureRunner } from '../procedures/types';
+import { audit, type AuditAction } from '../security/audit';
+import type { Database } from '../storage/database';
+import { assertAdmin, findTenant, type Tenant } from '../tenants/tenants';
+import { route, type Params } from './respond';
+
+/** What an authenticated handler is handed. */
+export interface Caller {
+  readonly request: Request;
+  readonly principal: Principal;
+  readonly database: Database;
+  /** The app's engine (a route of an app built without one fails when it asks). */
+  readonly engine: EngineHandle;
+  readonly runner: ProcedureRunner;
+  /** The clock the app's loops wait on and the engine stamps moves with. */
+  readonly clock: Clock;
+  /** Records what the caller did, after it succeeded (server/security/audit.ts). */
+  audit(action: AuditAction, what: { tenantId?: string | null; target: string; details?: unknown }): Promise<void>;
+}
+
+/** What a handler of a `/tenants/{tenant}/…` route is handed: the caller and the tenant it may act on. */
+export interface TenantCaller extends Caller {
+  readonly tenant: Tenant;
+  /** Records what the caller did to this tenant. */
+  audit(action: AuditAction, what: { target: string; details?: unknown }): Promise<void>;
+}
+
+type CallerHandler<P extends Params> = (caller: Caller, params: P) => Promise<Response>;
+type TenantHandler<P extends Params & { tenant: string }> = (caller: TenantCaller, params: P) => Promise<Response>;
+
+function callerOf(request: Request, principal: Principal): Caller {
+  const built = app();
+  return {
+    request,
+    principal,
+    database: built.database,
+    get engine() {
+      if (!built.engine) throw new Error('This app has no engine (built with engine: none)');
+      return built.engine;
+    },
+    runner: built.runner,
+    clock: built.clock,
+    audit: (action, what) => audit(built.database, principal, action, what),
+  };
+}
+
+async function tenantCallerOf(request: Request, principal: Principal, ref: string): Promise<TenantCaller> {
+  const caller = callerOf(request, principal);
+  const tenant = await findTenant(caller.database, principal, ref);
+  return Object.assign(caller, {
+    tenant,
+    audit: (action: AuditAction, what: { target: string; details?: unknown }) => audit(caller.database, principal, action, { tenantId: tenant.id, ...what }),
+  });
+}
+
+/** A route any authenticated caller may use (an API key within its scopes, or the admin). */
+export function callerRoute<P extends Params = Params>(handler: CallerHandler<P>) {
+  return route<P>(async (request, params) => handler(callerOf(request, await authenticate(request)), params));
+}
+
+/** A route only the admin (token or studio session) may use. */
+export function adminRoute<P extends Params = Params>(handler: CallerHandler<P>) {
+  return route<P>(async (request, params) => {
+    const principal = await authenticate(request);
+    assertAdmin(principal);
+    return handler(callerOf(request, principal), params);
+  });
+}
+
+/** A route on the tenant the path names: the admin may name any, an API key only its own (another is a 404). */
+export function tenantRoute<P extends Params & { tenant: string }>(handler: TenantHandler<P>) {
+  return route<P>(async (request, params) => handler(await tenantCallerOf(request, await authenticate(request), params.tenant), params));
+}
+
+/** A route on the tenant the path names that only the admin may use. */
+export function adminTenantRoute<P extends Params & { tenant: string }>(handler: TenantHandler<P>) {
+  return route<P>(async (request, params) => {
+    const principal = await authenticate(request);
+    assertAdmin(principal);
+    return handler(await tenantCallerOf(request, principal, params.tenant), params);
+  });
+}
