@@ -123,12 +123,11 @@ describe('ad hoc queries have a deadline', () => {
     const slow = api('POST', `/tenants/${costly.name}/audience`, { token: costly.key, body: { condition, crowd: 'everyone' } }).finally(() => {
       answered = true;
     });
-    const meanwhile: number[] = [];
+    let answeredMeanwhile = 0;
     while (!answered) {
-      const asked = performance.now();
       const quick = await api('POST', `/tenants/${other.name}/audience`, { token: other.key, body: { condition: 'user == 7' } });
       expect(quick.status).toBe(200);
-      if (!answered) meanwhile.push(performance.now() - asked);
+      if (!answered) answeredMeanwhile += 1;
     }
     const result = await slow;
     const elapsed = performance.now() - started;
@@ -136,11 +135,10 @@ describe('ad hoc queries have a deadline', () => {
     expect(result.body.error.code).toBe('query_deadline');
     expect(result.body.error.message).toMatch(/deadline of 2,000 ms \([\d,]+ of 100,000 users evaluated\)/);
     expect(result.body.error.details).toEqual({ deadlineMs: 2_000 });
-    // 2 s of evaluation, plus request handling on a busy 2-core machine; without the deadline it runs for half an hour.
+    // Cancelled at the deadline (without it the evaluation runs for half an hour, past the test's timeout).
     expect(elapsed).toBeGreaterThanOrEqual(2_000);
-    expect(elapsed).toBeLessThan(15_000);
-    // The engine thread took other calls between evaluations: without the yields each would wait for the deadline.
-    expect(meanwhile.length).toBeGreaterThanOrEqual(3);
-    expect(Math.max(...meanwhile.slice(1))).toBeLessThan(1_000);
+    // The engine thread took other calls between evaluations: without the yields every call after the first would wait
+    // for the deadline and be answered after the costly one, so none of them would count here.
+    expect(answeredMeanwhile).toBeGreaterThanOrEqual(3);
   });
 });

@@ -1,6 +1,7 @@
-// The one wait of tests that watch a real server or process (API, e2e and cluster tests), which cannot move its clock:
-// asks again until the answer is the one expected, then returns it. Unit tests move a ManualClock and await the loop
-// instead (server/clock.ts). Inside a test body an assertion may use expect.poll instead; this also works in hooks,
+// The one wait of tests that watch what another thread or process does on its own schedule (a real server in API, e2e
+// and cluster tests; the engine thread, a child process, PostgreSQL or a runner polling real time in unit tests), whose
+// clock they cannot move: asks again until the answer is the one expected, then returns it. Where a loop runs on an
+// injected clock, tests move a ManualClock and await the loop instead (server/clock.ts). Inside a test body an assertion may use expect.poll instead; this also works in hooks,
 // where expect.poll is not allowed, and when the value is needed afterwards.
 
 export type WaitOptions = {

@@ -12,6 +12,7 @@ import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
+import { waitFor } from '../helpers/wait-for';
 
 /**
  * A start over this many users held the request thread for 2.5 s when the engine shared it; how long the request
@@ -62,16 +63,9 @@ async function settled(submitted: Promise<{ procedureId: string; instanceId: str
   return instanceId;
 }
 
-/** Polls the published counts (the engine applies on its own thread; there is no in-process drain to call). */
-async function countsUntil(instanceId: string, done: (steps: Record<string, number>) => boolean): Promise<Record<string, number>> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const { steps } = await engine.getCounts(tenantId, instanceId);
-    if (done(steps)) return steps;
-    if (Date.now() > deadline) throw new Error(`counts never reached the expected state: ${JSON.stringify(steps)}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** Asks the published counts again (the engine applies on its own thread; there is no in-process drain to call). */
+const countsUntil = (instanceId: string, done: (steps: Record<string, number>) => boolean) =>
+  waitFor('the counts', async () => (await engine.getCounts(tenantId, instanceId)).steps, done, { everyMs: 10 });
 
 describe('the engine thread', () => {
   it('starts, applies events, answers counts, where-is-user and exports, and stops into a snapshot', async () => {

@@ -9,6 +9,7 @@ import { fairShare } from '../../server/procedures/store';
 import type { LockKey, ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
 import { gate, script, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
+import { waitFor } from '../helpers/wait-for';
 
 const ROLLBACK = 'locks.rollback';
 const PLAIN = 'locks.plain';
@@ -23,13 +24,7 @@ function startRunner(options: Parameters<typeof createProcedureRunner>[1] = {}):
   return created;
 }
 
-async function waitUntil(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const waitUntil = (check: () => boolean | Promise<boolean>, what: string) => waitFor(what, check, Boolean, { timeoutMs: 20_000, everyMs: 5 });
 
 async function waitForState(id: string, state: ProcedureState): Promise<ProcedureView> {
   await waitUntil(async () => (await runner.get(id))?.state === state, `${id} to be ${state}`);

@@ -8,6 +8,7 @@ import type { ProcedureRunner, ProcedureState, ProcedureView } from '../../serve
 import { db, type Tx } from '../../server/storage/db';
 import { newId } from '../../server/ids';
 import { gate, script, SCRIPTED_WAIT_MS, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
+import { waitFor } from '../helpers/wait-for';
 
 const ROLLBACK = 'test.rollback'; // supports rollback, 2 retries
 const PLAIN = 'test.plain'; // no rollback, default 3 retries
@@ -23,24 +24,19 @@ function startRunner(options: Parameters<typeof createProcedureRunner>[1] = {}):
   return created;
 }
 
-/** Polls the database (real time, a few ms) until the procedure reaches one of `states`. */
+/** Asks the database until the procedure reaches one of `states` (the runner commits on its own schedule). */
 async function waitForState(id: string, ...states: ProcedureState[]): Promise<ProcedureView> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const view = await runner.get(id);
-    if (view && states.includes(view.state)) return view;
-    if (Date.now() > deadline) throw new Error(`${id} stayed ${view?.state}, expected ${states.join('|')}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  const view = await waitFor(
+    `${id} to be ${states.join('|')}`,
+    () => runner.get(id),
+    (found) => !!found && states.includes(found.state),
+    POLL,
+  );
+  return view!;
 }
 
-async function waitUntil(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const POLL = { timeoutMs: 20_000, everyMs: 5 };
+const waitUntil = (check: () => boolean | Promise<boolean>, what: string) => waitFor(what, check, Boolean, POLL);
 
 async function stepStates(id: string): Promise<string[]> {
   const rows = await db().procedureStep.findMany({ where: { procedureId: id }, orderBy: { step: 'asc' } });

@@ -18,6 +18,7 @@ import { importProfiles } from '../../server/profiles/import';
 import { db } from '../../server/storage/db';
 import { tenantRow } from '../helpers/tenant-row';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
+import { waitFor } from '../helpers/wait-for';
 
 /**
  * The documented bound on how long the request thread's event loop may be held up while the engine thread works on
@@ -64,15 +65,7 @@ async function startInstance(definition: object, crowd: string): Promise<string>
   return instanceId;
 }
 
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return;
-    if (Date.now() > deadline) throw new Error(`${what} never reached the expected state: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const until = <T>(what: string, read: () => Promise<T>, done: (value: T) => boolean) => waitFor(what, read, done, { timeoutMs: 60_000, everyMs: 20 });
 
 const countsUntil = (instanceId: string, done: (steps: Record<string, number>) => boolean) =>
   until('counts', async () => (await engine.getCounts(tenantId, instanceId)).steps, done);

@@ -15,6 +15,7 @@ import { DELIVERY_RETENTION_MS, WebhookPump } from '../../server/webhooks/pump';
 import { signatureHeader, verifySignature } from '../../server/webhooks/signing';
 import { workflowWarnings } from '../../server/workflows/warnings';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
+import { waitFor } from '../helpers/wait-for';
 
 const SECRET = 'whsec_test-secret-0123456789';
 let nextSeq = 1;
@@ -88,13 +89,7 @@ async function receiver(options: Partial<Parameters<typeof startReceiver>[0]> = 
   return started;
 }
 
-async function waitUntil(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const waitUntil = (check: () => Promise<boolean>, what: string) => waitFor(what, check, Boolean, { everyMs: 10 });
 
 /** No delivery procedure is due now: each is finished or waits for a later time of the manual clock. */
 async function quiet(): Promise<boolean> {
