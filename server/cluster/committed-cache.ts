@@ -168,7 +168,7 @@ export class CommittedShards {
 function shardBytes(shard: Shard): number {
   let bytes = 0;
   for (const bitmap of shard.steps.values()) bytes += bitmap.getSerializationSizeInBytes('portable');
-  for (const bitmap of shard.converted.values()) bytes += bitmap.getSerializationSizeInBytes('portable');
+  for (const bitmap of [...shard.converted.values(), ...shard.exited.values()]) bytes += bitmap.getSerializationSizeInBytes('portable');
   for (const buckets of [...shard.delays.values(), ...shard.ttls.values()])
     for (const bitmap of buckets.values()) bytes += bitmap.getSerializationSizeInBytes('portable');
   return bytes;

@@ -5,7 +5,7 @@
 // what that engine published. A partition with no figure at all is answered with a 503 partition_moving, never a zero.
 import type pg from 'pg';
 import { AppError } from '../errors';
-import type { InstanceRuntime } from '../engine/tenant';
+import { exitedCounts, type InstanceRuntime } from '../engine/tenant';
 import type { Counts } from '../engine/types';
 import type { PostgresTarget } from '../storage/database-url';
 import { connectClient } from '../storage/pg-connect';
@@ -44,6 +44,11 @@ export function shardCounts(instance: InstanceRuntime, partition: number): Count
   if (instance.workflow.goal) {
     counts.convertedFrom = Object.fromEntries([...shard.converted].map(([step, users]) => [step, users.size]));
     counts.converted = Object.values(counts.convertedFrom).reduce((sum, n) => sum + n, 0);
+  }
+  const exited = exitedCounts(instance.workflow);
+  if (exited) {
+    exited.add(shard);
+    Object.assign(counts, exited.counts());
   }
   if (instance.workflow.holdout) {
     counts.holdout = { entered: shard.holdoutEntered, ...(instance.workflow.goal ? { converted: shard.holdoutConverted() } : {}) };
@@ -256,6 +261,11 @@ function addCounts(out: Counts, part: Counts): void {
     out.converted = (out.converted ?? 0) + (part.converted ?? 0);
     out.convertedFrom ??= {};
     for (const [step, n] of Object.entries(part.convertedFrom)) out.convertedFrom[step] = (out.convertedFrom[step] ?? 0) + n;
+  }
+  if (part.exitedFrom) {
+    out.exited = (out.exited ?? 0) + (part.exited ?? 0);
+    out.exitedFrom ??= {};
+    for (const [step, n] of Object.entries(part.exitedFrom)) out.exitedFrom[step] = (out.exitedFrom[step] ?? 0) + n;
   }
   if (part.holdout) {
     out.holdout ??= { entered: 0 };

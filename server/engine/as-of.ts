@@ -102,16 +102,30 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   const shards = partitions.map((p) => (forward.get(p) ?? back.get(p))!.shard);
   return { instanceId, asOf, workflow, shards };
 }
-/** GET …/counts?asOf=: the counts at that moment (without `converted`: conversions are not journaled). */
+
+/** GET …/counts?asOf=: the counts at that moment (without `converted`: conversions are not journaled; with `exited`: exits are). */
 export async function countsAsOf(database: Database, tenant: Tenant, instanceId: string, asOf: number, now: number): Promise<Counts & { asOf: string }> {
   const at = await instanceAsOf(database, tenant, instanceId, asOf, now);
   return { ...countsOf(instanceId, at.workflow, at.shards, false), asOf: iso(asOf) };
 }
 
-/** GET …/steps/{step}/export?asOf=: the users at the step then; 404 for a step neither the workflow nor that moment has. */
-export async function stepUsersAsOf(database: Database, tenant: Tenant, instanceId: string, step: string, asOf: number, now: number): Promise<RoaringBitmap32> {
+/**
+ * GET …/steps/{step}/export?asOf=: the users at the step then (`exited`: who had left the journey from it by its exit
+ * criteria, journaled as moves); 404 for a step neither the workflow nor that moment has.
+ */
+export async function stepUsersAsOf(
+  database: Database,
+  tenant: Tenant,
+  instanceId: string,
+  step: string,
+  asOf: number,
+  now: number,
+  users: 'in' | 'exited' = 'in',
+): Promise<RoaringBitmap32> {
   const at = await instanceAsOf(database, tenant, instanceId, asOf, now);
-  const bitmaps = at.shards.flatMap((shard) => shard.steps.get(step) ?? []);
+  if (users === 'exited' && !at.workflow.exit)
+    throw new AppError('unprocessable', `Instance ${instanceId} has no exit criteria; export users=in instead`, { path: 'users' });
+  const bitmaps = at.shards.flatMap((shard) => (users === 'exited' ? shard.exited : shard.steps).get(step) ?? []);
   if (!at.workflow.steps.has(step) && bitmaps.every((bitmap) => bitmap.size === 0)) throw notFound(`Step "${step}" of instance ${instanceId}`);
   return RoaringBitmap32.orMany(bitmaps);
 }

@@ -1,9 +1,10 @@
-// Audience paths: a branch step none of whose conditions reads `event` routes the users entering it at once
-// (docs/journeys.md "Semantics"). Whoever enters, a whole start crowd or one user, is routed by bitmaps: each branch's
-// plan runs over the users no earlier branch took (first match wins), the profile index answering profile leaves,
-// so a start of 10M users into a 3-way profile branch is a few ANDs per partition, never a per-user loop. A
-// condition without a plan (a regex on a profile, `now` arithmetic) is evaluated per user, its profiles read back
-// from the index a slice at a time.
+// What happens to users as they enter a step, decided by bitmaps. Audience paths: a branch step none of whose
+// conditions reads `event` routes the users entering it at once (docs/journeys.md "Semantics"). Whoever enters, a
+// whole start crowd or one user, is routed by bitmaps: each branch's plan runs over the users no earlier branch took
+// (first match wins), the profile index answering profile leaves, so a start of 10M users into a 3-way profile branch
+// is a few ANDs per partition, never a per-user loop. Exit criteria that read no `event` (exit.ts) are checked the
+// same way for the users of a bulk move. A condition without a plan (a regex on a profile, `now` arithmetic) is
+// evaluated per user, its profiles read back from the index a slice at a time.
 import type { CompiledCondition } from '../conditions/compile';
 import { ConditionCostExceeded } from '../conditions/cost';
 import { evaluateIndexedPlan, type IndexPlanResolver } from '../conditions/profile-index';
@@ -21,13 +22,16 @@ export interface EntryRouting {
    * disjoint (first match wins), and those no branch takes. `users` is not changed.
    */
   route(runtime: StepRuntime, users: RoaringBitmap32, now: number): { taken: RoaringBitmap32[]; rest: RoaringBitmap32 };
+  /** The users of `users` who meet the workflow's exit criteria (none when they read `event` or there are none). */
+  exiting(users: RoaringBitmap32, now: number): RoaringBitmap32;
 }
 
-/** For versions with no step that routes on entry: the Mover never asks. */
+/** For versions with no step that routes on entry and no exit criteria over bitmaps: the Mover never routes. */
 const NO_ROUTING: EntryRouting = {
   route() {
     throw new Error('this workflow version has no branch step that routes on entry');
   },
+  exiting: () => new RoaringBitmap32(),
 };
 
 /**
@@ -36,17 +40,24 @@ const NO_ROUTING: EntryRouting = {
  * reads are those cached at this moment.
  */
 export async function entryRouting(data: TenantData, workflow: WorkflowRuntime): Promise<EntryRouting> {
+  const exit = workflow.exit?.bulk ? workflow.exit.condition : null;
   const conditions = [...workflow.steps.values()].filter((step) => step.routesOnEntry).flatMap((step) => step.conditions);
+  if (exit) conditions.push(exit);
   if (conditions.length === 0) return NO_ROUTING;
   const resolver = await data.resolver([...new Set(conditions.flatMap((condition) => condition.crowds))]);
-  return new IndexRouting(resolver, data);
+  return new IndexRouting(resolver, data, exit);
 }
 
 class IndexRouting implements EntryRouting {
   constructor(
     private readonly resolver: IndexPlanResolver,
     private readonly data: TenantData,
+    private readonly exit: CompiledCondition | null,
   ) {}
+
+  exiting(users: RoaringBitmap32, now: number): RoaringBitmap32 {
+    return this.exit && !users.isEmpty ? this.matching(this.exit, users, now) : new RoaringBitmap32();
+  }
 
   route(runtime: StepRuntime, users: RoaringBitmap32, now: number) {
     const rest = users.clone();

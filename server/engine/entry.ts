@@ -1,7 +1,8 @@
 // Event-triggered entry (workflow `entry: {event, condition?, crowd?, reentry}`): for one batch of events in one
 // shard, the users who may enter are found with bitmaps (the batch's users with a trigger event, AND the trigger's
-// crowd, ANDNOT every step they could already be in), the condition runs only for those, and they enter the entry
-// step as bulk moves: one from nowhere, and with re-entry `again` one per exit step they rested in.
+// crowd, ANDNOT every step they could already be in, ANDNOT those who left by the exit criteria), the condition runs
+// only for those, and they enter the entry step as bulk moves: one from nowhere, and with re-entry `again` one per exit
+// step they rested in.
 import type { ConditionEvent } from '../conditions/compile';
 import { profileKeysOfAll } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';
@@ -27,6 +28,8 @@ export async function enterByEvents(mover: Mover, events: LogRow['events'], data
   if (trigger.trigger.crowd) eligible.andInPlace(data.crowd(trigger.trigger.crowd) ?? new RoaringBitmap32());
   const again = trigger.trigger.reentry === 'again';
   for (const [step, users] of mover.shard.steps) if (!(again && workflow.exitSteps.has(step))) eligible.andNotInPlace(users);
+  // Whatever `reentry` says: a user who met the exit criteria is out of this instance for good.
+  for (const users of mover.shard.exited.values()) eligible.andNotInPlace(users);
   if (eligible.size === 0) return enteredAt;
 
   const condition = trigger.condition;

@@ -71,6 +71,11 @@ export class GoalTracker {
     if (this.located.has(user)) this.located.set(user, rest);
   }
 
+  /** The user left the journey (its exit criteria): a later event of the batch does not convert them. */
+  left(user: number): void {
+    this.located.delete(user);
+  }
+
   /** Adds the batch's conversions to the shard; returns them as rows for the batch's commit. */
   commit(): ConversionWrite[] {
     const rows: ConversionWrite[] = [];

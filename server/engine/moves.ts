@@ -3,10 +3,11 @@
 // that routes on entry (entry-routing.ts) for the users one of its branches takes; other branch steps, timer, delay
 // and terminal steps keep the user (delay steps and branch steps with a timeout also in an entry-time bucket). Every
 // move carries the leave tag of its source and the enter tags of its target. A "move" to the step a user rests in is
-// none.
+// none. Users of a bulk move who meet exit criteria that read no event leave the journey instead of moving (exit.ts).
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { bucketEnd, bucketsOf, type Buckets, type Shard } from './shard';
 import type { EntryRouting } from './entry-routing';
+import { EXITED } from './exit';
 import { splitPath, type StepRuntime, type WorkflowRuntime } from './runtime';
 import type { JournalMove } from './store/commit';
 import { MAX_STEPS } from '../model/validate';
@@ -79,6 +80,42 @@ export class Mover {
     for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) if (buckets) for (const bitmap of buckets.values()) bitmap.andNotInPlace(users);
   }
 
+  /** `user`, resting in `from`, met the exit criteria on one of its events: it leaves the journey (exit.ts). */
+  exitUser(user: number, from: string): void {
+    this.leaveUser(user, from);
+    this.recordExit(from, new OneUser(user));
+  }
+
+  /** `users`, resting in `from`, met the exit criteria at a timer firing: they leave the journey. */
+  exitBulk(users: RoaringBitmap32, from: string): void {
+    if (users.size === 0) return;
+    this.leaveBulk(users, from);
+    this.recordExit(from, new ManyUsers(users));
+  }
+
+  /**
+   * Journals an exit: a move to EXITED carrying no action tag (no later step's actions, and no leave action: the user
+   * did not move on). `from` null: users met the criteria as they entered the instance; they count as entered, and as
+   * exited from the entry step.
+   */
+  private recordExit(from: string | null, leaving: Arrivals): void {
+    const users = leaving instanceof OneUser ? leaving.user : (leaving as ManyUsers).users;
+    this.moves.push({
+      instanceId: this.shard.instanceId,
+      partition: this.shard.partition,
+      fromStep: from,
+      toStep: EXITED,
+      user: typeof users === 'number' ? users : null,
+      bitmap: typeof users === 'number' ? null : users.serialize('portable'),
+      count: leaving.count,
+      leaveAction: null,
+      enterAction: null,
+      timeMs: this.now,
+    });
+    this.shard.exit(from ?? this.workflow.entry, users);
+    if (from === null) this.shard.countEntry(users, leaving.count, this.workflow.holdout);
+  }
+
   private record(from: string | null, to: string, arrivals: Arrivals): void {
     this.moves.push({
       instanceId: this.shard.instanceId,
@@ -97,8 +134,20 @@ export class Mover {
       this.shard.countEntry(arrivals instanceof OneUser ? arrivals.user : (arrivals as ManyUsers).users, arrivals.count, this.workflow.holdout);
   }
 
-  /** THE step switch: `arrivals` enter `to`, and move on at once or rest there. Returns where they rest. */
+  /**
+   * THE step switch: `arrivals` enter `to`, and move on at once or rest there. Returns where they rest. The users of a
+   * bulk move (not of the hops it makes at once: the same users at the same moment) who meet exit criteria over
+   * bitmaps leave the journey from `from` instead; one user moves on an event, which its exit criteria saw first.
+   */
   private enter(arrivals: Arrivals, from: string | null, to: string, hops: number): string {
+    if (hops === 0 && arrivals instanceof ManyUsers) {
+      const leaving = this.routing.exiting(arrivals.users, this.now);
+      if (leaving.size > 0) {
+        this.recordExit(from, new ManyUsers(leaving));
+        if (leaving.size === arrivals.count) return to;
+        arrivals = new ManyUsers(RoaringBitmap32.andNot(arrivals.users, leaving));
+      }
+    }
     this.record(from, to, arrivals);
     const runtime = this.workflow.get(to);
     const step = runtime.step;

@@ -33,7 +33,8 @@ async function previousUsers(database: Database, workflowId: string, exceptId: s
   const previous = await previousInstance(database, workflowId, exceptId);
   if (!previous) return null;
   const snapshot = await database.db.instanceSnapshot.findUnique({ where: { instanceId: previous.id } });
-  return snapshot ? Shard.decode(previous.id, -1, snapshot.bitmaps).members() : null;
+  // Those who left it by its exit criteria were in it too.
+  return snapshot ? Shard.decode(previous.id, -1, snapshot.bitmaps).everyone() : null;
 }
 
 /** The users of crowd `name` an instance of the workflow runs over: with reentry "exclude", less the previous instance's. */
@@ -234,6 +235,7 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
     if (instance) {
       for (const step of instance.workflow.steps.keys()) snapshot.steps.set(step, instance.stepUsers(step));
       for (const step of Object.keys(counts.convertedFrom ?? {})) snapshot.converted.set(step, instance.convertedUsers(step));
+      for (const step of Object.keys(counts.exitedFrom ?? {})) snapshot.exited.set(step, instance.exitedUsers(step));
       for (const [key, count] of Object.entries(counts.edges)) snapshot.edges.set(key, count);
       for (const shard of instance.shards) if (shard) snapshot.holdout.orInPlace(shard.holdout);
       snapshot.holdoutEntered = counts.holdout?.entered ?? 0;
@@ -279,7 +281,8 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       const members = shard.members();
       // With an entry trigger users also enter by events, so the crowd only adds users: nobody is taken out.
       const leavers = instance.workflow.trigger ? new RoaringBitmap32() : RoaringBitmap32.andNot(members, target);
-      const joiners = RoaringBitmap32.andNot(target, members);
+      // Users who left by the exit criteria do not join again.
+      const joiners = RoaringBitmap32.andNot(target, shard.everyone());
       const mover = new Mover(instance.workflow, shard, [], now, routing);
       shard.unjournaledAt = now;
       if (leavers.size > 0) for (const step of [...shard.steps.keys()]) mover.leaveBulk(leavers, step);
@@ -352,6 +355,7 @@ export async function materializeUpdateWorkflow(
       fresh.holdout.orInPlace(old!.holdout);
       fresh.holdoutEntered = old!.holdoutEntered;
       for (const [step, users] of old!.converted) fresh.converted.set(step, users);
+      for (const [step, users] of old!.exited) fresh.exited.set(step, users);
       startCrons(fresh, next, now);
       return fresh;
     });

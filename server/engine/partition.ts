@@ -11,6 +11,7 @@ import type { CheckpointWriter } from './checkpoint-writer';
 import { DeadLetterBatch } from './dead-letter';
 import { enterByEvents } from './entry';
 import { entryRouting } from './entry-routing';
+import { ExitWatch } from './exit';
 import { GoalTracker } from './goal';
 import { insertConversions, type ConversionWrite } from './store/conversions';
 import { Mover } from './moves';
@@ -273,7 +274,7 @@ export class PartitionWorker {
 
   /**
    * Lets trigger events' users in (entry.ts), finds the batch's users in the instance's event steps with one AND per
-   * step and those the goal watches (goal.ts), then runs events in order.
+   * step and those the goal and the exit criteria watch (goal.ts, exit.ts), then runs events in order.
    */
   private async applyEvents(
     instance: InstanceRuntime,
@@ -285,7 +286,7 @@ export class PartitionWorker {
   ): Promise<void> {
     const shard = instance.shards[this.partition];
     const workflow = instance.workflow;
-    if (!shard || (workflow.eventSteps.length === 0 && !workflow.trigger && !workflow.goal)) return;
+    if (!shard || (workflow.eventSteps.length === 0 && !workflow.trigger && !workflow.goal && !workflow.exit)) return;
     await this.tenant.data.prepareCrowds(workflow.crowdsUsed());
     const mover = new Mover(workflow, shard, moves, now, await entryRouting(this.tenant.data, workflow));
     const enteredAt = await enterByEvents(mover, events, this.tenant.data, letters);
@@ -293,13 +294,14 @@ export class PartitionWorker {
     for (let i = 0; i < events.length; i++) ids[i] = events[i].user;
     const batch = RoaringBitmap32.from(ids);
     const goal = await GoalTracker.watch(workflow, shard, batch, this.tenant.data, letters, now);
+    const exit = await ExitWatch.watch(mover, batch, this.tenant.data, letters);
     const where = new Map<number, string>();
     for (const step of workflow.eventSteps) {
       const bitmap = shard.steps.get(step);
       if (!bitmap || bitmap.size === 0) continue;
       for (const user of RoaringBitmap32.and(batch, bitmap).toUint32Array()) where.set(user, step);
     }
-    if (where.size === 0 && !goal) return;
+    if (where.size === 0 && !goal && !exit) return;
     const profiles =
       where.size > 0 && workflow.usesProfiles() ? await this.tenant.data.profilesOf(where.keys(), profileKeysOfAll(branchConditionTexts(workflow))) : null;
     const membership = this.tenant.data.membership;
@@ -310,6 +312,12 @@ export class PartitionWorker {
       const event = events[e];
       if (enteredAt.size > 0 && e <= (enteredAt.get(event.user) ?? -1)) continue; // before (or the event of) their entry
       goal?.check(event, e); // before the event moves them: they convert from where it found them
+      if (exit?.check(event, e)) {
+        // Out of the journey: their later events of the batch neither move nor convert them.
+        where.delete(event.user);
+        goal?.left(event.user);
+        continue;
+      }
       const step = where.get(event.user);
       if (step === undefined) continue;
       const runtime = workflow.get(step);
@@ -319,6 +327,7 @@ export class PartitionWorker {
       if (i < 0) continue;
       const rest = mover.moveUser(event.user, step, runtime.step.branches[i].next);
       goal?.moved(event.user, rest);
+      exit?.moved(event.user, rest);
       if (workflow.get(rest).step.kind === 'branch') where.set(event.user, rest);
       else where.delete(event.user);
     }

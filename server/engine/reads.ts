@@ -40,7 +40,8 @@ export async function getCounts(source: ReadSource, tenantId: string, instanceId
 }
 
 /**
- * The users at `step` (`users: converted`: who reached the goal from it): the union of the shards of a running
+ * The users at `step` (`users: converted`: who reached the goal from it; `exited`: who left the journey from it by its
+ * exit criteria): the union of the shards of a running
  * instance, or the snapshot of a stopped one. With `group`, only the holdout group's users (AND) or the others (ANDNOT).
  */
 export async function stepBitmap(
@@ -63,7 +64,15 @@ export async function stepBitmap(
     if (!live.workflow.steps.has(step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
     if (group && !live.workflow.holdout) throw noHoldout(instanceId, row.version);
     if (users === 'converted' && !live.workflow.goal) throw noGoal(instanceId, row.version);
-    const bitmap = users === 'converted' ? live.convertedUsers(step) : kept ? await committedStepUsers(live, step, kept) : live.stepUsers(step);
+    if (users === 'exited' && !live.workflow.exit) throw noExit(instanceId, row.version);
+    const bitmap =
+      users === 'converted'
+        ? live.convertedUsers(step)
+        : users === 'exited'
+          ? live.exitedUsers(step)
+          : kept
+            ? await committedStepUsers(live, step, kept)
+            : live.stepUsers(step);
     return group ? inGroup(bitmap, kept ? await committedHoldout(live, kept) : live.holdoutUsers(), group) : bitmap;
   }
   const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId } });
@@ -73,8 +82,9 @@ export async function stepBitmap(
   // Counts carry `converted` exactly when the workflow has a goal, and `holdout` when it has a holdout (tenant.ts).
   if (group && counts.holdout === undefined) throw noHoldout(instanceId, row.version);
   if (users === 'converted' && counts.converted === undefined) throw noGoal(instanceId, row.version);
+  if (users === 'exited' && counts.exited === undefined) throw noExit(instanceId, row.version);
   const shard = Shard.decode(instanceId, -1, snapshot.bitmaps);
-  const bitmap = users === 'converted' ? (shard.converted.get(step) ?? new RoaringBitmap32()) : shard.step(step);
+  const bitmap = users === 'in' ? shard.step(step) : ((users === 'converted' ? shard.converted : shard.exited).get(step) ?? new RoaringBitmap32());
   return group ? inGroup(bitmap, shard.holdout, group) : bitmap;
 }
 
@@ -94,6 +104,15 @@ function noGoal(instanceId: string, version: number): AppError {
   return new AppError(
     'unprocessable',
     `Instance ${instanceId} has no goal (version ${version} of its workflow defines none), so it has no converted users; export users=in instead`,
+    { path: 'users' },
+  );
+}
+
+/** An export of exited users where no criteria let anyone exit: a 422, as for converted users without a goal. */
+function noExit(instanceId: string, version: number): AppError {
+  return new AppError(
+    'unprocessable',
+    `Instance ${instanceId} has no exit criteria (version ${version} of its workflow defines none), so nobody exited early; export users=in instead`,
     { path: 'users' },
   );
 }

@@ -14,6 +14,7 @@
 // A timer plan written since the checkpoint (store/timer-plans.ts) sets the timer steps' next firings at its journal
 // seq: after the moves committed before it, before those committed after it (a firing journaled later plans again).
 import { RoaringBitmap32 } from '../crowd/bitmap';
+import { EXITED } from './exit';
 import { plannedAfter } from './local-time';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
@@ -295,20 +296,33 @@ class Replay {
 }
 
 function applyMove(shard: Shard, workflow: WorkflowRuntime, from: string | null, to: string, timeMs: number, users: RoaringBitmap32, count: number): void {
-  // Users leave a timer step only when it fires, and a firing that moved users commits no checkpoint: its next
-  // firing is planned from the move's time, exactly as the live tick planned it (a local-time timer's provisionally).
+  if (to === EXITED) {
+    replayExit(shard, workflow, from, users, count);
+    return;
+  }
+  // Users leave a timer step (except by exit criteria) only when it fires, and a firing that moved users commits no
+  // checkpoint: its next firing is planned from the move's time, exactly as the live tick planned it (a local-time timer's provisionally).
   const source = from === null ? undefined : workflow.steps.get(from)?.step;
   if (source?.kind === 'timer') shard.cronNext.set(source.name, plannedAfter(source, timeMs));
-  if (from !== null) {
-    shard.step(from).andNotInPlace(users);
-    for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) for (const bitmap of buckets?.values() ?? []) bitmap.andNotInPlace(users);
-  }
+  if (from !== null) leave(shard, from, users);
   shard.step(to).orInPlace(users);
   const runtime = workflow.steps.get(to);
   if (runtime?.delayMs) bucket(shard.delays, to, bucketEnd(timeMs, runtime.delayBucketMs)).orInPlace(users);
   if (runtime?.ttlMs) bucket(shard.ttls, to, bucketEnd(timeMs, runtime.ttlBucketMs)).orInPlace(users);
   shard.countEdge(from, to, count);
   if (workflow.isEntry(from, to)) shard.countEntry(users, count, workflow.holdout);
+}
+
+/** Users who met the exit criteria (exit.ts) left `from`; from nowhere (as they entered) they count as entered, at the entry step. */
+function replayExit(shard: Shard, workflow: WorkflowRuntime, from: string | null, users: RoaringBitmap32, count: number): void {
+  if (from !== null) leave(shard, from, users);
+  shard.exit(from ?? workflow.entry, users);
+  if (from === null) shard.countEntry(users, count, workflow.holdout);
+}
+
+function leave(shard: Shard, from: string, users: RoaringBitmap32): void {
+  shard.step(from).andNotInPlace(users);
+  for (const buckets of [shard.delays.get(from), shard.ttls.get(from)]) for (const bitmap of buckets?.values() ?? []) bitmap.andNotInPlace(users);
 }
 
 function bucket(map: Map<string, Map<number, RoaringBitmap32>>, step: string, end: number): RoaringBitmap32 {

@@ -4,7 +4,7 @@
 // every row since the start, and it needs no row older than T (retention may have deleted those).
 //
 // Undoing a move of users from A to B takes them out of B and puts them back in A, and takes its edge (and entry) off
-// the counts. Undone newest first, each user's moves come back in the reverse of the order they were made, so the
+// the counts; undoing an exit (a move to `$exit`, exit.ts) takes them out of A's exited users and puts them back in A. Undone newest first, each user's moves come back in the reverse of the order they were made, so the
 // step members are exactly those at T. What the rewound shard does not hold: timer state (delay and ttl buckets, cron
 // firings, which no read of a past moment uses: they are cleared) and the holdout group's members, kept as they are
 // now (a superset of those then, whose intersection with a step's users then is that of the group then, as every user
@@ -14,6 +14,7 @@
 // appears twice, grouped by (from, to), one bitmap operation per group.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Database } from '../storage/database';
+import { EXITED } from './exit';
 import { heldOutUsers } from './holdout-bitmap';
 import type { WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
@@ -81,12 +82,17 @@ class Rewind {
 
   private undo(from: string | null, to: string, users: RoaringBitmap32, count: number): void {
     const shard = this.shard;
-    shard.step(to).andNotInPlace(users);
+    if (to === EXITED) {
+      // An exit (exit.ts) took them out of `from` into the exited users of that step (of the entry step as they entered).
+      shard.exited.get(from ?? this.workflow.entry)?.andNotInPlace(users);
+    } else {
+      shard.step(to).andNotInPlace(users);
+      shard.countEdge(from, to, -count);
+      // An edge first taken after the moment was not there then (the engine's counts have no zero edges).
+      if (from !== null && shard.edges.get(`${from}->${to}`) === 0) shard.edges.delete(`${from}->${to}`);
+    }
     if (from !== null) shard.step(from).orInPlace(users);
-    shard.countEdge(from, to, -count);
-    // An edge first taken after the moment was not there then (the engine's counts have no zero edges).
-    if (from !== null && shard.edges.get(`${from}->${to}`) === 0) shard.edges.delete(`${from}->${to}`);
-    if (!this.workflow.isEntry(from, to)) return;
+    if (!(to === EXITED ? from === null : this.workflow.isEntry(from, to))) return;
     shard.entered -= count;
     if (this.workflow.holdout) shard.holdoutEntered -= heldOutUsers(this.workflow.holdout, users).size;
   }

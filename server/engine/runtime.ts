@@ -32,6 +32,16 @@ export interface StepRuntime {
   enterTags: string | null;
 }
 
+/**
+ * The workflow's exit criteria, compiled. `bulk`: the condition reads no `event` (only profiles, crowds, `user`,
+ * `now`), so besides each event it is checked for whole bitmaps of users: those of a bulk move and, at each timer
+ * firing, everyone in the journey (server/engine/exit.ts).
+ */
+export interface ExitRuntime {
+  condition: CompiledCondition;
+  bulk: boolean;
+}
+
 /** The workflow's event-triggered entry, its condition compiled. */
 export interface TriggerRuntime {
   trigger: EntryTrigger;
@@ -48,6 +58,8 @@ export class WorkflowRuntime {
   readonly trigger: TriggerRuntime | null;
   /** The goal's condition: users for whom it holds on an event are converted (goal.ts). */
   readonly goal: CompiledCondition | null;
+  /** The exit criteria: users who meet them leave the journey from the step they are in (exit.ts). */
+  readonly exit: ExitRuntime | null;
   readonly stopAt: number | null;
   /** Who of the entering users is held out (a control group that gets no action deliveries); null: nobody. */
   readonly holdout: HoldoutPlan | null;
@@ -66,6 +78,8 @@ export class WorkflowRuntime {
       ? { trigger: { ...entry, reentry: entry.reentry ?? 'once' }, condition: entry.condition ? compileStored(entry.condition) : null }
       : null;
     this.goal = definition.goal ? compileStored(definition.goal.condition) : null;
+    const exit = definition.exit ? compileStored(definition.exit.condition) : null;
+    this.exit = exit ? { condition: exit, bulk: !exit.usesEvent } : null;
     this.stopAt = definition.stopAt ? Date.parse(definition.stopAt) : null;
     this.holdout = holdoutPlan(definition.holdout, workflowId);
   }
@@ -90,9 +104,9 @@ export class WorkflowRuntime {
     return false;
   }
 
-  /** Crowds the conditions read (the trigger's and goal's too), and the trigger's crowd. */
+  /** Crowds the conditions read (the trigger's, goal's and exit criteria's too), and the trigger's crowd. */
   crowdsUsed(): string[] {
-    const names = new Set<string>([...(this.trigger?.condition?.crowds ?? []), ...(this.goal?.crowds ?? [])]);
+    const names = new Set<string>([...(this.trigger?.condition?.crowds ?? []), ...(this.goal?.crowds ?? []), ...(this.exit?.condition.crowds ?? [])]);
     if (this.trigger?.trigger.crowd) names.add(this.trigger.trigger.crowd);
     for (const s of this.steps.values())
       for (const c of [...s.conditions, ...(s.timerCondition ? [s.timerCondition] : [])]) for (const n of c.crowds) names.add(n);

@@ -19,6 +19,11 @@ export class Shard {
   readonly cronNext = new Map<string, number>();
   /** Users who reached the workflow's goal, by the step they converted from (each user in one bitmap at most). */
   readonly converted = new Map<string, RoaringBitmap32>();
+  /**
+   * Users who met the exit criteria and left the journey, by the step they left from (each user in one bitmap at most:
+   * an exited user does not enter again). Journaled as moves to EXITED (exit.ts), so replay rebuilds them.
+   */
+  readonly exited = new Map<string, RoaringBitmap32>();
   /** Users who entered the instance here (start crowd, crowd updates, event-triggered entries; a re-entry counts again). */
   entered = 0;
   /**
@@ -90,6 +95,24 @@ export class Shard {
     return RoaringBitmap32.orMany([...this.steps.values()]);
   }
 
+  /** Users `users` left the journey from `step` by its exit criteria. */
+  exit(step: string, users: RoaringBitmap32 | number): void {
+    let bitmap = this.exited.get(step);
+    if (!bitmap) this.exited.set(step, (bitmap = new RoaringBitmap32()));
+    if (typeof users === 'number') bitmap.add(users);
+    else bitmap.orInPlace(users);
+  }
+
+  /** Every user who left the journey by its exit criteria (the union of the exited bitmaps). */
+  exitedUsers(): RoaringBitmap32 {
+    return RoaringBitmap32.orMany([...this.exited.values()]);
+  }
+
+  /** Every user who has been in the instance and is not out of it by a crowd update: those in a step and those who exited. */
+  everyone(): RoaringBitmap32 {
+    return RoaringBitmap32.orMany([...this.steps.values(), ...this.exited.values()]);
+  }
+
   encode(): Buffer {
     const parts: Uint8Array[] = [];
     const put = (bitmap: RoaringBitmap32) => {
@@ -102,6 +125,7 @@ export class Shard {
       delays: bucketEntries(this.delays).map(([step, end, b]) => [step, end, put(b)]),
       ttls: bucketEntries(this.ttls).map(([step, end, b]) => [step, end, put(b)]),
       converted: [...this.converted].filter(([, b]) => b.size > 0).map(([step, b]) => [step, put(b)]),
+      exited: [...this.exited].filter(([, b]) => b.size > 0).map(([step, b]) => [step, put(b)]),
       edges: Object.fromEntries(this.edges),
       cronNext: Object.fromEntries(this.cronNext),
       entered: this.entered,
@@ -122,6 +146,7 @@ export class Shard {
       delays: [string, number, number][];
       ttls: [string, number, number][];
       converted?: [string, number][];
+      exited?: [string, number][];
       edges: Record<string, number>;
       cronNext: Record<string, number>;
       entered?: number;
@@ -140,6 +165,7 @@ export class Shard {
     for (const [step, end, length] of header.delays) bucketsOf(shard.delays, step).set(end, take(length));
     for (const [step, end, length] of header.ttls) bucketsOf(shard.ttls, step).set(end, take(length));
     for (const [step, length] of header.converted ?? []) shard.converted.set(step, take(length));
+    for (const [step, length] of header.exited ?? []) shard.exited.set(step, take(length));
     if (header.holdout !== undefined) shard.holdout.orInPlace(take(header.holdout));
     shard.holdoutEntered = header.holdoutEntered ?? 0;
     for (const [key, count] of Object.entries(header.edges)) shard.edges.set(key, count);

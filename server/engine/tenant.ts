@@ -68,6 +68,11 @@ export class InstanceRuntime {
     return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s ? [s.holdout] : [])));
   }
 
+  /** Users who left the journey from `step` by its exit criteria. */
+  exitedUsers(step: string): RoaringBitmap32 {
+    return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s?.exited.get(step) ? [s.exited.get(step)!] : [])));
+  }
+
   /** Users who reached the goal from `step`. */
   convertedUsers(step: string): RoaringBitmap32 {
     return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s?.converted.get(step) ? [s.converted.get(step)!] : [])));
@@ -107,8 +112,8 @@ export class TenantRuntime {
 
 /**
  * An instance's counts summed over its shards: every step of the workflow (0 when empty) and any other step holding
- * users (of an older version); `converted` and `convertedFrom` only when asked (the workflow has a goal); with a
- * holdout, its group's entries (and conversions when asked).
+ * users (of an older version); `converted` and `convertedFrom` only when asked (the workflow has a goal); `exited` and
+ * `exitedFrom` with exit criteria; with a holdout, its group's entries (and conversions when asked).
  */
 export function countsOf(instanceId: string, workflow: WorkflowRuntime, shards: readonly (Shard | undefined)[], withConverted: boolean): Counts {
   const steps: Record<string, number> = {};
@@ -120,8 +125,10 @@ export function countsOf(instanceId: string, workflow: WorkflowRuntime, shards: 
   let heldEntered = 0;
   let heldConverted = 0;
   const convertedFrom: Record<string, number> = {};
+  const exited = exitedCounts(workflow);
   for (const shard of shards) {
     if (!shard) continue;
+    if (exited) exited.add(shard);
     entered += shard.entered;
     heldEntered += shard.holdoutEntered;
     if (workflow.holdout && withConverted) heldConverted += shard.holdoutConverted();
@@ -142,8 +149,25 @@ export function countsOf(instanceId: string, workflow: WorkflowRuntime, shards: 
     total,
     entered,
     ...(withConverted ? { converted, convertedFrom } : {}),
+    ...(exited ? exited.counts() : {}),
     ...(workflow.holdout ? { holdout: { entered: heldEntered, ...(withConverted ? { converted: heldConverted } : {}) } } : {}),
     steps,
     edges,
+  };
+}
+
+/** With exit criteria, a sum of shards' exited users: per step of the workflow (0 when none) and in all. */
+export function exitedCounts(workflow: WorkflowRuntime): { add(shard: Shard): void; counts(): Required<Pick<Counts, 'exited' | 'exitedFrom'>> } | null {
+  if (!workflow.exit) return null;
+  const exitedFrom: Record<string, number> = Object.fromEntries([...workflow.steps.keys()].map((name) => [name, 0]));
+  let exited = 0;
+  return {
+    add(shard) {
+      for (const [name, bitmap] of shard.exited) {
+        exitedFrom[name] = (exitedFrom[name] ?? 0) + bitmap.size;
+        exited += bitmap.size;
+      }
+    },
+    counts: () => ({ exited, exitedFrom }),
   };
 }

@@ -1,4 +1,5 @@
-// Timers of a partition: cron steps, delay buckets, ttl re-evaluation of branch steps and an instance's stopAt. They
+// Timers of a partition: cron steps, delay buckets, ttl re-evaluation of branch steps, an instance's stopAt, and at
+// each firing of an instance its exit criteria over profiles and crowds (exit.ts). They
 // run in memory under the partition lock (the same lock as event application), and one timer tick of a tenant
 // commits every due partition's moves in ONE transaction fenced by all their leases.
 import type { CompiledCondition } from '../conditions/compile';
@@ -8,6 +9,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';
 import type { TimerStep } from '../model/workflow';
 import { entryRouting } from './entry-routing';
+import { exitAtFiring } from './exit';
 import { dueZoneGroups, nextLocalFiring } from './local-time';
 import { Mover } from './moves';
 import type { PartitionWorker } from './partition';
@@ -29,13 +31,22 @@ export function nextTimerDue(worker: PartitionWorker): number | null {
   for (const instance of worker.tenant.instances.values()) {
     const shard = instance.shards[worker.partition];
     if (!shard) continue;
-    if (instance.workflow.stopAt !== null && !worker.engine.isStopRequested(instance.id)) consider(instance.workflow.stopAt);
-    for (const runtime of instance.workflow.steps.values()) {
-      const name = runtime.step.name;
-      if (runtime.step.kind === 'timer') consider(shard.cronNext.get(name) ?? 0);
-      if (runtime.delayMs) for (const end of shard.delays.get(name)?.keys() ?? []) consider(end + runtime.delayMs);
-      if (runtime.ttlMs) for (const end of shard.ttls.get(name)?.keys() ?? []) consider(end + runtime.ttlMs);
-    }
+    const at = instanceTimerDue(worker, instance, shard);
+    if (at !== null) consider(at);
+  }
+  return due;
+}
+
+/** Earliest time (engine clock) a timer of the instance is due on `shard`, or null. */
+function instanceTimerDue(worker: PartitionWorker, instance: InstanceRuntime, shard: Shard): number | null {
+  let due: number | null = null;
+  const consider = (t: number) => (due = due === null ? t : Math.min(due, t));
+  if (instance.workflow.stopAt !== null && !worker.engine.isStopRequested(instance.id)) consider(instance.workflow.stopAt);
+  for (const runtime of instance.workflow.steps.values()) {
+    const name = runtime.step.name;
+    if (runtime.step.kind === 'timer') consider(shard.cronNext.get(name) ?? 0);
+    if (runtime.delayMs) for (const end of shard.delays.get(name)?.keys() ?? []) consider(end + runtime.delayMs);
+    if (runtime.ttlMs) for (const end of shard.ttls.get(name)?.keys() ?? []) consider(end + runtime.ttlMs);
   }
   return due;
 }
@@ -213,9 +224,12 @@ async function instanceTimers(
 ): Promise<{ changed: boolean; checkpoint: boolean; timerPlan: boolean }> {
   const shard = instance.shards[worker.partition];
   if (!shard) return { changed: false, checkpoint: false, timerPlan: false };
+  const firing = (instanceTimerDue(worker, instance, shard) ?? Number.POSITIVE_INFINITY) <= now;
   const mover = new Mover(instance.workflow, shard, moves, now, await entryRouting(worker.tenant.data, instance.workflow));
+  // Exit criteria over profiles and crowds first: those who meet them leave before this firing moves anyone (exit.ts).
+  const exited = firing && exitAtFiring(mover);
   const fired = await fireTimerSteps(worker, instance.workflow, shard, mover, now);
-  let changed = fired.changed;
+  let changed = fired.changed || exited;
   let checkpoint = false;
   for (const runtime of instance.workflow.steps.values()) {
     const step = runtime.step;

@@ -32,6 +32,9 @@ export interface Counts {
   /** With a goal: users who reached it (once per instance each), and how many did from each step. */
   converted?: number;
   convertedFrom?: Record<string, number>;
+  /** With exit criteria: users who met them and left the journey, and how many did from each step (server/engine/exit.ts). */
+  exited?: number;
+  exitedFrom?: Record<string, number>;
   steps: Record<string, number>;
   edges: Record<string, number>;
   /**
@@ -73,8 +76,8 @@ export interface WhereIsUser {
   recentMovesSearchedBackTo?: number;
 }
 
-/** Which users of a step an export reads: those in it now, or those who reached the goal from it. */
-export type StepUsers = 'in' | 'converted';
+/** Which users of a step an export reads: those in it now, those who reached the goal from it, or those who left the journey from it by its exit criteria. */
+export type StepUsers = 'in' | 'converted' | 'exited';
 
 /** Which group of a journey with a holdout an export reads: the held-out users, or everyone else (treated). */
 export type HoldoutGroup = 'holdout' | 'treatment';

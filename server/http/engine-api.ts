@@ -70,20 +70,20 @@ const AS_OF_DESCRIPTION =
 /** GET …/counts: live counts, or with `asOf` the counts at that moment. */
 export const CountsQuery = z.strictObject({ asOf: AsOf.optional().describe(AS_OF_DESCRIPTION) });
 
-/** A step export: `users=converted` exports the users who reached the workflow's goal from the step. */
+/** A step export: `users=converted` exports the users who reached the workflow's goal from the step, `exited` those who left the journey from it by its exit criteria. */
 export const StepExportQuery = ExportQuery.extend({
-  asOf: AsOf.optional().describe(`${AS_OF_DESCRIPTION}; with users=in only`),
+  asOf: AsOf.optional().describe(`${AS_OF_DESCRIPTION}; with users=in or exited only`),
   users: z
-    .enum(['in', 'converted', 'capped'])
+    .enum(['in', 'converted', 'exited', 'capped'])
     .default('in')
     .describe(
-      '`in`: users in the step now; `converted`: users who reached the goal from the step (422 when the workflow has no goal); `capped`: users a frequency cap skipped a delivery of at the step',
+      '`in`: users in the step now; `converted`: users who reached the goal from the step (422 when the workflow has no goal); `exited`: users who met the exit criteria in the step and left the journey early (422 when the workflow has none); `capped`: users a frequency cap skipped a delivery of at the step',
     ),
   group: z
     .enum(['holdout', 'treatment'])
     .optional()
     .describe(
-      'With a holdout: only the held-out users of `in` or `converted` (`holdout`), or only the others (`treatment`); 422 when the journey holds out nobody, 400 with `users=capped`',
+      'With a holdout: only the held-out users of `in`, `converted` or `exited` (`holdout`), or only the others (`treatment`); 422 when the journey holds out nobody, 400 with `users=capped`',
     ),
 }).refine((query) => !(query.group && query.users === 'capped'), {
   message: 'group: not with users=capped (held-out users get no deliveries, so none is capped)',
@@ -137,6 +137,11 @@ const Counts = z.object({
   entered: z.number().describe('Users who entered the instance: the start crowd, crowd updates and event-triggered entries (a re-entry counts again)'),
   converted: z.number().optional().describe('With a goal: users who reached it (once per instance each)'),
   convertedFrom: z.record(z.string(), z.number()).optional().describe('With a goal: users who reached it, by the step they were in when they did'),
+  exited: z.number().optional().describe('With exit criteria: users who met them and left the journey early (each once: they do not enter the instance again)'),
+  exitedFrom: z
+    .record(z.string(), z.number())
+    .optional()
+    .describe('With exit criteria: users who left the journey early, by the step they were in when they met the criteria (every step, 0 when none)'),
   steps: z.record(z.string(), z.number()).describe('Users currently in each step'),
   edges: z.record(z.string(), z.number()).describe('Users who took each edge, keyed "from->to"'),
   capped: z
@@ -276,7 +281,8 @@ export const paths: Record<string, object> = {
         'In a cluster any member answers, adding the counts the owners of its other partitions published; a 503 `partition_moving` (retry ' +
         'shortly) while a partition between owners has no committed figure yet, never a partial count; a 503 `partition_recovering` with ' +
         "`Retry-After` while the tenant's partitions load after a restart. With `asOf`: the counts at that moment, with `asOf` in " +
-        'the answer and without `converted`/`convertedFrom` (conversions are not journaled); `edges` and `entered` are totals up to then.',
+        'the answer and without `converted`/`convertedFrom` (conversions are not journaled); `edges`, `entered` and `exited`/`exitedFrom` ' +
+        '(exits are journaled) are totals up to then.',
       tags,
       params: instance,
       query: { asOf: AS_OF_DESCRIPTION },
@@ -319,10 +325,11 @@ export const paths: Record<string, object> = {
         format: EXPORT_FORMATS.join(' | '),
         limit: 'At most this many IDs (the smallest)',
         columns: EXPORT_COLUMNS_QUERY,
-        asOf: `${AS_OF_DESCRIPTION}; with users=in only`,
+        asOf: `${AS_OF_DESCRIPTION}; with users=in or exited only`,
         users:
           'in (default: users in the step now) | converted (users who reached the goal from the step; a 422 `unprocessable` when the ' +
-          "instance's workflow version has no goal) | capped (users a frequency cap skipped a delivery of at the step, each once)",
+          "instance's workflow version has no goal) | exited (users who met the exit criteria in the step and left the journey early; a 422 " +
+          '`unprocessable` when the version has no exit criteria) | capped (users a frequency cap skipped a delivery of at the step, each once)',
         group:
           'holdout (only the held-out users of `users`) | treatment (only the others); a 422 `unprocessable` when the journey holds out ' +
           'nobody, a 400 with users=capped',
@@ -330,7 +337,7 @@ export const paths: Record<string, object> = {
       ok: {
         status: 200,
         description:
-          'The IDs; header x-crowdflow-count holds how many, content-disposition names the file journey-step[-converted]-YYYY-MM-DD (slugs, UTC day)',
+          'The IDs; header x-crowdflow-count holds how many, content-disposition names the file journey-step[-converted|-exited]-YYYY-MM-DD (slugs, UTC day)',
         contentType: 'text/csv',
       },
       errors: [400, 404, 422, 503],

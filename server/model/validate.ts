@@ -84,6 +84,7 @@ export function validateWorkflow(definition: unknown, options: ValidateOptions =
       ...stopAtProblems(definition.stopAt, options),
       ...workflowConditionProblems('entry', definition.entry, saving),
       ...workflowConditionProblems('goal', definition.goal, saving),
+      ...workflowConditionProblems('exit', definition.exit, saving),
       ...holdoutProblems(definition.holdout),
     );
   }
@@ -180,7 +181,13 @@ function checkedBelow(issue: z.core.$ZodIssue): boolean {
   const last = issue.path[issue.path.length - 1];
   if (issue.path.length === 1 && last === 'stopAt') return true;
   if (issue.path.length === 2 && issue.path[0] === 'holdout' && last === 'percent' && issue.code !== 'invalid_type') return true;
-  if (issue.path.length === 2 && (issue.path[0] === 'entry' || issue.path[0] === 'goal') && last === 'condition' && issue.code !== 'invalid_type') return true;
+  if (
+    issue.path.length === 2 &&
+    (issue.path[0] === 'entry' || issue.path[0] === 'goal' || issue.path[0] === 'exit') &&
+    last === 'condition' &&
+    issue.code !== 'invalid_type'
+  )
+    return true;
   if (issue.code === 'invalid_type' || issue.code === 'unrecognized_keys') return false;
   return issue.path[0] === 'steps' && (last === 'after' || last === 'ttl' || last === 'condition' || last === 'tz');
 }
@@ -264,8 +271,8 @@ function conditionProblem(field: string, value: string, saving: boolean): { code
   return costProblem ? { code: 'condition_too_costly', message: `${field} ${costProblem}` } : null;
 }
 
-/** The condition of the entry trigger or the goal (their other fields are shape-checked); step null: the workflow's. */
-function workflowConditionProblems(field: 'entry' | 'goal', value: unknown, saving: boolean): WorkflowProblem[] {
+/** The condition of the entry trigger, the goal or the exit criteria (their other fields are shape-checked); step null: the workflow's. */
+function workflowConditionProblems(field: 'entry' | 'goal' | 'exit', value: unknown, saving: boolean): WorkflowProblem[] {
   const condition = isRecord(value) ? stringAt(value.condition) : undefined;
   const problem = condition === undefined ? null : conditionProblem(`${field}.condition`, condition, saving);
   return problem ? [{ step: null, code: problem.code, message: `Workflow ${problem.message}` }] : [];

@@ -178,10 +178,31 @@ export const Holdout = z
       "with a goal, the counts report both groups' conversion and the lift (`lift` in the counts). Fixed while an instance runs.",
   );
 
+/**
+ * Exit criteria: a user for whom the condition holds leaves the journey from whatever step they are in, counted there
+ * as exited early (server/engine/exit.ts; docs/journeys.md "Exit criteria").
+ */
+export const Exit = z
+  .strictObject({
+    condition: ConditionText.describe(
+      'CEL on the event (`event.type == "unsubscribe"`), checked on each event of a user in the journey before branches; or on ' +
+        'profiles, crowds and `user` only (`inCrowd("churned")`, `profile.plan == "cancelled"`), then also checked, as one bitmap plan, ' +
+        'for the users of every bulk move (a start, a crowd update, a delay, timeout or timer step moving users) and for every user of ' +
+        'the journey at each timer firing',
+    ),
+  })
+  .describe(
+    'Exit criteria: a user who meets them leaves the journey at once from the step they are in, without the actions of any later step; ' +
+      'counted per step in `exitedFrom`, exported with `users=exited`, journaled as a move to `$exit`. An exited user does not enter the ' +
+      'same instance again (whatever `entry.reentry` says).',
+  );
+export type Exit = z.infer<typeof Exit>;
+
 export const WorkflowDefinition = z.strictObject({
   steps: z.array(Step).min(1, 'A workflow needs at least one step'),
   entry: EntryTrigger.optional(),
   goal: Goal.optional(),
+  exit: Exit.optional(),
   holdout: Holdout.optional(),
   stopAt: z.iso.datetime({ offset: true }).optional(),
 });

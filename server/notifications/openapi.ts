@@ -8,7 +8,11 @@ const Notification = z.object({
   seq: z.number(),
   instanceId: z.string(),
   from: z.string().nullable(),
-  to: z.string(),
+  to: z
+    .string()
+    .describe(
+      "The step moved to, or `$exit`: the users met the workflow's exit criteria in `from` and left the journey (no action tags; `from` null: as they entered)",
+    ),
   user: z.number().optional().describe('A single-user move'),
   users: z.array(z.number()).optional().describe(`A bulk move of at most ${INLINE_USERS_MAX} users (at most ${INLINE_USERS_PER_PAGE} listed IDs per page)`),
   bitmap: z

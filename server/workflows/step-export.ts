@@ -42,9 +42,13 @@ export type StepExportRequest = ExportOptions & { instanceId: string; step: stri
 export async function stepExportResponse(engine: EngineHandle, database: Database, tenant: Tenant, request: StepExportRequest, now: number): Promise<Response> {
   const { instanceId, step, users, asOf, group, ...options } = request;
   if (asOf !== undefined) {
-    if (users !== 'in') throw badRequest(`asOf answers who was in the step then (users=in); users=${users} has no past state`, { path: 'asOf' });
+    // Moves and exits are journaled, conversions and capped deliveries are not.
+    if (users !== 'in' && users !== 'exited')
+      throw badRequest(`asOf answers who was in the step then (users=in) or had exited early from it (users=exited); users=${users} has no past state`, {
+        path: 'asOf',
+      });
     if (group) throw badRequest('asOf answers who was in the step then, of both groups; leave out group', { path: 'group' });
-    const bitmap = await stepUsersAsOf(database, tenant, instanceId, step, asOf, now);
+    const bitmap = await stepUsersAsOf(database, tenant, instanceId, step, asOf, now, users);
     const journey = await findWorkflow(database, tenant, (await engine.getInstance(tenant.id, instanceId)).workflowId);
     return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, asOf, true));
   }

@@ -48,6 +48,7 @@ const timer = (condition: string) => ({
 });
 const entry = (condition: string) => ({ ...branch('true'), entry: { event: 'signup', condition } });
 const goal = (condition: string) => ({ ...branch('true'), goal: { condition } });
+const exit = (condition: string) => ({ ...branch('true'), exit: { condition } });
 
 /** The code a route gave: the error's own, or for a workflow save the code of its one problem. */
 function refusalOf(result: ApiResult): { code: string; problem: string } {
@@ -66,6 +67,7 @@ async function everyRoute(tenant: Tenant, workflowId: string, condition: string)
     'save (timer)': await save(timer(condition)),
     'save (entry)': await save(entry(condition)),
     'save (goal)': await save(goal(condition)),
+    'save (exit)': await save(exit(condition)),
     'new version': await api('PUT', `${base}/workflows/${workflowId}`, { token: tenant.key, body: { definition: branch(condition) } }),
     audience: await api('POST', `${base}/audience`, { token: tenant.key, body: { condition } }),
     explain: await api('POST', `${base}/workflows/${workflowId}/explain`, { token: tenant.key, body: { definition: branch(condition) } }),

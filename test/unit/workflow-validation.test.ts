@@ -88,6 +88,24 @@ describe('validateWorkflow', () => {
     ]);
   });
 
+  it('checks exit criteria through the condition gate, once each, naming exit.condition', () => {
+    const only = [{ name: 'a', kind: 'direct' }];
+    expect(validateWorkflow({ steps: only, exit: { condition: 'event.type == "unsubscribe" || inCrowd("churned")' } }).ok).toBe(true);
+    expect(problemsOf({ steps: only, exit: { condition: 'event.type ==' } })).toEqual([
+      { step: null, code: 'bad_condition', message: expect.stringMatching(/^Workflow exit\.condition is not a valid condition: /) },
+    ]);
+    expect(problemsOf({ steps: only, exit: { condition: '  ' } })).toEqual([
+      { step: null, code: 'bad_condition', message: 'Workflow exit.condition: A condition cannot be empty' },
+    ]);
+    const nested = `${'[0,1,2].all(x, '.repeat(15)}true${')'.repeat(15)}`;
+    expect(problemsOf({ steps: only, exit: { condition: nested } }, { now: 0 })).toEqual([
+      { step: null, code: 'condition_too_costly', message: expect.stringMatching(/^Workflow exit\.condition is estimated to cost /) },
+    ]);
+    expect(problemsOf({ steps: only, exit: {} })).toEqual([
+      { step: null, code: 'invalid_field', message: expect.stringMatching(/^Workflow exit\.condition: /) },
+    ]);
+  });
+
   it('refuses duplicate step names, once per name', () => {
     const problems = problemsOf({
       steps: [
