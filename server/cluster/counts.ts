@@ -5,7 +5,7 @@
 // what that engine published. A partition with no figure at all is answered with a 503 partition_moving, never a zero.
 import type pg from 'pg';
 import { AppError } from '../errors';
-import { exitedCounts, type InstanceRuntime } from '../engine/tenant';
+import { exitedCounts, experimentFigures, type InstanceRuntime } from '../engine/tenant';
 import type { Counts } from '../engine/types';
 import type { PostgresTarget } from '../storage/database-url';
 import { connectClient } from '../storage/pg-connect';
@@ -53,6 +53,7 @@ export function shardCounts(instance: InstanceRuntime, partition: number): Count
   if (instance.workflow.holdout) {
     counts.holdout = { entered: shard.holdoutEntered, ...(instance.workflow.goal ? { converted: shard.holdoutConverted() } : {}) };
   }
+  if (instance.workflow.experiments.size > 0 && instance.workflow.goal) counts.experiments = experimentFigures(instance.workflow, [shard]);
   return counts;
 }
 
@@ -271,6 +272,14 @@ function addCounts(out: Counts, part: Counts): void {
     out.holdout ??= { entered: 0 };
     out.holdout.entered += part.holdout.entered;
     if (part.holdout.converted !== undefined) out.holdout.converted = (out.holdout.converted ?? 0) + part.holdout.converted;
+  }
+  for (const [step, figures] of Object.entries(part.experiments ?? {})) {
+    out.experiments ??= {};
+    const sum = (out.experiments[step] ??= { paths: figures.paths.map(({ path }) => ({ path, entered: 0, converted: 0 })), winner: figures.winner });
+    for (const { path, entered, converted } of figures.paths) {
+      const into = sum.paths.find((p) => p.path === path);
+      if (into) Object.assign(into, { entered: into.entered + entered, converted: into.converted + converted });
+    }
   }
   for (const [step, n] of Object.entries(part.steps)) out.steps[step] = (out.steps[step] ?? 0) + n;
   for (const [edge, n] of Object.entries(part.edges)) out.edges[edge] = (out.edges[edge] ?? 0) + n;

@@ -2,6 +2,7 @@
 // waiting for a partition. Counts and the counts stream come from the counts the engine publishes after every change
 // (the board); where-is-user, exports and the instance operations are calls the engine answers between two slices of
 // its work; instance lists and snapshots are read from the database here. See docs/engine.md "The engine thread".
+import { registerWinnerProcedure, submitWinner, type WinnerRequest } from './experiments';
 import type { Worker } from 'node:worker_threads';
 import type { Principal } from '../auth';
 import { RoaringBitmap32 } from '../crowd/bitmap';
@@ -65,6 +66,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     private early: EngineThread | undefined = undefined,
   ) {
     ops.registerInstanceProcedures(this);
+    registerWinnerProcedure(this);
   }
 
   async start(): Promise<void> {
@@ -341,6 +343,10 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
 
   updateInstanceWorkflow(tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
     return ops.submitUpdateWorkflow(this, tenantId, instanceId, request);
+  }
+
+  sendToWinner(tenantId: string, instanceId: string, request: WinnerRequest, now: number): Promise<SubmittedOperation> {
+    return submitWinner(this, tenantId, instanceId, request, 'manual', now);
   }
 
   readonly materializeStart = this.forward('materializeStart');

@@ -60,7 +60,11 @@ export class CountsSampler {
   /** The sampling under way: the next waits for it, so a caller told "already sampled" finds the sample written. */
   private sampling: Promise<void> = Promise.resolve();
 
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    /** Told each sample's counts and the sampling time once written (the engine's automatic experiment winners). */
+    private readonly onSample?: (instanceId: string, counts: Counts, now: number) => Promise<void>,
+  ) {}
 
   /** Whether an instance was never sampled (a new one is sampled at once). */
   hasNew(instances: SampledInstance[]): boolean {
@@ -81,11 +85,15 @@ export class CountsSampler {
     if (due.length === 0) return;
     for (const instance of due) this.sampledMinute.set(instance.id, minute);
     const samples: RawStatement[] = [];
+    const taken: [string, Counts][] = [];
     for (const instance of due) {
       const counts = await instance.counts(); // null (a partition between cluster members): this minute has no sample
-      if (counts) samples.push(upsert(this.database, instance.id, MINUTE_MS, minute, sampled(counts)));
+      if (!counts) continue;
+      samples.push(upsert(this.database, instance.id, MINUTE_MS, minute, sampled(counts)));
+      taken.push([instance.id, counts]);
     }
     if (samples.length > 0) await (await this.database.raw()).transaction(samples);
+    for (const [instanceId, counts] of taken) await this.onSample?.(instanceId, counts, now);
   }
 }
 

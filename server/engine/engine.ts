@@ -1,3 +1,4 @@
+import { dueWinners, registerWinnerProcedure, submitWinner, type WinnerRequest } from './experiments';
 import { sleepUntilAborted, systemClock, type Clock } from '../clock';
 import type { Principal } from '../auth';
 import { processOwner } from '../process-owner';
@@ -113,6 +114,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
       // Loaded tenants only: one still rebuilding its shards must not hold up the others' timers (its load wakes the loop).
       tenants: async () => [...this.tenants.values()].flatMap((entry) => (entry.loaded ? [entry.loaded] : [])),
       sampledInstances: () => this.sampledInstances(),
+      countsSampled: (instanceId, counts, now) => this.decideExperiments(instanceId, counts, now),
     });
     this.owner = options.owner ?? processOwner();
     this.leases = new LeaseKeeper(this);
@@ -126,6 +128,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.startCommitBytes = options.startCommitBytes ?? START_COMMIT_BYTES;
     // Registered before any start so the runner (which may resume instance procedures at boot) knows the types.
     ops.registerInstanceProcedures(this);
+    registerWinnerProcedure(this);
   }
 
   /** In a cluster: the shards of partitions other members hold, kept for reads (server/cluster/committed-cache.ts). */
@@ -491,6 +494,21 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   /** 409 with details.stranded {step: count} when users of removed steps are not mapped. */
   updateInstanceWorkflow(tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation> {
     return ops.submitUpdateWorkflow(this, tenantId, instanceId, request);
+  }
+
+  sendToWinner(tenantId: string, instanceId: string, request: WinnerRequest, now: number): Promise<SubmittedOperation> {
+    return submitWinner(this, tenantId, instanceId, request, 'manual', now);
+  }
+
+  /** With each counts sample: experiments whose automatic rule now picks a winner send the rest to it (./experiments.ts). */
+  private async decideExperiments(instanceId: string, counts: Counts, now: number): Promise<void> {
+    const instance = this.findRuntime(instanceId);
+    if (!instance) return;
+    for (const { by, ...request } of dueWinners(instance.workflow, counts, now)) {
+      await submitWinner(this, instance.record.tenantId, instanceId, request, by, now).catch((error) =>
+        console.error(`[crowdflow] could not send the rest of experiment "${request.step}" of instance ${instanceId} to "${request.path}"`, error),
+      );
+    }
   }
 }
 

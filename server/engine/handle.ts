@@ -1,6 +1,7 @@
 // What the rest of the server (routes, ingest, boot) uses of the engine. Two implementations: `Engine` runs the
 // partitions in this thread (tests, the engine-only bench, the engine thread itself); `EngineClient`
 // (server/engine/client.ts) answers the request thread from what the engine thread publishes and calls it for the rest.
+import type { WinnerRequest } from './experiments';
 import type { Principal } from '../auth';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { IngestOutcome } from './ingest';
@@ -51,4 +52,6 @@ export interface EngineHandle {
   stopInstance(tenantId: string, instanceId: string): Promise<SubmittedOperation>;
   updateInstanceCrowd(tenantId: string, instanceId: string, request: { crowd: string }): Promise<SubmittedOperation>;
   updateInstanceWorkflow(tenantId: string, instanceId: string, request: UpdateWorkflowRequest): Promise<SubmittedOperation>;
+  /** Sends the rest of an experiment's users to one path: a new version, mapped onto the instance (./experiments.ts). */
+  sendToWinner(tenantId: string, instanceId: string, request: WinnerRequest, now: number): Promise<SubmittedOperation>;
 }

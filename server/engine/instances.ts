@@ -71,7 +71,7 @@ async function requireWorkflow(database: Database, tenantId: string, workflowId:
   return row;
 }
 
-async function requireRunning(database: Database, tenantId: string, instanceId: string) {
+export async function requireRunning(database: Database, tenantId: string, instanceId: string) {
   const row = await requireInstance(database, tenantId, instanceId);
   if (row.state !== 'running') throw conflict(`Instance ${instanceId} is ${row.state}, not running`, { state: row.state });
   return row;
@@ -288,8 +288,8 @@ export async function submitUpdateWorkflow(
 
 type OperationState = { tenantId: string; instanceId?: string; workflowId: string } & Record<string, Json | undefined>;
 
-/** A one-step procedure over an instance of `engine` with an exclusive lock on its workflow. */
-function operation(
+/** A procedure over an instance of `engine` with an exclusive lock on its workflow. */
+export function operation(
   engine: InstanceEngine,
   type: string,
   run: (engine: InstanceEngine, state: OperationState, ctx: ProcedureContext) => Promise<ProcedureStatus>,

@@ -130,8 +130,9 @@ export class Mover {
       timeMs: this.now,
     });
     this.shard.countEdge(from, to, arrivals.count);
-    if (this.workflow.isEntry(from, to))
-      this.shard.countEntry(arrivals instanceof OneUser ? arrivals.user : (arrivals as ManyUsers).users, arrivals.count, this.workflow.holdout);
+    const users = arrivals instanceof OneUser ? arrivals.user : (arrivals as ManyUsers).users;
+    if (this.workflow.isEntry(from, to)) this.shard.countEntry(users, arrivals.count, this.workflow.holdout);
+    if (this.workflow.isExperimentPath(from, to)) this.shard.tookPath(from, to, users);
   }
 
   /**
@@ -159,6 +160,8 @@ export class Mover {
           if (step.next) return this.enter(arrivals, to, step.next, hops + 1);
           break;
         case 'split': {
+          // A path taking everyone (an experiment's winner) needs no hash per user.
+          if (runtime.splitAll >= 0) return this.enter(arrivals, to, step.paths[runtime.splitAll].next, hops + 1);
           let rest = to;
           for (const [path, part] of arrivals.byPath((user) => splitPath(runtime, user), step.paths.length))
             rest = this.enter(part, to, step.paths[path].next, hops + 1);

@@ -239,6 +239,8 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
       for (const [key, count] of Object.entries(counts.edges)) snapshot.edges.set(key, count);
       for (const shard of instance.shards) if (shard) snapshot.holdout.orInPlace(shard.holdout);
       snapshot.holdoutEntered = counts.holdout?.entered ?? 0;
+      for (const shard of instance.shards)
+        for (const [step, byPath] of shard?.paths ?? []) for (const [path, users] of byPath) snapshot.tookPath(step, path, users);
     }
     await commitBatch(engine.database, tenantId, {
       leases,
@@ -354,6 +356,8 @@ export async function materializeUpdateWorkflow(
       // The holdout is the same in both versions (submitUpdateWorkflow refuses a change): the group is kept whole.
       fresh.holdout.orInPlace(old!.holdout);
       fresh.holdoutEntered = old!.holdoutEntered;
+      // Who took which path stays so (a winner's version sends new entrants one way; earlier users keep theirs).
+      for (const [step, byPath] of old!.paths) fresh.paths.set(step, byPath);
       for (const [step, users] of old!.converted) fresh.converted.set(step, users);
       for (const [step, users] of old!.exited) fresh.exited.set(step, users);
       startCrons(fresh, next, now);

@@ -311,6 +311,7 @@ function applyMove(shard: Shard, workflow: WorkflowRuntime, from: string | null,
   if (runtime?.ttlMs) bucket(shard.ttls, to, bucketEnd(timeMs, runtime.ttlBucketMs)).orInPlace(users);
   shard.countEdge(from, to, count);
   if (workflow.isEntry(from, to)) shard.countEntry(users, count, workflow.holdout);
+  if (workflow.isExperimentPath(from, to)) shard.tookPath(from, to, users);
 }
 
 /** Users who met the exit criteria (exit.ts) left `from`; from nowhere (as they entered) they count as entered, at the entry step. */

@@ -1,6 +1,7 @@
 // A workflow version prepared for running: steps by name, conditions compiled once, split tables, bucket widths.
 import { compileCondition, requireCondition, type CompiledCondition } from '../conditions/compile';
 import { parseDuration, type EntryTrigger, type Step, type WorkflowDefinition } from '../model/workflow';
+import type { SplitStepOf } from '../model/experiment';
 import { holdoutPlan, type HoldoutPlan } from '../model/holdout';
 import { fnv1a, mix } from '../model/user-hash';
 import { bucketWidth } from './shard';
@@ -28,6 +29,8 @@ export interface StepRuntime {
   /** Split steps: cumulative upper bounds in [0, 1) per path, and the per-step hash seed. */
   splitBounds: number[];
   splitSeed: number;
+  /** Split steps: the path taking 100% (an experiment's winner): everyone goes there without a hash per user; else -1. */
+  splitAll: number;
   /** Tags carried by a move into this step (parallel: its enterAction and then its actions, comma-separated). */
   enterTags: string | null;
 }
@@ -63,6 +66,8 @@ export class WorkflowRuntime {
   readonly stopAt: number | null;
   /** Who of the entering users is held out (a control group that gets no action deliveries); null: nobody. */
   readonly holdout: HoldoutPlan | null;
+  /** Split steps run as experiments, by name: shards keep who took each of their paths (Shard.tookPath). */
+  readonly experiments = new Map<string, SplitStepOf>();
 
   /** `workflowId` salts split and holdout assignment, so two workflows' splits are independent (each keeps it across versions). */
   constructor(
@@ -82,6 +87,12 @@ export class WorkflowRuntime {
     this.exit = exit ? { condition: exit, bulk: !exit.usesEvent } : null;
     this.stopAt = definition.stopAt ? Date.parse(definition.stopAt) : null;
     this.holdout = holdoutPlan(definition.holdout, workflowId);
+    for (const step of definition.steps) if (step.kind === 'split' && step.experiment) this.experiments.set(step.name, step);
+  }
+
+  /** Whether a move from `from` to `to` takes a path of an experiment (each of its paths leads to its own step). */
+  isExperimentPath(from: string | null, to: string): from is string {
+    return from !== null && (this.experiments.get(from)?.paths.some((path) => path.next === to) ?? false);
   }
 
   /**
@@ -132,6 +143,7 @@ function prepare(step: Step, workflowId: string): StepRuntime {
     ttlBucketMs: ttlMs ? bucketWidth(ttlMs) : 0,
     splitBounds: [],
     splitSeed: 0,
+    splitAll: -1,
     enterTags: step.enterAction ?? null,
   };
   switch (step.kind) {
@@ -151,6 +163,7 @@ function prepare(step: Step, workflowId: string): StepRuntime {
       const total = step.paths.reduce((a, p) => a + p.percent, 0) || 1;
       runtime.splitBounds = step.paths.map((p) => (sum += p.percent / total));
       runtime.splitSeed = splitSeed(step, workflowId);
+      runtime.splitAll = step.paths.findIndex((p) => p.percent === total);
       break;
     }
     case 'parallel':

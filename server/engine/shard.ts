@@ -34,6 +34,8 @@ export class Shard {
   /** Users of the holdout group who entered here (each once), and their entries (counted as `entered` is). */
   readonly holdout = new RoaringBitmap32();
   holdoutEntered = 0;
+  /** Experiment split steps: per path (named by the step it leads to), the users who took it here (each once). */
+  readonly paths = new Map<string, Map<string, RoaringBitmap32>>();
 
   constructor(
     readonly instanceId: string,
@@ -71,11 +73,26 @@ export class Shard {
     this.holdoutEntered += held.size;
   }
 
+  /** `users` (one user or a bitmap) took the path of experiment `step` that leads to `path`. */
+  tookPath(step: string, path: string, users: RoaringBitmap32 | number): void {
+    let byPath = this.paths.get(step);
+    if (!byPath) this.paths.set(step, (byPath = new Map()));
+    const bitmap = byPath.get(path);
+    if (!bitmap) byPath.set(path, typeof users === 'number' ? RoaringBitmap32.of(users) : users.clone());
+    else if (typeof users === 'number') bitmap.add(users);
+    else bitmap.orInPlace(users);
+  }
+
+  /** Users of `users` who reached the goal (from any step): one AND count per step they converted from. */
+  convertedOf(users: RoaringBitmap32): number {
+    let n = 0;
+    for (const converted of this.converted.values()) n += converted.andCardinality(users);
+    return n;
+  }
+
   /** Users of the holdout group who reached the goal (from any step). */
   holdoutConverted(): number {
-    let n = 0;
-    for (const users of this.converted.values()) n += users.andCardinality(this.holdout);
-    return n;
+    return this.convertedOf(this.holdout);
   }
 
   /** Users `users` converted from `step` (the goal held for them there). */
@@ -131,6 +148,7 @@ export class Shard {
       entered: this.entered,
       ...(this.unjournaledAt ? { unjournaledAt: this.unjournaledAt } : {}),
       ...(this.holdoutEntered > 0 ? { holdout: put(this.holdout), holdoutEntered: this.holdoutEntered } : {}),
+      ...(this.paths.size > 0 ? { paths: [...this.paths].flatMap(([step, byPath]) => [...byPath].map(([path, b]) => [step, path, put(b)])) } : {}),
     };
     const head = Buffer.from(JSON.stringify(header));
     const length = Buffer.alloc(4);
@@ -153,6 +171,7 @@ export class Shard {
       unjournaledAt?: number;
       holdout?: number;
       holdoutEntered?: number;
+      paths?: [string, string, number][];
     };
     let at = 4 + headLength;
     const take = (length: number) => {
@@ -168,6 +187,7 @@ export class Shard {
     for (const [step, length] of header.exited ?? []) shard.exited.set(step, take(length));
     if (header.holdout !== undefined) shard.holdout.orInPlace(take(header.holdout));
     shard.holdoutEntered = header.holdoutEntered ?? 0;
+    for (const [step, path, length] of header.paths ?? []) shard.tookPath(step, path, take(length));
     for (const [key, count] of Object.entries(header.edges)) shard.edges.set(key, count);
     for (const [step, at] of Object.entries(header.cronNext)) shard.cronNext.set(step, at);
     // Checkpoints written before entries were counted: everyone in the shard entered once.

@@ -7,6 +7,7 @@ import { type FairTurns, Slices } from './slices';
 import type { WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
 import type { Counts } from './types';
+import type { ExperimentFigures } from '../model/experiment';
 import type { Database } from '../storage/database';
 
 export class Mutex {
@@ -151,6 +152,7 @@ export function countsOf(instanceId: string, workflow: WorkflowRuntime, shards: 
     ...(withConverted ? { converted, convertedFrom } : {}),
     ...(exited ? exited.counts() : {}),
     ...(workflow.holdout ? { holdout: { entered: heldEntered, ...(withConverted ? { converted: heldConverted } : {}) } } : {}),
+    ...(workflow.experiments.size > 0 && withConverted ? { experiments: experimentFigures(workflow, shards) } : {}),
     steps,
     edges,
   };
@@ -170,4 +172,27 @@ export function exitedCounts(workflow: WorkflowRuntime): { add(shard: Shard): vo
     },
     counts: () => ({ exited, exitedFrom }),
   };
+}
+
+/**
+ * Per experiment split step of the workflow, per path in the step's order: the users who took it and those of them who
+ * converted (converted users ∩ path users: one AND count per bitmap), summed over the shards.
+ */
+export function experimentFigures(workflow: WorkflowRuntime, shards: readonly (Shard | undefined)[]): Record<string, ExperimentFigures> {
+  const out: Record<string, ExperimentFigures> = {};
+  for (const [name, step] of workflow.experiments) {
+    const paths = step.paths.map((path) => ({ path: path.next, entered: 0, converted: 0 }));
+    for (const shard of shards) {
+      const byPath = shard?.paths.get(name);
+      if (!byPath) continue;
+      for (const figures of paths) {
+        const users = byPath.get(figures.path);
+        if (!users) continue;
+        figures.entered += users.size;
+        figures.converted += shard!.convertedOf(users);
+      }
+    }
+    out[name] = { paths, winner: step.experiment?.winner?.path ?? null };
+  }
+  return out;
 }

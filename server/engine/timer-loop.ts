@@ -9,6 +9,7 @@ import { CountsSampler, downsampleCountsHistory, MINUTE_MS, type SampledInstance
 import type { PartitionWorker } from './partition';
 import { LogTrimmer } from './store/log';
 import { Mutex, type TenantRuntime } from './tenant';
+import type { Counts } from './types';
 import { firingWaits, nextTimerDue, runDueTimers, warmNextFirings } from './timers';
 
 /** The loop re-plans at least this often (engine clock), so nothing is missed for long. */
@@ -25,6 +26,8 @@ export interface TimerHost {
   tenants(): Promise<LoadedTenant[]>;
   /** The instances whose counts history this process samples, each with its counts over every partition. */
   sampledInstances(): SampledInstance[];
+  /** Told each instance's counts as sampled (whole, once a minute of the clock): experiments decide on them. */
+  countsSampled?(instanceId: string, counts: Counts, now: number): Promise<void>;
 }
 
 export class TimerLoop {
@@ -42,7 +45,7 @@ export class TimerLoop {
 
   constructor(private readonly host: TimerHost) {
     this.logTrimmer = new LogTrimmer(host.database);
-    this.countsSampler = new CountsSampler(host.database);
+    this.countsSampler = new CountsSampler(host.database, host.countsSampled?.bind(host));
     this.samplerIdle = new LoopIdle(host.clock);
   }
 

@@ -1,3 +1,4 @@
+import type { ExperimentFigures } from '../model/experiment';
 import type { Lift } from '../model/lift';
 import type { Reentry } from '../model/workflow';
 
@@ -44,6 +45,11 @@ export interface Counts {
   holdout?: { entered: number; converted?: number };
   /** With a holdout and a goal: both groups' conversion and the lift (server/model/lift.ts), added by the HTTP layer. */
   lift?: Lift;
+  /**
+   * With a goal, per split step run as an experiment: each path's users and conversions (and the winner, once set); the
+   * HTTP layer adds each path's rate, interval and probability of being best (server/model/experiment.ts).
+   */
+  experiments?: Record<string, ExperimentFigures>;
   /** Per step, users whose enter-action delivery a frequency cap skipped: added by the HTTP layer (counts route and
    * stream) from server/webhooks/capping.ts, never by the engine. */
   capped?: Record<string, { users: number; skipped: number }>;

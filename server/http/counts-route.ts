@@ -1,4 +1,5 @@
 import { countsAsOf, type Counts } from '../engine';
+import { experimentResult } from '../model/experiment';
 import { liftOf } from '../model/lift';
 import { CountsQuery } from './engine-api';
 import { json, queryParams } from './respond';
@@ -16,8 +17,12 @@ export const getCounts = tenantRoute<{ tenant: string; iid: string }>(async ({ t
   return json(countsBody(counts, capped));
 });
 
-/** The counts as the API answers them: with what frequency caps skipped (when any did) and the holdout's lift (when measured). */
+/**
+ * The counts as the API answers them: with what frequency caps skipped (when any did), the holdout's lift (when
+ * measured) and each experiment's rates, intervals and probabilities of being best.
+ */
 export function countsBody(counts: Counts, capped: Counts['capped']): Counts {
   const lift = liftOf(counts);
-  return { ...counts, ...(Object.keys(capped ?? {}).length ? { capped } : {}), ...(lift ? { lift } : {}) };
+  const experiments = counts.experiments && Object.fromEntries(Object.entries(counts.experiments).map(([step, figures]) => [step, experimentResult(figures)]));
+  return { ...counts, ...(Object.keys(capped ?? {}).length ? { capped } : {}), ...(lift ? { lift } : {}), ...(experiments ? { experiments } : {}) };
 }

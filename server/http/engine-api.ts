@@ -7,6 +7,7 @@ import { EXPORT_FORMATS, ExportQuery } from '../crowd/export';
 import { EXPORT_COLUMNS_DESCRIPTION, EXPORT_COLUMNS_QUERY } from '../exports/openapi';
 import { Crowd } from '../crowd/openapi';
 import { StepCrowdBody } from '../workflows/step-crowd';
+import { ExperimentResultSchema } from './experiment-api';
 import { operation } from './openapi-kit';
 import { MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from '../engine/ingest';
 import { DEDUPE_WINDOW_MS } from '../engine/ingest-dedupe';
@@ -156,6 +157,10 @@ const Counts = z.object({
     .optional()
     .describe("With a holdout: the control group, who move through the journey but get none of its steps' webhook deliveries"),
   lift: LiftSchema.optional().describe("With a holdout and a goal: both groups' conversion and the measured lift"),
+  experiments: z
+    .record(z.string(), ExperimentResultSchema)
+    .optional()
+    .describe("With a goal, per split step run as an experiment: each path's users, conversion rate, 95% interval and probability of being best"),
 });
 const CountsPoint = z.object({
   at: z.string().describe('Start of the minute, hour or day'),

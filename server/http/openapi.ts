@@ -2,6 +2,7 @@ import { paths as analyticsPaths } from '../analytics/openapi';
 import { paths as crowdPaths } from '../crowd/openapi';
 import { paths as costPaths } from './cost-api';
 import { paths as enginePaths } from './engine-api';
+import { paths as experimentPaths } from './experiment-api';
 import { paths as notificationPaths } from '../notifications/openapi';
 import { paths as procedurePaths } from '../procedures/openapi';
 import { paths as profilePaths } from '../profiles/openapi';
@@ -20,6 +21,7 @@ const areas: Record<string, object>[] = [
   workflowPaths,
   previewPaths,
   enginePaths,
+  experimentPaths,
   analyticsPaths,
   notificationPaths,
   procedurePaths,
@@ -42,6 +44,7 @@ export const PATH_PARAMETERS: Record<string, string> = {
   'consumers/{name}': 'Consumer name (a consumer has no other id)',
   'instances/{iid}': 'Instance id (instances have no name)',
   'steps/{step}': "Step name in the instance's workflow version",
+  'experiments/{step}': "Name of a split step run as an experiment in the instance's workflow version",
   'versions/{version}': 'Workflow version number: 1, 2, …',
   'users/{user}': 'User id, a whole number from 0 to 4294967295',
   'profiles/{user}': 'User id, a whole number from 0 to 4294967295',

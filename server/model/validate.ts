@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { celCompileProblem, celCostProblem, celSyntaxProblem } from '../conditions/parse';
 import { branchRouting } from './branch-routing';
+import { experimentProblems } from './experiment';
 import { MAX_HOLDOUT_PERCENT } from './holdout';
 import { cronProblem, timeZoneProblem } from './cron';
 import { ConditionText, Duration, MAX_DURATION, MAX_DURATION_MS, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
@@ -26,6 +27,7 @@ export type ProblemCode =
   | 'timer_too_frequent'
   | 'bad_stop_at'
   | 'bad_holdout'
+  | 'bad_experiment'
   | 'instant_cycle'
   | 'unreachable'
   | 'too_many_steps';
@@ -86,6 +88,7 @@ export function validateWorkflow(definition: unknown, options: ValidateOptions =
       ...workflowConditionProblems('goal', definition.goal, saving),
       ...workflowConditionProblems('exit', definition.exit, saving),
       ...holdoutProblems(definition.holdout),
+      ...experimentProblems(definition),
     );
   }
 
@@ -189,6 +192,8 @@ function checkedBelow(issue: z.core.$ZodIssue): boolean {
   )
     return true;
   if (issue.code === 'invalid_type' || issue.code === 'unrecognized_keys') return false;
+  // An experiment's `after` is a date, which only zod checks (a delay's or a timeout's is a duration, checked below).
+  if (issue.path[2] === 'experiment') return false;
   return issue.path[0] === 'steps' && (last === 'after' || last === 'ttl' || last === 'condition' || last === 'tz');
 }
 

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { MIN_PATH_USERS, WIN_PROBABILITY } from './experiment';
 import { MAX_HOLDOUT_PERCENT } from './holdout';
+import { MIN_OUTCOMES } from './lift';
 import { NAME_KINDS, nameSchema } from './names';
 
 // One workflow schema for canvas and server. The runnable definition holds only what the engine
@@ -115,6 +117,43 @@ export const TimerStep = z.strictObject({
 });
 export type TimerStep = z.infer<typeof TimerStep>;
 export const DelayStep = z.strictObject({ ...stepCommon, kind: z.literal('delay'), after: Duration, next: StepName });
+/** Who decided an experiment's winner: a person (the API or the studio), its date, or its significance (server/model/experiment.ts). */
+export const WINNER_DECIDED_BY = ['manual', 'date', 'significance'] as const;
+
+/** A split step run as an experiment over the journey's goal (server/model/experiment.ts: its figures and the winner rules). */
+export const Experiment = z
+  .strictObject({
+    autoWinner: z
+      .strictObject({
+        after: z.iso
+          .datetime({ offset: true })
+          .optional()
+          .describe('At this time (RFC 3339), the rest go to the path most likely best then, whatever the data says by then'),
+        significance: z
+          .boolean()
+          .optional()
+          .describe(
+            `Once one path is best with probability ≥ ${WIN_PROBABILITY} and every path has at least ${MIN_PATH_USERS} users, ` +
+              `${MIN_OUTCOMES} who converted and ${MIN_OUTCOMES} who did not, the rest go to it`,
+          ),
+      })
+      .optional()
+      .describe('Send the rest to the winner by itself (checked once a minute of the engine clock); at least one of after and significance'),
+    winner: z
+      .strictObject({
+        path: StepName.describe('The winning path, named by the step it leads to'),
+        at: z.iso.datetime({ offset: true }),
+        by: z.enum(WINNER_DECIDED_BY),
+      })
+      .optional()
+      .describe('Set by "send the rest to the winner" on the version it creates, whose split sends 100% down this path'),
+  })
+  .describe(
+    "The split's paths are compared on the journey's goal (which it needs): the counts report each path's users, conversion rate with " +
+      "a 95% Wilson interval, and the probability it is best. Paths are named by the step each leads to, so an experiment's paths lead to different steps.",
+  );
+export type Experiment = z.infer<typeof Experiment>;
+
 /** A salt for the per-user hash of splits and holdouts (server/model/user-hash.ts), named to correlate them on purpose. */
 const HashSeed = z.string().min(1).max(128);
 export const SplitStep = z.strictObject({
@@ -126,6 +165,7 @@ export const SplitStep = z.strictObject({
       'each user on the same path index, to correlate experiments on purpose.',
   ),
   paths: z.array(z.strictObject({ percent: z.number().min(0).max(100), next: StepName })).meta({ minItems: 2, description: 'Percents sum to 100' }),
+  experiment: Experiment.optional(),
 });
 export const ParallelStep = z.strictObject({
   ...stepCommon,

@@ -18,6 +18,7 @@ export const AUDIT_ACTIONS = [
   'instance.stop',
   'instance.update_crowd',
   'instance.update_workflow',
+  'experiment.winner',
   'procedure.retry',
   'webhook.create',
   'webhook.update',

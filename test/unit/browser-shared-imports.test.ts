@@ -17,6 +17,7 @@ const BROWSER_SHARED = [
   'server/model/holdout.ts',
   'server/model/user-hash.ts',
   'server/model/lift.ts',
+  'server/model/experiment.ts',
   'server/conditions/parse.ts',
   'server/conditions/gate.ts',
   'server/conditions/analyze.ts',
