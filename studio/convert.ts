@@ -210,11 +210,11 @@ function dataCommon(data: Common): Common {
  * validateWorkflow() reports on that step, so the canvas shows the problem where it is.
  */
 /** What a definition holds besides its steps and stopAt, edited apart from the canvas (the inspector with no step selected). */
-export type WorkflowExtras = Pick<WorkflowDefinition, 'entry' | 'goal' | 'holdout'>;
+export type WorkflowExtras = Pick<WorkflowDefinition, 'entry' | 'goal' | 'exit' | 'holdout'>;
 
 /** A definition's extras, as the editor keeps them. */
 export function extrasOf(definition: WorkflowDefinition): WorkflowExtras {
-  return { entry: definition.entry, goal: definition.goal, holdout: definition.holdout };
+  return { entry: definition.entry, goal: definition.goal, exit: definition.exit, holdout: definition.holdout };
 }
 
 export function graphToDefinition(
@@ -275,9 +275,16 @@ export function graphToDefinition(
       n.type === 'branch' && n.data.branches.some((b) => b.label?.trim()) ? [[n.data.name, n.data.branches.map((b) => b.label?.trim() ?? '')]] : [],
     ),
   );
-  const { entry, goal, holdout } = extras;
+  const { entry, goal, exit, holdout } = extras;
   return {
-    definition: { steps, ...(entry ? { entry } : {}), ...(goal ? { goal } : {}), ...(holdout ? { holdout } : {}), ...(stopAt ? { stopAt } : {}) },
+    definition: {
+      steps,
+      ...(entry ? { entry } : {}),
+      ...(goal ? { goal } : {}),
+      ...(exit ? { exit } : {}),
+      ...(holdout ? { holdout } : {}),
+      ...(stopAt ? { stopAt } : {}),
+    },
     draft: { positions, labels, ...(Object.keys(notes).length ? { notes } : {}), ...(Object.keys(branchLabels).length ? { branchLabels } : {}) },
   };
 }

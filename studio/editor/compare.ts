@@ -84,6 +84,7 @@ function journeyFields(definition: WorkflowDefinition): Map<string, string> {
   put('Entry only for the crowd', definition.entry?.crowd);
   put('Entering again', definition.entry ? (definition.entry.reentry === 'again' ? 'after an exit step' : 'once') : undefined);
   put('Goal', definition.goal?.condition);
+  put('Exit when', definition.exit?.condition);
   put(
     'Held out',
     definition.holdout?.percent ? `${definition.holdout.percent}%${definition.holdout.seed ? ` (seed ${definition.holdout.seed})` : ''}` : undefined,

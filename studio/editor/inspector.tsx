@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { Duration, parseDuration } from '../../server/model/workflow';
 import { outputHandles, type BranchData, type StepData, type StepNode } from '../convert';
 import { ConditionEditor } from './condition';
+import { StepExitedLine } from './exit-criteria';
 import { StepGoalLine } from './goal-result';
 import { useDeleteSteps } from './delete-step';
 import { EnterActionField } from './inspector-actions';
@@ -68,6 +69,7 @@ export function Inspector({ readOnly }: { readOnly: boolean }) {
         {KIND_ICON[node.type!]} {KIND_LABEL[node.type!]} step
       </h2>
       <StepGoalLine step={node.data.name} />
+      <StepExitedLine step={node.data.name} />
       <fieldset disabled={readOnly}>
         <Text label="Name" value={node.data.name} onChange={(v) => update({ name: v ?? '' }, 'name')} testId="step-name-input" />
         <Text

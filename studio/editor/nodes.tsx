@@ -10,6 +10,7 @@ import { useCanvasInfo, useCounts } from './context';
 import { webhookOf } from './inspector-actions';
 import { problemText } from './problem-words';
 import { StepSparkline } from './counts-chart';
+import { StepExited } from './exit-criteria';
 import { StepConverted } from './goal-result';
 import { useReveal } from './reveal';
 import { StepMenu } from './step-menu';
@@ -205,6 +206,7 @@ function StepNodeView(props: NodeProps<StepNode>) {
               <span className="muted">{share === null ? '' : ` · ${share}`}</span>
             </span>
             <StepConverted step={props.data.name} />
+            <StepExited step={props.data.name} />
           </div>
           <StepSparkline step={props.data.name} />
         </div>

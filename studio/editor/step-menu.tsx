@@ -10,7 +10,8 @@ import { ExportColumnsForm, SaveCrowdForm } from './step-export-forms';
 import { moveInWords } from './user-path';
 
 /**
- * A step's menu: export its users (and, with a goal, those who converted from it), with profile columns as CSV or
+ * A step's menu: export its users (and, with a goal, those who converted from it; with exit criteria, those who exited
+ * early from it), with profile columns as CSV or
  * Parquet, save them as a new crowd, look at the first ones, find where a user is. The server names each download
  * (`journey-step-date.csv`); the links only ask for one. The panel is a node toolbar: drawn beside the step at the
  * screen's scale, not the canvas's, so its words stay readable at a fitted zoom and it never covers the step's count.
@@ -19,7 +20,10 @@ import { moveInWords } from './user-path';
 export function StepMenu({ stepName }: { stepName: string }) {
   const { tenant, instanceId, workflowId } = useCanvasInfo();
   // the counts carry `converted` exactly when the instance's version has a goal
-  const hasGoal = useCounts()?.converted !== undefined;
+  const counts = useCounts();
+  const hasGoal = counts?.converted !== undefined;
+  // and `exited` exactly when it has exit criteria
+  const hasExit = counts?.exited !== undefined;
   const workflows = useWorkflows(tenant);
   const workflowName = (id: string) => workflows.data?.find((w) => w.id === id)?.name ?? id;
   const [open, setOpen] = useState(false);
@@ -49,7 +53,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
     setOpen(false);
     menuButton.current?.focus();
   }
-  const exportUrl = (format: string, limit?: number, users?: 'converted') =>
+  const exportUrl = (format: string, limit?: number, users?: 'converted' | 'exited') =>
     `${API_ROOT}${tenantPath(tenant, `/instances/${instanceId}/steps/${pathSegment(stepName)}/export`)}?format=${format}${limit ? `&limit=${limit}` : ''}${users ? `&users=${users}` : ''}`;
 
   async function showFirst() {
@@ -103,6 +107,11 @@ export function StepMenu({ stepName }: { stepName: string }) {
             {hasGoal && (
               <a href={exportUrl('csv', undefined, 'converted')} download data-testid="export-converted">
                 Export converted users (CSV)
+              </a>
+            )}
+            {hasExit && (
+              <a href={exportUrl('csv', undefined, 'exited')} download data-testid="export-exited">
+                Export users who exited early (CSV)
               </a>
             )}
             <button type="button" onClick={() => setForm(form === 'columns' ? null : 'columns')} aria-expanded={form === 'columns'}>

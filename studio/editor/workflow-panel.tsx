@@ -1,6 +1,7 @@
 'use client';
 import { REENTRY_POLICIES, type EntryTrigger } from '../../server/model/workflow';
 import { ConditionEditor } from './condition';
+import { ExitPanel } from './exit-criteria';
 import { GoalSummary } from './goal-result';
 import { HoldoutPanel } from './holdout';
 import { useEditor, useEditorStore } from './store';
@@ -13,7 +14,8 @@ const REENTRY_TEXT: Record<(typeof REENTRY_POLICIES)[number], string> = {
 /**
  * What the workflow holds besides its steps, shown in the inspector while no step is selected: the event-triggered
  * entry (users not in the instance enter the entry step on an event of this type) and the goal (users for whom its
- * condition holds on an event are counted as converted), and the holdout (./holdout.tsx).
+ * condition holds on an event are counted as converted), the exit criteria (./exit-criteria.tsx) and the holdout
+ * (./holdout.tsx).
  */
 export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
   const store = useEditorStore();
@@ -79,6 +81,7 @@ export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
       {goal && (
         <ConditionEditor label="Converted when" value={goal.condition} onChange={(text) => !readOnly && store.setExtras({ goal: { condition: text ?? '' } })} />
       )}
+      <ExitPanel readOnly={readOnly} />
       <HoldoutPanel readOnly={readOnly} />
     </fieldset>
   );

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WorkflowDraft, type WorkflowDefinition } from '../../server/model/workflow';
-import { definitionToGraph, graphToDefinition, layout, type StepNode } from '../../studio/convert';
+import { definitionToGraph, extrasOf, graphToDefinition, layout, type StepNode } from '../../studio/convert';
 import { freeSpot } from '../../studio/editor/placement';
 import { validateCanvas } from '../../studio/editor/problems';
 import { EditorStore } from '../../studio/editor/store';
@@ -94,6 +94,30 @@ describe('problems in canvas words', () => {
     expect(states().extras).toEqual({ entry: { event: 'signup', reentry: 'once' } });
     store.redo();
     expect(states()).toEqual({ extras: { entry: { event: 'signup', reentry: 'once' }, goal: { condition: 'event.type == "purchase"' } }, label: undefined });
+  });
+});
+
+describe('exit criteria in the editor', () => {
+  it('are typed as one undo step, validated with the workflow, saved in the definition and read back; emptied, they are gone', () => {
+    const { nodes, edges } = definitionToGraph({ steps: [{ name: 'wait', kind: 'direct' }] }, null);
+    const store = new EditorStore(nodes, edges);
+    for (const condition of ['event.type ==', 'event.type == "unsubscribe"']) store.setExtras({ exit: { condition } });
+    expect(store.get().problems).toEqual([]);
+    const { definition } = graphToDefinition(store.get().nodes, store.get().edges, undefined, store.get().extras);
+    expect(definition.exit).toEqual({ condition: 'event.type == "unsubscribe"' });
+    expect(extrasOf(definition).exit).toEqual(definition.exit);
+    store.setExtras({ exit: { condition: 'event.type ==' } });
+    expect(
+      store
+        .get()
+        .problems.map((p) => p.text)
+        .join(' '),
+    ).toContain('exit.condition');
+    store.setExtras({ exit: undefined });
+    expect(store.get().extras).toEqual({});
+    store.undo();
+    expect(store.get().extras).toEqual({});
+    expect(store.get().canUndo).toBe(false);
   });
 });
 
