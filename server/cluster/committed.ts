@@ -36,11 +36,16 @@ export async function committedShard(instance: InstanceRuntime, partition: numbe
   return instance.shards[partition] ?? kept.shard(instance, partition);
 }
 
-/** The users at `step` over every partition. */
-export async function committedStepUsers(instance: InstanceRuntime, step: string, kept: CommittedShards): Promise<RoaringBitmap32> {
+/** The users at `step` (`exited`: who left the journey from it by its exit criteria) over every partition. */
+export async function committedStepUsers(
+  instance: InstanceRuntime,
+  step: string,
+  kept: CommittedShards,
+  of: 'steps' | 'exited' = 'steps',
+): Promise<RoaringBitmap32> {
   const parts: RoaringBitmap32[] = [];
   for (let p = 0; p < instance.shards.length; p++) {
-    const bitmap = (await committedShard(instance, p, kept)).steps.get(step);
+    const bitmap = (await committedShard(instance, p, kept))[of].get(step);
     if (bitmap) parts.push(bitmap);
   }
   return RoaringBitmap32.orMany(parts);

@@ -78,6 +78,7 @@ export function exitAtFiring(mover: Mover): boolean {
   if (!mover.workflow.exit?.bulk) return false;
   const { shard } = mover;
   const leaving = mover.routing.exiting(shard.members(), mover.now);
+  mover.exitsChecked = true;
   if (leaving.isEmpty) return false;
   for (const [step, users] of [...shard.steps]) mover.exitBulk(RoaringBitmap32.and(users, leaving), step);
   return true;

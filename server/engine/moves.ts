@@ -24,6 +24,12 @@ function loopCut(step: string): void {
 }
 
 export class Mover {
+  /**
+   * Everyone in the shard was checked against the exit criteria at this moment (a timer firing's sweep, exit.ts): the
+   * bulk moves that follow need not check the same users again.
+   */
+  exitsChecked = false;
+
   constructor(
     readonly workflow: WorkflowRuntime,
     readonly shard: Shard,
@@ -141,7 +147,7 @@ export class Mover {
    * bitmaps leave the journey from `from` instead; one user moves on an event, which its exit criteria saw first.
    */
   private enter(arrivals: Arrivals, from: string | null, to: string, hops: number): string {
-    if (hops === 0 && arrivals instanceof ManyUsers) {
+    if (hops === 0 && arrivals instanceof ManyUsers && !(this.exitsChecked && from !== null)) {
       const leaving = this.routing.exiting(arrivals.users, this.now);
       if (leaving.size > 0) {
         this.recordExit(from, new ManyUsers(leaving));

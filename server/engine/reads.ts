@@ -69,7 +69,9 @@ export async function stepBitmap(
       users === 'converted'
         ? live.convertedUsers(step)
         : users === 'exited'
-          ? live.exitedUsers(step)
+          ? kept
+            ? await committedStepUsers(live, step, kept, 'exited')
+            : live.exitedUsers(step)
           : kept
             ? await committedStepUsers(live, step, kept)
             : live.stepUsers(step);

@@ -3,11 +3,14 @@
 // them. Event criteria are checked at once, before the branches; profile and crowd criteria as bitmap plans at a start
 // and at each timer firing, never per user. Restart recovery and point-in-time reads rebuild the same exits.
 import { afterEach, describe, expect, it } from 'vitest';
+import { committedStepUsers } from '../../server/cluster/committed';
+import { CommittedShards } from '../../server/cluster/committed-cache';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { countsAsOf } from '../../server/engine/as-of';
 import { EXITED } from '../../server/engine/exit';
 import { loadShard } from '../../server/engine/recovery';
 import type { Shard } from '../../server/engine/shard';
+import { InstanceRuntime } from '../../server/engine/tenant';
 import type { WorkflowDefinition } from '../../server/model/workflow';
 import { importProfiles } from '../../server/profiles/import';
 import { database } from '../../server/storage/database';
@@ -75,6 +78,10 @@ describe('exit criteria', () => {
     expect(counts.steps).toMatchObject({ wait: 80, thanks: 5 });
     expect(await stepUsers(h, id, 'thanks')).toEqual(range(16, 20));
     expect((await h.engine.stepBitmap(h.tenantId, id, 'wait', 'exited')).toArray()).toEqual(range(1, 15));
+    // A cluster member holding none of the partitions reads them as committed (checkpoint + journal): the same users.
+    const running = h.engine.findRuntime(id)!;
+    const elsewhere = new InstanceRuntime(running.record, running.workflow, h.partitions);
+    expect((await committedStepUsers(elsewhere, 'wait', new CommittedShards(database()), 'exited')).toArray()).toEqual(range(1, 15));
 
     // The timeout moves the rest on; an unsubscribe in the delay step takes its user out from there.
     await advance(h, 31 * MINUTE);
