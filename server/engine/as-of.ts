@@ -6,12 +6,13 @@
 //   T, newest first (rewind.ts): a moment an hour back costs the hour's rows, however old the instance;
 // - the instance's start (an empty shard at journal seq 0) played forward to T, when T is nearer the start than the
 //   checkpoint (both read rows between their base and T; time stands in for how many).
+// Crowd updates move users without journal rows (they notify nobody); each records what it changed in a shard as a
+// CrowdChange row (store/crowd-changes.ts), which both directions cross where it comes among the rows.
 // Moments that can be answered (else 422 `outside_retention`, naming the range):
-// - from the start while the journal holds every move the instance made and no crowd update changed its users without
-//   journal rows (a checkpoint with `unjournaled` > 0);
+// - from the start while the journal holds every move the instance made and every crowd update's change is recorded
+//   (a checkpoint counts the updates it went through, `unjournaled`; those made before changes were recorded have none);
 // - else from the later of what retention kept (the journal holds every move from `retainedFrom` on) and the last
-//   change no journal row carries (`Shard.unjournaledAt`, kept in the checkpoint's header): the state before that
-//   change is nowhere any more.
+//   crowd update whose change is not recorded: the state before it is nowhere any more.
 // Moves are compared by their time (engine clock), so a moment is exact to the millisecond of the batches that moved
 // then; a shard's moves are made in seq order, so its rows after T are the last ones before the checkpoint's seq.
 import { RoaringBitmap32 } from '../crowd/bitmap';
@@ -26,7 +27,8 @@ import { replayUntil } from './recovery';
 import { rewindTo } from './rewind';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { lastMoveTimes, loadCheckpoints } from './store/replay';
+import { type CrowdChange, loadCrowdChanges } from './store/crowd-changes';
+import { type Checkpoint, lastMoveTimes, loadCheckpoints } from './store/replay';
 import { countsOf } from './tenant';
 import type { Counts } from './types';
 
@@ -50,13 +52,18 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   const partitions = Array.from({ length: tenant.partitions }, (_, p) => p);
   const checkpoints = await loadCheckpoints(database, instanceId, partitions);
   const retained = await retainedFrom(database, tenant.id, now);
-  const unjournaled = [...checkpoints.values()].some((cp) => cp.unjournaled > 0);
+  const changes = await loadCrowdChanges(database, instanceId);
+  const changesOf = (p: number) => changes.get(p) ?? [];
+  // A checkpoint counts every crowd update it went through; the changes of those made before they were recorded
+  // (CrowdChange rows) cannot be crossed.
+  const unrecorded = (p: number, cp: Checkpoint) => cp.unjournaled > changesOf(p).length;
+  const uncrossable = [...checkpoints].some(([p, cp]) => unrecorded(p, cp));
   const trimmed = retained !== null && startMs <= retained;
-  const fromStart = !unjournaled && !trimmed;
+  const fromStart = !uncrossable && !trimmed;
 
-  // Each checkpoint is the state at `madeAt`: its newest move was made then, or the last change no journal row carries.
-  // Rewound (./rewind.ts), it answers every moment from `from` on: after that change, and with every move since kept
-  // by retention (the newest move found may not be the newest it held, so no earlier than what retention kept).
+  // Each checkpoint is the state at `madeAt`: its newest move was made then, or its last crowd update. Rewound
+  // (./rewind.ts), it answers every moment from `from` on: after the last change it cannot cross, and with every move
+  // since kept by retention (the newest move found may not be the newest it held, so no earlier than what it kept).
   const newest = await lastMoveTimes(database, instanceId, new Map([...checkpoints].map(([p, cp]) => [p, cp.journalSeq])));
   const kept = trimmed ? retained : startMs;
   const bases = new Map<number, { shard: Shard; after: number; madeAt: number; from: number }>();
@@ -64,10 +71,11 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
     const shard = Shard.decode(instanceId, p, cp.data);
     // Conversions come from outside the journal: a checkpoint's are of its own time, not T's.
     shard.converted.clear();
-    // A checkpoint of a crowd update written before the change was dated (unjournaledAt 0) says nothing of when.
-    const changedAt = cp.unjournaled === 0 ? startMs : shard.unjournaledAt || Number.POSITIVE_INFINITY;
-    const madeAt = Math.max(changedAt, newest.get(p) ?? startMs);
-    bases.set(p, { shard, after: cp.journalSeq, madeAt, from: Math.max(changedAt, kept) });
+    // The recorded changes came after the unrecorded ones; a checkpoint of a crowd update written before the change was
+    // dated (unjournaledAt 0) says nothing of when.
+    const barrier = unrecorded(p, cp) ? (changesOf(p)[0]?.timeMs ?? (shard.unjournaledAt || Number.POSITIVE_INFINITY)) : startMs;
+    const madeAt = Math.max(shard.unjournaledAt, newest.get(p) ?? startMs);
+    bases.set(p, { shard, after: cp.journalSeq, madeAt, from: Math.max(barrier, kept) });
   }
   // The earliest moment every partition has a base for (a partition without a checkpoint has only the start).
   const from = fromStart ? startMs : Math.max(...partitions.map((p) => bases.get(p)?.from ?? Number.POSITIVE_INFINITY));
@@ -76,7 +84,7 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
       ? `the instance started at ${iso(startMs)}`
       : trimmed
         ? `older moves were deleted by retention (journalRetentionHours ${(await tenantLimits(database, tenant.id)).journalRetentionHours})`
-        : 'a crowd update changed its users without journal rows, and the state before it is not kept';
+        : 'a crowd update made before such updates were recorded changed its users without journal rows, and the state before it is not kept';
     const range = Number.isFinite(from) ? `from ${iso(from)} to now (${iso(now)})` : `no past moment, only the present (without asOf)`;
     throw new AppError('outside_retention', `asOf (${iso(asOf)}) is outside what instance ${instanceId} can answer: ${range}; ${why}`, {
       path: 'asOf',
@@ -88,14 +96,14 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   const workflow = new WorkflowRuntime(await loadDefinition(database, row.workflowId, row.version), row.workflowId);
   // Per partition, the nearest base: its checkpoint played forward when it is not after T, else the checkpoint turned
   // back or the start played forward, whichever is nearer T (time stands in for the rows either reads).
-  const forward = new Map<number, { shard: Shard; after: number }>();
-  const back = new Map<number, { shard: Shard; seq: number }>();
+  const forward = new Map<number, { shard: Shard; after: number; changes?: CrowdChange[] }>();
+  const back = new Map<number, { shard: Shard; seq: number; changes: CrowdChange[] }>();
   for (const p of partitions) {
     const checkpoint = bases.get(p);
     if (checkpoint && checkpoint.madeAt <= asOf) forward.set(p, checkpoint);
     else if (checkpoint && checkpoint.from <= asOf && !(fromStart && asOf - startMs < checkpoint.madeAt - asOf))
-      back.set(p, { shard: checkpoint.shard, seq: checkpoint.after });
-    else forward.set(p, { shard: new Shard(instanceId, p), after: 0 });
+      back.set(p, { shard: checkpoint.shard, seq: checkpoint.after, changes: changesOf(p).filter((change) => change.timeMs > asOf) });
+    else forward.set(p, { shard: new Shard(instanceId, p), after: 0, changes: changesOf(p).filter((change) => change.timeMs <= asOf) });
   }
   await replayUntil(database, instanceId, forward, asOf, workflow);
   await rewindTo(database, back, asOf, workflow);

@@ -16,6 +16,7 @@ import { Shard } from './shard';
 import { inSlices } from './slices';
 import { commitBatch, type CheckpointWrite, type JournalMove } from './store/commit';
 import type { Lease } from './store/leases';
+import { crowdChangeStatement, encodeCrowdChange } from './store/crowd-changes';
 import { loadCheckpoints } from './store/replay';
 import { InstanceRuntime, type TenantRuntime } from './tenant';
 import type { Reentry } from './types';
@@ -257,6 +258,7 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
         await tx.instanceSnapshot.upsert({ where: { instanceId }, create: { instanceId, ...data }, update: data });
         await tx.shardCheckpoint.deleteMany({ where: { instanceId } });
         await tx.shardTimerPlan.deleteMany({ where: { instanceId } });
+        await tx.crowdChange.deleteMany({ where: { instanceId } }); // only point-in-time reads of a running instance use them
         await tx.conversion.deleteMany({ where: { instanceId } }); // the snapshot holds them
         await tx.instance.update({ where: { id: instanceId }, data: { state: 'stopped', stoppedAt: new Date(now), userCount: counts.total } });
       },
@@ -266,7 +268,10 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
   });
 }
 
-/** New users join the entry step, departed users leave every step (not with an entry trigger); no notifications (nothing is journaled). */
+/**
+ * New users join the entry step, departed users leave every step (not with an entry trigger); no notifications (nothing
+ * is journaled). What it changed in each shard is kept as a CrowdChange row, which point-in-time reads cross.
+ */
 export async function materializeUpdateCrowd(engine: Engine, tenantId: string, instanceId: string, crowdName: string): Promise<Json> {
   const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
   const { users } = await crowdOf(engine.database, tenantId, crowdName, row.workflowId, instanceId, row.reentry as Reentry);
@@ -277,6 +282,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     let joined = 0;
     let left = 0;
     const routing = await entryRouting(tenant.data, instance.workflow);
+    const changes: RawStatement[] = [];
     // In one go, not in slices: the running shards change in place, and no reader may see some partitions changed.
     byPartition(users, tenant.partitions).forEach((target, partition) => {
       const shard = instance.shards[partition]!;
@@ -285,10 +291,18 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       const leavers = instance.workflow.trigger ? new RoaringBitmap32() : RoaringBitmap32.andNot(members, target);
       // Users who left by the exit criteria do not join again.
       const joiners = RoaringBitmap32.andNot(target, shard.everyone());
-      const mover = new Mover(instance.workflow, shard, [], now, routing);
+      const moves: JournalMove[] = [];
+      const mover = new Mover(instance.workflow, shard, moves, now, routing);
       shard.unjournaledAt = now;
-      if (leavers.size > 0) for (const step of [...shard.steps.keys()]) mover.leaveBulk(leavers, step);
+      const leftSteps = new Map<string, RoaringBitmap32>();
+      for (const [step, bitmap] of leavers.size > 0 ? shard.steps : []) {
+        const leaving = RoaringBitmap32.and(bitmap, leavers);
+        if (leaving.size > 0) leftSteps.set(step, leaving);
+        mover.leaveBulk(leavers, step);
+      }
       mover.moveBulk(joiners, null, instance.workflow.entry);
+      // One row a shard, even an unchanged one: each checkpoint below counts one more unjournaled change.
+      changes.push(crowdChangeStatement(engine.database, instanceId, partition, now, encodeCrowdChange(leftSteps, moves)));
       joined += joiners.size;
       left += leavers.size;
     });
@@ -297,6 +311,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       leases,
       moves: [],
       checkpoints: await encodeAll(tenant, instance, true),
+      extra: changes,
       now,
       also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { crowdName, userCount } })),
     });

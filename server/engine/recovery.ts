@@ -19,6 +19,7 @@ import { plannedAfter } from './local-time';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
 import { conversionsAfterCheckpoint } from './store/conversions';
+import type { CrowdChange } from './store/crowd-changes';
 import { loadTimerPlans, type TimerPlan } from './store/timer-plans';
 import {
   BITMAP,
@@ -104,19 +105,22 @@ export async function catchUpShard(database: Database, loaded: LoadedShard, work
 /**
  * Shards of one instance as they were at `untilMs` (point-in-time reads, ./as-of.ts): each base shard as it was at its
  * journal seq `after` (a checkpoint's, or an empty shard at 0) plus its partition's journal rows after it moved at or
- * before `untilMs`, replayed as recovery replays them, in one pass where recovery makes one. Conversions and timer
- * plans are not journaled and are left as they are.
+ * before `untilMs`, replayed as recovery replays them, in one pass where recovery makes one, and the crowd updates'
+ * `changes` to cross, each where it comes among the rows. Conversions and timer plans are not journaled and are left
+ * as they are.
  */
 export async function replayUntil(
   database: Database,
   instanceId: string,
-  bases: Map<number, { shard: Shard; after: number }>,
+  bases: Map<number, { shard: Shard; after: number; changes?: CrowdChange[] }>,
   untilMs: number,
   workflow: WorkflowRuntime,
 ): Promise<void> {
-  const targets = new Map([...bases].map(([partition, { shard, after }]) => [partition, { after, replay: new Replay(shard, workflow) }]));
+  const targets = new Map(
+    [...bases].map(([partition, { shard, after, changes }]) => [partition, { after, replay: new Replay(shard, workflow, undefined, changes) }]),
+  );
   await journalPass(database, instanceId, targets, untilMs);
-  for (const target of targets.values()) target.replay.flush();
+  for (const target of targets.values()) target.replay.finish();
 }
 
 /**
@@ -236,14 +240,21 @@ class Replay {
   /** The group of the previous row: consecutive rows mostly share from, to and time, so the key is built rarely. */
   private last: MoveGroup | null = null;
 
+  /** Crowd updates' changes still to apply, oldest first (point-in-time reads only). */
+  private readonly changes: CrowdChange[];
+
   constructor(
     private readonly shard: Shard,
     private readonly workflow: WorkflowRuntime,
     private timerPlan?: TimerPlan,
-  ) {}
+    changes: CrowdChange[] = [],
+  ) {
+    this.changes = [...changes];
+  }
 
   add(row: ReplayRow): void {
     if (this.timerPlan && row[SEQ] > this.timerPlan.journalSeq) this.applyTimerPlan();
+    while (this.changes.length > 0 && this.changes[0].journalSeq < row[SEQ]) this.applyChange(this.changes.shift()!);
     const fromStep = row[FROM_STEP];
     const toStep = row[TO_STEP];
     const timeMs = row[TIME_MS];
@@ -267,10 +278,22 @@ class Replay {
     group.count += row[COUNT];
   }
 
-  /** Applies what is pending: grouped moves, then a timer plan none of the rows read after it. */
+  /** Applies what is pending: grouped moves, then a timer plan and crowd changes none of the rows read came after. */
   finish(): void {
     if (this.timerPlan) this.applyTimerPlan();
     else this.flush();
+    for (const change of this.changes.splice(0)) this.applyChange(change);
+  }
+
+  /** A crowd update's change: its leavers out of their steps, then its joiners' moves. */
+  private applyChange(change: CrowdChange): void {
+    this.flush();
+    const shard = this.shard;
+    for (const [step, users] of change.left) {
+      shard.step(step).andNotInPlace(users);
+      for (const buckets of [shard.delays.get(step), shard.ttls.get(step)]) for (const bitmap of buckets?.values() ?? []) bitmap.andNotInPlace(users);
+    }
+    for (const move of change.moves) applyMove(shard, this.workflow, move.from, move.to, change.timeMs, move.users, move.count);
   }
 
   flush(): void {

@@ -18,22 +18,24 @@ import { EXITED } from './exit';
 import { heldOutUsers } from './holdout-bitmap';
 import type { WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
-import { BITMAP, COUNT, FROM_STEP, journalBackTo, type ReplayRow, TO_STEP, USER } from './store/replay';
+import type { CrowdChange } from './store/crowd-changes';
+import { BITMAP, COUNT, FROM_STEP, journalBackTo, type ReplayRow, SEQ, TO_STEP, USER } from './store/replay';
 
 /**
  * Turns each checkpoint shard (`seq`: the last journal seq it holds) back to `untilMs`: the journal rows of its
- * partition at or before `seq` made after `untilMs` are undone. The shards change in place.
+ * partition at or before `seq` made after `untilMs` are undone, and the crowd updates' `changes` made after it (each
+ * where it comes among the rows). The shards change in place.
  */
 export async function rewindTo(
   database: Database,
-  bases: Map<number, { shard: Shard; seq: number }>,
+  bases: Map<number, { shard: Shard; seq: number; changes: CrowdChange[] }>,
   untilMs: number,
   workflow: WorkflowRuntime,
 ): Promise<void> {
-  for (const [partition, { shard, seq }] of bases) {
-    const rewind = new Rewind(shard, workflow);
+  for (const [partition, { shard, seq, changes }] of bases) {
+    const rewind = new Rewind(shard, workflow, changes);
     await journalBackTo(database, shard.instanceId, partition, seq, untilMs, (row) => rewind.add(row));
-    rewind.flush();
+    rewind.finish();
     shard.delays.clear();
     shard.ttls.clear();
     shard.cronNext.clear();
@@ -51,13 +53,21 @@ class Rewind {
   private readonly runUsers = new Set<number>();
   private readonly groups = new Map<string, UndoGroup>();
 
+  /** Crowd updates' changes still to undo, oldest first (the last is undone first). */
+  private readonly changes: CrowdChange[];
+
   constructor(
     private readonly shard: Shard,
     private readonly workflow: WorkflowRuntime,
-  ) {}
+    changes: CrowdChange[],
+  ) {
+    this.changes = [...changes];
+  }
 
   /** The next row, newest first. */
   add(row: ReplayRow): void {
+    // A change follows the journal rows up to its seq: it is undone before them.
+    while (this.changes.length > 0 && row[SEQ] <= this.changes.at(-1)!.journalSeq) this.undoChange(this.changes.pop()!);
     const bitmap = row[BITMAP];
     if (bitmap) {
       this.flush();
@@ -74,10 +84,23 @@ class Rewind {
     group.count += row[COUNT];
   }
 
-  flush(): void {
+  /** Undoes what is pending: grouped rows, then the changes older than every row read. */
+  finish(): void {
+    this.flush();
+    while (this.changes.length > 0) this.undoChange(this.changes.pop()!);
+  }
+
+  private flush(): void {
     for (const g of this.groups.values()) this.undo(g.from, g.to, RoaringBitmap32.from(g.users), g.count);
     this.groups.clear();
     this.runUsers.clear();
+  }
+
+  /** A crowd update undone: its joiners' moves, newest first, then its leavers back in their steps. */
+  private undoChange(change: CrowdChange): void {
+    this.flush();
+    for (const move of [...change.moves].reverse()) this.undo(move.from, move.to, move.users, move.count);
+    for (const [step, users] of change.left) this.shard.step(step).orInPlace(users);
   }
 
   private undo(from: string | null, to: string, users: RoaringBitmap32, count: number): void {

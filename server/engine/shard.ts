@@ -3,6 +3,7 @@
 // The whole shard serializes into one checkpoint blob: a JSON header naming byte lengths, then portable roaring bytes.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { isHeldOut, type HoldoutPlan } from '../model/holdout';
+import { encodeBitmapBlob, decodeBitmapBlob } from './bitmap-blob';
 import { heldOutUsers } from './holdout-bitmap';
 
 /** Bitmaps keyed by bucket end time (epoch ms): a user entered during the bucket that ends there. */
@@ -28,7 +29,8 @@ export class Shard {
   entered = 0;
   /**
    * Engine time of the last change of step members no journal row carries (a crowd update; 0: none). Point-in-time
-   * reads (as-of.ts) cannot rebuild a moment before it.
+   * reads (as-of.ts) cross it by its CrowdChange row, or, for an update made before those were kept, cannot rebuild a
+   * moment before it.
    */
   unjournaledAt = 0;
   /** Users of the holdout group who entered here (each once), and their entries (counted as `entered` is). */
@@ -131,13 +133,7 @@ export class Shard {
   }
 
   encode(): Buffer {
-    const parts: Uint8Array[] = [];
-    const put = (bitmap: RoaringBitmap32) => {
-      const bytes = bitmap.serialize('portable');
-      parts.push(bytes);
-      return bytes.byteLength;
-    };
-    const header = {
+    return encodeBitmapBlob((put) => ({
       steps: [...this.steps].filter(([, b]) => b.size > 0).map(([name, b]) => [name, put(b)]),
       delays: bucketEntries(this.delays).map(([step, end, b]) => [step, end, put(b)]),
       ttls: bucketEntries(this.ttls).map(([step, end, b]) => [step, end, put(b)]),
@@ -149,17 +145,11 @@ export class Shard {
       ...(this.unjournaledAt ? { unjournaledAt: this.unjournaledAt } : {}),
       ...(this.holdoutEntered > 0 ? { holdout: put(this.holdout), holdoutEntered: this.holdoutEntered } : {}),
       ...(this.paths.size > 0 ? { paths: [...this.paths].flatMap(([step, byPath]) => [...byPath].map(([path, b]) => [step, path, put(b)])) } : {}),
-    };
-    const head = Buffer.from(JSON.stringify(header));
-    const length = Buffer.alloc(4);
-    length.writeUInt32LE(head.byteLength);
-    return Buffer.concat([length, head, ...parts]);
+    }));
   }
 
   static decode(instanceId: string, partition: number, data: Uint8Array): Shard {
-    const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    const headLength = bytes.readUInt32LE(0);
-    const header = JSON.parse(bytes.subarray(4, 4 + headLength).toString()) as {
+    const { header, take } = decodeBitmapBlob<{
       steps: [string, number][];
       delays: [string, number, number][];
       ttls: [string, number, number][];
@@ -172,13 +162,7 @@ export class Shard {
       holdout?: number;
       holdoutEntered?: number;
       paths?: [string, string, number][];
-    };
-    let at = 4 + headLength;
-    const take = (length: number) => {
-      const bitmap = RoaringBitmap32.deserialize(bytes.subarray(at, at + length), 'portable');
-      at += length;
-      return bitmap;
-    };
+    }>(data);
     const shard = new Shard(instanceId, partition);
     for (const [name, length] of header.steps) shard.steps.set(name, take(length));
     for (const [step, end, length] of header.delays) bucketsOf(shard.delays, step).set(end, take(length));

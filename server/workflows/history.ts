@@ -4,14 +4,15 @@ import type { Tx } from '../storage/db';
 const IDS_PER_STATEMENT = 1000;
 
 /**
- * Removes instances with their history snapshots, shard checkpoints and timer plans, inside the caller's transaction.
- * The caller has checked that none of them is active (the engine would still write to an active one).
+ * Removes instances with their history snapshots, shard checkpoints, timer plans and crowd changes, inside the
+ * caller's transaction. The caller has checked that none of them is active (the engine would still write to an active one).
  */
 export async function removeInstances(tx: Tx, instanceIds: string[]): Promise<void> {
   for (let i = 0; i < instanceIds.length; i += IDS_PER_STATEMENT) {
     const ids = instanceIds.slice(i, i + IDS_PER_STATEMENT);
     await tx.shardCheckpoint.deleteMany({ where: { instanceId: { in: ids } } });
     await tx.shardTimerPlan.deleteMany({ where: { instanceId: { in: ids } } });
+    await tx.crowdChange.deleteMany({ where: { instanceId: { in: ids } } });
     await tx.instanceSnapshot.deleteMany({ where: { instanceId: { in: ids } } });
     await tx.instance.deleteMany({ where: { id: { in: ids } } });
   }

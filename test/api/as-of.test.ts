@@ -3,7 +3,8 @@ import { openBuySkipJourney as definition } from '../fixtures/journeys';
 import { api, createTenant } from '../helpers/api';
 
 // Point-in-time counts and step exports over HTTP (issue 38 §2): the state the API showed at a moment, asked for
-// again with ?asOf= after later events moved users on; and every bad or unanswerable asOf a 4xx naming it.
+// again with ?asOf= after later events moved users on and a crowd update changed them; and every bad or unanswerable
+// asOf a 4xx naming it.
 
 const STEPS = definition.steps.map((s) => s.name);
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
@@ -37,6 +38,11 @@ describe('asOf on counts and step exports', () => {
     await expect.poll(() => Date.now()).toBeGreaterThan(Date.parse(then));
     await post([...range(1, 4).map((user) => ({ user, type: 'buy' })), ...range(11, 15).map((user) => ({ user, type: 'open' }))], 6);
     expect((await api('GET', `${instance}/counts`, as)).body.steps).not.toEqual(countsThen.steps);
+    // A crowd update (users 1-5 leave, 21-25 join) has no journal rows, and the moment before it is still answered.
+    expect((await api('PUT', `${base}/crowds/c2`, { body: range(6, 25).join('\n'), headers: { 'content-type': 'text/plain' } })).status).toBe(201);
+    expect((await api('POST', `${instance}/crowd`, { body: { crowd: 'c2' }, ...as })).status).toBeLessThan(300);
+    await expect.poll(async () => (await api('GET', `${instance}/counts`, as)).body.entered, { timeout: 20_000 }).toBe(25);
+    expect((await api('GET', `${instance}/counts`, as)).body.total).toBe(20);
 
     const counts = await api('GET', `${instance}/counts?asOf=${encodeURIComponent(then)}`, as);
     expect(counts.status, JSON.stringify(counts.body)).toBe(200);

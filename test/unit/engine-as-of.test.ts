@@ -82,7 +82,7 @@ describe('asOf: who was at each step at a past moment', () => {
     }
   }
 
-  it('refuses a moment before the start or after now, and one before a crowd update (no journal rows), naming the range', async () => {
+  it('refuses a moment before the start or after now, and one before a crowd update whose change was not recorded, naming the range', async () => {
     h = await startHarness(2, undefined, { checkpointEveryMoves: 1, checkpointEveryMs: 0 });
     const { instanceId, moments } = await seededRun(h, 3, 3);
     const tenant = await tenantOf(h);
@@ -96,11 +96,13 @@ describe('asOf: who was at each step at a past moment', () => {
     const unknown = await refusal(stepUsersAsOf(database(), tenant, instanceId, 'nowhere', now, now));
     expect([unknown.status, unknown.message]).toEqual([404, `Step "nowhere" of instance ${instanceId} was not found`]);
 
-    // A crowd update adds and removes users without journal rows: the moments before it cannot be rebuilt any more.
+    // A crowd update adds and removes users without journal rows; one made before their changes were recorded (no
+    // CrowdChange rows) cannot be crossed: the moments before it cannot be rebuilt any more.
     await advance(h, MINUTE);
     const updated = h.clock.now();
     await crowd(h, 'more', range(60, 200));
     await settle(h, h.engine.updateInstanceCrowd(h.tenantId, instanceId, { crowd: 'more' }));
+    await db().crowdChange.deleteMany({ where: { instanceId } });
     const afterUpdate = await record(h, instanceId);
     await advance(h, MINUTE);
     now = h.clock.now();
@@ -117,6 +119,47 @@ describe('asOf: who was at each step at a past moment', () => {
     for (const step of STEPS) expect((await stepUsersAsOf(database(), tenant, instanceId, step, moved.at, now)).toArray()).toEqual(moved.steps[step]);
     expect(moved.steps.bought).toContain(150);
   });
+
+  for (const [label, checkpointEveryMoves] of [
+    ['a checkpoint after every batch', 1],
+    ["no checkpoint but the updates'", 1_000_000_000],
+  ] as const) {
+    it(`answers moments before, between and after crowd updates that add and remove users exactly (${label})`, async () => {
+      h = await startHarness(3, undefined, { checkpointEveryMoves, checkpointEveryMs: checkpointEveryMoves === 1 ? 0 : 3_600_000 });
+      const { instanceId, moments } = await seededRun(h, 6, 4);
+      const next = seededRandom(60);
+      // Users 1-59 leave and 121-200 join; then 1-30 come back and 181-200 leave; events move the joiners meanwhile.
+      for (const [name, users] of [
+        ['more', range(60, 200)],
+        ['back', [...range(1, 30), ...range(60, 180)]],
+      ] as const) {
+        await advance(h, (1 + Math.floor(next() * 30)) * MINUTE);
+        await crowd(h, name, users);
+        await settle(h, h.engine.updateInstanceCrowd(h.tenantId, instanceId, { crowd: name }));
+        moments.push(await record(h, instanceId));
+        for (let round = 0; round < 3; round++) {
+          await advance(h, (1 + Math.floor(next() * 45)) * MINUTE);
+          await send(
+            h,
+            users.filter(() => next() < 0.2).map((user) => ({ user, type: next() < 0.6 ? 'open' : 'buy' })),
+          );
+          moments.push(await record(h, instanceId));
+        }
+      }
+      const tenant = await tenantOf(h);
+      const now = h.clock.now();
+      for (const moment of moments) {
+        const counts = await countsAsOf(database(), tenant, instanceId, moment.at, now);
+        expect(counts.steps, `counts at ${at(moment.at)}`).toEqual(Object.fromEntries(STEPS.map((s) => [s, moment.steps[s].length])));
+        expect([counts.edges, counts.entered], `edges and entries at ${at(moment.at)}`).toEqual([moment.edges, moment.entered]);
+        for (const step of STEPS) {
+          expect((await stepUsersAsOf(database(), tenant, instanceId, step, moment.at, now)).toArray(), `${step} at ${at(moment.at)}`).toEqual(
+            moment.steps[step],
+          );
+        }
+      }
+    });
+  }
 
   it('answers every moment retention kept the moves since (the checkpoints turned back), and refuses earlier ones naming the retained range', async () => {
     h = await startHarness(2, undefined, { checkpointEveryMoves: 1, checkpointEveryMs: 0 });

@@ -131,7 +131,8 @@ function insertJournal(database: Database, parts: TenantMoves[]): RawStatement[]
 }
 
 const journalColumns = () => JOURNAL_COLUMNS.map((c) => `"${c}"`).join(', ');
-const nextSeqSql = (database: Database) => `(SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')})`;
+/** The journal's max seq, in SQL: what a checkpoint or a crowd change written in the same transaction follows. */
+export const journalMaxSeqSql = (database: Database) => `(SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')})`;
 
 function insertSingleMoves(database: Database, tenantId: string, moves: JournalMove[]): RawStatement {
   const rows = moves.map((m) => [m.instanceId, m.partition, m.fromStep, m.toStep, m.user, m.count, m.leaveAction, m.enterAction, m.timeMs]);
@@ -152,7 +153,7 @@ function insertSingleMoves(database: Database, tenantId: string, moves: JournalM
       j.field(7),
       j.field(8, 'bigint'),
     ];
-    return `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextSeqSql(database)} + ${j.ordinal}, ${tenant}, ${fields.join(', ')} FROM ${j.from} ORDER BY ${j.ordinal}`;
+    return `INSERT INTO ${t} (${journalColumns()}) SELECT ${journalMaxSeqSql(database)} + ${j.ordinal}, ${tenant}, ${fields.join(', ')} FROM ${j.from} ORDER BY ${j.ordinal}`;
   });
 }
 
@@ -165,7 +166,7 @@ function insertBulkMoves(database: Database, entries: { tenantId: string; move: 
     const rows = entries.map(({ tenantId, move: m }, i) => {
       const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
       const values = [tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs];
-      return `(${nextSeqSql(database)} + ${i + 1}, ${values.map(bind).join(', ')})`;
+      return `(${journalMaxSeqSql(database)} + ${i + 1}, ${values.map(bind).join(', ')})`;
     });
     return `INSERT INTO ${database.dialect.table('Journal')} (${journalColumns()}) VALUES ${rows.join(', ')}`;
   });
@@ -177,7 +178,7 @@ function insertBulkMoves(database: Database, entries: { tenantId: string; move: 
  */
 function writeCheckpoints(database: Database, checkpoints: CheckpointWrite[]): RawStatement[] {
   const t = database.dialect.table('ShardCheckpoint');
-  const maxSeq = nextSeqSql(database);
+  const maxSeq = journalMaxSeqSql(database);
   const kinds = [checkpoints.filter((cp) => !cp.unjournaled), checkpoints.filter((cp) => cp.unjournaled)];
   return kinds.flatMap((kind, unjournaled) =>
     uniqueShardChunks(kind, (cp) => cp.data.byteLength).map((chunk) =>

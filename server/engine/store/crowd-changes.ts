@@ -1,0 +1,78 @@
+// What a crowd update changed in each shard (CrowdChange rows), for point-in-time reads: a crowd update moves users
+// without journal rows (it notifies nobody, and a leaver goes to no step), so the replay and the rewind of ../as-of.ts
+// read these beside the journal to cross it. Recovery never reads them: the update's checkpoint holds the change.
+//
+// A row: a JSON header naming each part's byte length, then portable roaring bytes: the users taken out of each step
+// (leavers), then the moves of the users brought in (joiners entering the entry step and on down its direct chain), as
+// the Mover made them, each a bitmap.
+import { RoaringBitmap32 } from '../../crowd/bitmap';
+import type { Database } from '../../storage/database';
+import type { RawStatement } from '../../storage/raw';
+import { decodeBitmapBlob, encodeBitmapBlob } from '../bitmap-blob';
+import { journalMaxSeqSql, type JournalMove } from './commit';
+import { num } from './row-number';
+
+export interface ChangeMove {
+  from: string | null;
+  to: string;
+  users: RoaringBitmap32;
+  count: number;
+}
+
+export interface CrowdChange {
+  /** The journal's max seq at the update: the change follows the journal rows up to it. */
+  journalSeq: number;
+  timeMs: number;
+  /** Users taken out of each step. */
+  left: Map<string, RoaringBitmap32>;
+  /** The joiners' moves, in the order they were made. */
+  moves: ChangeMove[];
+}
+
+type Header = { left: [step: string, bytes: number][]; moves: [from: string | null, to: string, count: number, bytes: number][] };
+
+export function encodeCrowdChange(left: Map<string, RoaringBitmap32>, moves: JournalMove[]): Buffer {
+  return encodeBitmapBlob(
+    (put): Header => ({
+      left: [...left].map(([step, users]) => [step, put(users)]),
+      moves: moves.map((move) => [
+        move.fromStep,
+        move.toStep,
+        move.count,
+        put(move.bitmap ? RoaringBitmap32.deserialize(move.bitmap, 'portable') : RoaringBitmap32.from([move.user!])),
+      ]),
+    }),
+  );
+}
+
+function decodeCrowdChange(journalSeq: number, timeMs: number, data: Uint8Array): CrowdChange {
+  const { header, take } = decodeBitmapBlob<Header>(data);
+  const left = new Map(header.left.map(([step, bytes]) => [step, take(bytes)]));
+  const moves = header.moves.map(([from, to, count, bytes]) => ({ from, to, count, users: take(bytes) }));
+  return { journalSeq, timeMs, left, moves };
+}
+
+/** Records a shard's change in the update's transaction, after the journal rows it follows. */
+export function crowdChangeStatement(database: Database, instanceId: string, partition: number, timeMs: number, data: Buffer): RawStatement {
+  const { params, bind } = database.dialect.parameters();
+  const sql = `INSERT INTO ${database.dialect.table('CrowdChange')} ("instanceId", "partition", "journalSeq", "timeMs", "data")
+    SELECT ${bind(instanceId)}, ${bind(partition)}, ${journalMaxSeqSql(database)}, ${bind(timeMs)}, ${bind(data)}`;
+  return { sql, params };
+}
+
+/** The changes of every shard of one instance, by partition, each partition's in the order they were made. */
+export async function loadCrowdChanges(database: Database, instanceId: string): Promise<Map<number, CrowdChange[]>> {
+  const { params, bind } = database.dialect.parameters();
+  const { numberColumn, table } = database.dialect;
+  const rows = await (await database.raw()).query<{ partition: unknown; journalSeq: unknown; timeMs: unknown; data: Uint8Array }>(
+    `SELECT "partition", ${numberColumn('journalSeq')}, ${numberColumn('timeMs')}, "data" FROM ${table('CrowdChange')}
+     WHERE "instanceId" = ${bind(instanceId)} ORDER BY "id"`,
+    params,
+  );
+  const changes = new Map<number, CrowdChange[]>();
+  for (const row of rows) {
+    const partition = num(row.partition);
+    changes.set(partition, [...(changes.get(partition) ?? []), decodeCrowdChange(num(row.journalSeq), num(row.timeMs), row.data)]);
+  }
+  return changes;
+}
