@@ -6,19 +6,30 @@ import { applyMigrations } from './storage/migrate';
 import { directDatabaseTarget, poolForRequestsOnly } from './storage/db';
 import { stopOnSignals } from './shutdown';
 
-/** Milliseconds each phase of the boot took, in order (logged by server/main.ts when it listens). */
+/** Milliseconds each phase of the boot took, in order (logged by server/main.ts). */
 export type BootPhases = Record<string, number>;
+
+export interface Booted {
+  /** Up to here: the migrations. */
+  phases: BootPhases;
+  /** The background parts starting (the engine, then the runner, the scheduler, the webhook pump), with their phases. */
+  running: Promise<BootPhases>;
+}
 
 /**
  * Once per server process (server/main.ts): builds the request thread's app (server/create-app.ts) and registers it
- * for the route handlers, brings the database schema up to date, then starts the background loops.
+ * for the route handlers, brings the database schema up to date, then starts the background loops. With the engine
+ * in its own thread, it resolves once the schema is up to date and the loops are starting, so the server listens
+ * while the engine thread starts (calls made meanwhile wait for it: server/engine/client.ts); an engine in this
+ * thread is started first.
  */
-export async function boot(engineThread?: EngineThread): Promise<BootPhases> {
+export async function boot(engineThread?: EngineThread): Promise<Booted> {
   const phases: BootPhases = {};
+  const later: BootPhases = {};
   let at = performance.now();
-  const phase = (name: string) => {
+  const phaseOf = (into: BootPhases) => (name: string) => {
     const now = performance.now();
-    phases[name] = Math.round(now - at);
+    into[name] = Math.round(now - at);
     at = now;
   };
   const settings = env();
@@ -34,9 +45,12 @@ export async function boot(engineThread?: EngineThread): Promise<BootPhases> {
   registerApp(built);
   const applied = await applyMigrations(directDatabaseTarget());
   if (applied.length) console.log(`[crowdflow] applied migrations: ${applied.join(', ')}`);
-  phase('migrations');
+  phaseOf(phases)('migrations');
   if (inThread) poolForRequestsOnly(built.storage);
-  await built.start(phase);
-  stopOnSignals(() => built.stop());
-  return phases;
+  const running = built.start(phaseOf(inThread ? later : phases)).then(() => {
+    stopOnSignals(() => built.stop());
+    return later;
+  });
+  if (!inThread) await running;
+  return { phases, running };
 }

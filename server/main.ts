@@ -81,17 +81,26 @@ async function main(): Promise<void> {
   }
   const startedAt = performance.now();
   // Next's preparation and the runtime's boot overlap; each phase's time is logged so a slow boot says where it went.
-  const [phases, nextMs] = await Promise.all([boot(engineThread), app.prepare().then(() => Math.round(performance.now() - startedAt))]);
+  const [{ phases, running }, nextMs] = await Promise.all([boot(engineThread), app.prepare().then(() => Math.round(performance.now() - startedAt))]);
   if (options.dev) server.on('upgrade', app.getUpgradeHandler());
   await new Promise<void>((resolve) => server.listen(options.port, options.hostname, resolve));
   const address = server.address();
   const where = typeof address === 'object' && address ? `http://${options.hostname ?? 'localhost'}:${address.port}` : String(address);
-  const spent = Object.entries({ ...phases, 'Next prepare': nextMs })
+  console.log(`[crowdflow] listening on ${where}${options.dev ? ' (development)' : ''} ${sinceStart()} (${spent({ ...phases, 'Next prepare': nextMs })})`);
+  // A server whose engine cannot start is not serving: it exits, as it did when that failed before it listened.
+  const started = await running.catch((error: unknown) => {
+    console.error('[crowdflow] the server could not start:', error);
+    process.exit(1);
+  });
+  if (Object.keys(started).length > 0) console.log(`[crowdflow] engine and procedures running ${sinceStart()} (${spent(started)})`);
+}
+
+const sinceStart = () => `${Math.round(process.uptime() * 1000)} ms after the process started`;
+
+function spent(phases: Record<string, number>): string {
+  return Object.entries(phases)
     .map(([name, ms]) => `${name} ${ms} ms`)
     .join(', ');
-  console.log(
-    `[crowdflow] listening on ${where}${options.dev ? ' (development)' : ''} ${Math.round(process.uptime() * 1000)} ms after the process started (${spent})`,
-  );
 }
 
 main().catch((error: unknown) => {

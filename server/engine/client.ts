@@ -55,6 +55,12 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   /** Profile imports whose bodies are being sent to the engine thread, by id. */
   private readonly imports = new Map<number, ImportBodySender>();
   private nextImportId = 0;
+  /**
+   * The first start, until the engine thread says it is ready: the server listens before then (server/main.ts), and a
+   * call made meanwhile waits for it instead of reaching a thread that has not started its engine.
+   */
+  private starting: Promise<void> | undefined;
+  private ready = false;
 
   constructor(
     /** This thread's storage: instance rows and snapshots are read, and operations checked and submitted, here. */
@@ -70,6 +76,12 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   }
 
   async start(): Promise<void> {
+    this.starting = this.startThread();
+    await this.starting;
+  }
+
+  private async startThread(): Promise<void> {
+    this.ready = false;
     this.stopping = false;
     // Event batches are appended by the engine thread itself (ingestPrepared), which hands them to its partition
     // loops from memory. Rows appended in this thread (appendEvents) are read from the log there: handing them over would
@@ -93,6 +105,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     this.state.runningLookup = liveRunningLookup((id) => this.board.get(id)?.counts.total);
     this.state.noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
     this.state.profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
+    this.ready = true;
   }
 
   async stop(): Promise<void> {
@@ -175,6 +188,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
 
   /** Calls the engine thread's `name` (typed by the engine's own method). */
   private call<N extends EngineCallName>(name: N, ...args: Parameters<EngineCalls[N]>): Promise<Awaited<ReturnType<EngineCalls[N]>>> {
+    if (!this.ready && this.starting) return this.starting.then(() => this.call(name, ...args));
     const worker = this.worker;
     if (!worker) return Promise.reject(new Error('the engine thread is not running'));
     const id = this.nextCallId++;
@@ -290,6 +304,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     format: ImportFormat,
     columnTypes: string | null,
   ): Promise<ImportResult> {
+    // The body's pieces are posted as they are read: the thread must be ready for the call that precedes them.
+    if (!this.ready && this.starting) await this.starting;
     const id = this.nextImportId++;
     const sender = new ImportBodySender(id, (message, transfer) => this.post(message, transfer));
     this.imports.set(id, sender);
