@@ -75,7 +75,7 @@ export function createApp(options: AppOptions = {}): App {
           : undefined;
   const startsEngine = mode !== 'idle' && mode !== 'none';
   const scheduler = options.scheduler ? createScheduler({ database, runner, clock }) : undefined;
-  const webhookPump = options.webhooks ? new WebhookPump({ database, runner, clock }) : undefined;
+  const webhookPump = options.webhooks ? new WebhookPump({ database, runner, clock, zones: engine?.profiles }) : undefined;
   let started = false;
 
   const stop = async () => {

@@ -210,11 +210,11 @@ function dataCommon(data: Common): Common {
  * validateWorkflow() reports on that step, so the canvas shows the problem where it is.
  */
 /** What a definition holds besides its steps and stopAt, edited apart from the canvas (the inspector with no step selected). */
-export type WorkflowExtras = Pick<WorkflowDefinition, 'entry' | 'goal' | 'exit' | 'holdout'>;
+export type WorkflowExtras = Pick<WorkflowDefinition, 'entry' | 'goal' | 'exit' | 'holdout' | 'quietHours'>;
 
 /** A definition's extras, as the editor keeps them. */
 export function extrasOf(definition: WorkflowDefinition): WorkflowExtras {
-  return { entry: definition.entry, goal: definition.goal, exit: definition.exit, holdout: definition.holdout };
+  return { entry: definition.entry, goal: definition.goal, exit: definition.exit, holdout: definition.holdout, quietHours: definition.quietHours };
 }
 
 export function graphToDefinition(
@@ -275,7 +275,7 @@ export function graphToDefinition(
       n.type === 'branch' && n.data.branches.some((b) => b.label?.trim()) ? [[n.data.name, n.data.branches.map((b) => b.label?.trim() ?? '')]] : [],
     ),
   );
-  const { entry, goal, exit, holdout } = extras;
+  const { entry, goal, exit, holdout, quietHours } = extras;
   return {
     definition: {
       steps,
@@ -283,6 +283,8 @@ export function graphToDefinition(
       ...(goal ? { goal } : {}),
       ...(exit ? { exit } : {}),
       ...(holdout ? { holdout } : {}),
+      // false (none for this journey) is kept; absent follows the tenant's.
+      ...(quietHours !== undefined ? { quietHours } : {}),
       ...(stopAt ? { stopAt } : {}),
     },
     draft: { positions, labels, ...(Object.keys(notes).length ? { notes } : {}), ...(Object.keys(branchLabels).length ? { branchLabels } : {}) },

@@ -292,6 +292,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     profileFields: this.forward('profileFields'),
     describeProfileColumns: this.forward('describeProfileColumns'),
     readProfileColumns: this.forward('readProfileColumns'),
+    quietZoneGroups: this.forward('quietZoneGroups'),
   };
 
   /**

@@ -53,6 +53,9 @@ export interface Counts {
   /** Per step, users whose enter-action delivery a frequency cap skipped: added by the HTTP layer (counts route and
    * stream) from server/webhooks/capping.ts, never by the engine. */
   capped?: Record<string, { users: number; skipped: number }>;
+  /** Per step, users waiting for quiet hours to end before their enter-action delivery, and deliveries quiet hours
+   * dropped: added by the HTTP layer from server/webhooks/quiet-holding.ts, never by the engine. */
+  quiet?: Record<string, { waiting: number; dropped: number }>;
 }
 
 export interface SnapshotView {

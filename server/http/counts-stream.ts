@@ -2,12 +2,11 @@ import { getEngine, type Counts } from '../engine';
 import { AppError } from '../errors';
 import { onShutdown } from '../shutdown';
 import { database } from '../storage/database';
-import { cappedCounts } from '../webhooks/capping';
-import { countsBody } from './counts-route';
+import { countsBody, deliveryCounts, type DeliveryCounts } from './counts-route';
 
 const HEARTBEAT_MS = 15_000;
-/** How often a stream reads the deliveries frequency caps skipped (the webhook pump, not the engine, records them). */
-const CAPPED_EVERY_MS = 2_000;
+/** How often a stream reads the deliveries frequency caps skipped and quiet hours held (the webhook pump, not the engine, records them). */
+const DELIVERY_COUNTS_EVERY_MS = 2_000;
 
 /**
  * Server-Sent Events: `event: counts` with the counts JSON at once and after every change, a comment every 15 s
@@ -24,21 +23,21 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
       const write = (text: string) => {
         if (open) controller.enqueue(encoder.encode(text));
       };
-      // The counts as last sent, and what frequency caps skipped per step as last read: merged into every push, and a
-      // change of the skips alone sends the last counts again.
+      // The counts as last sent, and what frequency caps skipped and quiet hours held per step as last read: merged
+      // into every push, and a change of those alone sends the last counts again.
       let last: Counts | undefined;
-      let capped: Counts['capped'] = {};
+      let delivery: DeliveryCounts = {};
       const send = (counts: Counts) => {
         last = counts;
-        write(`event: counts\ndata: ${JSON.stringify(countsBody(counts, capped))}\n\n`);
+        write(`event: counts\ndata: ${JSON.stringify(countsBody(counts, delivery))}\n\n`);
       };
-      const readCapped = async () => {
-        const now = await cappedCounts(database(), tenantId, instanceId);
-        const changed = JSON.stringify(now) !== JSON.stringify(capped);
-        capped = now;
+      const readDeliveryCounts = async () => {
+        const now = await deliveryCounts(database(), tenantId, instanceId);
+        const changed = JSON.stringify(now) !== JSON.stringify(delivery);
+        delivery = now;
         if (changed && last) send(last);
       };
-      let cappedTimer: ReturnType<typeof setInterval> | undefined;
+      let deliveryTimer: ReturnType<typeof setInterval> | undefined;
       // Subscribe first and hold changes back until the current counts are out: nothing is missed and
       // nothing older is sent after something newer.
       let held: Counts[] | undefined = [];
@@ -48,7 +47,7 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
         if (!open) return;
         open = false;
         clearInterval(heartbeat);
-        clearInterval(cappedTimer);
+        clearInterval(deliveryTimer);
         unsubscribe();
         forgetOnShutdown();
         request.signal.removeEventListener('abort', close);
@@ -60,8 +59,8 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
       };
       request.signal.addEventListener('abort', close);
       const forgetOnShutdown = onShutdown(() => close());
-      await readCapped().catch(() => undefined);
-      if (open) cappedTimer = setInterval(() => void readCapped().catch(() => undefined), CAPPED_EVERY_MS);
+      await readDeliveryCounts().catch(() => undefined);
+      if (open) deliveryTimer = setInterval(() => void readDeliveryCounts().catch(() => undefined), DELIVERY_COUNTS_EVERY_MS);
       try {
         send(await engine.getCounts(tenantId, instanceId));
       } catch (error) {

@@ -75,10 +75,10 @@ export const CountsQuery = z.strictObject({ asOf: AsOf.optional().describe(AS_OF
 export const StepExportQuery = ExportQuery.extend({
   asOf: AsOf.optional().describe(`${AS_OF_DESCRIPTION}; with users=in or exited only`),
   users: z
-    .enum(['in', 'converted', 'exited', 'capped'])
+    .enum(['in', 'converted', 'exited', 'capped', 'quiet'])
     .default('in')
     .describe(
-      '`in`: users in the step now; `converted`: users who reached the goal from the step (422 when the workflow has no goal); `exited`: users who met the exit criteria in the step and left the journey early (422 when the workflow has none); `capped`: users a frequency cap skipped a delivery of at the step',
+      '`in`: users in the step now; `converted`: users who reached the goal from the step (422 when the workflow has no goal); `exited`: users who met the exit criteria in the step and left the journey early (422 when the workflow has none); `capped`: users a frequency cap skipped a delivery of at the step; `quiet`: users whose delivery at the step waits for quiet hours to end',
     ),
   group: z
     .enum(['holdout', 'treatment'])
@@ -86,8 +86,8 @@ export const StepExportQuery = ExportQuery.extend({
     .describe(
       'With a holdout: only the held-out users of `in`, `converted` or `exited` (`holdout`), or only the others (`treatment`); 422 when the journey holds out nobody, 400 with `users=capped`',
     ),
-}).refine((query) => !(query.group && query.users === 'capped'), {
-  message: 'group: not with users=capped (held-out users get no deliveries, so none is capped)',
+}).refine((query) => !(query.group && (query.users === 'capped' || query.users === 'quiet')), {
+  message: 'group: not with users=capped or users=quiet (held-out users get no deliveries, so none is capped or waits)',
   path: ['group'],
 });
 
@@ -149,6 +149,16 @@ const Counts = z.object({
     .record(z.string(), z.object({ users: z.number().describe('Users capped here (each once)'), skipped: z.number().describe('Deliveries skipped') }))
     .optional()
     .describe('Per step whose enter-action deliveries a frequency cap skipped (the users still moved); absent when none was'),
+  quiet: z
+    .record(
+      z.string(),
+      z.object({
+        waiting: z.number().describe('Users whose delivery waits for quiet hours to end in their zone (each once)'),
+        dropped: z.number().describe('Deliveries quiet hours dropped (rules with mode "drop")'),
+      }),
+    )
+    .optional()
+    .describe('Per step whose enter-action deliveries quiet hours hold or dropped (the users still moved); absent when none'),
   holdout: z
     .object({
       entered: z.number().describe('Entries of held-out users (counted as `entered` is); the rest of `entered` is the treated group'),
@@ -334,10 +344,11 @@ export const paths: Record<string, object> = {
         users:
           'in (default: users in the step now) | converted (users who reached the goal from the step; a 422 `unprocessable` when the ' +
           "instance's workflow version has no goal) | exited (users who met the exit criteria in the step and left the journey early; a 422 " +
-          '`unprocessable` when the version has no exit criteria) | capped (users a frequency cap skipped a delivery of at the step, each once)',
+          '`unprocessable` when the version has no exit criteria) | capped (users a frequency cap skipped a delivery of at the step, each once) | quiet ' +
+          '(users whose delivery at the step waits for quiet hours to end, each once)',
         group:
           'holdout (only the held-out users of `users`) | treatment (only the others); a 422 `unprocessable` when the journey holds out ' +
-          'nobody, a 400 with users=capped',
+          'nobody, a 400 with users=capped or users=quiet',
       },
       ok: {
         status: 200,

@@ -3,8 +3,19 @@ import { celCompileProblem, celCostProblem, celSyntaxProblem } from '../conditio
 import { branchRouting } from './branch-routing';
 import { experimentProblems } from './experiment';
 import { MAX_HOLDOUT_PERCENT } from './holdout';
+import { quietHoursProblems } from './quiet-hours';
 import { cronProblem, timeZoneProblem } from './cron';
-import { ConditionText, Duration, MAX_DURATION, MAX_DURATION_MS, parseDuration, WorkflowDefinition, WorkflowSchedule, type WorkflowProblem } from './workflow';
+import {
+  ConditionText,
+  Duration,
+  MAX_DURATION,
+  MAX_DURATION_MS,
+  parseDuration,
+  QuietHoursRule,
+  WorkflowDefinition,
+  WorkflowSchedule,
+  type WorkflowProblem,
+} from './workflow';
 
 // validateWorkflow() is shared by the canvas and the server, so it stays pure: no node: imports, no db.
 // It reports every problem at once. Shape problems (zod) come first, each tied to the step it is in;
@@ -28,6 +39,7 @@ export type ProblemCode =
   | 'bad_stop_at'
   | 'bad_holdout'
   | 'bad_experiment'
+  | 'bad_quiet_hours'
   | 'instant_cycle'
   | 'unreachable'
   | 'too_many_steps';
@@ -89,6 +101,7 @@ export function validateWorkflow(definition: unknown, options: ValidateOptions =
       ...workflowConditionProblems('exit', definition.exit, saving),
       ...holdoutProblems(definition.holdout),
       ...experimentProblems(definition),
+      ...journeyQuietHoursProblems(definition.quietHours),
     );
   }
 
@@ -183,6 +196,7 @@ function looseStep(raw: unknown, index: number): LooseStep {
 function checkedBelow(issue: z.core.$ZodIssue): boolean {
   const last = issue.path[issue.path.length - 1];
   if (issue.path.length === 1 && last === 'stopAt') return true;
+  if (issue.path[0] === 'quietHours') return true;
   if (issue.path.length === 2 && issue.path[0] === 'holdout' && last === 'percent' && issue.code !== 'invalid_type') return true;
   if (
     issue.path.length === 2 &&
@@ -358,6 +372,19 @@ function holdoutProblems(holdout: unknown): WorkflowProblem[] {
     return problem(`Workflow holdout.percent ${percent} is over ${MAX_HOLDOUT_PERCENT}: hold out at most half of the entering users, e.g. 10`);
   }
   return [];
+}
+
+/** A journey's quiet hours: absent (the tenant's), false (none) or a rule, each wrong field named once. */
+function journeyQuietHoursProblems(quietHours: unknown): WorkflowProblem[] {
+  if (quietHours === undefined || quietHours === false) return [];
+  const problem = (message: string): WorkflowProblem => ({ step: null, code: 'bad_quiet_hours', message: `Workflow quietHours${message}` });
+  if (!isRecord(quietHours))
+    return [problem(` is ${JSON.stringify(quietHours)?.slice(0, 40)}: write false (none for this journey) or a rule, e.g. {"start": "21:00", "end": "08:00"}`)];
+  const shape = QuietHoursRule.safeParse(quietHours);
+  const problems = shape.success
+    ? []
+    : shape.error.issues.map((issue) => problem(`${issue.path.length ? '.' : ''}${formatPath(issue.path)}: ${issue.message}`));
+  return [...problems, ...quietHoursProblems(quietHours).map(({ field, message }) => problem(`.${field}: ${message}`))];
 }
 
 function stopAtProblems(stopAt: unknown, options: ValidateOptions): WorkflowProblem[] {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MIN_PATH_USERS, WIN_PROBABILITY } from './experiment';
 import { MAX_HOLDOUT_PERCENT } from './holdout';
 import { MIN_OUTCOMES } from './lift';
+import { DEFAULT_QUIET_ZONE_ATTRIBUTE, QUIET_MODES } from './quiet-hours';
 import { NAME_KINDS, nameSchema } from './names';
 
 // One workflow schema for canvas and server. The runnable definition holds only what the engine
@@ -238,12 +239,39 @@ export const Exit = z
   );
 export type Exit = z.infer<typeof Exit>;
 
+/**
+ * Quiet hours (server/model/quiet-hours.ts): the tenant's rule (PUT /tenants/T/quiet-hours) and a journey's override.
+ * The shape only: the times, their difference and the zone are checked by quietHoursProblems(), which names the field.
+ */
+export const QuietHoursRule = z
+  .strictObject({
+    start: z.string().max(20).describe('When quiet hours begin, HH:MM on a 24-hour clock in each user\'s zone, e.g. "21:00"'),
+    end: z
+      .string()
+      .max(20)
+      .describe('When they end (deliveries go again), HH:MM; before `start` the window spans midnight (21:00 to 08:00); never equal to `start`'),
+    mode: z
+      .enum(QUIET_MODES)
+      .default('hold')
+      .describe("`hold`: a delivery due inside the window is sent when it opens in that user's zone; `drop`: it is not sent at all"),
+    zoneAttribute: ProfileAttributePath.default(DEFAULT_QUIET_ZONE_ATTRIBUTE).describe(
+      "The profile attribute holding each user's IANA time zone, as local-time timers read it (a path without `profile.`)",
+    ),
+    defaultZone: z.string().max(64).default('UTC').describe('The zone of users whose attribute is missing or not a known IANA zone'),
+  })
+  .describe("No action deliveries between `start` and `end` in each user's own time zone (the users still move; only the delivery waits)");
+export type QuietHoursRule = z.infer<typeof QuietHoursRule>;
+
 export const WorkflowDefinition = z.strictObject({
   steps: z.array(Step).min(1, 'A workflow needs at least one step'),
   entry: EntryTrigger.optional(),
   goal: Goal.optional(),
   exit: Exit.optional(),
   holdout: Holdout.optional(),
+  quietHours: z
+    .union([QuietHoursRule, z.literal(false)])
+    .optional()
+    .describe("This journey's own quiet hours instead of the tenant's; `false`: none (transactional journeys); absent: the tenant's rule"),
   stopAt: z.iso.datetime({ offset: true }).optional(),
 });
 export type WorkflowDefinition = z.infer<typeof WorkflowDefinition>;

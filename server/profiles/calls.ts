@@ -12,6 +12,7 @@ import { explainWorkflow } from './explain';
 import { profileFieldsWithMemory } from './fields-memory';
 import { importProfiles, type ImportFormat } from './import';
 import { deleteProfile, upsertProfiles, type UpsertProfilesBody } from './profiles';
+import { quietZoneGroups, type QuietZoneRequest } from './zones';
 
 export function profileCalls(database: Database) {
   return {
@@ -24,6 +25,7 @@ export function profileCalls(database: Database) {
     profileFields: (tenantId: string) => profileFieldsWithMemory(database, tenantId),
     describeProfileColumns: (tenantId: string, names: string[]) => describeProfileColumns(database, tenantId, names),
     readProfileColumns: (tenantId: string, columns: ColumnSpec[], ids: Uint32Array) => readProfileColumns(database, tenantId, columns, ids),
+    quietZoneGroups: (tenantId: string, request: QuietZoneRequest) => quietZoneGroups(database, tenantId, request),
   };
 }
 
@@ -38,4 +40,5 @@ export const FORWARDED_PROFILE_CALLS = [
   'profileFields',
   'describeProfileColumns',
   'readProfileColumns',
+  'quietZoneGroups',
 ] as const;

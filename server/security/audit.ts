@@ -27,6 +27,8 @@ export const AUDIT_ACTIONS = [
   'cap.create',
   'cap.update',
   'cap.delete',
+  'quiet-hours.put',
+  'quiet-hours.delete',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -12,6 +12,8 @@ import { bulkDecision, CapRace, RoundCaps } from './capping';
 import { isActionFor, movesTo, type DestinationRow } from './destinations';
 import { HoldoutPlans, withoutHeldOut } from './holdout';
 import { isHeldOut, type HoldoutPlan } from '../model/holdout';
+import { quietDecision, RoundQuiet, type ZoneGrouping } from './quiet-holding';
+import { profileCalls } from '../profiles/calls';
 import type { Database } from '../storage/database';
 
 /** Journal rows read per round. */
@@ -32,7 +34,7 @@ type JournalHead = {
 };
 
 /** One move (or the part of a bulk move) in a delivery body. */
-type MovePart = {
+export type MovePart = {
   seq: number;
   instanceId: string;
   from: string | null;
@@ -70,6 +72,8 @@ export type CutRound = {
   readRows: number;
   /** The frequency caps' decisions of this round (./capping.ts), written with it; absent when no cap applies. */
   caps?: RoundCaps;
+  /** What quiet hours held or dropped in this round (./quiet-holding.ts), written with it. */
+  quiet: RoundQuiet;
 };
 
 /** A bulk move decoded: all its users, and (for an instance with a holdout) those not held out, `treated`. */
@@ -78,8 +82,8 @@ type DecodedMove = { seq: bigint; bitmap: RoaringBitmap32; users?: Uint32Array; 
 /**
  * The users of the bulk moves decoded last: a 10M-user move is cut over ~50 rounds (and for each destination), and
  * decoding its bitmap costs far more than a round's cut. Holds two moves (~40 MB each at 10M users), and the users
- * delivered of the last two moves a frequency cap cut down (keyed by their decision's id: a decision of a round that
- * did not commit is never read back). With a holdout plan (an action move of an instance that holds users out), the
+ * delivered of the last two moves a frequency cap or quiet hours cut down (keyed by their decisions' ids: a decision of
+ * a round that did not commit is never read back). With a holdout plan (an action move of an instance that holds users out), the
  * users are those not held out (./holdout.ts).
  */
 export class DecodedMoves {
@@ -87,7 +91,11 @@ export class DecodedMoves {
   private readonly delivered: { id: string; users: Uint32Array }[] = [];
   readonly holdouts: HoldoutPlans;
 
-  constructor(private readonly database: Database) {
+  /** `zones`: where quiet hours group users by zone (the engine's profile calls; by default this thread's index). */
+  constructor(
+    private readonly database: Database,
+    readonly zones: ZoneGrouping = profileCalls(database),
+  ) {
     this.holdouts = new HoldoutPlans(database);
   }
 
@@ -130,13 +138,21 @@ export class DecodedMoves {
     return users;
   }
 
-  /** The users of a bulk move still owed to `destinationId` when a round resumes inside it: less those held out and those a cap skipped. */
+  /**
+   * The users of a bulk move still owed to `destinationId` when a round resumes inside it: less those held out, those
+   * a cap skipped and those quiet hours held or dropped (the decisions of its first round, keyed as that round did).
+   */
   async resumed(seq: bigint, destinationId: string, holdout: HoldoutPlan | null): Promise<Uint32Array> {
-    const decision = await bulkDecision(this.database, destinationId, seq);
-    if (!decision) return this.users(seq, holdout);
-    const hit = this.delivered.find((entry) => entry.id === decision.id);
+    const capped = await bulkDecision(this.database, destinationId, seq);
+    const quiet = await quietDecision(this.database, destinationId, seq);
+    if (!capped && !quiet) return this.users(seq, holdout);
+    const key = decisionKey(capped?.id, quiet?.ids ?? []);
+    const hit = this.delivered.find((entry) => entry.id === key);
     if (hit) return hit.users;
-    return this.remember(decision.id, RoaringBitmap32.andNot(await this.bitmap(seq, holdout), decision.capped).toUint32Array());
+    let users = await this.bitmap(seq, holdout);
+    if (capped) users = RoaringBitmap32.andNot(users, capped.capped);
+    if (quiet) users = RoaringBitmap32.andNot(users, quiet.users);
+    return this.remember(key, users.toUint32Array());
   }
 }
 
@@ -165,6 +181,7 @@ export async function cutRound(
     lostThrough: destination.lostThrough,
     readRows: rows.length,
     caps: await RoundCaps.load(database, destination),
+    quiet: new RoundQuiet(database, destination, now, decoded.zones),
   };
   // Read after the rows: whatever retention deleted before that read is at or below this watermark.
   const trimmed = BigInt(await trimmedThrough(database, destination.tenantId));
@@ -207,16 +224,17 @@ export async function cutRound(
     } else if (row.user !== null && holdout && isHeldOut(holdout, Number(row.user))) {
       Object.assign(round, { cursor: row.seq, cursorUsers: 0 });
       continue;
-    } else if (round.caps?.isAction(row)) {
+    } else if (isActionFor(destination, row.enterAction)) {
       if (row.user !== null) {
-        if (!(await round.caps.decideUser(row, Number(row.user)))) {
+        const user = Number(row.user);
+        // Capped: skipped. Then quiet hours: held or dropped (a cap counted it, as it was due now).
+        if ((round.caps && !(await round.caps.decideUser(row, user))) || (await round.quiet.holdUser(row, user))) {
           Object.assign(round, { cursor: row.seq, cursorUsers: 0 });
           continue;
         }
-        users = Uint32Array.of(Number(row.user));
+        users = Uint32Array.of(user);
       } else {
-        const { delivered, decisionId } = await round.caps.decideBulk(row, await decoded.bitmap(row.seq, holdout));
-        users = decisionId ? decoded.remember(decisionId, delivered.toUint32Array()) : await decoded.users(row.seq, holdout);
+        users = await decideBulk(round, decoded, row, holdout);
       }
     } else {
       users = row.user === null ? await decoded.users(row.seq, holdout) : Uint32Array.of(Number(row.user));
@@ -243,6 +261,25 @@ export async function cutRound(
   return round;
 }
 
+/** The key a bulk move's delivered users are remembered under: its cap decision's id and its quiet rows' ids. */
+function decisionKey(capped: string | undefined, quiet: string[]): string {
+  return [...(capped ? [capped] : []), ...quiet].join(' ');
+}
+
+/** An action bulk move's users delivered to now: caps skip some (./capping.ts), then quiet hours hold or drop some. */
+async function decideBulk(round: CutRound, decoded: DecodedMoves, row: JournalHead, holdout: HoldoutPlan | null): Promise<Uint32Array> {
+  let users = await decoded.bitmap(row.seq, holdout);
+  let capped: string | undefined;
+  if (round.caps) {
+    const { delivered, decisionId } = await round.caps.decideBulk(row, users);
+    users = delivered;
+    capped = decisionId;
+  }
+  const { sendNow, ids } = await round.quiet.decideBulk(row, users);
+  if (capped === undefined && ids.length === 0) return decoded.users(row.seq, holdout);
+  return decoded.remember(decisionKey(capped, ids), sendNow.toUint32Array());
+}
+
 /**
  * Commits a round: its deliveries, the new cursor and what its caps counted and skipped, only if the cursor is still
  * the one the round read and no window it counted into changed meanwhile.
@@ -256,6 +293,7 @@ export async function commitRound(database: Database, destination: DestinationRo
       });
       if (moved.count !== 1) return false;
       await round.caps?.write(tx);
+      await round.quiet.write(tx);
       if (round.deliveries.length) await tx.webhookDelivery.createMany({ data: round.deliveries });
       return true;
     });
@@ -283,7 +321,7 @@ function lostDelivery(destination: DestinationRow, tenant: string, after: bigint
   };
 }
 
-function movePart(row: JournalHead, total: number, offset: number, users: Uint32Array): MovePart {
+export function movePart(row: Omit<JournalHead, 'user' | 'count'>, total: number, offset: number, users: Uint32Array): MovePart {
   return {
     seq: Number(row.seq),
     instanceId: row.instanceId,
@@ -303,7 +341,7 @@ function movePart(row: JournalHead, total: number, offset: number, users: Uint32
  * The JSON body of a delivery. Written by hand around the user ids (joined straight from the typed array) so a
  * 100,000-id batch is not first turned into 100,000 JS numbers for JSON.stringify.
  */
-function deliveryBody(id: string, tenant: string, destination: string, parts: MovePart[]): string {
+export function deliveryBody(id: string, tenant: string, destination: string, parts: MovePart[], extra = ''): string {
   const moves = parts.map(({ users, ...move }) => `${JSON.stringify(move).slice(0, -1)},"users":[${users}]}`);
-  return `{"id":${JSON.stringify(id)},"type":"moves","tenant":${JSON.stringify(tenant)},"destination":${JSON.stringify(destination)},"moves":[${moves.join(',')}]}`;
+  return `{"id":${JSON.stringify(id)},"type":"moves","tenant":${JSON.stringify(tenant)},"destination":${JSON.stringify(destination)}${extra},"moves":[${moves.join(',')}]}`;
 }

@@ -181,9 +181,14 @@ export const DeliveryListQuery = z.strictObject({
   tenant: z.string().min(1).optional(),
 });
 
-/** Delivery ids are `<destination id>-<journal seq>-<user offset>`, or `…-<watermark>-lost` for a lost report (./cut.ts). */
+/**
+ * Delivery ids are `<destination id>-<journal seq>-<user offset>`, `…-<watermark>-lost` for a lost report (./cut.ts),
+ * or `…-<seq>-q<offset>` for users quiet hours held (./quiet-release.ts).
+ */
 export const DeliveryParams = z.object({
-  id: z.string().regex(/^wh_[0-9a-f]{16}-\d{1,19}-(\d{1,10}|lost)$/, 'a delivery id looks like wh_<16 hex digits>-<seq>-<offset> (or -lost)'),
+  id: z
+    .string()
+    .regex(/^wh_[0-9a-f]{16}-\d{1,19}-(\d{1,10}|lost|q\d{1,10})$/, 'a delivery id looks like wh_<16 hex digits>-<seq>-<offset> (or -lost, or -q<offset>)'),
 });
 
 export type DeliveryView = {

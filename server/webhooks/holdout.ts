@@ -6,6 +6,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import { heldOutUsers } from '../engine/holdout-bitmap';
 import { holdoutPlan, type HoldoutPlan, type HoldoutSpec } from '../model/holdout';
 import type { Database } from '../storage/database';
+import { instanceDefinition } from './instance-definition';
 
 /** The holdout plans of the instances a destination's moves belong to, read once each (an instance's never changes). */
 export class HoldoutPlans {
@@ -24,14 +25,8 @@ export class HoldoutPlans {
 }
 
 async function readPlan(database: Database, instanceId: string): Promise<HoldoutPlan | null> {
-  const instance = await database.db.instance.findUnique({ where: { id: instanceId }, select: { workflowId: true, version: true } });
-  if (!instance) return null;
-  const version = await database.db.workflowVersion.findUnique({
-    where: { workflowId_version: { workflowId: instance.workflowId, version: instance.version } },
-    select: { definition: true },
-  });
-  const definition = version ? (JSON.parse(version.definition) as { holdout?: HoldoutSpec }) : {};
-  return holdoutPlan(definition.holdout, instance.workflowId);
+  const running = await instanceDefinition(database, instanceId);
+  return running ? holdoutPlan(running.definition.holdout as HoldoutSpec | undefined, running.workflowId) : null;
 }
 
 /** A bulk move's users less its held-out ones: an AND with the plan's masks and one ANDNOT. */

@@ -4,6 +4,7 @@ import { operation } from '../http/openapi-kit';
 import { DELIVERY_STATUSES, MAX_LOG_PAGE } from './deliveries';
 import { CapExempt, CreateCapBody, UpdateCapBody } from './caps';
 import { CreateDestinationBody, UpdateDestinationBody } from './destinations';
+import { PutQuietHoursBody } from './quiet-rules';
 
 const Destination = z.object({
   name: z.string(),
@@ -67,6 +68,25 @@ const CAP_RULE = [
 ].join(' ');
 
 const capTags = ['frequency caps'];
+
+const QuietHours = z.object({
+  start: z.string().describe("HH:MM: quiet hours begin, in each user's zone"),
+  end: z.string().describe('HH:MM: they end; before `start` the window spans midnight'),
+  mode: z.enum(['hold', 'drop']),
+  zoneAttribute: z.string().describe("The profile attribute holding each user's IANA zone"),
+  defaultZone: z.string().describe('The zone of users without a valid one of their own'),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+const QUIET_RULE = [
+  "No action deliveries between `start` and `end` in each user's own time zone (the profile attribute `zoneAttribute`,",
+  'as local-time timers read it; `defaultZone` for users without a known IANA zone). A delivery due inside the window is',
+  'held and sent when the window opens in that zone (`hold`: the users of one move are grouped by zone, one bitmap per',
+  'zone) or not sent at all (`drop`). Users still move; the counts show `quiet` {waiting, dropped} per step and the step',
+  'export `users=quiet` who waits. A journey overrides the rule with `quietHours` in its workflow definition (false: none).',
+  'Frequency caps decide first and count a delivery when it is due; a held delivery is sent as it was cut, under its own id.',
+].join(' ');
 
 const tags = ['webhooks'];
 const params = ['tenant', 'name'];
@@ -188,6 +208,33 @@ export const paths: Record<string, object> = {
       tags: capTags,
       params: ['tenant', 'name'],
       ok: { status: 204, description: 'Deleted' },
+      errors: [404],
+    }),
+  },
+  '/tenants/{tenant}/quiet-hours': {
+    get: operation({
+      summary: "The tenant's quiet hours",
+      description: QUIET_RULE,
+      tags: ['quiet hours'],
+      params: ['tenant'],
+      ok: { status: 200, description: 'The rule', schema: QuietHours },
+      errors: [404],
+    }),
+    put: operation({
+      summary: "Set the tenant's quiet hours (no action deliveries between start and end in each user's zone)",
+      description: `${QUIET_RULE} A malformed HH:MM, equal start and end, or an unknown IANA zone is a 400 naming the field. Deliveries held already keep the opening they were given.`,
+      tags: ['quiet hours'],
+      params: ['tenant'],
+      body: PutQuietHoursBody,
+      ok: { status: 200, description: 'Replaced', schema: QuietHours },
+      alsoOk: [{ status: 201, description: 'Set (the tenant had none)' }],
+      errors: [404],
+    }),
+    delete: operation({
+      summary: "Remove the tenant's quiet hours (deliveries held already are still sent when their window opens)",
+      tags: ['quiet hours'],
+      params: ['tenant'],
+      ok: { status: 204, description: 'Removed' },
       errors: [404],
     }),
   },

@@ -9,6 +9,8 @@ import type { ProcedureRunner } from '../procedures/types';
 import { compactCapped, dropOldCapWindows } from './capping';
 import { commitRound, cutRound, DecodedMoves } from './cut';
 import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
+import { dropSentQuiet, type ZoneGrouping } from './quiet-holding';
+import { releaseDueQuiet } from './quiet-release';
 import type { Database } from '../storage/database';
 
 export const DEFAULT_POLL_MS = 250;
@@ -21,6 +23,8 @@ export const DELIVERY_RETENTION_MS = 7 * 24 * 3_600_000;
 export interface WebhookPumpOptions {
   database: Database;
   runner: ProcedureRunner;
+  /** Where quiet hours group users by zone: the engine's profile calls (the engine thread holds the profile index). */
+  zones?: ZoneGrouping;
   clock?: Clock;
   pollMs?: number;
 }
@@ -39,14 +43,14 @@ export class WebhookPump {
 
   constructor(options: WebhookPumpOptions) {
     this.database = options.database;
-    this.decoded = new DecodedMoves(options.database);
+    this.decoded = new DecodedMoves(options.database, options.zones);
     this.runner = options.runner;
     this.clock = options.clock ?? systemClock;
     this.pollMs = options.pollMs ?? DEFAULT_POLL_MS;
     registerWebhookProcedures(this.runner);
   }
 
-  /** Cuts and submits every destination's backlog; returns how many deliveries it cut. */
+  /** Sends held deliveries that are due, cuts and submits every destination's backlog; returns how many deliveries it made. */
   async pumpOnce(): Promise<number> {
     const now = this.clock.now();
     if (now - this.lastSweep >= SWEEP_EVERY_MS) {
@@ -57,13 +61,23 @@ export class WebhookPump {
       });
       await dropOldCapWindows(this.database, now);
       await compactCapped(this.database);
+      await dropSentQuiet(this.database);
+    }
+    // Deliveries quiet hours held whose window has opened in their zone (./quiet-release.ts).
+    let cut = 0;
+    for (const { tenantId, ids } of await releaseDueQuiet(this.database, now)) {
+      await submitDeliveries(
+        this.runner,
+        ids.map((id) => ({ id, replays: 0 })),
+        tenantId,
+      );
+      cut += ids.length;
     }
     const newest = await this.database.db.journal.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
-    if (!newest) return 0;
+    if (!newest) return cut;
     const behind = await this.database.db.webhookDestination.findMany({ where: { cursor: { lt: newest.seq } }, select: { id: true } });
     const live = new Set(behind.map(({ id }) => id));
     for (const id of this.idleAt.keys()) if (!live.has(id)) this.idleAt.delete(id);
-    let cut = 0;
     for (const { id } of behind) {
       if (this.idleAt.get(id) === newest.seq) continue;
       cut += await this.pumpDestination(id, newest.seq);

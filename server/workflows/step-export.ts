@@ -6,6 +6,7 @@ import type { Database } from '../storage/database';
 import type { Tenant } from '../tenants/tenants';
 import { badRequest, notFound } from '../errors';
 import { cappedStepUsers } from '../webhooks/capping';
+import { quietStepUsers } from '../webhooks/quiet-holding';
 import { findWorkflow } from './workflows';
 
 // A step's users as a download named for a person's Downloads folder: the journey, the step and the day
@@ -28,15 +29,21 @@ export function slug(name: string): string {
  * for the users who reached the goal from it (then `-holdout` or `-treatment` for one group of a holdout). The day is
  * the export's, in UTC (the server knows no reader's zone).
  */
-export function stepExportName(journey: string, step: string, users: StepUsers | 'capped', now: number, asOf = false, group?: HoldoutGroup): string {
+export function stepExportName(journey: string, step: string, users: StepUsers | DeliveryUsers, now: number, asOf = false, group?: HoldoutGroup): string {
   const parts = [slug(journey) || 'journey', slug(step) || 'step', ...(users === 'in' ? [] : [users]), ...(group ? [group] : [])];
   // A past moment is named to the second (`…-at-2026-12-01T09-30-00Z`): two exports of one day then differ.
   const time = new Date(now).toISOString();
   return [...parts, asOf ? `at-${time.slice(0, 19).replaceAll(':', '-')}Z` : time.slice(0, 10)].join('-');
 }
 
-/** `capped`: the users a frequency cap skipped a delivery of at the step (server/webhooks/capping.ts), read from the database. */
-export type StepExportRequest = ExportOptions & { instanceId: string; step: string; users: StepUsers | 'capped'; asOf?: number; group?: HoldoutGroup };
+/**
+ * Users the webhook cut recorded at a step, read from the database: `capped`, a frequency cap skipped a delivery of
+ * theirs (server/webhooks/capping.ts); `quiet`, their delivery waits for quiet hours to end (server/webhooks/quiet-holding.ts).
+ */
+type DeliveryUsers = 'capped' | 'quiet';
+const isDeliveryUsers = (users: string): users is DeliveryUsers => users === 'capped' || users === 'quiet';
+
+export type StepExportRequest = ExportOptions & { instanceId: string; step: string; users: StepUsers | DeliveryUsers; asOf?: number; group?: HoldoutGroup };
 
 /** GET …/instances/{iid}/steps/{step}/export: the step's users (404 for an unknown instance or step), with profile columns if asked, under the journey's name. */
 export async function stepExportResponse(engine: EngineHandle, database: Database, tenant: Tenant, request: StepExportRequest, now: number): Promise<Response> {
@@ -52,7 +59,7 @@ export async function stepExportResponse(engine: EngineHandle, database: Databas
     const journey = await findWorkflow(database, tenant, (await engine.getInstance(tenant.id, instanceId)).workflowId);
     return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, asOf, true));
   }
-  const instance = users === 'capped' ? await engine.getInstance(tenant.id, instanceId) : undefined;
+  const instance = isDeliveryUsers(users) ? await engine.getInstance(tenant.id, instanceId) : undefined;
   if (instance) {
     const version = await database.db.workflowVersion.findUnique({
       where: { workflowId_version: { workflowId: instance.workflowId, version: instance.version } },
@@ -61,7 +68,11 @@ export async function stepExportResponse(engine: EngineHandle, database: Databas
     if (!steps.some((s) => s.name === step)) throw notFound(`Step "${step}" of instance ${instanceId}`);
   }
   const bitmap =
-    users === 'capped' ? await cappedStepUsers(database, tenant.id, instanceId, step) : await engine.stepBitmap(tenant.id, instanceId, step, users, group);
+    users === 'capped'
+      ? await cappedStepUsers(database, tenant.id, instanceId, step)
+      : users === 'quiet'
+        ? await quietStepUsers(database, tenant.id, instanceId, step)
+        : await engine.stepBitmap(tenant.id, instanceId, step, users, group);
   const journey = await findWorkflow(database, tenant, (instance ?? (await engine.getInstance(tenant.id, instanceId))).workflowId);
   return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, now, false, group));
 }

@@ -349,7 +349,7 @@ export class EditorStore {
   /** Sets or removes (a field set to undefined) the workflow's event-triggered entry or goal. */
   setExtras = (patch: WorkflowExtras) => {
     const extras = { ...this.state.extras, ...patch };
-    for (const key of ['entry', 'goal', 'exit', 'holdout'] as const) if (extras[key] === undefined) delete extras[key];
+    for (const key of ['entry', 'goal', 'exit', 'holdout', 'quietHours'] as const) if (extras[key] === undefined) delete extras[key];
     // Typing an event type or a goal is one undo step, like typing in a step's field.
     this.checkpoint(`change the journey's ${Object.keys(patch).join(' and ')}`, `extras:${Object.keys(patch).join(',')}`);
     this.set({ extras });

@@ -108,6 +108,7 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
     'PATCH /tenants/{tenant}/webhooks/{name}': { batchSize: 5 },
     'POST /tenants/{tenant}/frequency-caps': { name: uniqueName('cap'), maxDeliveries: 2, window: '1d' },
     'PATCH /tenants/{tenant}/frequency-caps/{name}': { maxDeliveries: 3 },
+    'PUT /tenants/{tenant}/quiet-hours': { start: '21:00', end: '08:00' },
   };
   if (op.bodyTypes.includes('text/plain')) return { contentType: 'text/plain', body: '1\n2\n3\n' };
   if (op.bodyTypes.includes('application/x-ndjson')) return { contentType: 'application/x-ndjson', body: '{"user": 7, "attributes": {"plan": "gold"}}\n' };

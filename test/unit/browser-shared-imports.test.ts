@@ -18,6 +18,7 @@ const BROWSER_SHARED = [
   'server/model/user-hash.ts',
   'server/model/lift.ts',
   'server/model/experiment.ts',
+  'server/model/quiet-hours.ts',
   'server/conditions/parse.ts',
   'server/conditions/gate.ts',
   'server/conditions/analyze.ts',

@@ -1,0 +1,68 @@
+// Sending what quiet hours held (issue 37 §3) when the window opens in the held users' zone: the pump asks every
+// round for the held rows whose `releaseAt` has come on its clock and cuts each into deliveries of at most batchSize
+// ids, like a journal move. Each row is one state change, one transaction: its deliveries created and its status set
+// from `held` to `sent`, only if it is still held. The ids are fixed by the row (`<destination>-<seq>-q<offset>`, the
+// offset counted over the held users of its move), so a second process releasing the same row fails on its guard, and
+// the delivery procedures submitted after the commit are the pump's usual ones (an orphan is found by its sweep).
+import { deserializeBitmap } from '../crowd/bitmap';
+import { isUniqueViolation } from '../errors';
+import type { Database } from '../storage/database';
+import { deliveryBody, LOST_OFFSET, movePart, type NewDelivery } from './cut';
+
+/** Held rows released per pump round (each its own transaction); the rest wait for the next round. */
+const ROWS_PER_ROUND = 50;
+
+/** The delivery ids a held row's users go under, one per `batchSize` of them. */
+export function releasedDeliveryId(destinationId: string, seq: bigint, offset: number): string {
+  return `${destinationId}-${seq}-q${offset}`;
+}
+
+/**
+ * Released deliveries sort among their move's own ones by the offset of their first user, below the `lost` report's
+ * offset, so no two deliveries of a destination share (fromSeq, fromOffset).
+ */
+const releasedOffset = (offset: number) => LOST_OFFSET - 1 - offset;
+
+/** Sends the held rows that are due at `now`; returns the deliveries committed, by tenant, to submit. */
+export async function releaseDueQuiet(database: Database, now: number): Promise<{ tenantId: string; ids: string[] }[]> {
+  const due = await database.db.quietDelivery.findMany({
+    where: { status: 'held', releaseAt: { lte: BigInt(now) } },
+    orderBy: { releaseAt: 'asc' },
+    take: ROWS_PER_ROUND,
+  });
+  const released: { tenantId: string; ids: string[] }[] = [];
+  for (const row of due) {
+    const destination = await database.db.webhookDestination.findUnique({ where: { id: row.destinationId }, include: { tenant: { select: { name: true } } } });
+    const users = deserializeBitmap(row.users).toUint32Array();
+    const deliveries: NewDelivery[] = [];
+    for (let offset = 0; destination && offset < users.length; offset += destination.batchSize) {
+      const at = row.offsetBase + offset;
+      const id = releasedDeliveryId(destination.id, row.seq, at);
+      const part = movePart({ ...row, toStep: row.step }, users.length, offset, users.subarray(offset, offset + destination.batchSize));
+      const extra = `,"quietHours":{"zone":${JSON.stringify(row.zone)},"heldUntil":${JSON.stringify(new Date(Number(row.releaseAt)).toISOString())}}`;
+      deliveries.push({
+        id,
+        destinationId: destination.id,
+        fromSeq: row.seq,
+        fromOffset: releasedOffset(at),
+        status: 'pending',
+        body: deliveryBody(id, destination.tenant.name, destination.name, [part], extra),
+        users: part.count,
+        createdAt: new Date(now),
+      });
+    }
+    try {
+      const committed = await database.db.$transaction(async (tx) => {
+        const sent = await tx.quietDelivery.updateMany({ where: { id: row.id, status: 'held' }, data: { status: 'sent' } });
+        if (sent.count !== 1) return false;
+        if (deliveries.length) await tx.webhookDelivery.createMany({ data: deliveries });
+        return true;
+      });
+      if (committed && deliveries.length) released.push({ tenantId: row.tenantId, ids: deliveries.map((d) => d.id) });
+    } catch (error) {
+      // Another process released it first: its deliveries exist under the same ids.
+      if (!isUniqueViolation(error)) throw error;
+    }
+  }
+  return released;
+}
