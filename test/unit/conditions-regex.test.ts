@@ -7,13 +7,11 @@ const withText = (s: unknown): ConditionInput => ({ user: 1, now: 0, event: { ty
 
 describe('matches has RE2 semantics (linear time)', () => {
   it('answers the catastrophic-backtracking pattern at once, in method and function form', () => {
-    const evil = 'a'.repeat(27) + 'b';
-    const started = performance.now();
+    // JavaScript's backtracking RegExp took 9 s at 27 a's and doubles with each more: at 100 this test would time out.
+    const evil = 'a'.repeat(100) + 'b';
     expect(compileCondition(requireCondition('event.data.s.matches("(a+)+$")')).predicate(withText(evil), none)).toBe(false);
     expect(compileCondition(requireCondition('matches(event.data.s, "(a+)+$")')).predicate(withText(evil), none)).toBe(false);
     expect(compileCondition(requireCondition('event.data.s.matches("(a+)+$")')).predicate(withText('aaa'), none)).toBe(true);
-    // JavaScript's backtracking RegExp took 9 s on this input; RE2 is linear, so this is a loose sanity bound.
-    expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it('matches anywhere unless anchored, inside comprehensions too', () => {
