@@ -5,12 +5,14 @@ import type { DestinationView } from '../server/webhooks/destinations';
 import { SecretShownOnce, useAction } from './actions';
 import { apiCall, apiGet, tenantPath } from './api';
 import { ListTable, type Column } from './list-table';
+import { QuietHoursForm } from './quiet-hours';
 import { listOf } from './model';
 import { invalidate, useQuery } from './query';
 import { ErrorBox, formatCount } from './ui';
 
 // Webhook destinations of the tenant: add one (the generated signing secret is shown once), see each one's delivery
-// log refreshed every 2 s, replay a delivered or failed delivery, delete a destination.
+// log refreshed every 2 s, replay a delivered or failed delivery, delete a destination; and the tenant's quiet hours
+// (./quiet-hours.tsx).
 
 const REFRESH_MS = 2000;
 const destinationsKey = (tenant: string) => `webhooks:${tenant}`;
@@ -214,6 +216,7 @@ export function WebhooksPage({ tenant }: { tenant: string }) {
         rowProps={(d) => ({ 'data-webhook': d.name, className: open === d.name ? 'selected-row' : undefined })}
       />
       {open && <DeliveryLog tenant={tenant} name={open} />}
+      <QuietHoursForm tenant={tenant} />
     </section>
   );
 }

@@ -187,6 +187,7 @@ function StepNodeView(props: NodeProps<StepNode>) {
           ⊘ {formatCount(counts.capped[props.data.name].users)} capped here
         </div>
       )}
+      <QuietCounts quiet={counts?.quiet?.[props.data.name]} />
       {mine.length > 0 && (
         <div className="step-problems" data-testid="step-problems" title={mine.map((p) => p.text).join('\n')}>
           {mine.length > 1 && <strong className="problem-count">{mine.length} problems · </strong>}
@@ -316,3 +317,19 @@ function StepEdgeView(props: EdgeProps<FlowEdge>) {
 }
 
 export const edgeTypes = { step: memo(StepEdgeView) };
+
+/** What quiet hours did to the step's webhook: users waiting for the window to open in their zone, deliveries dropped. */
+function QuietCounts({ quiet }: { quiet: { waiting: number; dropped: number } | undefined }) {
+  if (!quiet || (quiet.waiting === 0 && quiet.dropped === 0)) return null;
+  return (
+    <div
+      className="step-webhook step-quiet"
+      data-testid="step-quiet"
+      title="Users who entered this step during quiet hours in their own zone: they moved on as usual, the webhook waits until the hours end there (or was dropped)"
+    >
+      ☾ {quiet.waiting > 0 && `${formatCount(quiet.waiting)} waiting for quiet hours`}
+      {quiet.waiting > 0 && quiet.dropped > 0 && ' · '}
+      {quiet.dropped > 0 && `${formatCount(quiet.dropped)} dropped (quiet hours)`}
+    </div>
+  );
+}

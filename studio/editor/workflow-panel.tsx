@@ -4,6 +4,7 @@ import { ConditionEditor } from './condition';
 import { ExitPanel } from './exit-criteria';
 import { GoalSummary } from './goal-result';
 import { HoldoutPanel } from './holdout';
+import { JourneyQuietHours } from './journey-quiet-hours';
 import { useEditor, useEditorStore } from './store';
 
 const REENTRY_TEXT: Record<(typeof REENTRY_POLICIES)[number], string> = {
@@ -14,8 +15,8 @@ const REENTRY_TEXT: Record<(typeof REENTRY_POLICIES)[number], string> = {
 /**
  * What the workflow holds besides its steps, shown in the inspector while no step is selected: the event-triggered
  * entry (users not in the instance enter the entry step on an event of this type) and the goal (users for whom its
- * condition holds on an event are counted as converted), the exit criteria (./exit-criteria.tsx) and the holdout
- * (./holdout.tsx).
+ * condition holds on an event are counted as converted), the exit criteria (./exit-criteria.tsx), the holdout
+ * (./holdout.tsx) and the journey's quiet hours (./journey-quiet-hours.tsx).
  */
 export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
   const store = useEditorStore();
@@ -83,6 +84,7 @@ export function WorkflowPanel({ readOnly }: { readOnly: boolean }) {
       )}
       <ExitPanel readOnly={readOnly} />
       <HoldoutPanel readOnly={readOnly} />
+      <JourneyQuietHours readOnly={readOnly} />
     </fieldset>
   );
 }
