@@ -1,6 +1,6 @@
 'use client';
 import { Background, Controls, MiniMap, ReactFlow, ReactFlowProvider, useReactFlow } from '@xyflow/react';
-import { useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore, type DragEvent, type RefObject } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore, type DragEvent, type RefObject } from 'react';
 import { apiGet, tenantPath } from '../api';
 import { CANVAS_KINDS, definitionToGraph, extrasOf, PRESETS, type CanvasKind, type Preset, type StepNode } from '../convert';
 import { useLeaveGuard } from '../leave-guard';
@@ -8,6 +8,7 @@ import type { WorkflowView } from '../model';
 import type { SavedWorkflow } from '../../server/workflows/workflows';
 import { useQuery } from '../query';
 import { ErrorBox, Loading } from '../ui';
+import { AsOfContext, asOfCountsKey, AsOfStrip, useAsOf } from './as-of';
 import { CanvasContext, type CanvasInfo } from './context';
 import { clearLocalDraft, keepLocalDraft, readLocalDraft, type LocalDraft } from './draft';
 import { fitOptions, MIN_ZOOM, MINIMAP_SIZE, showsMinimap } from './fit';
@@ -58,11 +59,27 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
   useEffect(() => keepLocalDraft(store, tenant, workflow.id, () => version.current), [store, tenant, workflow.id]);
   const instanceId = history?.instanceId ?? workflow.running?.instanceId ?? null;
   useLiveCounts(tenant, workflow.id, history ? null : (workflow.running?.instanceId ?? null));
+  // A past moment of the running instance (as-of.tsx), shown instead of its live counts; not of another instance.
+  const [asOfPicked, setAsOf] = useState<{ instanceId: string; asOf: string } | null>(null);
+  const running = history ? null : (workflow.running?.instanceId ?? null);
+  const asOf = running && asOfPicked?.instanceId === running ? asOfPicked.asOf : null;
+  const asOfState = useMemo(
+    () => ({ asOf, setAsOf: (moment: string | null) => setAsOf(moment && running ? { instanceId: running, asOf: moment } : null) }),
+    [asOf, running],
+  );
   const info: CanvasInfo = {
     tenant,
     workflowId: workflow.id,
     instanceId,
-    countsKey: history ? (history.instanceId ? `snapshot:${tenant}:${history.instanceId}` : null) : workflow.running ? `counts:${tenant}:${workflow.id}` : null,
+    countsKey: history
+      ? history.instanceId
+        ? `snapshot:${tenant}:${history.instanceId}`
+        : null
+      : running
+        ? asOf
+          ? asOfCountsKey(tenant, running, asOf)
+          : `counts:${tenant}:${workflow.id}`
+        : null,
     readOnly: history !== null,
     live: !history && workflow.running !== null,
     // Save and get answers carry them (SavedWorkflow); the history view shows an older version without.
@@ -71,20 +88,22 @@ function Editor({ tenant, workflow }: { tenant: string; workflow: WorkflowView }
   return (
     <EditorContext.Provider value={history?.store ?? store}>
       <CanvasContext.Provider value={info}>
-        <UserPathProvider key={history ? 'history' : 'live'}>
-          <div className="editor">
-            <Toolbar tenant={tenant} workflow={workflow} history={history} onHistory={setHistory} />
-            {!history && <DraftOffer tenant={tenant} workflow={workflow} store={store} />}
-            <StepDeletion>
-              <div className="editor-body">
-                {!history && <Palette />}
-                <Canvas readOnly={history !== null} />
-                <Inspector readOnly={history !== null} />
-              </div>
-            </StepDeletion>
-            <ProblemsBar />
-          </div>
-        </UserPathProvider>
+        <AsOfContext.Provider value={asOfState}>
+          <UserPathProvider key={history ? 'history' : 'live'}>
+            <div className="editor">
+              <Toolbar tenant={tenant} workflow={workflow} history={history} onHistory={setHistory} />
+              {!history && <DraftOffer tenant={tenant} workflow={workflow} store={store} />}
+              <StepDeletion>
+                <div className="editor-body">
+                  {!history && <Palette />}
+                  <Canvas readOnly={history !== null} />
+                  <Inspector readOnly={history !== null} />
+                </div>
+              </StepDeletion>
+              <ProblemsBar />
+            </div>
+          </UserPathProvider>
+        </AsOfContext.Provider>
       </CanvasContext.Provider>
     </EditorContext.Provider>
   );
@@ -206,6 +225,7 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
   const { screenToFlowPosition } = useReactFlow();
   useCanvasKeys(readOnly);
   useBottomStepInView(element, nodes);
+  const { asOf } = useAsOf();
 
   const onDrop = (event: DragEvent) => {
     const kind = PALETTE.find((entry) => entry.id === event.dataTransfer.getData(DRAG_TYPE))?.adds;
@@ -216,7 +236,8 @@ function Canvas({ readOnly }: { readOnly: boolean }) {
   };
 
   return (
-    <div ref={element} className="editor-canvas" onDrop={onDrop} onDragOver={(event) => event.preventDefault()} data-testid="canvas">
+    <div ref={element} className={`editor-canvas${asOf ? ' past' : ''}`} onDrop={onDrop} onDragOver={(event) => event.preventDefault()} data-testid="canvas">
+      <AsOfStrip />
       <GoalResultBar />
       <ReactFlow<StepNode>
         nodes={nodes}

@@ -32,15 +32,23 @@ function UsersChoice({ hasGoal, users, onChange }: { hasGoal: boolean; users: St
   );
 }
 
-/** Profile columns to add after the user ID (from …/profiles/fields), the file format, and the download link. */
-export function ExportColumnsForm(step: StepRef) {
+/**
+ * Profile columns to add after the user ID (from …/profiles/fields), the file format, and the download link; with
+ * `asOf` (a past moment shown, as-of.tsx) of the users at the step then.
+ */
+export function ExportColumnsForm({ asOf, ...step }: StepRef & { asOf: string | null }) {
   const { tenant } = step;
   const fields = useQuery<ProfileField[]>(`profile-fields:${tenant}`, async () => readProfileFields(await apiGet(tenantPath(tenant, '/profiles/fields'))));
   const [columns, setColumns] = useState<string[]>([]);
   const [format, setFormat] = useState<'csv' | 'parquet'>('csv');
   const [users, setUsers] = useState<StepUsers>('in');
   const formatId = useId();
-  const query = new URLSearchParams({ format, ...(columns.length ? { columns: columns.join(',') } : {}), ...(users === 'converted' ? { users } : {}) });
+  const query = new URLSearchParams({
+    format,
+    ...(columns.length ? { columns: columns.join(',') } : {}),
+    ...(users === 'converted' ? { users } : {}),
+    ...(asOf ? { asOf } : {}),
+  });
   const href = `${API_ROOT}${stepPath(step, '/export')}?${query.toString().replace(/%2C/g, ',')}`;
   const toggle = (path: string, checked: boolean) => setColumns((now) => (checked ? [...now, path] : now.filter((c) => c !== path)));
 

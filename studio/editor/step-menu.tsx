@@ -5,6 +5,7 @@ import { type ApiError, API_ROOT, apiGet, pathSegment, tenantPath } from '../api
 import type { WhereIsUser } from '../model';
 import { ErrorBox } from '../ui';
 import { useWorkflows } from '../workflows';
+import { asOfParameter, momentInWords, useAsOf } from './as-of';
 import { useCanvasInfo, useCounts } from './context';
 import { ExportColumnsForm, SaveCrowdForm } from './step-export-forms';
 import { moveInWords } from './user-path';
@@ -24,6 +25,7 @@ export function StepMenu({ stepName }: { stepName: string }) {
   const hasGoal = counts?.converted !== undefined;
   // and `exited` exactly when it has exit criteria
   const hasExit = counts?.exited !== undefined;
+  const { asOf } = useAsOf();
   const workflows = useWorkflows(tenant);
   const workflowName = (id: string) => workflows.data?.find((w) => w.id === id)?.name ?? id;
   const [open, setOpen] = useState(false);
@@ -53,8 +55,9 @@ export function StepMenu({ stepName }: { stepName: string }) {
     setOpen(false);
     menuButton.current?.focus();
   }
+  // With a past moment shown (as-of.tsx), every export is of the users at the step then.
   const exportUrl = (format: string, limit?: number, users?: 'converted' | 'exited') =>
-    `${API_ROOT}${tenantPath(tenant, `/instances/${instanceId}/steps/${pathSegment(stepName)}/export`)}?format=${format}${limit ? `&limit=${limit}` : ''}${users ? `&users=${users}` : ''}`;
+    `${API_ROOT}${tenantPath(tenant, `/instances/${instanceId}/steps/${pathSegment(stepName)}/export`)}?format=${format}${limit ? `&limit=${limit}` : ''}${users ? `&users=${users}` : ''}${asOfParameter(asOf)}`;
 
   async function showFirst() {
     setError(null);
@@ -98,6 +101,11 @@ export function StepMenu({ stepName }: { stepName: string }) {
       <NodeToolbar isVisible={open} position={opensUp ? Position.Top : Position.Bottom} align="end" offset={6} data-step={stepName}>
         {open && (
           <div className="menu step-menu-panel nodrag nopan" role="menu">
+            {asOf && (
+              <p className="as-of-note small" data-testid="export-as-of">
+                Users as of {momentInWords(asOf)} (past)
+              </p>
+            )}
             <a ref={firstItem} href={exportUrl('csv')} download data-testid="export-csv">
               Export users (CSV)
             </a>
@@ -117,11 +125,14 @@ export function StepMenu({ stepName }: { stepName: string }) {
             <button type="button" onClick={() => setForm(form === 'columns' ? null : 'columns')} aria-expanded={form === 'columns'}>
               Export with columns…
             </button>
-            {form === 'columns' && <ExportColumnsForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} />}
-            <button type="button" onClick={() => setForm(form === 'crowd' ? null : 'crowd')} aria-expanded={form === 'crowd'}>
-              Save as crowd…
-            </button>
-            {form === 'crowd' && <SaveCrowdForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} />}
+            {form === 'columns' && <ExportColumnsForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} asOf={asOf} />}
+            {/* A crowd is saved from the users there now: not offered while a past moment is shown. */}
+            {!asOf && (
+              <button type="button" onClick={() => setForm(form === 'crowd' ? null : 'crowd')} aria-expanded={form === 'crowd'}>
+                Save as crowd…
+              </button>
+            )}
+            {form === 'crowd' && !asOf && <SaveCrowdForm tenant={tenant} instanceId={instanceId} stepName={stepName} hasGoal={hasGoal} />}
             <button ref={viewFirstButton} type="button" onClick={() => void showFirst()} aria-expanded={firstUsers !== null}>
               View first users
             </button>
