@@ -14,6 +14,9 @@
 // - a delay step moves them on after its duration, a timer step at its next firing when its condition holds now.
 // Pretended events are kept for the next step that waits for an event (time passes at delays, timers and timeouts
 // without using them). A walk that comes back to a step with the same events left is a loop: it stops there.
+// Exit criteria (exit.ts) end the walk where the engine would take the user out: criteria reading no event that hold
+// now, at the start (the engine checks them at the user's next bulk move, timer firing or event); criteria that a
+// pretended event makes true, at the step it is offered in, before its branches.
 import { ConditionCostExceeded } from '../conditions/cost';
 import { QueryDeadline, type DeadlineOptions } from '../conditions/deadline';
 import type { CompiledCondition, ConditionEvent } from '../conditions/compile';
@@ -48,12 +51,17 @@ export type PreviewHop = {
   cron?: string;
 };
 
-/** Where the walk stops: an exit, a step waiting (for an event, or a timer whose condition is false now), or a loop. */
+/**
+ * Where the walk stops: an exit step, the exit criteria (`exited`), a step waiting (for an event, or a timer whose
+ * condition is false now), or a loop.
+ */
 export type PreviewEnd = {
   step: string;
-  reason: 'exit' | 'waits-for-event' | 'waits-for-timer' | 'loop' | 'hop-limit';
+  reason: 'exit' | 'exited' | 'waits-for-event' | 'waits-for-timer' | 'loop' | 'hop-limit';
   /** A timer whose condition is false now: its cron. */
   cron?: string;
+  /** Exited on a pretended event: its index (0-based). */
+  event?: number;
 };
 
 export type PathPreview = {
@@ -134,11 +142,13 @@ class Walk {
 
   async prepare(): Promise<void> {
     await this.data.prepareCrowds(this.workflow.crowdsUsed());
-    if (this.workflow.usesProfiles()) this.profile = (await this.data.profilesOf([this.user])).get(this.user);
+    if (this.workflow.usesProfiles() || this.workflow.exit?.condition.usesProfile) this.profile = (await this.data.profilesOf([this.user])).get(this.user);
   }
 
   /** Walks from `start` until the user would rest, leave or go round. */
   async from(start: string): Promise<PreviewEnd> {
+    const exit = this.workflow.exit;
+    if (exit?.bulk && this.holds(exit.condition)) return { step: start, reason: 'exited' };
     const seen = new Set<string>();
     let at = start;
     for (;;) {
@@ -181,7 +191,9 @@ class Walk {
           while (this.eventsUsed < this.events.length) {
             const index = this.eventsUsed++;
             const pretended = this.events[index];
-            const branch = taken({ type: pretended.type, data: pretended.data ?? {}, time: this.now });
+            const event = { type: pretended.type, data: pretended.data ?? {}, time: this.now };
+            if (this.workflow.exit && this.holds(this.workflow.exit.condition, event)) return { step: from, reason: 'exited', event: index };
+            const branch = taken(event);
             if (branch >= 0 && step.branches[branch].next !== from) return this.branchHop(runtime, branch, index);
           }
         }

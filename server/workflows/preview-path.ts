@@ -57,11 +57,12 @@ const PathPreview = z.object({
   end: z.object({
     step: z.string(),
     reason: z
-      .enum(['exit', 'waits-for-event', 'waits-for-timer', 'loop', 'hop-limit'])
+      .enum(['exit', 'exited', 'waits-for-event', 'waits-for-timer', 'loop', 'hop-limit'])
       .describe(
-        '`exit`: the user leaves the journey; `waits-for-event`: no branch holds and no event is left; `waits-for-timer`: the timer condition is false now; `loop`: the walk came back to a step with the same events left',
+        '`exit`: the user leaves the journey at an exit step; `exited`: the exit criteria take the user out at `step` (on pretended event `event`, or now for criteria reading no event); `waits-for-event`: no branch holds and no event is left; `waits-for-timer`: the timer condition is false now; `loop`: the walk came back to a step with the same events left',
       ),
     cron: z.string().optional(),
+    event: z.number().int().optional().describe('With `exited`: the pretended event (0-based) that met the exit criteria'),
   }),
   eventsUsed: z.number().int(),
   tooCostly: z.array(z.string()).describe('Conditions over the runtime cost budget for this user: taken as false'),

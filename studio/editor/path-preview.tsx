@@ -71,11 +71,15 @@ function hopWords(hop: PreviewHop, events: PreviewEvent[]): string {
   }
 }
 
-function endWords(preview: PathPreview): string {
+function endWords(preview: PathPreview, events: PreviewEvent[]): string {
   const step = `“${preview.end.step}”`;
   switch (preview.end.reason) {
     case 'exit':
       return `Then leaves the journey at ${step}.`;
+    case 'exited': {
+      const event = preview.end.event === undefined ? null : events[preview.end.event]?.type;
+      return `Then exits early at ${step}: ${event ? `the event “${event}” meets` : 'they meet'} the journey's exit criteria.`;
+    }
     case 'waits-for-event':
       return `Then waits in ${step} for an event that one of its branches takes.`;
     case 'waits-for-timer':
@@ -184,7 +188,7 @@ function PreviewInWords({ preview, events }: { preview: PathPreview; events: Pre
           </li>
         ))}
       </ol>
-      <p data-testid="path-preview-end">{endWords(preview)}</p>
+      <p data-testid="path-preview-end">{endWords(preview, events)}</p>
       {unused > 0 && (
         <p className="muted" data-testid="path-preview-unused">
           {unused === 1 ? '1 pretended event was' : `${unused} pretended events were`} not needed: no step waited for {unused === 1 ? 'it' : 'them'}.

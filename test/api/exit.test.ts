@@ -120,6 +120,15 @@ describe('exit criteria', () => {
     expect(exits.map((n: { user: number }) => n.user).sort((a: number, b: number) => a - b)).toEqual([1, 2, 3, 4, 5, 10, 20]);
     expect(exits.every((n: { from: string; leaveAction: null; enterAction: null }) => n.from === 'wait' && !n.leaveAction && !n.enterAction)).toBe(true);
 
+    // The path preview ends where the criteria would take a user out: on the pretended event that meets them.
+    const previewOf = async (workflowId: string, body: object) =>
+      (await api('POST', `${base}/workflows/${workflowId}/preview-path`, { token: tenant.key, body })).body;
+    expect((await previewOf(created.body.id, { user: 31, events: [{ type: 'open' }, { type: 'unsubscribe' }, { type: 'buy' }] })).end).toEqual({
+      step: 'wait',
+      reason: 'exited',
+      event: 1,
+    });
+
     // Criteria over profiles only are checked as users enter: the cancelled users leave at the start, from the entry step.
     const atOnce = await api('POST', `${base}/workflows`, { body: { name: 'at once', definition: journey({ condition: 'profile.plan == "cancelled"' }) } });
     const second = await api('POST', `${base}/workflows/${atOnce.body.id}/start`, { body: { crowd: 'launch' } });
@@ -131,6 +140,8 @@ describe('exit criteria', () => {
     expect(secondCounts).toMatchObject({ total: 54, exited: 6, exitedFrom: { welcome: 6, wait: 0 }, steps: { wait: 54 } });
     const exitedAtEntry = await api('GET', `${base}/instances/${second.body.instanceId}/steps/welcome/export?users=exited`, { token: tenant.key });
     expect(ids(exitedAtEntry.body)).toEqual(cancelled);
+    expect((await previewOf(atOnce.body.id, { user: 30 })).end).toEqual({ step: 'welcome', reason: 'exited' });
+    expect((await previewOf(atOnce.body.id, { user: 31, events: [{ type: 'buy' }] })).end).toEqual({ step: 'bought', reason: 'exit' });
 
     // Without exit criteria there is nobody exited to export: a 422; an unknown `users` is a 400.
     const plain = await api('POST', `${base}/workflows`, { body: { name: 'plain', definition: journey() } });
