@@ -151,6 +151,7 @@ function nodeFor(step: Step, id: string, position: { x: number; y: number }, lon
     case 'split': {
       const data: SplitData = { ...common(step), paths: step.paths.map((p) => ({ percent: p.percent })) };
       if (step.seed !== undefined) data.seed = step.seed;
+      if (step.experiment !== undefined) data.experiment = step.experiment;
       return { ...base, type: 'split', data };
     }
     case 'parallel':
@@ -253,6 +254,7 @@ export function graphToDefinition(
       case 'split': {
         const step: Step = { ...base, kind: 'split', paths: node.data.paths.map((p, i) => ({ percent: p.percent, next: target(node, `path-${i}`) ?? '' })) };
         if (node.data.seed !== undefined) step.seed = node.data.seed;
+        if (node.data.experiment !== undefined) step.experiment = node.data.experiment;
         return step;
       }
       case 'timer': {

@@ -6,6 +6,7 @@ import { ConditionEditor } from './condition';
 import { StepExitedLine } from './exit-criteria';
 import { StepGoalLine } from './goal-result';
 import { useDeleteSteps } from './delete-step';
+import { ExperimentFields } from './experiment';
 import { EnterActionField } from './inspector-actions';
 import { Text } from './inspector-text';
 import { TimerFields } from './inspector-timer';
@@ -251,6 +252,7 @@ function KindFields({ node, update }: { node: StepNode; update: (patch: Partial<
           <button type="button" onClick={() => update({ paths: [...paths, { percent: 0 }] }, 'paths')}>
             Add path
           </button>
+          <ExperimentFields node={node} update={update} />
         </>
       );
     }
