@@ -120,7 +120,8 @@ describe('typing in the inspector', () => {
     await page.getByTestId('entry-enabled').check();
     await typeKeyByKey(page.getByTestId('entry-event-input'), 'signup');
     await page.getByTestId('goal-enabled').check();
-    const goal = page.locator('[data-testid=workflow-panel] [data-testid=condition-editor]').last();
+    // The panel holds more condition editors (the exit criteria): the goal's is the one labelled "Converted when".
+    const goal = page.locator('[data-testid=workflow-panel] [data-testid=condition-editor]').filter({ hasText: 'Converted when' });
     await typeKeyByKey(goal.locator('[data-testid=rule-value]'), 'order');
     expect(await goal.locator('[data-testid=cel-preview]').textContent()).toBe('event.type == "order"');
     await goal.getByRole('tab', { name: 'CEL' }).click();
