@@ -30,7 +30,7 @@ const ROUTED_JOURNEY = {
 const PLANS = ['pro', 'team', 'free'] as const;
 
 /** User i's plan (null: no profile, 1 in 10), deterministic and spread over the whole id range. */
-function planOf(user: number): (typeof PLANS)[number] | null {
+export function planOf(user: number): (typeof PLANS)[number] | null {
   if (user % 10 === 0) return null;
   return PLANS[(Math.imul(user ^ 0x9e3779b9, 0x85ebca6b) >>> 8) % PLANS.length];
 }

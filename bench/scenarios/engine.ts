@@ -15,6 +15,7 @@ import { formatNumber, median, percentile, progress } from '../lib/report';
 import { profiled } from '../lib/windows';
 import type { Measured } from './journey';
 import { closeApp, useDatabase } from './rows';
+import { measureExitStart } from './engine-exit';
 import { measureHoldoutStart } from './engine-holdout';
 import { measureRoutedStart } from './engine-routed';
 import { database as processDatabase } from '../../server/storage/database';
@@ -28,6 +29,8 @@ export interface EngineFigures {
   routedStart: Measured;
   /** A start holding out 10% of the users, as a multiple of a plain start timed beside it (engine-holdout.ts). */
   holdoutStart: Measured;
+  /** A start whose exit criteria over profiles take out ~30% of the users, as a multiple of a plain start timed beside it (engine-exit.ts). */
+  exitStart: Measured;
   counts: Measured;
   apply: Measured;
   memory: Measured;
@@ -139,7 +142,8 @@ export async function measureEngine(
       measureRoutedStart(engine, tenant, scale.users, start.value!),
     );
     const holdoutStart = await profiled(profile, `engine only on ${database.provider}: holdout start`, () => measureHoldoutStart(engine, tenant, scale.users));
-    return { start, routedStart, holdoutStart, counts, apply, memory };
+    const exitStart = await profiled(profile, `engine only on ${database.provider}: exit start`, () => measureExitStart(engine, tenant, scale.users));
+    return { start, routedStart, holdoutStart, exitStart, counts, apply, memory };
   } finally {
     await closeApp();
   }

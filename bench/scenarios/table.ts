@@ -153,6 +153,13 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
         details: engine.holdoutStart?.details,
       });
       out.push({
+        scenario: `start over ${U} users whose exit criteria over profiles take out ~30% at once, until running with the exited count exact (engine only, × a plain start timed beside it)`,
+        provider,
+        ours: measured(engine.exitStart, '×'),
+        target: lower(2, '≤ 2× a plain start (set here, as for audience paths: one bitmap plan per partition)'),
+        details: engine.exitStart?.details,
+      });
+      out.push({
         scenario: `per-step counts of a ${U}-user instance (engine only, p99)`,
         provider,
         ours: measured(engine.counts, 'ms'),

@@ -1,7 +1,8 @@
 // Exit criteria (workflow `exit: {condition}`, docs/journeys.md "Exit criteria"): a user who meets them leaves the
 // journey from whatever step they are in, without the actions of any later step, and is counted there as exited early
 // (Shard.exited, one bitmap per step). An exit is journaled as a move to EXITED with no action tags, so recovery and
-// point-in-time reads replay it like any move.
+// point-in-time reads replay it like any move. Users resting in an end step (a direct or parallel step without
+// `next`) have finished the journey: the criteria no longer apply to them.
 //
 // When they are checked:
 // - on each event of a user in the journey, at once: after the goal (a purchase that is both converts AND exits) and
@@ -9,7 +10,7 @@
 //   step; the condition runs per event only for them (ExitWatch);
 // - criteria that read no `event` (profiles, crowds, `user`, `now`) also for whole bitmaps, as one bitmap plan where
 //   the condition has one (entry-routing.ts `exiting`): for the users of every bulk move (a start, a crowd update, a
-//   trigger's entrants, a delay, timeout or timer step moving users; moves.ts), and for everyone in the journey at each
+//   trigger's entrants, a delay, timeout or timer step moving users; moves.ts), and for everyone still on the way at each
 //   timer firing of the instance (exitAtFiring), so a profile that changes takes its user out at the next firing.
 import type { ConditionEvent } from '../conditions/compile';
 import { profileKeysOfAll } from '../conditions/profile-predicate';
@@ -40,6 +41,7 @@ export class ExitWatch {
     if (!exit) return null;
     const byStep: [string, RoaringBitmap32][] = [];
     for (const [step, users] of mover.shard.steps) {
+      if (mover.workflow.exitSteps.has(step)) continue;
       const here = RoaringBitmap32.and(batch, users);
       if (here.size > 0) byStep.push([step, here]);
     }
@@ -71,15 +73,16 @@ export class ExitWatch {
 }
 
 /**
- * A timer firing of the instance: everyone in it who meets exit criteria that read no event leaves the journey from
- * their step (one plan over the shard's users, then one AND per step). True when anyone left.
+ * A timer firing of the instance: everyone on the way (not in an end step) who meets exit criteria that read no event
+ * leaves the journey from their step (one plan over those users, then one AND per step). True when anyone left.
  */
 export function exitAtFiring(mover: Mover): boolean {
-  if (!mover.workflow.exit?.bulk) return false;
-  const { shard } = mover;
-  const leaving = mover.routing.exiting(shard.members(), mover.now);
+  const { shard, workflow } = mover;
+  if (!workflow.exit?.bulk) return false;
+  const onTheWay = [...shard.steps].filter(([step, users]) => !workflow.exitSteps.has(step) && users.size > 0);
+  const leaving = mover.routing.exiting(RoaringBitmap32.orMany(onTheWay.map(([, users]) => users)), mover.now);
   mover.exitsChecked = true;
   if (leaving.isEmpty) return false;
-  for (const [step, users] of [...shard.steps]) mover.exitBulk(RoaringBitmap32.and(users, leaving), step);
+  for (const [step, users] of onTheWay) mover.exitBulk(RoaringBitmap32.and(users, leaving), step);
   return true;
 }

@@ -228,8 +228,8 @@ export const Exit = z
     condition: ConditionText.describe(
       'CEL on the event (`event.type == "unsubscribe"`), checked on each event of a user in the journey before branches; or on ' +
         'profiles, crowds and `user` only (`inCrowd("churned")`, `profile.plan == "cancelled"`), then also checked, as one bitmap plan, ' +
-        'for the users of every bulk move (a start, a crowd update, a delay, timeout or timer step moving users) and for every user of ' +
-        'the journey at each timer firing',
+        'for the users of every bulk move (a start, a crowd update, a delay, timeout or timer step moving users) and for every user ' +
+        'still on the way at each timer firing. Users resting in an end step (no `next`) have finished: the criteria no longer apply to them',
     ),
   })
   .describe(

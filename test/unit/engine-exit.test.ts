@@ -83,6 +83,10 @@ describe('exit criteria', () => {
     const elsewhere = new InstanceRuntime(running.record, running.workflow, h.partitions);
     expect((await committedStepUsers(elsewhere, 'wait', new CommittedShards(database()), 'exited')).toArray()).toEqual(range(1, 15));
 
+    // Users who finished (an end step) are past the criteria.
+    await send(h, [{ user: 16, type: 'unsubscribe' }]);
+    expect(await h.engine.getCounts(h.tenantId, id)).toMatchObject({ exited: 15, steps: { thanks: 5 } });
+
     // The timeout moves the rest on; an unsubscribe in the delay step takes its user out from there.
     await advance(h, 31 * MINUTE);
     await send(
@@ -163,6 +167,10 @@ describe('exit criteria', () => {
     expect(movedInto(moves, 'pitch').filter((u) => u <= 5 || u % 10 === 0)).toEqual([]);
     expect(movedInto(moves, 'done').filter((u) => (u >= 11 && u <= 13) || u <= 5)).toEqual([]);
     expect(perUser).toBe(0);
+    // Users who finished (done, an end step) are past the criteria at later firings.
+    await importProfiles(database(), h.tenantId, ndjson([[14, { plan: 'cancelled' }]]), 'ndjson');
+    await advance(h, 60 * MINUTE);
+    expect(await h.engine.getCounts(h.tenantId, id)).toMatchObject({ exited: 28, steps: { done: 172 } });
 
     // Rebuilt from checkpoints and the journal, and replayed to a past moment: the same exits.
     await restartEngine(h);
