@@ -73,15 +73,25 @@ export function usersByZone(
 /** What quiet hours ask of the index (where it lives: the engine thread): the users of a move, a rule's window and its moment. */
 export type QuietZoneRequest = { attribute: string; fallback: string; start: string; end: string; now: number; users: Uint8Array };
 
+/** The groups quiet hours hold (each zone's users as portable roaring bytes) and the rest, who are sent to now. */
+export type QuietZoneGroups = { groups: { zone: string; users: Uint8Array; count: number }[]; rest: Uint8Array | null };
+
 /**
  * `users` (portable roaring bytes) grouped by the zones of the attribute (and the fallback) that are inside the window
- * [start, end) at `now`: one bitmap per such zone, as portable roaring bytes; empty when no zone is quiet or no user
- * is in one.
+ * [start, end) at `now`: one bitmap per such zone, and `rest`, the users in none of them (null when no group has
+ * anyone: all go now). The bitmap work (an AND per quiet zone, their OR, one ANDNOT) is done here, where the index is
+ * (the engine thread), so the thread that answers HTTP only writes the bytes it gets back.
  */
-export async function quietZoneGroups(database: Database, tenantId: string, request: QuietZoneRequest): Promise<{ zone: string; users: Uint8Array }[]> {
+export async function quietZoneGroups(database: Database, tenantId: string, request: QuietZoneRequest): Promise<QuietZoneGroups> {
   const profiles = await profileIndex(database, tenantId);
   const quiet = new Set(zonesIn(profiles, request.attribute, request.fallback).filter((zone) => isQuietAt(request, request.now, zone)));
-  if (quiet.size === 0) return [];
-  const groups = usersByZone(profiles, request.attribute, request.fallback, deserializeBitmap(request.users), (zone) => quiet.has(zone));
-  return [...groups].map(([zone, users]) => ({ zone, users: serializeBitmap(users) }));
+  if (quiet.size === 0) return { groups: [], rest: null };
+  const users = deserializeBitmap(request.users);
+  const groups = usersByZone(profiles, request.attribute, request.fallback, users, (zone) => quiet.has(zone));
+  if (groups.size === 0) return { groups: [], rest: null };
+  const held = groups.size === 1 ? [...groups.values()][0] : RoaringBitmap32.orMany([...groups.values()]);
+  return {
+    groups: [...groups].map(([zone, group]) => ({ zone, users: serializeBitmap(group), count: group.size })),
+    rest: serializeBitmap(RoaringBitmap32.andNot(users, held)),
+  };
 }

@@ -9,7 +9,7 @@ import type { ProcedureRunner } from '../procedures/types';
 import { compactCapped, dropOldCapWindows } from './capping';
 import { commitRound, cutRound, DecodedMoves } from './cut';
 import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
-import { dropSentQuiet, type ZoneGrouping } from './quiet-holding';
+import { compactDroppedQuiet, dropSentQuiet, type ZoneGrouping } from './quiet-holding';
 import { releaseDueQuiet } from './quiet-release';
 import type { Database } from '../storage/database';
 
@@ -62,6 +62,7 @@ export class WebhookPump {
       await dropOldCapWindows(this.database, now);
       await compactCapped(this.database);
       await dropSentQuiet(this.database);
+      await compactDroppedQuiet(this.database);
     }
     // Deliveries quiet hours held whose window has opened in their zone (./quiet-release.ts).
     let cut = 0;

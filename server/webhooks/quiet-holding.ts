@@ -14,6 +14,7 @@ import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from '../crowd/bi
 import { quietEndsAt } from '../model/quiet-hours';
 import type { QuietHoursRule } from '../model/workflow';
 import type { ProfileCalls } from '../profiles/calls';
+import type { QuietZoneGroups } from '../profiles/zones';
 import type { Database } from '../storage/database';
 import type { DestinationRow } from './destinations';
 import { QuietRules } from './quiet-rules';
@@ -77,11 +78,11 @@ export class RoundQuiet {
     this.rules = new QuietRules(database, destination.tenantId);
   }
 
-  /** The move's users in a zone inside the window now, one bitmap per zone; undefined when none is. */
-  private async quietGroups(move: QuietMove, users: RoaringBitmap32): Promise<{ rule: QuietHoursRule; groups: Map<string, RoaringBitmap32> } | undefined> {
+  /** The move's users in a zone inside the window now, one bitmap per zone (bytes), and the others; undefined when none is. */
+  private async quietGroups(move: QuietMove, users: RoaringBitmap32): Promise<{ rule: QuietHoursRule; found: QuietZoneGroups } | undefined> {
     const rule = await this.rules.of(move.instanceId);
     if (!rule) return undefined;
-    const groups = await this.zones.quietZoneGroups(this.destination.tenantId, {
+    const found = await this.zones.quietZoneGroups(this.destination.tenantId, {
       attribute: rule.zoneAttribute,
       fallback: rule.defaultZone,
       start: rule.start,
@@ -89,8 +90,7 @@ export class RoundQuiet {
       now: this.now,
       users: serializeBitmap(users),
     });
-    if (groups.length === 0) return undefined;
-    return { rule, groups: new Map(groups.map(({ zone, users: bytes }) => [zone, deserializeBitmap(bytes)])) };
+    return found.groups.length ? { rule, found } : undefined;
   }
 
   private row(move: QuietMove, rule: QuietHoursRule, zone: string, bulk: boolean, offsetBase: number): Omit<NewQuiet, 'users' | 'count'> {
@@ -121,19 +121,20 @@ export class RoundQuiet {
 
   /** Decides a single-user move: true when quiet hours hold (or drop) its delivery, false when it goes now. */
   async holdUser(move: QuietMove, user: number): Promise<boolean> {
-    const found = await this.quietGroups(move, RoaringBitmap32.of(user));
-    if (!found) return false;
-    const [zone] = found.groups.keys();
+    const quiet = await this.quietGroups(move, RoaringBitmap32.of(user));
+    if (!quiet) return false;
+    const { rule } = quiet;
+    const [{ zone }] = quiet.found.groups;
     const key = [move.instanceId, move.fromStep, move.toStep, move.enterAction, move.leaveAction, zone].join('\n');
     let entry = this.singles.get(key);
     if (!entry) {
       // The group's first move names it (its seq, time and ids): no other group of any round starts at that move.
-      entry = { ...this.row(move, found.rule, zone, false, 0), users: new RoaringBitmap32(), count: 0 };
+      entry = { ...this.row(move, rule, zone, false, 0), users: new RoaringBitmap32(), count: 0 };
       this.singles.set(key, entry);
     }
     entry.users.add(user);
     entry.count++;
-    this.tally(found.rule, 1);
+    this.tally(rule, 1);
     return true;
   }
 
@@ -142,18 +143,18 @@ export class RoundQuiet {
    * later rounds of this move read them back, ./cut.ts DecodedMoves.resumed). One AND per quiet zone, one OR, one ANDNOT.
    */
   async decideBulk(move: QuietMove, users: RoaringBitmap32): Promise<{ sendNow: RoaringBitmap32; ids: string[] }> {
-    const found = await this.quietGroups(move, users);
-    if (!found) return { sendNow: users, ids: [] };
+    const quiet = await this.quietGroups(move, users);
+    if (!quiet) return { sendNow: users, ids: [] };
     const ids: string[] = [];
     let offsetBase = 0;
-    for (const [zone, group] of found.groups) {
-      const row = { ...this.row(move, found.rule, zone, true, offsetBase), users: serializeBitmap(group), count: group.size };
+    for (const group of quiet.found.groups) {
+      const row = { ...this.row(move, quiet.rule, group.zone, true, offsetBase), users: Buffer.from(group.users), count: group.count };
       this.bulk.push(row);
       ids.push(row.id);
-      offsetBase += group.size;
-      this.tally(found.rule, group.size);
+      offsetBase += group.count;
+      this.tally(quiet.rule, group.count);
     }
-    return { sendNow: RoaringBitmap32.andNot(users, RoaringBitmap32.orMany([...found.groups.values()])), ids };
+    return { sendNow: quiet.found.rest ? deserializeBitmap(quiet.found.rest) : new RoaringBitmap32(), ids };
   }
 
   /** Writes what the round held and dropped inside its transaction. */
@@ -208,4 +209,53 @@ export async function dropSentQuiet(database: Database): Promise<void> {
     const destination = await database.db.webhookDestination.findUnique({ where: { id: destinationId }, select: { cursor: true } });
     await database.db.quietDelivery.deleteMany({ where: { destinationId, status: 'sent', ...(destination ? { seq: { lte: destination.cursor } } : {}) } });
   }
+}
+
+/**
+ * Keeps the counts' read of dropped deliveries short (the pump's sweep): per destination, instance, step and zone, the
+ * dropped rows of moves the destination has cut through (no round reads them back) become one row, their users OR'ed
+ * and their deliveries added. Held rows are left alone: each is sent at its own opening.
+ */
+export async function compactDroppedQuiet(database: Database): Promise<number> {
+  const groups = await database.db.quietDelivery.groupBy({
+    by: ['destinationId', 'instanceId', 'step', 'zone'],
+    where: { status: 'dropped' },
+    _count: { id: true },
+    having: { id: { _count: { gt: 1 } } },
+  });
+  let merged = 0;
+  for (const group of groups) {
+    const destination = await database.db.webhookDestination.findUnique({ where: { id: group.destinationId }, select: { cursor: true } });
+    const rows = await database.db.quietDelivery.findMany({
+      where: {
+        destinationId: group.destinationId,
+        instanceId: group.instanceId,
+        step: group.step,
+        zone: group.zone,
+        status: 'dropped',
+        ...(destination ? { seq: { lte: destination.cursor } } : {}),
+      },
+    });
+    if (rows.length < 2) continue;
+    const [first] = rows;
+    const users = RoaringBitmap32.orMany(rows.map((row) => deserializeBitmap(row.users)));
+    // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
+    const latest = rows.reduce((seq, row) => (row.seq > seq ? row.seq : seq), 0n);
+    await database.db.$transaction(async (tx) => {
+      await tx.quietDelivery.deleteMany({ where: { id: { in: rows.map((row) => row.id) } } });
+      await tx.quietDelivery.create({
+        data: {
+          ...first,
+          id: newId(),
+          seq: latest,
+          bulk: false,
+          offsetBase: 0,
+          users: serializeBitmap(users),
+          count: rows.reduce((sum, row) => sum + row.count, 0),
+        },
+      });
+    });
+    merged += rows.length;
+  }
+  return merged;
 }

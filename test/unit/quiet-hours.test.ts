@@ -170,7 +170,7 @@ describe('quiet hours', () => {
     expect(tokyo.moves[0]).toMatchObject({ to: 'notify', enterAction: 'webhook:crm', time: '2026-06-01T21:30:00.000Z', users: [6] });
   });
 
-  it('drop mode sends nothing to users inside the window and counts what it dropped; a journey with quietHours false sends at once', async () => {
+  it('drop mode sends nothing to users inside the window and counts what it dropped (rows merged by the sweep); a journey with quietHours false sends at once', async () => {
     const clock = new ManualClock(T0);
     const dropping = await scene(clock, { ...NIGHT, mode: 'drop' });
     await journal(dropping.tenantId, dropping.instanceId, T0, [{ users: [1, 2, 3, 4, 5, 6] }, { user: 1 }]);
@@ -180,7 +180,11 @@ describe('quiet hours', () => {
     expect(received(dropping.receiver)).toEqual(['3', '4']);
     expect(await quietCounts(database(), dropping.tenantId, dropping.instanceId)).toEqual({ notify: { waiting: 0, dropped: 5 } });
     await clock.set(Date.parse('2026-06-02T09:00:00Z'));
+    expect(await db().quietDelivery.count({ where: { tenantId: dropping.tenantId } })).toBe(4);
     expect(await pump.pumpOnce()).toBe(0);
+    // The pump's sweep merged Amsterdam's two dropped rows (the bulk move's and user 1's own move): the same figures.
+    expect(await db().quietDelivery.count({ where: { tenantId: dropping.tenantId } })).toBe(3);
+    expect(await quietCounts(database(), dropping.tenantId, dropping.instanceId)).toEqual({ notify: { waiting: 0, dropped: 5 } });
 
     // The tenant's rule holds, but this journey opts out.
     const transactional = await scene(clock, false);
