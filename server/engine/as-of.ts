@@ -27,7 +27,7 @@ import { replayUntil } from './recovery';
 import { rewindTo } from './rewind';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { type CrowdChange, loadCrowdChanges } from './store/crowd-changes';
+import { type CrowdChange, crowdChangeCounts, loadCrowdChanges } from './store/crowd-changes';
 import { type Checkpoint, lastMoveTimes, loadCheckpoints } from './store/replay';
 import { countsOf } from './tenant';
 import type { Counts } from './types';
@@ -52,11 +52,10 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   const partitions = Array.from({ length: tenant.partitions }, (_, p) => p);
   const checkpoints = await loadCheckpoints(database, instanceId, partitions);
   const retained = await retainedFrom(database, tenant.id, now);
-  const changes = await loadCrowdChanges(database, instanceId);
-  const changesOf = (p: number) => changes.get(p) ?? [];
+  const recorded = await crowdChangeCounts(database, instanceId);
   // A checkpoint counts every crowd update it went through; the changes of those made before they were recorded
   // (CrowdChange rows) cannot be crossed.
-  const unrecorded = (p: number, cp: Checkpoint) => cp.unjournaled > changesOf(p).length;
+  const unrecorded = (p: number, cp: Checkpoint) => cp.unjournaled > (recorded.get(p)?.count ?? 0);
   const uncrossable = [...checkpoints].some(([p, cp]) => unrecorded(p, cp));
   const trimmed = retained !== null && startMs <= retained;
   const fromStart = !uncrossable && !trimmed;
@@ -73,7 +72,7 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
     shard.converted.clear();
     // The recorded changes came after the unrecorded ones; a checkpoint of a crowd update written before the change was
     // dated (unjournaledAt 0) says nothing of when.
-    const barrier = unrecorded(p, cp) ? (changesOf(p)[0]?.timeMs ?? (shard.unjournaledAt || Number.POSITIVE_INFINITY)) : startMs;
+    const barrier = unrecorded(p, cp) ? (recorded.get(p)?.firstMs ?? (shard.unjournaledAt || Number.POSITIVE_INFINITY)) : startMs;
     const madeAt = Math.max(shard.unjournaledAt, newest.get(p) ?? startMs);
     bases.set(p, { shard, after: cp.journalSeq, madeAt, from: Math.max(barrier, kept) });
   }
@@ -98,13 +97,19 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   // back or the start played forward, whichever is nearer T (time stands in for the rows either reads).
   const forward = new Map<number, { shard: Shard; after: number; changes?: CrowdChange[] }>();
   const back = new Map<number, { shard: Shard; seq: number; changes: CrowdChange[] }>();
+  const fromTheStart: number[] = [];
   for (const p of partitions) {
     const checkpoint = bases.get(p);
     if (checkpoint && checkpoint.madeAt <= asOf) forward.set(p, checkpoint);
     else if (checkpoint && checkpoint.from <= asOf && !(fromStart && asOf - startMs < checkpoint.madeAt - asOf))
-      back.set(p, { shard: checkpoint.shard, seq: checkpoint.after, changes: changesOf(p).filter((change) => change.timeMs > asOf) });
-    else forward.set(p, { shard: new Shard(instanceId, p), after: 0, changes: changesOf(p).filter((change) => change.timeMs <= asOf) });
+      back.set(p, { shard: checkpoint.shard, seq: checkpoint.after, changes: [] });
+    else fromTheStart.push(p);
   }
+  // The crowd updates each crosses: made by T from the start, made after T back from the checkpoint.
+  const untilThen = await loadCrowdChanges(database, instanceId, fromTheStart, Number.NEGATIVE_INFINITY, asOf);
+  for (const p of fromTheStart) forward.set(p, { shard: new Shard(instanceId, p), after: 0, changes: untilThen.get(p) ?? [] });
+  const sinceThen = await loadCrowdChanges(database, instanceId, [...back.keys()], asOf, Number.POSITIVE_INFINITY);
+  for (const [p, base] of back) base.changes = sinceThen.get(p) ?? [];
   await replayUntil(database, instanceId, forward, asOf, workflow);
   await rewindTo(database, back, asOf, workflow);
   const shards = partitions.map((p) => (forward.get(p) ?? back.get(p))!.shard);

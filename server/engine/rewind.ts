@@ -4,11 +4,13 @@
 // every row since the start, and it needs no row older than T (retention may have deleted those).
 //
 // Undoing a move of users from A to B takes them out of B and puts them back in A, and takes its edge (and entry) off
-// the counts; undoing an exit (a move to `$exit`, exit.ts) takes them out of A's exited users and puts them back in A. Undone newest first, each user's moves come back in the reverse of the order they were made, so the
-// step members are exactly those at T. What the rewound shard does not hold: timer state (delay and ttl buckets, cron
-// firings, which no read of a past moment uses: they are cleared) and the holdout group's members, kept as they are
-// now (a superset of those then, whose intersection with a step's users then is that of the group then, as every user
-// at a step then had entered by then; the group's entries are counted back).
+// the counts; undoing an exit (a move to `$exit`, exit.ts) takes them out of A's exited users and puts them back in A.
+// Undone newest first, each user's moves come back in the reverse of the order they were made, so the step members
+// are exactly those at T. What the rewound shard does not hold: timer state (delay and ttl buckets, cron firings,
+// which no read of a past moment uses: they are cleared), the experiments' path takers (shown only with conversions,
+// which a past moment has not) and the holdout group's members, kept as they are now (a superset of those then, whose
+// intersection with a step's users then is that of the group then, as every user at a step then had entered by then;
+// the group's entries are counted back).
 //
 // Single-user rows are undone as bitmaps, like the forward replay's: a run of consecutive rows in which no user
 // appears twice, grouped by (from, to), one bitmap operation per group.

@@ -66,7 +66,7 @@ const AsOf = z
   .pipe(z.iso.datetime({ offset: true, error: 'expected an RFC 3339 time with seconds and a zone, e.g. 2026-12-01T09:30:00Z' }))
   .transform((text) => Date.parse(text));
 const AS_OF_DESCRIPTION =
-  "An RFC 3339 time (e.g. 2026-12-01T09:30:00Z): the answer as it was then, rebuilt from the journal (a running instance only; a time outside what it can answer, as the journal's retention and crowd updates allow, is a 422 `outside_retention` whose details give `retainedFrom` and `retainedTo`)";
+  'An RFC 3339 time (e.g. 2026-12-01T09:30:00Z): the answer as it was then, rebuilt from the checkpoints and the journal, crossing crowd updates (a running instance only; a time outside what it can answer, before its start, before the oldest move retention kept or before a crowd update made before their changes were recorded, is a 422 `outside_retention` whose details give `retainedFrom` and `retainedTo`)';
 
 /** GET …/counts: live counts, or with `asOf` the counts at that moment. */
 export const CountsQuery = z.strictObject({ asOf: AsOf.optional().describe(AS_OF_DESCRIPTION) });

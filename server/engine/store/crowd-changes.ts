@@ -60,16 +60,41 @@ export function crowdChangeStatement(database: Database, instanceId: string, par
   return { sql, params };
 }
 
-/** The changes of every shard of one instance, by partition, each partition's in the order they were made. */
-export async function loadCrowdChanges(database: Database, instanceId: string): Promise<Map<number, CrowdChange[]>> {
+/** Per partition of one instance: how many changes it has recorded, and when the first was made. */
+export async function crowdChangeCounts(database: Database, instanceId: string): Promise<Map<number, { count: number; firstMs: number }>> {
   const { params, bind } = database.dialect.parameters();
-  const { numberColumn, table } = database.dialect;
-  const rows = await (await database.raw()).query<{ partition: unknown; journalSeq: unknown; timeMs: unknown; data: Uint8Array }>(
-    `SELECT "partition", ${numberColumn('journalSeq')}, ${numberColumn('timeMs')}, "data" FROM ${table('CrowdChange')}
-     WHERE "instanceId" = ${bind(instanceId)} ORDER BY "id"`,
+  const rows = await (await database.raw()).query<{ partition: unknown; count: unknown; firstMs: unknown }>(
+    `SELECT "partition", COUNT(*) AS "count", MIN("timeMs") AS "firstMs" FROM ${database.dialect.table('CrowdChange')}
+     WHERE "instanceId" = ${bind(instanceId)} GROUP BY "partition"`,
     params,
   );
+  return new Map(rows.map((row) => [num(row.partition), { count: num(row.count), firstMs: num(row.firstMs) }]));
+}
+
+/**
+ * The changes of the given shards of one instance made in (`afterMs`, `untilMs`], by partition, each partition's in
+ * the order they were made: only those a read crosses are decoded (a change holds its joiners' and leavers' bitmaps).
+ */
+export async function loadCrowdChanges(
+  database: Database,
+  instanceId: string,
+  partitions: number[],
+  afterMs: number,
+  untilMs: number,
+): Promise<Map<number, CrowdChange[]>> {
   const changes = new Map<number, CrowdChange[]>();
+  if (partitions.length === 0 || afterMs >= untilMs) return changes;
+  const { params, bind } = database.dialect.parameters();
+  const { numberColumn, table } = database.dialect;
+  // Placeholders are bound in text order (SQLite's `?` are positional).
+  const shards = `"instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`;
+  const after = Number.isFinite(afterMs) ? ` AND "timeMs" > ${bind(afterMs)}` : '';
+  const until = Number.isFinite(untilMs) ? ` AND "timeMs" <= ${bind(untilMs)}` : '';
+  const rows = await (await database.raw()).query<{ partition: unknown; journalSeq: unknown; timeMs: unknown; data: Uint8Array }>(
+    `SELECT "partition", ${numberColumn('journalSeq')}, ${numberColumn('timeMs')}, "data" FROM ${table('CrowdChange')}
+     WHERE ${shards}${after}${until} ORDER BY "id"`,
+    params,
+  );
   for (const row of rows) {
     const partition = num(row.partition);
     changes.set(partition, [...(changes.get(partition) ?? []), decodeCrowdChange(num(row.journalSeq), num(row.timeMs), row.data)]);
