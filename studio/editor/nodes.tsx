@@ -42,8 +42,11 @@ function summary(node: StepNode): string {
       return describeCron(node.data.cron, node.data.tz, node.data.tzFromProfile) + (node.data.condition ? ' · if condition' : '');
     case 'delay':
       return `after ${node.data.after}`;
-    case 'split':
-      return node.data.paths.map((p) => `${p.percent}%`).join(' / ');
+    case 'split': {
+      const shares = node.data.paths.map((p) => `${p.percent}%`).join(' / ');
+      const experiment = node.data.experiment;
+      return experiment ? `${shares} · ${experiment.winner ? `“${experiment.winner.path}” won` : 'experiment'}` : shares;
+    }
     case 'parallel':
       return node.data.actions.join(', ') || 'no actions';
     case 'exit':

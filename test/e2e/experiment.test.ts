@@ -39,6 +39,8 @@ describe('an experiment on the canvas', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
     await selectStep(page, 'ab');
     await page.getByTestId('experiment-toggle').click();
+    const summary = page.locator('[data-step=ab] .step-summary');
+    await eventually(() => summary.textContent()).toBe('50% / 50% · experiment');
     const after = page.getByTestId('experiment-after');
     await after.click();
     for (const key of '2030-01-01T09:00:00Z') {
@@ -92,6 +94,7 @@ describe('an experiment on the canvas', () => {
     );
     expect(await page.getByTestId('experiment-decided').textContent()).toBe('“b” won (decided by hand): everyone new goes there.');
     expect(await page.getByTestId('experiment-send-a').count()).toBe(0);
+    expect(await summary.textContent()).toBe('0% / 100% · “b” won');
     const saved = (await api('GET', workflowPath)).body;
     expect(saved.version).toBe(3);
     expect(saved.definition.steps[0].paths).toEqual([

@@ -70,6 +70,32 @@ describe('canvas ↔ definition', () => {
     expect(graphToDefinition(nodes, edges).definition).toEqual(definition);
   });
 
+  it("keeps a split's experiment (its rule and its winner) through the canvas", () => {
+    const split = (experiment: object) =>
+      ({
+        steps: [
+          {
+            name: 'ab',
+            kind: 'split',
+            paths: [
+              { percent: 0, next: 'a' },
+              { percent: 100, next: 'b' },
+            ],
+            experiment,
+          },
+          { name: 'a', kind: 'direct' },
+          { name: 'b', kind: 'direct' },
+        ],
+      }) as WorkflowDefinition;
+    for (const experiment of [
+      { autoWinner: { after: '2030-01-01T09:00:00Z', significance: true } },
+      { winner: { path: 'b', at: '2030-01-01T09:00:00Z', by: 'manual' } },
+    ]) {
+      const { nodes, edges } = definitionToGraph(split(experiment), null);
+      expect(graphToDefinition(nodes, edges, undefined).definition).toEqual(split(experiment));
+    }
+  });
+
   it('keeps positions in the draft, keyed by step name, never in the definition', () => {
     const draft = { positions: Object.fromEntries(EVERY_KIND.steps.map((s, i) => [s.name, { x: i * 10, y: i * 20 }])), labels: {} };
     const { nodes, edges } = definitionToGraph(EVERY_KIND, draft);
