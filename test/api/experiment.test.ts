@@ -135,5 +135,15 @@ describe('experiments', () => {
     expect(after.winner).toBe('b');
     expect(await stepIds('a')).toEqual(a.slice(10));
     expect((await stepIds('b')).sort((x, y) => x - y)).toEqual([...b.slice(30), ...Array.from({ length: 200 }, (_, i) => 401 + i)].sort((x, y) => x - y));
+
+    // Stopped: the snapshot's counts keep the experiment's figures, read the same way.
+    expect((await api('POST', `${instance}/stop`)).status).toBe(202);
+    await waitFor(
+      'the stop',
+      async () => (await api('GET', instance)).body.state,
+      (state) => state === 'stopped',
+    );
+    expect((await api('GET', `${instance}/counts`, { token: tenant.key })).body.experiments.ab).toEqual(after);
+    expectError(await winner('ab', 'a'), 409, 'conflict');
   });
 });
