@@ -175,16 +175,23 @@ export async function quietDecision(database: Database, destinationId: string, s
   return { ids: rows.map((row) => row.id), users: RoaringBitmap32.orMany(rows.map((row) => deserializeBitmap(row.users))) };
 }
 
+/** The users of a held row not sent yet: a row being released in parts has sent its smallest `releasedUsers` ids. */
+function stillWaiting(row: { users: Uint8Array; releasedUsers: number }): RoaringBitmap32 {
+  const users = deserializeBitmap(row.users);
+  if (row.releasedUsers > 0) users.removeRange(0, (users.select(row.releasedUsers - 1) ?? 0) + 1);
+  return users;
+}
+
 /** Per step of an instance: users waiting for quiet hours to end there (each once) and deliveries quiet hours dropped. */
 export async function quietCounts(database: Database, tenantId: string, instanceId: string): Promise<Record<string, { waiting: number; dropped: number }>> {
   const rows = await database.db.quietDelivery.findMany({
     where: { tenantId, instanceId, status: { in: ['held', 'dropped'] } },
-    select: { step: true, status: true, users: true, count: true },
+    select: { step: true, status: true, users: true, count: true, releasedUsers: true },
   });
   const byStep = new Map<string, { held: RoaringBitmap32[]; dropped: number }>();
   for (const row of rows) {
     const entry = byStep.get(row.step) ?? { held: [], dropped: 0 };
-    if (row.status === 'held') entry.held.push(deserializeBitmap(row.users));
+    if (row.status === 'held') entry.held.push(stillWaiting(row));
     else entry.dropped += row.count;
     byStep.set(row.step, entry);
   }
@@ -195,8 +202,11 @@ export async function quietCounts(database: Database, tenantId: string, instance
 
 /** The users waiting for quiet hours to end at a step (each once): the `users=quiet` step export. */
 export async function quietStepUsers(database: Database, tenantId: string, instanceId: string, step: string): Promise<RoaringBitmap32> {
-  const rows = await database.db.quietDelivery.findMany({ where: { tenantId, instanceId, step, status: 'held' }, select: { users: true } });
-  return RoaringBitmap32.orMany(rows.map((row) => deserializeBitmap(row.users)));
+  const rows = await database.db.quietDelivery.findMany({
+    where: { tenantId, instanceId, step, status: 'held' },
+    select: { users: true, releasedUsers: true },
+  });
+  return RoaringBitmap32.orMany(rows.map(stillWaiting));
 }
 
 /**

@@ -16,6 +16,7 @@ import { DELIVER_TYPE } from '../../server/webhooks/deliveries';
 import { createDestination, requireDestination } from '../../server/webhooks/destinations';
 import { WebhookPump } from '../../server/webhooks/pump';
 import { quietCounts, quietStepUsers } from '../../server/webhooks/quiet-holding';
+import { releaseDueQuiet } from '../../server/webhooks/quiet-release';
 import { putQuietHours } from '../../server/webhooks/quiet-rules';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
 import { waitFor } from '../helpers/wait-for';
@@ -214,5 +215,34 @@ describe('quiet hours', () => {
     const deliveries = await db().webhookDelivery.findMany({ where: { destination: { tenantId } } });
     expect(deliveries.flatMap((d) => (JSON.parse(d.body).moves as { users: number[] }[]).flatMap((m) => m.users)).sort()).toEqual([3, 4]);
     expect(await db().quietDelivery.count({ where: { tenantId } })).toBe(3);
+  });
+
+  it('a held group larger than a part is sent over several rounds, each user once, the waiting users shrinking', async () => {
+    const clock = new ManualClock(T0);
+    const { tenantId, instanceId, runner } = await scene(clock);
+    await putQuietHours(database(), tenantId, NIGHT, clock.now());
+    // 1,000 users without a profile: the default zone, UTC, is inside the window at 21:30.
+    const everyone = Array.from({ length: 1000 }, (_, i) => 100 + i);
+    await journal(tenantId, instanceId, T0, [{ users: everyone }]);
+    await new WebhookPump({ database: database(), runner, clock }).pumpOnce();
+    expect(await quietCounts(database(), tenantId, instanceId)).toEqual({ notify: { waiting: 1000, dropped: 0 } });
+    await clock.set(Date.parse('2026-06-02T08:00:00Z'));
+    // Parts of at most 250 users, in whole deliveries of 100 (the destination's batch): 200 a part.
+    const waiting: number[] = [];
+    // (Rows of the other tests' tenants in this file's database are due too.)
+    const release = async () => (await releaseDueQuiet(database(), clock.now(), 250)).filter((r) => r.tenantId === tenantId).flatMap((r) => r.ids);
+    for (let part = 0; part < 5; part++) {
+      expect(await release()).toHaveLength(2);
+      waiting.push((await quietStepUsers(database(), tenantId, instanceId, 'notify')).size);
+    }
+    expect(waiting).toEqual([800, 600, 400, 200, 0]);
+    expect(await release()).toEqual([]);
+    const deliveries = await db().webhookDelivery.findMany({ where: { destination: { tenantId } }, orderBy: { fromOffset: 'desc' } });
+    expect(deliveries.map((d) => d.id.replace(/^.*-q/, 'q'))).toEqual(['q0', 'q100', 'q200', 'q300', 'q400', 'q500', 'q600', 'q700', 'q800', 'q900']);
+    const sent = deliveries.flatMap((d) => (JSON.parse(d.body).moves as { users: number[]; offset: number; total: number }[]).flatMap((m) => m.users));
+    expect(sent.sort((a, b) => a - b)).toEqual(everyone);
+    expect(await db().quietDelivery.findMany({ where: { tenantId }, select: { status: true, releasedUsers: true } })).toEqual([
+      { status: 'sent', releasedUsers: 1000 },
+    ]);
   });
 });
