@@ -109,6 +109,7 @@ function validBody(op: Operation): { contentType: string; body: unknown } {
     'POST /tenants/{tenant}/frequency-caps': { name: uniqueName('cap'), maxDeliveries: 2, window: '1d' },
     'PATCH /tenants/{tenant}/frequency-caps/{name}': { maxDeliveries: 3 },
     'PUT /tenants/{tenant}/quiet-hours': { start: '21:00', end: '08:00' },
+    'POST /tenants/{tenant}/instances/{iid}/experiments/{step}/winner': { path: 'done' },
   };
   if (op.bodyTypes.includes('text/plain')) return { contentType: 'text/plain', body: '1\n2\n3\n' };
   if (op.bodyTypes.includes('application/x-ndjson')) return { contentType: 'application/x-ndjson', body: '{"user": 7, "attributes": {"plan": "gold"}}\n' };
