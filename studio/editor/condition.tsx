@@ -168,11 +168,14 @@ export function ConditionEditor({
   onChange,
   label,
   optional = false,
+  whenEmpty = 'true',
 }: {
   value: string | undefined;
   onChange: (text: string | undefined) => void;
   label: string;
   optional?: boolean;
+  /** What an empty optional condition means, shown under the rules (a timer's "only users where": everyone, `true`). */
+  whenEmpty?: string;
 }) {
   const { tenant, workflowId } = useCanvasInfo();
   const catalog = useFieldCatalog(tenant);
@@ -251,7 +254,7 @@ export function ConditionEditor({
             enableMountQueryChange={false}
           />
           <code className="cel-preview" data-testid="cel-preview">
-            {text || 'true'}
+            {text || whenEmpty}
           </code>
         </>
       ) : (

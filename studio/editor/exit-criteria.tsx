@@ -26,6 +26,7 @@ export function ExitPanel({ readOnly }: { readOnly: boolean }) {
       <ConditionEditor
         label="Exit when"
         optional
+        whenEmpty="nobody exits early (no exit criteria)"
         value={exit?.condition}
         onChange={(text) => !readOnly && store.setExtras({ exit: text ? { condition: text } : undefined })}
       />

@@ -98,8 +98,20 @@ export async function connect(page: Page, from: string, handle: string, to: stri
 
 /** Selects a step by clicking its header. */
 export async function selectStep(page: Page, name: string) {
-  await page.locator(`[data-step="${name}"] header`).click({ position: { x: 60, y: 10 } });
+  await clickStepHeader(page, name);
   await eventually(() => page.locator('[data-testid=step-name-input]').inputValue()).toBe(name);
+}
+
+/**
+ * Clicks a step's header left of its name, as a person picks a step. The point is scaled to the header as drawn: a
+ * fitted canvas (a tall journey under the As of strip) draws it a few pixels high, and a point 10 px down fell on the
+ * step's summary below it.
+ */
+export async function clickStepHeader(page: Page, name: string) {
+  const header = page.locator(`[data-step="${name}"] header`);
+  const box = await header.boundingBox();
+  if (!box) throw new Error(`step ${name} has no header on the canvas`);
+  await header.click({ position: { x: Math.min(60, box.width / 3), y: Math.min(10, box.height / 2) } });
 }
 
 /** The axe-core serious and critical violations of the page as it is now (rule id: first offending element). */

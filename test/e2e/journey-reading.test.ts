@@ -2,7 +2,7 @@ import type { Locator, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
 import { api, createTenant } from '../helpers/api';
-import { eventually, selectStep, useStudio } from './browser';
+import { clickStepHeader, eventually, selectStep, useStudio } from './browser';
 
 // Reading the journey off the graph (issue 32 §2), as a marketer does on the running demo journey with a goal: each
 // branch edge says which users take it (the branch's name, or its condition in a few words) and how many did, without
@@ -198,7 +198,7 @@ describe('reading the journey off the graph', () => {
   it('says what is wrong in the marketer’s words, naming the step and the box, never the validator’s', async () => {
     const raw = /Too (small|big)|expected (string|number)|entry\.event|timeout\.after|^Workflow /;
     // the wait step of the previous test goes again: Delete on the canvas (it holds nobody)
-    await page.locator('[data-step=wait_for_event] header').click({ position: { x: 60, y: 10 } });
+    await clickStepHeader(page, 'wait_for_event');
     await page.keyboard.press('Delete');
     await eventually(() => page.locator('[data-step=wait_for_event]').count()).toBe(0);
 

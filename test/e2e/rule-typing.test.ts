@@ -2,7 +2,7 @@ import type { ElementHandle, Locator, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
 import { api, createTenant } from '../helpers/api';
-import { eventually, selectStep, useStudio } from './browser';
+import { clickStepHeader, eventually, selectStep, useStudio } from './browser';
 
 // The studio's data-loss hazard (issue 32 §1): a marketer types into every kind of inspector box of the running demo
 // journey one key at a time, as a person does, and the box keeps what was typed and the focus after every key; a
@@ -145,7 +145,7 @@ describe('typing in the inspector', () => {
     expect(await steps()).toHaveLength(welcomeJourney.steps.length);
 
     // the same key on the canvas, with the step clicked there, deletes it at once: it is neither the entry nor holds users
-    await page.locator('[data-step=ustom] header').click({ position: { x: 60, y: 10 } });
+    await clickStepHeader(page, 'ustom');
     await page.keyboard.press('Backspace');
     await eventually(() => steps()).not.toContain('ustom');
     expect(await page.getByTestId('delete-dialog').count()).toBe(0);
@@ -155,7 +155,7 @@ describe('typing in the inspector', () => {
 
   it('asks before deleting a step holding users or the entry step; Escape keeps it and gives the focus back', async () => {
     const dialog = page.getByTestId('delete-dialog');
-    await page.locator('[data-step=nurture] header').click({ position: { x: 60, y: 10 } });
+    await clickStepHeader(page, 'nurture');
     await page.keyboard.press('Delete');
     await dialog.waitFor();
     expect(await dialog.locator('h2').textContent()).toBe('Delete step “nurture”?');

@@ -2,7 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
 import { api, createTenant } from '../helpers/api';
-import { eventually, launch, openPage, seriousViolations, shot as shotOf, signIn } from './browser';
+import { clickStepHeader, eventually, launch, openPage, seriousViolations, shot as shotOf, signIn } from './browser';
 
 // The small things that read as bugs, on the smaller laptop screen (1280×720).
 
@@ -72,7 +72,7 @@ describe('the small things, at 1280×720', () => {
     for (const path of ['', '/crowds', '/procedures', `/workflows/${created.body.id}`]) {
       await page.goto(`/t/${tenant.name}${path}`);
       await page.locator(path.startsWith('/workflows') ? '[data-step=welcome]' : 'h1').waitFor();
-      if (path.startsWith('/workflows')) await page.locator('[data-step=welcome] header').click({ position: { x: 60, y: 10 } });
+      if (path.startsWith('/workflows')) await clickStepHeader(page, 'welcome');
       found[path || '/'] = await seriousViolations(page);
     }
     expect(found).toEqual({ '/': [], '/crowds': [], '/procedures': [], [`/workflows/${created.body.id}`]: [] });
