@@ -1,25 +1,41 @@
 // The server listens while its engine thread starts (server/main.ts, server/boot.ts): a call made before the thread
 // says it is ready must wait for it, not reach a thread whose engine has not started (its 'start' is still running
 // when the next message arrives). Here the engine thread is a stand-in whose readiness the test decides.
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineClient } from '../../server/engine/client';
 import type { EngineThread, EngineThreadListener } from '../../server/engine/thread-spawn';
 import type { ToEngine } from '../../server/engine/thread-protocol';
 import { app } from '../../server/app';
+import { resetEnvForTests } from '../../server/env';
 
-/** An engine thread that records what it is sent and answers only when told. */
+/** An engine thread that records what it is sent and answers only when told, once its client listens. */
 function standInThread() {
   const sent: ToEngine[] = [];
-  let listener: EngineThreadListener | undefined;
+  let heard: (listener: EngineThreadListener) => void = () => undefined;
+  const listening = new Promise<EngineThreadListener>((resolve) => (heard = resolve));
   const worker = { postMessage: (message: ToEngine) => sent.push(message), once: () => worker, terminate: async () => 0 };
-  const thread = { worker, listen: (given: EngineThreadListener) => (listener = given) } as unknown as EngineThread;
+  const thread = { worker, listen: (given: EngineThreadListener) => heard(given) } as unknown as EngineThread;
   return {
     thread,
     sent,
+    /** Once the client listens to the thread (after it has started the thread). */
+    listening,
     kinds: () => sent.map((message) => (message.kind === 'call' ? `call ${message.name}` : message.kind)),
-    answer: (message: Parameters<EngineThreadListener['message']>[0]) => listener!.message(message),
+    answer: async (message: Parameters<EngineThreadListener['message']>[0]) => (await listening).message(message),
   };
 }
+
+// The client alone: on PostgreSQL it would also join the cluster (a membership lock and a channel) before listening.
+const clusterSetting = process.env.CROWDFLOW_CLUSTER;
+beforeAll(() => {
+  process.env.CROWDFLOW_CLUSTER = 'off';
+  resetEnvForTests();
+});
+afterAll(() => {
+  if (clusterSetting === undefined) delete process.env.CROWDFLOW_CLUSTER;
+  else process.env.CROWDFLOW_CLUSTER = clusterSetting;
+  resetEnvForTests();
+});
 
 const macrotask = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -30,10 +46,11 @@ describe('an engine client whose thread is still starting', () => {
     const starting = client.start();
     const counts = client.getCounts('tenant-a', 'instance-1');
     const user = client.whereIsUser('tenant-a', 7);
+    await stand.listening;
     await macrotask();
     expect(stand.kinds()).toEqual(['start']);
 
-    stand.answer({ kind: 'ready' });
+    await stand.answer({ kind: 'ready' });
     await starting;
     await macrotask();
     expect(stand.kinds()[0]).toBe('start');
@@ -41,8 +58,8 @@ describe('an engine client whose thread is still starting', () => {
 
     const calls = stand.sent.slice(1) as Extract<ToEngine, { kind: 'call' }>[];
     const [countsCall, userCall] = ['getCounts', 'whereIsUser'].map((name) => calls.find((call) => call.name === name)!);
-    stand.answer({ kind: 'reply', id: countsCall.id, value: { steps: { entry: 3 } } });
-    stand.answer({ kind: 'reply', id: userCall.id, value: { instances: [] } });
+    await stand.answer({ kind: 'reply', id: countsCall.id, value: { steps: { entry: 3 } } });
+    await stand.answer({ kind: 'reply', id: userCall.id, value: { instances: [] } });
     expect(await counts).toEqual({ steps: { entry: 3 } });
     expect(await user).toEqual({ instances: [] });
   });
@@ -52,8 +69,7 @@ describe('an engine client whose thread is still starting', () => {
     const client = new EngineClient(app().database, app().runner, app().state, stand.thread);
     const starting = client.start();
     const counts = client.getCounts('tenant-a', 'instance-1');
-    await macrotask();
-    stand.answer({ kind: 'failed', error: { type: 'error', name: 'Error', message: 'no database' } });
+    await stand.answer({ kind: 'failed', error: { type: 'error', name: 'Error', message: 'no database' } });
     await expect(starting).rejects.toThrow('no database');
     await expect(counts).rejects.toThrow('no database');
     expect(stand.kinds()).toEqual(['start']);
@@ -63,8 +79,7 @@ describe('an engine client whose thread is still starting', () => {
     const stand = standInThread();
     const client = new EngineClient(app().database, app().runner, app().state, stand.thread);
     const starting = client.start();
-    await macrotask();
-    stand.answer({ kind: 'ready' });
+    await stand.answer({ kind: 'ready' });
     await starting;
     void client.getCounts('tenant-a', 'instance-1');
     await macrotask();
