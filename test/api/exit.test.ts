@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { api, baseUrl, createTenant, expectError } from '../helpers/api';
 import { waitFor } from '../helpers/wait-for';
+import { countsMessageWhere, type CountsMessage } from '../helpers/counts-stream';
 
 const journey = (exit?: unknown) => ({
   steps: [
@@ -21,33 +22,11 @@ const ids = (text: unknown) =>
     .sort((a, b) => a - b);
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-/** Reads the counts stream until an event satisfies `done`; its data, or null after `ms`. */
-async function streamedCounts(path: string, key: string, done: (counts: Record<string, unknown>) => boolean, ms = 10_000) {
+/** The first counts message of the stream at `path` that satisfies `done`, or null within 10 s. */
+async function streamedCounts(path: string, key: string, done: (counts: CountsMessage) => boolean) {
   const response = await fetch(`${baseUrl()}/api/v1${path}`, { headers: { authorization: `Bearer ${key}` } });
   expect(response.status).toBe(200);
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  const until = Date.now() + ms;
-  let buffer = '';
-  try {
-    while (Date.now() < until) {
-      const chunk = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), until - Date.now()))]);
-      if (!chunk || chunk.done) return null;
-      buffer += decoder.decode(chunk.value, { stream: true });
-      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-        const message = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = message.split('\n').find((line) => line.startsWith('data: '));
-        if (message.startsWith('event: counts') && data) {
-          const counts = JSON.parse(data.slice(6));
-          if (done(counts)) return counts;
-        }
-      }
-    }
-    return null;
-  } finally {
-    await reader.cancel();
-  }
+  return countsMessageWhere(response, done);
 }
 
 describe('exit criteria', () => {

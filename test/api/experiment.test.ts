@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { api, baseUrl, createTenant, expectError } from '../helpers/api';
 import { waitFor } from '../helpers/wait-for';
+import { countsMessageWhere } from '../helpers/counts-stream';
 
 const journey = (withGoal = true) => ({
   steps: [
@@ -36,11 +37,9 @@ function wilson(x: number, n: number) {
 /** The first `counts` message of the instance's SSE stream. */
 async function streamedCounts(path: string, token: string) {
   const response = await fetch(`${baseUrl()}/api/v1${path}/counts/stream`, { headers: { authorization: `Bearer ${token}` } });
-  const reader = response.body!.getReader();
-  let text = '';
-  while (!/event: counts\ndata: .*\n\n/.test(text)) text += new TextDecoder().decode((await reader.read()).value);
-  await reader.cancel();
-  return JSON.parse(/event: counts\ndata: (.*)\n\n/.exec(text)![1]);
+  const counts = await countsMessageWhere(response, () => true);
+  if (!counts) throw new Error(`no counts message on ${path}/counts/stream within 10 s`);
+  return counts;
 }
 
 describe('experiments', () => {
@@ -90,7 +89,7 @@ describe('experiments', () => {
     expect(measured.paths[0].probabilityBest + measured.paths[1].probabilityBest).toBeCloseTo(1, 9);
     expect(measured.paths[1].probabilityBest).toBeGreaterThan(0.99);
     expect(measured).toMatchObject({ leader: 'b', enoughData: true, significant: true, winner: null });
-    expect((await streamedCounts(instance, tenant.key)).experiments.ab).toEqual(measured);
+    expect((await streamedCounts(instance, tenant.key)).experiments?.ab).toEqual(measured);
 
     // Bad requests: an unknown path (400), an unknown step (404), a step that is no experiment (422).
     const winner = (step: string, path: unknown) => api('POST', `${instance}/experiments/${step}/winner`, { body: { path } });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { deserializeBitmap } from '../../server/crowd/bitmap';
 import { api, baseUrl, createTenant, expectError } from '../helpers/api';
 import { waitFor } from '../helpers/wait-for';
+import { countsEvents } from '../helpers/counts-stream';
 
 // Busybee's workflow: an event moves user 1 to end_1 and everyone else to else.
 const busybee = {
@@ -34,34 +35,6 @@ async function setUp(users: number[]): Promise<{ tenant: Tenant; workflowId: str
 async function waitForState(tenant: Tenant, instanceId: string, state: string): Promise<void> {
   const read = () => api('GET', `/tenants/${tenant.name}/instances/${instanceId}`);
   await waitFor(`the instance ${state}`, read, (view) => view.body.state === state);
-}
-
-/** Reads `event: counts` messages of an SSE response as they arrive. */
-function countsEvents(response: Response) {
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  return {
-    async next(timeoutMs: number): Promise<{ steps: Record<string, number>; total: number } | null> {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const end = buffer.indexOf('\n\n');
-        if (end >= 0) {
-          const message = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = /^event: counts\ndata: (.*)$/m.exec(message);
-          if (data) return JSON.parse(data[1]);
-          continue; // a heartbeat comment
-        }
-        const left = deadline - Date.now();
-        if (left <= 0) return null;
-        const chunk = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), left))]);
-        if (!chunk || chunk.done) return null;
-        buffer += decoder.decode(chunk.value, { stream: true });
-      }
-    },
-    cancel: () => reader.cancel(),
-  };
 }
 
 describe('instances over HTTP', () => {
