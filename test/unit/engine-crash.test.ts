@@ -114,7 +114,8 @@ it(`every acknowledged event is applied exactly once across ${KILLS} SIGKILLs of
   expect([...logged.keys()].sort((a, b) => a - b)).toEqual(range(0, batches.length - 1));
   expect(new Set(logged.values())).toEqual(new Set([batches[0].length]));
   for (const batch of acknowledged) expect(logged.has(batch)).toBe(true);
-  expect(acknowledged.size).toBeGreaterThan(batches.length - KILLS);
+  // A kill can land between a batch's commit and its ACK line, so each kill leaves at most one batch unacknowledged.
+  expect(acknowledged.size).toBeGreaterThanOrEqual(batches.length - KILLS);
 
   // The uninterrupted run: the same batches through an engine in this process.
   h.engine = new Engine({ clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
