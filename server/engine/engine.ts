@@ -153,7 +153,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     await this.cluster?.start(this);
     this.timers.start();
     this.leases.start();
-    this.loadingAll = this.loadAllTenants();
+    // Listed before start returns, so a read that follows is told the tenant is loading instead of waiting for it.
+    this.loadingAll = this.loadTenants(await this.tenantsToLoad());
     await ops.resumeInterruptedOperations(this);
   }
 
@@ -162,12 +163,17 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     await this.loadingAll;
   }
 
-  /** A few tenants at a time: each takes its leases and reads its checkpoints, which is mostly waiting on storage. */
-  private async loadAllTenants(): Promise<void> {
+  /** Every tenant of the database, each marked as recovering until it is loaded. */
+  private async tenantsToLoad(): Promise<string[]> {
     // A transient storage error must not leave every tenant unloaded (no partition loops, no timers until first used).
     const listed = await retryTransient(() => this.database.db.tenant.findMany({ select: { id: true }, orderBy: { id: 'asc' } }), LOAD_STORAGE_PATIENCE_MS);
     const ids = listed.map((t) => t.id);
     for (const id of ids) if (!this.tenants.get(id)?.loaded) this.recovering.add(id);
+    return ids;
+  }
+
+  /** A few tenants at a time: each takes its leases and reads its checkpoints, which is mostly waiting on storage. */
+  private async loadTenants(ids: string[]): Promise<void> {
     let next = 0;
     const loadNext = async (): Promise<void> => {
       while (this.running && next < ids.length) {
