@@ -6,7 +6,7 @@
 import { request as httpRequest } from 'node:http';
 import { ManualClock } from '../../server/clock';
 import { compileCondition, evaluatePlan, requireCondition } from '../../server/conditions/compile';
-import { planResolver } from '../../server/conditions/profile-index';
+import { planResolver } from '../../server/profiles/index-plan';
 import { saveCrowd } from '../../server/crowd';
 import { Engine } from '../../server/engine/engine';
 import { WorkflowDefinition } from '../../server/model/workflow';

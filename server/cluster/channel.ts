@@ -13,7 +13,7 @@ import { clusterEnabled } from '.';
 import { ClusterCountsBoard } from './counts';
 import { MemberLock } from './member-lock';
 import { clusterChannel } from './membership';
-import { profilesWrittenElsewhere, profileWriteNotice } from './profile-writes';
+import { profilesWrittenElsewhere, profileWriteNotice } from '../profiles/cluster-writes';
 import type { Database } from '../storage/database';
 
 export type { ClusterCountsBoard };

@@ -2,7 +2,7 @@
 // dropped when the crowd module reports a change; profiles come from the tenant's profile index in memory
 // (server/profiles/index-store.ts), which plans query as bitmaps and the per-user path reads values back from.
 import type { CrowdMembership } from '../conditions/compile';
-import { planResolver, type IndexPlanResolver } from '../conditions/profile-index';
+import { planResolver, type IndexPlanResolver } from '../profiles/index-plan';
 import { loadCrowd } from '../crowd';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { onCrowdChanged } from '../crowd/changes';

@@ -7,7 +7,7 @@
 // evaluated per user, its profiles read back from the index a slice at a time.
 import type { CompiledCondition } from '../conditions/compile';
 import { ConditionCostExceeded } from '../conditions/cost';
-import { evaluateIndexedPlan, type IndexPlanResolver } from '../conditions/profile-index';
+import { evaluateIndexedPlan, type IndexPlanResolver } from '../profiles/index-plan';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { TenantData } from './context';

@@ -7,7 +7,7 @@ import { parentPort } from 'node:worker_threads';
 import { processNotice } from '../crowd/notice';
 import { FORWARDED_PROFILE_CALLS } from '../profiles/calls';
 import { applyRelayedProfileWrite, PROFILES_WRITTEN } from '../profiles/index-store';
-import { profilesWrittenElsewhere, slimProfileWriteNotice } from '../cluster/profile-writes';
+import { profilesWrittenElsewhere, slimProfileWriteNotice } from '../profiles/cluster-writes';
 import { registerApp } from '../app';
 import { createApp } from '../create-app';
 import { Engine } from './engine';

@@ -3,7 +3,7 @@
 // run in memory under the partition lock (the same lock as event application), and one timer tick of a tenant
 // commits every due partition's moves in ONE transaction fenced by all their leases.
 import type { CompiledCondition } from '../conditions/compile';
-import { evaluateIndexedPlan } from '../conditions/profile-index';
+import { evaluateIndexedPlan } from '../profiles/index-plan';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../model/cron';

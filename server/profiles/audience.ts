@@ -7,7 +7,7 @@ import { systemClock, type Clock } from '../clock';
 import { compileCondition, requireCondition, type CompiledCondition } from '../conditions/compile';
 import { QueryDeadline, usersPerCheckpoint, type DeadlineOptions } from '../conditions/deadline';
 import { MAX_CONDITION_LENGTH } from '../conditions/gate';
-import { evaluateIndexedPlan, planResolver, type ProfileIndex } from '../conditions/profile-index';
+import { evaluateIndexedPlan, planResolver, type ProfileIndex } from './index-plan';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { loadCrowd, RoaringBitmap32 } from '../crowd';
 import { CrowdName } from '../crowd/store';

@@ -42,7 +42,7 @@ export class ProfileIndex {
   readonly users = new Bitmap();
   /** Counts changes to the index: a result computed at one version is stale at the next. */
   version = 0;
-  /** Plan results over every user of this index, by plan (server/conditions/profile-index.ts evaluateIndexedPlan). */
+  /** Plan results over every user of this index, by plan (server/profiles/index-plan.ts evaluateIndexedPlan). */
   readonly planResults = new Map<object, { version: number; crowds: readonly ReadonlyRoaringBitmap32[]; matched: RoaringBitmap32 }>();
   private readonly fields = new Map<string, FieldIndex & { segments: string[] }>();
   private byDepth: (FieldIndex & { segments: string[] })[] | null = null;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LAGGING_MAX_MS, LAGGING_QUIET_MS, profilesWrittenElsewhere, profileWriteNotice } from '../../server/cluster/profile-writes';
+import { LAGGING_MAX_MS, LAGGING_QUIET_MS, profilesWrittenElsewhere, profileWriteNotice } from '../../server/profiles/cluster-writes';
 import { newId } from '../../server/ids';
 import { profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';

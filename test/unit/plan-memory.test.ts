@@ -1,7 +1,7 @@
 import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
 import { compileCondition, requireCondition, evaluatePlan } from '../../server/conditions/compile';
-import { evaluateIndexedPlan, planResolver, ProfileIndex } from '../../server/conditions/profile-index';
+import { evaluateIndexedPlan, planResolver, ProfileIndex } from '../../server/profiles/index-plan';
 
 const { RoaringBitmap32 } = roaring;
 

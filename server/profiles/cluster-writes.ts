@@ -7,8 +7,8 @@
 // instead of once per chunk; until then its index lags the other members' by those writes.
 import roaring from 'roaring';
 import { app } from '../app';
-import { dropProfileIndex, relayProfileWrite, type TenantProfiles } from '../profiles/index-store';
-import type { Attributes, ProfileChange } from '../profiles/index-tenant';
+import { dropProfileIndex, relayProfileWrite, type TenantProfiles } from './index-store';
+import type { Attributes, ProfileChange } from './index-tenant';
 import type { Database } from '../storage/database';
 
 const { RoaringBitmap32: Bitmap } = roaring;

@@ -1,7 +1,7 @@
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
-import { ProfileIndex } from '../profiles/index-tenant';
-import type { BitmapPlan, ProfileLeaf } from './plan';
-import { evaluatePlan, unionDisposing, type PlanResolver } from './plan-eval';
+import { ProfileIndex } from './index-tenant';
+import type { BitmapPlan, ProfileLeaf } from '../conditions/plan';
+import { evaluatePlan, unionDisposing, type PlanResolver } from '../conditions/plan-eval';
 
 // roaring is CommonJS: under ESM its classes are only reachable through the default import.
 const { RoaringBitmap32: Bitmap } = roaring;
