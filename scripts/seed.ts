@@ -1,4 +1,4 @@
-import { WELCOME_JOURNEY_NAME, welcomeJourney, welcomeJourneyDraft } from '../server/model/sample-workflows';
+import { WELCOME_JOURNEY_NAME, welcomeJourney, welcomeJourneyDraft } from '../core/model/sample-workflows';
 import { adminCall, DEMO_CROWD as CROWD, DEMO_TENANT as TENANT, DEMO_USERS as CROWD_SIZE, demoUser } from './demo-data';
 
 // Seeds the demo over the real API of a running server: tenant `demo`, a 1,000,000-user crowd, a profile for each of

@@ -7,9 +7,9 @@ export const ERROR_STATUS = {
   invalid_id: 400,
   invalid_bitmap: 400,
   invalid_workflow: 400,
-  /** A condition the gate refuses (server/conditions/gate.ts): syntax, types, length, nesting, literal sizes, RE2 patterns. */
+  /** A condition the gate refuses (core/conditions/gate.ts): syntax, types, length, nesting, literal sizes, RE2 patterns. */
   invalid_condition: 400,
-  /** A condition whose estimated cost per evaluation exceeds the budget (server/conditions/cost.ts). */
+  /** A condition whose estimated cost per evaluation exceeds the budget (core/conditions/cost.ts). */
   condition_too_costly: 400,
   empty_upload: 400,
   /** A webhook URL naming a private, loopback or link-local address while those are not allowed (server/webhooks/address-policy.ts). */

@@ -4,7 +4,7 @@
 // the draft, never into the runnable definition. The first node is the entry step.
 import dagre from '@dagrejs/dagre';
 import type { Edge, Node } from '@xyflow/react';
-import type { Step, WorkflowDefinition, WorkflowDraft, WorkflowProblem } from '../server/model/workflow';
+import type { Step, WorkflowDefinition, WorkflowDraft, WorkflowProblem } from '../core/model/workflow';
 import { conditionSummary, truncate } from './rules';
 
 type StepOf<K extends Step['kind']> = Extract<Step, { kind: K }>;

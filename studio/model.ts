@@ -1,6 +1,6 @@
 // The v1 API's response shapes, as the server declares them: type-only imports (erased at build time, so no
 // server code reaches the browser), never a second declaration that could drift from the server's.
-import type { WorkflowProblem } from '../server/model/workflow';
+import type { WorkflowProblem } from '../core/model/workflow';
 
 export type { WorkflowView, WorkflowSummary, VersionView } from '../server/workflows/workflows';
 export type { CrowdView } from '../server/crowd/store';

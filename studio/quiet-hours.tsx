@@ -1,6 +1,6 @@
 'use client';
 import { useEffect, useState, type FormEvent } from 'react';
-import { DEFAULT_QUIET_ZONE_ATTRIBUTE, quietHoursProblems } from '../server/model/quiet-hours';
+import { DEFAULT_QUIET_ZONE_ATTRIBUTE, quietHoursProblems } from '../core/model/quiet-hours';
 import type { QuietHoursView } from '../server/webhooks/quiet-rules';
 import { useAction } from './actions';
 import { ApiError, apiCall, apiGet, tenantPath } from './api';

@@ -5,7 +5,7 @@
 // alternate, twice each, each stopped again before the next; the fastest of each is compared. The criteria are one
 // bitmap plan per partition over the start's users (server/engine/exit.ts), never a per-user evaluation.
 import type { Engine } from '../../server/engine/engine';
-import { WorkflowDefinition } from '../../server/model/workflow';
+import { WorkflowDefinition } from '../../core/model/workflow';
 import { database as processDatabase } from '../../server/storage/database';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { BRANCH_JOURNEY } from '../lib/data';

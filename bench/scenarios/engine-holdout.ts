@@ -2,12 +2,12 @@
 // until the instance runs with every user counted and the holdout group's size exact, against a start of the same
 // journey without a holdout timed the same way in the same state (this VM's speed varies between runs, and the
 // run's first start pays for warming up). Plain and holdout starts alternate, twice each, each stopped again before
-// the next; the fastest of each is compared. The expected group size is the same hash (server/model/holdout.ts)
+// the next; the fastest of each is compared. The expected group size is the same hash (core/model/holdout.ts)
 // counted here after the clock stopped.
 import type { Engine } from '../../server/engine/engine';
 import type { Counts } from '../../server/engine/types';
-import { holdoutPlan, isHeldOut } from '../../server/model/holdout';
-import { WorkflowDefinition } from '../../server/model/workflow';
+import { holdoutPlan, isHeldOut } from '../../core/model/holdout';
+import { WorkflowDefinition } from '../../core/model/workflow';
 import { database as processDatabase } from '../../server/storage/database';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { BRANCH_JOURNEY } from '../lib/data';

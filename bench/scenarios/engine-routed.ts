@@ -3,7 +3,7 @@
 // in the same run (this VM's speed varies between runs). Users 0…N-1 get a plan from a hash of their id; 1 in 10 has
 // no profile (the `true` branch takes them with the free plan's users).
 import type { Engine } from '../../server/engine/engine';
-import { WorkflowDefinition } from '../../server/model/workflow';
+import { WorkflowDefinition } from '../../core/model/workflow';
 import { importProfiles } from '../../server/profiles/import';
 import { saveProfileSnapshot } from '../../server/profiles/index-store';
 import { database as processDatabase } from '../../server/storage/database';

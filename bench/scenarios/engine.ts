@@ -6,7 +6,7 @@ import { saveCrowd } from '../../server/crowd';
 import type { Engine } from '../../server/engine/engine';
 import { appendEvents, parseEventBatch } from '../../server/engine/ingest';
 import type { LoggedEvent } from '../../server/engine/types';
-import { WorkflowDefinition } from '../../server/model/workflow';
+import { WorkflowDefinition } from '../../core/model/workflow';
 import { createTenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { BRANCH_JOURNEY, denseBitmap, expectedMoves, journeyEvents } from '../lib/data';

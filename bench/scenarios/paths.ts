@@ -11,7 +11,7 @@ import { instanceFunnel, instancePaths } from '../../server/analytics/instance-a
 import { countsAsOf, stepUsersAsOf } from '../../server/engine/as-of';
 import { Engine } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
-import { WorkflowDefinition } from '../../server/model/workflow';
+import { WorkflowDefinition } from '../../core/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database as processDatabase } from '../../server/storage/database';
 import { createTenant, type Tenant } from '../../server/tenants/tenants';

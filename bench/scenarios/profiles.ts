@@ -9,7 +9,7 @@ import { compileCondition, evaluatePlan, requireCondition } from '../../server/c
 import { planResolver } from '../../server/profiles/index-plan';
 import { saveCrowd } from '../../server/crowd';
 import { Engine } from '../../server/engine/engine';
-import { WorkflowDefinition } from '../../server/model/workflow';
+import { WorkflowDefinition } from '../../core/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database as processDatabase } from '../../server/storage/database';
 import { estimateAudience } from '../../server/profiles/audience';

@@ -7,7 +7,7 @@
 import { ManualClock } from '../../server/clock';
 import { saveCrowd } from '../../server/crowd';
 import { Engine } from '../../server/engine/engine';
-import { WorkflowDefinition } from '../../server/model/workflow';
+import { WorkflowDefinition } from '../../core/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { importProfiles } from '../../server/profiles/import';
 import { saveProfileSnapshot } from '../../server/profiles/index-store';

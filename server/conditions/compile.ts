@@ -1,12 +1,19 @@
 import { serialize, type ASTNode } from '@marcbachmann/cel-js';
 import { AppError } from '../errors';
-import { eventDataComparison, eventTypeEquality, profileEquality, profileMembership, type ConditionUsage, type Relational } from './analyze';
-import { conditionEnvironment, withMembership } from './environment';
-import { charge, runtimeCost } from './cost';
-import { checkCondition, refusalMessage, type CheckedCondition, type CheckRules } from './gate';
-import { narrowingPlanOf, type BitmapPlan, type PlanScalar } from './plan';
+import {
+  eventDataComparison,
+  eventTypeEquality,
+  profileEquality,
+  profileMembership,
+  type ConditionUsage,
+  type Relational,
+} from '../../core/conditions/analyze';
+import { conditionEnvironment, withMembership } from '../../core/conditions/environment';
+import { charge, runtimeCost } from '../../core/conditions/cost';
+import { checkCondition, refusalMessage, type CheckedCondition, type CheckRules } from '../../core/conditions/gate';
+import { narrowingPlanOf, type BitmapPlan, type PlanScalar } from '../../core/conditions/plan';
 import { profileComparison } from './profile-predicate';
-import { withRe2Matches } from './regex';
+import { withRe2Matches } from '../../core/conditions/regex';
 
 export type ConditionEvent = { type: string; data: Record<string, unknown>; time: number /* epoch ms */ };
 export type ConditionInput = { user: number; now: number; event?: ConditionEvent; profile?: Record<string, unknown> };
@@ -16,8 +23,8 @@ export interface CrowdMembership {
   has(crowdName: string, user: number): boolean;
 }
 
-export type { BitmapPlan, PlanScalar } from './plan';
-export type { CheckedCondition } from './gate';
+export type { BitmapPlan, PlanScalar } from '../../core/conditions/plan';
+export type { CheckedCondition } from '../../core/conditions/gate';
 export { evaluatePlan, type PlanResolver } from './plan-eval';
 
 export interface CompiledCondition {
@@ -165,7 +172,7 @@ function celLeaf(node: ASTNode, usage: ConditionUsage): PredicateNode {
   const text = cost && serialize(node);
   return (evaluation) => {
     evaluation.context ??= celContext(evaluation, usage);
-    // Checked before evaluating, with the actual sizes of event and profile (server/conditions/cost.ts).
+    // Checked before evaluating, with the actual sizes of event and profile (core/conditions/cost.ts).
     if (cost && !charge(evaluation, cost(evaluation.context), text!)) return false;
     // A missing value surfaces as a thrown cel-js error; capturing its stack trace cost ~7x the evaluation itself.
     const stackTraceLimit = Error.stackTraceLimit;
@@ -192,7 +199,7 @@ const compiledByText = new Map<string, CompiledCondition>();
 const MAX_CACHED_CONDITIONS = 10_000;
 
 /**
- * `text` through the gate (server/conditions/gate.ts), for a route or a stored version: throws 400
+ * `text` through the gate (core/conditions/gate.ts), for a route or a stored version: throws 400
  * `invalid_condition` or `condition_too_costly` naming the problem, where it is in words (`label`) and `path`, the
  * body field it came in.
  */

@@ -1,5 +1,5 @@
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
-import type { BitmapPlan, ProfileLeaf } from './plan';
+import type { BitmapPlan, ProfileLeaf } from '../../core/conditions/plan';
 
 // roaring is CommonJS: under ESM its classes are only reachable through the default import.
 const { RoaringBitmap32: Bitmap } = roaring;

@@ -1,6 +1,6 @@
 import type { ASTNode } from '@marcbachmann/cel-js';
-import { conditionEnvironment } from './environment';
-import { profilePath, type PlanComparison } from './plan';
+import { conditionEnvironment } from '../../core/conditions/environment';
+import { profilePath, type PlanComparison } from '../../core/conditions/plan';
 
 // `profile.a.b <op> number` answered in JS: the per-user side of a numeric range leaf. cel-js would also answer it,
 // but its leaves are re-parsed from serialized text, which rounds doubles to 9 decimals (0.3333333333333333 became

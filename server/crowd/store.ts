@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
-import { NAME_KINDS, nameSchema } from '../model/names';
+import { NAME_KINDS, nameSchema } from '../../core/model/names';
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from './bitmap';
 import { notifyCrowdChanged } from './changes';
 import { checkCrowdUsers, tenantLimits } from '../limits/limits';

@@ -1,4 +1,4 @@
-// Dead letters: an event whose branch evaluation exceeded the runtime cost budget (server/conditions/cost.ts) or
+// Dead letters: an event whose branch evaluation exceeded the runtime cost budget (core/conditions/cost.ts) or
 // threw is not retried. It is recorded for the tenant with the reason, in the same transaction that moves the
 // partition's offset past it, and the user stays where they were. So a restart never evaluates it again, and the
 // tenant can list, inspect and discard what was set aside (GET/DELETE /api/v1/tenants/{tenant}/dead-letters).

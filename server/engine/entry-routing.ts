@@ -6,7 +6,7 @@
 // same way for the users of a bulk move. A condition without a plan (a regex on a profile, `now` arithmetic) is
 // evaluated per user, its profiles read back from the index a slice at a time.
 import type { CompiledCondition } from '../conditions/compile';
-import { ConditionCostExceeded } from '../conditions/cost';
+import { ConditionCostExceeded } from '../../core/conditions/cost';
 import { evaluateIndexedPlan, type IndexPlanResolver } from '../profiles/index-plan';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';

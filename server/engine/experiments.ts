@@ -1,14 +1,14 @@
 // "Send the rest to the winner" (issue 37 §5): a split step run as an experiment is re-weighted so that its winning
 // path takes 100% of new entrants. The change is a new workflow version (the running version with that split
-// re-weighted and the winner recorded: server/model/experiment.ts withWinner) mapped onto the running instance as
+// re-weighted and the winner recorded: core/model/experiment.ts withWinner) mapped onto the running instance as
 // `POST …/instances/{iid}/workflow` maps versions (materializeUpdateWorkflow): users keep their steps, and who took
 // which path before stays recorded, so users already past the split keep their paths. One durable procedure,
 // `experiment.winner`, does both under the workflow's lock, asked by a person (the API, the studio) or by the engine
 // when an experiment's automatic rule says so (checked with each counts sample, once a minute of the engine clock).
 import { AppError, badRequest, conflict, notFound } from '../errors';
-import { autoWinner, experimentResult, withWinner, type SplitStepOf } from '../model/experiment';
-import { validateWorkflow } from '../model/validate';
-import type { WINNER_DECIDED_BY } from '../model/workflow';
+import { autoWinner, experimentResult, withWinner, type SplitStepOf } from '../../core/model/experiment';
+import { validateWorkflow } from '../../core/model/validate';
+import type { WINNER_DECIDED_BY } from '../../core/model/workflow';
 import { loadDefinition } from './instance-store';
 import { operation, requireRunning, type InstanceEngine } from './instances';
 import type { WorkflowRuntime } from './runtime';

@@ -1,9 +1,9 @@
-// The held-out users of a bitmap by bitmap operations (server/model/holdout.ts): each 65,536-id block's users are
+// The held-out users of a bitmap by bitmap operations (core/model/holdout.ts): each 65,536-id block's users are
 // ANDed with the mask its block uses, so a 10M-user start costs a few hundred container copies and one AND, not a
 // hash per user. A sparse bitmap (few users per block, where copying masks would cost more than hashing) is hashed
 // user by user with the same function. Used by the engine at entry and by the webhook cut.
 import { RoaringBitmap32 } from '../crowd/bitmap';
-import { HOLDOUT_MASKS, heldOutIds, maskLows, maskOf, type HoldoutPlan } from '../model/holdout';
+import { HOLDOUT_MASKS, heldOutIds, maskLows, maskOf, type HoldoutPlan } from '../../core/model/holdout';
 
 /** Below this many users per block spanned, hashing each user is cheaper than copying a mask per block. */
 const DENSE_USERS_PER_BLOCK = 1024;

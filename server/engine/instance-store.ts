@@ -1,6 +1,6 @@
 import { AppError, notFound } from '../errors';
-import { validateWorkflow } from '../model/validate';
-import type { WorkflowDefinition } from '../model/workflow';
+import { validateWorkflow } from '../../core/model/validate';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import type { InstanceState, InstanceView, Reentry } from './types';
 import type { Database } from '../storage/database';
 

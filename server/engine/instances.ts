@@ -6,7 +6,7 @@ import { requireCrowdMeta } from '../crowd';
 import { checkInstanceUsers, tenantLimits } from '../limits/limits';
 import { AppError, badRequest, conflict, notFound } from '../errors';
 import { newId } from '../ids';
-import { sameHoldout } from '../model/holdout';
+import { sameHoldout } from '../../core/model/holdout';
 import { FINISHED_STATES, type Json, type ProcedureContext, type ProcedureInstance, type ProcedureRunner, type ProcedureStatus } from '../procedures/types';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { instanceView, loadDefinition } from './instance-store';

@@ -14,8 +14,8 @@
 //
 // The grouping itself (server/profiles/zones.ts) is shared with quiet hours, which group a delivery's users the same way.
 import type { RoaringBitmap32 } from '../crowd/bitmap';
-import { nextCronTime } from '../model/cron';
-import type { TimerStep } from '../model/workflow';
+import { nextCronTime } from '../../core/model/cron';
+import type { TimerStep } from '../../core/model/workflow';
 import type { ProfileIndex } from '../profiles/index-tenant';
 import { usersByZone, zonesIn } from '../profiles/zones';
 

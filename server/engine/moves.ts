@@ -10,7 +10,7 @@ import type { EntryRouting } from './entry-routing';
 import { EXITED } from './exit';
 import { splitPath, type StepRuntime, type WorkflowRuntime } from './runtime';
 import type { JournalMove } from './store/commit';
-import { MAX_STEPS } from '../model/validate';
+import { MAX_STEPS } from '../../core/model/validate';
 
 /**
  * Chains are followed to their end: validation refuses loops of steps that move users on at once, so a chain has

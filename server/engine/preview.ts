@@ -1,7 +1,7 @@
 // "Preview one user's path" (POST …/workflows/{id}/preview-path): the way one user WOULD go through a workflow now,
 // read from their profile, the tenant's crowds and the workflow's conditions, moving no one and writing nothing.
 // The conditions are the running version's (or, with no instance running, the newest saved version's), each compiled
-// from a stored version through the one gate (server/conditions/gate.ts, via WorkflowRuntime); the walk is metered by
+// from a stored version through the one gate (core/conditions/gate.ts, via WorkflowRuntime); the walk is metered by
 // the ad hoc query deadline (server/conditions/deadline.ts), like audience estimates and explanations.
 //
 // Where the walk starts: the step the user rests in in the running instance, else the entry step (as if the user
@@ -17,7 +17,7 @@
 // Exit criteria (exit.ts) end the walk where the engine would take the user out: criteria reading no event that hold
 // now, at the start (the engine checks them at the user's next bulk move, timer firing or event); criteria that a
 // pretended event makes true, at the step it is offered in, before its branches.
-import { ConditionCostExceeded } from '../conditions/cost';
+import { ConditionCostExceeded } from '../../core/conditions/cost';
 import { QueryDeadline, type DeadlineOptions } from '../conditions/deadline';
 import type { CompiledCondition, ConditionEvent } from '../conditions/compile';
 import { committedInstances, committedShard } from '../cluster/committed';

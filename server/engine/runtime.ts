@@ -1,9 +1,9 @@
 // A workflow version prepared for running: steps by name, conditions compiled once, split tables, bucket widths.
 import { compileCondition, requireCondition, type CompiledCondition } from '../conditions/compile';
-import { parseDuration, type EntryTrigger, type Step, type WorkflowDefinition } from '../model/workflow';
-import type { SplitStepOf } from '../model/experiment';
-import { holdoutPlan, type HoldoutPlan } from '../model/holdout';
-import { fnv1a, mix } from '../model/user-hash';
+import { parseDuration, type EntryTrigger, type Step, type WorkflowDefinition } from '../../core/model/workflow';
+import type { SplitStepOf } from '../../core/model/experiment';
+import { holdoutPlan, type HoldoutPlan } from '../../core/model/holdout';
+import { fnv1a, mix } from '../../core/model/user-hash';
 import { bucketWidth } from './shard';
 
 export interface StepRuntime {

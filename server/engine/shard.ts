@@ -2,7 +2,7 @@
 // steps (a few bitmaps per step, never one timestamp per user), edge counters and the next cron firing per timer step.
 // The whole shard serializes into one checkpoint blob: a JSON header naming byte lengths, then portable roaring bytes.
 import { RoaringBitmap32 } from '../crowd/bitmap';
-import { isHeldOut, type HoldoutPlan } from '../model/holdout';
+import { isHeldOut, type HoldoutPlan } from '../../core/model/holdout';
 import { encodeBitmapBlob, decodeBitmapBlob } from './bitmap-blob';
 import { heldOutUsers } from './holdout-bitmap';
 

@@ -7,7 +7,7 @@ import { type FairTurns, Slices } from './slices';
 import type { WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
 import type { Counts } from './types';
-import type { ExperimentFigures } from '../model/experiment';
+import type { ExperimentFigures } from '../../core/model/experiment';
 import type { Database } from '../storage/database';
 
 export class Mutex {

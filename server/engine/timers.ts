@@ -6,8 +6,8 @@ import type { CompiledCondition } from '../conditions/compile';
 import { evaluateIndexedPlan } from '../profiles/index-plan';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';
-import { nextCronTime } from '../model/cron';
-import type { TimerStep } from '../model/workflow';
+import { nextCronTime } from '../../core/model/cron';
+import type { TimerStep } from '../../core/model/workflow';
 import { entryRouting } from './entry-routing';
 import { exitAtFiring } from './exit';
 import { dueZoneGroups, nextLocalFiring } from './local-time';
@@ -54,7 +54,7 @@ function instanceTimerDue(worker: PartitionWorker, instance: InstanceRuntime, sh
 /**
  * Asks ahead of time for each timer step's firing after its next one: cron-parser takes milliseconds per answer (tens
  * for a yearly cron, which it searches day by day), and the tick that fires the step then finds the answer memoised
- * (server/model/cron.ts) instead of computing it between the fire and the commit. Memoised answers cost a lookup.
+ * (core/model/cron.ts) instead of computing it between the fire and the commit. Memoised answers cost a lookup.
  * (A local-time timer plans over the zones present at its tick: local-time.ts.)
  */
 export function warmNextFirings(worker: PartitionWorker): void {

@@ -1,8 +1,8 @@
-import type { ExperimentFigures } from '../model/experiment';
-import type { Lift } from '../model/lift';
-import type { Reentry } from '../model/workflow';
+import type { ExperimentFigures } from '../../core/model/experiment';
+import type { Lift } from '../../core/model/lift';
+import type { Reentry } from '../../core/model/workflow';
 
-export { REENTRY_MODES, type Reentry } from '../model/workflow';
+export { REENTRY_MODES, type Reentry } from '../../core/model/workflow';
 
 /** One event as the log holds it (see index.ts): `time` is epoch milliseconds. */
 export type LoggedEvent = { user: number; type: string; data: Record<string, unknown>; time: number };
@@ -43,11 +43,11 @@ export interface Counts {
    * (also counted in `converted`). The rest of `entered` and `converted` is the treated group.
    */
   holdout?: { entered: number; converted?: number };
-  /** With a holdout and a goal: both groups' conversion and the lift (server/model/lift.ts), added by the HTTP layer. */
+  /** With a holdout and a goal: both groups' conversion and the lift (core/model/lift.ts), added by the HTTP layer. */
   lift?: Lift;
   /**
    * With a goal, per split step run as an experiment: each path's users and conversions (and the winner, once set); the
-   * HTTP layer adds each path's rate, interval and probability of being best (server/model/experiment.ts).
+   * HTTP layer adds each path's rate, interval and probability of being best (core/model/experiment.ts).
    */
   experiments?: Record<string, ExperimentFigures>;
   /** Per step, users whose enter-action delivery a frequency cap skipped: added by the HTTP layer (counts route and

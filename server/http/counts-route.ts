@@ -1,6 +1,6 @@
 import { countsAsOf, type Counts } from '../engine';
-import { experimentResult } from '../model/experiment';
-import { liftOf } from '../model/lift';
+import { experimentResult } from '../../core/model/experiment';
+import { liftOf } from '../../core/model/lift';
 import { CountsQuery } from './engine-api';
 import { json, queryParams } from './respond';
 import { cappedCounts } from '../webhooks/capping';

@@ -1,9 +1,9 @@
 // Experiments over HTTP (issue 37 §5): the per-path results the counts carry, and "send the rest to the winner". The
-// statistics are server/model/experiment.ts's; the operation is server/engine/experiments.ts's.
+// statistics are core/model/experiment.ts's; the operation is server/engine/experiments.ts's.
 import { z } from 'zod';
-import { MIN_PATH_USERS, WIN_PROBABILITY } from '../model/experiment';
-import { MIN_OUTCOMES } from '../model/lift';
-import { StepName } from '../model/workflow';
+import { MIN_PATH_USERS, WIN_PROBABILITY } from '../../core/model/experiment';
+import { MIN_OUTCOMES } from '../../core/model/lift';
+import { StepName } from '../../core/model/workflow';
 import { operation } from './openapi-kit';
 
 export const WinnerBody = z.strictObject({

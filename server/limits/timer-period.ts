@@ -1,6 +1,6 @@
 import type { CronExpression } from 'cron-parser';
-import { parseCron } from '../model/cron';
-import type { WorkflowDefinition, WorkflowProblem } from '../model/workflow';
+import { parseCron } from '../../core/model/cron';
+import type { WorkflowDefinition, WorkflowProblem } from '../../core/model/workflow';
 
 /** Firings looked at: enough to see the shortest gap of any cron people write (e.g. "0-5 0 * * * *" within 6). */
 const FIRINGS = 20;

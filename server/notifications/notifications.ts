@@ -11,7 +11,7 @@ import { AppError, conflict, notFound } from '../errors';
 import { DEFAULT_LIMITS } from '../limits/limits';
 import type { Database } from '../storage/database';
 import { applyJournalRetention, lostAfter, type Lost } from './journal-retention';
-import { NAME_KINDS, nameSchema } from '../model/names';
+import { NAME_KINDS, nameSchema } from '../../core/model/names';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 10_000;

@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '../clock';
 import { isUniqueViolation } from '../errors';
-import { parseCron } from '../model/cron';
-import { WorkflowSchedule } from '../model/workflow';
+import { parseCron } from '../../core/model/cron';
+import { WorkflowSchedule } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { newProcedureRecord } from './store';

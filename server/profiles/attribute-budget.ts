@@ -4,7 +4,7 @@
 // naming the attribute, the limit and its value) as soon as one of its patches would take the tenant past the limit.
 import { AppError } from '../errors';
 import type { Attributes } from './index-tenant';
-import { displayPath, segmentKey } from './paths';
+import { displayPath, segmentKey } from '../../core/profile-paths';
 
 /** The paths a tenant holds: its profile index (server/profiles/index-tenant.ts), or NO_PATHS where none is at hand. */
 export type HeldPaths = { readonly pathCount: number; path(key: string): unknown };

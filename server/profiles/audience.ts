@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { systemClock, type Clock } from '../clock';
 import { compileCondition, requireCondition, type CompiledCondition } from '../conditions/compile';
 import { QueryDeadline, usersPerCheckpoint, type DeadlineOptions } from '../conditions/deadline';
-import { MAX_CONDITION_LENGTH } from '../conditions/gate';
+import { MAX_CONDITION_LENGTH } from '../../core/conditions/gate';
 import { evaluateIndexedPlan, planResolver, type ProfileIndex } from './index-plan';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { loadCrowd, RoaringBitmap32 } from '../crowd';

@@ -4,7 +4,7 @@
 // then holds no copy: an import's chunks are written and applied once, beside the partitions, and the thread that
 // answers HTTP only carries the body across (server/engine/profile-import-stream.ts).
 import type { z } from 'zod';
-import type { WorkflowDefinition } from '../model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
 import { estimateAudience, type AudienceBody } from './audience';
 import { describeProfileColumns, readProfileColumns, type ColumnSpec } from './columns';

@@ -3,11 +3,11 @@
 import { systemClock } from '../clock';
 import { compileCondition, requireCondition, type BitmapPlan, type CompiledCondition } from '../conditions/compile';
 import { QueryDeadline, type DeadlineOptions } from '../conditions/deadline';
-import { checkCondition } from '../conditions/gate';
+import { checkCondition } from '../../core/conditions/gate';
 import { profileIndex } from './index-store';
 import type { ProfileIndex } from './index-tenant';
 import { z } from 'zod';
-import { WorkflowDefinition } from '../model/workflow';
+import { WorkflowDefinition } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
 
 /** How one profile leaf of a plan is answered by the index. */

@@ -14,7 +14,7 @@
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { BitmapEdits, BitSlicedIndex, MAX_MAGNITUDE } from './index-bsi';
 import { DEFAULT_LIMITS } from '../limits/limits';
-import { celTimestampMs } from './paths';
+import { celTimestampMs } from '../../core/profile-paths';
 
 const { RoaringBitmap32: Bitmap } = roaring;
 

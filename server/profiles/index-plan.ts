@@ -1,6 +1,6 @@
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { ProfileIndex } from './index-tenant';
-import type { BitmapPlan, ProfileLeaf } from '../conditions/plan';
+import type { BitmapPlan, ProfileLeaf } from '../../core/conditions/plan';
 import { evaluatePlan, unionDisposing, type PlanResolver } from '../conditions/plan-eval';
 
 // roaring is CommonJS: under ESM its classes are only reachable through the default import.

@@ -4,7 +4,7 @@
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { BitmapEdits } from './index-bsi';
 import { FieldIndex, MAX_DISTINCT_STRINGS, type Comparison, type IndexSettings } from './index-field';
-import { pathKey, segmentKey } from './paths';
+import { pathKey, segmentKey } from '../../core/profile-paths';
 
 const { RoaringBitmap32: Bitmap } = roaring;
 

@@ -3,12 +3,12 @@
 // fires there, and quiet hours (server/webhooks/quiet-holding.ts) hold each zone's group until the window opens there.
 // Users whose attribute is missing, not a string or not a zone the cron library knows belong to the fallback zone.
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from '../crowd/bitmap';
-import { isTimeZone } from '../model/cron';
-import { isQuietAt } from '../model/quiet-hours';
+import { isTimeZone } from '../../core/model/cron';
+import { isQuietAt } from '../../core/model/quiet-hours';
 import type { Database } from '../storage/database';
 import { profileIndex } from './index-store';
 import type { ProfileIndex } from './index-tenant';
-import { pathKey } from './paths';
+import { pathKey } from '../../core/profile-paths';
 
 /**
  * The attribute holding users' zones, unless it holds more distinct strings than the index keeps equality bitmaps for:

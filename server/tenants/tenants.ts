@@ -3,7 +3,7 @@ import { apiKeys, hashKey, newApiKeySecret, type Principal } from '../auth';
 import { lookupCache } from '../lookup-cache';
 import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
-import { NAME_KINDS, nameSchema } from '../model/names';
+import { NAME_KINDS, nameSchema } from '../../core/model/names';
 import type { Database } from '../storage/database';
 import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
 import { notifyTenantDeleted } from './changes';

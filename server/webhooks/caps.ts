@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, isUniqueViolation, notFound } from '../errors';
-import { NAME_KINDS, nameSchema } from '../model/names';
+import { NAME_KINDS, nameSchema } from '../../core/model/names';
 import { DestinationName } from './destinations';
 import type { Database } from '../storage/database';
 

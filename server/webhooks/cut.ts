@@ -11,7 +11,7 @@ import { trimmedThrough } from '../notifications/journal-retention';
 import { bulkDecision, CapRace, RoundCaps } from './capping';
 import { isActionFor, movesTo, type DestinationRow } from './destinations';
 import { HoldoutPlans, withoutHeldOut } from './holdout';
-import { isHeldOut, type HoldoutPlan } from '../model/holdout';
+import { isHeldOut, type HoldoutPlan } from '../../core/model/holdout';
 import { quietDecision, RoundQuiet, type ZoneGrouping } from './quiet-holding';
 import { profileCalls } from '../profiles/calls';
 import type { Database } from '../storage/database';

@@ -1,10 +1,10 @@
 // Holdout groups where deliveries are cut (issue 37 §4), beside frequency caps (./capping.ts): an action move's
-// held-out users get no delivery. Who is held out is the pure function of server/model/holdout.ts with the plan of the
+// held-out users get no delivery. Who is held out is the pure function of core/model/holdout.ts with the plan of the
 // instance's workflow version, the same the engine applied when they entered (a running instance's holdout cannot
 // change, server/engine/instances.ts), so nothing is read from the engine and nothing is stored per user.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { heldOutUsers } from '../engine/holdout-bitmap';
-import { holdoutPlan, type HoldoutPlan, type HoldoutSpec } from '../model/holdout';
+import { holdoutPlan, type HoldoutPlan, type HoldoutSpec } from '../../core/model/holdout';
 import type { Database } from '../storage/database';
 import { instanceDefinition } from './instance-definition';
 

@@ -11,8 +11,8 @@
 // in ONE transaction, guarded by the row still being `held`.
 import { randomBytes } from 'node:crypto';
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from '../crowd/bitmap';
-import { quietEndsAt } from '../model/quiet-hours';
-import type { QuietHoursRule } from '../model/workflow';
+import { quietEndsAt } from '../../core/model/quiet-hours';
+import type { QuietHoursRule } from '../../core/model/workflow';
 import type { ProfileCalls } from '../profiles/calls';
 import type { QuietZoneGroups } from '../profiles/zones';
 import type { Database } from '../storage/database';

@@ -2,8 +2,8 @@
 // may override in its workflow definition (`quietHours`: its own rule, or false for none). The rule lives here; the
 // decision is made where deliveries are cut (./quiet-holding.ts, ./cut.ts), so users still move: only deliveries wait.
 import { notFound } from '../errors';
-import { quietHoursProblems } from '../model/quiet-hours';
-import { QuietHoursRule } from '../model/workflow';
+import { quietHoursProblems } from '../../core/model/quiet-hours';
+import { QuietHoursRule } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
 import { instanceDefinition } from './instance-definition';
 

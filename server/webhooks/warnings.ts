@@ -1,7 +1,7 @@
 // Workflow warnings about webhook destinations: a step whose enter action (or a parallel step's action) names a
 // destination the tenant does not have. Legal, since the destination may be created afterwards, but until then the
 // moves into the step go nowhere, and a destination created later starts at the journal's tail unless `start: "head"`.
-import type { WorkflowDefinition, WorkflowProblem } from '../model/workflow';
+import type { WorkflowDefinition, WorkflowProblem } from '../../core/model/workflow';
 import type { Tenant } from '../tenants/tenants';
 import { WEBHOOK_TAG_PREFIX } from './destinations';
 import type { Database } from '../storage/database';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { operation } from '../http/openapi-kit';
-import { CreateWorkflowBody, UpdateWorkflowBody, WorkflowDefinition, WorkflowDraft, WorkflowSchedule } from '../model/workflow';
+import { CreateWorkflowBody, UpdateWorkflowBody, WorkflowDefinition, WorkflowDraft, WorkflowSchedule } from '../../core/model/workflow';
 
 // Bodies are documented with the model's schemas (what a valid save looks like); the routes take the
 // definition loosely and answer 400 invalid_workflow with details.problems = WorkflowProblem[].

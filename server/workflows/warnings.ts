@@ -1,5 +1,5 @@
-import { analyzeCondition } from '../conditions/analyze';
-import type { WorkflowDefinition, WorkflowProblem, WorkflowSchedule } from '../model/workflow';
+import { analyzeCondition } from '../../core/conditions/analyze';
+import type { WorkflowDefinition, WorkflowProblem, WorkflowSchedule } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
 import type { Tenant } from '../tenants/tenants';
 import { webhookWarnings } from '../webhooks/warnings';

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { AppError, badRequest, conflict, isRecordMissing, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
-import { validateSchedule, validateWorkflow } from '../model/validate';
+import { validateSchedule, validateWorkflow } from '../../core/model/validate';
 import { tenantLimits } from '../limits/limits';
 import { timerPeriodProblems } from '../limits/timer-period';
-import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../model/workflow';
+import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES, canNameRow, type Tenant } from '../tenants/tenants';
 import { removeInstances } from './history';

@@ -1,6 +1,6 @@
 'use client';
 import { useEffect, useMemo, useState } from 'react';
-import { analyzeCondition } from '../../server/conditions/analyze';
+import { analyzeCondition } from '../../core/conditions/analyze';
 import { apiCall, pathSegment, tenantPath } from '../api';
 import type { AudienceResult, StepConditionExplanation } from '../model';
 import { formatCount } from '../ui';

@@ -1,6 +1,6 @@
 'use client';
 import { useMemo } from 'react';
-import { branchRouting } from '../../server/model/branch-routing';
+import { branchRouting } from '../../core/model/branch-routing';
 
 const WORDS = {
   entry: {

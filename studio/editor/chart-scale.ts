@@ -1,6 +1,6 @@
 'use client';
 import { useSyncExternalStore } from 'react';
-import type { Step } from '../../server/model/workflow';
+import type { Step } from '../../core/model/workflow';
 
 // What the counts chart draws besides its data: time ticks whose labels never repeat, colours that read on the
 // light and the dark background, and which series it starts with.

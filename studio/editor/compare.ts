@@ -1,7 +1,7 @@
 // Two versions of a workflow compared step by step, in the canvas's words: which steps were added or
 // removed, and for a changed step which of its fields changed and how ("If 1 condition", "Wait for", …);
 // then the journey's own parts: its entry step, who enters on an event, its goal and when it stops.
-import type { Step, WorkflowDefinition } from '../../server/model/workflow';
+import type { Step, WorkflowDefinition } from '../../core/model/workflow';
 
 export type StepChange = { step: string; change: 'added' | 'removed' | 'changed'; details: string[] };
 

@@ -13,7 +13,7 @@ import {
   type ValueSelectorProps,
 } from 'react-querybuilder';
 import 'react-querybuilder/dist/query-builder.css';
-import { celSyntaxProblem } from '../../server/conditions/parse';
+import { celSyntaxProblem } from '../../core/conditions/parse';
 import { celToQuery, EMPTY_QUERY, FIELD_SUGGESTIONS, IN_CROWD, queryToCel, unfinishedRule } from '../rules';
 import { formatCount } from '../ui';
 import { AudienceEstimate } from './audience';

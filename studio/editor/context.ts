@@ -1,6 +1,6 @@
 'use client';
 import { createContext, useContext } from 'react';
-import type { WorkflowProblem } from '../../server/model/workflow';
+import type { WorkflowProblem } from '../../core/model/workflow';
 import type { Counts } from '../model';
 import { useQuery } from '../query';
 

@@ -2,7 +2,7 @@
 import { useMemo, useState } from 'react';
 import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import type { HistoryPoint } from '../../server/engine/counts-history';
-import type { Step } from '../../server/model/workflow';
+import type { Step } from '../../core/model/workflow';
 import { apiGet, tenantPath } from '../api';
 import type { Counts } from '../model';
 import { useQuery } from '../query';

@@ -13,7 +13,7 @@ export type GoalFigure = { converted: number; of: number; rate: string };
 
 /** Users who reached a step: those who entered the instance (the entry step) plus every move into it. */
 function reached(counts: Counts, step: string, isEntry: boolean): number {
-  // step names cannot hold "->" (server/model/names.ts), so an edge key splits in two
+  // step names cannot hold "->" (core/model/names.ts), so an edge key splits in two
   let moves = 0;
   for (const [edge, n] of Object.entries(counts.edges)) {
     const [from, to] = edge.split('->');

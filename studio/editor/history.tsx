@@ -4,7 +4,7 @@ import { type ApiError, apiGet, tenantPath } from '../api';
 import { listOf, type InstanceView, type SnapshotView, type WorkflowView } from '../model';
 import { setQueryData, useQuery } from '../query';
 import { Dialog, Empty, ErrorBox, Loading, formatCount } from '../ui';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { definitionToGraph, extrasOf } from '../convert';
 import { compareVersions, type StepChange } from './compare';
 import { RestoreVersion } from './restore-version';

@@ -1,7 +1,7 @@
 'use client';
 import { useEffect, useState } from 'react';
-import { MAX_HOLDOUT_PERCENT } from '../../server/model/holdout';
-import { liftOf, MIN_OUTCOMES, type Lift } from '../../server/model/lift';
+import { MAX_HOLDOUT_PERCENT } from '../../core/model/holdout';
+import { liftOf, MIN_OUTCOMES, type Lift } from '../../core/model/lift';
 import { formatCount } from '../ui';
 import { useCounts } from './context';
 import { useEditor, useEditorStore } from './store';

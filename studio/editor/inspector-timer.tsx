@@ -1,7 +1,7 @@
 'use client';
 import { useId } from 'react';
-import { cronProblem, describeCron, timeZoneProblem } from '../../server/model/cron';
-import { ProfileAttributePath } from '../../server/model/workflow';
+import { cronProblem, describeCron, timeZoneProblem } from '../../core/model/cron';
+import { ProfileAttributePath } from '../../core/model/workflow';
 import type { StepData, TimerData } from '../convert';
 import { formatCount } from '../ui';
 import { ConditionEditor } from './condition';

@@ -1,6 +1,6 @@
 'use client';
 import { useState } from 'react';
-import { Duration, parseDuration } from '../../server/model/workflow';
+import { Duration, parseDuration } from '../../core/model/workflow';
 import { outputHandles, type BranchData, type StepData, type StepNode } from '../convert';
 import { ConditionEditor } from './condition';
 import { StepExitedLine } from './exit-criteria';

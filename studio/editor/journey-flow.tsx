@@ -1,7 +1,7 @@
 'use client';
 import { useMemo, useState } from 'react';
 import { Bar, BarChart, LabelList, Layer, Rectangle, ResponsiveContainer, Sankey, Tooltip, XAxis, YAxis } from 'recharts';
-import type { Step } from '../../server/model/workflow';
+import type { Step } from '../../core/model/workflow';
 import { apiGet, tenantPath } from '../api';
 import { useQuery } from '../query';
 import { Dialog, ErrorBox, formatCount, Loading } from '../ui';

@@ -1,6 +1,6 @@
 'use client';
-import { DEFAULT_QUIET_ZONE_ATTRIBUTE } from '../../server/model/quiet-hours';
-import type { QuietHoursRule } from '../../server/model/workflow';
+import { DEFAULT_QUIET_ZONE_ATTRIBUTE } from '../../core/model/quiet-hours';
+import type { QuietHoursRule } from '../../core/model/workflow';
 import { useEditor, useEditorStore } from './store';
 
 // A journey's quiet hours (issue 37 §3) in the side panel with no step selected: follow the tenant's rule (absent),

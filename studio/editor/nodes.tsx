@@ -2,7 +2,7 @@
 import { BaseEdge, EdgeLabelRenderer, getSmoothStepPath, Handle, Position, type EdgeProps, type NodeProps } from '@xyflow/react';
 import { memo, useEffect, useRef, useState } from 'react';
 import { createPortal } from 'react-dom';
-import { describeCron } from '../../server/model/cron';
+import { describeCron } from '../../core/model/cron';
 import { CANVAS_KINDS, NODE_WIDTH, outputHandles, type CanvasKind, type FlowEdge, type StepNode } from '../convert';
 import { BranchRouting } from './branch-routing';
 import { formatCount, formatShare } from '../ui';

@@ -2,7 +2,7 @@
 // server) speaks the API's language: field paths of the request (`timeout.after`, `entry.event`, `branches[0].condition`)
 // and zod's generic wording ("Too small: expected string to have >=1 characters"). Here a path becomes the name of the
 // box that holds the value, and zod's wording what is wrong with it, so no message shows a path or a schema term.
-import type { WorkflowProblem } from '../../server/model/workflow';
+import type { WorkflowProblem } from '../../core/model/workflow';
 import { outputHandles, type StepNode } from '../convert';
 
 const capitalize = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);

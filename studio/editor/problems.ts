@@ -1,8 +1,8 @@
 // The problems of the drawn workflow, in the canvas's words. They come from the same validateWorkflow()
 // the server runs on save, run on every edit, then told the way the canvas shows things (problem-words.ts): "If 1"
 // rather than `branches[0]`, "Entry event type is empty" rather than zod's words, without the step name inside the step.
-import { validateWorkflow } from '../../server/model/validate';
-import type { WorkflowProblem } from '../../server/model/workflow';
+import { validateWorkflow } from '../../core/model/validate';
+import type { WorkflowProblem } from '../../core/model/workflow';
 import { canvasProblems, graphToDefinition, type FlowEdge, type StepNode, type WorkflowExtras } from '../convert';
 import { problemText } from './problem-words';
 

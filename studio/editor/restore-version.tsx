@@ -5,7 +5,7 @@ import { definitionToGraph, extrasOf } from '../convert';
 import type { WorkflowView } from '../model';
 import { invalidate, setQueryData } from '../query';
 import { Dialog, ErrorBox } from '../ui';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { useEditorStore } from './store';
 import { workflowKey } from './toolbar';
 

@@ -1,7 +1,7 @@
 'use client';
 import { applyEdgeChanges, applyNodeChanges, type Connection, type EdgeChange, type NodeChange, type XYPosition } from '@xyflow/react';
 import { createContext, useContext, useSyncExternalStore } from 'react';
-import type { WorkflowProblem } from '../../server/model/workflow';
+import type { WorkflowProblem } from '../../core/model/workflow';
 import {
   defaultData,
   freeName,

@@ -1,5 +1,5 @@
 'use client';
-import { REENTRY_POLICIES, type EntryTrigger } from '../../server/model/workflow';
+import { REENTRY_POLICIES, type EntryTrigger } from '../../core/model/workflow';
 import { ConditionEditor } from './condition';
 import { ExitPanel } from './exit-criteria';
 import { GoalSummary } from './goal-result';

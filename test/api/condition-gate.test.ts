@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { api, createTenant, type ApiResult } from '../helpers/api';
 
 // Issue 34 items 1 and 2 over HTTP: every route that takes a condition answers the same hostile set with the same
-// 4xx (one gate, server/conditions/gate.ts), and an ad hoc query stops at its deadline while other calls go on.
+// 4xx (one gate, core/conditions/gate.ts), and an ad hoc query stops at its deadline while other calls go on.
 
 const { RoaringBitmap32 } = roaring;
 type Tenant = Awaited<ReturnType<typeof createTenant>>;

@@ -4,7 +4,7 @@
 // drop mode nobody waits. The server runs on the system clock, so the window is placed around the current time in
 // UTC; holding until the window opens, with a ManualClock, is test/unit/quiet-hours.test.ts.
 import { afterEach, describe, expect, it } from 'vitest';
-import { isQuietAt } from '../../server/model/quiet-hours';
+import { isQuietAt } from '../../core/model/quiet-hours';
 import { api, createTenant, expectError } from '../helpers/api';
 import { waitFor } from '../helpers/wait-for';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { welcomeJourney, welcomeJourneyDraft } from '../../core/model/sample-workflows';
 import { api, createTenant } from '../helpers/api';
 import { eventually, launch, openPage, selectStep, shot, signIn } from './browser';
 

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, expect, inject } from 'vitest';
-import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { welcomeJourney, welcomeJourneyDraft } from '../../core/model/sample-workflows';
 import { api } from '../helpers/api';
 
 // Shared by the studio's e2e files: Debian's Chromium, screenshots in test-results/, a signed-in page per file, and

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { welcomeJourney, welcomeJourneyDraft } from '../../core/model/sample-workflows';
 import { api, createTenant, uniqueName } from '../helpers/api';
 import { waitFor } from '../helpers/wait-for';
 import { eventually, useStudio } from './browser';

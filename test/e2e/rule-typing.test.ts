@@ -1,6 +1,6 @@
 import type { ElementHandle, Locator, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { welcomeJourney, welcomeJourneyDraft } from '../../core/model/sample-workflows';
 import { api, createTenant } from '../helpers/api';
 import { clickStepHeader, eventually, selectStep, useStudio } from './browser';
 

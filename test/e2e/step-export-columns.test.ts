@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { welcomeJourney, welcomeJourneyDraft } from '../../core/model/sample-workflows';
 import { api, createTenant } from '../helpers/api';
 import { waitFor } from '../helpers/wait-for';
 import { eventually, useStudio } from './browser';

@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import { welcomeJourney, welcomeJourneyDraft } from '../../core/model/sample-workflows';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { api, createTenant } from '../helpers/api';
 import { eventually, useStudio } from './browser';
 

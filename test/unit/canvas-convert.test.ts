@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { validateWorkflow } from '../../server/model/validate';
-import type { WorkflowDefinition } from '../../server/model/workflow';
-import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
+import { validateWorkflow } from '../../core/model/validate';
+import type { WorkflowDefinition } from '../../core/model/workflow';
+import { welcomeJourney, welcomeJourneyDraft } from '../../core/model/sample-workflows';
 import {
   branchLabel,
   canvasProblems,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { exitSteps, FINEST_TICK, timeTicks } from '../../studio/editor/chart-scale';
-import { welcomeJourney } from '../../server/model/sample-workflows';
+import { welcomeJourney } from '../../core/model/sample-workflows';
 
 const AT = Date.UTC(2026, 11, 5, 8, 5, 7);
 const MINUTE = 60_000;

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CommittedShards, ENTRY_BYTES_AT_LEAST } from '../../server/cluster/committed-cache';
 import type { InstanceRuntime } from '../../server/engine/tenant';
 import type { Shard } from '../../server/engine/shard';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { QUERY_DEADLINE_MS, usersPerCheckpoint } from '../../server/conditions/deadline';
-import { checkCondition } from '../../server/conditions/gate';
+import { checkCondition } from '../../core/conditions/gate';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
 import { AppError } from '../../server/errors';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { analyzeCondition, MAX_CONDITION_DEPTH } from '../../server/conditions/analyze';
+import { analyzeCondition, MAX_CONDITION_DEPTH } from '../../core/conditions/analyze';
 
 describe('condition nesting limit', () => {
   it(`accepts ${MAX_CONDITION_DEPTH} "!" (the documented limit) and refuses deeper ones with a clear message`, () => {

@@ -1,9 +1,9 @@
 import { RE2JS } from 're2js';
 import { describe, expect, it, vi } from 'vitest';
 import { compileCondition, requireCondition, type CrowdMembership } from '../../server/conditions/compile';
-import { ConditionCostExceeded, CONDITION_COST_BUDGET, staticCost } from '../../server/conditions/cost';
-import { checkCondition, MAX_CONDITION_LENGTH } from '../../server/conditions/gate';
-import { MAX_REGEX_INSTRUCTIONS, regexProgramBound } from '../../server/conditions/regex-size';
+import { ConditionCostExceeded, CONDITION_COST_BUDGET, staticCost } from '../../core/conditions/cost';
+import { checkCondition, MAX_CONDITION_LENGTH } from '../../core/conditions/gate';
+import { MAX_REGEX_INSTRUCTIONS, regexProgramBound } from '../../core/conditions/regex-size';
 import { AppError } from '../../server/errors';
 
 const none = { has: () => false };

@@ -1,10 +1,10 @@
 import { RE2JS } from 're2js';
 import { describe, expect, it, vi } from 'vitest';
 import { compileCondition, requireCondition, type CrowdMembership } from '../../server/conditions/compile';
-import { ConditionCostExceeded, CONDITION_COST_BUDGET, staticCost } from '../../server/conditions/cost';
-import { analyzeCondition } from '../../server/conditions/analyze';
-import { celCostProblem } from '../../server/conditions/parse';
-import { validateWorkflow } from '../../server/model/validate';
+import { ConditionCostExceeded, CONDITION_COST_BUDGET, staticCost } from '../../core/conditions/cost';
+import { analyzeCondition } from '../../core/conditions/analyze';
+import { celCostProblem } from '../../core/conditions/parse';
+import { validateWorkflow } from '../../core/model/validate';
 
 const none: CrowdMembership = { has: () => false };
 const cost = (text: string) => {

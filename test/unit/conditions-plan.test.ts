@@ -2,7 +2,7 @@ import roaring from 'roaring';
 import { describe, expect, it } from 'vitest';
 import { compileCondition, requireCondition, evaluatePlan, type BitmapPlan, type CrowdMembership } from '../../server/conditions/compile';
 import { evaluateIndexedPlan, ProfileIndex, planResolver } from '../../server/profiles/index-plan';
-import { conditionEnvironment } from '../../server/conditions/environment';
+import { conditionEnvironment } from '../../core/conditions/environment';
 import { mergeAttributes } from '../../server/profiles/profiles';
 import { seededRandom } from '../helpers/seeded-random';
 

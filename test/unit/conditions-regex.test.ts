@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compileCondition, requireCondition, type ConditionInput, type CrowdMembership } from '../../server/conditions/compile';
-import { celSyntaxProblem } from '../../server/conditions/parse';
+import { celSyntaxProblem } from '../../core/conditions/parse';
 
 const none: CrowdMembership = { has: () => false };
 const withText = (s: unknown): ConditionInput => ({ user: 1, now: 0, event: { type: 't', data: { s }, time: 0 } });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../server/errors';
 import { compileCondition, requireCondition, type ConditionInput, type CrowdMembership } from '../../server/conditions/compile';
-import { celSyntaxProblem } from '../../server/conditions/parse';
+import { celSyntaxProblem } from '../../core/conditions/parse';
 
 const NOW = Date.parse('2026-03-10T12:00:00Z');
 const vipCrowd = new Set([1, 2, 3]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextCronTime, parseCron } from '../../server/model/cron';
+import { nextCronTime, parseCron } from '../../core/model/cron';
 
 function seeded(seed: number): () => number {
   let state = seed >>> 0;

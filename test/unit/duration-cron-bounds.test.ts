@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { cronProblem, nextCronTime } from '../../server/model/cron';
-import { validateSchedule, validateWorkflow } from '../../server/model/validate';
-import { MAX_DURATION_MS } from '../../server/model/workflow';
+import { cronProblem, nextCronTime } from '../../core/model/cron';
+import { validateSchedule, validateWorkflow } from '../../core/model/validate';
+import { MAX_DURATION_MS } from '../../core/model/workflow';
 
 // Durations and cron steps that the engine would read as something else than what they say are refused at save
 // (the canvas validates with `now` too), while a version stored before these rules still loads.

@@ -1,8 +1,8 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listDeadLetters } from '../../server/engine/dead-letter';
-import type { WorkflowDefinition } from '../../server/model/workflow';
-import { validateWorkflow } from '../../server/model/validate';
+import type { WorkflowDefinition } from '../../core/model/workflow';
+import { validateWorkflow } from '../../core/model/validate';
 import { db } from '../../server/storage/db';
 import { crowd, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';

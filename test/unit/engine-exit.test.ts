@@ -11,7 +11,7 @@ import { EXITED } from '../../server/engine/exit';
 import { loadShard } from '../../server/engine/recovery';
 import type { Shard } from '../../server/engine/shard';
 import { InstanceRuntime } from '../../server/engine/tenant';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { importProfiles } from '../../server/profiles/import';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';

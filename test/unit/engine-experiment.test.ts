@@ -9,7 +9,7 @@ import { loadShard } from '../../server/engine/recovery';
 import { Shard } from '../../server/engine/shard';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
 
 let h: Harness | undefined;

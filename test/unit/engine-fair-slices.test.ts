@@ -1,5 +1,5 @@
 import { afterEach, expect, it, vi } from 'vitest';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { database } from '../../server/storage/database';
 import { appendEvents } from '../../server/engine/ingest';
 import { SLICE_MS } from '../../server/engine/slices';

@@ -8,7 +8,7 @@ import { db } from '../../server/storage/db';
 import { commitRound, cutRound, DecodedMoves } from '../../server/webhooks/cut';
 import { createDestination, requireDestination } from '../../server/webhooks/destinations';
 import { crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../server/errors';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { createScheduler } from '../../server/procedures/scheduler';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
-import type { WorkflowDefinition } from '../../server/model/workflow';
-import { validateWorkflow } from '../../server/model/validate';
+import type { WorkflowDefinition } from '../../core/model/workflow';
+import { validateWorkflow } from '../../core/model/validate';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, restartEngine, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';

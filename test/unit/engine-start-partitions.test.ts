@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { database } from '../../server/storage/database';
 import type { Database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';

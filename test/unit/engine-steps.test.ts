@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
-import type { Step, WorkflowDefinition } from '../../server/model/workflow';
+import type { Step, WorkflowDefinition } from '../../core/model/workflow';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db } from '../../server/storage/db';
 import { advance, crowd, range, send, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';

@@ -1,12 +1,12 @@
-// The statistics of experiments (server/model/experiment.ts) against values computed here another way, from seeded
+// The statistics of experiments (core/model/experiment.ts) against values computed here another way, from seeded
 // data: each user's path and conversion drawn at random and counted by plain loops; the Wilson interval as the roots
 // of its quadratic; the probability of being best for two paths by Evan Miller's closed form (a finite sum of Beta
 // functions, with a log-gamma of our own), for three paths by a seeded Monte Carlo of 200,000 posterior draws, and
 // for ten-million-user paths by the normal approximation. Then the winner rules, the re-weighting and validation.
 import { describe, expect, it } from 'vitest';
-import { autoWinner, experimentResult, probabilityBest, wilsonInterval, withWinner } from '../../server/model/experiment';
-import { validateWorkflow } from '../../server/model/validate';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import { autoWinner, experimentResult, probabilityBest, wilsonInterval, withWinner } from '../../core/model/experiment';
+import { validateWorkflow } from '../../core/model/validate';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { seededRandom } from '../helpers/seeded-random';
 
 const Z = 1.959963984540054;

@@ -1,12 +1,12 @@
-// The statistics of a holdout's lift (server/model/lift.ts) against values computed here another way, from seeded
+// The statistics of a holdout's lift (core/model/lift.ts) against values computed here another way, from seeded
 // data: each user's group and conversion drawn at random, the groups counted by plain loops, the normal tail by
 // Simpson's rule over the density (not the erfc series the module uses). And the holdout's validation.
 import { describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { heldOutUsers } from '../../server/engine/holdout-bitmap';
-import { holdoutPlan, isHeldOut } from '../../server/model/holdout';
-import { liftOf } from '../../server/model/lift';
-import { validateWorkflow } from '../../server/model/validate';
+import { holdoutPlan, isHeldOut } from '../../core/model/holdout';
+import { liftOf } from '../../core/model/lift';
+import { validateWorkflow } from '../../core/model/validate';
 import { seededRandom } from '../helpers/seeded-random';
 
 /** P(|Z| > z) for a standard normal Z: 1 − 2·∫₀^z φ, by Simpson's rule with 20,000 intervals. */

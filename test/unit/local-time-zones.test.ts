@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { dueZoneGroups, zonesPresent } from '../../server/engine/local-time';
-import type { TimerStep } from '../../server/model/workflow';
+import type { TimerStep } from '../../core/model/workflow';
 import { MAX_DISTINCT_STRINGS } from '../../server/profiles/index-field';
 import { ProfileIndex, type ProfileChange } from '../../server/profiles/index-tenant';
 

@@ -2,7 +2,7 @@ import { afterEach, expect, it } from 'vitest';
 import { encodeEvents } from '../../server/engine/log-codec';
 import { appliedOffsets, LogTrimmer, trimLog } from '../../server/engine/store/log';
 import { newId } from '../../server/ids';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { db } from '../../server/storage/db';
 import { crowd, range, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';

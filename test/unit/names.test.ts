@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NAME_KINDS, nameProblem, nameSchema } from '../../server/model/names';
+import { NAME_KINDS, nameProblem, nameSchema } from '../../core/model/names';
 import { ApiError, pathSegment, tenantPath } from '../../studio/api';
 
 const kinds = Object.entries(NAME_KINDS);

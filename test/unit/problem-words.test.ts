@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { validateWorkflow } from '../../server/model/validate';
-import type { WorkflowDefinition } from '../../server/model/workflow';
+import { validateWorkflow } from '../../core/model/validate';
+import type { WorkflowDefinition } from '../../core/model/workflow';
 import { definitionToGraph } from '../../studio/convert';
 import { describeProblems } from '../../studio/editor/problems';
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { compareNumbers, MAX_DISTINCT_STRINGS, thresholds, type Comparison } from '../../server/profiles/index-field';
 import { applyRelayedWrite, relayedWrite } from '../../server/profiles/index-store';
 import { ProfileIndex, type Attributes, type ProfileChange } from '../../server/profiles/index-tenant';
-import { celTimestampMs, pathKey } from '../../server/profiles/paths';
+import { celTimestampMs, pathKey } from '../../core/profile-paths';
 import { mergeAttributes } from '../../server/profiles/profiles';
 
 const { RoaringBitmap32 } = roaring;

@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { usersByZone, zonesIn } from '../../server/profiles/zones';
-import { isQuietAt, quietEndsAt, quietHoursProblems } from '../../server/model/quiet-hours';
-import { validateWorkflow } from '../../server/model/validate';
+import { isQuietAt, quietEndsAt, quietHoursProblems } from '../../core/model/quiet-hours';
+import { validateWorkflow } from '../../core/model/validate';
 import { ProfileIndex } from '../../server/profiles/index-tenant';
 
 const night = { start: '21:00', end: '08:00' };

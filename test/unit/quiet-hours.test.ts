@@ -7,7 +7,7 @@ import { ManualClock } from '../../server/clock';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { newId } from '../../server/ids';
 import { updateTenantLimits } from '../../server/limits/limits';
-import type { QuietHoursRule } from '../../server/model/workflow';
+import type { QuietHoursRule } from '../../core/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RuleGroupType } from 'react-querybuilder';
-import { celSyntaxProblem } from '../../server/conditions/parse';
+import { celSyntaxProblem } from '../../core/conditions/parse';
 import { celToQuery, queryToCel, sameCel } from '../../studio/rules';
 
 // The rule builder writes CEL and reads it back; both directions must agree exactly, or the editor

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WorkflowDraft, type WorkflowDefinition } from '../../server/model/workflow';
+import { WorkflowDraft, type WorkflowDefinition } from '../../core/model/workflow';
 import { definitionToGraph, extrasOf, graphToDefinition, layout, type StepNode } from '../../studio/convert';
 import { freeSpot } from '../../studio/editor/placement';
 import { validateCanvas } from '../../studio/editor/problems';

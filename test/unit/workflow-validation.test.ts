@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { cronProblem, describeCron, nextCronTime, timeZoneProblem } from '../../server/model/cron';
-import { welcomeJourney, welcomeJourneyDraft } from '../../server/model/sample-workflows';
-import { validateSchedule, validateWorkflow } from '../../server/model/validate';
-import type { WorkflowProblem } from '../../server/model/workflow';
+import { cronProblem, describeCron, nextCronTime, timeZoneProblem } from '../../core/model/cron';
+import { welcomeJourney, welcomeJourneyDraft } from '../../core/model/sample-workflows';
+import { validateSchedule, validateWorkflow } from '../../core/model/validate';
+import type { WorkflowProblem } from '../../core/model/workflow';
 
 /** A workflow using every step kind, every optional field, and a loop through a branch step. */
 const everyKind = {

@@ -3,7 +3,7 @@
 // per-user predicate is true, including CEL's "a missing value or a type mismatch makes the comparison false".
 // Browser-safe (the canvas validates conditions with it): evaluation, which needs roaring, is in plan-eval.ts.
 import type { ASTNode } from '@marcbachmann/cel-js';
-import { celTimestampMs, pathKey } from '../profiles/paths';
+import { celTimestampMs, pathKey } from '../profile-paths';
 
 export type PlanScalar = string | number | boolean;
 export type PlanComparison = '<' | '<=' | '>' | '>=';

@@ -15,7 +15,7 @@ declare const checked: unique symbol;
 export type CheckedCondition = {
   readonly text: string;
   readonly analysis: AnalyzedCondition;
-  /** The save-time estimate of one evaluation (server/conditions/cost.ts). */
+  /** The save-time estimate of one evaluation (core/conditions/cost.ts). */
   readonly cost: number;
   readonly [checked]: true;
 };

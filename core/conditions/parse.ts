@@ -1,7 +1,7 @@
 import { checkCondition } from './gate';
 
-// What workflow validation (server/model/validate.ts) and the canvas ask of a condition, answered by the one gate
-// (server/conditions/gate.ts), so a save refuses exactly what every other route refuses.
+// What workflow validation (core/model/validate.ts) and the canvas ask of a condition, answered by the one gate
+// (core/conditions/gate.ts), so a save refuses exactly what every other route refuses.
 
 /**
  * What a stored version needs to run: null when `text` compiles. The save-time rules (RE2 patterns, cost) are not
@@ -24,7 +24,7 @@ export function celSyntaxProblem(text: string): string | null {
 
 /**
  * Null when a valid condition's estimated cost per evaluation is within CONDITION_COST_BUDGET, otherwise the estimate
- * and the budget in words (server/conditions/cost.ts says how it is estimated).
+ * and the budget in words (core/conditions/cost.ts says how it is estimated).
  */
 export function celCostProblem(text: string): string | null {
   const check = checkCondition(text);

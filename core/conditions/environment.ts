@@ -1,5 +1,5 @@
 import { Environment } from '@marcbachmann/cel-js';
-import type { CrowdMembership } from './compile';
+import type { CrowdMembership } from '../../server/conditions/compile';
 import { re2Matches } from './regex';
 
 /**

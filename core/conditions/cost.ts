@@ -4,7 +4,7 @@ import { MAX_INSTRUCTIONS_PER_PATTERN_CHAR, regexProgramBound } from './regex-si
 // What one evaluation of a condition may cost, estimated the way cel-go's checker does (checker/cost.go): walk the
 // AST once; a literal costs 0, a variable or field read 1, an operator or function call 1 plus its arguments, a
 // string function a tenth of a unit per character, a comprehension its range's size times its body; the size of
-// each list, map or string comes from a size estimator. At save time (server/model/validate.ts) the estimator assumes
+// each list, map or string comes from a size estimator. At save time (core/model/validate.ts) the estimator assumes
 // every string, list and map read from `event` or `profile` holds up to ASSUMED_VALUE_SIZE characters or items, and a
 // condition whose estimate exceeds CONDITION_COST_BUDGET is refused. At run time (compile.ts) the same estimate is
 // made again with the sizes of the actual event and profile before a size-dependent part runs; over the budget, an

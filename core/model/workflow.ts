@@ -118,10 +118,10 @@ export const TimerStep = z.strictObject({
 });
 export type TimerStep = z.infer<typeof TimerStep>;
 export const DelayStep = z.strictObject({ ...stepCommon, kind: z.literal('delay'), after: Duration, next: StepName });
-/** Who decided an experiment's winner: a person (the API or the studio), its date, or its significance (server/model/experiment.ts). */
+/** Who decided an experiment's winner: a person (the API or the studio), its date, or its significance (core/model/experiment.ts). */
 export const WINNER_DECIDED_BY = ['manual', 'date', 'significance'] as const;
 
-/** A split step run as an experiment over the journey's goal (server/model/experiment.ts: its figures and the winner rules). */
+/** A split step run as an experiment over the journey's goal (core/model/experiment.ts: its figures and the winner rules). */
 export const Experiment = z
   .strictObject({
     autoWinner: z
@@ -155,7 +155,7 @@ export const Experiment = z
   );
 export type Experiment = z.infer<typeof Experiment>;
 
-/** A salt for the per-user hash of splits and holdouts (server/model/user-hash.ts), named to correlate them on purpose. */
+/** A salt for the per-user hash of splits and holdouts (core/model/user-hash.ts), named to correlate them on purpose. */
 const HashSeed = z.string().min(1).max(128);
 export const SplitStep = z.strictObject({
   ...stepCommon,
@@ -201,7 +201,7 @@ export const Goal = z
   .describe('Users reaching the goal are counted as converted, per step they converted from (once per instance)');
 export type Goal = z.infer<typeof Goal>;
 
-/** A control group: a share of entering users who move through the journey but receive no action deliveries (server/model/holdout.ts). */
+/** A control group: a share of entering users who move through the journey but receive no action deliveries (core/model/holdout.ts). */
 export const Holdout = z
   .strictObject({
     percent: z
@@ -240,7 +240,7 @@ export const Exit = z
 export type Exit = z.infer<typeof Exit>;
 
 /**
- * Quiet hours (server/model/quiet-hours.ts): the tenant's rule (PUT /tenants/T/quiet-hours) and a journey's override.
+ * Quiet hours (core/model/quiet-hours.ts): the tenant's rule (PUT /tenants/T/quiet-hours) and a journey's override.
  * The shape only: the times, their difference and the zone are checked by quietHoursProblems(), which names the field.
  */
 export const QuietHoursRule = z

@@ -20,7 +20,7 @@ export type AnalysisResult = { ok: true; condition: AnalyzedCondition } | { ok: 
 
 type CelError = { summary?: string; message: string; range?: { start: number } };
 
-/** cel-js's parser limits (server/conditions/environment.ts), in the words of a condition's author. */
+/** cel-js's parser limits (core/conditions/environment.ts), in the words of a condition's author. */
 const LIMITS: Record<string, (limit: string) => string> = {
   maxDepth: () => `condition nests parentheses, calls, lists, maps or field accesses more than ${MAX_CONDITION_NESTING} levels deep; simplify it`,
   maxListElements: (limit) => `a list literal has more than ${limit} items`,
