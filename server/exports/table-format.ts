@@ -137,14 +137,24 @@ function writeInteger(out: Uint8Array, at: number, n: number): number {
   return at + 9;
 }
 
+/** "00" … "99" as ASCII digit pairs: two digits a division. */
+const DIGIT_PAIRS = Uint8Array.from({ length: 200 }, (_, k) => 48 + (k % 2 === 0 ? Math.floor(k / 20) : (k >> 1) % 10));
+
+/** A whole number 0 ≤ value < 2^32. */
 function writeUint(out: Uint8Array, at: number, value: number): number {
   const end = at + digitCount(value);
   let cursor = end;
-  do {
-    const next = Math.floor(value / 10);
-    out[--cursor] = 48 + value - next * 10;
+  while (value >= 100) {
+    const next = (value / 100) >>> 0;
+    const pair = (value - next * 100) << 1;
+    out[--cursor] = DIGIT_PAIRS[pair + 1];
+    out[--cursor] = DIGIT_PAIRS[pair];
     value = next;
-  } while (value > 0);
+  }
+  if (value >= 10) {
+    out[--cursor] = DIGIT_PAIRS[(value << 1) + 1];
+    out[--cursor] = DIGIT_PAIRS[value << 1];
+  } else out[--cursor] = 48 + value;
   return end;
 }
 

@@ -37,6 +37,15 @@ describe('CSV rows of an export with columns', () => {
     expect(new TextDecoder().decode(csvRows(ids, columns))).toBe(expected.join(''));
   });
 
+  it('writes every number of digits of IDs and whole numbers, each digit pair included', () => {
+    const edges = Array.from({ length: 10 }, (_, k) => 10 ** k).flatMap((power) => [power - 1, power, power + 1]);
+    const ids = Uint32Array.from([...Array.from({ length: 2_000 }, (_, k) => k * 37 + (k % 100)), ...edges, 4_294_967_295]).sort();
+    const values = Float64Array.from(ids, (id) => id - 2_000_000_000);
+    const columns: ColumnValues[] = [{ kind: 'int64', values, present: new Uint8Array(ids.length).fill(1) }];
+    const expected = [...ids].map((id, row) => `${id},${values[row]}\n`).join('');
+    expect(new TextDecoder().decode(csvRows(ids, columns))).toBe(expected);
+  });
+
   it('writes an empty page as nothing', () => {
     expect(csvRows(new Uint32Array(0), [{ kind: 'string', dictionary: [], codes: new Int32Array(0) }]).length).toBe(0);
   });
