@@ -43,10 +43,11 @@ export function isHeldOut(plan: HoldoutPlan, user: number): boolean {
 
 /** The lower 16 bits held out by mask `j`, ascending. */
 export function maskLows(plan: HoldoutPlan, j: number): Uint32Array {
-  const out: number[] = [];
+  const out = new Uint32Array(0x10000);
   const salt = plan.maskSeeds[j];
-  for (let low = 0; low < 0x10000; low++) if (mix(low, salt) < plan.bound) out.push(low);
-  return Uint32Array.from(out);
+  let held = 0;
+  for (let low = 0; low < 0x10000; low++) if (mix(low, salt) < plan.bound) out[held++] = low;
+  return out.subarray(0, held);
 }
 
 /** The held-out users among `ids`, in their order (sorted ids give sorted ids): one pass over a typed array. */

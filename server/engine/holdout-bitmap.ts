@@ -26,8 +26,25 @@ export function heldOutUsers(plan: HoldoutPlan, users: RoaringBitmap32): Roaring
   const first = users.minimum() >>> 16;
   const last = users.maximum() >>> 16;
   if (users.size < (last - first + 1) * DENSE_USERS_PER_BLOCK) return RoaringBitmap32.from(heldOutIds(plan, users.toUint32Array()));
+  return RoaringBitmap32.and(users, cover(plan, first, last));
+}
+
+/**
+ * The plan's masks laid over blocks `first`…`last`: kept for the next call when the span is small enough (a start
+ * asks once per partition, and every partition's users span the same blocks), so a start builds it once.
+ */
+const coverOf = new WeakMap<HoldoutPlan, { first: number; last: number; bitmap: RoaringBitmap32 }>();
+
+/** At most this many blocks are kept (8 KiB each at the densest masks: 16 MiB, a dense crowd of 2^27 users). */
+const KEPT_COVER_BLOCKS = 2048;
+
+function cover(plan: HoldoutPlan, first: number, last: number): RoaringBitmap32 {
+  const kept = coverOf.get(plan);
+  if (kept && kept.first <= first && kept.last >= last) return kept.bitmap;
   const byMask = masks(plan);
   const blocks: RoaringBitmap32[] = [];
   for (let block = first; block <= last; block++) blocks.push(RoaringBitmap32.addOffset(byMask[maskOf(plan, block)], block * 0x10000));
-  return RoaringBitmap32.and(users, RoaringBitmap32.orMany(blocks));
+  const bitmap = RoaringBitmap32.orMany(blocks);
+  if (last - first < KEPT_COVER_BLOCKS) coverOf.set(plan, { first, last, bitmap });
+  return bitmap;
 }

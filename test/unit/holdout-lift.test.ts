@@ -113,6 +113,12 @@ describe('holdout lift', () => {
       expect(held).toEqual(ids.filter((user) => isHeldOut(plan, user)));
       if (ids === dense) expect(Math.abs(held.length - ids.length * 0.175)).toBeLessThan(4 * Math.sqrt(ids.length * 0.175 * 0.825));
     }
+    // The masks laid over the first dense call's blocks are kept for the next calls: one inside that span, one past it.
+    const inside = dense.filter((user) => user >>> 16 === 5 && user % 3 === 0);
+    const past = Array.from({ length: 200_000 }, (_, i) => 7 * 65_536 + i).filter(() => random() < 0.5);
+    for (const ids of [inside, past, dense]) {
+      expect(heldOutUsers(plan, RoaringBitmap32.from(ids)).toArray()).toEqual(ids.filter((user) => isHeldOut(plan, user)));
+    }
   });
 
   it('is validated by validateWorkflow(): 0 to 50 percent, a clear problem otherwise', () => {
