@@ -1,6 +1,10 @@
 import { Environment } from '@marcbachmann/cel-js';
-import type { CrowdMembership } from '../../server/conditions/compile';
 import { re2Matches } from './regex';
+
+/** The predicate side of `inCrowd("name")`. */
+export interface CrowdMembership {
+  has(crowdName: string, user: number): boolean;
+}
 
 /**
  * The crowd lookup of the evaluation in progress. cel-js function handlers only receive their arguments, and

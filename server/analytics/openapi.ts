@@ -1,7 +1,7 @@
 // The HTTP surface of paths and funnels (app/api/v1/tenants/{tenant}/instances/{iid}/paths and …/funnel): the zod
 // schemas the routes validate with and the OpenAPI 3.1 path items built from them.
 import { z } from 'zod';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 
 /** Steps a funnel may name at most. */
 export const MAX_FUNNEL_STEPS = 20;

@@ -8,7 +8,7 @@ import {
   type ConditionUsage,
   type Relational,
 } from '../../core/conditions/analyze';
-import { conditionEnvironment, withMembership } from '../../core/conditions/environment';
+import { conditionEnvironment, withMembership, type CrowdMembership } from '../../core/conditions/environment';
 import { charge, runtimeCost } from '../../core/conditions/cost';
 import { checkCondition, refusalMessage, type CheckedCondition, type CheckRules } from '../../core/conditions/gate';
 import { narrowingPlanOf, type BitmapPlan, type PlanScalar } from '../../core/conditions/plan';
@@ -18,12 +18,8 @@ import { withRe2Matches } from '../../core/conditions/regex';
 export type ConditionEvent = { type: string; data: Record<string, unknown>; time: number /* epoch ms */ };
 export type ConditionInput = { user: number; now: number; event?: ConditionEvent; profile?: Record<string, unknown> };
 
-/** The predicate side of `inCrowd("name")`. */
-export interface CrowdMembership {
-  has(crowdName: string, user: number): boolean;
-}
-
 export type { BitmapPlan, PlanScalar } from '../../core/conditions/plan';
+export type { CrowdMembership } from '../../core/conditions/environment';
 export type { CheckedCondition } from '../../core/conditions/gate';
 export { evaluatePlan, type PlanResolver } from './plan-eval';
 

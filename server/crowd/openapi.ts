@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 import { EXPORT_COLUMNS_DESCRIPTION, EXPORT_COLUMNS_QUERY } from '../exports/openapi';
 import { CombineCrowdsBody } from './store';
 

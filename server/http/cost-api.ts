@@ -1,6 +1,6 @@
 // The HTTP surface of bounded cost: dead letters (events set aside by the runtime cost budget) and per-tenant limits.
 import { z } from 'zod';
-import { operation } from './openapi-kit';
+import { operation } from '../openapi-kit';
 import { TenantLimits, TenantLimitsPatch } from '../limits/limits';
 
 export const DeadLettersQuery = z.strictObject({

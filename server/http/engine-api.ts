@@ -8,7 +8,7 @@ import { EXPORT_COLUMNS_DESCRIPTION, EXPORT_COLUMNS_QUERY } from '../exports/ope
 import { Crowd } from '../crowd/openapi';
 import { StepCrowdBody } from '../workflows/step-crowd';
 import { ExperimentResultSchema } from './experiment-api';
-import { operation } from './openapi-kit';
+import { operation } from '../openapi-kit';
 import { MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from '../engine/ingest';
 import { DEDUPE_WINDOW_MS } from '../engine/ingest-dedupe';
 import { REENTRY_MODES } from '../engine/types';

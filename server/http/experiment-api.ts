@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { MIN_PATH_USERS, WIN_PROBABILITY } from '../../core/model/experiment';
 import { MIN_OUTCOMES } from '../../core/model/lift';
 import { StepName } from '../../core/model/workflow';
-import { operation } from './openapi-kit';
+import { operation } from '../openapi-kit';
 
 export const WinnerBody = z.strictObject({
   path: StepName.describe("The winning path, named by the step it leads to (as in the counts' `experiments.<step>.paths[].path`)"),

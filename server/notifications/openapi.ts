@@ -1,7 +1,7 @@
 // The HTTP surface of notifications (app/api/v1/notifications, app/api/v1/consumers/**): OpenAPI 3.1 path items
 // built from the schemas the routes validate with (./notifications.ts).
 import { z } from 'zod';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 import { CommitBody, CreateConsumerBody, INLINE_USERS_MAX, INLINE_USERS_PER_PAGE, MAX_PAGE, MAX_PAGE_BITMAP_BYTES } from './notifications';
 
 const Notification = z.object({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 import { PROCEDURE_STATES } from './types';
 
 const LockKey = z.object({ key: z.string(), mode: z.enum(['shared', 'exclusive']) });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 import { QUERY_DEADLINE_MS } from '../conditions/deadline';
 import { AudienceBody, MAX_PER_USER_AUDIENCE } from './audience';
 import { AUDIENCE_CONFIDENCE } from './estimate';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 import { AUDIT_ACTIONS } from './audit';
 
 const AuditEvent = z.object({

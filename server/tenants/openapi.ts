@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 import { SCOPES } from '../security/scopes';
 import { CreateApiKeyBody, CreateTenantBody } from './tenants';
 

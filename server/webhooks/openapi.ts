@@ -1,6 +1,6 @@
 // The HTTP surface of webhook destinations and their delivery logs (app/api/v1/tenants/[tenant]/webhooks/**).
 import { z } from 'zod';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 import { DELIVERY_STATUSES, MAX_LOG_PAGE } from './deliveries';
 import { CapExempt, CreateCapBody, UpdateCapBody } from './caps';
 import { CreateDestinationBody, UpdateDestinationBody } from './destinations';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 import { CreateWorkflowBody, UpdateWorkflowBody, WorkflowDefinition, WorkflowDraft, WorkflowSchedule } from '../../core/model/workflow';
 
 // Bodies are documented with the model's schemas (what a valid save looks like); the routes take the

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { MAX_EVENT_TYPE_LENGTH } from '../engine/ingest';
-import { operation } from '../http/openapi-kit';
+import { operation } from '../openapi-kit';
 import { QUERY_DEADLINE_MS } from '../conditions/deadline';
 
 /** At most this many events may be pretended in one preview. */

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { importsOf, sourceFiles } from '../helpers/import-graph';
+
+// The layers of the code, top to bottom (docs/ARCHITECTURE.md, "The layers"). A file may import (values or types)
+// from its own layer and the layers below it; an import that runs back up is refused unless UPWARD_ALLOWED lists it
+// with why it is still there, so a NEW upward import fails. A place is a folder (`server/engine/`) or a file
+// (`server/app.ts`); the most specific place that holds a file decides its layer.
+const LAYERS: { name: string; places: string[] }[] = [
+  {
+    name: "process and composition roots (the engine thread's entry is one)",
+    places: ['server/main.ts', 'server/boot.ts', 'server/create-app.ts', 'server/app.ts', 'server/shutdown.ts', 'server/engine/thread.ts'],
+  },
+  { name: 'HTTP API', places: ['app/', 'server/http/'] },
+  { name: 'features over the engine', places: ['server/workflows/', 'server/analytics/', 'server/exports/', 'server/webhooks/', 'server/notifications/'] },
+  { name: 'cluster (plugs into the engine)', places: ['server/cluster/'] },
+  { name: 'engine', places: ['server/engine/'] },
+  {
+    name: 'domain modules the engine uses',
+    places: ['server/procedures/', 'server/profiles/', 'server/crowd/', 'server/tenants/', 'server/security/', 'server/limits/', 'server/auth.ts'],
+  },
+  { name: 'condition evaluation', places: ['server/conditions/'] },
+  {
+    name: 'storage and process basics',
+    places: [
+      'server/storage/',
+      'server/clock.ts',
+      'server/env.ts',
+      'server/errors.ts',
+      'server/ids.ts',
+      'server/json-body.ts',
+      'server/lookup-cache.ts',
+      'server/openapi-kit.ts',
+      'server/process-owner.ts',
+      'server/source-thread.ts',
+    ],
+  },
+  { name: 'shared with the browser', places: ['core/'] },
+];
+
+// Why the upward imports below are still there (issue 35: §1 hands every part in from the composition root, §4 gives
+// the engine ports that cluster/ plugs into).
+const APP_READ = 'reads the registered app (app(), its state) instead of being handed the part by createApp (§1)';
+const EDGE = 'the route wrappers are the edge that reads the registered app, by design (one hand-over through globalThis)';
+const ENGINE_CALLS_CLUSTER = 'the engine calls cluster/ directly; it should define a port that the cluster member plugs into (§4)';
+const RUNNING_LOOKUP = 'the engine registers its live running lookup in workflows/running.ts, a port kept in app state (§1)';
+const JOURNAL_RETENTION = "the journal's retention lives with its reader (notifications/); the engine's housekeeping and asOf call it";
+const EXPORT_COLUMNS_DOC = "the crowd export route's OpenAPI text reuses the table export's description of profile columns";
+const SHUTDOWN = 'the counts stream closes its connections on shutdown, which the process layer owns';
+
+const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
+  { arrow: 'server/auth.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/cluster/channel.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/crowd/id-text-formatter.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/crowd/notice.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/crowd/openapi.ts → server/exports/openapi.ts', why: EXPORT_COLUMNS_DOC },
+  { arrow: 'server/engine/as-of.ts → server/notifications/journal-retention.ts', why: JOURNAL_RETENTION },
+  { arrow: 'server/engine/client.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/engine/client.ts → server/cluster/channel.ts', why: ENGINE_CALLS_CLUSTER },
+  { arrow: 'server/engine/client.ts → server/workflows/running.ts', why: RUNNING_LOOKUP },
+  { arrow: 'server/engine/engine.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/engine/engine.ts → server/cluster/committed-cache.ts', why: ENGINE_CALLS_CLUSTER },
+  { arrow: 'server/engine/engine.ts → server/cluster/counts.ts', why: ENGINE_CALLS_CLUSTER },
+  { arrow: 'server/engine/engine.ts → server/cluster/member.ts', why: ENGINE_CALLS_CLUSTER },
+  { arrow: 'server/engine/engine.ts → server/workflows/running.ts', why: RUNNING_LOOKUP },
+  { arrow: 'server/engine/ingest-commit.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/engine/ingest-dedupe.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/engine/ingest.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/engine/partition.ts → server/cluster/instances-sync.ts', why: ENGINE_CALLS_CLUSTER },
+  { arrow: 'server/engine/preview.ts → server/cluster/committed.ts', why: ENGINE_CALLS_CLUSTER },
+  { arrow: 'server/engine/reads.ts → server/cluster/committed-cache.ts', why: ENGINE_CALLS_CLUSTER },
+  { arrow: 'server/engine/reads.ts → server/cluster/committed.ts', why: ENGINE_CALLS_CLUSTER },
+  { arrow: 'server/engine/recent-log.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/engine/timer-loop.ts → server/notifications/notifications.ts', why: JOURNAL_RETENTION },
+  { arrow: 'server/exports/table-formatter.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/http/counts-stream.ts → server/shutdown.ts', why: SHUTDOWN },
+  { arrow: 'server/http/request-context.ts → server/app.ts', why: EDGE },
+  { arrow: 'server/lookup-cache.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/procedures/registry.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/procedures/runner.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/profiles/cluster-writes.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/profiles/index-store.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/security/rate-limit.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/security/sign-in-throttle.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/storage/database.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/storage/db.ts → server/app.ts', why: APP_READ },
+  { arrow: 'server/workflows/running.ts → server/app.ts', why: APP_READ },
+];
+
+function layerOf(file: string): number {
+  const holders = LAYERS.flatMap((layer, index) => layer.places.filter((place) => file.startsWith(place)).map((place) => ({ place, index })));
+  holders.sort((a, b) => b.place.length - a.place.length);
+  return holders[0]?.index ?? -1;
+}
+
+const files = ['app', 'server', 'core'].flatMap(sourceFiles);
+const projectImports = files.flatMap(importsOf).filter((i) => /^(app|server|core)\//.test(i.spec));
+const upward = projectImports.filter((i) => layerOf(i.spec) < layerOf(i.from)).map((i) => `${i.from} → ${i.spec}`);
+
+describe('layers', () => {
+  it('place every file of app/, server/ and core/ in a layer', () => {
+    expect(files.filter((file) => layerOf(file) < 0)).toEqual([]);
+  });
+
+  it('have no import running back up but the listed ones', () => {
+    const allowed = new Set(UPWARD_ALLOWED.map((entry) => entry.arrow));
+    expect([...new Set(upward)].filter((arrow) => !allowed.has(arrow))).toEqual([]);
+  });
+
+  it('list no allowed upward import that is gone (remove it from UPWARD_ALLOWED)', () => {
+    expect(UPWARD_ALLOWED.map((entry) => entry.arrow).filter((arrow) => !upward.includes(arrow))).toEqual([]);
+  });
+
+  it('are read the way the checks above assume', () => {
+    expect(layerOf('server/engine/engine.ts')).toBeGreaterThan(layerOf('server/http/respond.ts'));
+    expect(projectImports.some((i) => i.from === 'server/engine/engine.ts' && i.spec === 'server/engine/partition.ts')).toBe(true);
+  });
+});
