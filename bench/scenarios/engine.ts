@@ -25,7 +25,7 @@ const RESERVED_USERS = 1_000;
 
 export interface EngineFigures {
   start: Measured;
-  /** A start whose entry is a 3-way profile branch, as a multiple of `start` (engine-routed.ts). */
+  /** A start whose entry is a 3-way profile branch, as a multiple of a plain start timed beside it (engine-routed.ts). */
   routedStart: Measured;
   /** A start holding out 10% of the users, as a multiple of a plain start timed beside it (engine-holdout.ts). */
   holdoutStart: Measured;
@@ -138,9 +138,7 @@ export async function measureEngine(
         },
       };
     });
-    const routedStart = await profiled(profile, `engine only on ${database.provider}: routed start`, () =>
-      measureRoutedStart(engine, tenant, scale.users, start.value!),
-    );
+    const routedStart = await profiled(profile, `engine only on ${database.provider}: routed start`, () => measureRoutedStart(engine, tenant, scale.users));
     const holdoutStart = await profiled(profile, `engine only on ${database.provider}: holdout start`, () => measureHoldoutStart(engine, tenant, scale.users));
     const exitStart = await profiled(profile, `engine only on ${database.provider}: exit start`, () => measureExitStart(engine, tenant, scale.users));
     return { start, routedStart, holdoutStart, exitStart, counts, apply, memory };

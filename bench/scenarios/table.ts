@@ -139,7 +139,7 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
         target: lower(2000, '≤ 2 s, ≥ 50× rows', { scalesWithUsers: true, minSpeedupVsRows: 50 }),
       });
       out.push({
-        scenario: `start over ${U} users into a 3-way profile branch, until running with each path's count exact (engine only, × the start above)`,
+        scenario: `start over ${U} users into a 3-way profile branch, until running with each path's count exact (engine only, × a plain start timed beside it)`,
         provider,
         ours: measured(engine.routedStart, '×'),
         target: lower(2, '≤ 2× a plain start'),
