@@ -70,9 +70,9 @@ export class Shard {
       return;
     }
     const held = heldOutUsers(plan, users);
-    if (held.isEmpty) return;
     this.holdout.orInPlace(held);
     this.holdoutEntered += held.size;
+    held.dispose(); // a temporary of the start's size (see holdout-bitmap.ts)
   }
 
   /** `users` (one user or a bitmap) took the path of experiment `step` that leads to `path`. */
