@@ -122,7 +122,8 @@ export class Wakeup {
 export async function sleepUntilAborted(clock: Clock, ms: number, ...signals: AbortSignal[]): Promise<void> {
   if (signals.some((signal) => signal.aborted)) return;
   const once = new AbortController();
-  const abort = () => once.abort();
+  // A plain reason: an abort without one builds a DOMException with its stack, and 8,000 partitions wake at a firing.
+  const abort = () => once.abort(WOKEN);
   for (const signal of signals) signal.addEventListener('abort', abort, { once: true });
   try {
     await clock.sleep(ms, once.signal);

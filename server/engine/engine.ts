@@ -390,8 +390,9 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   // ---- counts -------------------------------------------------------------------------------------------------
 
-  countsChanged(instanceId: string): void {
-    const instance = this.findRuntime(instanceId);
+  /** `tenantId`, when the caller knows it, spares a scan of every tenant (a minute's firing of 1,000 tenants calls this 8,000 times). */
+  countsChanged(instanceId: string, tenantId?: string): void {
+    const instance = this.findRuntime(instanceId, tenantId);
     if (this.publishCounts && instance) {
       this.publishCounts(instance.record.tenantId, instance.counts(), {
         held: instance.shards.flatMap((shard, p) => (shard ? [p] : [])),
@@ -400,7 +401,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     }
     if (this.cluster && instance)
       this.cluster.counts.schedule(instance.record.tenantId, instanceId, () => this.heldFigures(instance.record.tenantId, instanceId));
-    this.pushes.changed(instanceId, () => this.findRuntime(instanceId)?.counts());
+    this.pushes.changed(instanceId, () => this.findRuntime(instanceId, tenantId)?.counts());
   }
 
   /** The counts of each partition of the instance this engine holds, with its lease epoch (for the other members). */
@@ -419,7 +420,10 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return this.pushes.subscribe(instanceId, listener);
   }
 
-  findRuntime(instanceId: string): InstanceRuntime | undefined {
+  /** The live instance, looked for in `tenantId` first when given, then in every loaded tenant. */
+  findRuntime(instanceId: string, tenantId?: string): InstanceRuntime | undefined {
+    const hinted = tenantId === undefined ? undefined : this.tenants.get(tenantId)?.loaded?.runtime.instances.get(instanceId);
+    if (hinted) return hinted;
     for (const entry of this.tenants.values()) {
       const instance = entry.loaded?.runtime.instances.get(instanceId);
       if (instance) return instance;

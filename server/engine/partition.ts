@@ -42,7 +42,7 @@ export interface EngineSide {
   readonly checkpoints: CheckpointWriter;
   /** Which partitions this process should hold when several share the database (server/cluster/). */
   readonly leasePolicy?: LeasePolicy;
-  countsChanged(instanceId: string): void;
+  countsChanged(instanceId: string, tenantId?: string): void;
   timersChanged(): void;
   requestStop(instance: InstanceRuntime): void;
   isStopRequested(instanceId: string): boolean;
@@ -123,7 +123,7 @@ export class PartitionWorker {
   private dropShards(): void {
     for (const instance of this.tenant.instances.values()) {
       instance.shards[this.partition] = undefined;
-      this.engine.countsChanged(instance.id);
+      this.engine.countsChanged(instance.id, instance.record.tenantId);
     }
   }
 
@@ -226,7 +226,7 @@ export class PartitionWorker {
   private installShard(instance: InstanceRuntime, shard: Shard): void {
     instance.shards[this.partition] = shard;
     instance.rebuilding.delete(this.partition);
-    this.engine.countsChanged(instance.id);
+    this.engine.countsChanged(instance.id, instance.record.tenantId);
   }
 
   /** After a failed commit the in-memory shards may be ahead of the database: drop them and rebuild from it. */
@@ -335,7 +335,7 @@ export class PartitionWorker {
   }
 
   afterCommit(touched: InstanceRuntime[], moveCount: number): void {
-    for (const instance of touched) this.engine.countsChanged(instance.id);
+    for (const instance of touched) this.engine.countsChanged(instance.id, instance.record.tenantId);
     if (moveCount > 0) this.engine.timersChanged();
     // The first moves since a checkpoint (a timer's, an operation's) give the sleeping loop a checkpoint to plan for:
     // a checkpoint interval after them, not at once, so a minute's firings of many tenants are not followed by a
