@@ -8,14 +8,21 @@ import { HOLDOUT_MASKS, heldOutIds, maskLows, maskOf, type HoldoutPlan } from '.
 /** Below this many users per block spanned, hashing each user is cheaper than copying a mask per block. */
 const DENSE_USERS_PER_BLOCK = 1024;
 
-/** A plan's masks as one-block bitmaps (block 0), built on first use: 16 × 65,536 hashes, once per plan. */
-const masksOf = new WeakMap<HoldoutPlan, RoaringBitmap32[]>();
+/**
+ * Per plan, built on first use: its masks as one-block bitmaps (block 0; 16 × 65,536 hashes), and the masks laid over
+ * the last span of blocks asked for, kept for the next call (a start asks once per partition, and every partition's
+ * users span the same blocks, so a start builds it once).
+ */
+const bitmapsOf = new WeakMap<HoldoutPlan, { masks: RoaringBitmap32[]; cover?: { first: number; last: number; bitmap: RoaringBitmap32 } }>();
 
-function masks(plan: HoldoutPlan): RoaringBitmap32[] {
-  let out = masksOf.get(plan);
+/** At most this many blocks are kept (8 KiB each at the densest masks: 16 MiB, a dense crowd of 2^27 users). */
+const KEPT_COVER_BLOCKS = 2048;
+
+function bitmaps(plan: HoldoutPlan) {
+  let out = bitmapsOf.get(plan);
   if (!out) {
-    out = Array.from({ length: HOLDOUT_MASKS }, (_, j) => RoaringBitmap32.from(maskLows(plan, j)));
-    masksOf.set(plan, out);
+    out = { masks: Array.from({ length: HOLDOUT_MASKS }, (_, j) => RoaringBitmap32.from(maskLows(plan, j))) };
+    bitmapsOf.set(plan, out);
   }
   return out;
 }
@@ -32,26 +39,21 @@ export function heldOutUsers(plan: HoldoutPlan, users: RoaringBitmap32): Roaring
   return held;
 }
 
-/**
- * The plan's masks laid over blocks `first`…`last`: kept for the next call when the span is small enough (a start
- * asks once per partition, and every partition's users span the same blocks), so a start builds it once.
- */
-const coverOf = new WeakMap<HoldoutPlan, { first: number; last: number; bitmap: RoaringBitmap32 }>();
-
-/** At most this many blocks are kept (8 KiB each at the densest masks: 16 MiB, a dense crowd of 2^27 users). */
-const KEPT_COVER_BLOCKS = 2048;
-
+/** The plan's masks laid over blocks `first`…`last`; `kept` when it stays cached (the caller frees it otherwise). */
 function cover(plan: HoldoutPlan, first: number, last: number): { bitmap: RoaringBitmap32; kept: boolean } {
-  const earlier = coverOf.get(plan);
+  const planBitmaps = bitmaps(plan);
+  const earlier = planBitmaps.cover;
   if (earlier && earlier.first <= first && earlier.last >= last) return { bitmap: earlier.bitmap, kept: true };
-  const byMask = masks(plan);
   const blocks: RoaringBitmap32[] = [];
-  for (let block = first; block <= last; block++) blocks.push(RoaringBitmap32.addOffset(byMask[maskOf(plan, block)], block * 0x10000));
+  for (let block = first; block <= last; block++) blocks.push(RoaringBitmap32.addOffset(planBitmaps.masks[maskOf(plan, block)], block * 0x10000));
   const bitmap = RoaringBitmap32.orMany(blocks);
   // Freed now, not at V8's next collection: roaring reports its native memory to V8, and with a large heap the
   // collections that megabytes of dropped temporaries set off cost more than the start itself.
   for (const block of blocks) block.dispose();
   const kept = last - first < KEPT_COVER_BLOCKS;
-  if (kept) coverOf.set(plan, { first, last, bitmap });
+  if (kept) {
+    earlier?.bitmap.dispose();
+    planBitmaps.cover = { first, last, bitmap };
+  }
   return { bitmap, kept };
 }
