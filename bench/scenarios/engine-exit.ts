@@ -9,7 +9,7 @@ import { WorkflowDefinition } from '../../core/model/workflow';
 import { database as processDatabase } from '../../server/storage/database';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { BRANCH_JOURNEY } from '../lib/data';
-import { timedStart } from './engine-holdout';
+import { againstPlainStarts } from './engine-holdout';
 import { planOf } from './engine-routed';
 import type { Measured } from './journey';
 
@@ -17,25 +17,23 @@ type Tenant = Parameters<typeof createWorkflow>[1];
 
 /** `tenant` holds crowd `all` = users 0…users-1 and the routed start's profiles. */
 export async function measureExitStart(engine: Engine, tenant: Tenant, users: number): Promise<Measured> {
-  const plain = await createWorkflow(processDatabase(), tenant, { name: 'plain-exit', definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });
   const leaving = await createWorkflow(processDatabase(), tenant, {
     name: 'exit-criteria',
     definition: WorkflowDefinition.parse({ ...BRANCH_JOURNEY, exit: { condition: 'profile.plan == "team"' } }),
   });
   let expected = 0;
   for (let user = 0; user < users; user++) if (planOf(user) === 'team') expected++;
-  const plainMs: number[] = [];
-  const exitMs: number[] = [];
-  for (let round = 0; round < 2; round++) {
-    plainMs.push((await timedStart(engine, tenant, plain.id, users)).ms);
-    const { ms, counts } = await timedStart(engine, tenant, leaving.id, users, (c) => c.total + (c.exited ?? 0) === users);
-    if (counts.exited !== expected) throw new Error(`${counts.exited} users exited, expected ${expected}`);
-    exitMs.push(ms);
-  }
-  const [best, bestPlain] = [Math.min(...exitMs), Math.min(...plainMs)];
+  const { best, bestPlain, ms, plainMs } = await againstPlainStarts(engine, tenant, users, {
+    plainName: 'plain-exit',
+    workflowId: leaving.id,
+    counted: (c) => c.total + (c.exited ?? 0) === users,
+    check: (counts) => {
+      if (counts.exited !== expected) throw new Error(`${counts.exited} users exited, expected ${expected}`);
+    },
+  });
   return {
     value: best / bestPlain,
     note: `(${Math.round(best)} ms; plain start ${Math.round(bestPlain)} ms; ${expected.toLocaleString('en-US')} exited)`,
-    details: { exitMs: exitMs.map(Math.round), plainMs: plainMs.map(Math.round), exited: expected },
+    details: { exitMs: ms, plainMs, exited: expected },
   };
 }

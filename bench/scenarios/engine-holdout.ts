@@ -53,9 +53,33 @@ export async function timedStart(
   }
 }
 
+/** The fastest of two starts of `workflowId` and of two starts of the plain journey, alternating (see timedStart). */
+export type AgainstPlain = { best: number; bestPlain: number; ms: number[]; plainMs: number[] };
+
+/**
+ * Starts `workflowId` and a plain journey (named `plainName`) alternately, twice each, the other until `counted` (then
+ * `check` looks at its counts), the plain one until every user is counted; the fastest of each.
+ */
+export async function againstPlainStarts(
+  engine: Engine,
+  tenant: Tenant,
+  users: number,
+  run: { plainName: string; workflowId: string; counted?: (counts: Counts) => boolean; check?: (counts: Counts) => void },
+): Promise<AgainstPlain> {
+  const plain = await createWorkflow(processDatabase(), tenant, { name: run.plainName, definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });
+  const plainMs: number[] = [];
+  const ms: number[] = [];
+  for (let round = 0; round < 2; round++) {
+    plainMs.push((await timedStart(engine, tenant, plain.id, users)).ms);
+    const started = await timedStart(engine, tenant, run.workflowId, users, run.counted);
+    run.check?.(started.counts);
+    ms.push(started.ms);
+  }
+  return { best: Math.min(...ms), bestPlain: Math.min(...plainMs), ms: ms.map(Math.round), plainMs: plainMs.map(Math.round) };
+}
+
 /** `tenant` already holds crowd `all` = users 0…users-1. */
 export async function measureHoldoutStart(engine: Engine, tenant: Tenant, users: number): Promise<Measured> {
-  const plain = await createWorkflow(processDatabase(), tenant, { name: 'plain-again', definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });
   const heldOut = await createWorkflow(processDatabase(), tenant, {
     name: 'held-out',
     definition: WorkflowDefinition.parse({ ...BRANCH_JOURNEY, holdout: HOLDOUT }),
@@ -63,19 +87,16 @@ export async function measureHoldoutStart(engine: Engine, tenant: Tenant, users:
   const plan = holdoutPlan(HOLDOUT, heldOut.id)!;
   let expected = 0;
   for (let user = 0; user < users; user++) if (isHeldOut(plan, user)) expected++;
-  const plainMs: number[] = [];
-  const holdoutMs: number[] = [];
-  for (let round = 0; round < 2; round++) {
-    plainMs.push((await timedStart(engine, tenant, plain.id, users)).ms);
-    const { ms, counts } = await timedStart(engine, tenant, heldOut.id, users);
-    const held = counts.holdout?.entered;
-    if (held !== expected) throw new Error(`holdout group of ${held} users, expected ${expected}`);
-    holdoutMs.push(ms);
-  }
-  const [best, bestPlain] = [Math.min(...holdoutMs), Math.min(...plainMs)];
+  const { best, bestPlain, ms, plainMs } = await againstPlainStarts(engine, tenant, users, {
+    plainName: 'plain-again',
+    workflowId: heldOut.id,
+    check: (counts) => {
+      if (counts.holdout?.entered !== expected) throw new Error(`holdout group of ${counts.holdout?.entered} users, expected ${expected}`);
+    },
+  });
   return {
     value: best / bestPlain,
     note: `(${Math.round(best)} ms; plain start ${Math.round(bestPlain)} ms; ${expected.toLocaleString('en-US')} held out)`,
-    details: { holdoutMs: holdoutMs.map(Math.round), plainMs: plainMs.map(Math.round), heldOut: expected },
+    details: { holdoutMs: ms, plainMs, heldOut: expected },
   };
 }

@@ -12,8 +12,7 @@ import { importProfiles } from '../../server/profiles/import';
 import { saveProfileSnapshot } from '../../server/profiles/index-store';
 import { database as processDatabase } from '../../server/storage/database';
 import { createWorkflow } from '../../server/workflows/workflows';
-import { BRANCH_JOURNEY } from '../lib/data';
-import { timedStart } from './engine-holdout';
+import { againstPlainStarts } from './engine-holdout';
 import type { Measured } from './journey';
 
 const ROUTED_JOURNEY = {
@@ -69,19 +68,15 @@ export async function measureRoutedStart(engine: Engine, tenant: Tenant, users: 
     const plan = planOf(user);
     expected[plan === 'pro' || plan === 'team' ? plan : 'other']++;
   }
-  const plain = await createWorkflow(processDatabase(), tenant, { name: 'plain-routed', definition: WorkflowDefinition.parse(BRANCH_JOURNEY) });
   const routed = await createWorkflow(processDatabase(), tenant, { name: 'routed', definition: WorkflowDefinition.parse(ROUTED_JOURNEY) });
-  const routedAll = (counts: Counts) => Object.entries(expected).every(([step, count]) => counts.steps[step] === count) && !counts.steps.plan;
-  const plainMs: number[] = [];
-  const routedMs: number[] = [];
-  for (let round = 0; round < 2; round++) {
-    plainMs.push((await timedStart(engine, tenant, plain.id, users)).ms);
-    routedMs.push((await timedStart(engine, tenant, routed.id, users, routedAll)).ms);
-  }
-  const [best, bestPlain] = [Math.min(...routedMs), Math.min(...plainMs)];
+  const { best, bestPlain, ms, plainMs } = await againstPlainStarts(engine, tenant, users, {
+    plainName: 'plain-routed',
+    workflowId: routed.id,
+    counted: (counts: Counts) => Object.entries(expected).every(([step, count]) => counts.steps[step] === count) && !counts.steps.plan,
+  });
   return {
     value: best / bestPlain,
     note: `(${Math.round(best)} ms; plain start ${Math.round(bestPlain)} ms)`,
-    details: { routedMs: routedMs.map(Math.round), plainMs: plainMs.map(Math.round), paths: expected },
+    details: { routedMs: ms, plainMs, paths: expected },
   };
 }
