@@ -1,6 +1,7 @@
 // The counts event stream (`GET …/instances/{iid}/counts/stream`) as a test reads it: a real server's response, so a
 // read waits for the server, up to a deadline.
 import type { Counts } from '../../server/engine/types';
+import { withinMs } from './wait-for';
 
 /** Reads `event: counts` messages of an SSE response as they arrive. */
 export function countsEvents(response: Response) {
@@ -21,7 +22,7 @@ export function countsEvents(response: Response) {
         }
         const left = deadline - Date.now();
         if (left <= 0) return null;
-        const chunk = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), left))]);
+        const chunk = await withinMs(reader.read(), left);
         if (!chunk || chunk.done) return null;
         buffer += decoder.decode(chunk.value, { stream: true });
       }

@@ -30,6 +30,19 @@ export async function waitFor<T>(
   }
 }
 
+/**
+ * What `work` resolves to, or null when a real process did not answer within `ms` (a read of a server's stream, which
+ * cannot be asked again like `waitFor`'s reads). The timer is cleared as soon as `work` settles.
+ */
+export async function withinMs<T>(work: Promise<T>, ms: number): Promise<T | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([work, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function describe(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
   return text.length > 500 ? `${text.slice(0, 500)}…` : text;
