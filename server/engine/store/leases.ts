@@ -98,6 +98,19 @@ const LEASES_PER_RENEWAL = 400;
  * tenants renewing one by one were 1,600 writes a second). Returns the leases that were not renewed: lost.
  */
 export async function renewLeases(database: Database, owner: string, leases: Lease[], now: number, leaseMs: number): Promise<Lease[]> {
+  // Every row of the owner at once, with no list to bind: when it renews as many rows as the owner holds leases,
+  // none was lost (owner names are unique to a process). Only a shortfall is looked at lease by lease: 8,000 leases
+  // of 1,000 idle tenants bound in 20 statements every 5 s were most of the engine thread's idle time.
+  const { params, bind } = database.dialect.parameters();
+  const renewed = await (await database.raw()).execute(
+    `UPDATE ${database.dialect.table('PartitionState')} SET "leaseUntilMs" = ${bind(now + leaseMs)} WHERE "owner" = ${bind(owner)}`,
+    params,
+  );
+  return renewed === leases.length ? [] : renewEach(database, owner, leases, now, leaseMs);
+}
+
+/** Renews each lease by its epoch; returns those that were not renewed: lost. */
+async function renewEach(database: Database, owner: string, leases: Lease[], now: number, leaseMs: number): Promise<Lease[]> {
   const rawDb = await database.raw();
   const t = database.dialect.table('PartitionState');
   const lost: Lease[] = [];
