@@ -22,6 +22,9 @@ import { parseDatabaseUrl } from './storage/database-url';
 import { closeStorage, openStorage, type Storage } from './storage/db';
 import { WebhookPump } from './webhooks/pump';
 
+/** How often the webhook pump looks for work nobody woke it for (other members' commits, quiet hours ending). */
+const PUMP_IDLE_POLL_MS = 2_000;
+
 /** What an engine is built from: the parts built before it. */
 export interface EngineParts {
   env: Env;
@@ -75,7 +78,11 @@ export function createApp(options: AppOptions = {}): App {
           : undefined;
   const startsEngine = mode !== 'idle' && mode !== 'none';
   const scheduler = options.scheduler ? createScheduler({ database, runner, clock }) : undefined;
-  const webhookPump = options.webhooks ? new WebhookPump({ database, runner, clock, zones: engine?.profiles }) : undefined;
+  // Woken by the engine's commits, the pump polls only for other processes' and for held deliveries coming due.
+  const webhookPump = options.webhooks
+    ? new WebhookPump({ database, runner, clock, zones: engine?.profiles, idlePollMs: engine ? PUMP_IDLE_POLL_MS : undefined })
+    : undefined;
+  if (webhookPump && engine) engine.onCountsChanged(() => webhookPump.wake());
   let started = false;
 
   const stop = async () => {

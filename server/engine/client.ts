@@ -266,6 +266,9 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   subscribeCounts(instanceId: string, listener: CountsListener): () => void {
     return this.pushes.subscribe(instanceId, listener);
   }
+  onCountsChanged(listener: () => void): () => void {
+    return this.pushes.onAnyChange(listener);
+  }
 
   /** Pushes the latest counts (none while a partition is moving) to the instance's subscribers. */
   private schedulePush(instanceId: string, tenantId = this.board.get(instanceId)?.tenantId): void {

@@ -13,6 +13,14 @@ export class CountsPushes {
   private readonly listeners = new Map<string, Set<CountsListener>>();
   private readonly pending = new Map<string, ReturnType<typeof setTimeout>>();
   private readonly lastPushAt = new Map<string, number>();
+  /** Told of every change of any instance, at once (the webhook pump: new journal moves to cut). */
+  private readonly anyChange = new Set<() => void>();
+
+  /** `listener` is told at once of every change of any instance's counts. */
+  onAnyChange(listener: () => void): () => void {
+    this.anyChange.add(listener);
+    return () => void this.anyChange.delete(listener);
+  }
 
   subscribe(instanceId: string, listener: CountsListener): () => void {
     let set = this.listeners.get(instanceId);
@@ -28,6 +36,7 @@ export class CountsPushes {
 
   /** The instance's counts changed: its listeners get `read()` at once or with the next coalesced push. */
   changed(instanceId: string, read: CountsRead): void {
+    for (const listener of this.anyChange) listener();
     if (!this.listeners.get(instanceId)?.size || this.pending.has(instanceId)) return;
     const wait = Math.max(0, (this.lastPushAt.get(instanceId) ?? Number.NEGATIVE_INFINITY) + COUNTS_PUSH_MS - performance.now());
     this.pending.set(

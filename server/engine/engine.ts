@@ -11,7 +11,9 @@ import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onTenantDeleted } from '../tenants/changes';
 import { retryTransient } from '../storage/transient';
 import { FairTurns } from './slices';
+import { CheckpointSchedule } from './checkpoint-schedule';
 import { CheckpointWriter } from './checkpoint-writer';
+import { CountsPublisher, type PublishCounts } from './counts-publisher';
 import { PartitionWorker, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
 import { logEnds } from './store/log';
@@ -37,7 +39,6 @@ import type { LeasePolicy } from './store/leases';
 import { profileCalls, type ProfileCalls } from '../profiles/calls';
 import type {
   Counts,
-  CountsCoverage,
   CountsListener,
   InstanceView,
   SnapshotView,
@@ -61,13 +62,15 @@ export interface EngineOptions {
   runner?: ProcedureRunner;
   leaseMs?: number;
   checkpointEveryMs?: number;
+  /** When every move since a partition's checkpoint is a bulk move: 10 minutes by default (partition.ts). */
+  bulkCheckpointEveryMs?: number;
   checkpointEveryMoves?: number;
   /** How long an operation waits for partitions this process does not own yet before failing. Default 2 minutes. */
   partitionWaitMs?: number;
   /** Bytes of bitmaps a start commits per transaction (operations.ts, START_COMMIT_BYTES by default). */
   startCommitBytes?: number;
   /** Told the counts of an instance right after every change (the engine thread publishes them to the request thread). */
-  publishCounts?: (tenantId: string, counts: Counts, coverage: CountsCoverage) => void;
+  publishCounts?: PublishCounts;
   /** Membership of a cluster on PostgreSQL (server/cluster/): this engine holds only its share of the partitions. */
   cluster?: ClusterMember;
 }
@@ -78,16 +81,18 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly wallClock: Clock;
   readonly database: Database;
   readonly checkpoints: CheckpointWriter;
+  readonly checkpointSchedule: CheckpointSchedule;
   /** The thread's turns between slices of long work, shared round-robin by the tenants with work waiting. */
   readonly turns = new FairTurns();
   readonly owner: string;
   readonly leaseMs: number;
   readonly checkpointEveryMs: number;
+  readonly bulkCheckpointEveryMs: number;
   readonly checkpointEveryMoves: number;
   readonly partitionWaitMs: number;
   readonly startCommitBytes: number;
   readonly runner: ProcedureRunner;
-  private readonly publishCounts: EngineOptions['publishCounts'];
+  private readonly countsPublisher: CountsPublisher | undefined;
   readonly cluster: ClusterMember | undefined;
   /** Profile writes and index reads, on this thread's profile index (the one conditions read). */
   readonly profiles: ProfileCalls;
@@ -108,6 +113,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.database = options.database ?? database();
     this.profiles = profileCalls(this.database);
     this.checkpoints = new CheckpointWriter(this.database);
+    this.checkpointSchedule = new CheckpointSchedule(this.wallClock);
     this.timers = new TimerLoop({
       clock: this.clock,
       database: this.database,
@@ -119,10 +125,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.owner = options.owner ?? processOwner();
     this.leases = new LeaseKeeper(this);
     this.runner = options.runner ?? app().runner;
-    this.publishCounts = options.publishCounts;
+    this.countsPublisher = options.publishCounts && new CountsPublisher(options.publishCounts, (id, tenantId) => this.findRuntime(id, tenantId));
     this.cluster = options.cluster;
     this.leaseMs = options.leaseMs ?? 15_000;
     this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
+    this.bulkCheckpointEveryMs = options.bulkCheckpointEveryMs ?? 10 * 60_000;
     this.checkpointEveryMoves = options.checkpointEveryMoves ?? 100_000;
     this.partitionWaitMs = options.partitionWaitMs ?? PARTITION_WAIT_MS;
     this.startCommitBytes = options.startCommitBytes ?? START_COMMIT_BYTES;
@@ -153,6 +160,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     await this.cluster?.start(this);
     this.timers.start();
     this.leases.start();
+    this.checkpointSchedule.start();
     // Listed before start returns, so a read that follows is told the tenant is loading instead of waiting for it.
     this.loadingAll = this.loadTenants(await this.tenantsToLoad());
     await ops.resumeInterruptedOperations(this);
@@ -208,6 +216,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.unsubscribeTenantDeleted?.();
     await this.timers.stop();
     await this.leases.stop();
+    await this.checkpointSchedule.stop();
     for (const entry of this.tenants.values()) {
       const { runtime, workers } = await entry.ready;
       await Promise.all(workers.map((w) => w.stop()));
@@ -392,13 +401,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   /** `tenantId`, when the caller knows it, spares a scan of every tenant (a minute's firing of 1,000 tenants calls this 8,000 times). */
   countsChanged(instanceId: string, tenantId?: string): void {
-    const instance = this.findRuntime(instanceId, tenantId);
-    if (this.publishCounts && instance) {
-      this.publishCounts(instance.record.tenantId, instance.counts(), {
-        held: instance.shards.flatMap((shard, p) => (shard ? [p] : [])),
-        partitions: instance.shards.length,
-      });
-    }
+    this.countsPublisher?.countsChanged(instanceId, tenantId);
+    const instance = this.cluster ? this.findRuntime(instanceId, tenantId) : undefined;
     if (this.cluster && instance)
       this.cluster.counts.schedule(instance.record.tenantId, instanceId, () => this.heldFigures(instance.record.tenantId, instanceId));
     this.pushes.changed(instanceId, () => this.findRuntime(instanceId, tenantId)?.counts());
@@ -418,6 +422,9 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   /** Called after committed changes of the instance's counts (at most one push per 100 ms). */
   subscribeCounts(instanceId: string, listener: CountsListener): () => void {
     return this.pushes.subscribe(instanceId, listener);
+  }
+  onCountsChanged(listener: () => void): () => void {
+    return this.pushes.onAnyChange(listener);
   }
 
   /** The live instance, looked for in `tenantId` first when given, then in every loaded tenant. */

@@ -34,6 +34,8 @@ export interface EngineHandle {
   getCounts(tenantId: string, instanceId: string): Promise<Counts>;
   /** Called after committed changes of the instance's counts: at once, or coalesced to one push per 100 ms in a burst. */
   subscribeCounts(instanceId: string, listener: CountsListener): () => void;
+  /** Called at once after every committed change of any instance's counts: new journal moves (the webhook pump). */
+  onCountsChanged(listener: () => void): () => void;
   /** The users at `step`: the union of the shards of a running instance, or the snapshot of a stopped one. */
   stepBitmap(tenantId: string, instanceId: string, step: string, users?: StepUsers, group?: HoldoutGroup): Promise<RoaringBitmap32>;
   whereIsUser(tenantId: string, user: number): Promise<WhereIsUser>;

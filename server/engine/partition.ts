@@ -1,12 +1,14 @@
 // The owner loop of one tenant partition: hold the lease, read the log in offset order, apply each event to every
 // running instance, commit the moves and the new offset in one fenced transaction, then publish counts. The
 // partition's timers (timers.ts) run under the same lock. The loop runs only when there is work: it sleeps on the
-// engine clock until it is poked (events appended, an instance started, the cluster gave it the partition) or its
-// checkpoint is due; the engine's LeaseKeeper renews its lease. An idle partition reads nothing.
+// engine clock until it is poked (events appended, an instance started, the cluster gave it the partition); the
+// engine's CheckpointSchedule hands it its checkpoint when due and its LeaseKeeper renews its lease. An idle partition
+// reads nothing and holds no timer.
 import type { ConditionEvent } from '../conditions/compile';
 import { profileKeysOfAll } from '../conditions/profile-predicate';
-import { sleepUntilAborted, Wakeup, type Clock } from '../clock';
+import { Wakeup, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
+import type { CheckpointDue, CheckpointSchedule } from './checkpoint-schedule';
 import type { CheckpointWriter } from './checkpoint-writer';
 import { DeadLetterBatch } from './dead-letter';
 import { enterByEvents } from './entry';
@@ -36,10 +38,18 @@ export interface EngineSide {
   readonly database: Database;
   readonly owner: string;
   readonly leaseMs: number;
+  /** A checkpoint is due this long after the first uncheckpointed move when some moves since are of single users. */
   readonly checkpointEveryMs: number;
+  /**
+   * … and this long after it when every move since is a bulk move (a timer's, an operation's): replaying a few bulk
+   * rows costs about what reading a checkpoint does, so writing one a minute after each once-a-minute firing is waste.
+   */
+  readonly bulkCheckpointEveryMs: number;
   readonly checkpointEveryMoves: number;
   /** Commits checkpoints together with those other partitions write at the same moment. */
   readonly checkpoints: CheckpointWriter;
+  /** Hands each partition its checkpoint when due: one timer for the engine. */
+  readonly checkpointSchedule: CheckpointSchedule;
   /** Which partitions this process should hold when several share the database (server/cluster/). */
   readonly leasePolicy?: LeasePolicy;
   countsChanged(instanceId: string, tenantId?: string): void;
@@ -51,18 +61,18 @@ export interface EngineSide {
 /** Log rows read per batch (each row is one ingested batch of up to 10,000 events for this partition). */
 const ROWS_PER_BATCH = 32;
 
-export class PartitionWorker {
+export class PartitionWorker implements CheckpointDue {
   lease: Lease | null = null;
   offset = 0;
   private readonly wakeup = new Wakeup();
-  /** Woken when the checkpoint's due time changes (sleepIdle). */
-  private readonly replan = new Wakeup();
   /** Woken when the worker takes its lease or commits a batch (Engine.drain waits on it). */
   readonly progressed = new Wakeup();
   private stopped = false;
   private loop: Promise<void> | undefined;
   private movesSinceCheckpoint = 0;
-  /** Wall time of the first move since the last checkpoint: the checkpoint is due `checkpointEveryMs` after it. */
+  /** Whether a move since the last checkpoint is of a single user (its checkpoint then comes due sooner). */
+  private singleMovesSinceCheckpoint = false;
+  /** Wall time of the first move since the last checkpoint: the checkpoint is due a checkpoint interval after it. */
   private uncheckpointedSince = 0;
   readonly lock: Mutex;
   private firstAttemptDone!: () => void;
@@ -89,6 +99,7 @@ export class PartitionWorker {
     this.stopped = true;
     this.poke();
     await this.loop;
+    this.engine.checkpointSchedule.cancel(this);
     if (!handBack) return void (this.lease = null);
     // A clean stop leaves nothing to replay: the next owner starts from these checkpoints.
     await this.checkpointIfDue(true).catch(() => undefined);
@@ -150,10 +161,9 @@ export class PartitionWorker {
           await this.checkpointIfDue(); // also under continuous load, so recovery never replays too much
           continue;
         }
-        await this.checkpointIfDue();
-        // A checkpoint coming due is written at once, without a log read: the partitions one firing moved come due
-        // together, and only what reaches the writer in the same turn shares a transaction.
-        while (!(await this.sleepIdle(clock, signal))) await this.checkpointIfDue();
+        // Nothing to read: asleep until poked (events appended, an instance, the cluster). A timer's or an operation's
+        // moves append nothing, so they do not poke (a minute's firing over 1,000 tenants would read 8,000 empty logs).
+        await clock.sleep(Number.POSITIVE_INFINITY, signal);
       } catch (error) {
         if (this.stopped) return;
         await this.recoverFrom(error);
@@ -162,27 +172,21 @@ export class PartitionWorker {
     }
   }
 
-  /**
-   * Sleeps with nothing to read until poked (events appended, an instance, the cluster) or the checkpoint is due. The
-   * first moves since a checkpoint (a timer's, an operation's) only plan the wake-up again (`replan`): nothing was
-   * appended, so there is no log to read (a minute's firing over 1,000 tenants would read 8,000 empty logs). True
-   * when poked (or stopped), false when the checkpoint is due.
-   */
-  private async sleepIdle(clock: Clock, poked: AbortSignal): Promise<boolean> {
-    while (!poked.aborted && !this.stopped) {
-      const replanned = this.replan.signal();
-      const due = this.untilCheckpointDue();
-      if (due === 0) return false;
-      await sleepUntilAborted(clock, due, poked, replanned);
-      if (!replanned.aborted && !poked.aborted) return false;
-    }
-    return true;
+  /** The CheckpointSchedule's call: the checkpoint planned after the first uncheckpointed move is due. */
+  checkpointDue(): void {
+    void this.checkpointIfDue().catch((error: unknown) => {
+      if (this.stopped) return;
+      void this.recoverFrom(error).then(() => this.poke());
+    });
   }
 
-  /** How long the loop may sleep with nothing to read: until its checkpoint is due, or until poked. */
-  private untilCheckpointDue(): number {
-    if (this.movesSinceCheckpoint === 0) return Number.POSITIVE_INFINITY;
-    return Math.max(0, this.uncheckpointedSince + this.engine.checkpointEveryMs - this.engine.wallClock.now());
+  /** When the checkpoint of the moves since the last one is due (wall clock). */
+  private checkpointDueAt(): number {
+    return this.uncheckpointedSince + (this.singleMovesSinceCheckpoint ? this.engine.checkpointEveryMs : this.engine.bulkCheckpointEveryMs);
+  }
+
+  private planCheckpoint(): void {
+    if (this.movesSinceCheckpoint > 0) this.engine.checkpointSchedule.plan(this, this.checkpointDueAt());
   }
 
   /** The LeaseKeeper found the lease taken over or expired: stop writing the partition, then try to take it again. */
@@ -220,6 +224,7 @@ export class PartitionWorker {
     });
     this.progressed.wake();
     this.engine.timersChanged();
+    this.planCheckpoint(); // moves of an earlier hold not checkpointed yet
     return 'taken';
   }
 
@@ -243,6 +248,7 @@ export class PartitionWorker {
     await this.lock.run(async () => {
       this.lease = null; // re-acquiring re-reads the committed offset and rebuilds the shards
     });
+    this.planCheckpoint(); // a failed checkpoint is tried again
   }
 
   private async applyRows(rows: LogRow[]): Promise<void> {
@@ -269,7 +275,7 @@ export class PartitionWorker {
     await commitBatch(this.engine.database, this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra });
     this.offset = to;
     this.progressed.wake();
-    this.afterCommit(touched, moves.length + conversions.length);
+    this.afterCommit(touched, moves.length + conversions.length, conversions.length > 0 || moves.some((move) => move.bitmap === null));
   }
 
   /**
@@ -334,26 +340,26 @@ export class PartitionWorker {
     if (goal) conversions.push(...goal.commit());
   }
 
-  afterCommit(touched: InstanceRuntime[], moveCount: number): void {
+  /**
+   * After a commit of `moveCount` moves (`singleMoves`: some of one user): counts and timers change, and the first
+   * moves since a checkpoint plan one, a checkpoint interval after them rather than at once, so a minute's firings
+   * of many tenants are not followed by a checkpoint of every partition they moved while the next tenants still
+   * fire; the partitions a firing moved come due together and commit their checkpoints together (CheckpointWriter).
+   */
+  afterCommit(touched: InstanceRuntime[], moveCount: number, singleMoves: boolean): void {
     for (const instance of touched) this.engine.countsChanged(instance.id, instance.record.tenantId);
-    if (moveCount > 0) this.engine.timersChanged();
-    // The first moves since a checkpoint (a timer's, an operation's) give the sleeping loop a checkpoint to plan for:
-    // a checkpoint interval after them, not at once, so a minute's firings of many tenants are not followed by a
-    // checkpoint of every partition they moved while the next tenants still fire; the partitions a firing moved
-    // come due together and commit their checkpoints together (CheckpointWriter).
-    if (this.movesSinceCheckpoint === 0 && moveCount > 0) {
-      this.uncheckpointedSince = this.engine.wallClock.now();
-      this.replan.wake();
-    }
+    if (moveCount === 0) return;
+    this.engine.timersChanged();
+    if (this.movesSinceCheckpoint === 0) this.uncheckpointedSince = this.engine.wallClock.now();
     this.movesSinceCheckpoint += moveCount;
+    this.singleMovesSinceCheckpoint ||= singleMoves;
+    this.planCheckpoint();
   }
 
   /** Writes every shard of this partition when enough moves were made, or time passed, since the first uncheckpointed one. */
   async checkpointIfDue(force = false): Promise<void> {
     const now = this.engine.wallClock.now();
-    const due =
-      this.movesSinceCheckpoint >= this.engine.checkpointEveryMoves ||
-      (this.movesSinceCheckpoint > 0 && now - this.uncheckpointedSince >= this.engine.checkpointEveryMs);
+    const due = this.movesSinceCheckpoint >= this.engine.checkpointEveryMoves || (this.movesSinceCheckpoint > 0 && now >= this.checkpointDueAt());
     if (!force && !due) return;
     await this.lock.run(async () => {
       if (!this.lease) return;
@@ -363,6 +369,8 @@ export class PartitionWorker {
       });
       await this.engine.checkpoints.write(this.lease, checkpoints, this.engine.clock.now());
       this.movesSinceCheckpoint = 0;
+      this.singleMovesSinceCheckpoint = false;
+      this.engine.checkpointSchedule.cancel(this);
     });
   }
 

@@ -179,7 +179,12 @@ async function commitFirings(firings: TenantFiring[], now: number): Promise<unkn
     if (outcome) failures.push(outcome.error);
     for (const w of work) {
       if (outcome) w.worker.discardUncommitted();
-      else w.worker.afterCommit(w.touched, w.moves.length);
+      else
+        w.worker.afterCommit(
+          w.touched,
+          w.moves.length,
+          w.moves.some((move) => move.bitmap === null),
+        );
     }
   }
   return failures;

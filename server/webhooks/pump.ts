@@ -1,10 +1,11 @@
 // The webhook pump of a server process (started by server/boot.ts, on the request thread beside the procedure
-// runner): every poll it cuts new journal moves into deliveries for each destination that is behind the journal,
+// runner): woken by its engine's commits (at most every `pollMs`), else every `idlePollMs` (other processes' commits,
+// held deliveries coming due), it cuts new journal moves into deliveries for each destination behind the journal,
 // then hands each delivery to the runner. Every process may run one: the cursor compare-and-set (./cut.ts) lets only
 // one of them commit a round, and the loser reads again from the new cursor. A destination whose tenant had nothing
 // new when the journal's newest seq was N is not read again until the journal grows past N (seqs are global, so
 // another tenant's moves leave its cursor behind the newest seq), and the last bulk moves stay decoded between rounds.
-import { systemClock, type Clock } from '../clock';
+import { LoopIdle, systemClock, Wakeup, type Clock } from '../clock';
 import type { ProcedureRunner } from '../procedures/types';
 import { compactCapped, dropOldCapWindows } from './capping';
 import { commitRound, cutRound, DecodedMoves } from './cut';
@@ -26,7 +27,13 @@ export interface WebhookPumpOptions {
   /** Where quiet hours group users by zone: the engine's profile calls (the engine thread holds the profile index). */
   zones?: ZoneGrouping;
   clock?: Clock;
+  /** The shortest time between two rounds (DEFAULT_POLL_MS): commits in a burst wake the pump once per this. */
   pollMs?: number;
+  /**
+   * How long the pump sleeps when not woken (`wake()`, by its engine's commits): `pollMs` by default. Commits of
+   * other processes and held deliveries coming due are noticed after it.
+   */
+  idlePollMs?: number;
 }
 
 export class WebhookPump {
@@ -34,6 +41,9 @@ export class WebhookPump {
   private readonly runner: ProcedureRunner;
   private readonly clock: Clock;
   private readonly pollMs: number;
+  private readonly idlePollMs: number;
+  private readonly wakeup = new Wakeup();
+  private readonly idle: LoopIdle;
   private loop: Promise<void> | undefined;
   private stopping: AbortController | undefined;
   private lastSweep = -Infinity;
@@ -47,6 +57,8 @@ export class WebhookPump {
     this.runner = options.runner;
     this.clock = options.clock ?? systemClock;
     this.pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+    this.idlePollMs = Math.max(this.pollMs, options.idlePollMs ?? this.pollMs);
+    this.idle = new LoopIdle(this.clock);
     registerWebhookProcedures(this.runner);
   }
 
@@ -113,21 +125,36 @@ export class WebhookPump {
   start(): void {
     if (this.loop) return;
     const stopping = (this.stopping = new AbortController());
+    this.idle.started();
     this.loop = (async () => {
       while (!stopping.signal.aborted) {
+        // Taken before the round: a commit during it is cut by the next one (stop() wakes it too).
+        const woken = this.wakeup.signal();
         try {
           await this.pumpOnce();
         } catch (error) {
           console.error('[webhooks] pump round failed; trying again', error);
         }
-        await this.clock.sleep(this.pollMs, stopping.signal);
+        await this.idle.sleep(this.pollMs, stopping.signal);
+        if (!stopping.signal.aborted) await this.idle.sleep(this.idlePollMs - this.pollMs, woken);
       }
-    })();
+    })().finally(() => this.idle.stopped());
   }
 
   async stop(): Promise<void> {
     this.stopping?.abort();
+    this.wakeup.wake();
     await this.loop;
     this.loop = undefined;
+  }
+
+  /** Resolves once the loop sleeps until a later time of its clock (tests, after moving it). */
+  settled(): Promise<void> {
+    return this.idle.settled();
+  }
+
+  /** New journal moves (a commit of this process's engine): the next round comes at once, or `pollMs` after the last. */
+  wake(): void {
+    this.wakeup.wake();
   }
 }
