@@ -21,7 +21,7 @@ import * as reads from './reads';
 import { previewPath, type PathPreview, type PreviewRequest } from './preview';
 import { CountsPushes } from './counts-pushes';
 import { TimerLoop, type LoadedTenant } from './timer-loop';
-import { LeaseKeeper, type LeaseHolder } from './lease-keeper';
+import { LeaseKeeper } from './lease-keeper';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import type { SampledInstance } from './counts-history';
 import type { CommittedShards } from '../cluster/committed-cache';
@@ -251,9 +251,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return (await this.tenantEntry(tenantId)).workers;
   }
 
-  /** Every partition worker of the tenants loaded so far (the LeaseKeeper renews their leases). */
-  *holders(): Iterable<LeaseHolder> {
-    for (const entry of this.tenants.values()) if (entry.loaded) yield* entry.loaded.workers;
+  leaseHeld(worker: PartitionWorker, held: boolean): void {
+    this.leases.track(worker, held);
   }
 
   /** The tenants loaded so far, with their partition loops. */

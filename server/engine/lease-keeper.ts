@@ -1,6 +1,8 @@
 // Keeps every partition lease of the engine alive with one loop for the process, not one per partition: an idle
-// partition costs nothing between events. Leases are renewed every third of their length, in a few statements for
-// all of them (store/leases.ts `renewLeases`); a lease found lost is handed back to its worker, which stops writing.
+// partition costs nothing between events. Leases are renewed every third of their length in one statement for all of
+// them (store/leases.ts `renewLeases`); a lease found lost is handed back to its worker, which stops writing. Workers
+// say when they take or give up a lease (`track`), so a renewal only counts them: walking 8,000 workers of 1,000
+// tenants every 5 s to collect their leases was most of an idle engine thread's time.
 import { Wakeup, type Clock } from '../clock';
 import type { Database } from '../storage/database';
 import { renewLeases, type Lease } from './store/leases';
@@ -18,15 +20,22 @@ export interface LeaseKeeperHost {
   readonly database: Database;
   readonly owner: string;
   readonly leaseMs: number;
-  holders(): Iterable<LeaseHolder>;
 }
 
 export class LeaseKeeper {
   private readonly wakeup = new Wakeup();
   private loop: Promise<void> | undefined;
   private running = false;
+  /** The workers holding their partition's lease now. */
+  private readonly holders = new Set<LeaseHolder>();
 
   constructor(private readonly host: LeaseKeeperHost) {}
+
+  /** The worker took (`held`) or gave up its lease. */
+  track(holder: LeaseHolder, held: boolean): void {
+    if (held) this.holders.add(holder);
+    else this.holders.delete(holder);
+  }
 
   start(): void {
     if (this.running) return;
@@ -42,14 +51,20 @@ export class LeaseKeeper {
 
   /** Renews every held lease now; resolves when done (the loop does this every third of a lease). */
   async renewAll(): Promise<void> {
-    const held = new Map<Lease, LeaseHolder>();
-    for (const holder of this.host.holders()) if (holder.lease) held.set(holder.lease, holder);
-    if (held.size === 0) return;
-    const lost = await renewLeases(this.host.database, this.host.owner, [...held.keys()], this.host.wallClock.now(), this.host.leaseMs);
-    for (const lease of lost) {
-      const holder = held.get(lease)!;
-      if (holder.lease === lease) holder.leaseLost(lease); // not handed off or retaken meanwhile
-    }
+    if (this.holders.size === 0) return;
+    const lost = await renewLeases(
+      this.host.database,
+      this.host.owner,
+      this.holders.size,
+      () => this.heldLeases(),
+      this.host.wallClock.now(),
+      this.host.leaseMs,
+    );
+    for (const { lease, holder } of lost) if (holder.lease === lease) holder.leaseLost(lease); // not handed off or retaken meanwhile
+  }
+
+  private heldLeases(): { lease: Lease; holder: LeaseHolder }[] {
+    return [...this.holders].flatMap((holder) => (holder.lease ? [{ lease: holder.lease, holder }] : []));
   }
 
   private async run(): Promise<void> {

@@ -52,6 +52,8 @@ export interface EngineSide {
   readonly checkpointSchedule: CheckpointSchedule;
   /** Which partitions this process should hold when several share the database (server/cluster/). */
   readonly leasePolicy?: LeasePolicy;
+  /** The worker took (true) or gave up (false) its partition's lease: the lease keeper renews those held. */
+  leaseHeld(worker: PartitionWorker, held: boolean): void;
   countsChanged(instanceId: string, tenantId?: string): void;
   timersChanged(): void;
   requestStop(instance: InstanceRuntime): void;
@@ -62,7 +64,7 @@ export interface EngineSide {
 const ROWS_PER_BATCH = 32;
 
 export class PartitionWorker implements CheckpointDue {
-  lease: Lease | null = null;
+  private held: Lease | null = null;
   offset = 0;
   private readonly wakeup = new Wakeup();
   /** Woken when the worker takes its lease or commits a batch (Engine.drain waits on it). */
@@ -87,6 +89,16 @@ export class PartitionWorker implements CheckpointDue {
     this.lock = tenant.locks[partition];
   }
 
+  /** The partition's lease while this process holds it: the engine's LeaseKeeper renews it. */
+  get lease(): Lease | null {
+    return this.held;
+  }
+
+  private hold(lease: Lease | null): void {
+    this.held = lease;
+    this.engine.leaseHeld(this, lease !== null);
+  }
+
   start(): void {
     this.loop ??= this.run();
   }
@@ -100,11 +112,11 @@ export class PartitionWorker implements CheckpointDue {
     this.poke();
     await this.loop;
     this.engine.checkpointSchedule.cancel(this);
-    if (!handBack) return void (this.lease = null);
+    if (!handBack) return this.hold(null);
     // A clean stop leaves nothing to replay: the next owner starts from these checkpoints.
     await this.checkpointIfDue(true).catch(() => undefined);
     const lease = this.lease;
-    this.lease = null;
+    this.hold(null);
     if (lease) await releaseLease(this.engine.database, lease).catch(() => undefined);
   }
 
@@ -118,7 +130,7 @@ export class PartitionWorker implements CheckpointDue {
     await this.lock.run(async () => {
       const lease = this.lease;
       if (!lease) return;
-      this.lease = null;
+      this.hold(null);
       this.dropShards();
       await releaseLease(this.engine.database, lease);
     });
@@ -214,7 +226,7 @@ export class PartitionWorker implements CheckpointDue {
     ).finally(leaseRead);
     if (!taken) return 'held';
     await this.lock.run(async () => {
-      this.lease = taken.lease;
+      this.hold(taken.lease);
       this.offset = taken.offset;
       // Shared with other members: instances may have started or stopped there meanwhile.
       if (policy) await syncRunningInstances(this.tenant);
@@ -239,14 +251,14 @@ export class PartitionWorker implements CheckpointDue {
     if (error instanceof LeaseLostError) {
       console.warn(`[crowdflow] ${error.message}; partition released`);
       await this.lock.run(async () => {
-        this.lease = null;
+        this.hold(null);
         this.dropShards();
       });
       return;
     }
     console.error(`[crowdflow] partition ${this.partition} of tenant ${this.tenant.id} failed; rebuilding it from its checkpoint and journal`, error);
     await this.lock.run(async () => {
-      this.lease = null; // re-acquiring re-reads the committed offset and rebuilds the shards
+      this.hold(null); // re-acquiring re-reads the committed offset and rebuilds the shards
     });
     this.planCheckpoint(); // a failed checkpoint is tried again
   }
@@ -380,7 +392,7 @@ export class PartitionWorker implements CheckpointDue {
    * partition is being rebuilt (503 partition_recovering) rather than leave its users out.
    */
   discardUncommitted(): void {
-    this.lease = null;
+    this.hold(null);
     for (const instance of this.tenant.instances.values()) {
       instance.shards[this.partition] = undefined;
       instance.rebuilding.add(this.partition);
