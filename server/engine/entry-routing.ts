@@ -19,10 +19,14 @@ const PER_USER_SLICE = 20_000;
 export interface EntryRouting {
   /**
    * The users of `users` each branch of `runtime` (a branch step that routes on entry) takes, in branch order and
-   * disjoint (first match wins), and those no branch takes. `users` is not changed.
+   * disjoint (first match wins), and those no branch takes. `users` is not changed; the bitmaps returned are new, and
+   * the caller frees them (moves.ts: each group once it has moved).
    */
   route(runtime: StepRuntime, users: RoaringBitmap32, now: number): { taken: RoaringBitmap32[]; rest: RoaringBitmap32 };
-  /** The users of `users` who meet the workflow's exit criteria (none when they read `event` or there are none). */
+  /**
+   * The users of `users` who meet the workflow's exit criteria (none when they read `event` or there are none): a new
+   * bitmap the caller frees.
+   */
   exiting(users: RoaringBitmap32, now: number): RoaringBitmap32;
 }
 
@@ -77,7 +81,9 @@ class IndexRouting implements EntryRouting {
     const out: number[] = [];
     for (let from = 0; from < ids.length; from += PER_USER_SLICE) {
       const slice = ids.subarray(from, from + PER_USER_SLICE);
-      const profiles = condition.usesProfile ? this.resolver.profiles.materialize(RoaringBitmap32.from(slice), keys ?? undefined) : null;
+      const sliceUsers = condition.usesProfile ? RoaringBitmap32.from(slice) : null;
+      const profiles = sliceUsers ? this.resolver.profiles.materialize(sliceUsers, keys ?? undefined) : null;
+      sliceUsers?.dispose(); // materialize reads it and returns plain objects
       for (const user of slice) if (holds(condition, { user, now, profile: profiles?.get(user) }, this.data)) out.push(user);
     }
     return RoaringBitmap32.from(out);

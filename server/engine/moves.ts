@@ -149,12 +149,23 @@ export class Mover {
   private enter(arrivals: Arrivals, from: string | null, to: string, hops: number): string {
     if (hops === 0 && arrivals instanceof ManyUsers && !(this.exitsChecked && from !== null)) {
       const leaving = this.routing.exiting(arrivals.users, this.now);
-      if (leaving.size > 0) {
+      if (leaving.isEmpty) leaving.dispose();
+      else {
+        // recordExit serializes `leaving` and ORs it into the shard's bitmaps: nothing keeps it, so it is freed here.
         this.recordExit(from, new ManyUsers(leaving));
-        if (leaving.size === arrivals.count) return to;
-        arrivals = new ManyUsers(RoaringBitmap32.andNot(arrivals.users, leaving));
+        const everyone = leaving.size === arrivals.count;
+        const staying = everyone ? null : RoaringBitmap32.andNot(arrivals.users, leaving);
+        leaving.dispose();
+        if (!staying) return to;
+        // Ours too: whatever keeps these users copies them (see ManyUsers), so it is freed once they have moved.
+        return disposedAfter(staying, () => this.moveOn(new ManyUsers(staying), from, to, hops));
       }
     }
+    return this.moveOn(arrivals, from, to, hops);
+  }
+
+  /** The step switch proper, for arrivals the exit criteria have seen. */
+  private moveOn(arrivals: Arrivals, from: string | null, to: string, hops: number): string {
     this.record(from, to, arrivals);
     const runtime = this.workflow.get(to);
     const step = runtime.step;
@@ -170,7 +181,7 @@ export class Mover {
           if (runtime.splitAll >= 0) return this.enter(arrivals, to, step.paths[runtime.splitAll].next, hops + 1);
           let rest = to;
           for (const [path, part] of arrivals.byPath((user) => splitPath(runtime, user), step.paths.length))
-            rest = this.enter(part, to, step.paths[path].next, hops + 1);
+            rest = disposedAfter(part, () => this.enter(part, to, step.paths[path].next, hops + 1));
           return rest;
         }
         case 'branch':
@@ -194,7 +205,7 @@ export class Mover {
     let at = step.name;
     for (const [branch, part] of arrivals.byBranch((users) => this.routing.route(runtime, users, this.now))) {
       const next = branch < 0 ? step.name : step.branches[branch].next;
-      at = next === step.name ? this.rest(part, runtime) : this.enter(part, step.name, next, hops + 1);
+      at = disposedAfter(part, () => (next === step.name ? this.rest(part, runtime) : this.enter(part, step.name, next, hops + 1)));
     }
     return at;
   }
@@ -218,7 +229,13 @@ export class Mover {
   }
 }
 
-/** One user or a bitmap of users entering a step together: the step switch treats both alike. */
+/**
+ * One user or a bitmap of users entering a step together: the step switch treats both alike. The groups byPath and
+ * byBranch return are new bitmaps the caller owns and frees with dispose() once they have moved: every place that
+ * keeps users (a step, its buckets, the exited, converted and path bitmaps) ORs or clones them, and the journal keeps
+ * their serialized bytes. At 10M users each group is about a megabyte of native memory, which roaring reports to V8:
+ * left to the collector, a start's groups set off major collections of the engine's large heap (issue 37's starts).
+ */
 interface Arrivals {
   readonly count: number;
   addTo(bitmap: RoaringBitmap32): void;
@@ -226,6 +243,8 @@ interface Arrivals {
   byPath(choose: (user: number) => number, choices: number): Array<[number, Arrivals]>;
   /** The arrivals grouped by the branch that takes them (-1: none), from bitmaps per branch; empty groups left out. */
   byBranch(route: (users: RoaringBitmap32) => Routed): Array<[number, Arrivals]>;
+  /** Frees a group byPath or byBranch returned (one user holds no bitmap). */
+  dispose(): void;
 }
 
 type Routed = ReturnType<EntryRouting['route']>;
@@ -241,9 +260,13 @@ class OneUser implements Arrivals {
   }
   byBranch(route: (users: RoaringBitmap32) => Routed): Array<[number, Arrivals]> {
     // The same bitmap plans as a crowd's: one user routes exactly as it would among many.
-    const { taken } = route(RoaringBitmap32.of(this.user));
-    return [[taken.findIndex((users) => users.has(this.user)), this]];
+    const one = RoaringBitmap32.of(this.user);
+    const { taken, rest } = route(one);
+    const branch = taken.findIndex((users) => users.has(this.user));
+    for (const bitmap of [one, ...taken, rest]) bitmap.dispose();
+    return [[branch, this]];
   }
+  dispose(): void {}
 }
 
 class ManyUsers implements Arrivals {
@@ -255,11 +278,33 @@ class ManyUsers implements Arrivals {
     bitmap.orInPlace(this.users);
   }
   byPath(choose: (user: number) => number, choices: number): Array<[number, Arrivals]> {
-    return splitBitmap(this.users, choose, choices).flatMap((part, i): Array<[number, Arrivals]> => (part.size > 0 ? [[i, new ManyUsers(part)]] : []));
+    return nonEmpty([...splitBitmap(this.users, choose, choices).entries()]);
   }
   byBranch(route: (users: RoaringBitmap32) => Routed): Array<[number, Arrivals]> {
     const { taken, rest } = route(this.users);
-    return [...taken.entries(), [-1, rest] as const].flatMap(([i, part]): Array<[number, Arrivals]> => (part.size > 0 ? [[i, new ManyUsers(part)]] : []));
+    return nonEmpty([...taken.entries(), [-1, rest]]);
+  }
+  /** Only for a group of byPath or byBranch: other ManyUsers wrap a bitmap their caller owns. */
+  dispose(): void {
+    this.users.dispose();
+  }
+}
+
+/** Groups of users (new bitmaps) as arrivals, the empty ones freed and left out. */
+function nonEmpty(groups: Array<[number, RoaringBitmap32]>): Array<[number, Arrivals]> {
+  return groups.flatMap(([i, users]): Array<[number, Arrivals]> => {
+    if (users.size > 0) return [[i, new ManyUsers(users)]];
+    users.dispose();
+    return [];
+  });
+}
+
+/** `work(owned)`, then `owned` (a temporary of this move that nothing else keeps) is freed, also when `work` throws. */
+function disposedAfter<T>(owned: { dispose(): unknown }, work: () => T): T {
+  try {
+    return work();
+  } finally {
+    owned.dispose();
   }
 }
 
