@@ -124,7 +124,9 @@ async function excludedEveryone(
   const previous = await previousInstance(database, workflowId, '');
   if (!previous || crowd.count > Number(previous.userCount)) return null;
   const { users, excludedCount } = await crowdOf(database, tenantId, crowd.name, workflowId, '', reentry);
-  return users.size === 0 ? excludedCount : null;
+  const empty = users.isEmpty;
+  users.dispose(); // read for this check only (crowdOf's caller owns it)
+  return empty ? excludedCount : null;
 }
 
 /**

@@ -34,17 +34,28 @@ async function previousUsers(database: Database, workflowId: string, exceptId: s
   const previous = await previousInstance(database, workflowId, exceptId);
   if (!previous) return null;
   const snapshot = await database.db.instanceSnapshot.findUnique({ where: { instanceId: previous.id } });
+  if (!snapshot) return null;
+  const decoded = Shard.decode(previous.id, -1, snapshot.bitmaps);
   // Those who left it by its exit criteria were in it too.
-  return snapshot ? Shard.decode(previous.id, -1, snapshot.bitmaps).everyone() : null;
+  const everyone = decoded.everyone();
+  decoded.dispose(); // read back for this union only
+  return everyone;
 }
 
-/** The users of crowd `name` an instance of the workflow runs over: with reentry "exclude", less the previous instance's. */
+/**
+ * The users of crowd `name` an instance of the workflow runs over: with reentry "exclude", less the previous instance's.
+ * `users` is read from storage for this call: the caller owns it and frees it when done (see Arrivals in moves.ts).
+ */
 export async function crowdOf(database: Database, tenantId: string, name: string, workflowId: string, instanceId: string, reentry: Reentry) {
   const crowd = await loadCrowd(database, tenantId, name);
   if (!crowd) throw notFound(`Crowd "${name}"`);
   const excluded = reentry === 'exclude' ? await previousUsers(database, workflowId, instanceId) : null;
-  const users = excluded ? RoaringBitmap32.andNot(crowd.bitmap, excluded) : crowd.bitmap;
-  return { users, excludedCount: crowd.bitmap.size - users.size };
+  if (!excluded) return { users: crowd.bitmap, excludedCount: 0 };
+  const users = RoaringBitmap32.andNot(crowd.bitmap, excluded);
+  const excludedCount = crowd.bitmap.size - users.size;
+  crowd.bitmap.dispose();
+  excluded.dispose();
+  return { users, excludedCount };
 }
 
 /** The refusal of a start whose crowd re-entry exclusion leaves empty (checked at submit, and again when it runs). */
@@ -86,7 +97,8 @@ const MASK_SPAN_PER_USER = 4;
  * Users by input partition (`user % P`), one partition at a time (so an operation can yield between them). A dense
  * crowd: one AND per partition with the mask of ids ≡ p (mod P) over its span (10M users: 8 ANDs instead of
  * materialising 40 MB of ids). A sparse one: two tight passes over the ids at the first call, then one bitmap per
- * partition from sorted ids.
+ * partition from sorted ids. Ask for each partition once: its part is a new bitmap the caller owns (and frees once
+ * done with it, see Arrivals in moves.ts), except with one partition, where it is `users` itself.
  */
 export function splitByPartition(users: RoaringBitmap32, partitions: number): (partition: number) => RoaringBitmap32 {
   if (partitions === 1) return () => users;
@@ -96,7 +108,12 @@ export function splitByPartition(users: RoaringBitmap32, partitions: number): (p
   if (end - first <= MASK_SPAN_PER_USER * users.size) {
     return (p) => {
       const start = first + ((p - (first % partitions) + partitions) % partitions);
-      return start < end ? RoaringBitmap32.and(users, RoaringBitmap32.fromRange(start, end, partitions)) : new RoaringBitmap32();
+      if (start >= end) return new RoaringBitmap32();
+      // As large as the part (10M users in 8 partitions: 1.25 MB), and used once.
+      const mask = RoaringBitmap32.fromRange(start, end, partitions);
+      const part = RoaringBitmap32.and(users, mask);
+      mask.dispose();
+      return part;
     };
   }
   let parts: RoaringBitmap32[] | undefined;
@@ -188,8 +205,12 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
     const entering = partitions.map((partition) => (earlier.has(partition) ? null : split(partition)));
     const total = partitions.reduce((sum, partition) => {
       const kept = earlier.get(partition);
-      if (kept) instance.shards[partition] = Shard.decode(instanceId, partition, kept.data);
-      return sum + (kept ? instance.shards[partition]!.members().size : entering[partition]!.size);
+      if (!kept) return sum + entering[partition]!.size;
+      const shard = (instance.shards[partition] = Shard.decode(instanceId, partition, kept.data));
+      const members = shard.members();
+      const size = members.size;
+      members.dispose();
+      return sum + size;
     }, 0);
     const slices = tenant.slices();
     let group: { leases: Lease[]; moves: JournalMove[]; checkpoints: CheckpointWrite[]; bytes: number } | null = null;
@@ -199,7 +220,11 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
         const moves: JournalMove[] = [];
         if (!instance.shards[partition]) {
           const shard = (instance.shards[partition] = new Shard(instanceId, partition));
-          new Mover(workflow, shard, moves, now, routing).moveBulk(entering[partition]!, null, workflow.entry);
+          const part = entering[partition]!;
+          new Mover(workflow, shard, moves, now, routing).moveBulk(part, null, workflow.entry);
+          // The shard copied the part into its steps and the moves hold its bytes; freed now, not by V8 (see moves.ts).
+          if (part !== users) part.dispose();
+          entering[partition] = null;
           startCrons(shard, workflow, now);
         }
         const data = instance.shards[partition]!.encode();
@@ -219,7 +244,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
     }
     tenant.instances.set(instanceId, instance);
     return total;
-  });
+  }).finally(() => users.dispose()); // read for this start (crowdOf); the shards hold copies
   engine.timersChanged();
   engine.countsChanged(instanceId);
   return { instanceId, userCount, excludedCount };
@@ -263,6 +288,9 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
         await tx.instance.update({ where: { id: instanceId }, data: { state: 'stopped', stoppedAt: new Date(now), userCount: counts.total } });
       },
     });
+    // Unions and clones made for the snapshot's bytes (as large as the instance), freed now rather than by V8. The
+    // instance's own shards are left to the collector: a reader may still hold one of their bitmaps.
+    snapshot.dispose();
     tenant.instances.delete(instanceId);
     return { instanceId, state: 'stopped', total: counts.total };
   });
@@ -290,7 +318,8 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       // With an entry trigger users also enter by events, so the crowd only adds users: nobody is taken out.
       const leavers = instance.workflow.trigger ? new RoaringBitmap32() : RoaringBitmap32.andNot(members, target);
       // Users who left by the exit criteria do not join again.
-      const joiners = RoaringBitmap32.andNot(target, shard.everyone());
+      const everyone = shard.everyone();
+      const joiners = RoaringBitmap32.andNot(target, everyone);
       const moves: JournalMove[] = [];
       const mover = new Mover(instance.workflow, shard, moves, now, routing);
       shard.unjournaledAt = now;
@@ -305,7 +334,12 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       changes.push(crowdChangeStatement(engine.database, instanceId, partition, now, encodeCrowdChange(leftSteps, moves)));
       joined += joiners.size;
       left += leavers.size;
+      // All of this update's own (the shard ORed in the joiners; the change row and the moves hold bytes): freed now
+      // rather than by V8, as a start's are (see Arrivals in moves.ts). `target` is `users` itself with one partition.
+      for (const bitmap of [members, leavers, everyone, joiners, ...leftSteps.values()]) bitmap.dispose();
+      if (target !== users) target.dispose();
     });
+    users.dispose(); // read for this update (crowdOf)
     const userCount = instance.counts().total;
     await commitBatch(engine.database, tenantId, {
       leases,

@@ -132,6 +132,16 @@ export class Shard {
     return RoaringBitmap32.orMany([...this.steps.values(), ...this.exited.values()]);
   }
 
+  /**
+   * Frees every bitmap of a shard nobody reads any more: only for one read back for a moment (a stopped instance's
+   * snapshot), never for a running instance's, which readers (exports, counts, point-in-time reads) may still hold.
+   */
+  dispose(): void {
+    const buckets = [...this.delays.values(), ...this.ttls.values()].flatMap((byEnd) => [...byEnd.values()]);
+    const paths = [...this.paths.values()].flatMap((byPath) => [...byPath.values()]);
+    for (const bitmap of [...this.steps.values(), ...buckets, ...this.converted.values(), ...this.exited.values(), this.holdout, ...paths]) bitmap.dispose();
+  }
+
   encode(): Buffer {
     return encodeBitmapBlob((put) => ({
       steps: [...this.steps].filter(([, b]) => b.size > 0).map(([name, b]) => [name, put(b)]),
