@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SpreadSequencer from './test/setup/spread-sequencer';
 
 // Unit tests of code that reads no storage and no app (conditions, crons, parsing, codecs, the studio's helpers) run
 // once, in the `logic` project, without a database. A file that needs one fails there loudly ("No app is registered").
@@ -33,6 +34,12 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 180_000,
     pool: 'forks',
+    // Two files at a time, whatever the machine. Vitest's default on 2 cores is one (cores - 1), which left a core idle
+    // while a file waited on its server, PostgreSQL or a child process: the run used ~1 core on average. Every project
+    // shares the two (cluster and e2e files too, spread among the others by the sequencer), so no project waits for
+    // another to finish.
+    maxWorkers: 2,
+    sequence: { sequencer: SpreadSequencer },
     projects: [
       { extends: true, test: { name: 'logic', include: logic } },
       provider('sqlite'),
@@ -40,7 +47,7 @@ export default defineConfig({
       {
         // Three real server processes on one PostgreSQL schema (each test makes its own schema and servers).
         extends: true,
-        test: { name: 'cluster', include: ['test/cluster/**/*.test.ts'], env: { CROWDFLOW_TEST_PROVIDER: 'postgres' }, fileParallelism: false },
+        test: { name: 'cluster', include: ['test/cluster/**/*.test.ts'], env: { CROWDFLOW_TEST_PROVIDER: 'postgres' } },
       },
       {
         extends: true,
@@ -49,7 +56,6 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           env: { CROWDFLOW_TEST_PROVIDER: 'sqlite' },
           globalSetup: ['test/setup/server.ts'],
-          fileParallelism: false,
         },
       },
     ],
