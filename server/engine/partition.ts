@@ -287,7 +287,7 @@ export class PartitionWorker implements CheckpointDue {
     await commitBatch(this.engine.database, this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra });
     this.offset = to;
     this.progressed.wake();
-    this.afterCommit(touched, moves.length + conversions.length, conversions.length > 0 || moves.some((move) => move.bitmap === null));
+    this.afterCommit(touched, moves, conversions.length);
   }
 
   /**
@@ -353,18 +353,20 @@ export class PartitionWorker implements CheckpointDue {
   }
 
   /**
-   * After a commit of `moveCount` moves (`singleMoves`: some of one user): counts and timers change, and the first
-   * moves since a checkpoint plan one, a checkpoint interval after them rather than at once, so a minute's firings
-   * of many tenants are not followed by a checkpoint of every partition they moved while the next tenants still
-   * fire; the partitions a firing moved come due together and commit their checkpoints together (CheckpointWriter).
+   * After a commit of `moves` (and `conversions` rows, which a checkpoint also replaces): counts and timers change, and
+   * the first moves since a checkpoint plan one, a checkpoint interval after them rather than at once, so a minute's
+   * firings of many tenants are not followed by a checkpoint of every partition they moved while the next tenants
+   * still fire; the partitions a firing moved come due together and commit their checkpoints together
+   * (CheckpointWriter). Single-user moves or conversions bring the checkpoint sooner than bulk moves alone.
    */
-  afterCommit(touched: InstanceRuntime[], moveCount: number, singleMoves: boolean): void {
+  afterCommit(touched: InstanceRuntime[], moves: JournalMove[], conversions = 0): void {
+    const moveCount = moves.length + conversions;
     for (const instance of touched) this.engine.countsChanged(instance.id, instance.record.tenantId);
     if (moveCount === 0) return;
     this.engine.timersChanged();
     if (this.movesSinceCheckpoint === 0) this.uncheckpointedSince = this.engine.wallClock.now();
     this.movesSinceCheckpoint += moveCount;
-    this.singleMovesSinceCheckpoint ||= singleMoves;
+    this.singleMovesSinceCheckpoint ||= conversions > 0 || moves.some((move) => move.bitmap === null);
     this.planCheckpoint();
   }
 

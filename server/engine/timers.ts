@@ -179,12 +179,7 @@ async function commitFirings(firings: TenantFiring[], now: number): Promise<unkn
     if (outcome) failures.push(outcome.error);
     for (const w of work) {
       if (outcome) w.worker.discardUncommitted();
-      else
-        w.worker.afterCommit(
-          w.touched,
-          w.moves.length,
-          w.moves.some((move) => move.bitmap === null),
-        );
+      else w.worker.afterCommit(w.touched, w.moves);
     }
   }
   return failures;
