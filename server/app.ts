@@ -15,6 +15,7 @@ import type { IdTextFormatter } from './crowd/id-text-formatter';
 import type { EngineHandle } from './engine/handle';
 import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantQueue } from './engine/ingest-commit';
+import type { UserPartitioning } from './engine/partitioning';
 import type { Env } from './env';
 import type { TableFormatter } from './exports/table-formatter';
 import type { LookupCache } from './lookup-cache';
@@ -60,8 +61,8 @@ export interface AppState {
   readonly ingestDedupe: Map<string, TenantDedupe>;
   /** Per tenant: the batches waiting for its group commit (server/engine/ingest-commit.ts). */
   readonly ingestQueues: Map<string, TenantQueue>;
-  /** Partition counts of tenants seen by ingest (a tenant's never changes; server/engine/ingest.ts). */
-  readonly tenantPartitions: Map<string, number>;
+  /** How the users of tenants seen by ingest map to their partitions (a tenant's never changes; server/engine/ingest.ts). */
+  readonly tenantPartitions: Map<string, UserPartitioning>;
   /** Each tenant's profile index, loaded on first use (server/profiles/index-store.ts). */
   readonly profileIndexes: Map<string, TenantProfiles>;
   /** The export formatter threads' clients (server/crowd/id-text-formatter.ts, server/exports/table-formatter.ts):

@@ -107,7 +107,7 @@ export async function measureEngine(
       const cpuBefore = process.cpuUsage();
       const started = performance.now();
       for (let offset = 0; offset < logged.length; offset += APPEND_BATCH) {
-        await appendEvents(processDatabase(), tenant.id, scale.partitions, logged.slice(offset, offset + APPEND_BATCH));
+        await appendEvents(processDatabase(), tenant.id, logged.slice(offset, offset + APPEND_BATCH));
         engine.wakeTenant(tenant.id);
         tick(offset + APPEND_BATCH, logged.length);
       }

@@ -110,7 +110,7 @@ export async function dayOfMoves(users: number): Promise<DayOfMoves> {
           data: {},
           time: now,
         }));
-        await appendEvents(processDatabase(), tenant.id, tenant.partitions, events);
+        await appendEvents(processDatabase(), tenant.id, events);
         engine.wakeTenant(tenant.id);
         await engine.drain(tenant.id);
       }

@@ -1,13 +1,13 @@
 // One blob of bitmaps: a 4-byte length, a JSON header naming each bitmap's byte length, then the bitmaps' portable
 // roaring bytes in the header's order. A shard's checkpoint (shard.ts) and a crowd update's change
 // (store/crowd-changes.ts) are written so.
-import { RoaringBitmap32 } from '../crowd/bitmap';
+import { compactBytes, RoaringBitmap32 } from '../crowd/bitmap';
 
 /** Writes bitmaps as the header's `put` returns their lengths; `build` makes the header. */
 export function encodeBitmapBlob(build: (put: (bitmap: RoaringBitmap32) => number) => unknown): Buffer {
   const parts: Uint8Array[] = [];
   const header = build((bitmap) => {
-    const bytes = bitmap.serialize('portable');
+    const bytes = compactBytes(bitmap);
     parts.push(bytes);
     return bytes.byteLength;
   });

@@ -292,7 +292,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private async loadTenant(tenantId: string): Promise<LoadedTenant> {
     const tenant = await this.database.db.tenant.findUnique({ where: { id: tenantId } });
     if (!tenant) throw notFound(`Tenant "${tenantId}"`);
-    const runtime = new TenantRuntime(this.database, tenant.id, tenant.partitions, this.turns);
+    const runtime = new TenantRuntime(this.database, tenant.id, tenant, this.turns);
     for (const row of await this.database.db.instance.findMany({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } })) {
       if (row.state === 'starting') continue; // its start procedure installs it
       const definition = await loadDefinition(this.database, row.workflowId, row.version);

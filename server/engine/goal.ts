@@ -6,7 +6,7 @@
 // commit, so recovery gets them back (store/conversions.ts).
 import type { ConditionEvent } from '../conditions/compile';
 import { profileKeysOfAll } from '../conditions/profile-predicate';
-import { RoaringBitmap32 } from '../crowd/bitmap';
+import { compactBytes, RoaringBitmap32 } from '../crowd/bitmap';
 import type { DeadLetterBatch } from './dead-letter';
 import type { Shard } from './shard';
 import type { ConversionWrite } from './store/conversions';
@@ -82,7 +82,7 @@ export class GoalTracker {
     for (const [step, users] of this.reached) {
       const bitmap = RoaringBitmap32.from(Uint32Array.from(users).sort());
       this.shard.convert(step, bitmap);
-      rows.push({ instanceId: this.shard.instanceId, partition: this.shard.partition, step, bitmap: bitmap.serialize('portable') });
+      rows.push({ instanceId: this.shard.instanceId, partition: this.shard.partition, step, bitmap: compactBytes(bitmap) });
     }
     return rows;
   }

@@ -14,6 +14,7 @@ import type { RawStatement } from '../storage/raw';
 import { DEDUPE_WINDOW_MS, recordInsert, tenantDedupe, type NewRecord, type RecordedAnswer, type TenantDedupe } from './ingest-dedupe';
 import type { Database } from '../storage/database';
 import { describeStorageError, isTransientStorageError, retryTransient } from '../storage/transient';
+import type { UserPartitioning } from './partitioning';
 import { encodeRequest, type EncodedRequest, type EncodedRow, type IngestRequest } from './ingest-encode';
 import { decodeEvents, encodeEvents } from './log-codec';
 import { rememberAppended } from './recent-log';
@@ -38,15 +39,18 @@ const MAX_ROWS_PER_STATEMENT = 512;
 const MAX_EVENTS_PER_STATEMENT = 50_000;
 const MAX_APPEND_ATTEMPTS = 20;
 
+/** A tenant as ingest needs it: its id and how its users map to its partitions (a Tenant row is one). */
+export type IngestTenant = { readonly id: string } & UserPartitioning;
+
 /** `appendEncoded` of a request encoded here (in-process callers: tests, benchmarks, the engine's own appends). */
-export function appendRequest(database: Database, tenantId: string, partitions: number, request: IngestRequest, now: number): Promise<IngestResult> {
+export function appendRequest(database: Database, tenant: IngestTenant, request: IngestRequest, now: number): Promise<IngestResult> {
   let encoded: EncodedRequest;
   try {
-    encoded = encodeRequest(request, partitions);
+    encoded = encodeRequest(request, tenant);
   } catch (error) {
     return Promise.reject(error);
   }
-  return appendEncoded(database, tenantId, encoded, now);
+  return appendEncoded(database, tenant.id, encoded, now);
 }
 
 /**

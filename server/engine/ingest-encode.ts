@@ -5,6 +5,7 @@ import { AppError } from '../errors';
 import { hashIds, IdTable } from './ingest-id-table';
 import type { RequestIds } from './ingest-dedupe';
 import { encodeEvents } from './log-codec';
+import { partitionOf, type UserPartitioning } from './partitioning';
 import type { LoggedEvent } from './types';
 
 /** One validated request: its events, and optionally its Idempotency-Key (with the body's hash) and event ids. */
@@ -19,11 +20,11 @@ export type EncodedRow = { partition: number; count: number; bytes: Uint8Array }
  */
 export type EncodedRequest = { count: number; duplicates: number; rows: EncodedRow[]; key?: string; requestHash?: string; ids?: RequestIds };
 
-/** The events of one batch grouped by input partition (`user % partitions`), in their order within the batch. */
-export function partitionEvents(events: LoggedEvent[], partitions: number): Map<number, LoggedEvent[]> {
+/** The events of one batch grouped by input partition (partitioning.ts), in their order within the batch. */
+export function partitionEvents(events: LoggedEvent[], partitioning: UserPartitioning): Map<number, LoggedEvent[]> {
   const groups = new Map<number, LoggedEvent[]>();
   for (const event of events) {
-    const partition = event.user % partitions;
+    const partition = partitionOf(event.user, partitioning);
     let group = groups.get(partition);
     if (!group) groups.set(partition, (group = []));
     group.push(event);
@@ -40,7 +41,7 @@ export const cannotStore = (error: unknown) =>
  * request to the engine thread copies them once (a Buffer of a few KB is a view of Node's shared 8 KB pool, which
  * a structured clone would copy whole, once per pool).
  */
-export function encodeRequest(request: IngestRequest, partitions: number): EncodedRequest {
+export function encodeRequest(request: IngestRequest, partitioning: UserPartitioning): EncodedRequest {
   const { events, ids, key, requestHash } = request;
   // Every id hashed once, in request order: the same words find repeats within the request and go to the engine.
   const hashes = ids && hashIds(ids);
@@ -52,7 +53,7 @@ export function encodeRequest(request: IngestRequest, partitions: number): Encod
       duplicates++;
       continue;
     }
-    const partition = events[i].user % partitions;
+    const partition = partitionOf(events[i].user, partitioning);
     let group = groups.get(partition);
     if (!group) groups.set(partition, (group = { events: [], positions: [] }));
     group.events.push(events[i]);

@@ -9,7 +9,7 @@ import { MAX_USER_ID } from '../crowd/bitmap';
 import { AppError } from '../errors';
 import { parseJsonBody } from '../json-body';
 import { callerTenant } from '../tenants/tenants';
-import { appendEncoded, appendRequest, type IngestResult } from './ingest-commit';
+import { appendEncoded, appendRequest, type IngestResult, type IngestTenant } from './ingest-commit';
 import { encodeRequest, type EncodedRequest } from './ingest-encode';
 import type { LoggedEvent } from './types';
 import type { Database } from '../storage/database';
@@ -105,29 +105,33 @@ export function parseEventBatch(body: unknown, now: number): EventBatch {
   return { ...(tenant === undefined ? {} : { tenant }), events: parsed, ...(ids === undefined ? {} : { ids }) };
 }
 
-/** Appends already validated events (no key, no ids): resolves to the accepted count once they are durable. */
-export async function appendEvents(database: Database, tenantId: string, partitions: number, events: LoggedEvent[], now = Date.now()): Promise<number> {
+/**
+ * Appends already validated events (no key, no ids) of tenant `tenantId`: resolves to the accepted count once they
+ * are durable. For in-process callers (tests, benchmarks); it reads the tenant's partitioning each call.
+ */
+export async function appendEvents(database: Database, tenantId: string, events: LoggedEvent[], now = Date.now()): Promise<number> {
   if (events.length === 0) return 0;
-  return (await appendRequest(database, tenantId, partitions, { events }, now)).accepted;
+  const tenant = await database.db.tenant.findUniqueOrThrow({ where: { id: tenantId }, select: { id: true, partitions: true, userBlock: true } });
+  return (await appendRequest(database, tenant, { events }, now)).accepted;
 }
 
 /**
- * Partition counts of tenants seen by this process. A tenant's partition count never changes, and a valid API key
- * proves its tenant exists (keys are deleted with their tenant), so key callers skip the tenant lookup.
+ * How the users of tenants seen by this process map to their partitions. A tenant's partitioning never changes, and a
+ * valid API key proves its tenant exists (keys are deleted with their tenant), so key callers skip the tenant lookup.
  */
-const partitionsOf = () => app().state.tenantPartitions;
+const partitioningOf = () => app().state.tenantPartitions;
 
-async function ingestTarget(database: Database, principal: Principal, ref: string | undefined): Promise<{ id: string; partitions: number }> {
+async function ingestTarget(database: Database, principal: Principal, ref: string | undefined): Promise<IngestTenant> {
   if (principal.kind === 'tenant' && (ref === undefined || ref === principal.tenantId)) {
-    const partitions = partitionsOf().get(principal.tenantId);
-    if (partitions !== undefined) return { id: principal.tenantId, partitions };
+    const partitioning = partitioningOf().get(principal.tenantId);
+    if (partitioning !== undefined) return { id: principal.tenantId, ...partitioning };
   }
   // The tenant of an event batch is a body field, so an unknown one (or one the key may not see) is bad input: 400.
   const tenant = await callerTenant(database, principal, ref).catch((error: unknown) => {
     if (error instanceof AppError && error.code === 'not_found') throw invalid('tenant', `unknown tenant "${ref}"`);
     throw error;
   });
-  partitionsOf().set(tenant.id, tenant.partitions);
+  partitioningOf().set(tenant.id, { partitions: tenant.partitions, userBlock: tenant.userBlock });
   return tenant;
 }
 
@@ -160,7 +164,7 @@ export async function prepareIngest(
       : createHash('sha256')
           .update(bodyBytes ?? JSON.stringify(body))
           .digest('base64url');
-  return { tenantId: tenant.id, request: encodeRequest({ events: batch.events, ids: batch.ids, key, requestHash }, tenant.partitions) };
+  return { tenantId: tenant.id, request: encodeRequest({ events: batch.events, ids: batch.ids, key, requestHash }, tenant) };
 }
 
 /** `prepareIngest` of a request body as its bytes. */

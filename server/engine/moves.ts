@@ -4,7 +4,7 @@
 // and terminal steps keep the user (delay steps and branch steps with a timeout also in an entry-time bucket). Every
 // move carries the leave tag of its source and the enter tags of its target. A "move" to the step a user rests in is
 // none. Users of a bulk move who meet exit criteria that read no event leave the journey instead of moving (exit.ts).
-import { RoaringBitmap32 } from '../crowd/bitmap';
+import { compactBytes, RoaringBitmap32 } from '../crowd/bitmap';
 import { bucketEnd, bucketsOf, type Buckets, type Shard } from './shard';
 import type { EntryRouting } from './entry-routing';
 import { EXITED } from './exit';
@@ -112,7 +112,7 @@ export class Mover {
       fromStep: from,
       toStep: EXITED,
       user: typeof users === 'number' ? users : null,
-      bitmap: typeof users === 'number' ? null : users.serialize('portable'),
+      bitmap: typeof users === 'number' ? null : compactBytes(users),
       count: leaving.count,
       leaveAction: null,
       enterAction: null,
@@ -129,7 +129,7 @@ export class Mover {
       fromStep: from,
       toStep: to,
       user: arrivals instanceof OneUser ? arrivals.user : null,
-      bitmap: arrivals instanceof ManyUsers ? arrivals.users.serialize('portable') : null,
+      bitmap: arrivals instanceof ManyUsers ? compactBytes(arrivals.users) : null,
       count: arrivals.count,
       leaveAction: from === null ? null : (this.workflow.steps.get(from)?.step.leaveAction ?? null),
       enterAction: this.workflow.get(to).enterTags,

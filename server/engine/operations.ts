@@ -11,6 +11,7 @@ import { entryRouting } from './entry-routing';
 import { loadDefinition } from './instance-store';
 import { plannedAfter } from './local-time';
 import { Mover } from './moves';
+import { byPartition, splitByPartition } from './partitioning';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { inSlices } from './slices';
@@ -88,58 +89,6 @@ async function allLeases(engine: Engine, tenantId: string): Promise<Lease[]> {
 }
 
 /**
- * A dense crowd is split with masks when its id span is at most this many times its size: a mask holds span / P ids
- * set in C (`fromRange` with a step), while the per-id split costs a JS pass over every id.
- */
-const MASK_SPAN_PER_USER = 4;
-
-/**
- * Users by input partition (`user % P`), one partition at a time (so an operation can yield between them). A dense
- * crowd: one AND per partition with the mask of ids ≡ p (mod P) over its span (10M users: 8 ANDs instead of
- * materialising 40 MB of ids). A sparse one: two tight passes over the ids at the first call, then one bitmap per
- * partition from sorted ids. Ask for each partition once: its part is a new bitmap the caller owns (and frees once
- * done with it, see Arrivals in moves.ts), except with one partition, where it is `users` itself.
- */
-export function splitByPartition(users: RoaringBitmap32, partitions: number): (partition: number) => RoaringBitmap32 {
-  if (partitions === 1) return () => users;
-  if (users.size === 0) return () => new RoaringBitmap32();
-  const first = users.minimum();
-  const end = users.maximum() + 1;
-  if (end - first <= MASK_SPAN_PER_USER * users.size) {
-    return (p) => {
-      const start = first + ((p - (first % partitions) + partitions) % partitions);
-      if (start >= end) return new RoaringBitmap32();
-      // As large as the part (10M users in 8 partitions: 1.25 MB), and used once.
-      const mask = RoaringBitmap32.fromRange(start, end, partitions);
-      const part = RoaringBitmap32.and(users, mask);
-      mask.dispose();
-      return part;
-    };
-  }
-  let parts: RoaringBitmap32[] | undefined;
-  return (p) => (parts ??= sparseByPartition(users, partitions))[p];
-}
-
-function sparseByPartition(users: RoaringBitmap32, partitions: number): RoaringBitmap32[] {
-  const ids = users.toUint32Array();
-  const counts = new Uint32Array(partitions);
-  for (let i = 0; i < ids.length; i++) counts[ids[i] % partitions]++;
-  const parts = Array.from(counts, (n) => new Uint32Array(n));
-  const fill = new Uint32Array(partitions);
-  for (let i = 0; i < ids.length; i++) {
-    const p = ids[i] % partitions;
-    parts[p][fill[p]++] = ids[i];
-  }
-  return parts.map((part) => RoaringBitmap32.from(part));
-}
-
-/** Users by input partition (splitByPartition), all at once. */
-export function byPartition(users: RoaringBitmap32, partitions: number): RoaringBitmap32[] {
-  const split = splitByPartition(users, partitions);
-  return Array.from({ length: partitions }, (_, p) => split(p));
-}
-
-/**
  * A start commits its partitions in groups of about this many bytes of bitmaps (a small start in one transaction): on
  * SQLite a commit holds the database, and the engine thread with it, for as long as it writes.
  */
@@ -199,7 +148,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
     const now = engine.clock.now();
     const instance = new InstanceRuntime(row, workflow, tenant.partitions);
     const routing = await entryRouting(tenant.data, workflow);
-    const split = splitByPartition(users, tenant.partitions);
+    const split = splitByPartition(users, tenant.partitioning);
     const partitions = partitionsOf(tenant.partitions);
     const earlier = await loadCheckpoints(engine.database, instanceId, partitions);
     const entering = partitions.map((partition) => (earlier.has(partition) ? null : split(partition)));
@@ -312,7 +261,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     const routing = await entryRouting(tenant.data, instance.workflow);
     const changes: RawStatement[] = [];
     // In one go, not in slices: the running shards change in place, and no reader may see some partitions changed.
-    byPartition(users, tenant.partitions).forEach((target, partition) => {
+    byPartition(users, tenant.partitioning).forEach((target, partition) => {
       const shard = instance.shards[partition]!;
       const members = shard.members();
       // With an entry trigger users also enter by events, so the crowd only adds users: nobody is taken out.

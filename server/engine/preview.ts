@@ -22,6 +22,7 @@ import { QueryDeadline, type DeadlineOptions } from '../conditions/deadline';
 import type { CompiledCondition, ConditionEvent } from '../conditions/compile';
 import { committedInstances, committedShard } from '../cluster/committed';
 import { loadDefinition } from './instance-store';
+import { partitionOf } from './partitioning';
 import type { ReadSource } from './reads';
 import { splitPath, WorkflowRuntime, type StepRuntime } from './runtime';
 import type { TenantData } from './context';
@@ -95,7 +96,7 @@ export async function previewPath(
   const tenant = await source.tenant(tenantId);
   const kept = source.committed;
   const running = (kept ? await committedInstances(tenant, kept) : [...tenant.instances.values()]).find((i) => i.record.workflowId === workflowId);
-  const partition = request.user % tenant.partitions;
+  const partition = partitionOf(request.user, tenant.partitioning);
   let current: string | null = null;
   if (running) {
     const shard = kept ? await committedShard(running, partition, kept) : running.shards[partition];

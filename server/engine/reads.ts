@@ -6,6 +6,7 @@ import { AppError, notFound } from '../errors';
 import { committedHoldout, committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
 import type { CommittedShards } from '../cluster/committed-cache';
 import { requireInstance } from './instances';
+import { partitionOf } from './partitioning';
 import { Shard } from './shard';
 import { recentMovesOf } from './store/user-moves';
 import type { InstanceRuntime, TenantRuntime } from './tenant';
@@ -124,7 +125,7 @@ export async function whereIsUser(source: ReadSource, tenantId: string, user: nu
   refuseWhileRecovering(source, tenantId);
   const runtime = await source.tenant(tenantId);
   const instances: WhereIsUser['instances'] = [];
-  const partition = user % runtime.partitions;
+  const partition = partitionOf(user, runtime.partitioning);
   const kept = source.committed;
   for (const instance of kept ? await committedInstances(runtime, kept) : runtime.instances.values()) {
     if (!kept) refuseWhileRebuilding(instance, partition);

@@ -2,6 +2,7 @@
 // lock per partition that serializes the partition's owner loop, its timers and instance operations.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { TenantData } from './context';
+import type { UserPartitioning } from './partitioning';
 import { ShardLoader } from './recovery';
 import { type FairTurns, Slices } from './slices';
 import type { WorkflowRuntime } from './runtime';
@@ -83,6 +84,7 @@ export class InstanceRuntime {
 export class TenantRuntime {
   readonly instances = new Map<string, InstanceRuntime>();
   readonly locks: Mutex[];
+  readonly partitions: number;
   readonly data: TenantData;
   /** Rebuilds the shards of partitions taken together (at boot: all of them) from one journal pass per instance. */
   readonly shardLoader: ShardLoader;
@@ -91,11 +93,13 @@ export class TenantRuntime {
     /** The storage the tenant's partitions, shards and instances are read from (its engine's). */
     readonly database: Database,
     readonly id: string,
-    readonly partitions: number,
+    /** How its users map to its partitions (partitioning.ts). */
+    readonly partitioning: UserPartitioning,
     /** The engine thread's turns, which this tenant's long work shares with the other tenants' (slices.ts). */
     private readonly turns: FairTurns,
   ) {
-    this.locks = Array.from({ length: partitions }, () => new Mutex());
+    this.partitions = partitioning.partitions;
+    this.locks = Array.from({ length: partitioning.partitions }, () => new Mutex());
     this.data = new TenantData(database, id);
     this.shardLoader = new ShardLoader(database);
   }

@@ -28,6 +28,8 @@ export const CreateApiKeyBody = z.strictObject({
 
 export type TenantView = { id: string; name: string; partitions: number; createdAt: string };
 export type Tenant = { id: string; name: string; partitions: number; createdAt: Date };
+/** A tenant as stored: also how its users map to its partitions (server/engine/partitioning.ts), an inner layout not shown. */
+export type TenantRow = Tenant & { userBlock: number };
 
 const view = (t: Tenant): TenantView => ({ id: t.id, name: t.name, partitions: t.partitions, createdAt: t.createdAt.toISOString() });
 
@@ -56,7 +58,7 @@ export function canNameRow(ref: string): boolean {
 }
 
 /** Finds a tenant by id or name; a key of another tenant gets the same 404 as a tenant that does not exist. */
-export async function findTenant(database: Database, principal: Principal, ref: string): Promise<Tenant> {
+export async function findTenant(database: Database, principal: Principal, ref: string): Promise<TenantRow> {
   const tenant = canNameRow(ref) ? await lookupTenant(database, ref) : null;
   if (!tenant || (principal.kind === 'tenant' && principal.tenantId !== tenant.id)) throw notFound(`Tenant "${ref}"`);
   return tenant;
@@ -67,7 +69,7 @@ export async function findTenant(database: Database, principal: Principal, ref: 
  * exist), or with the admin token the tenant named by `ref`, which is then required. Read from this thread's
  * database: its one caller, the engine's ingest, is not handed one yet.
  */
-export async function callerTenant(database: Database, principal: Principal, ref: string | undefined): Promise<Tenant> {
+export async function callerTenant(database: Database, principal: Principal, ref: string | undefined): Promise<TenantRow> {
   if (principal.kind === 'admin') {
     if (ref === undefined) throw new AppError('validation_failed', 'tenant: required with the admin token (a tenant id or name)', { path: 'tenant' });
     return findTenant(database, principal, ref);
@@ -76,9 +78,9 @@ export async function callerTenant(database: Database, principal: Principal, ref
 }
 
 /** Tenants by id or name; a tenant never changes after it is created, only its deletion clears the cache. */
-const tenantsByRef = () => lookupCache<Tenant>('tenants');
+const tenantsByRef = () => lookupCache<TenantRow>('tenants');
 
-async function lookupTenant({ db }: Database, ref: string): Promise<Tenant | null> {
+async function lookupTenant({ db }: Database, ref: string): Promise<TenantRow | null> {
   const cached = tenantsByRef().get(ref);
   if (cached) return cached;
   const tenant = await db.tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } });

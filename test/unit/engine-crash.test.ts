@@ -121,7 +121,7 @@ it(`every acknowledged event is applied exactly once across ${KILLS} SIGKILLs of
   h.engine = new Engine({ clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
   await h.engine.start();
   await h.engine.loaded();
-  for (const batch of batches) await appendEvents(database(), reference.tenantId, PARTITIONS, batch);
+  for (const batch of batches) await appendEvents(database(), reference.tenantId, batch);
   h.engine.wakeTenant(reference.tenantId);
   await h.engine.drain(reference.tenantId, 120_000);
   await h.engine.drain(crashed.tenantId, 120_000);

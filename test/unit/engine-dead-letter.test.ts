@@ -33,7 +33,7 @@ const legacy: WorkflowDefinition = {
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness(2);
+  h = await startHarness({ partitions: 2, userBlock: 1 });
 });
 afterAll(async () => {
   await h?.close();

@@ -49,7 +49,7 @@ function ndjson(profiles: [number, Record<string, unknown>][]): ReadableStream<U
 
 describe('exit criteria', () => {
   it('on events: checked at once from any step, before branches; a goal on the same event counts too; rebuilt after a restart', async () => {
-    h = await startHarness(2);
+    h = await startHarness({ partitions: 2, userBlock: 1 });
     const definition: WorkflowDefinition = {
       steps: [
         { name: 'welcome', kind: 'direct', next: 'wait' },
@@ -122,7 +122,7 @@ describe('exit criteria', () => {
   });
 
   it('on profiles and crowds: bitmap plans at the start and at each timer firing, never per user; restart and asOf agree', async () => {
-    h = await startHarness(4);
+    h = await startHarness({ partitions: 4, userBlock: 1 });
     const definition: WorkflowDefinition = {
       steps: [
         { name: 'wait', kind: 'delay', after: '1h', next: 'pitch' },
@@ -195,7 +195,7 @@ describe('exit criteria', () => {
   });
 
   it('an exited user does not enter the same instance again, even with reentry "again"', async () => {
-    h = await startHarness(2);
+    h = await startHarness({ partitions: 2, userBlock: 1 });
     const id = await settle(
       h,
       h.engine.startInstance(

@@ -36,7 +36,7 @@ it('applying a batch of costly events yields the thread between slices instead o
   // Appended without waking the partition (send() would), so the test's own encoding is not timed below.
   for (let from = 1; from <= EVENTS; from += 100) {
     const events = range(from, from + 99).map((user) => ({ user, type: 'visit', data: { s }, time: h.clock.now() }));
-    await appendEvents(database(), h.tenantId, h.partitions, events);
+    await appendEvents(database(), h.tenantId, events);
   }
   committedAt = 0;
 

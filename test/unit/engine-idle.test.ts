@@ -57,7 +57,7 @@ describe('idle partitions', () => {
   it('issue no database statement while idle (only one lease renewal for all of them), and wake at once on events', async () => {
     const wallClock = new ManualClock(Date.now());
     const recorded = recordingDatabase();
-    h = await startHarness(8, undefined, { wallClock, database: recorded.database });
+    h = await startHarness({ partitions: 8, userBlock: 1 }, undefined, { wallClock, database: recorded.database });
     const wf = await workflow(h, branch);
     await crowd(h, 'c', [1, 2, 3, 4, 5, 6, 7, 8]);
     const id = await start(h, wf, 'c');
@@ -88,7 +88,7 @@ describe('idle partitions', () => {
 
   it('gives up a lease another process took, and takes the partition back once that lease is released', async () => {
     const wallClock = new ManualClock(Date.now());
-    h = await startHarness(2, undefined, { wallClock });
+    h = await startHarness({ partitions: 2, userBlock: 1 }, undefined, { wallClock });
     const wf = await workflow(h, branch);
     await crowd(h, 'c', [1, 2, 3, 4]);
     const id = await start(h, wf, 'c');
@@ -125,7 +125,7 @@ describe('a restart', () => {
     };
     const tenant = { ...inner.tenant, findMany: slowly as never };
     recorded.database = { ...recorded.database, db: new Proxy(inner, { get: (target, key) => (key === 'tenant' ? tenant : Reflect.get(target, key)) }) };
-    h = await startHarness(4, undefined, { database: recorded.database });
+    h = await startHarness({ partitions: 4, userBlock: 1 }, undefined, { database: recorded.database });
     const wf = await workflow(h, branch);
     await crowd(h, 'c', [1, 2, 3, 4, 5, 6]);
     const id = await start(h, wf, 'c');
@@ -151,7 +151,7 @@ describe('a restart', () => {
 describe('a timer firing', () => {
   it('commits every due partition of the tenant or none: one between leases makes the firing wait for it', async () => {
     const wallClock = new ManualClock(Date.now());
-    h = await startHarness(2, undefined, { wallClock });
+    h = await startHarness({ partitions: 2, userBlock: 1 }, undefined, { wallClock });
     const wf = await workflow(h, {
       steps: [
         { name: 'wait', kind: 'timer', cron: '0 0 * * * *', next: 'done' },
@@ -194,7 +194,7 @@ describe('a timer firing', () => {
         };
       },
     };
-    h = await startHarness(2, undefined, { wallClock, database: recorded.database });
+    h = await startHarness({ partitions: 2, userBlock: 1 }, undefined, { wallClock, database: recorded.database });
     const wf = await workflow(h, {
       steps: [
         { name: 'wait', kind: 'timer', cron: '0 0 * * * *', next: 'done' },
@@ -242,7 +242,7 @@ describe('a timer firing', () => {
   it('of many tenants is one transaction, and so are the checkpoints their partitions are due for after it', async () => {
     const wallClock = new ManualClock(Date.now());
     const recorded = recordingDatabase();
-    h = await startHarness(4, undefined, { wallClock, database: recorded.database });
+    h = await startHarness({ partitions: 4, userBlock: 1 }, undefined, { wallClock, database: recorded.database });
     const hourly = {
       steps: [
         { name: 'wait', kind: 'timer' as const, cron: '0 0 * * * *', next: 'done' },
@@ -252,7 +252,7 @@ describe('a timer firing', () => {
     const tenants: Harness[] = [h];
     for (let i = 0; i < 2; i++) {
       const tenantId = newId('tn');
-      await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: 4 } });
+      await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: 4, userBlock: 1 } });
       tenants.push({ ...h, tenantId });
     }
     const ids: string[] = [];

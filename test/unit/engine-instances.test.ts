@@ -26,7 +26,7 @@ const busybee: WorkflowDefinition = {
 
 let h: Harness;
 beforeEach(async () => {
-  h = await startHarness(4);
+  h = await startHarness({ partitions: 4, userBlock: 1 });
 });
 afterEach(async () => {
   await h.close();

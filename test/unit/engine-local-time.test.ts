@@ -93,7 +93,7 @@ describe('local-time timers: the cron fires in each user’s own zone, read from
 
   it('each zone moves at its local 09:00 as one bulk move per partition, across Amsterdam’s spring DST change; no usable zone means the default (UTC)', async () => {
     // Friday 2026-03-27 14:00 UTC: New York's Friday 09:00 (13:00 UTC) has passed.
-    h = await startHarness(2, new ManualClock(utc(27, 14)));
+    h = await startHarness({ partitions: 2, userBlock: 1 }, new ManualClock(utc(27, 14)));
     await zoneProfiles(h);
     await crowd(h, 'c', EVERYONE);
     const id = await start(h, await workflow(h, twoMornings), 'c');
@@ -143,7 +143,7 @@ describe('local-time timers: the cron fires in each user’s own zone, read from
   });
 
   it('a restart between zones replays the journaled firings: nobody moves twice or early, the next zones fire on time', async () => {
-    h = await startHarness(2, new ManualClock(utc(27, 14)));
+    h = await startHarness({ partitions: 2, userBlock: 1 }, new ManualClock(utc(27, 14)));
     await zoneProfiles(h);
     await crowd(h, 'c', EVERYONE);
     const id = await start(h, await workflow(h, twoMornings), 'c');
@@ -164,7 +164,7 @@ describe('local-time timers: the cron fires in each user’s own zone, read from
   });
 
   it('users one firing moves into another timer step with the same cron wait there for its next firing (local-time and UTC timers)', async () => {
-    h = await startHarness(2, new ManualClock(utc(27, 14)));
+    h = await startHarness({ partitions: 2, userBlock: 1 }, new ManualClock(utc(27, 14)));
     await zoneProfiles(h);
     await crowd(h, 'c', EVERYONE);
     const daily = (tzFromProfile?: string) =>
@@ -187,7 +187,7 @@ describe('local-time timers: the cron fires in each user’s own zone, read from
   });
 
   it('with a default zone and a condition: users without a usable zone fire in the default zone, and only matching users move', async () => {
-    h = await startHarness(2, new ManualClock(utc(27, 14)));
+    h = await startHarness({ partitions: 2, userBlock: 1 }, new ManualClock(utc(27, 14)));
     await zoneProfiles(h);
     await crowd(h, 'c', EVERYONE);
     const id = await start(

@@ -40,7 +40,7 @@ function shape(shard: Shard) {
 
 describe('recovery', () => {
   it('replaying the whole journal rebuilds exactly the shards the engine holds: repeated, bulk and single moves, delay and ttl buckets', async () => {
-    h = await startHarness(2);
+    h = await startHarness({ partitions: 2, userBlock: 1 });
     const wf = await workflow(h, {
       steps: [
         {
@@ -104,7 +104,7 @@ describe('recovery', () => {
 
 describe('timer ticks', () => {
   it('a firing that moved users commits no checkpoint; replay plans the next firing from the journaled move', async () => {
-    h = await startHarness(2);
+    h = await startHarness({ partitions: 2, userBlock: 1 });
     const wf = await workflow(h, {
       steps: [
         { name: 'hold', kind: 'timer', cron: '0 0 * * * *', next: 'wait' },
@@ -139,7 +139,7 @@ describe('timer ticks', () => {
   });
 
   it('a firing that moved nobody writes a timer plan, not a checkpoint; recovery applies it before the moves after it', async () => {
-    h = await startHarness(2);
+    h = await startHarness({ partitions: 2, userBlock: 1 });
     const wf = await workflow(h, {
       steps: [
         { name: 'wait', kind: 'branch', branches: [{ condition: 'event.type == "go"', next: 'tick' }] },
@@ -187,7 +187,7 @@ describe('timer ticks', () => {
   });
 
   it("commits many tenants' firings together, and one tenant's lost lease costs only that tenant's firing", async () => {
-    h = await startHarness(2);
+    h = await startHarness({ partitions: 2, userBlock: 1 });
     const definition = {
       steps: [
         { name: 'hold', kind: 'timer' as const, cron: '0 0 * * * *', next: 'done' },
@@ -197,7 +197,7 @@ describe('timer ticks', () => {
     const tenants: Harness[] = [h];
     for (let i = 0; i < 2; i++) {
       const tenantId = newId('tn');
-      await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: 2 } });
+      await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, ''), partitions: 2, userBlock: 1 } });
       tenants.push({ ...h, tenantId });
     }
     const ids: string[] = [];
@@ -227,7 +227,7 @@ describe('timer ticks', () => {
   });
 
   it('moves every partition in one commit; when the commit fails, memory is rebuilt and the next tick moves each user once', async () => {
-    h = await startHarness(3);
+    h = await startHarness({ partitions: 3, userBlock: 1 });
     const wf = await workflow(h, {
       steps: [
         { name: 'hold', kind: 'timer', cron: '0 0 * * * *', next: 'done' },
@@ -268,7 +268,7 @@ describe('leases left by a process that is gone', () => {
 
   it('a partition held by a dead local process is taken at once, one held by a live process is not', async () => {
     const tenantId = newId('tn');
-    await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 2 } });
+    await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 2, userBlock: 1 } });
     const now = Date.now();
     const held = (partition: number, owner: string) =>
       db().partitionState.create({ data: { tenantId, partition, owner, epoch: 3, offset: 7n, leaseUntilMs: BigInt(now + 3_600_000) } });

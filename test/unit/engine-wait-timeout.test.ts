@@ -66,7 +66,7 @@ describe('branch step timeout (wait for an event)', () => {
   });
 
   it('users with no matching event within `after` of entering move on as one bulk move per partition and bucket', async () => {
-    h = await startHarness(2);
+    h = await startHarness({ partitions: 2, userBlock: 1 });
     await crowd(h, 'c', range(1, 10));
     const id = await start(h, await workflow(h, purchaseOrRemind), 'c');
     const t0 = h.clock.now();
@@ -98,7 +98,7 @@ describe('branch step timeout (wait for an event)', () => {
   });
 
   it('users timing out of a step with a ttl leave its ttl buckets too; later entries keep their own buckets', async () => {
-    h = await startHarness(2);
+    h = await startHarness({ partitions: 2, userBlock: 1 });
     const definition: WorkflowDefinition = {
       steps: [
         { name: 'wait', kind: 'branch', ttl: '1d', branches: [{ condition: 'profile.tier == "gold"', next: 'gold' }], timeout: { after: '3h', next: 'late' } },
@@ -126,7 +126,7 @@ describe('branch step timeout (wait for an event)', () => {
   });
 
   it('a branch step used as the entry step times out from the instance start; its buckets survive journal replay', async () => {
-    h = await startHarness(2);
+    h = await startHarness({ partitions: 2, userBlock: 1 });
     const definition: WorkflowDefinition = { steps: purchaseOrRemind.steps.slice(1) };
     await crowd(h, 'c', range(1, 40));
     const id = await start(h, await workflow(h, definition), 'c');

@@ -12,10 +12,10 @@ import { database } from '../../server/storage/database';
 const NOW = Date.UTC(2026, 0, 1, 12);
 const HOUR = 3_600_000;
 
-async function tenant(partitions = 2): Promise<{ id: string; principal: { kind: 'tenant'; tenantId: string; keyId: string } }> {
+async function tenant(partitions = 2) {
   const id = newId('tn');
-  await db().tenant.create({ data: { id, name: id.toLowerCase().replace(/[^a-z0-9]/g, 'x'), partitions } });
-  return { id, principal: { kind: 'tenant', tenantId: id, keyId: 'k' } };
+  const row = await db().tenant.create({ data: { id, name: id.toLowerCase().replace(/[^a-z0-9]/g, 'x'), partitions } });
+  return { ...row, principal: { kind: 'tenant' as const, tenantId: id, keyId: 'k' } };
 }
 
 async function loggedUsers(tenantId: string): Promise<number[]> {
@@ -109,9 +109,9 @@ describe('group commit isolation', () => {
     const t = await tenant(4);
     let nested: Record<string, unknown> = { leaf: true };
     for (let depth = 0; depth < 200_000; depth++) nested = { a: nested }; // JSON.stringify overflows the stack
-    const good = Array.from({ length: 20 }, (_, i) => appendEvents(database(), t.id, 4, [{ user: i, type: 'ok', data: {}, time: NOW }]));
-    const bad = appendEvents(database(), t.id, 4, [{ user: 99, type: 'deep', data: nested, time: NOW }]);
-    const more = Array.from({ length: 20 }, (_, i) => appendEvents(database(), t.id, 4, [{ user: 100 + i, type: 'ok', data: {}, time: NOW }]));
+    const good = Array.from({ length: 20 }, (_, i) => appendEvents(database(), t.id, [{ user: i, type: 'ok', data: {}, time: NOW }]));
+    const bad = appendEvents(database(), t.id, [{ user: 99, type: 'deep', data: nested, time: NOW }]);
+    const more = Array.from({ length: 20 }, (_, i) => appendEvents(database(), t.id, [{ user: 100 + i, type: 'ok', data: {}, time: NOW }]));
     await expect(bad).rejects.toMatchObject({ code: 'validation_failed', status: 400, message: expect.stringMatching(/^events: the batch cannot be stored/) });
     expect(await Promise.all([...good, ...more])).toEqual(Array(40).fill(1));
     expect(await loggedUsers(t.id)).toEqual([...Array.from({ length: 20 }, (_, i) => i), ...Array.from({ length: 20 }, (_, i) => 100 + i)]);
@@ -121,9 +121,9 @@ describe('group commit isolation', () => {
     const t = await tenant(2);
     let nested: Record<string, unknown> = { leaf: true };
     for (let depth = 0; depth < 200_000; depth++) nested = { a: nested };
-    const first = appendRequest(database(), t.id, 2, { events: [{ user: 1, type: 'ok', data: {}, time: NOW }] }, NOW); // holds the writer: the next two share a group
-    const bad = appendRequest(database(), t.id, 2, { events: [{ user: 2, type: 'deep', data: nested, time: NOW }], ids: ['same-id'] }, NOW);
-    const retry = appendRequest(database(), t.id, 2, { events: [{ user: 2, type: 'ok', data: {}, time: NOW }], ids: ['same-id'] }, NOW);
+    const first = appendRequest(database(), t, { events: [{ user: 1, type: 'ok', data: {}, time: NOW }] }, NOW); // holds the writer: the next two share a group
+    const bad = appendRequest(database(), t, { events: [{ user: 2, type: 'deep', data: nested, time: NOW }], ids: ['same-id'] }, NOW);
+    const retry = appendRequest(database(), t, { events: [{ user: 2, type: 'ok', data: {}, time: NOW }], ids: ['same-id'] }, NOW);
     await expect(bad).rejects.toMatchObject({ code: 'validation_failed' });
     expect(await retry).toMatchObject({ accepted: 1, duplicates: 0 });
     await first;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { appendEncoded } from '../../server/engine/ingest-commit';
 import { encodeRequest } from '../../server/engine/ingest-encode';
+import { USER_BLOCK } from '../../server/engine/partitioning';
 import { hashIds, IdTable } from '../../server/engine/ingest-id-table';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
@@ -76,7 +77,10 @@ describe('event ids with equal hashes', () => {
     const tenantId = newId('tn');
     await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, 'x'), partitions: 1 } });
     const colliding = (ids: string[]) => {
-      const request = encodeRequest({ events: ids.map((_, i) => ({ user: 10 + i, type: 'x', data: {}, time: NOW })), ids }, 1);
+      const request = encodeRequest(
+        { events: ids.map((_, i) => ({ user: 10 + i, type: 'x', data: {}, time: NOW })), ids },
+        { partitions: 1, userBlock: USER_BLOCK },
+      );
       request.ids!.hashes.fill(42); // every id of the request gets the same hash, 42:42
       return request;
     };
@@ -84,7 +88,10 @@ describe('event ids with equal hashes', () => {
     expect(await appendEncoded(database(), tenantId, colliding(['second', 'third', 'first']), NOW)).toMatchObject({ accepted: 3, duplicates: 2 });
     // A restart: the ids are read back from the IngestRecord rows and hashed for real, as a request's are.
     app().state.ingestDedupe.clear();
-    const request = encodeRequest({ events: [10, 11].map((user) => ({ user, type: 'x', data: {}, time: NOW })), ids: ['third', 'fourth'] }, 1);
+    const request = encodeRequest(
+      { events: [10, 11].map((user) => ({ user, type: 'x', data: {}, time: NOW })), ids: ['third', 'fourth'] },
+      { partitions: 1, userBlock: USER_BLOCK },
+    );
     expect(await appendEncoded(database(), tenantId, request, NOW)).toMatchObject({ accepted: 2, duplicates: 1 });
     const rows = await db().eventLog.findMany({ where: { tenantId }, orderBy: { offset: 'asc' } });
     expect(rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user))).toEqual([10, 11, 11, 11]);

@@ -3,11 +3,15 @@ import { spawn } from 'node:child_process';
 import { AppError } from '../../server/errors';
 import { appendEvents, ingest, MAX_EVENTS_PER_BATCH, parseEventBatch, partitionEvents } from '../../server/engine/ingest';
 import { decodeEvents } from '../../server/engine/log-codec';
+import { USER_BLOCK } from '../../server/engine/partitioning';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 import { database } from '../../server/storage/database';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
+
+/** A user of id block `n`: a new tenant deals its users to partitions in blocks of USER_BLOCK ids (block n → n % P). */
+const inBlock = (n: number, offset = 0) => n * USER_BLOCK + offset;
 
 async function tenant(partitions: number): Promise<{ id: string; name: string }> {
   const id = newId('tn');
@@ -93,13 +97,16 @@ describe('event batch validation', () => {
 });
 
 describe('appending to the partitioned log', () => {
-  it('groups a batch by user % P, keeping the order within each partition', () => {
-    const events = [5, 2, 9, 4, 1, 6].map((user, i) => ({ user, type: `e${i}`, data: {}, time: NOW }));
-    const groups = partitionEvents(events, 4);
+  it('groups a batch by block of user ids (block b → partition b % P), keeping the order within each partition', () => {
+    const users = [inBlock(5), inBlock(2, 7), inBlock(9, 255), inBlock(4), inBlock(1, 1), inBlock(6), inBlock(5, 3)];
+    const events = users.map((user, i) => ({ user, type: `e${i}`, data: {}, time: NOW }));
+    const groups = partitionEvents(events, { partitions: 4, userBlock: USER_BLOCK });
     expect([...groups.keys()].sort()).toEqual([0, 1, 2]);
-    expect(groups.get(1)!.map((e) => e.user)).toEqual([5, 9, 1]);
-    expect(groups.get(2)!.map((e) => e.user)).toEqual([2, 6]);
-    expect(groups.get(0)!.map((e) => e.user)).toEqual([4]);
+    expect(groups.get(1)!.map((e) => e.user)).toEqual([inBlock(5), inBlock(9, 255), inBlock(1, 1), inBlock(5, 3)]);
+    expect(groups.get(2)!.map((e) => e.user)).toEqual([inBlock(2, 7), inBlock(6)]);
+    expect(groups.get(0)!.map((e) => e.user)).toEqual([inBlock(4)]);
+    // A tenant made before blocks keeps user % P.
+    expect([...partitionEvents(events, { partitions: 4, userBlock: 1 }).get(3)!].map((e) => e.user)).toEqual([inBlock(2, 7), inBlock(9, 255), inBlock(5, 3)]);
   });
 
   it('writes one row per touched partition per batch, offsets 1, 2, 3… per partition', async () => {
@@ -107,15 +114,15 @@ describe('appending to the partitioned log', () => {
     const first = parseEventBatch(
       {
         events: [
-          { user: 1, type: 'a', data: { n: 1 } },
-          { user: 5, type: 'b' },
-          { user: 2, type: 'c', time: 99 },
+          { user: inBlock(1), type: 'a', data: { n: 1 } },
+          { user: inBlock(5), type: 'b' },
+          { user: inBlock(2), type: 'c', time: 99 },
         ],
       },
       NOW,
     ).events;
-    expect(await appendEvents(database(), t.id, 4, first)).toBe(3);
-    expect(await appendEvents(database(), t.id, 4, parseEventBatch({ events: [{ user: 9, type: 'd' }] }, NOW).events)).toBe(1);
+    expect(await appendEvents(database(), t.id, first)).toBe(3);
+    expect(await appendEvents(database(), t.id, parseEventBatch({ events: [{ user: inBlock(9), type: 'd' }] }, NOW).events)).toBe(1);
     const rows = await logRows(t.id);
     expect(rows.map((r) => [r.partition, Number(r.offset), r.count])).toEqual([
       [1, 1, 2],
@@ -123,16 +130,16 @@ describe('appending to the partitioned log', () => {
       [2, 1, 1],
     ]);
     expect(decodeEvents(rows[0].events)).toEqual([
-      { user: 1, type: 'a', data: { n: 1 }, time: NOW },
-      { user: 5, type: 'b', data: {}, time: NOW },
+      { user: inBlock(1), type: 'a', data: { n: 1 }, time: NOW },
+      { user: inBlock(5), type: 'b', data: {}, time: NOW },
     ]);
-    expect(decodeEvents(rows[2].events)).toEqual([{ user: 2, type: 'c', data: {}, time: 99 }]);
+    expect(decodeEvents(rows[2].events)).toEqual([{ user: inBlock(2), type: 'c', data: {}, time: 99 }]);
   });
 
   it('keeps offsets gap-free and unique under many concurrent batches, and tenants apart', async () => {
     const [a, b] = [await tenant(3), await tenant(3)];
-    const batches = Array.from({ length: 30 }, (_, i) => Array.from({ length: 10 }, (_, j) => ({ user: i * 10 + j, type: 'x', data: {}, time: NOW })));
-    await Promise.all(batches.flatMap((events) => [appendEvents(database(), a.id, 3, events), appendEvents(database(), b.id, 3, events)]));
+    const batches = Array.from({ length: 30 }, (_, i) => Array.from({ length: 10 }, (_, j) => ({ user: inBlock(i * 10 + j), type: 'x', data: {}, time: NOW })));
+    await Promise.all(batches.flatMap((events) => [appendEvents(database(), a.id, events), appendEvents(database(), b.id, events)]));
     for (const t of [a, b]) {
       const rows = await logRows(t.id);
       for (const partition of [0, 1, 2]) {
@@ -140,11 +147,11 @@ describe('appending to the partitioned log', () => {
         expect(offsets).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
       }
       const users = rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user)).sort((x, y) => x - y);
-      expect(users).toEqual(Array.from({ length: 300 }, (_, i) => i));
+      expect(users).toEqual(Array.from({ length: 300 }, (_, i) => inBlock(i)));
       // Group commit keeps one row per batch and partition, in arrival order: batch i is at offset i + 1.
       for (const row of rows) {
         const batch = Number(row.offset) - 1;
-        for (const event of decodeEvents(row.events)) expect(Math.floor(event.user / 10)).toBe(batch);
+        for (const event of decodeEvents(row.events)) expect(Math.floor(event.user / USER_BLOCK / 10)).toBe(batch);
       }
     }
   });
@@ -183,7 +190,7 @@ describe('several processes appending to one tenant', () => {
       registerApp(built);
       const { database } = await import(${JSON.stringify(new URL('../../server/storage/database.ts', import.meta.url).href)});
       for (let b = 0; b < 40; b++) {
-        await appendEvents(database(), ${JSON.stringify(t.id)}, 2, [0, 1].map((p) => ({ user: ${id} * 1000 + b * 2 + p, type: 'w${id}', data: {}, time: 0 })));
+        await appendEvents(database(), ${JSON.stringify(t.id)}, [0, 1].map((p) => ({ user: (${id} * 1000 + b * 2 + p) * ${USER_BLOCK}, type: 'w${id}', data: {}, time: 0 })));
       }
       await built.close();`;
     const run = (id: number) =>
@@ -204,7 +211,7 @@ describe('several processes appending to one tenant', () => {
     for (const id of [1, 2, 3]) {
       // Each writer's own batches stay in its order within a partition.
       const mine = rows.filter((r) => r.partition === 0).flatMap((r) => decodeEvents(r.events).filter((e) => e.type === `w${id}`));
-      expect(mine.map((e) => e.user)).toEqual(Array.from({ length: 40 }, (_, b) => id * 1000 + b * 2));
+      expect(mine.map((e) => e.user)).toEqual(Array.from({ length: 40 }, (_, b) => inBlock(id * 1000 + b * 2)));
     }
   }, 120_000);
 });

@@ -31,7 +31,7 @@ const offsets = async (tenantId: string) =>
   (await db().eventLog.findMany({ where: { tenantId }, orderBy: [{ partition: 'asc' }, { offset: 'asc' }] })).map((r) => `${r.partition}:${r.offset}`);
 
 it('trims applied log rows but the newest of each partition, and the log goes on numbering and applying after it', async () => {
-  h = await startHarness(2);
+  h = await startHarness({ partitions: 2, userBlock: 1 });
   const wf = await workflow(h, buyOrQuit);
   await crowd(h, 'c', range(1, 20));
   const id = await start(h, wf, 'c');
@@ -62,10 +62,10 @@ it('trims applied log rows but the newest of each partition, and the log goes on
 });
 
 it('keeps rows a partition has not applied yet, and partitions nobody has taken yet', async () => {
-  h = await startHarness(1);
+  h = await startHarness({ partitions: 1, userBlock: 1 });
   // A tenant no engine has loaded: its rows and offsets stay exactly as written here.
   const tenantId = newId('tn');
-  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 2 } });
+  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 2, userBlock: 1 } });
   await db().partitionState.create({ data: { tenantId, partition: 0, offset: 1n } });
   for (const partition of [0, 1]) {
     for (const offset of [1, 2, 3]) await db().eventLog.create({ data: { tenantId, partition, offset: BigInt(offset), events: encodeEvents([]), count: 0 } });
@@ -85,7 +85,7 @@ it('keeps rows a partition has not applied yet, and partitions nobody has taken 
 });
 
 it('trims what was applied by the previous run, not what was applied since, and nothing on a first run', async () => {
-  h = await startHarness(2);
+  h = await startHarness({ partitions: 2, userBlock: 1 });
   const wf = await workflow(h, buyOrQuit);
   await crowd(h, 'c', range(1, 12));
   await start(h, wf, 'c');

@@ -4,7 +4,7 @@ import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import type { EntryRouting } from '../../server/engine/entry-routing';
 import { EXITED } from '../../server/engine/exit';
 import { Mover } from '../../server/engine/moves';
-import { splitByPartition } from '../../server/engine/operations';
+import { splitByPartition } from '../../server/engine/partitioning';
 import { WorkflowRuntime } from '../../server/engine/runtime';
 import { Shard } from '../../server/engine/shard';
 import type { JournalMove } from '../../server/engine/store/commit';
@@ -121,12 +121,12 @@ describe('the Mover frees what it made, and only that', () => {
 
   it('splitByPartition: the parts are new bitmaps (freeing one leaves the users and the other parts whole)', () => {
     const users = range(0, 100_000);
-    const split = splitByPartition(users, 4);
+    const split = splitByPartition(users, { partitions: 4, userBlock: 1 });
     const parts = [0, 1, 2, 3].map((p) => split(p));
     parts[0].dispose();
     expect(users.size).toBe(100_000);
     expect(parts.slice(1).map((part) => part.size)).toEqual([25_000, 25_000, 25_000]);
     expect(parts[2].toArray().every((u) => u % 4 === 2)).toBe(true);
-    expect(splitByPartition(users, 1)(0)).toBe(users); // one partition: the users themselves (the caller keeps them)
+    expect(splitByPartition(users, { partitions: 1, userBlock: 1 })(0)).toBe(users); // one partition: the users themselves (the caller keeps them)
   });
 });

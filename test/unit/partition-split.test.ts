@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
-import { byPartition } from '../../server/engine/operations';
+import { byPartition, USER_BLOCK } from '../../server/engine/partitioning';
 
-/** The definition: user u belongs to partition u % P. */
-function expected(users: RoaringBitmap32, partitions: number): number[][] {
+/** The definition: user u belongs to partition floor(u / B) % P (B = 1 for tenants made before blocks). */
+function expected(users: RoaringBitmap32, partitions: number, userBlock: number): number[][] {
   const parts: number[][] = Array.from({ length: partitions }, () => []);
-  for (const user of users) parts[user % partitions].push(user);
+  for (const user of users) parts[Math.floor(user / userBlock) % partitions].push(user);
   return parts;
 }
 
@@ -17,7 +17,7 @@ function seeded(seed: number): () => number {
   };
 }
 
-describe('byPartition splits users by user % partitions', () => {
+describe('byPartition splits users by block of ids, round-robin over the partitions', () => {
   const crowds: Record<string, () => RoaringBitmap32> = {
     // dense: split with masks
     'a dense range from 0': () => RoaringBitmap32.fromRange(0, 300_000),
@@ -39,13 +39,24 @@ describe('byPartition splits users by user % partitions', () => {
     nobody: () => new RoaringBitmap32(),
   };
   for (const [name, make] of Object.entries(crowds)) {
-    for (const partitions of [1, 3, 8, 16, 17, 64]) {
-      it(`${name}, ${partitions} partitions`, () => {
-        const users = make();
-        const parts = byPartition(users, partitions);
-        expect(parts).toHaveLength(partitions);
-        expect(parts.map((part) => part.toArray())).toEqual(expected(users, partitions));
-      });
+    for (const userBlock of [1, 64, USER_BLOCK]) {
+      for (const partitions of [1, 3, 8, 16, 17, 64, 256]) {
+        it(`${name}, ${partitions} partitions, blocks of ${userBlock}`, () => {
+          const users = make();
+          const parts = byPartition(users, { partitions, userBlock });
+          expect(parts).toHaveLength(partitions);
+          const wanted = expected(users, partitions, userBlock);
+          // Compared as bitmaps (toEqual over 300,000-id arrays took seconds), with each part's size to say where.
+          expect(parts.map((part, p) => [part.size, part.isEqual(RoaringBitmap32.from(wanted[p]))])).toEqual(wanted.map((ids) => [ids.length, true]));
+        });
+      }
     }
   }
+
+  it("keeps a dense crowd's parts as runs: a 10M-user range is a few hundred KB over 8 partitions, not 10 MB", () => {
+    const users = RoaringBitmap32.fromRange(0, 10_000_000);
+    const bytes = (userBlock: number) => byPartition(users, { partitions: 8, userBlock }).reduce((sum, part) => sum + part.serialize('portable').byteLength, 0);
+    expect(bytes(USER_BLOCK)).toBeLessThan(200_000);
+    expect(bytes(1)).toBeGreaterThan(9_000_000); // every eighth id: bitmap containers, what blocks avoid
+  });
 });

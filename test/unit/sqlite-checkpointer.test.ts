@@ -26,13 +26,12 @@ it.runIf(onSqlite)('the worker checkpoints the write-ahead log on its own; the w
   expect(Number(connection.pragma('journal_size_limit', { simple: true }))).toBe(64 * 1024 * 1024);
 
   const tenantId = newId('tn');
-  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 4 } });
+  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 4, userBlock: 1 } });
   const text = 'x'.repeat(2_000); // about 8 MB of log rows, past SQLite's default 1,000 pages
   for (let batch = 0; batch < 40; batch++) {
     await appendEvents(
       database(),
       tenantId,
-      4,
       Array.from({ length: 100 }, (_, i) => ({ user: batch * 100 + i, type: 'page', data: { text: `${batch}:${i}:${text}` }, time: 1 })),
     );
   }
