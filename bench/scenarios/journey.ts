@@ -9,6 +9,7 @@ import { formatNumber, median, percentile, progress } from '../lib/report';
 import { BENCH_ADMIN_TOKEN, call, download, startServer, type BenchServer } from '../lib/server';
 import { subscribeCounts, type CountsJson } from '../lib/sse';
 import { inWindow } from '../lib/windows';
+import { partitionOf } from '../../server/engine/partitioning';
 
 export const TENANT = 'bench';
 export const PARTITIONS = 8;
@@ -335,6 +336,7 @@ async function measureRecovery(
   const before = await counts(server, instanceId);
   await server.stop();
   const [{ tenantId }] = await database.query<{ tenantId: string }>(`SELECT "tenantId" FROM "Instance" WHERE "id" = ?`, [instanceId]);
+  const [layout] = await database.query<{ partitions: number; userBlock: number }>(`SELECT "partitions", "userBlock" FROM "Tenant" WHERE "id" = ?`, [tenantId]);
   const [{ seq }] = await database.query<{ seq: string | number | null }>(`SELECT MAX("seq") AS "seq" FROM "Journal"`);
   const checkpoints = await database.query<{ partition: number }>(`SELECT "partition" FROM "ShardCheckpoint" WHERE "instanceId" = ?`, [instanceId]);
   if (checkpoints.length === 0) throw new Error('no ShardCheckpoint rows after a clean stop');
@@ -343,7 +345,7 @@ async function measureRecovery(
   let nextSeq = Number(seq ?? 0) + 1;
   for (let user = 0; user < moved.length && rows.length < options.recoveryMoves; user++) {
     if (moved[user]) continue;
-    rows.push([nextSeq++, tenantId, instanceId, user % PARTITIONS, 'wait', 'small', user, 1, now]);
+    rows.push([nextSeq++, tenantId, instanceId, partitionOf(user, layout), 'wait', 'small', user, 1, now]);
   }
   const tick = progress(`journal rows on ${database.provider}`);
   for (let offset = 0; offset < rows.length; offset += 50_000) {

@@ -1,7 +1,11 @@
 // The limit: the same work done by bare roaring calls and byte loops, with no engine, storage or HTTP around it.
 // Each function returns the wall time (ms) or rate of that bare work; Crowdflow's figures are compared with these.
 import { radixSortUint32, RoaringBitmap32 } from '../../server/crowd/bitmap';
+import { partitionOf, USER_BLOCK } from '../../server/engine/partitioning';
 import { journeyEvents, type BenchEvent } from '../lib/data';
+
+/** A new tenant's layout (blocks of USER_BLOCK ids dealt round-robin), which the engine's figures are measured on. */
+const layout = (partitions: number) => ({ partitions, userBlock: USER_BLOCK });
 
 /** Byte scan of newline-separated decimal IDs into a Uint32Array, radix-sorted and added to roaring in one call. */
 export function bareParseText(text: Uint8Array): RoaringBitmap32 {
@@ -25,18 +29,23 @@ export function bareParseText(text: Uint8Array): RoaringBitmap32 {
   return RoaringBitmap32.from(radixSortUint32(found, new Uint32Array(count)));
 }
 
-/** Splits a crowd into `partitions` shard bitmaps (user % P) and serializes each, the least a start must do. */
+/** Splits a crowd into `partitions` shard bitmaps (by block of ids) and serializes each, the least a start must do. */
 export function bareStart(crowd: RoaringBitmap32, partitions: number): Buffer[] {
   const ids = crowd.toUint32Array();
+  const of = layout(partitions);
   const sizes = new Uint32Array(partitions);
-  for (let k = 0; k < ids.length; k++) sizes[ids[k] % partitions]++;
+  for (let k = 0; k < ids.length; k++) sizes[partitionOf(ids[k], of)]++;
   const parts = Array.from(sizes, (size) => new Uint32Array(size));
   sizes.fill(0);
   for (let k = 0; k < ids.length; k++) {
-    const p = ids[k] % partitions;
+    const p = partitionOf(ids[k], of);
     parts[p][sizes[p]++] = ids[k];
   }
-  return parts.map((part) => Buffer.from(RoaringBitmap32.from(part).serialize('portable')));
+  return parts.map((part) => {
+    const bitmap = RoaringBitmap32.from(part);
+    bitmap.runOptimize();
+    return Buffer.from(bitmap.serialize('portable'));
+  });
 }
 
 export interface BareShard {
@@ -55,10 +64,10 @@ export function bareShards(crowd: RoaringBitmap32, partitions: number): BareShar
 
 /** The branch step per event: find the user's shard, test membership, evaluate the condition, move. Events/s. */
 export function bareApplyRate(shards: BareShard[], events: BenchEvent[]): number {
-  const partitions = shards.length;
+  const of = layout(shards.length);
   const start = performance.now();
   for (const event of events) {
-    const shard = shards[event.user % partitions];
+    const shard = shards[partitionOf(event.user, of)];
     if (!shard.wait.has(event.user)) continue;
     if (event.type !== 'purchase') continue;
     shard.wait.remove(event.user);
@@ -69,12 +78,12 @@ export function bareApplyRate(shards: BareShard[], events: BenchEvent[]): number
 
 /** The same, starting from the JSON text of batches of 1,000 events (what HTTP delivers). Events/s. */
 export function bareApplyFromJsonRate(shards: BareShard[], batches: string[], eventCount: number): number {
-  const partitions = shards.length;
+  const of = layout(shards.length);
   const start = performance.now();
   for (const text of batches) {
     const { events } = JSON.parse(text) as { events: BenchEvent[] };
     for (const event of events) {
-      const shard = shards[event.user % partitions];
+      const shard = shards[partitionOf(event.user, of)];
       if (!shard.wait.has(event.user) || event.type !== 'purchase') continue;
       shard.wait.remove(event.user);
       (event.data.amount > 100 ? shard.big : shard.small).add(event.user);
@@ -89,6 +98,7 @@ export function bareTimerMove(crowd: RoaringBitmap32, partitions: number): numbe
   const start = performance.now();
   for (const shard of shards) {
     shard.big.orInPlace(shard.wait);
+    shard.wait.runOptimize();
     shard.wait.serialize('portable');
     shard.wait.clear();
   }
@@ -147,7 +157,8 @@ export function bareRecovery(checkpoints: Buffer[], movedUsers: Uint32Array, par
   const start = performance.now();
   const shards = checkpoints.map((bytes) => ({ wait: RoaringBitmap32.deserialize(bytes, 'portable'), small: new RoaringBitmap32() }));
   const perShard = Array.from({ length: partitions }, () => [] as number[]);
-  for (let k = 0; k < movedUsers.length; k++) perShard[movedUsers[k] % partitions].push(movedUsers[k]);
+  const of = layout(partitions);
+  for (let k = 0; k < movedUsers.length; k++) perShard[partitionOf(movedUsers[k], of)].push(movedUsers[k]);
   perShard.forEach((users, p) => {
     shards[p].wait.removeMany(users);
     shards[p].small.addMany(users);

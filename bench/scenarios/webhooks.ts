@@ -14,6 +14,7 @@ import { WebhookPump } from '../../server/webhooks/pump';
 import type { ScratchDatabase } from '../lib/database';
 import type { Measured } from './journey';
 import { closeApp, useDatabase } from './rows';
+import { partitionOf, USER_BLOCK } from '../../server/engine/partitioning';
 
 export interface WebhookFigures {
   /** Seconds from the pump's start until every user id was acknowledged. */
@@ -64,7 +65,7 @@ export async function measureWebhooks(database: ScratchDatabase, users: number, 
     const everyone = denseBitmap(users);
     const ids = everyone.toUint32Array();
     for (let partition = 0; partition < PARTITIONS; partition++) {
-      const part = new RoaringBitmap32(ids.filter((id) => id % PARTITIONS === partition));
+      const part = new RoaringBitmap32(ids.filter((id) => partitionOf(id, { partitions: PARTITIONS, userBlock: USER_BLOCK }) === partition));
       await db().journal.create({
         data: {
           seq: BigInt(partition + 1),

@@ -26,7 +26,14 @@ async function chainWorkflow(length: number): Promise<{ tenantId: string; workfl
 
 /** What previewPath reads of the engine: the tenant (no instance running), the storage and the clock. */
 function source(tenantId: string, clock: { now: () => number }) {
-  const tenant = { id: tenantId, partitions: 1, partitioning: { partitions: 1, userBlock: 1 }, instances: new Map(), data: new TenantData(database(), tenantId), database: database() };
+  const tenant = {
+    id: tenantId,
+    partitions: 1,
+    partitioning: { partitions: 1, userBlock: 1 },
+    instances: new Map(),
+    data: new TenantData(database(), tenantId),
+    database: database(),
+  };
   return {
     database: database(),
     committed: undefined,
