@@ -1,15 +1,23 @@
-import { systemClock, type Clock } from '../clock';
+import { LoopIdle, systemClock, Wakeup, type Clock } from '../clock';
 import { isUniqueViolation } from '../errors';
 import { parseCron } from '../../core/model/cron';
-import { WorkflowSchedule } from '../../core/model/workflow';
+import type { WorkflowSchedule } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
+import { onTenantDeleted } from '../tenants/changes';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
+import { onScheduleChanged } from '../workflows/changes';
+import { Schedules, type ScheduledWorkflow, type ScheduleRow } from './schedules';
 import { newProcedureRecord } from './store';
 import { FINISHED_STATES, type Json, type ProcedureRunner } from './types';
 
 // Scheduled starts (after luno/workflow's Schedule): each firing of a workflow's cron submits one start procedure whose
 // id is derived from the workflow and the firing time, so however many processes (or overlapping ticks) see the same
 // firing, it starts at most once. A firing while the workflow already has an instance is recorded as skipped.
+//
+// The scheduler keeps the schedules it read (./schedules.ts) and sleeps until the earliest next firing: between
+// firings it touches no row. A save or delete of a schedule (a notice, from this process or, through the cluster
+// channel, another member) and a tenant's deletion wake it to read them again; a slow safety re-read (`rereadMs`)
+// catches a change whose notice was lost, and the rows of due schedules are read again before they fire.
 //
 // Firings missed while no server ran (found by a process's first tick: those after the schedule's last recorded
 // firing, or after the workflow was last saved) follow the schedule's catch-up policy, like a Kubernetes CronJob's
@@ -23,9 +31,14 @@ export interface SchedulerOptions {
   database: Database;
   runner: ProcedureRunner;
   clock?: Clock;
-  /** How often schedules are re-read and firings looked for. Default 1 s (crons have second precision). */
-  pollMs?: number;
+  /** How often the schedules are read again though no notice said they changed. Default 60 s. */
+  rereadMs?: number;
 }
+
+/** A lost notice (another member's save while the channel was down) delays a changed schedule by at most this. */
+const DEFAULT_REREAD_MS = 60_000;
+/** After a failed look (the database down), the next one comes this much later. */
+const RETRY_MS = 1_000;
 
 export type FiringOutcome = 'submitted' | 'skipped' | 'missed' | 'already-recorded' | 'error';
 export interface Firing {
@@ -38,16 +51,19 @@ export interface Firing {
 export interface Scheduler {
   start(): void;
   stop(): Promise<void>;
-  /** Fires every enabled schedule whose latest firing fell after the previous tick (the first tick only starts the watch). */
+  /**
+   * Fires every enabled schedule whose next firing has come since the previous tick (the first tick only starts the
+   * watch, recording what was missed while no server ran); reads the schedules again first when they changed.
+   */
   tick(): Promise<Firing[]>;
+  /** Resolves once the loop sleeps with its time still to come (tests moving a ManualClock). */
+  settled(): Promise<void>;
 }
 
 /** The id of a firing's procedure; ids of one workflow sort by firing time (13-digit epoch ms until the year 2286). */
 export function scheduledProcedureId(workflowId: string, firingMs: number | ''): string {
   return `schedule:${workflowId}:${firingMs}`;
 }
-
-type ScheduledWorkflow = { id: string; tenantId: string; updatedAt: Date };
 
 function startState(workflow: ScheduledWorkflow, schedule: WorkflowSchedule, firingMs: number, extra: Record<string, Json> = {}): { [key: string]: Json } {
   return {
@@ -79,42 +95,84 @@ export function firingsBetween(cron: string, fromMs: number, toMs: number): { co
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const clock = options.clock ?? systemClock;
   const { database } = options;
-  const pollMs = options.pollMs ?? 1_000;
-  let watchedSince: number | undefined;
+  const rereadMs = options.rereadMs ?? DEFAULT_REREAD_MS;
+  const schedules = new Schedules();
+  /** When the schedules were last read in full; undefined until the first tick (which only starts the watch). */
+  let readAt: number | undefined;
+  /** A schedule was saved or deleted since they were read (a notice of this process or another member). */
+  let changed = false;
+  const woken = new Wakeup();
+  const idle = new LoopIdle(clock);
   let loop: Promise<void> | undefined;
   let stopping: AbortController | undefined;
 
-  async function tick(): Promise<Firing[]> {
-    const now = clock.now();
-    const firstTick = watchedSince === undefined;
-    const since = watchedSince ?? now;
-    watchedSince = now;
-    if (!firstTick && since >= now) return [];
-    const workflows = await database.db.workflow.findMany({
+  function readSchedules(): Promise<ScheduleRow[]> {
+    return database.db.workflow.findMany({
       where: { schedule: { not: null } },
       select: { id: true, tenantId: true, schedule: true, updatedAt: true },
     });
+  }
+
+  async function tick(): Promise<Firing[]> {
+    const now = clock.now();
+    if (readAt === undefined) return firstLook(now);
+    if (changed || now - readAt >= rereadMs) {
+      changed = false;
+      const since = readAt;
+      schedules.replace(await readSchedules(), since, now);
+      readAt = now;
+    }
+    const due = schedules.due(now);
+    if (due.length === 0) return [];
+    // The due rows are read again before they fire: a schedule another member changed or deleted, whose notice this
+    // process missed, never fires from the copy (it is read in full first, at once).
+    const rows = await database.db.workflow.findMany({ where: { id: { in: due.map((entry) => entry.workflow.id) } }, select: { id: true, schedule: true } });
+    const stored = new Map(rows.map((row) => [row.id, row.schedule]));
     const firings: Firing[] = [];
-    for (const workflow of workflows) {
-      const parsed = WorkflowSchedule.safeParse(JSON.parse(workflow.schedule!));
-      if (!parsed.success || !parsed.data.enabled) continue;
-      const schedule = parsed.data;
+    for (const entry of due) {
+      const text = stored.get(entry.workflow.id);
+      if (text === undefined) {
+        schedules.delete(entry.workflow.id);
+        continue;
+      }
+      if (text !== entry.text) {
+        changed = true;
+        continue;
+      }
+      const firingMs = schedules.take(entry, now);
       try {
-        if (firstTick) {
-          const missed = await catchUp(workflow, schedule, now);
-          if (missed) firings.push(missed);
-          continue;
-        }
-        // Only the latest firing in the window counts: a late tick fires once, not once per firing it slept through.
-        const firingMs = parseCron(schedule.cron, now + 1)
-          .prev()
-          .getTime();
-        if (firingMs > since) firings.push(await fire(workflow, schedule, firingMs));
+        firings.push(await fire(entry.workflow, entry.schedule, firingMs));
       } catch (error) {
-        console.warn(`[scheduler] workflow ${workflow.id}: ${(error as Error).message}`);
+        console.warn(`[scheduler] workflow ${entry.workflow.id}: ${(error as Error).message}`);
       }
     }
     return firings;
+  }
+
+  /** A process's first tick: reads every schedule and records or runs what each missed while no server ran. */
+  async function firstLook(now: number): Promise<Firing[]> {
+    changed = false;
+    const rows = await readSchedules();
+    readAt = now;
+    const firings: Firing[] = [];
+    for (const row of rows) {
+      const entry = schedules.addFresh(row, now);
+      if (!entry) continue;
+      try {
+        const missed = await catchUp(entry.workflow, entry.schedule, now);
+        if (missed) firings.push(missed);
+      } catch (error) {
+        console.warn(`[scheduler] workflow ${row.id}: ${(error as Error).message}`);
+      }
+    }
+    return firings;
+  }
+
+  /** How long the loop may sleep: until the earliest firing or the safety re-read, or not at all after a change. */
+  function untilNextLook(): number {
+    if (changed) return 0;
+    const now = clock.now();
+    return Math.min(schedules.earliest(), (readAt ?? now) + rereadMs) - now;
   }
 
   /** The first tick of a process: what the schedule missed since its last recorded firing (or its last save). */
@@ -194,22 +252,42 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     start() {
       if (loop) return;
       const abort = (stopping = new AbortController());
+      const wake = () => {
+        changed = true;
+        woken.wake();
+      };
+      const unsubscribe = [onScheduleChanged(wake), onTenantDeleted(wake)];
+      idle.started();
       loop = (async () => {
         while (!abort.signal.aborted) {
+          const signal = woken.signal();
+          let wait: number;
           try {
             await tick();
+            wait = untilNextLook();
           } catch (error) {
             console.error('[scheduler] tick failed', error);
+            wait = RETRY_MS;
           }
-          await clock.sleep(pollMs, abort.signal);
+          if (wait <= 0) {
+            // Look again at once, but let timers and I/O run first (SQLite calls resolve without yielding to them).
+            await new Promise((resolve) => setImmediate(resolve));
+            continue;
+          }
+          await idle.sleep(wait, signal);
         }
-      })();
+      })().finally(() => {
+        for (const off of unsubscribe) off();
+        idle.stopped();
+      });
     },
     async stop() {
       stopping?.abort();
+      woken.wake();
       await loop;
       loop = undefined;
     },
+    settled: () => idle.settled(),
   };
 }
 

@@ -7,6 +7,7 @@ import { timerPeriodProblems } from '../limits/timer-period';
 import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES, canNameRow, type Tenant } from '../tenants/tenants';
+import { notifyScheduleChanged } from './changes';
 import { removeInstances } from './history';
 import { runningOf, type RunningInstance } from './running';
 import { workflowWarnings } from './warnings';
@@ -168,6 +169,7 @@ export async function createWorkflow(database: Database, tenant: Tenant, body: C
     if (isUniqueViolation(error)) throw duplicateName(tenant, body.name);
     throw error;
   }
+  if (checked.schedule) notifyScheduleChanged(tenant.id, id);
   return withWarnings(database, tenant, await view(database, await findWorkflow(database, tenant, id)));
 }
 
@@ -214,6 +216,7 @@ export async function updateWorkflow(database: Database, tenant: Tenant, ref: st
     if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
     throw error;
   }
+  if (checked.schedule !== undefined) notifyScheduleChanged(tenant.id, current.id);
   return withWarnings(database, tenant, await view(database, await findWorkflow(database, tenant, current.id)));
 }
 
@@ -251,6 +254,7 @@ export async function deleteWorkflow(database: Database, tenant: Tenant, ref: st
     if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
     throw error;
   }
+  if (workflow.schedule !== null) notifyScheduleChanged(tenant.id, workflow.id);
 }
 
 export async function listVersions(
