@@ -174,6 +174,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
       this.imports.get(message.id)?.taken(message.bytes);
     } else if (message.kind === 'cluster-notice') {
       this.state.clusterRelay?.(message.name, message.args);
+    } else if (message.kind === 'procedures-submitted') {
+      this.runner.wake();
     } else if (message.kind === 'reply') {
       const call = this.pending.get(message.id);
       this.pending.delete(message.id);

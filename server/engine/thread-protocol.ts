@@ -59,6 +59,8 @@ export type FromEngine =
   | { kind: 'import-read'; id: number; bytes: number }
   /** A notice the engine thread made (a profile write's), for the request thread to send to the other cluster members. */
   | { kind: 'cluster-notice'; name: string; args: unknown[] }
+  /** This thread submitted a procedure (a stopAt, an experiment's winner): the request thread's runner runs it now. */
+  | { kind: 'procedures-submitted' }
   | { kind: 'reply'; id: number; value: unknown }
   | { kind: 'reply'; id: number; error: SerializedError };
 

@@ -20,8 +20,10 @@ if (!port) throw new Error('server/engine/thread.ts runs as a worker thread (sta
 
 const post = (message: FromEngine, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
-// This thread's root: the engine and its cluster membership share its storage; its runner is only submitted to.
+// This thread's root: the engine and its cluster membership share its storage; its runner is only submitted to, and
+// wakes the request thread's runner, which runs them.
 const built = createApp({
+  runner: { onSubmitted: () => post({ kind: 'procedures-submitted' }) },
   engine: ({ storage, database, runner }) =>
     new Engine({
       database,

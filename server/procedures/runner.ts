@@ -18,6 +18,8 @@ import { FINISHED_STATES, type Json, type ProcedureRunner, type ProcedureRunnerO
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const CLEANUP_EVERY_MS = 60 * 60 * 1000;
+/** An idle pump's poll grows to this many times `pollMs` (1 s → 8 s): a count query a second was idle servers' work. */
+const IDLE_POLL_FACTOR = 8;
 
 class DurableProcedureRunner implements ProcedureRunner {
   readonly owner: string;
@@ -27,6 +29,8 @@ class DurableProcedureRunner implements ProcedureRunner {
   private readonly retentionMs: number;
   private readonly leaseMs: number;
   private readonly pollMs: number;
+  private readonly idlePollMs: number;
+  private readonly onSubmitted: (() => void) | undefined;
   private readonly executing = new Map<string, Promise<void>>();
   private readonly records: ProcedureRecords;
   private readonly turns: TurnRunner;
@@ -53,6 +57,8 @@ class DurableProcedureRunner implements ProcedureRunner {
     this.owner = options.owner ?? processOwner();
     this.leaseMs = options.leaseMs ?? 30_000;
     this.pollMs = options.pollMs ?? 1_000;
+    this.onSubmitted = options.onSubmitted;
+    this.idlePollMs = Math.max(this.pollMs, options.idlePollMs ?? IDLE_POLL_FACTOR * this.pollMs);
     this.pumpIdle = new LoopIdle(this.clock);
     this.records = new ProcedureRecords(database.db, this.clock);
     this.turns = new TurnRunner({
@@ -98,6 +104,7 @@ class DurableProcedureRunner implements ProcedureRunner {
       return this.existing(existing, type);
     }
     this.signal();
+    this.onSubmitted?.();
     return id;
   }
 
@@ -140,6 +147,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     for (const child of failedChildren) await this.retry(child.id);
     this.notify(id);
     this.signal();
+    this.onSubmitted?.();
     return (await this.get(id))!;
   }
 
@@ -168,6 +176,14 @@ class DurableProcedureRunner implements ProcedureRunner {
     return this.pumpIdle.settled();
   }
 
+  asleep(): Promise<void> {
+    return this.pumpIdle.settled();
+  }
+
+  wake(): void {
+    this.signal();
+  }
+
   async cleanup(): Promise<number> {
     const cutoff = new Date(this.clock.now() - this.retentionMs);
     let removed = 0;
@@ -187,14 +203,20 @@ class DurableProcedureRunner implements ProcedureRunner {
     }
   }
 
-  /** The pump: claim what may run, start it, then sleep until something changes, a backoff is due, or the poll. */
+  /**
+   * The pump: claim what may run, start it, then sleep until something changes, a backoff is due, or the poll. While
+   * nothing is unfinished the poll doubles up to `idlePollMs`; any work (or a wake) brings it back to `pollMs`.
+   */
   private async run(): Promise<void> {
     let lastHeartbeat = 0;
     let lastCleanup = 0;
+    let poll = this.pollMs;
     while (!this.stopping) {
+      const woken = this.dirty;
       this.dirty = false;
       const now = this.clock.now();
       let nextDueMs: number | null = null;
+      let idle = false;
       try {
         if (now - lastHeartbeat >= this.leaseMs / 3) {
           await heartbeat(this.database.db, this.owner, now);
@@ -215,12 +237,16 @@ class DurableProcedureRunner implements ProcedureRunner {
             isRegistered: (type) => this.types.has(type),
           });
           nextDueMs = claim.nextDueMs;
+          idle = claim.idle;
           for (const row of claim.claimed) this.launch(row, claim.withChildren.has(row.id));
         }
       } catch (error) {
         console.error('[procedures] claim failed; retrying', error);
       }
-      const wait = Math.min(this.pollMs, nextDueMs === null ? Infinity : nextDueMs - this.clock.now());
+      poll = idle && !woken ? Math.min(poll * 2, this.idlePollMs) : this.pollMs;
+      // Procedures of ours still executing keep their leases renewed in time, however long the idle poll.
+      const heartbeatDue = this.executing.size > 0 ? lastHeartbeat + this.leaseMs / 3 - this.clock.now() : Infinity;
+      const wait = Math.min(poll, heartbeatDue, nextDueMs === null ? Infinity : nextDueMs - this.clock.now());
       if (this.dirty || this.stopping || wait <= 0) {
         // Look again at once, but let timers and I/O run first (SQLite calls resolve without ever yielding to them).
         await new Promise((resolve) => setImmediate(resolve));

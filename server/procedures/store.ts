@@ -185,6 +185,8 @@ export interface ClaimResult {
   withChildren: Set<string>;
   /** Earliest time a backoff ends or another owner's lease expires (for the runner's next wake-up). */
   nextDueMs: number | null;
+  /** Nothing unfinished but the procedures this process executes: the runner may poll less often. */
+  idle: boolean;
 }
 
 /**
@@ -208,7 +210,7 @@ async function lockChosen(tx: Tx, sql: Dialect, chosen: QueueRow[]): Promise<Que
 export async function claimReady({ db, dialect }: Database, request: ClaimRequest): Promise<ClaimResult> {
   // Idle check without the claim lock: on SQLite that lock is the database's single write lock.
   const waiting = await db.procedure.count({ where: { state: { notIn: [...FINISHED_STATES] }, id: { notIn: [...request.busy] } } });
-  if (waiting === 0) return { claimed: [], withChildren: new Set(), nextDueMs: null };
+  if (waiting === 0) return { claimed: [], withChildren: new Set(), nextDueMs: null, idle: true };
   return db.$transaction(async (tx) => {
     // Serializes claimers across processes for the rest of the transaction.
     await dialect.lockUntilCommit(tx, 'crowdflow.procedures');
@@ -246,7 +248,7 @@ export async function claimReady({ db, dialect }: Database, request: ClaimReques
     const parents = claimedIds.length
       ? await tx.procedure.findMany({ where: { parentId: { in: claimedIds } }, select: { parentId: true }, distinct: ['parentId'] })
       : [];
-    return { claimed, withChildren: new Set(parents.map((row) => row.parentId!)), nextDueMs };
+    return { claimed, withChildren: new Set(parents.map((row) => row.parentId!)), nextDueMs, idle: false };
   });
 }
 

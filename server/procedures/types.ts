@@ -146,6 +146,10 @@ export interface ProcedureRunner {
    * not started.
    */
   settled(): Promise<void>;
+  /** Resolves once the pump sleeps until a later time of its clock, without waking it (tests of what it does unwoken). */
+  asleep(): Promise<void>;
+  /** Has the pump look for work now: a procedure was submitted through another runner of this process (its engine thread's). */
+  wake(): void;
 }
 
 export interface ProcedureRunnerOptions {
@@ -162,4 +166,11 @@ export interface ProcedureRunnerOptions {
   leaseMs?: number;
   /** How often to look for work submitted by other processes / expired leases. Default 1 s. */
   pollMs?: number;
+  /**
+   * With nothing unfinished, the poll doubles from `pollMs` up to this (submits, retries and finished turns of this
+   * process wake it at once; another process's submit waits at most this). Default 8 × `pollMs` (8 s).
+   */
+  idlePollMs?: number;
+  /** Told after each submit and retry: a runner that only submits (the engine thread's) wakes the one that runs them. */
+  onSubmitted?: () => void;
 }
