@@ -71,12 +71,12 @@ describe('cluster members on one PostgreSQL schema', () => {
     await sql.query(`INSERT INTO "${target.schema}"."Tenant" ("id", "name", "partitions") VALUES ($1, $1, 8)`, [id]);
     return id;
   };
-  const join = async (name: string, engine = idleEngine()) => {
+  const join = async (name: string, engine = idleEngine(), fullRefreshMs = Number.POSITIVE_INFINITY) => {
     const lock = new MemberLock(target, name);
     locks.push(lock);
     await lock.hold();
-    // No safety-net reassignment: the tests count assignments, which only a change of members, tenants or gathers makes.
-    const member = new ClusterMember(processDatabase(), target, name, Number.POSITIVE_INFINITY);
+    // No safety-net reassignment unless asked: the tests count assignments, which only a change of members, tenants or gathers makes.
+    const member = new ClusterMember(processDatabase(), target, name, fullRefreshMs);
     members.push(member);
     await member.start(engine);
     return { member, engine };
@@ -114,6 +114,26 @@ describe('cluster members on one PostgreSQL schema', () => {
     a.member.eventsAppended('tn_one');
     await waitFor('b told of the events', () => b.engine.woken.includes('tn_one'), Boolean, { timeoutMs: 10_000, everyMs: 10 });
     expect(a.engine.woken).toEqual([]);
+  });
+
+  it('a safety refresh that reads the same tenants and members keeps the assignment; a changed tenant alone is assigned again', async () => {
+    // Every settle is a safety refresh: the tenants are read each time.
+    const a = await join('member-a', idleEngine(), 0);
+    await tenant('tn_kept');
+    await a.member.settle();
+    const assigned = a.member.stats.assignments;
+    const owners = Array.from({ length: 8 }, (_, p) => a.member.mayOwn('tn_kept', p));
+    await a.member.settle();
+    await a.member.settle();
+    expect(a.member.stats.assignments).toBe(assigned);
+
+    // A tenant deleted and another created between two polls (same count, same partitions): the read differs.
+    await sql.query(`DELETE FROM "${target.schema}"."Tenant" WHERE "id" = 'tn_kept'`);
+    await tenant('tn_swapped');
+    await a.member.settle();
+    expect(a.member.stats.assignments).toBe(assigned + 1);
+    expect(a.member.mayOwn('tn_swapped', 0)).toBe(true);
+    expect(owners.every(Boolean)).toBe(true);
   });
 
   it('shares one gather among the operations of a tenant on a member, renews it, and lets it go with the last', async () => {
