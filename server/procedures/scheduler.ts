@@ -6,7 +6,7 @@ import type { Database } from '../storage/database';
 import { onTenantDeleted } from '../tenants/changes';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onScheduleChanged } from '../workflows/changes';
-import { Schedules, type ScheduledWorkflow, type ScheduleRow } from './schedules';
+import { Schedules, type ScheduledWorkflow, type ScheduleEntry, type ScheduleRow } from './schedules';
 import { newProcedureRecord } from './store';
 import { FINISHED_STATES, type Json, type ProcedureRunner } from './types';
 
@@ -116,37 +116,48 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function tick(): Promise<Firing[]> {
     const now = clock.now();
     if (readAt === undefined) return firstLook(now);
-    if (changed || now - readAt >= rereadMs) {
-      changed = false;
-      const since = readAt;
-      schedules.replace(await readSchedules(), since, now);
-      readAt = now;
-    }
-    const due = schedules.due(now);
-    if (due.length === 0) return [];
-    // The due rows are read again before they fire: a schedule another member changed or deleted, whose notice this
-    // process missed, never fires from the copy (it is read in full first, at once).
-    const rows = await database.db.workflow.findMany({ where: { id: { in: due.map((entry) => entry.workflow.id) } }, select: { id: true, schedule: true } });
-    const stored = new Map(rows.map((row) => [row.id, row.schedule]));
+    if (changed || now - readAt >= rereadMs) await readAgain(now);
     const firings: Firing[] = [];
-    for (const entry of due) {
-      const text = stored.get(entry.workflow.id);
-      if (text === undefined) {
-        schedules.delete(entry.workflow.id);
-        continue;
+    // Twice at most: a due schedule found changed is fired, if still due, from the copy read again at once.
+    for (let round = 0; round < 2; round++) {
+      const due = schedules.due(now);
+      if (due.length === 0) break;
+      // The due rows are read again before they fire: a schedule another member changed or deleted, whose notice this
+      // process missed, never fires from the old copy.
+      const rows = await database.db.workflow.findMany({ where: { id: { in: due.map((entry) => entry.workflow.id) } }, select: { id: true, schedule: true } });
+      const stored = new Map(rows.map((row) => [row.id, row.schedule]));
+      let stale = false;
+      for (const entry of due) {
+        const text = stored.get(entry.workflow.id);
+        if (text === undefined) schedules.delete(entry.workflow.id);
+        else if (text !== entry.text) stale = true;
+        else {
+          const firing = await fireDue(entry, now);
+          if (firing) firings.push(firing);
+        }
       }
-      if (text !== entry.text) {
-        changed = true;
-        continue;
-      }
-      const firingMs = schedules.take(entry, now);
-      try {
-        firings.push(await fire(entry.workflow, entry.schedule, firingMs));
-      } catch (error) {
-        console.warn(`[scheduler] workflow ${entry.workflow.id}: ${(error as Error).message}`);
-      }
+      if (!stale) break;
+      await readAgain(now);
     }
     return firings;
+  }
+
+  async function readAgain(now: number): Promise<void> {
+    changed = false;
+    const since = readAt ?? now;
+    schedules.replace(await readSchedules(), since, now);
+    readAt = now;
+  }
+
+  /** Fires the entry's latest firing and moves it to its next; a failure is logged and the firing lost, as before. */
+  async function fireDue(entry: ScheduleEntry, now: number): Promise<Firing | null> {
+    const firingMs = schedules.take(entry, now);
+    try {
+      return await fire(entry.workflow, entry.schedule, firingMs);
+    } catch (error) {
+      console.warn(`[scheduler] workflow ${entry.workflow.id}: ${(error as Error).message}`);
+      return null;
+    }
   }
 
   /** A process's first tick: reads every schedule and records or runs what each missed while no server ran. */

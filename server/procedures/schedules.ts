@@ -30,8 +30,9 @@ export class Schedules {
 
   /**
    * Replaces the copy with `rows` (every scheduled workflow, just read). An unchanged schedule keeps its next firing; a
-   * new or changed one looks for firings from `since` (when the previous copy was read) or its save if later, never
-   * past `now`: as a per-second re-read did, it fires the latest firing that fell after the copy without it was read.
+   * new or changed one looks for firings from `since` (when the previous copy was read), or from its save when that is
+   * later and not ahead of this clock (another process's clock, or a test's): as a per-second re-read did, it fires the
+   * latest firing that fell after the copy without it was read, but none before its save.
    */
   replace(rows: ScheduleRow[], since: number, now: number): void {
     const previous = this.entries;
@@ -42,7 +43,8 @@ export class Schedules {
         this.entries.set(row.id, { ...kept, workflow: workflowOf(row) });
         continue;
       }
-      const fromMs = Math.min(now, Math.max(since, row.updatedAt.getTime()));
+      const savedMs = row.updatedAt.getTime();
+      const fromMs = savedMs <= now ? Math.max(since, savedMs) : since;
       const entry = entryOf(row, fromMs);
       if (entry) this.entries.set(row.id, entry);
     }

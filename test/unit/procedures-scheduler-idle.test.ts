@@ -103,4 +103,25 @@ describe('the scheduler between firings', () => {
     expect(counted.operations).toBe(afterRemoval);
     expect(await db().procedure.count({ where: { workflowId: workflow.id } })).toBe(2);
   });
+
+  it('a schedule changed where no notice came from (another member, its channel down) never fires from the old copy', async () => {
+    const view = await createTenant(database(), { name: 'scheduler-unnoticed', partitions: 1 });
+    const tenant = { ...view, createdAt: new Date(view.createdAt) };
+    const workflow = await createWorkflow(database(), tenant, { name: 'at-15', definition, schedule: { cron: '15 * * * * *', crowd: 'vip' } }, clock.now());
+    await scheduler.settled();
+    const savedMs = clock.now();
+    await db().workflow.update({
+      where: { id: workflow.id },
+      data: { schedule: JSON.stringify({ cron: '45 * * * * *', crowd: 'vip' }), updatedAt: new Date(savedMs) },
+    });
+
+    // The old copy's next firing comes; the row read again says :45, whose latest firing since the save fires instead.
+    const oldFiringMs = Math.floor((savedMs - 15_000) / 60_000) * 60_000 + 75_000;
+    await clock.set(oldFiringMs);
+    await scheduler.settled();
+    const newFiringMs = Math.floor((oldFiringMs - 45_000) / 60_000) * 60_000 + 45_000;
+    expect(newFiringMs).toBeGreaterThan(savedMs);
+    const procedures = await db().procedure.findMany({ where: { workflowId: workflow.id }, select: { id: true } });
+    expect(procedures.map((p) => p.id)).toEqual([scheduledProcedureId(workflow.id, newFiringMs)]);
+  });
 });
