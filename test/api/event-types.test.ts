@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
+import { USER_BLOCK } from '../../server/engine/partitioning';
 
 // GET /tenants/{tenant}/events/types: the event types of the tenant's newest log rows, with counts (the studio's
 // event-type chooser), over real HTTP on both providers.
 
-const events = (type: string, users: number[], data: object = {}) => users.map((user) => ({ user, type, data }));
+// Users of id blocks 1, 2, 3…: a tenant deals blocks of USER_BLOCK ids to its partitions round-robin, so they spread.
+const events = (type: string, blocks: number[], data: object = {}) => blocks.map((block) => ({ user: block * USER_BLOCK, type, data }));
 
 describe('GET /tenants/{tenant}/events/types', () => {
   it('is empty for a tenant that sent nothing, then lists the types sent, most events first, counted over every partition', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { api, createTenant, expectError } from '../helpers/api';
 import { decodeEvents } from '../../server/engine/log-codec';
+import { USER_BLOCK } from '../../server/engine/partitioning';
 import { serverSql } from '../helpers/server-db';
 
 type LogRow = { partition: number; offset: number; count: number; events: Uint8Array };
@@ -12,12 +13,15 @@ async function eventLog(tenantId: string): Promise<LogRow[]> {
   return rows.map((r) => ({ ...r, partition: Number(r.partition), offset: Number(r.offset), count: Number(r.count) }));
 }
 
-const events = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ user: from + i, type: 'click', data: { i } }));
+/** A user of id block `n`: a tenant deals blocks of USER_BLOCK ids to its partitions round-robin (block n → n % P). */
+const inBlock = (n: number) => n * USER_BLOCK;
+
+const events = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ user: inBlock(from + i), type: 'click', data: { i } }));
 
 describe('POST /events', () => {
   it('appends a batch with a tenant API key: 202 {accepted}, one log row per partition, events as sent', async () => {
     const tenant = await createTenant(4);
-    const sent = await api('POST', '/events', { token: tenant.key, body: { events: [...events(6), { user: 9, type: 'buy', time: '2026-03-01T10:00:00Z' }] } });
+    const sent = await api('POST', '/events', { token: tenant.key, body: { events: [...events(6), { user: inBlock(9), type: 'buy', time: '2026-03-01T10:00:00Z' }] } });
     expect(sent.status, JSON.stringify(sent.body)).toBe(202);
     expect(sent.body).toEqual({ accepted: 7 });
     const rows = await eventLog(tenant.id);
@@ -27,7 +31,7 @@ describe('POST /events', () => {
       [2, 1, 1],
       [3, 1, 1],
     ]);
-    expect(decodeEvents(rows[1].events)).toMatchObject([{ user: 1 }, { user: 5 }, { user: 9, type: 'buy', data: {}, time: Date.UTC(2026, 2, 1, 10) }]);
+    expect(decodeEvents(rows[1].events)).toMatchObject([{ user: inBlock(1) }, { user: inBlock(5) }, { user: inBlock(9), type: 'buy', data: {}, time: Date.UTC(2026, 2, 1, 10) }]);
     const again = await api('POST', '/events', { token: tenant.key, body: { events: events(1, 4) } });
     expect(again.status).toBe(202);
     expect((await eventLog(tenant.id)).filter((r) => r.partition === 0).map((r) => r.offset)).toEqual([1, 2]);
@@ -100,7 +104,7 @@ describe('POST /events', () => {
       expect(rows.filter((r) => r.partition === partition).map((r) => r.offset)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     }
     const users = rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user)).sort((x, y) => x - y);
-    expect(users).toEqual(Array.from({ length: 360 }, (_, i) => i));
+    expect(users).toEqual(Array.from({ length: 360 }, (_, i) => inBlock(i)));
   });
 });
 
@@ -110,7 +114,7 @@ describe('ingest throughput', () => {
     const bodies = Array.from({ length: 10 }, (_, b) =>
       JSON.stringify({
         events: Array.from({ length: 1000 }, (_, i) => ({
-          user: b * 1000 + i,
+          user: inBlock(b * 1000 + i),
           type: i % 3 ? 'click' : 'buy',
           data: { page: `/p/${i % 50}`, amount: i % 100 },
         })),
