@@ -21,7 +21,10 @@ const events = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ u
 describe('POST /events', () => {
   it('appends a batch with a tenant API key: 202 {accepted}, one log row per partition, events as sent', async () => {
     const tenant = await createTenant(4);
-    const sent = await api('POST', '/events', { token: tenant.key, body: { events: [...events(6), { user: inBlock(9), type: 'buy', time: '2026-03-01T10:00:00Z' }] } });
+    const sent = await api('POST', '/events', {
+      token: tenant.key,
+      body: { events: [...events(6), { user: inBlock(9), type: 'buy', time: '2026-03-01T10:00:00Z' }] },
+    });
     expect(sent.status, JSON.stringify(sent.body)).toBe(202);
     expect(sent.body).toEqual({ accepted: 7 });
     const rows = await eventLog(tenant.id);
@@ -31,7 +34,11 @@ describe('POST /events', () => {
       [2, 1, 1],
       [3, 1, 1],
     ]);
-    expect(decodeEvents(rows[1].events)).toMatchObject([{ user: inBlock(1) }, { user: inBlock(5) }, { user: inBlock(9), type: 'buy', data: {}, time: Date.UTC(2026, 2, 1, 10) }]);
+    expect(decodeEvents(rows[1].events)).toMatchObject([
+      { user: inBlock(1) },
+      { user: inBlock(5) },
+      { user: inBlock(9), type: 'buy', data: {}, time: Date.UTC(2026, 2, 1, 10) },
+    ]);
     const again = await api('POST', '/events', { token: tenant.key, body: { events: events(1, 4) } });
     expect(again.status).toBe(202);
     expect((await eventLog(tenant.id)).filter((r) => r.partition === 0).map((r) => r.offset)).toEqual([1, 2]);
