@@ -57,9 +57,20 @@ export function shardCounts(instance: InstanceRuntime, partition: number): Count
   return counts;
 }
 
-/** The engine side: writes and announces the figures of the partitions this member holds. */
+/** A publication carries the figures of at most this many instances: one statement of a few hundred KB. */
+const INSTANCES_PER_PUBLICATION = 256;
+
+type DueFigures = { tenantId: string; instanceId: string; held: ReturnType<HeldFigures> };
+
+/**
+ * The engine side: writes and announces the figures of the partitions this member holds. The instances that changed
+ * within one interval are published together, in one transaction (one multi-row upsert, one statement of NOTIFYs):
+ * a minute's firing over 1,000 tenants made 1,000 transactions, each a WAL sync and a turn of the lock every NOTIFY
+ * takes at commit, which queued on the pool in front of the firing's own commits (its last commit came 6–8 s late).
+ */
 export class ShardCountsPublisher {
-  private readonly due = new Map<string, { timer: ReturnType<typeof setTimeout>; held: HeldFigures }>();
+  private readonly due = new Map<string, { tenantId: string; held: HeldFigures }>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
   private lastVersion = 0;
 
   constructor(
@@ -72,16 +83,18 @@ export class ShardCountsPublisher {
    * holds then, with their lease epochs and shards' counts; null once the instance stopped.
    */
   schedule(tenantId: string, instanceId: string, held: HeldFigures): void {
-    const pending = this.due.get(instanceId);
-    if (pending) return void (pending.held = held);
-    const timer = setTimeout(() => {
-      const latest = this.due.get(instanceId)!.held;
-      this.due.delete(instanceId);
-      this.publish(tenantId, instanceId, latest()).catch((error: Error) =>
-        console.warn(`[crowdflow] publishing counts of instance ${instanceId} failed:`, error.message),
-      );
-    }, PUBLISH_EVERY_MS);
-    this.due.set(instanceId, { timer, held });
+    this.due.set(instanceId, { tenantId, held });
+    this.timer ??= setTimeout(() => this.publishDue(), PUBLISH_EVERY_MS);
+  }
+
+  private publishDue(): void {
+    this.timer = undefined;
+    const due: DueFigures[] = [...this.due].map(([instanceId, { tenantId, held }]) => ({ tenantId, instanceId, held: held() }));
+    this.due.clear();
+    for (let at = 0; at < due.length; at += INSTANCES_PER_PUBLICATION) {
+      const part = due.slice(at, at + INSTANCES_PER_PUBLICATION);
+      this.publish(part).catch((error: Error) => console.warn(`[crowdflow] publishing counts of ${part.length} instances failed:`, error.message));
+    }
   }
 
   private nextVersion(): number {
@@ -89,39 +102,48 @@ export class ShardCountsPublisher {
     return this.lastVersion;
   }
 
-  /** `held` null: the instance is no longer running here (stopped): its figures are dropped everywhere. */
-  private async publish(tenantId: string, instanceId: string, held: { partition: number; epoch: number; counts: Counts }[] | null): Promise<void> {
+  /** An instance whose `held` is null is no longer running here (stopped): its figures are dropped everywhere. */
+  private async publish(due: DueFigures[]): Promise<void> {
     const t = this.database.dialect.table('ShardCounts');
     const statements = [];
-    let signal: CountsSignal;
-    if (held === null) {
+    const signals: CountsSignal[] = [];
+    const rows: [tenantId: string, instanceId: string, partition: number, epoch: number, version: number, counts: string][] = [];
+    for (const { tenantId, instanceId, held } of due) {
+      if (held === null) {
+        const { params, bind } = this.database.dialect.parameters();
+        statements.push({ sql: `DELETE FROM ${t} WHERE "tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)}`, params });
+        signals.push({ kind: 'counts', tenantId, instanceId, stopped: true });
+      } else if (held.length > 0) {
+        const parts = held.map((h) => [h.partition, h.epoch, this.nextVersion(), h.counts] as [number, number, number, Counts]);
+        for (const [partition, epoch, version, counts] of parts) rows.push([tenantId, instanceId, partition, epoch, version, JSON.stringify(counts)]);
+        signals.push({ kind: 'counts', tenantId, instanceId, parts });
+      }
+    }
+    if (signals.length === 0) return;
+    if (rows.length > 0) {
       const { params, bind } = this.database.dialect.parameters();
-      statements.push({ sql: `DELETE FROM ${t} WHERE "tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)}`, params });
-      signal = { kind: 'counts', tenantId, instanceId, stopped: true };
-    } else {
-      if (held.length === 0) return;
-      const parts = held.map((h) => [h.partition, h.epoch, this.nextVersion(), h.counts] as [number, number, number, Counts]);
-      const { params, bind } = this.database.dialect.parameters();
-      const tenant = bind(tenantId);
-      const instance = bind(instanceId);
-      const j = this.database.dialect.jsonArrayRows(bind(JSON.stringify(parts.map(([p, e, v, c]) => [p, e, v, JSON.stringify(c)]))));
+      const j = this.database.dialect.jsonArrayRows(bind(JSON.stringify(rows)));
       statements.push({
         sql: `INSERT INTO ${t} ("tenantId", "instanceId", "partition", "epoch", "version", "counts")
-          SELECT ${tenant}, ${instance}, ${j.field(0, 'int')}, ${j.field(1, 'int')}, ${j.field(2, 'bigint')}, ${j.field(3)} FROM ${j.from}
+          SELECT ${j.field(0)}, ${j.field(1)}, ${j.field(2, 'int')}, ${j.field(3, 'int')}, ${j.field(4, 'bigint')}, ${j.field(5)} FROM ${j.from}
           ON CONFLICT ("tenantId", "instanceId", "partition") DO UPDATE SET "epoch" = excluded."epoch", "version" = excluded."version", "counts" = excluded."counts"
           WHERE ${t}."epoch" < excluded."epoch" OR (${t}."epoch" = excluded."epoch" AND ${t}."version" < excluded."version")`,
         params,
       });
-      signal = { kind: 'counts', tenantId, instanceId, parts };
     }
-    let payload = JSON.stringify(signal);
-    if (payload.length > MAX_NOTIFY_BYTES) payload = JSON.stringify({ kind: 'counts', tenantId, instanceId } satisfies CountsSignal);
-    statements.push({ sql: 'SELECT pg_notify($1, $2)', params: [this.channel, payload] });
+    const payloads = signals.map((signal) => {
+      const payload = JSON.stringify(signal);
+      return payload.length > MAX_NOTIFY_BYTES
+        ? JSON.stringify({ kind: 'counts', tenantId: signal.tenantId, instanceId: signal.instanceId } satisfies CountsSignal)
+        : payload;
+    });
+    statements.push({ sql: 'SELECT pg_notify($1, "payload") FROM unnest($2::text[]) AS "payload"', params: [this.channel, payloads] });
     await (await this.database.raw()).transaction(statements);
   }
 
   close(): void {
-    for (const { timer } of this.due.values()) clearTimeout(timer);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
     this.due.clear();
   }
 }
