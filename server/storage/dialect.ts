@@ -53,10 +53,10 @@ export interface Dialect {
   /** A select-list entry that reads an integer column as a JS number (PostgreSQL hands BIGINT over as a string). */
   numberColumn(column: string): string;
   /**
-   * A bound value typed for a column where the statement alone does not say (an `INSERT … SELECT` list): PostgreSQL
-   * reads an untyped parameter there as text. Timestamps are bound as `timestamp(ms)`.
+   * A bound value typed for a column where the statement alone does not say (an `INSERT … SELECT` list, a `VALUES`
+   * in a FROM): PostgreSQL reads an untyped parameter there as text. Timestamps are bound as `timestamp(ms)`.
    */
-  typed(bound: string, type: 'int' | 'timestamp'): string;
+  typed(bound: string, type: 'int' | 'bigint' | 'bytea' | 'text' | 'timestamp'): string;
   /** A DateTime column value for raw SQL, in the form Prisma writes and reads back. */
   timestamp(ms: number): string;
   /** The rows of a JSON array bound as one parameter (`bound` is its placeholder). */
@@ -155,7 +155,7 @@ function postgresDialect(schema: string): Dialect {
       (await tx.$queryRawUnsafe<unknown[]>(`SELECT 1 AS "found" FROM ${quotedSchema}."${table}" WHERE "id" = $1 FOR UPDATE`, id)).length > 0,
     skippingLockedRows: (select) => `${select} FOR UPDATE SKIP LOCKED`,
     numberColumn: (column) => `"${column}"::float8 AS "${column}"`,
-    typed: (bound, type) => `${bound}::${type === 'int' ? 'int' : 'timestamp(3)'}`,
+    typed: (bound, type) => `${bound}::${type === 'timestamp' ? 'timestamp(3)' : type}`,
     // A zone in a literal for a timestamp-without-zone column is ignored: these are the UTC digits Prisma stores.
     timestamp: (ms) => new Date(ms).toISOString(),
     jsonArrayRows: (bound) => ({

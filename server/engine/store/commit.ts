@@ -157,18 +157,27 @@ function insertSingleMoves(database: Database, tenantId: string, moves: JournalM
   });
 }
 
+/** The types of a bulk move's values, in JOURNAL_COLUMNS order after `seq`: a VALUES in a FROM does not take them from the table. */
+const BULK_MOVE_TYPES = ['text', 'text', 'int', 'text', 'text', 'bigint', 'bytea', 'bigint', 'text', 'text', 'bigint'] as const;
+
 /**
- * Bulk moves as one multi-row INSERT: every row's seq is the journal's max (read once, with the statement's snapshot)
- * plus its position.
+ * Bulk moves as one multi-row INSERT: every row's seq is the journal's max, read ONCE (with the statement's snapshot),
+ * plus its position. A max subquery per row cost PostgreSQL a plan each: 512 rows (64 tenants' minute firing) took
+ * 190–300 ms to insert where the one read takes 15 ms, and 1,000 tenants' firing spent ~4 s there.
  */
 function insertBulkMoves(database: Database, entries: { tenantId: string; move: JournalMove }[]): RawStatement {
+  const { dialect } = database;
   return statement(database, (bind) => {
     const rows = entries.map(({ tenantId, move: m }, i) => {
       const bytes = Buffer.from(m.bitmap!.buffer, m.bitmap!.byteOffset, m.bitmap!.byteLength);
       const values = [tenantId, m.instanceId, m.partition, m.fromStep, m.toStep, m.user, bytes, m.count, m.leaveAction, m.enterAction, m.timeMs];
-      return `(${journalMaxSeqSql(database)} + ${i + 1}, ${values.map(bind).join(', ')})`;
+      return `(${i + 1}, ${values.map((value, v) => dialect.typed(bind(value), BULK_MOVE_TYPES[v])).join(', ')})`;
     });
-    return `INSERT INTO ${database.dialect.table('Journal')} (${journalColumns()}) VALUES ${rows.join(', ')}`;
+    // VALUES columns are column1, column2, … on both SQLite and PostgreSQL; column1 is the row's position.
+    const columns = BULK_MOVE_TYPES.map((_, v) => `v.column${v + 2}`).join(', ');
+    return `INSERT INTO ${dialect.table('Journal')} (${journalColumns()})
+      SELECT m.s + v.column1, ${columns} FROM (SELECT COALESCE(MAX("seq"), 0) AS s FROM ${dialect.table('Journal')}) AS m, (VALUES ${rows.join(', ')}) AS v
+      ORDER BY v.column1`;
   });
 }
 
