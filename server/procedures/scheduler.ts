@@ -5,7 +5,7 @@ import type { WorkflowSchedule } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
 import { onTenantDeleted } from '../tenants/changes';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { onScheduleChanged } from '../workflows/changes';
+import { onScheduleChanged } from './schedule-changes';
 import { Schedules, type ScheduledWorkflow, type ScheduleEntry, type ScheduleRow } from './schedules';
 import { newProcedureRecord } from './store';
 import { FINISHED_STATES, type Json, type ProcedureRunner } from './types';

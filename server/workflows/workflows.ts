@@ -7,7 +7,7 @@ import { timerPeriodProblems } from '../limits/timer-period';
 import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES, canNameRow, type Tenant } from '../tenants/tenants';
-import { notifyScheduleChanged } from './changes';
+import { notifyScheduleChanged } from '../procedures/schedule-changes';
 import { removeInstances } from './history';
 import { runningOf, type RunningInstance } from './running';
 import { workflowWarnings } from './warnings';
