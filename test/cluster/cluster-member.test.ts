@@ -5,12 +5,14 @@ import { ManualClock } from '../../server/clock';
 import { createApp } from '../../server/create-app';
 import { resetEnvForTests } from '../../server/env';
 import { GATHER_HOLD_MS } from '../../server/cluster/gather';
+import { ShardCountsPublisher } from '../../server/cluster/counts';
 import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
 import { MemberLock } from '../../server/cluster/member-lock';
-import { Membership } from '../../server/cluster/membership';
+import { clusterChannel, Membership } from '../../server/cluster/membership';
 import { database as processDatabase } from '../../server/storage/database';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
+import { withTransactionHook } from '../helpers/raw-hook';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database';
 import { waitFor } from '../helpers/wait-for';
 
@@ -241,5 +243,45 @@ describe('cluster members on one PostgreSQL schema', () => {
     await channel.leave();
     await joining;
     await expect(channel.query('SELECT 1')).rejects.toThrow('not connected');
+  });
+
+  it('publishes the counts of every instance that changed within one interval together: 300 instances, 2 transactions, 300 notices', async () => {
+    const tenantId = await tenant('tn_counts_batch');
+    const listener = new pg.Client({ connectionString: target.connectionString });
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on('notification', (message) => heard.push(message.payload ?? ''));
+    await listener.query(`LISTEN "${clusterChannel(target)}"`);
+    const transactions: number[] = [];
+    const watched = withTransactionHook(processDatabase(), (statements, commit) => {
+      transactions.push(statements.length);
+      return commit();
+    });
+    const publisher = new ShardCountsPublisher(watched, clusterChannel(target));
+    try {
+      const instances = Array.from({ length: 300 }, (_, i) => `in_batch_${i}`);
+      for (const [i, instanceId] of instances.entries()) {
+        const counts = { instanceId, total: i, entered: i, steps: { wait: i }, edges: {} };
+        publisher.schedule(tenantId, instanceId, () => [{ partition: i % 8, epoch: 1, counts }]);
+      }
+      await waitFor(
+        'the 300 notices',
+        async () => heard.filter((payload) => payload.includes('in_batch_')).length,
+        (n) => n >= 300,
+      );
+      // 256 instances a publication: two transactions, each an upsert and one statement of NOTIFYs.
+      expect(transactions).toEqual([2, 2]);
+      const rows = await sql.query<{ n: string }>(`SELECT COUNT(*) AS n FROM "${target.schema}"."ShardCounts" WHERE "tenantId" = $1`, [tenantId]);
+      expect(Number(rows.rows[0].n)).toBe(300);
+      expect(JSON.parse(heard.find((payload) => payload.includes('"in_batch_7"'))!)).toMatchObject({
+        kind: 'counts',
+        tenantId,
+        instanceId: 'in_batch_7',
+        parts: [[7, 1, expect.any(Number), { total: 7, steps: { wait: 7 } }]],
+      });
+    } finally {
+      publisher.close();
+      await listener.end();
+    }
   });
 });
