@@ -8,21 +8,31 @@ import { HOLDOUT_MASKS, heldOutIds, maskLows, maskOf, type HoldoutPlan } from '.
 /** Below this many users per block spanned, hashing each user is cheaper than copying a mask per block. */
 const DENSE_USERS_PER_BLOCK = 1024;
 
+type PlanBitmaps = { masks: RoaringBitmap32[]; cover?: { first: number; last: number; bitmap: RoaringBitmap32 } };
+
 /**
- * Per plan, built on first use: its masks as one-block bitmaps (block 0; 16 × 65,536 hashes), and the masks laid over
- * the last span of blocks asked for, kept for the next call (a start asks once per partition, and every partition's
- * users span the same blocks, so a start builds it once).
+ * Per plan, built on first use: its masks as one-block bitmaps (block 0; 16 × 65,536 hashes, ~12 ms), and the masks
+ * laid over the last span of blocks asked for, kept for the next call (a start asks once per partition, and every
+ * partition's users span the same blocks, so a start builds it once). Keyed by what the plan holds out, not by the
+ * plan object: every start builds its workflow's runtime, and so a new plan, afresh. A memo of a pure function; the
+ * least recently used of more than KEPT_PLANS plans is freed.
  */
-const bitmapsOf = new WeakMap<HoldoutPlan, { masks: RoaringBitmap32[]; cover?: { first: number; last: number; bitmap: RoaringBitmap32 } }>();
+const bitmapsOf = new Map<string, PlanBitmaps>();
+const KEPT_PLANS = 4;
 
 /** At most this many blocks are kept (8 KiB each at the densest masks: 16 MiB, a dense crowd of 2^27 users). */
 const KEPT_COVER_BLOCKS = 2048;
 
-function bitmaps(plan: HoldoutPlan) {
-  let out = bitmapsOf.get(plan);
-  if (!out) {
-    out = { masks: Array.from({ length: HOLDOUT_MASKS }, (_, j) => RoaringBitmap32.from(maskLows(plan, j))) };
-    bitmapsOf.set(plan, out);
+function bitmaps(plan: HoldoutPlan): PlanBitmaps {
+  const key = `${plan.seed}:${plan.bound}`;
+  const out = bitmapsOf.get(key) ?? { masks: Array.from({ length: HOLDOUT_MASKS }, (_, j) => RoaringBitmap32.from(maskLows(plan, j))) };
+  bitmapsOf.delete(key); // set again below: to the back of the Map's order, the most recently used
+  bitmapsOf.set(key, out);
+  if (bitmapsOf.size > KEPT_PLANS) {
+    const [oldest, dropped] = bitmapsOf.entries().next().value!;
+    bitmapsOf.delete(oldest);
+    for (const mask of dropped.masks) mask.dispose();
+    dropped.cover?.bitmap.dispose();
   }
   return out;
 }

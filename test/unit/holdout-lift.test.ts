@@ -121,6 +121,20 @@ describe('holdout lift', () => {
     }
   });
 
+  it('keeps the masks of the last few plans by what they hold out, and decides exactly after older ones are freed', () => {
+    const random = seededRandom(5);
+    const dense = Array.from({ length: 200_000 }, (_, i) => 2 * 65_536 + i).filter(() => random() < 0.5);
+    const users = RoaringBitmap32.from(dense);
+    // Six workflows' plans, each asked for twice through a new plan object (as every start builds its own), round
+    // robin: more plans than are kept, so masks are freed and built again between the asks.
+    for (let round = 0; round < 2; round++) {
+      for (let w = 0; w < 6; w++) {
+        const plan = holdoutPlan({ percent: 5 + w }, `wf-kept-${w}`)!;
+        expect(heldOutUsers(plan, users).toArray()).toEqual(dense.filter((user) => isHeldOut(plan, user)));
+      }
+    }
+  });
+
   it('is validated by validateWorkflow(): 0 to 50 percent, a clear problem otherwise', () => {
     const problems = (holdout: unknown) => {
       const result = validateWorkflow({ steps: [{ name: 'a', kind: 'direct' }], holdout }, { now: 0 });
