@@ -1,39 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
-import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { createScheduler, scheduledProcedureId, SCHEDULED_START_TYPE } from '../../server/procedures/scheduler';
-import type { Json } from '../../server/procedures/types';
+import { createScheduler, scheduledProcedureId } from '../../server/procedures/scheduler';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';
 import { createTenant } from '../../server/tenants/tenants';
 import { createWorkflow, updateWorkflow } from '../../server/workflows/workflows';
 import { faultyDatabase } from '../fixtures/faulty-database';
+import { registerStandInScheduledStart } from '../fixtures/procedures/scheduled-start';
 
 // The scheduler keeps the schedules it read and sleeps until the next firing: between firings it touches no row, and a
 // save of a schedule wakes it to read them again. Its operations are counted through a fault-free faulty database
 // (test/fixtures/faulty-database.ts: a Prisma query hook on the real database).
 
-beforeAll(() => {
-  registerProcedureType({
-    type: SCHEDULED_START_TYPE,
-    supportsRollback: false,
-    create(raw) {
-      const state = raw as { tenantId: string; workflowId: string; crowd: string };
-      return {
-        lockKeys: () => [{ key: `workflow:${state.workflowId}`, mode: 'exclusive' as const }],
-        state: () => state as unknown as Json,
-        async execute(ctx) {
-          const id = `in-${ctx.procedureId}`;
-          await db().instance.create({
-            data: { id, tenantId: state.tenantId, workflowId: state.workflowId, version: 1, crowdName: state.crowd, state: 'running', userCount: 1n },
-          });
-          return { kind: 'done' as const, output: { instanceId: id } };
-        },
-      };
-    },
-  });
-});
+beforeAll(() => registerStandInScheduledStart());
 
 const start = Date.UTC(2026, 0, 1, 0, 0, 0, 500);
 const clock = new ManualClock(start);

@@ -1,36 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
-import { registerProcedureType } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import { createScheduler, scheduledProcedureId, SCHEDULED_START_TYPE } from '../../server/procedures/scheduler';
 import type { Json } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
+import { registerStandInScheduledStart } from '../fixtures/procedures/scheduled-start';
 import { tenantRow } from '../helpers/tenant-row';
 
 // A stand-in for the engine's instance.start: creates a running instance under an id derived from the procedure id.
 let starts = 0;
-beforeAll(() => {
-  registerProcedureType({
-    type: SCHEDULED_START_TYPE,
-    supportsRollback: false,
-    create(raw) {
-      const state = raw as { tenantId: string; workflowId: string; crowd: string };
-      return {
-        lockKeys: () => [{ key: `workflow:${state.workflowId}`, mode: 'exclusive' as const }],
-        state: () => state as unknown as Json,
-        async execute(ctx) {
-          starts += 1;
-          const id = `in-${ctx.procedureId}`;
-          await db().instance.create({
-            data: { id, tenantId: state.tenantId, workflowId: state.workflowId, version: 1, crowdName: state.crowd, state: 'running', userCount: 1n },
-          });
-          return { kind: 'done' as const, output: { instanceId: id } };
-        },
-      };
-    },
-  });
-});
+beforeAll(() =>
+  registerStandInScheduledStart(() => {
+    starts += 1;
+  }),
+);
 
 const clock = new ManualClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
 const runner = createProcedureRunner(database(), { clock, owner: 'scheduler-test' });
