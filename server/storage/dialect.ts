@@ -26,10 +26,14 @@ export interface Dialect {
   /** Placeholders for one statement: `$n` on PostgreSQL, `?` on SQLite (bound in text order). */
   parameters(): Parameters;
   /**
-   * Appended to a SELECT whose rows must stay unchanged until the transaction commits. PostgreSQL share-locks them;
-   * SQLite's write transaction already excludes every other writer, so there it is empty.
+   * Appended to a SELECT whose rows' keys and owners must stay unchanged until the transaction commits (a commit's
+   * lease fence). PostgreSQL key-share-locks them: that waits for, and holds off, only `lockedForTakeover` (a lease
+   * taken or handed back), never a plain UPDATE such as a lease renewal or an offset. SQLite's write transaction
+   * already excludes every other writer, so there it is empty.
    */
   readonly lockFoundRows: string;
+  /** `select` with its rows locked for update (against `lockFoundRows` holders); unchanged on SQLite. */
+  lockedForTakeover(select: string): string;
   /**
    * A statement that serializes, until commit, every transaction that runs it with the same key; null where the
    * write transaction already does (SQLite: one writer at a time).
@@ -110,6 +114,7 @@ function sqliteDialect(): Dialect {
       return { params, bind: (value) => (params.push(value), '?') };
     },
     lockFoundRows: '',
+    lockedForTakeover: (select) => select,
     serializeWriters: () => null,
     lockUntilCommit: async (tx) => {
       // A write that changes nothing still starts the write transaction (WAL readers would keep an older snapshot).
@@ -145,8 +150,10 @@ function postgresDialect(schema: string): Dialect {
       const params: unknown[] = [];
       return { params, bind: (value) => (params.push(value), `$${params.length}`) };
     },
-    lockFoundRows: ' FOR SHARE',
-    serializeWriters: (key) => ({ sql: `SELECT pg_advisory_xact_lock(${Math.trunc(key)})`, params: [] }),
+    lockFoundRows: ' FOR KEY SHARE',
+    lockedForTakeover: (select) => `${select} FOR UPDATE`,
+    // Scoped to the schema like lockUntilCommit: other schemas' writers (test runs, bench runs) never wait for it.
+    serializeWriters: (key) => ({ sql: 'SELECT pg_advisory_xact_lock(hashtext($1))', params: [`${schema}:${Math.trunc(key)}`] }),
     lockUntilCommit: async (tx, key) => {
       // Advisory locks are database-wide: the schema keeps processes on other schemas (test runs) out of the way.
       await tx.$queryRawUnsafe('SELECT 1 AS "locked" FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS "lock"', `${schema}:${key}`);

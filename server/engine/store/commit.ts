@@ -42,8 +42,9 @@ function statement(database: Database, build: (bind: (value: unknown) => string)
  * Aborts the transaction unless the lease is still ours (and the offset is where we left it): when the guard fails,
  * the INSERT hits the existing row's primary key, so nothing of the batch commits. One statement, no round trip to
  * inspect a row count, so a whole batch commits as one non-interactive transaction. On PostgreSQL the lease row it
- * found stays share-locked to the commit, so a takeover (an UPDATE of that row) waits for it instead of slipping in
- * between the fence and the commit; SQLite's write transaction already excludes every other writer.
+ * found stays key-share-locked to the commit, so a takeover (which locks the row for update first: leases.ts) waits
+ * for it instead of slipping in between the fence and the commit, while a lease renewal neither waits for the commit
+ * nor holds it up; SQLite's write transaction already excludes every other writer.
  */
 function fence(database: Database, lease: Lease, offset?: number): RawStatement {
   return statement(database, (bind) => {

@@ -58,12 +58,13 @@ export async function acquireLease(
   );
   const free = state.owner === null || state.owner === owner || num(state.leaseUntilMs) < now || isDeadLocalOwner(state.owner);
   if (!free && !(policy && (await policy.isGone(state.owner!)))) return null;
-  // Taken only if nobody else took it since the read (same epoch).
+  // Taken only if nobody else took it since the read (same epoch), and only once the previous owner's commits in
+  // flight are done: their fences hold the row against a takeover (commit.ts).
   const epoch = num(state.epoch);
   const update = database.dialect.parameters();
   const taken = await rawDb.execute(
     `UPDATE ${t} SET "owner" = ${update.bind(owner)}, "epoch" = ${update.bind(epoch + 1)}, "leaseUntilMs" = ${update.bind(now + leaseMs)}
-     WHERE "tenantId" = ${update.bind(tenantId)} AND "partition" = ${update.bind(partition)} AND "epoch" = ${update.bind(epoch)}`,
+     WHERE ${heldAgainstCommits(database, update.bind, tenantId, partition)} AND "epoch" = ${update.bind(epoch)}`,
     update.params,
   );
   if (taken !== 1) return null;
@@ -85,9 +86,22 @@ export async function releaseLease(database: Database, lease: Lease): Promise<vo
   const { params, bind } = database.dialect.parameters();
   await (await database.raw()).execute(
     `UPDATE ${database.dialect.table('PartitionState')} SET "owner" = NULL, "leaseUntilMs" = 0
-      WHERE "tenantId" = ${bind(lease.tenantId)} AND "partition" = ${bind(lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
+      WHERE ${heldAgainstCommits(database, bind, lease.tenantId, lease.partition)} AND "owner" = ${bind(lease.owner)} AND "epoch" = ${bind(lease.epoch)}`,
     params,
   );
+}
+
+/**
+ * The WHERE of a statement that changes a partition's owner: the row, locked for update first. A commit's fence
+ * key-share-locks its lease rows (so a lease renewal, a plain UPDATE, never waits for a commit or holds one up), and
+ * a plain UPDATE would not wait for those locks: this does, so an owner never changes between a fence and its commit.
+ */
+function heldAgainstCommits(database: Database, bind: (value: unknown) => string, tenantId: string, partition: number): string {
+  // Placeholders are bound in text order (SQLite's `?` are positional): the row's key, then the locked row's.
+  const key = `"tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)}`;
+  const t = database.dialect.table('PartitionState');
+  const row = `SELECT 1 FROM ${t} AS l WHERE l."tenantId" = ${bind(tenantId)} AND l."partition" = ${bind(partition)}`;
+  return `${key} AND EXISTS (${database.dialect.lockedForTakeover(row)})`;
 }
 
 /** Leases renewed in one statement (3 parameters each, well under either database's limit). */
