@@ -186,7 +186,11 @@ describe('timer ticks', () => {
     for (let p = 0; p < h.partitions; p++) expect(shape((await loadShard(database(), id, p, instance.workflow)).shard)).toEqual(shape(instance.shards[p]!));
   });
 
-  it("commits many tenants' firings together, and one tenant's lost lease costs only that tenant's firing", async () => {
+  // 64 tenants a transaction (the default: the three commit together), or one (three groups, two of them in flight).
+  it.each([
+    { tenantsPerCommit: undefined, together: 'together' },
+    { tenantsPerCommit: 1, together: 'a group at a time, two in flight' },
+  ])("commits many tenants' firings $together, and one tenant's lost lease costs only that tenant's firing", async ({ tenantsPerCommit }) => {
     h = await startHarness({ partitions: 2, userBlock: 1 });
     const definition = {
       steps: [
@@ -211,7 +215,7 @@ describe('timer ticks', () => {
     await db().partitionState.update({ where: { tenantId_partition: { tenantId: lost, partition: 1 } }, data: { epoch: { increment: 1 } } });
     const firing = await Promise.all(tenants.map(async ({ tenantId }) => ({ id: tenantId, workers: await h!.engine.workers(tenantId) })));
     const fireAt = h.clock.now() + 3_600_000;
-    await expect(runDueTimers(firing, fireAt)).rejects.toThrow(/Lease of partition/);
+    await expect(runDueTimers(firing, fireAt, tenantsPerCommit)).rejects.toThrow(/Lease of partition/);
 
     const movedOf = async (instanceId: string) =>
       (await db().journal.findMany({ where: { instanceId, fromStep: 'hold' } })).reduce((sum, m) => sum + Number(m.count), 0);
@@ -221,7 +225,7 @@ describe('timer ticks', () => {
     // The tenant that lost its lease rebuilt its shards from the database, and the next tick fires it alone.
     await expect.poll(() => h!.engine.findRuntime(ids[1])?.counts().steps, { timeout: 10_000 }).toEqual({ hold: 20, done: 0 });
     await expect.poll(() => firing[1].workers.every((w) => w.lease !== null), { timeout: 10_000 }).toBe(true);
-    await runDueTimers(firing, fireAt);
+    await runDueTimers(firing, fireAt, tenantsPerCommit);
     expect(h.engine.findRuntime(ids[1])!.counts().steps).toEqual({ hold: 0, done: 20 });
     expect([await movedOf(ids[0]), await movedOf(ids[1]), await movedOf(ids[2])]).toEqual([10, 20, 30]);
   });
