@@ -282,6 +282,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
           // Shards installed while the tenant loaded could not be published (findRuntime needs `loaded`): publish
           // them now, or a restarted cluster member would leave the others reading its predecessor's figures.
           for (const instanceId of loaded.runtime.instances.keys()) this.countsChanged(instanceId);
+          this.timersChanged(tenantId); // its partitions' leases may have been taken (and woken the loop) before it counted as loaded
         },
         () => this.tenants.delete(tenantId),
       );
@@ -348,8 +349,8 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   // ---- timers -------------------------------------------------------------------------------------------------
 
-  timersChanged(): void {
-    this.timers.wake();
+  timersChanged(tenantId?: string): void {
+    this.timers.wake(tenantId);
   }
 
   /** Runs every due timer now, then samples counts where due (the loop does this by itself; tests call it after moving a ManualClock). */

@@ -194,7 +194,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
     tenant.instances.set(instanceId, instance);
     return total;
   }).finally(() => users.dispose()); // read for this start (crowdOf); the shards hold copies
-  engine.timersChanged();
+  engine.timersChanged(tenantId);
   engine.countsChanged(instanceId);
   return { instanceId, userCount, excludedCount };
 }
@@ -299,7 +299,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { crowdName, userCount } })),
     });
     engine.countsChanged(instanceId);
-    engine.timersChanged();
+    engine.timersChanged(tenantId);
     return { instanceId, joined, left, userCount };
   });
 }
@@ -374,7 +374,7 @@ export async function materializeUpdateWorkflow(
     instance.record.version = version;
     shards.forEach((shard, partition) => (instance.shards[partition] = shard));
     engine.countsChanged(instanceId);
-    engine.timersChanged();
+    engine.timersChanged(tenantId);
     return { instanceId, version, moved };
   });
 }

@@ -55,7 +55,8 @@ export interface EngineSide {
   /** The worker took (true) or gave up (false) its partition's lease: the lease keeper renews those held. */
   leaseHeld(worker: PartitionWorker, held: boolean): void;
   countsChanged(instanceId: string, tenantId?: string): void;
-  timersChanged(): void;
+  /** A timer of the tenant may be due sooner (or later) than planned. */
+  timersChanged(tenantId: string): void;
   requestStop(instance: InstanceRuntime): void;
   isStopRequested(instanceId: string): boolean;
 }
@@ -235,7 +236,7 @@ export class PartitionWorker implements CheckpointDue {
       shards.forEach((shard, i) => this.installShard(instances[i], shard));
     });
     this.progressed.wake();
-    this.engine.timersChanged();
+    this.engine.timersChanged(this.tenant.id);
     this.planCheckpoint(); // moves of an earlier hold not checkpointed yet
     return 'taken';
   }
@@ -363,7 +364,7 @@ export class PartitionWorker implements CheckpointDue {
     const moveCount = moves.length + conversions;
     for (const instance of touched) this.engine.countsChanged(instance.id, instance.record.tenantId);
     if (moveCount === 0) return;
-    this.engine.timersChanged();
+    this.engine.timersChanged(this.tenant.id);
     if (this.movesSinceCheckpoint === 0) this.uncheckpointedSince = this.engine.wallClock.now();
     this.movesSinceCheckpoint += moveCount;
     this.singleMovesSinceCheckpoint ||= conversions > 0 || moves.some((move) => move.bitmap === null);

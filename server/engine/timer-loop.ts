@@ -36,6 +36,11 @@ export class TimerLoop {
   private loop: Promise<void> | undefined;
   private running = false;
   private housekeptAt = Number.NEGATIVE_INFINITY;
+  /** Each loaded tenant's earliest due timer, as last planned. */
+  private readonly plannedDue = new Map<string, number>();
+  /** Tenants to plan anew (woken for them), or all of them. */
+  private readonly toPlan = new Set<string>();
+  private planAll = true;
   private readonly logTrimmer: LogTrimmer;
   private readonly countsSampler: CountsSampler;
   /** The counts sampler: its own loop on the engine clock, woken with this one (a new instance brings it forward). */
@@ -64,8 +69,14 @@ export class TimerLoop {
     await this.sampling;
   }
 
-  /** Something may have brought a timer forward (or a new instance to sample): plan again now. */
-  wake(): void {
+  /**
+   * Something may have brought a timer of the tenant (of every tenant, without one) forward, or a new instance to
+   * sample: plan again now. Only the tenants named since the last plan are planned anew; the others' planned times
+   * stand (a restart loading 1,000 tenants woke the loop once per tenant, and each plan walked every loaded partition).
+   */
+  wake(tenantId?: string): void {
+    if (tenantId === undefined) this.planAll = true;
+    else this.toPlan.add(tenantId);
     this.wakeup.wake();
     this.samplerWakeup.wake();
   }
@@ -84,6 +95,7 @@ export class TimerLoop {
     return this.tick.run(async () => {
       const tenants = (await this.host.tenants()).map(({ runtime, workers }) => ({ id: runtime.id, workers }));
       await runDueTimers(tenants, this.host.clock.now());
+      this.planAll = true; // what fired has its next firings
       await this.countsSampler.sampleIfDue(this.host.clock.now(), this.host.sampledInstances());
     });
   }
@@ -99,25 +111,45 @@ export class TimerLoop {
     while (this.running) {
       const signal = this.wakeup.signal();
       try {
-        let due = Number.POSITIVE_INFINITY;
-        for (const { workers } of await this.host.tenants()) {
-          if (firingWaits(workers)) continue; // planned again when the lease is back
-          for (const worker of workers) due = Math.min(due, nextTimerDue(worker) ?? due);
-        }
+        let due = this.plan(await this.host.tenants());
         const now = clock.now();
         if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
         due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
         if (this.countsSampler.hasNew(this.host.sampledInstances())) due = now;
         if (due <= now) await this.runDue();
-        else {
-          for (const { workers } of await this.host.tenants()) for (const worker of workers) warmNextFirings(worker);
-          await sleepUntilAborted(clock, Math.min(due - clock.now(), MAX_TIMER_SLEEP_MS), signal);
-        }
+        else await sleepUntilAborted(clock, Math.min(due - clock.now(), MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {
         console.error('[crowdflow] timer loop failed; retrying in 1 s', error);
         await systemClock.sleep(1_000, signal);
       }
     }
+  }
+
+  /**
+   * The earliest due timer of any tenant: planned anew for the tenants woken for since the last plan (whose next
+   * firings are then worked out ahead: warmNextFirings), as planned before for the others.
+   */
+  private plan(tenants: LoadedTenant[]): number {
+    const all = this.planAll;
+    const woken = new Set(this.toPlan);
+    this.planAll = false;
+    this.toPlan.clear();
+    const loaded = new Set<string>();
+    let due = Number.POSITIVE_INFINITY;
+    for (const { runtime, workers } of tenants) {
+      loaded.add(runtime.id);
+      if (firingWaits(workers)) continue; // planned again when the lease is back (its take wakes the loop)
+      let at = this.plannedDue.get(runtime.id);
+      if (at === undefined || all || woken.has(runtime.id)) {
+        at = Number.POSITIVE_INFINITY;
+        for (const worker of workers) at = Math.min(at, nextTimerDue(worker) ?? at);
+        for (const worker of workers) warmNextFirings(worker);
+        this.plannedDue.set(runtime.id, at);
+      }
+      due = Math.min(due, at);
+    }
+    for (const id of this.plannedDue.keys()) if (!loaded.has(id)) this.plannedDue.delete(id);
+    return due;
   }
 
   /**
