@@ -66,11 +66,6 @@ export class CountsSampler {
     private readonly onSample?: (instanceId: string, counts: Counts, now: number) => Promise<void>,
   ) {}
 
-  /** Whether an instance was never sampled (a new one is sampled at once). */
-  hasNew(instances: SampledInstance[]): boolean {
-    return instances.some((instance) => !this.sampledMinute.has(instance.id));
-  }
-
   sampleIfDue(now: number, instances: SampledInstance[]): Promise<void> {
     const sample = this.sampling.then(() => this.sampleDue(now, instances));
     this.sampling = sample.catch(() => undefined); // the caller hears of a failure; the next sampling runs anyway

@@ -119,6 +119,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
       database: this.database,
       // Loaded tenants only: one still rebuilding its shards must not hold up the others' timers (its load wakes the loop).
       tenants: async () => [...this.tenants.values()].flatMap((entry) => (entry.loaded ? [entry.loaded] : [])),
+      loadedTenant: (id) => this.tenants.get(id)?.loaded,
       sampledInstances: () => this.sampledInstances(),
       countsSampled: (instanceId, counts, now) => this.decideExperiments(instanceId, counts, now),
     });

@@ -24,6 +24,8 @@ export interface TimerHost {
   readonly database: Database;
   /** Every tenant of the engine, those still loading once loaded. */
   tenants(): Promise<LoadedTenant[]>;
+  /** The tenant, if it is loaded. */
+  loadedTenant(id: string): LoadedTenant | undefined;
   /** The instances whose counts history this process samples, each with its counts over every partition. */
   sampledInstances(): SampledInstance[];
   /** Told each instance's counts as sampled (whole, once a minute of the clock): experiments decide on them. */
@@ -111,11 +113,10 @@ export class TimerLoop {
     while (this.running) {
       const signal = this.wakeup.signal();
       try {
-        let due = this.plan(await this.host.tenants());
+        let due = await this.plan();
         const now = clock.now();
         if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
         due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
-        if (this.countsSampler.hasNew(this.host.sampledInstances())) due = now;
         if (due <= now) await this.runDue();
         else await sleepUntilAborted(clock, Math.min(due - clock.now(), MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {
@@ -127,29 +128,31 @@ export class TimerLoop {
 
   /**
    * The earliest due timer of any tenant: planned anew for the tenants woken for since the last plan (whose next
-   * firings are then worked out ahead: warmNextFirings), as planned before for the others.
+   * firings are then worked out ahead: warmNextFirings), or for all of them after a firing; as planned before for the
+   * others. A tenant whose firing waits for a lease is left out until taking the lease wakes the loop for it.
    */
-  private plan(tenants: LoadedTenant[]): number {
-    const all = this.planAll;
-    const woken = new Set(this.toPlan);
-    this.planAll = false;
+  private async plan(): Promise<number> {
+    const woken = [...this.toPlan];
     this.toPlan.clear();
-    const loaded = new Set<string>();
+    if (this.planAll) {
+      this.planAll = false;
+      this.plannedDue.clear();
+      for (const tenant of await this.host.tenants()) this.planTenant(tenant.runtime.id, tenant);
+    } else for (const id of woken) this.planTenant(id, this.host.loadedTenant(id));
     let due = Number.POSITIVE_INFINITY;
-    for (const { runtime, workers } of tenants) {
-      loaded.add(runtime.id);
-      if (firingWaits(workers)) continue; // planned again when the lease is back (its take wakes the loop)
-      let at = this.plannedDue.get(runtime.id);
-      if (at === undefined || all || woken.has(runtime.id)) {
-        at = Number.POSITIVE_INFINITY;
-        for (const worker of workers) at = Math.min(at, nextTimerDue(worker) ?? at);
-        for (const worker of workers) warmNextFirings(worker);
-        this.plannedDue.set(runtime.id, at);
-      }
-      due = Math.min(due, at);
-    }
-    for (const id of this.plannedDue.keys()) if (!loaded.has(id)) this.plannedDue.delete(id);
+    for (const at of this.plannedDue.values()) due = Math.min(due, at);
     return due;
+  }
+
+  private planTenant(id: string, tenant: LoadedTenant | undefined): void {
+    if (!tenant || firingWaits(tenant.workers)) {
+      this.plannedDue.delete(id);
+      return;
+    }
+    let at = Number.POSITIVE_INFINITY;
+    for (const worker of tenant.workers) at = Math.min(at, nextTimerDue(worker) ?? at);
+    for (const worker of tenant.workers) warmNextFirings(worker);
+    this.plannedDue.set(id, at);
   }
 
   /**
