@@ -52,7 +52,7 @@ export async function readEdgeMoves(
       const { params, bind } = database.dialect.parameters();
       const journal = database.dialect.table('Journal');
       const rows: [string | null, string, unknown, unknown, string | null][] = [];
-      const inner = `SELECT "seq", "fromStep", "toStep", "user" FROM ${journal} ${singlesWhere(scope, partition, after, Number.POSITIVE_INFINITY, bind)} ORDER BY "seq" LIMIT ${SINGLE_PAGE}`;
+      const inner = `SELECT "seq", "fromStep", "toStep", "user" FROM ${journal} ${singlesWhere(database, scope, partition, after, Number.POSITIVE_INFINITY, bind)} ORDER BY "seq" LIMIT ${SINGLE_PAGE}`;
       await (await database.raw()).each(
         `SELECT r."fromStep", r."toStep", COUNT(*), MAX(r."seq"), ${database.dialect.integerList('r."user"')} FROM (${inner}) r GROUP BY r."fromStep", r."toStep"`,
         params,
@@ -84,7 +84,7 @@ export async function readMoves(database: Database, scope: JournalScope, sink: M
         const journal = database.dialect.table('Journal');
         // Each move as one integer, user × steps + the step's place in toSteps (< 2^53 for any user ID).
         const code = `CASE "toStep" ${toSteps.map((step, k) => `WHEN ${bind(step)} THEN ${k}`).join(' ')} END`;
-        const inner = `SELECT "seq", "user" * ${toSteps.length} + ${code} AS "move" FROM ${journal} ${singlesWhere(scope, partition, after, before, bind, toSteps)} ORDER BY "seq" LIMIT ${SINGLE_PAGE}`;
+        const inner = `SELECT "seq", "user" * ${toSteps.length} + ${code} AS "move" FROM ${journal} ${singlesWhere(database, scope, partition, after, before, bind, toSteps)} ORDER BY "seq" LIMIT ${SINGLE_PAGE}`;
         let row: unknown[] = [0, null, null];
         await (await database.raw()).each(
           `SELECT COUNT(*), MAX(r."seq"), ${database.dialect.integerList('r."move"', 'r."seq"')} FROM (${inner}) r`,
@@ -119,9 +119,18 @@ export async function readMoves(database: Database, scope: JournalScope, sink: M
 }
 
 /** The single moves of a partition with after < seq < before, in the window (into `toSteps` when given). */
-function singlesWhere(scope: JournalScope, partition: number, after: number, before: number, bind: (value: unknown) => string, toSteps?: string[]): string {
-  // Placeholders are bound in text order (SQLite's `?` are positional): each term is written as it is bound.
-  let where = `WHERE "instanceId" = ${bind(scope.instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}`;
+function singlesWhere(
+  database: Database,
+  scope: JournalScope,
+  partition: number,
+  after: number,
+  before: number,
+  bind: (value: unknown) => string,
+  toSteps?: string[],
+): string {
+  // Placeholders are bound in text order (SQLite's `?` are positional): each term is written as it is bound. The tenant
+  // is named (docs/SCALING.md) but not as the index to read by: the instance's index (instanceId, partition, seq) is.
+  let where = `WHERE ${database.dialect.withoutIndex('"tenantId"')} = ${bind(scope.tenantId)} AND "instanceId" = ${bind(scope.instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}`;
   if (Number.isFinite(before)) where += ` AND "seq" < ${bind(before)}`;
   where += ` AND "timeMs" >= ${bind(scope.window.from)} AND "timeMs" < ${bind(scope.window.to)}`;
   if (toSteps) where += ` AND "toStep" IN (${toSteps.map(bind).join(', ')})`;

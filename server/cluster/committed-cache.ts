@@ -63,7 +63,7 @@ export class CommittedShards {
     if (entry?.current) return entry.current;
     if (entry && this.now() - entry.builtAt < REBUILD_AFTER_MS) {
       this.touch(key, entry);
-      entry.current = catchUpShard(this.database, entry.loaded, instance.workflow)
+      entry.current = catchUpShard(this.database, instance.record.tenantId, entry.loaded, instance.workflow)
         .then((caughtUp) => {
           if (!caughtUp) return this.build(key, instance, partition); // a crowd update since: only its checkpoint has it
           this.stats.catchUps++;
@@ -127,7 +127,7 @@ export class CommittedShards {
     this.rebuilding++;
     this.stats.peakRebuilds = Math.max(this.stats.peakRebuilds, this.rebuilding);
     try {
-      return await loadShard(this.database, instance.id, partition, instance.workflow);
+      return await loadShard(this.database, instance.record.tenantId, instance.id, partition, instance.workflow);
     } finally {
       this.rebuilding--;
       this.waiting.shift()?.();

@@ -63,7 +63,7 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   // Each checkpoint is the state at `madeAt`: its newest move was made then, or its last crowd update. Rewound
   // (./rewind.ts), it answers every moment from `from` on: after the last change it cannot cross, and with every move
   // since kept by retention (the newest move found may not be the newest it held, so no earlier than what it kept).
-  const newest = await lastMoveTimes(database, instanceId, new Map([...checkpoints].map(([p, cp]) => [p, cp.journalSeq])));
+  const newest = await lastMoveTimes(database, tenant.id, instanceId, new Map([...checkpoints].map(([p, cp]) => [p, cp.journalSeq])));
   const kept = trimmed ? retained : startMs;
   const bases = new Map<number, { shard: Shard; after: number; madeAt: number; from: number }>();
   for (const [p, cp] of checkpoints) {
@@ -110,8 +110,8 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   for (const p of fromTheStart) forward.set(p, { shard: new Shard(instanceId, p), after: 0, changes: untilThen.get(p) ?? [] });
   const sinceThen = await loadCrowdChanges(database, instanceId, [...back.keys()], asOf, Number.POSITIVE_INFINITY);
   for (const [p, base] of back) base.changes = sinceThen.get(p) ?? [];
-  await replayUntil(database, instanceId, forward, asOf, workflow);
-  await rewindTo(database, back, asOf, workflow);
+  await replayUntil(database, tenant.id, instanceId, forward, asOf, workflow);
+  await rewindTo(database, tenant.id, back, asOf, workflow);
   const shards = partitions.map((p) => (forward.get(p) ?? back.get(p))!.shard);
   return { instanceId, asOf, workflow, shards };
 }

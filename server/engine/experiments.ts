@@ -103,7 +103,7 @@ export function registerWinnerProcedure(engine: InstanceEngine): void {
 /** The version that sends the rest to the winner: written now, or the one an interrupted run of this procedure wrote. */
 async function winnerVersion(engine: InstanceEngine, state: WinnerState): Promise<number> {
   const { db } = engine.database;
-  const instance = await db.instance.findUniqueOrThrow({ where: { id: state.instanceId } });
+  const instance = await db.instance.findUniqueOrThrow({ where: { id: state.instanceId, tenantId: state.tenantId } });
   if (instance.state !== 'running') throw conflict(`Instance ${state.instanceId} is ${instance.state}, not running`);
   const winner = { path: state.path, at: state.at, by: state.by };
   const later = await db.workflowVersion.findMany({ where: { workflowId: state.workflowId, version: { gt: state.fromVersion } }, orderBy: { version: 'asc' } });

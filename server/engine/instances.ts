@@ -53,7 +53,7 @@ export async function getInstance(database: Database, tenantId: string, instance
 
 export async function getSnapshot(database: Database, tenantId: string, instanceId: string): Promise<SnapshotView> {
   const row = await requireInstance(database, tenantId, instanceId);
-  const snapshot = await database.db.instanceSnapshot.findUnique({ where: { instanceId } });
+  const snapshot = await database.db.instanceSnapshot.findUnique({ where: { instanceId, tenantId } });
   if (!snapshot) throw notFound(`Snapshot of instance ${instanceId} (it is ${row.state}, or its snapshot expired)`);
   return {
     instanceId,
@@ -77,9 +77,9 @@ export async function requireRunning(database: Database, tenantId: string, insta
   return row;
 }
 
-async function refuseActive(database: Database, workflowId: string, except?: string): Promise<void> {
+async function refuseActive(database: Database, tenantId: string, workflowId: string, except?: string): Promise<void> {
   const active = await database.db.instance.findFirst({
-    where: { workflowId, state: { in: ACTIVE_INSTANCE_STATES }, ...(except ? { id: { not: except } } : {}) },
+    where: { tenantId, workflowId, state: { in: ACTIVE_INSTANCE_STATES }, ...(except ? { id: { not: except } } : {}) },
   });
   if (active)
     throw conflict(`Workflow ${workflowId} already has an instance ${active.state} (${active.id}); stop it first`, {
@@ -121,7 +121,7 @@ async function excludedEveryone(
   reentry: Reentry,
 ): Promise<number | null> {
   if (reentry === 'allow') return null;
-  const previous = await previousInstance(database, workflowId, '');
+  const previous = await previousInstance(database, tenantId, workflowId, '');
   if (!previous || crowd.count > Number(previous.userCount)) return null;
   const { users, excludedCount } = await crowdOf(database, tenantId, crowd.name, workflowId, '', reentry);
   const empty = users.isEmpty;
@@ -148,7 +148,7 @@ async function submitStartOnce(engine: InstanceEngine, tenantId: string, workflo
     throw new AppError('validation_failed', `crowd: required, because version ${version} of workflow "${workflow.name}" has no entry trigger`, {
       path: 'crowd',
     });
-  await refuseActive(engine.database, workflow.id);
+  await refuseActive(engine.database, tenantId, workflow.id);
   // With a trigger users also enter by events: a crowd that re-entry exclusion empties is no reason to refuse.
   if (crowd && !definition.entry) {
     const excludedCount = await excludedEveryone(engine.database, tenantId, workflow.id, crowd, reentry);
@@ -182,7 +182,7 @@ export function submitStop(engine: InstanceEngine, tenantId: string, instanceId:
     const ours = marked && row.state === 'stopped';
     if (row.state !== 'running' && row.state !== 'stopping' && !ours)
       throw conflict(`Instance ${instanceId} is ${row.state}, not running`, { state: row.state });
-    if (!ours) await engine.database.db.instance.updateMany({ where: { id: instanceId, state: 'running' }, data: { state: 'stopping' } });
+    if (!ours) await engine.database.db.instance.updateMany({ where: { id: instanceId, tenantId, state: 'running' }, data: { state: 'stopping' } });
     marked = true;
     return { procedureId: await submitOrRetry(engine, 'instance.stop', stopState(row), `instance.stop:${instanceId}`), instanceId };
   });
@@ -332,10 +332,10 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
           // Schedules saved before the option existed have none: the start's default.
           const reentry = (state.reentry as Reentry | undefined) ?? 'exclude';
           const instanceId = scheduledInstanceId(ctx.procedureId);
-          if (!(await engine.database.db.instance.findUnique({ where: { id: instanceId } }))) {
+          if (!(await engine.database.db.instance.findUnique({ where: { id: instanceId, tenantId: state.tenantId } }))) {
             const definition = await loadDefinition(engine.database, workflow.id, version);
             const crowd = await requireScheduledCrowd(engine.database, workflow, state.tenantId, state.crowd as string);
-            await refuseActive(engine.database, workflow.id);
+            await refuseActive(engine.database, state.tenantId, workflow.id);
             // A firing that exclusion leaves without users starts nothing; it is not a failure (a weekly schedule over
             // a fixed crowd meets it every week after the first), so it is recorded like a firing skipped while running.
             const excludedCount = definition.entry ? null : await excludedEveryone(engine.database, state.tenantId, workflow.id, crowd, reentry);
@@ -356,13 +356,20 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
           Object.assign(state, { instanceId, version });
           return { kind: 'executing' };
         }
-        await refuseActive(engine.database, state.workflowId, state.instanceId);
+        await refuseActive(engine.database, state.tenantId, state.workflowId, state.instanceId);
         // Run again after a failure (a retry): the rollback left the instance failed; it is starting again.
-        await engine.database.db.instance.updateMany({ where: { id: state.instanceId, state: 'failed' }, data: { state: 'starting' } });
+        await engine.database.db.instance.updateMany({
+          where: { id: state.instanceId, tenantId: state.tenantId, state: 'failed' },
+          data: { state: 'starting' },
+        });
         return { kind: 'done', output: await engine.materializeStart(state.tenantId, state.instanceId) };
       },
       async (state) => {
-        if (state.instanceId) await engine.database.db.instance.updateMany({ where: { id: state.instanceId, state: 'starting' }, data: { state: 'failed' } });
+        if (state.instanceId)
+          await engine.database.db.instance.updateMany({
+            where: { id: state.instanceId, tenantId: state.tenantId, state: 'starting' },
+            data: { state: 'failed' },
+          });
       },
     ),
   );
@@ -372,12 +379,19 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
       'instance.stop',
       async (engine, state) => {
         // Marked again on a retry (a failed stop put the instance back to running).
-        await engine.database.db.instance.updateMany({ where: { id: state.instanceId!, state: 'running' }, data: { state: 'stopping' } });
+        await engine.database.db.instance.updateMany({
+          where: { id: state.instanceId!, tenantId: state.tenantId, state: 'running' },
+          data: { state: 'stopping' },
+        });
         return { kind: 'done', output: await engine.materializeStop(state.tenantId, state.instanceId!) };
       },
       // The stop commits in one transaction: when it failed nothing was stopped, so the instance runs on, never left
       // stopping with nothing to finish it.
-      async (state) => void (await engine.database.db.instance.updateMany({ where: { id: state.instanceId!, state: 'stopping' }, data: { state: 'running' } })),
+      async (state) =>
+        void (await engine.database.db.instance.updateMany({
+          where: { id: state.instanceId!, tenantId: state.tenantId, state: 'stopping' },
+          data: { state: 'running' },
+        })),
     ),
   );
   register(

@@ -26,15 +26,15 @@ import type { Database } from '../storage/database';
 const SNAPSHOT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** The workflow's most recently stopped instance other than `exceptId`: busybee's re-entry rule excludes its users. */
-export function previousInstance(database: Database, workflowId: string, exceptId: string) {
-  return database.db.instance.findFirst({ where: { workflowId, state: 'stopped', id: { not: exceptId } }, orderBy: { stoppedAt: 'desc' } });
+export function previousInstance(database: Database, tenantId: string, workflowId: string, exceptId: string) {
+  return database.db.instance.findFirst({ where: { tenantId, workflowId, state: 'stopped', id: { not: exceptId } }, orderBy: { stoppedAt: 'desc' } });
 }
 
 /** Users of the previous instance, from its snapshot (none once the snapshot expired). */
-async function previousUsers(database: Database, workflowId: string, exceptId: string): Promise<RoaringBitmap32 | null> {
-  const previous = await previousInstance(database, workflowId, exceptId);
+async function previousUsers(database: Database, tenantId: string, workflowId: string, exceptId: string): Promise<RoaringBitmap32 | null> {
+  const previous = await previousInstance(database, tenantId, workflowId, exceptId);
   if (!previous) return null;
-  const snapshot = await database.db.instanceSnapshot.findUnique({ where: { instanceId: previous.id } });
+  const snapshot = await database.db.instanceSnapshot.findUnique({ where: { instanceId: previous.id, tenantId } });
   if (!snapshot) return null;
   const decoded = Shard.decode(previous.id, -1, snapshot.bitmaps);
   // Those who left it by its exit criteria were in it too.
@@ -50,7 +50,7 @@ async function previousUsers(database: Database, workflowId: string, exceptId: s
 export async function crowdOf(database: Database, tenantId: string, name: string, workflowId: string, instanceId: string, reentry: Reentry) {
   const crowd = await loadCrowd(database, tenantId, name);
   if (!crowd) throw notFound(`Crowd "${name}"`);
-  const excluded = reentry === 'exclude' ? await previousUsers(database, workflowId, instanceId) : null;
+  const excluded = reentry === 'exclude' ? await previousUsers(database, tenantId, workflowId, instanceId) : null;
   if (!excluded) return { users: crowd.bitmap, excludedCount: 0 };
   const users = RoaringBitmap32.andNot(crowd.bitmap, excluded);
   const excludedCount = crowd.bitmap.size - users.size;
@@ -118,12 +118,12 @@ async function locked<T>(engine: Engine, tenantId: string, work: (tenant: Tenant
   }
 }
 
-function markRunning(database: Database, instanceId: string, userCount: number, excludedCount: number, now: number): RawStatement {
+function markRunning(database: Database, tenantId: string, instanceId: string, userCount: number, excludedCount: number, now: number): RawStatement {
   const sql = database.dialect;
   const { params, bind } = sql.parameters();
   // Placeholders are bound in text order (SQLite's `?` are positional).
   const set = `"state" = 'running', "userCount" = ${bind(userCount)}, "excludedCount" = ${bind(excludedCount)}, "startedAt" = ${sql.typed(bind(sql.timestamp(now)), 'timestamp')}`;
-  return { sql: `UPDATE ${sql.table('Instance')} SET ${set} WHERE "id" = ${bind(instanceId)}`, params };
+  return { sql: `UPDATE ${sql.table('Instance')} SET ${set} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(instanceId)}`, params };
 }
 
 /**
@@ -134,7 +134,7 @@ function markRunning(database: Database, instanceId: string, userCount: number, 
  * retried after a crash keeps the partitions an earlier attempt committed, so their moves are journaled once.
  */
 export async function materializeStart(engine: Engine, tenantId: string, instanceId: string): Promise<Json> {
-  const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
+  const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId, tenantId } });
   if (row.state === 'running') return { instanceId, userCount: Number(row.userCount), excludedCount: Number(row.excludedCount) };
   if (row.state !== 'starting') throw conflict(`Instance ${instanceId} is ${row.state}; only a starting instance can start`);
   const workflow = new WorkflowRuntime(await loadDefinition(engine.database, row.workflowId, row.version), row.workflowId);
@@ -185,7 +185,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
       }
       if (group && (last || group.bytes >= engine.startCommitBytes)) {
         await slices.boundary();
-        const extra = last ? [markRunning(engine.database, instanceId, total, excludedCount, now)] : [];
+        const extra = last ? [markRunning(engine.database, tenantId, instanceId, total, excludedCount, now)] : [];
         await commitBatch(engine.database, tenantId, { ...group, now, extra });
         group = null;
       }
@@ -201,7 +201,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
 
 export async function materializeStop(engine: Engine, tenantId: string, instanceId: string): Promise<Json> {
   return locked(engine, tenantId, async (tenant, leases) => {
-    const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
+    const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId, tenantId } });
     if (row.state === 'stopped') return { instanceId, state: 'stopped', total: Number(row.userCount) };
     const now = engine.clock.now();
     const instance = tenant.instances.get(instanceId);
@@ -229,12 +229,15 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
           createdAt: new Date(now),
           expiresAt: new Date(now + SNAPSHOT_RETENTION_MS),
         };
-        await tx.instanceSnapshot.upsert({ where: { instanceId }, create: { instanceId, ...data }, update: data });
+        // Replaced, not upserted: an upsert conflicts on the snapshot's key, instanceId alone, which a table distributed
+        // by tenant cannot keep unique (docs/SCALING.md); both statements name the tenant.
+        await tx.instanceSnapshot.deleteMany({ where: { tenantId, instanceId } });
+        await tx.instanceSnapshot.create({ data: { instanceId, ...data } });
         await tx.shardCheckpoint.deleteMany({ where: { instanceId } });
         await tx.shardTimerPlan.deleteMany({ where: { instanceId } });
         await tx.crowdChange.deleteMany({ where: { instanceId } }); // only point-in-time reads of a running instance use them
         await tx.conversion.deleteMany({ where: { instanceId } }); // the snapshot holds them
-        await tx.instance.update({ where: { id: instanceId }, data: { state: 'stopped', stoppedAt: new Date(now), userCount: counts.total } });
+        await tx.instance.update({ where: { id: instanceId, tenantId }, data: { state: 'stopped', stoppedAt: new Date(now), userCount: counts.total } });
       },
     });
     // Unions and clones made for the snapshot's bytes (as large as the instance), freed now rather than by V8. The
@@ -250,7 +253,7 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
  * is journaled). What it changed in each shard is kept as a CrowdChange row, which point-in-time reads cross.
  */
 export async function materializeUpdateCrowd(engine: Engine, tenantId: string, instanceId: string, crowdName: string): Promise<Json> {
-  const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
+  const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId, tenantId } });
   const { users } = await crowdOf(engine.database, tenantId, crowdName, row.workflowId, instanceId, row.reentry as Reentry);
   return locked(engine, tenantId, async (tenant, leases) => {
     const instance = tenant.instances.get(instanceId);
@@ -296,7 +299,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       checkpoints: await encodeAll(tenant, instance, true),
       extra: changes,
       now,
-      also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { crowdName, userCount } })),
+      also: async (tx) => void (await tx.instance.update({ where: { id: instanceId, tenantId }, data: { crowdName, userCount } })),
     });
     engine.countsChanged(instanceId);
     engine.timersChanged(tenantId);
@@ -321,7 +324,7 @@ export async function materializeUpdateWorkflow(
   version: number,
   mapping: Record<string, string>,
 ): Promise<Json> {
-  const { workflowId } = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId } });
+  const { workflowId } = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId, tenantId } });
   const next = new WorkflowRuntime(await loadDefinition(engine.database, workflowId, version), workflowId);
   return locked(engine, tenantId, async (tenant, leases) => {
     const instance = tenant.instances.get(instanceId);
@@ -368,7 +371,7 @@ export async function materializeUpdateWorkflow(
       moves,
       checkpoints: await encodeAll(tenant, updated),
       now,
-      also: async (tx) => void (await tx.instance.update({ where: { id: instanceId }, data: { version } })),
+      also: async (tx) => void (await tx.instance.update({ where: { id: instanceId, tenantId }, data: { version } })),
     });
     instance.workflow = next;
     instance.record.version = version;

@@ -35,7 +35,7 @@ export async function getCounts(source: ReadSource, tenantId: string, instanceId
   if (row.state === 'running') refuseWhileRecovering(source, tenantId);
   const live = (await source.tenant(tenantId)).instances.get(row.id);
   if (live) return refuseWhileRebuilding(live).counts();
-  const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId } });
+  const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId, tenantId } });
   if (snapshot) return JSON.parse(snapshot.counts) as Counts;
   return { instanceId, total: 0, entered: 0, steps: {}, edges: {} };
 }
@@ -78,7 +78,7 @@ export async function stepBitmap(
             : live.stepUsers(step);
     return group ? inGroup(bitmap, kept ? await committedHoldout(live, kept) : live.holdoutUsers(), group) : bitmap;
   }
-  const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId } });
+  const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId, tenantId } });
   if (!snapshot) throw notFound(`Snapshot of instance ${instanceId}`);
   const counts = JSON.parse(snapshot.counts) as Counts;
   if (!(step in counts.steps)) throw notFound(`Step "${step}" of instance ${instanceId}`);

@@ -49,12 +49,18 @@ export interface LoadedShard {
   unjournaled: number | null;
 }
 
-export async function loadShard(database: Database, instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<LoadedShard> {
-  return (await loadShards(database, instanceId, [partition], workflow)).get(partition)!;
+export async function loadShard(database: Database, tenantId: string, instanceId: string, partition: number, workflow: WorkflowRuntime): Promise<LoadedShard> {
+  return (await loadShards(database, tenantId, instanceId, [partition], workflow)).get(partition)!;
 }
 
 /** Rebuilds the shards of the given partitions of one instance: their checkpoints, then one pass over the journal. */
-export async function loadShards(database: Database, instanceId: string, partitions: number[], workflow: WorkflowRuntime): Promise<Map<number, LoadedShard>> {
+export async function loadShards(
+  database: Database,
+  tenantId: string,
+  instanceId: string,
+  partitions: number[],
+  workflow: WorkflowRuntime,
+): Promise<Map<number, LoadedShard>> {
   const checkpoints = await loadCheckpoints(database, instanceId, partitions);
   const plans = await loadTimerPlans(database, instanceId, partitions);
   const targets = new Map<number, { loaded: LoadedShard; after: number; replay: Replay }>();
@@ -68,7 +74,7 @@ export async function loadShards(database: Database, instanceId: string, partiti
     const newer = plan && plan.journalSeq >= after ? plan : undefined;
     targets.set(partition, { loaded: initial, after, replay: new Replay(shard, workflow, newer) });
   }
-  await journalPass(database, instanceId, targets, Number.POSITIVE_INFINITY, (target, row) => {
+  await journalPass(database, tenantId, instanceId, targets, Number.POSITIVE_INFINITY, (target, row) => {
     target.loaded.replayed++;
     target.loaded.seq = row[SEQ];
   });
@@ -88,11 +94,11 @@ export async function loadShards(database: Database, instanceId: string, partiti
  * nothing, when a checkpoint written since holds changes of step members no journal row carries (a crowd update's
  * joiners and leavers): only a rebuild from it is current.
  */
-export async function catchUpShard(database: Database, loaded: LoadedShard, workflow: WorkflowRuntime): Promise<boolean> {
+export async function catchUpShard(database: Database, tenantId: string, loaded: LoadedShard, workflow: WorkflowRuntime): Promise<boolean> {
   const { shard } = loaded;
   if ((await unjournaledCheckpoints(database, shard.instanceId, shard.partition)) !== loaded.unjournaled) return false;
   const replay = new Replay(shard, workflow);
-  await journalAfter(database, shard.instanceId, shard.partition, loaded.seq, (row) => {
+  await journalAfter(database, tenantId, shard.instanceId, shard.partition, loaded.seq, (row) => {
     replay.add(row);
     loaded.replayed++;
     loaded.seq = row[SEQ];
@@ -111,6 +117,7 @@ export async function catchUpShard(database: Database, loaded: LoadedShard, work
  */
 export async function replayUntil(
   database: Database,
+  tenantId: string,
   instanceId: string,
   bases: Map<number, { shard: Shard; after: number; changes?: CrowdChange[] }>,
   untilMs: number,
@@ -119,7 +126,7 @@ export async function replayUntil(
   const targets = new Map(
     [...bases].map(([partition, { shard, after, changes }]) => [partition, { after, replay: new Replay(shard, workflow, undefined, changes) }]),
   );
-  await journalPass(database, instanceId, targets, untilMs);
+  await journalPass(database, tenantId, instanceId, targets, untilMs);
   for (const target of targets.values()) target.replay.finish();
 }
 
@@ -130,6 +137,7 @@ export async function replayUntil(
  */
 async function journalPass<T extends { after: number; replay: Replay }>(
   database: Database,
+  tenantId: string,
   instanceId: string,
   targets: Map<number, T>,
   untilMs: number,
@@ -142,9 +150,9 @@ async function journalPass<T extends { after: number; replay: Replay }>(
     replayed?.(target, row);
   };
   const from = Math.min(...[...targets.values()].map((target) => target.after));
-  if (targets.size > 1 && database.dialect.journalPassInSeqOrder && (await instanceRowsDominate(database, instanceId, from)))
-    await instanceJournalAfter(database, instanceId, from, visit, untilMs);
-  else for (const [partition, target] of targets) await journalAfter(database, instanceId, partition, target.after, visit, untilMs);
+  if (targets.size > 1 && database.dialect.journalPassInSeqOrder && (await instanceRowsDominate(database, tenantId, instanceId, from)))
+    await instanceJournalAfter(database, tenantId, instanceId, from, visit, untilMs);
+  else for (const [partition, target] of targets) await journalAfter(database, tenantId, instanceId, partition, target.after, visit, untilMs);
 }
 
 interface ShardRequest {
@@ -165,7 +173,10 @@ export class ShardLoader {
   private readingLeases = 0;
   private scheduled = false;
 
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    private readonly tenantId: string,
+  ) {}
 
   /** A lease is being read; call the returned function once it is read (taken or not). */
   taking(): () => void {
@@ -209,7 +220,7 @@ export class ShardLoader {
     for (const [workflow, byInstance] of groups) {
       for (const [instanceId, requests] of byInstance) {
         try {
-          const loaded = await loadShards(this.database, instanceId, [...new Set(requests.map((r) => r.partition))], workflow);
+          const loaded = await loadShards(this.database, this.tenantId, instanceId, [...new Set(requests.map((r) => r.partition))], workflow);
           // Two requests for one partition (a re-take racing a load) must not share one shard object.
           const handed = new Set<number>();
           for (const { partition, resolve } of requests) {

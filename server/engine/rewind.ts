@@ -30,13 +30,14 @@ import { BITMAP, COUNT, FROM_STEP, journalBackTo, type ReplayRow, SEQ, TO_STEP, 
  */
 export async function rewindTo(
   database: Database,
+  tenantId: string,
   bases: Map<number, { shard: Shard; seq: number; changes: CrowdChange[] }>,
   untilMs: number,
   workflow: WorkflowRuntime,
 ): Promise<void> {
   for (const [partition, { shard, seq, changes }] of bases) {
     const rewind = new Rewind(shard, workflow, changes);
-    await journalBackTo(database, shard.instanceId, partition, seq, untilMs, (row) => rewind.add(row));
+    await journalBackTo(database, tenantId, shard.instanceId, partition, seq, untilMs, (row) => rewind.add(row));
     rewind.finish();
     shard.delays.clear();
     shard.ttls.clear();

@@ -101,7 +101,7 @@ export class TenantRuntime {
     this.partitions = partitioning.partitions;
     this.locks = Array.from({ length: partitioning.partitions }, () => new Mutex());
     this.data = new TenantData(database, id);
-    this.shardLoader = new ShardLoader(database);
+    this.shardLoader = new ShardLoader(database, id);
   }
 
   /** A new piece of this tenant's long work, run in slices between the other tenants' (slices.ts). */

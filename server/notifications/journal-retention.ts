@@ -72,13 +72,14 @@ async function newestSeqBeyond(database: Database, tenantId: string, keep: numbe
 
 async function deleteEntries(database: Database, tenantId: string, cutoff: number, beyondSize: number | null): Promise<number> {
   const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map((name) => database.dialect.table(name));
-  // Binding order is placeholder order (SQLite's `?`), so values are bound inline, left to right.
-  const { params, bind } = database.dialect.parameters();
-  const chunk = `SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)}
+  // Binding order is placeholder order (SQLite's `?`), so values are bound inline, left to right. Every table is
+  // named with the tenant, so each statement stays within one tenant's rows (docs/SCALING.md).
+  const chunk = (bind: (value: unknown) => string) => `SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)}
       AND (j."timeMs" < ${bind(cutoff)}${beyondSize === null ? '' : ` OR j."seq" <= ${bind(beyondSize)}`})
       AND j."seq" < (SELECT MAX("seq") FROM ${journal})
       AND NOT EXISTS (
-        SELECT 1 FROM ${instance} i WHERE i."id" = j."instanceId" AND i."state" IN (${ACTIVE_INSTANCE_STATES.map(bind).join(', ')})
+        SELECT 1 FROM ${instance} i WHERE i."tenantId" = j."tenantId" AND i."id" = j."instanceId"
+          AND i."state" IN (${ACTIVE_INSTANCE_STATES.map(bind).join(', ')})
           AND NOT EXISTS (
             SELECT 1 FROM ${checkpoint} c WHERE c."instanceId" = j."instanceId" AND c."partition" = j."partition" AND c."journalSeq" >= j."seq"))
       ORDER BY j."seq" LIMIT ${CLEANUP_CHUNK}`;
@@ -86,10 +87,18 @@ async function deleteEntries(database: Database, tenantId: string, cutoff: numbe
   for (;;) {
     // The watermark is raised in the same transaction as the delete: a reader never finds entries gone unannounced.
     const count = await database.db.$transaction(async (tx) => {
-      const [{ through }] = await tx.$queryRawUnsafe<{ through: unknown }[]>(`SELECT MAX("seq") AS "through" FROM (${chunk}) AS doomed`, ...params);
+      const read = database.dialect.parameters();
+      const [{ through }] = await tx.$queryRawUnsafe<{ through: unknown }[]>(
+        `SELECT MAX("seq") AS "through" FROM (${chunk(read.bind)}) AS doomed`,
+        ...read.params,
+      );
       if (through === null || through === undefined) return 0;
       const seq = Number(through);
-      const removed = await tx.$executeRawUnsafe(`DELETE FROM ${journal} WHERE "seq" IN (${chunk}) AND "seq" <= ${seq}`, ...params);
+      const doomed = database.dialect.parameters();
+      const removed = await tx.$executeRawUnsafe(
+        `DELETE FROM ${journal} WHERE "tenantId" = ${doomed.bind(tenantId)} AND "seq" IN (${chunk(doomed.bind)}) AND "seq" <= ${seq}`,
+        ...doomed.params,
+      );
       // A deleted tenant's last entries go without a watermark: nobody can read them, and it has no row to hold one.
       const trim = database.dialect.parameters();
       const trims = database.dialect.table('JournalTrim');

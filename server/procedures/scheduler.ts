@@ -215,7 +215,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const procedureId = scheduledProcedureId(workflow.id, firingMs);
     const firing = { workflowId: workflow.id, procedureId, firingMs };
     if (await database.db.procedure.findUnique({ where: { id: procedureId }, select: { id: true } })) return { ...firing, outcome: 'already-recorded' };
-    const busy = await runningWork(database, workflow.id, procedureId);
+    const busy = await runningWork(database, workflow.tenantId, workflow.id, procedureId);
     if (busy) return record(workflow, schedule, firingMs, 'skipped', { skipped: 'already running', ...busy });
     const state = startState(workflow, schedule, firingMs, catchUpInfo);
     try {
@@ -303,8 +303,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 }
 
 /** What keeps a workflow busy: an active instance, or a start still in progress (its instance may not exist yet). */
-async function runningWork(database: Database, workflowId: string, exceptProcedureId: string): Promise<{ instanceId?: string; procedureId?: string } | null> {
-  const instance = await database.db.instance.findFirst({ where: { workflowId, state: { in: ACTIVE_INSTANCE_STATES } }, select: { id: true } });
+async function runningWork(
+  database: Database,
+  tenantId: string,
+  workflowId: string,
+  exceptProcedureId: string,
+): Promise<{ instanceId?: string; procedureId?: string } | null> {
+  const instance = await database.db.instance.findFirst({ where: { tenantId, workflowId, state: { in: ACTIVE_INSTANCE_STATES } }, select: { id: true } });
   if (instance) return { instanceId: instance.id };
   const starting = await database.db.procedure.findFirst({
     where: { workflowId, type: SCHEDULED_START_TYPE, state: { notIn: [...FINISHED_STATES] }, id: { not: exceptProcedureId } },

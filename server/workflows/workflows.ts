@@ -202,11 +202,11 @@ export async function updateWorkflow(database: Database, tenant: Tenant, ref: st
   try {
     await database.db.$transaction(async (tx) => {
       if (checked.definition === undefined) {
-        await tx.workflow.update({ where: { id: current.id }, data: fields });
+        await tx.workflow.update({ where: { id: current.id, tenantId: tenant.id }, data: fields });
         return;
       }
       // The increment is the row write that serializes concurrent saves: each gets its own version number.
-      const updated = await tx.workflow.update({ where: { id: current.id }, data: { ...fields, currentVersion: { increment: 1 } } });
+      const updated = await tx.workflow.update({ where: { id: current.id, tenantId: tenant.id }, data: { ...fields, currentVersion: { increment: 1 } } });
       await tx.workflowVersion.create({
         data: { workflowId: current.id, version: updated.currentVersion, definition: JSON.stringify(checked.definition), createdAt: fields.updatedAt },
       });
@@ -232,21 +232,22 @@ export async function deleteWorkflow(database: Database, tenant: Tenant, ref: st
   try {
     await database.db.$transaction(
       async (tx) => {
-        await tx.workflow.update({ where: { id: workflow.id }, data: { updatedAt: new Date() } });
-        const active = await tx.instance.findFirst({ where: { workflowId: workflow.id, state: { in: ACTIVE_INSTANCE_STATES } } });
+        await tx.workflow.update({ where: { id: workflow.id, tenantId: tenant.id }, data: { updatedAt: new Date() } });
+        const active = await tx.instance.findFirst({ where: { tenantId: tenant.id, workflowId: workflow.id, state: { in: ACTIVE_INSTANCE_STATES } } });
         if (active) {
           throw conflict(`Workflow "${workflow.name}" has instance ${active.id} ${active.state}; stop it before deleting the workflow`, {
             instanceId: active.id,
             state: active.state,
           });
         }
-        const stopped = await tx.instance.findMany({ where: { workflowId: workflow.id }, select: { id: true } });
+        const stopped = await tx.instance.findMany({ where: { tenantId: tenant.id, workflowId: workflow.id }, select: { id: true } });
         await removeInstances(
           tx,
+          tenant.id,
           stopped.map((instance) => instance.id),
         );
         await tx.workflowVersion.deleteMany({ where: { workflowId: workflow.id } });
-        await tx.workflow.delete({ where: { id: workflow.id } });
+        await tx.workflow.delete({ where: { id: workflow.id, tenantId: tenant.id } });
       },
       { maxWait: 30_000, timeout: 120_000 },
     );

@@ -114,7 +114,7 @@ describe('event-triggered entry', () => {
     await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
     let entered = 0;
     for (let partition = 0; partition < h.partitions; partition++) {
-      const { shard } = await loadShard(database(), id, partition, instance.workflow);
+      const { shard } = await loadShard(database(), h.tenantId, id, partition, instance.workflow);
       const kept = instance.shards[partition]!;
       for (const step of ['wait', 'bought']) expect(shard.step(step).toArray()).toEqual(kept.step(step).toArray());
       expect(shard.entered).toBe(kept.entered);

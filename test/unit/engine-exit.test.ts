@@ -101,7 +101,7 @@ describe('exit criteria', () => {
       .toBe(true);
     await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
     for (let partition = 0; partition < h.partitions; partition++) {
-      const { shard, replayed } = await loadShard(database(), id, partition, live.workflow);
+      const { shard, replayed } = await loadShard(database(), h.tenantId, id, partition, live.workflow);
       expect(replayed).toBeGreaterThan(0);
       expect(shape(shard)).toEqual(shape(live.shards[partition]!));
     }

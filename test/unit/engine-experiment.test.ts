@@ -109,7 +109,7 @@ describe('experiments', () => {
     let took = 0;
     for (let partition = 0; partition < h.partitions; partition++) {
       const kept = instance.shards[partition]!;
-      const { shard } = await loadShard(database(), id, partition, instance.workflow);
+      const { shard } = await loadShard(database(), h.tenantId, id, partition, instance.workflow);
       expect(paths(shard)).toEqual(paths(kept));
       expect(paths(Shard.decode(id, partition, kept.encode()))).toEqual(paths(kept));
       took += paths(kept).flat().length;

@@ -63,7 +63,7 @@ describe('workflow goal (conversions)', () => {
     const converted = async () => {
       const out: Record<string, number[]> = {};
       for (let partition = 0; partition < h!.partitions; partition++) {
-        const { shard } = await loadShard(database(), id, partition, instance.workflow);
+        const { shard } = await loadShard(database(), h!.tenantId, id, partition, instance.workflow);
         for (const [step, users] of shard.converted) out[step] = [...(out[step] ?? []), ...users.toArray()].sort();
       }
       return out;

@@ -87,7 +87,7 @@ describe('recovery', () => {
     const [kept] = await db().shardCheckpoint.findMany({ where: { instanceId: id, partition: 0 } });
     await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
     for (let partition = 0; partition < h.partitions; partition++) {
-      const { shard, replayed } = await loadShard(database(), id, partition, instance.workflow);
+      const { shard, replayed } = await loadShard(database(), h.tenantId, id, partition, instance.workflow);
       expect(replayed).toBeGreaterThan(0);
       expect(shape(shard)).toEqual(shape(instance.shards[partition]!));
     }
@@ -95,7 +95,7 @@ describe('recovery', () => {
     // Both partitions from one journal pass, partition 0 from its checkpoint: the pass starts at the older (none) and
     // must skip partition 0's rows the checkpoint already holds (replayed twice, its edge counts would double).
     await db().shardCheckpoint.create({ data: kept });
-    const together = await loadShards(database(), id, [0, 1], instance.workflow);
+    const together = await loadShards(database(), h.tenantId, id, [0, 1], instance.workflow);
     expect(together.get(0)!.replayed).toBe(0);
     expect(together.get(1)!.replayed).toBeGreaterThan(0);
     for (const partition of [0, 1]) expect(shape(together.get(partition)!.shard)).toEqual(shape(instance.shards[partition]!));
@@ -134,7 +134,7 @@ describe('timer ticks', () => {
     for (let partition = 0; partition < h.partitions; partition++) {
       const live = shape(instance.shards[partition]!);
       expect(live.cronNext).toEqual({ hold: Date.UTC(2026, 0, 1, 14, 0, 0) });
-      expect(shape((await loadShard(database(), id, partition, instance.workflow)).shard)).toEqual(live);
+      expect(shape((await loadShard(database(), h.tenantId, id, partition, instance.workflow)).shard)).toEqual(live);
     }
   });
 
@@ -183,7 +183,8 @@ describe('timer ticks', () => {
 
     const instance = h.engine.findRuntime(id)!;
     expect(instance.shards[partition]!.cronNext.get('tick')).toBe(Date.UTC(2026, 0, 1, 12, 2, 0));
-    for (let p = 0; p < h.partitions; p++) expect(shape((await loadShard(database(), id, p, instance.workflow)).shard)).toEqual(shape(instance.shards[p]!));
+    for (let p = 0; p < h.partitions; p++)
+      expect(shape((await loadShard(database(), h.tenantId, id, p, instance.workflow)).shard)).toEqual(shape(instance.shards[p]!));
   });
 
   // 64 tenants a transaction (the default: the three commit together), or one (three groups, two of them in flight).

@@ -145,7 +145,7 @@ describe('branch step timeout (wait for an event)', () => {
     await db().shardCheckpoint.deleteMany({ where: { instanceId: id } });
     for (let partition = 0; partition < h.partitions; partition++) {
       const live = instance.shards[partition]!.delays.get('wait')!;
-      const { shard, replayed } = await loadShard(database(), id, partition, instance.workflow);
+      const { shard, replayed } = await loadShard(database(), h.tenantId, id, partition, instance.workflow);
       expect(replayed).toBeGreaterThan(0);
       const waiting = (buckets: Map<number, RoaringBitmap32>) => [...buckets].filter(([, b]) => b.size > 0).map(([end, b]) => [end, b.toArray()]);
       expect(waiting(shard.delays.get('wait')!)).toEqual(waiting(live));

@@ -77,34 +77,41 @@ const PACKED_COLUMNS = REPLAY_COLUMNS.map((c) => (c === 'bitmap' ? '"bitmap" IS 
  */
 export function journalAfter(
   database: Database,
+  tenantId: string,
   instanceId: string,
   partition: number,
   seq: number,
   visit: (row: ReplayRow) => void,
   untilMs = Number.POSITIVE_INFINITY,
 ): Promise<void> {
+  const { withoutIndex } = database.dialect;
   return pages(
     database,
+    tenantId,
     seq,
     visit,
-    (after, bind) => `WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}${until(untilMs, bind)}`,
+    (after, bind) =>
+      `WHERE ${withoutIndex('"tenantId"')} = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}${until(untilMs, bind)}`,
   );
 }
 
+// Each read names the tenant as well as the instance (docs/SCALING.md), never as the index to use: the instance's
+// index (instanceId, partition, seq) or the seq order decide the plan, as they did before.
 const until = (untilMs: number, bind: (value: unknown) => string) => (Number.isFinite(untilMs) ? ` AND "timeMs" <= ${bind(untilMs)}` : '');
 
 /**
  * The time of each shard's last journal row at or before its seq (`seqs`: partition → seq, e.g. the newest move each
  * checkpoint holds), in one statement; a partition with no row left is absent.
  */
-export async function lastMoveTimes(database: Database, instanceId: string, seqs: Map<number, number>): Promise<Map<number, number>> {
+export async function lastMoveTimes(database: Database, tenantId: string, instanceId: string, seqs: Map<number, number>): Promise<Map<number, number>> {
   if (seqs.size === 0) return new Map();
   const { params, bind } = database.dialect.parameters();
   const journal = database.dialect.table('Journal');
   const newest = [...seqs].map(
     ([partition, seq], i) =>
       `SELECT * FROM (SELECT "partition", ${database.dialect.numberColumn('timeMs')} FROM ${journal}
-       WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" <= ${bind(seq)} ORDER BY ${journal}."seq" DESC LIMIT 1) AS "p${i}"`,
+       WHERE ${database.dialect.withoutIndex('"tenantId"')} = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}
+         AND "seq" <= ${bind(seq)} ORDER BY ${journal}."seq" DESC LIMIT 1) AS "p${i}"`,
   );
   const rows = await (await database.raw()).query<{ partition: unknown; timeMs: unknown }>(newest.join(' UNION ALL '), params);
   return new Map(rows.map((row) => [num(row.partition), num(row.timeMs)]));
@@ -120,6 +127,7 @@ const FIRST_PAGE_BACK = 256;
  */
 export async function journalBackTo(
   database: Database,
+  tenantId: string,
   instanceId: string,
   partition: number,
   seq: number,
@@ -136,9 +144,9 @@ export async function journalBackTo(
   const madeAfter = (row: ReplayRow) => row[TIME_MS] > afterMs;
   for (let size = FIRST_PAGE_BACK; ; size = Math.min(size * 4, PAGE_SIZE)) {
     const { params, bind } = database.dialect.parameters();
-    const rows = `FROM ${journal} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)} AND "seq" < ${bind(before)}
-      ORDER BY ${journal}."seq" DESC LIMIT ${bind(size)}`;
-    const { read, cut } = await readPage(database, rawDb, rows, params, onRow, 'newest first', madeAfter);
+    const rows = `FROM ${journal} WHERE ${database.dialect.withoutIndex('"tenantId"')} = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)}
+      AND "partition" = ${bind(partition)} AND "seq" < ${bind(before)} ORDER BY ${journal}."seq" DESC LIMIT ${bind(size)}`;
+    const { read, cut } = await readPage(database, rawDb, tenantId, rows, params, onRow, 'newest first', madeAfter);
     if (cut || read < size) return;
   }
 }
@@ -149,6 +157,7 @@ export async function journalBackTo(
  */
 export function instanceJournalAfter(
   database: Database,
+  tenantId: string,
   instanceId: string,
   seq: number,
   visit: (row: ReplayRow) => void,
@@ -157,9 +166,11 @@ export function instanceJournalAfter(
   const { withoutIndex } = database.dialect;
   return pages(
     database,
+    tenantId,
     seq,
     visit,
-    (after, bind) => `WHERE "seq" > ${bind(after)} AND ${withoutIndex('"instanceId"')} = ${bind(instanceId)}${until(untilMs, bind)}`,
+    (after, bind) =>
+      `WHERE "seq" > ${bind(after)} AND ${withoutIndex('"tenantId"')} = ${bind(tenantId)} AND ${withoutIndex('"instanceId"')} = ${bind(instanceId)}${until(untilMs, bind)}`,
   );
 }
 
@@ -168,11 +179,12 @@ export function instanceJournalAfter(
  * than a read per partition through the index. An instance idle since an old checkpoint would otherwise read every
  * other instance's rows since then (both counts come from indexes).
  */
-export async function instanceRowsDominate(database: Database, instanceId: string, seq: number): Promise<boolean> {
+export async function instanceRowsDominate(database: Database, tenantId: string, instanceId: string, seq: number): Promise<boolean> {
   const { params, bind } = database.dialect.parameters();
   const journal = database.dialect.table('Journal');
   const [row] = await (await database.raw()).query<{ own: unknown; last: unknown }>(
-    `SELECT (SELECT COUNT(*) FROM ${journal} WHERE "instanceId" = ${bind(instanceId)} AND "seq" > ${bind(seq)}) AS "own", (SELECT MAX("seq") FROM ${journal}) AS "last"`,
+    `SELECT (SELECT COUNT(*) FROM ${journal} WHERE ${database.dialect.withoutIndex('"tenantId"')} = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)}
+       AND "seq" > ${bind(seq)}) AS "own", (SELECT MAX("seq") FROM ${journal}) AS "last"`,
     params,
   );
   const range = num(row?.last) - seq;
@@ -182,6 +194,7 @@ export async function instanceRowsDominate(database: Database, instanceId: strin
 /** Pages of PAGE_SIZE rows, so a long replay yields to the event loop between them. */
 async function pages(
   database: Database,
+  tenantId: string,
   seq: number,
   visit: (row: ReplayRow) => void,
   where: (after: number, bind: (value: unknown) => string) => string,
@@ -197,7 +210,7 @@ async function pages(
       after = row[SEQ];
       visit(row);
     };
-    if ((await readPage(database, rawDb, rows, params, onRow, 'oldest first')).read < PAGE_SIZE) return;
+    if ((await readPage(database, rawDb, tenantId, rows, params, onRow, 'oldest first')).read < PAGE_SIZE) return;
   }
 }
 
@@ -208,6 +221,7 @@ async function pages(
 async function readPage(
   database: Database,
   rawDb: RawDb,
+  tenantId: string,
   rows: string,
   params: unknown[],
   visit: (row: ReplayRow) => void,
@@ -215,7 +229,7 @@ async function readPage(
   wanted: (row: ReplayRow) => boolean = () => true,
 ): Promise<{ read: number; cut: boolean }> {
   const packed = database.dialect.packedRows(`SELECT ${PACKED_COLUMNS} ${rows}`, REPLAY_COLUMNS, 'seq');
-  if (packed) return packedPage(database, rawDb, packed, params, visit, order, wanted);
+  if (packed) return packedPage(database, rawDb, tenantId, packed, params, visit, order, wanted);
   let cut = false;
   const read = await rawDb.each(`SELECT ${replayColumns(database)} ${rows}`, params, (row) => {
     if (cut || !wanted(row as ReplayRow)) cut = true;
@@ -228,6 +242,7 @@ async function readPage(
 async function packedPage(
   database: Database,
   rawDb: RawDb,
+  tenantId: string,
   sql: string,
   params: unknown[],
   visit: (row: ReplayRow) => void,
@@ -240,9 +255,10 @@ async function packedPage(
   if (order === 'newest first') read.reverse();
   const end = read.findIndex((row) => !wanted(row));
   const rows = end === -1 ? read : read.slice(0, end);
-  const bitmapOf = `SELECT "bitmap" FROM ${database.dialect.table('Journal')} WHERE "seq" = ${database.dialect.parameters().bind(0)}`;
+  const { bind } = database.dialect.parameters();
+  const bitmapOf = `SELECT "bitmap" FROM ${database.dialect.table('Journal')} WHERE "seq" = ${bind(0)} AND "tenantId" = ${bind(tenantId)}`;
   for (const row of rows) {
-    row[BITMAP] = (row[BITMAP] as unknown) === 1 ? (await rawDb.query<{ bitmap: Uint8Array }>(bitmapOf, [row[SEQ]]))[0].bitmap : null;
+    row[BITMAP] = (row[BITMAP] as unknown) === 1 ? (await rawDb.query<{ bitmap: Uint8Array }>(bitmapOf, [row[SEQ], tenantId]))[0].bitmap : null;
   }
   // Visited in one turn once every bitmap is there, as a page of rows read whole is.
   for (const row of rows) visit(row);
