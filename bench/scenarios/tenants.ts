@@ -275,8 +275,10 @@ async function restart(server: BenchServer, databaseUrl: string, tenants: Tenant
   const firstCountMs = performance.now() - spawned;
   await sweepUntilAll('restart: counts of every tenant', tenants, async (t) => (await counts(next, t.name, t.instanceId))?.total === USERS, 300_000);
   const allCountsMs = performance.now() - spawned;
+  // The server's own account of its boot: its phases before it listened (server/main.ts).
+  const booted = next.log().match(/listening on \S+ (.*)/)?.[1] ?? '';
   console.log(
-    `  ${label}: restart: stop ${stopMs.toFixed(0)} ms; listening ${listenMs.toFixed(0)} ms, first count ${firstCountMs.toFixed(0)} ms, every tenant's ${allCountsMs.toFixed(0)} ms after spawn`,
+    `  ${label}: restart: stop ${stopMs.toFixed(0)} ms; listening ${listenMs.toFixed(0)} ms, first count ${firstCountMs.toFixed(0)} ms, every tenant's ${allCountsMs.toFixed(0)} ms after spawn; the server: ${booted}`,
   );
   return { server: next, restart: { stopMs, listenMs, firstCountMs, allCountsMs } };
 }
