@@ -269,7 +269,9 @@ async function main(): Promise<void> {
     if (sections.has('cluster') && provider === 'postgres') {
       console.log('a cluster of 1, 2 and 3 members on PostgreSQL (events, CPU per member, counts on a non-owner, takeovers)…');
       // A tenth of the journey's events per cluster size keeps the section near two minutes on a quiet machine.
-      cluster = await withDatabase(provider, 'cluster', (database) => measureCluster(database, { users: SCALE.users / 10, events: SCALE.events / 10 }));
+      cluster = await withDatabase(provider, 'cluster', (database) =>
+        measureCluster(database, { users: SCALE.users / 10, events: SCALE.events / 10, profile }),
+      );
       save(false);
     }
     if (sections.has('exports')) {

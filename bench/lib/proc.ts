@@ -94,3 +94,31 @@ export function cpuBetween(before: Map<number, number>, after: Map<number, numbe
   for (const [pid, cpuMs] of after) ms += cpuMs - (before.get(pid) ?? 0);
   return ms;
 }
+
+/**
+ * CPU time (ms) of the local PostgreSQL server so far: every process named `postgres` (backends, WAL writer,
+ * checkpointer, autovacuum…) plus the postmaster's reaped children (cutime + cstime), so backends that ended between
+ * two readings, as pooled connections closed after idling, still count. Undefined when no PostgreSQL runs on this
+ * machine (a remote database's CPU is not ours to read).
+ */
+export function postgresCpuMs(): number | undefined {
+  const stats = new Map<number, { ppid: number; cpuMs: number; reapedMs: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // ended meanwhile
+    }
+    const close = text.lastIndexOf(')');
+    if (text.slice(text.indexOf('(') + 1, close) !== 'postgres') continue;
+    const fields = text.slice(close + 2).split(' ');
+    const ticks = (at: number) => Number(fields[at]) * TICK_MS;
+    stats.set(Number(entry), { ppid: Number(fields[1]), cpuMs: ticks(11) + ticks(12), reapedMs: ticks(13) + ticks(14) });
+  }
+  if (stats.size === 0) return undefined;
+  let ms = 0;
+  for (const { ppid, cpuMs, reapedMs } of stats.values()) ms += cpuMs + (stats.has(ppid) ? 0 : reapedMs);
+  return ms;
+}

@@ -8,6 +8,9 @@
 import { BENCH_ADMIN_TOKEN, startServer, type BenchServer } from '../lib/server';
 import type { ScratchDatabase } from '../lib/database';
 import { measureGets, type Latency } from '../lib/latency';
+import { postgresCpuMs } from '../lib/proc';
+import { CEILING_IN_FLIGHT, counters, describeLevel, measureCeiling, type CeilingFigures } from './cluster-ceiling';
+import { inWindow } from '../lib/windows';
 import { median, percentile, type Figure, type ScenarioResult, type Target } from '../lib/report';
 
 const PARTITIONS = 8;
@@ -21,11 +24,19 @@ const HANDOFF_USERS = 50_000;
 export interface ClusterFigures {
   eventsPerSecond: Record<string, number>;
   cpuMsPerMember: Record<string, number[]>;
+  /** CPU of the whole local PostgreSQL server over each phase (every postgres process; null when it runs elsewhere). */
+  postgresCpuMs: Record<string, number | null>;
+  /** Events of each phase per second of CPU: the members' CPU added up, plus PostgreSQL's (null without it). */
+  eventsPerCpuSecond: Record<string, number | null>;
+  /** Per 1,000 events of each phase: PostgreSQL's write transactions and WAL bytes. */
+  perThousandEvents: Record<string, { writes: number; walBytes: number }>;
   countsNonOwner: { p50Ms: number; p99Ms: number };
   whereIsUserNonOwner: { p50Ms: number; p99Ms: number };
   /** With 3 members and 8 partitions, once stable: the most partitions of the tenant one member holds. */
   maxPartitionsPerMember: number;
   settleMs: { sigkill: number; join: number; sigterm: number };
+  /** 3 members at growing load until events/s stop growing (./cluster-ceiling.ts). */
+  ceiling?: CeilingFigures;
   /** Events acknowledged (202) while partitions moved (SIGKILL, join, SIGTERM), and how many of them were not applied. */
   handoffEvents: { acknowledged: number; unapplied: number };
 }
@@ -58,10 +69,10 @@ async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 12
   return performance.now() - started;
 }
 
-export async function measureCluster(database: ScratchDatabase, options: { users: number; events: number }): Promise<ClusterFigures> {
+export async function measureCluster(database: ScratchDatabase, options: { users: number; events: number; profile?: boolean }): Promise<ClusterFigures> {
   const members: Member[] = [];
   const join = async () => {
-    const server = await startServer(database.url);
+    const server = await startServer(database.url, { profile: options.profile });
     const member = { server, name: `${(await import('node:os')).hostname()}:${server.pid}` };
     members.push(member);
     return member;
@@ -85,7 +96,7 @@ export async function measureCluster(database: ScratchDatabase, options: { users
     const tenant = await json(first, 'POST', '/tenants', { name: 'bench', partitions: PARTITIONS });
     const tenantId: string = tenant.body.id;
     const perPhase = Math.min(options.events, Math.floor(options.users / 3));
-    const users = perPhase * 3 + HANDOFF_USERS;
+    const users = perPhase * 3 + perPhase * CEILING_IN_FLIGHT.length + HANDOFF_USERS;
     const ids = Array.from({ length: users }, (_, i) => i + 1).join('\n');
     await json(first, 'PUT', '/tenants/bench/crowds/all', ids, { 'content-type': 'text/plain' });
     const workflow = await json(first, 'POST', '/tenants/bench/workflows', {
@@ -112,6 +123,9 @@ export async function measureCluster(database: ScratchDatabase, options: { users
     const figures: ClusterFigures = {
       eventsPerSecond: {},
       cpuMsPerMember: {},
+      postgresCpuMs: {},
+      eventsPerCpuSecond: {},
+      perThousandEvents: {},
       countsNonOwner: { p50Ms: 0, p99Ms: 0 },
       whereIsUserNonOwner: { p50Ms: 0, p99Ms: 0 },
       maxPartitionsPerMember: 0,
@@ -127,28 +141,67 @@ export async function measureCluster(database: ScratchDatabase, options: { users
       for (let at = 0; at < perPhase; at += BATCH)
         batches.push(Array.from({ length: Math.min(BATCH, perPhase - at) }, (_, i) => ({ user: from + at + i, type: 'purchase' })));
       const cpuBefore = members.map((m) => m.server.cpuMs());
+      const pgBefore = postgresCpuMs();
+      const countersBefore = await counters(database);
       const phaseStarted = performance.now();
       let next = 0;
-      await Promise.all(
-        Array.from({ length: IN_FLIGHT }, async () => {
-          for (let b = next++; b < batches.length; b = next++) {
-            const reply = await json(members[b % members.length], 'POST', '/events', { tenant: 'bench', events: batches[b] });
-            if (reply.status !== 202) throw new Error(`events: ${reply.status} ${JSON.stringify(reply.body)}`);
-          }
-        }),
-      );
-      bought += perPhase;
-      await until('every event applied', async () => {
-        const counts = await json(members[0], 'GET', `/tenants/bench/instances/${instanceId}/counts`);
-        return counts.status === 200 && counts.body.steps.bought >= bought;
+      const phase = `${size} member${size > 1 ? 's' : ''}`;
+      await inWindow(`cluster: events through ${phase}`, async () => {
+        await Promise.all(
+          Array.from({ length: IN_FLIGHT }, async () => {
+            for (let b = next++; b < batches.length; b = next++) {
+              const reply = await json(members[b % members.length], 'POST', '/events', { tenant: 'bench', events: batches[b] });
+              if (reply.status !== 202) throw new Error(`events: ${reply.status} ${JSON.stringify(reply.body)}`);
+            }
+          }),
+        );
+        bought += perPhase;
+        await until('every event applied', async () => {
+          const counts = await json(members[0], 'GET', `/tenants/bench/instances/${instanceId}/counts`);
+          return counts.status === 200 && counts.body.steps.bought >= bought;
+        });
       });
       const seconds = (performance.now() - phaseStarted) / 1000;
-      const phase = `${size} member${size > 1 ? 's' : ''}`;
       figures.eventsPerSecond[phase] = Math.round(perPhase / seconds);
       figures.cpuMsPerMember[phase] = members.map((m, i) => Math.round(m.server.cpuMs() - cpuBefore[i]));
+      const pgAfter = postgresCpuMs();
+      const countersAfter = await counters(database);
+      const perThousand = (n: number) => Math.round((10_000 * n) / perPhase) / 10;
+      figures.perThousandEvents[phase] = {
+        writes: perThousand(countersAfter.writes - countersBefore.writes),
+        walBytes: Math.round(perThousand(Number(countersAfter.wal - countersBefore.wal))),
+      };
+      const pgMs = pgBefore === undefined || pgAfter === undefined ? null : pgAfter - pgBefore;
+      figures.postgresCpuMs[phase] = pgMs;
+      const membersMs = figures.cpuMsPerMember[phase].reduce((sum, ms) => sum + ms, 0);
+      figures.eventsPerCpuSecond[phase] = pgMs === null ? null : Math.round(perPhase / ((membersMs + pgMs) / 1000));
       const rate = Math.round(perPhase / seconds).toLocaleString('en-US');
-      console.log(`  ${size} member(s): ${rate} events/s end to end; CPU ms per member ${figures.cpuMsPerMember[phase].join(', ')}`);
+      console.log(
+        `  ${size} member(s): ${rate} events/s end to end; CPU ms per member ${figures.cpuMsPerMember[phase].join(', ')}, PostgreSQL ` +
+          `${pgMs ?? 'n/a'}; ${figures.eventsPerCpuSecond[phase]?.toLocaleString('en-US') ?? 'n/a'} events per CPU-second; per 1,000 events ` +
+          `${figures.perThousandEvents[phase].writes} write transactions, ${figures.perThousandEvents[phase].walBytes.toLocaleString('en-US')} WAL bytes`,
+      );
     }
+    // Its users are set aside whatever happens; a failure leaves the section's other figures standing.
+    figures.ceiling = await measureCeiling(
+      database,
+      members.map((m) => m.server),
+      {
+        firstUser: bought + 1,
+        eventsPerLevel: perPhase,
+        batch: BATCH,
+        post: async (member, events) => {
+          const reply = await json(members[member], 'POST', '/events', { tenant: 'bench', events });
+          if (reply.status !== 202) throw new Error(`events: ${reply.status} ${JSON.stringify(reply.body)}`);
+        },
+        applied: async (count) =>
+          void (await until('every event applied', async () => {
+            const counts = await json(members[0], 'GET', `/tenants/bench/instances/${instanceId}/counts`);
+            return counts.status === 200 && counts.body.steps.bought >= bought + count;
+          })),
+      },
+    ).catch((error: Error) => void console.log(`  ! the cluster's growing load failed: ${error.stack ?? error}`));
+    bought += perPhase * CEILING_IN_FLIGHT.length;
     figures.maxPartitionsPerMember = Math.max(...Object.values(await ownedBy(tenantId)));
     const nonOwner = members[1].server.baseUrl;
     const auth = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` };
@@ -168,7 +221,7 @@ export async function measureCluster(database: ScratchDatabase, options: { users
     // While partitions move, a client keeps posting purchases of waiting users to every live member: each batch a
     // member acknowledged must end up applied (its users in `bought`), whichever member held the partition then.
     const acknowledged: number[] = [];
-    let nextUser = perPhase * 3 + 1;
+    let nextUser = bought + 1;
     let posting = true;
     /** The members the client posts to: a member leaving by SIGTERM stays in until its process ended. */
     const targets = [...members];
@@ -273,6 +326,26 @@ export function clusterRows(f: ClusterFigures): ScenarioResult[] {
       scenario: `cluster: events end to end through ${members} on one machine (overhead, not speed-up)`,
       provider,
       ours: { value: perSecond, unit: 'events/s', note: `(CPU ms per member ${f.cpuMsPerMember[members]?.join(', ')})` },
+    });
+  }
+  // Issue 39 §4: on one machine members cannot add speed, but they should not add cost per event.
+  const one = f.eventsPerCpuSecond['1 member'] ?? null;
+  for (const [members, perCpuSecond] of Object.entries(f.eventsPerCpuSecond)) {
+    const judged = members === '3 members' && one !== null;
+    rows.push({
+      scenario: `cluster: events per CPU-second through ${members} (members' CPU added up + PostgreSQL's)`,
+      provider,
+      ours: { value: perCpuSecond, unit: 'events/CPU-s', note: `(PostgreSQL ${f.postgresCpuMs[members] ?? 'n/a'} ms of CPU)` },
+      ...(judged ? { target: { value: Math.round(0.8 * one), direction: 'higher' as const, text: `≥ 0.8× one member's (${Math.round(0.8 * one)})` } } : {}),
+    });
+  }
+  if (f.ceiling) {
+    const top = f.ceiling.levels.reduce((best, level) => (level.eventsPerSecond > best.eventsPerSecond ? level : best));
+    rows.push({
+      scenario: `cluster: events/s through 3 members at growing load (batches in flight ${CEILING_IN_FLIGHT.join('/')}), the most`,
+      provider,
+      ours: { value: top.eventsPerSecond, unit: 'events/s', note: `(at ${top.inFlight} in flight; saturating: ${f.ceiling.saturating})` },
+      details: { levels: f.ceiling.levels.map((level) => `${level.inFlight} in flight: ${describeLevel(level)}`) },
     });
   }
   return rows;
