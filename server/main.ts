@@ -52,8 +52,21 @@ async function main(): Promise<void> {
   // Next's files and of every chunk of the build (≈ 600 maps, a third of the request thread's boot CPU). Our sources
   // keep theirs (imported above); Next and the build's chunks load without them, as under `next start`.
   process.setSourceMapsEnabled(false);
-  const { default: next } = await import('next');
-  const app = next({ dev: options.dev, dir: process.cwd(), hostname: options.hostname, port: options.port });
+  // Next loads and prepares while the runtime boots and after the server listens (its modules are most of a boot's
+  // CPU): the routes this server answers itself (counts, uploads) serve at once, the pages and Next's API routes once
+  // it is ready (their requests wait for it).
+  const startedAt = performance.now();
+  const nextReady = (async () => {
+    const { default: next } = await import('next');
+    const app = next({ dev: options.dev, dir: process.cwd(), hostname: options.hostname, port: options.port });
+    await app.prepare();
+    return { app, handle: app.getRequestHandler(), readyMs: Math.round(performance.now() - startedAt) };
+  })();
+  // A server whose pages cannot load is not serving: it exits, as it did when that failed before it listened.
+  nextReady.catch((error: unknown) => {
+    console.error('[crowdflow] the server could not start:', error);
+    process.exit(1);
+  });
   const crowd = '/api/v1/tenants/:tenant/crowds/:name';
   const direct = [
     { method: 'GET', path: '/api/v1/tenants/:tenant/instances/:iid/counts', handler: getCounts },
@@ -61,7 +74,7 @@ async function main(): Promise<void> {
     { method: 'PUT', path: crowd, handler: putCrowd },
     { method: 'POST', path: '/api/v1/tenants/:tenant/profiles/import', handler: postProfileImport },
   ] as const;
-  const server = createServer(crowdflowRequestListener([...direct], app.getRequestHandler()));
+  const server = createServer(crowdflowRequestListener([...direct], async (request, response) => (await nextReady).handle(request, response)));
   // Clients keep an idle connection until just before the server's advertised timeout (undici and Node's agent take
   // the `Keep-Alive: timeout` hint less a margin); with Node's 5 s, connections of a client pausing a few seconds
   // expired while its next request was on the way ("other side closed"). Longer idle connections make that rare.
@@ -79,14 +92,16 @@ async function main(): Promise<void> {
       process.exit(code);
     });
   }
-  const startedAt = performance.now();
-  // Next's preparation and the runtime's boot overlap; each phase's time is logged so a slow boot says where it went.
-  const [{ phases, running }, nextMs] = await Promise.all([boot(engineThread), app.prepare().then(() => Math.round(performance.now() - startedAt))]);
-  if (options.dev) server.on('upgrade', app.getUpgradeHandler());
+  // Each phase's time is logged so a slow boot says where it went.
+  const { phases, running } = await boot(engineThread);
   await new Promise<void>((resolve) => server.listen(options.port, options.hostname, resolve));
   const address = server.address();
   const where = typeof address === 'object' && address ? `http://${options.hostname ?? 'localhost'}:${address.port}` : String(address);
-  console.log(`[crowdflow] listening on ${where}${options.dev ? ' (development)' : ''} ${sinceStart()} (${spent({ ...phases, 'Next prepare': nextMs })})`);
+  console.log(`[crowdflow] listening on ${where}${options.dev ? ' (development)' : ''} ${sinceStart()} (${spent(phases)})`);
+  void nextReady.then(({ app, readyMs }) => {
+    if (options.dev) server.on('upgrade', app.getUpgradeHandler());
+    console.log(`[crowdflow] pages ready ${sinceStart()} (Next loaded and prepared in ${readyMs} ms)`);
+  });
   // A server whose engine cannot start is not serving: it exits, as it did when that failed before it listened.
   const started = await running.catch((error: unknown) => {
     console.error('[crowdflow] the server could not start:', error);

@@ -80,7 +80,8 @@ export async function measureRestartBig(database: ScratchDatabase, sizes: Restar
     const bigCountsMs = performance.now() - spawned;
     // The server's own account of its boot phases (migrations, Next; then the engine's start), to say where a slow boot went.
     const lines = server.log().split('\n');
-    for (const line of lines.filter((text) => text.includes('listening on') || text.includes('engine and procedures running'))) console.log(`  ${line.trim()}`);
+    for (const line of lines.filter((text) => text.includes('listening on') || text.includes('pages ready') || text.includes('engine and procedures running')))
+      console.log(`  ${line.trim()}`);
     const figures = { sizes, setupMs, stopMs, listenMs, firstCountMs, bigCountsMs, rssBytes: server.rssBytes() };
     console.log(
       `  restart with 2 × 2^${sizes.bigLog2} + 3 × ${sizes.timerUsers.toLocaleString('en-US')} users (setup ${(setupMs / 1000).toFixed(1)} s): ` +
