@@ -22,8 +22,15 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-/** Starts the server; with `profile`, it writes a V8 CPU profile under bench/tmp/profiles when it stops. */
-export async function startServer(databaseUrl: string, options: { profile?: boolean } = {}): Promise<BenchServer> {
+/**
+ * Starts the server; with `profile`, it writes a V8 CPU profile under bench/tmp/profiles when it stops. It is up (and
+ * `bootMs` taken) once one of Next's API routes answers, or once `answering` says so: the server listens before Next is
+ * ready (server/main.ts), so a route it answers itself, such as counts, can answer first.
+ */
+export async function startServer(
+  databaseUrl: string,
+  options: { profile?: boolean; answering?: (server: Pick<BenchServer, 'baseUrl'>) => Promise<boolean> } = {},
+): Promise<BenchServer> {
   const port = await freePort();
   const flags = options.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(TMP_DIR, 'profiles')}`] : [];
   const started = performance.now();
@@ -36,7 +43,17 @@ export async function startServer(databaseUrl: string, options: { profile?: bool
   child.stderr?.on('data', (d) => (output = (output + d).slice(-20_000)));
   const baseUrl = `http://127.0.0.1:${port}`;
   const forget = undoOnInterrupt(async () => void child.kill('SIGKILL'));
-  await waitUntilUp(baseUrl, child, () => output, { timeoutMs: 120_000, pollMs: 20 });
+  const answering = options.answering;
+  if (answering)
+    await until(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}:\n${output}`);
+        return answering({ baseUrl }).catch(() => false);
+      },
+      120_000,
+      'the server to answer',
+    );
+  else await waitUntilUp(baseUrl, child, () => output, { timeoutMs: 120_000, pollMs: 20 });
   const bootMs = performance.now() - started;
   return {
     baseUrl,
@@ -73,7 +90,7 @@ export class ApiError extends Error {
 
 /** JSON (or raw bytes) over HTTP with the admin token; anything but a 2xx throws an ApiError. */
 export async function call<T = any>(
-  server: BenchServer,
+  server: Pick<BenchServer, 'baseUrl'>,
   method: string,
   path: string,
   body?: unknown,

@@ -25,7 +25,7 @@ export type Tenant = { name: string; workflowId: string; instanceId: string };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-export async function counts(server: BenchServer, tenant: string, instanceId: string): Promise<CountsJson | undefined> {
+export async function counts(server: Pick<BenchServer, 'baseUrl'>, tenant: string, instanceId: string): Promise<CountsJson | undefined> {
   try {
     return await call<CountsJson>(server, 'GET', `/tenants/${tenant}/instances/${instanceId}/counts`);
   } catch {
