@@ -17,7 +17,7 @@ import type { Measured } from './journey';
 import { closeApp, useDatabase } from './rows';
 import { measureExitStart } from './engine-exit';
 import { measureHoldoutStart } from './engine-holdout';
-import { measureRoutedStart } from './engine-routed';
+import { importPlans, measureRoutedStart } from './engine-routed';
 import { database as processDatabase } from '../../server/storage/database';
 
 const APPEND_BATCH = 10_000;
@@ -138,6 +138,7 @@ export async function measureEngine(
         },
       };
     });
+    await importPlans(tenant, scale.users);
     const routedStart = await profiled(profile, `engine only on ${database.provider}: routed start`, () => measureRoutedStart(engine, tenant, scale.users));
     const holdoutStart = await profiled(profile, `engine only on ${database.provider}: holdout start`, () => measureHoldoutStart(engine, tenant, scale.users));
     const exitStart = await profiled(profile, `engine only on ${database.provider}: exit start`, () => measureExitStart(engine, tenant, scale.users));

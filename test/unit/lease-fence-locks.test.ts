@@ -7,41 +7,39 @@ import { acquireLease, renewLeases, type Lease } from '../../server/engine/store
 import { newId } from '../../server/ids';
 import { database } from '../../server/storage/database';
 import { db } from '../../server/storage/db';
+import { waitFor } from '../helpers/wait-for';
 
 const onPostgres = process.env.CROWDFLOW_TEST_PROVIDER === 'postgres';
 const LEASE_MS = 15_000;
 
-/** A commit fenced by `lease` that stays open (its fence already run) until `release` is called. */
+/**
+ * A commit fenced by `lease` that stays open (its fence already run) until `release` is called. `inside` resolves
+ * with the PostgreSQL backend running it (null on SQLite, whose one connection serializes every statement anyway).
+ */
 function commitHeldOpen(lease: Lease) {
   let release!: () => void;
-  let fenced!: () => void;
+  let fenced!: (backend: number | null) => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const inside = new Promise<void>((resolve) => (fenced = resolve));
+  const inside = new Promise<number | null>((resolve) => (fenced = resolve));
   const committed = commitBatch(database(), lease.tenantId, {
     leases: [lease],
     moves: [],
     now: Date.now(),
-    also: async () => {
-      fenced();
+    also: async (tx) => {
+      fenced(onPostgres ? (await tx.$queryRawUnsafe<Array<{ pid: number }>>('SELECT pg_backend_pid() AS pid'))[0].pid : null);
       await gate;
     },
   });
   return { inside, release, committed };
 }
 
-/** Whether the promise settles within `ms` of real time (the database's own locks decide, not a clock of ours). */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  const settled = await Promise.race([
-    promise.then(
-      () => true,
-      () => true,
-    ),
-    late,
-  ]);
-  clearTimeout(timer);
-  return settled;
+/** The backends waiting for a lock `backend` holds (PostgreSQL's own account of who blocks whom). */
+async function blockedBy(backend: number): Promise<number> {
+  const rows = await (await database().raw()).query<{ waiting: unknown }>(
+    'SELECT count(*)::int AS "waiting" FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))',
+    [backend],
+  );
+  return Number(rows[0].waiting);
 }
 
 let open: ReturnType<typeof commitHeldOpen> | undefined;
@@ -63,15 +61,26 @@ describe('lease fences and the statements that change a lease', () => {
   it('a takeover of an expired lease waits for the fenced commit in flight, then takes it with the next epoch', async () => {
     const lease = await heldLease();
     open = commitHeldOpen(lease);
-    await open.inside;
+    const backend = await open.inside;
 
     // Expired by then: the other owner may take it, but not between the fence and the commit.
+    const settled: string[] = [];
     const takeover = acquireLease(database(), lease.tenantId, 0, 'second-owner', Date.now() + 2 * LEASE_MS, LEASE_MS);
-    expect(await settlesWithin(takeover, 300)).toBe(false);
+    void takeover.then(
+      () => settled.push('takeover'),
+      () => settled.push('takeover'),
+    );
+    if (backend !== null)
+      await waitFor(
+        'the takeover to wait for the fenced commit',
+        () => blockedBy(backend),
+        (waiting) => waiting > 0,
+      );
 
     open.release();
-    await expect(open.committed).resolves.toBeUndefined();
+    await expect(open.committed.finally(() => settled.push('commit'))).resolves.toBeUndefined();
     expect((await takeover)?.lease).toEqual({ ...lease, owner: 'second-owner', epoch: lease.epoch + 1 });
+    expect(settled).toEqual(['commit', 'takeover']);
   });
 
   it.runIf(onPostgres)(
