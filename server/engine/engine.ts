@@ -284,6 +284,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
           // them now, or a restarted cluster member would leave the others reading its predecessor's figures.
           for (const instanceId of loaded.runtime.instances.keys()) this.countsChanged(instanceId);
           this.timersChanged(tenantId); // its partitions' leases may have been taken (and woken the loop) before it counted as loaded
+          this.instancesChanged();
         },
         () => this.tenants.delete(tenantId),
       );
@@ -352,6 +353,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   timersChanged(tenantId?: string): void {
     this.timers.wake(tenantId);
+  }
+
+  /** Instances to sample may be new here (see TimerLoop.instancesChanged). */
+  instancesChanged(): void {
+    this.timers.instancesChanged();
   }
 
   /** Runs every due timer now, then samples counts where due (the loop does this by itself; tests call it after moving a ManualClock). */

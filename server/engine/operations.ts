@@ -195,6 +195,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
     return total;
   }).finally(() => users.dispose()); // read for this start (crowdOf); the shards hold copies
   engine.timersChanged(tenantId);
+  engine.instancesChanged();
   engine.countsChanged(instanceId);
   return { instanceId, userCount, excludedCount };
 }

@@ -57,6 +57,8 @@ export interface EngineSide {
   countsChanged(instanceId: string, tenantId?: string): void;
   /** A timer of the tenant may be due sooner (or later) than planned. */
   timersChanged(tenantId: string): void;
+  /** An instance to sample may be new here (a lease taken). */
+  instancesChanged(): void;
   requestStop(instance: InstanceRuntime): void;
   isStopRequested(instanceId: string): boolean;
 }
@@ -237,6 +239,7 @@ export class PartitionWorker implements CheckpointDue {
     });
     this.progressed.wake();
     this.engine.timersChanged(this.tenant.id);
+    this.engine.instancesChanged();
     this.planCheckpoint(); // moves of an earlier hold not checkpointed yet
     return 'taken';
   }
