@@ -11,6 +11,7 @@ import { newId } from '../../server/ids';
 import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { db } from '../../server/storage/db';
+import { range } from '../fixtures/engine/harness';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
 import { waitFor } from '../helpers/wait-for';
 
@@ -65,6 +66,29 @@ async function settled(submitted: Promise<{ procedureId: string; instanceId: str
   return instanceId;
 }
 
+const onPostgres = process.env.CROWDFLOW_TEST_PROVIDER === 'postgres';
+
+/**
+ * Locks the rows of the instance's published figures (ShardCounts) until `release`: the engine's publications of it
+ * wait, so the figures stay those it published last.
+ */
+function holdFigures(instanceId: string) {
+  let release!: () => void;
+  let locked!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const lockedNow = new Promise<void>((resolve) => (locked = resolve));
+  const done = db().$transaction(
+    async (tx) => {
+      const table = database().dialect.table('ShardCounts');
+      await tx.$queryRawUnsafe(`SELECT 1 FROM ${table} WHERE "tenantId" = $1 AND "instanceId" = $2 FOR UPDATE`, tenantId, instanceId);
+      locked();
+      await gate;
+    },
+    { timeout: 60_000 },
+  );
+  return { locked: Promise.race([lockedNow, done]), release, done };
+}
+
 /** Asks the published counts again (the engine applies on its own thread; there is no in-process drain to call). */
 const countsUntil = (instanceId: string, done: (steps: Record<string, number>) => boolean) =>
   waitFor('the counts', async () => (await engine.getCounts(tenantId, instanceId)).steps, done, { everyMs: 10 });
@@ -95,6 +119,29 @@ describe('the engine thread', () => {
     await settled(engine.stopInstance(tenantId, instanceId));
     expect((await engine.getCounts(tenantId, instanceId)).steps).toEqual({ wait: 8, bought: 2 });
     expect((await engine.getInstance(tenantId, instanceId)).state).toBe('stopped');
+  });
+
+  // On PostgreSQL the request thread also keeps the figures the cluster's members publish (server/cluster/counts.ts),
+  // PUBLISH_EVERY_MS after a change, so they lag the engine's own counts; a stop drops them only with its engine's next
+  // publication. Those of this instance are held back here (their rows locked, as a busy database or a stop coming
+  // within that interval of the last change would): read at once after the stop, its counts are still the snapshot's.
+  it.runIf(onPostgres)('answers a stopped instance with its snapshot, not with the figures the cluster published before', async () => {
+    await saveCrowd(database(), tenantId, 'first', RoaringBitmap32.from(range(1, 10)), 'replace');
+    await saveCrowd(database(), tenantId, 'more', RoaringBitmap32.from(range(1, 15)), 'replace');
+    const instanceId = await settled(engine.startInstance(tenantId, await workflow(journey), { crowd: 'first' }));
+    const published = () => db().shardCounts.count({ where: { tenantId, instanceId } });
+    await waitFor('the figures of every partition', published, (rows) => rows === PARTITIONS);
+    const held = holdFigures(instanceId);
+    try {
+      await held.locked;
+      await settled(engine.updateInstanceCrowd(tenantId, instanceId, { crowd: 'more' }));
+      expect((await engine.getCounts(tenantId, instanceId)).steps).toEqual({ wait: 15, bought: 0 });
+      await settled(engine.stopInstance(tenantId, instanceId));
+      expect((await engine.getCounts(tenantId, instanceId)).steps).toEqual({ wait: 15, bought: 0 });
+    } finally {
+      held.release();
+      await held.done;
+    }
   });
 
   it(`keeps the request thread turning while it starts a ${BIG_CROWD.toLocaleString('en-US')}-user instance`, async () => {
