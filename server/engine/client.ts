@@ -41,6 +41,9 @@ const RESTART_AFTER_MS = 1_000;
 
 type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void };
 
+/** An instance in this state has live counts (a starting one has none yet; a stopped one has its snapshot's). */
+const countedLive = (state: string) => ACTIVE_INSTANCE_STATES.includes(state) && state !== 'starting';
+
 export class EngineClient implements EngineHandle, ops.InstanceEngine {
   private worker: Worker | undefined;
   private readonly board = new Map<string, { tenantId: string; counts: Counts; coverage: CountsCoverage }>();
@@ -252,10 +255,15 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     if (published && published.coverage.held.length === published.coverage.partitions) return published.counts;
     // Alone, a partition missing from the figures is being rebuilt after a failed commit: the engine answers (503).
     if (!this.cluster) return undefined;
+    // Nothing published here: the instance may be one this engine stopped, whose counts are its snapshot's from the
+    // stop's commit on. The figures the cluster keeps of it lag: the engine publishes them PUBLISH_EVERY_MS after a
+    // change (a stop within that time replaces them with their removal) and removes them only then, so read after a
+    // stop they could lack its last change (an experiment's crowd update, its 200 users on the winning path).
+    const row = published ? undefined : await ops.requireInstance(this.database, tenantId, instanceId);
+    if (row && !countedLive(row.state)) return undefined;
     const combined = await this.cluster.counts(tenantId, instanceId, published && { counts: published.counts, ...published.coverage });
     if (combined) return combined;
-    const row = await ops.requireInstance(this.database, tenantId, instanceId);
-    if (ACTIVE_INSTANCE_STATES.includes(row.state) && row.state !== 'starting') {
+    if (countedLive((row ?? (await ops.requireInstance(this.database, tenantId, instanceId))).state)) {
       throw new AppError(
         'partition_moving',
         `Instance ${instanceId} has no committed counts from the cluster member holding its partitions yet; retry shortly`,
