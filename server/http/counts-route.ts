@@ -13,15 +13,17 @@ export const getCounts = tenantRoute<{ tenant: string; iid: string }>(async ({ t
   const { asOf } = queryParams(request, CountsQuery);
   // `now` on the clock the engine stamps moves with: a moment after it has no moves yet.
   if (asOf !== undefined) return json(await countsAsOf(database, tenant, params.iid, asOf, clock.now()));
-  const counts = await engine.getCounts(tenant.id, params.iid);
-  return json(countsBody(counts, await deliveryCounts(database, tenant.id, params.iid)));
+  // At once, not one after the other: the engine thread answers while the database reads what the webhook cut recorded.
+  const [counts, delivery] = await Promise.all([engine.getCounts(tenant.id, params.iid), deliveryCounts(database, tenant.id, params.iid)]);
+  return json(countsBody(counts, delivery));
 });
 
 /** What the webhook cut recorded per step: deliveries frequency caps skipped, and quiet hours held or dropped. */
 export type DeliveryCounts = Pick<Counts, 'capped' | 'quiet'>;
 
 export async function deliveryCounts(database: Database, tenantId: string, instanceId: string): Promise<DeliveryCounts> {
-  return { capped: await cappedCounts(database, tenantId, instanceId), quiet: await quietCounts(database, tenantId, instanceId) };
+  const [capped, quiet] = await Promise.all([cappedCounts(database, tenantId, instanceId), quietCounts(database, tenantId, instanceId)]);
+  return { capped, quiet };
 }
 
 /**
