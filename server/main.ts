@@ -41,9 +41,10 @@ async function main(): Promise<void> {
   // Loading the engine's sources is the longest part of a boot: the engine thread does it on the other core while
   // this thread loads the rest (so they are imported only now).
   const engineThread = spawnEngineThreadEarly();
-  const [{ boot }, { getCounts }, { postCrowd, putCrowd }, { postProfileImport }, { crowdflowRequestListener }] = await Promise.all([
+  const [{ boot }, { getCounts }, { postEvents }, { postCrowd, putCrowd }, { postProfileImport }, { crowdflowRequestListener }] = await Promise.all([
     import('./boot'),
     import('./http/counts-route'),
+    import('./http/events-route'),
     import('./http/crowd-upload-route'),
     import('./http/profile-import-route'),
     import('./http/http-server'),
@@ -53,7 +54,7 @@ async function main(): Promise<void> {
   // keep theirs (imported above); Next and the build's chunks load without them, as under `next start`.
   process.setSourceMapsEnabled(false);
   // Next loads and prepares while the runtime boots and after the server listens (its modules are most of a boot's
-  // CPU): the routes this server answers itself (counts, uploads) serve at once, the pages and Next's API routes once
+  // CPU): the routes this server answers itself (counts, events, uploads) serve at once, the pages and Next's API routes once
   // it is ready (their requests wait for it).
   const startedAt = performance.now();
   const nextReady = (async () => {
@@ -70,6 +71,7 @@ async function main(): Promise<void> {
   const crowd = '/api/v1/tenants/:tenant/crowds/:name';
   const direct = [
     { method: 'GET', path: '/api/v1/tenants/:tenant/instances/:iid/counts', handler: getCounts },
+    { method: 'POST', path: '/api/v1/events', handler: postEvents },
     { method: 'POST', path: crowd, handler: postCrowd },
     { method: 'PUT', path: crowd, handler: putCrowd },
     { method: 'POST', path: '/api/v1/tenants/:tenant/profiles/import', handler: postProfileImport },

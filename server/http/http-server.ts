@@ -4,9 +4,9 @@
 //    an inexact path (server/http/exact-path.ts: a trailing slash, an empty or `.`/`..` segment, also as %2e) or a
 //    backslash (Next reads it as a slash) is a 404. Next would redirect those (308) to a normalized
 //    path — `DELETE …/crowds/..` to `DELETE /tenants/T` — so they never reach it.
-// 2. Per-step counts, read by live canvases and integrations many times a second, are answered directly by the same
-//    handler function the route file exports (same auth, same errors): Next's router and route runtime cost more
-//    server CPU per request than the answer itself (BENCHMARKS.md). So are crowd uploads and profile imports, whose
+// 2. Per-step counts, read by live canvases and integrations many times a second, and event batches (POST /events) are
+//    answered directly by the same handler function the route file exports (same auth, same errors): Next's router and
+//    route runtime cost more server CPU per request than the answer itself (BENCHMARKS.md). So are crowd uploads and profile imports, whose
 //    body then streams from the socket as the parser reads it (Next copies every chunk into a stream that buffers the
 //    whole body), and whose unread rest, after an early answer, is dropped without stalling the connection.
 // 3. Everything else goes to Next's request handler.

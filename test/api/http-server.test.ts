@@ -2,8 +2,8 @@ import { request } from 'node:http';
 import { describe, expect, inject, it } from 'vitest';
 import { api, baseUrl, createTenant, expectError } from '../helpers/api';
 
-// Our own HTTP server (server/main.ts, server/http/http-server.ts) answers per-step counts without Next.js, by the
-// same handler as the route file, and refuses API paths that Next.js would redirect to a normalized path.
+// Our own HTTP server (server/main.ts, server/http/http-server.ts) answers per-step counts and event batches without
+// Next.js, by the same handler as the route file, and refuses API paths that Next.js would redirect to a normalized path.
 const FAST = 'x-crowdflow-fast-lane';
 
 /** A request with the path exactly as given: fetch() would resolve `.` and `..` segments (also `%2e`) itself. */
@@ -76,6 +76,29 @@ describe('the server entry', () => {
     expect(taken.headers.get(FAST)).toBe('1');
     expectError(taken, 409, 'conflict');
     expectError(await api('PUT', path, { body: '1', headers: text, token: null }), 401, 'unauthorized');
+  });
+
+  it('takes event batches itself, with the same answers and errors as the route: accepted, replayed under a key, refused', async () => {
+    const { tenant, base, instanceId } = await runningInstance();
+    const events = [{ user: 1, type: 'a' }];
+    const sent = await api('POST', '/events', { token: tenant.key, body: { events } });
+    expect([sent.status, sent.body, sent.headers.get(FAST)]).toEqual([202, { accepted: 1 }, '1']);
+    await expect
+      .poll(async () => (await api('GET', `${base}/instances/${instanceId}/counts`, { token: tenant.key })).body.steps, { timeout: 20_000 })
+      .toMatchObject({ entry: 2, done: 1 });
+
+    const keyed = { token: tenant.key, body: { events: [{ user: 2, type: 'b' }] }, headers: { 'idempotency-key': 'batch-1' } };
+    expect((await api('POST', '/events', keyed)).status).toBe(202);
+    const again = await api('POST', '/events', keyed);
+    expect([again.status, again.body, again.headers.get('idempotent-replayed'), again.headers.get(FAST)]).toEqual([202, { accepted: 1 }, 'true', '1']);
+
+    const invalid = await api('POST', '/events', { token: tenant.key, body: { events: [{ user: -1, type: 'a' }] } });
+    expect(invalid.headers.get(FAST)).toBe('1');
+    expect(invalid.status).toBe(400);
+    expectError(await api('POST', '/events', { token: tenant.key, body: 'user=1', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+    expectError(await api('POST', '/events', { token: null, body: { events } }), 401, 'unauthorized');
+    const reader = await createTenant(1, ['read']);
+    expectError(await api('POST', '/events', { token: reader.key, body: { events } }), 403, 'forbidden');
   });
 
   it('leaves everything that is not exactly the counts GET to Next.js', async () => {
