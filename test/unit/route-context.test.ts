@@ -34,12 +34,12 @@ describe('API routes take their caller from the request context', () => {
     if (OPEN.has(name)) return;
     const bare = source.match(/export const \w+ = route[<(]/g) ?? [];
     expect(bare, `${name} exports a handler built with the bare route(), which skips authentication`).toEqual([]);
-    const delegated = /export const \w+ = (getCounts|postCrowd|putCrowd|postProfileImport);/.test(source);
+    const delegated = /export const \w+ = (getCounts|postEvents|postCrowd|putCrowd|postProfileImport);/.test(source);
     expect(WRAPPED.test(source) || delegated, `${name} uses none of the route wrappers`).toBe(true);
   });
 
   it('the routes our HTTP server answers directly use the wrappers too', () => {
-    for (const name of ['counts-route.ts', 'crowd-upload-route.ts', 'profile-import-route.ts']) {
+    for (const name of ['counts-route.ts', 'events-route.ts', 'crowd-upload-route.ts', 'profile-import-route.ts']) {
       const source = readFileSync(join(DIRECT_ROUTES, name), 'utf8');
       expect(source, name).toMatch(WRAPPED);
       expect(source, name).not.toMatch(SELF_AUTH);
