@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { app, registerApp } from '../../server/app';
 import { ClusterMember, type ClusterEngine } from '../../server/cluster/member';
 import { createApp } from '../../server/create-app';
@@ -56,9 +56,14 @@ describe('a member on one connection at a time', () => {
   });
 
   it('never queries its membership connections while a query is under way (no pg DeprecationWarning)', async () => {
-    const warnings: string[] = [];
-    const onWarning = (warning: Error) => void warnings.push(`${warning.name}: ${warning.message}`);
-    process.on('warning', onWarning);
+    // pg's warning is taken here, not printed: printed, the bare client's overlap below was the DeprecationWarning every
+    // full run showed (issue 39 §5), from no code of ours. Other warnings are printed as usual.
+    const overlaps: string[] = [];
+    const emitWarning = process.emitWarning;
+    const spy = vi.spyOn(process, 'emitWarning').mockImplementation((warning: string | Error, ...rest: unknown[]) => {
+      if (String(warning).includes('already executing a query')) overlaps.push(String(warning));
+      else Reflect.apply(emitWarning, process, [warning, ...rest]);
+    });
     try {
       const lock = new MemberLock(target, 'member-a');
       await lock.hold();
@@ -80,17 +85,17 @@ describe('a member on one connection at a time', () => {
       expect(await member.isGone('member-b')).toBe(false);
       await member.leave();
       await Promise.all([lock.release(), other.release()]);
-      expect(warnings.filter((w) => w.includes('already executing a query'))).toEqual([]);
+      expect(overlaps).toEqual([]);
 
-      // Overlapping queries on a bare pg client do print it here (pg warns when one waits behind another under way):
-      // the listener above would have heard it.
+      // Overlapping queries on a bare pg client do warn (pg warns when one waits behind another under way): the spy
+      // above would have taken it.
       const bare = new pg.Client({ connectionString: target.connectionString });
       await bare.connect();
       await Promise.all([bare.query('SELECT 1'), bare.query('SELECT 2'), bare.query('SELECT 3')]);
       await bare.end();
-      await expect.poll(() => warnings.some((w) => w.includes('already executing a query'))).toBe(true);
+      expect(overlaps).toHaveLength(1);
     } finally {
-      process.off('warning', onWarning);
+      spy.mockRestore();
     }
   });
 });
