@@ -36,14 +36,16 @@ function useSave(tenant: string, workflow: WorkflowView) {
   const store = useEditorStore();
   const [saving, setSaving] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
-  const [notice, setNotice] = useState<string | null>(null);
+  // A save's notice names the version it made: once another version is current (an experiment's winner, a save in
+  // another tab), "Saved version 2." beside a v3 badge would misstate what runs, so it is shown only for its version.
+  const [notice, setNotice] = useState<{ text: string; version: number } | null>(null);
 
   async function save() {
     const { nodes, edges, name, problems, extras } = store.get();
     setError(null);
     setNotice(null);
     if (problems.length > 0) {
-      setNotice('Not saved: fix the problems marked on the steps.');
+      setNotice({ text: 'Not saved: fix the problems marked on the steps.', version: workflow.version });
       return;
     }
     const { definition, draft } = graphToDefinition(nodes, edges, workflow.definition.stopAt, extras);
@@ -59,7 +61,10 @@ function useSave(tenant: string, workflow: WorkflowView) {
       setQueryData(workflowKey(tenant, workflow.id), saved);
       store.markSaved();
       clearLocalDraft(tenant, workflow.id);
-      setNotice(changed ? `Saved version ${saved.version}.` : `Saved (layout and labels only; still version ${saved.version}).`);
+      setNotice({
+        text: changed ? `Saved version ${saved.version}.` : `Saved (layout and labels only; still version ${saved.version}).`,
+        version: saved.version,
+      });
       void invalidate(workflowsKey(tenant));
     } catch (caught) {
       const apiError = caught as ApiError;
@@ -71,7 +76,7 @@ function useSave(tenant: string, workflow: WorkflowView) {
       setSaving(false);
     }
   }
-  return { save, saving, error, notice };
+  return { save, saving, error, notice: notice?.version === workflow.version ? notice.text : null };
 }
 
 export function Toolbar({

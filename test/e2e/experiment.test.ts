@@ -95,6 +95,9 @@ describe('an experiment on the canvas', () => {
     expect(await page.getByTestId('experiment-decided').textContent()).toBe('“b” won (decided by hand): everyone new goes there.');
     expect(await page.getByTestId('experiment-send-a').count()).toBe(0);
     expect(await summary.textContent()).toBe('0% / 100% · “b” won');
+    // The toolbar no longer says "Saved version 2." once version 3 runs.
+    await eventually(() => page.getByTestId('version').textContent()).toBe('v3');
+    expect(await page.getByTestId('save-notice').count()).toBe(0);
     const saved = (await api('GET', workflowPath)).body;
     expect(saved.version).toBe(3);
     expect(saved.definition.steps[0].paths).toEqual([
