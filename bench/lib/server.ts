@@ -88,6 +88,12 @@ export class ApiError extends Error {
   }
 }
 
+/** When the server says it listened, in ms after its process started (its own `listening on … N ms` line), if it said so. */
+export function listenedAfterMs(server: Pick<BenchServer, 'log'>): number | null {
+  const ms = /listening on \S+ (\d+) ms after the process started/.exec(server.log())?.[1];
+  return ms === undefined ? null : Number(ms);
+}
+
 /** JSON (or raw bytes) over HTTP with the admin token; anything but a 2xx throws an ApiError. */
 export async function call<T = any>(
   server: Pick<BenchServer, 'baseUrl'>,

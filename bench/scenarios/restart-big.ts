@@ -5,7 +5,7 @@
 import type { ScratchDatabase } from '../lib/database';
 import { BRANCH_JOURNEY, denseBitmap, timerJourney } from '../lib/data';
 import type { ScenarioResult } from '../lib/report';
-import { call, startInstance, startServer, workflow, type BenchServer } from '../lib/server';
+import { call, listenedAfterMs, startInstance, startServer, workflow, type BenchServer } from '../lib/server';
 import { counts } from './tenants-setup';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -67,7 +67,7 @@ export async function measureRestartBig(database: ScratchDatabase, sizes: Restar
     // Up once the small instance's counts answer: the route is the server's own, served before Next is ready.
     server = await startServer(database.url, { profile, answering: (at) => countedWhole(at, SMALL, small, 3) });
     const firstCountMs = performance.now() - spawned;
-    const listenMs = listenedAfterMs(server.log()) ?? firstCountMs;
+    const listenMs = listenedAfterMs(server) ?? firstCountMs;
     for (const instance of instances) {
       while (!(await countedWhole(server, BIG, instance.id, instance.users))) {
         if (performance.now() - spawned > 600_000) throw new Error(`restart: instance ${instance.id} not counted whole within 600 s`);
@@ -107,10 +107,4 @@ export function restartRows(figures: RestartFigures, provider: 'sqlite' | 'postg
       ours: { value: figures.bigCountsMs, unit: 'ms', note: `(RSS ${(figures.rssBytes / 2 ** 20).toFixed(0)} MiB)` },
     },
   ];
-}
-
-/** When the server says it listened, in ms after its process started (its own `listening on … N ms` line). */
-function listenedAfterMs(log: string): number | null {
-  const ms = /listening on \S+ (\d+) ms after the process started/.exec(log)?.[1];
-  return ms === undefined ? null : Number(ms);
 }

@@ -10,7 +10,7 @@ import type { ScratchDatabase } from '../lib/database';
 import { backendsOf, watchActivity } from '../lib/pg-activity';
 import { busiestThreads, cpuBetween, processCpuMs, processesCpuMs, threadCpu } from '../lib/proc';
 import { median } from '../lib/report';
-import { call, startServer, type BenchServer } from '../lib/server';
+import { call, listenedAfterMs, startServer, type BenchServer } from '../lib/server';
 import { inWindow } from '../lib/windows';
 import {
   addTenants,
@@ -269,7 +269,7 @@ async function restart(server: BenchServer, databaseUrl: string, tenants: Tenant
   // Up once a count answers: the route is the server's own, served before Next is ready (server/main.ts).
   const next = await startServer(databaseUrl, { profile, answering: async (at) => (await counts(at, first.name, first.instanceId)) !== undefined });
   const firstCountMs = performance.now() - spawned;
-  const listenMs = Number(/listening on \S+ (\d+) ms after the process started/.exec(next.log())?.[1] ?? firstCountMs);
+  const listenMs = listenedAfterMs(next) ?? firstCountMs;
   await sweepUntilAll('restart: counts of every tenant', tenants, async (t) => (await counts(next, t.name, t.instanceId))?.total === USERS, 300_000);
   const allCountsMs = performance.now() - spawned;
   // The server's own account of its boot: its phases before it listened (server/main.ts).

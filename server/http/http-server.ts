@@ -6,9 +6,10 @@
 //    path — `DELETE …/crowds/..` to `DELETE /tenants/T` — so they never reach it.
 // 2. Per-step counts, read by live canvases and integrations many times a second, and event batches (POST /events) are
 //    answered directly by the same handler function the route file exports (same auth, same errors): Next's router and
-//    route runtime cost more server CPU per request than the answer itself (BENCHMARKS.md). So are crowd uploads and profile imports, whose
-//    body then streams from the socket as the parser reads it (Next copies every chunk into a stream that buffers the
-//    whole body), and whose unread rest, after an early answer, is dropped without stalling the connection.
+//    route runtime cost more server CPU per request than the answer itself (BENCHMARKS.md). So are crowd uploads and
+//    profile imports, whose body then streams from the socket as the parser reads it (Next copies every chunk into a
+//    stream that buffers the whole body), and whose unread rest, after an early answer, is dropped without stalling the
+//    connection.
 // 3. Everything else goes to Next's request handler.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { PEER_ADDRESS_HEADER } from '../security/client-address';
