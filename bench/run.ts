@@ -1,5 +1,5 @@
 // `npm run bench [-- --quick] [--only=crowd,rows,http,engine,load,profiles,timeouts,ingest,entry,procedures,webhooks,cluster,tenants,exports,isolation,caps,restart]
-//   [--providers=sqlite,postgres] [--steps=counts,sse,…] [--tenants=1,100,300,1000] [--tenants-window=60] [--profile] [--out=file.json]`
+//   [--providers=sqlite,postgres] [--steps=counts,sse,…] [--tenants=1,100,300,1000] [--tenants-window=60] [--phases=start,import,…] [--profile] [--out=file.json]`
 // Measures what users feel, side by side with the per-user-rows baseline and the bare-bitmap limit,
 // prints a table and writes bench/results.json. Benchmarks report; they never fail.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,7 +23,7 @@ import { measureWebhooks, type WebhookFigures } from './scenarios/webhooks';
 import { measureTimeouts, type TimeoutFigures } from './scenarios/timeouts';
 import { measureTenants, type TenantFigures } from './scenarios/tenants';
 import { measurePaths, type PathsFigures } from './scenarios/paths';
-import { measureIsolation, type IsolationFigures } from './scenarios/isolation';
+import { ISOLATION_PHASES, type IsolationFigures, type IsolationPhase, measureIsolation } from './scenarios/isolation';
 import { isolationSummary } from './scenarios/isolation-table';
 import { measureRestartBig, type RestartFigures } from './scenarios/restart-big';
 import { measureExports, type ExportFigures } from './scenarios/exports';
@@ -71,6 +71,9 @@ const steps = args
   .find((a) => a.startsWith('--steps='))
   ?.split('=')[1]
   .split(',');
+
+/** The isolation section's phases to run (the idle phase always runs). */
+const isolationPhases = new Set(listArg('phases', [...ISOLATION_PHASES]) as IsolationPhase[]);
 
 /** Tenant counts of the tenants section (each level adds tenants to the last), and its idle CPU window in seconds. */
 const tenantLevels = listArg('tenants', quick ? ['1', '100'] : ['1', '100', '300', '1000']).map(Number);
@@ -228,7 +231,7 @@ async function main(): Promise<void> {
     }
     if (sections.has('isolation')) {
       console.log(`isolation: tenant B's counts and events beside a control process while tenant A works, over HTTP on ${provider}…`);
-      isolation[provider] = await withDatabase(provider, 'isolation', (database) => measureIsolation(database, ISOLATION_SIZES, profile));
+      isolation[provider] = await withDatabase(provider, 'isolation', (database) => measureIsolation(database, ISOLATION_SIZES, profile, isolationPhases));
       const figures = isolation[provider];
       if (figures) console.log(isolationSummary(figures, provider));
       save(false);

@@ -70,12 +70,19 @@ async function stopInstance(server: BenchServer, instanceId: string): Promise<vo
   );
 }
 
-export async function measureIsolation(database: ScratchDatabase, sizes: IsolationSizes, profile = false): Promise<IsolationFigures> {
+/** `only`: the phases to run (`--phases=`; the idle phase always runs, as the baseline). */
+export async function measureIsolation(
+  database: ScratchDatabase,
+  sizes: IsolationSizes,
+  profile = false,
+  only: ReadonlySet<IsolationPhase> = new Set(ISOLATION_PHASES),
+): Promise<IsolationFigures> {
   const loadBefore = loadavg();
   const server = await startServer(database.url, { profile });
   const control = await startControlServer();
   const windows: Partial<Record<IsolationPhase, Window & { what: string }>> = {};
   const phase = async (name: IsolationPhase, work: () => Promise<string>) => {
+    if (name !== 'idle' && !only.has(name)) return;
     console.log(`  phase ${name}…`);
     const from = now();
     const what = await inWindow(`isolation on ${database.provider}: ${name}`, work);
@@ -112,17 +119,17 @@ export async function measureIsolation(database: ScratchDatabase, sizes: Isolati
     });
 
     const huge = 2 ** sizes.startUsersLog2;
-    const hugeCrowd = Buffer.from(denseBitmap(huge).serialize('portable'));
+    const hugeCrowd = only.has('start') ? Buffer.from(denseBitmap(huge).serialize('portable')) : undefined;
     let hugeInstance = '';
     await phase('start', async () => {
       await call(server, 'PUT', `/tenants/${A}/crowds/huge`, hugeCrowd, 'application/octet-stream');
       hugeInstance = await startInstance(server, A, setup.hugeWorkflow, 'huge');
       return `uploads and starts an instance over 2^${sizes.startUsersLog2} = ${huge.toLocaleString('en-US')} users`;
     });
-    await stopInstance(server, hugeInstance); // its checkpoints are not the next phases' business
+    if (hugeInstance) await stopInstance(server, hugeInstance); // its checkpoints are not the next phases' business
 
-    const timerInstance = await startInstance(server, A, setup.timerWorkflow, 'profiled');
-    await sleep(2_000); // its first firing moves the quarter of the users who are "pro" already
+    const timerInstance = only.has('upserts') ? await startInstance(server, A, setup.timerWorkflow, 'profiled') : '';
+    if (timerInstance) await sleep(2_000); // its first firing moves the quarter of the users who are "pro" already
     await phase('upserts', async () => {
       // Each call sends what is owed at 1,000 a second since the phase began, so a slow answer does not lower the rate.
       const from = now();
@@ -142,7 +149,7 @@ export async function measureIsolation(database: ScratchDatabase, sizes: Isolati
         `into ${sizes.profiles.toLocaleString('en-US')}, a profile timer firing every second`
       );
     });
-    await stopInstance(server, timerInstance);
+    if (timerInstance) await stopInstance(server, timerInstance);
 
     const importPieces = await piecesOf(profileStream(sizes.importLines, 5_000, sizes.profiles));
     await phase('import', async () => {
