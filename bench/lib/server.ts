@@ -162,8 +162,9 @@ export async function until(check: () => Promise<boolean>, timeoutMs: number, wh
 }
 
 /** Starts an instance of the workflow over the crowd and waits until it is running. */
-export async function startInstance(server: BenchServer, tenant: string, workflowId: string, crowd: string): Promise<string> {
-  const { instanceId } = await call<{ instanceId: string }>(server, 'POST', `/tenants/${tenant}/workflows/${workflowId}/start`, { crowd });
+/** `reentry: 'allow'` lets the users of an earlier instance of the workflow enter again. */
+export async function startInstance(server: BenchServer, tenant: string, workflowId: string, crowd: string, reentry?: 'allow'): Promise<string> {
+  const { instanceId } = await call<{ instanceId: string }>(server, 'POST', `/tenants/${tenant}/workflows/${workflowId}/start`, { crowd, reentry });
   await until(
     async () => (await call<{ state: string }>(server, 'GET', `/tenants/${tenant}/instances/${instanceId}`)).state === 'running',
     300_000,

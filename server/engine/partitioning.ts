@@ -85,54 +85,57 @@ export function partitionMask(first: number, end: number, partition: number, { p
 
 /**
  * The blocks of `partition` within [first, end), written as portable roaring run containers and read back: adding
- * them one `addRange` at a time cost ~0.2 µs a block, 100 ms for a 2^27-user crowd.
+ * them one `addRange` at a time cost ~0.2 µs a block, 100 ms for a 2^27-user crowd; built in JS arrays and written
+ * with Buffer calls, 37 ms for its 8 masks.
  */
 function blockMask(first: number, end: number, partition: number, partitions: number, userBlock: number): RoaringBitmap32 {
   const firstBlock = Math.floor(first / userBlock);
-  let block = firstBlock + ((partition - (firstBlock % partitions) + partitions) % partitions);
-  const starts: number[] = [];
-  const lengths: number[] = [];
-  for (; block * userBlock < end; block += partitions) {
-    const start = Math.max(block * userBlock, first);
-    starts.push(start);
-    lengths.push(Math.min(block * userBlock + userBlock, end) - start);
+  const block = firstBlock + ((partition - (firstBlock % partitions) + partitions) % partitions);
+  const step = partitions * userBlock;
+  const runs = block * userBlock < end ? Math.ceil((end - block * userBlock) / step) : 0;
+  if (runs === 0) return new RoaringBitmap32();
+  const starts = new Uint32Array(runs);
+  const lengths = new Uint32Array(runs);
+  for (let r = 0, at = block * userBlock; r < runs; r++, at += step) {
+    const start = Math.max(at, first);
+    starts[r] = start;
+    lengths[r] = Math.min(at + userBlock, end) - start;
   }
-  return starts.length === 0 ? new RoaringBitmap32() : RoaringBitmap32.deserialize(portableRuns(starts, lengths), 'portable');
+  return RoaringBitmap32.deserialize(portableRuns(starts, lengths), 'portable');
 }
 
 /** Portable roaring bytes (RoaringFormatSpec) of sorted, disjoint, non-empty runs, none crossing a 65,536-id boundary. */
-function portableRuns(starts: number[], lengths: number[]): Buffer {
-  const keys: number[] = [];
-  const runsOf: number[] = [];
-  const cardinalities: number[] = [];
+function portableRuns(starts: Uint32Array, lengths: Uint32Array): Uint8Array {
+  // Containers: one per distinct high 16 bits, with how many runs and ids each holds.
+  const keys = new Uint16Array(starts.length);
+  const runsOf = new Uint32Array(starts.length);
+  const cardinalities = new Uint32Array(starts.length);
+  let n = 0;
   for (let i = 0; i < starts.length; i++) {
     const key = starts[i] >>> 16;
-    if (keys.at(-1) !== key) {
-      keys.push(key);
-      runsOf.push(0);
-      cardinalities.push(0);
-    }
-    runsOf[runsOf.length - 1]++;
-    cardinalities[cardinalities.length - 1] += lengths[i];
+    if (n === 0 || keys[n - 1] !== key) keys[n++] = key;
+    runsOf[n - 1]++;
+    cardinalities[n - 1] += lengths[i];
   }
-  const n = keys.length;
   const flagsBytes = Math.ceil(n / 8);
   const withOffsets = n >= 4; // NO_OFFSET_THRESHOLD: a run-cookie file of fewer containers has no offset header
   const headerAt = 4 + flagsBytes;
   let at = headerAt + 4 * n + (withOffsets ? 4 * n : 0);
-  const out = Buffer.alloc(at + runsOf.reduce((sum, runs) => sum + 2 + 4 * runs, 0));
-  out.writeUInt32LE((((n - 1) << 16) | 12347) >>> 0, 0);
-  for (let c = 0; c < n; c++) out[4 + (c >>> 3)] |= 1 << (c & 7); // every container is a run container
+  const out = new Uint8Array(at + 2 * n + 4 * starts.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, (((n - 1) << 16) | 12347) >>> 0, true);
+  out.fill(0xff, 4, 4 + (n >>> 3)); // every container is a run container
+  if (n & 7) out[4 + (n >>> 3)] = (1 << (n & 7)) - 1;
   let run = 0;
   for (let c = 0; c < n; c++) {
-    out.writeUInt16LE(keys[c], headerAt + 4 * c);
-    out.writeUInt16LE(cardinalities[c] - 1, headerAt + 4 * c + 2);
-    if (withOffsets) out.writeUInt32LE(at, headerAt + 4 * n + 4 * c);
-    out.writeUInt16LE(runsOf[c], at);
+    view.setUint16(headerAt + 4 * c, keys[c], true);
+    view.setUint16(headerAt + 4 * c + 2, cardinalities[c] - 1, true);
+    if (withOffsets) view.setUint32(headerAt + 4 * n + 4 * c, at, true);
+    view.setUint16(at, runsOf[c], true);
     at += 2;
     for (let r = 0; r < runsOf[c]; r++, run++) {
-      out.writeUInt16LE(starts[run] & 0xffff, at);
-      out.writeUInt16LE(lengths[run] - 1, at + 2);
+      view.setUint16(at, starts[run] & 0xffff, true);
+      view.setUint16(at + 2, lengths[run] - 1, true);
       at += 4;
     }
   }
