@@ -11,7 +11,6 @@
 import { app } from '../app';
 import { hashIds, IdTable } from './ingest-id-table';
 import type { Database } from '../storage/database';
-import type { Dialect } from '../storage/dialect';
 
 /** How long a key or event id is remembered: at least 24 hours; expired rows go at the next cleanup (≤ 10 min later). */
 export const DEDUPE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -231,13 +230,4 @@ export function tenantDedupe(database: Database, tenantId: string): TenantDedupe
   let state = tenants.get(tenantId);
   if (!state) tenants.set(tenantId, (state = new TenantDedupe(database, tenantId)));
   return state;
-}
-
-/** The INSERT of new records for the group commit's statement; `bind` adds each value to that statement's parameters. */
-export function recordInsert(dialect: Dialect, tenantId: string, records: NewRecord[], bind: (value: unknown) => string): string {
-  const values = records.map(
-    (r) =>
-      `(${bind(tenantId)}, ${bind(r.seq)}, ${bind(r.key)}, ${bind(r.requestHash)}, ${bind(r.accepted)}, ${bind(r.duplicates)}, ${bind(r.eventIds)}, ${bind(r.createdAtMs)})`,
-  );
-  return `INSERT INTO ${dialect.table('IngestRecord')} ("tenantId", "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs") VALUES ${values.join(', ')}`;
 }

@@ -8,8 +8,7 @@
 import { z } from 'zod';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError } from '../errors';
-import type { RawStatement } from '../storage/raw';
-import { copyTextField } from '../storage/pg-copy';
+import { upsertProfileRows } from '../storage/profile-rows';
 import { notifyProfilesChanged } from './changes';
 import { CsvReader, lineBatches, parseColumnTypes, parseNdjsonLine, splitCsv, badLine, type ImportItem } from './import-parse';
 import { tenantLimits, type TenantLimits } from '../limits/limits';
@@ -28,10 +27,6 @@ import { retryTransient } from '../storage/transient';
 export const IMPORT_CHUNK_LINES = 5_000;
 /** Lines parsed, or profiles serialized, between turns of the event loop. */
 const PARSE_SLICE = 1_000;
-/** SQLite: rows per multi-row INSERT (3 bound parameters each, far below SQLite's limit). */
-const SQLITE_ROWS_PER_STATEMENT = 250;
-/** PostgreSQL: the temporary table a chunk's rows are copied into before one upsert takes them (per connection). */
-const PG_STAGING_TABLE = 'profile_import_rows';
 
 export type ImportFormat = 'ndjson' | 'csv';
 
@@ -156,7 +151,7 @@ async function commitChunk(database: Database, tenantId: string, items: ImportIt
       // Other requests are answered between slices; the write and the index update that follow are one step each.
       if (rows.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
-    const seq = await writeRows(database, tenantId, rows);
+    const seq = await upsertProfileRows(database, tenantId, rows);
     const changes: ProfileChange[] = users.map((user) => ({ user, before: before.get(user), after: after.get(user) }));
     return { result: { users: users.length, created: users.length - before.size }, changes, seq, afterTexts: rows.map(([, text]) => text) };
   });
@@ -185,56 +180,4 @@ function existingProfiles(index: ProfileIndex, items: ImportItem[]): Map<number,
   const ids = new Uint32Array(items.length);
   for (let i = 0; i < items.length; i++) ids[i] = items[i].user;
   return index.materialize(RoaringBitmap32.from(ids));
-}
-
-/** The SQL text of a multi-row SQLite upsert, built once per row count (most statements are full ones). */
-const sqliteInserts = new Map<string, string>();
-
-function sqliteInsert(table: string, rows: number, upsert: string): string {
-  const key = `${table} ${rows}`;
-  let sql = sqliteInserts.get(key);
-  if (sql === undefined) {
-    const values = Array.from({ length: rows }, () => '(?, ?, ?, CURRENT_TIMESTAMP)').join(', ');
-    sqliteInserts.set(key, (sql = `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") VALUES ${values} ${upsert}`));
-  }
-  return sql;
-}
-
-/** Upserts the rows and counts the write, in one transaction; returns the write counter. */
-async function writeRows(database: Database, tenantId: string, rows: Array<[number, string]>): Promise<number> {
-  const d = database.dialect;
-  const table = d.table('Profile');
-  const statements: RawStatement[] = [];
-  const upsert = `ON CONFLICT ("tenantId", "user") DO UPDATE SET "attributes" = excluded."attributes", "updatedAt" = excluded."updatedAt"`;
-  if (d.roundTripPerStatement) {
-    // COPY into a staging table, then one upsert from it: measured against INSERT … SELECT FROM unnest($2::bigint[],
-    // $3::text[]) (bench/pg-profile-write.ts, BENCHMARKS.md). Its rows go at the commit, or with a rollback.
-    let data = '';
-    for (const [user, text] of rows) data += `${user}\t${copyTextField(text)}\n`;
-    statements.push(
-      { sql: `CREATE TEMP TABLE IF NOT EXISTS ${PG_STAGING_TABLE} ("user" bigint, "attributes" text) ON COMMIT DELETE ROWS`, params: [] },
-      { sql: `COPY ${PG_STAGING_TABLE} ("user", "attributes") FROM STDIN`, params: [], copyFrom: Buffer.from(data) },
-      {
-        sql: `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") SELECT $1, "user", "attributes", CURRENT_TIMESTAMP FROM ${PG_STAGING_TABLE} ${upsert}`,
-        params: [tenantId],
-      },
-    );
-  } else {
-    // Several rows a statement: fewer calls into the driver (a full statement's SQL text is prepared once and cached).
-    for (let i = 0; i < rows.length; i += SQLITE_ROWS_PER_STATEMENT) {
-      const part = rows.slice(i, i + SQLITE_ROWS_PER_STATEMENT);
-      const params: unknown[] = [];
-      for (const [user, text] of part) params.push(tenantId, user, text);
-      statements.push({ sql: sqliteInsert(table, part.length, upsert), params });
-    }
-  }
-  const state = d.table('ProfileIndexState');
-  const { params, bind } = d.parameters();
-  statements.push({
-    sql: `INSERT INTO ${state} ("tenantId", "seq") VALUES (${bind(tenantId)}, 1) ON CONFLICT ("tenantId") DO UPDATE SET "seq" = ${state}."seq" + 1 RETURNING ${d.numberColumn('seq')}`,
-    params,
-    returning: true,
-  });
-  const results = await (await database.raw()).transaction(statements);
-  return Number(results[results.length - 1][0].seq);
 }

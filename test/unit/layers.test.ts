@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { importsOf, sourceFiles } from '../helpers/import-graph';
 
@@ -113,5 +114,22 @@ describe('layers', () => {
   it('are read the way the checks above assume', () => {
     expect(layerOf('server/engine/engine.ts')).toBeGreaterThan(layerOf('server/http/respond.ts'));
     expect(projectImports.some((i) => i.from === 'server/engine/engine.ts' && i.spec === 'server/engine/partition.ts')).toBe(true);
+  });
+});
+
+// Issue 35 §3: which database it is decides algorithms only inside server/storage/ (its operations: event log appends,
+// profile rows, procedure writes); the rest of server/ asks the Dialect for pieces of SQL, never which one it has.
+describe('storage', () => {
+  const readsOfTheFlag = files
+    .filter((file) => !file.startsWith('server/storage/'))
+    .filter((file) => /\broundTripPerStatement\b/.test(readFileSync(file, 'utf8')));
+  const copyWriters = projectImports.filter((i) => i.spec === 'server/storage/pg-copy.ts' && !i.from.startsWith('server/storage/'));
+
+  it('alone chooses an algorithm by the database (roundTripPerStatement)', () => {
+    expect(readsOfTheFlag).toEqual([]);
+  });
+
+  it('alone writes PostgreSQL COPY data', () => {
+    expect(copyWriters.map((i) => i.from)).toEqual([]);
   });
 });
