@@ -2,7 +2,7 @@
 // raw SQL asks the Dialect for the piece that differs (placeholders, schema-qualified names, locks, JSON rows, casts)
 // instead of asking which database it is.
 import type { DatabaseTarget } from './database-url';
-import { dbTarget, type Tx } from './db';
+import type { Tx } from './db';
 import type { RawStatement } from './raw';
 
 /** Positional parameters of one statement: `bind` returns the placeholder of a value and records it in `params`. */
@@ -181,14 +181,4 @@ function postgresDialect(schema: string): Dialect {
 
 export function dialectOf(target: DatabaseTarget): Dialect {
   return target.provider === 'postgres' ? postgresDialect(target.schema) : sqliteDialect();
-}
-
-const dialects = new WeakMap<DatabaseTarget, Dialect>();
-
-/** The dialect of this process's database. */
-export function dialect(): Dialect {
-  const target = dbTarget();
-  let found = dialects.get(target);
-  if (!found) dialects.set(target, (found = dialectOf(target)));
-  return found;
 }

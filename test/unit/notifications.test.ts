@@ -12,7 +12,6 @@ import {
   MAX_PAGE_BITMAP_BYTES,
   readNotifications,
 } from '../../server/notifications/notifications';
-import { dialect } from '../../server/storage/dialect';
 import { newId } from '../../server/ids';
 import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
@@ -232,10 +231,10 @@ describe('journal cleanup', () => {
     await updateTenantLimits(database(), t, { journalMaxRows: 1_000 });
     const first = nextSeq;
     nextSeq += 1_200;
-    const { params, bind } = dialect().parameters();
+    const { params, bind } = database().dialect.parameters();
     await db().$executeRawUnsafe(
       `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1199)
-       INSERT INTO ${dialect().table('Journal')} ("seq", "tenantId", "instanceId", "partition", "toStep", "user", "count", "timeMs")
+       INSERT INTO ${database().dialect.table('Journal')} ("seq", "tenantId", "instanceId", "partition", "toStep", "user", "count", "timeMs")
        SELECT ${first} + i, ${bind(t)}, 'in_size', 0, 'b', i, 1, ${clock.now()} FROM n`,
       ...params,
     );
@@ -295,10 +294,10 @@ describe('journal cleanup', () => {
     const total = 10_005;
     nextSeq += total;
     // One statement: Prisma's createMany of 10,000 rows takes seconds on SQLite.
-    const { params, bind } = dialect().parameters();
+    const { params, bind } = database().dialect.parameters();
     await db().$executeRawUnsafe(
       `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${total - 1})
-       INSERT INTO ${dialect().table('Journal')} ("seq", "tenantId", "instanceId", "partition", "toStep", "user", "count", "timeMs")
+       INSERT INTO ${database().dialect.table('Journal')} ("seq", "tenantId", "instanceId", "partition", "toStep", "user", "count", "timeMs")
        SELECT ${first} + i, ${bind(t)}, 'in_backlog', 0, 'b', i, 1, ${clock.now() - 10 * DAY} FROM n`,
       ...params,
     );
