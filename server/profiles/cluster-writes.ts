@@ -40,8 +40,6 @@ export function slimProfileWriteNotice(args: unknown[]): unknown[] {
   return [tenantId, seq, changes && changes.length <= MAX_NAMED_USERS ? changes : undefined];
 }
 
-const lagging = new WeakMap<TenantProfiles, { since: number; timer: ReturnType<typeof setTimeout> }>();
-
 /** Another member committed profile write `seq` of the tenant (`usersText`: its users, when named). */
 export function profilesWrittenElsewhere(tenantId: string, seq: number, usersText: string | undefined): Promise<void> {
   const held = app().state.profileIndexes.get(tenantId);
@@ -69,18 +67,17 @@ export function profilesWrittenElsewhere(tenantId: string, seq: number, usersTex
 
 function forgetWhenQuiet(tenantId: string, held: TenantProfiles): void {
   const now = Date.now();
-  const pending = lagging.get(held);
-  clearTimeout(pending?.timer);
-  const since = pending?.since ?? now;
+  clearTimeout(held.lagging?.timer);
+  const since = held.lagging?.since ?? now;
   const timer = setTimeout(
     () => {
-      lagging.delete(held);
+      held.lagging = undefined;
       if (app().state.profileIndexes.get(tenantId) === held) dropProfileIndex(tenantId);
     },
     Math.max(0, Math.min(LAGGING_QUIET_MS, since + LAGGING_MAX_MS - now)),
   );
   timer.unref();
-  lagging.set(held, { since, timer });
+  held.lagging = { since, timer };
 }
 
 /** The profiles of `users` as committed (absent: no profile). */

@@ -100,6 +100,10 @@ export class TenantProfiles {
   /** Imports in progress: they write their snapshot when they end, so the periodic one waits (encoding 10M profiles is not free). */
   importing = 0;
 
+  /** Set while the index misses writes made on another member (server/profiles/cluster-writes.ts): since when, and
+   * the timer that forgets the index once they go quiet. */
+  lagging: { since: number; timer: NodeJS.Timeout } | undefined;
+
   /**
    * After a write: the snapshot is written SNAPSHOT_QUIET_MS after the last write, at the latest SNAPSHOT_MAX_DELAY_MS
    * after the first one it lacks: encoding the whole index (≈ 50 MB at 10M profiles) per write would cost each write
@@ -131,6 +135,7 @@ export class TenantProfiles {
 
   close(): void {
     clearTimeout(this.quietTimer);
+    clearTimeout(this.lagging?.timer);
   }
 }
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LAGGING_MAX_MS, LAGGING_QUIET_MS, profilesWrittenElsewhere, profileWriteNotice } from '../../server/profiles/cluster-writes';
 import { newId } from '../../server/ids';
-import { profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
+import { dropProfileIndex, profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { app } from '../../server/app';
 import { db } from '../../server/storage/db';
@@ -82,6 +82,19 @@ describe('profile writes of other cluster members', () => {
       vi.advanceTimersByTime(LAGGING_QUIET_MS / 2);
     }
     expect(app().state.profileIndexes.has(tenantId)).toBe(false);
+  });
+
+  it('leaves no wait behind when an index that missed writes is dropped: the wait belongs to the index', async () => {
+    const tenantId = await tenantRow(newId('tn'));
+    await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
+    await profileIndex(database(), tenantId);
+    const held = app().state.profileIndexes.get(tenantId)!;
+
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    await profilesWrittenElsewhere(tenantId, held.seq + 1, undefined);
+    expect(vi.getTimerCount()).toBe(1);
+    dropProfileIndex(tenantId);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('drops the index when a local write follows one committed elsewhere whose notice has not arrived, never snapshotting the gap', async () => {
