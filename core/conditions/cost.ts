@@ -34,8 +34,8 @@ const MAP_LITERAL = 30;
 const MAP_ENTRY = 4;
 /** Per iteration of a comprehension, beside its body: the loop condition and the accumulator step. */
 const LOOP_STEP = 2;
-const MACROS = new Set(['all', 'exists', 'exists_one', 'filter', 'map']);
-const STRING_SEARCHES = new Set(['contains', 'startsWith', 'endsWith', 'indexOf', 'lastIndexOf']);
+const MACROS: ReadonlySet<string> = new Set(['all', 'exists', 'exists_one', 'filter', 'map']);
+const STRING_SEARCHES: ReadonlySet<string> = new Set(['contains', 'startsWith', 'endsWith', 'indexOf', 'lastIndexOf']);
 
 /** A path into `event` or `profile`; `*` is any key or item (an iteration variable, a computed index). */
 type Ref = { root: string; path: string[] };

@@ -58,7 +58,7 @@ export type ValidateOptions = {
 export const MAX_STEPS = 1000;
 
 /** Steps that move entering users on within the same transaction: a cycle made only of these never ends. */
-const INSTANT_KINDS = new Set(['direct', 'parallel', 'split']);
+const INSTANT_KINDS: ReadonlySet<string> = new Set(['direct', 'parallel', 'split']);
 
 /** What the rules need from one step, taken from the raw input wherever the field has the right type. */
 type LooseStep = {

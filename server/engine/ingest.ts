@@ -23,8 +23,8 @@ const MAX_TIME_MS = 8.64e15;
 /** A timestamp with a time zone (or a bare date, read as UTC midnight); Date.parse alone accepts far too much. */
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2}))?$/i;
 export const MAX_EVENT_ID_LENGTH = 255;
-const EVENT_FIELDS = new Set(['id', 'user', 'type', 'data', 'time']);
-const BODY_FIELDS = new Set(['tenant', 'events']);
+const EVENT_FIELDS: ReadonlySet<string> = new Set(['id', 'user', 'type', 'data', 'time']);
+const BODY_FIELDS: ReadonlySet<string> = new Set(['tenant', 'events']);
 /** Visible ASCII (0x21–0x7E), as docs/api.md and the error say: no spaces, which a key copied from text may carry. */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 

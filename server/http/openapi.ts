@@ -30,7 +30,7 @@ const areas: Record<string, object>[] = [
   webhookPaths,
 ];
 
-const PUBLIC_PATHS = new Set(['/session', '/openapi.json']);
+const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/session', '/openapi.json']);
 
 /**
  * What each path parameter names, by the collection segment before it. The one rule: a resource with a name unique

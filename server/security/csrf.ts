@@ -5,9 +5,9 @@
 // carry no ambient credential and are not affected.
 import { AppError } from '../errors';
 
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** The content types an HTML form or a `no-cors` fetch may send (the CORS-safelisted ones). */
-const SIMPLE_TYPES = new Set(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data']);
+const SIMPLE_TYPES: ReadonlySet<string> = new Set(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data']);
 
 /** The host (name:port) the request was sent to, as the browser saw it. */
 function requestHost(request: Request): string {

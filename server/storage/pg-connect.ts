@@ -12,7 +12,7 @@ import pg from 'pg';
  * database's limit), a configuration limit (53400), starting up or shutting down (57P03 cannot connect now); and
  * nothing listening (ECONNREFUSED: the server restarting).
  */
-const REFUSALS = new Set(['53300', '53400', '57P03', 'ECONNREFUSED']);
+const REFUSALS: ReadonlySet<string> = new Set(['53300', '53400', '57P03', 'ECONNREFUSED']);
 
 const FIRST_PAUSE_MS = 100;
 const LONGEST_PAUSE_MS = 5_000;

@@ -12,18 +12,33 @@
 /** Prisma error codes: cannot reach (P1001, P1002), timed out (P1008: also SQLite's SQLITE_BUSY through the adapter),
  * connection closed (P1017), no pooled connection in time (P2024), write conflict or deadlock (P2034), too many
  * connections (P2037). P2028 only with the message of a transaction that could not start in time. */
-const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2034', 'P2037']);
+const PRISMA_CODES: ReadonlySet<string> = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2034', 'P2037']);
 
 /** The driver adapter's mapped kinds behind those codes (also inside P2010, a raw query's failure). */
-const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections', 'TransactionWriteConflict']);
+const ADAPTER_KINDS: ReadonlySet<string> = new Set([
+  'DatabaseNotReachable',
+  'ConnectionClosed',
+  'SocketTimeout',
+  'TooManyConnections',
+  'TransactionWriteConflict',
+]);
 
 /** PostgreSQL SQLSTATEs: too many connections (53300), serialization failure (40001), deadlock (40P01), lock not
  * available (55P03: NOWAIT, lock_timeout), statement timeout (57014), shutting down or starting up (57P01 admin
  * shutdown, 57P02 crash shutdown, 57P03 cannot connect now). Class 08 (connection exceptions) is matched whole. */
-const SQLSTATES = new Set(['53300', '40001', '40P01', '55P03', '57014', '57P01', '57P02', '57P03']);
+const SQLSTATES: ReadonlySet<string> = new Set(['53300', '40001', '40P01', '55P03', '57014', '57P01', '57P02', '57P03']);
 
 /** Node's socket errors on the way to the database. */
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const SOCKET_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
 
 /** pg and pg-pool errors with no code: a connection that died under a query, or none free within the pool's wait. */
 const PG_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;

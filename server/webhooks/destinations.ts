@@ -20,7 +20,7 @@ export const DestinationName = nameSchema(NAME_KINDS.webhook);
 export const DestinationParams = z.object({ name: DestinationName });
 
 /** Headers our delivery sets itself (or the HTTP stack owns); a destination cannot override them. */
-const RESERVED_HEADERS = new Set([
+const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'content-type',
   'content-length',
   'host',

@@ -62,7 +62,7 @@ const PAGE_SIZE = 50_000;
 
 /** The columns of a ReplayRow, in its order. */
 const REPLAY_COLUMNS = ['seq', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'timeMs'];
-const NUMBER_COLUMNS = new Set(['seq', 'user', 'count', 'timeMs']);
+const NUMBER_COLUMNS: ReadonlySet<string> = new Set(['seq', 'user', 'count', 'timeMs']);
 
 function replayColumns(database: Database): string {
   return REPLAY_COLUMNS.map((c) => (NUMBER_COLUMNS.has(c) ? database.dialect.numberColumn(c) : `"${c}"`)).join(', ');
