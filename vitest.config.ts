@@ -7,7 +7,7 @@ const logic = (
   'canvas-convert chart-scale cluster-assignment condition-depth condition-gate conditions-cost conditions-plan ' +
   'browser-shared-imports conditions-profile-index conditions-regex conditions cron-memo docs-links duration-cron-bounds engine-liveness ' +
   'experiment-stats fair-turns holdout-lift layers quiet-hours-window ' +
-  'error-response json-response local-time-zones log-codec loop-clock mover-ownership names partition-split plan-memory portable-contains ' +
+  'error-response json-response local-time-zones log-codec loop-clock module-state mover-ownership names partition-split plan-memory portable-contains ' +
   'problem-words profile-import-stream profile-index-model route-context rule-builder shard-rows step-export-name studio-editing ' +
   'table-format timer-period wakeup workflow-validation'
 )

@@ -43,6 +43,7 @@ const EnvSchema = z.object({
 
 export type Env = z.infer<typeof EnvSchema>;
 
+/** process.env parsed once: the environment is the process's, not an app's. */
 let parsed: Env | undefined;
 
 export function env(): Env {

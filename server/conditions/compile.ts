@@ -191,6 +191,7 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** Module-level, not app state: a bounded memo of a pure function (a checked text → its frozen compiled condition). */
 const compiledByText = new Map<string, CompiledCondition>();
 const MAX_CACHED_CONDITIONS = 10_000;
 

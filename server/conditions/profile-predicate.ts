@@ -66,6 +66,7 @@ export function profileComparison(node: ASTNode): ((profile: Record<string, unkn
   }
 }
 
+/** Module-level, not app state: a memo of a pure function (a text → the attributes it reads), cleared past 10,000. */
 const keysByText = new Map<string, string[] | null>();
 
 /**

@@ -14,8 +14,8 @@ type PlanBitmaps = { masks: RoaringBitmap32[]; cover?: { first: number; last: nu
  * Per plan, built on first use: its masks as one-block bitmaps (block 0; 16 × 65,536 hashes, ~12 ms), and the masks
  * laid over the last span of blocks asked for, kept for the next call (a start asks once per partition, and every
  * partition's users span the same blocks, so a start builds it once). Keyed by what the plan holds out, not by the
- * plan object: every start builds its workflow's runtime, and so a new plan, afresh. A memo of a pure function; the
- * least recently used of more than KEPT_PLANS plans is freed.
+ * plan object: every start builds its workflow's runtime, and so a new plan, afresh. A memo of a pure function (so
+ * module-level, not app state); the least recently used of more than KEPT_PLANS plans is freed.
  */
 const bitmapsOf = new Map<string, PlanBitmaps>();
 const KEPT_PLANS = 4;

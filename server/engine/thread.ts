@@ -39,7 +39,8 @@ const engine = built.engine as Engine;
 if (engine.cluster)
   built.state.clusterRelay = (name, args) => post({ kind: 'cluster-notice', name, args: name === PROFILES_WRITTEN ? slimProfileWriteNotice(args) : args });
 
-/** Profile imports in progress, by the request thread's id: their bodies arrive as messages. */
+/** Profile imports in progress, by the request thread's id: their bodies arrive as messages. Kept beside the app this
+ * root built. */
 const imports = new Map<number, ImportBodyReceiver>();
 
 const forwarded = Object.fromEntries(FORWARDED_CALLS.map((name) => [name, engine[name].bind(engine)])) as Pick<EngineCalls, (typeof FORWARDED_CALLS)[number]>;

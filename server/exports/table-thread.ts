@@ -28,6 +28,7 @@ interface TableWriter {
   drop(): void;
 }
 
+/** The exports being written, by id: kept at the top level of the thread's entry, which is the thread's root. */
 const writers = new Map<number, TableWriter>();
 const post = (message: FromTableThread, transfer: ArrayBuffer[] = []) => parentPort?.postMessage(message, transfer);
 const encoder = new TextEncoder();

@@ -27,7 +27,8 @@ export function zonesIn(profiles: ProfileIndex, attribute: string | undefined, f
   return [...zones];
 }
 
-/** Per index: the users holding a valid zone in a field, as of an index version (a union over the whole index). */
+/** Per index: the users holding a valid zone in a field, as of an index version (a union over the whole index). Weakly
+ * keyed by the field, which one app's profile index owns: an entry goes with its field, and no other app reaches it. */
 const zonedUsers = new WeakMap<object, { version: number; users: RoaringBitmap32 }>();
 
 function usersWithAZone(profiles: ProfileIndex, field: NonNullable<ReturnType<typeof zoneField>>): RoaringBitmap32 {

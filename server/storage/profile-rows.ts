@@ -49,7 +49,8 @@ export async function upsertProfileRows(database: Database, tenantId: string, ro
   return Number(results[results.length - 1][0].seq);
 }
 
-/** The SQL text of a multi-row SQLite upsert, built once per row count (most statements are full ones). */
+/** The SQL text of a multi-row SQLite upsert, built once per row count (most statements are full ones). A memo of a pure
+ * function, bounded by the rows of a statement: module-level, not app state. */
 const sqliteInserts = new Map<string, string>();
 
 function sqliteInsert(table: string, rows: number, upsert: string): string {
