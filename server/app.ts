@@ -117,7 +117,8 @@ export interface App {
   start(phase?: (name: 'engine' | 'procedures') => void): Promise<void>;
   /** Stops them in reverse order (the engine hands its partitions back after a last checkpoint). */
   stop(): Promise<void>;
-  /** stop(), then closes the storage unless it was handed in (then its owner closes it). */
+  /** stop(), then writes the profile indexes' owed snapshots, then closes the storage unless it was handed in (then its
+   * owner closes it). */
   close(): Promise<void>;
 }
 

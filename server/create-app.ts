@@ -14,6 +14,7 @@ import type { EngineHandle } from './engine/handle';
 import type { EngineThread } from './engine/thread-spawn';
 import { env as readEnv, type Env } from './env';
 import { ProcedureTypes } from './procedures/registry';
+import { closeProfileIndexes } from './profiles/index-store';
 import { createProcedureRunner } from './procedures/runner';
 import { createScheduler } from './procedures/scheduler';
 import type { ProcedureRunner, ProcedureRunnerOptions } from './procedures/types';
@@ -118,6 +119,7 @@ export function createApp(options: AppOptions = {}): App {
     stop,
     async close() {
       await stop();
+      await closeProfileIndexes(state.profileIndexes);
       if (ownsStorage) await closeStorage(storage);
     },
   };

@@ -286,6 +286,21 @@ export async function saveProfileSnapshot(tenantId: string): Promise<void> {
 /** The cluster notice of a committed profile write (its arguments: the tenant, the write's seq, its changes). */
 export const PROFILES_WRITTEN = 'profiles-written';
 
+/**
+ * An app closing (server/create-app.ts): each index's owed snapshot is written now, as a clean stop writes its last
+ * checkpoints, so the next start loads it instead of rebuilding from the rows; then its timers are stopped, so none
+ * fires into a closed app.
+ */
+export async function closeProfileIndexes(indexes: Map<string, TenantProfiles>): Promise<void> {
+  for (const [tenantId, held] of indexes) {
+    await held
+      .exclusive(() => held.saveSnapshot())
+      .catch((error) => console.warn(`[crowdflow] profile index snapshot of tenant ${tenantId} failed at close`, error));
+    held.close();
+  }
+  indexes.clear();
+}
+
 /** Forgets the tenant's index in this process (tenant deleted; tests simulating a restart). */
 export function dropProfileIndex(tenantId: string): void {
   const held = tenants().get(tenantId);

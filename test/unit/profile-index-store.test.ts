@@ -14,6 +14,8 @@ import { db } from '../../server/storage/db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 import { tenantRow } from '../helpers/tenant-row';
 import { database } from '../../server/storage/database';
+import { app, registerApp } from '../../server/app';
+import { createApp } from '../../server/create-app';
 
 const { RoaringBitmap32 } = roaring;
 
@@ -83,6 +85,27 @@ describe('the tenant profile index in this process', () => {
     await saveProfileSnapshot(tenantId);
     expect(await snapshotSeq()).toBe(saved + 2);
     expect(profileSnapshotDueAt(tenantId)).toBeNull();
+  });
+
+  it('writes the owed snapshot when its app closes, and the next app loads it instead of the rows', async () => {
+    const tenantId = await tenantRow(newId('tn'));
+    const state = async () => (await db().profileIndexState.findUnique({ where: { tenantId } }))!;
+    const registered = app();
+    // An app of its own over the same storage (its close leaves the storage open), closed within the quiet period.
+    const closing = createApp({ storage: registered.storage });
+    registerApp(closing);
+    try {
+      await upsertProfiles(closing.database, tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
+      expect(profileSnapshotDueAt(tenantId)).not.toBeNull();
+      await closing.close();
+      expect(closing.state.profileIndexes.size).toBe(0);
+    } finally {
+      registerApp(registered);
+    }
+    const { seq, snapshotSeq } = await state();
+    expect(Number(snapshotSeq)).toBe(Number(seq));
+    await profileIndex(database(), tenantId);
+    expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
   });
 
   it('rebuilds from rows written before the index had a state row', async () => {
