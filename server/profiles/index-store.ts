@@ -82,7 +82,7 @@ export class TenantProfiles {
       return;
     }
     const seq = this.seq;
-    const bytes = encodeIndex(this.index);
+    const bytes = await encodeIndex(this.index);
     // Only if no other process has written since (its writes are not in this index): then the next load rebuilds.
     await this.database.db.profileIndexState.updateMany({
       where: { tenantId: this.tenantId, seq: BigInt(seq) },
