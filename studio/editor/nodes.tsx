@@ -273,7 +273,14 @@ function StepEdgeView(props: EdgeProps<FlowEdge>) {
   const counts = useCounts();
   const source = useEditor((s) => s.nodes.find((n) => n.id === props.source));
   const targetName = useEditor((s) => s.nodes.find((n) => n.id === props.target)?.data.name);
-  const firstOfPair = useEditor((s) => s.edges.find((e) => e.source === props.source && e.target === props.target)?.id === props.id);
+  // The outputs of the source that lead to this edge's step, one per line (a string: equal when unchanged, so no re-render).
+  const pairHandles = useEditor((s) =>
+    s.edges
+      .filter((e) => e.source === props.source && e.target === props.target)
+      .map((e) => e.sourceHandle ?? 'next')
+      .join('\n'),
+  );
+  const firstOfPair = pairHandles.split('\n')[0] === (props.sourceHandleId ?? 'next');
   const centerY = turnHeight(source, props);
   const userPath = useUserPath();
   const onPath = userPath?.edges.has(`${source?.data.name}->${targetName}`) ?? false;
@@ -285,8 +292,12 @@ function StepEdgeView(props: EdgeProps<FlowEdge>) {
       ? { stroke: 'var(--accent)', strokeWidth: 2 }
       : undefined;
   const [path, labelX, labelY] = getSmoothStepPath({ ...props, borderRadius: 12, centerY });
-  const { label, title } = outputOf(source, props.sourceHandleId);
-  // counts are per step pair: two outputs into the same step share one number, drawn on the first of them
+  // Counts are per step pair, and two outputs into the same step would draw their labels on one spot: the first edge of
+  // the pair carries them all ("plan = pro or else") and the one number; the others are bare lines.
+  const outputs = firstOfPair ? pairHandles.split('\n').map((handle) => outputOf(source, handle)) : [];
+  const named = outputs.filter((output) => output.label !== undefined);
+  const label = named.length > 0 ? named.map((output) => output.label).join(' or ') : undefined;
+  const title = named.some((output) => output.title) ? named.map((output) => output.title ?? output.label).join(' or ') : undefined;
   const taken = source && targetName && firstOfPair ? counts?.edges[`${source.data.name}->${targetName}`] : undefined;
   if (label === undefined && taken === undefined) return <BaseEdge id={props.id} path={path} markerEnd={props.markerEnd} style={edgeStyle} />;
   // An output's label sits on the last stretch of its edge, just below where it turns towards its step: each output

@@ -10,6 +10,7 @@ import { clickStepHeader, eventually, selectStep, useStudio } from './browser';
 
 let page: Page;
 let key: string;
+let tenantName: string;
 const studio = useStudio('journey-reading');
 const CROWD = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 
@@ -86,6 +87,7 @@ describe('reading the journey off the graph', () => {
     expect(created.status).toBe(201);
     expect((await api('POST', `${base}/workflows/${created.body.id}/start`, { body: { crowd: 'launch' } })).status).toBeLessThan(300);
     key = tenant.key;
+    tenantName = tenant.name;
     page = await studio.open();
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(`/t/${tenant.name}/workflows/${created.body.id}`);
@@ -230,5 +232,32 @@ describe('reading the journey off the graph', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
     await typeInto(page.getByTestId('timeout-input'), '2d');
     await eventually(() => page.locator('[data-testid=inspector-problems] p').allTextContents()).not.toContain(timeoutProblem);
+  });
+  it('writes one label for the outputs of a step that lead to the same step, not one label over another', async () => {
+    // A branch whose first two outputs both go to "bought": their labels used to be drawn on the same spot.
+    const definition = {
+      steps: [
+        {
+          name: 'welcome',
+          kind: 'branch',
+          branches: [
+            { condition: 'event.type == "buy"', next: 'bought' },
+            { condition: 'event.type == "gift"', next: 'bought' },
+            { condition: 'event.type == "leave"', next: 'gone' },
+          ],
+        },
+        { name: 'bought', kind: 'direct' },
+        { name: 'gone', kind: 'direct' },
+      ],
+    };
+    const created = await api('POST', `/tenants/${tenantName}/workflows`, { body: { name: 'Two ways in', definition } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await page.goto(`/t/${tenantName}/workflows/${created.body.id}`);
+    await page.locator('[data-step=bought]').waitFor();
+    await eventually(async () => (await edgeLabels()).map(([output]) => output)).toEqual(expect.arrayContaining(['buy or gift', 'leave']));
+    expect((await edgeLabels()).length).toBe(2);
+    await windowOf(1280, 800);
+    expect(await collisions()).toEqual([]);
+    await studio.shot('10-two-outputs-one-step');
   });
 });
