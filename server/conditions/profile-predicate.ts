@@ -67,13 +67,13 @@ export function profileComparison(node: ASTNode): ((profile: Record<string, unkn
 }
 
 /** Module-level, not app state: a memo of a pure function (a text → the attributes it reads), cleared past 10,000. */
-const keysByText = new Map<string, string[] | null>();
+const keysByText = new Map<string, readonly string[] | null>();
 
 /**
  * The top-level profile attributes `text` reads, or null when it reads the profile as a whole (`size(profile)`,
  * `profile.x` with a computed key): a batch then reads only those attributes back from the index.
  */
-export function profileKeysRead(text: string): string[] | null {
+export function profileKeysRead(text: string): readonly string[] | null {
   if (keysByText.has(text)) return keysByText.get(text)!;
   const keys = new Set<string>();
   let whole = false;
