@@ -2,7 +2,7 @@
 // timer per partition. A minute's firing over 1,000 tenants gives 8,000 partitions their first moves since a
 // checkpoint; each used to wake its own loop to plan a sleep (8,000 aborted signals, timers and listeners a minute).
 // Now each plans a time here, a heap push, and the partitions due at the same moment are handed their checkpoint in
-// one turn, so the CheckpointWriter commits them together.
+// one turn, so the CommitGroup commits them together.
 import { LoopIdle, Wakeup, type Clock } from '../clock';
 
 /** A partition whose checkpoint can come due. */

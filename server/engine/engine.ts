@@ -12,7 +12,7 @@ import { onTenantDeleted } from '../tenants/changes';
 import { retryTransient } from '../storage/transient';
 import { FairTurns } from './slices';
 import { CheckpointSchedule } from './checkpoint-schedule';
-import { CheckpointWriter } from './checkpoint-writer';
+import { CommitGroup } from './commit-group';
 import { CountsPublisher, type PublishCounts } from './counts-publisher';
 import { PartitionWorker, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
@@ -80,7 +80,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly clock: Clock;
   readonly wallClock: Clock;
   readonly database: Database;
-  readonly checkpoints: CheckpointWriter;
+  readonly commits: CommitGroup;
   readonly checkpointSchedule: CheckpointSchedule;
   /** The thread's turns between slices of long work, shared round-robin by the tenants with work waiting. */
   readonly turns = new FairTurns();
@@ -112,7 +112,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.wallClock = options.wallClock ?? systemClock;
     this.database = options.database ?? database();
     this.profiles = profileCalls(this.database);
-    this.checkpoints = new CheckpointWriter(this.database);
+    this.commits = new CommitGroup(this.database);
     this.checkpointSchedule = new CheckpointSchedule(this.wallClock);
     this.timers = new TimerLoop({
       clock: this.clock,

@@ -9,7 +9,7 @@ import { profileKeysOfAll } from '../conditions/profile-predicate';
 import { Wakeup, type Clock } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { CheckpointDue, CheckpointSchedule } from './checkpoint-schedule';
-import type { CheckpointWriter } from './checkpoint-writer';
+import type { CommitGroup } from './commit-group';
 import { DeadLetterBatch } from './dead-letter';
 import { enterByEvents } from './entry';
 import { entryRouting } from './entry-routing';
@@ -17,7 +17,7 @@ import { ExitWatch } from './exit';
 import { GoalTracker } from './goal';
 import { insertConversions, type ConversionWrite } from './store/conversions';
 import { Mover } from './moves';
-import { commitBatch, type JournalMove } from './store/commit';
+import type { JournalMove } from './store/commit';
 import { acquireLease, LeaseLostError, releaseLease, type Lease, type LeasePolicy } from './store/leases';
 import { readLog, type LogRow } from './store/log';
 import type { Shard } from './shard';
@@ -47,7 +47,7 @@ export interface EngineSide {
   readonly bulkCheckpointEveryMs: number;
   readonly checkpointEveryMoves: number;
   /** Commits checkpoints together with those other partitions write at the same moment. */
-  readonly checkpoints: CheckpointWriter;
+  readonly commits: CommitGroup;
   /** Hands each partition its checkpoint when due: one timer for the engine. */
   readonly checkpointSchedule: CheckpointSchedule;
   /** Which partitions this process should hold when several share the database (server/cluster/). */
@@ -288,7 +288,7 @@ export class PartitionWorker implements CheckpointDue {
     }
     const to = rows[rows.length - 1].offset;
     const extra = [...letters.statements(), ...insertConversions(this.engine.database, conversions)];
-    await commitBatch(this.engine.database, this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra });
+    await this.engine.commits.commit(this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra });
     this.offset = to;
     this.progressed.wake();
     this.afterCommit(touched, moves, conversions.length);
@@ -361,7 +361,7 @@ export class PartitionWorker implements CheckpointDue {
    * the first moves since a checkpoint plan one, a checkpoint interval after them rather than at once, so a minute's
    * firings of many tenants are not followed by a checkpoint of every partition they moved while the next tenants
    * still fire; the partitions a firing moved come due together and commit their checkpoints together
-   * (CheckpointWriter). Single-user moves or conversions bring the checkpoint sooner than bulk moves alone.
+   * (CommitGroup). Single-user moves or conversions bring the checkpoint sooner than bulk moves alone.
    */
   afterCommit(touched: InstanceRuntime[], moves: JournalMove[], conversions = 0): void {
     const moveCount = moves.length + conversions;
@@ -385,7 +385,7 @@ export class PartitionWorker implements CheckpointDue {
         const shard = i.shards[this.partition];
         return shard ? [{ instanceId: i.id, partition: this.partition, data: shard.encode() }] : [];
       });
-      await this.engine.checkpoints.write(this.lease, checkpoints, this.engine.clock.now());
+      await this.engine.commits.checkpoint(this.lease, checkpoints, this.engine.clock.now());
       this.movesSinceCheckpoint = 0;
       this.singleMovesSinceCheckpoint = false;
       this.engine.checkpointSchedule.cancel(this);
