@@ -12,14 +12,11 @@ import { sharedDatabaseTarget } from '../storage/db';
 import { clusterEnabled } from '.';
 import { ClusterCountsBoard } from './counts';
 import { MemberLock } from './member-lock';
-import { clusterChannel } from './membership';
 import { profilesWrittenElsewhere, profileWriteNotice } from '../profiles/cluster-writes';
+import { clusterChannel, MAX_CHANNEL_PAYLOAD, notifyOnPool } from '../storage/cluster-session';
 import type { Database } from '../storage/database';
 
 export type { ClusterCountsBoard };
-
-/** NOTIFY payloads are limited to 8,000 bytes: a bigger notice goes with its first argument only (the tenant). */
-const MAX_NOTICE_BYTES = 7_000;
 
 type NoticeSignal = { kind: 'notice'; from: string; name: string; args: unknown[] };
 
@@ -51,11 +48,9 @@ export async function startClusterChannel(
   state.clusterRelay = (name, given) => {
     const args = name === PROFILES_WRITTEN ? profileWriteNotice(String(given[0]), Number(given[1]), given[2] as ProfileChange[] | undefined) : given;
     let payload = JSON.stringify({ kind: 'notice', from: me, name, args } satisfies NoticeSignal);
-    if (payload.length > MAX_NOTICE_BYTES) payload = JSON.stringify({ kind: 'notice', from: me, name, args: args.slice(0, 1) } satisfies NoticeSignal);
-    void database
-      .raw()
-      .then((connection) => connection.query('SELECT pg_notify($1, $2)', [channel, payload]))
-      .catch((error: Error) => console.warn(`[crowdflow] could not tell the cluster about ${name}:`, error.message));
+    // Too long for the channel: the notice goes with its first argument only (the tenant).
+    if (payload.length > MAX_CHANNEL_PAYLOAD) payload = JSON.stringify({ kind: 'notice', from: me, name, args: args.slice(0, 1) } satisfies NoticeSignal);
+    void notifyOnPool(database, channel, payload).catch((error: Error) => console.warn(`[crowdflow] could not tell the cluster about ${name}:`, error.message));
   };
   return board;
 }

@@ -3,19 +3,16 @@
 // commits, coalesced per instance, with a NOTIFY on the cluster channel; every member's request thread keeps the
 // latest figure of each partition (highest epoch, then version) and adds the ones its own engine does not hold to
 // what that engine published. A partition with no figure at all is answered with a 503 partition_moving, never a zero.
-import type pg from 'pg';
 import { AppError } from '../errors';
 import { exitedCounts, experimentFigures, type InstanceRuntime } from '../engine/tenant';
 import type { Counts } from '../engine/types';
-import type { PostgresTarget } from '../storage/database-url';
-import { connectClient } from '../storage/pg-connect';
-import { clusterChannel } from './membership';
+import { ClusterSession, MAX_CHANNEL_PAYLOAD } from '../storage/cluster-session';
 import type { Database } from '../storage/database';
+import type { PostgresTarget } from '../storage/database-url';
+import { publishShardCounts, readPublishedCounts, readShardFigures, type ShardCountsPublication } from '../storage/shard-counts';
 
 /** A publisher waits this long after a change, so a busy instance costs one write per interval. */
 const PUBLISH_EVERY_MS = 100;
-/** NOTIFY payloads are limited to 8,000 bytes: bigger figures are read from the table instead. */
-const MAX_NOTIFY_BYTES = 7_000;
 
 type HeldFigures = () => { partition: number; epoch: number; counts: Counts }[] | null;
 type Figure = { epoch: number; version: number; counts: Counts };
@@ -104,41 +101,28 @@ export class ShardCountsPublisher {
 
   /** An instance whose `held` is null is no longer running here (stopped): its figures are dropped everywhere. */
   private async publish(due: DueFigures[]): Promise<void> {
-    const t = this.database.dialect.table('ShardCounts');
-    const statements = [];
+    const publication: ShardCountsPublication = { stopped: [], figures: [], notices: [] };
     const signals: CountsSignal[] = [];
-    const rows: [tenantId: string, instanceId: string, partition: number, epoch: number, version: number, counts: string][] = [];
     for (const { tenantId, instanceId, held } of due) {
       if (held === null) {
-        const { params, bind } = this.database.dialect.parameters();
-        statements.push({ sql: `DELETE FROM ${t} WHERE "tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)}`, params });
+        publication.stopped.push({ tenantId, instanceId });
         signals.push({ kind: 'counts', tenantId, instanceId, stopped: true });
       } else if (held.length > 0) {
         const parts = held.map((h) => [h.partition, h.epoch, this.nextVersion(), h.counts] as [number, number, number, Counts]);
-        for (const [partition, epoch, version, counts] of parts) rows.push([tenantId, instanceId, partition, epoch, version, JSON.stringify(counts)]);
+        for (const [partition, epoch, version, counts] of parts)
+          publication.figures.push([tenantId, instanceId, partition, epoch, version, JSON.stringify(counts)]);
         signals.push({ kind: 'counts', tenantId, instanceId, parts });
       }
     }
     if (signals.length === 0) return;
-    if (rows.length > 0) {
-      const { params, bind } = this.database.dialect.parameters();
-      const j = this.database.dialect.jsonArrayRows(bind(JSON.stringify(rows)));
-      statements.push({
-        sql: `INSERT INTO ${t} ("tenantId", "instanceId", "partition", "epoch", "version", "counts")
-          SELECT ${j.field(0)}, ${j.field(1)}, ${j.field(2, 'int')}, ${j.field(3, 'int')}, ${j.field(4, 'bigint')}, ${j.field(5)} FROM ${j.from}
-          ON CONFLICT ("tenantId", "instanceId", "partition") DO UPDATE SET "epoch" = excluded."epoch", "version" = excluded."version", "counts" = excluded."counts"
-          WHERE ${t}."epoch" < excluded."epoch" OR (${t}."epoch" = excluded."epoch" AND ${t}."version" < excluded."version")`,
-        params,
-      });
-    }
-    const payloads = signals.map((signal) => {
+    publication.notices = signals.map((signal) => {
       const payload = JSON.stringify(signal);
-      return payload.length > MAX_NOTIFY_BYTES
+      // Too long for the channel: the members read the figures from the table instead.
+      return payload.length > MAX_CHANNEL_PAYLOAD
         ? JSON.stringify({ kind: 'counts', tenantId: signal.tenantId, instanceId: signal.instanceId } satisfies CountsSignal)
         : payload;
     });
-    statements.push({ sql: 'SELECT pg_notify($1, "payload") FROM unnest($2::text[]) AS "payload"', params: [this.channel, payloads] });
-    await (await this.database.raw()).transaction(statements);
+    await publishShardCounts(this.database, this.channel, publication);
   }
 
   close(): void {
@@ -159,10 +143,8 @@ export interface LocalFigure {
 export class ClusterCountsBoard {
   private readonly figures = new Map<string, { tenantId: string; partitions?: number; parts: Map<number, Figure> }>();
   private readonly loading = new Map<string, Promise<void>>();
-  private client: pg.Client | undefined;
+  private session: ClusterSession | undefined;
   private closed = false;
-  private readonly schema: string;
-  private readonly channel: string;
 
   constructor(
     private readonly database: Database,
@@ -171,37 +153,39 @@ export class ClusterCountsBoard {
     private readonly onOtherSignal: (payload: Record<string, unknown>) => void,
     /** The process's membership, released when the board closes (after the engine handed its partitions back). */
     private readonly membership?: { release(): Promise<void> },
-  ) {
-    this.schema = `"${target.schema.replace(/"/g, '""')}"`;
-    this.channel = clusterChannel(target);
-  }
+  ) {}
 
   async start(): Promise<void> {
-    const client = await connectClient(this.target.connectionString, 'counts channel', () => this.closed);
-    client.on('error', (error) => console.warn('[crowdflow] cluster channel connection lost:', error.message));
-    client.on('end', () => {
-      // Signals missed while disconnected: forget every figure (they are read again on use) and listen again.
-      this.figures.clear();
-      if (!this.closed) setTimeout(() => void this.start().catch(() => undefined), 1_000).unref();
-    });
-    client.on('notification', (message) => {
-      if (message.channel !== this.channel || !message.payload) return;
-      let payload: Record<string, unknown>;
-      try {
-        payload = JSON.parse(message.payload) as Record<string, unknown>;
-      } catch {
-        return console.warn('[crowdflow] unreadable cluster signal on the counts channel');
-      }
-      if (payload.kind === 'counts') this.heard(payload as CountsSignal);
-      else this.onOtherSignal(payload);
-    });
-    await client.query(`LISTEN "${this.channel}"`);
-    this.client = client;
+    const session = await ClusterSession.open(
+      this.target,
+      'counts channel',
+      {
+        failed: (error) => console.warn('[crowdflow] cluster channel connection lost:', error.message),
+        ended: () => {
+          // Signals missed while disconnected: forget every figure (they are read again on use) and listen again.
+          this.figures.clear();
+          if (!this.closed) setTimeout(() => void this.start().catch(() => undefined), 1_000).unref();
+        },
+        heard: (message) => {
+          let payload: Record<string, unknown>;
+          try {
+            payload = JSON.parse(message) as Record<string, unknown>;
+          } catch {
+            return console.warn('[crowdflow] unreadable cluster signal on the counts channel');
+          }
+          if (payload.kind === 'counts') this.heard(payload as CountsSignal);
+          else this.onOtherSignal(payload);
+        },
+      },
+      () => this.closed,
+    );
+    await session.listen();
+    this.session = session;
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.client?.end().catch(() => undefined);
+    await this.session?.end();
     await this.membership?.release().catch((error: Error) => console.warn('[crowdflow] leaving the cluster failed:', error.message));
   }
 
@@ -227,17 +211,12 @@ export class ClusterCountsBoard {
     let loading = this.loading.get(instanceId);
     if (!loading) {
       loading = (async () => {
-        const connection = await this.database.raw();
-        const [tenant] = await connection.query<{ partitions: number }>(`SELECT "partitions" FROM ${this.schema}."Tenant" WHERE "id" = $1`, [tenantId]);
-        const rows = await connection.query<{ partition: number; epoch: number; version: unknown; counts: string }>(
-          `SELECT "partition", "epoch", "version", "counts" FROM ${this.schema}."ShardCounts" WHERE "tenantId" = $1 AND "instanceId" = $2`,
-          [tenantId, instanceId],
-        );
-        if (!tenant || rows.length === 0) return;
+        const published = await readShardFigures(this.database, tenantId, instanceId);
+        if (!published) return;
         const entry = this.entry(tenantId, instanceId);
-        entry.partitions = tenant.partitions;
-        for (const row of rows)
-          keepNewer(entry.parts, row.partition, { epoch: row.epoch, version: Number(row.version), counts: JSON.parse(row.counts) as Counts });
+        entry.partitions = published.partitions;
+        for (const { partition, epoch, version, counts } of published.figures)
+          keepNewer(entry.parts, partition, { epoch, version, counts: JSON.parse(counts) as Counts });
       })().finally(() => this.loading.delete(instanceId));
       this.loading.set(instanceId, loading);
     }
@@ -312,12 +291,7 @@ function addCounts(out: Counts, part: Counts): void {
  * from the figures their owners published (ShardCounts); null while a partition has no figure (between owners).
  */
 export async function committedCounts(database: Database, instance: InstanceRuntime, held: readonly number[]): Promise<Counts | null> {
-  const { params, bind } = database.dialect.parameters();
-  const rows = await (await database.raw()).query<{ partition: number; counts: string }>(
-    `SELECT "partition", "counts" FROM ${database.dialect.table('ShardCounts')} WHERE "tenantId" = ${bind(instance.record.tenantId)} AND "instanceId" = ${bind(instance.id)}`,
-    params,
-  );
-  const published = new Map(rows.map((row) => [Number(row.partition), row.counts]));
+  const published = await readPublishedCounts(database, instance.record.tenantId, instance.id);
   const out: Counts = { instanceId: instance.id, total: 0, entered: 0, steps: {}, edges: {} };
   for (const name of instance.workflow.steps.keys()) out.steps[name] = 0;
   for (let p = 0; p < instance.shards.length; p++) {

@@ -7,7 +7,8 @@
 import { sleepUntilAborted, systemClock, type Clock } from '../clock';
 import type { PartitionWorker } from '../engine/partition';
 import { RetryLaterError } from '../procedures/types';
-import { DB_NOW_MS, type Membership } from './membership';
+import { claimGather, gatherHolder, releaseGather, renewGathers } from '../storage/gathers';
+import type { Membership } from './membership';
 
 /** A gather lasts this long past its last renewal. */
 export const GATHER_HOLD_MS = 60_000;
@@ -27,7 +28,6 @@ export class Gathers {
 
   constructor(
     private readonly membership: Membership,
-    private readonly schema: string,
     private readonly assignAgain: () => void,
     /** What the renewals and the wait for partitions wait on. */
     private readonly clock: Clock = systemClock,
@@ -82,7 +82,7 @@ export class Gathers {
       if (--mine.holders > 0) return;
       if (this.held.get(tenantId) === mine) this.held.delete(tenantId);
       // Queued on the membership connection before any later claim of this tenant, so it never deletes that one.
-      await this.membership.query(`DELETE FROM ${this.schema}."ClusterGather" WHERE "tenantId" = $1 AND "member" = $2`, [tenantId, this.membership.name]);
+      await this.membership.onSession((session) => releaseGather(session, tenantId, this.membership.name));
       await this.membership.signal({ kind: 'gather', from: this.membership.name, tenantId });
       this.assignAgain();
     };
@@ -91,23 +91,15 @@ export class Gathers {
   /** Writes the gather row unless another live member holds the tenant's gather. */
   private async claim(tenantId: string, waitMs: number): Promise<void> {
     const me = this.membership.name;
-    const [held] = await this.membership.query<{ member: string; current: boolean }>(
-      `SELECT "member", "untilMs" > ${DB_NOW_MS} AS "current" FROM ${this.schema}."ClusterGather" WHERE "tenantId" = $1`,
-      [tenantId],
-    );
+    const held = await this.membership.onSession((session) => gatherHolder(session, tenantId));
     const busy = () =>
       new RetryLaterError(`the partitions of tenant ${tenantId} are gathered by ${held?.member ?? 'another member'} for another instance operation`, {
         waitMs,
       });
     if (held && held.member !== me && held.current && !(await this.membership.isGone(held.member))) throw busy();
     // Compare-and-set on the row just read: two members claiming at once, one wins.
-    const claimed = await this.membership.query(
-      `INSERT INTO ${this.schema}."ClusterGather" ("tenantId", "member", "untilMs") VALUES ($1, $2, ${DB_NOW_MS} + ${GATHER_HOLD_MS})
-       ON CONFLICT ("tenantId") DO UPDATE SET "member" = excluded."member", "untilMs" = excluded."untilMs"
-        WHERE ${this.schema}."ClusterGather"."member" = $3 RETURNING 1 AS "claimed"`,
-      [tenantId, me, held?.member ?? me],
-    );
-    if (claimed.length === 0) throw busy();
+    const claimed = await this.membership.onSession((session) => claimGather(session, tenantId, me, held?.member ?? me, GATHER_HOLD_MS));
+    if (!claimed) throw busy();
     await this.membership.signal({ kind: 'gather', from: me, tenantId });
     this.assignAgain();
   }
@@ -117,10 +109,7 @@ export class Gathers {
     const tenants = [...this.held.keys()];
     if (tenants.length === 0) return;
     await this.membership
-      .query(`UPDATE ${this.schema}."ClusterGather" SET "untilMs" = ${DB_NOW_MS} + ${GATHER_HOLD_MS} WHERE "tenantId" = ANY($1::text[]) AND "member" = $2`, [
-        tenants,
-        this.membership.name,
-      ])
+      .onSession((session) => renewGathers(session, tenants, this.membership.name, GATHER_HOLD_MS))
       .catch((error: Error) => console.warn('[crowdflow] renewing gathers failed:', error.message));
   }
 }

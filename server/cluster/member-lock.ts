@@ -6,31 +6,28 @@
 // of a big shard): the request thread's loop stays under a second (issue 13), so a busy engine never looks dead and
 // loses its partitions. A hung one must, though: the heartbeat stops while the engine thread has not answered for
 // far longer than any slice of its work takes (`engineResponsive`), so the others take its partitions over. The
-// engine thread's side (./membership.ts) only reads who is live and listens for signals.
+// engine thread's side (./membership.ts) only reads who is live and listens for signals. The statements are storage
+// operations (server/storage/membership.ts).
 import { randomInt } from 'node:crypto';
-import type pg from 'pg';
 import { sleepUntilAborted, systemClock, type Clock } from '../clock';
+import { ClusterSession } from '../storage/cluster-session';
 import type { PostgresTarget } from '../storage/database-url';
-import { connectClient, QueryQueue } from '../storage/pg-connect';
-import { clusterChannel, DB_NOW_MS, lockNamespace, type ClusterSignal } from './membership';
+import { beatMemberRow, removeMember, tryMemberLock, writeMemberRow } from '../storage/membership';
+import type { ClusterSignal } from './membership';
 import { reconnectUntilClosed } from './reconnect';
 
 const HEARTBEAT_EVERY_MS = 1_000;
 
 export class MemberLock {
-  private client: pg.Client | undefined;
+  /** Heartbeats, a reconnect's lock and row, signals and the release share it: its queries run one at a time. */
+  private session: ClusterSession | undefined;
   private lockKey = 0;
   /** Ends the heartbeat loop's sleep on release; undefined while no loop runs. */
   private heartbeat: AbortController | undefined;
   private closed = false;
-  private readonly table: string;
-  private readonly channel: string;
-  private readonly namespace: number;
 
   private skippedBeats = 0;
   private beating: Promise<void> = Promise.resolve();
-  /** Heartbeats, a reconnect's lock and row, signals and the release share the connection: one query at a time. */
-  private readonly queries = new QueryQueue();
 
   constructor(
     private readonly target: PostgresTarget,
@@ -39,11 +36,7 @@ export class MemberLock {
     private readonly engineResponsive: () => boolean = () => true,
     /** What the heartbeat waits on (a test moves a ManualClock and awaits `beat()`). */
     private readonly clock: Clock = systemClock,
-  ) {
-    this.table = `"${target.schema.replace(/"/g, '""')}"."ClusterMember"`;
-    this.channel = clusterChannel(target);
-    this.namespace = lockNamespace(target);
-  }
+  ) {}
 
   /** Connects, takes a lock key of its own, writes the member row and says so on the channel. */
   async hold(): Promise<void> {
@@ -52,40 +45,33 @@ export class MemberLock {
   }
 
   private async acquire(): Promise<void> {
-    const client = await connectClient(this.target.connectionString, 'cluster membership', () => this.closed);
-    client.on('error', (error) => console.warn('[crowdflow] cluster membership connection lost:', error.message));
-    client.on('end', () => this.reconnectLater(client));
+    const session: ClusterSession = await ClusterSession.open(
+      this.target,
+      'cluster membership',
+      {
+        failed: (error) => console.warn('[crowdflow] cluster membership connection lost:', error.message),
+        ended: () => this.reconnectLater(session),
+      },
+      () => this.closed,
+    );
     // Released while connecting (release() found no connection to end): joining now would bring a left member back.
-    if (this.closed) return void (await client.end().catch(() => undefined));
-    this.client = client;
+    if (this.closed) return void (await session.end());
+    this.session = session;
     try {
       for (;;) {
         this.lockKey = randomInt(1, 0x7fffffff);
-        const { rows } = await this.queries.run<{ locked: boolean }>(client, 'SELECT pg_try_advisory_lock($1::int4, $2::int4) AS "locked"', [
-          this.namespace,
-          this.lockKey,
-        ]);
-        if (rows[0].locked) break;
+        if (await tryMemberLock(session, this.lockKey)) break;
       }
-      await this.writeRow();
+      await writeMemberRow(session, this.name, this.lockKey);
     } catch (error) {
       // Half joined: let the connection (and any lock it took) go, so the next attempt starts clean.
-      if (this.client === client) this.client = undefined;
-      await client.end().catch(() => undefined);
+      if (this.session === session) this.session = undefined;
+      await session.end();
       throw error;
     }
     if (this.closed) return; // released meanwhile: it took the row, the lock and the connection
     if (!this.heartbeat) void this.heartbeatLoop((this.heartbeat = new AbortController()).signal);
     await this.signal({ kind: 'members', from: this.name });
-  }
-
-  private async writeRow(): Promise<void> {
-    await this.queries.run(
-      this.client!,
-      `INSERT INTO ${this.table} ("name", "lockKey", "draining", "heartbeatMs") VALUES ($1, $2, false, ${DB_NOW_MS})
-       ON CONFLICT ("name") DO UPDATE SET "lockKey" = excluded."lockKey", "draining" = false, "heartbeatMs" = excluded."heartbeatMs"`,
-      [this.name, this.lockKey],
-    );
   }
 
   /**
@@ -111,27 +97,24 @@ export class MemberLock {
   }
 
   private async beatNow(): Promise<void> {
-    const client = this.client;
-    if (!client) return;
+    const session = this.session;
+    if (!session) return;
     if (!this.engineResponsive()) {
       if (this.skippedBeats++ === 0) console.warn('[crowdflow] the engine thread does not answer: no cluster heartbeat until it does');
       return;
     }
     this.skippedBeats = 0;
     try {
-      const { rowCount } = await this.queries.run(client, `UPDATE ${this.table} SET "heartbeatMs" = ${DB_NOW_MS} WHERE "name" = $1 AND "lockKey" = $2`, [
-        this.name,
-        this.lockKey,
-      ]);
-      if (rowCount === 0 && !this.closed) await this.writeRow(); // removed as dead while this process stalled
+      // False: removed as dead while this process stalled.
+      if (!(await beatMemberRow(session, this.name, this.lockKey)) && !this.closed) await writeMemberRow(session, this.name, this.lockKey);
     } catch (error) {
       if (!this.closed) console.warn('[crowdflow] cluster heartbeat failed:', (error as Error).message);
     }
   }
 
-  private reconnectLater(client: pg.Client): void {
-    if (this.closed || this.client !== client) return;
-    this.client = undefined;
+  private reconnectLater(session: ClusterSession): void {
+    if (this.closed || this.session !== session) return;
+    this.session = undefined;
     reconnectUntilClosed(
       () => this.acquire(),
       () => this.closed,
@@ -144,19 +127,18 @@ export class MemberLock {
     this.closed = true;
     this.heartbeat?.abort();
     this.heartbeat = undefined;
-    const client = this.client;
-    this.client = undefined;
-    if (!client) return;
+    const session = this.session;
+    this.session = undefined;
+    if (!session) return;
     try {
-      await this.queries.run(client, `DELETE FROM ${this.table} WHERE "name" = $1`, [this.name]);
-      await this.queries.run(client, 'SELECT pg_advisory_unlock($1::int4, $2::int4)', [this.namespace, this.lockKey]);
-      await this.queries.run(client, 'SELECT pg_notify($1, $2)', [this.channel, JSON.stringify({ kind: 'members', from: this.name } satisfies ClusterSignal)]);
+      await removeMember(session, this.name, this.lockKey);
+      await session.notify(JSON.stringify({ kind: 'members', from: this.name } satisfies ClusterSignal));
     } finally {
-      await client.end().catch(() => undefined);
+      await session.end();
     }
   }
 
   private async signal(signal: ClusterSignal): Promise<void> {
-    if (this.client) await this.queries.run(this.client, 'SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(signal)]);
+    if (this.session) await this.session.notify(JSON.stringify(signal));
   }
 }

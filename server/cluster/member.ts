@@ -8,13 +8,15 @@
 import { LoopIdle, systemClock, type Clock } from '../clock';
 import type { PartitionWorker } from '../engine/partition';
 import type { LeasePolicy } from '../engine/store/leases';
+import { clusterChannel } from '../storage/cluster-session';
 import type { PostgresTarget } from '../storage/database-url';
+import { assignmentShape, tenantsToAssign } from '../storage/gathers';
 import { assignPartitions } from './assignment';
 import { CommittedShards } from './committed-cache';
 import { committedCounts, ShardCountsPublisher } from './counts';
 import type { SampledInstance } from '../engine/counts-history';
 import { Gathers } from './gather';
-import { clusterChannel, DB_NOW_MS, Membership, type ClusterSignal } from './membership';
+import { Membership, type ClusterSignal } from './membership';
 import type { Database } from '../storage/database';
 
 /** What the member needs of its engine. */
@@ -72,7 +74,6 @@ export class ClusterMember implements LeasePolicy {
   private readonly gathers: Gathers;
   /** Assignments computed (tests: the assignment is not recomputed while its inputs stay the same). */
   readonly stats = { assignments: 0 };
-  private readonly schema: string;
 
   constructor(
     /** The storage of the engine it is the membership of: counts are published and shards rebuilt there. */
@@ -85,7 +86,6 @@ export class ClusterMember implements LeasePolicy {
     private readonly clock: Clock = systemClock,
   ) {
     this.tickerIdle = new LoopIdle(clock);
-    this.schema = `"${target.schema.replace(/"/g, '""')}"`;
     this.membership = new Membership(
       target,
       name,
@@ -94,7 +94,7 @@ export class ClusterMember implements LeasePolicy {
     );
     this.counts = new ShardCountsPublisher(database, clusterChannel(target));
     this.committed = new CommittedShards(database);
-    this.gathers = new Gathers(this.membership, this.schema, () => this.rebalanceSoon(), clock);
+    this.gathers = new Gathers(this.membership, () => this.rebalanceSoon(), clock);
   }
 
   private heard(signal: ClusterSignal): void {
@@ -259,20 +259,13 @@ export class ClusterMember implements LeasePolicy {
    */
   private async refreshIfChanged(): Promise<boolean> {
     const members = await this.membership.liveMembers();
-    const [shape] = await this.membership.query<{ tenants: string; partitions: string; newest: string | null; gathers: string | null }>(
-      `SELECT count(*)::text AS "tenants", coalesce(sum(t."partitions"), 0)::text AS "partitions", max(t."createdAt")::text AS "newest",
-        (SELECT string_agg(g."tenantId" || '=' || g."member", ',' ORDER BY g."tenantId") FROM ${this.schema}."ClusterGather" g WHERE g."untilMs" > ${DB_NOW_MS}) AS "gathers"
-        FROM ${this.schema}."Tenant" t`,
-    );
+    const shape = await this.membership.onSession(assignmentShape);
     const polled = JSON.stringify([members, shape]);
     if (this.draining) return false;
     const safetyDue = this.clock.now() - this.assignedAt >= this.fullRefreshMs;
     if (!this.assignmentStale && polled === this.assignedFrom && !safetyDue) return false;
     this.assignmentStale = false;
-    const tenants = await this.membership.query<{ id: string; partitions: number; gatheredBy: string | null }>(
-      `SELECT t."id", t."partitions", g."member" AS "gatheredBy" FROM ${this.schema}."Tenant" t
-        LEFT JOIN ${this.schema}."ClusterGather" g ON g."tenantId" = t."id" AND g."untilMs" > ${DB_NOW_MS} ORDER BY t."id"`,
-    );
+    const tenants = await this.membership.onSession(tenantsToAssign);
     if (this.draining) return false;
     this.assignedFrom = polled;
     this.assignedAt = this.clock.now();

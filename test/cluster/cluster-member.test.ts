@@ -8,7 +8,8 @@ import { GATHER_HOLD_MS } from '../../server/cluster/gather';
 import { ShardCountsPublisher } from '../../server/cluster/counts';
 import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
 import { MemberLock } from '../../server/cluster/member-lock';
-import { clusterChannel, Membership } from '../../server/cluster/membership';
+import { Membership } from '../../server/cluster/membership';
+import { clusterChannel } from '../../server/storage/cluster-session';
 import { database as processDatabase } from '../../server/storage/database';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
@@ -242,7 +243,7 @@ describe('cluster members on one PostgreSQL schema', () => {
     const joining = channel.join();
     await channel.leave();
     await joining;
-    await expect(channel.query('SELECT 1')).rejects.toThrow('not connected');
+    await expect(channel.onSession(async () => undefined)).rejects.toThrow('not connected');
   });
 
   it('publishes the counts of every instance that changed within one interval together: 300 instances, 2 transactions, 300 notices', async () => {

@@ -77,7 +77,7 @@ describe('a member on one connection at a time', () => {
         member.settle(),
         ...Array.from({ length: 10 }, (_, i) => member.isGone(i % 2 ? 'member-b' : 'member-x')),
         member.membership.signal({ kind: 'members', from: 'member-a' }),
-        member.membership.query('SELECT pg_sleep(0.02)'),
+        member.membership.onSession((session) => session.run('SELECT pg_sleep(0.02)')),
         member.settle(),
         lock.beat(),
         lock.beat(),
