@@ -132,4 +132,44 @@ describe('storage', () => {
   it('alone writes PostgreSQL COPY data', () => {
     expect(copyWriters.map((i) => i.from)).toEqual([]);
   });
+
+  // The folders whose statements are storage operations already: their code says what to do in TypeScript and hands
+  // no SQL to a driver. A folder joins the list once its SQL has moved into server/storage/.
+  const SQL_FREE = ['server/cluster/'];
+  const SQL_TEXT =
+    /\b(SELECT|INSERT INTO|DELETE FROM|ON CONFLICT|LISTEN|NOTIFY)\b|\bUPDATE ["$]|\bpg_\w+\(|\$(queryRaw|executeRaw)|\.raw\(|\.dialect\b|\broundTripPerStatement\b/;
+  const sqlFree = files.filter((file) => SQL_FREE.some((folder) => file.startsWith(folder)));
+
+  it('alone holds SQL, among the folders that moved theirs (no SQL text, raw driver or Dialect)', () => {
+    const found = sqlFree.flatMap((file) => {
+      const match = withoutComments(readFileSync(file, 'utf8')).match(SQL_TEXT);
+      return match ? [`${file}: ${match[0]}`] : [];
+    });
+    expect(sqlFree.length).toBeGreaterThan(0);
+    expect(found).toEqual([]);
+  });
+
+  it('alone opens database drivers, among those folders', () => {
+    const drivers = sqlFree.flatMap(importsOf).filter((i) => ['pg', 'better-sqlite3'].includes(i.spec));
+    expect(drivers.map((i) => `${i.from} → ${i.spec}`)).toEqual([]);
+  });
+
+  it('finds SQL the way the check above assumes', () => {
+    expect(withoutComments('// SELECT in a comment\nconst a = 1; /* DELETE FROM "T" */')).not.toMatch(SQL_TEXT);
+    for (const code of [
+      "run('SELECT 1')",
+      'x.query(`UPDATE "T" SET a = 1`)',
+      `x.query(\`UPDATE \${table} SET a = 1\`)`,
+      'tx.$queryRawUnsafe(sql)',
+      'await database.raw()',
+      'database.dialect.table(name)',
+    ]) {
+      expect(code).toMatch(SQL_TEXT);
+    }
+  });
 });
+
+/** Source text without its comments, which may name the SQL they explain (a string holding `//` loses its rest). */
+function withoutComments(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+}
