@@ -20,6 +20,8 @@ export interface BenchServer {
   cpuMs(): number;
   log(): string;
   stop(): Promise<void>;
+  /** SIGKILL: a crash, no last checkpoint. */
+  kill(): Promise<void>;
 }
 
 /**
@@ -74,6 +76,13 @@ export async function startServer(
       const timeout = setTimeout(() => child.kill('SIGKILL'), 15_000);
       await exited;
       clearTimeout(timeout);
+    },
+    async kill() {
+      forget();
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
     },
   };
 }
