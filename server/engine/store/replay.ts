@@ -177,18 +177,23 @@ export function instanceJournalAfter(
 /**
  * Whether the instance's rows are at least half of the journal after `seq`: only then is one pass in seq order cheaper
  * than a read per partition through the index. An instance idle since an old checkpoint would otherwise read every
- * other instance's rows since then (both counts come from indexes).
+ * other instance's rows since then. The count stops at half the range (a recovery's own rows are mostly all of it, and
+ * counting them all took ~160 ms of a restart over 360,000 rows).
  */
 export async function instanceRowsDominate(database: Database, tenantId: string, instanceId: string, seq: number): Promise<boolean> {
-  const { params, bind } = database.dialect.parameters();
   const journal = database.dialect.table('Journal');
-  const [row] = await (await database.raw()).query<{ own: unknown; last: unknown }>(
-    `SELECT (SELECT COUNT(*) FROM ${journal} WHERE ${database.dialect.withoutIndex('"tenantId"')} = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)}
-       AND "seq" > ${bind(seq)}) AS "own", (SELECT MAX("seq") FROM ${journal}) AS "last"`,
+  const rawDb = await database.raw();
+  const [newest] = await rawDb.query<{ s: unknown }>(`SELECT COALESCE(MAX("seq"), 0) AS s FROM ${journal}`, []);
+  const range = num(newest?.s) - seq;
+  if (!(range > 0)) return false;
+  const half = Math.ceil(range / 2);
+  const { params, bind } = database.dialect.parameters();
+  const [own] = await rawDb.query<{ own: unknown }>(
+    `SELECT COUNT(*) AS "own" FROM (SELECT 1 FROM ${journal} WHERE ${database.dialect.withoutIndex('"tenantId"')} = ${bind(tenantId)}
+       AND "instanceId" = ${bind(instanceId)} AND "seq" > ${bind(seq)} LIMIT ${bind(half)}) AS "rows"`,
     params,
   );
-  const range = num(row?.last) - seq;
-  return range > 0 && num(row?.own) * 2 >= range;
+  return num(own?.own) >= half;
 }
 
 /** Pages of PAGE_SIZE rows, so a long replay yields to the event loop between them. */
