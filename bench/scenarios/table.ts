@@ -331,7 +331,7 @@ export function buildResults(all: AllFigures): ScenarioResult[] {
       limit: ms(limits.exportRoaringMs),
       target: lower(100, '≤ 100 ms', { scalesWithUsers: true }),
     });
-    row(`restart recovery: checkpoint + ${millions(scale.recoveryMoves)} journal moves (spawn → counts)`, 'recovery', 'ms', {
+    row(`restart recovery: SIGKILL after ${millions(scale.recoveryMoves)} moves (spawn → counts)`, 'recovery', 'ms', {
       limit: ms(limits.recoveryMs),
       target: lower(5000, '≤ 5 s', { scalesWithUsers: true }),
     });
