@@ -7,12 +7,13 @@
 // or bench one with a ManualClock over the test's storage. Building connects nothing and starts nothing: the client
 // connects on its first query, and `start()` starts the loops (boot runs the migrations first).
 import { createAppState, type App } from './app';
+import { clusterTarget } from './cluster';
 import { systemClock, type Clock } from './clock';
 import { EngineClient } from './engine/client';
 import { Engine } from './engine/engine';
 import type { EngineHandle } from './engine/handle';
 import type { EngineThread } from './engine/thread-spawn';
-import { env as readEnv, type Env } from './env';
+import { parseEnv, type Env } from './env';
 import { ProcedureTypes } from './procedures/registry';
 import { closeProfileIndexes } from './profiles/index-store';
 import { createProcedureRunner } from './procedures/runner';
@@ -37,7 +38,7 @@ export interface EngineParts {
 }
 
 export interface AppOptions {
-  /** The environment (server/env.ts); the process's by default. */
+  /** The settings every part is handed (server/env.ts); the process's environment by default. */
   env?: Env;
   /** What the app's loops wait on; the system clock by default. */
   clock?: Clock;
@@ -60,10 +61,10 @@ export interface AppOptions {
 }
 
 export function createApp(options: AppOptions = {}): App {
-  const env = options.env ?? readEnv();
+  const env = options.env ?? parseEnv();
   const clock = options.clock ?? systemClock;
   const ownsStorage = !options.storage;
-  const storage = options.storage ?? openStorage(parseDatabaseUrl(env.DATABASE_URL));
+  const storage = options.storage ?? openStorage(parseDatabaseUrl(env.DATABASE_URL), env.CROWDFLOW_PG_POOL_MAX);
   const database = databaseOf(storage);
   const state = createAppState();
   const runner = isRunner(options.runner) ? options.runner : createProcedureRunner(database, { clock, types: new ProcedureTypes(), ...options.runner });
@@ -73,7 +74,7 @@ export function createApp(options: AppOptions = {}): App {
     typeof mode === 'function'
       ? mode(parts)
       : mode === 'thread'
-        ? new EngineClient(database, runner, state, options.engineThread)
+        ? new EngineClient(database, runner, state, env, clusterTarget(env, storage.target), options.engineThread)
         : mode === 'in-process' || mode === 'idle'
           ? new Engine({ database, runner, clock })
           : undefined;

@@ -47,8 +47,13 @@ export type Env = z.infer<typeof EnvSchema>;
 let parsed: Env | undefined;
 
 export function env(): Env {
-  parsed ??= EnvSchema.parse(process.env);
+  parsed ??= parseEnv();
   return parsed;
+}
+
+/** `source` (the process's environment by default) as settings, with their defaults; throws naming a bad value. */
+export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
+  return EnvSchema.parse(source);
 }
 
 export function resetEnvForTests(): void {

@@ -5,6 +5,7 @@
 //   node --import tsx server/main.ts [-p PORT] [-H HOST] [--dev]      (npm start / npm run dev)
 import { createServer } from 'node:http';
 import { spawnEngineThreadEarly } from './engine/thread-spawn';
+import { parseEnv } from './env';
 
 /** Idle time a kept-alive connection waits for its next request (as common load balancers do: above their 60 s). */
 const KEEP_ALIVE_MS = 65_000;
@@ -40,7 +41,9 @@ async function main(): Promise<void> {
   (process.env as Record<string, string | undefined>).NODE_ENV ??= options.dev ? 'development' : 'production';
   // Loading the engine's sources is the longest part of a boot: the engine thread does it on the other core while
   // this thread loads the rest (so they are imported only now).
-  const engineThread = spawnEngineThreadEarly();
+  // The process's environment, parsed once here: the engine thread and the request thread's app are built by it.
+  const env = parseEnv();
+  const engineThread = spawnEngineThreadEarly(env);
   const [{ boot }, { getCounts }, { postEvents }, { postCrowd, putCrowd }, { postProfileImport }, { crowdflowRequestListener }] = await Promise.all([
     import('./boot'),
     import('./http/counts-route'),
@@ -95,7 +98,7 @@ async function main(): Promise<void> {
     });
   }
   // Each phase's time is logged so a slow boot says where it went.
-  const { phases, running } = await boot(engineThread);
+  const { phases, running } = await boot(env, engineThread);
   await new Promise<void>((resolve) => server.listen(options.port, options.hostname, resolve));
   const address = server.address();
   const where = typeof address === 'object' && address ? `http://${options.hostname ?? 'localhost'}:${address.port}` : String(address);

@@ -8,13 +8,12 @@ import { processOwner } from '../process-owner';
 import { PROFILES_WRITTEN } from '../profiles/index-store';
 import type { ProfileChange } from '../profiles/index-tenant';
 import type { AppState } from '../app';
-import { sharedDatabaseTarget } from '../storage/db';
-import { clusterEnabled } from '.';
 import { ClusterCountsBoard } from './counts';
 import { MemberLock } from './member-lock';
 import { profilesWrittenElsewhere, profileWriteNotice } from '../profiles/cluster-writes';
 import { clusterChannel, MAX_CHANNEL_PAYLOAD, notifyOnPool } from '../storage/cluster-session';
 import type { Database } from '../storage/database';
+import type { PostgresTarget } from '../storage/database-url';
 
 export type { ClusterCountsBoard };
 
@@ -23,13 +22,14 @@ type NoticeSignal = { kind: 'notice'; from: string; name: string; args: unknown[
 /** Listens on the cluster channel and relays this process's notices to it; undefined when not in a cluster. */
 export async function startClusterChannel(
   database: Database,
+  /** Where the cluster meets (./index.ts clusterTarget); undefined: this process is no member. */
+  target: PostgresTarget | undefined,
   onCounts: (instanceId: string, tenantId: string) => void,
   engineResponsive: () => boolean,
   /** The request thread's state: its notices go to the cluster, the cluster's are delivered to it. */
   state: AppState,
 ): Promise<ClusterCountsBoard | undefined> {
-  const target = sharedDatabaseTarget();
-  if (!clusterEnabled() || !target) return undefined;
+  if (!target) return undefined;
   const me = processOwner();
   const channel = clusterChannel(target);
   // This thread holds the process's membership: its loop stays responsive while the engine thread is busy.

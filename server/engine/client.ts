@@ -8,7 +8,9 @@ import type { Principal } from '../auth';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Json, ProcedureRunner } from '../procedures/types';
 import type { Database } from '../storage/database';
-import { app, type AppState } from '../app';
+import type { PostgresTarget } from '../storage/database-url';
+import type { AppState } from '../app';
+import type { Env } from '../env';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { liveRunningLookup } from '../workflows/running';
 import type { EngineHandle } from './handle';
@@ -70,7 +72,11 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     readonly database: Database,
     readonly runner: ProcedureRunner,
     /** The thread's state the client wires to the engine thread (notice and profile relays, the running lookup). */
-    private readonly state: AppState = app().state,
+    private readonly state: AppState,
+    /** The app's environment: the engine thread builds its own app by it (server/engine/thread.ts). */
+    private readonly env: Env,
+    /** Where this process's cluster meets (server/cluster/index.ts clusterTarget); undefined: it is no member. */
+    private readonly clusterTarget: PostgresTarget | undefined,
     /** The engine thread the server entry spawned early (server/main.ts), taken at the first start. */
     private early: EngineThread | undefined = undefined,
   ) {
@@ -94,6 +100,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     this.liveness = new EngineLiveness();
     this.cluster = await startClusterChannel(
       this.database,
+      this.clusterTarget,
       (instanceId, tenantId) => this.schedulePush(instanceId, tenantId),
       () => this.liveness.responsive(),
       this.state,
@@ -153,7 +160,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
           if (this.stopping || this.worker !== worker) return;
           console.error(`[crowdflow] ${gone.message}; starting it again in ${RESTART_AFTER_MS} ms`);
           setTimeout(
-            () => void this.spawn(new EngineThread()).catch((error) => console.error('[crowdflow] the engine thread did not start again', error)),
+            () => void this.spawn(new EngineThread(this.env)).catch((error) => console.error('[crowdflow] the engine thread did not start again', error)),
             RESTART_AFTER_MS,
           ).unref();
         },
@@ -166,7 +173,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   private takeThread(): EngineThread {
     const early = this.early;
     this.early = undefined;
-    return early ?? new EngineThread();
+    return early ?? new EngineThread(this.env);
   }
 
   private received(message: FromEngine): void {

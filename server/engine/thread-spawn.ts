@@ -1,9 +1,9 @@
 // Spawning the engine thread (server/engine/thread.ts). Loading its sources is most of what a boot costs, so the
 // server entry spawns it first thing (`spawnEngineThreadEarly`), and the thread loads them while the request thread
 // loads its own and Next's; the engine inside starts only when its client says `start` (after the migrations). This
-// module imports little (env, and the runtime's types), so the entry loads it before anything else.
+// module imports little (the runtime's types), so the entry loads it before anything else.
 import type { Worker } from 'node:worker_threads';
-import { env } from '../env';
+import type { Env } from '../env';
 import { startThread, type ThreadEntry } from '../source-thread';
 import type { FromEngine } from './thread-protocol';
 
@@ -24,13 +24,20 @@ export interface EngineThreadListener {
 
 type ThreadEvent = { kind: 'message'; message: FromEngine } | { kind: 'error'; error: Error } | { kind: 'exit'; code: number };
 
+/** What the engine thread's root (server/engine/thread.ts) is handed in its workerData. */
+export interface EngineThreadData {
+  /** The environment of the app that spawned it: the thread builds its own app by it, not by process.env. */
+  env: Env;
+}
+
 /** A running engine thread; what it reports before its client listens (a failed bootstrap, an exit) is kept for it. */
 export class EngineThread {
-  readonly worker: Worker = startThread(threadEntry());
+  readonly worker: Worker;
   private readonly early: ThreadEvent[] = [];
   private listener: EngineThreadListener | undefined;
 
-  constructor() {
+  constructor(env: Env) {
+    this.worker = startThread(threadEntry(), { env } satisfies EngineThreadData);
     this.worker.on('message', (message: FromEngine) => this.deliver({ kind: 'message', message }));
     this.worker.on('error', (error) => this.deliver({ kind: 'error', error }));
     this.worker.once('exit', (code) => this.deliver({ kind: 'exit', code }));
@@ -52,7 +59,7 @@ export class EngineThread {
 
 /** The server entry's first step: the engine thread starts loading its sources (unless the engine runs elsewhere); boot
  * hands it to the app it builds (server/create-app.ts), whose engine client takes it at start. */
-export function spawnEngineThreadEarly(): EngineThread | undefined {
-  if (env().CROWDFLOW_ENGINE === 'off' || env().CROWDFLOW_ENGINE_THREAD !== 'on') return undefined;
-  return new EngineThread();
+export function spawnEngineThreadEarly(env: Env): EngineThread | undefined {
+  if (env.CROWDFLOW_ENGINE === 'off' || env.CROWDFLOW_ENGINE_THREAD !== 'on') return undefined;
+  return new EngineThread(env);
 }

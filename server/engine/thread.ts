@@ -3,7 +3,7 @@
 // holds the thread that answers HTTP. This thread builds its own app (server/create-app.ts): its own Prisma client
 // and raw driver on the same database, its own caches. It publishes every instance's counts after each change and
 // answers the calls of the request thread between two slices of its work.
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { processNotice } from '../crowd/notice';
 import { FORWARDED_PROFILE_CALLS } from '../profiles/calls';
 import { applyRelayedProfileWrite, PROFILES_WRITTEN } from '../profiles/index-store';
@@ -11,25 +11,28 @@ import { profilesWrittenElsewhere, slimProfileWriteNotice } from '../profiles/cl
 import { registerApp } from '../app';
 import { createApp } from '../create-app';
 import { Engine } from './engine';
-import { clusterMember } from '../cluster';
+import { clusterMember, clusterTarget } from '../cluster';
 import { FORWARDED_CALLS, serializeError, type EngineCalls, type FromEngine, type ToEngine } from './thread-protocol';
 import { ImportBodyReceiver } from './profile-import-stream';
+import type { EngineThreadData } from './thread-spawn';
 
 const port = parentPort;
 if (!port) throw new Error('server/engine/thread.ts runs as a worker thread (started by server/engine/client.ts)');
 
 const post = (message: FromEngine, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
-// This thread's root: the engine and its cluster membership share its storage; its runner is only submitted to, and
-// wakes the request thread's runner, which runs them.
+// This thread's root, built by the environment of the app that spawned it: the engine and its cluster membership
+// share its storage; its runner is only submitted to, and wakes the request thread's runner, which runs them.
+const { env } = workerData as EngineThreadData;
 const built = createApp({
+  env,
   runner: { onSubmitted: () => post({ kind: 'procedures-submitted' }) },
   engine: ({ storage, database, runner }) =>
     new Engine({
       database,
       runner,
       publishCounts: (tenantId, counts, coverage) => post({ kind: 'counts', tenantId, counts, coverage }),
-      cluster: clusterMember(database, storage.target),
+      cluster: clusterMember(database, clusterTarget(env, storage.target)),
     }),
 });
 registerApp(built);

@@ -5,7 +5,6 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient as SqliteClient, type Prisma } from './generated/sqlite/client';
 import { PrismaClient as PostgresClient } from './generated/postgres/client';
-import { env } from '../env';
 import { parseDatabaseUrl, type DatabaseTarget, type PostgresTarget } from './database-url';
 import { AsyncLockWaitAdapter, LOCK_WAIT_MS } from './sqlite-busy';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer';
@@ -53,14 +52,17 @@ class SharedSqliteAdapter extends PrismaBetterSqlite3 {
 // turned a key revoke or a consumer upsert into a 500 when an engine commit held the lock on a loaded machine.
 const transactionOptions = { maxWait: LOCK_WAIT_MS, timeout: 2 * LOCK_WAIT_MS };
 
-/** Opens the storage of `target` (the client connects on its first query); closeStorage() closes it. */
-export function openStorage(target: DatabaseTarget): Storage {
+/**
+ * Opens the storage of `target` (the client connects on its first query); closeStorage() closes it. `poolMax`: the
+ * connections its PostgreSQL pool may hold (CROWDFLOW_PG_POOL_MAX), ENGINE_POOL_MAX when unset.
+ */
+export function openStorage(target: DatabaseTarget, poolMax = ENGINE_POOL_MAX): Storage {
   if (target.provider === 'sqlite') {
     mkdirSync(dirname(target.file), { recursive: true });
     const adapter = new SharedSqliteAdapter(target.file);
     return { db: new SqliteClient({ adapter, transactionOptions }), target, sqlite: adapter };
   }
-  const pgPool = new PatientPool(target.connectionString, 'pool', postgresPoolSize());
+  const pgPool = new PatientPool(target.connectionString, 'pool', poolMax);
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pgPool.on('error', (error) => console.warn('[crowdflow] idle PostgreSQL connection lost:', error.message));
   const adapter = new PrismaPg(pgPool, { schema: target.schema });
@@ -78,13 +80,10 @@ const ENGINE_POOL_MAX = 10;
  * webhook rounds run short statements. */
 const REQUEST_POOL_MAX = 5;
 
-function postgresPoolSize(): number {
-  return env().CROWDFLOW_PG_POOL_MAX ?? ENGINE_POOL_MAX;
-}
-
-/** Boot hands the engine to a thread of its own: this thread's pool then needs fewer connections. */
-export function poolForRequestsOnly(held: Storage): void {
-  held.pgPool?.resize(env().CROWDFLOW_PG_POOL_MAX ?? REQUEST_POOL_MAX);
+/** Boot hands the engine to a thread of its own: this thread's pool then needs fewer connections, unless `poolMax`
+ * (CROWDFLOW_PG_POOL_MAX) says how many. */
+export function poolForRequestsOnly(held: Storage, poolMax = REQUEST_POOL_MAX): void {
+  held.pgPool?.resize(poolMax);
 }
 
 /** The registered app's storage (server/app.ts). */
@@ -105,20 +104,19 @@ export function dbTarget(): DatabaseTarget {
  * The database several processes can run on together, for the connections a cluster holds of its own (LISTEN, advisory
  * locks); undefined when the storage is one process's alone (SQLite: its file lock is the only coordination it has).
  */
-export function sharedDatabaseTarget(of: DatabaseTarget = dbTarget()): PostgresTarget | undefined {
-  const target = directDatabaseTarget(of);
+export function sharedDatabaseTarget(of: DatabaseTarget, directUrl: string | undefined): PostgresTarget | undefined {
+  const target = directDatabaseTarget(of, directUrl);
   return target.provider === 'postgres' ? target : undefined;
 }
 
 /**
  * The database for connections that need a session of their own: LISTEN, session advisory locks, the migrations'
  * `SET search_path`, which a transaction-pooling PgBouncer does not keep (docs/cluster.md "Behind PgBouncer"). The same schema, on the
- * server CROWDFLOW_DIRECT_DATABASE_URL names when set.
+ * server `directUrl` (CROWDFLOW_DIRECT_DATABASE_URL) names when set.
  */
-export function directDatabaseTarget(target: DatabaseTarget = dbTarget()): DatabaseTarget {
-  const direct = env().CROWDFLOW_DIRECT_DATABASE_URL;
-  if (target.provider !== 'postgres' || !direct) return target;
-  const parsed = parseDatabaseUrl(direct);
+export function directDatabaseTarget(target: DatabaseTarget, directUrl: string | undefined): DatabaseTarget {
+  if (target.provider !== 'postgres' || !directUrl) return target;
+  const parsed = parseDatabaseUrl(directUrl);
   if (parsed.provider !== 'postgres') throw new Error('CROWDFLOW_DIRECT_DATABASE_URL must be a postgres:// URL, like DATABASE_URL');
   return { ...target, connectionString: parsed.connectionString };
 }

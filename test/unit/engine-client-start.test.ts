@@ -1,12 +1,11 @@
 // The server listens while its engine thread starts (server/main.ts, server/boot.ts): a call made before the thread
 // says it is ready must wait for it, not reach a thread whose engine has not started (its 'start' is still running
 // when the next message arrives). Here the engine thread is a stand-in whose readiness the test decides.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EngineClient } from '../../server/engine/client';
 import type { EngineThread, EngineThreadListener } from '../../server/engine/thread-spawn';
 import type { ToEngine } from '../../server/engine/thread-protocol';
 import { app } from '../../server/app';
-import { resetEnvForTests } from '../../server/env';
 
 /** An engine thread that records what it is sent and answers only when told, once its client listens. */
 function standInThread() {
@@ -25,24 +24,15 @@ function standInThread() {
   };
 }
 
-// The client alone: on PostgreSQL it would also join the cluster (a membership lock and a channel) before listening.
-const clusterSetting = process.env.CROWDFLOW_CLUSTER;
-beforeAll(() => {
-  process.env.CROWDFLOW_CLUSTER = 'off';
-  resetEnvForTests();
-});
-afterAll(() => {
-  if (clusterSetting === undefined) delete process.env.CROWDFLOW_CLUSTER;
-  else process.env.CROWDFLOW_CLUSTER = clusterSetting;
-  resetEnvForTests();
-});
+/** The client alone, a member of no cluster: on PostgreSQL a member would also hold a membership lock and a channel. */
+const clientOf = (thread: EngineThread) => new EngineClient(app().database, app().runner, app().state, app().env, undefined, thread);
 
 const macrotask = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('an engine client whose thread is still starting', () => {
   it('holds calls until the thread is ready, then sends them in order', async () => {
     const stand = standInThread();
-    const client = new EngineClient(app().database, app().runner, app().state, stand.thread);
+    const client = clientOf(stand.thread);
     const starting = client.start();
     const counts = client.getCounts('tenant-a', 'instance-1');
     const user = client.whereIsUser('tenant-a', 7);
@@ -66,7 +56,7 @@ describe('an engine client whose thread is still starting', () => {
 
   it('fails the waiting calls with the reason when the thread cannot start', async () => {
     const stand = standInThread();
-    const client = new EngineClient(app().database, app().runner, app().state, stand.thread);
+    const client = clientOf(stand.thread);
     const starting = client.start();
     const counts = client.getCounts('tenant-a', 'instance-1');
     await stand.answer({ kind: 'failed', error: { type: 'error', name: 'Error', message: 'no database' } });
@@ -77,7 +67,7 @@ describe('an engine client whose thread is still starting', () => {
 
   it('sends calls at once when the thread is ready', async () => {
     const stand = standInThread();
-    const client = new EngineClient(app().database, app().runner, app().state, stand.thread);
+    const client = clientOf(stand.thread);
     const starting = client.start();
     await stand.answer({ kind: 'ready' });
     await starting;
