@@ -1,5 +1,4 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { env } from './env';
 import { AppError } from './errors';
 import { lookupCache } from './lookup-cache';
 import { app } from './app';
@@ -7,7 +6,7 @@ import { assertSameOriginWrite } from './security/csrf';
 import { takeRequest } from './security/rate-limit';
 import { parseScopes, requiredScope, type Scope } from './security/scopes';
 import { liveSession, SESSION_COOKIE, startSession } from './security/sessions';
-import { database as processDatabase, type Database } from './storage/database';
+import type { Database } from './storage/database';
 import type { Db } from './storage/db';
 
 /** The admin signed in with the token itself or through a studio session (`session` is its id); or one API key. */
@@ -35,16 +34,15 @@ function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(left, right);
 }
 
-function adminToken(): string {
-  const token = env().CROWDFLOW_ADMIN_TOKEN;
-  if (!token) throw new AppError('unauthorized', 'CROWDFLOW_ADMIN_TOKEN is not configured on the server');
-  return token;
+function configured(adminToken: string | undefined): string {
+  if (!adminToken) throw new AppError('unauthorized', 'CROWDFLOW_ADMIN_TOKEN is not configured on the server');
+  return adminToken;
 }
 
-/** Signs the studio in: checks the admin token and stores a new server-side session. */
-export async function signIn(database: Database, token: string): Promise<{ id: string; cookie: string; expiresAt: Date }> {
-  if (!sameSecret(token, adminToken())) throw new AppError('unauthorized', 'The admin token is not valid');
-  return startSession(database, adminToken());
+/** Signs the studio in: checks `token` against the app's admin token (CROWDFLOW_ADMIN_TOKEN) and stores a new server-side session. */
+export async function signIn(database: Database, adminToken: string | undefined, token: string): Promise<{ id: string; cookie: string; expiresAt: Date }> {
+  if (!sameSecret(token, configured(adminToken))) throw new AppError('unauthorized', 'The admin token is not valid');
+  return startSession(database, configured(adminToken));
 }
 
 export function readCookie(request: Request, name: string): string | undefined {
@@ -67,17 +65,16 @@ type KnownKey = { tenantId: string; keyId: string; revoked: boolean; scopes: Sco
 export const apiKeys = () => lookupCache<KnownKey>('api-keys');
 
 /**
- * Who is calling: the admin (token or studio session) or one tenant's API key, allowed to make this call. An edge, like
- * the route handlers that call it: it reads keys and sessions from this process's database.
+ * Who is calling: the admin (`adminToken`, CROWDFLOW_ADMIN_TOKEN, or a studio session) or one tenant's API key, allowed
+ * to make this call; keys and sessions are read from `database`.
  */
-export async function authenticate(request: Request): Promise<Principal> {
-  const database = processDatabase();
+export async function authenticate(request: Request, database: Database, adminToken: string | undefined): Promise<Principal> {
   const header = request.headers.get('authorization');
   if (header) {
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     if (!match) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
     const secret = match[1];
-    if (env().CROWDFLOW_ADMIN_TOKEN && sameSecret(secret, adminToken())) return { kind: 'admin' };
+    if (adminToken && sameSecret(secret, adminToken)) return { kind: 'admin' };
     const key = await findKey(database.db, secret);
     if (key.revoked) throw new AppError('unauthorized', 'This API key was revoked');
     await takeRequest(database, key.tenantId, key.keyId);
@@ -86,8 +83,8 @@ export async function authenticate(request: Request): Promise<Principal> {
     return { kind: 'tenant', tenantId: key.tenantId, keyId: key.keyId, scopes: key.scopes };
   }
   const cookie = readCookie(request, SESSION_COOKIE);
-  if (cookie && env().CROWDFLOW_ADMIN_TOKEN) {
-    const session = await liveSession(database, cookie, adminToken());
+  if (cookie && adminToken) {
+    const session = await liveSession(database, cookie, adminToken);
     if (!session) {
       throw new AppError(
         'unauthorized',

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { AppError } from '../errors';
-import { env } from '../env';
 import { checkCrowdUsers, tenantLimits } from '../limits/limits';
 import { parseCrowdUpload, uploadFormat } from './parse';
 import { assertCrowdAbsent, CrowdName, saveCrowd, type CrowdMeta } from './store';
@@ -9,7 +8,7 @@ import type { Database } from '../storage/database';
 export const CrowdParams = z.object({ name: CrowdName });
 
 /**
- * Reads a crowd upload request and stores it. Everything that can be refused without the body (name,
+ * Reads a crowd upload request of at most `maxBytes` (CROWDFLOW_MAX_UPLOAD_BYTES) and stores it. Everything that can be refused without the body (name,
  * Content-Type, declared size, an existing name for create) is refused before a byte is read; a refused
  * upload stores nothing, since the bitmap is written in one statement only once the whole body parsed.
  */
@@ -19,11 +18,11 @@ export async function uploadCrowd(
   tenantId: string,
   rawName: string,
   mode: 'create' | 'replace',
+  maxBytes: number,
 ): Promise<{ crowd: CrowdMeta; created: boolean }> {
   const { name } = CrowdParams.parse({ name: rawName });
   const contentType = request.headers.get('content-type');
   uploadFormat(contentType);
-  const maxBytes = env().CROWDFLOW_MAX_UPLOAD_BYTES;
   const declared = Number(request.headers.get('content-length') ?? 0);
   if (declared > maxBytes) {
     throw new AppError('payload_too_large', `The upload is ${declared} bytes; the limit is ${maxBytes} bytes (CROWDFLOW_MAX_UPLOAD_BYTES)`);

@@ -10,13 +10,13 @@ import { tenantRoute } from './request-context';
 type Params = { tenant: string; name: string };
 
 /** Upload a new crowd; 409 when the name is taken. */
-export const postCrowd = tenantRoute<Params>(async ({ tenant, request, database }, params) => {
-  const { crowd } = await uploadCrowd(database, request, tenant.id, params.name, 'create');
+export const postCrowd = tenantRoute<Params>(async ({ tenant, request, database, env }, params) => {
+  const { crowd } = await uploadCrowd(database, request, tenant.id, params.name, 'create', env.CROWDFLOW_MAX_UPLOAD_BYTES);
   return json(crowdView(crowd), 201);
 });
 
 /** Upload a crowd, replacing the one of that name atomically if there is one. */
-export const putCrowd = tenantRoute<Params>(async ({ tenant, request, database }, params) => {
-  const { crowd, created } = await uploadCrowd(database, request, tenant.id, params.name, 'replace');
+export const putCrowd = tenantRoute<Params>(async ({ tenant, request, database, env }, params) => {
+  const { crowd, created } = await uploadCrowd(database, request, tenant.id, params.name, 'replace', env.CROWDFLOW_MAX_UPLOAD_BYTES);
   return json(crowdView(crowd), created ? 201 : 200);
 });

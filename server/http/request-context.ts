@@ -1,22 +1,30 @@
 // The per-request context: who calls, on which tenant, and the app's parts a handler hands to server/, built once per
 // request by the route wrapper instead of by each handler. A handler says what it needs by the wrapper it uses, so a
 // route cannot forget to authenticate, and the order of the refusals is the same everywhere: credentials (401), key
-// scope and rate (403, 429: authenticate), the admin check (403), then the tenant named in the path (404).
-import { app } from '../app';
+// scope and rate (403, 429: authenticate), the admin check (403), then the tenant named in the path (404). The app is
+// read once per request, so a request is answered by one app's parts and settings throughout.
+import { app, type App } from '../app';
 import { authenticate, type Principal } from '../auth';
 import type { Clock } from '../clock';
 import type { EngineHandle } from '../engine/handle';
+import type { Env } from '../env';
 import type { ProcedureRunner } from '../procedures/types';
 import { audit, type AuditAction } from '../security/audit';
 import type { Database } from '../storage/database';
 import { assertAdmin, findTenant, type Tenant } from '../tenants/tenants';
 import { route, type Params } from './respond';
 
-/** What an authenticated handler is handed. */
-export interface Caller {
+/** What a handler of a route anyone may call (sign-in, sign-out) is handed. */
+export interface Visitor {
   readonly request: Request;
-  readonly principal: Principal;
   readonly database: Database;
+  /** The app's settings (server/env.ts): the admin token, trusted proxies, upload limit, webhook address policy. */
+  readonly env: Env;
+}
+
+/** What an authenticated handler is handed. */
+export interface Caller extends Visitor {
+  readonly principal: Principal;
   /** The app's engine (a route of an app built without one fails when it asks). */
   readonly engine: EngineHandle;
   readonly runner: ProcedureRunner;
@@ -36,12 +44,17 @@ export interface TenantCaller extends Caller {
 type CallerHandler<P extends Params> = (caller: Caller, params: P) => Promise<Response>;
 type TenantHandler<P extends Params & { tenant: string }> = (caller: TenantCaller, params: P) => Promise<Response>;
 
-function callerOf(request: Request, principal: Principal): Caller {
-  const built = app();
+/** Who calls with `request`, by the credentials of `built`, the app answering it. */
+function authenticated(built: App, request: Request): Promise<Principal> {
+  return authenticate(request, built.database, built.env.CROWDFLOW_ADMIN_TOKEN);
+}
+
+function callerOf(built: App, request: Request, principal: Principal): Caller {
   return {
     request,
     principal,
     database: built.database,
+    env: built.env,
     get engine() {
       if (!built.engine) throw new Error('This app has no engine (built with engine: none)');
       return built.engine;
@@ -52,8 +65,8 @@ function callerOf(request: Request, principal: Principal): Caller {
   };
 }
 
-async function tenantCallerOf(request: Request, principal: Principal, ref: string): Promise<TenantCaller> {
-  const caller = callerOf(request, principal);
+async function tenantCallerOf(built: App, request: Request, principal: Principal, ref: string): Promise<TenantCaller> {
+  const caller = callerOf(built, request, principal);
   const tenant = await findTenant(caller.database, principal, ref);
   return Object.assign(caller, {
     tenant,
@@ -61,30 +74,46 @@ async function tenantCallerOf(request: Request, principal: Principal, ref: strin
   });
 }
 
+/** A route anyone may call, without credentials (signing in and out). */
+export function openRoute<P extends Params = Params>(handler: (visitor: Visitor, params: P) => Promise<Response>) {
+  return route<P>(async (request, params) => {
+    const { database, env } = app();
+    return handler({ request, database, env }, params);
+  });
+}
+
 /** A route any authenticated caller may use (an API key within its scopes, or the admin). */
 export function callerRoute<P extends Params = Params>(handler: CallerHandler<P>) {
-  return route<P>(async (request, params) => handler(callerOf(request, await authenticate(request)), params));
+  return route<P>(async (request, params) => {
+    const built = app();
+    return handler(callerOf(built, request, await authenticated(built, request)), params);
+  });
 }
 
 /** A route only the admin (token or studio session) may use. */
 export function adminRoute<P extends Params = Params>(handler: CallerHandler<P>) {
   return route<P>(async (request, params) => {
-    const principal = await authenticate(request);
+    const built = app();
+    const principal = await authenticated(built, request);
     assertAdmin(principal);
-    return handler(callerOf(request, principal), params);
+    return handler(callerOf(built, request, principal), params);
   });
 }
 
 /** A route on the tenant the path names: the admin may name any, an API key only its own (another is a 404). */
 export function tenantRoute<P extends Params & { tenant: string }>(handler: TenantHandler<P>) {
-  return route<P>(async (request, params) => handler(await tenantCallerOf(request, await authenticate(request), params.tenant), params));
+  return route<P>(async (request, params) => {
+    const built = app();
+    return handler(await tenantCallerOf(built, request, await authenticated(built, request), params.tenant), params);
+  });
 }
 
 /** A route on the tenant the path names that only the admin may use. */
 export function adminTenantRoute<P extends Params & { tenant: string }>(handler: TenantHandler<P>) {
   return route<P>(async (request, params) => {
-    const principal = await authenticate(request);
+    const built = app();
+    const principal = await authenticated(built, request);
     assertAdmin(principal);
-    return handler(await tenantCallerOf(request, principal, params.tenant), params);
+    return handler(await tenantCallerOf(built, request, principal, params.tenant), params);
   });
 }

@@ -4,7 +4,6 @@
 // guesser name a new address with every attempt. X-Forwarded-For is read only when the peer is one of
 // CROWDFLOW_TRUSTED_PROXIES; then the client is its rightmost entry that is not a trusted proxy.
 import { isIP } from 'node:net';
-import { env } from '../env';
 
 export const PEER_ADDRESS_HEADER = 'x-crowdflow-peer-address';
 
@@ -15,12 +14,13 @@ function canonical(address: string): string {
   return (mapped ? mapped[1] : trimmed).toLowerCase();
 }
 
-export function trustedProxies(): ReadonlySet<string> {
-  return new Set(env().CROWDFLOW_TRUSTED_PROXIES.map(canonical));
+/** The proxies of CROWDFLOW_TRUSTED_PROXIES, as clientAddress() compares them. */
+export function trustedProxies(addresses: readonly string[]): ReadonlySet<string> {
+  return new Set(addresses.map(canonical));
 }
 
 /** The client's address, or 'unknown' when the request did not come through our server (it always does in production). */
-export function clientAddress(request: Request, trusted: ReadonlySet<string> = trustedProxies()): string {
+export function clientAddress(request: Request, trusted: ReadonlySet<string>): string {
   const peer = request.headers.get(PEER_ADDRESS_HEADER);
   if (!peer) return 'unknown';
   let address = canonical(peer);
