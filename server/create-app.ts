@@ -82,7 +82,14 @@ export function createApp(options: AppOptions = {}): App {
   const scheduler = options.scheduler ? createScheduler({ database, runner, clock }) : undefined;
   // Woken by the engine's commits, the pump polls only for other processes' and for held deliveries coming due.
   const webhookPump = options.webhooks
-    ? new WebhookPump({ database, runner, clock, zones: engine?.profiles, idlePollMs: engine ? PUMP_IDLE_POLL_MS : undefined })
+    ? new WebhookPump({
+        database,
+        runner,
+        clock,
+        zones: engine?.profiles,
+        idlePollMs: engine ? PUMP_IDLE_POLL_MS : undefined,
+        privateAddressesForEveryTenant: env.CROWDFLOW_WEBHOOK_ALLOW_PRIVATE,
+      })
     : undefined;
   if (webhookPump && engine) engine.onCountsChanged(() => webhookPump.wake());
   let started = false;

@@ -13,7 +13,6 @@
 // (its limit webhookPrivateAddresses).
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
-import { env } from '../env';
 import { tenantLimits } from '../limits/limits';
 import type { Database } from '../storage/database';
 
@@ -124,9 +123,10 @@ export function refusedLiteralHost(url: URL): string | null {
   return range ? `${host} is ${range}` : null;
 }
 
-/** Whether this tenant's webhooks may reach private addresses. */
-export async function privateAddressesAllowed(database: Database, tenantId: string): Promise<boolean> {
-  if (env().CROWDFLOW_WEBHOOK_ALLOW_PRIVATE) return true;
+/** Whether this tenant's webhooks may reach private addresses: all may when `forEveryTenant` (the operator's
+ * CROWDFLOW_WEBHOOK_ALLOW_PRIVATE), else by the tenant's limit. */
+export async function privateAddressesAllowed(database: Database, tenantId: string, forEveryTenant: boolean): Promise<boolean> {
+  if (forEveryTenant) return true;
   return (await tenantLimits(database, tenantId)).webhookPrivateAddresses;
 }
 

@@ -41,7 +41,8 @@ export function deliveryProcedureId(deliveryId: string, replays: number): string
 
 type DeliverState = { delivery: string; replays: number };
 
-const deliverType: ProcedureTypeDefinition = {
+/** `webhook.deliver`, delivering to private addresses for every tenant when `privateAddressesForEveryTenant`. */
+const deliverType = (privateAddressesForEveryTenant: boolean): ProcedureTypeDefinition => ({
   type: DELIVER_TYPE,
   maxRetries: MAX_RETRIES,
   supportsRollback: true,
@@ -50,7 +51,7 @@ const deliverType: ProcedureTypeDefinition = {
     return {
       lockKeys: () => [],
       state: () => ({ delivery, replays }),
-      execute: (ctx: ProcedureContext) => attempt(ctx.database, ctx.clock, delivery, replays),
+      execute: (ctx: ProcedureContext) => attempt(ctx.database, ctx.clock, delivery, replays, privateAddressesForEveryTenant),
       // Out of retries, or a failure no retry cures: the delivery is failed (until a replay), unless a replay took it
       // over meanwhile, with the reason in lastError: the last attempt's, or what stopped the procedure before (storage).
       async rollback(ctx: ProcedureContext) {
@@ -63,9 +64,15 @@ const deliverType: ProcedureTypeDefinition = {
       },
     };
   },
-};
+});
 
-async function attempt(database: Database, clock: Clock, deliveryId: string, replays: number): Promise<ProcedureStatus> {
+async function attempt(
+  database: Database,
+  clock: Clock,
+  deliveryId: string,
+  replays: number,
+  privateAddressesForEveryTenant: boolean,
+): Promise<ProcedureStatus> {
   const now = clock.now();
   const delivery = await database.db.webhookDelivery.findUnique({ where: { id: deliveryId }, include: { destination: true } });
   // Deleted with its destination, delivered already, or taken over by a replay: nothing left for this round.
@@ -77,7 +84,7 @@ async function attempt(database: Database, clock: Clock, deliveryId: string, rep
     delivery.id,
     delivery.body,
     now,
-    { allowPrivate: await privateAddressesAllowed(database, destination.tenantId) },
+    { allowPrivate: await privateAddressesAllowed(database, destination.tenantId, privateAddressesForEveryTenant) },
   );
   await recordAttempt(clock, () =>
     database.db.webhookDelivery.updateMany({
@@ -128,17 +135,17 @@ async function failureOf(ctx: ProcedureContext, deliveryId: string): Promise<str
 }
 
 /** Registers `webhook.deliver` with `runner` (once: the pump and a replay may both ask). */
-export function registerWebhookProcedures(runner: ProcedureRunner): void {
-  if (!runner.types.has(DELIVER_TYPE)) runner.types.register(deliverType);
+export function registerWebhookProcedures(runner: ProcedureRunner, privateAddressesForEveryTenant: boolean): void {
+  if (!runner.types.has(DELIVER_TYPE)) runner.types.register(deliverType(privateAddressesForEveryTenant));
 }
 
 /**
- * Submits one procedure per delivery round; submitting an existing id is a no-op, so this may be repeated, and each
- * goes again through a transient storage error: the round is committed already, and a delivery left without its
- * procedure waits for the next orphan sweep (a minute), which under 5% of failing operations often failed itself.
+ * Submits one procedure per delivery round (`webhook.deliver` registered with `runner` first); submitting an existing
+ * id is a no-op, so this may be repeated, and each goes again through a transient storage error: the round is
+ * committed already, and a delivery left without its procedure waits for the next orphan sweep (a minute), which
+ * under 5% of failing operations often failed itself.
  */
 export async function submitDeliveries(runner: ProcedureRunner, deliveries: { id: string; replays: number }[], tenantId: string): Promise<void> {
-  registerWebhookProcedures(runner);
   for (const { id, replays } of deliveries)
     await retryTransient(() => runner.submit(DELIVER_TYPE, { delivery: id, replays }, { id: deliveryProcedureId(id, replays), tenantId }));
 }
@@ -285,7 +292,9 @@ export async function replayDelivery(
   name: string,
   id: string,
   viewer: LogViewer,
+  privateAddressesForEveryTenant = false,
 ): Promise<DeliveryView> {
+  registerWebhookProcedures(runner, privateAddressesForEveryTenant);
   const destination = await requireDestination(database, tenantId, name);
   const row = await findDelivery(database, destination.id, id);
   if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);

@@ -135,9 +135,9 @@ export async function requireDestination(database: Database, tenantId: string, n
 }
 
 /** Refuses (400, naming the rule) a URL whose literal host is a private address or localhost, unless allowed. */
-async function checkAddress(database: Database, tenantId: string, url: string, path: string): Promise<void> {
+async function checkAddress(database: Database, tenantId: string, url: string, path: string, privateAddressesForEveryTenant: boolean): Promise<void> {
   const refused = refusedLiteralHost(new URL(url));
-  if (refused && !(await privateAddressesAllowed(database, tenantId)))
+  if (refused && !(await privateAddressesAllowed(database, tenantId, privateAddressesForEveryTenant)))
     throw new AppError('private_address', `${path}: ${refused}; ${PRIVATE_ADDRESSES_RULE}`, { path });
 }
 
@@ -146,16 +146,20 @@ async function newestSeq(database: Database, tenantId: string): Promise<bigint> 
   return newest?.seq ?? 0n;
 }
 
-/** Creates a destination; `secret` is in the result only when it was generated here (shown this once). */
+/**
+ * Creates a destination; `secret` is in the result only when it was generated here (shown this once). A private
+ * address is refused unless the tenant's limit or `privateAddressesForEveryTenant` (CROWDFLOW_WEBHOOK_ALLOW_PRIVATE) allows it.
+ */
 export async function createDestination(
   database: Database,
   tenantId: string,
   body: CreateDestinationBody,
   now: number,
+  privateAddressesForEveryTenant = false,
 ): Promise<{ destination: DestinationView; secret?: string }> {
   const existing = await database.db.webhookDestination.findUnique({ where: { tenantId_name: { tenantId, name: body.name } } });
   if (existing) throw new AppError('conflict', `Webhook destination named "${body.name}" already exists; PATCH it to change it`);
-  await checkAddress(database, tenantId, body.url, 'url');
+  await checkAddress(database, tenantId, body.url, 'url', privateAddressesForEveryTenant);
   const secret = body.secret ?? newSigningSecret();
   const row = await database.db.webhookDestination.create({
     data: {
@@ -184,9 +188,10 @@ export async function updateDestination(
   name: string,
   body: z.infer<typeof UpdateDestinationBody>,
   now: number,
+  privateAddressesForEveryTenant = false,
 ): Promise<DestinationView> {
   const row = await requireDestination(database, tenantId, name);
-  if (body.url !== undefined) await checkAddress(database, tenantId, body.url, 'url');
+  if (body.url !== undefined) await checkAddress(database, tenantId, body.url, 'url', privateAddressesForEveryTenant);
   const updated = await database.db.webhookDestination.update({
     where: { id: row.id },
     data: { ...body, headers: body.headers === undefined ? undefined : JSON.stringify(body.headers), updatedAt: new Date(now) },

@@ -34,6 +34,9 @@ export interface WebhookPumpOptions {
    * other processes and held deliveries coming due are noticed after it.
    */
   idlePollMs?: number;
+  /** Whether every tenant's deliveries may reach private addresses (CROWDFLOW_WEBHOOK_ALLOW_PRIVATE); else only those
+   * of tenants whose limit allows it (the default). */
+  privateAddressesForEveryTenant?: boolean;
 }
 
 export class WebhookPump {
@@ -59,7 +62,7 @@ export class WebhookPump {
     this.pollMs = options.pollMs ?? DEFAULT_POLL_MS;
     this.idlePollMs = Math.max(this.pollMs, options.idlePollMs ?? this.pollMs);
     this.idle = new LoopIdle(this.clock);
-    registerWebhookProcedures(this.runner);
+    registerWebhookProcedures(this.runner, options.privateAddressesForEveryTenant ?? false);
   }
 
   /** Sends held deliveries that are due, cuts and submits every destination's backlog; returns how many deliveries it made. */
