@@ -1,6 +1,8 @@
 import { z } from 'zod';
 
-// Parsed once per process; everything else reads `env()` instead of process.env.
+// The settings a server reads from its environment. A composition root parses them once (server/main.ts for the
+// process, createApp's default for a test or script) and hands each part the ones it needs: no part reads them from
+// process.env itself, so an app built with another Env behaves by it.
 const EnvSchema = z.object({
   DATABASE_URL: z.string().default('file:./data/crowdflow.db'),
   CROWDFLOW_ADMIN_TOKEN: z.string().min(16, 'CROWDFLOW_ADMIN_TOKEN must be at least 16 characters').optional(),
@@ -43,19 +45,7 @@ const EnvSchema = z.object({
 
 export type Env = z.infer<typeof EnvSchema>;
 
-/** process.env parsed once: the environment is the process's, not an app's. */
-let parsed: Env | undefined;
-
-export function env(): Env {
-  parsed ??= parseEnv();
-  return parsed;
-}
-
 /** `source` (the process's environment by default) as settings, with their defaults; throws naming a bad value. */
 export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
   return EnvSchema.parse(source);
-}
-
-export function resetEnvForTests(): void {
-  parsed = undefined;
 }

@@ -5,7 +5,7 @@
 import { registerApp, type App } from '../../server/app';
 import { createApp, type AppOptions } from '../../server/create-app';
 import { db } from '../../server/storage/db';
-import { resetEnvForTests } from '../../server/env';
+import { parseEnv } from '../../server/env';
 import type { BenchEvent } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';
 import { percentile, progress } from '../lib/report';
@@ -29,9 +29,7 @@ export interface RowsFigures {
 /** Builds and registers an app on `url` (server/create-app.ts), after closing the one registered before. */
 export async function useDatabase(url: string, options: AppOptions = {}): Promise<App> {
   await closeApp();
-  process.env.DATABASE_URL = url;
-  resetEnvForTests();
-  const built = createApp(options);
+  const built = createApp({ env: parseEnv({ ...process.env, DATABASE_URL: url }), ...options });
   registerApp(built);
   return built;
 }

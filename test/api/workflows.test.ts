@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it, inject } from 'vitest';
-import { resetEnvForTests } from '../../server/env';
+import { parseEnv } from '../../server/env';
 import { app, registerApp } from '../../server/app';
 import { createApp } from '../../server/create-app';
 import { db } from '../../server/storage/db';
@@ -44,10 +44,8 @@ async function create(tenant: string, body: Record<string, unknown> = {}, token?
 
 beforeAll(async () => {
   // The delete test records an instance the way the engine does: in the database the server uses.
-  process.env.DATABASE_URL = inject('serverDatabaseUrl');
-  resetEnvForTests();
   await app().close();
-  registerApp(createApp());
+  registerApp(createApp({ env: parseEnv({ ...process.env, DATABASE_URL: inject('serverDatabaseUrl') }) }));
 });
 
 describe('workflows API', () => {

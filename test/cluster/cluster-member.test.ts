@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { app, registerApp } from '../../server/app';
 import { ManualClock } from '../../server/clock';
 import { createApp } from '../../server/create-app';
-import { resetEnvForTests } from '../../server/env';
+import { parseEnv } from '../../server/env';
 import { GATHER_HOLD_MS } from '../../server/cluster/gather';
 import { ShardCountsPublisher } from '../../server/cluster/counts';
 import { type ClusterEngine, ClusterMember } from '../../server/cluster/member';
@@ -50,9 +50,7 @@ describe('cluster members on one PostgreSQL schema', () => {
     target = parsed;
     await applyMigrations(target);
     // The members' own storage: an app over the test's schema (server/create-app.ts), as a member's process has.
-    process.env.DATABASE_URL = database.url;
-    resetEnvForTests();
-    registerApp(createApp());
+    registerApp(createApp({ env: parseEnv({ ...process.env, DATABASE_URL: database.url }) }));
     sql = new pg.Client({ connectionString: target.connectionString });
     await sql.connect();
   }, 120_000);

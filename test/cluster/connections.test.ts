@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { app, registerApp } from '../../server/app';
 import { ClusterMember, type ClusterEngine } from '../../server/cluster/member';
 import { createApp } from '../../server/create-app';
-import { resetEnvForTests } from '../../server/env';
+import { parseEnv } from '../../server/env';
 import { MemberLock } from '../../server/cluster/member-lock';
 import { database as processDatabase } from '../../server/storage/database';
 import { parseDatabaseUrl, type PostgresTarget } from '../../server/storage/database-url';
@@ -44,9 +44,7 @@ describe('a member on one connection at a time', () => {
     target = postgresTarget(database.url);
     await applyMigrations(target);
     // The member's own storage: an app over the test's schema (server/create-app.ts), as a member's process has.
-    process.env.DATABASE_URL = database.url;
-    resetEnvForTests();
-    registerApp(createApp());
+    registerApp(createApp({ env: parseEnv({ ...process.env, DATABASE_URL: database.url }) }));
   }, 120_000);
 
   afterAll(async () => {

@@ -1,7 +1,6 @@
 import { afterAll, inject } from 'vitest';
 import { app, registerApp } from '../../server/app';
 import { createApp } from '../../server/create-app';
-import { resetEnvForTests } from '../../server/env';
 import { copyTestDatabase } from '../helpers/test-database';
 
 // Each test file gets its own freshly migrated database (a copy of the project's migrated template,
@@ -9,8 +8,8 @@ import { copyTestDatabase } from '../helpers/test-database';
 // (server/create-app.ts: storage, runner and state; no engine): a test that runs an engine builds an app of its own
 // with it (test/fixtures/engine/harness.ts).
 const database = await copyTestDatabase(inject('templateDatabaseUrl'), 'file');
+// In process.env, not only the app's: the child processes a test starts build their apps by it.
 process.env.DATABASE_URL = database.url;
-resetEnvForTests();
 registerApp(createApp());
 
 afterAll(async () => {

@@ -26,10 +26,6 @@ const ALLOWED: { where: string; why: string }[] = [
   { where: 'server/conditions/profile-predicate.ts keysByText', why: `${PURE_MEMO} (a condition text → the attributes it reads, cleared past 10,000)` },
   { where: 'server/engine/holdout-bitmap.ts bitmapsOf', why: `${PURE_MEMO} (a holdout plan → its mask bitmaps, the 4 last used; evicted ones freed)` },
   { where: 'server/engine/thread.ts imports', why: `${WORKER_ENTRY} (beside the app it builds and registers)` },
-  {
-    where: 'server/env.ts parsed',
-    why: "process.env parsed once: the environment is the process's, not an app's (tests that change it call resetEnvForTests)",
-  },
   { where: 'server/exports/table-thread.ts writers', why: WORKER_ENTRY },
   { where: 'server/storage/profile-rows.ts sqliteInserts', why: `${PURE_MEMO} (a table and row count → the upsert's SQL text, rows ≤ a statement's)` },
   {
