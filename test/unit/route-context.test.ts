@@ -1,5 +1,5 @@
 // Every API route gets its caller from the route wrappers (server/http/request-context.ts), so none can forget to
-// authenticate or check the tenant in its own way. Only the routes anyone may call use the bare route().
+// authenticate or check the tenant in its own way. Only the routes anyone may call use openRoute or the bare route().
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
