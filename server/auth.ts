@@ -34,15 +34,15 @@ function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(left, right);
 }
 
-function configured(adminToken: string | undefined): string {
+function configuredAdminToken(adminToken: string | undefined): string {
   if (!adminToken) throw new AppError('unauthorized', 'CROWDFLOW_ADMIN_TOKEN is not configured on the server');
   return adminToken;
 }
 
 /** Signs the studio in: checks `token` against the app's admin token (CROWDFLOW_ADMIN_TOKEN) and stores a new server-side session. */
 export async function signIn(database: Database, adminToken: string | undefined, token: string): Promise<{ id: string; cookie: string; expiresAt: Date }> {
-  if (!sameSecret(token, configured(adminToken))) throw new AppError('unauthorized', 'The admin token is not valid');
-  return startSession(database, configured(adminToken));
+  if (!sameSecret(token, configuredAdminToken(adminToken))) throw new AppError('unauthorized', 'The admin token is not valid');
+  return startSession(database, configuredAdminToken(adminToken));
 }
 
 export function readCookie(request: Request, name: string): string | undefined {

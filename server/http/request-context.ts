@@ -44,7 +44,7 @@ export interface TenantCaller extends Caller {
 type CallerHandler<P extends Params> = (caller: Caller, params: P) => Promise<Response>;
 type TenantHandler<P extends Params & { tenant: string }> = (caller: TenantCaller, params: P) => Promise<Response>;
 
-/** Who calls with `request`, by the credentials of `built`, the app answering it. */
+/** Who calls with `request`, by the admin token and the database of `built`, the app answering it. */
 function authenticated(built: App, request: Request): Promise<Principal> {
   return authenticate(request, built.database, built.env.CROWDFLOW_ADMIN_TOKEN);
 }
