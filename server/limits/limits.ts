@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { AppError } from '../errors';
 import { lookupCache } from '../lookup-cache';
 import type { Database } from '../storage/database';
+import { readLimitOverrides, writeLimitOverrides } from '../storage/tenant-limits';
 
 const LimitsShape = {
   maxCrowdUsers: z
@@ -93,12 +94,9 @@ export const DEFAULT_LIMITS: TenantLimits = Object.freeze({
   webhookPrivateAddresses: false,
 });
 
-type Row = { limits: string };
-
-async function overrides({ dialect, raw }: Database, tenantId: string): Promise<Partial<TenantLimits>> {
-  const { params, bind } = dialect.parameters();
-  const [row] = await (await raw()).query<Row>(`SELECT "limits" FROM ${dialect.table('TenantLimits')} WHERE "tenantId" = ${bind(tenantId)}`, params);
-  return row ? (JSON.parse(row.limits) as Partial<TenantLimits>) : {};
+async function overrides(database: Database, tenantId: string): Promise<Partial<TenantLimits>> {
+  const stored = await readLimitOverrides(database, tenantId);
+  return stored === undefined ? {} : (JSON.parse(stored) as Partial<TenantLimits>);
 }
 
 /** The tenant's limits: its overrides over the defaults. */
@@ -113,12 +111,7 @@ export async function updateTenantLimits(database: Database, tenantId: string, p
     if (value === null) delete next[key];
     else if (value !== undefined) next[key] = value;
   }
-  const { params, bind } = database.dialect.parameters();
-  await (await database.raw()).execute(
-    `INSERT INTO ${database.dialect.table('TenantLimits')} ("tenantId", "limits", "updatedAt") VALUES (${bind(tenantId)}, ${bind(JSON.stringify(next))}, CURRENT_TIMESTAMP)
-     ON CONFLICT ("tenantId") DO UPDATE SET "limits" = excluded."limits", "updatedAt" = excluded."updatedAt"`,
-    params,
-  );
+  await writeLimitOverrides(database, tenantId, JSON.stringify(next));
   lookupCache('tenant-limits').clear();
   return { ...DEFAULT_LIMITS, ...next };
 }
