@@ -7,7 +7,7 @@
 // telling the receiver which seqs may be missing (as a notifications reader is told in `lost`), once per watermark.
 import { deserializeBitmap, RoaringBitmap32 } from '../crowd/bitmap';
 import { isUniqueViolation } from '../errors';
-import { trimmedThrough } from '../notifications/journal-retention';
+import { trimmedThrough } from '../storage/journal-trim';
 import { bulkDecision, CapRace, RoundCaps } from './capping';
 import { isActionFor, movesTo, type DestinationRow } from './destinations';
 import { HoldoutPlans, withoutHeldOut } from './holdout';

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { NAME_KINDS, nameSchema } from '../../core/model/names';
-import { trimmedThrough } from '../notifications/journal-retention';
+import { trimmedThrough } from '../storage/journal-trim';
 import { PRIVATE_ADDRESSES_RULE, privateAddressesAllowed, refusedLiteralHost } from './address-policy';
 import { newSigningSecret } from './signing';
 import type { Database } from '../storage/database';

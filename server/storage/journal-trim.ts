@@ -1,0 +1,81 @@
+// Journal retention's statements (server/notifications/journal-retention.ts decides what each tenant keeps): the
+// tenant's entries are deleted a chunk at a time, and its watermark (JournalTrim.trimmedThrough) is raised in the same
+// transaction, so a reader never finds entries gone unannounced. Entries a running instance still needs to recover
+// (newer than its shard's checkpoint) stay, and so does the journal's newest entry (seqs continue from the max).
+import type { Database } from './database';
+
+/** The seq through which retention deleted the tenant's entries; 0 when it never deleted any. */
+export async function trimmedThrough(database: Database, tenantId: string): Promise<number> {
+  const { params, bind } = database.dialect.parameters();
+  const [row] = await database.db.$queryRawUnsafe<{ through: unknown }[]>(
+    `SELECT "trimmedThrough" AS "through" FROM ${database.dialect.table('JournalTrim')} WHERE "tenantId" = ${bind(tenantId)}`,
+    ...params,
+  );
+  return row ? Number(row.through) : 0;
+}
+
+/** The time (epoch ms) of the tenant's first entry after `seq`; undefined when there is none. */
+export async function firstEntryTimeAfter(database: Database, tenantId: string, seq: number): Promise<number | undefined> {
+  const { params, bind } = database.dialect.parameters();
+  const journal = database.dialect.table('Journal');
+  const [first] = await (await database.raw()).query<{ timeMs: unknown }>(
+    `SELECT ${database.dialect.numberColumn('timeMs')} FROM ${journal} WHERE "tenantId" = ${bind(tenantId)} AND "seq" > ${bind(seq)} ORDER BY ${journal}."seq" LIMIT 1`,
+    params,
+  );
+  return first ? Number(first.timeMs) : undefined;
+}
+
+/** Which of a tenant's entries retention deletes. */
+export interface JournalTrim {
+  tenantId: string;
+  /** Entries older than this (epoch ms) go… */
+  olderThan: number;
+  /** …and so do those with a seq at or below this one (the size bound), when set. */
+  throughSeq: number | null;
+  /** Instances in these states are running: their entries newer than their shard's checkpoint stay. */
+  runningStates: readonly string[];
+  /** Entries deleted at most, in seq order. */
+  limit: number;
+}
+
+/** Deletes the first `limit` of the tenant's entries that retention deletes and raises its watermark over them; how many it deleted. */
+export async function trimJournalChunk(database: Database, { tenantId, olderThan, throughSeq, runningStates, limit }: JournalTrim): Promise<number> {
+  const { dialect } = database;
+  const [journal, instance, checkpoint] = ['Journal', 'Instance', 'ShardCheckpoint'].map((name) => dialect.table(name));
+  // Binding order is placeholder order (SQLite's `?`), so values are bound inline, left to right. Every table is
+  // named with the tenant, so each statement stays within one tenant's rows (docs/SCALING.md).
+  const chunk = (bind: (value: unknown) => string) => `SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)}
+      AND (j."timeMs" < ${bind(olderThan)}${throughSeq === null ? '' : ` OR j."seq" <= ${bind(throughSeq)}`})
+      AND j."seq" < (SELECT MAX("seq") FROM ${journal})
+      AND NOT EXISTS (
+        SELECT 1 FROM ${instance} i WHERE i."tenantId" = j."tenantId" AND i."id" = j."instanceId"
+          AND i."state" IN (${runningStates.map(bind).join(', ')})
+          AND NOT EXISTS (
+            SELECT 1 FROM ${checkpoint} c WHERE c."instanceId" = j."instanceId" AND c."partition" = j."partition" AND c."journalSeq" >= j."seq"))
+      ORDER BY j."seq" LIMIT ${limit}`;
+  return database.db.$transaction(async (tx) => {
+    const read = dialect.parameters();
+    const [{ through }] = await tx.$queryRawUnsafe<{ through: unknown }[]>(
+      `SELECT MAX("seq") AS "through" FROM (${chunk(read.bind)}) AS doomed`,
+      ...read.params,
+    );
+    if (through === null || through === undefined) return 0;
+    const seq = Number(through);
+    const doomed = dialect.parameters();
+    const removed = await tx.$executeRawUnsafe(
+      `DELETE FROM ${journal} WHERE "tenantId" = ${doomed.bind(tenantId)} AND "seq" IN (${chunk(doomed.bind)}) AND "seq" <= ${seq}`,
+      ...doomed.params,
+    );
+    // A deleted tenant's last entries go without a watermark: nobody can read them, and it has no row to hold one.
+    const trim = dialect.parameters();
+    const trims = dialect.table('JournalTrim');
+    await tx.$executeRawUnsafe(
+      `INSERT INTO ${trims} ("tenantId", "trimmedThrough") SELECT ${trim.bind(tenantId)}, ${trim.bind(seq)}
+       WHERE EXISTS (SELECT 1 FROM ${dialect.table('Tenant')} WHERE "id" = ${trim.bind(tenantId)})
+       ON CONFLICT ("tenantId") DO UPDATE SET "trimmedThrough" =
+         CASE WHEN excluded."trimmedThrough" > ${trims}."trimmedThrough" THEN excluded."trimmedThrough" ELSE ${trims}."trimmedThrough" END`,
+      ...trim.params,
+    );
+    return removed;
+  });
+}
