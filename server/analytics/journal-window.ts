@@ -1,14 +1,13 @@
 // Reading an instance's journal for analytics (paths, funnels): the moves committed in a time window, one partition
 // at a time (a user's moves are all in the partition `user % P`, so seq order within it is each user's own order), in
-// pages, giving the thread a turn between pages. Single-user moves and bulk moves are read apart. Single moves cross
-// from the database as text, a page of up to 100,000 of them in one string per edge (paths) or per page (funnels):
-// read as rows, each of a day's 470,000 single moves cost a JS array and two step names, which was most of the time.
-// Bulk rows carry bitmaps (up to ~1 MB each for a 10M-user crowd), so they come a few at a time, found through the
-// partial index of bulk moves (Journal_bulk_tenantId_partition_seq_idx) rather than by walking every single move.
+// pages, giving the thread a turn between pages. Single-user moves and bulk moves are read apart
+// (server/storage/journal-moves.ts): single moves cross as text, up to 100,000 a page, in one string per edge (paths)
+// or per page (funnels); bulk moves, which carry bitmaps, a few at a time.
 import { AppError } from '../errors';
 import { tenantLimits } from '../limits/limits';
 import { retainedFrom } from '../notifications/journal-retention';
 import type { Database } from '../storage/database';
+import { bulkMovesAfter, type JournalPartitionWindow, singleMovesByEdge, singleMovesInto } from '../storage/journal-moves';
 
 const SINGLE_PAGE = 100_000;
 const BULK_PAGE = 16;
@@ -37,6 +36,13 @@ export interface MoveSink {
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
+const partitionWindow = (scope: JournalScope, partition: number): JournalPartitionWindow => ({
+  tenantId: scope.tenantId,
+  instanceId: scope.instanceId,
+  partition,
+  ...scope.window,
+});
+
 /**
  * Paths: every move of the window, single moves grouped by edge a page at a time and bulk moves one by one, in no
  * particular order (an edge's counts do not depend on it).
@@ -47,26 +53,18 @@ export async function readEdgeMoves(
   sink: { edge(moves: EdgeMoves): void; bulk(move: BulkMove): void },
 ): Promise<void> {
   for (let partition = 0; partition < scope.partitions; partition++) {
+    const window = partitionWindow(scope, partition);
     for (let after = 0, page = true; page; ) {
       if (after > 0) await turn();
-      const { params, bind } = database.dialect.parameters();
-      const journal = database.dialect.table('Journal');
-      const rows: [string | null, string, unknown, unknown, string | null][] = [];
-      const inner = `SELECT "seq", "fromStep", "toStep", "user" FROM ${journal} ${singlesWhere(database, scope, partition, after, Number.POSITIVE_INFINITY, bind)} ORDER BY "seq" LIMIT ${SINGLE_PAGE}`;
-      await (await database.raw()).each(
-        `SELECT r."fromStep", r."toStep", COUNT(*), MAX(r."seq"), ${database.dialect.integerList('r."user"')} FROM (${inner}) r GROUP BY r."fromStep", r."toStep"`,
-        params,
-        (row) => rows.push(row as [string | null, string, unknown, unknown, string | null]),
-      );
       let read = 0;
-      for (const [fromStep, toStep, count, last, users] of rows) {
-        read += Number(count);
-        after = Math.max(after, Number(last));
-        sink.edge({ fromStep, toStep, moves: Number(count), users: integers(users ?? '', new Uint32Array(Number(count))) });
+      for (const { fromStep, toStep, moves, lastSeq, users } of await singleMovesByEdge(database, window, after, SINGLE_PAGE)) {
+        read += moves;
+        after = Math.max(after, lastSeq);
+        sink.edge({ fromStep, toStep, moves, users: integers(users, new Uint32Array(moves)) });
       }
       page = read === SINGLE_PAGE;
     }
-    await eachBulk(database, scope, partition, Number.POSITIVE_INFINITY, undefined, async (bulk) => void sink.bulk(bulk));
+    await eachBulk(database, window, Number.POSITIVE_INFINITY, undefined, async (bulk) => void sink.bulk(bulk));
   }
 }
 
@@ -76,27 +74,15 @@ export async function readEdgeMoves(
  */
 export async function readMoves(database: Database, scope: JournalScope, sink: MoveSink, toSteps: string[]): Promise<void> {
   for (let partition = 0; partition < scope.partitions; partition++) {
+    const window = partitionWindow(scope, partition);
     let after = 0;
     const singlesBefore = async (before: number) => {
       for (let page = true; page; ) {
         await turn();
-        const { params, bind } = database.dialect.parameters();
-        const journal = database.dialect.table('Journal');
-        // Each move as one integer, user × steps + the step's place in toSteps (< 2^53 for any user ID).
-        const code = `CASE "toStep" ${toSteps.map((step, k) => `WHEN ${bind(step)} THEN ${k}`).join(' ')} END`;
-        const inner = `SELECT "seq", "user" * ${toSteps.length} + ${code} AS "move" FROM ${journal} ${singlesWhere(database, scope, partition, after, before, bind, toSteps)} ORDER BY "seq" LIMIT ${SINGLE_PAGE}`;
-        let row: unknown[] = [0, null, null];
-        await (await database.raw()).each(
-          `SELECT COUNT(*), MAX(r."seq"), ${database.dialect.integerList('r."move"', 'r."seq"')} FROM (${inner}) r`,
-          params,
-          (found) => {
-            row = found;
-          },
-        );
-        const count = Number(row[0]);
+        const { moves: count, lastSeq, codes } = await singleMovesInto(database, window, toSteps, after, before, SINGLE_PAGE);
         if (count > 0) {
-          after = Number(row[1]);
-          const moves = integers(String(row[2]), new Float64Array(count));
+          after = lastSeq;
+          const moves = integers(codes, new Float64Array(count));
           const steps = new Uint32Array(count);
           const users = new Uint32Array(count);
           for (let k = 0; k < count; k++) {
@@ -109,7 +95,7 @@ export async function readMoves(database: Database, scope: JournalScope, sink: M
         page = count === SINGLE_PAGE;
       }
     };
-    await eachBulk(database, scope, partition, Number.POSITIVE_INFINITY, toSteps, async (bulk, seq) => {
+    await eachBulk(database, window, Number.POSITIVE_INFINITY, toSteps, async (bulk, seq) => {
       await singlesBefore(seq);
       sink.bulk(bulk);
     });
@@ -118,52 +104,19 @@ export async function readMoves(database: Database, scope: JournalScope, sink: M
   }
 }
 
-/** The single moves of a partition with after < seq < before, in the window (into `toSteps` when given). */
-function singlesWhere(
-  database: Database,
-  scope: JournalScope,
-  partition: number,
-  after: number,
-  before: number,
-  bind: (value: unknown) => string,
-  toSteps?: string[],
-): string {
-  // Placeholders are bound in text order (SQLite's `?` are positional): each term is written as it is bound. The tenant
-  // is named (docs/SCALING.md) but not as the index to read by: the instance's index (instanceId, partition, seq) is.
-  let where = `WHERE ${database.dialect.withoutIndex('"tenantId"')} = ${bind(scope.tenantId)} AND "instanceId" = ${bind(scope.instanceId)} AND "partition" = ${bind(partition)} AND "seq" > ${bind(after)}`;
-  if (Number.isFinite(before)) where += ` AND "seq" < ${bind(before)}`;
-  where += ` AND "timeMs" >= ${bind(scope.window.from)} AND "timeMs" < ${bind(scope.window.to)}`;
-  if (toSteps) where += ` AND "toStep" IN (${toSteps.map(bind).join(', ')})`;
-  return `${where} AND "user" IS NOT NULL`;
-}
-
-/** The partition's bulk moves in the window in seq order, BULK_PAGE rows a read, through the partial index of bulk moves. */
+/** The partition's bulk moves in the window in seq order, BULK_PAGE rows a read. */
 async function eachBulk(
   database: Database,
-  scope: JournalScope,
-  partition: number,
+  window: JournalPartitionWindow,
   before: number,
   toSteps: string[] | undefined,
   visit: (move: BulkMove, seq: number) => Promise<void>,
 ): Promise<void> {
-  const { numberColumn, table, withoutIndex } = database.dialect;
   for (let after = 0, page = true; page; ) {
-    // Placeholders are bound in text order (SQLite's `?` are positional).
-    const { params, bind } = database.dialect.parameters();
-    const where =
-      `WHERE "tenantId" = ${bind(scope.tenantId)} AND "partition" = ${bind(partition)} AND "user" IS NULL AND "seq" > ${bind(after)}` +
-      ` AND ${withoutIndex('"instanceId"')} = ${bind(scope.instanceId)} AND "timeMs" >= ${bind(scope.window.from)} AND "timeMs" < ${bind(scope.window.to)}` +
-      (toSteps ? ` AND "toStep" IN (${toSteps.map(bind).join(', ')})` : '');
-    const rows: [number, string | null, string, Uint8Array, number][] = [];
-    await (await database.raw()).each(
-      `SELECT ${numberColumn('seq')}, "fromStep", "toStep", "bitmap", ${numberColumn('count')} FROM ${table('Journal')} ${where}
-       ORDER BY ${table('Journal')}."seq" LIMIT ${BULK_PAGE}`,
-      params,
-      (row) => rows.push(row as [number, string | null, string, Uint8Array, number]),
-    );
-    for (const [seq, fromStep, toStep, bitmap, count] of rows) {
+    const rows = await bulkMovesAfter(database, window, toSteps, after, BULK_PAGE);
+    for (const { seq, ...move } of rows) {
       if (seq >= before) return;
-      await visit({ fromStep, toStep, bitmap, count }, seq);
+      await visit(move, seq);
       after = seq;
     }
     page = rows.length === BULK_PAGE;
