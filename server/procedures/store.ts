@@ -1,8 +1,8 @@
 import { isDeadLocalOwner } from '../process-owner';
 import type { Database } from '../storage/database';
-import type { Db, Tx } from '../storage/db';
-import type { Dialect } from '../storage/dialect';
+import type { Db } from '../storage/db';
 import type { Procedure } from '../storage/generated/sqlite/client';
+import { claimProcedures, type QueuedProcedure } from '../storage/procedure-claims';
 import type { GroupCommitter } from './commits';
 import { compareOrder, LockTable } from './locks';
 import { FINISHED_STATES, type Json, type LockKey, type ProcedureState, type ProcedureView } from './types';
@@ -190,39 +190,21 @@ export interface ClaimResult {
 }
 
 /**
- * The chosen rows that no other transaction holds (a commit of their previous owner, a retry) now locked for this
- * claim, on databases with row locks; all of them where the claim lock already excludes every other writer. Only the
- * rows about to be taken are locked: locking every queued row made each claim wait for, and hold up, every commit.
- */
-async function lockChosen(tx: Tx, sql: Dialect, chosen: QueueRow[]): Promise<QueueRow[]> {
-  if (chosen.length === 0) return chosen;
-  const { params, bind } = sql.parameters();
-  const unlocked = sql.skippingLockedRows(`SELECT "id" FROM ${sql.table('Procedure')} WHERE "id" IN (${chosen.map((row) => bind(row.id)).join(', ')})`);
-  if (unlocked === null) return chosen;
-  const free = new Set((await tx.$queryRawUnsafe<{ id: string }[]>(unlocked, ...params)).map((row) => row.id));
-  return chosen.filter((row) => free.has(row.id));
-}
-
-/**
  * Claims, in queue order, up to `limit` procedures this owner may run now: due, not waiting for children, not held by
  * another live owner, and whose lock keys are free (no conflicting holder, no conflicting procedure queued earlier).
  */
-export async function claimReady({ db, dialect }: Database, request: ClaimRequest): Promise<ClaimResult> {
+export async function claimReady(database: Database, request: ClaimRequest): Promise<ClaimResult> {
   // Idle check without the claim lock: on SQLite that lock is the database's single write lock.
-  const waiting = await db.procedure.count({ where: { state: { notIn: [...FINISHED_STATES] }, id: { notIn: [...request.busy] } } });
+  const waiting = await database.db.procedure.count({ where: { state: { notIn: [...FINISHED_STATES] }, id: { notIn: [...request.busy] } } });
   if (waiting === 0) return { claimed: [], withChildren: new Set(), nextDueMs: null, idle: true };
-  return db.$transaction(async (tx) => {
-    // Serializes claimers across processes for the rest of the transaction.
-    await dialect.lockUntilCommit(tx, 'crowdflow.procedures');
-    // The queue needs no states or outputs: only the claimed rows are read in full.
-    const unfinished = await readQueue(tx, dialect);
+  let nextDueMs: number | null = null;
+  const { claimed, withChildren } = await claimProcedures(database, request.owner, request.now, (unfinished) => {
     const byId = new Map(unfinished.map((row) => [row.id, row]));
     const waitingForChildren = new Set(unfinished.flatMap((row) => (row.parentId ? [row.parentId] : [])));
     const queue = unfinished.map((row) => ({ row, order: queueOrder(row, byId) })).sort((a, b) => compareOrder(a.order, b.order));
     const locks = new LockTable();
     for (const { row } of queue) if (row.owner !== null) locks.take(keysOf(row));
-    const runnable: QueueRow[] = [];
-    let nextDueMs: number | null = null;
+    const runnable: QueuedProcedure[] = [];
     for (const { row } of queue) {
       // A procedure without an owner holds no locks yet; it queues for them whether or not it can run now.
       if (row.owner === null) {
@@ -242,14 +224,9 @@ export async function claimReady({ db, dialect }: Database, request: ClaimReques
       }
       runnable.push(row);
     }
-    const claimedIds = await take(tx, dialect, await lockChosen(tx, dialect, fairShare(runnable, request.limit)), request);
-    const claimed = claimedIds.length ? await tx.procedure.findMany({ where: { id: { in: claimedIds } } }) : [];
-    claimed.sort((a, b) => claimedIds.indexOf(a.id) - claimedIds.indexOf(b.id));
-    const parents = claimedIds.length
-      ? await tx.procedure.findMany({ where: { parentId: { in: claimedIds } }, select: { parentId: true }, distinct: ['parentId'] })
-      : [];
-    return { claimed, withChildren: new Set(parents.map((row) => row.parentId!)), nextDueMs, idle: false };
+    return fairShare(runnable, request.limit);
   });
+  return { claimed, withChildren, nextDueMs, idle: false };
 }
 
 /**
@@ -271,60 +248,22 @@ export function fairShare<T extends { tenantId: string | null }>(runnable: T[], 
   return chosen;
 }
 
-/** Takes the chosen procedures for this owner, one statement per previous owner; returns the ids taken, in order. */
-async function take(tx: Tx, sql: Dialect, rows: QueueRow[], request: ClaimRequest): Promise<string[]> {
-  const byOwner = new Map<string | null, string[]>();
-  for (const row of rows) byOwner.set(row.owner, [...(byOwner.get(row.owner) ?? []), row.id]);
-  const taken = new Set<string>();
-  for (const [previous, ids] of byOwner) {
-    const { params, bind } = sql.parameters();
-    const set = `"owner" = ${bind(request.owner)}, "updatedAt" = ${bind(new Date(request.now))}`;
-    const match = `"id" IN (${ids.map(bind).join(', ')}) AND ${previous === null ? '"owner" IS NULL' : `"owner" = ${bind(previous)}`}`;
-    const updated = await tx.$queryRawUnsafe<{ id: string }[]>(`UPDATE ${sql.table('Procedure')} SET ${set} WHERE ${match} RETURNING "id"`, ...params);
-    for (const { id } of updated) taken.add(id);
-  }
-  return rows.filter((row) => taken.has(row.id)).map((row) => row.id);
-}
-
-function leaseExpired(row: QueueRow, request: ClaimRequest): boolean {
+function leaseExpired(row: QueuedProcedure, request: ClaimRequest): boolean {
   return row.updatedAt.getTime() + request.leaseMs <= request.now || isDeadLocalOwner(row.owner);
 }
 
-/** The unfinished procedures, queue columns only: one raw statement (the ORM's row mapping cost more than the read). */
-async function readQueue(tx: Tx, sql: Dialect): Promise<QueueRow[]> {
-  const columns = Object.keys(QUEUE_COLUMNS)
-    .map((column) => `"${column}"`)
-    .join(', ');
-  const rows = await tx.$queryRawUnsafe<QueueRow[]>(`SELECT ${columns} FROM ${sql.table('Procedure')} WHERE "state" NOT IN ('done', 'failed')`);
-  for (const row of rows) {
-    // Raw rows may carry dates as text and counters as bigint, depending on the driver.
-    row.createdAt = new Date(row.createdAt);
-    row.updatedAt = new Date(row.updatedAt);
-  }
-  return rows;
-}
-
-const QUEUE_COLUMNS = {
-  id: true,
-  type: true,
-  tenantId: true,
-  parentId: true,
-  lockKeys: true,
-  owner: true,
-  nextRunMs: true,
-  createdAt: true,
-  updatedAt: true,
-} as const;
-type QueueRow = Pick<ProcedureRow, keyof typeof QUEUE_COLUMNS>;
-
-function keysOf(row: QueueRow): LockKey[] {
+function keysOf(row: QueuedProcedure): LockKey[] {
   return JSON.parse(row.lockKeys) as LockKey[];
 }
 
 /** Queue position: a child inherits its ancestors' positions, so it is ordered right after its root. */
-function queueOrder(row: QueueRow, byId: Map<string, QueueRow>): (string | number)[] {
-  const chain: QueueRow[] = [];
-  for (let current: QueueRow | undefined = row; current && !chain.includes(current); current = current.parentId ? byId.get(current.parentId) : undefined) {
+function queueOrder(row: QueuedProcedure, byId: Map<string, QueuedProcedure>): (string | number)[] {
+  const chain: QueuedProcedure[] = [];
+  for (
+    let current: QueuedProcedure | undefined = row;
+    current && !chain.includes(current);
+    current = current.parentId ? byId.get(current.parentId) : undefined
+  ) {
     chain.unshift(current);
   }
   return chain.flatMap((r) => [r.createdAt.getTime(), r.id]);
