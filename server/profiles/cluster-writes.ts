@@ -8,8 +8,9 @@
 import roaring from 'roaring';
 import { app } from '../app';
 import { dropProfileIndex, relayProfileWrite, type TenantProfiles } from './index-store';
-import type { Attributes, ProfileChange } from './index-tenant';
-import type { Database } from '../storage/database';
+import type { ProfileChange } from './index-tenant';
+import { parsedProfiles } from './profiles';
+import { profilesOf } from '../storage/profile-reads';
 
 const { RoaringBitmap32: Bitmap } = roaring;
 
@@ -50,7 +51,7 @@ export function profilesWrittenElsewhere(tenantId: string, seq: number, usersTex
       if (!held.index || held.seq >= seq) return;
       if (held.seq !== seq - 1) return forgetWhenQuiet(tenantId, held);
       const users = Bitmap.deserialize(Buffer.from(usersText, 'base64'), 'portable');
-      const after = await readProfiles(held.database, tenantId, users.toArray());
+      const after = parsedProfiles(await profilesOf(held.database, tenantId, users.toArray()));
       const before = held.index.materialize(users);
       const changes = users.toArray().map((user) => ({ user, before: before.get(user), after: after.get(user) }));
       try {
@@ -78,17 +79,4 @@ function forgetWhenQuiet(tenantId: string, held: TenantProfiles): void {
   );
   timer.unref();
   held.lagging = { since, timer };
-}
-
-/** The profiles of `users` as committed (absent: no profile). */
-async function readProfiles(database: Database, tenantId: string, users: number[]): Promise<Map<number, Attributes>> {
-  const { params, bind } = database.dialect.parameters();
-  const tenant = bind(tenantId); // bound in the order they appear: SQLite's parameters are positional
-  const j = database.dialect.jsonArrayRows(bind(JSON.stringify(users.map((user) => [user]))));
-  const rows = await (await database.raw()).query<{ user: number | string; attributes: string }>(
-    `SELECT ${database.dialect.numberColumn('user')}, "attributes" FROM ${database.dialect.table('Profile')}
-      WHERE "tenantId" = ${tenant} AND "user" IN (SELECT ${j.field(0, 'bigint')} FROM ${j.from})`,
-    params,
-  );
-  return new Map(rows.map((row) => [Number(row.user), JSON.parse(row.attributes) as Attributes]));
 }

@@ -4,11 +4,11 @@
 // so the index in memory is always exactly the database at `seq` (the count of committed writes).
 import { tenantLimits } from '../limits/limits';
 import { app } from '../app';
-import type { Tx } from '../storage/db';
 import { decodeIndex, encodeIndex } from './index-codec';
 import roaring from 'roaring';
 import { ProfileIndex, type Attributes, type ProfileChange, type RelayedProfileWrite } from './index-tenant';
 import type { Database } from '../storage/database';
+import { eachProfilePage } from '../storage/profile-reads';
 
 const { RoaringBitmap32: Bitmap } = roaring;
 
@@ -63,7 +63,9 @@ export class TenantProfiles {
     }
     const index = new ProfileIndex();
     index.setIndexedValueLimit(maxIndexedValuesPerAttribute);
-    await readAllProfiles(this.database, this.tenantId, (changes) => index.apply(changes));
+    await eachProfilePage(this.database, this.tenantId, REBUILD_PAGE, (rows) =>
+      index.apply(rows.map((row) => ({ user: row.user, after: JSON.parse(row.attributes) as Attributes }))),
+    );
     this.index = index;
     this.seq = seq;
     this.lastLoad = { source: index.size === 0 && !state ? 'empty' : 'rows', ms: performance.now() - started, profiles: index.size };
@@ -167,10 +169,11 @@ export function profileIndexLoad(tenantId: string) {
 }
 
 /**
- * Runs a profile write: `write` gets the loaded index (to know who has a profile) and the transaction-side seq bump,
- * commits, and returns its changes; they are applied to the index only after the commit. A write that fails
- * changes nothing; an apply that throws, or a write that is not the next one of the index (a write committed elsewhere
- * came between), drops the index, so the next use rebuilds it from the database and no snapshot is taken of it.
+ * Runs a profile write: `write` gets the loaded index (to know who has a profile), commits, and returns its changes
+ * and the write's seq (server/storage/profile-merges.ts and profile-rows.ts count it); the changes are applied to the
+ * index only after the commit. A write that fails changes nothing; an apply that throws, or a write that is not the
+ * next one of the index (a write committed elsewhere came between), drops the index, so the next use rebuilds it from
+ * the database and no snapshot is taken of it.
  */
 export function profileWrite<T>(
   database: Database,
@@ -254,17 +257,6 @@ export function applyRelayedWrite(index: ProfileIndex, write: RelayedProfileWrit
   index.apply(Array.from(write.users, (user, i) => ({ user, before: before.get(user), after: afters[i] ?? undefined })));
 }
 
-/** Inside a profile write's transaction: counts the write, returning the new seq. */
-export async function bumpProfileSeq(database: Database, tx: Tx, tenantId: string): Promise<number> {
-  const { params, bind } = database.dialect.parameters();
-  const table = database.dialect.table('ProfileIndexState');
-  const rows = await tx.$queryRawUnsafe<{ seq: number | bigint | string }[]>(
-    `INSERT INTO ${table} ("tenantId", "seq") VALUES (${bind(tenantId)}, 1) ON CONFLICT ("tenantId") DO UPDATE SET "seq" = ${table}."seq" + 1 RETURNING "seq"`,
-    ...params,
-  );
-  return Number(rows[0].seq);
-}
-
 /** Runs an import: no periodic snapshot meanwhile; one at the end, also after a failed import (its committed chunks). */
 export async function duringImport<T>(database: Database, tenantId: string, work: () => Promise<T>): Promise<T> {
   const held = tenantProfiles(database, tenantId);
@@ -307,26 +299,4 @@ export function dropProfileIndex(tenantId: string): void {
   held?.close();
   tenants().delete(tenantId);
   relayProfileWrite(tenantId, null, Number.MAX_SAFE_INTEGER);
-}
-
-/** Every profile row of the tenant, a page at a time in user order, handed over as changes from nothing. */
-async function readAllProfiles(database: Database, tenantId: string, apply: (changes: ProfileChange[]) => void): Promise<void> {
-  const connection = await database.raw();
-  const table = database.dialect.table('Profile');
-  const analyze = database.dialect.refreshPlannerStatistics('Profile');
-  if (analyze) await connection.execute(analyze, []);
-  let after = -1;
-  for (;;) {
-    const { params, bind } = database.dialect.parameters();
-    const rows = await connection.query<{ user: number | string; attributes: string }>(
-      // Ordered by the table's column: ORDER BY "user" named the selected "user"::float8 alias, which no index serves,
-      // so PostgreSQL sorted every remaining row for each page (a 10M-profile rebuild ran past 15 minutes).
-      `SELECT ${database.dialect.numberColumn('user')}, "attributes" FROM ${table} WHERE "tenantId" = ${bind(tenantId)} AND "user" > ${bind(after)} ORDER BY ${table}."user" LIMIT ${REBUILD_PAGE}`,
-      params,
-    );
-    if (rows.length === 0) return;
-    apply(rows.map((row) => ({ user: Number(row.user), after: JSON.parse(row.attributes) as Attributes })));
-    after = Number(rows[rows.length - 1].user);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
 }

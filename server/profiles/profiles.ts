@@ -1,21 +1,18 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../errors';
 import { MAX_USER_ID } from '../crowd/bitmap';
-import type { Tx } from '../storage/db';
 import { notifyProfilesChanged } from './changes';
 import { tenantLimits } from '../limits/limits';
 import { AttributeBudget, NO_PATHS } from './attribute-budget';
-import { bumpProfileSeq, profileWrite } from './index-store';
+import { profileWrite } from './index-store';
 import type { Database } from '../storage/database';
-import type { Dialect } from '../storage/dialect';
+import { lockedProfileWrite } from '../storage/profile-merges';
 
 export type Attributes = Record<string, unknown>;
 export type ProfileView = { user: number; attributes: Attributes; updatedAt: string };
 
 export const MAX_PROFILES_PER_CALL = 10_000;
 export const MAX_PROFILE_BYTES = 64 * 1024;
-/** Rows per statement: keeps IN lists and multi-row inserts under SQLite's bound-parameter limit. */
-const ROWS_PER_STATEMENT = 1000;
 
 export const UserId = z.number().int().min(0).max(MAX_USER_ID);
 export const ProfileAttributes = z.record(z.string(), z.unknown());
@@ -49,9 +46,7 @@ export function mergeAttributes(target: Attributes, patch: Attributes): Attribut
 
 /**
  * Merges each item's attributes into the user's stored profile (creating it), all in one transaction: either
- * every profile of the call is written or none. Items for the same user apply in order. Reads and writes are
- * multi-row raw SQL, 1,000 rows a statement: Prisma's createMany took ~0.8 s per 1,000 rows here, the raw
- * upsert ~30 ms.
+ * every profile of the call is written or none. Items for the same user apply in order.
  */
 export async function upsertProfiles(
   database: Database,
@@ -65,27 +60,19 @@ export async function upsertProfiles(
     const budget = new AttributeBudget(index, limits.maxProfileAttributes);
     items.forEach((item, i) => budget.admit(item.attributes, `item ${i}, user ${item.user}`));
     index.setIndexedValueLimit(limits.maxIndexedValuesPerAttribute);
-    return database.db.$transaction(
-      async (tx) => {
-        await lockTenantProfiles(database.dialect, tx, tenantId);
-        const before = new Map<number, Attributes>();
-        for (const part of chunks(users)) {
-          for (const [user, attributes] of await readAttributes(database.dialect, tx, tenantId, part)) before.set(user, attributes);
-        }
+    return lockedProfileWrite(
+      database,
+      tenantId,
+      async (profiles) => {
+        const before = parsedProfiles(await profiles.read(users));
         const merged = new Map(before);
         for (const item of items) merged.set(item.user, mergeAttributes(merged.get(item.user) ?? {}, item.attributes));
-        const now = new Date();
-        for (const part of chunks(users))
-          await writeProfiles(
-            database.dialect,
-            tx,
-            tenantId,
-            part.map((user) => [user, serialize(user, merged.get(user)!)]),
-            now,
-          );
-        const seq = await bumpProfileSeq(database, tx, tenantId);
+        await profiles.upsert(
+          users.map((user) => [user, serialize(user, merged.get(user)!)]),
+          new Date(),
+        );
         const changes = users.map((user) => ({ user, before: before.get(user), after: merged.get(user) }));
-        return { result: { upserted: users.length, created: users.length - before.size }, changes, seq };
+        return { result: { upserted: users.length, created: users.length - before.size }, changes };
       },
       { maxWait: 30_000, timeout: 120_000 },
     );
@@ -104,34 +91,9 @@ export async function refuseAttributesPastLimit(database: Database, tenantId: st
   items.forEach((item, i) => budget.admit(item.attributes, `item ${i}, user ${item.user}`));
 }
 
-/** Placeholders for one raw statement: `$n` on PostgreSQL, `?` on SQLite. */
-function statement(dialect: Dialect) {
-  return { ...dialect.parameters(), table: dialect.table('Profile') };
-}
-
-async function readAttributes(dialect: Dialect, tx: Tx, tenantId: string, users: number[]): Promise<Map<number, Attributes>> {
-  const { params, bind, table } = statement(dialect);
-  const sql = `SELECT "user", "attributes" FROM ${table} WHERE "tenantId" = ${bind(tenantId)} AND "user" IN (${users.map(bind).join(', ')})`;
-  const rows = await tx.$queryRawUnsafe<{ user: number | bigint; attributes: string }[]>(sql, ...params);
-  return new Map(rows.map((row) => [Number(row.user), JSON.parse(row.attributes) as Attributes]));
-}
-
-async function writeProfiles(dialect: Dialect, tx: Tx, tenantId: string, rows: Array<[number, string]>, now: Date): Promise<void> {
-  const { params, bind, table } = statement(dialect);
-  const values = rows.map(([user, attributes]) => `(${bind(tenantId)}, ${bind(user)}, ${bind(attributes)}, ${bind(now)})`);
-  await tx.$executeRawUnsafe(
-    `INSERT INTO ${table} ("tenantId", "user", "attributes", "updatedAt") VALUES ${values.join(', ')} ` +
-      `ON CONFLICT ("tenantId", "user") DO UPDATE SET "attributes" = excluded."attributes", "updatedAt" = excluded."updatedAt"`,
-    ...params,
-  );
-}
-
-/**
- * Two concurrent merges of the same user would each read the old profile and one would lose the other's
- * attributes, so merges of one tenant take turns.
- */
-async function lockTenantProfiles(dialect: Dialect, tx: Tx, tenantId: string): Promise<void> {
-  await dialect.lockUntilCommit(tx, `profiles:${tenantId}`);
+/** Stored profiles (their attributes' JSON, by user) as attributes. */
+export function parsedProfiles(stored: Map<number, string>): Map<number, Attributes> {
+  return new Map([...stored].map(([user, text]) => [user, JSON.parse(text) as Attributes]));
 }
 
 function serialize(user: number, attributes: Attributes): string {
@@ -144,12 +106,6 @@ function serialize(user: number, attributes: Attributes): string {
   return text;
 }
 
-function chunks<T>(items: T[]): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += ROWS_PER_STATEMENT) out.push(items.slice(i, i + ROWS_PER_STATEMENT));
-  return out;
-}
-
 export async function getProfile(database: Database, tenantId: string, user: number): Promise<ProfileView> {
   const row = await database.db.profile.findUnique({ where: { tenantId_user: { tenantId, user: BigInt(user) } } });
   if (!row) throw notFound(`The profile of user ${user}`);
@@ -158,12 +114,11 @@ export async function getProfile(database: Database, tenantId: string, user: num
 
 export async function deleteProfile(database: Database, tenantId: string, user: number): Promise<void> {
   await profileWrite(database, tenantId, () =>
-    database.db.$transaction(async (tx) => {
-      await lockTenantProfiles(database.dialect, tx, tenantId);
-      const before = (await readAttributes(database.dialect, tx, tenantId, [user])).get(user);
+    lockedProfileWrite(database, tenantId, async (profiles) => {
+      const before = parsedProfiles(await profiles.read([user])).get(user);
       if (!before) throw notFound(`The profile of user ${user}`);
-      await tx.profile.deleteMany({ where: { tenantId, user: BigInt(user) } });
-      return { result: undefined, changes: [{ user, before }], seq: await bumpProfileSeq(database, tx, tenantId) };
+      await profiles.delete(user);
+      return { result: undefined, changes: [{ user, before }] };
     }),
   );
   notifyProfilesChanged(tenantId, [user]);
