@@ -88,7 +88,7 @@ export interface Dialect {
   /**
    * A statement answering one row whose column `rows` is the JSON array of `select`'s rows (each an array of `columns`,
    * ordered by the column `orderBy`), or null where reading the rows one by one is faster. SQLite: 1M journal rows in 1.6 s
-   * packed against 2.9 s as better-sqlite3 rows; PostgreSQL: json_agg took 3.7-4.1 s against node-pg's 2.6 s.
+   * packed against 2.9 s as better-sqlite3 rows.
    */
   packedRows(select: string, columns: string[], orderBy: string): string | null;
   /**
@@ -173,7 +173,12 @@ function postgresDialect(schema: string): Dialect {
     roundTripPerStatement: true,
     withoutIndex: (column) => column,
     journalPassInSeqOrder: false,
-    packedRows: () => null,
+    // Each row's JSON written by concatenation: json_agg built 1M rows in 3.7-4.1 s against node-pg's 2.6 s row by row,
+    // while this text halves the engine thread's CPU for a page (300,000 rows: 150 against 320-430 ms).
+    packedRows: (select, columns, orderBy) => {
+      const row = columns.map((c) => `COALESCE(to_json(r."${c}")::text, 'null')`).join(` || ',' || `);
+      return `SELECT '[' || COALESCE(string_agg('[' || ${row} || ']', ',' ORDER BY r."${orderBy}"), '') || ']' AS "rows" FROM (${select}) r`;
+    },
     refreshPlannerStatistics: (table) => `ANALYZE ${quotedSchema}."${table}"`,
     integerList: (value, orderBy) => `string_agg((${value})::text, ','${orderBy ? ` ORDER BY ${orderBy}` : ''})`,
   };

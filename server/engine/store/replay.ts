@@ -69,7 +69,7 @@ function replayColumns(database: Database): string {
 }
 
 /** The replay columns with a flag (1 or 0) where the bitmap goes: bytes have no JSON form, and few rows hold one. */
-const PACKED_COLUMNS = REPLAY_COLUMNS.map((c) => (c === 'bitmap' ? '"bitmap" IS NOT NULL AS "bitmap"' : `"${c}"`)).join(', ');
+const PACKED_COLUMNS = REPLAY_COLUMNS.map((c) => (c === 'bitmap' ? 'CASE WHEN "bitmap" IS NULL THEN 0 ELSE 1 END AS "bitmap"' : `"${c}"`)).join(', ');
 
 /**
  * Hands the journal rows of one shard after `seq` to `visit`, in seq order; with `untilMs`, only moves made at or before
