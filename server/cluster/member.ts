@@ -12,7 +12,7 @@ import { clusterChannel } from '../storage/cluster-session';
 import type { PostgresTarget } from '../storage/database-url';
 import { assignmentShape, tenantsToAssign } from '../storage/gathers';
 import { assignPartitions } from './assignment';
-import { CommittedShards } from './committed-cache';
+import { CommittedShards } from '../engine/committed-cache';
 import { committedCounts, ShardCountsPublisher } from './counts';
 import type { SampledInstance } from '../engine/counts-history';
 import { Gathers } from './gather';
@@ -47,7 +47,7 @@ export class ClusterMember implements LeasePolicy {
   readonly membership: Membership;
   /** Publishes the counts of the partitions this member holds, for the others (./counts.ts). */
   readonly counts: ShardCountsPublisher;
-  /** Shards of partitions other members hold, rebuilt for reads and kept current (./committed-cache.ts). */
+  /** Shards of partitions other members hold, rebuilt for reads and kept current (server/engine/committed-cache.ts). */
   readonly committed: CommittedShards;
   private engine: ClusterEngine | undefined;
   /** Desired owner of each partition, by tenant. */

@@ -24,7 +24,7 @@ import { TimerLoop, type LoadedTenant } from './timer-loop';
 import { LeaseKeeper } from './lease-keeper';
 import { InstanceRuntime, TenantRuntime } from './tenant';
 import type { SampledInstance } from './counts-history';
-import type { CommittedShards } from '../cluster/committed-cache';
+import type { CommittedShards } from './committed-cache';
 import { loadDefinition } from './instance-store';
 import { appendPrepared, prepareIngestBody, type IngestOutcome, type PreparedIngest } from './ingest';
 import * as ops from './instances';
@@ -139,7 +139,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     registerWinnerProcedure(this);
   }
 
-  /** In a cluster: the shards of partitions other members hold, kept for reads (server/cluster/committed-cache.ts). */
+  /** In a cluster: the shards of partitions other members hold, kept for reads (./committed-cache.ts). */
   get committed(): CommittedShards | undefined {
     return this.cluster?.committed;
   }

@@ -21,7 +21,7 @@ import type { JournalMove } from './store/commit';
 import { acquireLease, LeaseLostError, releaseLease, type Lease, type LeasePolicy } from './store/leases';
 import { readLog, type LogRow } from './store/log';
 import type { Shard } from './shard';
-import { syncRunningInstances } from '../cluster/instances-sync';
+import { syncRunningInstances } from './instances-sync';
 import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';
 import type { Database } from '../storage/database';
 

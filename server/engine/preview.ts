@@ -20,7 +20,7 @@
 import { ConditionCostExceeded } from '../../core/conditions/cost';
 import { QueryDeadline, type DeadlineOptions } from '../conditions/deadline';
 import type { CompiledCondition, ConditionEvent } from '../conditions/compile';
-import { committedInstances, committedShard } from '../cluster/committed';
+import { committedInstances, committedShard } from './committed';
 import { loadDefinition } from './instance-store';
 import { partitionOf } from './partitioning';
 import type { ReadSource } from './reads';

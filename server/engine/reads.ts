@@ -3,8 +3,8 @@
 // in a cluster from the database for the partitions other members hold; a stopped one from its snapshot.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError, notFound } from '../errors';
-import { committedHoldout, committedInstance, committedInstances, committedShard, committedStepUsers } from '../cluster/committed';
-import type { CommittedShards } from '../cluster/committed-cache';
+import { committedHoldout, committedInstance, committedInstances, committedShard, committedStepUsers } from './committed';
+import type { CommittedShards } from './committed-cache';
 import { requireInstance } from './instances';
 import { partitionOf } from './partitioning';
 import { Shard } from './shard';

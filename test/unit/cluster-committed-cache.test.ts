@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { CommittedShards, ENTRY_BYTES_AT_LEAST } from '../../server/cluster/committed-cache';
+import { CommittedShards, ENTRY_BYTES_AT_LEAST } from '../../server/engine/committed-cache';
 import type { InstanceRuntime } from '../../server/engine/tenant';
 import type { Shard } from '../../server/engine/shard';
 import type { WorkflowDefinition } from '../../core/model/workflow';

@@ -3,8 +3,8 @@
 // them. Event criteria are checked at once, before the branches; profile and crowd criteria as bitmap plans at a start
 // and at each timer firing, never per user. Restart recovery and point-in-time reads rebuild the same exits.
 import { afterEach, describe, expect, it } from 'vitest';
-import { committedStepUsers } from '../../server/cluster/committed';
-import { CommittedShards } from '../../server/cluster/committed-cache';
+import { committedStepUsers } from '../../server/engine/committed';
+import { CommittedShards } from '../../server/engine/committed-cache';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { countsAsOf } from '../../server/engine/as-of';
 import { EXITED } from '../../server/engine/exit';

@@ -1,9 +1,9 @@
 // In a cluster another member may have started, stopped or changed an instance while this one held none of the
 // tenant's partitions (an instance operation gathers them all on the member running it). So a member taking a
 // partition first brings its list of the tenant's running instances up to the database, then loads the shards.
-import { loadDefinition } from '../engine/instance-store';
-import { WorkflowRuntime } from '../engine/runtime';
-import { InstanceRuntime, type TenantRuntime } from '../engine/tenant';
+import { loadDefinition } from './instance-store';
+import { WorkflowRuntime } from './runtime';
+import { InstanceRuntime, type TenantRuntime } from './tenant';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 
 export async function syncRunningInstances(tenant: TenantRuntime): Promise<void> {

@@ -6,9 +6,9 @@
 // workflow version, so a shard replayed under an older definition is never reused (it goes once a newer one is read), and
 // notice a checkpoint written since with changes no journal row carries (a crowd update's joiners and leavers): then
 // the shard is rebuilt from it instead of caught up.
-import { catchUpShard, loadShard, type LoadedShard } from '../engine/recovery';
-import type { Shard } from '../engine/shard';
-import type { InstanceRuntime } from '../engine/tenant';
+import { catchUpShard, loadShard, type LoadedShard } from './recovery';
+import type { Shard } from './shard';
+import type { InstanceRuntime } from './tenant';
 import type { Database } from '../storage/database';
 
 /** Rebuilt shards kept per process, by their serialized size (roughly their size in memory). */

@@ -1,14 +1,14 @@
 // Reads of partitions another member owns: an export or a where-is-user on any member sees every partition. A
 // partition held here is read from memory; one held elsewhere is rebuilt from the database as its owner last
-// committed it (its checkpoint plus the journal after it, server/engine/recovery.ts), the same state the next owner
+// committed it (its checkpoint plus the journal after it, ./recovery.ts), the same state the next owner
 // would start from, so no request is forwarded and no member has to answer for another. Rebuilt shards are kept
 // (./committed-cache.ts) and brought up to date by replaying only the journal rows committed since, so a lookup
 // costs one indexed read of the new rows instead of a checkpoint decode and a replay.
 import { RoaringBitmap32 } from '../crowd/bitmap';
-import { loadDefinition } from '../engine/instance-store';
-import { WorkflowRuntime } from '../engine/runtime';
-import type { Shard } from '../engine/shard';
-import { InstanceRuntime, type TenantRuntime } from '../engine/tenant';
+import { loadDefinition } from './instance-store';
+import { WorkflowRuntime } from './runtime';
+import type { Shard } from './shard';
+import { InstanceRuntime, type TenantRuntime } from './tenant';
 import type { CommittedShards } from './committed-cache';
 import type { Database } from '../storage/database';
 
