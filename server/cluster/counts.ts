@@ -4,7 +4,7 @@
 // latest figure of each partition (highest epoch, then version) and adds the ones its own engine does not hold to
 // what that engine published. A partition with no figure at all is answered with a 503 partition_moving, never a zero.
 import { AppError } from '../errors';
-import { exitedCounts, experimentFigures, type InstanceRuntime } from '../engine/tenant';
+import { shardCounts, type InstanceRuntime } from '../engine/tenant';
 import type { Counts } from '../engine/types';
 import { ClusterSession, MAX_CHANNEL_PAYLOAD } from '../storage/cluster-session';
 import type { Database } from '../storage/database';
@@ -23,36 +23,6 @@ export type CountsSignal = {
   parts?: [partition: number, epoch: number, version: number, counts: Counts][];
   stopped?: boolean;
 };
-
-/** The counts of one shard (one partition of an instance), in the shape of an instance's counts. */
-export function shardCounts(instance: InstanceRuntime, partition: number): Counts | null {
-  const shard = instance.shards[partition];
-  if (!shard) return null;
-  const steps: Record<string, number> = {};
-  const edges: Record<string, number> = {};
-  for (const name of instance.workflow.steps.keys()) steps[name] = 0;
-  let total = 0;
-  for (const [name, bitmap] of shard.steps) {
-    steps[name] = (steps[name] ?? 0) + bitmap.size;
-    total += bitmap.size;
-  }
-  for (const [key, count] of shard.edges) edges[key] = count;
-  const counts: Counts = { instanceId: instance.id, total, entered: shard.entered, steps, edges };
-  if (instance.workflow.goal) {
-    counts.convertedFrom = Object.fromEntries([...shard.converted].map(([step, users]) => [step, users.size]));
-    counts.converted = Object.values(counts.convertedFrom).reduce((sum, n) => sum + n, 0);
-  }
-  const exited = exitedCounts(instance.workflow);
-  if (exited) {
-    exited.add(shard);
-    Object.assign(counts, exited.counts());
-  }
-  if (instance.workflow.holdout) {
-    counts.holdout = { entered: shard.holdoutEntered, ...(instance.workflow.goal ? { converted: shard.holdoutConverted() } : {}) };
-  }
-  if (instance.workflow.experiments.size > 0 && instance.workflow.goal) counts.experiments = experimentFigures(instance.workflow, [shard]);
-  return counts;
-}
 
 /** A publication carries the figures of at most this many instances: one statement of a few hundred KB. */
 const INSTANCES_PER_PUBLICATION = 256;

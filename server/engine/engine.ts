@@ -22,7 +22,7 @@ import { previewPath, type PathPreview, type PreviewRequest } from './preview';
 import { CountsPushes } from './counts-pushes';
 import { TimerLoop, type LoadedTenant } from './timer-loop';
 import { LeaseKeeper } from './lease-keeper';
-import { InstanceRuntime, TenantRuntime } from './tenant';
+import { InstanceRuntime, shardCounts, TenantRuntime } from './tenant';
 import type { SampledInstance } from './counts-history';
 import type { CommittedShards } from './committed-cache';
 import { loadDefinition } from './instance-store';
@@ -34,7 +34,6 @@ import type { EngineHandle } from './handle';
 import { materializeStart, materializeStop, materializeUpdateCrowd, materializeUpdateWorkflow } from './operations';
 import type { Json, ProcedureRunner } from '../procedures/types';
 import type { ClusterMember } from '../cluster/member';
-import { shardCounts } from '../cluster/counts';
 import type { LeasePolicy } from './store/leases';
 import { profileCalls, type ProfileCalls } from '../profiles/calls';
 import type {

@@ -162,8 +162,38 @@ export function countsOf(instanceId: string, workflow: WorkflowRuntime, shards: 
   };
 }
 
+/** The counts of one shard (one partition of an instance), in the shape of an instance's counts. */
+export function shardCounts(instance: InstanceRuntime, partition: number): Counts | null {
+  const shard = instance.shards[partition];
+  if (!shard) return null;
+  const steps: Record<string, number> = {};
+  const edges: Record<string, number> = {};
+  for (const name of instance.workflow.steps.keys()) steps[name] = 0;
+  let total = 0;
+  for (const [name, bitmap] of shard.steps) {
+    steps[name] = (steps[name] ?? 0) + bitmap.size;
+    total += bitmap.size;
+  }
+  for (const [key, count] of shard.edges) edges[key] = count;
+  const counts: Counts = { instanceId: instance.id, total, entered: shard.entered, steps, edges };
+  if (instance.workflow.goal) {
+    counts.convertedFrom = Object.fromEntries([...shard.converted].map(([step, users]) => [step, users.size]));
+    counts.converted = Object.values(counts.convertedFrom).reduce((sum, n) => sum + n, 0);
+  }
+  const exited = exitedCounts(instance.workflow);
+  if (exited) {
+    exited.add(shard);
+    Object.assign(counts, exited.counts());
+  }
+  if (instance.workflow.holdout) {
+    counts.holdout = { entered: shard.holdoutEntered, ...(instance.workflow.goal ? { converted: shard.holdoutConverted() } : {}) };
+  }
+  if (instance.workflow.experiments.size > 0 && instance.workflow.goal) counts.experiments = experimentFigures(instance.workflow, [shard]);
+  return counts;
+}
+
 /** With exit criteria, a sum of shards' exited users: per step of the workflow (0 when none) and in all. */
-export function exitedCounts(workflow: WorkflowRuntime): { add(shard: Shard): void; counts(): Required<Pick<Counts, 'exited' | 'exitedFrom'>> } | null {
+function exitedCounts(workflow: WorkflowRuntime): { add(shard: Shard): void; counts(): Required<Pick<Counts, 'exited' | 'exitedFrom'>> } | null {
   if (!workflow.exit) return null;
   const exitedFrom: Record<string, number> = Object.fromEntries([...workflow.steps.keys()].map((name) => [name, 0]));
   let exited = 0;
@@ -182,7 +212,7 @@ export function exitedCounts(workflow: WorkflowRuntime): { add(shard: Shard): vo
  * Per experiment split step of the workflow, per path in the step's order: the users who took it and those of them who
  * converted (converted users ∩ path users: one AND count per bitmap), summed over the shards.
  */
-export function experimentFigures(workflow: WorkflowRuntime, shards: readonly (Shard | undefined)[]): Record<string, ExperimentFigures> {
+function experimentFigures(workflow: WorkflowRuntime, shards: readonly (Shard | undefined)[]): Record<string, ExperimentFigures> {
   const out: Record<string, ExperimentFigures> = {};
   for (const [name, step] of workflow.experiments) {
     const paths = step.paths.map((path) => ({ path: path.next, entered: 0, converted: 0 }));
