@@ -4,6 +4,7 @@
 // latest figure of each partition (highest epoch, then version) and adds the ones its own engine does not hold to
 // what that engine published. A partition with no figure at all is answered with a 503 partition_moving, never a zero.
 import { AppError } from '../errors';
+import type { HeldFigures } from '../engine/cluster-port';
 import { shardCounts, type InstanceRuntime } from '../engine/tenant';
 import type { Counts } from '../engine/types';
 import { ClusterSession, MAX_CHANNEL_PAYLOAD } from '../storage/cluster-session';
@@ -14,7 +15,6 @@ import { publishShardCounts, readPublishedCounts, readShardFigures, type ShardCo
 /** A publisher waits this long after a change, so a busy instance costs one write per interval. */
 const PUBLISH_EVERY_MS = 100;
 
-type HeldFigures = () => { partition: number; epoch: number; counts: Counts }[] | null;
 type Figure = { epoch: number; version: number; counts: Counts };
 export type CountsSignal = {
   kind: 'counts';

@@ -6,8 +6,8 @@
 // release) and wakes the loops of partitions it should take. A tenant-wide instance operation gathers the tenant's
 // partitions on the member running it for the length of the operation (./gather.ts), so it still commits once.
 import { LoopIdle, systemClock, type Clock } from '../clock';
+import type { ClusterEngine, ClusterMembership } from '../engine/cluster-port';
 import type { PartitionWorker } from '../engine/partition';
-import type { LeasePolicy } from '../engine/store/leases';
 import { clusterChannel } from '../storage/cluster-session';
 import type { PostgresTarget } from '../storage/database-url';
 import { assignmentShape, tenantsToAssign } from '../storage/gathers';
@@ -18,19 +18,6 @@ import type { SampledInstance } from '../engine/counts-history';
 import { Gathers } from './gather';
 import { Membership, type ClusterSignal } from './membership';
 import type { Database } from '../storage/database';
-
-/** What the member needs of its engine. */
-export interface ClusterEngine {
-  readonly partitionWaitMs: number;
-  /** Events of the tenant were appended: its partition loops read the log now instead of at their next poll. */
-  wakeTenant(tenantId: string): void;
-  /** The tenant's partition loops, started (and the tenant loaded) on first use. */
-  workers(tenantId: string): Promise<PartitionWorker[]>;
-  /** Whether the tenant's loops run in this engine. */
-  hasTenant(tenantId: string): boolean;
-  /** The tenants whose loops run in this engine, with their loops. */
-  loadedTenants(): [string, PartitionWorker[]][];
-}
 
 /**
  * How often the member polls who is live and the shape of the tenants and gathers (a SIGKILLed member tells nobody);
@@ -43,7 +30,7 @@ const TICK_MS = 250;
  */
 const FULL_REFRESH_MS = 10_000;
 
-export class ClusterMember implements LeasePolicy {
+export class ClusterMember implements ClusterMembership {
   readonly membership: Membership;
   /** Publishes the counts of the partitions this member holds, for the others (./counts.ts). */
   readonly counts: ShardCountsPublisher;

@@ -25,6 +25,7 @@ import { LeaseKeeper } from './lease-keeper';
 import { InstanceRuntime, shardCounts, TenantRuntime } from './tenant';
 import type { SampledInstance } from './counts-history';
 import type { CommittedShards } from './committed-cache';
+import type { ClusterMembership } from './cluster-port';
 import { loadDefinition } from './instance-store';
 import { appendPrepared, prepareIngestBody, type IngestOutcome, type PreparedIngest } from './ingest';
 import * as ops from './instances';
@@ -33,7 +34,6 @@ import type { InstanceEngine } from './instances';
 import type { EngineHandle } from './handle';
 import { materializeStart, materializeStop, materializeUpdateCrowd, materializeUpdateWorkflow } from './operations';
 import type { Json, ProcedureRunner } from '../procedures/types';
-import type { ClusterMember } from '../cluster/member';
 import type { LeasePolicy } from './store/leases';
 import { profileCalls, type ProfileCalls } from '../profiles/calls';
 import type {
@@ -71,7 +71,7 @@ export interface EngineOptions {
   /** Told the counts of an instance right after every change (the engine thread publishes them to the request thread). */
   publishCounts?: PublishCounts;
   /** Membership of a cluster on PostgreSQL (server/cluster/): this engine holds only its share of the partitions. */
-  cluster?: ClusterMember;
+  cluster?: ClusterMembership;
 }
 
 /** One engine per process: partition owner loops, shards in memory, timers, counts. */
@@ -92,7 +92,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly startCommitBytes: number;
   readonly runner: ProcedureRunner;
   private readonly countsPublisher: CountsPublisher | undefined;
-  readonly cluster: ClusterMember | undefined;
+  readonly cluster: ClusterMembership | undefined;
   /** Profile writes and index reads, on this thread's profile index (the one conditions read). */
   readonly profiles: ProfileCalls;
   private readonly tenants = new Map<string, TenantEntry>();
