@@ -6,10 +6,12 @@
 // Boot (server/boot.ts) builds the request thread's app, the engine thread (server/engine/thread.ts) its own, a test
 // or bench one with a ManualClock over the test's storage. Building connects nothing and starts nothing: the client
 // connects on its first query, and `start()` starts the loops (boot runs the migrations first).
-import { createAppState, type App } from './app';
+import { createAppState, type App, type AppState } from './app';
 import { clusterTarget } from './cluster';
+import { startClusterChannel } from './cluster/channel';
 import { systemClock, type Clock } from './clock';
 import { EngineClient } from './engine/client';
+import type { JoinCluster } from './engine/cluster-port';
 import { Engine } from './engine/engine';
 import type { EngineHandle } from './engine/handle';
 import type { EngineThread } from './engine/thread-spawn';
@@ -20,7 +22,7 @@ import { createProcedureRunner } from './procedures/runner';
 import { createScheduler } from './procedures/scheduler';
 import type { ProcedureRunner, ProcedureRunnerOptions } from './procedures/types';
 import { databaseOf, type Database } from './storage/database';
-import { parseDatabaseUrl } from './storage/database-url';
+import { parseDatabaseUrl, type PostgresTarget } from './storage/database-url';
 import { closeStorage, openStorage, type Storage } from './storage/db';
 import { WebhookPump } from './webhooks/pump';
 
@@ -74,7 +76,7 @@ export function createApp(options: AppOptions = {}): App {
     typeof mode === 'function'
       ? mode(parts)
       : mode === 'thread'
-        ? new EngineClient(database, runner, state, env, clusterTarget(env, storage.target), options.engineThread)
+        ? new EngineClient(database, runner, state, env, clusterJoin(clusterTarget(env, storage.target), database, state), options.engineThread)
         : mode === 'in-process' || mode === 'idle'
           ? new Engine({ database, runner, clock })
           : undefined;
@@ -135,4 +137,12 @@ export function createApp(options: AppOptions = {}): App {
 
 function isRunner(given: AppOptions['runner']): given is ProcedureRunner {
   return given !== undefined && 'submit' in given;
+}
+
+/**
+ * How the engine client joins the process's cluster from the request thread, which holds the membership so its
+ * heartbeat goes on while the engine thread is busy; undefined when the process is no member.
+ */
+function clusterJoin(target: PostgresTarget | undefined, database: Database, state: AppState): JoinCluster | undefined {
+  return target && ((onCounts, engineResponsive) => startClusterChannel(database, target, onCounts, engineResponsive, state));
 }

@@ -15,21 +15,18 @@ import { clusterChannel, MAX_CHANNEL_PAYLOAD, notifyOnPool } from '../storage/cl
 import type { Database } from '../storage/database';
 import type { PostgresTarget } from '../storage/database-url';
 
-export type { ClusterCountsBoard };
-
 type NoticeSignal = { kind: 'notice'; from: string; name: string; args: unknown[] };
 
-/** Listens on the cluster channel and relays this process's notices to it; undefined when not in a cluster. */
+/** Holds this process's membership, listens on the cluster channel and relays this process's notices to it. */
 export async function startClusterChannel(
   database: Database,
-  /** Where the cluster meets (./index.ts clusterTarget); undefined: this process is no member. */
-  target: PostgresTarget | undefined,
+  /** Where the cluster meets (./index.ts clusterTarget). */
+  target: PostgresTarget,
   onCounts: (instanceId: string, tenantId: string) => void,
   engineResponsive: () => boolean,
   /** The request thread's state: its notices go to the cluster, the cluster's are delivered to it. */
   state: AppState,
-): Promise<ClusterCountsBoard | undefined> {
-  if (!target) return undefined;
+): Promise<ClusterCountsBoard> {
   const me = processOwner();
   const channel = clusterChannel(target);
   // This thread holds the process's membership: its loop stays responsive while the engine thread is busy.

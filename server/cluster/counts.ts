@@ -4,7 +4,7 @@
 // latest figure of each partition (highest epoch, then version) and adds the ones its own engine does not hold to
 // what that engine published. A partition with no figure at all is answered with a 503 partition_moving, never a zero.
 import { AppError } from '../errors';
-import type { HeldFigures } from '../engine/cluster-port';
+import type { ClusterCounts, HeldFigures, LocalFigure } from '../engine/cluster-port';
 import { shardCounts, type InstanceRuntime } from '../engine/tenant';
 import type { Counts } from '../engine/types';
 import { ClusterSession, MAX_CHANNEL_PAYLOAD } from '../storage/cluster-session';
@@ -102,15 +102,8 @@ export class ShardCountsPublisher {
   }
 }
 
-/** What this member's own engine published for an instance: its counts over the partitions it holds. */
-export interface LocalFigure {
-  counts: Counts;
-  held: readonly number[];
-  partitions: number;
-}
-
 /** The request-thread side: the latest figure of every partition, kept current by the channel. */
-export class ClusterCountsBoard {
+export class ClusterCountsBoard implements ClusterCounts {
   private readonly figures = new Map<string, { tenantId: string; partitions?: number; parts: Map<number, Figure> }>();
   private readonly loading = new Map<string, Promise<void>>();
   private session: ClusterSession | undefined;

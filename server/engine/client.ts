@@ -8,7 +8,6 @@ import type { Principal } from '../auth';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Json, ProcedureRunner } from '../procedures/types';
 import type { Database } from '../storage/database';
-import type { PostgresTarget } from '../storage/database-url';
 import type { AppState } from '../app';
 import type { Env } from '../env';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
@@ -20,7 +19,7 @@ import { deserializeError, type EngineCallName, type EngineCalls, type FromEngin
 import { EngineThread } from './thread-spawn';
 import { CountsPushes } from './counts-pushes';
 import { ENGINE_PING_EVERY_MS, EngineLiveness } from './liveness';
-import { startClusterChannel, type ClusterCountsBoard } from '../cluster/channel';
+import type { ClusterCounts, JoinCluster } from './cluster-port';
 import { AppError } from '../errors';
 import type { ProfileCalls } from '../profiles/calls';
 import type { ImportFormat, ImportResult } from '../profiles/import';
@@ -50,7 +49,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   private worker: Worker | undefined;
   private readonly board = new Map<string, { tenantId: string; counts: Counts; coverage: CountsCoverage }>();
   /** In a cluster: the counts other members publish for the partitions this process does not hold. */
-  private cluster: ClusterCountsBoard | undefined;
+  private cluster: ClusterCounts | undefined;
   private readonly pushes = new CountsPushes();
   private readonly pending = new Map<number, Pending>();
   private nextCallId = 0;
@@ -75,8 +74,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     private readonly state: AppState,
     /** The app's environment: the engine thread builds its own app by it (server/engine/thread.ts). */
     private readonly env: Env,
-    /** Where this process's cluster meets (server/cluster/index.ts clusterTarget); undefined: it is no member. */
-    private readonly clusterTarget: PostgresTarget | undefined,
+    /** Joins this process's cluster from this thread (server/cluster/channel.ts); undefined: it is no member. */
+    private readonly joinCluster: JoinCluster | undefined,
     /** The engine thread the server entry spawned early (server/main.ts), taken at the first start. */
     private early: EngineThread | undefined = undefined,
   ) {
@@ -98,12 +97,9 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     this.state.recentLogEnabled = false;
     // The membership first (this thread holds it): the engine's first assignment then counts this member.
     this.liveness = new EngineLiveness();
-    this.cluster = await startClusterChannel(
-      this.database,
-      this.clusterTarget,
+    this.cluster = await this.joinCluster?.(
       (instanceId, tenantId) => this.schedulePush(instanceId, tenantId),
       () => this.liveness.responsive(),
-      this.state,
     );
     await this.spawn();
     // In a cluster, a hung engine thread must not keep its partitions: the membership's heartbeat asks how it answers.

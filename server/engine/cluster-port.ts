@@ -1,7 +1,8 @@
 // The ports between the engine and a cluster on PostgreSQL, which server/cluster/ plugs into: what the engine needs
-// of its membership and what the membership needs of its engine. The engine names only these, never cluster/ (the
-// layers run cluster → engine, test/unit/layers.test.ts); the engine thread's root (server/engine/thread.ts) builds
-// the member and hands it in.
+// of its membership, what the membership needs of its engine, and what the request thread's engine client needs of
+// the cluster channel. The engine names only these, never cluster/ (the layers run cluster → engine,
+// test/unit/layers.test.ts); the composition roots (server/engine/thread.ts, server/create-app.ts) build the
+// cluster's parts and hand them in.
 import type { CommittedShards } from './committed-cache';
 import type { SampledInstance } from './counts-history';
 import type { PartitionWorker } from './partition';
@@ -43,3 +44,26 @@ export interface ClusterMembership extends LeasePolicy {
   sampledInstances(): SampledInstance[];
 }
 
+/** What this process's own engine published for an instance: its counts over the partitions it holds. */
+export interface LocalFigure {
+  counts: Counts;
+  held: readonly number[];
+  partitions: number;
+}
+
+/** The request thread's end of the cluster channel (server/cluster/channel.ts): the counts the other members publish. */
+export interface ClusterCounts {
+  /**
+   * The instance's counts: the engine's own plus the latest figure of every other partition (503 partition_moving
+   * while one has none). Null when no member published anything for it: the caller asks its engine.
+   */
+  counts(tenantId: string, instanceId: string, local: LocalFigure | undefined): Promise<Counts | null>;
+  /** Stops listening and leaves the cluster (after the engine handed its partitions back). */
+  close(): Promise<void>;
+}
+
+/**
+ * Joins this process to its cluster from the request thread, which holds the membership (its heartbeat asks
+ * `engineResponsive`), and listens for the counts the other members publish (`onCounts` is told of each change).
+ */
+export type JoinCluster = (onCounts: (instanceId: string, tenantId: string) => void, engineResponsive: () => boolean) => Promise<ClusterCounts>;
