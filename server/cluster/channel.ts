@@ -7,7 +7,7 @@ import { LOOKUP_CACHE_CLEARED } from '../lookup-cache';
 import { processOwner } from '../process-owner';
 import { PROFILES_WRITTEN } from '../profiles/index-store';
 import type { ProfileChange } from '../profiles/index-tenant';
-import type { AppState } from '../app';
+import type { LookupCache } from '../lookup-cache';
 import { ClusterCountsBoard } from './counts';
 import { MemberLock } from './member-lock';
 import { profilesWrittenElsewhere, profileWriteNotice } from '../profiles/cluster-writes';
@@ -17,6 +17,14 @@ import type { PostgresTarget } from '../storage/database-url';
 
 type NoticeSignal = { kind: 'notice'; from: string; name: string; args: unknown[] };
 
+/** What the channel needs of the request thread's state (server/app.ts AppState), named here so the cluster does not
+ * reach up into the app. */
+export interface ChannelState {
+  readonly caches: ReadonlyMap<string, LookupCache<unknown>>;
+  readonly noticeRelay: ((name: string, args: unknown[]) => void) | undefined;
+  clusterRelay: ((name: string, args: unknown[]) => void) | undefined;
+}
+
 /** Holds this process's membership, listens on the cluster channel and relays this process's notices to it. */
 export async function startClusterChannel(
   database: Database,
@@ -25,7 +33,7 @@ export async function startClusterChannel(
   onCounts: (instanceId: string, tenantId: string) => void,
   engineResponsive: () => boolean,
   /** The request thread's state: its notices go to the cluster, the cluster's are delivered to it. */
-  state: AppState,
+  state: ChannelState,
 ): Promise<ClusterCountsBoard> {
   const me = processOwner();
   const channel = clusterChannel(target);
@@ -52,7 +60,7 @@ export async function startClusterChannel(
   return board;
 }
 
-function deliverNotice(state: AppState, signal: NoticeSignal): void {
+function deliverNotice(state: ChannelState, signal: NoticeSignal): void {
   if (signal.name === LOOKUP_CACHE_CLEARED) state.caches.get(String(signal.args[0]))?.clearHere();
   else if (signal.name === PROFILES_WRITTEN) {
     void profilesWrittenElsewhere(String(signal.args[0]), Number(signal.args[1]), signal.args[2] === undefined ? undefined : String(signal.args[2]));

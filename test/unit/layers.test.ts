@@ -49,7 +49,6 @@ const SHUTDOWN = 'the counts stream closes its connections on shutdown, which th
 
 const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
   { arrow: 'server/auth.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/cluster/channel.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/crowd/id-text-formatter.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/crowd/notice.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/crowd/openapi.ts → server/exports/openapi.ts', why: EXPORT_COLUMNS_DOC },
