@@ -1,7 +1,7 @@
 // The procedure runner alone, as a server runs it: N independent 3-step procedures (throughput: how many steps per
 // second the runner commits), N sharing one exclusive lock key (one at a time: the latency of a claim and three
 // commits), and fairness: 90% of N queued by one tenant, then 10% by another, all at once.
-import { registerProcedureType } from '../../server/procedures/registry';
+import { ProcedureTypes } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database as processDatabase } from '../../server/storage/database';
 import type { LockKey } from '../../server/procedures/types';
@@ -21,33 +21,35 @@ export interface ProcedureFigures {
 
 const STEPS = 3;
 
-function registerBenchTypes(): void {
+function benchTypes(): ProcedureTypes {
+  const registered = new ProcedureTypes();
   const types: [string, LockKey[]][] = [
     ['bench.free', []],
     ['bench.locked', [{ key: 'bench/one', mode: 'exclusive' }]],
   ];
   for (const [type, keys] of types) {
-    registerProcedureType(
-      {
-        type,
-        supportsRollback: false,
-        create: (raw) => {
-          const state = { ...(raw as { n: number }) };
-          return {
-            lockKeys: () => [...keys],
-            state: () => state,
-            execute: async () => (++state.n < STEPS ? { kind: 'executing' as const } : { kind: 'done' as const }),
-          };
-        },
+    registered.register({
+      type,
+      supportsRollback: false,
+      create: (raw) => {
+        const state = { ...(raw as { n: number }) };
+        return {
+          lockKeys: () => [...keys],
+          state: () => state,
+          execute: async () => (++state.n < STEPS ? { kind: 'executing' as const } : { kind: 'done' as const }),
+        };
       },
-      { replace: true },
-    );
+    });
   }
+  return registered;
 }
 
 /** Submits the procedures (untimed), then times the runner from its start until none is unfinished. */
-async function run(batches: { type: string; tenantId: string; count: number }[]): Promise<{ seconds: number; total: number; startedAtMs: number }> {
-  const runner = createProcedureRunner(processDatabase(), { owner: 'bench', pollMs: 50 });
+async function run(
+  types: ProcedureTypes,
+  batches: { type: string; tenantId: string; count: number }[],
+): Promise<{ seconds: number; total: number; startedAtMs: number }> {
+  const runner = createProcedureRunner(processDatabase(), { types, owner: 'bench', pollMs: 50 });
   for (const batch of batches) {
     await Promise.all(Array.from({ length: batch.count }, () => runner.submit(batch.type, { n: 0 }, { tenantId: batch.tenantId })));
   }
@@ -63,19 +65,19 @@ async function run(batches: { type: string; tenantId: string; count: number }[])
 
 export async function measureProcedures(database: ScratchDatabase, count: number): Promise<ProcedureFigures> {
   await useDatabase(database.url);
-  registerBenchTypes();
-  const free = await run([{ type: 'bench.free', tenantId: 'bench-a', count }]);
+  const types = benchTypes();
+  const free = await run(types, [{ type: 'bench.free', tenantId: 'bench-a', count }]);
   const throughput = (free.total * STEPS) / free.seconds;
   console.log(`  ${count} independent procedures × ${STEPS} steps: ${free.seconds.toFixed(2)} s = ${throughput.toFixed(0)} steps/s`);
 
   const serialCount = Math.max(10, Math.round(count / 10));
-  const locked = await run([{ type: 'bench.locked', tenantId: 'bench-a', count: serialCount }]);
+  const locked = await run(types, [{ type: 'bench.locked', tenantId: 'bench-a', count: serialCount }]);
   const serialized = (locked.total * STEPS) / locked.seconds;
   console.log(`  ${serialCount} procedures on one exclusive key: ${locked.seconds.toFixed(2)} s = ${serialized.toFixed(0)} steps/s`);
 
   await db().procedure.deleteMany({});
   const small = Math.round(count / 10);
-  const mixed = await run([
+  const mixed = await run(types, [
     { type: 'bench.free', tenantId: 'bench-big', count: count - small },
     { type: 'bench.free', tenantId: 'bench-small', count: small },
   ]);

@@ -1,4 +1,3 @@
-import { app } from '../app';
 import type { ProcedureTypeDefinition } from './types';
 
 // Procedure types register once per app (the engine registers its types when it is created, before boot starts the
@@ -28,9 +27,4 @@ export class ProcedureTypes {
   has(type: string): boolean {
     return this.byName.has(type);
   }
-}
-
-/** Registers a type with the registered app's runner (tests and benches; parts register with the runner they hold). */
-export function registerProcedureType(definition: ProcedureTypeDefinition, options: { replace?: boolean } = {}): void {
-  app().procedureTypes.register(definition, options);
 }

@@ -1,5 +1,4 @@
 import { processOwner } from '../process-owner';
-import { app } from '../app';
 import { LoopIdle, systemClock, type Clock } from '../clock';
 import { badRequest, conflict, isUniqueViolation, notFound } from '../errors';
 import type { Database } from '../storage/database';
@@ -7,7 +6,7 @@ import { describeStorageError, isTransientStorageError } from '../storage/transi
 import { backoffDelay } from './backoff';
 import { GroupCommitter } from './commits';
 import { ProcedureRecords } from './records';
-import type { ProcedureTypes } from './registry';
+import { ProcedureTypes } from './registry';
 import { claimReady, heartbeat, releaseOwned, LeaseLostError, newProcedureRecord, toView, type ProcedureRow } from './store';
 import { TurnRunner } from './turns';
 import { FINISHED_STATES, type Json, type ProcedureRunner, type ProcedureRunnerOptions, type ProcedureView, type SubmitOptions } from './types';
@@ -51,7 +50,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     options: ProcedureRunnerOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
-    this.types = options.types ?? app().procedureTypes;
+    this.types = options.types ?? new ProcedureTypes();
     this.maxConcurrent = options.maxConcurrent ?? 128;
     this.retentionMs = options.retentionMs ?? 7 * DAY_MS;
     this.owner = options.owner ?? processOwner();

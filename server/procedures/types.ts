@@ -154,7 +154,7 @@ export interface ProcedureRunner {
 
 export interface ProcedureRunnerOptions {
   clock?: Clock;
-  /** The procedure types it runs (server/create-app.ts builds one table per app); the registered app's by default. */
+  /** The procedure types it runs (server/create-app.ts builds one table per app); a table of its own by default. */
   types?: ProcedureTypes;
   /** At most this many procedures execute at once in this process; more wait in order. Default 128. */
   maxConcurrent?: number;

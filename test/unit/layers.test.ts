@@ -66,8 +66,6 @@ const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
   { arrow: 'server/http/counts-stream.ts → server/shutdown.ts', why: SHUTDOWN },
   { arrow: 'server/http/request-context.ts → server/app.ts', why: EDGE },
   { arrow: 'server/lookup-cache.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/procedures/registry.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/procedures/runner.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/profiles/cluster-writes.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/profiles/index-store.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/security/rate-limit.ts → server/app.ts', why: APP_READ },

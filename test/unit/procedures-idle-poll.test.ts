@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
-import { registerProcedureType } from '../../server/procedures/registry';
+import { ProcedureTypes } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import { faultyDatabase } from '../fixtures/faulty-database';
@@ -13,12 +13,14 @@ import { scriptedState, scriptedType } from '../fixtures/procedures/scripted';
 const TYPE = 'test.idle-poll';
 const clock = new ManualClock(Date.UTC(2026, 0, 1));
 const counted = faultyDatabase(database(), { provider: process.env.CROWDFLOW_TEST_PROVIDER === 'postgres' ? 'postgres' : 'sqlite', rate: 0, seed: 1 });
+/** The two processes run the same code: they know the same types. */
+const types = new ProcedureTypes();
 // A long lease: no heartbeat falls within the test, so every operation after the first round is a look for work.
-const runner = createProcedureRunner(counted.database, { clock, owner: 'idle-poll-runner', leaseMs: 3_600_000 });
+const runner = createProcedureRunner(counted.database, { clock, types, owner: 'idle-poll-runner', leaseMs: 3_600_000 });
 /** Another process on the same database: it submits and never runs anything. */
-const elsewhere = createProcedureRunner(database(), { clock, owner: 'idle-poll-elsewhere' });
+const elsewhere = createProcedureRunner(database(), { clock, types, owner: 'idle-poll-elsewhere' });
 
-beforeAll(() => registerProcedureType(scriptedType(TYPE, { supportsRollback: false })));
+beforeAll(() => types.register(scriptedType(TYPE, { supportsRollback: false })));
 afterAll(() => runner.stop());
 
 /** The seconds (from now, one at a time) in which the pump touched the database, over `seconds`. */

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../server/clock';
-import { registerProcedureType } from '../../server/procedures/registry';
+import { ProcedureTypes } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import { fairShare } from '../../server/procedures/store';
@@ -16,9 +16,11 @@ const PLAIN = 'locks.plain';
 const clock = new ManualClock();
 let runner: ProcedureRunner;
 const runners: ProcedureRunner[] = [];
+/** One table for every runner of the file, as processes running the same code share their types. */
+const types = new ProcedureTypes();
 
 function startRunner(options: Parameters<typeof createProcedureRunner>[1] = {}): ProcedureRunner {
-  const created = createProcedureRunner(database(), { clock, owner: 'locks-runner', ...options });
+  const created = createProcedureRunner(database(), { clock, owner: 'locks-runner', types, ...options });
   runners.push(created);
   void created.start();
   return created;
@@ -40,8 +42,8 @@ const exclusive = (key: string): LockKey => ({ key, mode: 'exclusive' });
 const shared = (key: string): LockKey => ({ key, mode: 'shared' });
 
 beforeAll(() => {
-  registerProcedureType(scriptedType(ROLLBACK, { supportsRollback: true }));
-  registerProcedureType(scriptedType(PLAIN, { supportsRollback: false }));
+  types.register(scriptedType(ROLLBACK, { supportsRollback: true }));
+  types.register(scriptedType(PLAIN, { supportsRollback: false }));
 });
 
 afterEach(async () => {
@@ -219,7 +221,7 @@ describe('scale-out', () => {
     const executions = new Map<string, number>();
     let inside = 0;
     let maxInside = 0;
-    registerProcedureType({
+    types.register({
       type: 'locks.contended',
       supportsRollback: false,
       create: (state) => ({

@@ -13,11 +13,10 @@ import { registerStandInScheduledStart } from '../fixtures/procedures/scheduled-
 // save of a schedule wakes it to read them again. Its operations are counted through a fault-free faulty database
 // (test/fixtures/faulty-database.ts: a Prisma query hook on the real database).
 
-beforeAll(() => registerStandInScheduledStart());
-
 const start = Date.UTC(2026, 0, 1, 0, 0, 0, 500);
 const clock = new ManualClock(start);
 const runner = createProcedureRunner(database(), { clock, owner: 'scheduler-idle-test' });
+beforeAll(() => registerStandInScheduledStart(runner.types));
 const counted = faultyDatabase(database(), { provider: process.env.CROWDFLOW_TEST_PROVIDER === 'postgres' ? 'postgres' : 'sqlite', rate: 0, seed: 1 });
 // No safety re-read within the test's few minutes: every read counted here is a firing's or a notice's.
 const scheduler = createScheduler({ database: counted.database, runner, clock, rereadMs: 3_600_000 });

@@ -11,7 +11,7 @@ import { tenantRow } from '../helpers/tenant-row';
 // A stand-in for the engine's instance.start: creates a running instance under an id derived from the procedure id.
 let starts = 0;
 beforeAll(() =>
-  registerStandInScheduledStart(() => {
+  registerStandInScheduledStart(runner.types, () => {
     starts += 1;
   }),
 );

@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import { AppError } from '../../server/errors';
-import { registerProcedureType } from '../../server/procedures/registry';
+import { ProcedureTypes } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import type { ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
@@ -16,9 +16,11 @@ const PLAIN = 'test.plain'; // no rollback, default 3 retries
 let clock: ManualClock;
 let runner: ProcedureRunner;
 const runners: ProcedureRunner[] = [];
+/** One table for every runner of the file, as processes running the same code share their types. */
+const types = new ProcedureTypes();
 
 function startRunner(options: Parameters<typeof createProcedureRunner>[1] = {}): ProcedureRunner {
-  const created = createProcedureRunner(database(), { clock, owner: 'test-runner', ...options });
+  const created = createProcedureRunner(database(), { clock, owner: 'test-runner', types, ...options });
   runners.push(created);
   void created.start();
   return created;
@@ -44,8 +46,8 @@ async function stepStates(id: string): Promise<string[]> {
 }
 
 beforeAll(() => {
-  registerProcedureType(scriptedType(ROLLBACK, { supportsRollback: true, maxRetries: 2 }));
-  registerProcedureType(scriptedType(PLAIN, { supportsRollback: false }));
+  types.register(scriptedType(ROLLBACK, { supportsRollback: true, maxRetries: 2 }));
+  types.register(scriptedType(PLAIN, { supportsRollback: false }));
 });
 
 afterEach(async () => {
@@ -60,7 +62,7 @@ describe('procedure runner', () => {
   });
 
   it('refuses a second registration of the same type', () => {
-    expect(() => registerProcedureType(scriptedType(ROLLBACK, { supportsRollback: false }))).toThrow(/already registered/);
+    expect(() => types.register(scriptedType(ROLLBACK, { supportsRollback: false }))).toThrow(/already registered/);
   });
 
   it('runs a multi-step procedure to done, persisting each step once', async () => {

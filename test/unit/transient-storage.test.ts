@@ -5,7 +5,7 @@ import { ManualClock } from '../../server/clock';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { newId } from '../../server/ids';
 import { updateTenantLimits } from '../../server/limits/limits';
-import { registerProcedureType } from '../../server/procedures/registry';
+import { ProcedureTypes } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { STORAGE_PATIENCE_MS } from '../../server/procedures/turns';
 import { RetryLaterError, type ProcedureRunner, type ProcedureView } from '../../server/procedures/types';
@@ -260,11 +260,12 @@ describe('the procedure runner', () => {
   let runner: ProcedureRunner;
   let transient: unknown;
   let permanent: unknown;
+  const types = new ProcedureTypes();
 
   beforeAll(async () => {
     transient = await transientError();
     permanent = await permanentError();
-    registerProcedureType({
+    types.register({
       type: STORAGE,
       maxRetries: MAX_RETRIES,
       supportsRollback: false,
@@ -287,7 +288,7 @@ describe('the procedure runner', () => {
 
   function start(on: Database = database()): void {
     clock = new ManualClock();
-    runner = createProcedureRunner(on, { clock, owner: `transient-${newId('o')}` });
+    runner = createProcedureRunner(on, { clock, types, owner: `transient-${newId('o')}` });
     void runner.start();
   }
 
