@@ -11,20 +11,19 @@
 //
 // This file imports types only, so any module can import it without an import cycle at evaluation time.
 import type { Clock } from './clock';
-import type { IdTextFormatter } from './crowd/id-text-formatter';
 import type { EngineHandle } from './engine/handle';
 import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantQueue } from './engine/ingest-commit';
 import type { UserPartitioning } from './engine/partitioning';
 import type { Env } from './env';
-import type { TableFormatter } from './exports/table-formatter';
+import type { KeyUseMemory } from './auth';
+import type { ExportFormatters } from './exports/table-export';
 import type { LookupCache } from './lookup-cache';
 import type { Scheduler } from './procedures/scheduler';
 import type { ProcedureTypes } from './procedures/registry';
 import type { ProcedureRunner } from './procedures/types';
 import type { TenantProfiles } from './profiles/index-store';
 import type { RelayedProfileWrite } from './profiles/index-tenant';
-import type { TokenBucket } from './security/rate-limit';
 import type { SignInThrottle } from './security/sign-in-throttle';
 import type { Database } from './storage/database';
 import type { Storage } from './storage/db';
@@ -67,32 +66,12 @@ export interface AppState {
   readonly profileIndexes: Map<string, TenantProfiles>;
   /** The export formatter threads' clients (server/crowd/id-text-formatter.ts, server/exports/table-formatter.ts):
    * their threads start with the first export that needs them. */
-  readonly formatters: { idText: IdTextFormatter | undefined; table: TableFormatter | undefined };
+  readonly formatters: ExportFormatters;
   /** Long-lived responses' closers and whether the signal handlers are installed (server/shutdown.ts). */
   readonly shutdown: { installed: boolean; readonly closers: Set<() => void> };
-  /** Request rate-limit buckets and the last written use, by API key id (server/security/, server/auth.ts); the studio
+  /** Request rate-limit buckets and the last written use, by API key id (server/auth.ts KeyUseMemory); the studio
    * sign-in throttle (server/security/sign-in-throttle.ts). */
-  readonly security: { readonly buckets: Map<string, TokenBucket>; readonly keyUseWritten: Map<string, number>; signIn: SignInThrottle | undefined };
-}
-
-export function createAppState(): AppState {
-  return {
-    caches: new Map(),
-    notices: new Map(),
-    noticeRelay: undefined,
-    clusterRelay: undefined,
-    profileRelay: undefined,
-    runningLookup: undefined,
-    recentLog: new Map(),
-    recentLogEnabled: true,
-    ingestDedupe: new Map(),
-    ingestQueues: new Map(),
-    tenantPartitions: new Map(),
-    profileIndexes: new Map(),
-    formatters: { idText: undefined, table: undefined },
-    shutdown: { installed: false, closers: new Set() },
-    security: { buckets: new Map(), keyUseWritten: new Map(), signIn: undefined },
-  };
+  readonly security: KeyUseMemory & { readonly signIn: SignInThrottle };
 }
 
 /** One thread's parts, built once by createApp() in this order. */

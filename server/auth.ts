@@ -1,9 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from './errors';
 import { lookupCache } from './lookup-cache';
-import { app } from './app';
 import { assertSameOriginWrite } from './security/csrf';
-import { takeRequest } from './security/rate-limit';
+import { takeRequest, type TokenBucket } from './security/rate-limit';
 import { parseScopes, requiredScope, type Scope } from './security/scopes';
 import { liveSession, SESSION_COOKIE, startSession } from './security/sessions';
 import type { Database } from './storage/database';
@@ -64,11 +63,19 @@ type KnownKey = { tenantId: string; keyId: string; revoked: boolean; scopes: Sco
 /** Keys by hash; cleared when this process revokes a key or deletes a tenant. */
 export const apiKeys = () => lookupCache<KnownKey>('api-keys');
 
+/** What authenticating keeps between an app's requests, by API key id (AppState.security, owned by the app). */
+export interface KeyUseMemory {
+  /** Request rate-limit buckets (server/security/rate-limit.ts). */
+  readonly buckets: Map<string, TokenBucket>;
+  /** When the key's last use was written. */
+  readonly keyUseWritten: Map<string, number>;
+}
+
 /**
  * Who is calling: the admin (`adminToken`, CROWDFLOW_ADMIN_TOKEN, or a studio session) or one tenant's API key, allowed
- * to make this call; keys and sessions are read from `database`.
+ * to make this call; keys and sessions are read from `database`, keys' rates and uses kept in `memory`.
  */
-export async function authenticate(request: Request, database: Database, adminToken: string | undefined): Promise<Principal> {
+export async function authenticate(request: Request, database: Database, adminToken: string | undefined, memory: KeyUseMemory): Promise<Principal> {
   const header = request.headers.get('authorization');
   if (header) {
     const match = /^Bearer\s+(\S+)$/i.exec(header);
@@ -77,9 +84,9 @@ export async function authenticate(request: Request, database: Database, adminTo
     if (adminToken && sameSecret(secret, adminToken)) return { kind: 'admin' };
     const key = await findKey(database.db, secret);
     if (key.revoked) throw new AppError('unauthorized', 'This API key was revoked');
-    await takeRequest(database, key.tenantId, key.keyId);
+    await takeRequest(database, memory.buckets, key.tenantId, key.keyId);
     assertScope(request, key.scopes);
-    noteKeyUse(database.db, key.keyId);
+    noteKeyUse(database.db, memory.keyUseWritten, key.keyId);
     return { kind: 'tenant', tenantId: key.tenantId, keyId: key.keyId, scopes: key.scopes };
   }
   const cookie = readCookie(request, SESSION_COOKIE);
@@ -123,8 +130,7 @@ function assertScope(request: Request, scopes: readonly Scope[]): void {
 /** Last use is written at most once a minute per key and process: a write per request would cost ingest its speed. */
 const LAST_USED_EVERY_MS = 60_000;
 
-function noteKeyUse(db: Db, keyId: string, now = Date.now()): void {
-  const lastUseMemory = app().state.security.keyUseWritten;
+function noteKeyUse(db: Db, lastUseMemory: Map<string, number>, keyId: string, now = Date.now()): void {
   if (now - (lastUseMemory.get(keyId) ?? 0) < LAST_USED_EVERY_MS) return;
   if (lastUseMemory.size > 100_000) lastUseMemory.clear();
   lastUseMemory.set(keyId, now);

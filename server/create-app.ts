@@ -6,20 +6,23 @@
 // Boot (server/boot.ts) builds the request thread's app, the engine thread (server/engine/thread.ts) its own, a test
 // or bench one with a ManualClock over the test's storage. Building connects nothing and starts nothing: the client
 // connects on its first query, and `start()` starts the loops (boot runs the migrations first).
-import { createAppState, type App, type AppState } from './app';
+import type { App, AppState } from './app';
 import { clusterTarget } from './cluster';
 import { startClusterChannel } from './cluster/channel';
 import { systemClock, type Clock } from './clock';
+import { IdTextFormatter } from './crowd/id-text-formatter';
 import { EngineClient } from './engine/client';
 import type { JoinCluster } from './engine/cluster-port';
 import { Engine } from './engine/engine';
 import type { EngineHandle } from './engine/handle';
 import type { EngineThread } from './engine/thread-spawn';
 import { parseEnv, type Env } from './env';
+import { TableFormatter } from './exports/table-formatter';
 import { ProcedureTypes } from './procedures/registry';
 import { closeProfileIndexes } from './profiles/index-store';
 import { createProcedureRunner } from './procedures/runner';
 import { createScheduler } from './procedures/scheduler';
+import { SignInThrottle } from './security/sign-in-throttle';
 import type { ProcedureRunner, ProcedureRunnerOptions } from './procedures/types';
 import { databaseOf, type Database } from './storage/database';
 import { parseDatabaseUrl, type PostgresTarget } from './storage/database-url';
@@ -132,6 +135,27 @@ export function createApp(options: AppOptions = {}): App {
       await closeProfileIndexes(state.profileIndexes);
       if (ownsStorage) await closeStorage(storage);
     },
+  };
+}
+
+/** What the thread keeps between calls, empty but for the parts that wait unused until asked (they start nothing). */
+function createAppState(): AppState {
+  return {
+    caches: new Map(),
+    notices: new Map(),
+    noticeRelay: undefined,
+    clusterRelay: undefined,
+    profileRelay: undefined,
+    runningLookup: undefined,
+    recentLog: new Map(),
+    recentLogEnabled: true,
+    ingestDedupe: new Map(),
+    ingestQueues: new Map(),
+    tenantPartitions: new Map(),
+    profileIndexes: new Map(),
+    formatters: { idText: new IdTextFormatter(), table: new TableFormatter() },
+    shutdown: { installed: false, closers: new Set() },
+    security: { buckets: new Map(), keyUseWritten: new Map(), signIn: new SignInThrottle() },
   };
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { RoaringBitmap32, serializeBitmap } from './bitmap';
-import { idTextFormatter } from './id-text-formatter';
+import type { IdTextFormatter } from './id-text-formatter';
 
 export const EXPORT_FORMATS = ['csv', 'roaring', 'json', 'parquet'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -34,9 +34,10 @@ const EXTENSIONS: Record<IdExportFormat, string> = { csv: 'csv', json: 'json', r
 /**
  * Streams a bitmap's IDs as a download: `csv` is one ID per line (no header, so it uploads back as is),
  * `json` an array, `roaring` the portable bytes. `filename` is without extension; `limit` keeps the
- * smallest `limit` IDs. The bitmap is copied first, so the caller may keep changing it.
+ * smallest `limit` IDs. The bitmap is copied first, so the caller may keep changing it. `formatter` writes the text
+ * formats (the app's, AppState.formatters).
  */
-export function bitmapExportResponse(bitmap: RoaringBitmap32, format: IdExportFormat, filename: string, limit?: number): Response {
+export function bitmapExportResponse(formatter: IdTextFormatter, bitmap: RoaringBitmap32, format: IdExportFormat, filename: string, limit?: number): Response {
   const total = limit === undefined ? bitmap.size : Math.max(0, Math.min(bitmap.size, Math.floor(limit)));
   const headers: Record<string, string> = {
     'content-type': CONTENT_TYPES[format],
@@ -51,7 +52,7 @@ export function bitmapExportResponse(bitmap: RoaringBitmap32, format: IdExportFo
       headers: { ...headers, 'content-length': String(bytes.byteLength) },
     });
   }
-  return new Response(idTextStream(bitmap.clone(), total, format === 'json'), { headers });
+  return new Response(idTextStream(formatter, bitmap.clone(), total, format === 'json'), { headers });
 }
 
 function firstIds(bitmap: RoaringBitmap32, count: number): RoaringBitmap32 {
@@ -68,8 +69,7 @@ export function safeFilename(name: string): string {
  * ahead of the response. Formatted here, a 10M-ID export held the thread that answers every other request for about
  * a second of CPU in pages of 2–5 ms (bench "API latency under engine load").
  */
-export function idTextStream(bitmap: RoaringBitmap32, total: number, asJson: boolean): ReadableStream<Uint8Array> {
-  const formatter = idTextFormatter();
+export function idTextStream(formatter: IdTextFormatter, bitmap: RoaringBitmap32, total: number, asJson: boolean): ReadableStream<Uint8Array> {
   const ahead: Promise<Uint8Array>[] = [];
   let requested = 0;
   const requestPages = () => {

@@ -2,7 +2,6 @@
 // the first text export and kept (unref'd) after it; a page is sent as IDs and comes back as text bytes. A thread that
 // fails fails the pages it held (their exports end with an error) and is started again by the next page.
 import type { Worker } from 'node:worker_threads';
-import { app } from '../app';
 import { startThread, type ThreadStartFailed } from '../source-thread';
 import type { IdTextJob, IdTextReply } from './id-text-thread';
 
@@ -44,8 +43,4 @@ export class IdTextFormatter {
     for (const call of this.pending.values()) call.reject(error);
     this.pending.clear();
   }
-}
-
-export function idTextFormatter(): IdTextFormatter {
-  return (app().state.formatters.idText ??= new IdTextFormatter());
 }

@@ -9,7 +9,8 @@ import { bitmapExportResponse, type ExportFormat, safeFilename } from '../crowd/
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { EngineHandle } from '../engine/handle';
 import type { ColumnSpec, ColumnValues } from '../profiles/columns';
-import { tableFormatter } from './table-formatter';
+import type { IdTextFormatter } from '../crowd/id-text-formatter';
+import type { TableFormatter } from './table-formatter';
 import type { TableFormat } from './table-thread';
 
 /** Users a page (and a Parquet row group). */
@@ -20,6 +21,12 @@ const ENTERED_AT = 'entered_at';
 
 export type ExportOptions = { format: ExportFormat; columns: string[]; limit?: number };
 
+/** The clients of the threads that write an export's bytes: IDs as text, and tables with columns. */
+export interface ExportFormatters {
+  readonly idText: IdTextFormatter;
+  readonly table: TableFormatter;
+}
+
 const CONTENT_TYPES: Record<TableFormat, string> = { csv: 'text/csv; charset=utf-8', parquet: 'application/vnd.apache.parquet' };
 
 /**
@@ -28,20 +35,21 @@ const CONTENT_TYPES: Record<TableFormat, string> = { csv: 'text/csv; charset=utf
  */
 export async function exportResponse(
   engine: EngineHandle,
+  formatters: ExportFormatters,
   tenantId: string,
   bitmap: RoaringBitmap32,
   options: ExportOptions,
   filename: string,
 ): Promise<Response> {
   const { format, columns, limit } = options;
-  if (columns.length === 0 && format !== 'parquet') return bitmapExportResponse(bitmap, format, filename, limit);
+  if (columns.length === 0 && format !== 'parquet') return bitmapExportResponse(formatters.idText, bitmap, format, filename, limit);
   if (format !== 'csv' && format !== 'parquet') {
     throw badRequest(`format=${format} carries user IDs only: export columns as format=csv or format=parquet`, { path: 'format' });
   }
   checkColumnNames(columns);
   const specs = await engine.profiles.describeProfileColumns(tenantId, columns);
   const total = limit === undefined ? bitmap.size : Math.max(0, Math.min(bitmap.size, Math.floor(limit)));
-  return new Response(tableStream(engine, tenantId, bitmap.clone(), total, format, specs), {
+  return new Response(tableStream(engine, formatters.table, tenantId, bitmap.clone(), total, format, specs), {
     headers: {
       'content-type': CONTENT_TYPES[format],
       'content-disposition': `attachment; filename="${safeFilename(filename)}.${format}"`,
@@ -76,13 +84,14 @@ type Page = { ids: Uint32Array; values: ColumnValues[] };
 
 function tableStream(
   engine: EngineHandle,
+  formatter: TableFormatter,
   tenantId: string,
   bitmap: RoaringBitmap32,
   total: number,
   format: TableFormat,
   columns: ColumnSpec[],
 ): ReadableStream<Uint8Array> {
-  const session = tableFormatter().open(format, columns, TABLE_PAGE_ROWS);
+  const session = formatter.open(format, columns, TABLE_PAGE_ROWS);
   const ahead: Promise<Page>[] = [];
   let requested = 0;
   let ended = false;

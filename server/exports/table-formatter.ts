@@ -3,7 +3,6 @@
 // the thread's requests for more (`credit`) come back in order. A thread that fails fails its open exports.
 import type { Worker } from 'node:worker_threads';
 import type { ColumnSpec, ColumnValues } from '../profiles/columns';
-import { app } from '../app';
 import { startThread, type ThreadStartFailed } from '../source-thread';
 import type { FromTableThread, TableFormat, ToTableThread } from './table-thread';
 
@@ -100,8 +99,4 @@ export class TableFormatter {
     for (const session of [...this.sessions.values()]) session.deliver(error);
     this.sessions.clear();
   }
-}
-
-export function tableFormatter(): TableFormatter {
-  return (app().state.formatters.table ??= new TableFormatter());
 }

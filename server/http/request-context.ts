@@ -8,28 +8,38 @@ import { authenticate, type Principal } from '../auth';
 import type { Clock } from '../clock';
 import type { EngineHandle } from '../engine/handle';
 import type { Env } from '../env';
+import type { ExportFormatters } from '../exports/table-export';
 import type { ProcedureRunner } from '../procedures/types';
 import { audit, type AuditAction } from '../security/audit';
+import type { SignInThrottle } from '../security/sign-in-throttle';
 import type { Database } from '../storage/database';
 import { assertAdmin, findTenant, type Tenant } from '../tenants/tenants';
 import { route, type Params } from './respond';
 
-/** What a handler of a route anyone may call (sign-in, sign-out) is handed. */
-export interface Visitor {
+/** What every handler is handed. */
+interface Handed {
   readonly request: Request;
   readonly database: Database;
   /** The app's settings (server/env.ts): the admin token, trusted proxies, upload limit, webhook address policy. */
   readonly env: Env;
 }
 
+/** What a handler of a route anyone may call (sign-in, sign-out) is handed. */
+export interface Visitor extends Handed {
+  /** The app's throttle of failed sign-ins (server/security/sign-in-throttle.ts). */
+  readonly signInThrottle: SignInThrottle;
+}
+
 /** What an authenticated handler is handed. */
-export interface Caller extends Visitor {
+export interface Caller extends Handed {
   readonly principal: Principal;
   /** The app's engine (a route of an app built without one fails when it asks). */
   readonly engine: EngineHandle;
   readonly runner: ProcedureRunner;
   /** The clock the app's loops wait on and the engine stamps moves with. */
   readonly clock: Clock;
+  /** The app's export formatter threads' clients. */
+  readonly formatters: ExportFormatters;
   /** Records what the caller did, after it succeeded (server/security/audit.ts). */
   audit(action: AuditAction, what: { tenantId?: string | null; target: string; details?: unknown }): Promise<void>;
 }
@@ -46,7 +56,7 @@ type TenantHandler<P extends Params & { tenant: string }> = (caller: TenantCalle
 
 /** Who calls with `request`, by the admin token and the database of `built`, the app answering it. */
 function authenticated(built: App, request: Request): Promise<Principal> {
-  return authenticate(request, built.database, built.env.CROWDFLOW_ADMIN_TOKEN);
+  return authenticate(request, built.database, built.env.CROWDFLOW_ADMIN_TOKEN, built.state.security);
 }
 
 function callerOf(built: App, request: Request, principal: Principal): Caller {
@@ -61,6 +71,7 @@ function callerOf(built: App, request: Request, principal: Principal): Caller {
     },
     runner: built.runner,
     clock: built.clock,
+    formatters: built.state.formatters,
     audit: (action, what) => audit(built.database, principal, action, what),
   };
 }
@@ -77,8 +88,8 @@ async function tenantCallerOf(built: App, request: Request, principal: Principal
 /** A route anyone may call, without credentials (signing in and out). */
 export function openRoute<P extends Params = Params>(handler: (visitor: Visitor, params: P) => Promise<Response>) {
   return route<P>(async (request, params) => {
-    const { database, env } = app();
-    return handler({ request, database, env }, params);
+    const { database, env, state } = app();
+    return handler({ request, database, env, signInThrottle: state.security.signIn }, params);
   });
 }
 

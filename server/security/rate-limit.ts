@@ -4,7 +4,6 @@
 import { AppError } from '../errors';
 import { tenantLimits, type TenantLimits } from '../limits/limits';
 import { lookupCache } from '../lookup-cache';
-import { app } from '../app';
 import type { Database } from '../storage/database';
 
 export type RateLimit = { perSecond: number; burst: number };
@@ -33,10 +32,9 @@ export function secondsUntilToken(bucket: TokenBucket): number {
   return Math.max(1, Math.ceil((1 - bucket.tokens) / bucket.limit.perSecond));
 }
 
-/** Takes one request from the key's bucket, or throws a 429 saying when to retry. */
-export async function takeRequest(database: Database, tenantId: string, keyId: string, now = Date.now()): Promise<void> {
+/** Takes one request from the key's bucket among `buckets` (the app's, by key id), or throws a 429 saying when to retry. */
+export async function takeRequest(database: Database, buckets: Map<string, TokenBucket>, tenantId: string, keyId: string, now = Date.now()): Promise<void> {
   const limit = await limitOf(database, tenantId);
-  const buckets = app().state.security.buckets;
   let bucket = buckets.get(keyId);
   if (!bucket || bucket.limit.perSecond !== limit.perSecond || bucket.limit.burst !== limit.burst) {
     bucket = { tokens: limit.burst, updatedMs: now, limit };

@@ -3,10 +3,9 @@
 // allows a burst of failures, then refills at burst per window: 10 failures from one address, or 100 from anywhere, then
 // one more attempt per 90 s (per 9 s for the account). While a bucket is empty every sign-in it covers is refused with
 // 429 `rate_limited` and Retry-After, a correct token too, so a guesser cannot tell a hit from the refusal. A success
-// refills its address's bucket. The state is in memory of the process (one throttle, built once in the runtime).
+// refills its address's bucket. The state is in memory of the process (one throttle, built once with its app).
 import { type Clock, systemClock } from '../clock';
 import { AppError } from '../errors';
-import { app } from '../app';
 import { refill, secondsUntilToken, type RateLimit, type TokenBucket } from './rate-limit';
 
 export type SignInLimits = { perAddress: number; perAccount: number; windowMs: number };
@@ -78,11 +77,4 @@ export class SignInThrottle {
       this.byAddress.delete(key);
     }
   }
-}
-
-/** This process's throttle, built on first use. */
-export function signInThrottle(): SignInThrottle {
-  const security = app().state.security;
-  security.signIn ??= new SignInThrottle();
-  return security.signIn;
 }

@@ -1,6 +1,6 @@
 import { stepUsersAsOf } from '../engine/as-of';
 import type { EngineHandle } from '../engine/handle';
-import { exportResponse, type ExportOptions } from '../exports/table-export';
+import { exportResponse, type ExportFormatters, type ExportOptions } from '../exports/table-export';
 import type { HoldoutGroup, StepUsers } from '../engine/types';
 import type { Database } from '../storage/database';
 import type { Tenant } from '../tenants/tenants';
@@ -46,7 +46,14 @@ const isDeliveryUsers = (users: string): users is DeliveryUsers => users === 'ca
 export type StepExportRequest = ExportOptions & { instanceId: string; step: string; users: StepUsers | DeliveryUsers; asOf?: number; group?: HoldoutGroup };
 
 /** GET …/instances/{iid}/steps/{step}/export: the step's users (404 for an unknown instance or step), with profile columns if asked, under the journey's name. */
-export async function stepExportResponse(engine: EngineHandle, database: Database, tenant: Tenant, request: StepExportRequest, now: number): Promise<Response> {
+export async function stepExportResponse(
+  engine: EngineHandle,
+  formatters: ExportFormatters,
+  database: Database,
+  tenant: Tenant,
+  request: StepExportRequest,
+  now: number,
+): Promise<Response> {
   const { instanceId, step, users, asOf, group, ...options } = request;
   if (asOf !== undefined) {
     // Moves and exits are journaled, conversions and capped deliveries are not.
@@ -57,7 +64,7 @@ export async function stepExportResponse(engine: EngineHandle, database: Databas
     if (group) throw badRequest('asOf answers who was in the step then, of both groups; leave out group', { path: 'group' });
     const bitmap = await stepUsersAsOf(database, tenant, instanceId, step, asOf, now, users);
     const journey = await findWorkflow(database, tenant, (await engine.getInstance(tenant.id, instanceId)).workflowId);
-    return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, asOf, true));
+    return exportResponse(engine, formatters, tenant.id, bitmap, options, stepExportName(journey.name, step, users, asOf, true));
   }
   const instance = isDeliveryUsers(users) ? await engine.getInstance(tenant.id, instanceId) : undefined;
   if (instance) {
@@ -74,5 +81,5 @@ export async function stepExportResponse(engine: EngineHandle, database: Databas
         ? await quietStepUsers(database, tenant.id, instanceId, step)
         : await engine.stepBitmap(tenant.id, instanceId, step, users, group);
   const journey = await findWorkflow(database, tenant, (instance ?? (await engine.getInstance(tenant.id, instanceId))).workflowId);
-  return exportResponse(engine, tenant.id, bitmap, options, stepExportName(journey.name, step, users, now, false, group));
+  return exportResponse(engine, formatters, tenant.id, bitmap, options, stepExportName(journey.name, step, users, now, false, group));
 }

@@ -5,6 +5,10 @@ import { sparseIds } from '../../bench/lib/data';
 import { seededRandom } from '../helpers/seeded-random';
 import { parseCrowdUpload, uploadFormat } from '../../server/crowd/parse';
 import { bitmapExportResponse } from '../../server/crowd/export';
+import { IdTextFormatter } from '../../server/crowd/id-text-formatter';
+
+/** The text formats' writer thread, as an app holds one. */
+const idText = new IdTextFormatter();
 
 const LIMIT = 1024 * 1024;
 
@@ -214,7 +218,7 @@ describe('bitmap export', () => {
   const bitmap = RoaringBitmap32.from([4294967295, 0, 9, 10, 99, 100, 123456789]);
 
   it('writes one ID per line as CSV, with the file name and count in the headers', async () => {
-    const response = bitmapExportResponse(bitmap, 'csv', 'step: welcome');
+    const response = bitmapExportResponse(idText, bitmap, 'csv', 'step: welcome');
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="step__welcome.csv"');
     expect(response.headers.get('x-crowdflow-count')).toBe('7');
@@ -222,23 +226,23 @@ describe('bitmap export', () => {
   });
 
   it('writes a JSON array, and honours a limit', async () => {
-    expect(JSON.parse(await bitmapExportResponse(bitmap, 'json', 'x').text())).toEqual(bitmap.toArray());
-    expect(await bitmapExportResponse(bitmap, 'json', 'x', 2).text()).toBe('[0,9]\n');
-    expect(await bitmapExportResponse(bitmap, 'csv', 'x', 0).text()).toBe('');
-    expect(await bitmapExportResponse(new RoaringBitmap32(), 'json', 'x').text()).toBe('[]\n');
+    expect(JSON.parse(await bitmapExportResponse(idText, bitmap, 'json', 'x').text())).toEqual(bitmap.toArray());
+    expect(await bitmapExportResponse(idText, bitmap, 'json', 'x', 2).text()).toBe('[0,9]\n');
+    expect(await bitmapExportResponse(idText, bitmap, 'csv', 'x', 0).text()).toBe('');
+    expect(await bitmapExportResponse(idText, new RoaringBitmap32(), 'json', 'x').text()).toBe('[]\n');
   });
 
   it('writes portable roaring bytes, limited to the first IDs when asked', async () => {
-    const whole = Buffer.from(await bitmapExportResponse(bitmap, 'roaring', 'x').arrayBuffer());
+    const whole = Buffer.from(await bitmapExportResponse(idText, bitmap, 'roaring', 'x').arrayBuffer());
     expect(deserializeBitmap(whole).isEqual(bitmap)).toBe(true);
-    const first3 = bitmapExportResponse(bitmap, 'roaring', 'x', 3);
+    const first3 = bitmapExportResponse(idText, bitmap, 'roaring', 'x', 3);
     expect(first3.headers.get('content-disposition')).toBe('attachment; filename="x.roaring"');
     expect(deserializeBitmap(Buffer.from(await first3.arrayBuffer())).toArray()).toEqual([0, 9, 10]);
   });
 
   it('exports what the bitmap held when asked, even if it changes while streaming', async () => {
     const live = RoaringBitmap32.fromRange(0, 200_000);
-    const response = bitmapExportResponse(live, 'csv', 'live');
+    const response = bitmapExportResponse(idText, live, 'csv', 'live');
     live.clear();
     const lines = (await response.text()).split('\n');
     expect(lines.length).toBe(200_001);

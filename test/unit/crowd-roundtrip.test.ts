@@ -5,6 +5,10 @@ import { parseCrowdUpload } from '../../server/crowd/parse';
 import { loadCrowd, saveCrowd } from '../../server/crowd/store';
 import { tenantRow } from '../helpers/tenant-row';
 import { database } from '../../server/storage/database';
+import { IdTextFormatter } from '../../server/crowd/id-text-formatter';
+
+/** The text formats' writer thread, as an app holds one. */
+const idText = new IdTextFormatter();
 
 // 2^20 users: many 64 KB upload chunks (an ID cut at each edge) and 16,384-ID export pages, and a stored crowd of
 // several hundred KB. How fast 10M users go through the same code is the bench's (bench/scenarios/crowd.ts).
@@ -54,16 +58,16 @@ describe('2^20-user crowd round trip', () => {
     expect(parsed.size).toBe(USERS);
     expect(parsed.isEqual(expected)).toBe(true);
 
-    const csv = await timed('export CSV', async () => Buffer.from(await bitmapExportResponse(parsed, 'csv', 'all').arrayBuffer()));
+    const csv = await timed('export CSV', async () => Buffer.from(await bitmapExportResponse(idText, parsed, 'csv', 'all').arrayBuffer()));
     expect(csv.equals(asText(expected.toUint32Array()))).toBe(true);
     const reparsed = await timed('parse the CSV export', () => parseCrowdUpload(inChunks(csv), 'text/csv', csv.length));
     expect(reparsed.isEqual(expected)).toBe(true);
 
-    const json = await timed('export JSON', async () => Buffer.from(await bitmapExportResponse(parsed, 'json', 'all').arrayBuffer()));
+    const json = await timed('export JSON', async () => Buffer.from(await bitmapExportResponse(idText, parsed, 'json', 'all').arrayBuffer()));
     const fromJson = await timed('parse the JSON export', () => parseCrowdUpload(inChunks(json), 'application/json', json.length));
     expect(fromJson.isEqual(expected)).toBe(true);
 
-    const roaring = Buffer.from(await bitmapExportResponse(parsed, 'roaring', 'all').arrayBuffer());
+    const roaring = Buffer.from(await bitmapExportResponse(idText, parsed, 'roaring', 'all').arrayBuffer());
     console.log(`[crowd figures] portable roaring: ${roaring.length} bytes (${(roaring.length / USERS).toFixed(2)} bytes per user)`);
     const fromRoaring = await timed('parse the roaring upload', () => parseCrowdUpload(inChunks(roaring), 'application/octet-stream', roaring.length));
     expect(fromRoaring.isEqual(expected)).toBe(true);

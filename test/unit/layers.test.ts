@@ -48,8 +48,6 @@ const EXPORT_COLUMNS_DOC = "the crowd export route's OpenAPI text reuses the tab
 const SHUTDOWN = 'the counts stream closes its connections on shutdown, which the process layer owns';
 
 const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
-  { arrow: 'server/auth.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/crowd/id-text-formatter.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/crowd/notice.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/crowd/openapi.ts → server/exports/openapi.ts', why: EXPORT_COLUMNS_DOC },
   { arrow: 'server/engine/as-of.ts → server/notifications/journal-retention.ts', why: JOURNAL_RETENTION },
@@ -62,14 +60,11 @@ const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
   { arrow: 'server/engine/ingest.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/engine/recent-log.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/engine/timer-loop.ts → server/notifications/notifications.ts', why: JOURNAL_RETENTION },
-  { arrow: 'server/exports/table-formatter.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/http/counts-stream.ts → server/shutdown.ts', why: SHUTDOWN },
   { arrow: 'server/http/request-context.ts → server/app.ts', why: EDGE },
   { arrow: 'server/lookup-cache.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/profiles/cluster-writes.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/profiles/index-store.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/security/rate-limit.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/security/sign-in-throttle.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/storage/database.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/storage/db.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/workflows/running.ts → server/app.ts', why: APP_READ },

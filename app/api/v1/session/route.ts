@@ -5,15 +5,13 @@ import { openRoute } from '@/server/http/request-context';
 import { json, readJson } from '@/server/http/respond';
 import { audit } from '@/server/security/audit';
 import { clientAddress, throttleKeyOf, trustedProxies } from '@/server/security/client-address';
-import { signInThrottle } from '@/server/security/sign-in-throttle';
 import { endSession, SESSION_TTL_MS } from '@/server/security/sessions';
 
 const SignInBody = z.strictObject({ token: z.string().min(1) });
 
 /** Signs the studio in; failed attempts are throttled per client address and for the account (sign-in-throttle.ts). */
-export const POST = openRoute(async ({ request, database, env }) => {
+export const POST = openRoute(async ({ request, database, env, signInThrottle: throttle }) => {
   const address = clientAddress(request, trustedProxies(env.CROWDFLOW_TRUSTED_PROXIES));
-  const throttle = signInThrottle();
   const key = throttleKeyOf(address);
   throttle.check(key);
   const { token } = await readJson(request, SignInBody);
