@@ -5,7 +5,7 @@ import { ProcedureTypes } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database as processDatabase } from '../../server/storage/database';
 import type { LockKey } from '../../server/procedures/types';
-import { db } from '../../server/storage/db';
+import { db } from '../../test/helpers/app-db';
 import type { ScratchDatabase } from '../lib/database';
 import type { Measured } from './journey';
 import { closeApp, useDatabase } from './rows';

@@ -17,7 +17,7 @@ import { importProfiles } from '../../server/profiles/import';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { dropProfileIndex, profileIndex, profileIndexLoad, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { ProfileIndex } from '../../server/profiles/index-tenant';
-import { db } from '../../server/storage/db';
+import { db } from '../../test/helpers/app-db';
 import { createTenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { denseBitmap } from '../lib/data';

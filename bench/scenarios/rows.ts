@@ -4,7 +4,7 @@
 // scenario's crowd so they compare with Crowdflow's figures, and the table says so.
 import { registerApp, type App } from '../../server/app';
 import { createApp, type AppOptions } from '../../server/create-app';
-import { db } from '../../server/storage/db';
+import { db } from '../../test/helpers/app-db';
 import { parseEnv } from '../../server/env';
 import type { BenchEvent } from '../lib/data';
 import type { ScratchDatabase } from '../lib/database';

@@ -8,7 +8,7 @@ import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { updateTenantLimits } from '../../server/limits/limits';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database as processDatabase } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../../test/helpers/app-db';
 import { createDestination, DEFAULT_BATCH_SIZE } from '../../server/webhooks/destinations';
 import { WebhookPump } from '../../server/webhooks/pump';
 import type { ScratchDatabase } from '../lib/database';

@@ -9,7 +9,6 @@ import { parseDatabaseUrl, type DatabaseTarget, type PostgresTarget } from './da
 import { AsyncLockWaitAdapter, LOCK_WAIT_MS } from './sqlite-busy';
 import { startCheckpointer, type Checkpointer } from './sqlite-checkpointer';
 import { PatientPool } from './pg-connect';
-import { app } from '../app';
 import type { RawDb } from './raw';
 
 /** Both generated clients have the same models; the SQLite one's type stands for both. */
@@ -86,20 +85,6 @@ export function poolForRequestsOnly(held: Storage, poolMax = REQUEST_POOL_MAX): 
   held.pgPool?.resize(poolMax);
 }
 
-/** The registered app's storage (server/app.ts). */
-export function storage(): Storage {
-  return app().storage;
-}
-
-/** The one Prisma client of this process. */
-export function db(): Db {
-  return storage().db;
-}
-
-export function dbTarget(): DatabaseTarget {
-  return storage().target;
-}
-
 /**
  * The database several processes can run on together, for the connections a cluster holds of its own (LISTEN, advisory
  * locks); undefined when the storage is one process's alone (SQLite: its file lock is the only coordination it has).
@@ -122,15 +107,10 @@ export function directDatabaseTarget(target: DatabaseTarget, directUrl: string |
 }
 
 /** The SQLite connection under the Prisma client (opened by its first query). */
-export async function connectedSqlite(holder: Storage = storage()): Promise<BetterSqlite3.Database> {
+export async function connectedSqlite(holder: Storage): Promise<BetterSqlite3.Database> {
   if (!holder.sqlite) throw new Error('The database is not SQLite');
   await holder.db.$connect();
   return holder.sqlite.connection;
-}
-
-/** The background checkpointer of the SQLite database (server/storage/sqlite-checkpointer.ts), once connected. */
-export function sqliteCheckpointer(): Checkpointer | undefined {
-  return app().storage.sqlite?.checkpointer;
 }
 
 /** Closes what openStorage() opened: the raw driver, the SQLite checkpointer, the Prisma client, the pool. */

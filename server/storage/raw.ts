@@ -10,7 +10,7 @@
 // PostgreSQL: the thread's pg pool, the one Prisma uses too (server/storage/db.ts), schema-qualified SQL (`tableName`).
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
-import { connectedSqlite, storage, type Storage } from './db';
+import { connectedSqlite, type Storage } from './db';
 import { whenUnlocked } from './sqlite-busy';
 import { copyFromStdin } from './pg-copy';
 
@@ -177,11 +177,6 @@ class PostgresRaw implements RawDb {
   async close(): Promise<void> {
     // The pool is the storage's, ended with it (closeDb).
   }
-}
-
-/** The raw connection of this process, bound to the current storage (storage built anew gets a new one). */
-export function raw(): Promise<RawDb> {
-  return rawOf(storage());
 }
 
 /** The raw connection of `held`, opened on first use. */

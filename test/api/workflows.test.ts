@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it, inject } from 'vitest';
 import { parseEnv } from '../../server/env';
 import { app, registerApp } from '../../server/app';
 import { createApp } from '../../server/create-app';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { api, createTenant, expectError, uniqueName } from '../helpers/api';
 
 const definition = {

@@ -1,4 +1,4 @@
-import { db } from '../../server/storage/db';
+import { db } from './app-db';
 
 /** The Tenant row a test's rows belong to (every tenant-owned table references it); kept when it exists. */
 export async function tenantRow(id: string, partitions = 1): Promise<string> {

@@ -5,7 +5,7 @@ import { createApp } from '../../server/create-app';
 import { Engine } from '../../server/engine/engine';
 import { getEngine } from '../../server/engine';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 
 // The composition root (server/create-app.ts) and its one hand-over (server/app.ts).
 describe('the app of a thread', () => {

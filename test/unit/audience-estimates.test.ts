@@ -6,7 +6,7 @@ import { estimateAudience, MAX_PER_USER_AUDIENCE, type AudienceResult } from '..
 import { AUDIENCE_CONFIDENCE, countInterval, sampleRanks, UsersByRank } from '../../server/profiles/estimate';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { seededRandom } from '../helpers/seeded-random';
 
 // Issue 34 item 4: conditions on user ranges are exact bitmap work, and an estimate that samples says how good it is.

@@ -4,7 +4,7 @@ import { newId } from '../../server/ids';
 import { dropProfileIndex, profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { app } from '../../server/app';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
 import { database } from '../../server/storage/database';
 

@@ -5,7 +5,7 @@ import { CommitGroup } from '../../server/engine/commit-group';
 import { acquireLease, LeaseLostError, type Lease } from '../../server/engine/store/leases';
 import { newId } from '../../server/ids';
 import { database, type Database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import type { RawDb } from '../../server/storage/raw';
 
 const LEASE_MS = 15_000;

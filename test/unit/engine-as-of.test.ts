@@ -3,7 +3,7 @@ import { countsAsOf, stepUsersAsOf } from '../../server/engine/as-of';
 import { updateTenantLimits } from '../../server/limits/limits';
 import { applyJournalRetention } from '../../server/notifications/journal-retention';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import type { Tenant } from '../../server/tenants/tenants';
 import { openBuyJourney } from '../fixtures/journeys';
 import { refusal } from '../helpers/app-error';

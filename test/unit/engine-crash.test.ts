@@ -6,7 +6,7 @@ import { Engine } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { crashBatches, CRASH_SEED, CRASH_USERS, crashWorkflow, seeded } from '../fixtures/engine/crash-events';
 import { range, startHarness, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listDeadLetters } from '../../server/engine/dead-letter';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { validateWorkflow } from '../../core/model/validate';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { crowd, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
 

@@ -4,7 +4,7 @@ import { loadShard } from '../../server/engine/recovery';
 import { Shard } from '../../server/engine/shard';
 import { validateWorkflow } from '../../core/model/validate';
 import type { WorkflowDefinition } from '../../core/model/workflow';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { crowd, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
 

@@ -14,7 +14,7 @@ import { InstanceRuntime } from '../../server/engine/tenant';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { importProfiles } from '../../server/profiles/import';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import type { Tenant } from '../../server/tenants/tenants';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
 

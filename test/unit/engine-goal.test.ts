@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadShard } from '../../server/engine/recovery';
 import { validateWorkflow } from '../../core/model/validate';
 import type { WorkflowDefinition } from '../../core/model/workflow';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
 

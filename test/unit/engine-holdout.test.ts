@@ -4,7 +4,7 @@
 // stop (snapshot), and each group's users export on their own.
 import { afterEach, describe, expect, it } from 'vitest';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { commitRound, cutRound, DecodedMoves } from '../../server/webhooks/cut';
 import { createDestination, requireDestination } from '../../server/webhooks/destinations';
 import { crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';

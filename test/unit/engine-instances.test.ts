@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../server/errors';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { createScheduler } from '../../server/procedures/scheduler';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
 import { recentMovesOf } from '../../server/engine/store/user-moves';

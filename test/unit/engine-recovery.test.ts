@@ -8,7 +8,7 @@ import type { Shard } from '../../server/engine/shard';
 import { acquireLease } from '../../server/engine/store/leases';
 import { newId } from '../../server/ids';
 import { isDeadLocalOwner, processOwner } from '../../server/process-owner';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { advance, crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
 

@@ -10,7 +10,7 @@ import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
 import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { range } from '../fixtures/engine/harness';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
 import { waitFor } from '../helpers/wait-for';

@@ -6,7 +6,7 @@ import { DEDUPE_WINDOW_MS } from '../../server/engine/ingest-dedupe';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
 import { app } from '../../server/app';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { database } from '../../server/storage/database';
 
 const NOW = Date.UTC(2026, 0, 1, 12);

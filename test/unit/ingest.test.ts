@@ -5,7 +5,7 @@ import { appendEvents, ingest, MAX_EVENTS_PER_BATCH, parseEventBatch, partitionE
 import { decodeEvents } from '../../server/engine/log-codec';
 import { USER_BLOCK } from '../../server/engine/partitioning';
 import { newId } from '../../server/ids';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { database } from '../../server/storage/database';
 
 const NOW = Date.UTC(2026, 0, 1, 12);

@@ -6,7 +6,7 @@ import { commitBatch } from '../../server/engine/store/commit';
 import { acquireLease, renewLeases, type Lease } from '../../server/engine/store/leases';
 import { newId } from '../../server/ids';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { waitFor } from '../helpers/wait-for';
 
 const onPostgres = process.env.CROWDFLOW_TEST_PROVIDER === 'postgres';

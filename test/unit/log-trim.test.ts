@@ -3,7 +3,7 @@ import { encodeEvents } from '../../server/engine/log-codec';
 import { appliedOffsets, LogTrimmer, trimLog } from '../../server/engine/store/log';
 import { newId } from '../../server/ids';
 import type { WorkflowDefinition } from '../../core/model/workflow';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { crowd, range, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
 

@@ -13,7 +13,7 @@ import {
   readNotifications,
 } from '../../server/notifications/notifications';
 import { newId } from '../../server/ids';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 import { updateTenantLimits } from '../../server/limits/limits';
 import { database } from '../../server/storage/database';

@@ -5,7 +5,7 @@ import { newId } from '../../server/ids';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import type { ProcedureView } from '../../server/procedures/types';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { holdPartitions, instanceState, releasePartitions, tenantWithWorkflow, until, uploadCrowd } from '../fixtures/operations/setup';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process';
 

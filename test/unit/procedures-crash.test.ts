@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ProcedureView } from '../../server/procedures/types';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 
 // Crash recovery with real processes: a worker runs a multi-step procedure on this test's database and is SIGKILLed
 // between two steps; a second worker resumes it. The persisted records and the side-effect log must show that no

@@ -7,7 +7,7 @@ import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import { fairShare } from '../../server/procedures/store';
 import type { LockKey, ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { gate, script, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
 import { waitFor } from '../helpers/wait-for';
 

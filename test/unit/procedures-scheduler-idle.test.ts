@@ -3,7 +3,7 @@ import { ManualClock } from '../../server/clock';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { createScheduler, scheduledProcedureId } from '../../server/procedures/scheduler';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { createTenant } from '../../server/tenants/tenants';
 import { createWorkflow, updateWorkflow } from '../../server/workflows/workflows';
 import { faultyDatabase } from '../fixtures/faulty-database';

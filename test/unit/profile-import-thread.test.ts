@@ -11,7 +11,7 @@ import { IMPORT_CHUNK_LINES } from '../../server/profiles/import';
 import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
 import { app } from '../../server/app';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
 

@@ -4,7 +4,7 @@ import { newId } from '../../server/ids';
 import { IMPORT_CHUNK_LINES, importProfiles } from '../../server/profiles/import';
 import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
 import { database } from '../../server/storage/database';
 

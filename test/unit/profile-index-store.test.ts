@@ -10,7 +10,7 @@ import {
   SNAPSHOT_QUIET_MS,
 } from '../../server/profiles/index-store';
 import { deleteProfile, upsertProfiles } from '../../server/profiles/profiles';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 import { tenantRow } from '../helpers/tenant-row';
 import { database } from '../../server/storage/database';

@@ -10,7 +10,7 @@ import { updateTenantLimits } from '../../server/limits/limits';
 import type { QuietHoursRule } from '../../core/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { commitRound, cutRound, DecodedMoves } from '../../server/webhooks/cut';
 import { DELIVER_TYPE } from '../../server/webhooks/deliveries';
 import { createDestination, requireDestination } from '../../server/webhooks/destinations';

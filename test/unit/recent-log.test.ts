@@ -4,7 +4,7 @@ import { encodeEvents } from '../../server/engine/log-codec';
 import { takeRecent } from '../../server/engine/recent-log';
 import { readLog } from '../../server/engine/store/log';
 import { newId } from '../../server/ids';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { database } from '../../server/storage/database';
 
 const event = (user: number) => ({ user, type: 'visit', data: { n: user }, time: 1_000 });

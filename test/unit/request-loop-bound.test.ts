@@ -15,7 +15,7 @@ import { newId } from '../../server/ids';
 import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { importProfiles } from '../../server/profiles/import';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
 import { waitFor } from '../helpers/wait-for';

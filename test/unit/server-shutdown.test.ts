@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, expect, it } from 'vitest';
 import { freePort, serverArguments, waitUntilUp } from '../helpers/next-server';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 
 // A real server (server/main.ts) on this file's database is stopped the way a deploy or Ctrl-C stops it. It must hand back its
 // partition leases (after a last checkpoint), so the next server takes over at once instead of after the lease.

@@ -2,7 +2,8 @@ import { afterAll, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { appendEvents } from '../../server/engine/ingest';
 import { newId } from '../../server/ids';
-import { connectedSqlite, db, sqliteCheckpointer } from '../../server/storage/db';
+import { connectedSqlite } from '../../server/storage/db';
+import { db, appStorage } from '../helpers/app-db';
 import { startCheckpointer } from '../../server/storage/sqlite-checkpointer';
 import { createTestDatabase } from '../helpers/test-database';
 import { database } from '../../server/storage/database';
@@ -21,7 +22,7 @@ function scratchConnection(): { connection: Database.Database; file: string } {
 }
 
 it.runIf(onSqlite)('the worker checkpoints the write-ahead log on its own; the writer only past a 64 MiB backstop', async () => {
-  const connection = await connectedSqlite();
+  const connection = await connectedSqlite(appStorage());
   expect(Number(connection.pragma('wal_autocheckpoint', { simple: true }))).toBe(16_384);
   expect(Number(connection.pragma('journal_size_limit', { simple: true }))).toBe(64 * 1024 * 1024);
 
@@ -38,8 +39,8 @@ it.runIf(onSqlite)('the worker checkpoints the write-ahead log on its own; the w
   // Periodic runs, none asked for. Whether a run lands between two appends (or reports an earlier one after them:
   // better-sqlite3 holds the thread while it writes) is timing; that one of them brings the log in is not. The
   // writer does not (its backstop is 64 MiB): a run that brought part of it in is followed by one that brings the rest.
-  let run = await sqliteCheckpointer()!.nextRun();
-  while (run.checkpointed === 0 || run.checkpointed < run.log) run = await sqliteCheckpointer()!.nextRun();
+  let run = await appStorage().sqlite!.checkpointer!.nextRun();
+  while (run.checkpointed === 0 || run.checkpointed < run.log) run = await appStorage().sqlite!.checkpointer!.nextRun();
   expect(run.log).toBeGreaterThan(0);
   expect(run.checkpointed).toBe(run.log);
   expect(await db().eventLog.count({ where: { tenantId } })).toBe(160);

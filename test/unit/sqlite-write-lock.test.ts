@@ -5,7 +5,7 @@ import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { newId } from '../../server/ids';
-import { db, dbTarget } from '../../server/storage/db';
+import { db, appStorage } from '../helpers/app-db';
 import type { SqlDriverAdapter, SqlDriverAdapterFactory, SqlQuery, Transaction } from '@prisma/driver-adapter-utils';
 import { PrismaClient as SqliteClient } from '../../server/storage/generated/sqlite/client';
 import { AsyncLockWaitAdapter, isSqliteBusy, LOCK_WAIT_MS, whenUnlocked } from '../../server/storage/sqlite-busy';
@@ -21,7 +21,7 @@ afterAll(() => {
 });
 
 it.runIf(onSqlite)('a transaction that reads before it writes survives another connection committing in between', async () => {
-  const target = dbTarget();
+  const target = appStorage().target;
   if (target.provider !== 'sqlite') throw new Error('unreachable');
   const tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 4 } });
@@ -124,7 +124,7 @@ function watchedClient(file: string) {
 // while the transaction still waited for the write lock, and once the engine thread committed, taking the lock failed
 // with SQLITE_BUSY_SNAPSHOT (P1008 "Operation has timed out", 503) at once.
 it.runIf(onSqlite)('a read of another request while a transaction waits for the write lock does not doom the transaction', async () => {
-  const target = dbTarget();
+  const target = appStorage().target;
   if (target.provider !== 'sqlite') throw new Error('unreachable');
   const tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 4 } });
@@ -151,7 +151,7 @@ it.runIf(onSqlite)('a read of another request while a transaction waits for the 
 // The same sharing let a write of another request run inside an open transaction: answered as done, it was undone
 // when that transaction rolled back (a tenant delete refused for its running instances, say).
 it.runIf(onSqlite)('a write of another request while a transaction is open is not undone by its rollback', async () => {
-  const target = dbTarget();
+  const target = appStorage().target;
   if (target.provider !== 'sqlite') throw new Error('unreachable');
   const { client, outsideStatement } = watchedClient(target.file);
   const name = newId('tn').toLowerCase();

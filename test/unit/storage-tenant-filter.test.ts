@@ -15,7 +15,7 @@ import { applyJournalRetention } from '../../server/notifications/journal-retent
 import { commitConsumer, createConsumer, readNotifications } from '../../server/notifications/notifications';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { database } from '../../server/storage/database';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { deleteTenant } from '../../server/tenants/tenants';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, workflow } from '../fixtures/engine/harness';
 import { captureStatements, models, normalized, tableReferences } from '../helpers/tenant-scope';

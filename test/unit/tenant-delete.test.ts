@@ -4,7 +4,7 @@ import { saveCrowd } from '../../server/crowd/store';
 import { appendEvents } from '../../server/engine/ingest';
 import { acquireLease } from '../../server/engine/store/leases';
 import { createConsumer } from '../../server/notifications/notifications';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { createTenant, deleteTenant, type Tenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { startHarness, type Harness } from '../fixtures/engine/harness';

@@ -12,7 +12,8 @@ import { RetryLaterError, type ProcedureRunner, type ProcedureView } from '../..
 import { database, type Database } from '../../server/storage/database';
 import { errorResponse } from '../../server/http/respond';
 import { deserializeError, serializeError } from '../../server/engine/thread-protocol';
-import { db, type Db } from '../../server/storage/db';
+import type { Db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { describeStorageError, isTransientStorageError } from '../../server/storage/transient';
 import { DELIVER_TYPE, deliveryProcedureId } from '../../server/webhooks/deliveries';
 import { createDestination } from '../../server/webhooks/destinations';

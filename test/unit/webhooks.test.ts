@@ -7,7 +7,7 @@ import { applyJournalRetention } from '../../server/notifications/journal-retent
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
 import type { ProcedureRunner } from '../../server/procedures/types';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { commitRound, cutRound } from '../../server/webhooks/cut';
 import { DELIVER_TYPE, listDeliveries, MAX_RETRIES, replayDelivery, submitOrphans } from '../../server/webhooks/deliveries';
 import { createDestination, destinationView, requireDestination, type CreateDestinationBody } from '../../server/webhooks/destinations';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { db } from '../../server/storage/db';
+import { db } from '../helpers/app-db';
 import { createTenant, deleteTenant, type Tenant } from '../../server/tenants/tenants';
 import { createWorkflow, deleteWorkflow, getWorkflow } from '../../server/workflows/workflows';
 import { database } from '../../server/storage/database';
