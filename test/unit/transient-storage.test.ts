@@ -122,7 +122,10 @@ describe.runIf(provider === 'postgres')('transient storage errors of PostgreSQL'
     expect(describeStorageError(serialization)).toBe('could not serialize access due to concurrent update (40001)');
     expect(isTransientStorageError(serialization)).toBe(true);
 
-    // The transaction that waits first reaches deadlock_timeout first, finds the cycle and is the one cancelled.
+    // The backend that finds the cycle is the one cancelled, and each looks only when its own deadlock_timeout (1 s)
+    // has passed since it began to wait: on a loaded machine the other session's look came first once and made it the
+    // victim. With its timeout out of reach, only the transaction's backend looks.
+    await other.query("SET deadlock_timeout = '1min'");
     const deadlock = await caught(() =>
       client.$transaction(async (tx) => {
         await tx.$executeRawUnsafe(`UPDATE ${table} SET v = v + 1 WHERE id = 1`);
