@@ -28,7 +28,7 @@ import { rewindTo } from './rewind';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
 import { type CrowdChange, crowdChangeCounts, loadCrowdChanges } from './store/crowd-changes';
-import { type Checkpoint, lastMoveTimes, loadCheckpoints } from './store/replay';
+import { type Checkpoint, lastMoveTimes, loadCheckpoints } from '../storage/journal/replay';
 import { countsOf } from './tenant';
 import type { Counts } from './types';
 

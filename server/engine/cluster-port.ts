@@ -6,7 +6,7 @@
 import type { CommittedShards } from './committed-cache';
 import type { SampledInstance } from './counts-history';
 import type { PartitionWorker } from './partition';
-import type { LeasePolicy } from './store/leases';
+import type { LeasePolicy } from '../storage/journal/leases';
 import type { Counts } from './types';
 
 /** What the member needs of its engine. */

@@ -8,8 +8,8 @@
 // transactions per 1,000 events through 3 members against 1.2 through one). Each caller holds its partition lock
 // until its commit settles, so a partition has at most one commit in the group.
 import type { Database } from '../storage/database';
-import { commitBatch, commitTogetherOrAlone, type BatchCommit, type CheckpointWrite, type TenantCommit } from './store/commit';
-import type { Lease } from './store/leases';
+import { commitBatch, commitTogetherOrAlone, type BatchCommit, type CheckpointWrite, type TenantCommit } from '../storage/journal/commit';
+import type { Lease } from '../storage/journal/leases';
 
 /** Partition commits in one transaction at most: bounds its statements and how long its locks are held. */
 const PARTITIONS_PER_COMMIT = 256;

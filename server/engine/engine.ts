@@ -34,7 +34,7 @@ import type { InstanceEngine } from './instances';
 import type { EngineHandle } from './handle';
 import { materializeStart, materializeStop, materializeUpdateCrowd, materializeUpdateWorkflow } from './operations';
 import type { Json, ProcedureRunner } from '../procedures/types';
-import type { LeasePolicy } from './store/leases';
+import type { LeasePolicy } from '../storage/journal/leases';
 import { profileCalls, type ProfileCalls } from '../profiles/calls';
 import type {
   Counts,

@@ -3,13 +3,13 @@
 // watch are found with bitmaps (the batch's users in each step ANDNOT those already converted); the condition runs
 // per event only for them, before the event moves anyone, so "purchase" converts from the step it moves them out of.
 // Conversions are kept per shard as one bitmap per step (checkpointed) and written as Conversion rows in the batch's
-// commit, so recovery gets them back (store/conversions.ts).
+// commit, so recovery gets them back (server/storage/journal/conversions.ts).
 import type { ConditionEvent } from '../conditions/compile';
 import { profileKeysOfAll } from '../conditions/profile-predicate';
 import { compactBytes, RoaringBitmap32 } from '../crowd/bitmap';
 import type { DeadLetterBatch } from './dead-letter';
 import type { Shard } from './shard';
-import type { ConversionWrite } from './store/conversions';
+import type { ConversionWrite } from '../storage/journal/conversions';
 import type { LogRow } from './store/log';
 import type { WorkflowRuntime } from './runtime';
 import type { Attributes, TenantData } from './context';

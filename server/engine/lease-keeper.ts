@@ -1,11 +1,11 @@
 // Keeps every partition lease of the engine alive with one loop for the process, not one per partition: an idle
 // partition costs nothing between events. Leases are renewed every third of their length in one statement for all of
-// them (store/leases.ts `renewLeases`); a lease found lost is handed back to its worker, which stops writing. Workers
-// say when they take or give up a lease (`track`), so a renewal only counts them: walking 8,000 workers of 1,000
-// tenants every 5 s to collect their leases was most of an idle engine thread's time.
+// them (server/storage/journal/leases.ts `renewLeases`); a lease found lost is handed back to its worker, which stops
+// writing. Workers say when they take or give up a lease (`track`), so a renewal only counts them: walking 8,000
+// workers of 1,000 tenants every 5 s to collect their leases was most of an idle engine thread's time.
 import { Wakeup, type Clock } from '../clock';
 import type { Database } from '../storage/database';
-import { renewLeases, type Lease } from './store/leases';
+import { renewLeases, type Lease } from '../storage/journal/leases';
 
 /** What the keeper needs of a partition worker. */
 export interface LeaseHolder {

@@ -9,7 +9,7 @@ import { bucketEnd, bucketsOf, type Buckets, type Shard } from './shard';
 import type { EntryRouting } from './entry-routing';
 import { EXITED } from './exit';
 import { splitPath, type StepRuntime, type WorkflowRuntime } from './runtime';
-import type { JournalMove } from './store/commit';
+import type { JournalMove } from '../storage/journal/commit';
 import { MAX_STEPS } from '../../core/model/validate';
 
 /**

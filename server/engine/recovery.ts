@@ -9,26 +9,27 @@
 // loads of the partitions a process takes at once, as at boot): the partitions' rows interleave by seq, so a read
 // per partition would visit every page of the range once per partition. Unless the instance's rows are a minority
 // of the journal after its checkpoints (an instance idle since then), or the database reads faster by the index
-// (PostgreSQL, Dialect.journalPassInSeqOrder): then each partition reads its own.
+// (PostgreSQL; server/storage/journal/replay.ts `onePassPays` decides): then each partition reads its own.
 //
-// A timer plan written since the checkpoint (store/timer-plans.ts) sets the timer steps' next firings at its journal
-// seq: after the moves committed before it, before those committed after it (a firing journaled later plans again).
+// A timer plan written since the checkpoint (server/storage/journal/timer-plans.ts) sets the timer steps' next firings
+// at its journal seq: after the moves committed before it, before those committed after it (a firing journaled later
+// plans again).
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { EXITED } from './exit';
 import { plannedAfter } from './local-time';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
-import { conversionsAfterCheckpoint } from './store/conversions';
+import { conversionsAfterCheckpoint } from '../storage/journal/conversions';
 import type { CrowdChange } from './store/crowd-changes';
-import { loadTimerPlans, type TimerPlan } from './store/timer-plans';
+import { loadTimerPlans, type TimerPlan } from '../storage/journal/timer-plans';
 import {
   BITMAP,
   COUNT,
   FROM_STEP,
   instanceJournalAfter,
-  instanceRowsDominate,
   journalAfter,
   loadCheckpoints,
+  onePassPays,
   PARTITION,
   SEQ,
   TIME_MS,
@@ -36,7 +37,7 @@ import {
   USER,
   unjournaledCheckpoints,
   type ReplayRow,
-} from './store/replay';
+} from '../storage/journal/replay';
 import type { Database } from '../storage/database';
 
 export interface LoadedShard {
@@ -82,7 +83,7 @@ export async function loadShards(
   for (const [partition, target] of targets) {
     target.replay.finish();
     // Conversions are not journaled: the rows committed since the checkpoint are ORed onto it.
-    for (const [step, users] of await conversionsAfterCheckpoint(database, instanceId, partition)) target.loaded.shard.convert(step, users);
+    for (const [step, users] of await conversionsByStep(database, instanceId, partition)) target.loaded.shard.convert(step, users);
     loaded.set(partition, target.loaded);
   }
   return loaded;
@@ -104,7 +105,7 @@ export async function catchUpShard(database: Database, tenantId: string, loaded:
     loaded.seq = row[SEQ];
   });
   replay.flush();
-  for (const [step, users] of await conversionsAfterCheckpoint(database, shard.instanceId, shard.partition)) shard.convert(step, users);
+  for (const [step, users] of await conversionsByStep(database, shard.instanceId, shard.partition)) shard.convert(step, users);
   return true;
 }
 
@@ -150,7 +151,7 @@ async function journalPass<T extends { after: number; replay: Replay }>(
     replayed?.(target, row);
   };
   const from = Math.min(...[...targets.values()].map((target) => target.after));
-  if (targets.size > 1 && database.dialect.journalPassInSeqOrder && (await instanceRowsDominate(database, tenantId, instanceId, from)))
+  if (targets.size > 1 && (await onePassPays(database, tenantId, instanceId, from)))
     await instanceJournalAfter(database, tenantId, instanceId, from, visit, untilMs);
   else for (const [partition, target] of targets) await journalAfter(database, tenantId, instanceId, partition, target.after, visit, untilMs);
 }
@@ -365,4 +366,19 @@ function bucket(map: Map<string, Map<number, RoaringBitmap32>>, step: string, en
   let bitmap = buckets.get(end);
   if (!bitmap) buckets.set(end, (bitmap = new RoaringBitmap32()));
   return bitmap;
+}
+
+/**
+ * The conversions committed since the shard's checkpoint, by step. A user converts once per instance, so ORing every
+ * remaining row onto the checkpoint gives the shard's conversions whatever the rows' order.
+ */
+async function conversionsByStep(database: Database, instanceId: string, partition: number): Promise<Map<string, RoaringBitmap32>> {
+  const byStep = new Map<string, RoaringBitmap32>();
+  for (const row of await conversionsAfterCheckpoint(database, instanceId, partition)) {
+    const users = RoaringBitmap32.deserialize(row.bitmap, 'portable');
+    const known = byStep.get(row.step);
+    if (known) known.orInPlace(users);
+    else byStep.set(row.step, users);
+  }
+  return byStep;
 }

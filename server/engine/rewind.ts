@@ -21,7 +21,7 @@ import { heldOutUsers } from './holdout-bitmap';
 import type { WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
 import type { CrowdChange } from './store/crowd-changes';
-import { BITMAP, COUNT, FROM_STEP, journalBackTo, type ReplayRow, SEQ, TO_STEP, USER } from './store/replay';
+import { BITMAP, COUNT, FROM_STEP, journalBackTo, type ReplayRow, SEQ, TO_STEP, USER } from '../storage/journal/replay';
 
 /**
  * Turns each checkpoint shard (`seq`: the last journal seq it holds) back to `untilMs`: the journal rows of its

@@ -15,9 +15,9 @@ import { Mover } from './moves';
 import type { PartitionWorker } from './partition';
 import type { StepRuntime, WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
-import { commitTogetherOrAlone, type CheckpointWrite, type JournalMove } from './store/commit';
-import type { Lease } from './store/leases';
-import type { TimerPlanWrite } from './store/timer-plans';
+import { commitTogetherOrAlone, type CheckpointWrite, type JournalMove } from '../storage/journal/commit';
+import type { Lease } from '../storage/journal/leases';
+import type { TimerPlanWrite } from '../storage/journal/timer-plans';
 import { withLocks, type InstanceRuntime, type TenantRuntime } from './tenant';
 
 /** Users per slice when a timer or ttl condition has no bitmap plan and runs per user. */

@@ -3,7 +3,7 @@ import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { api, createTenant, expectError } from '../helpers/api';
 import { serverSql } from '../helpers/server-db';
 
-/** The engine core's journal-writer lock (server/engine/store/commit.ts): our test rows queue behind its commits. */
+/** The engine core's journal-writer lock (server/storage/journal/commit.ts): our test rows queue behind its commits. */
 const JOURNAL_WRITER_LOCK = 7300400001;
 
 /** A journal row as the engine writes it, with the next global seq; returns that seq. */

@@ -2,7 +2,7 @@
 // lease) fails alone while the others commit.
 import { describe, expect, it } from 'vitest';
 import { CommitGroup } from '../../server/engine/commit-group';
-import { acquireLease, LeaseLostError, type Lease } from '../../server/engine/store/leases';
+import { acquireLease, LeaseLostError, type Lease } from '../../server/storage/journal/leases';
 import { newId } from '../../server/ids';
 import { database, type Database } from '../../server/storage/database';
 import { db } from '../helpers/app-db';

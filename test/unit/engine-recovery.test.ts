@@ -5,7 +5,7 @@ import type { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { runDueTimers } from '../../server/engine/timers';
 import { loadShard, loadShards } from '../../server/engine/recovery';
 import type { Shard } from '../../server/engine/shard';
-import { acquireLease } from '../../server/engine/store/leases';
+import { acquireLease } from '../../server/storage/journal/leases';
 import { newId } from '../../server/ids';
 import { isDeadLocalOwner, processOwner } from '../../server/process-owner';
 import { db } from '../helpers/app-db';

@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
-import { instanceRowsDominate } from '../../server/engine/store/replay';
+import { instanceRowsDominate } from '../../server/storage/journal/replay';
 import { database } from '../../server/storage/database';
 import { crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
 

@@ -2,8 +2,8 @@
 // nothing else: a takeover waits for the commit, a lease renewal does not. Renewals used to queue behind the timer
 // firings' fences and the next firings' fences behind the renewal (issue 33: 1,000 tenants' minute firing).
 import { afterEach, describe, expect, it } from 'vitest';
-import { commitBatch } from '../../server/engine/store/commit';
-import { acquireLease, renewLeases, type Lease } from '../../server/engine/store/leases';
+import { commitBatch } from '../../server/storage/journal/commit';
+import { acquireLease, renewLeases, type Lease } from '../../server/storage/journal/leases';
 import { newId } from '../../server/ids';
 import { database } from '../../server/storage/database';
 import { db } from '../helpers/app-db';

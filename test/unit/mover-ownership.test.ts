@@ -7,7 +7,7 @@ import { Mover } from '../../server/engine/moves';
 import { splitByPartition } from '../../server/engine/partitioning';
 import { WorkflowRuntime } from '../../server/engine/runtime';
 import { Shard } from '../../server/engine/shard';
-import type { JournalMove } from '../../server/engine/store/commit';
+import type { JournalMove } from '../../server/storage/journal/commit';
 
 // The Mover frees the bitmaps of a bulk move it made itself (issue 37: left to V8, a 10M-user start's temporaries set
 // off major collections), and only those: the caller's users, and everything the shard and the journal keep, stay

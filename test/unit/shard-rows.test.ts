@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BYTES_PER_STATEMENT, uniqueShardChunks } from '../../server/engine/store/shard-rows';
+import { BYTES_PER_STATEMENT, uniqueShardChunks } from '../../server/storage/journal/shard-rows';
 
 describe('rows keyed by shard', () => {
   it('go in chunks in which no shard repeats, in their order, so a later row of a shard still wins', () => {

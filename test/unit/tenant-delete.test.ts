@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
 import { appendEvents } from '../../server/engine/ingest';
-import { acquireLease } from '../../server/engine/store/leases';
+import { acquireLease } from '../../server/storage/journal/leases';
 import { createConsumer } from '../../server/notifications/notifications';
 import { db } from '../helpers/app-db';
 import { createTenant, deleteTenant, type Tenant } from '../../server/tenants/tenants';

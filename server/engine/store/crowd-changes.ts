@@ -9,8 +9,8 @@ import { RoaringBitmap32 } from '../../crowd/bitmap';
 import type { Database } from '../../storage/database';
 import type { RawStatement } from '../../storage/raw';
 import { decodeBitmapBlob, encodeBitmapBlob } from '../bitmap-blob';
-import { journalMaxSeqSql, type JournalMove } from './commit';
-import { num } from './row-number';
+import { journalMaxSeqSql, type JournalMove } from '../../storage/journal/commit';
+import { num } from '../../storage/journal/row-number';
 
 export interface ChangeMove {
   from: string | null;

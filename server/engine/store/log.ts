@@ -3,7 +3,7 @@
 import { decodeEvents } from '../log-codec';
 import { takeRecent } from '../recent-log';
 import type { LoggedEvent } from '../types';
-import { num } from './row-number';
+import { num } from '../../storage/journal/row-number';
 import type { Database } from '../../storage/database';
 
 export interface LogRow {

@@ -3,7 +3,7 @@
 // mappings). Bulk rows carry no user column, so they are searched newest first within the user's partition only.
 import { portableContains } from '../../crowd/portable-contains';
 import type { UserMove } from '../types';
-import { num } from './row-number';
+import { num } from '../../storage/journal/row-number';
 import type { Database } from '../../storage/database';
 
 export const RECENT_MOVES = 50;

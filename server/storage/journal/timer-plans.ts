@@ -5,8 +5,8 @@
 // written with journalSeq = the journal's max, so recovery applies it where it falls among the replayed moves; the
 // next checkpoint of the shard includes the plan and deletes the row.
 import { num } from './row-number';
-import type { RawStatement } from '../../storage/raw';
-import type { Database } from '../../storage/database';
+import type { RawStatement } from '../raw';
+import type { Database } from '../database';
 import { deleteShardRows, uniqueShardChunks, type ShardKey } from './shard-rows';
 
 export interface TimerPlanWrite {

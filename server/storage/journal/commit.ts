@@ -1,13 +1,13 @@
 // A batch commit, after BullMQ's model: journal rows + the partition's new offset + checkpoints in ONE transaction,
 // fenced by the partition lease epochs (./leases.ts). It runs on the raw driver (server/storage/raw.ts), the engine's
 // hot path; only a commit that also writes through Prisma (`also`, instance operations) is a Prisma transaction.
-import type { Tx } from '../../storage/db';
-import type { RawStatement } from '../../storage/raw';
+import type { Tx } from '../db';
+import type { RawStatement } from '../raw';
 import { deleteConversions } from './conversions';
 import { LeaseLostError, type Lease } from './leases';
 import { BYTES_PER_STATEMENT, uniqueShardChunks } from './shard-rows';
 import { deleteTimerPlans, writeTimerPlans, type TimerPlanWrite } from './timer-plans';
-import type { Database } from '../../storage/database';
+import type { Database } from '../database';
 
 /** A move to journal: a single user or a bulk bitmap (portable roaring bytes). */
 export interface JournalMove {

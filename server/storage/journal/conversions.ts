@@ -1,9 +1,7 @@
-// Conversion rows (goal.ts): written in the commit of the batch that converted the users, deleted by the commit that
-// checkpoints their shard (the checkpoint then holds them), read back by recovery. A user converts once per instance,
-// so ORing every remaining row onto the checkpoint gives the shard's conversions whatever the rows' order.
-import { RoaringBitmap32 } from '../../crowd/bitmap';
-import type { RawStatement } from '../../storage/raw';
-import type { Database } from '../../storage/database';
+// Conversion rows (server/engine/goal.ts): written in the commit of the batch that converted the users, deleted by the
+// commit that checkpoints their shard (the checkpoint then holds them), read back by recovery.
+import type { RawStatement } from '../raw';
+import type { Database } from '../database';
 import { deleteShardRows, type ShardKey } from './shard-rows';
 
 export interface ConversionWrite {
@@ -12,6 +10,8 @@ export interface ConversionWrite {
   step: string;
   bitmap: Uint8Array;
 }
+
+export type ConversionRow = { step: string; bitmap: Uint8Array };
 
 export function insertConversions(database: Database, rows: ConversionWrite[]): RawStatement[] {
   return rows.map((row) => {
@@ -30,19 +30,11 @@ export function deleteConversions(database: Database, shards: ShardKey[]): RawSt
   return deleteShardRows(database, 'Conversion', shards);
 }
 
-/** The conversions committed since the shard's checkpoint, by step. */
-export async function conversionsAfterCheckpoint(database: Database, instanceId: string, partition: number): Promise<Map<string, RoaringBitmap32>> {
+/** The conversion rows committed since the shard's checkpoint: each a step and its users (portable roaring bytes). */
+export async function conversionsAfterCheckpoint(database: Database, instanceId: string, partition: number): Promise<ConversionRow[]> {
   const { params, bind } = database.dialect.parameters();
-  const rows = await (await database.raw()).query<{ step: string; bitmap: Uint8Array }>(
+  return (await database.raw()).query<ConversionRow>(
     `SELECT "step", "bitmap" FROM ${database.dialect.table('Conversion')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
     params,
   );
-  const byStep = new Map<string, RoaringBitmap32>();
-  for (const row of rows) {
-    const users = RoaringBitmap32.deserialize(row.bitmap, 'portable');
-    const known = byStep.get(row.step);
-    if (known) known.orInPlace(users);
-    else byStep.set(row.step, users);
-  }
-  return byStep;
 }

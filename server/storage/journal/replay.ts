@@ -1,7 +1,7 @@
 // What recovery reads back: shard checkpoints and the journal rows committed after them, in seq order.
 import { num } from './row-number';
-import type { Database } from '../../storage/database';
-import type { RawDb } from '../../storage/raw';
+import type { Database } from '../database';
+import type { RawDb } from '../raw';
 
 export interface Checkpoint {
   journalSeq: number;
@@ -73,7 +73,7 @@ const PACKED_COLUMNS = REPLAY_COLUMNS.map((c) => (c === 'bitmap' ? 'CASE WHEN "b
 
 /**
  * Hands the journal rows of one shard after `seq` to `visit`, in seq order; with `untilMs`, only moves made at or before
- * then (point-in-time reads, engine/as-of.ts).
+ * then (point-in-time reads, server/engine/as-of.ts).
  */
 export function journalAfter(
   database: Database,
@@ -122,7 +122,7 @@ const FIRST_PAGE_BACK = 256;
 
 /**
  * Hands the journal rows of one shard at or before `seq` that moved after `afterMs` to `visit`, newest first (a
- * checkpoint turned back to an earlier moment, engine/rewind.ts). A shard's moves are made in seq order, so the read
+ * checkpoint turned back to an earlier moment, server/engine/rewind.ts). A shard's moves are made in seq order, so the read
  * stops at its first row made by `afterMs`; its pages start small and grow fourfold up to PAGE_SIZE.
  */
 export async function journalBackTo(
@@ -172,6 +172,15 @@ export function instanceJournalAfter(
     (after, bind) =>
       `WHERE "seq" > ${bind(after)} AND ${withoutIndex('"tenantId"')} = ${bind(tenantId)} AND ${withoutIndex('"instanceId"')} = ${bind(instanceId)}${until(untilMs, bind)}`,
   );
+}
+
+/**
+ * Whether recovery should read the instance's journal in one pass in seq order rather than a read per partition: only
+ * where the database reads faster that way (not PostgreSQL, which reads faster by the index) and the instance's rows
+ * dominate the range.
+ */
+export async function onePassPays(database: Database, tenantId: string, instanceId: string, seq: number): Promise<boolean> {
+  return database.dialect.journalPassInSeqOrder && (await instanceRowsDominate(database, tenantId, instanceId, seq));
 }
 
 /**

@@ -2,7 +2,7 @@
 // takeover; every take bumps the fencing epoch that each batch commit checks (./commit.ts).
 import { isDeadLocalOwner } from '../../process-owner';
 import { num } from './row-number';
-import type { Database } from '../../storage/database';
+import type { Database } from '../database';
 
 export interface Lease {
   tenantId: string;

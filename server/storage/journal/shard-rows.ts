@@ -1,7 +1,7 @@
 // Rows keyed by shard (instance, partition) written or deleted for many shards in one statement: a timer firing over
 // 1,000 tenants checkpoints 8,000 shards, and three statements per shard made 24,000 round trips on PostgreSQL.
-import type { RawStatement } from '../../storage/raw';
-import type { Database } from '../../storage/database';
+import type { RawStatement } from '../raw';
+import type { Database } from '../database';
 
 export interface ShardKey {
   instanceId: string;
