@@ -6,7 +6,7 @@ import type { CompiledCondition, ConditionInput, CrowdMembership } from '../cond
 import { notFound } from '../errors';
 import { randomBytes } from 'node:crypto';
 import type { RawStatement } from '../storage/raw';
-import type { LogRow } from './store/log';
+import type { LogRow } from './log';
 import type { LoggedEvent } from './types';
 import type { Database } from '../storage/database';
 

@@ -16,7 +16,7 @@ import { CommitGroup } from './commit-group';
 import { CountsPublisher, type PublishCounts } from './counts-publisher';
 import { PartitionWorker, type EngineSide } from './partition';
 import { WorkflowRuntime } from './runtime';
-import { logEnds } from './store/log';
+import { logEnds } from '../storage/event-log';
 import * as reads from './reads';
 import { previewPath, type PathPreview, type PreviewRequest } from './preview';
 import { CountsPushes } from './counts-pushes';

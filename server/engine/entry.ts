@@ -9,7 +9,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { TenantData } from './context';
 import type { DeadLetterBatch } from './dead-letter';
 import type { Mover } from './moves';
-import type { LogRow } from './store/log';
+import type { LogRow } from './log';
 
 /**
  * Lets the batch's trigger events in. Returns, per user who entered, the index of the event that let them in: the

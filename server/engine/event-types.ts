@@ -4,6 +4,7 @@
 // newest (the hourly trim), so "recently" means at most that, and at most RECENT_ROWS rows of the tenant.
 import { countEventTypes } from './log-codec';
 import type { Database } from '../storage/database';
+import { newestLogRows } from '../storage/event-log';
 
 /** Newest log rows read per request, shared out over the tenant's partitions (a row is one ingested batch). */
 export const RECENT_ROWS = 256;
@@ -19,28 +20,16 @@ export type RecentEventTypes = {
   since: string | null;
 };
 
-/** SQLite gives CURRENT_TIMESTAMP as "YYYY-MM-DD HH:MM:SS" (UTC); PostgreSQL gives a Date. */
-function timeOf(value: unknown): number {
-  return value instanceof Date ? value.getTime() : Date.parse(`${String(value).replace(' ', 'T')}Z`);
-}
-
 export async function recentEventTypes(database: Database, tenantId: string, partitions: number): Promise<RecentEventTypes> {
   const perPartition = Math.max(1, Math.ceil(RECENT_ROWS / partitions));
   const counts = new Map<string, number>();
   let rows = 0;
   let oldest = Number.POSITIVE_INFINITY;
-  const db = await database.raw();
   for (let partition = 0; partition < partitions; partition++) {
-    const { params, bind } = database.dialect.parameters();
-    const found = await db.query<{ events: Uint8Array | string; createdAt: unknown }>(
-      `SELECT "events", "createdAt" FROM ${database.dialect.table('EventLog')}
-        WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} ORDER BY "offset" DESC LIMIT ${bind(perPartition)}`,
-      params,
-    );
+    const found = await newestLogRows(database, tenantId, partition, perPartition);
     for (const row of found) {
       countEventTypes(row.events, counts);
-      const at = timeOf(row.createdAt);
-      if (at < oldest) oldest = at;
+      if (row.createdAtMs < oldest) oldest = row.createdAtMs;
     }
     rows += found.length;
   }

@@ -18,7 +18,7 @@ import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Attributes, TenantData } from './context';
 import type { DeadLetterBatch } from './dead-letter';
 import type { Mover } from './moves';
-import type { LogRow } from './store/log';
+import type { LogRow } from './log';
 
 /** The `toStep` of a journaled exit: not a step name (step names cannot hold `$`). Notifications show it as `to`. */
 export const EXITED = '$exit';

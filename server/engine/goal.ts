@@ -10,7 +10,7 @@ import { compactBytes, RoaringBitmap32 } from '../crowd/bitmap';
 import type { DeadLetterBatch } from './dead-letter';
 import type { Shard } from './shard';
 import type { ConversionWrite } from '../storage/journal/conversions';
-import type { LogRow } from './store/log';
+import type { LogRow } from './log';
 import type { WorkflowRuntime } from './runtime';
 import type { Attributes, TenantData } from './context';
 

@@ -19,7 +19,7 @@ import { insertConversions, type ConversionWrite } from '../storage/journal/conv
 import { Mover } from './moves';
 import type { JournalMove } from '../storage/journal/commit';
 import { acquireLease, LeaseLostError, releaseLease, type Lease, type LeasePolicy } from '../storage/journal/leases';
-import { readLog, type LogRow } from './store/log';
+import { readLog, type LogRow } from './log';
 import type { Shard } from './shard';
 import { syncRunningInstances } from './instances-sync';
 import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';

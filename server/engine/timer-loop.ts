@@ -7,7 +7,7 @@ import { cleanupJournal } from '../notifications/notifications';
 import type { Database } from '../storage/database';
 import { CountsSampler, downsampleCountsHistory, MINUTE_MS, type SampledInstance } from './counts-history';
 import type { PartitionWorker } from './partition';
-import { LogTrimmer } from './store/log';
+import { LogTrimmer } from '../storage/event-log';
 import { Mutex, type TenantRuntime } from './tenant';
 import type { Counts } from './types';
 import { firingWaits, nextTimerDue, runDueTimers, warmNextFirings } from './timers';

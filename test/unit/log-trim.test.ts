@@ -1,6 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
 import { encodeEvents } from '../../server/engine/log-codec';
-import { appliedOffsets, LogTrimmer, trimLog } from '../../server/engine/store/log';
+import { appliedOffsets, LogTrimmer, trimLog } from '../../server/storage/event-log';
 import { newId } from '../../server/ids';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { db } from '../helpers/app-db';

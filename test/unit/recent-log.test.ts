@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { appendEvents } from '../../server/engine/ingest';
 import { encodeEvents } from '../../server/engine/log-codec';
 import { takeRecent } from '../../server/engine/recent-log';
-import { readLog } from '../../server/engine/store/log';
+import { readLog } from '../../server/engine/log';
 import { newId } from '../../server/ids';
 import { db } from '../helpers/app-db';
 import { database } from '../../server/storage/database';

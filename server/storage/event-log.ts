@@ -1,25 +1,39 @@
-// The partitioned input log (EventLog) as the engine reads it: rows after an offset (from memory when this process
-// wrote them), each partition's end and applied offset, and the hourly trim of applied rows.
-import { decodeEvents } from '../log-codec';
-import { takeRecent } from '../recent-log';
-import type { LoggedEvent } from '../types';
-import { num } from '../../storage/journal/row-number';
-import type { Database } from '../../storage/database';
+// The partitioned input log (EventLog) past its appends (./event-log-append.ts): rows after an offset, the newest rows,
+// each partition's end and applied offset, and the hourly trim of applied rows.
+import type { Database } from './database';
+import { num } from './journal/row-number';
 
-export interface LogRow {
-  offset: number;
-  events: LoggedEvent[];
-}
+/** A log row as stored: its events encoded (server/engine/log-codec.ts). */
+export type StoredLogRow = { offset: number; events: Uint8Array };
 
-/** Up to `limit` log rows of one partition after `offset`, in offset order (from memory when this process wrote them). */
-export async function readLog(database: Database, tenantId: string, partition: number, offset: number, limit: number): Promise<LogRow[]> {
-  const recent = takeRecent(tenantId, partition, offset, limit);
-  if (recent.length > 0) return recent;
+/** Up to `limit` log rows of one partition after `offset`, in offset order. */
+export async function logRowsAfter(database: Database, tenantId: string, partition: number, offset: number, limit: number): Promise<StoredLogRow[]> {
   const { params, bind } = database.dialect.parameters();
   const sql = `SELECT "offset", "events" FROM ${database.dialect.table('EventLog')}
     WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} AND "offset" > ${bind(offset)} ORDER BY "offset" LIMIT ${bind(limit)}`;
   const rows = await (await database.raw()).query<{ offset: unknown; events: Uint8Array }>(sql, params);
-  return rows.map((row) => ({ offset: num(row.offset), events: decodeEvents(row.events) }));
+  return rows.map((row) => ({ offset: num(row.offset), events: row.events }));
+}
+
+/** The newest `limit` log rows of one partition, newest first: their encoded events and when each was appended. */
+export async function newestLogRows(
+  database: Database,
+  tenantId: string,
+  partition: number,
+  limit: number,
+): Promise<{ events: Uint8Array | string; createdAtMs: number }[]> {
+  const { params, bind } = database.dialect.parameters();
+  const rows = await (await database.raw()).query<{ events: Uint8Array | string; createdAt: unknown }>(
+    `SELECT "events", "createdAt" FROM ${database.dialect.table('EventLog')}
+        WHERE "tenantId" = ${bind(tenantId)} AND "partition" = ${bind(partition)} ORDER BY "offset" DESC LIMIT ${bind(limit)}`,
+    params,
+  );
+  return rows.map((row) => ({ events: row.events, createdAtMs: timeOf(row.createdAt) }));
+}
+
+/** SQLite gives CURRENT_TIMESTAMP as "YYYY-MM-DD HH:MM:SS" (UTC); PostgreSQL gives a Date. */
+function timeOf(value: unknown): number {
+  return value instanceof Date ? value.getTime() : Date.parse(`${String(value).replace(' ', 'T')}Z`);
 }
 
 /** The last offset ingest wrote for each partition of the tenant. */
