@@ -7,7 +7,7 @@
 // - the instance's start (an empty shard at journal seq 0) played forward to T, when T is nearer the start than the
 //   checkpoint (both read rows between their base and T; time stands in for how many).
 // Crowd updates move users without journal rows (they notify nobody); each records what it changed in a shard as a
-// CrowdChange row (store/crowd-changes.ts), which both directions cross where it comes among the rows.
+// CrowdChange row (crowd-changes.ts), which both directions cross where it comes among the rows.
 // Moments that can be answered (else 422 `outside_retention`, naming the range):
 // - from the start while the journal holds every move the instance made and every crowd update's change is recorded
 //   (a checkpoint counts the updates it went through, `unjournaled`; those made before changes were recorded have none);
@@ -27,7 +27,8 @@ import { replayUntil } from './recovery';
 import { rewindTo } from './rewind';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { type CrowdChange, crowdChangeCounts, loadCrowdChanges } from './store/crowd-changes';
+import { crowdChangeCounts } from '../storage/journal/crowd-changes';
+import { type CrowdChange, loadCrowdChanges } from './crowd-changes';
 import { type Checkpoint, lastMoveTimes, loadCheckpoints } from '../storage/journal/replay';
 import { countsOf } from './tenant';
 import type { Counts } from './types';

@@ -1,6 +1,6 @@
 // One blob of bitmaps: a 4-byte length, a JSON header naming each bitmap's byte length, then the bitmaps' portable
 // roaring bytes in the header's order. A shard's checkpoint (shard.ts) and a crowd update's change
-// (store/crowd-changes.ts) are written so.
+// (crowd-changes.ts) are written so.
 import { compactBytes, RoaringBitmap32 } from '../crowd/bitmap';
 
 /** Writes bitmaps as the header's `put` returns their lengths; `build` makes the header. */

@@ -8,7 +8,7 @@ import type { CommittedShards } from './committed-cache';
 import { requireInstance } from './instances';
 import { partitionOf } from './partitioning';
 import { Shard } from './shard';
-import { recentMovesOf } from './store/user-moves';
+import { recentMovesOf } from './user-moves';
 import type { InstanceRuntime, TenantRuntime } from './tenant';
 import type { Counts, HoldoutGroup, StepUsers, WhereIsUser } from './types';
 import type { Database } from '../storage/database';

@@ -20,7 +20,7 @@ import { plannedAfter } from './local-time';
 import type { WorkflowRuntime } from './runtime';
 import { bucketEnd, bucketsOf, Shard } from './shard';
 import { conversionsAfterCheckpoint } from '../storage/journal/conversions';
-import type { CrowdChange } from './store/crowd-changes';
+import type { CrowdChange } from './crowd-changes';
 import { loadTimerPlans, type TimerPlan } from '../storage/journal/timer-plans';
 import {
   BITMAP,

@@ -20,7 +20,7 @@ import { EXITED } from './exit';
 import { heldOutUsers } from './holdout-bitmap';
 import type { WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
-import type { CrowdChange } from './store/crowd-changes';
+import type { CrowdChange } from './crowd-changes';
 import { BITMAP, COUNT, FROM_STEP, journalBackTo, type ReplayRow, SEQ, TO_STEP, USER } from '../storage/journal/replay';
 
 /**

@@ -79,7 +79,7 @@ export interface WhereIsUser {
   user: number;
   instances: { instanceId: string; workflowId: string; step: string }[];
   recentMoves: UserMove[];
-  /** False when the search for bulk moves stopped at its limit (server/engine/store/user-moves.ts) before the end. */
+  /** False when the search for bulk moves stopped at its limit (server/engine/user-moves.ts) before the end. */
   recentMovesComplete: boolean;
   /** With `recentMovesComplete` false: bulk moves with this seq or older were not searched. */
   recentMovesSearchedBackTo?: number;

@@ -5,7 +5,7 @@ import { createScheduler } from '../../server/procedures/scheduler';
 import { db } from '../helpers/app-db';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
 import { database } from '../../server/storage/database';
-import { recentMovesOf } from '../../server/engine/store/user-moves';
+import { recentMovesOf } from '../../server/engine/user-moves';
 
 // Busybee's instance semantics with its exact numbers. The branches read the event, so users wait in `entry` for
 // one, as in busybee (a branch step reading only `user` routes users on entry: engine-audience-paths.test.ts).

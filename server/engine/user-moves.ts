@@ -1,10 +1,10 @@
 // A user's recent moves for "where is user U": the journal rows naming the user (moves its own events caused) and
 // the bulk rows holding it in their bitmap (entering at start, delays, branch timeouts, ttl, timers, version
 // mappings). Bulk rows carry no user column, so they are searched newest first within the user's partition only.
-import { portableContains } from '../../crowd/portable-contains';
-import type { UserMove } from '../types';
-import { num } from '../../storage/journal/row-number';
-import type { Database } from '../../storage/database';
+import { portableContains } from '../crowd/portable-contains';
+import type { Database } from '../storage/database';
+import { bulkMovesBefore, movesNamingUser, type StoredUserMove } from '../storage/journal/user-moves';
+import type { UserMove } from './types';
 
 export const RECENT_MOVES = 50;
 /** Bulk rows read per query: bounds the bitmap bytes one read holds, and how long one slice of the search takes. */
@@ -19,14 +19,12 @@ export const BULK_SEARCH_LIMIT: BulkSearchLimit = { rows: 10_000, bytes: 64 * 10
 /** `complete` false: the search stopped at its limit, and bulk moves at or before `searchedBackTo` were not looked at. */
 export type RecentMoves = { moves: UserMove[]; complete: boolean; searchedBackTo?: number };
 
-type MoveRow = { seq: unknown; instanceId: string; fromStep: string | null; toStep: string; timeMs: unknown };
-
-const toMove = (row: MoveRow): UserMove => ({
-  seq: num(row.seq),
+const toMove = (row: StoredUserMove): UserMove => ({
+  seq: row.seq,
   instanceId: row.instanceId,
   fromStep: row.fromStep,
   toStep: row.toStep,
-  time: new Date(num(row.timeMs)).toISOString(),
+  time: new Date(row.timeMs).toISOString(),
 });
 
 /**
@@ -36,35 +34,21 @@ const toMove = (row: MoveRow): UserMove => ({
  * each bitmap is asked about the user in place (portableContains), not deserialized.
  */
 export async function recentMovesOf(database: Database, tenantId: string, user: number, partition: number, limit = BULK_SEARCH_LIMIT): Promise<RecentMoves> {
-  const rawDb = await database.raw();
-  const table = database.dialect.table('Journal');
-  const columns = `${database.dialect.numberColumn('seq')}, "instanceId", "fromStep", "toStep", ${database.dialect.numberColumn('timeMs')}`;
-  const own = database.dialect.parameters();
-  const ownRows = await rawDb.query<MoveRow>(
-    `SELECT ${columns} FROM ${table} WHERE "tenantId" = ${own.bind(tenantId)} AND "user" = ${own.bind(user)} ORDER BY ${table}."seq" DESC LIMIT ${own.bind(RECENT_MOVES)}`,
-    own.params,
-  );
-  const moves = ownRows.map(toMove);
+  const moves = (await movesNamingUser(database, tenantId, user, RECENT_MOVES)).map(toMove);
   // Bulk rows older than the oldest own move cannot make the newest RECENT_MOVES once that many own moves are found.
   const floor = moves.length === RECENT_MOVES ? moves[moves.length - 1].seq : 0;
   let before = Number.MAX_SAFE_INTEGER;
   const read = { rows: 0, bytes: 0 };
   let complete = true;
   for (;;) {
-    const page = database.dialect.parameters();
-    const rows = await rawDb.query<MoveRow & { bitmap: Uint8Array }>(
-      `SELECT ${columns}, "bitmap" FROM ${table}
-       WHERE "tenantId" = ${page.bind(tenantId)} AND "partition" = ${page.bind(partition)} AND "user" IS NULL AND "seq" < ${page.bind(before)} AND "seq" > ${page.bind(floor)}
-       ORDER BY ${table}."seq" DESC LIMIT ${page.bind(BULK_PAGE)}`,
-      page.params,
-    );
+    const rows = await bulkMovesBefore(database, tenantId, partition, before, floor, BULK_PAGE);
     for (const row of rows) {
       if (portableContains(row.bitmap, user)) moves.push(toMove(row));
       read.rows++;
       read.bytes += row.bitmap.byteLength;
     }
     if (rows.length < BULK_PAGE) break;
-    before = num(rows[rows.length - 1].seq);
+    before = rows[rows.length - 1].seq;
     // Every row still unread is older than `before`: once RECENT_MOVES moves newer than it are known, none can enter.
     if (moves.filter((move) => move.seq > before).length >= RECENT_MOVES) break;
     if (read.rows >= limit.rows || read.bytes >= limit.bytes) {
