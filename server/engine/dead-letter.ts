@@ -5,10 +5,10 @@
 import type { CompiledCondition, ConditionInput, CrowdMembership } from '../conditions/compile';
 import { notFound } from '../errors';
 import { randomBytes } from 'node:crypto';
-import type { RawStatement } from '../storage/raw';
+import type { Database } from '../storage/database';
+import { type DeadLetterRow, type DeadLetterWrite, deadLetterRow, deadLetterRows, deleteDeadLetter } from '../storage/dead-letters';
 import type { LogRow } from './log';
 import type { LoggedEvent } from './types';
-import type { Database } from '../storage/database';
 
 export interface DeadLetterView {
   id: string;
@@ -30,8 +30,6 @@ export class DeadLetterBatch {
   private readonly pending: Pending[] = [];
 
   constructor(
-    private readonly database: Database,
-    private readonly tenantId: string,
     private readonly partition: number,
     private readonly rows: LogRow[],
   ) {}
@@ -88,22 +86,9 @@ export class DeadLetterBatch {
     });
   }
 
-  /** INSERT statements for the commit of this batch (none when nothing was set aside). */
-  statements(): RawStatement[] {
-    const columns = '"id", "tenantId", "instanceId", "step", "partition", "logOffset", "eventIndex", "event", "reason"';
-    const statements: RawStatement[] = [];
-    // 9 parameters a row: 500 rows keep a statement far below SQLite's bound-parameter limit.
-    for (let start = 0; start < this.pending.length; start += 500) {
-      const { params, bind } = this.database.dialect.parameters();
-      const values = this.pending
-        .slice(start, start + 500)
-        .map(
-          (p) =>
-            `(${[p.id, this.tenantId, p.instanceId, p.step, this.partition, p.logOffset, p.eventIndex, JSON.stringify(p.event), p.reason].map(bind).join(', ')})`,
-        );
-      statements.push({ sql: `INSERT INTO ${this.database.dialect.table('DeadLetter')} (${columns}) VALUES ${values.join(', ')}`, params });
-    }
-    return statements;
+  /** The rows for the commit of this batch (none when nothing was set aside). */
+  writes(): DeadLetterWrite[] {
+    return this.pending.map((p) => ({ ...p, partition: this.partition, event: JSON.stringify(p.event) }));
   }
 
   /** Log row offset and index within it of the batch's `index`-th event (the rows' events, concatenated). */
@@ -127,19 +112,7 @@ function deadLetterId(): string {
   return `dl_${Date.now().toString(36).padStart(10, '0')}${randomBytes(6).toString('hex')}`;
 }
 
-type Row = {
-  id: string;
-  instanceId: string;
-  step: string;
-  partition: unknown;
-  logOffset: unknown;
-  eventIndex: unknown;
-  event: string;
-  reason: string;
-  createdAt: unknown;
-};
-
-function view(row: Row): DeadLetterView {
+function view(row: DeadLetterRow): DeadLetterView {
   const event = JSON.parse(row.event) as LoggedEvent;
   const created = row.createdAt instanceof Date ? row.createdAt : new Date(`${String(row.createdAt).replace(' ', 'T')}Z`);
   return {
@@ -155,21 +128,13 @@ function view(row: Row): DeadLetterView {
   };
 }
 
-const COLUMNS = '"id", "instanceId", "step", "partition", "logOffset", "eventIndex", "event", "reason", "createdAt"';
-
 /** The tenant's dead letters, oldest first, `limit` at a time after the one with id `after`. */
 export async function listDeadLetters(
   database: Database,
   tenantId: string,
   options: { limit: number; after?: string },
 ): Promise<{ deadLetters: DeadLetterView[]; next: string | null }> {
-  const { params, bind } = database.dialect.parameters();
-  const table = database.dialect.table('DeadLetter');
-  const after = options.after ? ` AND "id" > ${bind(options.after)}` : '';
-  const rows = await (await database.raw()).query<Row>(
-    `SELECT ${COLUMNS} FROM ${table} WHERE "tenantId" = ${bind(tenantId)}${after} ORDER BY "id" LIMIT ${bind(options.limit + 1)}`,
-    params,
-  );
+  const rows = await deadLetterRows(database, tenantId, options.limit + 1, options.after);
   const page = rows.slice(0, options.limit).map(view);
   return { deadLetters: page, next: rows.length > options.limit ? page.at(-1)!.id : null };
 }
@@ -179,11 +144,7 @@ const isDeadLetterId = (id: string) => /^dl_[0-9a-z]+$/.test(id);
 
 export async function getDeadLetter(database: Database, tenantId: string, id: string): Promise<DeadLetterView> {
   if (!isDeadLetterId(id)) throw notFound(`Dead letter "${id.slice(0, 60)}"`);
-  const { params, bind } = database.dialect.parameters();
-  const [row] = await (await database.raw()).query<Row>(
-    `SELECT ${COLUMNS} FROM ${database.dialect.table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`,
-    params,
-  );
+  const row = await deadLetterRow(database, tenantId, id);
   if (!row) throw notFound(`Dead letter "${id}"`);
   return view(row);
 }
@@ -191,10 +152,5 @@ export async function getDeadLetter(database: Database, tenantId: string, id: st
 /** Discards a dead letter for good (the event stays in the input log until the log is trimmed). */
 export async function discardDeadLetter(database: Database, tenantId: string, id: string): Promise<void> {
   if (!isDeadLetterId(id)) throw notFound(`Dead letter "${id.slice(0, 60)}"`);
-  const { params, bind } = database.dialect.parameters();
-  const removed = await (await database.raw()).execute(
-    `DELETE FROM ${database.dialect.table('DeadLetter')} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(id)}`,
-    params,
-  );
-  if (removed === 0) throw notFound(`Dead letter "${id}"`);
+  if (!(await deleteDeadLetter(database, tenantId, id))) throw notFound(`Dead letter "${id}"`);
 }

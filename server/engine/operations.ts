@@ -5,7 +5,6 @@ import { loadCrowd } from '../crowd';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
 import { RetryLaterError, type Json } from '../procedures/types';
-import type { RawStatement } from '../storage/raw';
 import type { Engine } from './engine';
 import { entryRouting } from './entry-routing';
 import { loadDefinition } from './instance-store';
@@ -17,7 +16,7 @@ import { Shard } from './shard';
 import { inSlices } from './slices';
 import { commitBatch, type CheckpointWrite, type JournalMove } from '../storage/journal/commit';
 import type { Lease } from '../storage/journal/leases';
-import { crowdChangeStatement } from '../storage/journal/crowd-changes';
+import type { CrowdChangeWrite } from '../storage/journal/crowd-changes';
 import { encodeCrowdChange } from './crowd-changes';
 import { loadCheckpoints } from '../storage/journal/replay';
 import { InstanceRuntime, type TenantRuntime } from './tenant';
@@ -119,14 +118,6 @@ async function locked<T>(engine: Engine, tenantId: string, work: (tenant: Tenant
   }
 }
 
-function markRunning(database: Database, tenantId: string, instanceId: string, userCount: number, excludedCount: number, now: number): RawStatement {
-  const sql = database.dialect;
-  const { params, bind } = sql.parameters();
-  // Placeholders are bound in text order (SQLite's `?` are positional).
-  const set = `"state" = 'running', "userCount" = ${bind(userCount)}, "excludedCount" = ${bind(excludedCount)}, "startedAt" = ${sql.typed(bind(sql.timestamp(now)), 'timestamp')}`;
-  return { sql: `UPDATE ${sql.table('Instance')} SET ${set} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(instanceId)}`, params };
-}
-
 /**
  * A start commits partition by partition (in groups of about START_COMMIT_BYTES), each partition's moves and checkpoint in
  * the same transaction, and the instance turns `running` in the last one: on SQLite a start's single transaction over 2^27 users held the database (and the
@@ -186,8 +177,8 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
       }
       if (group && (last || group.bytes >= engine.startCommitBytes)) {
         await slices.boundary();
-        const extra = last ? [markRunning(engine.database, tenantId, instanceId, total, excludedCount, now)] : [];
-        await commitBatch(engine.database, tenantId, { ...group, now, extra });
+        const started = last ? { instanceId, userCount: total, excludedCount } : undefined;
+        await commitBatch(engine.database, tenantId, { ...group, now, started });
         group = null;
       }
       await slices.boundary();
@@ -264,7 +255,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     let joined = 0;
     let left = 0;
     const routing = await entryRouting(tenant.data, instance.workflow);
-    const changes: RawStatement[] = [];
+    const changes: CrowdChangeWrite[] = [];
     // In one go, not in slices: the running shards change in place, and no reader may see some partitions changed.
     byPartition(users, tenant.partitioning).forEach((target, partition) => {
       const shard = instance.shards[partition]!;
@@ -285,7 +276,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       }
       mover.moveBulk(joiners, null, instance.workflow.entry);
       // One row a shard, even an unchanged one: each checkpoint below counts one more unjournaled change.
-      changes.push(crowdChangeStatement(engine.database, instanceId, partition, now, encodeCrowdChange(leftSteps, moves)));
+      changes.push({ instanceId, partition, timeMs: now, data: encodeCrowdChange(leftSteps, moves) });
       joined += joiners.size;
       left += leavers.size;
       // All of this update's own (the shard ORed in the joiners; the change row and the moves hold bytes): freed now
@@ -299,7 +290,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       leases,
       moves: [],
       checkpoints: await encodeAll(tenant, instance, true),
-      extra: changes,
+      crowdChanges: changes,
       now,
       also: async (tx) => void (await tx.instance.update({ where: { id: instanceId, tenantId }, data: { crowdName, userCount } })),
     });

@@ -15,7 +15,7 @@ import { enterByEvents } from './entry';
 import { entryRouting } from './entry-routing';
 import { ExitWatch } from './exit';
 import { GoalTracker } from './goal';
-import { insertConversions, type ConversionWrite } from '../storage/journal/conversions';
+import type { ConversionWrite } from '../storage/journal/conversions';
 import { Mover } from './moves';
 import type { JournalMove } from '../storage/journal/commit';
 import { acquireLease, LeaseLostError, releaseLease, type Lease, type LeasePolicy } from '../storage/journal/leases';
@@ -279,7 +279,7 @@ export class PartitionWorker implements CheckpointDue {
     const events = rows.length === 1 ? rows[0].events : concatEvents(rows);
     const moves: JournalMove[] = [];
     const touched: InstanceRuntime[] = [];
-    const letters = new DeadLetterBatch(this.engine.database, this.tenant.id, this.partition, rows);
+    const letters = new DeadLetterBatch(this.partition, rows);
     const conversions: ConversionWrite[] = [];
     for (const instance of this.tenant.instances.values()) {
       const before = moves.length + conversions.length;
@@ -287,8 +287,14 @@ export class PartitionWorker implements CheckpointDue {
       if (moves.length + conversions.length > before) touched.push(instance);
     }
     const to = rows[rows.length - 1].offset;
-    const extra = [...letters.statements(), ...insertConversions(this.engine.database, conversions)];
-    await this.engine.commits.commit(this.tenant.id, { leases: [this.lease], offsets: { from: this.offset, to }, moves, now, extra });
+    await this.engine.commits.commit(this.tenant.id, {
+      leases: [this.lease],
+      offsets: { from: this.offset, to },
+      moves,
+      now,
+      deadLetters: letters.writes(),
+      conversions,
+    });
     this.offset = to;
     this.progressed.wake();
     this.afterCommit(touched, moves, conversions.length);

@@ -2,8 +2,11 @@
 // fenced by the partition lease epochs (./leases.ts). It runs on the raw driver (server/storage/raw.ts), the engine's
 // hot path; only a commit that also writes through Prisma (`also`, instance operations) is a Prisma transaction.
 import type { Tx } from '../db';
+import { type DeadLetterWrite, deadLetterInserts } from '../dead-letters';
 import type { RawStatement } from '../raw';
-import { deleteConversions } from './conversions';
+import { type ConversionWrite, deleteConversions, insertConversions } from './conversions';
+import { type CrowdChangeWrite, crowdChangeInserts } from './crowd-changes';
+import { journalMaxSeqSql } from './max-seq';
 import { LeaseLostError, type Lease } from './leases';
 import { BYTES_PER_STATEMENT, uniqueShardChunks } from './shard-rows';
 import { deleteTimerPlans, writeTimerPlans, type TimerPlanWrite } from './timer-plans';
@@ -132,8 +135,6 @@ function insertJournal(database: Database, parts: TenantMoves[]): RawStatement[]
 }
 
 const journalColumns = () => JOURNAL_COLUMNS.map((c) => `"${c}"`).join(', ');
-/** The journal's max seq, in SQL: what a checkpoint or a crowd change written in the same transaction follows. */
-export const journalMaxSeqSql = (database: Database) => `(SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')})`;
 
 function insertSingleMoves(database: Database, tenantId: string, moves: JournalMove[]): RawStatement {
   const rows = moves.map((m) => [m.instanceId, m.partition, m.fromStep, m.toStep, m.user, m.count, m.leaveAction, m.enterAction, m.timeMs]);
@@ -221,8 +222,13 @@ export interface BatchCommit {
   now: number;
   /** More writes in the same transaction (instance rows, snapshots). */
   also?: (tx: Tx) => Promise<void>;
-  /** More raw statements in the same transaction (dead letters of the batch). */
-  extra?: RawStatement[];
+  /** The batch's dead letters and conversions, written after everything above. */
+  deadLetters?: DeadLetterWrite[];
+  conversions?: ConversionWrite[];
+  /** The instance turns `running` (started at `now`) in this commit: a start's last one. */
+  started?: { instanceId: string; userCount: number; excludedCount: number };
+  /** What a crowd update changed in each shard, after the journal rows it follows. */
+  crowdChanges?: CrowdChangeWrite[];
 }
 
 /** One tenant's commit among several committed together (commitTogether). */
@@ -233,7 +239,8 @@ export interface TenantCommit {
 
 /**
  * The statements of one transaction committing every given tenant's batch: all fences first (one statement for the
- * leases of one owner), then the journal lock once, then every journal row, checkpoint and timer plan.
+ * leases of one owner), then the journal lock once, then every journal row, checkpoint and timer plan, then each
+ * commit's other rows (afterTheJournal).
  */
 function commitStatements(database: Database, commits: TenantCommit[]): RawStatement[] {
   const statements: RawStatement[] = [];
@@ -273,8 +280,24 @@ function commitStatements(database: Database, commits: TenantCommit[]): RawState
       commits.flatMap(({ commit }) => commit.timerPlans ?? []),
     ),
   );
-  for (const { commit } of commits) statements.push(...(commit.extra ?? []));
+  for (const { tenantId, commit } of commits) statements.push(...afterTheJournal(database, tenantId, commit));
   return statements;
+}
+
+/** The statements of a commit's other rows, in this order. */
+function afterTheJournal(database: Database, tenantId: string, commit: Omit<BatchCommit, 'also'>): RawStatement[] {
+  const statements = [...deadLetterInserts(database, tenantId, commit.deadLetters ?? []), ...insertConversions(database, commit.conversions ?? [])];
+  if (commit.started) statements.push(markRunning(database, tenantId, commit.started, commit.now));
+  statements.push(...crowdChangeInserts(database, commit.crowdChanges ?? []));
+  return statements;
+}
+
+function markRunning(database: Database, tenantId: string, started: NonNullable<BatchCommit['started']>, now: number): RawStatement {
+  const sql = database.dialect;
+  const { params, bind } = sql.parameters();
+  // Placeholders are bound in text order (SQLite's `?` are positional).
+  const set = `"state" = 'running', "userCount" = ${bind(started.userCount)}, "excludedCount" = ${bind(started.excludedCount)}, "startedAt" = ${sql.typed(bind(sql.timestamp(now)), 'timestamp')}`;
+  return { sql: `UPDATE ${sql.table('Instance')} SET ${set} WHERE "tenantId" = ${bind(tenantId)} AND "id" = ${bind(started.instanceId)}`, params };
 }
 
 /** Commits journal rows, the new offset and checkpoints atomically, fenced by the leases. */

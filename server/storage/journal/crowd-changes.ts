@@ -3,18 +3,23 @@
 // follow; read by instance and partition, in the order they were made.
 import type { Database } from '../database';
 import type { RawStatement } from '../raw';
-import { journalMaxSeqSql } from './commit';
+import { journalMaxSeqSql } from './max-seq';
 import { num } from './row-number';
 
 /** A stored change: its shard's partition, the journal's max seq at the update, when it was made, and its bytes. */
 export type CrowdChangeRow = { partition: number; journalSeq: number; timeMs: number; data: Uint8Array };
 
-/** Records a shard's change in the update's transaction, after the journal rows it follows. */
-export function crowdChangeStatement(database: Database, instanceId: string, partition: number, timeMs: number, data: Buffer): RawStatement {
-  const { params, bind } = database.dialect.parameters();
-  const sql = `INSERT INTO ${database.dialect.table('CrowdChange')} ("instanceId", "partition", "journalSeq", "timeMs", "data")
+/** A shard's change to record: its bytes as server/engine/crowd-changes.ts encodes them. */
+export type CrowdChangeWrite = { instanceId: string; partition: number; timeMs: number; data: Buffer };
+
+/** Records each shard's change in the update's transaction (./commit.ts), after the journal rows it follows. */
+export function crowdChangeInserts(database: Database, changes: CrowdChangeWrite[]): RawStatement[] {
+  return changes.map(({ instanceId, partition, timeMs, data }) => {
+    const { params, bind } = database.dialect.parameters();
+    const sql = `INSERT INTO ${database.dialect.table('CrowdChange')} ("instanceId", "partition", "journalSeq", "timeMs", "data")
     SELECT ${bind(instanceId)}, ${bind(partition)}, ${journalMaxSeqSql(database)}, ${bind(timeMs)}, ${bind(data)}`;
-  return { sql, params };
+    return { sql, params };
+  });
 }
 
 /** Per partition of one instance: how many changes it has recorded, and when the first was made. */
