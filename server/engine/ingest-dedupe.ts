@@ -11,6 +11,7 @@
 import { app } from '../app';
 import { hashIds, IdTable } from './ingest-id-table';
 import type { Database } from '../storage/database';
+import { expireIngestRecords, ingestRecordsAfter } from '../storage/ingest-records';
 
 /** How long a key or event id is remembered: at least 24 hours; expired rows go at the next cleanup (≤ 10 min later). */
 export const DEDUPE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -140,22 +141,7 @@ export class TenantDedupe {
   /** Reads the rows written since the last one this process knows (all live rows, the first time). */
   async catchUp(): Promise<void> {
     this.caughtUpAt = Date.now();
-    const { params, bind } = this.database.dialect.parameters();
-    const columns = '"seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs"';
-    const sql = `SELECT ${columns} FROM ${this.database.dialect.table('IngestRecord')}
-      WHERE "tenantId" = ${bind(this.tenantId)} AND "seq" > ${bind(this.lastSeq)} ORDER BY "seq"`;
-    const rows = await (await this.database.raw()).query<StoredRecord>(sql, params);
-    for (const row of rows) {
-      this.learn({
-        seq: Number(row.seq),
-        key: row.key,
-        requestHash: row.requestHash,
-        accepted: Number(row.accepted),
-        duplicates: Number(row.duplicates),
-        eventIds: row.eventIds,
-        createdAtMs: Number(row.createdAtMs),
-      });
-    }
+    for (const record of await ingestRecordsAfter(this.database, this.tenantId, this.lastSeq)) this.learn(record);
   }
 
   /**
@@ -166,18 +152,7 @@ export class TenantDedupe {
     if (now - this.lastCleanupMs < CLEANUP_EVERY_MS) return;
     this.lastCleanupMs = now;
     const cutoff = now - DEDUPE_WINDOW_MS;
-    const table = this.database.dialect.table('IngestRecord');
-    const rawDb = await this.database.raw();
-    const removed = this.database.dialect.parameters();
-    await rawDb.execute(
-      `DELETE FROM ${table} WHERE "tenantId" = ${removed.bind(this.tenantId)} AND "createdAtMs" < ${removed.bind(cutoff)} AND "seq" < ${removed.bind(this.lastSeq)}`,
-      removed.params,
-    );
-    const kept = this.database.dialect.parameters();
-    await rawDb.execute(
-      `UPDATE ${table} SET "key" = NULL, "eventIds" = NULL WHERE "tenantId" = ${kept.bind(this.tenantId)} AND "createdAtMs" < ${kept.bind(cutoff)}`,
-      kept.params,
-    );
+    await expireIngestRecords(this.database, this.tenantId, cutoff, this.lastSeq);
     while (this.recordsStart < this.records.length && this.records[this.recordsStart].createdAtMs < cutoff) {
       const expired = this.records[this.recordsStart];
       if (expired.key !== null && this.keys.get(expired.key)?.seq === expired.seq) this.keys.delete(expired.key);
@@ -213,16 +188,6 @@ export class TenantDedupe {
     return list.byPosition;
   }
 }
-
-type StoredRecord = {
-  seq: number | string;
-  key: string | null;
-  requestHash: string | null;
-  accepted: number;
-  duplicates: number;
-  eventIds: string | null;
-  createdAtMs: number | string;
-};
 
 /** This process's dedupe state of a tenant (kept in the process runtime). */
 export function tenantDedupe(database: Database, tenantId: string): TenantDedupe {
