@@ -3,7 +3,7 @@
 // one sample an hour (the hour's last: counts are levels, entered/converted only grow) and drops hour samples after
 // 90 days. Reads (GET …/instances/{iid}/counts/history) take the last sample of each bucket of the asked resolution.
 import { badRequest, notFound } from '../errors';
-import type { RawStatement } from '../storage/raw';
+import { type CountsSampleWrite, writeCountsSamples } from '../storage/counts-samples';
 import { requireInstance } from './instances';
 import type { Counts } from './types';
 import type { Database } from '../storage/database';
@@ -29,16 +29,6 @@ export interface HistoryPoint extends SampledCounts {
 function sampled(counts: Counts): SampledCounts {
   const { total, entered, converted, convertedFrom, steps } = counts;
   return { total, entered, ...(converted === undefined ? {} : { converted, convertedFrom }), steps };
-}
-
-function upsert(database: Database, instanceId: string, resolution: number, at: number, counts: SampledCounts | string): RawStatement {
-  const { params, bind } = database.dialect.parameters();
-  const json = typeof counts === 'string' ? counts : JSON.stringify(counts);
-  return {
-    sql: `INSERT INTO ${database.dialect.table('CountsSample')} ("instanceId", "resolution", "at", "counts") VALUES (${bind(instanceId)}, ${bind(resolution)}, ${bind(at)}, ${bind(json)})
-      ON CONFLICT ("instanceId", "resolution", "at") DO UPDATE SET "counts" = excluded."counts"`,
-    params,
-  };
 }
 
 /** An instance to sample: its counts over every partition, or null when they cannot be had whole now (skipped). */
@@ -79,15 +69,15 @@ export class CountsSampler {
     for (const id of this.sampledMinute.keys()) if (!live.has(id)) this.sampledMinute.delete(id);
     if (due.length === 0) return;
     for (const instance of due) this.sampledMinute.set(instance.id, minute);
-    const samples: RawStatement[] = [];
+    const samples: CountsSampleWrite[] = [];
     const taken: [string, Counts][] = [];
     for (const instance of due) {
       const counts = await instance.counts(); // null (a partition between cluster members): this minute has no sample
       if (!counts) continue;
-      samples.push(upsert(this.database, instance.id, MINUTE_MS, minute, sampled(counts)));
+      samples.push({ instanceId: instance.id, resolution: MINUTE_MS, at: minute, counts: JSON.stringify(sampled(counts)) });
       taken.push([instance.id, counts]);
     }
-    if (samples.length > 0) await (await this.database.raw()).transaction(samples);
+    await writeCountsSamples(this.database, samples);
     for (const [instanceId, counts] of taken) await this.onSample?.(instanceId, counts, now);
   }
 }
@@ -104,8 +94,10 @@ export async function downsampleCountsHistory(database: Database, now: number): 
     const hour = Math.floor(Number(row.at) / HOUR_MS) * HOUR_MS;
     lastOfHour.set(`${row.instanceId}\u0000${hour}`, { instanceId: row.instanceId, hour, counts: row.counts });
   }
-  const statements = [...lastOfHour.values()].map((s) => upsert(database, s.instanceId, HOUR_MS, s.hour, s.counts));
-  if (statements.length > 0) await (await database.raw()).transaction(statements);
+  await writeCountsSamples(
+    database,
+    [...lastOfHour.values()].map((s) => ({ instanceId: s.instanceId, resolution: HOUR_MS, at: s.hour, counts: s.counts })),
+  );
   await database.db.countsSample.deleteMany({ where: { resolution: MINUTE_MS, at: { lt: cutoff } } });
   await database.db.countsSample.deleteMany({ where: { resolution: HOUR_MS, at: { lt: BigInt(now - HOUR_SAMPLES_KEPT_MS) } } });
 }
