@@ -49,9 +49,11 @@ const COLUMNS = '"id", "instanceId", "step", "partition", "logOffset", "eventInd
 export async function deadLetterRows(database: Database, tenantId: string, limit: number, after?: string): Promise<DeadLetterRow[]> {
   const { params, bind } = database.dialect.parameters();
   const table = database.dialect.table('DeadLetter');
+  // Placeholders are bound in text order (SQLite's `?` are positional): the tenant, then the cursor.
+  const tenant = bind(tenantId);
   const afterId = after ? ` AND "id" > ${bind(after)}` : '';
   return (await database.raw()).query<DeadLetterRow>(
-    `SELECT ${COLUMNS} FROM ${table} WHERE "tenantId" = ${bind(tenantId)}${afterId} ORDER BY "id" LIMIT ${bind(limit)}`,
+    `SELECT ${COLUMNS} FROM ${table} WHERE "tenantId" = ${tenant}${afterId} ORDER BY "id" LIMIT ${bind(limit)}`,
     params,
   );
 }
