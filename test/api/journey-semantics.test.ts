@@ -81,7 +81,12 @@ describe('journey semantics over HTTP', () => {
     for (const instanceId of [singleId, stayId]) {
       const moves = await movesWhen(tenant, instanceId, (found) => found.some((m) => m.user === 3));
       expect(moves.filter((m) => m.from !== null)).toEqual([expect.objectContaining({ from: 'wait', to: 'bought', user: 3 })]);
-      const counts = await api('GET', `/tenants/${tenant.name}/instances/${instanceId}/counts`);
+      // The journal shows a move once committed; the counts once the engine published that commit, a message later.
+      const counts = await waitFor(
+        'the move in the counts',
+        () => api('GET', `/tenants/${tenant.name}/instances/${instanceId}/counts`),
+        (read) => read.body.steps?.bought === 1,
+      );
       expect(counts.body).toMatchObject({ steps: { wait: 2, bought: 1 }, edges: { 'wait->bought': 1 } });
       expect(counts.body.edges['wait->wait']).toBeUndefined();
     }

@@ -106,6 +106,13 @@ describe('previewing one user’s path', () => {
       () => api('GET', `/tenants/${tenant.name}/users/3`),
       (where) => where.body.instances[0]?.step === 'customer',
     );
+    // Where a user is comes from the committed journal; the counts from what the engine published after that commit,
+    // a message later: the check below compares counts before and after the previews, so it starts from published ones.
+    await waitFor(
+      "user 3's move in the counts",
+      () => api('GET', `/tenants/${tenant.name}/instances/${instanceId}/counts`),
+      (counts) => counts.body.steps?.customer === 1,
+    );
 
     const bought = await preview({ user: 3, events: [{ type: 'purchase', data: { plan: 'pro' } }] });
     expect(bought.body).toMatchObject({
