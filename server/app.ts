@@ -50,7 +50,8 @@ export interface AppState {
   /** Hands every committed profile write of this thread to the engine thread's index (set by server/engine/client.ts);
    * `write` null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
   profileRelay: ((tenantId: string, write: RelayedProfileWrite | null, seq: number) => void) | undefined;
-  /** The engine's live-count lookup for workflow views (server/workflows/running.ts); the Instance table until set. */
+  /** The engine's live-count lookup for workflow views (server/workflows/running.ts), set by createApp when the app
+   * runs an engine; the Instance table answers without one. */
   runningLookup: RunningLookup | undefined;
   /** Rows appended here for partition loops of this thread (server/engine/recent-log.ts). */
   readonly recentLog: Map<string, RecentRows>;

@@ -28,6 +28,7 @@ import { databaseOf, type Database } from './storage/database';
 import { parseDatabaseUrl, type PostgresTarget } from './storage/database-url';
 import { closeStorage, openStorage, type Storage } from './storage/db';
 import { WebhookPump } from './webhooks/pump';
+import { liveRunningLookup } from './workflows/running';
 
 /** How often the webhook pump looks for work nobody woke it for (other members' commits, quiet hours ending). */
 const PUMP_IDLE_POLL_MS = 2_000;
@@ -84,6 +85,8 @@ export function createApp(options: AppOptions = {}): App {
           ? new Engine({ database, runner, clock })
           : undefined;
   const startsEngine = mode !== 'idle' && mode !== 'none';
+  // Until the engine has loaded an instance it knows no live count, and the lookup answers what the Instance table has.
+  if (startsEngine && engine) state.runningLookup = liveRunningLookup((instanceId) => engine.liveUserCount(instanceId));
   const scheduler = options.scheduler ? createScheduler({ database, runner, clock }) : undefined;
   // Woken by the engine's commits, the pump polls only for other processes' and for held deliveries coming due.
   const webhookPump = options.webhooks

@@ -75,8 +75,9 @@ export interface DayOfMoves {
 export async function dayOfMoves(users: number): Promise<DayOfMoves> {
   const start = Date.UTC(2026, 0, 5, 0, 0, 30);
   const clock = new ManualClock(start);
-  const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
-  const engine = new Engine({ clock, runner, owner: 'bench-paths' });
+  const appDatabase = processDatabase();
+  const runner = createProcedureRunner(appDatabase, { pollMs: 50 });
+  const engine = new Engine({ database: appDatabase, clock, runner, owner: 'bench-paths' });
   await runner.start();
   await engine.start();
   await engine.loaded();

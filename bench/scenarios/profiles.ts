@@ -184,9 +184,10 @@ export function postPieces(url: string, headers: Record<string, string>, pieces:
 async function measureInProcess(database: ScratchDatabase, users: number): Promise<{ figures: ProfileFigures; tenantName: string; instanceId: string }> {
   await useDatabase(database.url);
   const clock = new ManualClock(Date.UTC(2026, 0, 1, 12, 0, 30));
-  const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
+  const appDatabase = processDatabase();
+  const runner = createProcedureRunner(appDatabase, { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
-  const engine = new Engine({ clock, runner, owner: 'bench-profiles', publishCounts });
+  const engine = new Engine({ database: appDatabase, clock, runner, owner: 'bench-profiles', publishCounts });
   await runner.start();
   await engine.start();
   await engine.loaded();

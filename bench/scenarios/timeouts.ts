@@ -62,9 +62,10 @@ function zoneProfiles(n: number): ReadableStream<Uint8Array> {
 export async function measureTimeouts(database: ScratchDatabase, users: number): Promise<TimeoutFigures> {
   await useDatabase(database.url);
   const clock = new ManualClock(Date.UTC(2025, 11, 30, 12, 0, 30));
-  const runner = createProcedureRunner(processDatabase(), { pollMs: 50 });
+  const appDatabase = processDatabase();
+  const runner = createProcedureRunner(appDatabase, { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
-  const engine = new Engine({ clock, runner, owner: 'bench-timeouts', publishCounts });
+  const engine = new Engine({ database: appDatabase, clock, runner, owner: 'bench-timeouts', publishCounts });
   await runner.start();
   await engine.start();
   await engine.loaded();

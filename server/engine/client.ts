@@ -11,7 +11,6 @@ import type { Database } from '../storage/database';
 import type { AppState } from '../app';
 import type { Env } from '../env';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
-import { liveRunningLookup } from '../workflows/running';
 import type { EngineHandle } from './handle';
 import { prepareIngestBody, type IngestOutcome } from './ingest';
 import * as ops from './instances';
@@ -108,7 +107,6 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
         if (this.liveness.shouldAsk()) this.call('alive').catch(() => undefined);
       }, ENGINE_PING_EVERY_MS).unref();
     }
-    this.state.runningLookup = liveRunningLookup((id) => this.board.get(id)?.counts.total);
     this.state.noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
     this.state.profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
     this.ready = true;
@@ -238,6 +236,10 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
   }
 
   // ---- counts: from the board, never waiting for the engine ----------------------------------------------------
+
+  liveUserCount(instanceId: string): number | undefined {
+    return this.board.get(instanceId)?.counts.total;
+  }
 
   async getCounts(tenantId: string, instanceId: string): Promise<Counts> {
     return (await this.clusterCounts(tenantId, instanceId)) ?? this.call('getCounts', tenantId, instanceId);

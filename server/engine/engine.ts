@@ -2,11 +2,9 @@ import { dueWinners, registerWinnerProcedure, submitWinner, type WinnerRequest }
 import { sleepUntilAborted, systemClock, type Clock } from '../clock';
 import type { Principal } from '../auth';
 import { processOwner } from '../process-owner';
-import { app } from '../app';
 import { notFound } from '../errors';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
-import { liveRunningLookup, setRunningLookup } from '../workflows/running';
-import { database, type Database } from '../storage/database';
+import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onTenantDeleted } from '../tenants/changes';
 import { retryTransient } from '../storage/transient';
@@ -50,15 +48,15 @@ import type {
 } from './types';
 
 export interface EngineOptions {
-  /** The storage its partitions, shards and operations live in; the process's (DATABASE_URL) by default. */
-  database?: Database;
+  /** The storage its partitions, shards and operations live in. */
+  database: Database;
   /** Journey time (timers, delays, event times); the system clock by default. */
   clock?: Clock;
   /** Wall time for leases, retries and checkpoint cadence, which other processes see; the system clock by default. */
   wallClock?: Clock;
   /** Lease owner name; a process restarting under the same name takes its partitions back at once. */
   owner?: string;
-  runner?: ProcedureRunner;
+  runner: ProcedureRunner;
   leaseMs?: number;
   checkpointEveryMs?: number;
   /** When every move since a partition's checkpoint is a bulk move: 10 minutes by default (partition.ts). */
@@ -106,10 +104,10 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   private readonly recovering = new Set<string>();
   private unsubscribeTenantDeleted: (() => void) | undefined;
 
-  constructor(options: EngineOptions = {}) {
+  constructor(options: EngineOptions) {
     this.clock = options.clock ?? systemClock;
     this.wallClock = options.wallClock ?? systemClock;
-    this.database = options.database ?? database();
+    this.database = options.database;
     this.profiles = profileCalls(this.database);
     this.commits = new CommitGroup(this.database);
     this.checkpointSchedule = new CheckpointSchedule(this.wallClock);
@@ -124,7 +122,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     });
     this.owner = options.owner ?? processOwner();
     this.leases = new LeaseKeeper(this);
-    this.runner = options.runner ?? app().runner;
+    this.runner = options.runner;
     this.countsPublisher = options.publishCounts && new CountsPublisher(options.publishCounts, (id, tenantId) => this.findRuntime(id, tenantId));
     this.cluster = options.cluster;
     this.leaseMs = options.leaseMs ?? 15_000;
@@ -155,7 +153,6 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    setRunningLookup(liveRunningLookup((id) => this.findRuntime(id)?.counts().total));
     this.unsubscribeTenantDeleted = onTenantDeleted((tenantId) => void this.forgetTenant(tenantId));
     await this.cluster?.start(this);
     this.timers.start();
@@ -432,6 +429,10 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     return this.pushes.onAnyChange(listener);
   }
 
+  liveUserCount(instanceId: string): number | undefined {
+    return this.findRuntime(instanceId)?.counts().total;
+  }
+
   /** The live instance, looked for in `tenantId` first when given, then in every loaded tenant. */
   findRuntime(instanceId: string, tenantId?: string): InstanceRuntime | undefined {
     const hinted = tenantId === undefined ? undefined : this.tenants.get(tenantId)?.loaded?.runtime.instances.get(instanceId);
@@ -543,10 +544,3 @@ const TENANTS_LOADED_AT_ONCE = 4;
 const LOAD_STORAGE_PATIENCE_MS = 60_000;
 
 type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
-
-/** The registered app's engine (server/app.ts): the engine thread's client, or an engine in this thread. */
-export function getEngine(): EngineHandle {
-  const engine = app().engine;
-  if (!engine) throw new Error('This app has no engine (built with engine: none)');
-  return engine;
-}

@@ -32,6 +32,9 @@ export interface EngineHandle {
   ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome>;
   /** Live counts of a running instance; a stopped instance answers with its snapshot counts. */
   getCounts(tenantId: string, instanceId: string): Promise<Counts>;
+  /** The user count of a running instance as this thread knows it live; undefined when it knows none (workflow views
+   * then show the count recorded at start). */
+  liveUserCount(instanceId: string): number | undefined;
   /** Called after committed changes of the instance's counts: at once, or coalesced to one push per 100 ms in a burst. */
   subscribeCounts(instanceId: string, listener: CountsListener): () => void;
   /** Called at once after every committed change of any instance's counts: new journal moves (the webhook pump). */

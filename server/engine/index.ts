@@ -13,7 +13,7 @@
 //     ttl, bulk chains), count, leaveAction (of fromStep), enterAction (of toStep; for a parallel step its enterAction
 //     followed by its actions, comma-separated), timeMs (engine clock) }.
 // A direct chain is one row per hop. Update-crowd changes no journal (busybee: no notifications).
-export { getEngine, type EngineOptions } from './engine';
+export type { EngineOptions } from './engine';
 export { countsAsOf, stepUsersAsOf } from './as-of';
 export { idempotencyKey } from './ingest';
 export { recentEventTypes, type RecentEventTypes } from './event-types';

@@ -1,7 +1,8 @@
-import { getEngine, type Counts } from '../engine';
+import type { Counts } from '../engine';
+import type { EngineHandle } from '../engine/handle';
 import { AppError } from '../errors';
 import { onShutdown } from '../shutdown';
-import { database } from '../storage/database';
+import type { Database } from '../storage/database';
 import { countsBody, deliveryCounts, type DeliveryCounts } from './counts-route';
 
 const HEARTBEAT_MS = 15_000;
@@ -13,8 +14,11 @@ const DELIVERY_COUNTS_EVERY_MS = 2_000;
  * so proxies keep the connection open. The engine subscription and the timer end when the client goes away.
  * The stream ends when the server stops. The caller has checked that the instance exists and belongs to the tenant.
  */
-export function countsEventStream(request: Request, tenantId: string, instanceId: string): Response {
-  const engine = getEngine();
+export function countsEventStream(
+  { request, engine, database }: { request: Request; engine: EngineHandle; database: Database },
+  tenantId: string,
+  instanceId: string,
+): Response {
   const encoder = new TextEncoder();
   let close = () => {};
   const stream = new ReadableStream<Uint8Array>({
@@ -32,7 +36,7 @@ export function countsEventStream(request: Request, tenantId: string, instanceId
         write(`event: counts\ndata: ${JSON.stringify(countsBody(counts, delivery))}\n\n`);
       };
       const readDeliveryCounts = async () => {
-        const now = await deliveryCounts(database(), tenantId, instanceId);
+        const now = await deliveryCounts(database, tenantId, instanceId);
         const changed = JSON.stringify(now) !== JSON.stringify(delivery);
         delivery = now;
         if (changed && last) send(last);

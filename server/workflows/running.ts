@@ -2,18 +2,13 @@ import { app } from '../app';
 import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 
-// Which instance of a workflow is running, for the workflow views. The engine knows live user counts;
-// it registers its lookup here so this module never imports the engine. Until it does, the Instance
-// table answers (the user count recorded at start).
+// Which instance of a workflow is running, for the workflow views. The engine knows live user counts: the
+// composition root (server/create-app.ts) keeps its lookup in the app's state. Without one, the Instance table
+// answers (the user count recorded at start).
 
 export type RunningInstance = { instanceId: string; userCount: number };
 /** Reads through the Database it is handed: the engine registers the lookup, the workflow views hand it theirs. */
 export type RunningLookup = (database: Database, workflowIds: string[]) => Promise<Map<string, RunningInstance>>;
-
-// Kept in the process runtime, where every bundle's copy of this module finds the engine's lookup.
-export function setRunningLookup(lookup: RunningLookup): void {
-  app().state.runningLookup = lookup;
-}
 
 export async function runningOf(database: Database, workflowIds: string[]): Promise<Map<string, RunningInstance>> {
   if (workflowIds.length === 0) return new Map();

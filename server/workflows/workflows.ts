@@ -282,4 +282,3 @@ export async function getVersion(database: Database, tenant: Tenant, ref: string
   if (!row) throw notFound(`Version ${version} of workflow "${workflow.name}"`);
   return { workflowId: workflow.id, version: row.version, definition: JSON.parse(row.definition), createdAt: row.createdAt.toISOString() };
 }
-export { setRunningLookup, type RunningLookup, type RunningInstance } from './running';

@@ -42,7 +42,6 @@ const LAYERS: { name: string; places: string[] }[] = [
 // reaches cluster/ only through its ports, server/engine/cluster-port.ts).
 const APP_READ = 'reads the registered app (app(), its state) instead of being handed the part by createApp (§1)';
 const EDGE = 'the route wrappers are the edge that reads the registered app, by design (one hand-over through globalThis)';
-const RUNNING_LOOKUP = 'the engine registers its live running lookup in workflows/running.ts, a port kept in app state (§1)';
 const JOURNAL_RETENTION = "the journal's retention lives with its reader (notifications/); the engine's housekeeping and asOf call it";
 const EXPORT_COLUMNS_DOC = "the crowd export route's OpenAPI text reuses the table export's description of profile columns";
 const SHUTDOWN = 'the counts stream closes its connections on shutdown, which the process layer owns';
@@ -52,9 +51,6 @@ const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
   { arrow: 'server/crowd/openapi.ts → server/exports/openapi.ts', why: EXPORT_COLUMNS_DOC },
   { arrow: 'server/engine/as-of.ts → server/notifications/journal-retention.ts', why: JOURNAL_RETENTION },
   { arrow: 'server/engine/client.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/engine/client.ts → server/workflows/running.ts', why: RUNNING_LOOKUP },
-  { arrow: 'server/engine/engine.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/engine/engine.ts → server/workflows/running.ts', why: RUNNING_LOOKUP },
   { arrow: 'server/engine/ingest-commit.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/engine/ingest-dedupe.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/engine/ingest.ts → server/app.ts', why: APP_READ },

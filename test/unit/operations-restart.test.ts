@@ -14,7 +14,7 @@ afterEach(() => servers.splice(0).forEach((server) => server.close()));
 
 // This process only submits (inserts procedure rows) and reads; the server processes run everything.
 const runner = createProcedureRunner(database(), { owner: 'test-submitter', pollMs: 20 });
-const submitter = new Engine({ runner });
+const submitter = new Engine({ database: database(), runner });
 
 function server(): ServerProcess {
   const started = startServerProcess();
