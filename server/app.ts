@@ -15,6 +15,7 @@ import type { EngineHandle } from './engine/handle';
 import type { TenantDedupe } from './engine/ingest-dedupe';
 import type { TenantQueue } from './engine/ingest-commit';
 import type { UserPartitioning } from './engine/partitioning';
+import type { RecentLog } from './engine/recent-log';
 import type { Env } from './env';
 import type { KeyUseMemory } from './auth';
 import type { ExportFormatters } from './exports/table-export';
@@ -29,13 +30,6 @@ import type { Database } from './storage/database';
 import type { Storage } from './storage/db';
 import type { WebhookPump } from './webhooks/pump';
 import type { RunningLookup } from './workflows/running';
-
-/** Rows ingest appended and the partition loop has not taken yet (server/engine/recent-log.ts), per partition. */
-export interface RecentRows {
-  /** Offset → the row as encoded (server/engine/log-codec.ts) and its event count. */
-  rows: Map<number, { bytes: Uint8Array; count: number }>;
-  events: number;
-}
 
 /** What a thread keeps between calls: owned by its App, built with it (createAppState), gone with it. */
 export interface AppState {
@@ -54,9 +48,7 @@ export interface AppState {
    * runs an engine; the Instance table answers without one. */
   runningLookup: RunningLookup | undefined;
   /** Rows appended here for partition loops of this thread (server/engine/recent-log.ts). */
-  readonly recentLog: Map<string, RecentRows>;
-  /** Whether ingest hands appended rows to partition loops of this thread (off when the engine has its own thread). */
-  recentLogEnabled: boolean;
+  readonly recentLog: RecentLog;
   /** Per tenant: the Idempotency-Keys and event ids of the dedupe window (server/engine/ingest-dedupe.ts). */
   readonly ingestDedupe: Map<string, TenantDedupe>;
   /** Per tenant: the batches waiting for its group commit (server/engine/ingest-commit.ts). */

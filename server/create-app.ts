@@ -15,6 +15,7 @@ import { EngineClient } from './engine/client';
 import type { JoinCluster } from './engine/cluster-port';
 import { Engine } from './engine/engine';
 import type { EngineHandle } from './engine/handle';
+import { RecentLog } from './engine/recent-log';
 import type { EngineThread } from './engine/thread-spawn';
 import { parseEnv, type Env } from './env';
 import { TableFormatter } from './exports/table-formatter';
@@ -82,7 +83,7 @@ export function createApp(options: AppOptions = {}): App {
       : mode === 'thread'
         ? new EngineClient(database, runner, state, env, clusterJoin(clusterTarget(env, storage.target), database, state), options.engineThread)
         : mode === 'in-process' || mode === 'idle'
-          ? new Engine({ database, runner, clock })
+          ? new Engine({ database, runner, clock, recentLog: state.recentLog })
           : undefined;
   const startsEngine = mode !== 'idle' && mode !== 'none';
   // Until the engine has loaded an instance it knows no live count, and the lookup answers what the Instance table has.
@@ -150,8 +151,7 @@ function createAppState(): AppState {
     clusterRelay: undefined,
     profileRelay: undefined,
     runningLookup: undefined,
-    recentLog: new Map(),
-    recentLogEnabled: true,
+    recentLog: new RecentLog(),
     ingestDedupe: new Map(),
     ingestQueues: new Map(),
     tenantPartitions: new Map(),

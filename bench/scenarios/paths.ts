@@ -9,6 +9,7 @@ import { ManualClock } from '../../server/clock';
 import { saveCrowd } from '../../server/crowd';
 import { instanceFunnel, instancePaths } from '../../server/analytics/instance-analytics';
 import { countsAsOf, stepUsersAsOf } from '../../server/engine/as-of';
+import { app } from '../../server/app';
 import { Engine } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
 import { WorkflowDefinition } from '../../core/model/workflow';
@@ -75,9 +76,9 @@ export interface DayOfMoves {
 export async function dayOfMoves(users: number): Promise<DayOfMoves> {
   const start = Date.UTC(2026, 0, 5, 0, 0, 30);
   const clock = new ManualClock(start);
-  const appDatabase = processDatabase();
-  const runner = createProcedureRunner(appDatabase, { pollMs: 50 });
-  const engine = new Engine({ database: appDatabase, clock, runner, owner: 'bench-paths' });
+  const registered = app();
+  const runner = createProcedureRunner(registered.database, { pollMs: 50 });
+  const engine = new Engine({ database: registered.database, recentLog: registered.state.recentLog, clock, runner, owner: 'bench-paths' });
   await runner.start();
   await engine.start();
   await engine.loaded();

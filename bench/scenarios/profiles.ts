@@ -8,6 +8,7 @@ import { ManualClock } from '../../server/clock';
 import { compileCondition, evaluatePlan, requireCondition } from '../../server/conditions/compile';
 import { planResolver } from '../../server/profiles/index-plan';
 import { saveCrowd } from '../../server/crowd';
+import { app } from '../../server/app';
 import { Engine } from '../../server/engine/engine';
 import { WorkflowDefinition } from '../../core/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
@@ -184,10 +185,10 @@ export function postPieces(url: string, headers: Record<string, string>, pieces:
 async function measureInProcess(database: ScratchDatabase, users: number): Promise<{ figures: ProfileFigures; tenantName: string; instanceId: string }> {
   await useDatabase(database.url);
   const clock = new ManualClock(Date.UTC(2026, 0, 1, 12, 0, 30));
-  const appDatabase = processDatabase();
-  const runner = createProcedureRunner(appDatabase, { pollMs: 50 });
+  const registered = app();
+  const runner = createProcedureRunner(registered.database, { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
-  const engine = new Engine({ database: appDatabase, clock, runner, owner: 'bench-profiles', publishCounts });
+  const engine = new Engine({ database: registered.database, recentLog: registered.state.recentLog, clock, runner, owner: 'bench-profiles', publishCounts });
   await runner.start();
   await engine.start();
   await engine.loaded();

@@ -6,6 +6,7 @@
 //   zone's users moved. The value is the slowest zone.
 import { ManualClock } from '../../server/clock';
 import { saveCrowd } from '../../server/crowd';
+import { app } from '../../server/app';
 import { Engine } from '../../server/engine/engine';
 import { WorkflowDefinition } from '../../core/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
@@ -62,10 +63,10 @@ function zoneProfiles(n: number): ReadableStream<Uint8Array> {
 export async function measureTimeouts(database: ScratchDatabase, users: number): Promise<TimeoutFigures> {
   await useDatabase(database.url);
   const clock = new ManualClock(Date.UTC(2025, 11, 30, 12, 0, 30));
-  const appDatabase = processDatabase();
-  const runner = createProcedureRunner(appDatabase, { pollMs: 50 });
+  const registered = app();
+  const runner = createProcedureRunner(registered.database, { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
-  const engine = new Engine({ database: appDatabase, clock, runner, owner: 'bench-timeouts', publishCounts });
+  const engine = new Engine({ database: registered.database, recentLog: registered.state.recentLog, clock, runner, owner: 'bench-timeouts', publishCounts });
   await runner.start();
   await engine.start();
   await engine.loaded();

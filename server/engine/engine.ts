@@ -12,7 +12,9 @@ import { FairTurns } from './slices';
 import { CheckpointSchedule } from './checkpoint-schedule';
 import { CommitGroup } from './commit-group';
 import { CountsPublisher, type PublishCounts } from './counts-publisher';
-import { PartitionWorker, type EngineSide } from './partition';
+import { PartitionWorker } from './partition';
+import type { EngineSide } from './engine-side';
+import type { RecentLog } from './recent-log';
 import { WorkflowRuntime } from './runtime';
 import { logEnds } from '../storage/event-log';
 import * as reads from './reads';
@@ -50,6 +52,8 @@ import type {
 export interface EngineOptions {
   /** The storage its partitions, shards and operations live in. */
   database: Database;
+  /** The rows its app's ingest appends, taken by the partition loops before they read the log table. */
+  recentLog: RecentLog;
   /** Journey time (timers, delays, event times); the system clock by default. */
   clock?: Clock;
   /** Wall time for leases, retries and checkpoint cadence, which other processes see; the system clock by default. */
@@ -77,6 +81,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly clock: Clock;
   readonly wallClock: Clock;
   readonly database: Database;
+  readonly recentLog: RecentLog;
   readonly commits: CommitGroup;
   readonly checkpointSchedule: CheckpointSchedule;
   /** The thread's turns between slices of long work, shared round-robin by the tenants with work waiting. */
@@ -108,6 +113,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.clock = options.clock ?? systemClock;
     this.wallClock = options.wallClock ?? systemClock;
     this.database = options.database;
+    this.recentLog = options.recentLog;
     this.profiles = profileCalls(this.database);
     this.commits = new CommitGroup(this.database);
     this.checkpointSchedule = new CheckpointSchedule(this.wallClock);

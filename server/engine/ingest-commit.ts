@@ -17,7 +17,6 @@ import { describeStorageError, isTransientStorageError, retryTransient } from '.
 import type { UserPartitioning } from './partitioning';
 import { encodeRequest, type EncodedRequest, type EncodedRow, type IngestRequest } from './ingest-encode';
 import { decodeEvents, encodeEvents } from './log-codec';
-import { rememberAppended } from './recent-log';
 
 /** `accepted`: events of the request now in the log; `duplicates`: those skipped as already logged (by event id). */
 export type IngestResult = RecordedAnswer & { replayed: boolean };
@@ -147,7 +146,7 @@ async function writeGroup(database: Database, tenantId: string, group: Waiting[]
       continue;
     }
     for (const record of plan.records) dedupe!.learn(record);
-    plan.rows.forEach((row, i) => rememberAppended(tenantId, row.partition, offsets[i], row.bytes, row.count));
+    plan.rows.forEach((row, i) => app().state.recentLog.remember(tenantId, row.partition, offsets[i], row.bytes, row.count));
     for (const [batch, answer] of plan.answers) {
       batch.settled = true;
       batch.resolve(answer);

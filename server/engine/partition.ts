@@ -6,10 +6,9 @@
 // reads nothing and holds no timer.
 import type { ConditionEvent } from '../conditions/compile';
 import { profileKeysOfAll } from '../conditions/profile-predicate';
-import { Wakeup, type Clock } from '../clock';
+import { Wakeup } from '../clock';
 import { RoaringBitmap32 } from '../crowd/bitmap';
-import type { CheckpointDue, CheckpointSchedule } from './checkpoint-schedule';
-import type { CommitGroup } from './commit-group';
+import type { CheckpointDue } from './checkpoint-schedule';
 import { DeadLetterBatch } from './dead-letter';
 import { enterByEvents } from './entry';
 import { entryRouting } from './entry-routing';
@@ -18,50 +17,12 @@ import { GoalTracker } from './goal';
 import type { ConversionWrite } from '../storage/journal/conversions';
 import { Mover } from './moves';
 import type { JournalMove } from '../storage/journal/commit';
-import { acquireLease, LeaseLostError, releaseLease, type Lease, type LeasePolicy } from '../storage/journal/leases';
+import { acquireLease, LeaseLostError, releaseLease, type Lease } from '../storage/journal/leases';
 import { readLog, type LogRow } from './log';
+import type { EngineSide } from './engine-side';
 import type { Shard } from './shard';
 import { syncRunningInstances } from './instances-sync';
 import type { InstanceRuntime, Mutex, TenantRuntime } from './tenant';
-import type { Database } from '../storage/database';
-
-/** What a partition worker needs from its engine. */
-export interface EngineSide {
-  /** Journey time: event and move times (tests advance it). */
-  readonly clock: Clock;
-  /**
-   * Wall time, for what other processes see: lease times, retries, checkpoint cadence (a test moving journey time by
-   * a day must not renew leases 17,280 times).
-   */
-  readonly wallClock: Clock;
-  /** The storage its partitions, log and shards live in. */
-  readonly database: Database;
-  readonly owner: string;
-  readonly leaseMs: number;
-  /** A checkpoint is due this long after the first uncheckpointed move when some moves since are of single users. */
-  readonly checkpointEveryMs: number;
-  /**
-   * … and this long after it when every move since is a bulk move (a timer's, an operation's): replaying a few bulk
-   * rows costs about what reading a checkpoint does, so writing one a minute after each once-a-minute firing is waste.
-   */
-  readonly bulkCheckpointEveryMs: number;
-  readonly checkpointEveryMoves: number;
-  /** Commits checkpoints together with those other partitions write at the same moment. */
-  readonly commits: CommitGroup;
-  /** Hands each partition its checkpoint when due: one timer for the engine. */
-  readonly checkpointSchedule: CheckpointSchedule;
-  /** Which partitions this process should hold when several share the database (server/cluster/). */
-  readonly leasePolicy?: LeasePolicy;
-  /** The worker took (true) or gave up (false) its partition's lease: the lease keeper renews those held. */
-  leaseHeld(worker: PartitionWorker, held: boolean): void;
-  countsChanged(instanceId: string, tenantId?: string): void;
-  /** A timer of the tenant may be due sooner (or later) than planned. */
-  timersChanged(tenantId: string): void;
-  /** An instance to sample may be new here (a lease taken). */
-  instancesChanged(): void;
-  requestStop(instance: InstanceRuntime): void;
-  isStopRequested(instanceId: string): boolean;
-}
 
 /** Log rows read per batch (each row is one ingested batch of up to 10,000 events for this partition). */
 const ROWS_PER_BATCH = 32;
@@ -170,7 +131,7 @@ export class PartitionWorker implements CheckpointDue {
           else if (acquired === 'held') await clock.sleep(this.engine.leaseMs / 2, signal); // until its lease expires
           continue;
         }
-        const rows = await readLog(this.engine.database, this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
+        const rows = await readLog(this.engine.database, this.engine.recentLog, this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
         if (rows.length > 0) {
           await this.lock.run(() => this.applyRows(rows));
           await this.checkpointIfDue(); // also under continuous load, so recovery never replays too much

@@ -27,10 +27,11 @@ const { env } = workerData as EngineThreadData;
 const built = createApp({
   env,
   runner: { onSubmitted: () => post({ kind: 'procedures-submitted' }) },
-  engine: ({ storage, database, runner }) =>
+  engine: ({ storage, database, runner, state }) =>
     new Engine({
       database,
       runner,
+      recentLog: state.recentLog,
       publishCounts: (tenantId, counts, coverage) => post({ kind: 'counts', tenantId, counts, coverage }),
       cluster: clusterMember(database, clusterTarget(env, storage.target)),
     }),

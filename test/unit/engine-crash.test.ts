@@ -118,7 +118,7 @@ it(`every acknowledged event is applied exactly once across ${KILLS} SIGKILLs of
   expect(acknowledged.size).toBeGreaterThanOrEqual(batches.length - KILLS);
 
   // The uninterrupted run: the same batches through an engine in this process.
-  h.engine = new Engine({ database: h.app.database, clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
+  h.engine = new Engine({ database: h.app.database, recentLog: h.app.state.recentLog, clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
   await h.engine.start();
   await h.engine.loaded();
   for (const batch of batches) await appendEvents(database(), reference.tenantId, batch);

@@ -26,7 +26,14 @@ it('loads every tenant at start through transient errors of its first reads', as
 
   const provider = (process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite') as 'sqlite' | 'postgres';
   const faulty = faultyDatabase(database(), { provider, rate: 0, seed: 7 });
-  h.engine = new Engine({ ...h.engineOptions, database: faulty.database, clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
+  h.engine = new Engine({
+    ...h.engineOptions,
+    database: faulty.database,
+    recentLog: h.app.state.recentLog,
+    clock: h.clock,
+    runner: h.runner,
+    owner: `test-${h.tenantId}`,
+  });
   faulty.failNext(3);
   await h.engine.start();
   await h.engine.loaded();

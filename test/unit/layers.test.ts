@@ -54,7 +54,6 @@ const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
   { arrow: 'server/engine/ingest-commit.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/engine/ingest-dedupe.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/engine/ingest.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/engine/recent-log.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/engine/timer-loop.ts → server/notifications/notifications.ts', why: JOURNAL_RETENTION },
   { arrow: 'server/http/counts-stream.ts → server/shutdown.ts', why: SHUTDOWN },
   { arrow: 'server/http/request-context.ts → server/app.ts', why: EDGE },

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { app } from '../../server/app';
 import { Engine } from '../../server/engine/engine';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { database } from '../../server/storage/database';
@@ -14,7 +15,7 @@ afterEach(() => servers.splice(0).forEach((server) => server.close()));
 
 // This process only submits (inserts procedure rows) and reads; the server processes run everything.
 const runner = createProcedureRunner(database(), { owner: 'test-submitter', pollMs: 20 });
-const submitter = new Engine({ database: database(), runner });
+const submitter = new Engine({ database: database(), recentLog: app().state.recentLog, runner });
 
 function server(): ServerProcess {
   const started = startServerProcess();

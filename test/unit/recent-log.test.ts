@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { appendEvents } from '../../server/engine/ingest';
 import { encodeEvents } from '../../server/engine/log-codec';
-import { takeRecent } from '../../server/engine/recent-log';
+import { app } from '../../server/app';
 import { readLog } from '../../server/engine/log';
 import { newId } from '../../server/ids';
 import { db } from '../helpers/app-db';
@@ -17,24 +17,24 @@ it('hands rows this process appended to the partition loop from memory, and read
   await db().eventLog.create({ data: { tenantId, partition: 0, offset: 2n, events: encodeEvents([event(3)]), count: 1 } });
   await appendEvents(database(), tenantId, [event(4)]);
 
-  const first = await readLog(database(), tenantId, 0, 0, 10);
+  const first = await readLog(database(), app().state.recentLog, tenantId, 0, 0, 10);
   expect(first).toEqual([{ offset: 1, events: [event(1), event(2)] }]); // memory stops at the gap
-  const rest = await readLog(database(), tenantId, 0, 1, 10);
+  const rest = await readLog(database(), app().state.recentLog, tenantId, 0, 1, 10);
   expect(rest).toEqual([
     { offset: 2, events: [event(3)] },
     { offset: 3, events: [event(4)] },
   ]);
   // What was read from the log is no longer held in memory either.
-  expect(takeRecent(tenantId, 0, 0, 10)).toEqual([]);
-  expect(await readLog(database(), tenantId, 0, 3, 10)).toEqual([]);
+  expect(app().state.recentLog.take(tenantId, 0, 0, 10)).toEqual([]);
+  expect(await readLog(database(), app().state.recentLog, tenantId, 0, 3, 10)).toEqual([]);
 });
 
 it('a row is read the same from memory as from the log, so a loop that re-reads after a failed commit sees the same events', async () => {
   const tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 2, userBlock: 1 } });
   await appendEvents(database(), tenantId, [event(1), event(2), event(3)]);
-  const fromMemory = await readLog(database(), tenantId, 1, 0, 10);
-  const fromLog = await readLog(database(), tenantId, 1, 0, 10);
+  const fromMemory = await readLog(database(), app().state.recentLog, tenantId, 1, 0, 10);
+  const fromLog = await readLog(database(), app().state.recentLog, tenantId, 1, 0, 10);
   expect(fromMemory).toEqual([{ offset: 1, events: [event(1), event(3)] }]);
   expect(fromLog).toEqual(fromMemory);
 });
@@ -53,8 +53,8 @@ it('batches written together in one group commit are handed over under the offse
     ),
   );
   for (const partition of [0, 1, 2]) {
-    const fromMemory = takeRecent(tenantId, partition, 0, 100);
-    const fromLog = await readLog(database(), tenantId, partition, 0, 100); // memory is empty now: this reads the table
+    const fromMemory = app().state.recentLog.take(tenantId, partition, 0, 100);
+    const fromLog = await readLog(database(), app().state.recentLog, tenantId, partition, 0, 100); // memory is empty now: this reads the table
     expect(fromMemory.length).toBe(12);
     expect(fromLog).toEqual(fromMemory);
   }
