@@ -12,10 +12,7 @@
 // This file imports types only, so any module can import it without an import cycle at evaluation time.
 import type { Clock } from './clock';
 import type { EngineHandle } from './engine/handle';
-import type { TenantDedupe } from './engine/ingest-dedupe';
-import type { TenantQueue } from './engine/ingest-commit';
-import type { UserPartitioning } from './engine/partitioning';
-import type { RecentLog } from './engine/recent-log';
+import type { IngestState } from './engine/ingest-state';
 import type { Env } from './env';
 import type { KeyUseMemory } from './auth';
 import type { ExportFormatters } from './exports/table-export';
@@ -31,8 +28,9 @@ import type { Storage } from './storage/db';
 import type { WebhookPump } from './webhooks/pump';
 import type { RunningLookup } from './workflows/running';
 
-/** What a thread keeps between calls: owned by its App, built with it (createAppState), gone with it. */
-export interface AppState {
+/** What a thread keeps between calls: owned by its App, built with it (createAppState), gone with it. Its ingest state
+ * (server/engine/ingest-state.ts) is handed to ingest and the engine. */
+export interface AppState extends IngestState {
   /** Short-lived lookup caches by name (server/lookup-cache.ts). */
   readonly caches: Map<string, LookupCache<unknown>>;
   /** Listeners of in-process change notices by notice name (server/crowd/notice.ts). */
@@ -47,14 +45,6 @@ export interface AppState {
   /** The engine's live-count lookup for workflow views (server/workflows/running.ts), set by createApp when the app
    * runs an engine; the Instance table answers without one. */
   runningLookup: RunningLookup | undefined;
-  /** Rows appended here for partition loops of this thread (server/engine/recent-log.ts). */
-  readonly recentLog: RecentLog;
-  /** Per tenant: the Idempotency-Keys and event ids of the dedupe window (server/engine/ingest-dedupe.ts). */
-  readonly ingestDedupe: Map<string, TenantDedupe>;
-  /** Per tenant: the batches waiting for its group commit (server/engine/ingest-commit.ts). */
-  readonly ingestQueues: Map<string, TenantQueue>;
-  /** How the users of tenants seen by ingest map to their partitions (a tenant's never changes; server/engine/ingest.ts). */
-  readonly tenantPartitions: Map<string, UserPartitioning>;
   /** Each tenant's profile index, loaded on first use (server/profiles/index-store.ts). */
   readonly profileIndexes: Map<string, TenantProfiles>;
   /** The export formatter threads' clients (server/crowd/id-text-formatter.ts, server/exports/table-formatter.ts):

@@ -83,7 +83,7 @@ export function createApp(options: AppOptions = {}): App {
       : mode === 'thread'
         ? new EngineClient(database, runner, state, env, clusterJoin(clusterTarget(env, storage.target), database, state), options.engineThread)
         : mode === 'in-process' || mode === 'idle'
-          ? new Engine({ database, runner, clock, recentLog: state.recentLog })
+          ? new Engine({ database, runner, clock, ingestState: state })
           : undefined;
   const startsEngine = mode !== 'idle' && mode !== 'none';
   // Until the engine has loaded an instance it knows no live count, and the lookup answers what the Instance table has.

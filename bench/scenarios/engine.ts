@@ -2,6 +2,7 @@
 // branch journey over a dense crowd, appends event batches straight to the input log (appendEvents, what the
 // events route calls) and waits until the engine's counts show every expected move. Also the memory a running
 // instance adds to the process, measured after garbage collection.
+import { app } from '../../server/app';
 import { saveCrowd } from '../../server/crowd';
 import type { Engine } from '../../server/engine/engine';
 import { appendEvents, parseEventBatch } from '../../server/engine/ingest';
@@ -107,7 +108,7 @@ export async function measureEngine(
       const cpuBefore = process.cpuUsage();
       const started = performance.now();
       for (let offset = 0; offset < logged.length; offset += APPEND_BATCH) {
-        await appendEvents(processDatabase(), tenant.id, logged.slice(offset, offset + APPEND_BATCH));
+        await appendEvents(processDatabase(), app().state, tenant.id, logged.slice(offset, offset + APPEND_BATCH));
         engine.wakeTenant(tenant.id);
         tick(offset + APPEND_BATCH, logged.length);
       }

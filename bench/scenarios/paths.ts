@@ -78,7 +78,7 @@ export async function dayOfMoves(users: number): Promise<DayOfMoves> {
   const clock = new ManualClock(start);
   const registered = app();
   const runner = createProcedureRunner(registered.database, { pollMs: 50 });
-  const engine = new Engine({ database: registered.database, recentLog: registered.state.recentLog, clock, runner, owner: 'bench-paths' });
+  const engine = new Engine({ database: registered.database, ingestState: registered.state, clock, runner, owner: 'bench-paths' });
   await runner.start();
   await engine.start();
   await engine.loaded();
@@ -112,7 +112,7 @@ export async function dayOfMoves(users: number): Promise<DayOfMoves> {
           data: {},
           time: now,
         }));
-        await appendEvents(processDatabase(), tenant.id, events);
+        await appendEvents(processDatabase(), app().state, tenant.id, events);
         engine.wakeTenant(tenant.id);
         await engine.drain(tenant.id);
       }

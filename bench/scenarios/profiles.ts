@@ -188,7 +188,7 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
   const registered = app();
   const runner = createProcedureRunner(registered.database, { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
-  const engine = new Engine({ database: registered.database, recentLog: registered.state.recentLog, clock, runner, owner: 'bench-profiles', publishCounts });
+  const engine = new Engine({ database: registered.database, ingestState: registered.state, clock, runner, owner: 'bench-profiles', publishCounts });
   await runner.start();
   await engine.start();
   await engine.loaded();

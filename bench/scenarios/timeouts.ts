@@ -66,7 +66,7 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
   const registered = app();
   const runner = createProcedureRunner(registered.database, { pollMs: 50 });
   const { latest: published, publish: publishCounts } = publishedCounts();
-  const engine = new Engine({ database: registered.database, recentLog: registered.state.recentLog, clock, runner, owner: 'bench-timeouts', publishCounts });
+  const engine = new Engine({ database: registered.database, ingestState: registered.state, clock, runner, owner: 'bench-timeouts', publishCounts });
   await runner.start();
   await engine.start();
   await engine.loaded();

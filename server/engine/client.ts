@@ -219,7 +219,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
    * The encoded rows cross as one buffer (≈ 17 bytes an event).
    */
   async ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
-    const prepared = await prepareIngestBody(this.database, principal, body, now, key);
+    const prepared = await prepareIngestBody(this.database, this.state, principal, body, now, key);
     try {
       return await this.call('ingestPrepared', prepared, now);
     } catch (error) {

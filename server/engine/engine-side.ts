@@ -2,7 +2,7 @@ import type { Clock } from '../clock';
 import type { CheckpointSchedule } from './checkpoint-schedule';
 import type { CommitGroup } from './commit-group';
 import type { PartitionWorker } from './partition';
-import type { RecentLog } from './recent-log';
+import type { IngestState } from './ingest-state';
 import type { InstanceRuntime } from './tenant';
 import type { LeasePolicy } from '../storage/journal/leases';
 import type { Database } from '../storage/database';
@@ -18,8 +18,8 @@ export interface EngineSide {
   readonly wallClock: Clock;
   /** The storage its partitions, log and shards live in. */
   readonly database: Database;
-  /** The rows this thread's ingest appended, which the loops take from memory before reading the log table. */
-  readonly recentLog: RecentLog;
+  /** Its app's ingest state, whose recent log hands the loops rows from memory before they read the log table. */
+  readonly ingestState: IngestState;
   readonly owner: string;
   readonly leaseMs: number;
   /** A checkpoint is due this long after the first uncheckpointed move when some moves since are of single users. */

@@ -14,7 +14,7 @@ import { CommitGroup } from './commit-group';
 import { CountsPublisher, type PublishCounts } from './counts-publisher';
 import { PartitionWorker } from './partition';
 import type { EngineSide } from './engine-side';
-import type { RecentLog } from './recent-log';
+import type { IngestState } from './ingest-state';
 import { WorkflowRuntime } from './runtime';
 import { logEnds } from '../storage/event-log';
 import * as reads from './reads';
@@ -52,8 +52,8 @@ import type {
 export interface EngineOptions {
   /** The storage its partitions, shards and operations live in. */
   database: Database;
-  /** The rows its app's ingest appends, taken by the partition loops before they read the log table. */
-  recentLog: RecentLog;
+  /** Its app's ingest state: the engine appends through it, its partition loops take the rows it remembers. */
+  ingestState: IngestState;
   /** Journey time (timers, delays, event times); the system clock by default. */
   clock?: Clock;
   /** Wall time for leases, retries and checkpoint cadence, which other processes see; the system clock by default. */
@@ -81,7 +81,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly clock: Clock;
   readonly wallClock: Clock;
   readonly database: Database;
-  readonly recentLog: RecentLog;
+  readonly ingestState: IngestState;
   readonly commits: CommitGroup;
   readonly checkpointSchedule: CheckpointSchedule;
   /** The thread's turns between slices of long work, shared round-robin by the tenants with work waiting. */
@@ -113,7 +113,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.clock = options.clock ?? systemClock;
     this.wallClock = options.wallClock ?? systemClock;
     this.database = options.database;
-    this.recentLog = options.recentLog;
+    this.ingestState = options.ingestState;
     this.profiles = profileCalls(this.database);
     this.commits = new CommitGroup(this.database);
     this.checkpointSchedule = new CheckpointSchedule(this.wallClock);
@@ -321,12 +321,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   }
 
   async ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
-    return this.ingestPrepared(await prepareIngestBody(this.database, principal, body, now, key), now);
+    return this.ingestPrepared(await prepareIngestBody(this.database, this.ingestState, principal, body, now, key), now);
   }
 
   /** Appends a request the request thread decoded and encoded (server/engine/ingest.ts), and wakes its partitions. */
   async ingestPrepared(prepared: PreparedIngest, now: number): Promise<IngestOutcome> {
-    const outcome = await appendPrepared(this.database, prepared, now);
+    const outcome = await appendPrepared(this.database, this.ingestState, prepared, now);
     if (outcome.replayed) return outcome;
     this.wakeTenant(outcome.tenantId);
     this.cluster?.eventsAppended(outcome.tenantId);

@@ -8,7 +8,7 @@
 // one: still one row per partition per batch, in arrival order. A batch that cannot be encoded, or whose key was
 // used for another body, is answered on its own before the write; a write that fails for another reason is retried
 // batch by batch, so one bad batch never fails its neighbours (each failure answers only its own request).
-import { app } from '../app';
+import type { IngestState } from './ingest-state';
 import { AppError } from '../errors';
 import { appendLogRows, isAppendClash, type LogRowToWrite } from '../storage/event-log-append';
 import { DEDUPE_WINDOW_MS, tenantDedupe, type NewRecord, type RecordedAnswer, type TenantDedupe } from './ingest-dedupe';
@@ -30,8 +30,6 @@ type Waiting = {
 };
 /** A tenant's batches waiting for the writer, written through the Database of the append that opened the queue. */
 export type TenantQueue = { database: Database; waiting: Waiting[]; writing: boolean };
-/** The app's queues by tenant (server/app.ts). */
-const tenantQueues = () => app().state.ingestQueues;
 
 /** Bounds one group commit (one transaction). */
 const MAX_ROWS_PER_STATEMENT = 512;
@@ -42,14 +40,14 @@ const MAX_APPEND_ATTEMPTS = 20;
 export type IngestTenant = { readonly id: string } & UserPartitioning;
 
 /** `appendEncoded` of a request encoded here (in-process callers: tests, benchmarks, the engine's own appends). */
-export function appendRequest(database: Database, tenant: IngestTenant, request: IngestRequest, now: number): Promise<IngestResult> {
+export function appendRequest(database: Database, ingestState: IngestState, tenant: IngestTenant, request: IngestRequest, now: number): Promise<IngestResult> {
   let encoded: EncodedRequest;
   try {
     encoded = encodeRequest(request, tenant);
   } catch (error) {
     return Promise.reject(error);
   }
-  return appendEncoded(database, tenant.id, encoded, now);
+  return appendEncoded(database, ingestState, tenant.id, encoded, now);
 }
 
 /**
@@ -57,20 +55,21 @@ export function appendRequest(database: Database, tenant: IngestTenant, request:
  * offset + 1. Resolves once it is durable (or recognised as a retry of a durable one); an acknowledged batch is never
  * lost, a failed one left no row. `now` stamps its dedupe record.
  */
-export function appendEncoded(database: Database, tenantId: string, request: EncodedRequest, now: number): Promise<IngestResult> {
+export function appendEncoded(database: Database, ingestState: IngestState, tenantId: string, request: EncodedRequest, now: number): Promise<IngestResult> {
   return new Promise((resolve, reject) => {
-    let queue = tenantQueues().get(tenantId);
-    if (!queue) tenantQueues().set(tenantId, (queue = { database, waiting: [], writing: false }));
+    const queues = ingestState.ingestQueues;
+    let queue = queues.get(tenantId);
+    if (!queue) queues.set(tenantId, (queue = { database, waiting: [], writing: false }));
     queue.waiting.push({ request, now, settled: false, resolve, reject });
-    if (!queue.writing) void drain(tenantId, queue);
+    if (!queue.writing) void drain(ingestState, tenantId, queue);
   });
 }
 
-async function drain(tenantId: string, queue: TenantQueue): Promise<void> {
+async function drain(ingestState: IngestState, tenantId: string, queue: TenantQueue): Promise<void> {
   queue.writing = true;
-  while (queue.waiting.length > 0) await commitGroup(queue.database, tenantId, takeGroup(queue.waiting));
+  while (queue.waiting.length > 0) await commitGroup(queue.database, ingestState, tenantId, takeGroup(queue.waiting));
   queue.writing = false;
-  tenantQueues().delete(tenantId);
+  ingestState.ingestQueues.delete(tenantId);
 }
 
 function takeGroup(waiting: Waiting[]): Waiting[] {
@@ -87,10 +86,10 @@ function takeGroup(waiting: Waiting[]): Waiting[] {
   return waiting.splice(0, count);
 }
 
-async function commitGroup(database: Database, tenantId: string, group: Waiting[]): Promise<void> {
+async function commitGroup(database: Database, ingestState: IngestState, tenantId: string, group: Waiting[]): Promise<void> {
   // A transient storage error wrote nothing of the group (one transaction): the group goes again, decided anew, before
   // any batch is answered 503; past the patience, the batches are tried alone like after any other failure.
-  const write = (batches: Waiting[]) => retryTransient(() => writeGroup(database, tenantId, batches));
+  const write = (batches: Waiting[]) => retryTransient(() => writeGroup(database, ingestState, tenantId, batches));
   try {
     await write(group);
   } catch (error) {
@@ -123,9 +122,9 @@ function storageFailure(error: unknown): unknown {
 }
 
 /** One transaction for the unsettled batches of `group`, retried from the dedupe decision when another writer won a race. */
-async function writeGroup(database: Database, tenantId: string, group: Waiting[]): Promise<void> {
+async function writeGroup(database: Database, ingestState: IngestState, tenantId: string, group: Waiting[]): Promise<void> {
   const deduplicating = group.some((b) => b.request.key !== undefined || b.request.ids !== undefined);
-  const dedupe = deduplicating ? tenantDedupe(database, tenantId) : undefined;
+  const dedupe = deduplicating ? tenantDedupe(database, ingestState, tenantId) : undefined;
   for (let attempt = 1; ; attempt++) {
     const pending = group.filter((b) => !b.settled);
     if (pending.length === 0) return;
@@ -146,7 +145,7 @@ async function writeGroup(database: Database, tenantId: string, group: Waiting[]
       continue;
     }
     for (const record of plan.records) dedupe!.learn(record);
-    plan.rows.forEach((row, i) => app().state.recentLog.remember(tenantId, row.partition, offsets[i], row.bytes, row.count));
+    plan.rows.forEach((row, i) => ingestState.recentLog.remember(tenantId, row.partition, offsets[i], row.bytes, row.count));
     for (const [batch, answer] of plan.answers) {
       batch.settled = true;
       batch.resolve(answer);

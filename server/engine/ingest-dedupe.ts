@@ -8,7 +8,7 @@
 // and decides again: no lock, no extra round trip per commit, and no per-event index lookups in the database.
 // The ids are held as the 64-bit hashes the request thread computed (ingest-id-table.ts), each entry naming its
 // record and position, so the strings are only read (from the record's JSON) when two hashes are equal.
-import { app } from '../app';
+import type { IngestState } from './ingest-state';
 import { hashIds, IdTable } from './ingest-id-table';
 import type { Database } from '../storage/database';
 import { expireIngestRecords, ingestRecordsAfter } from '../storage/ingest-records';
@@ -189,9 +189,9 @@ export class TenantDedupe {
   }
 }
 
-/** This process's dedupe state of a tenant (kept in the process runtime). */
-export function tenantDedupe(database: Database, tenantId: string): TenantDedupe {
-  const tenants = app().state.ingestDedupe;
+/** This thread's dedupe state of a tenant (kept in its ingest state). */
+export function tenantDedupe(database: Database, ingestState: IngestState, tenantId: string): TenantDedupe {
+  const tenants = ingestState.ingestDedupe;
   let state = tenants.get(tenantId);
   if (!state) tenants.set(tenantId, (state = new TenantDedupe(database, tenantId)));
   return state;

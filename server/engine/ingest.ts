@@ -2,7 +2,7 @@
 // (prepare: where the request arrived, the request thread for HTTP), then append it to the tenant's partitioned input
 // log in ONE transaction (ingest-commit.ts, in the engine thread), so a batch is either all durable or not there at
 // all. An Idempotency-Key and per-event ids make a retried request append nothing twice (ingest-dedupe.ts).
-import { app } from '../app';
+import type { IngestState } from './ingest-state';
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth';
 import { MAX_USER_ID } from '../crowd/bitmap';
@@ -109,21 +109,19 @@ export function parseEventBatch(body: unknown, now: number): EventBatch {
  * Appends already validated events (no key, no ids) of tenant `tenantId`: resolves to the accepted count once they
  * are durable. For in-process callers (tests, benchmarks); it reads the tenant's partitioning each call.
  */
-export async function appendEvents(database: Database, tenantId: string, events: LoggedEvent[], now = Date.now()): Promise<number> {
+export async function appendEvents(database: Database, ingestState: IngestState, tenantId: string, events: LoggedEvent[], now = Date.now()): Promise<number> {
   if (events.length === 0) return 0;
   const tenant = await database.db.tenant.findUniqueOrThrow({ where: { id: tenantId }, select: { id: true, partitions: true, userBlock: true } });
-  return (await appendRequest(database, tenant, { events }, now)).accepted;
+  return (await appendRequest(database, ingestState, tenant, { events }, now)).accepted;
 }
 
 /**
- * How the users of tenants seen by this process map to their partitions. A tenant's partitioning never changes, and a
- * valid API key proves its tenant exists (keys are deleted with their tenant), so key callers skip the tenant lookup.
+ * The tenant a batch goes to. A tenant's partitioning never changes, and a valid API key proves its tenant exists (keys
+ * are deleted with their tenant), so key callers whose tenant this thread has seen skip the tenant lookup.
  */
-const partitioningOf = () => app().state.tenantPartitions;
-
-async function ingestTarget(database: Database, principal: Principal, ref: string | undefined): Promise<IngestTenant> {
+async function ingestTarget(database: Database, ingestState: IngestState, principal: Principal, ref: string | undefined): Promise<IngestTenant> {
   if (principal.kind === 'tenant' && (ref === undefined || ref === principal.tenantId)) {
-    const partitioning = partitioningOf().get(principal.tenantId);
+    const partitioning = ingestState.tenantPartitions.get(principal.tenantId);
     if (partitioning !== undefined) return { id: principal.tenantId, ...partitioning };
   }
   // The tenant of an event batch is a body field, so an unknown one (or one the key may not see) is bad input: 400.
@@ -131,7 +129,7 @@ async function ingestTarget(database: Database, principal: Principal, ref: strin
     if (error instanceof AppError && error.code === 'not_found') throw invalid('tenant', `unknown tenant "${ref}"`);
     throw error;
   });
-  partitioningOf().set(tenant.id, { partitions: tenant.partitions, userBlock: tenant.userBlock });
+  ingestState.tenantPartitions.set(tenant.id, { partitions: tenant.partitions, userBlock: tenant.userBlock });
   return tenant;
 }
 
@@ -150,6 +148,7 @@ export function idempotencyKey(header: string | null): string | undefined {
  */
 export async function prepareIngest(
   database: Database,
+  ingestState: IngestState,
   principal: Principal,
   body: unknown,
   now: number,
@@ -157,7 +156,7 @@ export async function prepareIngest(
   bodyBytes?: Uint8Array,
 ): Promise<PreparedIngest> {
   const batch = parseEventBatch(body, now);
-  const tenant = await ingestTarget(database, principal, batch.tenant);
+  const tenant = await ingestTarget(database, ingestState, principal, batch.tenant);
   const requestHash =
     key === undefined
       ? undefined
@@ -168,9 +167,16 @@ export async function prepareIngest(
 }
 
 /** `prepareIngest` of a request body as its bytes. */
-export function prepareIngestBody(database: Database, principal: Principal, body: Uint8Array, now: number, key?: string): Promise<PreparedIngest> {
+export function prepareIngestBody(
+  database: Database,
+  ingestState: IngestState,
+  principal: Principal,
+  body: Uint8Array,
+  now: number,
+  key?: string,
+): Promise<PreparedIngest> {
   const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  return prepareIngest(database, principal, parseJsonBody(text), now, key, body);
+  return prepareIngest(database, ingestState, principal, parseJsonBody(text), now, key, body);
 }
 
 /**
@@ -178,23 +184,31 @@ export function prepareIngestBody(database: Database, principal: Principal, body
  * is answered as it was then, appending nothing; events whose `id` is already in the log (within the dedupe window)
  * are counted as `duplicates` and not appended again.
  */
-export async function appendPrepared(database: Database, prepared: PreparedIngest, now: number): Promise<IngestOutcome> {
-  return { tenantId: prepared.tenantId, ...(await appendEncoded(database, prepared.tenantId, prepared.request, now)) };
+export async function appendPrepared(database: Database, ingestState: IngestState, prepared: PreparedIngest, now: number): Promise<IngestOutcome> {
+  return { tenantId: prepared.tenantId, ...(await appendEncoded(database, ingestState, prepared.tenantId, prepared.request, now)) };
 }
 
 /** The whole ingest call in one thread (in-process callers and tests): `prepareIngest`, then `appendPrepared`. */
 export async function ingest(
   database: Database,
+  ingestState: IngestState,
   principal: Principal,
   body: unknown,
   now: number,
   key?: string,
   bodyBytes?: Uint8Array,
 ): Promise<IngestOutcome> {
-  return appendPrepared(database, await prepareIngest(database, principal, body, now, key, bodyBytes), now);
+  return appendPrepared(database, ingestState, await prepareIngest(database, ingestState, principal, body, now, key, bodyBytes), now);
 }
 
 /** `ingest` of a request body as its bytes. */
-export async function ingestBody(database: Database, principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
-  return appendPrepared(database, await prepareIngestBody(database, principal, body, now, key), now);
+export async function ingestBody(
+  database: Database,
+  ingestState: IngestState,
+  principal: Principal,
+  body: Uint8Array,
+  now: number,
+  key?: string,
+): Promise<IngestOutcome> {
+  return appendPrepared(database, ingestState, await prepareIngestBody(database, ingestState, principal, body, now, key), now);
 }

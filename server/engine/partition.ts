@@ -131,7 +131,7 @@ export class PartitionWorker implements CheckpointDue {
           else if (acquired === 'held') await clock.sleep(this.engine.leaseMs / 2, signal); // until its lease expires
           continue;
         }
-        const rows = await readLog(this.engine.database, this.engine.recentLog, this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
+        const rows = await readLog(this.engine.database, this.engine.ingestState.recentLog, this.tenant.id, this.partition, this.offset, ROWS_PER_BATCH);
         if (rows.length > 0) {
           await this.lock.run(() => this.applyRows(rows));
           await this.checkpointIfDue(); // also under continuous load, so recovery never replays too much

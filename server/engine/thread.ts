@@ -31,7 +31,7 @@ const built = createApp({
     new Engine({
       database,
       runner,
-      recentLog: state.recentLog,
+      ingestState: state,
       publishCounts: (tenantId, counts, coverage) => post({ kind: 'counts', tenantId, counts, coverage }),
       cluster: clusterMember(database, clusterTarget(env, storage.target)),
     }),

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { afterAll, expect, it } from 'vitest';
+import { app } from '../../server/app';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
 import { Engine } from '../../server/engine/engine';
@@ -118,10 +119,10 @@ it(`every acknowledged event is applied exactly once across ${KILLS} SIGKILLs of
   expect(acknowledged.size).toBeGreaterThanOrEqual(batches.length - KILLS);
 
   // The uninterrupted run: the same batches through an engine in this process.
-  h.engine = new Engine({ database: h.app.database, recentLog: h.app.state.recentLog, clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
+  h.engine = new Engine({ database: h.app.database, ingestState: h.app.state, clock: h.clock, runner: h.runner, owner: `test-${h.tenantId}` });
   await h.engine.start();
   await h.engine.loaded();
-  for (const batch of batches) await appendEvents(database(), reference.tenantId, batch);
+  for (const batch of batches) await appendEvents(database(), app().state, reference.tenantId, batch);
   h.engine.wakeTenant(reference.tenantId);
   await h.engine.drain(reference.tenantId, 120_000);
   await h.engine.drain(crashed.tenantId, 120_000);

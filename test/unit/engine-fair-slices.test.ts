@@ -1,4 +1,5 @@
 import { afterEach, expect, it, vi } from 'vitest';
+import { app } from '../../server/app';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { database } from '../../server/storage/database';
 import { appendEvents } from '../../server/engine/ingest';
@@ -36,7 +37,7 @@ it('applying a batch of costly events yields the thread between slices instead o
   // Appended without waking the partition (send() would), so the test's own encoding is not timed below.
   for (let from = 1; from <= EVENTS; from += 100) {
     const events = range(from, from + 99).map((user) => ({ user, type: 'visit', data: { s }, time: h.clock.now() }));
-    await appendEvents(database(), h.tenantId, events);
+    await appendEvents(database(), app().state, h.tenantId, events);
   }
   committedAt = 0;
 

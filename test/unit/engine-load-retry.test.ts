@@ -29,7 +29,7 @@ it('loads every tenant at start through transient errors of its first reads', as
   h.engine = new Engine({
     ...h.engineOptions,
     database: faulty.database,
-    recentLog: h.app.state.recentLog,
+    ingestState: h.app.state,
     clock: h.clock,
     runner: h.runner,
     owner: `test-${h.tenantId}`,

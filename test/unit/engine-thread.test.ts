@@ -2,6 +2,7 @@
 // the same instance semantics as in-process, counts answered from what the engine publishes, and the thread that
 // answers requests never blocked by engine work. Real database, real worker thread, real procedure runner.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { app } from '../../server/app';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
 import type { EngineClient } from '../../server/engine/client';
@@ -103,6 +104,7 @@ describe('the engine thread', () => {
     const now = Date.now();
     await appendEvents(
       database(),
+      app().state,
       tenantId,
       [3, 7].map((user) => ({ user, type: 'purchase', data: {}, time: now })),
     );

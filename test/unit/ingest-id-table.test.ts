@@ -84,15 +84,15 @@ describe('event ids with equal hashes', () => {
       request.ids!.hashes.fill(42); // every id of the request gets the same hash, 42:42
       return request;
     };
-    expect(await appendEncoded(database(), tenantId, colliding(['first', 'second']), NOW)).toMatchObject({ accepted: 2, duplicates: 0 });
-    expect(await appendEncoded(database(), tenantId, colliding(['second', 'third', 'first']), NOW)).toMatchObject({ accepted: 3, duplicates: 2 });
+    expect(await appendEncoded(database(), app().state, tenantId, colliding(['first', 'second']), NOW)).toMatchObject({ accepted: 2, duplicates: 0 });
+    expect(await appendEncoded(database(), app().state, tenantId, colliding(['second', 'third', 'first']), NOW)).toMatchObject({ accepted: 3, duplicates: 2 });
     // A restart: the ids are read back from the IngestRecord rows and hashed for real, as a request's are.
     app().state.ingestDedupe.clear();
     const request = encodeRequest(
       { events: [10, 11].map((user) => ({ user, type: 'x', data: {}, time: NOW })), ids: ['third', 'fourth'] },
       { partitions: 1, userBlock: USER_BLOCK },
     );
-    expect(await appendEncoded(database(), tenantId, request, NOW)).toMatchObject({ accepted: 2, duplicates: 1 });
+    expect(await appendEncoded(database(), app().state, tenantId, request, NOW)).toMatchObject({ accepted: 2, duplicates: 1 });
     const rows = await db().eventLog.findMany({ where: { tenantId }, orderBy: { offset: 'asc' } });
     expect(rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user))).toEqual([10, 11, 11, 11]);
   });

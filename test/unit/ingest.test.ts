@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { app } from '../../server/app';
 import { spawn } from 'node:child_process';
 import { AppError } from '../../server/errors';
 import { appendEvents, ingest, MAX_EVENTS_PER_BATCH, parseEventBatch, partitionEvents } from '../../server/engine/ingest';
@@ -121,8 +122,8 @@ describe('appending to the partitioned log', () => {
       },
       NOW,
     ).events;
-    expect(await appendEvents(database(), t.id, first)).toBe(3);
-    expect(await appendEvents(database(), t.id, parseEventBatch({ events: [{ user: inBlock(9), type: 'd' }] }, NOW).events)).toBe(1);
+    expect(await appendEvents(database(), app().state, t.id, first)).toBe(3);
+    expect(await appendEvents(database(), app().state, t.id, parseEventBatch({ events: [{ user: inBlock(9), type: 'd' }] }, NOW).events)).toBe(1);
     const rows = await logRows(t.id);
     expect(rows.map((r) => [r.partition, Number(r.offset), r.count])).toEqual([
       [1, 1, 2],
@@ -139,7 +140,7 @@ describe('appending to the partitioned log', () => {
   it('keeps offsets gap-free and unique under many concurrent batches, and tenants apart', async () => {
     const [a, b] = [await tenant(3), await tenant(3)];
     const batches = Array.from({ length: 30 }, (_, i) => Array.from({ length: 10 }, (_, j) => ({ user: inBlock(i * 10 + j), type: 'x', data: {}, time: NOW })));
-    await Promise.all(batches.flatMap((events) => [appendEvents(database(), a.id, events), appendEvents(database(), b.id, events)]));
+    await Promise.all(batches.flatMap((events) => [appendEvents(database(), app().state, a.id, events), appendEvents(database(), app().state, b.id, events)]));
     for (const t of [a, b]) {
       const rows = await logRows(t.id);
       for (const partition of [0, 1, 2]) {
@@ -160,15 +161,18 @@ describe('appending to the partitioned log', () => {
     const t = await tenant(2);
     const events = [{ user: 3, type: 'x' }];
     const appended = { tenantId: t.id, accepted: 1, duplicates: 0, replayed: false };
-    expect(await ingest(database(), { kind: 'tenant', tenantId: t.id, keyId: 'k' }, { events }, NOW)).toEqual(appended);
-    expect(await ingest(database(), { kind: 'admin' }, { tenant: t.name, events }, NOW)).toEqual(appended);
-    await expect(ingest(database(), { kind: 'admin' }, { events }, NOW)).rejects.toMatchObject({ code: 'validation_failed', message: /^tenant: required/ });
+    expect(await ingest(database(), app().state, { kind: 'tenant', tenantId: t.id, keyId: 'k' }, { events }, NOW)).toEqual(appended);
+    expect(await ingest(database(), app().state, { kind: 'admin' }, { tenant: t.name, events }, NOW)).toEqual(appended);
+    await expect(ingest(database(), app().state, { kind: 'admin' }, { events }, NOW)).rejects.toMatchObject({
+      code: 'validation_failed',
+      message: /^tenant: required/,
+    });
     const other = await tenant(2);
-    await expect(ingest(database(), { kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({
+    await expect(ingest(database(), app().state, { kind: 'tenant', tenantId: t.id, keyId: 'k' }, { tenant: other.id, events }, NOW)).rejects.toMatchObject({
       code: 'validation_failed',
       message: `tenant: unknown tenant "${other.id}"`,
     });
-    await expect(ingest(database(), { kind: 'admin' }, { tenant: 'no-such-tenant', events }, NOW)).rejects.toMatchObject({
+    await expect(ingest(database(), app().state, { kind: 'admin' }, { tenant: 'no-such-tenant', events }, NOW)).rejects.toMatchObject({
       code: 'validation_failed',
       message: 'tenant: unknown tenant "no-such-tenant"',
     });
@@ -190,7 +194,7 @@ describe('several processes appending to one tenant', () => {
       registerApp(built);
       const { database } = await import(${JSON.stringify(new URL('../../server/storage/database.ts', import.meta.url).href)});
       for (let b = 0; b < 40; b++) {
-        await appendEvents(database(), ${JSON.stringify(t.id)}, [0, 1].map((p) => ({ user: (${id} * 1000 + b * 2 + p) * ${USER_BLOCK}, type: 'w${id}', data: {}, time: 0 })));
+        await appendEvents(database(), built.state, ${JSON.stringify(t.id)}, [0, 1].map((p) => ({ user: (${id} * 1000 + b * 2 + p) * ${USER_BLOCK}, type: 'w${id}', data: {}, time: 0 })));
       }
       await built.close();`;
     const run = (id: number) =>

@@ -15,7 +15,7 @@ afterEach(() => servers.splice(0).forEach((server) => server.close()));
 
 // This process only submits (inserts procedure rows) and reads; the server processes run everything.
 const runner = createProcedureRunner(database(), { owner: 'test-submitter', pollMs: 20 });
-const submitter = new Engine({ database: database(), recentLog: app().state.recentLog, runner });
+const submitter = new Engine({ database: database(), ingestState: app().state, runner });
 
 function server(): ServerProcess {
   const started = startServerProcess();

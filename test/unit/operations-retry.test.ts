@@ -26,7 +26,7 @@ import { startServerProcess, type ServerProcess } from '../helpers/server-proces
 const servers: ServerProcess[] = [];
 afterAll(() => servers.forEach((server) => server.close()));
 const runner = createProcedureRunner(database(), { owner: 'test-submitter', pollMs: 20 });
-const submitter = new Engine({ database: database(), recentLog: app().state.recentLog, runner }); // never started: submits and reads only
+const submitter = new Engine({ database: database(), ingestState: app().state, runner }); // never started: submits and reads only
 
 function server(env: Record<string, string> = {}): ServerProcess {
   const started = startServerProcess(env);

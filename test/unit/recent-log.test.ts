@@ -12,10 +12,10 @@ const event = (user: number) => ({ user, type: 'visit', data: { n: user }, time:
 it('hands rows this process appended to the partition loop from memory, and reads rows other writers appended from the log', async () => {
   const tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 1, userBlock: 1 } });
-  await appendEvents(database(), tenantId, [event(1), event(2)]);
+  await appendEvents(database(), app().state, tenantId, [event(1), event(2)]);
   // Another process appends offset 2: this process never saw it.
   await db().eventLog.create({ data: { tenantId, partition: 0, offset: 2n, events: encodeEvents([event(3)]), count: 1 } });
-  await appendEvents(database(), tenantId, [event(4)]);
+  await appendEvents(database(), app().state, tenantId, [event(4)]);
 
   const first = await readLog(database(), app().state.recentLog, tenantId, 0, 0, 10);
   expect(first).toEqual([{ offset: 1, events: [event(1), event(2)] }]); // memory stops at the gap
@@ -32,7 +32,7 @@ it('hands rows this process appended to the partition loop from memory, and read
 it('a row is read the same from memory as from the log, so a loop that re-reads after a failed commit sees the same events', async () => {
   const tenantId = newId('tn');
   await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase(), partitions: 2, userBlock: 1 } });
-  await appendEvents(database(), tenantId, [event(1), event(2), event(3)]);
+  await appendEvents(database(), app().state, tenantId, [event(1), event(2), event(3)]);
   const fromMemory = await readLog(database(), app().state.recentLog, tenantId, 1, 0, 10);
   const fromLog = await readLog(database(), app().state.recentLog, tenantId, 1, 0, 10);
   expect(fromMemory).toEqual([{ offset: 1, events: [event(1), event(3)] }]);
@@ -47,6 +47,7 @@ it('batches written together in one group commit are handed over under the offse
     Array.from({ length: 12 }, (_, batch) =>
       appendEvents(
         database(),
+        app().state,
         tenantId,
         [0, 1, 2, 3].map((i) => event(batch * 100 + i)),
       ),

@@ -1,4 +1,5 @@
 import { afterAll, expect, it } from 'vitest';
+import { app } from '../../server/app';
 import Database from 'better-sqlite3';
 import { appendEvents } from '../../server/engine/ingest';
 import { newId } from '../../server/ids';
@@ -32,6 +33,7 @@ it.runIf(onSqlite)('the worker checkpoints the write-ahead log on its own; the w
   for (let batch = 0; batch < 40; batch++) {
     await appendEvents(
       database(),
+      app().state,
       tenantId,
       Array.from({ length: 100 }, (_, i) => ({ user: batch * 100 + i, type: 'page', data: { text: `${batch}:${i}:${text}` }, time: 1 })),
     );

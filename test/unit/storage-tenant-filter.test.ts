@@ -6,6 +6,7 @@
 // drivers is recorded, and each reference to a distributed table must filter (or, for an INSERT, carry) `tenantId`.
 // The exceptions are listed below, each with why.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { app } from '../../server/app';
 import { funnelOf } from '../../server/analytics/funnel';
 import { pathsOf } from '../../server/analytics/paths';
 import { countsAsOf, stepUsersAsOf } from '../../server/engine/as-of';
@@ -134,7 +135,14 @@ describe('storage statements name their tenant', () => {
       await crowd(h, 'c', range(1, 40));
       const instanceId = await start(h, wf, 'c');
       const principal = { kind: 'tenant' as const, tenantId: h.tenantId, keyId: 'k' };
-      await ingest(database(), principal, { events: range(1, 10).map((user) => ({ user, type: 'open', id: `o-${user}` })) }, h.clock.now(), 'key-1');
+      await ingest(
+        database(),
+        app().state,
+        principal,
+        { events: range(1, 10).map((user) => ({ user, type: 'open', id: `o-${user}` })) },
+        h.clock.now(),
+        'key-1',
+      );
       h.engine.wakeTenant(h.tenantId);
       await h.engine.drain(h.tenantId);
       await send(h, [
