@@ -6,7 +6,7 @@
 // bitmap plan per partition over the start's users (server/engine/exit.ts), never a per-user evaluation.
 import type { Engine } from '../../server/engine/engine';
 import { WorkflowDefinition } from '../../core/model/workflow';
-import { database as processDatabase } from '../../server/storage/database';
+import { database as processDatabase } from '../../test/helpers/app-db';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { BRANCH_JOURNEY } from '../lib/data';
 import { againstPlainStarts } from './engine-holdout';

@@ -8,7 +8,7 @@ import type { Engine } from '../../server/engine/engine';
 import type { Counts } from '../../server/engine/types';
 import { holdoutPlan, isHeldOut } from '../../core/model/holdout';
 import { WorkflowDefinition } from '../../core/model/workflow';
-import { database as processDatabase } from '../../server/storage/database';
+import { database as processDatabase } from '../../test/helpers/app-db';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { BRANCH_JOURNEY } from '../lib/data';
 import type { Measured } from './journey';

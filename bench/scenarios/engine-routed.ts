@@ -10,7 +10,7 @@ import type { Counts } from '../../server/engine/types';
 import { WorkflowDefinition } from '../../core/model/workflow';
 import { importProfiles } from '../../server/profiles/import';
 import { saveProfileSnapshot } from '../../server/profiles/index-store';
-import { database as processDatabase } from '../../server/storage/database';
+import { database as processDatabase } from '../../test/helpers/app-db';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { againstPlainStarts } from './engine-holdout';
 import type { Measured } from './journey';

@@ -19,7 +19,7 @@ import { closeApp, useDatabase } from './rows';
 import { measureExitStart } from './engine-exit';
 import { measureHoldoutStart } from './engine-holdout';
 import { importPlans, measureRoutedStart } from './engine-routed';
-import { database as processDatabase } from '../../server/storage/database';
+import { database as processDatabase } from '../../test/helpers/app-db';
 
 const APPEND_BATCH = 10_000;
 const RESERVED_USERS = 1_000;

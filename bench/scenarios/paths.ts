@@ -14,7 +14,7 @@ import { Engine } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
 import { WorkflowDefinition } from '../../core/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { database as processDatabase } from '../../server/storage/database';
+import { database as processDatabase } from '../../test/helpers/app-db';
 import { createTenant, type Tenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { denseBitmap } from '../lib/data';

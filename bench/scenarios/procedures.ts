@@ -3,9 +3,8 @@
 // commits), and fairness: 90% of N queued by one tenant, then 10% by another, all at once.
 import { ProcedureTypes } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { database as processDatabase } from '../../server/storage/database';
 import type { LockKey } from '../../server/procedures/types';
-import { db } from '../../test/helpers/app-db';
+import { db, database as processDatabase } from '../../test/helpers/app-db';
 import type { ScratchDatabase } from '../lib/database';
 import type { Measured } from './journey';
 import { closeApp, useDatabase } from './rows';

@@ -12,7 +12,7 @@ import { WorkflowDefinition } from '../../core/model/workflow';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import { importProfiles } from '../../server/profiles/import';
 import { saveProfileSnapshot } from '../../server/profiles/index-store';
-import { database as processDatabase } from '../../server/storage/database';
+import { database as processDatabase } from '../../test/helpers/app-db';
 import { createTenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { denseBitmap } from '../lib/data';

@@ -1,9 +1,8 @@
 // What a module that reads or writes rows is handed: the Prisma client, the raw driver of the hot statements and the
 // SQL dialect, all three of ONE storage. Modules take a `Database` as an argument (a function's parameter, or a
 // service object's constructor) instead of reaching for the process's storage themselves, so what a function touches
-// is in its signature and a test can hand it another database. Only the edges (server/boot.ts, route handlers, the
-// runtime's part builders) call `database()`.
-import { app } from '../app';
+// is in its signature and a test can hand it another database. The composition root (server/create-app.ts) builds
+// one per app and hands it on; tests take the registered app's from test/helpers/app-db.ts.
 import type { Db, Storage } from './db';
 import { dialectOf, type Dialect } from './dialect';
 import { rawOf, type RawDb } from './raw';
@@ -19,9 +18,4 @@ export interface Database {
 /** The Database of `held` (built once per storage, by its app: server/create-app.ts). */
 export function databaseOf(held: Storage): Database {
   return { db: held.db, dialect: dialectOf(held.target), raw: () => rawOf(held) };
-}
-
-/** The registered app's Database, for the edges that hand it to the modules (route handlers, tests). */
-export function database(): Database {
-  return app().database;
 }

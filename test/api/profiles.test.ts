@@ -3,7 +3,7 @@ import { onProfilesChanged } from '../../server/profiles/changes';
 import { deleteProfile, getProfile, mergeAttributes, upsertProfiles } from '../../server/profiles/profiles';
 import { api, createTenant, expectError } from '../helpers/api';
 import { tenantRow } from '../helpers/tenant-row';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 
 describe('profiles API', () => {
   it('upserts in bulk, merges attributes, gets and deletes a profile', async () => {

@@ -11,7 +11,7 @@ import { ClusterMember } from '../../server/cluster/member';
 import { MemberLock } from '../../server/cluster/member-lock';
 import { Membership } from '../../server/cluster/membership';
 import { clusterChannel } from '../../server/storage/cluster-session';
-import { database as processDatabase } from '../../server/storage/database';
+import { database as processDatabase } from '../helpers/app-db';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
 import { withTransactionHook } from '../helpers/raw-hook';

@@ -8,7 +8,7 @@ import { ClusterMember } from '../../server/cluster/member';
 import { createApp } from '../../server/create-app';
 import { parseEnv } from '../../server/env';
 import { MemberLock } from '../../server/cluster/member-lock';
-import { database as processDatabase } from '../../server/storage/database';
+import { database as processDatabase } from '../helpers/app-db';
 import { parseDatabaseUrl, type PostgresTarget } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
 import { freePort, serverArguments, waitUntilUp } from '../helpers/next-server';

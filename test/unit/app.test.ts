@@ -3,8 +3,7 @@ import { app, registerApp } from '../../server/app';
 import { ManualClock } from '../../server/clock';
 import { createApp } from '../../server/create-app';
 import { Engine } from '../../server/engine/engine';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 
 // The composition root (server/create-app.ts) and its one hand-over (server/app.ts).
 describe('the app of a thread', () => {

@@ -5,8 +5,7 @@ import { newId } from '../../server/ids';
 import { estimateAudience, MAX_PER_USER_AUDIENCE, type AudienceResult } from '../../server/profiles/audience';
 import { AUDIENCE_CONFIDENCE, countInterval, sampleRanks, UsersByRank } from '../../server/profiles/estimate';
 import { upsertProfiles } from '../../server/profiles/profiles';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { seededRandom } from '../helpers/seeded-random';
 
 // Issue 34 item 4: conditions on user ranges are exact bitmap work, and an estimate that samples says how good it is.

@@ -4,7 +4,7 @@ import type { InstanceRuntime } from '../../server/engine/tenant';
 import type { Shard } from '../../server/engine/shard';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 
 // A cluster member reads partitions other members hold (exports, where-is-user) as committed: rebuilt once from
 // checkpoint + journal, then caught up with only the rows committed since. The harness engine holds every partition

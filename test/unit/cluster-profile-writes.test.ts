@@ -4,9 +4,8 @@ import { newId } from '../../server/ids';
 import { dropProfileIndex, profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { app } from '../../server/app';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
-import { database } from '../../server/storage/database';
 
 // Profile writes another cluster member committed: the rows and the seq change in the database (written here with
 // Prisma, as that member's transaction would leave them), and this process hears only the notice.

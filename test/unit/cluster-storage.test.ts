@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterSession } from '../../server/storage/cluster-session';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import { parseDatabaseUrl, type PostgresTarget } from '../../server/storage/database-url';
 import { assignmentShape, claimGather, gatherHolder, releaseGather, renewGathers, tenantsToAssign } from '../../server/storage/gathers';
 import { beatMemberRow, isMemberLive, liveMemberNames, markMemberDraining, removeMember, tryMemberLock, writeMemberRow } from '../../server/storage/membership';

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { CommitGroup } from '../../server/engine/commit-group';
 import { acquireLease, LeaseLostError, type Lease } from '../../server/storage/journal/leases';
 import { newId } from '../../server/ids';
-import { database, type Database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import type { Database } from '../../server/storage/database';
+import { db, database } from '../helpers/app-db';
 import type { RawDb } from '../../server/storage/raw';
 
 const LEASE_MS = 15_000;

@@ -6,8 +6,7 @@ import { saveCrowd } from '../../server/crowd/store';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
 import { estimateAudience } from '../../server/profiles/audience';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 
 // Item 2 of issue 34 on the audience's per-user loop, with a clock the test drives: each look at it moves it 1 ms, so
 // "how long" is "how many looks", the same on any machine.

@@ -4,7 +4,7 @@ import { bitmapExportResponse } from '../../server/crowd/export';
 import { parseCrowdUpload } from '../../server/crowd/parse';
 import { loadCrowd, saveCrowd } from '../../server/crowd/store';
 import { tenantRow } from '../helpers/tenant-row';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import { IdTextFormatter } from '../../server/crowd/id-text-formatter';
 
 /** The text formats' writer thread, as an app holds one. */

@@ -3,7 +3,7 @@ import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { onCrowdChanged, type CrowdChange } from '../../server/crowd/changes';
 import { combine, combineCrowds, deleteCrowd, listCrowds, loadCrowd, requireCrowd, requireCrowdMeta, saveCrowd } from '../../server/crowd/store';
 import { tenantRow } from '../helpers/tenant-row';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 
 describe('crowd store', () => {
   it('saves, replaces, loads and deletes a crowd, telling listeners after each change', async () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { importProfiles } from '../../server/profiles/import';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
 import { seededRandom } from '../helpers/seeded-random';

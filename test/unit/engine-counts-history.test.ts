@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { countsHistory, CountsSampler, downsampleCountsHistory, HOUR_MS, MINUTE_MS } from '../../server/engine/counts-history';
 import type { WorkflowDefinition } from '../../core/model/workflow';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { advance, crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -7,10 +7,9 @@ import { Engine } from '../../server/engine/engine';
 import { appendEvents } from '../../server/engine/ingest';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { crashBatches, CRASH_SEED, CRASH_USERS, crashWorkflow, seeded } from '../fixtures/engine/crash-events';
 import { range, startHarness, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 // A real server process ingests and applies events and is SIGKILLed at random moments (fixed seed); after the last
 // restart every acknowledged event must have been applied exactly once: the same per-step counts, edges and journal

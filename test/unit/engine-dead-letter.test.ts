@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listDeadLetters } from '../../server/engine/dead-letter';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { validateWorkflow } from '../../core/model/validate';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { crowd, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 // Poison events on a real engine (in this process, so the event loop can be watched): a condition saved before the
 // cost rules existed (a nested comprehension the save-time estimate now refuses) and an RE2 match over a 2 MB string

@@ -4,9 +4,8 @@ import { loadShard } from '../../server/engine/recovery';
 import { Shard } from '../../server/engine/shard';
 import { validateWorkflow } from '../../core/model/validate';
 import type { WorkflowDefinition } from '../../core/model/workflow';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { crowd, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -13,8 +13,7 @@ import type { Shard } from '../../server/engine/shard';
 import { InstanceRuntime } from '../../server/engine/tenant';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { importProfiles } from '../../server/profiles/import';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import type { Tenant } from '../../server/tenants/tenants';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
 

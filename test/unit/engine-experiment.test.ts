@@ -7,8 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadShard } from '../../server/engine/recovery';
 import { Shard } from '../../server/engine/shard';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
 

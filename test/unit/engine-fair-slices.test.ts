@@ -1,7 +1,7 @@
 import { afterEach, expect, it, vi } from 'vitest';
 import { app } from '../../server/app';
 import type { WorkflowDefinition } from '../../core/model/workflow';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import { appendEvents } from '../../server/engine/ingest';
 import { SLICE_MS } from '../../server/engine/slices';
 import { withTransactionHook } from '../helpers/raw-hook';

@@ -2,9 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadShard } from '../../server/engine/recovery';
 import { validateWorkflow } from '../../core/model/validate';
 import type { WorkflowDefinition } from '../../core/model/workflow';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -3,8 +3,7 @@
 // delivery carries them; the others get theirs. The groups survive a restart (checkpoint + journal replay) and a
 // stop (snapshot), and each group's users export on their own.
 import { afterEach, describe, expect, it } from 'vitest';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { commitRound, cutRound, DecodedMoves } from '../../server/webhooks/cut';
 import { createDestination, requireDestination } from '../../server/webhooks/destinations';
 import { crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';

@@ -3,9 +3,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import type { Database } from '../../server/storage/database';
-import { database } from '../../server/storage/database';
 import type { RawDb } from '../../server/storage/raw';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
 import { advance, crowd, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';

@@ -2,9 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../server/errors';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { createScheduler } from '../../server/procedures/scheduler';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 import { recentMovesOf } from '../../server/engine/user-moves';
 
 // Busybee's instance semantics with its exact numbers. The branches read the event, so users wait in `entry` for

@@ -2,7 +2,7 @@
 // must not leave the engine without partition loops and timers until something uses the tenant.
 import { afterEach, expect, it } from 'vitest';
 import { Engine } from '../../server/engine/engine';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import { faultyDatabase } from '../fixtures/faulty-database';
 import { crowd, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
 

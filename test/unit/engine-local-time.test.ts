@@ -4,9 +4,8 @@ import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import type { WorkflowDefinition } from '../../core/model/workflow';
 import { validateWorkflow } from '../../core/model/validate';
 import { upsertProfiles } from '../../server/profiles/profiles';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { advance, crowd, range, restartEngine, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { importProfiles } from '../../server/profiles/import';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { advance, crowd, range, send, start, startHarness, stepUsers, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 
 let h: Harness;
 afterEach(async () => {

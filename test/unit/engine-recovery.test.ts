@@ -8,9 +8,8 @@ import type { Shard } from '../../server/engine/shard';
 import { acquireLease } from '../../server/storage/journal/leases';
 import { newId } from '../../server/ids';
 import { isDeadLocalOwner, processOwner } from '../../server/process-owner';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { advance, crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -1,8 +1,7 @@
 import { afterEach, expect, it } from 'vitest';
 import type { WorkflowDefinition } from '../../core/model/workflow';
-import { database } from '../../server/storage/database';
 import type { Database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { withTransactionHook } from '../helpers/raw-hook';
 import { crowd, range, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
 

@@ -2,9 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import type { Step, WorkflowDefinition } from '../../core/model/workflow';
 import { upsertProfiles } from '../../server/profiles/profiles';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { advance, crowd, range, send, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 let h: Harness;
 afterEach(async () => {

@@ -3,8 +3,7 @@ import type { WorkflowDefinition } from '../../core/model/workflow';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd';
 import { partitionOf, USER_BLOCK } from '../../server/engine/partitioning';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { advance, send, start, startHarness, stepUsers, steps, workflow, type Harness } from '../fixtures/engine/harness';
 
 // Issue 39 §2: a new tenant deals its users to partitions in blocks of USER_BLOCK ids, so a partition's share of a dense

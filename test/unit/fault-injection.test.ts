@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { resumeInterruptedOperations, type InstanceEngine } from '../../server/engine/instances';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { crowd, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
 import { runScenario, type ScenarioSize } from '../fixtures/fault-scenario';
 import { FAULT_KINDS, faultyDatabase, type FaultKind, type Injected } from '../fixtures/faulty-database';

@@ -1,8 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../server/ids';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { describeStorageError, isTransientStorageError } from '../../server/storage/transient';
 import { driverError, FAULT_KINDS, faultyDatabase, prismaError, type FaultKind } from '../fixtures/faulty-database';
 import { caught, testProvider as provider, useRealStorageErrors } from '../helpers/real-storage-errors';

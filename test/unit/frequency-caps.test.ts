@@ -5,8 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { newId } from '../../server/ids';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { applyCaps, CapLevels } from '../../server/webhooks/cap-bitmaps';
 import { cappedCounts, cappedStepUsers, compactCapped } from '../../server/webhooks/capping';
 import { createCap, type CreateCapBody } from '../../server/webhooks/caps';

@@ -6,8 +6,7 @@ import { DEDUPE_WINDOW_MS } from '../../server/engine/ingest-dedupe';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
 import { app } from '../../server/app';
-import { db } from '../helpers/app-db';
-import { database } from '../../server/storage/database';
+import { db, database } from '../helpers/app-db';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 const HOUR = 3_600_000;
@@ -146,11 +145,10 @@ describe('several processes deduplicating one tenant', () => {
       const { createApp } = await import(${JSON.stringify(new URL('../../server/create-app.ts', import.meta.url).href)});
       const built = createApp();
       registerApp(built);
-      const { database } = await import(${JSON.stringify(new URL('../../server/storage/database.ts', import.meta.url).href)});
       const principal = { kind: 'tenant', tenantId: ${JSON.stringify(t.id)}, keyId: 'k' };
       for (let b = 0; b < 20; b++) {
         const users = [0, 1, 2].map((i) => (b * 3 + i + ${id} * 21) % 60);
-        await ingest(database(), built.state, principal, { events: users.map((user) => ({ id: 'e' + user, user, type: 'w${id}' })) }, Date.now());
+        await ingest(built.database, built.state, principal, { events: users.map((user) => ({ id: 'e' + user, user, type: 'w${id}' })) }, Date.now());
       }
       await built.close();`;
     const run = (id: number) =>

@@ -6,8 +6,7 @@ import { hashIds, IdTable } from '../../server/engine/ingest-id-table';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
 import { app } from '../../server/app';
-import { db } from '../helpers/app-db';
-import { database } from '../../server/storage/database';
+import { db, database } from '../helpers/app-db';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 

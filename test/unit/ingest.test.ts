@@ -6,8 +6,7 @@ import { appendEvents, ingest, MAX_EVENTS_PER_BATCH, parseEventBatch, partitionE
 import { decodeEvents } from '../../server/engine/log-codec';
 import { USER_BLOCK } from '../../server/engine/partitioning';
 import { newId } from '../../server/ids';
-import { db } from '../helpers/app-db';
-import { database } from '../../server/storage/database';
+import { db, database } from '../helpers/app-db';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 
@@ -192,9 +191,8 @@ describe('several processes appending to one tenant', () => {
       const { createApp } = await import(${JSON.stringify(new URL('../../server/create-app.ts', import.meta.url).href)});
       const built = createApp();
       registerApp(built);
-      const { database } = await import(${JSON.stringify(new URL('../../server/storage/database.ts', import.meta.url).href)});
       for (let b = 0; b < 40; b++) {
-        await appendEvents(database(), built.state, ${JSON.stringify(t.id)}, [0, 1].map((p) => ({ user: (${id} * 1000 + b * 2 + p) * ${USER_BLOCK}, type: 'w${id}', data: {}, time: 0 })));
+        await appendEvents(built.database, built.state, ${JSON.stringify(t.id)}, [0, 1].map((p) => ({ user: (${id} * 1000 + b * 2 + p) * ${USER_BLOCK}, type: 'w${id}', data: {}, time: 0 })));
       }
       await built.close();`;
     const run = (id: number) =>

@@ -1,6 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
 import { instanceRowsDominate } from '../../server/storage/journal/replay';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import { crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
 
 // Recovery reads one instance's journal in one pass in seq order only when its rows are at least half of the journal

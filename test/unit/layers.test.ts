@@ -57,7 +57,6 @@ const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
   { arrow: 'server/lookup-cache.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/profiles/cluster-writes.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/profiles/index-store.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/storage/database.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/workflows/running.ts → server/app.ts', why: APP_READ },
 ];
 

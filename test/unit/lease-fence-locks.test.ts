@@ -5,8 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { commitBatch } from '../../server/storage/journal/commit';
 import { acquireLease, renewLeases, type Lease } from '../../server/storage/journal/leases';
 import { newId } from '../../server/ids';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { waitFor } from '../helpers/wait-for';
 
 const onPostgres = process.env.CROWDFLOW_TEST_PROVIDER === 'postgres';

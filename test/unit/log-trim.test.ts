@@ -3,9 +3,8 @@ import { encodeEvents } from '../../server/engine/log-codec';
 import { appliedOffsets, LogTrimmer, trimLog } from '../../server/storage/event-log';
 import { newId } from '../../server/ids';
 import type { WorkflowDefinition } from '../../core/model/workflow';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { crowd, range, restartEngine, send, start, startHarness, steps, workflow, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 let h: Harness;
 afterEach(async () => {

@@ -13,10 +13,9 @@ import {
   readNotifications,
 } from '../../server/notifications/notifications';
 import { newId } from '../../server/ids';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 import { updateTenantLimits } from '../../server/limits/limits';
-import { database } from '../../server/storage/database';
 
 const DAY = 24 * 60 * 60 * 1000;
 let nextSeq = 1;

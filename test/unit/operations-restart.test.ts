@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { app } from '../../server/app';
 import { Engine } from '../../server/engine/engine';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import type { ProcedureView } from '../../server/procedures/types';
 import { holdPartitions, instanceState, releasePartitions, tenantWithWorkflow, until } from '../fixtures/operations/setup';
 import { processState, startServerProcess, type ServerProcess } from '../helpers/server-process';

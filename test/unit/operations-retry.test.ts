@@ -4,9 +4,8 @@ import { app } from '../../server/app';
 import { Engine } from '../../server/engine/engine';
 import { newId } from '../../server/ids';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { database } from '../../server/storage/database';
 import type { ProcedureView } from '../../server/procedures/types';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { holdPartitions, instanceState, releasePartitions, tenantWithWorkflow, until, uploadCrowd } from '../fixtures/operations/setup';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process';
 

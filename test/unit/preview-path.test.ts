@@ -3,8 +3,7 @@ import { TenantData } from '../../server/engine/context';
 import { previewPath } from '../../server/engine/preview';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { createWorkflow } from '../../server/workflows/workflows';
 
 // The path preview's walk has the ad hoc query deadline (server/conditions/deadline.ts): a clock the test drives moves

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import { ProcedureTypes } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import { faultyDatabase } from '../fixtures/faulty-database';
 import { scriptedState, scriptedType } from '../fixtures/procedures/scripted';
 

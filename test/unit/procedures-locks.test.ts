@@ -4,10 +4,9 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../server/clock';
 import { ProcedureTypes } from '../../server/procedures/registry';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { database } from '../../server/storage/database';
 import { fairShare } from '../../server/procedures/store';
 import type { LockKey, ProcedureRunner, ProcedureState, ProcedureView } from '../../server/procedures/types';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { gate, script, scriptedState, scriptedType } from '../fixtures/procedures/scripted';
 import { waitFor } from '../helpers/wait-for';
 

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { database } from '../../server/storage/database';
 import { createScheduler, scheduledProcedureId, SCHEDULED_START_TYPE } from '../../server/procedures/scheduler';
 import type { Json } from '../../server/procedures/types';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { registerStandInScheduledStart } from '../fixtures/procedures/scheduled-start';
 import { tenantRow } from '../helpers/tenant-row';
 

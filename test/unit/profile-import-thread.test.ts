@@ -10,8 +10,7 @@ import { newId } from '../../server/ids';
 import { IMPORT_CHUNK_LINES } from '../../server/profiles/import';
 import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
 import { app } from '../../server/app';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
 

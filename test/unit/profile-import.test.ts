@@ -4,9 +4,8 @@ import { newId } from '../../server/ids';
 import { IMPORT_CHUNK_LINES, importProfiles } from '../../server/profiles/import';
 import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
-import { database } from '../../server/storage/database';
 
 /** In uneven pieces, so lines and multi-byte characters are split across reads. */
 function stream(text: string, piece = 7): ReadableStream<Uint8Array> {

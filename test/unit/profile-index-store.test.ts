@@ -10,10 +10,9 @@ import {
   SNAPSHOT_QUIET_MS,
 } from '../../server/profiles/index-store';
 import { deleteProfile, upsertProfiles } from '../../server/profiles/profiles';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 import { tenantRow } from '../helpers/tenant-row';
-import { database } from '../../server/storage/database';
 import { app, registerApp } from '../../server/app';
 import { createApp } from '../../server/create-app';
 

@@ -4,8 +4,7 @@ import { encodeEvents } from '../../server/engine/log-codec';
 import { app } from '../../server/app';
 import { readLog } from '../../server/engine/log';
 import { newId } from '../../server/ids';
-import { db } from '../helpers/app-db';
-import { database } from '../../server/storage/database';
+import { db, database } from '../helpers/app-db';
 
 const event = (user: number) => ({ user, type: 'visit', data: { n: user }, time: 1_000 });
 

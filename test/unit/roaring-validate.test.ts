@@ -4,7 +4,7 @@ import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from '../../serve
 import { validatePortable } from '../../server/crowd/roaring-validate';
 import { combineCrowds, loadCrowd, saveCrowd } from '../../server/crowd/store';
 import { AppError } from '../../server/errors';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import { bitsetOf, cardinalityOf, type Container, corruptExamples, encodePortable, type EncodeOptions, type Run } from '../helpers/portable-roaring';
 import { tenantRow } from '../helpers/tenant-row';
 

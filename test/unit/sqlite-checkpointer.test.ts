@@ -4,10 +4,9 @@ import Database from 'better-sqlite3';
 import { appendEvents } from '../../server/engine/ingest';
 import { newId } from '../../server/ids';
 import { connectedSqlite } from '../../server/storage/db';
-import { db, appStorage } from '../helpers/app-db';
+import { db, appStorage, database } from '../helpers/app-db';
 import { startCheckpointer } from '../../server/storage/sqlite-checkpointer';
 import { createTestDatabase } from '../helpers/test-database';
-import { database } from '../../server/storage/database';
 
 const onSqlite = (process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite') === 'sqlite';
 const scratch = createTestDatabase('sqlite', 'checkpoint');

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../server/ids';
 import { writeCountsSamples } from '../../server/storage/counts-samples';
-import { database } from '../../server/storage/database';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { deadLetterRow, deadLetterRows, deleteDeadLetter, type DeadLetterWrite } from '../../server/storage/dead-letters';
 import { appendLogRows } from '../../server/storage/event-log-append';
 import { logEnds, logRowsAfter, newestLogRows } from '../../server/storage/event-log';

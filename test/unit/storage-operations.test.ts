@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import { bulkMovesAfter, singleMovesByEdge, singleMovesInto } from '../../server/storage/journal-moves';
 import { firstEntryTimeAfter, trimJournalChunk, trimmedThrough } from '../../server/storage/journal-trim';
 import { claimProcedures } from '../../server/storage/procedure-claims';

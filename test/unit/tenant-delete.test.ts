@@ -5,11 +5,10 @@ import { saveCrowd } from '../../server/crowd/store';
 import { appendEvents } from '../../server/engine/ingest';
 import { acquireLease } from '../../server/storage/journal/leases';
 import { createConsumer } from '../../server/notifications/notifications';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { createTenant, deleteTenant, type Tenant } from '../../server/tenants/tenants';
 import { createWorkflow } from '../../server/workflows/workflows';
 import { startHarness, type Harness } from '../fixtures/engine/harness';
-import { database } from '../../server/storage/database';
 
 // Deleting a tenant removes every row it owns through the schema's relations (onDelete: Cascade), and the running
 // engine is told: its partition loops for the tenant end, and no lease row of the tenant is ever written again.

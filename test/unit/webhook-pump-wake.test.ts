@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import { createProcedureRunner } from '../../server/procedures/runner';
-import { database } from '../../server/storage/database';
+import { database } from '../helpers/app-db';
 import { WebhookPump } from '../../server/webhooks/pump';
 import { newId } from '../../server/ids';
 

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { db } from '../helpers/app-db';
+import { db, database } from '../helpers/app-db';
 import { createTenant, deleteTenant, type Tenant } from '../../server/tenants/tenants';
 import { createWorkflow, deleteWorkflow, getWorkflow } from '../../server/workflows/workflows';
-import { database } from '../../server/storage/database';
 
 // Deleting a workflow removes what it left behind (versions, stopped instances, their snapshots and checkpoints)
 // in one transaction that re-checks for an active instance inside it.
