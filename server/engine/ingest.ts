@@ -200,15 +200,3 @@ export async function ingest(
 ): Promise<IngestOutcome> {
   return appendPrepared(database, ingestState, await prepareIngest(database, ingestState, principal, body, now, key, bodyBytes), now);
 }
-
-/** `ingest` of a request body as its bytes. */
-export async function ingestBody(
-  database: Database,
-  ingestState: IngestState,
-  principal: Principal,
-  body: Uint8Array,
-  now: number,
-  key?: string,
-): Promise<IngestOutcome> {
-  return appendPrepared(database, ingestState, await prepareIngestBody(database, ingestState, principal, body, now, key), now);
-}
