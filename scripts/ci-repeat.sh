@@ -16,7 +16,7 @@ for i in $(seq 1 "$runs"); do
   (cd "$clone" && CI=true bash .ci/run < /dev/null > "$logs/run-$i.log" 2>&1)
   status=$?
   seconds=$(($(date +%s) - started))
-  summary="$(grep -E "^ +(Test Files|Tests) " "$logs/run-$i.log" | tr -s ' ' | tr '\n' ';')"
+  summary="$(sed 's/\x1b\[[0-9;]*m//g' "$logs/run-$i.log" | grep -E "^ +(Test Files|Tests) " | tr -s ' ' | tr '\n' ';')"
   if [ "$status" -eq 0 ]; then passed=$((passed + 1)); verdict=green; else verdict="RED (exit $status)"; fi
   printf 'run %2d/%d  %s  %4d s  %s  %s\n' "$i" "$runs" "$(date -u +%H:%M)" "$seconds" "$verdict" "$summary"
   rm -rf "$clone"
