@@ -7,6 +7,7 @@
 import { num } from './row-number';
 import type { RawStatement } from '../raw';
 import type { Database } from '../database';
+import { journalMaxSeqSql } from './max-seq';
 import { deleteShardRows, uniqueShardChunks, type ShardKey } from './shard-rows';
 
 export interface TimerPlanWrite {
@@ -30,7 +31,7 @@ export function writeTimerPlans(database: Database, plans: TimerPlanWrite[]): Ra
   const t = database.dialect.table('ShardTimerPlan');
   return uniqueShardChunks(plans).map((chunk) => {
     const { params, bind } = database.dialect.parameters();
-    const maxSeq = `(SELECT COALESCE(MAX("seq"), 0) FROM ${database.dialect.table('Journal')})`;
+    const maxSeq = journalMaxSeqSql(database);
     const rows = chunk.map((plan) => `(${bind(plan.instanceId)}, ${bind(plan.partition)}, ${maxSeq}, ${bind(JSON.stringify(plan.cronNext))})`);
     return {
       sql: `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "cronNext") VALUES ${rows.join(', ')}
