@@ -1,7 +1,8 @@
 // The one hand-over of a thread's composition root. `createApp()` (server/create-app.ts) builds every part of a
 // thread once, in order, each handed to the next by constructor or argument: storage, its Database, the procedure
 // runner (with its procedure types), the engine (or the engine thread's client), the scheduler and the webhook pump,
-// and the state the thread keeps (caches, change notices and their relays, per-tenant ingest and profile state). The
+// and the state the thread keeps (per-tenant ingest state, export formatters, security memory; what it keeps beside its
+// rows, the change notices, lookup caches and profile indexes, is its Database's local state). The
 // edge that built it — boot (server/boot.ts) on the request thread, server/engine/thread.ts on the engine thread, a
 // test or bench — registers it here once.
 //
@@ -16,37 +17,17 @@ import type { IngestState } from './engine/ingest-state';
 import type { Env } from './env';
 import type { KeyUseMemory } from './auth';
 import type { ExportFormatters } from './exports/table-export';
-import type { LookupCache } from './lookup-cache';
 import type { Scheduler } from './procedures/scheduler';
 import type { ProcedureTypes } from './procedures/registry';
 import type { ProcedureRunner } from './procedures/types';
-import type { TenantProfiles } from './profiles/index-store';
-import type { RelayedProfileWrite } from './profiles/index-tenant';
 import type { SignInThrottle } from './security/sign-in-throttle';
 import type { Database } from './storage/database';
 import type { Storage } from './storage/db';
 import type { WebhookPump } from './webhooks/pump';
-import type { RunningLookup } from './workflows/running';
 
 /** What a thread keeps between calls: owned by its App, built with it (createAppState), gone with it. Its ingest state
  * (server/engine/ingest-state.ts) is handed to ingest and the engine. */
 export interface AppState extends IngestState {
-  /** Short-lived lookup caches by name (server/lookup-cache.ts). */
-  readonly caches: Map<string, LookupCache<unknown>>;
-  /** Listeners of in-process change notices by notice name (server/crowd/notice.ts). */
-  readonly notices: Map<string, Set<unknown>>;
-  /** Hands every notice of this thread to the engine thread as well (set by its client, server/engine/client.ts). */
-  noticeRelay: ((name: string, args: unknown[]) => void) | undefined;
-  /** Sends every notice of this process to the other members of its cluster (server/cluster/channel.ts). */
-  clusterRelay: ((name: string, args: unknown[]) => void) | undefined;
-  /** Hands every committed profile write of this thread to the engine thread's index (set by server/engine/client.ts);
-   * `write` null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
-  profileRelay: ((tenantId: string, write: RelayedProfileWrite | null, seq: number) => void) | undefined;
-  /** The engine's live-count lookup for workflow views (server/workflows/running.ts), set by createApp when the app
-   * runs an engine; the Instance table answers without one. */
-  runningLookup: RunningLookup | undefined;
-  /** Each tenant's profile index, loaded on first use (server/profiles/index-store.ts). */
-  readonly profileIndexes: Map<string, TenantProfiles>;
   /** The export formatter threads' clients (server/crowd/id-text-formatter.ts, server/exports/table-formatter.ts):
    * their threads start with the first export that needs them. */
   readonly formatters: ExportFormatters;
@@ -64,7 +45,8 @@ export interface App {
   readonly clock: Clock;
   /** Prisma client + raw driver of the app's database (server/storage/db.ts). */
   readonly storage: Storage;
-  /** What modules are handed: the storage's client, raw driver and dialect (server/storage/database.ts). */
+  /** What modules are handed: the storage's client, raw driver and dialect, and the app's local state beside its rows
+   * (server/storage/database.ts). */
   readonly database: Database;
   readonly state: AppState;
   /** The procedure runner; its procedure types are `runner.types`. */

@@ -61,7 +61,7 @@ export function readCookie(request: Request, name: string): string | undefined {
 
 type KnownKey = { tenantId: string; keyId: string; revoked: boolean; scopes: Scope[] };
 /** Keys by hash; cleared when this process revokes a key or deletes a tenant. */
-export const apiKeys = () => lookupCache<KnownKey>('api-keys');
+export const apiKeys = (database: Database) => lookupCache<KnownKey>(database, 'api-keys');
 
 /** What authenticating keeps between an app's requests, by API key id (AppState.security, owned by the app). */
 export interface KeyUseMemory {
@@ -82,7 +82,7 @@ export async function authenticate(request: Request, database: Database, adminTo
     if (!match) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
     const secret = match[1];
     if (adminToken && sameSecret(secret, adminToken)) return { kind: 'admin' };
-    const key = await findKey(database.db, secret);
+    const key = await findKey(database, secret);
     if (key.revoked) throw new AppError('unauthorized', 'This API key was revoked');
     await takeRequest(database, memory.buckets, key.tenantId, key.keyId);
     assertScope(request, key.scopes);
@@ -104,14 +104,14 @@ export async function authenticate(request: Request, database: Database, adminTo
   throw new AppError('unauthorized', 'Missing credentials: send "Authorization: Bearer <admin token or API key>"');
 }
 
-async function findKey(db: Db, secret: string): Promise<KnownKey> {
+async function findKey(database: Database, secret: string): Promise<KnownKey> {
   const hash = hashKey(secret);
-  const cached = apiKeys().get(hash);
+  const cached = apiKeys(database).get(hash);
   if (cached) return cached;
-  const row = await db.apiKey.findUnique({ where: { hash }, select: { id: true, tenantId: true, revokedAt: true, scopes: true } });
+  const row = await database.db.apiKey.findUnique({ where: { hash }, select: { id: true, tenantId: true, revokedAt: true, scopes: true } });
   if (!row) throw new AppError('unauthorized', 'The token is not a valid admin token or API key');
   const key = { tenantId: row.tenantId, keyId: row.id, revoked: row.revokedAt !== null, scopes: parseScopes(row.scopes) };
-  apiKeys().set(hash, key);
+  apiKeys(database).set(hash, key);
   return key;
 }
 

@@ -47,7 +47,7 @@ export async function boot(env: Env, engineThread?: EngineThread): Promise<Boote
   phaseOf(phases)('migrations');
   if (inThread) poolForRequestsOnly(built.storage, env.CROWDFLOW_PG_POOL_MAX);
   const running = built.start(phaseOf(inThread ? later : phases)).then(() => {
-    stopOnSignals(() => built.stop());
+    stopOnSignals(built.state.shutdown, () => built.stop());
     return later;
   });
   if (!inThread) await running;

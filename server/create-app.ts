@@ -29,7 +29,7 @@ import { databaseOf, type Database } from './storage/database';
 import { parseDatabaseUrl, type PostgresTarget } from './storage/database-url';
 import { closeStorage, openStorage, type Storage } from './storage/db';
 import { WebhookPump } from './webhooks/pump';
-import { liveRunningLookup } from './workflows/running';
+import { liveRunningLookup, setRunningLookup } from './workflows/running';
 
 /** How often the webhook pump looks for work nobody woke it for (other members' commits, quiet hours ending). */
 const PUMP_IDLE_POLL_MS = 2_000;
@@ -81,13 +81,17 @@ export function createApp(options: AppOptions = {}): App {
     typeof mode === 'function'
       ? mode(parts)
       : mode === 'thread'
-        ? new EngineClient(database, runner, state, env, clusterJoin(clusterTarget(env, storage.target), database, state), options.engineThread)
+        ? new EngineClient(database, runner, state, env, clusterJoin(clusterTarget(env, storage.target), database), options.engineThread)
         : mode === 'in-process' || mode === 'idle'
           ? new Engine({ database, runner, clock, ingestState: state })
           : undefined;
   const startsEngine = mode !== 'idle' && mode !== 'none';
   // Until the engine has loaded an instance it knows no live count, and the lookup answers what the Instance table has.
-  if (startsEngine && engine) state.runningLookup = liveRunningLookup((instanceId) => engine.liveUserCount(instanceId));
+  if (startsEngine && engine)
+    setRunningLookup(
+      database,
+      liveRunningLookup((instanceId) => engine.liveUserCount(instanceId)),
+    );
   const scheduler = options.scheduler ? createScheduler({ database, runner, clock }) : undefined;
   // Woken by the engine's commits, the pump polls only for other processes' and for held deliveries coming due.
   const webhookPump = options.webhooks
@@ -136,7 +140,7 @@ export function createApp(options: AppOptions = {}): App {
     stop,
     async close() {
       await stop();
-      await closeProfileIndexes(state.profileIndexes);
+      await closeProfileIndexes(database);
       if (ownsStorage) await closeStorage(storage);
     },
   };
@@ -145,17 +149,10 @@ export function createApp(options: AppOptions = {}): App {
 /** What the thread keeps between calls, empty but for the parts that wait unused until asked (they start nothing). */
 function createAppState(): AppState {
   return {
-    caches: new Map(),
-    notices: new Map(),
-    noticeRelay: undefined,
-    clusterRelay: undefined,
-    profileRelay: undefined,
-    runningLookup: undefined,
     recentLog: new RecentLog(),
     ingestDedupe: new Map(),
     ingestQueues: new Map(),
     tenantPartitions: new Map(),
-    profileIndexes: new Map(),
     formatters: { idText: new IdTextFormatter(), table: new TableFormatter() },
     shutdown: { installed: false, closers: new Set() },
     security: { buckets: new Map(), keyUseWritten: new Map(), signIn: new SignInThrottle() },
@@ -170,6 +167,6 @@ function isRunner(given: AppOptions['runner']): given is ProcedureRunner {
  * How the engine client joins the process's cluster from the request thread, which holds the membership so its
  * heartbeat goes on while the engine thread is busy; undefined when the process is no member.
  */
-function clusterJoin(target: PostgresTarget | undefined, database: Database, state: AppState): JoinCluster | undefined {
-  return target && ((onCounts, engineResponsive) => startClusterChannel(database, target, onCounts, engineResponsive, state));
+function clusterJoin(target: PostgresTarget | undefined, database: Database): JoinCluster | undefined {
+  return target && ((onCounts, engineResponsive) => startClusterChannel(database, target, onCounts, engineResponsive));
 }

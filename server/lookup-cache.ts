@@ -3,7 +3,8 @@
 // (revoking a key, deleting a tenant) clear the entries at once; in a cluster the clear is announced to every other
 // member (server/cluster/channel.ts), which clears its copy within milliseconds; entries also expire after
 // LOOKUP_CACHE_MS.
-import { app } from './app';
+import type { Database } from './storage/database';
+import type { LocalState } from './storage/local-state';
 
 export const LOOKUP_CACHE_MS = 5_000;
 /** The cluster notice of a cleared cache (its argument: the cache's name). */
@@ -13,7 +14,11 @@ const MAX_ENTRIES = 10_000;
 export class LookupCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
 
-  constructor(readonly name: string) {}
+  constructor(
+    readonly name: string,
+    /** The app's local state, whose cluster relay tells the other members of a clear. */
+    private readonly local: LocalState,
+  ) {}
 
   get(key: string, now = Date.now()): V | undefined {
     const entry = this.entries.get(key);
@@ -31,7 +36,7 @@ export class LookupCache<V> {
   /** After a change this process made: here, and on every other member of a cluster. */
   clear(): void {
     this.clearHere();
-    app().state.clusterRelay?.(LOOKUP_CACHE_CLEARED, [this.name]);
+    this.local.clusterRelay?.(LOOKUP_CACHE_CLEARED, [this.name]);
   }
 
   /** A change another member made (or announced): this process's copy only. */
@@ -40,9 +45,9 @@ export class LookupCache<V> {
   }
 }
 
-/** One cache per name and process (route handlers are separate bundles; the process runtime is what they share). */
-export function lookupCache<V>(name: string): LookupCache<V> {
-  const caches = app().state.caches;
-  if (!caches.has(name)) caches.set(name, new LookupCache<unknown>(name));
+/** One cache per name and app, kept in its local state (route handlers are separate bundles; the app is what they share). */
+export function lookupCache<V>({ local }: Database, name: string): LookupCache<V> {
+  const caches = local.caches;
+  if (!caches.has(name)) caches.set(name, new LookupCache<unknown>(name, local));
   return caches.get(name) as LookupCache<V>;
 }

@@ -1,25 +1,15 @@
 // On SIGTERM/SIGINT the server first hands back what it holds (procedure and partition leases, after a last
 // checkpoint), then lets the server entry (server/main.ts) close the HTTP server and exit. Without this the process exits
 // holding its leases, and the next server (a restart, a deploy) waits for them to expire before it runs anything.
-import { app } from './app';
-
-const closers = () => app().state.shutdown.closers;
-
-/**
- * Long-lived responses (event streams) register how to end themselves: Next.js waits for every open connection
- * before it exits, so a studio tab left open would otherwise keep a stopping server alive. Returns the unregister.
- */
-export function onShutdown(close: () => void): () => void {
-  closers().add(close);
-  return () => closers().delete(close);
-}
+// Long-lived responses (event streams) register how to end themselves in the app's `state.shutdown.closers`
+// (server/http/request-context.ts `onShutdown`), and are closed first.
+import type { AppState } from './app';
 
 /** The background work gets this long to stop; then the process exits regardless. */
 const STOP_DEADLINE_MS = 10_000;
 const EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const;
 
-export function stopOnSignals(stopWork: () => Promise<void>): void {
-  const state = app().state.shutdown;
+export function stopOnSignals(state: AppState['shutdown'], stopWork: () => Promise<void>): void {
   if (state.installed) return;
   state.installed = true;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -27,7 +17,7 @@ export function stopOnSignals(stopWork: () => Promise<void>): void {
     const next = process.listeners(signal);
     process.removeAllListeners(signal);
     process.once(signal, () => {
-      for (const close of [...closers()]) close();
+      for (const close of [...state.closers]) close();
       void stopWithin(stopWork, STOP_DEADLINE_MS).then(() => {
         if (next.length === 0) process.exit(EXIT_CODES[signal]);
         for (const listener of next) (listener as NodeJS.SignalsListener)(signal);

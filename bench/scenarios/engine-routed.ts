@@ -62,7 +62,7 @@ type Tenant = Parameters<typeof createWorkflow>[1];
 export async function importPlans(tenant: Tenant, users: number): Promise<void> {
   console.log(`  importing ${users.toLocaleString('en-US')} profiles with a plan…`);
   await importProfiles(processDatabase(), tenant.id, planProfiles(users), 'ndjson');
-  await saveProfileSnapshot(tenant.id); // now, not during the start
+  await saveProfileSnapshot(processDatabase(), tenant.id); // now, not during the start
 }
 
 /** `tenant` already holds crowd `all` = users 0…users-1 and their plans (importPlans). */

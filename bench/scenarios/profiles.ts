@@ -271,20 +271,20 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
       coldSamples.push(performance.now() - before);
       if (estimate.count !== expected) throw new Error(`audience after a write ${estimate.count} ≠ ${expected}`);
     }
-    await saveProfileSnapshot(tenant.id); // so the load below reads a current snapshot
+    await saveProfileSnapshot(processDatabase(), tenant.id); // so the load below reads a current snapshot
 
     // Boot: the index from its snapshot; after a crash between a write and the next snapshot, from the rows.
     const bitmapBytes = index.bitmapBytes();
-    dropProfileIndex(tenant.id);
+    dropProfileIndex(processDatabase(), tenant.id);
     const rssBefore = settledHeap();
     await profileIndex(processDatabase(), tenant.id);
-    const snapshotLoad = profileIndexLoad(tenant.id)!;
+    const snapshotLoad = profileIndexLoad(processDatabase(), tenant.id)!;
     const rssGrowth = settledHeap() - rssBefore;
     await db().profileIndexState.update({ where: { tenantId: tenant.id }, data: { snapshotSeq: -1 } });
-    dropProfileIndex(tenant.id);
+    dropProfileIndex(processDatabase(), tenant.id);
     console.log('  rebuilding the index from rows…');
     await profileIndex(processDatabase(), tenant.id);
-    const rowsRebuild = profileIndexLoad(tenant.id)!;
+    const rowsRebuild = profileIndexLoad(processDatabase(), tenant.id)!;
 
     // The limit of the import: the same profiles parsed and indexed in memory, no database.
     console.log('  the in-memory limit of the import…');

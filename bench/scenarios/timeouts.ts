@@ -120,7 +120,7 @@ export async function measureTimeouts(database: ScratchDatabase, users: number):
     const importMs = performance.now() - importStarted;
     // Written now, not a few seconds after the import's last write: the snapshot of the index would otherwise be
     // written during the firings below.
-    await saveProfileSnapshot(tenant.id);
+    await saveProfileSnapshot(processDatabase(), tenant.id);
     const expected = new Map<string, number>();
     for (let user = 0; user < users; user++) {
       const zone = zoneOf(user) ?? 'UTC';

@@ -2,12 +2,10 @@
 // for their partitions (./counts.ts), and change notices. Every notice this process makes (crowd and profile
 // changes, a tenant deleted, a lookup cache cleared after a key revocation) is sent to the other members with
 // pg_notify, and a notice heard from another member is delivered here as if made here (server/crowd/notice.ts).
-import { processNotice } from '../crowd/notice';
 import { LOOKUP_CACHE_CLEARED } from '../lookup-cache';
 import { processOwner } from '../process-owner';
 import { PROFILES_WRITTEN } from '../profiles/index-store';
 import type { ProfileChange } from '../profiles/index-tenant';
-import type { LookupCache } from '../lookup-cache';
 import { ClusterCountsBoard } from './counts';
 import { MemberLock } from './member-lock';
 import { profilesWrittenElsewhere, profileWriteNotice } from '../profiles/cluster-writes';
@@ -17,23 +15,14 @@ import type { PostgresTarget } from '../storage/database-url';
 
 type NoticeSignal = { kind: 'notice'; from: string; name: string; args: unknown[] };
 
-/** What the channel needs of the request thread's state (server/app.ts AppState), named here so the cluster does not
- * reach up into the app. */
-export interface ChannelState {
-  readonly caches: ReadonlyMap<string, LookupCache<unknown>>;
-  readonly noticeRelay: ((name: string, args: unknown[]) => void) | undefined;
-  clusterRelay: ((name: string, args: unknown[]) => void) | undefined;
-}
-
-/** Holds this process's membership, listens on the cluster channel and relays this process's notices to it. */
+/** Holds this process's membership, listens on the cluster channel and relays this process's notices to it: those of
+ * the request thread's app, whose `database` this is (its local state: notices, caches, profile indexes). */
 export async function startClusterChannel(
   database: Database,
   /** Where the cluster meets (./index.ts clusterTarget). */
   target: PostgresTarget,
   onCounts: (instanceId: string, tenantId: string) => void,
   engineResponsive: () => boolean,
-  /** The request thread's state: its notices go to the cluster, the cluster's are delivered to it. */
-  state: ChannelState,
 ): Promise<ClusterCountsBoard> {
   const me = processOwner();
   const channel = clusterChannel(target);
@@ -45,12 +34,12 @@ export async function startClusterChannel(
     target,
     onCounts,
     (payload) => {
-      if (payload.kind === 'notice' && payload.from !== me) deliverNotice(state, payload as NoticeSignal);
+      if (payload.kind === 'notice' && payload.from !== me) deliverNotice(database, payload as NoticeSignal);
     },
     lock,
   );
   await board.start();
-  state.clusterRelay = (name, given) => {
+  database.local.clusterRelay = (name, given) => {
     const args = name === PROFILES_WRITTEN ? profileWriteNotice(String(given[0]), Number(given[1]), given[2] as ProfileChange[] | undefined) : given;
     let payload = JSON.stringify({ kind: 'notice', from: me, name, args } satisfies NoticeSignal);
     // Too long for the channel: the notice goes with its first argument only (the tenant).
@@ -60,11 +49,12 @@ export async function startClusterChannel(
   return board;
 }
 
-function deliverNotice(state: ChannelState, signal: NoticeSignal): void {
-  if (signal.name === LOOKUP_CACHE_CLEARED) state.caches.get(String(signal.args[0]))?.clearHere();
+function deliverNotice(database: Database, signal: NoticeSignal): void {
+  const { local } = database;
+  if (signal.name === LOOKUP_CACHE_CLEARED) local.caches.get(String(signal.args[0]))?.clearHere();
   else if (signal.name === PROFILES_WRITTEN) {
-    void profilesWrittenElsewhere(String(signal.args[0]), Number(signal.args[1]), signal.args[2] === undefined ? undefined : String(signal.args[2]));
+    void profilesWrittenElsewhere(database, String(signal.args[0]), Number(signal.args[1]), signal.args[2] === undefined ? undefined : String(signal.args[2]));
     // The engine thread holds the index the server's profile calls use: it catches up with the write itself.
-    state.noticeRelay?.(PROFILES_WRITTEN, signal.args);
-  } else processNotice(signal.name).deliver(...signal.args);
+    local.noticeRelay?.(PROFILES_WRITTEN, signal.args);
+  } else local.deliver(signal.name, signal.args);
 }

@@ -93,7 +93,7 @@ export async function saveCrowd(
   try {
     if (mode === 'create') {
       const row = await client.crowd.create({ data: { id: newId('cr'), tenantId, name, ...data }, select: META });
-      notifyCrowdChanged(tenantId, name, 'saved');
+      notifyCrowdChanged(database, tenantId, name, 'saved');
       return { crowd: meta(row), created: true };
     }
     const existing = await client.crowd.findUnique({ where: { tenantId_name: { tenantId, name } }, select: { id: true } });
@@ -103,7 +103,7 @@ export async function saveCrowd(
       update: { ...data, updatedAt: new Date() },
       select: META,
     });
-    notifyCrowdChanged(tenantId, name, 'saved');
+    notifyCrowdChanged(database, tenantId, name, 'saved');
     return { crowd: meta(row), created: !existing };
   } catch (error) {
     if (isUniqueViolation(error)) throw conflict(`Crowd "${name}" already exists`);
@@ -124,7 +124,7 @@ export async function assertCrowdAbsent(database: Database, tenantId: string, na
 export async function deleteCrowd(database: Database, tenantId: string, name: string): Promise<void> {
   const { count } = await database.db.crowd.deleteMany({ where: { tenantId, name } });
   if (count === 0) throw notFound(`Crowd "${name}"`);
-  notifyCrowdChanged(tenantId, name, 'deleted');
+  notifyCrowdChanged(database, tenantId, name, 'deleted');
 }
 
 export const CombineOperation = z.enum(['union', 'intersection', 'difference']);

@@ -8,7 +8,8 @@ import type { Principal } from '../auth';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Json, ProcedureRunner } from '../procedures/types';
 import type { Database } from '../storage/database';
-import type { AppState } from '../app';
+import type { IngestState } from './ingest-state';
+import { profileIndexes } from '../profiles/index-store';
 import type { Env } from '../env';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import type { EngineHandle } from './handle';
@@ -69,8 +70,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     /** This thread's storage: instance rows and snapshots are read, and operations checked and submitted, here. */
     readonly database: Database,
     readonly runner: ProcedureRunner,
-    /** The thread's state the client wires to the engine thread (notice and profile relays, the running lookup). */
-    private readonly state: AppState,
+    /** The thread's ingest state (its recent log is the engine thread's business when there is one). */
+    private readonly ingestState: IngestState,
     /** The app's environment: the engine thread builds its own app by it (server/engine/thread.ts). */
     private readonly env: Env,
     /** Joins this process's cluster from this thread (server/cluster/channel.ts); undefined: it is no member. */
@@ -93,7 +94,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     // Event batches are appended by the engine thread itself (ingestPrepared), which hands them to its partition
     // loops from memory. Rows appended in this thread (appendEvents) are read from the log there: handing them over would
     // cost this thread a structured clone (≈ 4 ms per 1,000 events measured).
-    this.state.recentLog.enabled = false;
+    this.ingestState.recentLog.enabled = false;
     // The membership first (this thread holds it): the engine's first assignment then counts this member.
     this.liveness = new EngineLiveness();
     this.cluster = await this.joinCluster?.(
@@ -107,8 +108,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
         if (this.liveness.shouldAsk()) this.call('alive').catch(() => undefined);
       }, ENGINE_PING_EVERY_MS).unref();
     }
-    this.state.noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
-    this.state.profileRelay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
+    this.database.local.noticeRelay = (name, args) => this.post({ kind: 'notice', name, args });
+    profileIndexes(this.database).relay = (tenantId, write, seq) => this.post({ kind: 'profiles', tenantId, write, seq });
     this.ready = true;
   }
 
@@ -116,8 +117,8 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     if (!this.worker || this.stopping) return;
     this.stopping = true;
     clearInterval(this.pinging);
-    this.state.noticeRelay = undefined;
-    this.state.profileRelay = undefined;
+    this.database.local.noticeRelay = undefined;
+    profileIndexes(this.database).relay = undefined;
     const worker = this.worker;
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     await this.call('stop').catch((error: Error) => console.error('[crowdflow] the engine thread did not stop cleanly', error));
@@ -177,7 +178,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
     } else if (message.kind === 'import-read') {
       this.imports.get(message.id)?.taken(message.bytes);
     } else if (message.kind === 'cluster-notice') {
-      this.state.clusterRelay?.(message.name, message.args);
+      this.database.local.clusterRelay?.(message.name, message.args);
     } else if (message.kind === 'procedures-submitted') {
       this.runner.wake();
     } else if (message.kind === 'reply') {
@@ -219,7 +220,7 @@ export class EngineClient implements EngineHandle, ops.InstanceEngine {
    * The encoded rows cross as one buffer (≈ 17 bytes an event).
    */
   async ingestBody(principal: Principal, body: Uint8Array, now: number, key?: string): Promise<IngestOutcome> {
-    const prepared = await prepareIngestBody(this.database, this.state, principal, body, now, key);
+    const prepared = await prepareIngestBody(this.database, this.ingestState, principal, body, now, key);
     try {
       return await this.call('ingestPrepared', prepared, now);
     } catch (error) {

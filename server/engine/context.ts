@@ -20,7 +20,7 @@ export class TenantData {
     private readonly database: Database,
     readonly tenantId: string,
   ) {
-    this.unsubscribe = onCrowdChanged((tenant, name) => {
+    this.unsubscribe = onCrowdChanged(database, (tenant, name) => {
       if (tenant === tenantId) this.crowds.delete(name);
     });
   }

@@ -159,7 +159,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    this.unsubscribeTenantDeleted = onTenantDeleted((tenantId) => void this.forgetTenant(tenantId));
+    this.unsubscribeTenantDeleted = onTenantDeleted(this.database, (tenantId) => void this.forgetTenant(tenantId));
     await this.cluster?.start(this);
     this.timers.start();
     this.leases.start();

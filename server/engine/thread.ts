@@ -4,7 +4,6 @@
 // and raw driver on the same database, its own caches. It publishes every instance's counts after each change and
 // answers the calls of the request thread between two slices of its work.
 import { parentPort, workerData } from 'node:worker_threads';
-import { processNotice } from '../crowd/notice';
 import { FORWARDED_PROFILE_CALLS } from '../profiles/calls';
 import { applyRelayedProfileWrite, PROFILES_WRITTEN } from '../profiles/index-store';
 import { profilesWrittenElsewhere, slimProfileWriteNotice } from '../profiles/cluster-writes';
@@ -41,7 +40,8 @@ const engine = built.engine as Engine;
 // In a cluster, notices made here (the profile writes this thread commits) go to the other members through the
 // request thread, which holds the cluster channel; a profile write's changes are left out unless the notice can name them.
 if (engine.cluster)
-  built.state.clusterRelay = (name, args) => post({ kind: 'cluster-notice', name, args: name === PROFILES_WRITTEN ? slimProfileWriteNotice(args) : args });
+  built.database.local.clusterRelay = (name, args) =>
+    post({ kind: 'cluster-notice', name, args: name === PROFILES_WRITTEN ? slimProfileWriteNotice(args) : args });
 
 /** Profile imports in progress, by the request thread's id: their bodies arrive as messages. Kept beside the app this
  * root built. */
@@ -87,11 +87,11 @@ port.on('message', (message: ToEngine) => {
   else if (message.kind === 'notice' && message.name === PROFILES_WRITTEN) {
     // Another member's profile write, heard by the request thread: this thread's index is the one to catch up.
     const [tenantId, seq, usersText] = message.args;
-    void profilesWrittenElsewhere(String(tenantId), Number(seq), usersText === undefined ? undefined : String(usersText));
+    void profilesWrittenElsewhere(built.database, String(tenantId), Number(seq), usersText === undefined ? undefined : String(usersText));
   }
   // Delivered here only: the request thread already sent its notices to the cluster.
-  else if (message.kind === 'notice') processNotice(message.name).deliver(...message.args);
-  else if (message.kind === 'profiles') void applyRelayedProfileWrite(message.tenantId, message.write, message.seq);
+  else if (message.kind === 'notice') built.database.local.deliver(message.name, message.args);
+  else if (message.kind === 'profiles') void applyRelayedProfileWrite(built.database, message.tenantId, message.write, message.seq);
   else {
     const { id, name, args } = message;
     (calls[name] as (...args: unknown[]) => Promise<unknown>)(...args).then(

@@ -1,9 +1,7 @@
 import type { Counts } from '../engine';
-import type { EngineHandle } from '../engine/handle';
 import { AppError } from '../errors';
-import { onShutdown } from '../shutdown';
-import type { Database } from '../storage/database';
 import { countsBody, deliveryCounts, type DeliveryCounts } from './counts-route';
+import type { Caller } from './request-context';
 
 const HEARTBEAT_MS = 15_000;
 /** How often a stream reads the deliveries frequency caps skipped and quiet hours held (the webhook pump, not the engine, records them). */
@@ -15,7 +13,7 @@ const DELIVERY_COUNTS_EVERY_MS = 2_000;
  * The stream ends when the server stops. The caller has checked that the instance exists and belongs to the tenant.
  */
 export function countsEventStream(
-  { request, engine, database }: { request: Request; engine: EngineHandle; database: Database },
+  { request, engine, database, onShutdown }: Pick<Caller, 'request' | 'engine' | 'database' | 'onShutdown'>,
   tenantId: string,
   instanceId: string,
 ): Response {

@@ -40,6 +40,12 @@ export interface Caller extends Handed {
   readonly clock: Clock;
   /** The app's export formatter threads' clients. */
   readonly formatters: ExportFormatters;
+  /**
+   * Registers how a long-lived response (an event stream) ends itself when the process stops: Next.js waits for every
+   * open connection before it exits, so a studio tab left open would otherwise keep a stopping server alive. Returns
+   * the unregister.
+   */
+  onShutdown(close: () => void): () => void;
   /** Records what the caller did, after it succeeded (server/security/audit.ts). */
   audit(action: AuditAction, what: { tenantId?: string | null; target: string; details?: unknown }): Promise<void>;
 }
@@ -72,6 +78,11 @@ function callerOf(built: App, request: Request, principal: Principal): Caller {
     runner: built.runner,
     clock: built.clock,
     formatters: built.state.formatters,
+    onShutdown: (close) => {
+      const { closers } = built.state.shutdown;
+      closers.add(close);
+      return () => closers.delete(close);
+    },
     audit: (action, what) => audit(built.database, principal, action, what),
   };
 }

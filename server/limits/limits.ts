@@ -112,7 +112,7 @@ export async function updateTenantLimits(database: Database, tenantId: string, p
     else if (value !== undefined) next[key] = value;
   }
   await writeLimitOverrides(database, tenantId, JSON.stringify(next));
-  lookupCache('tenant-limits').clear();
+  lookupCache(database, 'tenant-limits').clear();
   return { ...DEFAULT_LIMITS, ...next };
 }
 

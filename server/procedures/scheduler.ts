@@ -267,7 +267,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         changed = true;
         woken.wake();
       };
-      const unsubscribe = [onScheduleChanged(wake), onTenantDeleted(wake)];
+      const unsubscribe = [onScheduleChanged(database, wake), onTenantDeleted(database, wake)];
       idle.started();
       loop = (async () => {
         while (!abort.signal.aborted) {

@@ -6,8 +6,8 @@
 // quiet (at the latest some seconds after the first), so a 10M import elsewhere makes it reload once at the end
 // instead of once per chunk; until then its index lags the other members' by those writes.
 import roaring from 'roaring';
-import { app } from '../app';
-import { dropProfileIndex, relayProfileWrite, type TenantProfiles } from './index-store';
+import type { Database } from '../storage/database';
+import { dropProfileIndex, heldProfiles, relayProfileWrite, type TenantProfiles } from './index-store';
 import type { ProfileChange } from './index-tenant';
 import { parsedProfiles } from './profiles';
 import { profilesOf } from '../storage/profile-reads';
@@ -42,8 +42,8 @@ export function slimProfileWriteNotice(args: unknown[]): unknown[] {
 }
 
 /** Another member committed profile write `seq` of the tenant (`usersText`: its users, when named). */
-export function profilesWrittenElsewhere(tenantId: string, seq: number, usersText: string | undefined): Promise<void> {
-  const held = app().state.profileIndexes.get(tenantId);
+export function profilesWrittenElsewhere(database: Database, tenantId: string, seq: number, usersText: string | undefined): Promise<void> {
+  const held = heldProfiles(database, tenantId);
   if (!held || !(held.seq < seq)) return Promise.resolve(); // no index here (the next load reads the rows), or it has the write
   if (usersText === undefined) return Promise.resolve(forgetWhenQuiet(tenantId, held));
   return held
@@ -61,7 +61,7 @@ export function profilesWrittenElsewhere(tenantId: string, seq: number, usersTex
         throw error;
       }
       held.seq = seq;
-      relayProfileWrite(tenantId, changes, seq);
+      relayProfileWrite(database, tenantId, changes, seq);
     })
     .catch((error: Error) => console.warn(`[crowdflow] applying a profile write of tenant ${tenantId} from another member failed:`, error.message));
 }
@@ -73,7 +73,7 @@ function forgetWhenQuiet(tenantId: string, held: TenantProfiles): void {
   const timer = setTimeout(
     () => {
       held.lagging = undefined;
-      if (app().state.profileIndexes.get(tenantId) === held) dropProfileIndex(tenantId);
+      if (heldProfiles(held.database, tenantId) === held) dropProfileIndex(held.database, tenantId);
     },
     Math.max(0, Math.min(LAGGING_QUIET_MS, since + LAGGING_MAX_MS - now)),
   );

@@ -155,7 +155,7 @@ async function commitChunk(database: Database, tenantId: string, items: ImportIt
     const changes: ProfileChange[] = users.map((user) => ({ user, before: before.get(user), after: after.get(user) }));
     return { result: { users: users.length, created: users.length - before.size }, changes, seq, afterTexts: rows.map(([, text]) => text) };
   });
-  notifyProfilesChanged(tenantId, users);
+  notifyProfilesChanged(database, tenantId, users);
   return summary;
 }
 

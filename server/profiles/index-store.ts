@@ -3,7 +3,6 @@
 // snapshotted a few seconds after the last write. Writes and loads of one tenant take turns on a per-tenant lock,
 // so the index in memory is always exactly the database at `seq` (the count of committed writes).
 import { tenantLimits } from '../limits/limits';
-import { app } from '../app';
 import { decodeIndex, encodeIndex } from './index-codec';
 import roaring from 'roaring';
 import { ProfileIndex, type Attributes, type ProfileChange, type RelayedProfileWrite } from './index-tenant';
@@ -141,14 +140,33 @@ export class TenantProfiles {
   }
 }
 
-function tenants(): Map<string, TenantProfiles> {
-  return app().state.profileIndexes;
+/** An app's profile indexes, kept in its local state (server/storage/local-state.ts). */
+export class ProfileIndexes {
+  /** Each tenant's, loaded on first use. */
+  readonly byTenant = new Map<string, TenantProfiles>();
+  /** Hands every committed write of this thread to the engine thread's index (set by server/engine/client.ts); `write`
+   * null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
+  relay: ((tenantId: string, write: RelayedProfileWrite | null, seq: number) => void) | undefined;
+}
+
+/** The profile indexes of the app of `database`. */
+export function profileIndexes(database: Database): ProfileIndexes {
+  return database.local.held('profile-indexes', () => new ProfileIndexes());
+}
+
+function tenants(database: Database): Map<string, TenantProfiles> {
+  return profileIndexes(database).byTenant;
 }
 
 function tenantProfiles(database: Database, tenantId: string): TenantProfiles {
-  let held = tenants().get(tenantId);
-  if (!held) tenants().set(tenantId, (held = new TenantProfiles(database, tenantId)));
+  let held = tenants(database).get(tenantId);
+  if (!held) tenants(database).set(tenantId, (held = new TenantProfiles(database, tenantId)));
   return held;
+}
+
+/** The tenant's index as held in this app, if loaded or loading. */
+export function heldProfiles(database: Database, tenantId: string): TenantProfiles | undefined {
+  return tenants(database).get(tenantId);
 }
 
 /** The tenant's index, loaded if needed. Read it synchronously: every change is applied in one synchronous step. */
@@ -159,13 +177,13 @@ export function profileIndex(database: Database, tenantId: string): Promise<Prof
 }
 
 /** When the tenant's pending index snapshot is due (epoch ms); null: none pending or not loaded here. */
-export function profileSnapshotDueAt(tenantId: string): number | null {
-  return tenants().get(tenantId)?.snapshotDueAt ?? null;
+export function profileSnapshotDueAt(database: Database, tenantId: string): number | null {
+  return tenants(database).get(tenantId)?.snapshotDueAt ?? null;
 }
 
 /** How the tenant's index was last loaded (null: not loaded in this process yet). */
-export function profileIndexLoad(tenantId: string) {
-  return tenants().get(tenantId)?.lastLoad ?? null;
+export function profileIndexLoad(database: Database, tenantId: string) {
+  return tenants(database).get(tenantId)?.lastLoad ?? null;
 }
 
 /**
@@ -189,7 +207,7 @@ export function profileWrite<T>(
       // Another member committed a write in between whose notice has not been applied here (it would be ignored
       // once the index is past it): the index lacks it, so it goes, and is reloaded from the rows on next use.
       held.index = null;
-      relayProfileWrite(tenantId, null, seq);
+      relayProfileWrite(database, tenantId, null, seq);
     } else {
       try {
         index.apply(changes);
@@ -199,9 +217,9 @@ export function profileWrite<T>(
         throw error;
       }
       held.scheduleSnapshot();
-      relayProfileWrite(tenantId, changes, seq, afterTexts);
+      relayProfileWrite(database, tenantId, changes, seq, afterTexts);
     }
-    app().state.clusterRelay?.(PROFILES_WRITTEN, [tenantId, seq, changes]); // the cluster channel names the users when they fit
+    database.local.clusterRelay?.(PROFILES_WRITTEN, [tenantId, seq, changes]); // the cluster channel names the users when they fit
     return result;
   });
 }
@@ -209,8 +227,8 @@ export function profileWrite<T>(
 /** Changes copied to the engine thread at most per write; a bigger write makes it reload the index instead. */
 const MAX_RELAYED_CHANGES = 10_000;
 
-export function relayProfileWrite(tenantId: string, changes: ProfileChange[] | null, seq: number, afterTexts?: string[]): void {
-  const relay = app().state.profileRelay;
+export function relayProfileWrite(database: Database, tenantId: string, changes: ProfileChange[] | null, seq: number, afterTexts?: string[]): void {
+  const relay = profileIndexes(database).relay;
   if (relay) relay(tenantId, changes && changes.length <= MAX_RELAYED_CHANGES ? relayedWrite(changes, afterTexts) : null, seq);
 }
 
@@ -236,8 +254,8 @@ export function relayedWrite(changes: ProfileChange[], afterTexts?: string[]): R
  * index held here, skipped when the index was loaded after it, and the index forgotten (reloaded on next use) when
  * writes are missing or too many changes to copy.
  */
-export function applyRelayedProfileWrite(tenantId: string, write: RelayedProfileWrite | null, seq: number): Promise<void> {
-  const held = tenants().get(tenantId);
+export function applyRelayedProfileWrite(database: Database, tenantId: string, write: RelayedProfileWrite | null, seq: number): Promise<void> {
+  const held = tenants(database).get(tenantId);
   if (!held) return Promise.resolve();
   return held.exclusive(async () => {
     if (!held.index || seq <= held.seq) return;
@@ -265,13 +283,13 @@ export async function duringImport<T>(database: Database, tenantId: string, work
     return await work();
   } finally {
     held.importing--;
-    await saveProfileSnapshot(tenantId).catch((error) => console.warn(`[crowdflow] profile index snapshot of tenant ${tenantId} failed`, error));
+    await saveProfileSnapshot(database, tenantId).catch((error) => console.warn(`[crowdflow] profile index snapshot of tenant ${tenantId} failed`, error));
   }
 }
 
 /** Writes the snapshot now (after an import; tests), instead of a few seconds after the last write. */
-export async function saveProfileSnapshot(tenantId: string): Promise<void> {
-  const held = tenants().get(tenantId);
+export async function saveProfileSnapshot(database: Database, tenantId: string): Promise<void> {
+  const held = tenants(database).get(tenantId);
   if (held) await held.exclusive(() => held.saveSnapshot());
 }
 
@@ -283,7 +301,8 @@ export const PROFILES_WRITTEN = 'profiles-written';
  * checkpoints, so the next start loads it instead of rebuilding from the rows; then its timers are stopped, so none
  * fires into a closed app.
  */
-export async function closeProfileIndexes(indexes: Map<string, TenantProfiles>): Promise<void> {
+export async function closeProfileIndexes(database: Database): Promise<void> {
+  const indexes = tenants(database);
   for (const [tenantId, held] of indexes) {
     await held
       .exclusive(() => held.saveSnapshot())
@@ -294,9 +313,9 @@ export async function closeProfileIndexes(indexes: Map<string, TenantProfiles>):
 }
 
 /** Forgets the tenant's index in this process (tenant deleted; tests simulating a restart). */
-export function dropProfileIndex(tenantId: string): void {
-  const held = tenants().get(tenantId);
+export function dropProfileIndex(database: Database, tenantId: string): void {
+  const held = tenants(database).get(tenantId);
   held?.close();
-  tenants().delete(tenantId);
-  relayProfileWrite(tenantId, null, Number.MAX_SAFE_INTEGER);
+  tenants(database).delete(tenantId);
+  relayProfileWrite(database, tenantId, null, Number.MAX_SAFE_INTEGER);
 }

@@ -77,7 +77,7 @@ export async function upsertProfiles(
       { maxWait: 30_000, timeout: 120_000 },
     );
   });
-  notifyProfilesChanged(tenantId, users);
+  notifyProfilesChanged(database, tenantId, users);
   return result;
 }
 
@@ -121,5 +121,5 @@ export async function deleteProfile(database: Database, tenantId: string, user: 
       return { result: undefined, changes: [{ user, before }] };
     }),
   );
-  notifyProfilesChanged(tenantId, [user]);
+  notifyProfilesChanged(database, tenantId, [user]);
 }

@@ -10,13 +10,13 @@ export type RateLimit = { perSecond: number; burst: number };
 export type TokenBucket = { tokens: number; updatedMs: number; limit: RateLimit };
 
 /** Cleared by updateTenantLimits in this process; other processes see a change within 5 s. */
-const limitsByTenant = () => lookupCache<TenantLimits>('tenant-limits');
+const limitsByTenant = (database: Database) => lookupCache<TenantLimits>(database, 'tenant-limits');
 
 async function limitOf(database: Database, tenantId: string): Promise<RateLimit> {
-  let limits = limitsByTenant().get(tenantId);
+  let limits = limitsByTenant(database).get(tenantId);
   if (!limits) {
     limits = await tenantLimits(database, tenantId);
-    limitsByTenant().set(tenantId, limits);
+    limitsByTenant(database).set(tenantId, limits);
   }
   return { perSecond: limits.requestsPerSecond, burst: limits.requestBurst };
 }

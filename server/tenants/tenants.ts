@@ -78,13 +78,13 @@ export async function callerTenant(database: Database, principal: Principal, ref
 }
 
 /** Tenants by id or name; a tenant never changes after it is created, only its deletion clears the cache. */
-const tenantsByRef = () => lookupCache<TenantRow>('tenants');
+const tenantsByRef = (database: Database) => lookupCache<TenantRow>(database, 'tenants');
 
-async function lookupTenant({ db }: Database, ref: string): Promise<TenantRow | null> {
-  const cached = tenantsByRef().get(ref);
+async function lookupTenant(database: Database, ref: string): Promise<TenantRow | null> {
+  const cached = tenantsByRef(database).get(ref);
   if (cached) return cached;
-  const tenant = await db.tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } });
-  if (tenant) tenantsByRef().set(ref, tenant);
+  const tenant = await database.db.tenant.findFirst({ where: { OR: [{ id: ref }, { name: ref }] } });
+  if (tenant) tenantsByRef(database).set(ref, tenant);
   return tenant;
 }
 
@@ -98,11 +98,11 @@ export function tenantView(tenant: Tenant): TenantView {
  * reference it), so the check for active instances sees every instance committed before it, and a refusal rolls the
  * whole delete back. Then the engine forgets the tenant (tenantDeleted), so no partition loop writes for it again.
  */
-export async function deleteTenant({ db, dialect }: Database, tenant: Tenant): Promise<void> {
+export async function deleteTenant(database: Database, tenant: Tenant): Promise<void> {
   const tenantId = tenant.id;
-  await db.$transaction(
+  await database.db.$transaction(
     async (tx) => {
-      if (!(await dialect.lockRowForUpdate(tx, 'Tenant', tenantId))) throw notFound(`Tenant "${tenant.name}"`);
+      if (!(await database.dialect.lockRowForUpdate(tx, 'Tenant', tenantId))) throw notFound(`Tenant "${tenant.name}"`);
       const running = await tx.instance.count({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } });
       if (running > 0) throw conflict(`Tenant "${tenant.name}" has ${running} running instance(s); stop them before deleting the tenant`);
       // Not cascaded: the journal's newest entry stays even when it is this tenant's (seqs continue from the max, so
@@ -115,10 +115,10 @@ export async function deleteTenant({ db, dialect }: Database, tenant: Tenant): P
     },
     { maxWait: 30_000, timeout: 120_000 },
   );
-  notifyTenantDeleted(tenantId);
-  dropProfileIndex(tenantId);
-  tenantsByRef().clear();
-  apiKeys().clear();
+  notifyTenantDeleted(database, tenantId);
+  dropProfileIndex(database, tenantId);
+  tenantsByRef(database).clear();
+  apiKeys(database).clear();
 }
 
 export type ApiKeyView = {
@@ -192,11 +192,11 @@ export async function listApiKeys({ db }: Database, tenant: Tenant): Promise<Api
 }
 
 /** Revokes a key and every key it created, directly or through keys it created, in one transaction. */
-export async function revokeApiKey({ db }: Database, tenant: Tenant, keyId: string): Promise<ApiKeyView & { alsoRevoked: string[] }> {
-  const key = canNameRow(keyId) ? await db.apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } }) : null;
+export async function revokeApiKey(database: Database, tenant: Tenant, keyId: string): Promise<ApiKeyView & { alsoRevoked: string[] }> {
+  const key = canNameRow(keyId) ? await database.db.apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } }) : null;
   if (!key) throw notFound(`API key "${keyId}"`);
   const now = new Date();
-  const descendants = await db.$transaction(async (tx) => {
+  const descendants = await database.db.$transaction(async (tx) => {
     const found: string[] = [];
     for (let parents = [key.id]; parents.length > 0; ) {
       const children = await tx.apiKey.findMany({ where: { tenantId: tenant.id, createdBy: { in: parents } }, select: { id: true } });
@@ -206,8 +206,8 @@ export async function revokeApiKey({ db }: Database, tenant: Tenant, keyId: stri
     await tx.apiKey.updateMany({ where: { id: { in: [key.id, ...found] }, revokedAt: null }, data: { revokedAt: now } });
     return found;
   });
-  apiKeys().clear();
-  const revoked = await db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+  apiKeys(database).clear();
+  const revoked = await database.db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
   return { ...keyView(revoked), alsoRevoked: descendants };
 }
 

@@ -1,10 +1,9 @@
-import { app } from '../app';
 import type { Database } from '../storage/database';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 
 // Which instance of a workflow is running, for the workflow views. The engine knows live user counts: the
-// composition root (server/create-app.ts) keeps its lookup in the app's state. Without one, the Instance table
-// answers (the user count recorded at start).
+// composition root (server/create-app.ts) keeps its lookup in the app's local state (useLiveRunningLookup). Without
+// one, the Instance table answers (the user count recorded at start).
 
 export type RunningInstance = { instanceId: string; userCount: number };
 /** Reads through the Database it is handed: the engine registers the lookup, the workflow views hand it theirs. */
@@ -12,7 +11,19 @@ export type RunningLookup = (database: Database, workflowIds: string[]) => Promi
 
 export async function runningOf(database: Database, workflowIds: string[]): Promise<Map<string, RunningInstance>> {
   if (workflowIds.length === 0) return new Map();
-  return (app().state.runningLookup ?? fromInstanceTable)(database, workflowIds);
+  return (runningLookupOf(database).lookup ?? fromInstanceTable)(database, workflowIds);
+}
+
+const runningLookupOf = (database: Database) => database.local.held<{ lookup?: RunningLookup }>('running-lookup', () => ({}));
+
+/** The app of `database` answers with the engine's live counts from now on. */
+export function setRunningLookup(database: Database, lookup: RunningLookup): void {
+  runningLookupOf(database).lookup = lookup;
+}
+
+/** The lookup the app of `database` uses, undefined: the Instance table's. */
+export function runningLookupIn(database: Database): RunningLookup | undefined {
+  return runningLookupOf(database).lookup;
 }
 
 /** The Instance table's answer with the live user counts the engine knows (`liveTotal`; undefined: the recorded one). */

@@ -169,7 +169,7 @@ export async function createWorkflow(database: Database, tenant: Tenant, body: C
     if (isUniqueViolation(error)) throw duplicateName(tenant, body.name);
     throw error;
   }
-  if (checked.schedule) notifyScheduleChanged(tenant.id, id);
+  if (checked.schedule) notifyScheduleChanged(database, tenant.id, id);
   return withWarnings(database, tenant, await view(database, await findWorkflow(database, tenant, id)));
 }
 
@@ -216,7 +216,7 @@ export async function updateWorkflow(database: Database, tenant: Tenant, ref: st
     if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
     throw error;
   }
-  if (checked.schedule !== undefined) notifyScheduleChanged(tenant.id, current.id);
+  if (checked.schedule !== undefined) notifyScheduleChanged(database, tenant.id, current.id);
   return withWarnings(database, tenant, await view(database, await findWorkflow(database, tenant, current.id)));
 }
 
@@ -255,7 +255,7 @@ export async function deleteWorkflow(database: Database, tenant: Tenant, ref: st
     if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
     throw error;
   }
-  if (workflow.schedule !== null) notifyScheduleChanged(tenant.id, workflow.id);
+  if (workflow.schedule !== null) notifyScheduleChanged(database, tenant.id, workflow.id);
 }
 
 export async function listVersions(

@@ -121,7 +121,7 @@ describe('profiles library', () => {
   it('notifies listeners after each committed upsert and delete, and not after a refused one', async () => {
     const tenantId = await tenantRow('tn_notify');
     const heard: Array<[string, number[]]> = [];
-    const unsubscribe = onProfilesChanged((tenant, users) => heard.push([tenant, users]));
+    const unsubscribe = onProfilesChanged(database(), (tenant, users) => heard.push([tenant, users]));
     await upsertProfiles(database(), tenantId, [
       { user: 3, attributes: { a: 1 } },
       { user: 1, attributes: { a: 2 } },

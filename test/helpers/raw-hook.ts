@@ -9,6 +9,7 @@ export function withTransactionHook(real: Database, hook: TransactionHook): Data
   return {
     db: real.db,
     dialect: real.dialect,
+    local: real.local,
     async raw(): Promise<RawDb> {
       const raw = await real.raw();
       return Object.assign(Object.create(raw) as RawDb, {

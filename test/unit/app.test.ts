@@ -3,6 +3,7 @@ import { app, registerApp } from '../../server/app';
 import { ManualClock } from '../../server/clock';
 import { createApp } from '../../server/create-app';
 import { Engine } from '../../server/engine/engine';
+import { runningLookupIn } from '../../server/workflows/running';
 import { db, database } from '../helpers/app-db';
 
 // The composition root (server/create-app.ts) and its one hand-over (server/app.ts).
@@ -33,9 +34,9 @@ describe('the app of a thread', () => {
     expect(built.procedureTypes.has('instance.start')).toBe(true);
     expect(fileApp.procedureTypes.has('instance.start')).toBe(false);
     // The workflow views of the app that runs the engine read its live counts; the file's app, with no engine, has none.
-    expect(built.state.runningLookup).toBeDefined();
+    expect(runningLookupIn(built.database)).toBeDefined();
     expect(fileApp.engine).toBeUndefined();
-    expect(fileApp.state.runningLookup).toBeUndefined();
+    expect(runningLookupIn(fileApp.database)).toBeUndefined();
     // Storage handed in stays open when the app closes (its owner closes it).
     await built.close();
     expect(await db().tenant.count()).toBeGreaterThanOrEqual(0);

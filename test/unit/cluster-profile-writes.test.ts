@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LAGGING_MAX_MS, LAGGING_QUIET_MS, profilesWrittenElsewhere, profileWriteNotice } from '../../server/profiles/cluster-writes';
 import { newId } from '../../server/ids';
-import { dropProfileIndex, profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
+import { dropProfileIndex, heldProfiles, profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
-import { app } from '../../server/app';
 import { db, database } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
 
@@ -42,7 +41,7 @@ describe('profile writes of other cluster members', () => {
       { user: 2, attributes: { plan: 'free' } },
     ]);
     const index = await profileIndex(database(), tenantId);
-    const held = app().state.profileIndexes.get(tenantId)!;
+    const held = heldProfiles(database(), tenantId)!;
 
     const changed = [
       { user: 1, attributes: null },
@@ -52,16 +51,16 @@ describe('profile writes of other cluster members', () => {
     const seq = await writeElsewhere(tenantId, changed);
     const notice = profileWriteNotice(tenantId, seq, changed);
     expect(notice).toHaveLength(3); // three users fit in a NOTIFY
-    await profilesWrittenElsewhere(tenantId, seq, notice[2] as string);
+    await profilesWrittenElsewhere(database(), tenantId, seq, notice[2] as string);
 
-    expect(app().state.profileIndexes.get(tenantId)).toBe(held);
+    expect(heldProfiles(database(), tenantId)).toBe(held);
     expect(held.index).toBe(index);
     expect(held.seq).toBe(seq);
     expect(index.equals('plan', 'pro').toArray()).toEqual([2, 3]);
     expect(Object.fromEntries(index.materialize(index.users))).toEqual(await storedProfiles(tenantId));
 
     // A notice of a write the index already has changes nothing.
-    await profilesWrittenElsewhere(tenantId, seq, notice[2] as string);
+    await profilesWrittenElsewhere(database(), tenantId, seq, notice[2] as string);
     expect(held.seq).toBe(seq);
   });
 
@@ -69,30 +68,30 @@ describe('profile writes of other cluster members', () => {
     const tenantId = await tenantRow(newId('tn'));
     await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
     await profileIndex(database(), tenantId);
-    const held = app().state.profileIndexes.get(tenantId)!;
+    const held = heldProfiles(database(), tenantId)!;
     const many = Array.from({ length: 5_000 }, (_, i) => ({ user: i * 7_919 }));
     expect(profileWriteNotice(tenantId, held.seq + 1, many)).toHaveLength(2); // too many users to name
 
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     // An import elsewhere: a write every half quiet period never goes quiet; the index still goes at the bound, once.
     for (let elapsed = 0, write = 1; elapsed < LAGGING_MAX_MS; elapsed += LAGGING_QUIET_MS / 2, write++) {
-      expect(app().state.profileIndexes.get(tenantId)).toBe(held);
-      await profilesWrittenElsewhere(tenantId, held.seq + write, undefined);
+      expect(heldProfiles(database(), tenantId)).toBe(held);
+      await profilesWrittenElsewhere(database(), tenantId, held.seq + write, undefined);
       vi.advanceTimersByTime(LAGGING_QUIET_MS / 2);
     }
-    expect(app().state.profileIndexes.has(tenantId)).toBe(false);
+    expect(heldProfiles(database(), tenantId) !== undefined).toBe(false);
   });
 
   it('leaves no wait behind when an index that missed writes is dropped: the wait belongs to the index', async () => {
     const tenantId = await tenantRow(newId('tn'));
     await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
     await profileIndex(database(), tenantId);
-    const held = app().state.profileIndexes.get(tenantId)!;
+    const held = heldProfiles(database(), tenantId)!;
 
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
-    await profilesWrittenElsewhere(tenantId, held.seq + 1, undefined);
+    await profilesWrittenElsewhere(database(), tenantId, held.seq + 1, undefined);
     expect(vi.getTimerCount()).toBe(1);
-    dropProfileIndex(tenantId);
+    dropProfileIndex(database(), tenantId);
     expect(vi.getTimerCount()).toBe(0);
   });
 
@@ -100,18 +99,18 @@ describe('profile writes of other cluster members', () => {
     const tenantId = await tenantRow(newId('tn'));
     await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
     await profileIndex(database(), tenantId);
-    const held = app().state.profileIndexes.get(tenantId)!;
+    const held = heldProfiles(database(), tenantId)!;
 
     const elsewhere = [{ user: 2, attributes: { plan: 'pro' } }];
     const seq = await writeElsewhere(tenantId, elsewhere); // its notice is still on the way
     await upsertProfiles(database(), tenantId, [{ user: 3, attributes: { plan: 'free' } }]);
     expect(held.index).toBeNull();
-    await saveProfileSnapshot(tenantId);
+    await saveProfileSnapshot(database(), tenantId);
     const state = await db().profileIndexState.findUniqueOrThrow({ where: { tenantId } });
     expect(Number(state.seq)).toBe(seq + 1);
     expect(Number(state.snapshotSeq)).not.toBe(seq + 1);
 
-    await profilesWrittenElsewhere(tenantId, seq, profileWriteNotice(tenantId, seq, elsewhere)[2] as string); // late
+    await profilesWrittenElsewhere(database(), tenantId, seq, profileWriteNotice(tenantId, seq, elsewhere)[2] as string); // late
     const index = await profileIndex(database(), tenantId);
     expect(index.equals('plan', 'pro').toArray()).toEqual([1, 2]);
     expect(Object.fromEntries(index.materialize(index.users))).toEqual(await storedProfiles(tenantId));

@@ -9,7 +9,7 @@ describe('crowd store', () => {
   it('saves, replaces, loads and deletes a crowd, telling listeners after each change', async () => {
     const tenantId = await tenantRow('tn_store');
     const heard: Array<[string, string, CrowdChange]> = [];
-    const unsubscribe = onCrowdChanged((tenant, name, change) => heard.push([tenant, name, change]));
+    const unsubscribe = onCrowdChanged(database(), (tenant, name, change) => heard.push([tenant, name, change]));
 
     const first = await saveCrowd(database(), tenantId, 'vip', RoaringBitmap32.from([1, 2, 3]), 'create');
     expect(first.created).toBe(true);

@@ -34,7 +34,7 @@ function recordingDatabase(): { database: Database; statements: string[]; transa
     transaction: (list) => (statements.push(...list.map((s) => s.sql)), transactions.push(list.map((s) => s.sql)), raw.transaction(list)),
     close: () => raw.close(),
   });
-  recorded.database = { db: inner.db, dialect: inner.dialect, raw: async () => record(await inner.raw()) };
+  recorded.database = { db: inner.db, dialect: inner.dialect, local: inner.local, raw: async () => record(await inner.raw()) };
   return recorded;
 }
 

@@ -40,24 +40,15 @@ const LAYERS: { name: string; places: string[] }[] = [
 
 // Why the upward imports below are still there (issue 35 §1 hands every part in from the composition root; the engine
 // reaches cluster/ only through its ports, server/engine/cluster-port.ts).
-const APP_READ = 'reads the registered app (app(), its state) instead of being handed the part by createApp (§1)';
 const EDGE = 'the route wrappers are the edge that reads the registered app, by design (one hand-over through globalThis)';
 const JOURNAL_RETENTION = "the journal's retention lives with its reader (notifications/); the engine's housekeeping and asOf call it";
 const EXPORT_COLUMNS_DOC = "the crowd export route's OpenAPI text reuses the table export's description of profile columns";
-const SHUTDOWN = 'the counts stream closes its connections on shutdown, which the process layer owns';
 
 const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
-  { arrow: 'server/crowd/notice.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/crowd/openapi.ts → server/exports/openapi.ts', why: EXPORT_COLUMNS_DOC },
   { arrow: 'server/engine/as-of.ts → server/notifications/journal-retention.ts', why: JOURNAL_RETENTION },
-  { arrow: 'server/engine/client.ts → server/app.ts', why: APP_READ },
   { arrow: 'server/engine/timer-loop.ts → server/notifications/notifications.ts', why: JOURNAL_RETENTION },
-  { arrow: 'server/http/counts-stream.ts → server/shutdown.ts', why: SHUTDOWN },
   { arrow: 'server/http/request-context.ts → server/app.ts', why: EDGE },
-  { arrow: 'server/lookup-cache.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/profiles/cluster-writes.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/profiles/index-store.ts → server/app.ts', why: APP_READ },
-  { arrow: 'server/workflows/running.ts → server/app.ts', why: APP_READ },
 ];
 
 function layerOf(file: string): number {

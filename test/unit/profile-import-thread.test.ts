@@ -8,8 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EngineClient } from '../../server/engine/client';
 import { newId } from '../../server/ids';
 import { IMPORT_CHUNK_LINES } from '../../server/profiles/import';
-import { dropProfileIndex, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
-import { app } from '../../server/app';
+import { dropProfileIndex, heldProfiles, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
 import { db, database } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
@@ -63,7 +62,7 @@ describe('a profile import in the engine thread', () => {
     console.log(`[import in the engine thread] request loop utilization ${utilization.toFixed(3)}, max delay ${(delay.max / 1e6).toFixed(0)} ms`);
 
     expect(result).toMatchObject({ lines: users, users, created: users, chunks: users / IMPORT_CHUNK_LINES });
-    expect(app().state.profileIndexes.has(tenantId)).toBe(false); // this thread never loaded nor applied an index
+    expect(heldProfiles(database(), tenantId)).toBeUndefined(); // this thread never loaded nor applied an index
     expect(await db().profile.count({ where: { tenantId } })).toBe(users);
     const fields = await engine.profiles.profileFields(tenantId);
     expect(fields.profiles).toBe(users);
@@ -133,9 +132,9 @@ describe('a profile import in the engine thread', () => {
     const rows = await db().profile.count({ where: { tenantId } });
     expect(rows).toBeGreaterThanOrEqual(2 * IMPORT_CHUNK_LINES);
     expect(rows % IMPORT_CHUNK_LINES).toBe(0);
-    dropProfileIndex(tenantId);
+    dropProfileIndex(database(), tenantId);
     const index = await profileIndex(database(), tenantId);
     expect(Object.fromEntries(index.materialize(index.users))).toEqual(await storedProfiles(tenantId));
-    expect(profileIndexLoad(tenantId)?.source).toBe('rows');
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('rows');
   });
 });

@@ -122,9 +122,9 @@ describe('profile import', () => {
     const rows = await db().profile.count({ where: { tenantId } });
     expect(rows).toBeGreaterThanOrEqual(2 * IMPORT_CHUNK_LINES);
     expect(rows % IMPORT_CHUNK_LINES).toBe(0);
-    dropProfileIndex(tenantId);
+    dropProfileIndex(database(), tenantId);
     expect(await indexedProfiles(tenantId)).toEqual(await storedProfiles(tenantId));
-    expect(profileIndexLoad(tenantId)?.source).toBe('rows');
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('rows');
     expect((await profileIndex(database(), tenantId)).equals('plan', 'pro').size).toBe(Math.ceil(rows / 3));
   });
 });

@@ -4,6 +4,7 @@ import { newId } from '../../server/ids';
 import {
   dropProfileIndex,
   profileIndex,
+  profileIndexes,
   profileIndexLoad,
   profileSnapshotDueAt,
   saveProfileSnapshot,
@@ -45,20 +46,20 @@ describe('the tenant profile index in this process', () => {
     expect(index.equals('plan', 'pro').toArray()).toEqual([1]);
     expect(await indexedProfiles(tenantId)).toEqual(await storedProfiles(tenantId));
 
-    await saveProfileSnapshot(tenantId);
-    dropProfileIndex(tenantId);
+    await saveProfileSnapshot(database(), tenantId);
+    dropProfileIndex(database(), tenantId);
     expect(await indexedProfiles(tenantId)).toEqual(await storedProfiles(tenantId));
-    expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('snapshot');
 
     // A write after the snapshot and no snapshot since (a crash): the next load rebuilds from the rows.
     await upsertProfiles(database(), tenantId, [{ user: 4, attributes: { plan: 'trial', tags: ['a', 'b'] } }]);
-    dropProfileIndex(tenantId);
+    dropProfileIndex(database(), tenantId);
     expect(await indexedProfiles(tenantId)).toEqual(await storedProfiles(tenantId));
-    expect(profileIndexLoad(tenantId)?.source).toBe('rows');
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('rows');
     // … and writes a fresh snapshot, so the restart after that reads it.
-    dropProfileIndex(tenantId);
+    dropProfileIndex(database(), tenantId);
     await profileIndex(database(), tenantId);
-    expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('snapshot');
     expect((await profileIndex(database(), tenantId)).has('tags', RoaringBitmap32.of(1, 2, 4)).toArray()).toEqual([4]);
   });
 
@@ -66,24 +67,24 @@ describe('the tenant profile index in this process', () => {
     const tenantId = await tenantRow(newId('tn'));
     const snapshotSeq = async () => Number((await db().profileIndexState.findUnique({ where: { tenantId } }))!.snapshotSeq);
     await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
-    await saveProfileSnapshot(tenantId);
+    await saveProfileSnapshot(database(), tenantId);
     const saved = await snapshotSeq();
-    expect(profileSnapshotDueAt(tenantId)).toBeNull();
+    expect(profileSnapshotDueAt(database(), tenantId)).toBeNull();
 
     const firstWrite = Date.now();
     await upsertProfiles(database(), tenantId, [{ user: 2, attributes: { plan: 'free' } }]);
-    const firstDue = profileSnapshotDueAt(tenantId)!;
+    const firstDue = profileSnapshotDueAt(database(), tenantId)!;
     expect(firstDue).toBeGreaterThanOrEqual(firstWrite + SNAPSHOT_QUIET_MS);
     const secondWrite = Date.now();
     await upsertProfiles(database(), tenantId, [{ user: 3, attributes: { plan: 'free' } }]);
-    expect(profileSnapshotDueAt(tenantId)).toBeGreaterThanOrEqual(Math.max(firstDue, secondWrite + SNAPSHOT_QUIET_MS));
+    expect(profileSnapshotDueAt(database(), tenantId)).toBeGreaterThanOrEqual(Math.max(firstDue, secondWrite + SNAPSHOT_QUIET_MS));
     // Event-loop turns, no clock time: a snapshot due at once would be written by now.
     for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
     expect(await snapshotSeq()).toBe(saved);
 
-    await saveProfileSnapshot(tenantId);
+    await saveProfileSnapshot(database(), tenantId);
     expect(await snapshotSeq()).toBe(saved + 2);
-    expect(profileSnapshotDueAt(tenantId)).toBeNull();
+    expect(profileSnapshotDueAt(database(), tenantId)).toBeNull();
   });
 
   it('writes the owed snapshot when its app closes, and the next app loads it instead of the rows', async () => {
@@ -95,26 +96,26 @@ describe('the tenant profile index in this process', () => {
     registerApp(closing);
     try {
       await upsertProfiles(closing.database, tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
-      expect(profileSnapshotDueAt(tenantId)).not.toBeNull();
+      expect(profileSnapshotDueAt(closing.database, tenantId)).not.toBeNull();
       await closing.close();
-      expect(closing.state.profileIndexes.size).toBe(0);
+      expect(profileIndexes(closing.database).byTenant.size).toBe(0);
     } finally {
       registerApp(registered);
     }
     const { seq, snapshotSeq } = await state();
     expect(Number(snapshotSeq)).toBe(Number(seq));
     await profileIndex(database(), tenantId);
-    expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('snapshot');
   });
 
   it('rebuilds from rows written before the index had a state row', async () => {
     const tenantId = await tenantRow(newId('tn'));
     await db().profile.createMany({ data: [1, 2].map((user) => ({ tenantId, user: BigInt(user), attributes: JSON.stringify({ n: user }) })) });
     expect(await indexedProfiles(tenantId)).toEqual({ 1: { n: 1 }, 2: { n: 2 } });
-    expect(profileIndexLoad(tenantId)?.source).toBe('rows');
-    dropProfileIndex(tenantId);
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('rows');
+    dropProfileIndex(database(), tenantId);
     await profileIndex(database(), tenantId);
-    expect(profileIndexLoad(tenantId)?.source).toBe('snapshot');
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('snapshot');
   });
 
   // After a bulk write PostgreSQL's statistics lag until autovacuum comes by, and the rebuild's keyset pages were then
@@ -132,7 +133,7 @@ describe('the tenant profile index in this process', () => {
     const tenantId = await tenantRow(newId('tn'));
     await db().profile.createMany({ data: [1, 2, 3].map((user) => ({ tenantId, user: BigInt(user), attributes: '{}' })) });
     await profileIndex(database(), tenantId);
-    expect(profileIndexLoad(tenantId)?.source).toBe('rows');
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('rows');
     expect(await analyses()).toBeGreaterThan(before);
   });
 });
