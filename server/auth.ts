@@ -39,9 +39,14 @@ function configuredAdminToken(adminToken: string | undefined): string {
 }
 
 /** Signs the studio in: checks `token` against the app's admin token (CROWDFLOW_ADMIN_TOKEN) and stores a new server-side session. */
-export async function signIn(database: Database, adminToken: string | undefined, token: string): Promise<{ id: string; cookie: string; expiresAt: Date }> {
+export async function signIn(
+  database: Database,
+  adminToken: string | undefined,
+  token: string,
+  now: number,
+): Promise<{ id: string; cookie: string; expiresAt: Date }> {
   if (!sameSecret(token, configuredAdminToken(adminToken))) throw new AppError('unauthorized', 'The admin token is not valid');
-  return startSession(database, configuredAdminToken(adminToken));
+  return startSession(database, configuredAdminToken(adminToken), now);
 }
 
 export function readCookie(request: Request, name: string): string | undefined {
@@ -75,7 +80,14 @@ export interface KeyUseMemory {
  * Who is calling: the admin (`adminToken`, CROWDFLOW_ADMIN_TOKEN, or a studio session) or one tenant's API key, allowed
  * to make this call; keys and sessions are read from `database`, keys' rates and uses kept in `memory`.
  */
-export async function authenticate(request: Request, database: Database, adminToken: string | undefined, memory: KeyUseMemory): Promise<Principal> {
+export async function authenticate(
+  request: Request,
+  database: Database,
+  adminToken: string | undefined,
+  memory: KeyUseMemory,
+  /** The request's time by the app's clock: rate limits, key use and session expiry are reckoned by it. */
+  now: number,
+): Promise<Principal> {
   const header = request.headers.get('authorization');
   if (header) {
     const match = /^Bearer\s+(\S+)$/i.exec(header);
@@ -84,14 +96,14 @@ export async function authenticate(request: Request, database: Database, adminTo
     if (adminToken && sameSecret(secret, adminToken)) return { kind: 'admin' };
     const key = await findKey(database, secret);
     if (key.revoked) throw new AppError('unauthorized', 'This API key was revoked');
-    await takeRequest(database, memory.buckets, key.tenantId, key.keyId);
+    await takeRequest(database, memory.buckets, key.tenantId, key.keyId, now);
     assertScope(request, key.scopes);
-    noteKeyUse(database.db, memory.keyUseWritten, key.keyId);
+    noteKeyUse(database.db, memory.keyUseWritten, key.keyId, now);
     return { kind: 'tenant', tenantId: key.tenantId, keyId: key.keyId, scopes: key.scopes };
   }
   const cookie = readCookie(request, SESSION_COOKIE);
   if (cookie && adminToken) {
-    const session = await liveSession(database, cookie, adminToken);
+    const session = await liveSession(database, cookie, adminToken, now);
     if (!session) {
       throw new AppError(
         'unauthorized',
@@ -130,7 +142,7 @@ function assertScope(request: Request, scopes: readonly Scope[]): void {
 /** Last use is written at most once a minute per key and process: a write per request would cost ingest its speed. */
 const LAST_USED_EVERY_MS = 60_000;
 
-function noteKeyUse(db: Db, lastUseMemory: Map<string, number>, keyId: string, now = Date.now()): void {
+function noteKeyUse(db: Db, lastUseMemory: Map<string, number>, keyId: string, now: number): void {
   if (now - (lastUseMemory.get(keyId) ?? 0) < LAST_USED_EVERY_MS) return;
   if (lastUseMemory.size > 100_000) lastUseMemory.clear();
   lastUseMemory.set(keyId, now);

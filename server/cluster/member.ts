@@ -80,7 +80,7 @@ export class ClusterMember implements ClusterMembership {
       () => this.relistened(),
     );
     this.counts = new ShardCountsPublisher(database, clusterChannel(target));
-    this.committed = new CommittedShards(database);
+    this.committed = new CommittedShards(database, clock);
     this.gathers = new Gathers(this.membership, () => this.rebalanceSoon(), clock);
   }
 

@@ -10,6 +10,7 @@ import { catchUpShard, loadShard, type LoadedShard } from './recovery';
 import type { Shard } from './shard';
 import type { InstanceRuntime } from './tenant';
 import type { Database } from '../storage/database';
+import { systemClock, type Clock } from '../clock';
 
 /** Rebuilt shards kept per process, by their serialized size (roughly their size in memory). */
 export const COMMITTED_SHARDS_MAX_BYTES = 256 * 2 ** 20;
@@ -44,9 +45,10 @@ export class CommittedShards {
   constructor(
     /** The storage shards are rebuilt from (the engine's). */
     private readonly database: Database,
+    /** When a shard was built, so a recent one is caught up rather than rebuilt (the cluster member's clock). */
+    private readonly clock: Clock = systemClock,
     private readonly maxBytes = COMMITTED_SHARDS_MAX_BYTES,
     private readonly maxRebuilds = MAX_CONCURRENT_REBUILDS,
-    private readonly now = () => Date.now(),
   ) {}
 
   /** The shard as committed now. Callers only read it: the next call may replay more rows into the same object. */
@@ -61,7 +63,7 @@ export class CommittedShards {
     }
     const entry = this.entries.get(key);
     if (entry?.current) return entry.current;
-    if (entry && this.now() - entry.builtAt < REBUILD_AFTER_MS) {
+    if (entry && this.clock.now() - entry.builtAt < REBUILD_AFTER_MS) {
       this.touch(key, entry);
       entry.current = catchUpShard(this.database, instance.record.tenantId, entry.loaded, instance.workflow)
         .then((caughtUp) => {
@@ -105,7 +107,7 @@ export class CommittedShards {
   /** Replaces the entry (if any) with a shard rebuilt from the partition's checkpoint. */
   private build(key: string, instance: InstanceRuntime, partition: number): Promise<Shard> {
     this.drop(key);
-    const building: Entry = { loaded: { shard: undefined as unknown as Shard, replayed: 0, seq: 0, unjournaled: null }, bytes: 0, builtAt: this.now() };
+    const building: Entry = { loaded: { shard: undefined as unknown as Shard, replayed: 0, seq: 0, unjournaled: null }, bytes: 0, builtAt: this.clock.now() };
     building.current = this.rebuild(instance, partition)
       .then((loaded) => {
         building.loaded = loaded;

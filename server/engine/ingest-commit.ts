@@ -129,9 +129,10 @@ async function writeGroup(database: Database, ingestState: IngestState, tenantId
     const pending = group.filter((b) => !b.settled);
     if (pending.length === 0) return;
     if (dedupe) {
-      await dedupe.catchUpIfStale();
+      const now = Math.max(...pending.map((b) => b.now));
+      await dedupe.catchUpIfStale(now);
       // Before deciding, so a key or id older than the window counts as new.
-      await dedupe.cleanUp(Math.max(...pending.map((b) => b.now))).catch((error: unknown) => console.warn('[crowdflow] ingest dedupe cleanup failed:', error));
+      await dedupe.cleanUp(now).catch((error: unknown) => console.warn('[crowdflow] ingest dedupe cleanup failed:', error));
     }
     const plan = planGroup(pending, dedupe);
     let offsets: number[];

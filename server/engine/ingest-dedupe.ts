@@ -128,9 +128,9 @@ export class TenantDedupe {
    * Skipping is safe because rows that young are never cleaned up, so the seqs above ours have no gaps: if another
    * process wrote any, the next seq is taken and our write clashes on it, and the retry reads them (`forget`).
    */
-  async catchUpIfStale(): Promise<void> {
-    if (Date.now() - this.caughtUpAt < CATCH_UP_EVERY_MS) return;
-    await this.catchUp();
+  async catchUpIfStale(now: number): Promise<void> {
+    if (now - this.caughtUpAt < CATCH_UP_EVERY_MS) return;
+    await this.catchUp(now);
   }
 
   /** Makes the next decision read the table first (another writer won a race: its rows are unknown here). */
@@ -139,8 +139,8 @@ export class TenantDedupe {
   }
 
   /** Reads the rows written since the last one this process knows (all live rows, the first time). */
-  async catchUp(): Promise<void> {
-    this.caughtUpAt = Date.now();
+  async catchUp(now: number): Promise<void> {
+    this.caughtUpAt = now;
     for (const record of await ingestRecordsAfter(this.database, this.tenantId, this.lastSeq)) this.learn(record);
   }
 

@@ -28,6 +28,8 @@ interface Handed {
 export interface Visitor extends Handed {
   /** The app's throttle of failed sign-ins (server/security/sign-in-throttle.ts). */
   readonly signInThrottle: SignInThrottle;
+  /** The app's clock: sessions start and end by it. */
+  readonly clock: Clock;
 }
 
 /** What an authenticated handler is handed. */
@@ -62,7 +64,7 @@ type TenantHandler<P extends Params & { tenant: string }> = (caller: TenantCalle
 
 /** Who calls with `request`, by the admin token and the database of `built`, the app answering it. */
 function authenticated(built: App, request: Request): Promise<Principal> {
-  return authenticate(request, built.database, built.env.CROWDFLOW_ADMIN_TOKEN, built.state.security);
+  return authenticate(request, built.database, built.env.CROWDFLOW_ADMIN_TOKEN, built.state.security, built.clock.now());
 }
 
 function callerOf(built: App, request: Request, principal: Principal): Caller {
@@ -99,8 +101,8 @@ async function tenantCallerOf(built: App, request: Request, principal: Principal
 /** A route anyone may call, without credentials (signing in and out). */
 export function openRoute<P extends Params = Params>(handler: (visitor: Visitor, params: P) => Promise<Response>) {
   return route<P>(async (request, params) => {
-    const { database, env, state } = app();
-    return handler({ request, database, env, signInThrottle: state.security.signIn }, params);
+    const { database, env, state, clock } = app();
+    return handler({ request, database, env, signInThrottle: state.security.signIn, clock }, params);
   });
 }
 

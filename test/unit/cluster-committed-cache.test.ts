@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CommittedShards, ENTRY_BYTES_AT_LEAST } from '../../server/engine/committed-cache';
+import { systemClock } from '../../server/clock';
 import type { InstanceRuntime } from '../../server/engine/tenant';
 import type { Shard } from '../../server/engine/shard';
 import type { WorkflowDefinition } from '../../core/model/workflow';
@@ -64,13 +65,13 @@ describe('shards of partitions held elsewhere, kept for reads', () => {
     const id = await start(h, await workflow(h, definition), 'c');
     const instance = h.engine.findRuntime(id)!;
 
-    const one = new CommittedShards(database(), Number.POSITIVE_INFINITY, 1);
+    const one = new CommittedShards(database(), systemClock, Number.POSITIVE_INFINITY, 1);
     const shards = await Promise.all([0, 1, 2, 3].map((p) => one.shard(instance, p)));
     shards.forEach((shard, p) => expect(view(shard)).toEqual(view(instance.shards[p]!)));
     expect(one.stats).toMatchObject({ rebuilds: 4, peakRebuilds: 1 });
     expect(one.size().shards).toBe(4);
 
-    const small = new CommittedShards(database(), 1, 4);
+    const small = new CommittedShards(database(), systemClock, 1, 4);
     for (const p of [0, 1, 2, 3]) await small.shard(instance, p);
     expect(small.size().shards).toBe(1); // the least recently used went; the last read stays
     await small.shard(instance, 3);
@@ -83,7 +84,7 @@ describe('shards of partitions held elsewhere, kept for reads', () => {
     const id = await start(h, await workflow(h, definition), 'c');
     const instance = h.engine.findRuntime(id)!;
 
-    const kept = new CommittedShards(database(), 2 * ENTRY_BYTES_AT_LEAST);
+    const kept = new CommittedShards(database(), systemClock, 2 * ENTRY_BYTES_AT_LEAST);
     for (const p of [1, 2, 3]) await kept.shard(instance, p);
     expect(kept.size()).toEqual({ shards: 2, bytes: 2 * ENTRY_BYTES_AT_LEAST });
 

@@ -10,12 +10,12 @@ import { endSession, SESSION_TTL_MS } from '@/server/security/sessions';
 const SignInBody = z.strictObject({ token: z.string().min(1) });
 
 /** Signs the studio in; failed attempts are throttled per client address and for the account (sign-in-throttle.ts). */
-export const POST = openRoute(async ({ request, database, env, signInThrottle: throttle }) => {
+export const POST = openRoute(async ({ request, database, env, signInThrottle: throttle, clock }) => {
   const address = clientAddress(request, trustedProxies(env.CROWDFLOW_TRUSTED_PROXIES));
   const key = throttleKeyOf(address);
   throttle.check(key);
   const { token } = await readJson(request, SignInBody);
-  const session = await signIn(database, env.CROWDFLOW_ADMIN_TOKEN, token).catch(async (error: unknown) => {
+  const session = await signIn(database, env.CROWDFLOW_ADMIN_TOKEN, token, clock.now()).catch(async (error: unknown) => {
     if (error instanceof AppError && error.code === 'unauthorized') {
       throttle.failed(key);
       await audit(database, 'anonymous', 'session.sign_in_failed', { target: 'studio', details: { address } });
@@ -30,9 +30,9 @@ export const POST = openRoute(async ({ request, database, env, signInThrottle: t
 });
 
 /** Signs out: the session ends on the server (the old cookie no longer works anywhere), and the cookie is cleared. */
-export const DELETE = openRoute(async ({ request, database }) => {
+export const DELETE = openRoute(async ({ request, database, clock }) => {
   const cookie = readCookie(request, SESSION_COOKIE);
-  const ended = cookie ? await endSession(database, cookie) : null;
+  const ended = cookie ? await endSession(database, cookie, clock.now()) : null;
   if (ended) await audit(database, { kind: 'admin', session: ended }, 'session.sign_out', { target: ended });
   return json({ signedIn: false }, 200, { 'set-cookie': `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0` });
 });

@@ -6,9 +6,9 @@ export const GET = tenantRoute<{ tenant: string }>(async ({ tenant, database }) 
   return json({ caps: await listCaps(database, tenant.id) });
 });
 
-export const POST = tenantRoute<{ tenant: string }>(async ({ tenant, request, database, audit }) => {
+export const POST = tenantRoute<{ tenant: string }>(async ({ tenant, request, database, clock, audit }) => {
   const body = await readJson(request, CreateCapBody);
-  const cap = await createCap(database, tenant.id, body, Date.now());
+  const cap = await createCap(database, tenant.id, body, clock.now());
   await audit('cap.create', { target: cap.name, details: body });
   return json(cap, 201);
 });

@@ -7,9 +7,9 @@ export const GET = tenantRoute<{ tenant: string }>(async ({ tenant, database }) 
 });
 
 /** 201 with the destination; `secret` only when it was generated (shown this once). */
-export const POST = tenantRoute<{ tenant: string }>(async ({ tenant, request, database, env, audit }) => {
+export const POST = tenantRoute<{ tenant: string }>(async ({ tenant, request, database, env, clock, audit }) => {
   const body = await readJson(request, CreateDestinationBody);
-  const { destination, secret } = await createDestination(database, tenant.id, body, Date.now(), env.CROWDFLOW_WEBHOOK_ALLOW_PRIVATE);
+  const { destination, secret } = await createDestination(database, tenant.id, body, clock.now(), env.CROWDFLOW_WEBHOOK_ALLOW_PRIVATE);
   await audit('webhook.create', {
     target: destination.name,
     details: { url: destination.url, allNotifications: destination.allNotifications },

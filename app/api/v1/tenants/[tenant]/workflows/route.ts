@@ -6,6 +6,6 @@ type Params = { tenant: string };
 
 export const GET = tenantRoute<Params>(async ({ tenant, database }) => json({ workflows: await listWorkflows(database, tenant) }));
 
-export const POST = tenantRoute<Params>(async ({ tenant, request, database }) => {
-  return json(await createWorkflow(database, tenant, await readJson(request, CreateWorkflowRequest, WORKFLOW_BODY_LIMIT)), 201);
+export const POST = tenantRoute<Params>(async ({ tenant, request, database, clock }) => {
+  return json(await createWorkflow(database, tenant, await readJson(request, CreateWorkflowRequest, WORKFLOW_BODY_LIMIT), clock.now()), 201);
 });

@@ -8,10 +8,10 @@ export const GET = tenantRoute<Params>(async ({ tenant, database }, params) => {
   return json(capView(await requireCap(database, tenant.id, CapParams.parse(params).name)));
 });
 
-export const PATCH = tenantRoute<Params>(async ({ tenant, request, database, audit }, params) => {
+export const PATCH = tenantRoute<Params>(async ({ tenant, request, database, clock, audit }, params) => {
   const { name } = CapParams.parse(params);
   const body = await readJson(request, UpdateCapBody);
-  const cap = await updateCap(database, tenant.id, name, body, Date.now());
+  const cap = await updateCap(database, tenant.id, name, body, clock.now());
   await audit('cap.update', { target: name, details: body });
   return json(cap);
 });

@@ -15,10 +15,10 @@ export const GET = tenantRoute<Params>(async ({ tenant, database }, params) => {
   return json(destinationView(await requireDestination(database, tenant.id, DestinationParams.parse(params).name)));
 });
 
-export const PATCH = tenantRoute<Params>(async ({ tenant, request, database, env, audit }, params) => {
+export const PATCH = tenantRoute<Params>(async ({ tenant, request, database, env, clock, audit }, params) => {
   const { name } = DestinationParams.parse(params);
   const body = await readJson(request, UpdateDestinationBody);
-  const destination = await updateDestination(database, tenant.id, name, body, Date.now(), env.CROWDFLOW_WEBHOOK_ALLOW_PRIVATE);
+  const destination = await updateDestination(database, tenant.id, name, body, clock.now(), env.CROWDFLOW_WEBHOOK_ALLOW_PRIVATE);
   await audit('webhook.update', { target: name, details: { fields: Object.keys(body) } });
   return json(destination);
 });

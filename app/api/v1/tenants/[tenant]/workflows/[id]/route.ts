@@ -6,8 +6,8 @@ type Params = { tenant: string; id: string };
 
 export const GET = tenantRoute<Params>(async ({ tenant, database }, { id }) => json(await getWorkflow(database, tenant, id)));
 
-export const PUT = tenantRoute<Params>(async ({ tenant, request, database }, { id }) => {
-  return json(await updateWorkflow(database, tenant, id, await readJson(request, UpdateWorkflowRequest, WORKFLOW_BODY_LIMIT)));
+export const PUT = tenantRoute<Params>(async ({ tenant, request, database, clock }, { id }) => {
+  return json(await updateWorkflow(database, tenant, id, await readJson(request, UpdateWorkflowRequest, WORKFLOW_BODY_LIMIT), clock.now()));
 });
 
 export const DELETE = tenantRoute<Params>(async ({ tenant, database }, { id }) => {
