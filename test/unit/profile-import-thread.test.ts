@@ -11,6 +11,7 @@ import { IMPORT_CHUNK_LINES } from '../../server/profiles/import';
 import { dropProfileIndex, heldProfiles, profileIndex, profileIndexLoad } from '../../server/profiles/index-store';
 import { db, database } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
+import { waitFor } from '../helpers/wait-for';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
 
 /** How busy the request thread may be during the import (the share of time its event loop was not idle). */
@@ -122,11 +123,15 @@ describe('a profile import in the engine thread', () => {
     let ended = false;
     child.once('exit', () => (ended = true));
     // Killed once two chunks are committed (the rows are counted here: the child's engine thread writes them).
-    for (;;) {
-      if (ended) throw new Error(`import child ended early:\n${output}`);
-      if ((await db().profile.count({ where: { tenantId } })) >= 2 * IMPORT_CHUNK_LINES) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitFor(
+      'two committed chunks',
+      async () => {
+        if (ended) throw new Error(`import child ended early:\n${output}`);
+        return (await db().profile.count({ where: { tenantId } })) >= 2 * IMPORT_CHUNK_LINES;
+      },
+      Boolean,
+      { timeoutMs: 50_000, everyMs: 20 },
+    );
     child.kill('SIGKILL');
     await exited;
     const rows = await db().profile.count({ where: { tenantId } });
