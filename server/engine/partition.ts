@@ -36,6 +36,8 @@ export class PartitionWorker implements CheckpointDue {
   private stopped = false;
   private loop: Promise<void> | undefined;
   private movesSinceCheckpoint = 0;
+  /** Bytes of this partition's last checkpoint: a bigger one is written after more moves (checkpointMovesAfter). */
+  private lastCheckpointBytes = 0;
   /** Whether a move since the last checkpoint is of a single user (its checkpoint then comes due sooner). */
   private singleMovesSinceCheckpoint = false;
   /** Wall time of the first move since the last checkpoint: the checkpoint is due a checkpoint interval after it. */
@@ -344,7 +346,8 @@ export class PartitionWorker implements CheckpointDue {
   /** Writes every shard of this partition when enough moves were made, or time passed, since the first uncheckpointed one. */
   async checkpointIfDue(force = false): Promise<void> {
     const now = this.engine.wallClock.now();
-    const due = this.movesSinceCheckpoint >= this.engine.checkpointEveryMoves || (this.movesSinceCheckpoint > 0 && now >= this.checkpointDueAt());
+    const enoughMoves = this.movesSinceCheckpoint >= checkpointMovesAfter(this.engine.checkpointEveryMoves, this.lastCheckpointBytes);
+    const due = enoughMoves || (this.movesSinceCheckpoint > 0 && now >= this.checkpointDueAt());
     if (!force && !due) return;
     await this.lock.run(async () => {
       if (!this.lease) return;
@@ -353,6 +356,7 @@ export class PartitionWorker implements CheckpointDue {
         return shard ? [{ instanceId: i.id, partition: this.partition, data: shard.encode() }] : [];
       });
       await this.engine.commits.checkpoint(this.lease, checkpoints, this.engine.clock.now());
+      this.lastCheckpointBytes = checkpoints.reduce((bytes, checkpoint) => bytes + checkpoint.data.length, 0);
       this.movesSinceCheckpoint = 0;
       this.singleMovesSinceCheckpoint = false;
       this.engine.checkpointSchedule.cancel(this);
@@ -372,6 +376,19 @@ export class PartitionWorker implements CheckpointDue {
     }
     this.poke();
   }
+}
+
+/** What a single-user move's journal row takes, roughly (ids, steps, time and its index entries). */
+const JOURNAL_ROW_BYTES = 64;
+
+/**
+ * The moves after which a partition writes its next checkpoint: `everyMoves`, or as many as the journal rows that
+ * outweigh its last checkpoint when those are more. Restart recovery replays the rows past a partition's checkpoint,
+ * so fewer moves between checkpoints make it shorter; a big checkpoint (millions of scattered users) is written no
+ * more often than the journal rows it spares replaying would weigh.
+ */
+export function checkpointMovesAfter(everyMoves: number, lastCheckpointBytes: number): number {
+  return Math.max(everyMoves, Math.ceil(lastCheckpointBytes / JOURNAL_ROW_BYTES));
 }
 
 function branchConditionTexts(workflow: InstanceRuntime['workflow']): string[] {
