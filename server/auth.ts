@@ -1,6 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from './errors';
-import { lookupCache } from './lookup-cache';
 import { assertSameOriginWrite } from './security/csrf';
 import { takeRequest, type TokenBucket } from './security/rate-limit';
 import { parseScopes, requiredScope, type Scope } from './security/scopes';
@@ -66,7 +65,7 @@ export function readCookie(request: Request, name: string): string | undefined {
 
 type KnownKey = { tenantId: string; keyId: string; revoked: boolean; scopes: Scope[] };
 /** Keys by hash; cleared when this process revokes a key or deletes a tenant. */
-export const apiKeys = (database: Database) => lookupCache<KnownKey>(database, 'api-keys');
+export const apiKeys = (database: Database) => database.local.lookupCache<KnownKey>('api-keys');
 
 /** What authenticating keeps between an app's requests, by API key id (AppState.security, owned by the app). */
 export interface KeyUseMemory {

@@ -2,9 +2,8 @@
 // cheap in-memory call like per-step counts pays two or three database round trips. Changes made by this process
 // (revoking a key, deleting a tenant) clear the entries at once; in a cluster the clear is announced to every other
 // member (server/cluster/channel.ts), which clears its copy within milliseconds; entries also expire after
-// LOOKUP_CACHE_MS.
-import type { Database } from './storage/database';
-import type { LocalState } from './storage/local-state';
+// LOOKUP_CACHE_MS. An app keeps one cache per name in its Database's local state (`database.local.lookupCache(name)`,
+// server/storage/local-state.ts).
 
 export const LOOKUP_CACHE_MS = 5_000;
 /** The cluster notice of a cleared cache (its argument: the cache's name). */
@@ -16,8 +15,8 @@ export class LookupCache<V> {
 
   constructor(
     readonly name: string,
-    /** The app's local state, whose cluster relay tells the other members of a clear. */
-    private readonly local: LocalState,
+    /** Tells the other members of the cluster that this cache was cleared here. */
+    private readonly announceClear: () => void,
   ) {}
 
   get(key: string, now = Date.now()): V | undefined {
@@ -36,18 +35,11 @@ export class LookupCache<V> {
   /** After a change this process made: here, and on every other member of a cluster. */
   clear(): void {
     this.clearHere();
-    this.local.clusterRelay?.(LOOKUP_CACHE_CLEARED, [this.name]);
+    this.announceClear();
   }
 
   /** A change another member made (or announced): this process's copy only. */
   clearHere(): void {
     this.entries.clear();
   }
-}
-
-/** One cache per name and app, kept in its local state (route handlers are separate bundles; the app is what they share). */
-export function lookupCache<V>({ local }: Database, name: string): LookupCache<V> {
-  const caches = local.caches;
-  if (!caches.has(name)) caches.set(name, new LookupCache<unknown>(name, local));
-  return caches.get(name) as LookupCache<V>;
 }

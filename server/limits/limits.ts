@@ -3,7 +3,6 @@
 // overridden fields only, so a default changed in a later release reaches every tenant that did not override it.
 import { z } from 'zod';
 import { AppError } from '../errors';
-import { lookupCache } from '../lookup-cache';
 import type { Database } from '../storage/database';
 import { readLimitOverrides, writeLimitOverrides } from '../storage/tenant-limits';
 
@@ -112,7 +111,7 @@ export async function updateTenantLimits(database: Database, tenantId: string, p
     else if (value !== undefined) next[key] = value;
   }
   await writeLimitOverrides(database, tenantId, JSON.stringify(next));
-  lookupCache(database, 'tenant-limits').clear();
+  database.local.lookupCache('tenant-limits').clear();
   return { ...DEFAULT_LIMITS, ...next };
 }
 

@@ -3,14 +3,13 @@
 // is not limited.
 import { AppError } from '../errors';
 import { tenantLimits, type TenantLimits } from '../limits/limits';
-import { lookupCache } from '../lookup-cache';
 import type { Database } from '../storage/database';
 
 export type RateLimit = { perSecond: number; burst: number };
 export type TokenBucket = { tokens: number; updatedMs: number; limit: RateLimit };
 
 /** Cleared by updateTenantLimits in this process; other processes see a change within 5 s. */
-const limitsByTenant = (database: Database) => lookupCache<TenantLimits>(database, 'tenant-limits');
+const limitsByTenant = (database: Database) => database.local.lookupCache<TenantLimits>('tenant-limits');
 
 async function limitOf(database: Database, tenantId: string): Promise<RateLimit> {
   let limits = limitsByTenant(database).get(tenantId);

@@ -5,13 +5,13 @@
 //
 // Modules above keep theirs by name (`held`), not by a key object: Next.js bundles every route handler apart, each with
 // its own copy of every module, and the copies must find the same state.
-import type { LookupCache } from '../lookup-cache';
+import { LOOKUP_CACHE_CLEARED, LookupCache } from '../lookup-cache';
 
 type Relay = (name: string, args: unknown[]) => void;
 type Listener = (...args: never[]) => void;
 
 export class LocalState {
-  /** Short-lived lookup caches by name (server/lookup-cache.ts). */
+  /** Short-lived lookup caches by name (server/lookup-cache.ts): made by lookupCache(), cleared by the cluster channel. */
   readonly caches = new Map<string, LookupCache<unknown>>();
   /** Hands every notice of this thread to the engine thread as well (set by its client, server/engine/client.ts). */
   noticeRelay: Relay | undefined;
@@ -44,6 +44,12 @@ export class LocalState {
       }
     }
     this.noticeRelay?.(name, args);
+  }
+
+  /** This app's lookup cache `name` (server/lookup-cache.ts); its clears are announced to the cluster. */
+  lookupCache<V>(name: string): LookupCache<V> {
+    if (!this.caches.has(name)) this.caches.set(name, new LookupCache<unknown>(name, () => this.clusterRelay?.(LOOKUP_CACHE_CLEARED, [name])));
+    return this.caches.get(name) as LookupCache<V>;
   }
 
   /** The state a module keeps under `name`, made by `create` on first use. */

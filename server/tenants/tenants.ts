@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { apiKeys, hashKey, newApiKeySecret, type Principal } from '../auth';
-import { lookupCache } from '../lookup-cache';
 import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { NAME_KINDS, nameSchema } from '../../core/model/names';
@@ -78,7 +77,7 @@ export async function callerTenant(database: Database, principal: Principal, ref
 }
 
 /** Tenants by id or name; a tenant never changes after it is created, only its deletion clears the cache. */
-const tenantsByRef = (database: Database) => lookupCache<TenantRow>(database, 'tenants');
+const tenantsByRef = (database: Database) => database.local.lookupCache<TenantRow>('tenants');
 
 async function lookupTenant(database: Database, ref: string): Promise<TenantRow | null> {
   const cached = tenantsByRef(database).get(ref);
