@@ -66,7 +66,7 @@ export interface EngineOptions {
   /** When every move since a partition's checkpoint is a bulk move: 10 minutes by default (partition.ts). */
   bulkCheckpointEveryMs?: number;
   /** Moves after which a partition writes a checkpoint, or more after a big one (partition.ts checkpointMovesAfter):
-   * 20,000 by default. */
+   * 100,000 by default. */
   checkpointEveryMoves?: number;
   /** How long an operation waits for partitions this process does not own yet before failing. Default 2 minutes. */
   partitionWaitMs?: number;
@@ -136,7 +136,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.leaseMs = options.leaseMs ?? 15_000;
     this.checkpointEveryMs = options.checkpointEveryMs ?? 5_000;
     this.bulkCheckpointEveryMs = options.bulkCheckpointEveryMs ?? 10 * 60_000;
-    this.checkpointEveryMoves = options.checkpointEveryMoves ?? 20_000;
+    this.checkpointEveryMoves = options.checkpointEveryMoves ?? 100_000;
     this.partitionWaitMs = options.partitionWaitMs ?? PARTITION_WAIT_MS;
     this.startCommitBytes = options.startCommitBytes ?? START_COMMIT_BYTES;
     // Registered before any start so the runner (which may resume instance procedures at boot) knows the types.
