@@ -57,9 +57,4 @@ export class LocalState {
     if (!this.kept.has(name)) this.kept.set(name, create());
     return this.kept.get(name) as T;
   }
-
-  /** The state kept under `name`, if any was made. */
-  heldIfAny<T>(name: string): T | undefined {
-    return this.kept.get(name) as T | undefined;
-  }
 }
