@@ -43,16 +43,21 @@ class Connection {
 
   /** The next answer on this connection, or null if the server closed it first. */
   async answer(): Promise<Answer | null> {
-    const deadline = Date.now() + STALL_BOUND_MS;
-    for (;;) {
-      const parsed = this.parse();
-      if (parsed) return parsed;
-      if (this.closed) return null;
-      if (Date.now() > deadline) throw new Error(`no answer within ${STALL_BOUND_MS} ms on a connection that stayed open`);
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        setTimeout(resolve, 200);
-      });
+    let stalled = false;
+    const bound = setTimeout(() => {
+      stalled = true;
+      this.wake?.();
+    }, STALL_BOUND_MS);
+    try {
+      for (;;) {
+        const parsed = this.parse();
+        if (parsed) return parsed;
+        if (this.closed) return null;
+        if (stalled) throw new Error(`no answer within ${STALL_BOUND_MS} ms on a connection that stayed open`);
+        await new Promise<void>((resolve) => (this.wake = resolve));
+      }
+    } finally {
+      clearTimeout(bound);
     }
   }
 

@@ -230,7 +230,8 @@ describe('scale-out', () => {
           executions.set(ctx.procedureId, (executions.get(ctx.procedureId) ?? 0) + 1);
           inside += 1;
           maxInside = Math.max(maxInside, inside);
-          await new Promise((r) => setTimeout(r, 5)); // a real pause, so an overlap would be seen
+          // Both runners claim what they may while this one runs: a conflicting claim would be inside now.
+          await Promise.all(runners.map((r) => r.settled()));
           inside -= 1;
           return { kind: 'done' as const };
         },

@@ -30,10 +30,20 @@ it.runIf(onSqlite)('a transaction that reads before it writes survives another c
   const rename = otherConnection.prepare('UPDATE "Tenant" SET name = ? WHERE id = ?');
 
   let otherCommit: Promise<unknown> | undefined;
+  const otherRefused = signal();
   await db().$transaction(async (tx) => {
     const tenant = await tx.tenant.findUniqueOrThrow({ where: { id: tenantId } });
-    otherCommit = whenUnlocked(() => rename.run(`${tenantId.toLowerCase()}-renamed`, tenantId));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    otherCommit = whenUnlocked(() => {
+      try {
+        return rename.run(`${tenantId.toLowerCase()}-renamed`, tenantId);
+      } catch (error) {
+        if (isSqliteBusy(error)) otherRefused.resolve();
+        throw error;
+      }
+    });
+    // The other connection tried to commit while this transaction held the lock (it tries again after it), or, were
+    // the lock not held, committed in between: the write below then meets the stale snapshot.
+    await Promise.race([otherRefused.promise, otherCommit]);
     await tx.tenant.update({ where: { id: tenantId }, data: { partitions: tenant.partitions * 2 } });
   });
   await otherCommit;

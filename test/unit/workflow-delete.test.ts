@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { db, database } from '../helpers/app-db';
 import { createTenant, deleteTenant, type Tenant } from '../../server/tenants/tenants';
 import { createWorkflow, deleteWorkflow, getWorkflow } from '../../server/workflows/workflows';
+import { waitFor } from '../helpers/wait-for';
 
 // Deleting a workflow removes what it left behind (versions, stopped instances, their snapshots and checkpoints)
 // in one transaction that re-checks for an active instance inside it.
@@ -13,6 +14,7 @@ const definition = {
   ],
 };
 let counter = 0;
+const onPostgres = process.env.CROWDFLOW_TEST_PROVIDER === 'postgres';
 
 async function setUp(): Promise<{ tenant: Tenant; workflowId: string }> {
   const view = await createTenant(database(), { name: `del-${process.pid}-${++counter}`, partitions: 2 });
@@ -78,8 +80,10 @@ describe('workflow delete', () => {
     const released = new Promise<void>((resolve) => (release = resolve));
     let holding!: () => void;
     const held = new Promise<void>((resolve) => (holding = resolve));
+    let holderPid = 0;
     const holder = db().$transaction(
       async (tx) => {
+        if (onPostgres) [{ pid: holderPid }] = await tx.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
         await tx.workflow.update({ where: { id: workflowId }, data: { updatedAt: new Date() } });
         await tx.instance.create({
           data: { id: 'in_del_racing', tenantId: tenant.id, workflowId, version: 1, crowdName: 'all', state: 'starting', userCount: 0n },
@@ -94,8 +98,16 @@ describe('workflow delete', () => {
       () => null,
       (error: unknown) => error,
     );
-    // A check made before the transaction (or before its lock) would see no instance yet; give it the time to run.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A check made before the transaction (or before its lock) would see no instance yet. On PostgreSQL the delete
+    // now waits on the holder's row lock; on SQLite every statement of the app's one connection, its first read too,
+    // waits for the holder's turn to end (server/storage/sqlite-busy.ts).
+    if (onPostgres) {
+      await waitFor('the delete to wait on the workflow row', async () => {
+        const [{ waiting }] = await db().$queryRaw<{ waiting: bigint }[]>`
+          SELECT count(*) AS waiting FROM pg_stat_activity WHERE ${holderPid}::int = ANY(pg_blocking_pids(pid))`;
+        return waiting > 0n;
+      });
+    }
     release();
     await holder;
     expect(await deleting).toMatchObject({ code: 'conflict', details: { instanceId: 'in_del_racing', state: 'starting' } });
