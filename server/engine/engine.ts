@@ -2,12 +2,9 @@ import { dueWinners, registerWinnerProcedure, submitWinner, type WinnerRequest }
 import { sleepUntilAborted, systemClock, type Clock } from '../clock';
 import type { Principal } from '../auth';
 import { processOwner } from '../process-owner';
-import { notFound } from '../errors';
 import type { RoaringBitmap32 } from '../crowd/bitmap';
 import type { Database } from '../storage/database';
-import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import { onTenantDeleted } from '../tenants/changes';
-import { retryTransient } from '../storage/transient';
 import { FairTurns } from './slices';
 import { CheckpointSchedule } from './checkpoint-schedule';
 import { CommitGroup } from './commit-group';
@@ -15,18 +12,17 @@ import { CountsPublisher, type PublishCounts } from './counts-publisher';
 import { PartitionWorker } from './partition';
 import type { EngineSide } from './engine-side';
 import type { IngestState } from './ingest-state';
-import { WorkflowRuntime } from './runtime';
 import { logEnds } from '../storage/event-log';
 import * as reads from './reads';
 import { previewPath, type PathPreview, type PreviewRequest } from './preview';
 import { CountsPushes } from './counts-pushes';
-import { TimerLoop, type LoadedTenant } from './timer-loop';
+import { TimerLoop } from './timer-loop';
+import { LoadedTenants } from './loaded-tenants';
 import { LeaseKeeper } from './lease-keeper';
-import { InstanceRuntime, shardCounts, TenantRuntime } from './tenant';
+import { type InstanceRuntime, shardCounts, type TenantRuntime } from './tenant';
 import type { SampledInstance } from './counts-history';
 import type { CommittedShards } from './committed-cache';
 import type { ClusterMembership } from './cluster-port';
-import { loadDefinition } from './instance-store';
 import { appendPrepared, prepareIngestBody, type IngestOutcome, type PreparedIngest } from './ingest';
 import * as ops from './instances';
 import { PARTITION_WAIT_MS, START_COMMIT_BYTES } from './operations';
@@ -100,15 +96,12 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   readonly cluster: ClusterMembership | undefined;
   /** Profile writes and index reads, on this thread's profile index (the one conditions read). */
   readonly profiles: ProfileCalls;
-  private readonly tenants = new Map<string, TenantEntry>();
+  private readonly tenants: LoadedTenants;
   private readonly pushes = new CountsPushes();
   private readonly stopRequested = new Set<string>();
   private readonly timers: TimerLoop;
   private readonly leases: LeaseKeeper;
   private running = false;
-  private loadingAll: Promise<void> | undefined;
-  /** Tenants that existed at start and are not loaded yet: their live reads answer 503 `partition_recovering`. */
-  private readonly recovering = new Set<string>();
   private unsubscribeTenantDeleted: (() => void) | undefined;
 
   constructor(options: EngineOptions) {
@@ -119,12 +112,25 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.profiles = profileCalls(this.database);
     this.commits = new CommitGroup(this.database);
     this.checkpointSchedule = new CheckpointSchedule(this.wallClock);
+    this.tenants = new LoadedTenants({
+      database: this.database,
+      turns: this.turns,
+      isRunning: () => this.running,
+      partitionWorker: (runtime, partition) => new PartitionWorker(this, runtime, partition),
+      tenantLoaded: (tenantId, loaded) => {
+        // Shards installed while the tenant loaded could not be published (findRuntime needs it loaded): publish them
+        // now, or a restarted cluster member would leave the others reading its predecessor's figures.
+        for (const instanceId of loaded.runtime.instances.keys()) this.countsChanged(instanceId);
+        this.timersChanged(tenantId); // its partitions' leases may have been taken (and woken the loop) before it counted as loaded
+        this.instancesChanged();
+      },
+    });
     this.timers = new TimerLoop({
       clock: this.clock,
       database: this.database,
       // Loaded tenants only: one still rebuilding its shards must not hold up the others' timers (its load wakes the loop).
-      tenants: async () => [...this.tenants.values()].flatMap((entry) => (entry.loaded ? [entry.loaded] : [])),
-      loadedTenant: (id) => this.tenants.get(id)?.loaded,
+      tenants: async () => this.tenants.allLoadedNow().map(([, loaded]) => loaded),
+      loadedTenant: (id) => this.tenants.loaded(id),
       sampledInstances: () => this.sampledInstances(),
       countsSampled: (instanceId, counts, now) => this.decideExperiments(instanceId, counts, now),
     });
@@ -167,39 +173,13 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.leases.start();
     this.checkpointSchedule.start();
     // Listed before start returns, so a read that follows is told the tenant is loading instead of waiting for it.
-    this.loadingAll = this.loadTenants(await this.tenantsToLoad());
+    await this.tenants.loadAllInBackground();
     await ops.resumeInterruptedOperations(this);
   }
 
   /** Resolves once every tenant that existed at start is loaded (tests and the bench wait for it). */
   async loaded(): Promise<void> {
-    await this.loadingAll;
-  }
-
-  /** Every tenant of the database, each marked as recovering until it is loaded. */
-  private async tenantsToLoad(): Promise<string[]> {
-    // A transient storage error must not leave every tenant unloaded (no partition loops, no timers until first used).
-    const listed = await retryTransient(() => this.database.db.tenant.findMany({ select: { id: true }, orderBy: { id: 'asc' } }), LOAD_STORAGE_PATIENCE_MS);
-    const ids = listed.map((t) => t.id);
-    for (const id of ids) if (!this.tenants.get(id)?.loaded) this.recovering.add(id);
-    return ids;
-  }
-
-  /** A few tenants at a time: each takes its leases and reads its checkpoints, which is mostly waiting on storage. */
-  private async loadTenants(ids: string[]): Promise<void> {
-    let next = 0;
-    const loadNext = async (): Promise<void> => {
-      while (this.running && next < ids.length) {
-        const id = ids[next++];
-        await retryTransient(() => this.tenant(id), LOAD_STORAGE_PATIENCE_MS).catch((error) =>
-          console.error(`[crowdflow] loading tenant ${id} failed; it loads again when next used`, error),
-        );
-        this.recovering.delete(id);
-      }
-    };
-    await Promise.all(Array.from({ length: TENANTS_LOADED_AT_ONCE }, loadNext));
-    this.recovering.clear();
-    this.loadingAll = undefined;
+    await this.tenants.allLoaded();
   }
 
   /**
@@ -207,39 +187,26 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
    * answered 503 `partition_recovering` at once and the tenant's load is brought forward, instead of a request hanging.
    */
   isRecovering(tenantId: string): boolean {
-    if (!this.recovering.has(tenantId)) return false;
-    if (this.tenants.get(tenantId)?.loaded) return (void this.recovering.delete(tenantId), false);
-    void this.tenantEntry(tenantId).catch(() => undefined);
-    return true;
+    return this.tenants.isRecovering(tenantId);
   }
 
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    await this.loadingAll;
+    await this.tenants.allLoaded();
     await this.cluster?.drain();
     this.unsubscribeTenantDeleted?.();
     await this.timers.stop();
     await this.leases.stop();
     await this.checkpointSchedule.stop();
-    for (const entry of this.tenants.values()) {
-      const { runtime, workers } = await entry.ready;
-      await Promise.all(workers.map((w) => w.stop()));
-      runtime.data.close();
-    }
-    this.tenants.clear();
+    await this.tenants.stopAll();
     this.pushes.clear();
     await this.cluster?.leave();
   }
 
   /** A deleted tenant: its partition loops end without writing anything more (its rows went with it). */
-  async forgetTenant(tenantId: string): Promise<void> {
-    const entry = this.tenants.get(tenantId);
-    if (!entry) return;
-    const { runtime, workers } = await entry.ready;
-    await Promise.all(workers.map((w) => w.stop(false)));
-    runtime.data.close();
-    if (this.tenants.get(tenantId) === entry) this.tenants.delete(tenantId);
+  forgetTenant(tenantId: string): Promise<void> {
+    return this.tenants.forget(tenantId);
   }
 
   /** Whether this engine runs partition loops for the tenant (false once a deleted tenant's loops have ended). */
@@ -249,11 +216,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   /** The tenant's runtime: its running instances loaded and one owner loop per partition started. */
   async tenant(tenantId: string): Promise<TenantRuntime> {
-    return (await this.tenantEntry(tenantId)).runtime;
+    return (await this.tenants.load(tenantId)).runtime;
   }
 
   async workers(tenantId: string): Promise<PartitionWorker[]> {
-    return (await this.tenantEntry(tenantId)).workers;
+    return (await this.tenants.load(tenantId)).workers;
   }
 
   leaseHeld(worker: PartitionWorker, held: boolean): void {
@@ -262,7 +229,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   /** The tenants loaded so far, with their partition loops. */
   loadedTenants(): [string, PartitionWorker[]][] {
-    return [...this.tenants].flatMap(([id, entry]) => (entry.loaded ? [[id, entry.loaded.workers] as [string, PartitionWorker[]]] : []));
+    return this.tenants.allLoadedNow().map(([id, loaded]) => [id, loaded.workers]);
   }
 
   /**
@@ -272,45 +239,6 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   async gatherPartitions(tenantId: string): Promise<() => Promise<void>> {
     if (!this.cluster) return async () => undefined;
     return this.cluster.gather(tenantId, await this.workers(tenantId));
-  }
-
-  private tenantEntry(tenantId: string): Promise<LoadedTenant> {
-    let entry = this.tenants.get(tenantId);
-    if (!entry) {
-      const ready = this.loadTenant(tenantId);
-      const created: TenantEntry = { ready };
-      entry = created;
-      this.tenants.set(tenantId, created);
-      ready.then(
-        (loaded) => {
-          created.loaded = loaded;
-          // Shards installed while the tenant loaded could not be published (findRuntime needs `loaded`): publish
-          // them now, or a restarted cluster member would leave the others reading its predecessor's figures.
-          for (const instanceId of loaded.runtime.instances.keys()) this.countsChanged(instanceId);
-          this.timersChanged(tenantId); // its partitions' leases may have been taken (and woken the loop) before it counted as loaded
-          this.instancesChanged();
-        },
-        () => this.tenants.delete(tenantId),
-      );
-    }
-    return entry.ready;
-  }
-
-  private async loadTenant(tenantId: string): Promise<LoadedTenant> {
-    const tenant = await this.database.db.tenant.findUnique({ where: { id: tenantId } });
-    if (!tenant) throw notFound(`Tenant "${tenantId}"`);
-    const runtime = new TenantRuntime(this.database, tenant.id, tenant, this.turns);
-    for (const row of await this.database.db.instance.findMany({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } })) {
-      if (row.state === 'starting') continue; // its start procedure installs it
-      const definition = await loadDefinition(this.database, row.workflowId, row.version);
-      runtime.instances.set(row.id, new InstanceRuntime(row, new WorkflowRuntime(definition, row.workflowId), tenant.partitions));
-    }
-    const workers = Array.from({ length: tenant.partitions }, (_, p) => new PartitionWorker(this, runtime, p));
-    if (this.running) {
-      for (const worker of workers) worker.start();
-      await Promise.all(workers.map((w) => w.firstAttempt));
-    }
-    return { runtime, workers };
   }
 
   /** Ingest calls this after appending events so the partition loops read them at once. */
@@ -380,7 +308,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
    */
   private sampledInstances(): SampledInstance[] {
     if (this.cluster) return this.cluster.sampledInstances();
-    return [...this.tenants.values()].flatMap((entry) => (entry.loaded?.workers.every((w) => w.lease) ? [...entry.loaded.runtime.instances.values()] : []));
+    return this.tenants.allLoadedNow().flatMap(([, loaded]) => (loaded.workers.every((w) => w.lease) ? [...loaded.runtime.instances.values()] : []));
   }
 
   isStopRequested(instanceId: string): boolean {
@@ -421,7 +349,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
   /** The counts of each partition of the instance this engine holds, with its lease epoch (for the other members). */
   private heldFigures(tenantId: string, instanceId: string): { partition: number; epoch: number; counts: Counts }[] {
     const instance = this.findRuntime(instanceId);
-    const workers = this.tenants.get(tenantId)?.loaded?.workers ?? [];
+    const workers = this.tenants.loaded(tenantId)?.workers ?? [];
     if (!instance) return [];
     return workers.flatMap((worker) => {
       const counts = worker.lease ? shardCounts(instance, worker.partition) : null;
@@ -443,13 +371,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
   /** The live instance, looked for in `tenantId` first when given, then in every loaded tenant. */
   findRuntime(instanceId: string, tenantId?: string): InstanceRuntime | undefined {
-    const hinted = tenantId === undefined ? undefined : this.tenants.get(tenantId)?.loaded?.runtime.instances.get(instanceId);
-    if (hinted) return hinted;
-    for (const entry of this.tenants.values()) {
-      const instance = entry.loaded?.runtime.instances.get(instanceId);
-      if (instance) return instance;
-    }
-    return undefined;
+    return this.tenants.findInstance(instanceId, tenantId);
   }
 
   // ---- queries ------------------------------------------------------------------------------------------------
@@ -545,10 +467,3 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
 
 /** How often drain() pokes a partition that has not caught up yet, in wall-clock time. */
 const DRAIN_POKE_MS = 5;
-
-/** Tenants loaded side by side at start. */
-const TENANTS_LOADED_AT_ONCE = 4;
-/** How long loading the tenants at start rides out transient storage errors (each read retried with backoff). */
-const LOAD_STORAGE_PATIENCE_MS = 60_000;
-
-type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
