@@ -7,7 +7,6 @@ import type { PartitionWorker } from './partition';
 import { WorkflowRuntime } from './runtime';
 import type { FairTurns } from './slices';
 import { InstanceRuntime, TenantRuntime } from './tenant';
-import type { LoadedTenant } from './timer-loop';
 
 /** What loading a tenant needs of its engine. */
 export interface TenantLoadHost {
@@ -19,6 +18,9 @@ export interface TenantLoadHost {
   /** Told once the tenant's instances are loaded and its partition loops made their first attempt. */
   tenantLoaded(tenantId: string, loaded: LoadedTenant): void;
 }
+
+/** A tenant an engine runs: its instances and one loop per partition. */
+export type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] };
 
 type TenantEntry = { ready: Promise<LoadedTenant>; loaded?: LoadedTenant };
 

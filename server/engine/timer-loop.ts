@@ -6,17 +6,15 @@ import { LoopIdle, sleepUntilAborted, systemClock, Wakeup, type Clock } from '..
 import { cleanupJournal } from '../notifications/notifications';
 import type { Database } from '../storage/database';
 import { CountsSampler, downsampleCountsHistory, MINUTE_MS, type SampledInstance } from './counts-history';
-import type { PartitionWorker } from './partition';
+import type { LoadedTenant } from './loaded-tenants';
 import { LogTrimmer } from '../storage/event-log';
-import { Mutex, type TenantRuntime } from './tenant';
+import { Mutex } from './tenant';
 import type { Counts } from './types';
 import { firingWaits, nextTimerDue, runDueTimers, warmNextFirings } from './timers';
 
 /** The loop re-plans at least this often (engine clock), so nothing is missed for long. */
 const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
 const HOUSEKEEPING_EVERY_MS = 60 * 60 * 1000;
-
-export type LoadedTenant = { runtime: TenantRuntime; workers: PartitionWorker[] };
 
 /** What the loop needs of its engine. */
 export interface TimerHost {
