@@ -66,7 +66,7 @@ async function waitForState(server: BenchServer, instanceId: string, wanted: str
   }
 }
 
-async function counts(server: BenchServer, instanceId: string): Promise<CountsJson> {
+async function counts(server: Pick<BenchServer, 'baseUrl'>, instanceId: string): Promise<CountsJson> {
   return call<CountsJson>(server, 'GET', `/tenants/${TENANT}/instances/${instanceId}/counts`);
 }
 
@@ -360,14 +360,15 @@ async function measureRecovery(
   );
   const started = performance.now();
   const { restarted, seenAt } = await inWindow(`http on ${database.provider}: restart → recovered counts`, async () => {
-    const restarted = await startServer(database.url, { profile: options.profile });
-    const seenAt = await waitForCounts(restarted, instanceId, (c) => (c.steps.small ?? 0) === wantedSmall, 300_000, 10).catch(async (error) => {
-      await restarted.stop();
-      throw error;
+    // Asked from the spawn on: the server answers counts itself before Next.js is ready (server/main.ts), so waiting
+    // for one of Next's routes first would add Next's boot to the figure (until session 27 it did).
+    const restarted = await startServer(database.url, {
+      profile: options.profile,
+      answering: async (listening) => ((await counts(listening, instanceId)).steps.small ?? 0) === wantedSmall,
     });
-    return { restarted, seenAt };
+    return { restarted, seenAt: performance.now() };
   });
-  const note = `(boot ${restarted.bootMs.toFixed(0)}; empty-db boot ${server.bootMs.toFixed(0)}; ${Number(rows).toLocaleString('en-US')} journal rows past the checkpoints)`;
+  const note = `(an empty database's boot until Next.js answered: ${server.bootMs.toFixed(0)}; ${Number(rows).toLocaleString('en-US')} journal rows past the checkpoints)`;
   return {
     figure: {
       value: seenAt - started,
@@ -375,7 +376,6 @@ async function measureRecovery(
       details: {
         moves: purchases.length,
         journalRowsReplayed: Number(rows),
-        serverBootMs: Math.round(restarted.bootMs),
         emptyDatabaseBootMs: Math.round(server.bootMs),
       },
     },
