@@ -140,6 +140,7 @@ export function createApp(options: AppOptions = {}): App {
     stop,
     async close() {
       await stop();
+      await Promise.all([state.formatters.idText.close(), state.formatters.table.close()]);
       await closeProfileIndexes(database);
       if (ownsStorage) await closeStorage(storage);
     },

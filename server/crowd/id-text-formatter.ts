@@ -22,6 +22,14 @@ export class IdTextFormatter {
     });
   }
 
+  /** Ends the thread (an app's close: a process that builds apps one after another would keep each one's otherwise). */
+  async close(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    this.fail(worker, new Error('the export formatter was closed'));
+    await worker.terminate();
+  }
+
   private spawn(): Worker {
     const worker = startThread({ source: 'server/crowd/id-text-thread.ts' });
     worker.unref();

@@ -77,6 +77,14 @@ export class TableFormatter {
     return session;
   }
 
+  /** Ends the thread (an app's close: a process that builds apps one after another would keep each one's otherwise). */
+  async close(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    this.fail(worker, new Error('the export table thread was closed'));
+    await worker.terminate();
+  }
+
   private spawn(): Worker {
     const worker = startThread({ source: 'server/exports/table-thread.ts' });
     worker.unref();

@@ -12,8 +12,18 @@ const database = await copyTestDatabase(inject('templateDatabaseUrl'), 'file');
 process.env.DATABASE_URL = database.url;
 registerApp(createApp());
 
+// Files share their worker process (isolate: false in vitest.config.ts): a thread a file started and left running
+// (a worker thread shows as a MessagePort) would live on into the next files, so leaving one fails the file.
+const threadsAtStart = openThreads();
+
 afterAll(async () => {
   await app().close();
   registerApp(undefined);
   await database.drop();
+  const left = openThreads() - threadsAtStart;
+  if (left > 0) throw new Error(`this file left ${left} worker thread(s) running: close what it started (an app, a formatter)`);
 });
+
+function openThreads(): number {
+  return process.getActiveResourcesInfo().filter((kind) => kind === 'MessagePort').length;
+}

@@ -1,10 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { bitmapExportResponse } from '../../server/crowd/export';
 import { IdTextFormatter } from '../../server/crowd/id-text-formatter';
 
 /** The text formats' writer thread, as an app holds one. */
 const idText = new IdTextFormatter();
+afterAll(() => idText.close());
 
 // Text exports are formatted page by page in the export formatter thread (server/crowd/id-text-formatter.ts): the
 // pages must join into exactly the text of the whole bitmap, in order, whatever the page borders.

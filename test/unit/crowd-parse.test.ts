@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../server/errors';
 import { RoaringBitmap32, deserializeBitmap, radixSortUint32, serializeBitmap } from '../../server/crowd/bitmap';
 import { sparseIds } from '../../bench/lib/data';
@@ -9,6 +9,7 @@ import { IdTextFormatter } from '../../server/crowd/id-text-formatter';
 
 /** The text formats' writer thread, as an app holds one. */
 const idText = new IdTextFormatter();
+afterAll(() => idText.close());
 
 const LIMIT = 1024 * 1024;
 

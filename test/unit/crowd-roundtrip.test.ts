@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { bitmapExportResponse } from '../../server/crowd/export';
 import { parseCrowdUpload } from '../../server/crowd/parse';
@@ -9,6 +9,7 @@ import { IdTextFormatter } from '../../server/crowd/id-text-formatter';
 
 /** The text formats' writer thread, as an app holds one. */
 const idText = new IdTextFormatter();
+afterAll(() => idText.close());
 
 // 2^20 users: many 64 KB upload chunks (an ID cut at each edge) and 16,384-ID export pages, and a stored crowd of
 // several hundred KB. How fast 10M users go through the same code is the bench's (bench/scenarios/crowd.ts).
