@@ -280,7 +280,7 @@ async function measureInProcess(database: ScratchDatabase, users: number): Promi
     await profileIndex(processDatabase(), tenant.id);
     const snapshotLoad = profileIndexLoad(processDatabase(), tenant.id)!;
     const rssGrowth = settledHeap() - rssBefore;
-    await db().profileIndexState.update({ where: { tenantId: tenant.id }, data: { snapshotSeq: -1 } });
+    await db().profileIndexSnapshot.delete({ where: { tenantId: tenant.id } });
     dropProfileIndex(processDatabase(), tenant.id);
     console.log('  rebuilding the index from rows…');
     await profileIndex(processDatabase(), tenant.id);

@@ -8,6 +8,7 @@ import roaring from 'roaring';
 import { ProfileIndex, type Attributes, type ProfileChange, type RelayedProfileWrite } from './index-tenant';
 import type { Database } from '../storage/database';
 import { eachProfilePage } from '../storage/profile-reads';
+import { ensureProfileIndexState, readProfileIndexState, writeProfileSnapshot } from '../storage/profile-index-snapshots';
 
 const { RoaringBitmap32: Bitmap } = roaring;
 
@@ -48,10 +49,10 @@ export class TenantProfiles {
 
   private async load(): Promise<void> {
     const started = performance.now();
-    const state = await this.database.db.profileIndexState.findUnique({ where: { tenantId: this.tenantId } });
-    const seq = Number(state?.seq ?? 0);
+    const state = await readProfileIndexState(this.database, this.tenantId);
+    const seq = state.seq ?? 0;
     const { maxIndexedValuesPerAttribute } = await tenantLimits(this.database, this.tenantId);
-    const snapshot = state?.snapshot && Number(state.snapshotSeq) === seq ? decodeIndex(state.snapshot) : null;
+    const snapshot = state.snapshot ? decodeIndex(state.snapshot) : null;
     if (snapshot) {
       snapshot.fitIndexedValues(maxIndexedValuesPerAttribute);
       this.index = snapshot;
@@ -67,11 +68,11 @@ export class TenantProfiles {
     );
     this.index = index;
     this.seq = seq;
-    this.lastLoad = { source: index.size === 0 && !state ? 'empty' : 'rows', ms: performance.now() - started, profiles: index.size };
+    const counted = state.seq !== null;
+    this.lastLoad = { source: index.size === 0 && !counted ? 'empty' : 'rows', ms: performance.now() - started, profiles: index.size };
     // Profiles written before this table existed have no state row yet: give them one, so the next boot reads a snapshot.
-    if (!state && index.size > 0)
-      await this.database.db.profileIndexState.upsert({ where: { tenantId: this.tenantId }, create: { tenantId: this.tenantId }, update: {} });
-    if (state || index.size > 0) await this.saveSnapshot();
+    if (!counted && index.size > 0) await ensureProfileIndexState(this.database, this.tenantId);
+    if (counted || index.size > 0) await this.saveSnapshot();
     else this.markSaved(); // nothing stored yet: no snapshot is owed
   }
 
@@ -84,11 +85,8 @@ export class TenantProfiles {
     }
     const seq = this.seq;
     const bytes = await encodeIndex(this.index);
-    // Only if no other process has written since (its writes are not in this index): then the next load rebuilds.
-    await this.database.db.profileIndexState.updateMany({
-      where: { tenantId: this.tenantId, seq: BigInt(seq) },
-      data: { snapshot: new Uint8Array(bytes), snapshotSeq: BigInt(seq), updatedAt: new Date() },
-    });
+    // Not stored if another process has written since (its writes are not in this index): then the next load rebuilds.
+    await writeProfileSnapshot(this.database, this.tenantId, seq, bytes);
     this.savedSeq = seq;
     this.markSaved();
   }

@@ -16,6 +16,7 @@ import { createTenant, deleteTenant } from '../../server/tenants/tenants';
 import { tenantRow } from '../helpers/tenant-row';
 import { app, registerApp } from '../../server/app';
 import { createApp } from '../../server/create-app';
+import { testProvider } from '../helpers/real-storage-errors';
 
 const { RoaringBitmap32 } = roaring;
 
@@ -65,7 +66,7 @@ describe('the tenant profile index in this process', () => {
 
   it('schedules the snapshot a quiet period after the last write instead of writing it at every write', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    const snapshotSeq = async () => Number((await db().profileIndexState.findUnique({ where: { tenantId } }))!.snapshotSeq);
+    const snapshotSeq = async () => Number((await db().profileIndexSnapshot.findUnique({ where: { tenantId } }))!.seq);
     await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
     await saveProfileSnapshot(database(), tenantId);
     const saved = await snapshotSeq();
@@ -89,7 +90,10 @@ describe('the tenant profile index in this process', () => {
 
   it('writes the owed snapshot when its app closes, and the next app loads it instead of the rows', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    const state = async () => (await db().profileIndexState.findUnique({ where: { tenantId } }))!;
+    const seqs = async () => ({
+      seq: (await db().profileIndexState.findUnique({ where: { tenantId } }))!.seq,
+      snapshotSeq: (await db().profileIndexSnapshot.findUnique({ where: { tenantId } }))?.seq,
+    });
     const registered = app();
     // An app of its own over the same storage (its close leaves the storage open), closed within the quiet period.
     const closing = createApp({ storage: registered.storage });
@@ -102,10 +106,37 @@ describe('the tenant profile index in this process', () => {
     } finally {
       registerApp(registered);
     }
-    const { seq, snapshotSeq } = await state();
+    const { seq, snapshotSeq } = await seqs();
     expect(Number(snapshotSeq)).toBe(Number(seq));
     await profileIndex(database(), tenantId);
     expect(profileIndexLoad(database(), tenantId)?.source).toBe('snapshot');
+  });
+
+  // On PostgreSQL the snapshot table is UNLOGGED: an unclean stop of the database empties it, and so does promoting a
+  // standby (unlogged tables are not replicated). Every write is in the Profile rows, so the index comes back whole.
+  it('rebuilds from the rows when the snapshot is gone, and snapshots again', async () => {
+    const tenantId = await tenantRow(newId('tn'));
+    await upsertProfiles(database(), tenantId, [
+      { user: 1, attributes: { plan: 'pro' } },
+      { user: 2, attributes: { plan: 'free' } },
+    ]);
+    await saveProfileSnapshot(database(), tenantId);
+    await db().profileIndexSnapshot.deleteMany({ where: { tenantId } });
+    dropProfileIndex(database(), tenantId);
+    expect(await indexedProfiles(tenantId)).toEqual(await storedProfiles(tenantId));
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('rows');
+    expect((await profileIndex(database(), tenantId)).equals('plan', 'pro').toArray()).toEqual([1]);
+    dropProfileIndex(database(), tenantId);
+    await profileIndex(database(), tenantId);
+    expect(profileIndexLoad(database(), tenantId)?.source).toBe('snapshot');
+  });
+
+  it.runIf(testProvider === 'postgres')('keeps the snapshot out of the WAL: its table is unlogged on PostgreSQL', async () => {
+    const rows = await db().$queryRawUnsafe<{ persistence: string }[]>(
+      `SELECT "relpersistence"::text AS "persistence" FROM pg_class WHERE "oid" = $1::regclass`,
+      database().dialect.table('ProfileIndexSnapshot'),
+    );
+    expect(rows[0].persistence).toBe('u');
   });
 
   it('rebuilds from rows written before the index had a state row', async () => {
@@ -139,12 +170,15 @@ describe('the tenant profile index in this process', () => {
 });
 
 describe('tenant delete', () => {
-  it('drops the profile rows, the index state and the index in memory', async () => {
+  it('drops the profile rows, the index state, its snapshot and the index in memory', async () => {
     const view = await createTenant(database(), { name: `prof-${Date.now()}`, partitions: 2 });
     await upsertProfiles(database(), view.id, [{ user: 9, attributes: { plan: 'pro' } }]);
     expect((await profileIndex(database(), view.id)).equals('plan', 'pro').toArray()).toEqual([9]);
+    await saveProfileSnapshot(database(), view.id);
+    expect(await db().profileIndexSnapshot.count({ where: { tenantId: view.id } })).toBe(1);
     await deleteTenant(database(), { ...view, createdAt: new Date(view.createdAt) } as Parameters<typeof deleteTenant>[1]);
     expect(await db().profileIndexState.count({ where: { tenantId: view.id } })).toBe(0);
+    expect(await db().profileIndexSnapshot.count({ where: { tenantId: view.id } })).toBe(0);
     expect((await profileIndex(database(), view.id)).size).toBe(0);
   });
 });

@@ -31,6 +31,7 @@ async function fill(tenant: Tenant): Promise<void> {
   await saveCrowd(database(), id, 'all', RoaringBitmap32.from([1, 2, 3]), 'create');
   await db().profile.create({ data: { tenantId: id, user: 1n, attributes: '{}' } });
   await db().profileIndexState.create({ data: { tenantId: id } });
+  await db().profileIndexSnapshot.create({ data: { tenantId: id, seq: 0n, bytes: Buffer.from([0]) } });
   const workflow = await createWorkflow(database(), tenant, { name: 'journey', definition: { steps: [{ name: 'entry', kind: 'direct' }] } });
   const instanceId = `in_${id}`;
   await db().instance.create({
@@ -58,6 +59,7 @@ async function owned(tenantId: string): Promise<Record<string, number>> {
     crowds: await db().crowd.count({ where }),
     profiles: await db().profile.count({ where }),
     profileIndex: await db().profileIndexState.count({ where }),
+    profileIndexSnapshot: await db().profileIndexSnapshot.count({ where }),
     workflows: workflows.length,
     versions: await db().workflowVersion.count({ where: { workflowId: { in: workflows.map((w) => w.id) } } }),
     instances: instances.length,
