@@ -29,3 +29,51 @@ export function startThread(entry: ThreadEntry, handed: Record<string, unknown> 
       : { loader: pathToFileURL(join(root, 'node_modules/tsx/dist/esm/api/index.mjs')).href, entry: pathToFileURL(join(root, entry.source)).href };
   return new Worker(BOOTSTRAP, { eval: true, workerData: { ...handed, ...loading } });
 }
+
+/**
+ * A worker thread one owner starts on first use and keeps (unref'd, so it never holds the process open). Its messages
+ * go to `handlers.message`; when it fails to start, errors or exits, `handlers.fail` gets the error (the owner fails
+ * what it was waiting for) and the next use starts a new thread. `close()` ends it (an app's close).
+ */
+export class OwnedThread<Message extends { kind: string }> {
+  private worker: Worker | undefined;
+
+  constructor(
+    private readonly source: string,
+    /** How errors name it, e.g. "the export table thread". */
+    private readonly name: string,
+    private readonly handlers: { message: (message: Message) => void; fail: (error: Error) => void },
+  ) {}
+
+  /** The running thread, started if there is none. */
+  running(): Worker {
+    this.worker ??= this.spawn();
+    return this.worker;
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    this.fail(worker, new Error(`${this.name} was closed`));
+    await worker.terminate();
+  }
+
+  private spawn(): Worker {
+    const worker = startThread({ source: this.source });
+    worker.unref();
+    worker.on('message', (message: Message | ThreadStartFailed) => {
+      if (message.kind === 'failed') this.fail(worker, new Error(`${this.name} did not start: ${(message as ThreadStartFailed).error.message}`));
+      else this.handlers.message(message as Message);
+    });
+    worker.on('error', (error) => this.fail(worker, error));
+    worker.once('exit', (code) => this.fail(worker, new Error(`${this.name} exited (code ${code})`)));
+    return worker;
+  }
+
+  private fail(worker: Worker, error: Error): void {
+    if (this.worker !== worker) return;
+    this.worker = undefined;
+    void worker.terminate();
+    this.handlers.fail(error);
+  }
+}

@@ -1,9 +1,8 @@
 // The request thread's side of the export table thread (table-thread.ts): one thread per process, started by the first
 // export with columns and kept (unref'd) after it. Each export is a `TableSession`: pages go in, the file's bytes and
 // the thread's requests for more (`credit`) come back in order. A thread that fails fails its open exports.
-import type { Worker } from 'node:worker_threads';
 import type { ColumnSpec, ColumnValues } from '../profiles/columns';
-import { startThread, type ThreadStartFailed } from '../source-thread';
+import { OwnedThread } from '../source-thread';
 import type { FromTableThread, TableFormat, ToTableThread } from './table-thread';
 
 export type TableEvent = { kind: 'bytes'; bytes: Uint8Array } | { kind: 'credit' } | { kind: 'done' };
@@ -60,12 +59,23 @@ export class TableSession {
 }
 
 export class TableFormatter {
-  private worker: Worker | undefined;
   private readonly sessions = new Map<number, TableSession>();
   private nextId = 0;
+  private readonly thread = new OwnedThread<FromTableThread>('server/exports/table-thread.ts', 'the export table thread', {
+    message: (message) => {
+      const session = this.sessions.get(message.id);
+      if (!session) return;
+      if (message.kind === 'error') session.deliver(new Error(`export table thread: ${message.message}`));
+      else session.deliver(message.kind === 'bytes' ? { kind: 'bytes', bytes: message.bytes } : { kind: message.kind });
+    },
+    fail: (error) => {
+      for (const session of [...this.sessions.values()]) session.deliver(error);
+      this.sessions.clear();
+    },
+  });
 
   open(format: TableFormat, columns: ColumnSpec[], rowGroupRows: number): TableSession {
-    const worker = (this.worker ??= this.spawn());
+    const worker = this.thread.running();
     const id = this.nextId++;
     const session = new TableSession(
       id,
@@ -78,33 +88,7 @@ export class TableFormatter {
   }
 
   /** Ends the thread (an app's close: a process that builds apps one after another would keep each one's otherwise). */
-  async close(): Promise<void> {
-    const worker = this.worker;
-    if (!worker) return;
-    this.fail(worker, new Error('the export table thread was closed'));
-    await worker.terminate();
-  }
-
-  private spawn(): Worker {
-    const worker = startThread({ source: 'server/exports/table-thread.ts' });
-    worker.unref();
-    worker.on('message', (message: FromTableThread | ThreadStartFailed) => {
-      if (message.kind === 'failed') return this.fail(worker, new Error(`the export table thread did not start: ${message.error.message}`));
-      const session = this.sessions.get(message.id);
-      if (!session) return;
-      if (message.kind === 'error') session.deliver(new Error(`export table thread: ${message.message}`));
-      else session.deliver(message.kind === 'bytes' ? { kind: 'bytes', bytes: message.bytes } : { kind: message.kind });
-    });
-    worker.on('error', (error) => this.fail(worker, error));
-    worker.once('exit', (code) => this.fail(worker, new Error(`the export table thread exited (code ${code})`)));
-    return worker;
-  }
-
-  private fail(worker: Worker, error: Error): void {
-    if (this.worker !== worker) return;
-    this.worker = undefined;
-    void worker.terminate();
-    for (const session of [...this.sessions.values()]) session.deliver(error);
-    this.sessions.clear();
+  close(): Promise<void> {
+    return this.thread.close();
   }
 }
