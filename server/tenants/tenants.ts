@@ -7,6 +7,7 @@ import type { Database } from '../storage/database';
 import { DEFAULT_SCOPES, parseScopes, type Scope, SCOPE_MEANING, SCOPES } from '../security/scopes';
 import { notifyTenantDeleted } from './changes';
 import { dropProfileIndex } from '../profiles/index-store';
+import { deleteTenantRows, revokeKeyTree } from '../storage/tenant-rows';
 
 export const TenantName = nameSchema(NAME_KINDS.tenant);
 
@@ -92,28 +93,14 @@ export function tenantView(tenant: Tenant): TenantView {
 }
 
 /**
- * Deletes a tenant and everything it owns in one transaction: the schema's relations cascade from the tenant row
- * (prisma/models.prisma). The tenant row is locked first (against every writer, including inserts of rows that
- * reference it), so the check for active instances sees every instance committed before it, and a refusal rolls the
- * whole delete back. Then the engine forgets the tenant (tenantDeleted), so no partition loop writes for it again.
+ * Deletes a tenant and everything it owns in one transaction (server/storage/tenant-rows.ts), refused while it has
+ * active instances. Then the engine forgets the tenant (tenantDeleted), so no partition loop writes for it again.
  */
 export async function deleteTenant(database: Database, tenant: Tenant): Promise<void> {
   const tenantId = tenant.id;
-  await database.db.$transaction(
-    async (tx) => {
-      if (!(await database.dialect.lockRowForUpdate(tx, 'Tenant', tenantId))) throw notFound(`Tenant "${tenant.name}"`);
-      const running = await tx.instance.count({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } });
-      if (running > 0) throw conflict(`Tenant "${tenant.name}" has ${running} running instance(s); stop them before deleting the tenant`);
-      // Not cascaded: the journal's newest entry stays even when it is this tenant's (seqs continue from the max, so
-      // deleting it would hand out seqs again that other tenants' checkpoints and consumer cursors have passed) ...
-      const newest = await tx.journal.aggregate({ _max: { seq: true } });
-      await tx.journal.deleteMany({ where: { tenantId, seq: { lt: newest._max.seq ?? 0n } } });
-      // ... and unfinished procedures are kept (their runner finishes them; the tenant is then gone).
-      await tx.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } });
-      await tx.tenant.delete({ where: { id: tenantId } });
-    },
-    { maxWait: 30_000, timeout: 120_000 },
-  );
+  const outcome = await deleteTenantRows(database, tenantId, ACTIVE_INSTANCE_STATES);
+  if (outcome.kind === 'missing') throw notFound(`Tenant "${tenant.name}"`);
+  if (outcome.kind === 'active') throw conflict(`Tenant "${tenant.name}" has ${outcome.instances} running instance(s); stop them before deleting the tenant`);
   notifyTenantDeleted(database, tenantId);
   dropProfileIndex(database, tenantId);
   tenantsByRef(database).clear();
@@ -195,16 +182,7 @@ export async function revokeApiKey(database: Database, tenant: Tenant, keyId: st
   const key = canNameRow(keyId) ? await database.db.apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } }) : null;
   if (!key) throw notFound(`API key "${keyId}"`);
   const now = new Date();
-  const descendants = await database.db.$transaction(async (tx) => {
-    const found: string[] = [];
-    for (let parents = [key.id]; parents.length > 0; ) {
-      const children = await tx.apiKey.findMany({ where: { tenantId: tenant.id, createdBy: { in: parents } }, select: { id: true } });
-      parents = children.map((c) => c.id).filter((id) => !found.includes(id));
-      found.push(...parents);
-    }
-    await tx.apiKey.updateMany({ where: { id: { in: [key.id, ...found] }, revokedAt: null }, data: { revokedAt: now } });
-    return found;
-  });
+  const descendants = await revokeKeyTree(database, tenant.id, key.id, now);
   apiKeys(database).clear();
   const revoked = await database.db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
   return { ...keyView(revoked), alsoRevoked: descendants };
