@@ -131,6 +131,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
       // Loaded tenants only: one still rebuilding its shards must not hold up the others' timers (its load wakes the loop).
       tenants: async () => this.tenants.allLoadedNow().map(([, loaded]) => loaded),
       loadedTenant: (id) => this.tenants.loaded(id),
+      recovered: () => this.tenants.allLoaded(),
       sampledInstances: () => this.sampledInstances(),
       countsSampled: (instanceId, counts, now) => this.decideExperiments(instanceId, counts, now),
     });
@@ -169,11 +170,11 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.running = true;
     this.unsubscribeTenantDeleted = onTenantDeleted(this.database, (tenantId) => void this.forgetTenant(tenantId));
     await this.cluster?.start(this);
-    this.timers.start();
     this.leases.start();
     this.checkpointSchedule.start();
     // Listed before start returns, so a read that follows is told the tenant is loading instead of waiting for it.
     await this.tenants.loadAllInBackground();
+    this.timers.start(); // after the listing: its housekeeping waits for these loads (TimerHost.recovered)
     await ops.resumeInterruptedOperations(this);
   }
 
