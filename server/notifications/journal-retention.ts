@@ -8,7 +8,7 @@ import type { Clock } from '../clock';
 import { tenantLimits } from '../limits/limits';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';
 import type { Database } from '../storage/database';
-import { firstEntryTimeAfter, trimJournalChunk, trimmedThrough } from '../storage/journal-trim';
+import { firstEntryTimeAfter, journalSpan, trimJournalChunk, trimmedThrough } from '../storage/journal-trim';
 
 /** Deletes run in chunks of this many entries, so a large cleanup never holds the journal locked for long. */
 const CLEANUP_CHUNK = 10_000;
@@ -40,12 +40,20 @@ export async function lostAfter(database: Database, tenantId: string, after: num
  * hourly housekeeping.
  */
 export async function applyJournalRetention(database: Database, clock: Clock): Promise<number> {
-  const tenants = await database.db.journal.groupBy({ by: ['tenantId'], _count: { _all: true } });
   let deleted = 0;
-  for (const { tenantId, _count } of tenants) {
+  for (const { id: tenantId } of await database.db.tenant.findMany({ select: { id: true } })) {
+    const span = await journalSpan(database, tenantId);
+    if (!span) continue;
     const limits = await tenantLimits(database, tenantId);
     const olderThan = clock.now() - limits.journalRetentionHours * 3_600_000;
-    const throughSeq = _count._all > limits.journalMaxRows ? await newestSeqBeyond(database, tenantId, limits.journalMaxRows) : null;
+    // Seqs are unique across tenants, so the tenant holds at most lastSeq - firstSeq + 1 entries: only past that are
+    // they counted (the count had been a scan of the whole journal every hour, 0.2-0.4 s of the engine thread at 1M).
+    const mayExceed = span.lastSeq - span.firstSeq + 1 > limits.journalMaxRows;
+    const throughSeq = mayExceed ? await newestSeqBeyond(database, tenantId, limits.journalMaxRows) : null;
+    // Entries are numbered as they are written and stamped with the engine clock: when the first is younger than the
+    // cutoff, nothing is old enough yet, and the tenant's entries are not read (the chunk's search read all of them to
+    // find none: 0.3-0.6 s at 1M).
+    if (throughSeq === null && span.firstTimeMs >= olderThan) continue;
     const trim = { tenantId, olderThan, throughSeq, runningStates: ACTIVE_INSTANCE_STATES, limit: CLEANUP_CHUNK };
     for (;;) {
       const count = await trimJournalChunk(database, trim);

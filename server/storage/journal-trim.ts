@@ -79,3 +79,19 @@ export async function trimJournalChunk(database: Database, { tenantId, olderThan
     return removed;
   });
 }
+
+/** The tenant's first and last entry by seq, and the first one's time (epoch ms); null when it has none. Three
+ * probes of the (tenantId, seq) index: no entry of the tenant is read beyond them. */
+export async function journalSpan(database: Database, tenantId: string): Promise<{ firstSeq: number; lastSeq: number; firstTimeMs: number } | null> {
+  const { dialect } = database;
+  const journal = dialect.table('Journal');
+  const { params, bind } = dialect.parameters();
+  const probe = (column: string, order: 'ASC' | 'DESC') =>
+    `(SELECT "${column}" FROM ${journal} WHERE "tenantId" = ${bind(tenantId)} ORDER BY ${journal}."seq" ${order} LIMIT 1)`;
+  const [row] = await (await database.raw()).query<{ firstSeq: unknown; lastSeq: unknown; firstTimeMs: unknown }>(
+    `SELECT ${probe('seq', 'ASC')} AS "firstSeq", ${probe('seq', 'DESC')} AS "lastSeq", ${probe('timeMs', 'ASC')} AS "firstTimeMs"`,
+    params,
+  );
+  if (!row || row.firstSeq === null || row.firstSeq === undefined) return null;
+  return { firstSeq: Number(row.firstSeq), lastSeq: Number(row.lastSeq), firstTimeMs: Number(row.firstTimeMs) };
+}
