@@ -47,9 +47,8 @@ export class TimerLoop {
   private readonly tick = new Mutex();
   private loop: Promise<void> | undefined;
   private running = false;
-  private housekeptAt = Number.NEGATIVE_INFINITY;
-  /** Set once the host has recovered (`TimerHost.recovered`): no housekeeping before, and the first a while after. */
-  private recoveredYet = false;
+  /** Infinite until the host has recovered (`TimerHost.recovered`): no housekeeping before, and the first a while after. */
+  private housekeptAt = Number.POSITIVE_INFINITY;
   /** Each loaded tenant's earliest due timer, as last planned. */
   private readonly plannedDue = new Map<string, number>();
   /** Tenants to plan anew (woken for them), or all of them. */
@@ -71,12 +70,11 @@ export class TimerLoop {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.recoveredYet = false;
+    this.housekeptAt = Number.POSITIVE_INFINITY;
     void this.host
       .recovered()
       .catch(() => undefined) // a tenant that failed to load loads when next used: housekeeping need not wait for it
       .then(() => {
-        this.recoveredYet = true;
         this.housekeptAt = this.host.clock.now() - HOUSEKEEPING_EVERY_MS + FIRST_HOUSEKEEPING_AFTER_MS;
         this.wakeup.wake();
       });
@@ -145,10 +143,8 @@ export class TimerLoop {
       try {
         let due = await this.plan();
         const now = clock.now();
-        if (this.recoveredYet) {
-          if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
-          due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
-        }
+        if (now - this.housekeptAt >= HOUSEKEEPING_EVERY_MS) await this.housekeeping(now);
+        due = Math.min(due, this.housekeptAt + HOUSEKEEPING_EVERY_MS);
         if (due <= now) await this.runDue();
         else await sleepUntilAborted(clock, Math.min(due - clock.now(), MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {

@@ -80,18 +80,18 @@ export async function trimJournalChunk(database: Database, { tenantId, olderThan
   });
 }
 
-/** The tenant's first and last entry by seq, and the first one's time (epoch ms); null when it has none. Three
- * probes of the (tenantId, seq) index: no entry of the tenant is read beyond them. */
+/** The tenant's first and last entry by seq, and the first one's time (epoch ms); null when it has none. Two probes
+ * of the (tenantId, seq) index: no entry of the tenant is read beyond them. */
 export async function journalSpan(database: Database, tenantId: string): Promise<{ firstSeq: number; lastSeq: number; firstTimeMs: number } | null> {
   const { dialect } = database;
   const journal = dialect.table('Journal');
   const { params, bind } = dialect.parameters();
-  const probe = (column: string, order: 'ASC' | 'DESC') =>
-    `(SELECT "${column}" FROM ${journal} WHERE "tenantId" = ${bind(tenantId)} ORDER BY ${journal}."seq" ${order} LIMIT 1)`;
   const [row] = await (await database.raw()).query<{ firstSeq: unknown; lastSeq: unknown; firstTimeMs: unknown }>(
-    `SELECT ${probe('seq', 'ASC')} AS "firstSeq", ${probe('seq', 'DESC')} AS "lastSeq", ${probe('timeMs', 'ASC')} AS "firstTimeMs"`,
+    `SELECT oldest."seq" AS "firstSeq", oldest."timeMs" AS "firstTimeMs",
+       (SELECT newest."seq" FROM ${journal} newest WHERE newest."tenantId" = ${bind(tenantId)} ORDER BY newest."seq" DESC LIMIT 1) AS "lastSeq"
+     FROM (SELECT "seq", "timeMs" FROM ${journal} WHERE "tenantId" = ${bind(tenantId)} ORDER BY "seq" ASC LIMIT 1) oldest`,
     params,
   );
-  if (!row || row.firstSeq === null || row.firstSeq === undefined) return null;
+  if (!row) return null;
   return { firstSeq: Number(row.firstSeq), lastSeq: Number(row.lastSeq), firstTimeMs: Number(row.firstTimeMs) };
 }
