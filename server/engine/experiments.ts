@@ -9,6 +9,7 @@ import { AppError, badRequest, conflict, notFound } from '../errors';
 import { autoWinner, experimentResult, withWinner, type SplitStepOf } from '../../core/model/experiment';
 import { validateWorkflow } from '../../core/model/validate';
 import type { WINNER_DECIDED_BY } from '../../core/model/workflow';
+import { saveWorkflowRow } from '../storage/workflow-rows';
 import { loadDefinition } from './instance-store';
 import { operation, requireRunning, type InstanceEngine } from './instances';
 import type { WorkflowRuntime } from './runtime';
@@ -116,20 +117,5 @@ async function winnerVersion(engine: InstanceEngine, state: WinnerState): Promis
   }
   const checked = validateWorkflow(withWinner(await loadDefinition(engine.database, state.workflowId, state.fromVersion), state.step, winner));
   if (!checked.ok) throw new AppError('invalid_workflow', `The winner's version is not valid: ${checked.problems[0].message}`, { problems: checked.problems });
-  return db.$transaction(async (tx) => {
-    // The increment is the row write that serializes concurrent saves (server/workflows/workflows.ts does the same).
-    const updated = await tx.workflow.update({
-      where: { id: state.workflowId },
-      data: { currentVersion: { increment: 1 }, updatedAt: new Date(Date.parse(state.at)) },
-    });
-    await tx.workflowVersion.create({
-      data: {
-        workflowId: state.workflowId,
-        version: updated.currentVersion,
-        definition: JSON.stringify(checked.definition),
-        createdAt: new Date(Date.parse(state.at)),
-      },
-    });
-    return updated.currentVersion;
-  });
+  return saveWorkflowRow(engine.database, state.tenantId, state.workflowId, { updatedAt: new Date(Date.parse(state.at)) }, JSON.stringify(checked.definition));
 }

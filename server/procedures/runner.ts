@@ -3,6 +3,7 @@ import { LoopIdle, systemClock, type Clock } from '../clock';
 import { badRequest, conflict, isUniqueViolation, notFound } from '../errors';
 import type { Database } from '../storage/database';
 import { describeStorageError, isTransientStorageError } from '../storage/transient';
+import { deleteProcedures, insertProcedure } from '../storage/procedure-rows';
 import { backoffDelay } from './backoff';
 import { GroupCommitter } from './commits';
 import { ProcedureRecords } from './records';
@@ -87,14 +88,8 @@ class DurableProcedureRunner implements ProcedureRunner {
     const record = this.records.create(instance, { id, type, state }, parent);
     if (parent) await this.records.refuseConflictWithAncestors(record, parent);
     const data = newProcedureRecord({ ...record, tenantId: options.tenantId ?? record.tenantId, workflowId: options.workflowId ?? record.workflowId });
-    const together = options.together;
     try {
-      if (together)
-        await this.database.db.$transaction(async (tx) => {
-          await together(tx);
-          await tx.procedure.create({ data });
-        });
-      else await this.database.db.procedure.create({ data });
+      await insertProcedure(this.database, data, options.together);
     } catch (error) {
       // Submitted twice at once under one id: the other submit's row is the answer. A unique violation of a write
       // submitted together leaves no such row.
@@ -194,10 +189,7 @@ class DurableProcedureRunner implements ProcedureRunner {
       });
       if (batch.length === 0) return removed;
       const ids = batch.map((r) => r.id);
-      await this.database.db.$transaction([
-        this.database.db.procedureStep.deleteMany({ where: { procedureId: { in: ids } } }),
-        this.database.db.procedure.deleteMany({ where: { id: { in: ids } } }),
-      ]);
+      await deleteProcedures(this.database, ids);
       removed += ids.length;
     }
   }

@@ -3,6 +3,7 @@ import type { Database } from '../storage/database';
 import type { Db } from '../storage/db';
 import type { Procedure } from '../storage/generated/sqlite/client';
 import { claimProcedures, type QueuedProcedure } from '../storage/procedure-claims';
+import { commitSuspension } from '../storage/procedure-rows';
 import type { GroupCommitter } from './commits';
 import { compareOrder, LockTable } from './locks';
 import { FINISHED_STATES, type Json, type LockKey, type ProcedureState, type ProcedureView } from './types';
@@ -129,22 +130,14 @@ export async function commitStep(
   now: number,
   children: NewProcedure[] = [],
 ): Promise<void> {
-  if (children.length > 0) return commitSuspension(database.db, id, owner, step, update, now, children);
+  if (children.length > 0) {
+    const stepRecord = { state: update.state, data: JSON.stringify(update.data), createdAt: new Date(now) };
+    if (!(await commitSuspension(database, { id, owner, step }, updateFields(update, now), stepRecord, children.map(newProcedureRecord))))
+      throw new LeaseLostError(id);
+    return;
+  }
   const matched = await committer.write({ id, owner, step, update, now, nextStep: true });
   if (!matched) throw new LeaseLostError(id);
-}
-
-async function commitSuspension(db: Db, id: string, owner: string, step: number, update: StepUpdate, now: number, children: NewProcedure[]): Promise<void> {
-  await db.$transaction(async (tx) => {
-    const result = await tx.procedure.updateMany({ where: { id, owner, step }, data: { ...updateFields(update, now), step: step + 1 } });
-    if (result.count !== 1) throw new LeaseLostError(id);
-    await tx.procedureStep.create({
-      data: { procedureId: id, step: step + 1, state: update.state, data: JSON.stringify(update.data), createdAt: new Date(now) },
-    });
-    const existing = new Set((await tx.procedure.findMany({ where: { id: { in: children.map((c) => c.id) } }, select: { id: true } })).map((r) => r.id));
-    const fresh = children.filter((c) => !existing.has(c.id));
-    if (fresh.length) await tx.procedure.createMany({ data: fresh.map(newProcedureRecord) });
-  });
 }
 
 /** A state change that is not a step (retrying, prepare-rollback, failed without a rollback step). */

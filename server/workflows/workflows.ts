@@ -6,9 +6,9 @@ import { tenantLimits } from '../limits/limits';
 import { timerPeriodProblems } from '../limits/timer-period';
 import { WorkflowDraft, WorkflowName, WorkflowSchedule, type WorkflowDefinition, type WorkflowProblem } from '../../core/model/workflow';
 import type { Database } from '../storage/database';
+import { deleteWorkflowRows, insertWorkflow, saveWorkflowRow } from '../storage/workflow-rows';
 import { ACTIVE_INSTANCE_STATES, canNameRow, type Tenant } from '../tenants/tenants';
 import { notifyScheduleChanged } from '../procedures/schedule-changes';
-import { removeInstances } from './history';
 import { runningOf, type RunningInstance } from './running';
 import { workflowWarnings } from './warnings';
 
@@ -148,23 +148,19 @@ export async function createWorkflow(database: Database, tenant: Tenant, body: C
   const checked = await checkedSave(database, tenant, body.definition, body.schedule ?? null, now);
   const id = newId('wf');
   const at = new Date(now);
-  const client = database.db;
   try {
-    await client.$transaction([
-      client.workflow.create({
-        data: {
-          id,
-          tenantId: tenant.id,
-          name: body.name,
-          currentVersion: 1,
-          draft: JSON.stringify(body.draft ?? EMPTY_DRAFT),
-          schedule: checked.schedule ? JSON.stringify(checked.schedule) : null,
-          createdAt: at,
-          updatedAt: at,
-        },
-      }),
-      client.workflowVersion.create({ data: { workflowId: id, version: 1, definition: JSON.stringify(checked.definition), createdAt: at } }),
-    ]);
+    await insertWorkflow(
+      database,
+      {
+        id,
+        tenantId: tenant.id,
+        name: body.name,
+        draft: JSON.stringify(body.draft ?? EMPTY_DRAFT),
+        schedule: checked.schedule ? JSON.stringify(checked.schedule) : null,
+        at,
+      },
+      JSON.stringify(checked.definition),
+    );
   } catch (error) {
     if (isUniqueViolation(error)) throw duplicateName(tenant, body.name);
     throw error;
@@ -200,17 +196,7 @@ export async function updateWorkflow(database: Database, tenant: Tenant, ref: st
     updatedAt: new Date(now),
   };
   try {
-    await database.db.$transaction(async (tx) => {
-      if (checked.definition === undefined) {
-        await tx.workflow.update({ where: { id: current.id, tenantId: tenant.id }, data: fields });
-        return;
-      }
-      // The increment is the row write that serializes concurrent saves: each gets its own version number.
-      const updated = await tx.workflow.update({ where: { id: current.id, tenantId: tenant.id }, data: { ...fields, currentVersion: { increment: 1 } } });
-      await tx.workflowVersion.create({
-        data: { workflowId: current.id, version: updated.currentVersion, definition: JSON.stringify(checked.definition), createdAt: fields.updatedAt },
-      });
-    });
+    await saveWorkflowRow(database, tenant.id, current.id, fields, checked.definition === undefined ? undefined : JSON.stringify(checked.definition));
   } catch (error) {
     if (isUniqueViolation(error)) throw duplicateName(tenant, body.name ?? current.name);
     if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
@@ -221,39 +207,18 @@ export async function updateWorkflow(database: Database, tenant: Tenant, ref: st
 }
 
 /**
- * Deletes a workflow with its versions and its stopped instances (their history snapshots and shard checkpoints),
- * in one transaction that first writes the workflow row (a row lock on PostgreSQL, the write lock on SQLite, so
- * concurrent saves and deletes of it wait) and then checks for an active instance: one that became active after
- * the request began is still seen, and refuses the delete with nothing removed. The journal (notifications) and
+ * Deletes a workflow with its versions and its stopped instances, refused with nothing removed while an instance is
+ * active (server/storage/workflow-rows.ts says how a concurrent start is seen). The journal (notifications) and
  * procedure records stay: consumers and the procedures panel keep their history until retention removes it.
  */
-export async function deleteWorkflow(database: Database, tenant: Tenant, ref: string): Promise<void> {
+export async function deleteWorkflow(database: Database, tenant: Tenant, ref: string, now = Date.now()): Promise<void> {
   const workflow = await findWorkflow(database, tenant, ref);
-  try {
-    await database.db.$transaction(
-      async (tx) => {
-        await tx.workflow.update({ where: { id: workflow.id, tenantId: tenant.id }, data: { updatedAt: new Date() } });
-        const active = await tx.instance.findFirst({ where: { tenantId: tenant.id, workflowId: workflow.id, state: { in: ACTIVE_INSTANCE_STATES } } });
-        if (active) {
-          throw conflict(`Workflow "${workflow.name}" has instance ${active.id} ${active.state}; stop it before deleting the workflow`, {
-            instanceId: active.id,
-            state: active.state,
-          });
-        }
-        const stopped = await tx.instance.findMany({ where: { tenantId: tenant.id, workflowId: workflow.id }, select: { id: true } });
-        await removeInstances(
-          tx,
-          tenant.id,
-          stopped.map((instance) => instance.id),
-        );
-        await tx.workflowVersion.deleteMany({ where: { workflowId: workflow.id } });
-        await tx.workflow.delete({ where: { id: workflow.id, tenantId: tenant.id } });
-      },
-      { maxWait: 30_000, timeout: 120_000 },
-    );
-  } catch (error) {
-    if (isRecordMissing(error)) throw notFound(`Workflow "${ref}" in tenant "${tenant.name}"`);
-    throw error;
+  const deleted = await deleteWorkflowRows(database, tenant.id, workflow.id, ACTIVE_INSTANCE_STATES, new Date(now)).catch((error: unknown) => {
+    throw isRecordMissing(error) ? notFound(`Workflow "${ref}" in tenant "${tenant.name}"`) : error;
+  });
+  if (deleted.kind === 'active') {
+    const { id, state } = deleted.instance;
+    throw conflict(`Workflow "${workflow.name}" has instance ${id} ${state}; stop it before deleting the workflow`, { instanceId: id, state });
   }
   if (workflow.schedule !== null) notifyScheduleChanged(database, tenant.id, workflow.id);
 }
