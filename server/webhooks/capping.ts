@@ -9,21 +9,13 @@ import { applyCaps, CapLevels } from './cap-bitmaps';
 import type { CapExempt } from './caps';
 import { isActionFor, type DestinationRow } from './destinations';
 import type { Database } from '../storage/database';
-
-type Tx = Parameters<Parameters<Database['db']['$transaction']>[0]>[0];
+import { replaceCappedRows, type CapWindowWrite } from '../storage/webhook-rows';
 
 /** The journal row fields a cap decision reads. */
 export type CapMove = { seq: bigint; instanceId: string; toStep: string; enterAction: string | null; timeMs: bigint; user: bigint | null };
 
 type Cap = { id: string; maxDeliveries: number; windowMs: bigint; exempt: CapExempt };
 type Window = { capId: string; bucket: bigint; levels: CapLevels; version: number | null; dirty: boolean };
-
-/** A window's counters changed under this round (another process counted into it): the round is cut again. */
-export class CapRace extends Error {
-  constructor() {
-    super('a frequency cap window changed while the round was cut');
-  }
-}
 
 export type NewCapped = {
   id: string;
@@ -147,26 +139,15 @@ export class RoundCaps {
     return { id, tenantId: this.destination.tenantId, destinationId: this.destination.id, seq, instanceId, step, users: serializeBitmap(users), count, timeMs };
   }
 
-  /** Writes the round's counters and skips inside its transaction; throws CapRace when a window changed meanwhile. */
-  async write(tx: Tx): Promise<void> {
-    for (const window of this.windows.values()) {
-      if (!window.dirty) continue;
-      const levels = window.levels.encode();
-      if (window.version === null) {
-        // A second round creating the same window fails on its key, which rolls this round back as a race does.
-        await tx.frequencyCapWindow.create({ data: { capId: window.capId, bucket: window.bucket, levels, version: 1 } });
-      } else {
-        const updated = await tx.frequencyCapWindow.updateMany({
-          where: { capId: window.capId, bucket: window.bucket, version: window.version },
-          data: { levels, version: window.version + 1 },
-        });
-        if (updated.count !== 1) throw new CapRace();
-      }
-    }
-    const rows = [...this.bulk];
+  /** What the round counted (each window it changed, with the version it read) and skipped, for its commit. */
+  rows(): { capWindows: CapWindowWrite[]; capped: NewCapped[] } {
+    const capWindows = [...this.windows.values()]
+      .filter((window) => window.dirty)
+      .map(({ capId, bucket, levels, version }) => ({ capId, bucket, levels: levels.encode(), version }));
+    const capped = [...this.bulk];
     for (const single of this.singles.values())
-      rows.push(this.row(`cd_${randomBytes(8).toString('hex')}`, null, single.instanceId, single.step, single.users, single.timeMs, single.skipped));
-    if (rows.length) await tx.cappedDelivery.createMany({ data: rows });
+      capped.push(this.row(`cd_${randomBytes(8).toString('hex')}`, null, single.instanceId, single.step, single.users, single.timeMs, single.skipped));
+    return { capWindows, capped };
   }
 }
 
@@ -232,23 +213,22 @@ export async function compactCapped(database: Database): Promise<number> {
     if (rows.length < 2) continue;
     const users = RoaringBitmap32.orMany(rows.map((row) => deserializeBitmap(row.users)));
     const [first] = rows;
-    await database.db.$transaction(async (tx) => {
-      await tx.cappedDelivery.deleteMany({ where: { id: { in: rows.map((row) => row.id) } } });
-      await tx.cappedDelivery.create({
-        data: {
-          id: `cd_${randomBytes(8).toString('hex')}`,
-          tenantId: first.tenantId,
-          destinationId: first.destinationId,
-          seq: null,
-          instanceId: first.instanceId,
-          step: first.step,
-          users: serializeBitmap(users),
-          count: rows.reduce((sum, row) => sum + row.count, 0),
-          // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
-          timeMs: rows.reduce((latest, row) => (row.timeMs > latest ? row.timeMs : latest), 0n),
-        },
-      });
-    });
+    await replaceCappedRows(
+      database,
+      rows.map((row) => row.id),
+      {
+        id: `cd_${randomBytes(8).toString('hex')}`,
+        tenantId: first.tenantId,
+        destinationId: first.destinationId,
+        seq: null,
+        instanceId: first.instanceId,
+        step: first.step,
+        users: serializeBitmap(users),
+        count: rows.reduce((sum, row) => sum + row.count, 0),
+        // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
+        timeMs: rows.reduce((latest, row) => (row.timeMs > latest ? row.timeMs : latest), 0n),
+      },
+    );
     merged += rows.length;
   }
   return merged;

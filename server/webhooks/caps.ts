@@ -7,6 +7,7 @@ import { AppError, isUniqueViolation, notFound } from '../errors';
 import { NAME_KINDS, nameSchema } from '../../core/model/names';
 import { DestinationName } from './destinations';
 import type { Database } from '../storage/database';
+import { updateCapRow } from '../storage/webhook-rows';
 
 export const MAX_CAP_DELIVERIES = 50;
 export const MIN_CAP_WINDOW_MS = 60_000;
@@ -150,20 +151,19 @@ export async function updateCap(database: Database, tenantId: string, name: stri
   const row = await requireCap(database, tenantId, name);
   await checkDestination(database, tenantId, body.destination);
   const newWindow = body.window === undefined ? undefined : BigInt(windowMs(body.window) as number);
-  return database.db.$transaction(async (tx) => {
-    if (newWindow !== undefined && newWindow !== row.windowMs) await tx.frequencyCapWindow.deleteMany({ where: { capId: row.id } });
-    const updated = await tx.frequencyCap.update({
-      where: { id: row.id },
-      data: {
-        maxDeliveries: body.maxDeliveries,
-        windowMs: newWindow,
-        destination: body.destination,
-        exempt: body.exempt === undefined ? undefined : JSON.stringify(body.exempt),
-        updatedAt: new Date(now),
-      },
-    });
-    return capView(updated);
-  });
+  const updated = await updateCapRow(
+    database,
+    row.id,
+    {
+      maxDeliveries: body.maxDeliveries,
+      windowMs: newWindow,
+      destination: body.destination,
+      exempt: body.exempt === undefined ? undefined : JSON.stringify(body.exempt),
+      updatedAt: new Date(now),
+    },
+    newWindow !== undefined && newWindow !== row.windowMs,
+  );
+  return capView(updated);
 }
 
 export async function deleteCap(database: Database, tenantId: string, name: string): Promise<void> {

@@ -6,9 +6,9 @@
 // When journal retention deleted moves after the cursor before they were cut, the round first cuts a `lost` delivery
 // telling the receiver which seqs may be missing (as a notifications reader is told in `lost`), once per watermark.
 import { deserializeBitmap, RoaringBitmap32 } from '../crowd/bitmap';
-import { isUniqueViolation } from '../errors';
 import { trimmedThrough } from '../storage/journal-trim';
-import { bulkDecision, CapRace, RoundCaps } from './capping';
+import { commitCutRound } from '../storage/webhook-rows';
+import { bulkDecision, RoundCaps } from './capping';
 import { isActionFor, movesTo, type DestinationRow } from './destinations';
 import { HoldoutPlans, withoutHeldOut } from './holdout';
 import { isHeldOut, type HoldoutPlan } from '../../core/model/holdout';
@@ -284,24 +284,16 @@ async function decideBulk(round: CutRound, decoded: DecodedMoves, row: JournalHe
  * Commits a round: its deliveries, the new cursor and what its caps counted and skipped, only if the cursor is still
  * the one the round read and no window it counted into changed meanwhile.
  */
-export async function commitRound(database: Database, destination: DestinationRow, round: CutRound): Promise<boolean> {
-  try {
-    return await database.db.$transaction(async (tx) => {
-      const moved = await tx.webhookDestination.updateMany({
-        where: { id: destination.id, cursor: destination.cursor, cursorUsers: destination.cursorUsers, lostThrough: destination.lostThrough },
-        data: { cursor: round.cursor, cursorUsers: round.cursorUsers, lostThrough: round.lostThrough },
-      });
-      if (moved.count !== 1) return false;
-      await round.caps?.write(tx);
-      await round.quiet.write(tx);
-      if (round.deliveries.length) await tx.webhookDelivery.createMany({ data: round.deliveries });
-      return true;
-    });
-  } catch (error) {
-    // Another round counted into the same window first (rolled back whole): this one is cut again from what committed.
-    if (error instanceof CapRace || isUniqueViolation(error)) return false;
-    throw error;
-  }
+export function commitRound(database: Database, destination: DestinationRow, round: CutRound): Promise<boolean> {
+  const { cursor, cursorUsers, lostThrough } = destination;
+  const caps = round.caps?.rows() ?? { capWindows: [], capped: [] };
+  return commitCutRound(
+    database,
+    destination.id,
+    { cursor, cursorUsers, lostThrough },
+    { cursor: round.cursor, cursorUsers: round.cursorUsers, lostThrough: round.lostThrough },
+    { deliveries: round.deliveries, ...caps, quiet: round.quiet.rows() },
+  );
 }
 
 /** Tells the receiver that moves with seq in (after, through] may never reach it: retention deleted them first. */

@@ -16,10 +16,9 @@ import type { QuietHoursRule } from '../../core/model/workflow';
 import type { ProfileCalls } from '../profiles/calls';
 import type { QuietZoneGroups } from '../profiles/zones';
 import type { Database } from '../storage/database';
+import { replaceQuietRows } from '../storage/webhook-rows';
 import type { DestinationRow } from './destinations';
 import { QuietRules } from './quiet-rules';
-
-type Tx = Parameters<Parameters<Database['db']['$transaction']>[0]>[0];
 
 /** The journal row fields a quiet-hours decision reads and a released delivery's body repeats. */
 export type QuietMove = {
@@ -157,10 +156,9 @@ export class RoundQuiet {
     return { sendNow: quiet.found.rest ? deserializeBitmap(quiet.found.rest) : new RoaringBitmap32(), ids };
   }
 
-  /** Writes what the round held and dropped inside its transaction. */
-  async write(tx: Tx): Promise<void> {
-    const rows = [...this.bulk, ...[...this.singles.values()].map((single) => ({ ...single, users: serializeBitmap(single.users) }))];
-    if (rows.length) await tx.quietDelivery.createMany({ data: rows });
+  /** What the round held and dropped, for its commit. */
+  rows(): NewQuiet[] {
+    return [...this.bulk, ...[...this.singles.values()].map((single) => ({ ...single, users: serializeBitmap(single.users) }))];
   }
 }
 
@@ -251,20 +249,19 @@ export async function compactDroppedQuiet(database: Database): Promise<number> {
     const users = RoaringBitmap32.orMany(rows.map((row) => deserializeBitmap(row.users)));
     // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
     const latest = rows.reduce((seq, row) => (row.seq > seq ? row.seq : seq), 0n);
-    await database.db.$transaction(async (tx) => {
-      await tx.quietDelivery.deleteMany({ where: { id: { in: rows.map((row) => row.id) } } });
-      await tx.quietDelivery.create({
-        data: {
-          ...first,
-          id: newId(),
-          seq: latest,
-          bulk: false,
-          offsetBase: 0,
-          users: serializeBitmap(users),
-          count: rows.reduce((sum, row) => sum + row.count, 0),
-        },
-      });
-    });
+    await replaceQuietRows(
+      database,
+      rows.map((row) => row.id),
+      {
+        ...first,
+        id: newId(),
+        seq: latest,
+        bulk: false,
+        offsetBase: 0,
+        users: serializeBitmap(users),
+        count: rows.reduce((sum, row) => sum + row.count, 0),
+      },
+    );
     merged += rows.length;
   }
   return merged;

@@ -7,8 +7,8 @@
 // over the held users of its move), so a second process releasing the same part fails on its guard, and the delivery
 // procedures submitted after the commit are the pump's usual ones (an orphan is found by its sweep).
 import { deserializeBitmap } from '../crowd/bitmap';
-import { isUniqueViolation } from '../errors';
 import type { Database } from '../storage/database';
+import { releaseQuietPart } from '../storage/webhook-rows';
 import { deliveryBody, LOST_OFFSET, movePart, type NewDelivery } from './cut';
 
 /** Held rows released per pump round (a part of each, its own transaction); the rest wait for the next round. */
@@ -61,21 +61,8 @@ export async function releaseDueQuiet(database: Database, now: number, usersPerR
     }
     // A row whose destination is gone has nobody left to send to.
     const releasedUsers = destination ? row.releasedUsers + users.length : bitmap.size;
-    try {
-      const committed = await database.db.$transaction(async (tx) => {
-        const moved = await tx.quietDelivery.updateMany({
-          where: { id: row.id, status: 'held', releasedUsers: row.releasedUsers },
-          data: { releasedUsers, ...(releasedUsers >= bitmap.size ? { status: 'sent' } : {}) },
-        });
-        if (moved.count !== 1) return false;
-        if (deliveries.length) await tx.webhookDelivery.createMany({ data: deliveries });
-        return true;
-      });
-      if (committed && deliveries.length) released.push({ tenantId: row.tenantId, ids: deliveries.map((d) => d.id) });
-    } catch (error) {
-      // Another process released this part first: its deliveries exist under the same ids.
-      if (!isUniqueViolation(error)) throw error;
-    }
+    if ((await releaseQuietPart(database, row, releasedUsers, releasedUsers >= bitmap.size, deliveries)) && deliveries.length)
+      released.push({ tenantId: row.tenantId, ids: deliveries.map((d) => d.id) });
   }
   return released;
 }

@@ -211,7 +211,7 @@ export async function updateWorkflow(database: Database, tenant: Tenant, ref: st
  * active (server/storage/workflow-rows.ts says how a concurrent start is seen). The journal (notifications) and
  * procedure records stay: consumers and the procedures panel keep their history until retention removes it.
  */
-export async function deleteWorkflow(database: Database, tenant: Tenant, ref: string, now = Date.now()): Promise<void> {
+export async function deleteWorkflow(database: Database, tenant: Tenant, ref: string, now: number): Promise<void> {
   const workflow = await findWorkflow(database, tenant, ref);
   const deleted = await deleteWorkflowRows(database, tenant.id, workflow.id, ACTIVE_INSTANCE_STATES, new Date(now)).catch((error: unknown) => {
     throw isRecordMissing(error) ? notFound(`Workflow "${ref}" in tenant "${tenant.name}"`) : error;

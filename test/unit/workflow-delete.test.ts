@@ -52,7 +52,7 @@ describe('workflow delete', () => {
     await recordInstance(tenant, workflowId, 'in_del_b', 'failed');
     await recordInstance(tenant, other, 'in_del_other', 'stopped');
 
-    await deleteWorkflow(database(), tenant, workflowId);
+    await deleteWorkflow(database(), tenant, workflowId, Date.now());
 
     await expect(getWorkflow(database(), tenant, workflowId)).rejects.toMatchObject({ code: 'not_found' });
     expect(await db().workflowVersion.count({ where: { workflowId } })).toBe(0);
@@ -65,7 +65,7 @@ describe('workflow delete', () => {
     const { tenant, workflowId } = await setUp();
     await recordInstance(tenant, workflowId, 'in_del_old', 'stopped');
     await recordInstance(tenant, workflowId, 'in_del_live', 'running');
-    await expect(deleteWorkflow(database(), tenant, workflowId)).rejects.toMatchObject({
+    await expect(deleteWorkflow(database(), tenant, workflowId, Date.now())).rejects.toMatchObject({
       code: 'conflict',
       details: { instanceId: 'in_del_live', state: 'running' },
     });
@@ -94,7 +94,7 @@ describe('workflow delete', () => {
       { timeout: 30_000 },
     );
     await held;
-    const deleting = deleteWorkflow(database(), tenant, workflowId).then(
+    const deleting = deleteWorkflow(database(), tenant, workflowId, Date.now()).then(
       () => null,
       (error: unknown) => error,
     );
@@ -116,7 +116,10 @@ describe('workflow delete', () => {
 
   it('answers 404 for a workflow deleted by a concurrent request', async () => {
     const { tenant, workflowId } = await setUp();
-    const results = await Promise.allSettled([deleteWorkflow(database(), tenant, workflowId), deleteWorkflow(database(), tenant, workflowId)]);
+    const results = await Promise.allSettled([
+      deleteWorkflow(database(), tenant, workflowId, Date.now()),
+      deleteWorkflow(database(), tenant, workflowId, Date.now()),
+    ]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'not_found' } });
   });

@@ -10,7 +10,7 @@ export const PUT = tenantRoute<Params>(async ({ tenant, request, database, clock
   return json(await updateWorkflow(database, tenant, id, await readJson(request, UpdateWorkflowRequest, WORKFLOW_BODY_LIMIT), clock.now()));
 });
 
-export const DELETE = tenantRoute<Params>(async ({ tenant, database }, { id }) => {
-  await deleteWorkflow(database, tenant, id);
+export const DELETE = tenantRoute<Params>(async ({ tenant, database, clock }, { id }) => {
+  await deleteWorkflow(database, tenant, id, clock.now());
   return new Response(null, { status: 204 });
 });
