@@ -11,17 +11,20 @@ export type SleepOptions = {
    * the sleep ended: for a loop that looks at the present (a counts sample a minute), not at every instant on the way.
    */
   coarse?: boolean;
+  /** The wait keeps no process alive (a debounce that close() ends anyway). */
+  unref?: boolean;
 };
 
 const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms, signal) =>
+  sleep: (ms, signal, options) =>
     new Promise((resolve) => {
       if (signal?.aborted) return resolve();
       // Node fires a delay past 2^31-1 ms at once: an endless sleep waits for its signal only, a long one wakes early.
       const timer = Number.isFinite(ms) ? setTimeout(done, Math.min(Math.max(0, ms), MAX_TIMER_DELAY_MS)) : undefined;
+      if (options?.unref) timer?.unref();
       function done() {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
@@ -30,6 +33,18 @@ export const systemClock: Clock = {
       signal?.addEventListener('abort', done, { once: true });
     }),
 };
+
+/**
+ * Calls `task` once `ms` of the clock's time have passed, unless the returned cancel is called first. The wait keeps
+ * no process alive.
+ */
+export function callAfter(clock: Clock, ms: number, task: () => void): () => void {
+  const cancelled = new AbortController();
+  void clock.sleep(ms, cancelled.signal, { unref: true }).then(() => {
+    if (!cancelled.signal.aborted) task();
+  });
+  return () => cancelled.abort();
+}
 
 type Sleeper = { at: number; coarse: boolean; resolve: () => void };
 

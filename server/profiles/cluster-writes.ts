@@ -6,6 +6,7 @@
 // quiet (at the latest some seconds after the first), so a 10M import elsewhere makes it reload once at the end
 // instead of once per chunk; until then its index lags the other members' by those writes.
 import roaring from 'roaring';
+import { callAfter } from '../clock';
 import type { Database } from '../storage/database';
 import { dropProfileIndex, heldProfiles, relayProfileWrite, type TenantProfiles } from './index-store';
 import type { ProfileChange } from './index-tenant';
@@ -67,16 +68,12 @@ export function profilesWrittenElsewhere(database: Database, tenantId: string, s
 }
 
 function forgetWhenQuiet(tenantId: string, held: TenantProfiles): void {
-  const now = Date.now();
-  clearTimeout(held.lagging?.timer);
+  const now = held.clock.now();
+  held.lagging?.cancel();
   const since = held.lagging?.since ?? now;
-  const timer = setTimeout(
-    () => {
-      held.lagging = undefined;
-      if (heldProfiles(held.database, tenantId) === held) dropProfileIndex(held.database, tenantId);
-    },
-    Math.max(0, Math.min(LAGGING_QUIET_MS, since + LAGGING_MAX_MS - now)),
-  );
-  timer.unref();
-  held.lagging = { since, timer };
+  const cancel = callAfter(held.clock, Math.min(LAGGING_QUIET_MS, since + LAGGING_MAX_MS - now), () => {
+    held.lagging = undefined;
+    if (heldProfiles(held.database, tenantId) === held) dropProfileIndex(held.database, tenantId);
+  });
+  held.lagging = { since, cancel };
 }

@@ -2,6 +2,7 @@
 // else rebuilt from the Profile rows), changed only through profileWrite() (commit first, then apply), and
 // snapshotted a few seconds after the last write. Writes and loads of one tenant take turns on a per-tenant lock,
 // so the index in memory is always exactly the database at `seq` (the count of committed writes).
+import { callAfter, systemClock, type Clock } from '../clock';
 import { tenantLimits } from '../limits/limits';
 import { decodeIndex, encodeIndex } from './index-codec';
 import roaring from 'roaring';
@@ -23,7 +24,7 @@ export class TenantProfiles {
   seq = 0;
   savedSeq = -1;
   private tail: Promise<unknown> = Promise.resolve();
-  private quietTimer: NodeJS.Timeout | undefined;
+  private cancelSnapshot: (() => void) | undefined;
   /** When the oldest write the saved snapshot lacks was applied; null: the snapshot holds every write. */
   private firstUnsavedAt: number | null = null;
   private dueAt: number | null = null;
@@ -33,6 +34,7 @@ export class TenantProfiles {
   constructor(
     readonly database: Database,
     readonly tenantId: string,
+    readonly clock: Clock,
   ) {}
 
   /** Runs `work` alone among this tenant's profile writes, loads and snapshots. */
@@ -101,7 +103,7 @@ export class TenantProfiles {
 
   /** Set while the index misses writes made on another member (server/profiles/cluster-writes.ts): since when, and
    * the timer that forgets the index once they go quiet. */
-  lagging: { since: number; timer: NodeJS.Timeout } | undefined;
+  lagging: { since: number; cancel: () => void } | undefined;
 
   /**
    * After a write: the snapshot is written SNAPSHOT_QUIET_MS after the last write, at the latest SNAPSHOT_MAX_DELAY_MS
@@ -110,21 +112,17 @@ export class TenantProfiles {
    */
   scheduleSnapshot(): void {
     if (this.importing > 0) return;
-    const now = Date.now();
+    const now = this.clock.now();
     this.firstUnsavedAt ??= now;
-    clearTimeout(this.quietTimer);
+    this.cancelSnapshot?.();
     this.dueAt = Math.min(now + SNAPSHOT_QUIET_MS, this.firstUnsavedAt + SNAPSHOT_MAX_DELAY_MS);
-    this.quietTimer = setTimeout(
-      () => {
-        this.exclusive(() => this.saveSnapshot()).catch((error) => {
-          // Still owed: the next write schedules it again, at once (its first unsaved write is older than the cap).
-          this.dueAt = null;
-          console.warn(`[crowdflow] profile index snapshot of tenant ${this.tenantId} failed`, error);
-        });
-      },
-      Math.max(0, this.dueAt - now),
-    );
-    this.quietTimer.unref();
+    this.cancelSnapshot = callAfter(this.clock, this.dueAt - now, () => {
+      this.exclusive(() => this.saveSnapshot()).catch((error) => {
+        // Still owed: the next write schedules it again, at once (its first unsaved write is older than the cap).
+        this.dueAt = null;
+        console.warn(`[crowdflow] profile index snapshot of tenant ${this.tenantId} failed`, error);
+      });
+    });
   }
 
   /** When the pending snapshot is to be written (epoch ms); null: none pending. */
@@ -133,8 +131,8 @@ export class TenantProfiles {
   }
 
   close(): void {
-    clearTimeout(this.quietTimer);
-    clearTimeout(this.lagging?.timer);
+    this.cancelSnapshot?.();
+    this.lagging?.cancel();
   }
 }
 
@@ -142,6 +140,8 @@ export class TenantProfiles {
 export class ProfileIndexes {
   /** Each tenant's, loaded on first use. */
   readonly byTenant = new Map<string, TenantProfiles>();
+  /** What the snapshots' and lagging indexes' waits are timed on: the app's clock (set by server/create-app.ts). */
+  clock: Clock = systemClock;
   /** Hands every committed write of this thread to the engine thread's index (set by server/engine/client.ts); `write`
    * null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
   relay: ((tenantId: string, write: RelayedProfileWrite | null, seq: number) => void) | undefined;
@@ -158,7 +158,10 @@ function tenants(database: Database): Map<string, TenantProfiles> {
 
 function tenantProfiles(database: Database, tenantId: string): TenantProfiles {
   let held = tenants(database).get(tenantId);
-  if (!held) tenants(database).set(tenantId, (held = new TenantProfiles(database, tenantId)));
+  if (!held) {
+    const indexes = profileIndexes(database);
+    indexes.byTenant.set(tenantId, (held = new TenantProfiles(database, tenantId, indexes.clock)));
+  }
   return held;
 }
 

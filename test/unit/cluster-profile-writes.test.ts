@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { ManualClock } from '../../server/clock';
 import { LAGGING_MAX_MS, LAGGING_QUIET_MS, profilesWrittenElsewhere, profileWriteNotice } from '../../server/profiles/cluster-writes';
 import { newId } from '../../server/ids';
-import { dropProfileIndex, heldProfiles, profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
+import { dropProfileIndex, heldProfiles, profileIndex, profileIndexes, saveProfileSnapshot } from '../../server/profiles/index-store';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db, database } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
@@ -29,9 +30,17 @@ async function storedProfiles(tenantId: string) {
   return Object.fromEntries(rows.map((row) => [Number(row.user), JSON.parse(row.attributes)]));
 }
 
-afterEach(() => {
-  vi.useRealTimers();
-});
+/** Times this app's profile indexes made from now on by a ManualClock, for the test. */
+function manualIndexClock(): ManualClock {
+  const indexes = profileIndexes(database());
+  const previous = indexes.clock;
+  const clock = new ManualClock(Date.now());
+  indexes.clock = clock;
+  onTestFinished(() => {
+    indexes.clock = previous;
+  });
+  return clock;
+}
 
 describe('profile writes of other cluster members', () => {
   it('applies a write that names its users by reading their rows, keeping the index (no reload)', async () => {
@@ -66,33 +75,34 @@ describe('profile writes of other cluster members', () => {
 
   it('forgets an index that missed writes only once they go quiet, or at the latest after the bound', async () => {
     const tenantId = await tenantRow(newId('tn'));
+    const clock = manualIndexClock();
     await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
     await profileIndex(database(), tenantId);
     const held = heldProfiles(database(), tenantId)!;
     const many = Array.from({ length: 5_000 }, (_, i) => ({ user: i * 7_919 }));
     expect(profileWriteNotice(tenantId, held.seq + 1, many)).toHaveLength(2); // too many users to name
 
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     // An import elsewhere: a write every half quiet period never goes quiet; the index still goes at the bound, once.
     for (let elapsed = 0, write = 1; elapsed < LAGGING_MAX_MS; elapsed += LAGGING_QUIET_MS / 2, write++) {
       expect(heldProfiles(database(), tenantId)).toBe(held);
       await profilesWrittenElsewhere(database(), tenantId, held.seq + write, undefined);
-      vi.advanceTimersByTime(LAGGING_QUIET_MS / 2);
+      await clock.advance(LAGGING_QUIET_MS / 2);
     }
-    expect(heldProfiles(database(), tenantId) !== undefined).toBe(false);
+    expect(heldProfiles(database(), tenantId)).toBeUndefined();
   });
 
   it('leaves no wait behind when an index that missed writes is dropped: the wait belongs to the index', async () => {
     const tenantId = await tenantRow(newId('tn'));
+    const clock = manualIndexClock();
     await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
     await profileIndex(database(), tenantId);
     const held = heldProfiles(database(), tenantId)!;
+    const waiting = clock.pendingSleepers(); // the snapshot owed for the write above
 
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     await profilesWrittenElsewhere(database(), tenantId, held.seq + 1, undefined);
-    expect(vi.getTimerCount()).toBe(1);
+    expect(clock.pendingSleepers()).toBe(waiting + 1);
     dropProfileIndex(database(), tenantId);
-    expect(vi.getTimerCount()).toBe(0);
+    expect(clock.pendingSleepers()).toBe(0);
   });
 
   it('drops the index when a local write follows one committed elsewhere whose notice has not arrived, never snapshotting the gap', async () => {
