@@ -73,7 +73,7 @@ export function createApp(options: AppOptions = {}): App {
   const ownsStorage = !options.storage;
   const storage = options.storage ?? openStorage(parseDatabaseUrl(env.DATABASE_URL), env.CROWDFLOW_PG_POOL_MAX);
   const database = databaseOf(storage);
-  const state = createAppState();
+  const state = createAppState(clock);
   profileIndexes(database).clock = clock;
   const runner = isRunner(options.runner) ? options.runner : createProcedureRunner(database, { clock, types: new ProcedureTypes(), ...options.runner });
   const mode = options.engine ?? 'none';
@@ -149,7 +149,7 @@ export function createApp(options: AppOptions = {}): App {
 }
 
 /** What the thread keeps between calls, empty but for the parts that wait unused until asked (they start nothing). */
-function createAppState(): AppState {
+function createAppState(clock: Clock): AppState {
   return {
     recentLog: new RecentLog(),
     ingestDedupe: new Map(),
@@ -157,7 +157,7 @@ function createAppState(): AppState {
     tenantPartitions: new Map(),
     formatters: { idText: new IdTextFormatter(), table: new TableFormatter() },
     shutdown: { installed: false, closers: new Set() },
-    security: { buckets: new Map(), keyUseWritten: new Map(), signIn: new SignInThrottle() },
+    security: { buckets: new Map(), keyUseWritten: new Map(), signIn: new SignInThrottle(undefined, clock) },
   };
 }
 

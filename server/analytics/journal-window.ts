@@ -5,7 +5,7 @@
 // or per page (funnels); bulk moves, which carry bitmaps, a few at a time.
 import { AppError } from '../errors';
 import { tenantLimits } from '../limits/limits';
-import { retainedFrom } from '../notifications/journal-retention';
+import { retainedFrom } from '../engine/journal-retention';
 import type { Database } from '../storage/database';
 import { bulkMovesAfter, type JournalPartitionWindow, singleMovesByEdge, singleMovesInto } from '../storage/journal-moves';
 

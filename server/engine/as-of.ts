@@ -17,7 +17,7 @@
 // then; a shard's moves are made in seq order, so its rows after T are the last ones before the checkpoint's seq.
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { AppError, notFound } from '../errors';
-import { retainedFrom } from '../notifications/journal-retention';
+import { retainedFrom } from './journal-retention';
 import { tenantLimits } from '../limits/limits';
 import type { Database } from '../storage/database';
 import type { Tenant } from '../tenants/tenants';

@@ -14,8 +14,12 @@
 //     followed by its actions, comma-separated), timeMs (engine clock) }.
 // A direct chain is one row per hop. Update-crowd changes no journal (busybee: no notifications).
 export type { EngineOptions } from './engine';
+export type { EngineHandle } from './handle';
 export { countsAsOf, stepUsersAsOf } from './as-of';
-export { idempotencyKey } from './ingest';
+export { idempotencyKey, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from './ingest';
+export { DEDUPE_WINDOW_MS } from './ingest-dedupe';
+export { REENTRY_MODES } from './types';
+export { RECENT_ROWS } from './event-types';
 export { recentEventTypes, type RecentEventTypes } from './event-types';
 export { discardDeadLetter, getDeadLetter, listDeadLetters } from './dead-letter';
 export { countsHistory, HISTORY_RESOLUTIONS, MAX_HISTORY_POINTS, type HistoryPoint } from './counts-history';

@@ -2,8 +2,7 @@
 // (cron steps, delay and ttl buckets, stopAt), runs every due timer of a tenant in one tick (timers.ts), samples the
 // counts history once a minute (a loop of its own on the same clock) and does the hourly housekeeping. A commit that moved users or a new instance wakes
 // it (`wake`), since either can bring a timer forward.
-import { LoopIdle, sleepUntilAborted, systemClock, Wakeup, type Clock } from '../clock';
-import { cleanupJournal } from '../notifications/notifications';
+import { LoopIdle, sleepUntilAborted, Wakeup, type Clock } from '../clock';
 import type { Database } from '../storage/database';
 import { CountsSampler, downsampleCountsHistory, MINUTE_MS, type SampledInstance } from './counts-history';
 import type { LoadedTenant } from './loaded-tenants';
@@ -11,6 +10,7 @@ import { LogTrimmer } from '../storage/event-log';
 import { Mutex } from './tenant';
 import type { Counts } from './types';
 import { firingWaits, nextTimerDue, runDueTimers, warmNextFirings } from './timers';
+import { applyJournalRetention } from './journal-retention';
 
 /** The loop re-plans at least this often (engine clock), so nothing is missed for long. */
 const MAX_TIMER_SLEEP_MS = 60 * 60 * 1000;
@@ -149,7 +149,7 @@ export class TimerLoop {
         else await sleepUntilAborted(clock, Math.min(due - clock.now(), MAX_TIMER_SLEEP_MS), signal);
       } catch (error) {
         console.error('[crowdflow] timer loop failed; retrying in 1 s', error);
-        await systemClock.sleep(1_000, signal);
+        await clock.sleep(1_000, signal);
       }
     }
   }
@@ -203,7 +203,7 @@ export class TimerLoop {
    * every partition had applied by the previous run. */
   private async housekeeping(now: number): Promise<void> {
     await this.removeExpiredSnapshots(now);
-    await cleanupJournal(this.host.database, this.host.clock);
+    await applyJournalRetention(this.host.database, this.host.clock);
     await downsampleCountsHistory(this.host.database, now);
     for (const { runtime } of await this.host.tenants()) await this.logTrimmer.run(runtime.id);
   }

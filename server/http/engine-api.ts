@@ -2,21 +2,17 @@
 // schemas its routes validate with and the OpenAPI 3.1 path items documenting them, built from the same schemas.
 // The engine itself (server/engine/) knows nothing of HTTP.
 import { z } from 'zod';
+import { DEDUPE_WINDOW_MS, MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH, MAX_HISTORY_POINTS, RECENT_ROWS, REENTRY_MODES } from '../engine';
 import { MAX_USER_ID } from '../crowd/bitmap';
 import { EXPORT_FORMATS, ExportQuery } from '../crowd/export';
 import { EXPORT_COLUMNS_DESCRIPTION, EXPORT_COLUMNS_QUERY } from '../exports/openapi';
-import { Crowd } from '../crowd/openapi';
+import { Crowd } from './crowd-openapi';
 import { StepCrowdBody } from '../workflows/step-crowd';
 import { ExperimentResultSchema } from './experiment-api';
 import { operation } from '../openapi-kit';
-import { MAX_EVENT_ID_LENGTH, MAX_EVENT_TYPE_LENGTH, MAX_EVENTS_PER_BATCH } from '../engine/ingest';
-import { DEDUPE_WINDOW_MS } from '../engine/ingest-dedupe';
-import { REENTRY_MODES } from '../engine/types';
-import { RECENT_ROWS } from '../engine/event-types';
 
 /** GET …/events/types takes no query parameters; any is a 400 naming it. */
 export const EventTypesQuery = z.strictObject({});
-import { MAX_HISTORY_POINTS } from '../engine/counts-history';
 
 export const INSTANCE_STATES = ['starting', 'running', 'stopping', 'stopped', 'failed'] as const;
 

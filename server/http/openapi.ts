@@ -1,5 +1,5 @@
 import { paths as analyticsPaths } from '../analytics/openapi';
-import { paths as crowdPaths } from '../crowd/openapi';
+import { paths as crowdPaths } from './crowd-openapi';
 import { paths as costPaths } from './cost-api';
 import { paths as enginePaths } from './engine-api';
 import { paths as experimentPaths } from './experiment-api';

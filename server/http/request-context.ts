@@ -6,7 +6,7 @@
 import { app, type App } from '../app';
 import { authenticate, type Principal } from '../auth';
 import type { Clock } from '../clock';
-import type { EngineHandle } from '../engine/handle';
+import type { EngineHandle } from '../engine';
 import type { Env } from '../env';
 import type { ExportFormatters } from '../exports/table-export';
 import type { ProcedureRunner } from '../procedures/types';

@@ -5,12 +5,11 @@
 // `next` is the cursor to send next time. Seqs are global and assigned in commit order by the engine, so a reader
 // that has seen seq N never misses a later-committed move with a smaller seq.
 import { z } from 'zod';
-import type { Clock } from '../clock';
 import { deserializeBitmap, type RoaringBitmap32, serializeBitmap } from '../crowd/bitmap';
 import { AppError, conflict, notFound } from '../errors';
 import { DEFAULT_LIMITS } from '../limits/limits';
 import type { Database } from '../storage/database';
-import { applyJournalRetention, lostAfter, type Lost } from './journal-retention';
+import { lostAfter, type Lost } from '../engine/journal-retention';
 import { NAME_KINDS, nameSchema } from '../../core/model/names';
 
 export const DEFAULT_PAGE = 100;
@@ -255,13 +254,4 @@ export async function commitConsumer(database: Database, tenantId: string, name:
     });
   }
   return consumerView(database, tenantId, after);
-}
-
-/**
- * Applies each tenant's journal retention, by age and by size (server/notifications/journal-retention.ts); readers and
- * consumers behind what it deleted are told in `lost`. Returns how many entries were deleted. Called by the engine's
- * housekeeping.
- */
-export async function cleanupJournal(database: Database, clock: Clock): Promise<number> {
-  return applyJournalRetention(database, clock);
 }

@@ -1,4 +1,4 @@
-// Journal retention's statements (server/notifications/journal-retention.ts decides what each tenant keeps): the
+// Journal retention's statements (server/engine/journal-retention.ts decides what each tenant keeps): the
 // tenant's entries are deleted a chunk at a time, and its watermark (JournalTrim.trimmedThrough) is raised in the same
 // transaction, so a reader never finds entries gone unannounced. Entries a running instance still needs to recover
 // (newer than its shard's checkpoint) stay, and so does the journal's newest entry (seqs continue from the max).

@@ -23,7 +23,7 @@ import {
 import { privateAddressesAllowed } from './address-policy';
 import { LOST_OFFSET } from './cut';
 import { requireDestination } from './destinations';
-import { sendDelivery } from './send';
+import { DeliveryAgents, sendDelivery } from './send';
 import type { Database } from '../storage/database';
 import { isTransientStorageError, retryTransient } from '../storage/transient';
 import type { Clock } from '../clock';
@@ -42,36 +42,39 @@ export function deliveryProcedureId(deliveryId: string, replays: number): string
 type DeliverState = { delivery: string; replays: number };
 
 /** `webhook.deliver`, delivering to private addresses for every tenant when `privateAddressesForEveryTenant`. */
-const deliverType = (privateAddressesForEveryTenant: boolean): ProcedureTypeDefinition => ({
-  type: DELIVER_TYPE,
-  maxRetries: MAX_RETRIES,
-  supportsRollback: true,
-  create(state: Json) {
-    const { delivery, replays } = state as DeliverState;
-    return {
-      lockKeys: () => [],
-      state: () => ({ delivery, replays }),
-      execute: (ctx: ProcedureContext) => attempt(ctx.database, ctx.clock, delivery, replays, privateAddressesForEveryTenant),
-      // Out of retries, or a failure no retry cures: the delivery is failed (until a replay), unless a replay took it
-      // over meanwhile, with the reason in lastError: the last attempt's, or what stopped the procedure before (storage).
-      async rollback(ctx: ProcedureContext) {
-        const lastError = await failureOf(ctx, delivery);
-        await ctx.database.db.webhookDelivery.updateMany({
-          where: { id: delivery, replays, status: 'pending' },
-          data: { status: 'failed', ...(lastError === null ? {} : { lastError }) },
-        });
-        return { kind: 'rolled-back' as const };
-      },
-    };
-  },
-});
+function deliverType(privateAddressesForEveryTenant: boolean): ProcedureTypeDefinition {
+  const agents = new DeliveryAgents();
+  return {
+    type: DELIVER_TYPE,
+    maxRetries: MAX_RETRIES,
+    supportsRollback: true,
+    create(state: Json) {
+      const { delivery, replays } = state as DeliverState;
+      return {
+        lockKeys: () => [],
+        state: () => ({ delivery, replays }),
+        execute: (ctx: ProcedureContext) => attempt(ctx.database, ctx.clock, delivery, replays, { privateAddressesForEveryTenant, agents }),
+        // Out of retries, or a failure no retry cures: the delivery is failed (until a replay), unless a replay took it
+        // over meanwhile, with the reason in lastError: the last attempt's, or what stopped the procedure before (storage).
+        async rollback(ctx: ProcedureContext) {
+          const lastError = await failureOf(ctx, delivery);
+          await ctx.database.db.webhookDelivery.updateMany({
+            where: { id: delivery, replays, status: 'pending' },
+            data: { status: 'failed', ...(lastError === null ? {} : { lastError }) },
+          });
+          return { kind: 'rolled-back' as const };
+        },
+      };
+    },
+  };
+}
 
 async function attempt(
   database: Database,
   clock: Clock,
   deliveryId: string,
   replays: number,
-  privateAddressesForEveryTenant: boolean,
+  sending: { privateAddressesForEveryTenant: boolean; agents: DeliveryAgents },
 ): Promise<ProcedureStatus> {
   const now = clock.now();
   const delivery = await database.db.webhookDelivery.findUnique({ where: { id: deliveryId }, include: { destination: true } });
@@ -84,7 +87,10 @@ async function attempt(
     delivery.id,
     delivery.body,
     now,
-    { allowPrivate: await privateAddressesAllowed(database, destination.tenantId, privateAddressesForEveryTenant) },
+    {
+      allowPrivate: await privateAddressesAllowed(database, destination.tenantId, sending.privateAddressesForEveryTenant),
+      agents: sending.agents,
+    },
   );
   await recordAttempt(clock, () =>
     database.db.webhookDelivery.updateMany({

@@ -26,14 +26,21 @@ export type SendResult = {
   refused: boolean;
   refusedAddress?: string;
 };
-export type SendPolicy = { allowPrivate: boolean; resolver?: Resolver };
+export type SendPolicy = { allowPrivate: boolean; agents: DeliveryAgents; resolver?: Resolver };
 
-// Separate pools: a kept-alive connection opened for a tenant allowed private addresses must never carry a request
-// of a tenant that is not (it would skip the check, which runs when a connection is opened).
-const agents = {
-  checked: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
-  unchecked: { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) },
-};
+/**
+ * The kept-alive connections of one app's deliveries (made with its `webhook.deliver` type). Separate pools: a
+ * connection opened for a tenant allowed private addresses must never carry a request of a tenant that is not (it
+ * would skip the check, which runs when a connection is opened).
+ */
+export class DeliveryAgents {
+  private readonly checked = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+  private readonly unchecked = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+
+  pool(allowPrivate: boolean): { http: http.Agent; https: https.Agent } {
+    return allowPrivate ? this.unchecked : this.checked;
+  }
+}
 
 export async function sendDelivery(target: SendTarget, deliveryId: string, body: string, nowMs: number, policy: SendPolicy): Promise<SendResult> {
   const url = new URL(target.url);
@@ -50,7 +57,7 @@ export async function sendDelivery(target: SendTarget, deliveryId: string, body:
   };
   const signal = AbortSignal.timeout(target.timeoutMs);
   const secure = url.protocol === 'https:';
-  const pool = policy.allowPrivate ? agents.unchecked : agents.checked;
+  const pool = policy.agents.pool(policy.allowPrivate);
   try {
     const { status, excerpt } = await post(
       url,

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { instanceFunnel, instancePaths } from '../../server/analytics/instance-analytics';
 import { updateTenantLimits } from '../../server/limits/limits';
-import { applyJournalRetention } from '../../server/notifications/journal-retention';
+import { applyJournalRetention } from '../../server/engine/journal-retention';
 import { db, database } from '../helpers/app-db';
 import type { Tenant } from '../../server/tenants/tenants';
 import { openBuyJourney } from '../fixtures/journeys';

@@ -41,15 +41,8 @@ const LAYERS: { name: string; places: string[] }[] = [
 // Why the upward imports below are still there (issue 35 §1 hands every part in from the composition root; the engine
 // reaches cluster/ only through its ports, server/engine/cluster-port.ts).
 const EDGE = 'the route wrappers are the edge that reads the registered app, by design (one hand-over through globalThis)';
-const JOURNAL_RETENTION = "the journal's retention lives with its reader (notifications/); the engine's housekeeping and asOf call it";
-const EXPORT_COLUMNS_DOC = "the crowd export route's OpenAPI text reuses the table export's description of profile columns";
 
-const UPWARD_ALLOWED: { arrow: string; why: string }[] = [
-  { arrow: 'server/crowd/openapi.ts → server/exports/openapi.ts', why: EXPORT_COLUMNS_DOC },
-  { arrow: 'server/engine/as-of.ts → server/notifications/journal-retention.ts', why: JOURNAL_RETENTION },
-  { arrow: 'server/engine/timer-loop.ts → server/notifications/notifications.ts', why: JOURNAL_RETENTION },
-  { arrow: 'server/http/request-context.ts → server/app.ts', why: EDGE },
-];
+const UPWARD_ALLOWED: { arrow: string; why: string }[] = [{ arrow: 'server/http/request-context.ts → server/app.ts', why: EDGE }];
 
 function layerOf(file: string): number {
   const holders = LAYERS.flatMap((layer, index) => layer.places.filter((place) => file.startsWith(place)).map((place) => ({ place, index })));

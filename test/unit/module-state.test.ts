@@ -18,6 +18,7 @@ const ALLOWED: { where: string; why: string }[] = [
     where: 'core/conditions/environment.ts membership',
     why: 'set and restored around one synchronous CEL call (cel-js hands its functions their arguments only); null between calls',
   },
+  { where: 'core/conditions/gate.ts checks', why: `${PURE_MEMO} (a condition text and rule set → its check, at most 1,000 each)` },
   { where: 'core/conditions/regex.ts compiled', why: `${PURE_MEMO} (a pattern → its RE2 program, at most 1,000)` },
   { where: 'core/model/cron.ts knownSpans', why: `${PURE_MEMO} (a zone and cron → spans between firings, cleared past 10,000)` },
   { where: 'core/model/cron.ts knownZones', why: `${PURE_MEMO} (a zone name → whether it is one, cleared past 10,000)` },
@@ -63,11 +64,23 @@ function moduleState(file: string, text: string): { where: string; line: number 
 }
 
 function holdsMutableCollection(declaration: ts.VariableDeclaration): boolean {
+  if (declaration.initializer && buildsObjectsInLiteral(declaration.initializer)) return true;
   let value = declaration.initializer;
   while (value && (ts.isAsExpression(value) || ts.isSatisfiesExpression(value) || ts.isParenthesizedExpression(value))) value = value.expression;
   if (!value || !ts.isNewExpression(value) || !ts.isIdentifier(value.expression) || !MUTABLE_COLLECTIONS.has(value.expression.text)) return false;
   const type = declaration.type;
   return !(type && ts.isTypeReferenceNode(type) && ts.isIdentifier(type.typeName) && READONLY_TYPES.has(type.typeName.text));
+}
+
+/** Whether a `new` stands inside an object or array literal of `initializer` (outside functions): `{ pool: new Agent() }`. */
+function buildsObjectsInLiteral(initializer: ts.Expression): boolean {
+  const visit = (node: ts.Node, inLiteral: boolean): boolean => {
+    if (ts.isFunctionLike(node)) return false;
+    if (inLiteral && ts.isNewExpression(node)) return true;
+    const literal = inLiteral || ts.isObjectLiteralExpression(node) || ts.isArrayLiteralExpression(node);
+    return ts.forEachChild(node, (child) => visit(child, literal) || undefined) ?? false;
+  };
+  return visit(initializer, false);
 }
 
 const found = ['app', 'server', 'core'].flatMap(sourceFiles).flatMap((file) => moduleState(file, readFileSync(join(root, file), 'utf8')));
@@ -101,13 +114,17 @@ describe('module-level state', () => {
       const LIMIT = 10;
       class Registry { static entries = new Map(); static readonly KIND = 'k'; private local = 1; }
       function inside() { let local = 0; const seen = new Set(); return { local, seen }; }
-      const worker = \`let insideAString = 1;\`;`;
+      const worker = \`let insideAString = 1;\`;
+      const pools = { checked: new Agent({ keepAlive: true }) };
+      const FIELDS = ['a', 'b'];
+      const make = { pool: () => new Agent() };`;
     expect(moduleState('x.ts', text).map((state) => state.where)).toEqual([
       'x.ts counter',
       'x.ts legacy',
       'x.ts cache',
       'x.ts owners',
       'x.ts Registry.entries',
+      'x.ts pools',
     ]);
   });
 });

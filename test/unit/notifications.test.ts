@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../server/clock';
+import { applyJournalRetention } from '../../server/engine/journal-retention';
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import {
-  cleanupJournal,
   commitConsumer,
   createConsumer,
   DEFAULT_RETENTION_MS,
@@ -208,7 +208,7 @@ describe('journal cleanup', () => {
     await createConsumer(database(), t, 'slow', 'head');
     await createConsumer(database(), t, 'fast', 'tail');
     expect((await getConsumer(database(), t, 'slow')).lost).toBeNull();
-    expect(await cleanupJournal(database(), clock)).toBeGreaterThanOrEqual(2);
+    expect(await applyJournalRetention(database(), clock)).toBeGreaterThanOrEqual(2);
     expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([recent]);
     // `slow` had read nothing: it is told which moves it lost, on its view and on every page it reads from behind
     expect((await getConsumer(database(), t, 'slow')).lost).toEqual({ through: s2 });
@@ -220,7 +220,7 @@ describe('journal cleanup', () => {
     expect((await getConsumer(database(), t, 'slow')).lost).toBeNull();
     const newest = await move(t, { user: 5, timeMs: clock.now() });
     await clock.advance(DEFAULT_RETENTION_MS);
-    expect(await cleanupJournal(database(), clock)).toBeGreaterThanOrEqual(1);
+    expect(await applyJournalRetention(database(), clock)).toBeGreaterThanOrEqual(1);
     expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([newest]);
   });
 
@@ -237,7 +237,7 @@ describe('journal cleanup', () => {
        SELECT ${first} + i, ${bind(t)}, 'in_size', 0, 'b', i, 1, ${clock.now()} FROM n`,
       ...params,
     );
-    expect(await cleanupJournal(database(), clock)).toBeGreaterThanOrEqual(200);
+    expect(await applyJournalRetention(database(), clock)).toBeGreaterThanOrEqual(200);
     expect(await db().journal.count({ where: { tenantId: t } })).toBe(1_000);
     expect((await readNotifications(database(), t, 0, 1)).items[0].seq).toBe(first + 200);
     expect((await readNotifications(database(), t, 0, 1)).lost).toEqual({ through: first + 199 });
@@ -248,11 +248,11 @@ describe('journal cleanup', () => {
     const t = await tenant();
     const newest = await move(t, { user: 1, timeMs: clock.now() - 30 * DAY });
     await createConsumer(database(), t, 'done', 'tail');
-    await cleanupJournal(database(), clock);
+    await applyJournalRetention(database(), clock);
     const [row] = await db().journal.findMany({ orderBy: { seq: 'desc' }, take: 1 });
     expect(Number(row.seq)).toBe(newest); // old and read by every consumer, but the engine numbers after it
     const next = await move(t, { user: 2, timeMs: clock.now() });
-    expect(await cleanupJournal(database(), clock)).toBe(1);
+    expect(await applyJournalRetention(database(), clock)).toBe(1);
     expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([next]);
   });
 
@@ -269,7 +269,7 @@ describe('journal cleanup', () => {
     const stoppedInstance = await move(t, { user: 4, timeMs: old, instanceId: 'in_stopped' });
     const newest = await move(t, { user: 5, timeMs: clock.now() });
     await db().shardCheckpoint.update({ where: { instanceId_partition: { instanceId, partition: 0 } }, data: { journalSeq: BigInt(beforeCheckpoint) } });
-    await cleanupJournal(database(), clock);
+    await applyJournalRetention(database(), clock);
     expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([afterCheckpoint, noCheckpoint, newest]);
     expect(stoppedInstance).toBeGreaterThan(noCheckpoint);
   });
@@ -301,7 +301,7 @@ describe('journal cleanup', () => {
       ...params,
     );
     const kept = await move(t, { user: 1, timeMs: clock.now() });
-    expect(await cleanupJournal(database(), clock)).toBeGreaterThanOrEqual(total);
+    expect(await applyJournalRetention(database(), clock)).toBeGreaterThanOrEqual(total);
     expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([kept]);
   });
 });

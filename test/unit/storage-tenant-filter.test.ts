@@ -12,7 +12,7 @@ import { pathsOf } from '../../server/analytics/paths';
 import { countsAsOf, stepUsersAsOf } from '../../server/engine/as-of';
 import { ingest } from '../../server/engine/ingest';
 import { updateTenantLimits } from '../../server/limits/limits';
-import { applyJournalRetention } from '../../server/notifications/journal-retention';
+import { applyJournalRetention } from '../../server/engine/journal-retention';
 import { commitConsumer, createConsumer, readNotifications } from '../../server/notifications/notifications';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db, database } from '../helpers/app-db';

@@ -1,12 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { refusedLiteralHost, refusedRange, type Resolver } from '../../server/webhooks/address-policy';
-import { sendDelivery, type SendTarget } from '../../server/webhooks/send';
+import { DeliveryAgents, sendDelivery, type SendTarget } from '../../server/webhooks/send';
 import { startReceiver, type Receiver } from '../fixtures/webhooks/receiver';
 
 // Which addresses a webhook may reach, checked on the URL when it is saved and on the resolved address when it is sent.
 
 const SECRET = 'whsec_policy-test-secret-0123';
 const receivers: Receiver[] = [];
+/** The test's own connection pools, as an app's `webhook.deliver` type holds them. */
+const agents = new DeliveryAgents();
 
 afterEach(async () => {
   for (const receiver of receivers.splice(0)) await receiver.close();
@@ -96,6 +98,7 @@ describe('webhook address policy', () => {
     const hook = await receiver();
     const result = await sendDelivery(target(hook, 'hooks.example'), 'd-1', '{"a":1}', Date.now(), {
       allowPrivate: false,
+      agents,
       resolver: resolving('hooks.example', '127.0.0.1'),
     });
     expect(result).toMatchObject({ ok: false, status: null, refused: true, refusedAddress: '127.0.0.1' });
@@ -118,6 +121,7 @@ describe('webhook address policy', () => {
     for (const [address, reason] of answers) {
       const result = await sendDelivery(target(hook, 'hooks.example'), `d-${address}`, '{}', Date.now(), {
         allowPrivate: false,
+        agents,
         resolver: resolving('hooks.example', address),
       });
       expect(result, address).toMatchObject({ refused: true, refusedAddress: address, error: expect.stringMatching(reason) });
@@ -130,11 +134,12 @@ describe('webhook address policy', () => {
     const hook = await receiver();
     const mixed = await sendDelivery(target(hook, 'hooks.example'), 'd-2', '{}', Date.now(), {
       allowPrivate: false,
+      agents,
       resolver: resolving('hooks.example', '93.184.215.14', '10.0.0.7'),
     });
     expect(mixed).toMatchObject({ refusedAddress: '10.0.0.7', error: expect.stringMatching(/resolves to a private address \(10\.0\.0\.0\/8\)/) });
     expect(mixed.error).not.toContain('10.0.0.7');
-    const literal = await sendDelivery(target(hook, '127.0.0.1'), 'd-3', '{}', Date.now(), { allowPrivate: false });
+    const literal = await sendDelivery(target(hook, '127.0.0.1'), 'd-3', '{}', Date.now(), { allowPrivate: false, agents });
     expect(literal).toMatchObject({ refused: true, error: expect.stringMatching(/^refused: 127\.0\.0\.1 is a loopback/) });
     expect(hook.received).toHaveLength(0);
   });
@@ -144,6 +149,7 @@ describe('webhook address policy', () => {
     // hooks.example exists only in this resolver: reaching the receiver proves the socket used the checked address.
     const result = await sendDelivery(target(hook, 'hooks.example'), 'd-4', '{"a":1}', Date.now(), {
       allowPrivate: true,
+      agents,
       resolver: resolving('hooks.example', '127.0.0.1'),
     });
     expect(result).toMatchObject({ ok: true, status: 200, refused: false });
@@ -153,7 +159,7 @@ describe('webhook address policy', () => {
   it('keeps the receiver’s answer to a failure apart from our error text', async () => {
     const hook = await receiver();
     hook.setMix({ fail: 1, hang: 0, slow: 0 });
-    const result = await sendDelivery(target(hook, '127.0.0.1'), 'd-5', '{}', Date.now(), { allowPrivate: true });
+    const result = await sendDelivery(target(hook, '127.0.0.1'), 'd-5', '{}', Date.now(), { allowPrivate: true, agents });
     expect(result).toEqual({ ok: false, status: 500, error: 'HTTP 500', response: 'receiver failed on purpose', refused: false });
   });
 });

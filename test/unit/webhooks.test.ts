@@ -3,7 +3,7 @@ import { ManualClock } from '../../server/clock';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { newId } from '../../server/ids';
 import { updateTenantLimits } from '../../server/limits/limits';
-import { applyJournalRetention } from '../../server/notifications/journal-retention';
+import { applyJournalRetention } from '../../server/engine/journal-retention';
 import { createProcedureRunner } from '../../server/procedures/runner';
 import type { ProcedureRunner } from '../../server/procedures/types';
 import { db, database } from '../helpers/app-db';

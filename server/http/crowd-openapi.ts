@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { operation } from '../openapi-kit';
 import { EXPORT_COLUMNS_DESCRIPTION, EXPORT_COLUMNS_QUERY } from '../exports/openapi';
-import { CombineCrowdsBody } from './store';
+import { CombineCrowdsBody } from '../crowd/store';
 
 export const Crowd = z.object({
   name: z.string(),
