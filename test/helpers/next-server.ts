@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { waitFor } from './wait-for';
 
 // Shared by the test servers (test/setup/server.ts) and the benchmark servers (bench/lib/server.ts).
 
@@ -24,19 +25,18 @@ export async function freePort(): Promise<number> {
 
 /** Waits until a spawned server answers the API (401 without credentials); kills it when it never does. */
 export async function waitUntilUp(url: string, child: ChildProcess, log: () => string, options: { timeoutMs: number; pollMs: number }): Promise<void> {
-  const deadline = Date.now() + options.timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}:\n${log()}`);
-    try {
-      const response = await fetch(`${url}/api/v1/tenants`);
-      if (response.status === 401) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, options.pollMs));
+  const exited = () => new Error(`the server exited with ${child.exitCode}:\n${log()}`);
+  const answers = async () => {
+    if (child.exitCode !== null) throw exited();
+    return (await fetch(`${url}/api/v1/tenants`).catch(() => null))?.status === 401; // null: not listening yet
+  };
+  try {
+    await waitFor(`the server at ${url} to answer`, answers, Boolean, { timeoutMs: options.timeoutMs, everyMs: options.pollMs });
+  } catch (error) {
+    if (child.exitCode !== null) throw exited();
+    child.kill('SIGKILL');
+    throw new Error(`${(error as Error).message}:\n${log()}`);
   }
-  child.kill('SIGKILL');
-  throw new Error(`the server did not answer within ${options.timeoutMs / 1000} s:\n${log()}`);
 }
 
 export type SpawnedServer = { baseUrl: string; child: ChildProcess; log: () => string; exited: Promise<void> };
