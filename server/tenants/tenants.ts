@@ -178,11 +178,10 @@ export async function listApiKeys({ db }: Database, tenant: Tenant): Promise<Api
 }
 
 /** Revokes a key and every key it created, directly or through keys it created, in one transaction. */
-export async function revokeApiKey(database: Database, tenant: Tenant, keyId: string): Promise<ApiKeyView & { alsoRevoked: string[] }> {
+export async function revokeApiKey(database: Database, tenant: Tenant, keyId: string, now: number): Promise<ApiKeyView & { alsoRevoked: string[] }> {
   const key = canNameRow(keyId) ? await database.db.apiKey.findFirst({ where: { id: keyId, tenantId: tenant.id } }) : null;
   if (!key) throw notFound(`API key "${keyId}"`);
-  const now = new Date();
-  const descendants = await revokeKeyTree(database, tenant.id, key.id, now);
+  const descendants = await revokeKeyTree(database, tenant.id, key.id, new Date(now));
   apiKeys(database).clear();
   const revoked = await database.db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
   return { ...keyView(revoked), alsoRevoked: descendants };
