@@ -17,6 +17,7 @@ import { describeStorageError, isTransientStorageError, retryTransient } from '.
 import type { UserPartitioning } from './partitioning';
 import { encodeRequest, type EncodedRequest, type EncodedRow, type IngestRequest } from './ingest-encode';
 import { decodeEvents, encodeEvents } from './log-codec';
+import { ID_HASH_WORDS } from './ingest-id-table';
 
 /** `accepted`: events of the request now in the log; `duplicates`: those skipped as already logged (by event id). */
 export type IngestResult = RecordedAnswer & { replayed: boolean };
@@ -192,12 +193,12 @@ function planGroup(pending: Waiting[], dedupe: TenantDedupe | undefined): GroupP
     }
     const answer = { accepted: count, duplicates };
     if (key !== undefined || claims.made > 0) {
-      const eventIds = claims.made === 0 ? null : claims.skipped.length === 0 ? ids!.json : dedupe!.idsJson(entry!, claims.skipped);
+      const eventHashes = claims.made === 0 ? null : dedupe!.storedHashes(entry!, claims.skipped);
       plan.records.push({
         seq: ++seq,
         key: key ?? null,
         requestHash: key === undefined ? null : requestHash,
-        eventIds,
+        eventHashes,
         createdAtMs: batch.now,
         entry,
         ...answer,
@@ -228,7 +229,7 @@ type Claims = { made: number; skipped: number[] };
 function freshRow(row: EncodedRow, hashes: Uint32Array, position: number, entry: number, dedupe: TenantDedupe, claims: Claims): LogRowToWrite | null {
   let keep: Uint8Array | undefined;
   for (let i = 0, at = position; i < row.count; i++, at++) {
-    if (hashes[2 * at] === 0 && hashes[2 * at + 1] === 0) continue;
+    if (hashes[ID_HASH_WORDS * at] === 0 && hashes[ID_HASH_WORDS * at + 1] === 0) continue;
     if (dedupe.claimId(entry, at)) {
       claims.made++;
       continue;

@@ -6,12 +6,13 @@
 // and reads the rows other processes wrote since (`seq` > the last one seen) at least every minute. Every writer
 // takes seq = last seen + 1, so a writer that missed another's row clashes on the primary key, reads the winner's row
 // and decides again: no lock, no extra round trip per commit, and no per-event index lookups in the database.
-// The ids are held as the 64-bit hashes the request thread computed (ingest-id-table.ts), each entry naming its
-// record and position, so the strings are only read (from the record's JSON) when two hashes are equal.
+// The ids are held and stored as the 128-bit hashes the request thread computed (ingest-id-table.ts), each table entry
+// naming its record and position; no id string reaches this thread. Rows written before the hashes were stored carry
+// the ids' JSON instead, hashed here when read.
 import type { IngestState } from './ingest-state';
-import { hashIds, IdTable } from './ingest-id-table';
+import { hashIds, ID_HASH_WORDS, IdTable } from './ingest-id-table';
 import type { Database } from '../storage/database';
-import { expireIngestRecords, ingestRecordsAfter } from '../storage/ingest-records';
+import { expireIngestRecords, ingestRecordsAfter, type StoredIngestRecord } from '../storage/ingest-records';
 
 /** How long a key or event id is remembered: at least 24 hours; expired rows go at the next cleanup (≤ 10 min later). */
 export const DEDUPE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -23,25 +24,23 @@ const CATCH_UP_EVERY_MS = 60 * 1000;
 export type RecordedAnswer = { accepted: number; duplicates: number };
 
 /**
- * The event ids of a request by position (its rows' events in order): `hashes` two words each (0:0 where an event
- * has none, see ingest-id-table.ts), `json` the array of the ids there are, in that order.
+ * The event ids of a request by position (its rows' events in order): `hashes` ID_HASH_WORDS words each (all 0 where
+ * an event has none, see ingest-id-table.ts).
  */
-export type RequestIds = { hashes: Uint32Array; json: string };
+export type RequestIds = { hashes: Uint32Array };
 
 type KeyEntry = RecordedAnswer & { seq: number; requestHash: string };
-/** `byPosition`: the ids read back from `json`, once an equal hash needs them compared. */
-type IdList = RequestIds & { byPosition?: (string | undefined)[] };
-type LiveRecord = { seq: number; createdAtMs: number; key: string | null; ids: IdList | undefined };
+type LiveRecord = { seq: number; createdAtMs: number; key: string | null; ids: RequestIds | undefined };
 
 /**
- * One new IngestRecord row, decided by a group commit: `eventIds` the JSON of the ids it appends, `entry` its number
- * here (`open`).
+ * One new IngestRecord row, decided by a group commit: `eventHashes` the hashes of the ids it appends (16 bytes each),
+ * `entry` its number here (`open`).
  */
 export type NewRecord = RecordedAnswer & {
   seq: number;
   key: string | null;
   requestHash: string | null;
-  eventIds: string | null;
+  eventHashes: Uint8Array<ArrayBuffer> | null;
   createdAtMs: number;
   entry?: number;
 };
@@ -50,7 +49,7 @@ export class TenantDedupe {
   lastSeq = 0;
   private readonly keys = new Map<string, KeyEntry>();
   /** Every live id, named by its record's number and position there. */
-  private readonly ids = new IdTable((entry, position, other, otherPosition) => this.idAt(entry, position) === this.idAt(other, otherPosition));
+  private readonly ids = new IdTable((entry, position, other, otherPosition) => this.sameTail(entry, position, other, otherPosition));
   /** Live records in seq order, for expiry, then those of the group being planned; record n is records[n - recordsBase]. */
   private records: LiveRecord[] = [];
   private recordsStart = 0;
@@ -86,14 +85,21 @@ export class TenantDedupe {
    */
   claimId(entry: number, position: number): boolean {
     const { hashes } = this.records[entry - this.recordsBase].ids!;
-    return this.ids.claim(hashes[2 * position], hashes[2 * position + 1], entry, position);
+    return this.ids.claim(hashes[ID_HASH_WORDS * position], hashes[ID_HASH_WORDS * position + 1], entry, position);
   }
 
-  /** The JSON of the ids of an opened record but those at `skipped` (duplicates). */
-  idsJson(entry: number, skipped: number[]): string {
-    const ids = this.idsOf(entry).slice();
-    for (const position of skipped) ids[position] = undefined;
-    return JSON.stringify(ids.filter((id) => id !== undefined));
+  /** The hashes (16 bytes each) of the ids of an opened record but those at `skipped` (duplicates), as stored. */
+  storedHashes(entry: number, skipped: number[]): Uint8Array<ArrayBuffer> {
+    const { hashes } = this.records[entry - this.recordsBase].ids!;
+    const left = new Set(skipped);
+    const out = new Uint32Array(hashes.length);
+    let at = 0;
+    for (let position = 0; position < hashes.length / ID_HASH_WORDS; position++) {
+      const word = ID_HASH_WORDS * position;
+      if (left.has(position) || (hashes[word] === 0 && hashes[word + 1] === 0)) continue;
+      for (let w = word; w < word + ID_HASH_WORDS; w++) out[at++] = hashes[w];
+    }
+    return new Uint8Array(out.buffer, 0, at * 4);
   }
 
   /** Gives back the records of a group that did not commit: their ids are not logged after all. */
@@ -105,22 +111,21 @@ export class TenantDedupe {
   }
 
   /** Adds committed rows: read back from the table, or just written by this process (opened here: `entry`). */
-  learn(record: NewRecord): void {
+  learn(record: NewRecord | StoredIngestRecord): void {
     if (record.seq <= this.lastSeq) return;
     this.lastSeq = record.seq;
     if (record.key !== null)
       this.keys.set(record.key, { seq: record.seq, requestHash: record.requestHash ?? '', accepted: record.accepted, duplicates: record.duplicates });
-    if (record.entry !== undefined) {
+    if ('entry' in record && record.entry !== undefined) {
       const live = this.records[record.entry - this.recordsBase];
       live.seq = record.seq;
       live.key = record.key;
       return;
     }
-    const ids = record.eventIds === null ? undefined : (JSON.parse(record.eventIds) as string[]);
-    const hashes = ids && hashIds(ids);
-    this.records.push({ seq: record.seq, createdAtMs: record.createdAtMs, key: record.key, ids: hashes && { hashes, json: record.eventIds! } });
+    const hashes = storedIdHashes(record);
+    this.records.push({ seq: record.seq, createdAtMs: record.createdAtMs, key: record.key, ids: hashes && { hashes } });
     const entry = this.recordsBase + this.records.length - 1;
-    if (hashes) for (let i = 0; i < ids.length; i++) this.ids.add(hashes[2 * i], hashes[2 * i + 1], entry, i);
+    if (hashes) for (let i = 0; i < hashes.length / ID_HASH_WORDS; i++) this.ids.add(hashes[ID_HASH_WORDS * i], hashes[ID_HASH_WORDS * i + 1], entry, i);
   }
 
   /**
@@ -170,23 +175,27 @@ export class TenantDedupe {
   private forgetIds(entry: number): void {
     const hashes = this.records[entry - this.recordsBase].ids?.hashes;
     if (!hashes) return;
-    for (let i = 0; i < hashes.length; i += 2) if (hashes[i] !== 0 || hashes[i + 1] !== 0) this.ids.remove(hashes[i], hashes[i + 1], entry, i / 2);
+    for (let i = 0; i < hashes.length; i += ID_HASH_WORDS)
+      if (hashes[i] !== 0 || hashes[i + 1] !== 0) this.ids.remove(hashes[i], hashes[i + 1], entry, i / ID_HASH_WORDS);
   }
 
-  private idAt(entry: number, position: number): string | undefined {
-    return this.idsOf(entry)[position];
+  /** Whether the ids at the two places agree in the hash words the table does not probe with. */
+  private sameTail(entry: number, position: number, other: number, otherPosition: number): boolean {
+    const one = this.records[entry - this.recordsBase].ids!.hashes;
+    const two = this.records[other - this.recordsBase].ids!.hashes;
+    for (let w = 2; w < ID_HASH_WORDS; w++) if (one[ID_HASH_WORDS * position + w] !== two[ID_HASH_WORDS * otherPosition + w]) return false;
+    return true;
   }
+}
 
-  private idsOf(entry: number): (string | undefined)[] {
-    const list = this.records[entry - this.recordsBase].ids!;
-    if (!list.byPosition) {
-      const ids = JSON.parse(list.json) as string[];
-      const { hashes } = list;
-      list.byPosition = new Array<string | undefined>(hashes.length / 2);
-      for (let i = 0, next = 0; i < hashes.length; i += 2) if (hashes[i] !== 0 || hashes[i + 1] !== 0) list.byPosition[i / 2] = ids[next++];
-    }
-    return list.byPosition;
+/** A stored record's id hashes (ID_HASH_WORDS words each), from its bytes or (an older row) its ids' JSON; undefined: none. */
+function storedIdHashes(record: NewRecord | StoredIngestRecord): Uint32Array | undefined {
+  if (record.eventHashes) {
+    const { eventHashes: bytes } = record;
+    // Copied: a driver's Buffer may sit at an offset a Uint32Array cannot start at.
+    return new Uint32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
   }
+  return 'eventIds' in record && record.eventIds !== null ? hashIds(JSON.parse(record.eventIds) as string[]) : undefined;
 }
 
 /** This thread's dedupe state of a tenant (kept in its ingest state). */

@@ -2,7 +2,7 @@
 // every row's bytes in one buffer. Done where the request was parsed, which for HTTP is the request thread, so the
 // engine thread only decides duplicates, writes the rows and decodes them when it applies them.
 import { AppError } from '../errors';
-import { hashIds, IdTable } from './ingest-id-table';
+import { hashIds, ID_HASH_WORDS, IdTable } from './ingest-id-table';
 import type { RequestIds } from './ingest-dedupe';
 import { encodeEvents } from './log-codec';
 import { partitionOf, type UserPartitioning } from './partitioning';
@@ -84,8 +84,7 @@ export function encodeRequest(request: IngestRequest, partitioning: UserPartitio
     ...(key === undefined ? {} : { key, requestHash }),
     ...(ids
       ? {
-          ids: idsInRowOrder(
-            ids,
+          ids: hashesInRowOrder(
             hashes!,
             [...groups.values()].map((g) => g.positions),
           ),
@@ -95,25 +94,18 @@ export function encodeRequest(request: IngestRequest, partitioning: UserPartitio
 }
 
 /**
- * The ids as the rows hold their events: hashes by row position (copied, not computed again) and the JSON of the
- * ids there are. Hashed and serialized here, so the engine thread compares numbers and stores the JSON as it came (a
- * list of strings would also cost a clone per id on the way there).
+ * The ids' hashes as the rows hold their events (copied, not computed again): the engine thread compares and stores
+ * these, never the strings (a list of strings would also cost a clone per id on the way there).
  */
-function idsInRowOrder(ids: readonly (string | undefined)[], hashes: Uint32Array, positionsByRow: number[][]): RequestIds {
+function hashesInRowOrder(hashes: Uint32Array, positionsByRow: number[][]): RequestIds {
   let kept = 0;
   for (const positions of positionsByRow) kept += positions.length;
-  const rowHashes = new Uint32Array(2 * kept);
-  const present: string[] = [];
+  const rowHashes = new Uint32Array(ID_HASH_WORDS * kept);
   let at = 0;
   for (const positions of positionsByRow) {
-    for (const i of positions) {
-      rowHashes[at++] = hashes[2 * i];
-      rowHashes[at++] = hashes[2 * i + 1];
-      const id = ids[i];
-      if (id !== undefined) present.push(id);
-    }
+    for (const i of positions) for (let word = ID_HASH_WORDS * i; word < ID_HASH_WORDS * (i + 1); word++) rowHashes[at++] = hashes[word];
   }
-  return { hashes: rowHashes, json: JSON.stringify(present) };
+  return { hashes: rowHashes };
 }
 
 /**
@@ -125,7 +117,7 @@ function repeatsWithin(ids: readonly (string | undefined)[], hashes: Uint32Array
   const seen = new IdTable((_, position, __, otherPosition) => ids[position] === ids[otherPosition], ids.length);
   let repeated: Uint8Array | undefined;
   for (let i = 0; i < ids.length; i++) {
-    if (ids[i] !== undefined && !seen.claim(hashes[2 * i], hashes[2 * i + 1], 0, i)) (repeated ??= new Uint8Array(ids.length))[i] = 1;
+    if (ids[i] !== undefined && !seen.claim(hashes[ID_HASH_WORDS * i], hashes[ID_HASH_WORDS * i + 1], 0, i)) (repeated ??= new Uint8Array(ids.length))[i] = 1;
   }
   return repeated;
 }

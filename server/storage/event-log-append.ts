@@ -9,12 +9,12 @@ import type { RawStatement } from './raw';
 /** One EventLog row to write: a partition's encoded events (server/engine/log-codec.ts). */
 export type LogRowToWrite = { partition: number; count: number; bytes: Buffer };
 
-/** An IngestRecord row: what a batch was answered, under its key, and the ids of the events it logged (JSON). */
+/** An IngestRecord row: what a batch was answered, under its key, and the hashes of the ids of the events it logged. */
 export interface IngestRecordRow {
   seq: number;
   key: string | null;
   requestHash: string | null;
-  eventIds: string | null;
+  eventHashes: Uint8Array<ArrayBuffer> | null;
   createdAtMs: number;
   accepted: number;
   duplicates: number;
@@ -100,7 +100,7 @@ async function insertAsOneStatement(database: Database, tenantId: string, rows: 
 function recordInsert(dialect: Dialect, tenantId: string, records: IngestRecordRow[], bind: (value: unknown) => string): string {
   const values = records.map(
     (r) =>
-      `(${bind(tenantId)}, ${bind(r.seq)}, ${bind(r.key)}, ${bind(r.requestHash)}, ${bind(r.accepted)}, ${bind(r.duplicates)}, ${bind(r.eventIds)}, ${bind(r.createdAtMs)})`,
+      `(${bind(tenantId)}, ${bind(r.seq)}, ${bind(r.key)}, ${bind(r.requestHash)}, ${bind(r.accepted)}, ${bind(r.duplicates)}, ${bind(r.eventHashes && Buffer.from(r.eventHashes.buffer, r.eventHashes.byteOffset, r.eventHashes.byteLength))}, ${bind(r.createdAtMs)})`,
   );
-  return `INSERT INTO ${dialect.table('IngestRecord')} ("tenantId", "seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs") VALUES ${values.join(', ')}`;
+  return `INSERT INTO ${dialect.table('IngestRecord')} ("tenantId", "seq", "key", "requestHash", "accepted", "duplicates", "eventHashes", "createdAtMs") VALUES ${values.join(', ')}`;
 }

@@ -4,23 +4,27 @@
 import type { Database } from './database';
 import type { IngestRecordRow } from './event-log-append';
 
-type StoredRecord = {
+/** A record as read back: rows written before the ids' hashes were stored hold the ids' JSON (`eventIds`) instead. */
+export type StoredIngestRecord = IngestRecordRow & { eventIds: string | null };
+
+type StoredRow = {
   seq: number | string;
   key: string | null;
   requestHash: string | null;
   accepted: number;
   duplicates: number;
   eventIds: string | null;
+  eventHashes: Uint8Array | null;
   createdAtMs: number | string;
 };
 
 /** The tenant's records after `seq`, in seq order. */
-export async function ingestRecordsAfter(database: Database, tenantId: string, seq: number): Promise<IngestRecordRow[]> {
+export async function ingestRecordsAfter(database: Database, tenantId: string, seq: number): Promise<StoredIngestRecord[]> {
   const { params, bind } = database.dialect.parameters();
-  const columns = '"seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "createdAtMs"';
+  const columns = '"seq", "key", "requestHash", "accepted", "duplicates", "eventIds", "eventHashes", "createdAtMs"';
   const sql = `SELECT ${columns} FROM ${database.dialect.table('IngestRecord')}
       WHERE "tenantId" = ${bind(tenantId)} AND "seq" > ${bind(seq)} ORDER BY "seq"`;
-  const rows = await (await database.raw()).query<StoredRecord>(sql, params);
+  const rows = await (await database.raw()).query<StoredRow>(sql, params);
   return rows.map((row) => ({
     seq: Number(row.seq),
     key: row.key,
@@ -28,6 +32,7 @@ export async function ingestRecordsAfter(database: Database, tenantId: string, s
     accepted: Number(row.accepted),
     duplicates: Number(row.duplicates),
     eventIds: row.eventIds,
+    eventHashes: row.eventHashes && new Uint8Array(row.eventHashes),
     createdAtMs: Number(row.createdAtMs),
   }));
 }
@@ -46,7 +51,7 @@ export async function expireIngestRecords(database: Database, tenantId: string, 
   );
   const kept = database.dialect.parameters();
   await rawDb.execute(
-    `UPDATE ${table} SET "key" = NULL, "eventIds" = NULL WHERE "tenantId" = ${kept.bind(tenantId)} AND "createdAtMs" < ${kept.bind(cutoff)}`,
+    `UPDATE ${table} SET "key" = NULL, "eventIds" = NULL, "eventHashes" = NULL WHERE "tenantId" = ${kept.bind(tenantId)} AND "createdAtMs" < ${kept.bind(cutoff)}`,
     kept.params,
   );
 }

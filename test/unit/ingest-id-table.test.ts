@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { appendEncoded } from '../../server/engine/ingest-commit';
 import { encodeRequest } from '../../server/engine/ingest-encode';
 import { USER_BLOCK } from '../../server/engine/partitioning';
-import { hashIds, IdTable } from '../../server/engine/ingest-id-table';
+import { hashIds, ID_HASH_WORDS, IdTable } from '../../server/engine/ingest-id-table';
 import { decodeEvents } from '../../server/engine/log-codec';
 import { newId } from '../../server/ids';
 import { app } from '../../server/app';
@@ -16,16 +16,22 @@ function tableOver(lists: string[][]): IdTable {
 }
 
 describe('hashIds', () => {
-  it('gives 0:0 to events without an id only, and different words to different ids', () => {
+  it('gives all-zero words to events without an id only, and different words to different ids', () => {
     const hashes = hashIds(['a', undefined, 'b', '']);
-    expect([hashes[2], hashes[3]]).toEqual([0, 0]);
-    expect(hashes[0] !== 0 || hashes[1] !== 0).toBe(true);
-    expect(hashes[6] !== 0 || hashes[7] !== 0).toBe(true);
-    expect([hashes[0], hashes[1]]).not.toEqual([hashes[4], hashes[5]]);
+    const words = (i: number) => [...hashes.subarray(ID_HASH_WORDS * i, ID_HASH_WORDS * (i + 1))];
+    expect(words(1)).toEqual([0, 0, 0, 0]);
+    for (const i of [0, 2, 3]) expect(words(i)[0] !== 0 || words(i)[1] !== 0).toBe(true);
+    expect(words(0)).not.toEqual(words(2));
     const many = hashIds(Array.from({ length: 100_000 }, (_, i) => `evt-${i}`));
-    const seen = new Set<string>();
-    for (let i = 0; i < many.length; i += 2) seen.add(`${many[i]}:${many[i + 1]}`);
-    expect(seen.size).toBe(100_000);
+    const probes = new Set<string>();
+    const tails = new Set<string>();
+    for (let i = 0; i < many.length; i += ID_HASH_WORDS) {
+      probes.add(`${many[i]}:${many[i + 1]}`);
+      tails.add(`${many[i + 2]}:${many[i + 3]}`);
+    }
+    // Both halves tell every id apart on their own: the table's probe words and the words it compares.
+    expect(probes.size).toBe(100_000);
+    expect(tails.size).toBe(100_000);
   });
 });
 
@@ -72,27 +78,48 @@ describe('IdTable', () => {
 });
 
 describe('event ids with equal hashes', () => {
-  it('appends both of two different ids whose hashes collide, and only once each', async () => {
-    const tenantId = newId('tn');
-    await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, 'x'), partitions: 1 } });
-    const colliding = (ids: string[]) => {
-      const request = encodeRequest(
-        { events: ids.map((_, i) => ({ user: 10 + i, type: 'x', data: {}, time: NOW })), ids },
-        { partitions: 1, userBlock: USER_BLOCK },
-      );
-      request.ids!.hashes.fill(42); // every id of the request gets the same hash, 42:42
-      return request;
-    };
+  /** A request whose ids all share the table's probe words (42:42); the other 64 bits stay theirs. */
+  const colliding = (ids: string[], users = ids.map((_, i) => 10 + i)) => {
+    const request = encodeRequest({ events: users.map((user) => ({ user, type: 'x', data: {}, time: NOW })), ids }, { partitions: 1, userBlock: USER_BLOCK });
+    const { hashes } = request.ids!;
+    for (let at = 0; at < hashes.length; at += ID_HASH_WORDS) hashes.fill(42, at, at + 2);
+    return request;
+  };
+
+  it('appends both of two different ids whose probe words collide, and only once each, before and after a restart', async () => {
+    const tenantId = await tenantRow();
     expect(await appendEncoded(database(), app().state, tenantId, colliding(['first', 'second']), NOW)).toMatchObject({ accepted: 2, duplicates: 0 });
     expect(await appendEncoded(database(), app().state, tenantId, colliding(['second', 'third', 'first']), NOW)).toMatchObject({ accepted: 3, duplicates: 2 });
-    // A restart: the ids are read back from the IngestRecord rows and hashed for real, as a request's are.
+    // A restart: the hashes are read back from the IngestRecord rows.
+    app().state.ingestDedupe.clear();
+    expect(await appendEncoded(database(), app().state, tenantId, colliding(['third', 'fourth'], [10, 11]), NOW)).toMatchObject({ accepted: 2, duplicates: 1 });
+    const rows = await db().eventLog.findMany({ where: { tenantId }, orderBy: { offset: 'asc' } });
+    expect(rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user))).toEqual([10, 11, 11, 11]);
+    // What is stored is 16 bytes per appended id, no id text.
+    const records = await db().ingestRecord.findMany({ where: { tenantId }, orderBy: { seq: 'asc' } });
+    expect(records.map((r) => [r.eventIds, r.eventHashes?.length])).toEqual([
+      [null, 32],
+      [null, 16],
+      [null, 16],
+    ]);
+  });
+
+  it('reads the ids of a record written before the hashes were stored (their JSON) and hashes them as requests are', async () => {
+    const tenantId = await tenantRow();
+    await db().ingestRecord.create({ data: { tenantId, seq: 1n, accepted: 1, duplicates: 0, eventIds: '["old"]', createdAtMs: BigInt(NOW) } });
     app().state.ingestDedupe.clear();
     const request = encodeRequest(
-      { events: [10, 11].map((user) => ({ user, type: 'x', data: {}, time: NOW })), ids: ['third', 'fourth'] },
+      { events: [20, 21].map((user) => ({ user, type: 'x', data: {}, time: NOW })), ids: ['old', 'new'] },
       { partitions: 1, userBlock: USER_BLOCK },
     );
     expect(await appendEncoded(database(), app().state, tenantId, request, NOW)).toMatchObject({ accepted: 2, duplicates: 1 });
-    const rows = await db().eventLog.findMany({ where: { tenantId }, orderBy: { offset: 'asc' } });
-    expect(rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user))).toEqual([10, 11, 11, 11]);
+    const rows = await db().eventLog.findMany({ where: { tenantId } });
+    expect(rows.flatMap((r) => decodeEvents(r.events).map((e) => e.user))).toEqual([21]);
   });
 });
+
+async function tenantRow(): Promise<string> {
+  const tenantId = newId('tn');
+  await db().tenant.create({ data: { id: tenantId, name: tenantId.toLowerCase().replace(/[^a-z0-9]/g, 'x'), partitions: 1 } });
+  return tenantId;
+}

@@ -120,18 +120,18 @@ describe('the engine storage operations', () => {
       seq,
       key: `k${seq}`,
       requestHash: 'h',
-      eventIds: '["e"]',
+      eventHashes: new Uint8Array(16).fill(seq),
       createdAtMs,
       accepted: 1,
       duplicates: 0,
     });
     await appendLogRows(database(), tenantId, [], [record(1, 100), record(2, 200), record(3, 300)]);
-    expect((await ingestRecordsAfter(database(), tenantId, 1)).map((r) => [r.seq, r.key, r.createdAtMs])).toEqual([
-      [2, 'k2', 200],
-      [3, 'k3', 300],
+    expect((await ingestRecordsAfter(database(), tenantId, 1)).map((r) => [r.seq, r.key, r.createdAtMs, [...r.eventHashes!]])).toEqual([
+      [2, 'k2', 200, Array(16).fill(2)],
+      [3, 'k3', 300, Array(16).fill(3)],
     ]);
     await expireIngestRecords(database(), tenantId, 1_000, 3);
-    expect(await ingestRecordsAfter(database(), tenantId, 0)).toEqual([{ ...record(3, 300), key: null, eventIds: null }]);
+    expect(await ingestRecordsAfter(database(), tenantId, 0)).toEqual([{ ...record(3, 300), key: null, eventHashes: null, eventIds: null }]);
   });
 
   it('counts samples: one per instance, resolution and bucket, a later write replacing it', async () => {

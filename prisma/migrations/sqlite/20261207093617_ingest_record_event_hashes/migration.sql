@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "IngestRecord" ADD COLUMN "eventHashes" BLOB;
