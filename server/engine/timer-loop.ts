@@ -132,7 +132,6 @@ export class TimerLoop {
 
   /** History snapshots are kept 7 days (their expiresAt); the loop removes expired ones hourly. */
   async removeExpiredSnapshots(now: number): Promise<number> {
-    this.housekeptAt = now;
     return (await this.host.database.db.instanceSnapshot.deleteMany({ where: { expiresAt: { lt: new Date(now) } } })).count;
   }
 
@@ -202,6 +201,7 @@ export class TimerLoop {
   /** Hourly: expired history snapshots, journal entries past each tenant's retention (age and size), and event log rows
    * every partition had applied by the previous run. */
   private async housekeeping(now: number): Promise<void> {
+    this.housekeptAt = now;
     await this.removeExpiredSnapshots(now);
     await applyJournalRetention(this.host.database, this.host.clock);
     await downsampleCountsHistory(this.host.database, now);

@@ -4,7 +4,7 @@
 // (server/webhooks/) decides what the rows hold; these say when they may be written.
 import { isUniqueViolation } from '../errors';
 import type { Database } from './database';
-import type { Prisma } from './generated/sqlite/client';
+import type { FrequencyCap, Prisma } from './generated/sqlite/client';
 
 export type DestinationCursor = { cursor: bigint; cursorUsers: number; lostThrough: bigint };
 /** A cap window's counters as a round leaves them; `version` null: the round created the window. */
@@ -100,7 +100,7 @@ export async function updateCapRow(
   capId: string,
   change: Prisma.FrequencyCapUpdateInput,
   restartCounting: boolean,
-): Promise<Prisma.FrequencyCapGetPayload<object>> {
+): Promise<FrequencyCap> {
   return database.db.$transaction(async (tx) => {
     if (restartCounting) await tx.frequencyCapWindow.deleteMany({ where: { capId } });
     return tx.frequencyCap.update({ where: { id: capId }, data: change });

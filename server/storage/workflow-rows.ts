@@ -67,23 +67,35 @@ export async function deleteWorkflowRows(
   activeStates: readonly string[],
   at: Date,
 ): Promise<WorkflowRowsDeleted> {
-  return database.db.$transaction(
-    async (tx): Promise<WorkflowRowsDeleted> => {
-      await tx.workflow.update({ where: { id: workflowId, tenantId }, data: { updatedAt: at } });
-      const active = await tx.instance.findFirst({ where: { tenantId, workflowId, state: { in: [...activeStates] } } });
-      if (active) return { kind: 'active', instance: { id: active.id, state: active.state } };
-      const stopped = await tx.instance.findMany({ where: { tenantId, workflowId }, select: { id: true } });
-      await removeInstances(
-        tx,
-        tenantId,
-        stopped.map((instance) => instance.id),
-      );
-      await tx.workflowVersion.deleteMany({ where: { workflowId } });
-      await tx.workflow.delete({ where: { id: workflowId, tenantId } });
-      return { kind: 'deleted' };
-    },
-    { maxWait: 30_000, timeout: 120_000 },
-  );
+  return database.db
+    .$transaction(
+      async (tx): Promise<WorkflowRowsDeleted> => {
+        await tx.workflow.update({ where: { id: workflowId, tenantId }, data: { updatedAt: at } });
+        const active = await tx.instance.findFirst({ where: { tenantId, workflowId, state: { in: [...activeStates] } } });
+        if (active) throw new ActiveInstance({ id: active.id, state: active.state });
+        const stopped = await tx.instance.findMany({ where: { tenantId, workflowId }, select: { id: true } });
+        await removeInstances(
+          tx,
+          tenantId,
+          stopped.map((instance) => instance.id),
+        );
+        await tx.workflowVersion.deleteMany({ where: { workflowId } });
+        await tx.workflow.delete({ where: { id: workflowId, tenantId } });
+        return { kind: 'deleted' };
+      },
+      { maxWait: 30_000, timeout: 120_000 },
+    )
+    .catch((error: unknown) => {
+      if (error instanceof ActiveInstance) return { kind: 'active', instance: error.instance };
+      throw error;
+    });
+}
+
+/** Rolls the delete back (the row lock's write included) when the workflow has an active instance. */
+class ActiveInstance extends Error {
+  constructor(readonly instance: { id: string; state: string }) {
+    super(`instance ${instance.id} is ${instance.state}`);
+  }
 }
 
 async function removeInstances(tx: Tx, tenantId: string, instanceIds: string[]): Promise<void> {

@@ -65,11 +65,13 @@ describe('workflow delete', () => {
     const { tenant, workflowId } = await setUp();
     await recordInstance(tenant, workflowId, 'in_del_old', 'stopped');
     await recordInstance(tenant, workflowId, 'in_del_live', 'running');
-    await expect(deleteWorkflow(database(), tenant, workflowId, Date.now())).rejects.toMatchObject({
+    const before = await getWorkflow(database(), tenant, workflowId);
+    await expect(deleteWorkflow(database(), tenant, workflowId, Date.now() + 60_000)).rejects.toMatchObject({
       code: 'conflict',
       details: { instanceId: 'in_del_live', state: 'running' },
     });
-    expect((await getWorkflow(database(), tenant, workflowId)).id).toBe(workflowId);
+    // Not even the row lock's write stays: the workflow is as it was.
+    expect((await getWorkflow(database(), tenant, workflowId)).updatedAt).toBe(before.updatedAt);
     expect(await leftovers(['in_del_old', 'in_del_live'])).toEqual({ instances: 2, snapshots: 2, checkpoints: 4 });
   });
 
