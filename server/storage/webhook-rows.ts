@@ -95,12 +95,7 @@ export async function replaceQuietRows(database: Database, ids: string[], merged
 }
 
 /** Changes a cap; `restartCounting` also deletes its windows (a new window length no longer lines up with them). */
-export async function updateCapRow(
-  database: Database,
-  capId: string,
-  change: Prisma.FrequencyCapUpdateInput,
-  restartCounting: boolean,
-): Promise<FrequencyCap> {
+export async function updateCapRow(database: Database, capId: string, change: Prisma.FrequencyCapUpdateInput, restartCounting: boolean): Promise<FrequencyCap> {
   return database.db.$transaction(async (tx) => {
     if (restartCounting) await tx.frequencyCapWindow.deleteMany({ where: { capId } });
     return tx.frequencyCap.update({ where: { id: capId }, data: change });
