@@ -20,7 +20,7 @@ import type { EngineThread } from './engine/thread-spawn';
 import { parseEnv, type Env } from './env';
 import { TableFormatter } from './exports/table-formatter';
 import { ProcedureTypes } from './procedures/registry';
-import { closeProfileIndexes, profileIndexes } from './profiles/index-store';
+import { closeProfileIndexes, holdProfileIndexes } from './profiles/index-store';
 import { createProcedureRunner } from './procedures/runner';
 import { createScheduler } from './procedures/scheduler';
 import { SignInThrottle } from './security/sign-in-throttle';
@@ -74,7 +74,7 @@ export function createApp(options: AppOptions = {}): App {
   const storage = options.storage ?? openStorage(parseDatabaseUrl(env.DATABASE_URL), env.CROWDFLOW_PG_POOL_MAX);
   const database = databaseOf(storage);
   const state = createAppState(clock);
-  profileIndexes(database).clock = clock;
+  holdProfileIndexes(database, clock);
   const runner = isRunner(options.runner) ? options.runner : createProcedureRunner(database, { clock, types: new ProcedureTypes(), ...options.runner });
   const mode = options.engine ?? 'none';
   const parts: EngineParts = { env, storage, clock, database, runner, state };

@@ -140,8 +140,8 @@ export class TenantProfiles {
 export class ProfileIndexes {
   /** Each tenant's, loaded on first use. */
   readonly byTenant = new Map<string, TenantProfiles>();
-  /** What the snapshots' and lagging indexes' waits are timed on: the app's clock (set by server/create-app.ts). */
-  clock: Clock = systemClock;
+  /** `clock`: what the snapshots' and lagging indexes' waits are timed on (the app's: `holdProfileIndexes`). */
+  constructor(readonly clock: Clock = systemClock) {}
   /** Hands every committed write of this thread to the engine thread's index (set by server/engine/client.ts); `write`
    * null: forget the tenant's index (too many changes to copy across, or the tenant is gone). */
   relay: ((tenantId: string, write: RelayedProfileWrite | null, seq: number) => void) | undefined;
@@ -149,8 +149,15 @@ export class ProfileIndexes {
 
 /** The profile indexes of the app of `database`. */
 export function profileIndexes(database: Database): ProfileIndexes {
-  return database.local.held('profile-indexes', () => new ProfileIndexes());
+  return database.local.held(PROFILE_INDEXES, () => new ProfileIndexes());
 }
+
+/** Gives the app of a fresh `database` its profile indexes, timed on `clock` (server/create-app.ts, first thing). */
+export function holdProfileIndexes(database: Database, clock: Clock): void {
+  database.local.held(PROFILE_INDEXES, () => new ProfileIndexes(clock));
+}
+
+const PROFILE_INDEXES = 'profile-indexes';
 
 function tenants(database: Database): Map<string, TenantProfiles> {
   return profileIndexes(database).byTenant;

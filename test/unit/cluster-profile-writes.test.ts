@@ -2,7 +2,10 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { ManualClock } from '../../server/clock';
 import { LAGGING_MAX_MS, LAGGING_QUIET_MS, profilesWrittenElsewhere, profileWriteNotice } from '../../server/profiles/cluster-writes';
 import { newId } from '../../server/ids';
-import { dropProfileIndex, heldProfiles, profileIndex, profileIndexes, saveProfileSnapshot } from '../../server/profiles/index-store';
+import { dropProfileIndex, heldProfiles, profileIndex, saveProfileSnapshot } from '../../server/profiles/index-store';
+import { app } from '../../server/app';
+import { createApp } from '../../server/create-app';
+import type { Database } from '../../server/storage/database';
 import { upsertProfiles } from '../../server/profiles/profiles';
 import { db, database } from '../helpers/app-db';
 import { tenantRow } from '../helpers/tenant-row';
@@ -30,16 +33,12 @@ async function storedProfiles(tenantId: string) {
   return Object.fromEntries(rows.map((row) => [Number(row.user), JSON.parse(row.attributes)]));
 }
 
-/** Times this app's profile indexes made from now on by a ManualClock, for the test. */
-function manualIndexClock(): ManualClock {
-  const indexes = profileIndexes(database());
-  const previous = indexes.clock;
+/** An app of the test's own over the file's storage, on a ManualClock (its close leaves the storage open). */
+function appOnManualClock(): { database: Database; clock: ManualClock } {
   const clock = new ManualClock(Date.now());
-  indexes.clock = clock;
-  onTestFinished(() => {
-    indexes.clock = previous;
-  });
-  return clock;
+  const own = createApp({ clock, storage: app().storage });
+  onTestFinished(() => own.close());
+  return { database: own.database, clock };
 }
 
 describe('profile writes of other cluster members', () => {
@@ -75,33 +74,33 @@ describe('profile writes of other cluster members', () => {
 
   it('forgets an index that missed writes only once they go quiet, or at the latest after the bound', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    const clock = manualIndexClock();
-    await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
-    await profileIndex(database(), tenantId);
-    const held = heldProfiles(database(), tenantId)!;
+    const { database, clock } = appOnManualClock();
+    await upsertProfiles(database, tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
+    await profileIndex(database, tenantId);
+    const held = heldProfiles(database, tenantId)!;
     const many = Array.from({ length: 5_000 }, (_, i) => ({ user: i * 7_919 }));
     expect(profileWriteNotice(tenantId, held.seq + 1, many)).toHaveLength(2); // too many users to name
 
     // An import elsewhere: a write every half quiet period never goes quiet; the index still goes at the bound, once.
     for (let elapsed = 0, write = 1; elapsed < LAGGING_MAX_MS; elapsed += LAGGING_QUIET_MS / 2, write++) {
-      expect(heldProfiles(database(), tenantId)).toBe(held);
-      await profilesWrittenElsewhere(database(), tenantId, held.seq + write, undefined);
+      expect(heldProfiles(database, tenantId)).toBe(held);
+      await profilesWrittenElsewhere(database, tenantId, held.seq + write, undefined);
       await clock.advance(LAGGING_QUIET_MS / 2);
     }
-    expect(heldProfiles(database(), tenantId)).toBeUndefined();
+    expect(heldProfiles(database, tenantId)).toBeUndefined();
   });
 
   it('leaves no wait behind when an index that missed writes is dropped: the wait belongs to the index', async () => {
     const tenantId = await tenantRow(newId('tn'));
-    const clock = manualIndexClock();
-    await upsertProfiles(database(), tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
-    await profileIndex(database(), tenantId);
-    const held = heldProfiles(database(), tenantId)!;
+    const { database, clock } = appOnManualClock();
+    await upsertProfiles(database, tenantId, [{ user: 1, attributes: { plan: 'pro' } }]);
+    await profileIndex(database, tenantId);
+    const held = heldProfiles(database, tenantId)!;
     const waiting = clock.pendingSleepers(); // the snapshot owed for the write above
 
-    await profilesWrittenElsewhere(database(), tenantId, held.seq + 1, undefined);
+    await profilesWrittenElsewhere(database, tenantId, held.seq + 1, undefined);
     expect(clock.pendingSleepers()).toBe(waiting + 1);
-    dropProfileIndex(database(), tenantId);
+    dropProfileIndex(database, tenantId);
     expect(clock.pendingSleepers()).toBe(0);
   });
 
