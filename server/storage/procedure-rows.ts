@@ -2,6 +2,7 @@
 // some, so neither commits without the other), a fenced suspension that creates its children, and the removal of
 // finished procedures with their step records. The runner's per-step writes go through procedure-writes.ts.
 import type { Database } from './database';
+import { outcomeOf, RolledBack } from './rollback';
 import type { Tx } from './db';
 import type { Prisma } from './generated/sqlite/client';
 
@@ -32,24 +33,18 @@ export async function commitSuspension(
   children: ProcedureRecord[],
 ): Promise<boolean> {
   const { id, owner, step } = fence;
-  return database.db
-    .$transaction(async (tx) => {
+  return outcomeOf(
+    database.db.$transaction(async (tx) => {
       const result = await tx.procedure.updateMany({ where: { id, owner, step }, data: { ...fields, step: step + 1 } });
-      if (result.count !== 1) throw new FenceLost();
+      if (result.count !== 1) throw new RolledBack(false);
       await tx.procedureStep.create({ data: { procedureId: id, step: step + 1, ...stepRecord } });
       const existing = new Set((await tx.procedure.findMany({ where: { id: { in: children.map((c) => c.id) } }, select: { id: true } })).map((r) => r.id));
       const fresh = children.filter((c) => !existing.has(c.id));
       if (fresh.length) await tx.procedure.createMany({ data: fresh });
       return true;
-    })
-    .catch((error: unknown) => {
-      if (error instanceof FenceLost) return false;
-      throw error;
-    });
+    }),
+  );
 }
-
-/** Rolls the suspension's transaction back when its fence did not match. */
-class FenceLost extends Error {}
 
 /** Deletes these procedures and their step records. */
 export async function deleteProcedures(database: Database, ids: string[]): Promise<void> {

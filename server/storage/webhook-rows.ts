@@ -4,6 +4,7 @@
 // (server/webhooks/) decides what the rows hold; these say when they may be written.
 import { isUniqueViolation } from '../errors';
 import type { Database } from './database';
+import { outcomeOf, RolledBack } from './rollback';
 import type { FrequencyCap, Prisma } from './generated/sqlite/client';
 
 export type DestinationCursor = { cursor: bigint; cursorUsers: number; lostThrough: bigint };
@@ -30,30 +31,30 @@ export async function commitCutRound(
   rows: CutRoundRows,
 ): Promise<boolean> {
   try {
-    return await database.db.$transaction(async (tx) => {
-      const moved = await tx.webhookDestination.updateMany({ where: { id: destinationId, ...read }, data: next });
-      if (moved.count !== 1) return false;
-      for (const window of rows.capWindows) {
-        const { capId, bucket, levels, version } = window;
-        if (version === null) await tx.frequencyCapWindow.create({ data: { capId, bucket, levels, version: 1 } });
-        else {
-          const updated = await tx.frequencyCapWindow.updateMany({ where: { capId, bucket, version }, data: { levels, version: version + 1 } });
-          if (updated.count !== 1) throw new WindowRace();
+    return await outcomeOf(
+      database.db.$transaction(async (tx) => {
+        const moved = await tx.webhookDestination.updateMany({ where: { id: destinationId, ...read }, data: next });
+        if (moved.count !== 1) return false;
+        for (const window of rows.capWindows) {
+          const { capId, bucket, levels, version } = window;
+          if (version === null) await tx.frequencyCapWindow.create({ data: { capId, bucket, levels, version: 1 } });
+          else {
+            const updated = await tx.frequencyCapWindow.updateMany({ where: { capId, bucket, version }, data: { levels, version: version + 1 } });
+            if (updated.count !== 1) throw new RolledBack(false);
+          }
         }
-      }
-      if (rows.capped.length) await tx.cappedDelivery.createMany({ data: rows.capped });
-      if (rows.quiet.length) await tx.quietDelivery.createMany({ data: rows.quiet });
-      if (rows.deliveries.length) await tx.webhookDelivery.createMany({ data: rows.deliveries });
-      return true;
-    });
+        if (rows.capped.length) await tx.cappedDelivery.createMany({ data: rows.capped });
+        if (rows.quiet.length) await tx.quietDelivery.createMany({ data: rows.quiet });
+        if (rows.deliveries.length) await tx.webhookDelivery.createMany({ data: rows.deliveries });
+        return true;
+      }),
+    );
   } catch (error) {
-    if (error instanceof WindowRace || isUniqueViolation(error)) return false;
+    // A window two rounds create at once clashes on its key: the same race.
+    if (isUniqueViolation(error)) return false;
     throw error;
   }
 }
-
-/** Rolls a round's transaction back when a window it counted into changed meanwhile. */
-class WindowRace extends Error {}
 
 /**
  * Marks `releasedUsers` of the held row sent (the whole row: status sent) with the part's deliveries, only if no

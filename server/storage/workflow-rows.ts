@@ -2,6 +2,7 @@
 // (with a definition: the next version), and deleting it with its versions and stopped instances. The domain
 // (server/workflows/workflows.ts, server/engine/experiments.ts) checks what is saved and turns outcomes into answers.
 import type { Database } from './database';
+import { outcomeOf, RolledBack } from './rollback';
 import type { Tx } from './db';
 
 /** Rows per IN list: well under SQLite's bound-parameter limit however many instances a workflow ran. */
@@ -67,12 +68,12 @@ export async function deleteWorkflowRows(
   activeStates: readonly string[],
   at: Date,
 ): Promise<WorkflowRowsDeleted> {
-  return database.db
-    .$transaction(
+  return outcomeOf(
+    database.db.$transaction(
       async (tx): Promise<WorkflowRowsDeleted> => {
         await tx.workflow.update({ where: { id: workflowId, tenantId }, data: { updatedAt: at } });
         const active = await tx.instance.findFirst({ where: { tenantId, workflowId, state: { in: [...activeStates] } } });
-        if (active) throw new ActiveInstance({ id: active.id, state: active.state });
+        if (active) throw new RolledBack<WorkflowRowsDeleted>({ kind: 'active', instance: { id: active.id, state: active.state } });
         const stopped = await tx.instance.findMany({ where: { tenantId, workflowId }, select: { id: true } });
         await removeInstances(
           tx,
@@ -84,18 +85,8 @@ export async function deleteWorkflowRows(
         return { kind: 'deleted' };
       },
       { maxWait: 30_000, timeout: 120_000 },
-    )
-    .catch((error: unknown) => {
-      if (error instanceof ActiveInstance) return { kind: 'active', instance: error.instance };
-      throw error;
-    });
-}
-
-/** Rolls the delete back (the row lock's write included) when the workflow has an active instance. */
-class ActiveInstance extends Error {
-  constructor(readonly instance: { id: string; state: string }) {
-    super(`instance ${instance.id} is ${instance.state}`);
-  }
+    ),
+  );
 }
 
 async function removeInstances(tx: Tx, tenantId: string, instanceIds: string[]): Promise<void> {
