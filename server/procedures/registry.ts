@@ -27,4 +27,9 @@ export class ProcedureTypes {
   has(type: string): boolean {
     return this.byName.has(type);
   }
+
+  /** What each type holds between procedures, released when the runner stops (nothing of them runs then). */
+  close(): void {
+    for (const definition of this.byName.values()) definition.close?.();
+  }
 }

@@ -160,6 +160,7 @@ class DurableProcedureRunner implements ProcedureRunner {
     await this.loop;
     this.loop = undefined;
     await Promise.all(this.executing.values());
+    this.types.close();
     // Every procedure of ours is between two steps now: hand them over at once instead of after the lease. They keep
     // their place in the lock queue (creation order), so nothing conflicting can slip in before they resume.
     await releaseOwned(this.database.db, this.owner, this.clock.now());

@@ -65,6 +65,8 @@ export interface ProcedureTypeDefinition {
   maxRetries?: number;
   supportsRollback: boolean;
   create(state: Json): ProcedureInstance;
+  /** Releases what the type holds between procedures (kept-alive sockets) when its runner stops; a restart reuses it. */
+  close?(): void;
 }
 
 /**

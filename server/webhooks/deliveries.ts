@@ -48,6 +48,7 @@ function deliverType(privateAddressesForEveryTenant: boolean): ProcedureTypeDefi
     type: DELIVER_TYPE,
     maxRetries: MAX_RETRIES,
     supportsRollback: true,
+    close: () => agents.close(),
     create(state: Json) {
       const { delivery, replays } = state as DeliverState;
       return {

@@ -40,6 +40,15 @@ export class DeliveryAgents {
   pool(allowPrivate: boolean): { http: http.Agent; https: https.Agent } {
     return allowPrivate ? this.unchecked : this.checked;
   }
+
+  /**
+   * Ends the idle kept-alive connections (a request in flight keeps its own); the pools stay usable and open new ones
+   * for the next delivery.
+   */
+  close(): void {
+    for (const pools of [this.checked, this.unchecked])
+      for (const agent of [pools.http, pools.https]) for (const idle of Object.values(agent.freeSockets)) for (const socket of idle ?? []) socket.destroy();
+  }
 }
 
 export async function sendDelivery(target: SendTarget, deliveryId: string, body: string, nowMs: number, policy: SendPolicy): Promise<SendResult> {

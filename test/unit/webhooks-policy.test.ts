@@ -156,6 +156,19 @@ describe('webhook address policy', () => {
     expect(hook.received.map((r) => [r.id, r.body, r.verified])).toEqual([['d-4', '{"a":1}', true]]);
   });
 
+  it('keeps a delivery’s connection alive for the next one until the agents close, then ends it', async () => {
+    const hook = await receiver();
+    const own = new DeliveryAgents();
+    for (const id of ['d-6', 'd-7'])
+      expect(await sendDelivery(target(hook, '127.0.0.1'), id, '{}', Date.now(), { allowPrivate: true, agents: own })).toMatchObject({ ok: true });
+    expect(Object.values(own.pool(true).http.freeSockets).flat()).toHaveLength(1);
+    own.close();
+    await hook.connectionsClosed();
+    expect(Object.values(own.pool(true).http.freeSockets).flat()).toHaveLength(0);
+    expect(await sendDelivery(target(hook, '127.0.0.1'), 'd-8', '{}', Date.now(), { allowPrivate: true, agents: own })).toMatchObject({ ok: true });
+    own.close();
+  });
+
   it('keeps the receiver’s answer to a failure apart from our error text', async () => {
     const hook = await receiver();
     hook.setMix({ fail: 1, hang: 0, slow: 0 });
