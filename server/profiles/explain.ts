@@ -129,7 +129,7 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
  */
 export function requireDraftConditions(definition: unknown): void {
   if (!isRecord(definition)) return;
-  for (const field of ['entry', 'goal'] as const) {
+  for (const field of ['entry', 'goal', 'exit'] as const) {
     const holder = definition[field];
     if (isRecord(holder) && typeof holder.condition === 'string')
       requireCondition(holder.condition, 'new', `definition.${field}.condition`, `Workflow ${field}.condition`);

@@ -62,6 +62,7 @@ function refusalOf(result: ApiResult): { code: string; problem: string } {
 async function everyRoute(tenant: Tenant, workflowId: string, condition: string): Promise<Record<string, ApiResult>> {
   const base = `/tenants/${tenant.name}`;
   const save = (definition: object) => api('POST', `${base}/workflows`, { token: tenant.key, body: { name: 'hostile', definition } });
+  const explain = (definition: object) => api('POST', `${base}/workflows/${workflowId}/explain`, { token: tenant.key, body: { definition } });
   return {
     'save (branch)': await save(branch(condition)),
     'save (timer)': await save(timer(condition)),
@@ -70,7 +71,10 @@ async function everyRoute(tenant: Tenant, workflowId: string, condition: string)
     'save (exit)': await save(exit(condition)),
     'new version': await api('PUT', `${base}/workflows/${workflowId}`, { token: tenant.key, body: { definition: branch(condition) } }),
     audience: await api('POST', `${base}/audience`, { token: tenant.key, body: { condition } }),
-    explain: await api('POST', `${base}/workflows/${workflowId}/explain`, { token: tenant.key, body: { definition: branch(condition) } }),
+    explain: await explain(branch(condition)),
+    'explain (entry)': await explain(entry(condition)),
+    'explain (goal)': await explain(goal(condition)),
+    'explain (exit)': await explain(exit(condition)),
   };
 }
 
