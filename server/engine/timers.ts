@@ -20,8 +20,8 @@ import type { Lease } from '../storage/journal/leases';
 import type { TimerPlanWrite } from '../storage/journal/timer-plans';
 import { withLocks, type InstanceRuntime, type TenantRuntime } from './tenant';
 
-/** Users per slice when a timer or ttl condition has no bitmap plan and runs per user. */
-const PER_USER_SLICE = 20_000;
+/** Users whose profiles are read back at once when a timer or ttl condition has no bitmap plan and runs per user. */
+const PROFILE_READ_USERS = 2_048;
 
 /** Earliest time (engine clock) a timer of the worker's partition is due, or null. */
 export function nextTimerDue(worker: PartitionWorker): number | null {
@@ -314,17 +314,20 @@ async function matching(tenant: TenantRuntime, condition: CompiledCondition | nu
   const data = tenant.data;
   if (condition.plan) return evaluateIndexedPlan(condition.plan, await data.resolver(condition.crowds), users);
   await data.prepareCrowds(condition.crowds);
-  // Per user, a slice at a time: the slice's profiles are read back from the index (never all of them as objects),
-  // and the other tenants' work gets a turn between slices.
+  // Per user, the profiles read back from the index a few thousand at a time (never all of them as objects); the
+  // other tenants' work gets a turn whenever a slice has run its time, checked after every user (one evaluation may
+  // take up to the cost budget's ~55 ms, so a count of users is no bound on time).
   const slices = tenant.slices();
   const ids = users.toUint32Array();
   const keys = condition.usesProfile ? profileKeysRead(condition.text) : null;
   const out: number[] = [];
-  for (let from = 0; from < ids.length; from += PER_USER_SLICE) {
-    const slice = ids.subarray(from, from + PER_USER_SLICE);
-    const profiles = condition.usesProfile ? await data.profilesOf(slice, keys) : null;
-    for (const user of slice) if (condition.predicate({ user, now, profile: profiles?.get(user) }, data.membership)) out.push(user);
-    if (from + PER_USER_SLICE < ids.length) await slices.yield();
+  for (let from = 0; from < ids.length; from += PROFILE_READ_USERS) {
+    const chunk = ids.subarray(from, from + PROFILE_READ_USERS);
+    const profiles = condition.usesProfile ? await data.profilesOf(chunk, keys) : null;
+    for (const user of chunk) {
+      if (condition.predicate({ user, now, profile: profiles?.get(user) }, data.membership)) out.push(user);
+      if (slices.due) await slices.yield();
+    }
   }
   return RoaringBitmap32.from(out);
 }
