@@ -25,7 +25,7 @@ export type CutRoundRows = {
  */
 export async function commitCutRound(
   database: Database,
-  destinationId: string,
+  destination: { id: string; tenantId: string },
   read: DestinationCursor,
   next: DestinationCursor,
   rows: CutRoundRows,
@@ -33,7 +33,7 @@ export async function commitCutRound(
   try {
     return await outcomeOf(
       database.db.$transaction(async (tx) => {
-        const moved = await tx.webhookDestination.updateMany({ where: { id: destinationId, ...read }, data: next });
+        const moved = await tx.webhookDestination.updateMany({ where: { id: destination.id, tenantId: destination.tenantId, ...read }, data: next });
         if (moved.count !== 1) return false;
         for (const window of rows.capWindows) {
           const { capId, bucket, levels, version } = window;
@@ -62,7 +62,7 @@ export async function commitCutRound(
  */
 export async function releaseQuietPart(
   database: Database,
-  row: { id: string; releasedUsers: number },
+  row: { id: string; tenantId: string; releasedUsers: number },
   releasedUsers: number,
   allSent: boolean,
   deliveries: Prisma.WebhookDeliveryCreateManyInput[],
@@ -70,7 +70,7 @@ export async function releaseQuietPart(
   try {
     return await database.db.$transaction(async (tx) => {
       const moved = await tx.quietDelivery.updateMany({
-        where: { id: row.id, status: 'held', releasedUsers: row.releasedUsers },
+        where: { id: row.id, tenantId: row.tenantId, status: 'held', releasedUsers: row.releasedUsers },
         data: { releasedUsers, ...(allSent ? { status: 'sent' } : {}) },
       });
       if (moved.count !== 1) return false;
@@ -86,19 +86,26 @@ export async function releaseQuietPart(
 /** Replaces the CappedDelivery rows `ids` with `merged` (the compaction of finished decisions). */
 export async function replaceCappedRows(database: Database, ids: string[], merged: Prisma.CappedDeliveryCreateManyInput): Promise<void> {
   const { db } = database;
-  await db.$transaction([db.cappedDelivery.deleteMany({ where: { id: { in: ids } } }), db.cappedDelivery.create({ data: merged })]);
+  const where = { id: { in: ids }, tenantId: merged.tenantId };
+  await db.$transaction([db.cappedDelivery.deleteMany({ where }), db.cappedDelivery.create({ data: merged })]);
 }
 
 /** Replaces the QuietDelivery rows `ids` with `merged` (the compaction of dropped decisions). */
 export async function replaceQuietRows(database: Database, ids: string[], merged: Prisma.QuietDeliveryCreateManyInput): Promise<void> {
   const { db } = database;
-  await db.$transaction([db.quietDelivery.deleteMany({ where: { id: { in: ids } } }), db.quietDelivery.create({ data: merged })]);
+  const where = { id: { in: ids }, tenantId: merged.tenantId };
+  await db.$transaction([db.quietDelivery.deleteMany({ where }), db.quietDelivery.create({ data: merged })]);
 }
 
 /** Changes a cap; `restartCounting` also deletes its windows (a new window length no longer lines up with them). */
-export async function updateCapRow(database: Database, capId: string, change: Prisma.FrequencyCapUpdateInput, restartCounting: boolean): Promise<FrequencyCap> {
+export async function updateCapRow(
+  database: Database,
+  cap: { id: string; tenantId: string },
+  change: Prisma.FrequencyCapUpdateInput,
+  restartCounting: boolean,
+): Promise<FrequencyCap> {
   return database.db.$transaction(async (tx) => {
-    if (restartCounting) await tx.frequencyCapWindow.deleteMany({ where: { capId } });
-    return tx.frequencyCap.update({ where: { id: capId }, data: change });
+    if (restartCounting) await tx.frequencyCapWindow.deleteMany({ where: { capId: cap.id } });
+    return tx.frequencyCap.update({ where: { id: cap.id, tenantId: cap.tenantId }, data: change });
   });
 }

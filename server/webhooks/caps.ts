@@ -153,7 +153,7 @@ export async function updateCap(database: Database, tenantId: string, name: stri
   const newWindow = body.window === undefined ? undefined : BigInt(windowMs(body.window) as number);
   const updated = await updateCapRow(
     database,
-    row.id,
+    row,
     {
       maxDeliveries: body.maxDeliveries,
       windowMs: newWindow,

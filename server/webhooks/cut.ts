@@ -289,7 +289,7 @@ export function commitRound(database: Database, destination: DestinationRow, rou
   const caps = round.caps?.rows() ?? { capWindows: [], capped: [] };
   return commitCutRound(
     database,
-    destination.id,
+    destination,
     { cursor, cursorUsers, lostThrough },
     { cursor: round.cursor, cursorUsers: round.cursorUsers, lostThrough: round.lostThrough },
     { deliveries: round.deliveries, ...caps, quiet: round.quiet.rows() },

@@ -75,7 +75,7 @@ describe('layers', () => {
 });
 
 // Issue 35 §3: which database it is decides algorithms only inside server/storage/ (its operations: event log appends,
-// profile rows, procedure writes); the rest of server/ asks the Dialect for pieces of SQL, never which one it has.
+// profile rows, procedure writes); the rest of server/ calls those operations and never learns which database it has.
 describe('storage', () => {
   const readsOfTheFlag = files
     .filter((file) => !file.startsWith('server/storage/'))

@@ -2,8 +2,9 @@
 // distributed by tenant with Citus (tenant id as distribution column, colocated) and each statement routed to the one
 // node holding that tenant, with no change to the code (docs/SCALING.md). The evidence is the real statements: a
 // small journey runs on this file's database (ingest with dedupe, moves, timers, checkpoints, recovery, a crowd
-// update, point-in-time reads, paths and funnels, notifications, retention, stop, tenant delete) while every statement sent through the
-// drivers is recorded, and each reference to a distributed table must filter (or, for an INSERT, carry) `tenantId`.
+// update, point-in-time reads, paths and funnels, notifications, retention, the storage's webhook operations, stop,
+// tenant delete) while every statement sent through the drivers is recorded, and each reference to a distributed
+// table must filter (or, for an INSERT, carry) `tenantId`.
 // The exceptions are listed below, each with why.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { app } from '../../server/app';
@@ -19,6 +20,8 @@ import { db, database } from '../helpers/app-db';
 import { deleteTenant } from '../../server/tenants/tenants';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, workflow } from '../fixtures/engine/harness';
 import { captureStatements, models, normalized, tableReferences } from '../helpers/tenant-scope';
+import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
+import { commitCutRound, releaseQuietPart, replaceCappedRows, replaceQuietRows, updateCapRow } from '../../server/storage/webhook-rows';
 
 const MINUTE = 60_000;
 
@@ -166,6 +169,7 @@ describe('storage statements name their tenant', () => {
       await updateTenantLimits(database(), h.tenantId, { journalRetentionHours: 1 });
       await advance(h, 3 * 60 * MINUTE);
       await applyJournalRetention(database(), h.clock);
+      await webhookOperations(h.tenantId, instanceId, h.clock.now());
       await settle(h, h.engine.stopInstance(h.tenantId, instanceId));
       await deleteTenant(database(), tenant);
     } finally {
@@ -201,6 +205,52 @@ describe('storage statements name their tenant', () => {
     expect(unscoped).toEqual([]);
     expect(conflicts).toEqual([]);
     // The journey reached the hot tables: a statement on them that lost its tenant would have been seen.
-    expect([...seen].sort()).toEqual(expect.arrayContaining(['EventLog', 'IngestRecord', 'Journal', 'PartitionState', 'Profile', 'Consumer', 'Instance']));
+    expect([...seen].sort()).toEqual(
+      expect.arrayContaining([
+        'EventLog',
+        'IngestRecord',
+        'Journal',
+        'PartitionState',
+        'Profile',
+        'Consumer',
+        'Instance',
+        'WebhookDestination',
+        'CappedDelivery',
+        'QuietDelivery',
+        'FrequencyCap',
+      ]),
+    );
   });
 });
+
+/**
+ * The storage's webhook operations (server/storage/webhook-rows.ts: a cut round's cursor move, a quiet-hours release,
+ * the compaction of capped and dropped rows, a cap's change) over rows of the tenant made here, as the pump, the
+ * release and the cap routes would have made them.
+ */
+async function webhookOperations(tenantId: string, instanceId: string, now: number): Promise<void> {
+  const users = serializeBitmap(RoaringBitmap32.from([1, 2]));
+  const destination = await db().webhookDestination.create({
+    data: { id: 'wd-scope', tenantId, name: 'crm', url: 'https://hooks.example/crm', secret: 's', headers: '{}', batchSize: 100, timeoutMs: 1_000, cursor: 0n },
+  });
+  const read = { cursor: 0n, cursorUsers: 0, lostThrough: 0n };
+  const noRows = { deliveries: [], capWindows: [], capped: [], quiet: [] };
+  expect(await commitCutRound(database(), destination, read, { ...read, cursor: 1n }, noRows)).toBe(true);
+  const capped = (id: string) => ({ id, tenantId, destinationId: destination.id, seq: null, instanceId, step: 'done', users, count: 2, timeMs: BigInt(now) });
+  await db().cappedDelivery.createMany({ data: [capped('cd-1'), capped('cd-2')] });
+  await replaceCappedRows(database(), ['cd-1', 'cd-2'], capped('cd-3'));
+  const quiet = (id: string, status: string) => ({
+    ...{ id, tenantId, destinationId: destination.id, seq: 1n, bulk: false, offsetBase: 0, instanceId, step: 'done', zone: 'UTC' },
+    ...{ users, count: 2, timeMs: BigInt(now), status, releaseAt: BigInt(now) },
+  });
+  await db().quietDelivery.createMany({ data: [quiet('qd-1', 'held'), quiet('qd-2', 'dropped'), quiet('qd-3', 'dropped')] });
+  expect(await releaseQuietPart(database(), { id: 'qd-1', tenantId, releasedUsers: 0 }, 2, true, [])).toBe(true);
+  await replaceQuietRows(database(), ['qd-2', 'qd-3'], quiet('qd-4', 'dropped'));
+  const cap = await db().frequencyCap.create({ data: { id: 'fc-scope', tenantId, name: 'daily', maxDeliveries: 2, windowMs: 86_400_000n, exempt: '[]' } });
+  await updateCapRow(database(), cap, { maxDeliveries: 3 }, true);
+  expect(await db().cappedDelivery.count({ where: { tenantId } })).toBe(1);
+  expect(await db().quietDelivery.findMany({ where: { tenantId }, select: { id: true, status: true }, orderBy: { id: 'asc' } })).toEqual([
+    { id: 'qd-1', status: 'sent' },
+    { id: 'qd-4', status: 'dropped' },
+  ]);
+}
