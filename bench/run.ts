@@ -29,7 +29,7 @@ import { measureRestartBig, type RestartFigures } from './scenarios/restart-big'
 import { measureExports, type ExportFigures } from './scenarios/exports';
 import { measureCaps, type CapFigures } from './scenarios/caps';
 import { buildResults } from './scenarios/table';
-import { summarizeWindows } from './profile-summary';
+import { summarizeWindows, WINDOWS_FILE } from './profile-summary';
 import { windows } from './lib/windows';
 import { installInterruptHandler, undoOnInterrupt } from './lib/cleanup';
 
@@ -317,8 +317,10 @@ async function main(): Promise<void> {
   console.log('');
   console.log(formatTable(results));
   const finishedAt = new Date();
-  if (profile)
+  if (profile) {
+    writeFileSync(join(TMP_DIR, 'profiles', WINDOWS_FILE), JSON.stringify(windows));
     console.log(`\nwhere the time went (self time per function inside each scenario's window):${summarizeWindows(join(TMP_DIR, 'profiles'), windows)}`);
+  }
   console.log(`\nwrote ${output} (${((finishedAt.getTime() - startedAt.getTime()) / 1000).toFixed(0)} s)`);
 }
 

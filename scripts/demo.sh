@@ -14,7 +14,8 @@ PORT="${PORT:-3000}"
 echo "Building the studio and the server…"
 bash scripts/build.sh
 npx tsx scripts/migrate.ts
-node "${CROWDFLOW_DIST_DIR:-.next}/crowdflow-server/main.mjs" -p "$PORT" &
+# the request thread's semi-spaces as npm start sets them (docs/ARCHITECTURE.md "Garbage collection")
+node --max-semi-space-size=32 "${CROWDFLOW_DIST_DIR:-.next}/crowdflow-server/main.mjs" -p "$PORT" &
 server=$!
 trickle=
 trap 'kill $server $trickle 2>/dev/null || true' EXIT INT TERM

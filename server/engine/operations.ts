@@ -13,7 +13,7 @@ import { Mover } from './moves';
 import { byPartition, splitByPartition } from './partitioning';
 import { WorkflowRuntime } from './runtime';
 import { Shard } from './shard';
-import { inSlices } from './slices';
+import { inSlices, unionInSlices } from './slices';
 import { commitBatch, type CheckpointWrite, type JournalMove } from '../storage/journal/commit';
 import type { Lease } from '../storage/journal/leases';
 import type { CrowdChangeWrite } from '../storage/journal/crowd-changes';
@@ -201,7 +201,9 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
     const snapshot = new Shard(instanceId, -1);
     const counts = instance?.counts() ?? { instanceId, total: 0, entered: 0, steps: {}, edges: {} };
     if (instance) {
-      for (const step of instance.workflow.steps.keys()) snapshot.steps.set(step, instance.stepUsers(step));
+      // Each step's shards ORed between slice boundaries: the partition locks keep them still meanwhile.
+      const slices = tenant.slices();
+      for (const step of instance.workflow.steps.keys()) snapshot.steps.set(step, await unionInSlices(slices, instance.stepBitmaps(step)));
       for (const step of Object.keys(counts.convertedFrom ?? {})) snapshot.converted.set(step, instance.convertedUsers(step));
       for (const step of Object.keys(counts.exitedFrom ?? {})) snapshot.exited.set(step, instance.exitedUsers(step));
       for (const [key, count] of Object.entries(counts.edges)) snapshot.edges.set(key, count);

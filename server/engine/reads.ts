@@ -8,6 +8,7 @@ import type { CommittedShards } from './committed-cache';
 import { requireInstance } from './instances';
 import { partitionOf } from './partitioning';
 import { Shard } from './shard';
+import { unionInSlices } from './slices';
 import { recentMovesOf } from './user-moves';
 import type { InstanceRuntime, TenantRuntime } from './tenant';
 import type { Counts, HoldoutGroup, StepUsers, WhereIsUser } from './types';
@@ -75,7 +76,7 @@ export async function stepBitmap(
             : live.exitedUsers(step)
           : kept
             ? await committedStepUsers(live, step, kept)
-            : live.stepUsers(step);
+            : await unionInSlices(tenant.slices(), live.stepBitmaps(step));
     return group ? inGroup(bitmap, kept ? await committedHoldout(live, kept) : live.holdoutUsers(), group) : bitmap;
   }
   const snapshot = await source.database.db.instanceSnapshot.findUnique({ where: { instanceId, tenantId } });

@@ -61,8 +61,9 @@ export class InstanceRuntime {
     return countsOf(this.id, this.workflow, this.shards, Boolean(this.workflow.goal));
   }
 
-  stepUsers(step: string): RoaringBitmap32 {
-    return RoaringBitmap32.orMany(this.shards.flatMap((s) => (s?.steps.get(step) ? [s.steps.get(step)!] : [])));
+  /** The shards' bitmaps of `step`: their union (unionInSlices) is the step's users. */
+  stepBitmaps(step: string): RoaringBitmap32[] {
+    return this.shards.flatMap((s) => (s?.steps.get(step) ? [s.steps.get(step)!] : []));
   }
 
   /** The holdout group: users held out on entering (the union of the shards'). */

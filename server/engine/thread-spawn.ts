@@ -16,6 +16,12 @@ function threadEntry(): ThreadEntry {
   return { source: 'server/engine/thread.ts' };
 }
 
+/**
+ * The engine thread's young generation: three semi-spaces' worth, 32 MiB each (V8's default is 16), as the request
+ * thread's `--max-semi-space-size=32` (docs/ARCHITECTURE.md "Garbage collection").
+ */
+const ENGINE_YOUNG_GENERATION_MB = 96;
+
 export interface EngineThreadListener {
   message(message: FromEngine): void;
   error(error: Error): void;
@@ -37,7 +43,7 @@ export class EngineThread {
   private listener: EngineThreadListener | undefined;
 
   constructor(env: Env) {
-    this.worker = startThread(threadEntry(), { env } satisfies EngineThreadData);
+    this.worker = startThread(threadEntry(), { env } satisfies EngineThreadData, ENGINE_YOUNG_GENERATION_MB);
     this.worker.on('message', (message: FromEngine) => this.deliver({ kind: 'message', message }));
     this.worker.on('error', (error) => this.deliver({ kind: 'error', error }));
     this.worker.once('exit', (code) => this.deliver({ kind: 'exit', code }));

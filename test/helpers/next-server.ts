@@ -7,10 +7,10 @@ import { waitFor } from './wait-for';
 
 /**
  * Node arguments that start the compiled server entry of the last build (server/main.ts compiled by
- * scripts/build-server.mjs into the build folder, as `npm start` does) on 127.0.0.1:`port`.
+ * scripts/build-server.mjs into the build folder, as `npm start` does, with its semi-space flag) on 127.0.0.1:`port`.
  */
 export function serverArguments(port: number): string[] {
-  return [join(process.env.CROWDFLOW_DIST_DIR || '.next', 'crowdflow-server', 'main.mjs'), '-p', String(port), '-H', '127.0.0.1'];
+  return ['--max-semi-space-size=32', join(process.env.CROWDFLOW_DIST_DIR || '.next', 'crowdflow-server', 'main.mjs'), '-p', String(port), '-H', '127.0.0.1'];
 }
 
 export async function freePort(): Promise<number> {

@@ -1,5 +1,6 @@
-import { expect, it } from 'vitest';
-import { FairTurns } from '../../server/engine/slices';
+import { expect, it, vi } from 'vitest';
+import { RoaringBitmap32 } from '../../server/crowd/bitmap';
+import { FairTurns, SLICE_MS, Slices, unionInSlices } from '../../server/engine/slices';
 
 // The engine thread's turns between slices of long work are shared per tenant, not per task: a tenant running many
 // partitions' backlogs at once must not get a slice for each of them before another tenant gets one.
@@ -47,4 +48,22 @@ it('lets the rest of the event loop run between two turns', async () => {
   const outside = order.indexOf('outside');
   expect(outside).toBeGreaterThan(0);
   expect(outside).toBeLessThan(order.length - 1);
+});
+
+it("unions a step's shards one OR a slice, giving another tenant its turn between them, into their OR", async () => {
+  // Every reading of the monotonic clock is a slice later than the last: each OR fills a slice.
+  let thread = 0;
+  const clock = vi.spyOn(performance, 'now').mockImplementation(() => (thread += SLICE_MS));
+  try {
+    const fair = new FairTurns();
+    const order: string[] = [];
+    const shards = [0, 1, 2].map((shard) => RoaringBitmap32.from([shard, shard + 100, shard + 1_000_000]));
+    const union = unionInSlices(new Slices(fair, 'a'), shards).then((bitmap) => (order.push('a done'), bitmap));
+    const other = work(fair, 'b', 1, 2, order);
+    const [bitmap] = await Promise.all([union, ...other]);
+    expect(bitmap.toArray()).toEqual([0, 1, 2, 100, 101, 102, 1_000_000, 1_000_001, 1_000_002]);
+    expect(order).toEqual(['b0', 'b0', 'a done']);
+  } finally {
+    clock.mockRestore();
+  }
 });
