@@ -4,17 +4,21 @@
 // (first match wins), the profile index answering profile leaves, so a start of 10M users into a 3-way profile branch
 // is a few ANDs per partition, never a per-user loop. Exit criteria that read no `event` (exit.ts) are checked the
 // same way for the users of a bulk move. A condition without a plan (a regex on a profile, `now` arithmetic) is
-// evaluated per user, its profiles read back from the index a slice at a time.
+// evaluated per user (exit.ts's criteria too): ahead of a bulk move, between slice boundaries (`prepare`), since the
+// Mover that routes is synchronous and a start of 10M users through a per-user condition would hold the engine thread
+// for seconds; the route then reads those results, and evaluates in one go only users no prepare covered (an event's
+// single user).
 import type { CompiledCondition } from '../conditions/compile';
 import { ConditionCostExceeded } from '../../core/conditions/cost';
 import { evaluateIndexedPlan, type IndexPlanResolver } from '../profiles/index-plan';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import type { TenantData } from './context';
+import type { Slices } from './slices';
 import type { StepRuntime, WorkflowRuntime } from './runtime';
 
-/** Users per slice when a condition has no bitmap plan and runs per user. */
-const PER_USER_SLICE = 20_000;
+/** Users per profile read when a condition has no bitmap plan and runs per user (never all of them as objects). */
+const PROFILE_READ_USERS = 2_048;
 
 export interface EntryRouting {
   /**
@@ -28,6 +32,11 @@ export interface EntryRouting {
    * bitmap the caller frees.
    */
   exiting(users: RoaringBitmap32, now: number): RoaringBitmap32;
+  /**
+   * Evaluates the conditions without a bitmap plan over `users` at `now`, yielding at slice boundaries, ahead of a
+   * bulk move of (some of) them at the same `now`: route and exiting then evaluate none of those users in one block.
+   */
+  prepare(users: RoaringBitmap32, now: number, slices: Slices): Promise<void>;
 }
 
 /** For versions with no step that routes on entry and no exit criteria over bitmaps: the Mover never routes. */
@@ -36,6 +45,7 @@ const NO_ROUTING: EntryRouting = {
     throw new Error('this workflow version has no branch step that routes on entry');
   },
   exiting: () => new RoaringBitmap32(),
+  prepare: async () => undefined,
 };
 
 /**
@@ -49,15 +59,40 @@ export async function entryRouting(data: TenantData, workflow: WorkflowRuntime):
   if (exit) conditions.push(exit);
   if (conditions.length === 0) return NO_ROUTING;
   const resolver = await data.resolver([...new Set(conditions.flatMap((condition) => condition.crowds))]);
-  return new IndexRouting(resolver, data, exit);
+  return new IndexRouting(resolver, data, exit, [...new Set(conditions.filter((condition) => !condition.plan))]);
+}
+
+/** A per-user condition's results at one moment: who was evaluated, and who of them met it. */
+interface Prepared {
+  now: number;
+  evaluated: RoaringBitmap32;
+  matched: RoaringBitmap32;
 }
 
 class IndexRouting implements EntryRouting {
+  private readonly prepared = new Map<CompiledCondition, Prepared>();
+
   constructor(
     private readonly resolver: IndexPlanResolver,
     private readonly data: TenantData,
     private readonly exit: CompiledCondition | null,
+    /** The conditions without a bitmap plan, each once. */
+    private readonly perUser: CompiledCondition[],
   ) {}
+
+  async prepare(users: RoaringBitmap32, now: number, slices: Slices): Promise<void> {
+    for (const condition of this.perUser) {
+      const known = this.prepared.get(condition);
+      const current = known?.now === now ? known : undefined;
+      const fresh = current ? RoaringBitmap32.andNot(users, current.evaluated) : users.clone();
+      if (fresh.isEmpty) continue;
+      const matched = await perUserMatches(this.data, condition, fresh, now, slices);
+      if (current) {
+        current.evaluated.orInPlace(fresh);
+        current.matched.orInPlace(matched);
+      } else this.prepared.set(condition, { now, evaluated: fresh, matched });
+    }
+  }
 
   exiting(users: RoaringBitmap32, now: number): RoaringBitmap32 {
     return this.exit && !users.isEmpty ? this.matching(this.exit, users, now) : new RoaringBitmap32();
@@ -76,18 +111,56 @@ class IndexRouting implements EntryRouting {
 
   private matching(condition: CompiledCondition, users: RoaringBitmap32, now: number): RoaringBitmap32 {
     if (condition.plan) return evaluateIndexedPlan(condition.plan, this.resolver, users);
+    const prepared = this.prepared.get(condition);
+    if (prepared?.now !== now) return this.evaluatedNow(condition, users, now);
+    const matched = RoaringBitmap32.and(users, prepared.matched);
+    const unprepared = RoaringBitmap32.andNot(users, prepared.evaluated);
+    if (!unprepared.isEmpty) matched.orInPlace(this.evaluatedNow(condition, unprepared, now));
+    unprepared.dispose();
+    return matched;
+  }
+
+  /** Who of `users` meets a per-user condition, evaluated in one go (users no prepare() covered). */
+  private evaluatedNow(condition: CompiledCondition, users: RoaringBitmap32, now: number): RoaringBitmap32 {
     const ids = users.toUint32Array();
     const keys = condition.usesProfile ? profileKeysRead(condition.text) : null;
     const out: number[] = [];
-    for (let from = 0; from < ids.length; from += PER_USER_SLICE) {
-      const slice = ids.subarray(from, from + PER_USER_SLICE);
-      const sliceUsers = condition.usesProfile ? RoaringBitmap32.from(slice) : null;
-      const profiles = sliceUsers ? this.resolver.profiles.materialize(sliceUsers, keys ?? undefined) : null;
-      sliceUsers?.dispose(); // materialize reads it and returns plain objects
-      for (const user of slice) if (holds(condition, { user, now, profile: profiles?.get(user) }, this.data)) out.push(user);
+    for (let from = 0; from < ids.length; from += PROFILE_READ_USERS) {
+      const chunk = ids.subarray(from, from + PROFILE_READ_USERS);
+      const chunkUsers = condition.usesProfile ? RoaringBitmap32.from(chunk) : null;
+      const profiles = chunkUsers ? this.resolver.profiles.materialize(chunkUsers, keys ?? undefined) : null;
+      chunkUsers?.dispose(); // materialize reads it and returns plain objects
+      for (const user of chunk) if (holds(condition, { user, now, profile: profiles?.get(user) }, this.data)) out.push(user);
     }
     return RoaringBitmap32.from(out);
   }
+}
+
+/**
+ * Who of `users` meets `condition` (one without a bitmap plan) at `now`, evaluated per user: the profiles read back
+ * from the index a few thousand at a time, and the other tenants' work given a turn whenever a slice has run its
+ * time, checked after every user (one evaluation may take up to the cost budget's ~55 ms, so a count of users is no
+ * bound on time). The condition's crowds must be prepared (TenantData.prepareCrowds).
+ */
+export async function perUserMatches(
+  data: TenantData,
+  condition: CompiledCondition,
+  users: RoaringBitmap32,
+  now: number,
+  slices: Slices,
+): Promise<RoaringBitmap32> {
+  const ids = users.toUint32Array();
+  const keys = condition.usesProfile ? profileKeysRead(condition.text) : null;
+  const out: number[] = [];
+  for (let from = 0; from < ids.length; from += PROFILE_READ_USERS) {
+    const chunk = ids.subarray(from, from + PROFILE_READ_USERS);
+    const profiles = condition.usesProfile ? await data.profilesOf(chunk, keys) : null;
+    for (const user of chunk) {
+      if (holds(condition, { user, now, profile: profiles?.get(user) }, data)) out.push(user);
+      if (slices.due) await slices.yield();
+    }
+  }
+  return RoaringBitmap32.from(out);
 }
 
 /**

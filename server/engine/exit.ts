@@ -19,6 +19,7 @@ import type { Attributes, TenantData } from './context';
 import type { DeadLetterBatch } from './dead-letter';
 import type { Mover } from './moves';
 import type { LogRow } from './log';
+import type { Slices } from './slices';
 
 /** The `toStep` of a journaled exit: not a step name (step names cannot hold `$`). Notifications show it as `to`. */
 export const EXITED = '$exit';
@@ -76,11 +77,12 @@ export class ExitWatch {
  * A timer firing of the instance: everyone on the way (not in an end step) who meets exit criteria that read no event
  * leaves the journey from their step (one plan over those users, then one AND per step). True when anyone left.
  */
-export function exitAtFiring(mover: Mover): boolean {
+export async function exitAtFiring(mover: Mover, slices: Slices): Promise<boolean> {
   const { shard, workflow } = mover;
   if (!workflow.exit?.bulk) return false;
   const onTheWay = [...shard.steps].filter(([step, users]) => !workflow.exitSteps.has(step) && users.size > 0);
   const everyone = RoaringBitmap32.orMany(onTheWay.map(([, users]) => users));
+  await mover.routing.prepare(everyone, mover.now, slices); // criteria without a bitmap plan: per user, in slices
   const leaving = mover.routing.exiting(everyone, mover.now);
   // Both are this firing's own (as are the ANDs below: exitBulk copies and serializes them), freed now rather than by
   // V8: at 10M users each is about a megabyte of native memory (see Arrivals in moves.ts).

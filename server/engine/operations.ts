@@ -163,6 +163,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
           const shard = (instance.shards[partition] = new Shard(instanceId, partition));
           const part = split(partition);
           total += part.size;
+          await routing.prepare(part, now, slices);
           new Mover(workflow, shard, moves, now, routing).moveBulk(part, null, workflow.entry);
           // The shard copied the part into its steps and the moves hold its bytes; freed now, not by V8 (see moves.ts).
           if (part !== users) part.dispose();
@@ -258,15 +259,25 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     let left = 0;
     const routing = await entryRouting(tenant.data, instance.workflow);
     const changes: CrowdChangeWrite[] = [];
+    const targets = byPartition(users, tenant.partitioning);
+    // Users who left by the exit criteria do not join again.
+    const joinersOf = targets.map((target, partition) => {
+      const everyone = instance.shards[partition]!.everyone();
+      const joiners = RoaringBitmap32.andNot(target, everyone);
+      everyone.dispose();
+      return joiners;
+    });
+    // Per-user conditions over the joiners first, between slices (entry-routing.ts); the partition locks keep the
+    // shards still meanwhile.
+    const slices = tenant.slices();
+    for (const joiners of joinersOf) await routing.prepare(joiners, now, slices);
     // In one go, not in slices: the running shards change in place, and no reader may see some partitions changed.
-    byPartition(users, tenant.partitioning).forEach((target, partition) => {
+    targets.forEach((target, partition) => {
       const shard = instance.shards[partition]!;
       const members = shard.members();
       // With an entry trigger users also enter by events, so the crowd only adds users: nobody is taken out.
       const leavers = instance.workflow.trigger ? new RoaringBitmap32() : RoaringBitmap32.andNot(members, target);
-      // Users who left by the exit criteria do not join again.
-      const everyone = shard.everyone();
-      const joiners = RoaringBitmap32.andNot(target, everyone);
+      const joiners = joinersOf[partition];
       const moves: JournalMove[] = [];
       const mover = new Mover(instance.workflow, shard, moves, now, routing);
       shard.unjournaledAt = now;
@@ -283,7 +294,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
       left += leavers.size;
       // All of this update's own (the shard ORed in the joiners; the change row and the moves hold bytes): freed now
       // rather than by V8, as a start's are (see Arrivals in moves.ts). `target` is `users` itself with one partition.
-      for (const bitmap of [members, leavers, everyone, joiners, ...leftSteps.values()]) bitmap.dispose();
+      for (const bitmap of [members, leavers, joiners, ...leftSteps.values()]) bitmap.dispose();
       if (target !== users) target.dispose();
     });
     users.dispose(); // read for this update (crowdOf)
@@ -330,8 +341,12 @@ export async function materializeUpdateWorkflow(
     const moves: JournalMove[] = [];
     let moved = 0; // users, not journal rows: one row carries a whole bitmap, and a chain of steps journals every hop
     const routing = await entryRouting(tenant.data, next);
+    const slices = tenant.slices();
+    // Users of removed steps arrive at their mapped steps: per-user conditions over them first (entry-routing.ts).
+    for (const old of instance.shards)
+      for (const [name, users] of old?.steps ?? []) if (!next.steps.has(name) && users.size > 0) await routing.prepare(users, now, slices);
     // New shards, built in slices: the running ones stay as they are until the commit.
-    const shards = await inSlices(tenant.slices(), instance.shards, (old, partition) => {
+    const shards = await inSlices(slices, instance.shards, (old, partition) => {
       const fresh = new Shard(instanceId, partition);
       const mover = new Mover(next, fresh, moves, now, routing);
       for (const [name, users] of old!.steps) {

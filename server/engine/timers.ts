@@ -4,24 +4,21 @@
 // commits every due partition's moves in ONE transaction fenced by all their leases.
 import type { CompiledCondition } from '../conditions/compile';
 import { evaluateIndexedPlan } from '../profiles/index-plan';
-import { profileKeysRead } from '../conditions/profile-predicate';
 import { RoaringBitmap32 } from '../crowd/bitmap';
 import { nextCronTime } from '../../core/model/cron';
 import type { TimerStep } from '../../core/model/workflow';
-import { entryRouting } from './entry-routing';
+import { entryRouting, perUserMatches } from './entry-routing';
 import { exitAtFiring } from './exit';
 import { dueZoneGroups, nextLocalFiring } from './local-time';
 import { Mover } from './moves';
 import type { PartitionWorker } from './partition';
 import type { StepRuntime, WorkflowRuntime } from './runtime';
 import type { Shard } from './shard';
+import type { Slices } from './slices';
 import { commitTogetherOrAlone, type CheckpointWrite, type JournalMove } from '../storage/journal/commit';
 import type { Lease } from '../storage/journal/leases';
 import type { TimerPlanWrite } from '../storage/journal/timer-plans';
 import { withLocks, type InstanceRuntime, type TenantRuntime } from './tenant';
-
-/** Users whose profiles are read back at once when a timer or ttl condition has no bitmap plan and runs per user. */
-const PROFILE_READ_USERS = 2_048;
 
 /** Earliest time (engine clock) a timer of the worker's partition is due, or null. */
 export function nextTimerDue(worker: PartitionWorker): number | null {
@@ -239,9 +236,11 @@ async function instanceTimers(
   if (!shard) return { changed: false, checkpoint: false, timerPlan: false };
   const firing = (instanceTimerDue(worker, instance, shard) ?? Number.POSITIVE_INFINITY) <= now;
   const mover = new Mover(instance.workflow, shard, moves, now, await entryRouting(worker.tenant.data, instance.workflow));
+  // The bulk moves below route per-user conditions from results prepared between slices (entry-routing.ts).
+  const slices = worker.tenant.slices();
   // Exit criteria over profiles and crowds first: those who meet them leave before this firing moves anyone (exit.ts).
-  const exited = firing && exitAtFiring(mover);
-  const fired = await fireTimerSteps(worker, instance.workflow, shard, mover, now);
+  const exited = firing && (await exitAtFiring(mover, slices));
+  const fired = await fireTimerSteps(worker, instance.workflow, shard, mover, now, slices);
   let changed = fired.changed || exited;
   let checkpoint = false;
   for (const runtime of instance.workflow.steps.values()) {
@@ -252,6 +251,7 @@ async function instanceTimers(
       const users = takeDue(shard.delays.get(name), runtime.delayMs, now);
       if (users) {
         users.andInPlace(shard.step(name));
+        await mover.routing.prepare(users, now, slices);
         mover.moveOutOfDelay(users, name, runtime.delayNext);
         changed = true;
       }
@@ -263,10 +263,13 @@ async function instanceTimers(
       const stayed: RoaringBitmap32[] = [];
       for (const [i, condition] of runtime.conditions.entries()) {
         if (remaining.size === 0) break;
-        const matched = await matching(worker.tenant, condition, remaining, now);
+        const matched = await matching(worker.tenant, condition, remaining, now, slices);
         // A branch back to this step keeps its users here; like the unmatched ones, they are re-evaluated a ttl later.
         if (step.branches[i].next === name) stayed.push(matched);
-        else mover.moveBulk(matched, name, step.branches[i].next);
+        else {
+          await mover.routing.prepare(matched, now, slices);
+          mover.moveBulk(matched, name, step.branches[i].next);
+        }
         remaining.andNotInPlace(matched);
       }
       for (const users of stayed) remaining.orInPlace(users);
@@ -283,7 +286,7 @@ async function instanceTimers(
  * firing moves into another timer step waits there for that step's next firing, even when both fire now (two
  * steps with the same cron, or a local-time timer's provisional plan, local-time.ts).
  */
-async function fireTimerSteps(worker: PartitionWorker, workflow: WorkflowRuntime, shard: Shard, mover: Mover, now: number) {
+async function fireTimerSteps(worker: PartitionWorker, workflow: WorkflowRuntime, shard: Shard, mover: Mover, now: number, slices: Slices) {
   const firings: { runtime: StepRuntime; step: TimerStep; groups: RoaringBitmap32[] }[] = [];
   for (const runtime of workflow.steps.values()) {
     const step = runtime.step;
@@ -301,35 +304,29 @@ async function fireTimerSteps(worker: PartitionWorker, workflow: WorkflowRuntime
   let timerPlan = false;
   for (const { runtime, step, groups } of firings) {
     const journaled = mover.moves.length;
-    for (const group of groups)
-      mover.moveBulk(runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, group, now) : group, step.name, step.next);
+    for (const group of groups) {
+      const moving = runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, group, now, slices) : group;
+      await mover.routing.prepare(moving, now, slices);
+      mover.moveBulk(moving, step.name, step.next);
+    }
     if (mover.moves.length === journaled) timerPlan = true;
   }
   return { changed: firings.length > 0, timerPlan };
 }
 
 /** The users of `users` satisfying the condition (no event): one bitmap plan when it compiles to one, else per user. */
-async function matching(tenant: TenantRuntime, condition: CompiledCondition | null, users: RoaringBitmap32, now: number): Promise<RoaringBitmap32> {
+async function matching(
+  tenant: TenantRuntime,
+  condition: CompiledCondition | null,
+  users: RoaringBitmap32,
+  now: number,
+  slices: Slices,
+): Promise<RoaringBitmap32> {
   if (!condition) return users.clone();
   const data = tenant.data;
   if (condition.plan) return evaluateIndexedPlan(condition.plan, await data.resolver(condition.crowds), users);
   await data.prepareCrowds(condition.crowds);
-  // Per user, the profiles read back from the index a few thousand at a time (never all of them as objects); the
-  // other tenants' work gets a turn whenever a slice has run its time, checked after every user (one evaluation may
-  // take up to the cost budget's ~55 ms, so a count of users is no bound on time).
-  const slices = tenant.slices();
-  const ids = users.toUint32Array();
-  const keys = condition.usesProfile ? profileKeysRead(condition.text) : null;
-  const out: number[] = [];
-  for (let from = 0; from < ids.length; from += PROFILE_READ_USERS) {
-    const chunk = ids.subarray(from, from + PROFILE_READ_USERS);
-    const profiles = condition.usesProfile ? await data.profilesOf(chunk, keys) : null;
-    for (const user of chunk) {
-      if (condition.predicate({ user, now, profile: profiles?.get(user) }, data.membership)) out.push(user);
-      if (slices.due) await slices.yield();
-    }
-  }
-  return RoaringBitmap32.from(out);
+  return perUserMatches(data, condition, users, now, slices);
 }
 
 /**

@@ -68,6 +68,7 @@ function countingRouting() {
       return { taken, rest: handOut(rest) };
     },
     exiting: (users) => handOut(where(users, (u) => u % 7 === 0)),
+    prepare: async () => undefined,
   };
   return { routing, handedOut };
 }
