@@ -20,6 +20,11 @@ export type DeadlineOptions = {
   clock: Pick<Clock, 'now'>;
   /** QUERY_DEADLINE_MS unless a test or a caller says otherwise. */
   deadlineMs?: number;
+  /**
+   * Waits for the querying tenant's next turn of the engine thread (its FairTurns, server/engine/slices.ts), so a
+   * tenant's queries and its other long work share one place in the round; without one, a bare turn of the event loop.
+   */
+  turn?: () => Promise<void>;
 };
 
 export class QueryDeadline {
@@ -49,7 +54,7 @@ export class QueryDeadline {
       );
     }
     if (now - this.lastYield >= YIELD_AFTER_MS) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await (this.options.turn?.() ?? new Promise((resolve) => setImmediate(resolve)));
       this.lastYield = this.options.clock.now();
     }
   }

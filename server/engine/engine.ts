@@ -109,7 +109,7 @@ export class Engine implements EngineSide, EngineHandle, InstanceEngine {
     this.wallClock = options.wallClock ?? systemClock;
     this.database = options.database;
     this.ingestState = options.ingestState;
-    this.profiles = profileCalls(this.database);
+    this.profiles = profileCalls(this.database, this.turns);
     this.commits = new CommitGroup(this.database);
     this.checkpointSchedule = new CheckpointSchedule(this.wallClock);
     this.tenants = new LoadedTenants({

@@ -104,7 +104,12 @@ export async function previewPath(
   }
   const workflow = running?.workflow ?? new WorkflowRuntime(await loadDefinition(source.database, workflowId, request.version), workflowId);
   const now = source.clock.now();
-  const walk = new Walk(workflow, tenant.data, request.user, now, request.events ?? [], options.clock ?? source.clock, options.deadlineMs);
+  const slices = tenant.slices();
+  const walk = new Walk(workflow, tenant.data, request.user, now, request.events ?? [], {
+    turn: () => slices.yield(),
+    ...options,
+    clock: options.clock ?? source.clock,
+  });
   await walk.prepare();
   const start = current ?? workflow.entry;
   const end = await walk.from(start);
@@ -135,10 +140,9 @@ class Walk {
     private readonly user: number,
     private readonly now: number,
     private readonly events: PreviewEvent[],
-    clock: DeadlineOptions['clock'],
-    deadlineMs: number | undefined,
+    deadline: DeadlineOptions,
   ) {
-    this.deadline = new QueryDeadline('The path preview', { clock, deadlineMs });
+    this.deadline = new QueryDeadline('The path preview', deadline);
   }
 
   async prepare(): Promise<void> {

@@ -14,14 +14,19 @@ import { importProfiles, type ImportFormat } from './import';
 import { deleteProfile, upsertProfiles, type UpsertProfilesBody } from './profiles';
 import { quietZoneGroups, type QuietZoneRequest } from './zones';
 
-export function profileCalls(database: Database) {
+/**
+ * `turns`: the engine thread's (its FairTurns, server/engine/slices.ts), whose turns the ad hoc queries (audience,
+ * explain) wait for between slices, as the tenant's other long work does (deadline.ts).
+ */
+export function profileCalls(database: Database, turns?: { next(tenant: string): Promise<void> }) {
+  const turnOf = (tenantId: string) => (turns ? { turn: () => turns.next(tenantId) } : {});
   return {
     importProfiles: (tenantId: string, body: ReadableStream<Uint8Array> | null, format: ImportFormat, columnTypes: string | null = null) =>
       importProfiles(database, tenantId, body, format, columnTypes),
     upsertProfiles: (tenantId: string, items: z.infer<typeof UpsertProfilesBody>) => upsertProfiles(database, tenantId, items),
     deleteProfile: (tenantId: string, user: number) => deleteProfile(database, tenantId, user),
-    estimateAudience: (tenantId: string, body: z.infer<typeof AudienceBody>) => estimateAudience(database, tenantId, body),
-    explainWorkflow: (tenantId: string, definition: WorkflowDefinition) => explainWorkflow(database, tenantId, definition),
+    estimateAudience: (tenantId: string, body: z.infer<typeof AudienceBody>) => estimateAudience(database, tenantId, body, turnOf(tenantId)),
+    explainWorkflow: (tenantId: string, definition: WorkflowDefinition) => explainWorkflow(database, tenantId, definition, turnOf(tenantId)),
     profileFields: (tenantId: string) => profileFieldsWithMemory(database, tenantId),
     describeProfileColumns: (tenantId: string, names: string[]) => describeProfileColumns(database, tenantId, names),
     readProfileColumns: (tenantId: string, columns: ColumnSpec[], ids: Uint32Array) => readProfileColumns(database, tenantId, columns, ids),

@@ -98,7 +98,7 @@ export async function explainWorkflow(
   options: Partial<DeadlineOptions> = {},
 ): Promise<StepConditionExplanation[]> {
   const index = await profileIndex(database, tenantId);
-  const deadline = new QueryDeadline('The explanation', { clock: options.clock ?? systemClock, deadlineMs: options.deadlineMs });
+  const deadline = new QueryDeadline('The explanation', { ...options, clock: options.clock ?? systemClock });
   const out: StepConditionExplanation[] = [];
   const explain = async (step: string, kind: 'branch' | 'timer', branch: number | null, condition: string) => {
     await deadline.checkpoint(() => `${out.length} conditions explained`);

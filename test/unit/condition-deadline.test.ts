@@ -3,6 +3,7 @@ import { QUERY_DEADLINE_MS, usersPerCheckpoint } from '../../server/conditions/d
 import { checkCondition } from '../../core/conditions/gate';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { saveCrowd } from '../../server/crowd/store';
+import { FairTurns } from '../../server/engine/slices';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
 import { estimateAudience } from '../../server/profiles/audience';
@@ -81,6 +82,36 @@ describe('the deadline of an audience estimate', () => {
     // its last read the thread's other work got turns; without the yields the loop is one synchronous run.
     expect(clock.reads.length).toBeGreaterThan(50_000 / 256);
     expect(clock.reads.at(-1)! - clock.reads[0]).toBeGreaterThanOrEqual(15);
+  });
+
+  it("waits for its tenant's turns of the engine thread, round-robin with another tenant's long work", async () => {
+    const tenantId = await tenantWithCrowd(50_000);
+    const clock = steppingClock();
+    const fair = new FairTurns();
+    const order: string[] = [];
+    const turn = async () => {
+      await fair.next(tenantId);
+      order.push('a');
+    };
+    const other = Array.from({ length: 4 }, async () => {
+      for (let i = 0; i < 3; i++) {
+        await fair.next('another tenant');
+        order.push('b');
+      }
+    });
+    const estimate = estimateAudience(
+      database(),
+      tenantId,
+      { condition: 'user % 3 == 0', crowd: 'everyone', sample: 0 },
+      { clock, now: 0, deadlineMs: 1_000_000, turn },
+    ).finally(() => clock.stop());
+    const [result] = await Promise.all([estimate, ...other]);
+    expect(result).toMatchObject({ count: 16_667, exact: true });
+    // Every yield of the estimate is one of its tenant's turns, and the other tenant's four tasks got one turn per
+    // round, not four: no two of theirs in a row while the estimate still waited for turns.
+    const lastB = order.lastIndexOf('b');
+    expect(order.filter((t) => t === 'a').length).toBeGreaterThan(order.filter((t) => t === 'b').length);
+    expect(order.slice(0, lastB + 1).join('')).not.toContain('bb');
   });
 
   it('defaults to 2 s', () => {

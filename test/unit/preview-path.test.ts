@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { TenantData } from '../../server/engine/context';
+import { FairTurns } from '../../server/engine/slices';
+import { TenantRuntime } from '../../server/engine/tenant';
 import { previewPath } from '../../server/engine/preview';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
@@ -25,14 +26,7 @@ async function chainWorkflow(length: number): Promise<{ tenantId: string; workfl
 
 /** What previewPath reads of the engine: the tenant (no instance running), the storage and the clock. */
 function source(tenantId: string, clock: { now: () => number }) {
-  const tenant = {
-    id: tenantId,
-    partitions: 1,
-    partitioning: { partitions: 1, userBlock: 1 },
-    instances: new Map(),
-    data: new TenantData(database(), tenantId),
-    database: database(),
-  };
+  const tenant = new TenantRuntime(database(), tenantId, { partitions: 1, userBlock: 1 }, new FairTurns());
   return {
     database: database(),
     committed: undefined,
