@@ -4,7 +4,7 @@ import { database } from '../helpers/app-db';
 import { crowd, range, send, start, startHarness, workflow, type Harness } from '../fixtures/engine/harness';
 
 // Recovery reads one instance's journal in one pass in seq order only when its rows are at least half of the journal
-// after the checkpoint (server/engine/recovery.ts); the count behind that choice stops at half the range.
+// after the checkpoint (server/engine/recovery.ts), judged by the rows of a bounded window of seqs after it.
 let h: Harness | undefined;
 const newestSeq = async () =>
   (await (await database().raw()).query<{ s: unknown }>(`SELECT COALESCE(MAX("seq"), 0) AS s FROM ${database().dialect.table('Journal')}`, []))[0];

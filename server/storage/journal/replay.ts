@@ -58,7 +58,12 @@ export const BITMAP = 5;
 export const COUNT = 6;
 export const TIME_MS = 7;
 
-const PAGE_SIZE = 50_000;
+/**
+ * Journal rows a replay reads and visits at once. A page is one block of the engine thread on SQLite (the driver is
+ * synchronous: the query, then the visit, each in one go), and other tenants' work waits for it: pages of 50,000 held
+ * it 100-240 ms each (the recovery bench, `--profile`), of 8,192 about 30 ms for the query.
+ */
+const PAGE_SIZE = 4_096;
 
 /** The columns of a ReplayRow, in its order. */
 const REPLAY_COLUMNS = ['seq', 'partition', 'fromStep', 'toStep', 'user', 'bitmap', 'count', 'timeMs'];
@@ -183,29 +188,35 @@ export async function onePassPays(database: Database, tenantId: string, instance
   return database.dialect.journalPassInSeqOrder && (await instanceRowsDominate(database, tenantId, instanceId, seq));
 }
 
+/** Journal seqs after the checkpoint whose rows instanceRowsDominate counts: at most this many rows are read. */
+const DOMINANCE_WINDOW = 8_192;
+
 /**
  * Whether the instance's rows are at least half of the journal after `seq`: only then is one pass in seq order cheaper
  * than a read per partition through the index. An instance idle since an old checkpoint would otherwise read every
- * other instance's rows since then. The count stops at half the range (a recovery's own rows are mostly all of it, and
- * counting them all took ~160 ms of a restart over 360,000 rows).
+ * other instance's rows since then. Judged by the rows of the first DOMINANCE_WINDOW seqs after `seq`: counting up to
+ * half of the whole range held the engine thread 160-180 ms of a restart over 360,000 rows, and the choice only
+ * decides how fast the replay reads, not what it reads.
  */
 export async function instanceRowsDominate(database: Database, tenantId: string, instanceId: string, seq: number): Promise<boolean> {
   const journal = database.dialect.table('Journal');
   const rawDb = await database.raw();
   const [newest] = await rawDb.query<{ s: unknown }>(`SELECT COALESCE(MAX("seq"), 0) AS s FROM ${journal}`, []);
-  const range = num(newest?.s) - seq;
-  if (!(range > 0)) return false;
-  const half = Math.ceil(range / 2);
+  const window = Math.min(num(newest?.s) - seq, DOMINANCE_WINDOW);
+  if (!(window > 0)) return false;
   const { params, bind } = database.dialect.parameters();
+  // Through the key's range, not the instance's index: that one leads by partition, so the seq range would not bound
+  // what it reads (every row of the instance, ~180 ms at 360,000).
+  const { withoutIndex } = database.dialect;
   const [own] = await rawDb.query<{ own: unknown }>(
-    `SELECT COUNT(*) AS "own" FROM (SELECT 1 FROM ${journal} WHERE ${database.dialect.withoutIndex('"tenantId"')} = ${bind(tenantId)}
-       AND "instanceId" = ${bind(instanceId)} AND "seq" > ${bind(seq)} LIMIT ${bind(half)}) AS "rows"`,
+    `SELECT COUNT(*) AS "own" FROM ${journal} WHERE "seq" > ${bind(seq)} AND "seq" <= ${bind(seq + window)}
+       AND ${withoutIndex('"tenantId"')} = ${bind(tenantId)} AND ${withoutIndex('"instanceId"')} = ${bind(instanceId)}`,
     params,
   );
-  return num(own?.own) >= half;
+  return num(own?.own) * 2 >= window;
 }
 
-/** Pages of PAGE_SIZE rows, so a long replay yields to the event loop between them. */
+/** Pages of PAGE_SIZE rows, so a long replay gives the event loop a turn between them. */
 async function pages(
   database: Database,
   tenantId: string,
