@@ -16,14 +16,16 @@ import { quietZoneGroups, type QuietZoneRequest } from './zones';
 
 /**
  * `turns`: the engine thread's (its FairTurns, server/engine/slices.ts), whose turns the ad hoc queries (audience,
- * explain) wait for between slices, as the tenant's other long work does (deadline.ts).
+ * explain; deadline.ts) and the writes (an import's parse, a write's index update; index-store.ts) wait for between
+ * slices, as the tenant's other long work does.
  */
 export function profileCalls(database: Database, turns?: { next(tenant: string): Promise<void> }) {
   const turnOf = (tenantId: string) => (turns ? { turn: () => turns.next(tenantId) } : {});
+  const nextTurn = (tenantId: string) => (turns ? () => turns.next(tenantId) : undefined);
   return {
     importProfiles: (tenantId: string, body: ReadableStream<Uint8Array> | null, format: ImportFormat, columnTypes: string | null = null) =>
-      importProfiles(database, tenantId, body, format, columnTypes),
-    upsertProfiles: (tenantId: string, items: z.infer<typeof UpsertProfilesBody>) => upsertProfiles(database, tenantId, items),
+      importProfiles(database, tenantId, body, format, columnTypes, nextTurn(tenantId)),
+    upsertProfiles: (tenantId: string, items: z.infer<typeof UpsertProfilesBody>) => upsertProfiles(database, tenantId, items, nextTurn(tenantId)),
     deleteProfile: (tenantId: string, user: number) => deleteProfile(database, tenantId, user),
     estimateAudience: (tenantId: string, body: z.infer<typeof AudienceBody>) => estimateAudience(database, tenantId, body, turnOf(tenantId)),
     explainWorkflow: (tenantId: string, definition: WorkflowDefinition) => explainWorkflow(database, tenantId, definition, turnOf(tenantId)),

@@ -13,7 +13,7 @@ import { notifyProfilesChanged } from './changes';
 import { CsvReader, lineBatches, parseColumnTypes, parseNdjsonLine, splitCsv, badLine, type ImportItem } from './import-parse';
 import { tenantLimits, type TenantLimits } from '../limits/limits';
 import { AttributeBudget } from './attribute-budget';
-import { duringImport, profileIndex, profileWrite } from './index-store';
+import { duringImport, nextTurnOfTheLoop, profileIndex, profileWrite, type NextTurn } from './index-store';
 import type { Attributes, ProfileChange, ProfileIndex } from './index-tenant';
 import { MAX_PROFILE_BYTES, mergeAttributes } from './profiles';
 import type { Database } from '../storage/database';
@@ -51,6 +51,7 @@ export async function importProfiles(
   body: ReadableStream<Uint8Array> | null,
   format: ImportFormat,
   columnTypes: string | null = null,
+  turn: NextTurn = nextTurnOfTheLoop,
 ): Promise<ImportResult> {
   const started = performance.now();
   const types = parseColumnTypes(columnTypes);
@@ -71,7 +72,7 @@ export async function importProfiles(
     const items = chunk;
     chunk = [];
     await committing; // a failed chunk ends the import before the next one is written
-    committing = retryTransient(() => commitChunk(database, tenantId, items, limits)).then((committed) => {
+    committing = retryTransient(() => commitChunk(database, tenantId, items, limits, turn)).then((committed) => {
       result.lines += items.length;
       result.users += committed.users;
       result.created += committed.created;
@@ -112,7 +113,7 @@ export async function importProfiles(
         budget.admit(item.attributes, `line ${line}, user ${item.user}`);
         chunk.push(item);
         if (chunk.length >= IMPORT_CHUNK_LINES) await commit();
-        else if (chunk.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+        else if (chunk.length % PARSE_SLICE === 0) await turn();
       }
     }
     if (chunk.length > 0) await commit();
@@ -121,40 +122,51 @@ export async function importProfiles(
 }
 
 /** One chunk in one transaction; the index learns of it after the commit. */
-async function commitChunk(database: Database, tenantId: string, items: ImportItem[], limits: TenantLimits): Promise<{ users: number; created: number }> {
+async function commitChunk(
+  database: Database,
+  tenantId: string,
+  items: ImportItem[],
+  limits: TenantLimits,
+  turn: NextTurn,
+): Promise<{ users: number; created: number }> {
   const users: number[] = [];
-  const summary = await profileWrite(database, tenantId, async (index) => {
-    // Again here, where the index is the database: another write may have added attributes since the lines were read.
-    const budget = new AttributeBudget(index, limits.maxProfileAttributes);
-    items.forEach((item, i) => budget.admit(item.attributes, `item ${i + 1} of the chunk, user ${item.user}`));
-    index.setIndexedValueLimit(limits.maxIndexedValuesPerAttribute);
-    const before = existingProfiles(index, items);
-    const after = new Map<number, Attributes>();
-    for (const { user, attributes } of items) {
-      const previous = after.get(user) ?? before.get(user);
-      if (!after.has(user)) users.push(user);
-      // A new profile whose patch removes nothing is the patch itself: no copy (the first import of a file).
-      after.set(user, previous === undefined && isPlainPatch(attributes) ? attributes : mergeAttributes(previous ?? {}, attributes));
-    }
-    const rows: Array<[number, string]> = [];
-    for (const user of users) {
-      const text = JSON.stringify(after.get(user));
-      // A UTF-8 byte is at most 3 per UTF-16 unit: short texts need no count.
-      if (text.length * 3 > MAX_PROFILE_BYTES && Buffer.byteLength(text) > MAX_PROFILE_BYTES) {
-        const line = items.findIndex((item) => item.user === user);
-        throw new AppError('validation_failed', `the profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, {
-          user,
-          itemInChunk: line + 1,
-        });
+  const summary = await profileWrite(
+    database,
+    tenantId,
+    async (index) => {
+      // Again here, where the index is the database: another write may have added attributes since the lines were read.
+      const budget = new AttributeBudget(index, limits.maxProfileAttributes);
+      items.forEach((item, i) => budget.admit(item.attributes, `item ${i + 1} of the chunk, user ${item.user}`));
+      index.setIndexedValueLimit(limits.maxIndexedValuesPerAttribute);
+      const before = existingProfiles(index, items);
+      const after = new Map<number, Attributes>();
+      for (const { user, attributes } of items) {
+        const previous = after.get(user) ?? before.get(user);
+        if (!after.has(user)) users.push(user);
+        // A new profile whose patch removes nothing is the patch itself: no copy (the first import of a file).
+        after.set(user, previous === undefined && isPlainPatch(attributes) ? attributes : mergeAttributes(previous ?? {}, attributes));
       }
-      rows.push([user, text]);
-      // Other requests are answered between slices; the write and the index update that follow are one step each.
-      if (rows.length % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
-    }
-    const seq = await upsertProfileRows(database, tenantId, rows);
-    const changes: ProfileChange[] = users.map((user) => ({ user, before: before.get(user), after: after.get(user) }));
-    return { result: { users: users.length, created: users.length - before.size }, changes, seq, afterTexts: rows.map(([, text]) => text) };
-  });
+      const rows: Array<[number, string]> = [];
+      for (const user of users) {
+        const text = JSON.stringify(after.get(user));
+        // A UTF-8 byte is at most 3 per UTF-16 unit: short texts need no count.
+        if (text.length * 3 > MAX_PROFILE_BYTES && Buffer.byteLength(text) > MAX_PROFILE_BYTES) {
+          const line = items.findIndex((item) => item.user === user);
+          throw new AppError('validation_failed', `the profile of user ${user} would be ${Buffer.byteLength(text)} bytes; the limit is ${MAX_PROFILE_BYTES}`, {
+            user,
+            itemInChunk: line + 1,
+          });
+        }
+        rows.push([user, text]);
+        // Other requests are answered between slices; the write and the index update that follow are one step each.
+        if (rows.length % PARSE_SLICE === 0) await turn();
+      }
+      const seq = await upsertProfileRows(database, tenantId, rows);
+      const changes: ProfileChange[] = users.map((user) => ({ user, before: before.get(user), after: after.get(user) }));
+      return { result: { users: users.length, created: users.length - before.size }, changes, seq, afterTexts: rows.map(([, text]) => text) };
+    },
+    turn,
+  );
   notifyProfilesChanged(database, tenantId, users);
   return summary;
 }

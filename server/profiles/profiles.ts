@@ -4,7 +4,7 @@ import { MAX_USER_ID } from '../crowd/bitmap';
 import { notifyProfilesChanged } from './changes';
 import { tenantLimits } from '../limits/limits';
 import { AttributeBudget, NO_PATHS } from './attribute-budget';
-import { profileWrite } from './index-store';
+import { profileWrite, type NextTurn } from './index-store';
 import type { Database } from '../storage/database';
 import { lockedProfileWrite } from '../storage/profile-merges';
 
@@ -52,31 +52,37 @@ export async function upsertProfiles(
   database: Database,
   tenantId: string,
   items: z.infer<typeof UpsertProfilesBody>,
+  turn?: NextTurn,
 ): Promise<{ upserted: number; created: number }> {
   const users = [...new Set(items.map((item) => item.user))];
   const limits = await tenantLimits(database, tenantId);
-  const result = await profileWrite(database, tenantId, (index) => {
-    // Before the transaction: a write past the attribute limit is refused whole, having read and written nothing.
-    const budget = new AttributeBudget(index, limits.maxProfileAttributes);
-    items.forEach((item, i) => budget.admit(item.attributes, `item ${i}, user ${item.user}`));
-    index.setIndexedValueLimit(limits.maxIndexedValuesPerAttribute);
-    return lockedProfileWrite(
-      database,
-      tenantId,
-      async (profiles) => {
-        const before = parsedProfiles(await profiles.read(users));
-        const merged = new Map(before);
-        for (const item of items) merged.set(item.user, mergeAttributes(merged.get(item.user) ?? {}, item.attributes));
-        await profiles.upsert(
-          users.map((user) => [user, serialize(user, merged.get(user)!)]),
-          new Date(),
-        );
-        const changes = users.map((user) => ({ user, before: before.get(user), after: merged.get(user) }));
-        return { result: { upserted: users.length, created: users.length - before.size }, changes };
-      },
-      { maxWait: 30_000, timeout: 120_000 },
-    );
-  });
+  const result = await profileWrite(
+    database,
+    tenantId,
+    (index) => {
+      // Before the transaction: a write past the attribute limit is refused whole, having read and written nothing.
+      const budget = new AttributeBudget(index, limits.maxProfileAttributes);
+      items.forEach((item, i) => budget.admit(item.attributes, `item ${i}, user ${item.user}`));
+      index.setIndexedValueLimit(limits.maxIndexedValuesPerAttribute);
+      return lockedProfileWrite(
+        database,
+        tenantId,
+        async (profiles) => {
+          const before = parsedProfiles(await profiles.read(users));
+          const merged = new Map(before);
+          for (const item of items) merged.set(item.user, mergeAttributes(merged.get(item.user) ?? {}, item.attributes));
+          await profiles.upsert(
+            users.map((user) => [user, serialize(user, merged.get(user)!)]),
+            new Date(),
+          );
+          const changes = users.map((user) => ({ user, before: before.get(user), after: merged.get(user) }));
+          return { result: { upserted: users.length, created: users.length - before.size }, changes };
+        },
+        { maxWait: 30_000, timeout: 120_000 },
+      );
+    },
+    turn,
+  );
   notifyProfilesChanged(database, tenantId, users);
   return result;
 }

@@ -89,11 +89,16 @@ describe('the deadline of an audience estimate', () => {
     const clock = steppingClock();
     const fair = new FairTurns();
     const order: string[] = [];
+    // The other tenant's work starts waiting for turns once the estimate evaluates (not while it reads the index).
+    let evaluating!: () => void;
+    const firstTurn = new Promise<void>((resolve) => (evaluating = resolve));
     const turn = async () => {
+      evaluating();
       await fair.next(tenantId);
       order.push('a');
     };
     const other = Array.from({ length: 4 }, async () => {
+      await firstTurn;
       for (let i = 0; i < 3; i++) {
         await fair.next('another tenant');
         order.push('b');
@@ -104,7 +109,10 @@ describe('the deadline of an audience estimate', () => {
       tenantId,
       { condition: 'user % 3 == 0', crowd: 'everyone', sample: 0 },
       { clock, now: 0, deadlineMs: 1_000_000, turn },
-    ).finally(() => clock.stop());
+    ).finally(() => {
+      clock.stop();
+      evaluating(); // an estimate that never took a turn lets the other tenant go on now
+    });
     const [result] = await Promise.all([estimate, ...other]);
     expect(result).toMatchObject({ count: 16_667, exact: true });
     // Every yield of the estimate is one of its tenant's turns, and the other tenant's four tasks got one turn per
