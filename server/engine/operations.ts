@@ -90,11 +90,11 @@ async function allLeases(engine: Engine, tenantId: string): Promise<Lease[]> {
 
 /**
  * A start commits its partitions in groups of about this many bytes of bitmaps (a small start in one transaction): on
- * SQLite a commit holds the database, and the engine thread with it, for as long as it writes. At 4 MiB a group of a
- * 2^27-user start (three partitions' journal rows and checkpoints, ~5 MB) took 18-32 ms of the thread (the
- * isolation bench); a group is now about one such partition (~1.7 MB).
+ * SQLite a commit holds the database, and the engine thread with it, for as long as it writes. A group of a 2^27-user
+ * start (three partitions' journal rows and checkpoints, ~5 MB) took 18-32 ms of the thread; groups of one partition
+ * (1 MiB) left the isolation bench's start phase no better on SQLite and worse on PostgreSQL (BENCHMARKS.md session 32).
  */
-export const START_COMMIT_BYTES = 1024 * 1024;
+export const START_COMMIT_BYTES = 4 * 1024 * 1024;
 
 /** Every partition's index, for work done partition by partition in slices. */
 const partitionsOf = (count: number) => Array.from({ length: count }, (_, partition) => partition);
