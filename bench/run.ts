@@ -318,6 +318,7 @@ async function main(): Promise<void> {
   console.log(formatTable(results));
   const finishedAt = new Date();
   if (profile) {
+    mkdirSync(join(TMP_DIR, 'profiles'), { recursive: true }); // a section that runs no server writes no profile
     writeFileSync(join(TMP_DIR, 'profiles', WINDOWS_FILE), JSON.stringify(windows));
     console.log(`\nwhere the time went (self time per function inside each scenario's window):${summarizeWindows(join(TMP_DIR, 'profiles'), windows)}`);
   }
