@@ -42,14 +42,20 @@ function isOurs(node: ProfileNode): boolean {
   return functionName.length > 2 && /\/(server|app|bench)\//.test(url) && !/node_modules|turbopack\]_runtime|root-of-the-server/.test(url);
 }
 
+/** The profile's nodes by id, and each node's parent. */
+function nodesOf(profile: Profile): { byId: Map<number, ProfileNode>; parent: Map<number, number> } {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  return { byId, parent };
+}
+
 /**
  * Self time per function (ms, with its share) over the samples inside `window` (all samples without one), then
  * the functions of our code with the most total (inclusive) time: where in our code the time was spent.
  */
 export function topFunctions(profile: Profile, top: number, window?: Window): string[] {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const { byId, parent } = nodesOf(profile);
   const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
   let at = profile.startTime;
@@ -97,9 +103,7 @@ const BLOCK_MS = 15;
  * most of it ran, and its top self-time functions.
  */
 export function longTasks(profile: Profile, window?: Window, top = 8): string[] {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const { byId, parent } = nodesOf(profile);
   const stretches: { fromUs: number; us: number; line: string }[] = [];
   let samples: { id: number; delta: number }[] = [];
   let fromUs = 0;

@@ -33,10 +33,11 @@ export interface EntryRouting {
    */
   exiting(users: RoaringBitmap32, now: number): RoaringBitmap32;
   /**
-   * Evaluates the conditions without a bitmap plan over `users` at `now`, yielding at slice boundaries, ahead of a
-   * bulk move of (some of) them at the same `now`: route and exiting then evaluate none of those users in one block.
+   * Evaluates the conditions without a bitmap plan that a bulk move of `users` into step `into` at `now` may apply
+   * (the exit criteria, and those of the routing steps reachable from `into` by moves made at once; `into` null: the
+   * exit criteria alone), yielding at slice boundaries: route and exiting then evaluate none of those users in one block.
    */
-  prepare(users: RoaringBitmap32, now: number, slices: Slices): Promise<void>;
+  prepare(users: RoaringBitmap32, into: string | null, now: number, slices: Slices): Promise<void>;
 }
 
 /** For versions with no step that routes on entry and no exit criteria over bitmaps: the Mover never routes. */
@@ -59,7 +60,7 @@ export async function entryRouting(data: TenantData, workflow: WorkflowRuntime):
   if (exit) conditions.push(exit);
   if (conditions.length === 0) return NO_ROUTING;
   const resolver = await data.resolver([...new Set(conditions.flatMap((condition) => condition.crowds))]);
-  return new IndexRouting(resolver, data, exit, [...new Set(conditions.filter((condition) => !condition.plan))]);
+  return new IndexRouting(resolver, data, workflow, exit);
 }
 
 /** A per-user condition's results at one moment: who was evaluated, and who of them met it. */
@@ -71,17 +72,18 @@ interface Prepared {
 
 class IndexRouting implements EntryRouting {
   private readonly prepared = new Map<CompiledCondition, Prepared>();
+  /** By step entered: the conditions without a bitmap plan a move into it may apply (perUserReached). */
+  private readonly reached = new Map<string | null, CompiledCondition[]>();
 
   constructor(
     private readonly resolver: IndexPlanResolver,
     private readonly data: TenantData,
+    private readonly workflow: WorkflowRuntime,
     private readonly exit: CompiledCondition | null,
-    /** The conditions without a bitmap plan, each once. */
-    private readonly perUser: CompiledCondition[],
   ) {}
 
-  async prepare(users: RoaringBitmap32, now: number, slices: Slices): Promise<void> {
-    for (const condition of this.perUser) {
+  async prepare(users: RoaringBitmap32, into: string | null, now: number, slices: Slices): Promise<void> {
+    for (const condition of this.perUserReached(into)) {
       const known = this.prepared.get(condition);
       const current = known?.now === now ? known : undefined;
       const fresh = current ? RoaringBitmap32.andNot(users, current.evaluated) : users.clone();
@@ -92,6 +94,34 @@ class IndexRouting implements EntryRouting {
         current.matched.orInPlace(matched);
       } else this.prepared.set(condition, { now, evaluated: fresh, matched });
     }
+  }
+
+  /**
+   * The exit criteria and the routing conditions of the steps users entering `into` reach at once (a direct,
+   * parallel or split step's next, a routing branch's), those without a bitmap plan: users who reach no routing step
+   * in this move need none of its conditions evaluated.
+   */
+  private perUserReached(into: string | null): CompiledCondition[] {
+    const known = this.reached.get(into);
+    if (known) return known;
+    const conditions = new Set<CompiledCondition>(this.exit ? [this.exit] : []);
+    const seen = new Set<string>();
+    for (const queue = into === null ? [] : [into]; queue.length > 0; ) {
+      const name = queue.pop()!;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const runtime = this.workflow.get(name);
+      const step = runtime.step;
+      if ((step.kind === 'direct' || step.kind === 'parallel') && step.next) queue.push(step.next);
+      else if (step.kind === 'split') queue.push(...step.paths.map((path) => path.next));
+      else if (step.kind === 'branch' && runtime.routesOnEntry) {
+        for (const condition of runtime.conditions) conditions.add(condition);
+        queue.push(...step.branches.map((branch) => branch.next));
+      }
+    }
+    const perUser = [...conditions].filter((condition) => !condition.plan);
+    this.reached.set(into, perUser);
+    return perUser;
   }
 
   exiting(users: RoaringBitmap32, now: number): RoaringBitmap32 {

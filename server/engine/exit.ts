@@ -82,7 +82,7 @@ export async function exitAtFiring(mover: Mover, slices: Slices): Promise<boolea
   if (!workflow.exit?.bulk) return false;
   const onTheWay = [...shard.steps].filter(([step, users]) => !workflow.exitSteps.has(step) && users.size > 0);
   const everyone = RoaringBitmap32.orMany(onTheWay.map(([, users]) => users));
-  await mover.routing.prepare(everyone, mover.now, slices); // criteria without a bitmap plan: per user, in slices
+  await mover.routing.prepare(everyone, null, mover.now, slices); // criteria without a bitmap plan: per user, in slices
   const leaving = mover.routing.exiting(everyone, mover.now);
   // Both are this firing's own (as are the ANDs below: exitBulk copies and serializes them), freed now rather than by
   // V8: at 10M users each is about a megabyte of native memory (see Arrivals in moves.ts).

@@ -165,7 +165,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
           const shard = (instance.shards[partition] = new Shard(instanceId, partition));
           const part = split(partition);
           total += part.size;
-          await routing.prepare(part, now, slices);
+          await routing.prepare(part, workflow.entry, now, slices);
           new Mover(workflow, shard, moves, now, routing).moveBulk(part, null, workflow.entry);
           // The shard copied the part into its steps and the moves hold its bytes; freed now, not by V8 (see moves.ts).
           if (part !== users) part.dispose();
@@ -272,7 +272,7 @@ export async function materializeUpdateCrowd(engine: Engine, tenantId: string, i
     // Per-user conditions over the joiners first, between slices (entry-routing.ts); the partition locks keep the
     // shards still meanwhile.
     const slices = tenant.slices();
-    for (const joiners of joinersOf) await routing.prepare(joiners, now, slices);
+    for (const joiners of joinersOf) await routing.prepare(joiners, instance.workflow.entry, now, slices);
     // In one go, not in slices: the running shards change in place, and no reader may see some partitions changed.
     targets.forEach((target, partition) => {
       const shard = instance.shards[partition]!;
@@ -346,7 +346,7 @@ export async function materializeUpdateWorkflow(
     const slices = tenant.slices();
     // Users of removed steps arrive at their mapped steps: per-user conditions over them first (entry-routing.ts).
     for (const old of instance.shards)
-      for (const [name, users] of old?.steps ?? []) if (!next.steps.has(name) && users.size > 0) await routing.prepare(users, now, slices);
+      for (const [name, users] of old?.steps ?? []) if (!next.steps.has(name) && users.size > 0) await routing.prepare(users, mapping[name], now, slices);
     // New shards, built in slices: the running ones stay as they are until the commit.
     const shards = await inSlices(slices, instance.shards, (old, partition) => {
       const fresh = new Shard(instanceId, partition);

@@ -251,7 +251,7 @@ async function instanceTimers(
       const users = takeDue(shard.delays.get(name), runtime.delayMs, now);
       if (users) {
         users.andInPlace(shard.step(name));
-        await mover.routing.prepare(users, now, slices);
+        await mover.routing.prepare(users, runtime.delayNext, now, slices);
         mover.moveOutOfDelay(users, name, runtime.delayNext);
         changed = true;
       }
@@ -267,7 +267,7 @@ async function instanceTimers(
         // A branch back to this step keeps its users here; like the unmatched ones, they are re-evaluated a ttl later.
         if (step.branches[i].next === name) stayed.push(matched);
         else {
-          await mover.routing.prepare(matched, now, slices);
+          await mover.routing.prepare(matched, step.branches[i].next, now, slices);
           mover.moveBulk(matched, name, step.branches[i].next);
         }
         remaining.andNotInPlace(matched);
@@ -306,7 +306,7 @@ async function fireTimerSteps(worker: PartitionWorker, workflow: WorkflowRuntime
     const journaled = mover.moves.length;
     for (const group of groups) {
       const moving = runtime.timerCondition ? await matching(worker.tenant, runtime.timerCondition, group, now, slices) : group;
-      await mover.routing.prepare(moving, now, slices);
+      await mover.routing.prepare(moving, step.next, now, slices);
       mover.moveBulk(moving, step.name, step.next);
     }
     if (mover.moves.length === journaled) timerPlan = true;

@@ -20,15 +20,14 @@ import { quietZoneGroups, type QuietZoneRequest } from './zones';
  * slices, as the tenant's other long work does.
  */
 export function profileCalls(database: Database, turns?: { next(tenant: string): Promise<void> }) {
-  const turnOf = (tenantId: string) => (turns ? { turn: () => turns.next(tenantId) } : {});
   const nextTurn = (tenantId: string) => (turns ? () => turns.next(tenantId) : undefined);
   return {
     importProfiles: (tenantId: string, body: ReadableStream<Uint8Array> | null, format: ImportFormat, columnTypes: string | null = null) =>
       importProfiles(database, tenantId, body, format, columnTypes, nextTurn(tenantId)),
     upsertProfiles: (tenantId: string, items: z.infer<typeof UpsertProfilesBody>) => upsertProfiles(database, tenantId, items, nextTurn(tenantId)),
     deleteProfile: (tenantId: string, user: number) => deleteProfile(database, tenantId, user),
-    estimateAudience: (tenantId: string, body: z.infer<typeof AudienceBody>) => estimateAudience(database, tenantId, body, turnOf(tenantId)),
-    explainWorkflow: (tenantId: string, definition: WorkflowDefinition) => explainWorkflow(database, tenantId, definition, turnOf(tenantId)),
+    estimateAudience: (tenantId: string, body: z.infer<typeof AudienceBody>) => estimateAudience(database, tenantId, body, { turn: nextTurn(tenantId) }),
+    explainWorkflow: (tenantId: string, definition: WorkflowDefinition) => explainWorkflow(database, tenantId, definition, { turn: nextTurn(tenantId) }),
     profileFields: (tenantId: string) => profileFieldsWithMemory(database, tenantId),
     describeProfileColumns: (tenantId: string, names: string[]) => describeProfileColumns(database, tenantId, names),
     readProfileColumns: (tenantId: string, columns: ColumnSpec[], ids: Uint32Array) => readProfileColumns(database, tenantId, columns, ids),

@@ -46,7 +46,7 @@ it("evaluates a per-user entry condition between other tenants' turns before the
   const order: string[] = [];
   const everyone = RoaringBitmap32.from(users);
   const now = Date.UTC(2026, 0, 1);
-  const prepared = routing.prepare(everyone, now, new SliceEveryCheck(fair, 'a')).then(() => order.push('a prepared'));
+  const prepared = routing.prepare(everyone, 'entry', now, new SliceEveryCheck(fair, 'a')).then(() => order.push('a prepared'));
   const other = (async () => {
     for (let turn = 0; turn < 3; turn++) {
       await fair.next('b');
