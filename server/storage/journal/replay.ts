@@ -216,7 +216,7 @@ export async function instanceRowsDominate(database: Database, tenantId: string,
   return num(own?.own) * 2 >= window;
 }
 
-/** Pages of PAGE_SIZE rows, so a long replay gives the event loop a turn between them. */
+/** Pages of PAGE_SIZE rows with a turn of the event loop between them, so a long replay lets other work in. */
 async function pages(
   database: Database,
   tenantId: string,
@@ -236,6 +236,9 @@ async function pages(
       visit(row);
     };
     if ((await readPage(database, rawDb, tenantId, rows, params, onRow, 'oldest first')).read < PAGE_SIZE) return;
+    // On SQLite the driver is synchronous and its await resolves at once: without this the pages would follow each
+    // other with no turn of the loop between them, and a long replay would be one block again.
+    await new Promise((resolve) => setImmediate(resolve));
   }
 }
 
