@@ -147,24 +147,56 @@ export async function combineCrowds(
 ): Promise<{ crowd: CrowdMeta; created: boolean }> {
   if (!body.replace) await assertCrowdAbsent(database, tenantId, body.name, 'set "replace": true to replace it');
   const names = [...new Set(body.crowds)];
-  const loaded = await Promise.all(names.map((name) => loadCrowd(database, tenantId, name)));
-  const missing = names.filter((_, i) => !loaded[i]);
+  const found = new Set((await database.db.crowd.findMany({ where: { tenantId, name: { in: names } }, select: { name: true } })).map((row) => row.name));
+  const missing = names.filter((name) => !found.has(name));
   if (missing.length > 0) {
     throw new AppError('not_found', `Crowd${missing.length > 1 ? 's' : ''} ${missing.map((n) => `"${n}"`).join(', ')} not found`, { missing });
   }
-  const bitmaps = loaded.map((crowd) => crowd!.bitmap);
-  const byName = new Map(names.map((name, i) => [name, bitmaps[i]]));
-  const result = combine(
-    body.op,
-    body.crowds.map((name) => byName.get(name)!),
-  );
+  const result = await combine(body.op, body.crowds, async (name) => (await requireCrowd(database, tenantId, name)).bitmap);
   checkCrowdUsers(result.size, await tenantLimits(database, tenantId));
   return saveCrowd(database, tenantId, body.name, result, body.replace ? 'replace' : 'create');
 }
 
-export function combine(op: z.infer<typeof CombineOperation>, bitmaps: RoaringBitmap32[]): RoaringBitmap32 {
-  const [first, ...rest] = bitmaps;
-  if (op === 'union') return RoaringBitmap32.orMany(bitmaps);
-  if (op === 'intersection') return rest.reduce((acc, b) => acc.intersection(b), first.clone());
-  return rest.length === 0 ? first.clone() : RoaringBitmap32.andNot(first, RoaringBitmap32.orMany(rest));
+/**
+ * The crowds `names` combined by `op`, each loaded (by `load`, a fresh bitmap each time) when it is folded in. A
+ * combine runs on the request thread every tenant shares, and a 9M-user crowd takes ~20 ms to load and ~20 ms to fold
+ * in: one at a time, with a turn of the event loop after each load and each fold, up to 100 of them are that many
+ * short blocks instead of one of seconds (and one crowd in memory besides the result instead of all of them).
+ */
+export async function combine(
+  op: z.infer<typeof CombineOperation>,
+  names: readonly string[],
+  load: (name: string) => Promise<RoaringBitmap32>,
+): Promise<RoaringBitmap32> {
+  const [first, ...rest] = names;
+  if (op === 'union') return fold(unique(names), load, (into, next) => into.orInPlace(next));
+  if (op === 'intersection') return fold(unique(names), load, (into, next) => into.andInPlace(next));
+  const others = unique(rest);
+  const from = await load(first);
+  if (others.length === 0) return from;
+  const union = await fold(others, load, (into, next) => into.orInPlace(next));
+  from.andNotInPlace(union);
+  return from;
+}
+
+const unique = (names: readonly string[]) => [...new Set(names)];
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+async function fold(
+  names: readonly string[],
+  load: (name: string) => Promise<RoaringBitmap32>,
+  into: (result: RoaringBitmap32, next: RoaringBitmap32) => void,
+): Promise<RoaringBitmap32> {
+  let result: RoaringBitmap32 | undefined;
+  for (const name of names) {
+    const next = await load(name);
+    await nextTurn();
+    if (result === undefined) result = next;
+    else {
+      into(result, next);
+      await nextTurn();
+    }
+  }
+  if (result === undefined) throw new Error('combine: no crowds to fold');
+  return result;
 }
