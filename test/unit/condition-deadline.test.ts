@@ -8,6 +8,7 @@ import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
 import { estimateAudience } from '../../server/profiles/audience';
 import { db, database } from '../helpers/app-db';
+import { loopTurns } from '../helpers/loop-turns';
 
 // Item 2 of issue 34 on the audience's per-user loop, with a clock the test drives: each look at it moves it 1 ms, so
 // "how long" is "how many looks", the same on any machine.
@@ -15,23 +16,15 @@ import { db, database } from '../helpers/app-db';
 /** A clock that moves 1 ms each time it is read, and notes how many turns the rest of the thread had by then. */
 function steppingClock() {
   let now = 0;
-  let turns = 0;
-  let ticking = true;
-  const tick = () => {
-    turns++;
-    if (ticking) setImmediate(tick);
-  };
-  setImmediate(tick);
+  const turns = loopTurns();
   const reads: number[] = [];
   return {
     now: () => {
-      reads.push(turns);
+      reads.push(turns.count);
       return now++;
     },
     reads,
-    stop: () => {
-      ticking = false;
-    },
+    stop: () => turns.stop(),
   };
 }
 

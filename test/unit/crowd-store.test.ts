@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RoaringBitmap32 } from '../../server/crowd/bitmap';
 import { onCrowdChanged, type CrowdChange } from '../../server/crowd/changes';
 import { combine, combineCrowds, deleteCrowd, listCrowds, loadCrowd, requireCrowd, requireCrowdMeta, saveCrowd } from '../../server/crowd/store';
+import { loopTurns } from '../helpers/loop-turns';
 import { tenantRow } from '../helpers/tenant-row';
 import { database } from '../helpers/app-db';
 
@@ -66,18 +67,12 @@ describe('crowd store', () => {
     const tenantId = await tenantRow('tn_turns');
     const names = ['s0', 's1', 's2', 's3'];
     for (const [i, name] of names.entries()) await saveCrowd(database(), tenantId, name, RoaringBitmap32.from([i, 10 + i]), 'create');
-    let turns = 0;
-    let combining = true;
-    const turn = () => {
-      turns++;
-      if (combining) setImmediate(turn);
-    };
-    setImmediate(turn);
+    const turns = loopTurns();
     const { crowd } = await combineCrowds(database(), tenantId, { name: 'all', op: 'union', crowds: names, replace: false });
-    combining = false;
+    turns.stop();
     expect(crowd.count).toBe(8);
     // A turn after each of the four loads and each of the three folds: other requests run between them.
-    expect(turns).toBeGreaterThanOrEqual(7);
+    expect(turns.count).toBeGreaterThanOrEqual(7);
   });
 
   it('combines stored crowds, may overwrite a source with replace, and names every missing source', async () => {

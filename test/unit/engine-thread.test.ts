@@ -13,6 +13,7 @@ import type { ProcedureRunner } from '../../server/procedures/types';
 import { db, database } from '../helpers/app-db';
 import { range } from '../fixtures/engine/harness';
 import { startThreadEngine, type ThreadEngine } from '../fixtures/engine/thread-engine';
+import { loopTurns } from '../helpers/loop-turns';
 import { waitFor } from '../helpers/wait-for';
 
 /**
@@ -153,19 +154,14 @@ describe('the engine thread', () => {
     // The moments the request thread's event loop turns while the start runs. A start on this thread would be one
     // block from its first turn to its last; a pause of this process (a major GC of a test worker that ran many files)
     // can be long too, so the start is long enough that such a pause cannot take half of it.
-    const turns: number[] = [performance.now()];
-    let starting = true;
-    const turn = () => {
-      turns.push(performance.now());
-      if (starting) setImmediate(turn);
-    };
-    setImmediate(turn);
+    const began = performance.now();
+    const turns = loopTurns();
     const instanceId = await settled(engine.startInstance(tenantId, workflowId, { crowd: 'big' }));
-    starting = false;
-    turns.push(performance.now());
+    turns.stop();
+    const moments = [began, ...turns.stamps, performance.now()];
     expect((await engine.getCounts(tenantId, instanceId)).total).toBe(BIG_CROWD);
-    const gaps = turns.slice(1).map((at, i) => at - turns[i]);
-    const window = turns[turns.length - 1] - turns[0];
+    const gaps = moments.slice(1).map((at, i) => at - moments[i]);
+    const window = moments[moments.length - 1] - moments[0];
     const longest = Math.max(...gaps);
     expect(longest, `the request thread was held ${longest.toFixed(0)} ms of the start's ${window.toFixed(0)} ms`).toBeLessThan(window / 2);
     await settled(engine.stopInstance(tenantId, instanceId));

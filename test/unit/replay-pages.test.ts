@@ -5,6 +5,7 @@ import { expect, it } from 'vitest';
 import { journalAfter, USER } from '../../server/storage/journal/replay';
 import { newId } from '../../server/ids';
 import { db, database } from '../helpers/app-db';
+import { loopTurns } from '../helpers/loop-turns';
 
 const ROWS = 10_000; // three pages of 4,096 (replay.ts PAGE_SIZE)
 
@@ -27,20 +28,14 @@ it('gives the event loop a turn between two pages of a replay', async () => {
     })),
   });
 
-  let turns = 0;
-  let replaying = true;
-  const turn = () => {
-    turns++;
-    if (replaying) setImmediate(turn);
-  };
-  setImmediate(turn);
+  const turns = loopTurns();
   const turnsAtRow: number[] = [];
   const users: number[] = [];
   await journalAfter(database(), tenantId, instanceId, 0, first - 1, (row) => {
-    turnsAtRow.push(turns);
+    turnsAtRow.push(turns.count);
     users.push(Number(row[USER]));
   });
-  replaying = false;
+  turns.stop();
 
   expect(users).toEqual(Array.from({ length: ROWS }, (_, i) => i));
   // Rows of the three pages were visited in (at least) three turns of the loop, not all in the turn the replay began in.
