@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AppError, conflict, isUniqueViolation, notFound } from '../errors';
 import { newId } from '../ids';
 import { NAME_KINDS, nameSchema } from '../../core/model/names';
-import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from './bitmap';
+import { deserializeBitmap, type RoaringBitmap32, serializeBitmap } from './bitmap';
 import { notifyCrowdChanged } from './changes';
 import { checkCrowdUsers, tenantLimits } from '../limits/limits';
 import type { Database } from '../storage/database';
