@@ -19,41 +19,82 @@ export interface PlanResolver {
  * they made V8 run a full mark-compact every few evaluations (25–35 ms pauses in the audience estimate's p99).
  */
 export function evaluatePlan(plan: BitmapPlan, resolver: PlanResolver, universe: ReadonlyRoaringBitmap32): RoaringBitmap32 {
+  return runToEnd(planSteps(plan, resolver, universe));
+}
+
+/** Work that pauses after each piece (a plan's leaf): run in one go, or metered by `between` (runBetween). */
+export type Steps<T> = Generator<void, T, void>;
+
+export function runToEnd<T>(steps: Steps<T>): T {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * Runs `steps`, awaiting `between` after each piece: an ad hoc query's deadline and turns (a plan of a few hundred
+ * profile comparisons over millions of profiles is seconds of bitmap work, which one block would hold the thread for).
+ */
+export async function runBetween<T>(steps: Steps<T>, between: () => Promise<void>): Promise<T> {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    await between();
+  }
+}
+
+/** evaluatePlan's work, pausing after each leaf that reads a crowd or the profile index. */
+export function* planSteps(plan: BitmapPlan, resolver: PlanResolver, universe: ReadonlyRoaringBitmap32): Steps<RoaringBitmap32> {
   switch (plan.op) {
     case 'all':
       return universe.clone();
     case 'none':
       return new Bitmap();
-    case 'crowd':
-      return Bitmap.and(universe, resolver.crowd(plan.name));
+    case 'crowd': {
+      const inCrowd = Bitmap.and(universe, resolver.crowd(plan.name));
+      yield;
+      return inCrowd;
+    }
     case 'userRange':
       return usersInRange(universe, plan.from, plan.to);
-    case 'profileIn':
-      if (plan.values.length === 0) return new Bitmap();
-      return unionDisposing(plan.values.map((value) => resolver.profile({ op: 'profileEq', field: plan.field, value }, universe)));
+    case 'profileIn': {
+      const parts: RoaringBitmap32[] = [];
+      for (const value of plan.values) {
+        parts.push(resolver.profile({ op: 'profileEq', field: plan.field, value }, universe));
+        yield;
+      }
+      return parts.length === 0 ? new Bitmap() : unionDisposing(parts);
+    }
     case 'profileEq':
     case 'profileHas':
     case 'profileCmp':
-    case 'profileTime':
-      return resolver.profile(plan, universe);
-    case 'or':
-      return unionDisposing(plan.args.map((arg) => evaluatePlan(arg, resolver, universe)));
+    case 'profileTime': {
+      const matched = resolver.profile(plan, universe);
+      yield;
+      return matched;
+    }
+    case 'or': {
+      const parts: RoaringBitmap32[] = [];
+      for (const arg of plan.args) parts.push(yield* planSteps(arg, resolver, universe));
+      return unionDisposing(parts);
+    }
     case 'and': {
       // Each further operand only needs evaluating inside what is left, so negations run last as ANDNOTs of a
       // shrinking universe instead of complements of the whole one.
       if (plan.args.length === 0) return universe.clone();
       const ordered = [...plan.args.filter((arg) => arg.op !== 'not'), ...plan.args.filter((arg) => arg.op === 'not')];
-      let remaining = evaluatePlan(ordered[0], resolver, universe);
+      let remaining = yield* planSteps(ordered[0], resolver, universe);
       for (const arg of ordered.slice(1)) {
         if (remaining.isEmpty) break;
-        const narrowed = evaluatePlan(arg, resolver, remaining);
+        const narrowed = yield* planSteps(arg, resolver, remaining);
         remaining.dispose();
         remaining = narrowed;
       }
       return remaining;
     }
     case 'not': {
-      const negated = evaluatePlan(plan.arg, resolver, universe);
+      const negated = yield* planSteps(plan.arg, resolver, universe);
       const rest = Bitmap.andNot(universe, negated);
       negated.dispose();
       return rest;

@@ -3,11 +3,12 @@
 // leave, all of them or a uniform random sample with an interval (estimate.ts), within the query deadline
 // (server/conditions/deadline.ts). Explanations are in explain.ts; the tenant's indexed fields here too.
 import { z } from 'zod';
-import { systemClock, type Clock } from '../clock';
+import { systemClock } from '../clock';
 import { compileCondition, requireCondition, type CompiledCondition } from '../conditions/compile';
 import { QueryDeadline, usersPerCheckpoint, type DeadlineOptions } from '../conditions/deadline';
 import { MAX_CONDITION_LENGTH } from '../../core/conditions/gate';
-import { evaluateIndexedPlan, planResolver, type ProfileIndex } from './index-plan';
+import { indexedPlanSteps, planResolver, type ProfileIndex } from './index-plan';
+import { runBetween } from '../conditions/plan-eval';
 import { profileKeysRead } from '../conditions/profile-predicate';
 import { loadCrowd, RoaringBitmap32 } from '../crowd';
 import { CrowdName } from '../crowd/store';
@@ -109,17 +110,22 @@ export async function estimateAudience(
     evaluated,
     ms: Math.round((performance.now() - started) * 100) / 100,
   });
+  // The deadline covers the evaluation, not loading the index and crowds (a first call after a restart reads them). A
+  // plan is metered leaf by leaf: a few hundred profile comparisons over millions of profiles are seconds of work.
+  const deadline = new QueryDeadline('The audience estimate', { ...options, clock });
+  const planned = (plan: NonNullable<CompiledCondition['plan']>) =>
+    runBetween(indexedPlanSteps(plan, resolver, universe), () => deadline.checkpoint(() => 'its bitmap plan partly evaluated'));
   if (condition.plan) {
-    const matched = evaluateIndexedPlan(condition.plan, resolver, universe);
+    const matched = await planned(condition.plan);
     const result = finish(matched, exactCount(matched.size), 'plan', universeSize);
     matched.dispose(); // 1.25 MB at 10M users: see evaluatePlan on why it is not left to the collector
     return result;
   }
   // Only the users the planned conjuncts leave can match: the rest need no per-user look.
   // A copy either way: the sample reads users by rank while profile writes may change the index's own bitmap.
-  const candidates = condition.narrowing ? evaluateIndexedPlan(condition.narrowing, resolver, universe) : universe.clone();
+  const candidates = condition.narrowing ? await planned(condition.narrowing) : universe.clone();
   try {
-    const { matched, evaluated } = await evaluatePerUser(condition, checked.cost, candidates, crowds, index, { ...options, clock, now });
+    const { matched, evaluated } = await evaluatePerUser(condition, checked.cost, candidates, crowds, index, deadline, { ...options, now });
     return finish(RoaringBitmap32.from(matched), countInterval(matched.length, evaluated, candidates.size), 'per-user', evaluated);
   } finally {
     candidates.dispose();
@@ -136,14 +142,13 @@ async function evaluatePerUser(
   candidates: RoaringBitmap32,
   crowds: Map<string, RoaringBitmap32 | undefined>,
   index: ProfileIndex,
-  options: AudienceOptions & { clock: Pick<Clock, 'now'>; now: number },
+  deadline: QueryDeadline,
+  options: AudienceOptions & { now: number },
 ): Promise<{ matched: number[]; evaluated: number }> {
   const population = candidates.size;
   const limit = options.maxPerUser ?? MAX_PER_USER_AUDIENCE;
   const ranks = population > limit ? sampleRanks(population, limit, options.random ?? Math.random) : null;
   const total = ranks ? ranks.length : population;
-  // The deadline covers the evaluation, not loading the index and crowds (a first call after a restart reads them).
-  const deadline = new QueryDeadline('The audience estimate', options);
   const keys = profileKeysRead(condition.text) ?? undefined;
   const membership = { has: (name: string, user: number) => crowds.get(name)?.has(user) ?? false };
   const step = usersPerCheckpoint(costPerUser);

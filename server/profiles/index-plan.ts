@@ -1,7 +1,7 @@
 import roaring, { type ReadonlyRoaringBitmap32, type RoaringBitmap32 } from 'roaring';
 import { ProfileIndex } from './index-tenant';
 import type { BitmapPlan, ProfileLeaf } from '../../core/conditions/plan';
-import { evaluatePlan, unionDisposing, type PlanResolver } from '../conditions/plan-eval';
+import { planSteps, runToEnd, unionDisposing, type PlanResolver, type Steps } from '../conditions/plan-eval';
 
 // roaring is CommonJS: under ESM its classes are only reachable through the default import.
 const { RoaringBitmap32: Bitmap } = roaring;
@@ -61,21 +61,41 @@ function leavesOf(plan: BitmapPlan, out = { crowds: [] as string[], profile: fal
  * evaluated apart (usually there are none).
  */
 export function evaluateIndexedPlan(plan: BitmapPlan, resolver: IndexPlanResolver, users: ReadonlyRoaringBitmap32): RoaringBitmap32 {
+  return runToEnd(indexedPlanSteps(plan, resolver, users));
+}
+
+/**
+ * evaluateIndexedPlan's work, pausing after each leaf (server/conditions/plan-eval.ts runBetween). A write to the
+ * index between two leaves changes its version, so a result computed across one is never reused.
+ */
+export function* indexedPlanSteps(plan: BitmapPlan, resolver: IndexPlanResolver, users: ReadonlyRoaringBitmap32): Steps<RoaringBitmap32> {
   const index = resolver.profiles;
   const leaves = leavesOf(plan);
   // Crowd-only plans are a few ANDs of the users themselves: nothing to reuse.
-  if (!leaves.profile || index.size === 0) return evaluatePlan(plan, resolver, users);
+  if (!leaves.profile || index.size === 0) return yield* planSteps(plan, resolver, users);
   const crowds = leaves.crowds.map((name) => resolver.crowd(name));
   const results = index.planResults;
   let cached = results.get(plan);
   const fresh = cached && cached.version === index.version && cached.crowds.length === crowds.length && cached.crowds.every((c, i) => c === crowds[i]);
   if (!fresh) {
     // A small set is cheaper evaluated by itself than the whole index.
-    if (users.size * 16 < index.size) return evaluatePlan(plan, resolver, users);
-    // Results never leave this cache (callers get ANDs of them), so a stale or evicted one is freed at once.
-    cached?.matched.dispose();
-    cached = { version: index.version, crowds, matched: evaluatePlan(plan, resolver, index.users) };
-    if (!results.has(plan) && results.size >= MAX_CACHED_RESULTS) {
+    if (users.size * 16 < index.size) return yield* planSteps(plan, resolver, users);
+    // Results never leave this cache (callers get ANDs of them, in one synchronous run after the lookup), so a stale
+    // or evicted one is freed at once; a stale one leaves the cache before the pauses below, where another caller of
+    // the same plan could otherwise find it freed.
+    if (cached) {
+      results.delete(plan);
+      cached.matched.dispose();
+    }
+    const version = index.version;
+    cached = { version, crowds, matched: yield* planSteps(plan, resolver, index.users) };
+    // Another caller may have cached the same plan during the pauses: the newer result replaces it.
+    const meanwhile = results.get(plan);
+    if (meanwhile) {
+      results.delete(plan);
+      meanwhile.matched.dispose();
+    }
+    if (results.size >= MAX_CACHED_RESULTS) {
       const [oldest, evicted] = results.entries().next().value!;
       evicted.matched.dispose();
       results.delete(oldest);
@@ -86,7 +106,7 @@ export function evaluateIndexedPlan(plan: BitmapPlan, resolver: IndexPlanResolve
   const matched = Bitmap.and(users, cached!.matched);
   const withoutProfile = Bitmap.andNot(users, index.users);
   if (!withoutProfile.isEmpty) {
-    const matchedWithout = evaluatePlan(plan, resolver, withoutProfile);
+    const matchedWithout = yield* planSteps(plan, resolver, withoutProfile);
     matched.orInPlace(matchedWithout);
     matchedWithout.dispose();
   }

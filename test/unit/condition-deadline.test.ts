@@ -7,6 +7,7 @@ import { FairTurns } from '../../server/engine/slices';
 import { AppError } from '../../server/errors';
 import { newId } from '../../server/ids';
 import { estimateAudience } from '../../server/profiles/audience';
+import { upsertProfiles } from '../../server/profiles/profiles';
 import { db, database } from '../helpers/app-db';
 import { loopTurns } from '../helpers/loop-turns';
 
@@ -113,6 +114,34 @@ describe('the deadline of an audience estimate', () => {
     const lastB = order.lastIndexOf('b');
     expect(order.filter((t) => t === 'a').length).toBeGreaterThan(order.filter((t) => t === 'b').length);
     expect(order.slice(0, lastB + 1).join('')).not.toContain('bb');
+  });
+
+  it('meters a bitmap plan leaf by leaf: yields between its leaves, and stops it at the deadline', async () => {
+    const tenantId = await tenantWithCrowd(0);
+    await upsertProfiles(
+      database(),
+      tenantId,
+      Array.from({ length: 1_000 }, (_, user) => ({ user, attributes: { score: user % 100 } })),
+    );
+    // 40 profile comparisons, each a leaf of the plan (no per-user evaluation at all).
+    const condition = Array.from({ length: 40 }, (_, k) => `profile.score == ${k}`).join(' || ');
+    const metered = steppingClock();
+    const result = await estimateAudience(database(), tenantId, { condition, sample: 0 }, { clock: metered, now: 0, deadlineMs: 1_000_000 }).finally(() =>
+      metered.stop(),
+    );
+    expect(result).toMatchObject({ count: 400, mode: 'plan', exact: true });
+    // One look at the clock a leaf, and the thread's other work had turns between the first look and the last.
+    expect(metered.reads.length).toBeGreaterThanOrEqual(40);
+    expect(metered.reads.at(-1)! - metered.reads[0]).toBeGreaterThanOrEqual(3);
+
+    // Another plan (the first one's result is cached until the next profile write).
+    const other = Array.from({ length: 40 }, (_, k) => `profile.score == ${40 + k}`).join(' || ');
+    const stopped = steppingClock();
+    const thrown = await estimateAudience(database(), tenantId, { condition: other, sample: 0 }, { clock: stopped, now: 0, deadlineMs: 20 })
+      .catch((error: unknown) => error)
+      .finally(() => stopped.stop());
+    expect(thrown).toMatchObject({ code: 'query_deadline', status: 422, details: { deadlineMs: 20 } });
+    expect((thrown as AppError).message).toContain('its bitmap plan partly evaluated');
   });
 
   it('defaults to 2 s', () => {
