@@ -5,7 +5,7 @@
 // stops with 422 query_deadline once QUERY_DEADLINE_MS have passed. docs/conditions.md says why this and not a
 // worker that could be terminated.
 import { AppError } from '../errors';
-import type { Clock } from '../clock';
+import { nextTurnOfTheLoop, type Clock } from '../clock';
 
 /** How long an ad hoc query may evaluate before it is stopped (422 `query_deadline`). */
 export const QUERY_DEADLINE_MS = 2_000;
@@ -54,7 +54,7 @@ export class QueryDeadline {
       );
     }
     if (now - this.lastYield >= YIELD_AFTER_MS) {
-      await (this.options.turn?.() ?? new Promise((resolve) => setImmediate(resolve)));
+      await (this.options.turn ?? nextTurnOfTheLoop)();
       this.lastYield = this.options.clock.now();
     }
   }

@@ -5,6 +5,7 @@ import { NAME_KINDS, nameSchema } from '../../core/model/names';
 import { deserializeBitmap, type RoaringBitmap32, serializeBitmap } from './bitmap';
 import { notifyCrowdChanged } from './changes';
 import { checkCrowdUsers, tenantLimits } from '../limits/limits';
+import { nextTurnOfTheLoop } from '../clock';
 import type { Database } from '../storage/database';
 
 export const CrowdName = nameSchema(NAME_KINDS.crowd);
@@ -180,23 +181,20 @@ export async function combine(
 }
 
 const unique = (names: readonly string[]) => [...new Set(names)];
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** The first crowd of `names` (at least one), each of the others folded into it by `into`. */
 async function fold(
   names: readonly string[],
   load: (name: string) => Promise<RoaringBitmap32>,
   into: (result: RoaringBitmap32, next: RoaringBitmap32) => void,
 ): Promise<RoaringBitmap32> {
-  let result: RoaringBitmap32 | undefined;
-  for (const name of names) {
+  const result = await load(names[0]);
+  await nextTurnOfTheLoop();
+  for (const name of names.slice(1)) {
     const next = await load(name);
-    await nextTurn();
-    if (result === undefined) result = next;
-    else {
-      into(result, next);
-      await nextTurn();
-    }
+    await nextTurnOfTheLoop();
+    into(result, next);
+    await nextTurnOfTheLoop();
   }
-  if (result === undefined) throw new Error('combine: no crowds to fold');
   return result;
 }

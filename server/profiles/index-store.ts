@@ -3,7 +3,7 @@
 // snapshotted a few seconds after the last write. Writes and loads of one tenant take turns on a per-tenant lock,
 // so between writes the index in memory is exactly the database at `seq` (the count of committed writes); a write's
 // changes are applied in pieces, with other work between them.
-import { callAfter, systemClock, type Clock } from '../clock';
+import { callAfter, nextTurnOfTheLoop, systemClock, type Clock, type NextTurn } from '../clock';
 import { tenantLimits } from '../limits/limits';
 import { decodeIndex, encodeIndex } from './index-codec';
 import roaring from 'roaring';
@@ -194,11 +194,6 @@ export function profileSnapshotDueAt(database: Database, tenantId: string): numb
 export function profileIndexLoad(database: Database, tenantId: string) {
   return tenants(database).get(tenantId)?.lastLoad ?? null;
 }
-
-/** Waits for the writing tenant's next turn of the thread (the engine's FairTurns, handed in by profileCalls). */
-export type NextTurn = () => Promise<void>;
-
-export const nextTurnOfTheLoop: NextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Changes applied to the index between two turns of the thread: 1,000 took 2-7 ms, a whole 10,000-profile upsert

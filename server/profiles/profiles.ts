@@ -4,7 +4,8 @@ import { MAX_USER_ID } from '../crowd/bitmap';
 import { notifyProfilesChanged } from './changes';
 import { tenantLimits } from '../limits/limits';
 import { AttributeBudget, NO_PATHS } from './attribute-budget';
-import { profileWrite, type NextTurn } from './index-store';
+import type { NextTurn } from '../clock';
+import { profileWrite } from './index-store';
 import type { Database } from '../storage/database';
 import { lockedProfileWrite } from '../storage/profile-merges';
 

@@ -1,4 +1,5 @@
 // What recovery reads back: shard checkpoints and the journal rows committed after them, in seq order.
+import { nextTurnOfTheLoop } from '../../clock';
 import { num } from './row-number';
 import type { Database } from '../database';
 import type { RawDb } from '../raw';
@@ -236,9 +237,8 @@ async function pages(
       visit(row);
     };
     if ((await readPage(database, rawDb, tenantId, rows, params, onRow, 'oldest first')).read < PAGE_SIZE) return;
-    // On SQLite the driver is synchronous and its await resolves at once: without this the pages would follow each
-    // other with no turn of the loop between them, and a long replay would be one block again.
-    await new Promise((resolve) => setImmediate(resolve));
+    // On SQLite the driver is synchronous: without this the pages would follow each other as one block.
+    await nextTurnOfTheLoop();
   }
 }
 
