@@ -160,9 +160,9 @@ describe('the engine thread', () => {
     turns.stop();
     const moments = [began, ...turns.stamps, performance.now()];
     expect((await engine.getCounts(tenantId, instanceId)).total).toBe(BIG_CROWD);
-    const gaps = moments.slice(1).map((at, i) => at - moments[i]);
+    // A reduce, not Math.max(...gaps): a fast start gives hundreds of thousands of turns, past the arguments a call takes.
+    const longest = moments.slice(1).reduce((most, at, i) => Math.max(most, at - moments[i]), 0);
     const window = moments[moments.length - 1] - moments[0];
-    const longest = Math.max(...gaps);
     expect(longest, `the request thread was held ${longest.toFixed(0)} ms of the start's ${window.toFixed(0)} ms`).toBeLessThan(window / 2);
     await settled(engine.stopInstance(tenantId, instanceId));
   });
