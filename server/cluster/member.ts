@@ -201,6 +201,7 @@ export class ClusterMember implements ClusterMembership {
       if (!workers[0]?.lease) return [];
       return [...workers[0].tenant.instances.values()].map((instance) => ({
         id: instance.id,
+        tenantId: instance.tenantId,
         counts: () =>
           committedCounts(
             this.database,

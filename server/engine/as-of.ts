@@ -51,9 +51,9 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
   }
   const startMs = row.startedAt.getTime();
   const partitions = Array.from({ length: tenant.partitions }, (_, p) => p);
-  const checkpoints = await loadCheckpoints(database, instanceId, partitions);
+  const checkpoints = await loadCheckpoints(database, tenant.id, instanceId, partitions);
   const retained = await retainedFrom(database, tenant.id, now);
-  const recorded = await crowdChangeCounts(database, instanceId);
+  const recorded = await crowdChangeCounts(database, tenant.id, instanceId);
   // A checkpoint counts every crowd update it went through; the changes of those made before they were recorded
   // (CrowdChange rows) cannot be crossed.
   const unrecorded = (p: number, cp: Checkpoint) => cp.unjournaled > (recorded.get(p)?.count ?? 0);
@@ -93,7 +93,7 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
     });
   }
 
-  const workflow = new WorkflowRuntime(await loadDefinition(database, row.workflowId, row.version), row.workflowId);
+  const workflow = new WorkflowRuntime(await loadDefinition(database, tenant.id, row.workflowId, row.version), row.workflowId);
   // Per partition, the nearest base: its checkpoint played forward when it is not after T, else the checkpoint turned
   // back or the start played forward, whichever is nearer T (time stands in for the rows either reads).
   const forward = new Map<number, { shard: Shard; after: number; changes?: CrowdChange[] }>();
@@ -107,9 +107,9 @@ export async function instanceAsOf(database: Database, tenant: Tenant, instanceI
     else fromTheStart.push(p);
   }
   // The crowd updates each crosses: made by T from the start, made after T back from the checkpoint.
-  const untilThen = await loadCrowdChanges(database, instanceId, fromTheStart, Number.NEGATIVE_INFINITY, asOf);
+  const untilThen = await loadCrowdChanges(database, tenant.id, instanceId, fromTheStart, Number.NEGATIVE_INFINITY, asOf);
   for (const p of fromTheStart) forward.set(p, { shard: new Shard(instanceId, p), after: 0, changes: untilThen.get(p) ?? [] });
-  const sinceThen = await loadCrowdChanges(database, instanceId, [...back.keys()], asOf, Number.POSITIVE_INFINITY);
+  const sinceThen = await loadCrowdChanges(database, tenant.id, instanceId, [...back.keys()], asOf, Number.POSITIVE_INFINITY);
   for (const [p, base] of back) base.changes = sinceThen.get(p) ?? [];
   await replayUntil(database, tenant.id, instanceId, forward, asOf, workflow);
   await rewindTo(database, tenant.id, back, asOf, workflow);

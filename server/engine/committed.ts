@@ -27,7 +27,8 @@ export function committedInstance(
 ): Promise<InstanceRuntime> {
   return kept.instance(
     row,
-    async () => new InstanceRuntime(row, new WorkflowRuntime(await loadDefinition(database, row.workflowId, row.version), row.workflowId), partitions),
+    async () =>
+      new InstanceRuntime(row, new WorkflowRuntime(await loadDefinition(database, row.tenantId, row.workflowId, row.version), row.workflowId), partitions),
   );
 }
 

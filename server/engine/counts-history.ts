@@ -34,6 +34,7 @@ function sampled(counts: Counts): SampledCounts {
 /** An instance to sample: its counts over every partition, or null when they cannot be had whole now (skipped). */
 export interface SampledInstance {
   readonly id: string;
+  readonly tenantId: string;
   counts(): Counts | null | Promise<Counts | null>;
 }
 
@@ -74,7 +75,7 @@ export class CountsSampler {
     for (const instance of due) {
       const counts = await instance.counts(); // null (a partition between cluster members): this minute has no sample
       if (!counts) continue;
-      samples.push({ instanceId: instance.id, resolution: MINUTE_MS, at: minute, counts: JSON.stringify(sampled(counts)) });
+      samples.push({ tenantId: instance.tenantId, instanceId: instance.id, resolution: MINUTE_MS, at: minute, counts: JSON.stringify(sampled(counts)) });
       taken.push([instance.id, counts]);
     }
     await writeCountsSamples(this.database, samples);
@@ -89,15 +90,12 @@ export async function downsampleCountsHistory(database: Database, now: number): 
     where: { resolution: MINUTE_MS, at: { lt: cutoff } },
     orderBy: [{ instanceId: 'asc' }, { at: 'asc' }],
   });
-  const lastOfHour = new Map<string, { instanceId: string; hour: number; counts: string }>();
+  const lastOfHour = new Map<string, CountsSampleWrite>();
   for (const row of old) {
     const hour = Math.floor(Number(row.at) / HOUR_MS) * HOUR_MS;
-    lastOfHour.set(`${row.instanceId}\u0000${hour}`, { instanceId: row.instanceId, hour, counts: row.counts });
+    lastOfHour.set(`${row.instanceId}\u0000${hour}`, { tenantId: row.tenantId, instanceId: row.instanceId, resolution: HOUR_MS, at: hour, counts: row.counts });
   }
-  await writeCountsSamples(
-    database,
-    [...lastOfHour.values()].map((s) => ({ instanceId: s.instanceId, resolution: HOUR_MS, at: s.hour, counts: s.counts })),
-  );
+  await writeCountsSamples(database, [...lastOfHour.values()]);
   await database.db.countsSample.deleteMany({ where: { resolution: MINUTE_MS, at: { lt: cutoff } } });
   await database.db.countsSample.deleteMany({ where: { resolution: HOUR_MS, at: { lt: BigInt(now - HOUR_SAMPLES_KEPT_MS) } } });
 }
@@ -108,12 +106,13 @@ export async function downsampleCountsHistory(database: Database, now: number): 
  */
 export async function readCountsHistory(
   database: Database,
+  tenantId: string,
   instanceId: string,
   query: { from: number; to: number; resolution: HistoryResolution; steps?: string[] },
 ): Promise<HistoryPoint[]> {
   const width = HISTORY_RESOLUTIONS[query.resolution];
   const rows = await database.db.countsSample.findMany({
-    where: { instanceId, at: { gte: BigInt(Math.floor(query.from / HOUR_MS) * HOUR_MS), lte: BigInt(query.to) } },
+    where: { tenantId, instanceId, at: { gte: BigInt(Math.floor(query.from / HOUR_MS) * HOUR_MS), lte: BigInt(query.to) } },
     orderBy: [{ at: 'asc' }, { resolution: 'desc' }],
   });
   const byBucket = new Map<number, { at: number; counts: string }>();
@@ -136,9 +135,13 @@ export async function readCountsHistory(
  * A 404 for a step the instance never had, as the step export answers: without it a typo reads as "nobody, ever".
  * Steps of the instance's earlier versions (before an update) are known too: their samples are still in the history.
  */
-export async function requireSteps(database: Database, instance: { id: string; workflowId: string; version: number }, steps: string[]): Promise<void> {
+export async function requireSteps(
+  database: Database,
+  instance: { id: string; tenantId: string; workflowId: string; version: number },
+  steps: string[],
+): Promise<void> {
   const versions = await database.db.workflowVersion.findMany({
-    where: { workflowId: instance.workflowId, version: { lte: instance.version } },
+    where: { tenantId: instance.tenantId, workflowId: instance.workflowId, version: { lte: instance.version } },
     select: { definition: true },
   });
   const known = new Set(versions.flatMap((row) => (JSON.parse(row.definition) as { steps: { name: string }[] }).steps.map((step) => step.name)));
@@ -171,6 +174,6 @@ export async function countsHistory(
     .map((s) => s.trim())
     .filter(Boolean);
   if (steps) await requireSteps(database, instance, steps);
-  const read = await readCountsHistory(database, instanceId, { from, to, resolution: query.resolution, steps });
+  const read = await readCountsHistory(database, tenantId, instanceId, { from, to, resolution: query.resolution, steps });
   return { instanceId, resolution: query.resolution, from: new Date(from).toISOString(), to: new Date(to).toISOString(), points: read };
 }

@@ -58,6 +58,7 @@ function decodeCrowdChange(journalSeq: number, timeMs: number, data: Uint8Array)
  */
 export async function loadCrowdChanges(
   database: Database,
+  tenantId: string,
   instanceId: string,
   partitions: number[],
   afterMs: number,
@@ -65,7 +66,7 @@ export async function loadCrowdChanges(
 ): Promise<Map<number, CrowdChange[]>> {
   const changes = new Map<number, CrowdChange[]>();
   if (partitions.length === 0 || afterMs >= untilMs) return changes;
-  for (const row of await crowdChangeRows(database, instanceId, partitions, afterMs, untilMs)) {
+  for (const row of await crowdChangeRows(database, tenantId, instanceId, partitions, afterMs, untilMs)) {
     changes.set(row.partition, [...(changes.get(row.partition) ?? []), decodeCrowdChange(row.journalSeq, row.timeMs, row.data)]);
   }
   return changes;

@@ -33,7 +33,7 @@ export async function submitWinner(
   now: number,
 ): Promise<SubmittedOperation> {
   const row = await requireRunning(engine.database, tenantId, instanceId);
-  const definition = await loadDefinition(engine.database, row.workflowId, row.version);
+  const definition = await loadDefinition(engine.database, tenantId, row.workflowId, row.version);
   const step = definition.steps.find((s) => s.name === request.step);
   if (!step) throw notFound(`Step "${request.step}" of instance ${instanceId} (version ${row.version} of its workflow)`);
   if (step.kind !== 'split' || !step.experiment) {
@@ -107,7 +107,10 @@ async function winnerVersion(engine: InstanceEngine, state: WinnerState): Promis
   const instance = await db.instance.findUniqueOrThrow({ where: { id: state.instanceId, tenantId: state.tenantId } });
   if (instance.state !== 'running') throw conflict(`Instance ${state.instanceId} is ${instance.state}, not running`);
   const winner = { path: state.path, at: state.at, by: state.by };
-  const later = await db.workflowVersion.findMany({ where: { workflowId: state.workflowId, version: { gt: state.fromVersion } }, orderBy: { version: 'asc' } });
+  const later = await db.workflowVersion.findMany({
+    where: { tenantId: state.tenantId, workflowId: state.workflowId, version: { gt: state.fromVersion } },
+    orderBy: { version: 'asc' },
+  });
   for (const row of later) {
     const step = (JSON.parse(row.definition) as { steps: SplitStepOf[] }).steps.find((s) => s.name === state.step);
     if (JSON.stringify(step?.experiment?.winner) === JSON.stringify(winner)) return row.version;
@@ -115,7 +118,7 @@ async function winnerVersion(engine: InstanceEngine, state: WinnerState): Promis
   if (instance.version !== state.fromVersion) {
     throw conflict(`Instance ${state.instanceId} moved from version ${state.fromVersion} to ${instance.version} meanwhile; pick the winner again`);
   }
-  const checked = validateWorkflow(withWinner(await loadDefinition(engine.database, state.workflowId, state.fromVersion), state.step, winner));
+  const checked = validateWorkflow(withWinner(await loadDefinition(engine.database, state.tenantId, state.workflowId, state.fromVersion), state.step, winner));
   if (!checked.ok) throw new AppError('invalid_workflow', `The winner's version is not valid: ${checked.problems[0].message}`, { problems: checked.problems });
   return saveWorkflowRow(engine.database, state.tenantId, state.workflowId, { updatedAt: new Date(Date.parse(state.at)) }, JSON.stringify(checked.definition));
 }

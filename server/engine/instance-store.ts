@@ -24,8 +24,8 @@ export function instanceView(row: InstanceRow): InstanceView {
 }
 
 /** A stored workflow version, validated (a version saved before a rule existed may not run). */
-export async function loadDefinition(database: Database, workflowId: string, version: number): Promise<WorkflowDefinition> {
-  const row = await database.db.workflowVersion.findUnique({ where: { workflowId_version: { workflowId, version } } });
+export async function loadDefinition(database: Database, tenantId: string, workflowId: string, version: number): Promise<WorkflowDefinition> {
+  const row = await database.db.workflowVersion.findUnique({ where: { tenantId_workflowId_version: { tenantId, workflowId, version } } });
   if (!row) throw notFound(`Version ${version} of workflow ${workflowId}`);
   const result = validateWorkflow(JSON.parse(row.definition));
   if (!result.ok) {

@@ -12,7 +12,7 @@ export async function syncRunningInstances(tenant: TenantRuntime): Promise<void>
   for (const id of [...tenant.instances.keys()]) if (!running.has(id)) tenant.instances.delete(id);
   for (const row of running.values()) {
     if (tenant.instances.get(row.id)?.record.version === row.version) continue;
-    const workflow = new WorkflowRuntime(await loadDefinition(tenant.database, row.workflowId, row.version), row.workflowId);
+    const workflow = new WorkflowRuntime(await loadDefinition(tenant.database, tenant.id, row.workflowId, row.version), row.workflowId);
     // Read again after the await: partitions are taken concurrently, and another one's sync may have added it.
     const known = tenant.instances.get(row.id);
     if (known?.record.version === row.version) continue;

@@ -141,7 +141,7 @@ async function submitStartOnce(engine: InstanceEngine, tenantId: string, workflo
   const workflow = await requireWorkflow(engine.database, tenantId, workflowId);
   const version = request.version ?? workflow.currentVersion;
   const reentry = request.reentry ?? 'exclude';
-  const definition = await loadDefinition(engine.database, workflow.id, version);
+  const definition = await loadDefinition(engine.database, tenantId, workflow.id, version);
   const crowd = request.crowd === undefined ? null : await requireUsableCrowd(engine.database, tenantId, request.crowd);
   // The same code as a missing required field: it is one, for a workflow without a trigger.
   if (!crowd && !definition.entry)
@@ -259,8 +259,8 @@ export async function submitUpdateWorkflow(
   request: UpdateWorkflowRequest,
 ): Promise<SubmittedOperation> {
   const row = await requireRunning(engine.database, tenantId, instanceId);
-  const definition = await loadDefinition(engine.database, row.workflowId, request.version);
-  const running = await loadDefinition(engine.database, row.workflowId, row.version);
+  const definition = await loadDefinition(engine.database, tenantId, row.workflowId, request.version);
+  const running = await loadDefinition(engine.database, tenantId, row.workflowId, row.version);
   if (!sameHoldout(running.holdout, definition.holdout)) {
     // Moving users between the groups mid-run would mix treated and control users in both: the lift would mean nothing.
     throw conflict(
@@ -333,7 +333,7 @@ export function registerInstanceProcedures(engine: InstanceEngine): void {
           const reentry = (state.reentry as Reentry | undefined) ?? 'exclude';
           const instanceId = scheduledInstanceId(ctx.procedureId);
           if (!(await engine.database.db.instance.findUnique({ where: { id: instanceId, tenantId: state.tenantId } }))) {
-            const definition = await loadDefinition(engine.database, workflow.id, version);
+            const definition = await loadDefinition(engine.database, state.tenantId, workflow.id, version);
             const crowd = await requireScheduledCrowd(engine.database, workflow, state.tenantId, state.crowd as string);
             await refuseActive(engine.database, state.tenantId, workflow.id);
             // A firing that exclusion leaves without users starts nothing; it is not a failure (a weekly schedule over

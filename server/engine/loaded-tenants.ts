@@ -155,7 +155,7 @@ export class LoadedTenants {
     const runtime = new TenantRuntime(database, tenant.id, tenant, turns);
     for (const row of await database.db.instance.findMany({ where: { tenantId, state: { in: ACTIVE_INSTANCE_STATES } } })) {
       if (row.state === 'starting') continue; // its start procedure installs it
-      const definition = await loadDefinition(database, row.workflowId, row.version);
+      const definition = await loadDefinition(database, tenantId, row.workflowId, row.version);
       runtime.instances.set(row.id, new InstanceRuntime(row, new WorkflowRuntime(definition, row.workflowId), tenant.partitions));
     }
     const workers = Array.from({ length: tenant.partitions }, (_, p) => this.host.partitionWorker(runtime, p));

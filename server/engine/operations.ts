@@ -131,7 +131,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
   const row = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId, tenantId } });
   if (row.state === 'running') return { instanceId, userCount: Number(row.userCount), excludedCount: Number(row.excludedCount) };
   if (row.state !== 'starting') throw conflict(`Instance ${instanceId} is ${row.state}; only a starting instance can start`);
-  const workflow = new WorkflowRuntime(await loadDefinition(engine.database, row.workflowId, row.version), row.workflowId);
+  const workflow = new WorkflowRuntime(await loadDefinition(engine.database, tenantId, row.workflowId, row.version), row.workflowId);
   // A trigger-only instance (no crowd) starts empty; users enter by events.
   const { users, excludedCount } =
     row.crowdName === ''
@@ -144,7 +144,7 @@ export async function materializeStart(engine: Engine, tenantId: string, instanc
     const routing = await entryRouting(tenant.data, workflow);
     const split = splitByPartition(users, tenant.partitioning);
     const partitions = partitionsOf(tenant.partitions);
-    const earlier = await loadCheckpoints(engine.database, instanceId, partitions);
+    const earlier = await loadCheckpoints(engine.database, tenantId, instanceId, partitions);
     // Users enter one partition at a time, between slice boundaries: splitting a 2^27-user crowd for all 8 partitions
     // at once held the engine thread for ~75 ms.
     let total = 0;
@@ -231,10 +231,10 @@ export async function materializeStop(engine: Engine, tenantId: string, instance
         // by tenant cannot keep unique (docs/SCALING.md); both statements name the tenant.
         await tx.instanceSnapshot.deleteMany({ where: { tenantId, instanceId } });
         await tx.instanceSnapshot.create({ data: { instanceId, ...data } });
-        await tx.shardCheckpoint.deleteMany({ where: { instanceId } });
-        await tx.shardTimerPlan.deleteMany({ where: { instanceId } });
-        await tx.crowdChange.deleteMany({ where: { instanceId } }); // only point-in-time reads of a running instance use them
-        await tx.conversion.deleteMany({ where: { instanceId } }); // the snapshot holds them
+        await tx.shardCheckpoint.deleteMany({ where: { tenantId, instanceId } });
+        await tx.shardTimerPlan.deleteMany({ where: { tenantId, instanceId } });
+        await tx.crowdChange.deleteMany({ where: { tenantId, instanceId } }); // only point-in-time reads of a running instance use them
+        await tx.conversion.deleteMany({ where: { tenantId, instanceId } }); // the snapshot holds them
         await tx.instance.update({ where: { id: instanceId, tenantId }, data: { state: 'stopped', stoppedAt: new Date(now), userCount: counts.total } });
       },
     });
@@ -333,7 +333,7 @@ export async function materializeUpdateWorkflow(
   mapping: Record<string, string>,
 ): Promise<Json> {
   const { workflowId } = await engine.database.db.instance.findUniqueOrThrow({ where: { id: instanceId, tenantId } });
-  const next = new WorkflowRuntime(await loadDefinition(engine.database, workflowId, version), workflowId);
+  const next = new WorkflowRuntime(await loadDefinition(engine.database, tenantId, workflowId, version), workflowId);
   return locked(engine, tenantId, async (tenant, leases) => {
     const instance = tenant.instances.get(instanceId);
     if (!instance) throw conflict(`Instance ${instanceId} is not running here`);

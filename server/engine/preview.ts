@@ -102,7 +102,7 @@ export async function previewPath(
     const shard = kept ? await committedShard(running, partition, kept) : running.shards[partition];
     for (const [step, bitmap] of shard?.steps ?? []) if (bitmap.has(request.user)) current = step;
   }
-  const workflow = running?.workflow ?? new WorkflowRuntime(await loadDefinition(source.database, workflowId, request.version), workflowId);
+  const workflow = running?.workflow ?? new WorkflowRuntime(await loadDefinition(source.database, tenantId, workflowId, request.version), workflowId);
   const now = source.clock.now();
   const slices = tenant.slices();
   const walk = new Walk(workflow, tenant.data, request.user, now, request.events ?? [], {

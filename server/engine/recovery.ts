@@ -62,8 +62,8 @@ export async function loadShards(
   partitions: number[],
   workflow: WorkflowRuntime,
 ): Promise<Map<number, LoadedShard>> {
-  const checkpoints = await loadCheckpoints(database, instanceId, partitions);
-  const plans = await loadTimerPlans(database, instanceId, partitions);
+  const checkpoints = await loadCheckpoints(database, tenantId, instanceId, partitions);
+  const plans = await loadTimerPlans(database, tenantId, instanceId, partitions);
   const targets = new Map<number, { loaded: LoadedShard; after: number; replay: Replay }>();
   for (const partition of partitions) {
     const checkpoint = checkpoints.get(partition);
@@ -83,7 +83,7 @@ export async function loadShards(
   for (const [partition, target] of targets) {
     target.replay.finish();
     // Conversions are not journaled: the rows committed since the checkpoint are ORed onto it.
-    for (const [step, users] of await conversionsByStep(database, instanceId, partition)) target.loaded.shard.convert(step, users);
+    for (const [step, users] of await conversionsByStep(database, tenantId, instanceId, partition)) target.loaded.shard.convert(step, users);
     loaded.set(partition, target.loaded);
   }
   return loaded;
@@ -97,7 +97,7 @@ export async function loadShards(
  */
 export async function catchUpShard(database: Database, tenantId: string, loaded: LoadedShard, workflow: WorkflowRuntime): Promise<boolean> {
   const { shard } = loaded;
-  if ((await unjournaledCheckpoints(database, shard.instanceId, shard.partition)) !== loaded.unjournaled) return false;
+  if ((await unjournaledCheckpoints(database, tenantId, shard.instanceId, shard.partition)) !== loaded.unjournaled) return false;
   const replay = new Replay(shard, workflow);
   await journalAfter(database, tenantId, shard.instanceId, shard.partition, loaded.seq, (row) => {
     replay.add(row);
@@ -105,7 +105,7 @@ export async function catchUpShard(database: Database, tenantId: string, loaded:
     loaded.seq = row[SEQ];
   });
   replay.flush();
-  for (const [step, users] of await conversionsByStep(database, shard.instanceId, shard.partition)) shard.convert(step, users);
+  for (const [step, users] of await conversionsByStep(database, tenantId, shard.instanceId, shard.partition)) shard.convert(step, users);
   return true;
 }
 
@@ -372,9 +372,9 @@ function bucket(map: Map<string, Map<number, RoaringBitmap32>>, step: string, en
  * The conversions committed since the shard's checkpoint, by step. A user converts once per instance, so ORing every
  * remaining row onto the checkpoint gives the shard's conversions whatever the rows' order.
  */
-async function conversionsByStep(database: Database, instanceId: string, partition: number): Promise<Map<string, RoaringBitmap32>> {
+async function conversionsByStep(database: Database, tenantId: string, instanceId: string, partition: number): Promise<Map<string, RoaringBitmap32>> {
   const byStep = new Map<string, RoaringBitmap32>();
-  for (const row of await conversionsAfterCheckpoint(database, instanceId, partition)) {
+  for (const row of await conversionsAfterCheckpoint(database, tenantId, instanceId, partition)) {
     const users = RoaringBitmap32.deserialize(row.bitmap, 'portable');
     const known = byStep.get(row.step);
     if (known) known.orInPlace(users);

@@ -57,6 +57,10 @@ export class InstanceRuntime {
     return this.record.id;
   }
 
+  get tenantId(): string {
+    return this.record.tenantId;
+  }
+
   counts(): Counts {
     return countsOf(this.id, this.workflow, this.shards, Boolean(this.workflow.goal));
   }

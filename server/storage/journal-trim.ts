@@ -51,7 +51,7 @@ export async function trimJournalChunk(database: Database, { tenantId, olderThan
         SELECT 1 FROM ${instance} i WHERE i."tenantId" = j."tenantId" AND i."id" = j."instanceId"
           AND i."state" IN (${runningStates.map(bind).join(', ')})
           AND NOT EXISTS (
-            SELECT 1 FROM ${checkpoint} c WHERE c."instanceId" = j."instanceId" AND c."partition" = j."partition" AND c."journalSeq" >= j."seq"))
+            SELECT 1 FROM ${checkpoint} c WHERE c."tenantId" = j."tenantId" AND c."instanceId" = j."instanceId" AND c."partition" = j."partition" AND c."journalSeq" >= j."seq"))
       ORDER BY j."seq" LIMIT ${limit}`;
   return database.db.$transaction(async (tx) => {
     const read = dialect.parameters();

@@ -37,9 +37,10 @@ export async function commitCutRound(
         if (moved.count !== 1) return false;
         for (const window of rows.capWindows) {
           const { capId, bucket, levels, version } = window;
-          if (version === null) await tx.frequencyCapWindow.create({ data: { capId, bucket, levels, version: 1 } });
+          const tenantId = destination.tenantId;
+          if (version === null) await tx.frequencyCapWindow.create({ data: { tenantId, capId, bucket, levels, version: 1 } });
           else {
-            const updated = await tx.frequencyCapWindow.updateMany({ where: { capId, bucket, version }, data: { levels, version: version + 1 } });
+            const updated = await tx.frequencyCapWindow.updateMany({ where: { tenantId, capId, bucket, version }, data: { levels, version: version + 1 } });
             if (updated.count !== 1) throw new RolledBack(false);
           }
         }
@@ -105,7 +106,7 @@ export async function updateCapRow(
   restartCounting: boolean,
 ): Promise<FrequencyCap> {
   return database.db.$transaction(async (tx) => {
-    if (restartCounting) await tx.frequencyCapWindow.deleteMany({ where: { capId: cap.id } });
+    if (restartCounting) await tx.frequencyCapWindow.deleteMany({ where: { tenantId: cap.tenantId, capId: cap.id } });
     return tx.frequencyCap.update({ where: { id: cap.id, tenantId: cap.tenantId }, data: change });
   });
 }

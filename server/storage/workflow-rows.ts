@@ -26,7 +26,7 @@ export async function insertWorkflow(database: Database, row: NewWorkflowRow, de
         updatedAt: row.at,
       },
     }),
-    db.workflowVersion.create({ data: { workflowId: row.id, version: 1, definition, createdAt: row.at } }),
+    db.workflowVersion.create({ data: { tenantId: row.tenantId, workflowId: row.id, version: 1, definition, createdAt: row.at } }),
   ]);
 }
 
@@ -47,7 +47,7 @@ export async function saveWorkflowRow(
   return database.db.$transaction(async (tx) => {
     if (definition === undefined) return (await tx.workflow.update({ where: { id: workflowId, tenantId }, data: change })).currentVersion;
     const updated = await tx.workflow.update({ where: { id: workflowId, tenantId }, data: { ...change, currentVersion: { increment: 1 } } });
-    await tx.workflowVersion.create({ data: { workflowId, version: updated.currentVersion, definition, createdAt: change.updatedAt } });
+    await tx.workflowVersion.create({ data: { tenantId, workflowId, version: updated.currentVersion, definition, createdAt: change.updatedAt } });
     return updated.currentVersion;
   });
 }
@@ -80,7 +80,7 @@ export async function deleteWorkflowRows(
           tenantId,
           stopped.map((instance) => instance.id),
         );
-        await tx.workflowVersion.deleteMany({ where: { workflowId } });
+        await tx.workflowVersion.deleteMany({ where: { tenantId, workflowId } });
         await tx.workflow.delete({ where: { id: workflowId, tenantId } });
         return { kind: 'deleted' };
       },
@@ -92,9 +92,9 @@ export async function deleteWorkflowRows(
 async function removeInstances(tx: Tx, tenantId: string, instanceIds: string[]): Promise<void> {
   for (let i = 0; i < instanceIds.length; i += IDS_PER_STATEMENT) {
     const ids = instanceIds.slice(i, i + IDS_PER_STATEMENT);
-    await tx.shardCheckpoint.deleteMany({ where: { instanceId: { in: ids } } });
-    await tx.shardTimerPlan.deleteMany({ where: { instanceId: { in: ids } } });
-    await tx.crowdChange.deleteMany({ where: { instanceId: { in: ids } } });
+    await tx.shardCheckpoint.deleteMany({ where: { tenantId, instanceId: { in: ids } } });
+    await tx.shardTimerPlan.deleteMany({ where: { tenantId, instanceId: { in: ids } } });
+    await tx.crowdChange.deleteMany({ where: { tenantId, instanceId: { in: ids } } });
     await tx.instanceSnapshot.deleteMany({ where: { tenantId, instanceId: { in: ids } } });
     await tx.instance.deleteMany({ where: { tenantId, id: { in: ids } } });
   }

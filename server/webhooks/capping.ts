@@ -77,7 +77,9 @@ export class RoundCaps {
     const key = `${cap.id}:${bucket}`;
     let window = this.windows.get(key);
     if (!window) {
-      const row = await this.database.db.frequencyCapWindow.findUnique({ where: { capId_bucket: { capId: cap.id, bucket } } });
+      const row = await this.database.db.frequencyCapWindow.findUnique({
+        where: { tenantId_capId_bucket: { tenantId: this.destination.tenantId, capId: cap.id, bucket } },
+      });
       window = {
         capId: cap.id,
         bucket,
@@ -236,6 +238,7 @@ export async function compactCapped(database: Database): Promise<number> {
 
 /** Drops windows no move will be counted in any more: older than two windows before `now` (the pump's sweep). */
 export async function dropOldCapWindows(database: Database, now: number): Promise<void> {
-  const caps = await database.db.frequencyCap.findMany({ select: { id: true, windowMs: true } });
-  for (const cap of caps) await database.db.frequencyCapWindow.deleteMany({ where: { capId: cap.id, bucket: { lt: BigInt(now) / cap.windowMs - 2n } } });
+  const caps = await database.db.frequencyCap.findMany({ select: { id: true, tenantId: true, windowMs: true } });
+  for (const cap of caps)
+    await database.db.frequencyCapWindow.deleteMany({ where: { tenantId: cap.tenantId, capId: cap.id, bucket: { lt: BigInt(now) / cap.windowMs - 2n } } });
 }

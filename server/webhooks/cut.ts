@@ -51,6 +51,7 @@ export type MovePart = {
 
 export type NewDelivery = {
   id: string;
+  tenantId: string;
   destinationId: string;
   fromSeq: bigint;
   fromOffset: number;
@@ -198,6 +199,7 @@ export async function cutRound(
     const body = deliveryBody(id, tenantName, destination.name, open.parts);
     round.deliveries.push({
       id,
+      tenantId: destination.tenantId,
       destinationId: destination.id,
       fromSeq: open.fromSeq,
       fromOffset: open.fromOffset,
@@ -216,7 +218,7 @@ export async function cutRound(
     }
     if (budget === 0) break;
     // An action move of an instance with a holdout: its held-out users get nothing, and count against no cap.
-    const holdout = isActionFor(destination, row.enterAction) ? await decoded.holdouts.of(row.instanceId) : null;
+    const holdout = isActionFor(destination, row.enterAction) ? await decoded.holdouts.of(destination.tenantId, row.instanceId) : null;
     let users: Uint32Array;
     if (row.user === null && round.cursorUsers > 0) {
       // Resuming inside a bulk move: its first round decided who a cap skips.
@@ -302,6 +304,7 @@ function lostDelivery(destination: DestinationRow, tenant: string, after: bigint
   const head = `{"id":${JSON.stringify(id)},"type":"lost","tenant":${JSON.stringify(tenant)},"destination":${JSON.stringify(destination.name)}`;
   return {
     id,
+    tenantId: destination.tenantId,
     destinationId: destination.id,
     fromSeq: through,
     fromOffset: LOST_OFFSET,

@@ -54,13 +54,13 @@ function deliverType(privateAddressesForEveryTenant: boolean): ProcedureTypeDefi
       return {
         lockKeys: () => [],
         state: () => ({ delivery, replays }),
-        execute: (ctx: ProcedureContext) => attempt(ctx.database, ctx.clock, delivery, replays, { privateAddressesForEveryTenant, agents }),
+        execute: (ctx: ProcedureContext) => attempt(ctx, delivery, replays, { privateAddressesForEveryTenant, agents }),
         // Out of retries, or a failure no retry cures: the delivery is failed (until a replay), unless a replay took it
         // over meanwhile, with the reason in lastError: the last attempt's, or what stopped the procedure before (storage).
         async rollback(ctx: ProcedureContext) {
           const lastError = await failureOf(ctx, delivery);
           await ctx.database.db.webhookDelivery.updateMany({
-            where: { id: delivery, replays, status: 'pending' },
+            where: { id: delivery, ...tenantOf(ctx), replays, status: 'pending' },
             data: { status: 'failed', ...(lastError === null ? {} : { lastError }) },
           });
           return { kind: 'rolled-back' as const };
@@ -70,15 +70,20 @@ function deliverType(privateAddressesForEveryTenant: boolean): ProcedureTypeDefi
   };
 }
 
+/** The delivery's tenant: its procedure is submitted with it (submitDeliveries). */
+function tenantOf(ctx: ProcedureContext): { tenantId?: string } {
+  return ctx.tenantId === null ? {} : { tenantId: ctx.tenantId };
+}
+
 async function attempt(
-  database: Database,
-  clock: Clock,
+  ctx: ProcedureContext,
   deliveryId: string,
   replays: number,
   sending: { privateAddressesForEveryTenant: boolean; agents: DeliveryAgents },
 ): Promise<ProcedureStatus> {
+  const { database, clock } = ctx;
   const now = clock.now();
-  const delivery = await database.db.webhookDelivery.findUnique({ where: { id: deliveryId }, include: { destination: true } });
+  const delivery = await database.db.webhookDelivery.findUnique({ where: { id: deliveryId, ...tenantOf(ctx) }, include: { destination: true } });
   // Deleted with its destination, delivered already, or taken over by a replay: nothing left for this round.
   if (delivery?.status !== 'pending' || delivery.replays !== replays) return { kind: 'done', output: { skipped: true } };
   const { destination } = delivery;
@@ -95,7 +100,7 @@ async function attempt(
   );
   await recordAttempt(clock, () =>
     database.db.webhookDelivery.updateMany({
-      where: { id: deliveryId, replays },
+      where: { id: deliveryId, ...tenantOf(ctx), replays },
       data: {
         attempts: { increment: 1 },
         lastStatus: result.status,
@@ -169,7 +174,7 @@ export async function submitOrphans(database: Database, runner: ProcedureRunner)
       where: { status: 'pending', id: { gt: after } },
       orderBy: { id: 'asc' },
       take: 500,
-      select: { id: true, replays: true, destination: { select: { tenantId: true } } },
+      select: { id: true, tenantId: true, replays: true },
     });
     if (pending.length === 0) return submitted;
     after = pending[pending.length - 1].id;
@@ -179,7 +184,7 @@ export async function submitOrphans(database: Database, runner: ProcedureRunner)
       ),
     );
     const orphans = pending.filter((d) => !known.has(deliveryProcedureId(d.id, d.replays)));
-    for (const orphan of orphans) await submitDeliveries(runner, [orphan], orphan.destination.tenantId);
+    for (const orphan of orphans) await submitDeliveries(runner, [orphan], orphan.tenantId);
     submitted += orphans.length;
   }
 }
@@ -246,8 +251,8 @@ function deliveryView(row: Omit<DeliveryRow, 'body'>, viewer: LogViewer): Delive
   };
 }
 
-function findDelivery(database: Database, destinationId: string, id: string) {
-  return database.db.webhookDelivery.findFirst({ where: { id, destinationId } });
+function findDelivery(database: Database, destination: { id: string; tenantId: string }, id: string) {
+  return database.db.webhookDelivery.findFirst({ where: { id, tenantId: destination.tenantId, destinationId: destination.id } });
 }
 
 /** The destination's deliveries, newest first, without bodies; `next` continues with older ones (absent at the end). */
@@ -262,7 +267,7 @@ export async function listDeliveries(
   const [seq, offset] = query.before ? query.before.split('.').map(Number) : [undefined, undefined];
   const before = seq === undefined ? {} : { OR: [{ fromSeq: { lt: BigInt(seq) } }, { fromSeq: BigInt(seq), fromOffset: { lt: offset } }] };
   const rows = await database.db.webhookDelivery.findMany({
-    where: { destinationId: destination.id, ...(query.status ? { status: query.status } : {}), ...before },
+    where: { tenantId, destinationId: destination.id, ...(query.status ? { status: query.status } : {}), ...before },
     orderBy: [{ fromSeq: 'desc' }, { fromOffset: 'desc' }],
     take: query.limit,
     omit: { body: true },
@@ -283,7 +288,7 @@ export async function getDelivery(
   viewer: LogViewer,
 ): Promise<DeliveryView & { body: unknown }> {
   const destination = await requireDestination(database, tenantId, name);
-  const row = await findDelivery(database, destination.id, id);
+  const row = await findDelivery(database, destination, id);
   if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);
   return { ...deliveryView(row, viewer), body: JSON.parse(row.body) as unknown };
 }
@@ -303,7 +308,7 @@ export async function replayDelivery(
 ): Promise<DeliveryView> {
   registerWebhookProcedures(runner, privateAddressesForEveryTenant);
   const destination = await requireDestination(database, tenantId, name);
-  const row = await findDelivery(database, destination.id, id);
+  const row = await findDelivery(database, destination, id);
   if (!row) throw notFound(`Delivery id "${id}" of webhook destination "${name}"`);
   if (row.status === 'pending')
     throw new AppError('conflict', `Delivery "${id}" is still pending (attempt ${row.attempts}); replay it once it is delivered or failed`, {
@@ -311,7 +316,7 @@ export async function replayDelivery(
     });
   const replays = row.replays + 1;
   const replayed = await database.db.webhookDelivery.updateMany({
-    where: { id, replays: row.replays, status: row.status },
+    where: { id, tenantId, replays: row.replays, status: row.status },
     data: { status: 'pending', replays, attempts: 0 },
   });
   if (replayed.count !== 1) throw new AppError('conflict', `Delivery "${id}" was replayed or changed concurrently`);

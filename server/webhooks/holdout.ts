@@ -14,18 +14,18 @@ export class HoldoutPlans {
 
   constructor(private readonly database: Database) {}
 
-  async of(instanceId: string): Promise<HoldoutPlan | null> {
+  async of(tenantId: string, instanceId: string): Promise<HoldoutPlan | null> {
     let plan = this.plans.get(instanceId);
     if (plan === undefined) {
-      plan = await readPlan(this.database, instanceId);
+      plan = await readPlan(this.database, tenantId, instanceId);
       this.plans.set(instanceId, plan);
     }
     return plan;
   }
 }
 
-async function readPlan(database: Database, instanceId: string): Promise<HoldoutPlan | null> {
-  const running = await instanceDefinition(database, instanceId);
+async function readPlan(database: Database, tenantId: string, instanceId: string): Promise<HoldoutPlan | null> {
+  const running = await instanceDefinition(database, tenantId, instanceId);
   return running ? holdoutPlan(running.definition.holdout as HoldoutSpec | undefined, running.workflowId) : null;
 }
 

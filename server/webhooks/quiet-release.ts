@@ -50,6 +50,7 @@ export async function releaseDueQuiet(database: Database, now: number, usersPerR
       const extra = `,"quietHours":{"zone":${JSON.stringify(row.zone)},"heldUntil":${JSON.stringify(new Date(Number(row.releaseAt)).toISOString())}}`;
       deliveries.push({
         id,
+        tenantId: row.tenantId,
         destinationId: destination.id,
         fromSeq: row.seq,
         fromOffset: releasedOffset(at),

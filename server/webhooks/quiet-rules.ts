@@ -88,7 +88,7 @@ export class QuietRules {
   }
 
   private async read(instanceId: string): Promise<QuietHoursRule | null> {
-    const running = await instanceDefinition(this.database, instanceId);
+    const running = await instanceDefinition(this.database, this.tenantId, instanceId);
     const own = running?.definition.quietHours as QuietHoursRule | false | undefined;
     if (own === false) return null;
     if (own) return QuietHoursRule.parse(own);

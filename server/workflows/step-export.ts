@@ -69,7 +69,7 @@ export async function stepExportResponse(
   const instance = isDeliveryUsers(users) ? await engine.getInstance(tenant.id, instanceId) : undefined;
   if (instance) {
     const version = await database.db.workflowVersion.findUnique({
-      where: { workflowId_version: { workflowId: instance.workflowId, version: instance.version } },
+      where: { tenantId_workflowId_version: { tenantId: tenant.id, workflowId: instance.workflowId, version: instance.version } },
     });
     const steps = version ? (JSON.parse(version.definition) as { steps: { name: string }[] }).steps : [];
     if (!steps.some((s) => s.name === step)) throw notFound(`Step "${step}" of instance ${instanceId}`);

@@ -94,7 +94,9 @@ export async function findWorkflow({ db }: Database, tenant: Tenant, ref: string
 }
 
 async function view(database: Database, row: WorkflowRow): Promise<WorkflowView> {
-  const version = await database.db.workflowVersion.findUnique({ where: { workflowId_version: { workflowId: row.id, version: row.currentVersion } } });
+  const version = await database.db.workflowVersion.findUnique({
+    where: { tenantId_workflowId_version: { tenantId: row.tenantId, workflowId: row.id, version: row.currentVersion } },
+  });
   if (!version) throw notFound(`Version ${row.currentVersion} of workflow "${row.name}"`);
   const running = (await runningOf(database, [row.id])).get(row.id) ?? null;
   const { id, name, version: v, schedule, createdAt, updatedAt } = summary(row, running);
@@ -230,7 +232,7 @@ export async function listVersions(
 ): Promise<{ workflowId: string; current: number; versions: { version: number; createdAt: string }[] }> {
   const workflow = await findWorkflow(database, tenant, ref);
   const versions = await database.db.workflowVersion.findMany({
-    where: { workflowId: workflow.id },
+    where: { tenantId: tenant.id, workflowId: workflow.id },
     select: { version: true, createdAt: true },
     orderBy: { version: 'desc' },
   });
@@ -243,7 +245,9 @@ export async function listVersions(
 
 export async function getVersion(database: Database, tenant: Tenant, ref: string, version: number): Promise<VersionView> {
   const workflow = await findWorkflow(database, tenant, ref);
-  const row = await database.db.workflowVersion.findUnique({ where: { workflowId_version: { workflowId: workflow.id, version } } });
+  const row = await database.db.workflowVersion.findUnique({
+    where: { tenantId_workflowId_version: { tenantId: tenant.id, workflowId: workflow.id, version } },
+  });
   if (!row) throw notFound(`Version ${version} of workflow "${workflow.name}"`);
   return { workflowId: workflow.id, version: row.version, definition: JSON.parse(row.definition), createdAt: row.createdAt.toISOString() };
 }

@@ -78,7 +78,9 @@ describe('counts history', () => {
     const cutoff = BigInt(h.clock.now() - 2 * 24 * HOUR_MS);
     expect(await db().countsSample.count({ where: { instanceId: id, resolution: MINUTE_MS, at: { lt: cutoff } } })).toBe(0);
     const firstHour = await db().countsSample.findUnique({
-      where: { instanceId_resolution_at: { instanceId: id, resolution: HOUR_MS, at: BigInt(Math.floor(t0 / HOUR_MS) * HOUR_MS) } },
+      where: {
+        tenantId_instanceId_resolution_at: { tenantId: h.tenantId, instanceId: id, resolution: HOUR_MS, at: BigInt(Math.floor(t0 / HOUR_MS) * HOUR_MS) },
+      },
     });
     expect(JSON.parse(firstHour!.counts)).toMatchObject({ steps: { wait: 6, bought: 4 }, converted: 4 });
     const all = await read({ resolution: 'hour' });
@@ -104,7 +106,7 @@ describe('counts history', () => {
     const counts = await h.engine.getCounts(h.tenantId, id);
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const slow = { id, counts: () => released.then(() => counts) };
+    const slow = { id, tenantId: h.tenantId, counts: () => released.then(() => counts) };
     const sampler = new CountsSampler(database());
     const minute = Math.floor(h.clock.now() / MINUTE_MS) * MINUTE_MS + 3 * MINUTE_MS;
 

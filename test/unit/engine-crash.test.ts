@@ -29,7 +29,7 @@ async function tenantWithInstance(): Promise<{ tenantId: string; instanceId: str
   await saveCrowd(database(), tenantId, 'crowd', RoaringBitmap32.from(range(1, CRASH_USERS)), 'replace');
   const workflowId = newId('wf');
   await db().workflow.create({ data: { id: workflowId, tenantId, name: 'crash', currentVersion: 1, draft: '{}' } });
-  await db().workflowVersion.create({ data: { workflowId, version: 1, definition: JSON.stringify(crashWorkflow) } });
+  await db().workflowVersion.create({ data: { tenantId, workflowId, version: 1, definition: JSON.stringify(crashWorkflow) } });
   const { procedureId, instanceId } = await h.engine.startInstance(tenantId, workflowId, { crowd: 'crowd' });
   expect((await h.runner.await(procedureId, 30_000)).state).toBe('done');
   return { tenantId, instanceId };

@@ -68,7 +68,7 @@ describe('experiments', () => {
     const done = await settle(h, h.engine.sendToWinner(h.tenantId, id, { step: 'ab', path: 'b' }, h.clock.now()));
     expect(done).toBe(id);
     expect(await version(id)).toBe(2);
-    const stored = await db().workflowVersion.findUniqueOrThrow({ where: { workflowId_version: { workflowId, version: 2 } } });
+    const stored = await db().workflowVersion.findUniqueOrThrow({ where: { tenantId_workflowId_version: { tenantId: h.tenantId, workflowId, version: 2 } } });
     expect(JSON.parse(stored.definition).steps[0]).toEqual({
       ...journey({}).steps[0],
       paths: [

@@ -67,7 +67,11 @@ describe('idle partitions', () => {
     await expect
       .poll(
         async () =>
-          (await db().shardCheckpoint.findUniqueOrThrow({ where: { instanceId_partition: { instanceId: id, partition: move.partition } } })).journalSeq,
+          (
+            await db().shardCheckpoint.findUniqueOrThrow({
+              where: { tenantId_instanceId_partition: { tenantId: h!.tenantId, instanceId: id, partition: move.partition } },
+            })
+          ).journalSeq,
       )
       .toBeGreaterThanOrEqual(move.seq);
     recorded.statements.length = 0;

@@ -169,14 +169,19 @@ describe('timer ticks', () => {
     // The partition loop checkpoints after that move, and the checkpoint takes the plan's place.
     const partition = Number(entered.partition);
     await expect
-      .poll(async () => (await db().shardCheckpoint.findUniqueOrThrow({ where: { instanceId_partition: { instanceId: id, partition } } })).journalSeq, {
-        timeout: 10_000,
-      })
+      .poll(
+        async () =>
+          (await db().shardCheckpoint.findUniqueOrThrow({ where: { tenantId_instanceId_partition: { tenantId: h!.tenantId, instanceId: id, partition } } }))
+            .journalSeq,
+        {
+          timeout: 10_000,
+        },
+      )
       .toBeGreaterThanOrEqual(entered.seq);
-    expect(await db().shardTimerPlan.findUnique({ where: { instanceId_partition: { instanceId: id, partition } } })).toBeNull();
+    expect(await db().shardTimerPlan.findUnique({ where: { tenantId_instanceId_partition: { tenantId: h.tenantId, instanceId: id, partition } } })).toBeNull();
     // As if the process had died before that checkpoint: the checkpoints from before the firing and the plans.
-    for (const { instanceId, partition: p, journalSeq, data } of beforeFiring)
-      await db().shardCheckpoint.update({ where: { instanceId_partition: { instanceId, partition: p } }, data: { journalSeq, data } });
+    for (const { tenantId, instanceId, partition: p, journalSeq, data } of beforeFiring)
+      await db().shardCheckpoint.update({ where: { tenantId_instanceId_partition: { tenantId, instanceId, partition: p } }, data: { journalSeq, data } });
     await db().shardTimerPlan.deleteMany({ where: { instanceId: id } });
     await db().shardTimerPlan.createMany({ data: plans });
 

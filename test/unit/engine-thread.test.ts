@@ -56,7 +56,7 @@ afterAll(() => threaded.stop());
 async function workflow(definition: object): Promise<string> {
   const id = newId('wf');
   await db().workflow.create({ data: { id, tenantId, name: id, currentVersion: 1, draft: '{}' } });
-  await db().workflowVersion.create({ data: { workflowId: id, version: 1, definition: JSON.stringify(definition) } });
+  await db().workflowVersion.create({ data: { tenantId, workflowId: id, version: 1, definition: JSON.stringify(definition) } });
   return id;
 }
 

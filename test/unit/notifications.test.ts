@@ -262,13 +262,16 @@ describe('journal cleanup', () => {
     const old = clock.now() - 30 * DAY;
     const instanceId = newId('in');
     await db().instance.create({ data: { id: instanceId, tenantId: t, workflowId: 'wf', version: 1, crowdName: 'c', state: 'running', userCount: 3n } });
-    await db().shardCheckpoint.create({ data: { instanceId, partition: 0, journalSeq: 0n, data: Buffer.alloc(0) } });
+    await db().shardCheckpoint.create({ data: { tenantId: t, instanceId, partition: 0, journalSeq: 0n, data: Buffer.alloc(0) } });
     const beforeCheckpoint = await move(t, { user: 1, timeMs: old, instanceId, partition: 0 });
     const afterCheckpoint = await move(t, { user: 2, timeMs: old, instanceId, partition: 0 });
     const noCheckpoint = await move(t, { user: 3, timeMs: old, instanceId, partition: 1 });
     const stoppedInstance = await move(t, { user: 4, timeMs: old, instanceId: 'in_stopped' });
     const newest = await move(t, { user: 5, timeMs: clock.now() });
-    await db().shardCheckpoint.update({ where: { instanceId_partition: { instanceId, partition: 0 } }, data: { journalSeq: BigInt(beforeCheckpoint) } });
+    await db().shardCheckpoint.update({
+      where: { tenantId_instanceId_partition: { tenantId: t, instanceId, partition: 0 } },
+      data: { journalSeq: BigInt(beforeCheckpoint) },
+    });
     await applyJournalRetention(database(), clock);
     expect((await readNotifications(database(), t, 0, 100)).items.map((i) => i.seq)).toEqual([afterCheckpoint, noCheckpoint, newest]);
     expect(stoppedInstance).toBeGreaterThan(noCheckpoint);

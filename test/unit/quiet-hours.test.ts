@@ -61,7 +61,7 @@ async function scene(clock: ManualClock, quietHours?: QuietHoursRule | false) {
   const workflowId = newId('wf');
   const definition = { steps: [{ name: 'notify', kind: 'direct', enterAction: 'webhook:crm' }], ...(quietHours === undefined ? {} : { quietHours }) };
   await db().workflow.create({ data: { id: workflowId, tenantId, name: 'welcome', currentVersion: 1, draft: '{}' } });
-  await db().workflowVersion.create({ data: { workflowId, version: 1, definition: JSON.stringify(definition) } });
+  await db().workflowVersion.create({ data: { tenantId, workflowId, version: 1, definition: JSON.stringify(definition) } });
   const instanceId = newId('in');
   await db().instance.create({ data: { id: instanceId, tenantId, workflowId, version: 1, crowdName: 'c', state: 'running', userCount: 6n } });
   // The clock jumps hours to each window's opening: a runner polling every second would wake thousands of times on

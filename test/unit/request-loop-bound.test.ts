@@ -57,7 +57,7 @@ async function startInstance(definition: object, crowd: string): Promise<string>
   const workflowId = newId('wf');
   // Stored as written, without the save-time checks: the engine must bound what an older version let through.
   await db().workflow.create({ data: { id: workflowId, tenantId, name: workflowId, currentVersion: 1, draft: '{}' } });
-  await db().workflowVersion.create({ data: { workflowId, version: 1, definition: JSON.stringify(definition) } });
+  await db().workflowVersion.create({ data: { tenantId, workflowId, version: 1, definition: JSON.stringify(definition) } });
   const { procedureId, instanceId } = await engine.startInstance(tenantId, workflowId, { crowd });
   const done = await runner.await(procedureId, 120_000);
   if (done.state !== 'done') throw new Error(`start ended ${done.state}: ${done.error}`);

@@ -71,10 +71,10 @@ describe('the engine storage operations', () => {
     });
     const instance = await db().instance.findUniqueOrThrow({ where: { id: instanceId } });
     expect([instance.state, instance.userCount, instance.excludedCount, instance.startedAt?.getTime()]).toEqual(['running', 7n, 1n, 1_000]);
-    const changes = await crowdChangeRows(database(), instanceId, [0], 0, 1_000);
+    const changes = await crowdChangeRows(database(), tenantId, instanceId, [0], 0, 1_000);
     expect(changes.map((row) => [row.partition, row.timeMs, [...row.data]])).toEqual([[0, 500, [1, 2]]]);
-    expect(await crowdChangeRows(database(), instanceId, [0], 500, 1_000)).toEqual([]);
-    expect(await crowdChangeCounts(database(), instanceId)).toEqual(new Map([[0, { count: 1, firstMs: 500 }]]));
+    expect(await crowdChangeRows(database(), tenantId, instanceId, [0], 500, 1_000)).toEqual([]);
+    expect(await crowdChangeCounts(database(), tenantId, instanceId)).toEqual(new Map([[0, { count: 1, firstMs: 500 }]]));
 
     const stale = { ...lease, epoch: lease.epoch - 1 };
     await expect(
@@ -138,10 +138,10 @@ describe('the engine storage operations', () => {
     const { tenantId } = await tenantWithLease();
     await db().instance.create({ data: { id: 'in_s', tenantId, workflowId: 'wf', version: 1, crowdName: 'c', state: 'running', userCount: 0n } });
     await writeCountsSamples(database(), [
-      { instanceId: 'in_s', resolution: 60_000, at: 0, counts: '{"total":1}' },
-      { instanceId: 'in_s', resolution: 60_000, at: 60_000, counts: '{"total":2}' },
+      { tenantId, instanceId: 'in_s', resolution: 60_000, at: 0, counts: '{"total":1}' },
+      { tenantId, instanceId: 'in_s', resolution: 60_000, at: 60_000, counts: '{"total":2}' },
     ]);
-    await writeCountsSamples(database(), [{ instanceId: 'in_s', resolution: 60_000, at: 0, counts: '{"total":3}' }]);
+    await writeCountsSamples(database(), [{ tenantId, instanceId: 'in_s', resolution: 60_000, at: 0, counts: '{"total":3}' }]);
     await writeCountsSamples(database(), []);
     const rows = await db().countsSample.findMany({ where: { instanceId: 'in_s' }, orderBy: { at: 'asc' } });
     expect(rows.map((row) => [Number(row.at), row.counts])).toEqual([

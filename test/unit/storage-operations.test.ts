@@ -44,7 +44,7 @@ describe('storage operations', () => {
     await db().instance.create({
       data: { id: 'in_run', tenantId: 'tn_trim', workflowId: 'wf', version: 1, crowdName: 'c', state: 'running', userCount: 1n },
     });
-    await db().shardCheckpoint.create({ data: { instanceId: 'in_run', partition: 0, journalSeq: 3n, data: new Uint8Array() } });
+    await db().shardCheckpoint.create({ data: { tenantId: 'tn_trim', instanceId: 'in_run', partition: 0, journalSeq: 3n, data: new Uint8Array() } });
     await journal(
       'tn_trim',
       'in_old',

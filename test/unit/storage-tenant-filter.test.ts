@@ -21,6 +21,7 @@ import { deleteTenant } from '../../server/tenants/tenants';
 import { advance, crowd, range, restartEngine, send, settle, start, startHarness, workflow } from '../fixtures/engine/harness';
 import { captureStatements, models, normalized, tableReferences } from '../helpers/tenant-scope';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
+import { getDelivery, listDeliveries } from '../../server/webhooks/deliveries';
 import { commitCutRound, releaseQuietPart, replaceCappedRows, replaceQuietRows, updateCapRow } from '../../server/storage/webhook-rows';
 
 const MINUTE = 60_000;
@@ -40,21 +41,6 @@ const NOT_DISTRIBUTED: Record<string, string> = {
   ClusterGather: 'local: cluster coordination, read for every tenant at once by the membership',
   BaselineUserStep: 'local: the bench baseline only',
 };
-
-/**
- * Tenant-owned tables with no `tenantId` column yet: keyed by an instance, workflow, destination or cap that belongs
- * to one tenant. Citus needs the column to colocate them ("needs backfill"): adding it is the work left (SCALING.md).
- */
-const NEEDS_TENANT_COLUMN = [
-  'ShardCheckpoint',
-  'ShardTimerPlan',
-  'CrowdChange',
-  'Conversion',
-  'CountsSample',
-  'WorkflowVersion',
-  'WebhookDelivery',
-  'FrequencyCapWindow',
-];
 
 /**
  * References that reach past one tenant, on purpose or for now: a reference of `table` whose (sub)query is `query`
@@ -179,22 +165,16 @@ describe('storage statements name their tenant', () => {
     const all = models();
     const names = all.map((m) => m.name);
     const distributed = new Set(all.filter((m) => m.tenantColumn && !(m.name in NOT_DISTRIBUTED)).map((m) => m.name));
-    expect(
-      [...distributed].filter((t) => NEEDS_TENANT_COLUMN.includes(t)),
-      'a table with tenantId is no longer a backfill',
-    ).toEqual([]);
-    for (const name of names) {
-      expect(distributed.has(name) || name in NOT_DISTRIBUTED || NEEDS_TENANT_COLUMN.includes(name), `${name} is classified here`).toBe(true);
-    }
+    for (const name of names) expect(distributed.has(name) || name in NOT_DISTRIBUTED, `${name} has a tenantId or is classified here`).toBe(true);
 
     const unscoped: string[] = [];
     const conflicts: string[] = [];
     const seen = new Set<string>();
     for (const text of captured.statements) {
       const sql = normalized(text, names);
-      for (const reference of tableReferences(sql, new Set([...distributed, ...NEEDS_TENANT_COLUMN]))) {
+      for (const reference of tableReferences(sql, distributed)) {
         seen.add(reference.table);
-        if (reference.scoped || NEEDS_TENANT_COLUMN.includes(reference.table)) continue;
+        if (reference.scoped) continue;
         if (ACROSS_TENANTS.some((a) => a.table === reference.table && a.query.test(reference.query))) continue;
         unscoped.push(`${reference.table}: ${sql}`);
       }
@@ -218,6 +198,13 @@ describe('storage statements name their tenant', () => {
         'CappedDelivery',
         'QuietDelivery',
         'FrequencyCap',
+        'ShardCheckpoint',
+        'ShardTimerPlan',
+        'CrowdChange',
+        'Conversion',
+        'WorkflowVersion',
+        'FrequencyCapWindow',
+        'WebhookDelivery',
       ]),
     );
   });
@@ -233,9 +220,25 @@ async function webhookOperations(tenantId: string, instanceId: string, now: numb
   const destination = await db().webhookDestination.create({
     data: { id: 'wd-scope', tenantId, name: 'crm', url: 'https://hooks.example/crm', secret: 's', headers: '{}', batchSize: 100, timeoutMs: 1_000, cursor: 0n },
   });
+  const cap = await db().frequencyCap.create({ data: { id: 'fc-scope', tenantId, name: 'daily', maxDeliveries: 2, windowMs: 86_400_000n, exempt: '[]' } });
   const read = { cursor: 0n, cursorUsers: 0, lostThrough: 0n };
-  const noRows = { deliveries: [], capWindows: [], capped: [], quiet: [] };
-  expect(await commitCutRound(database(), destination, read, { ...read, cursor: 1n }, noRows)).toBe(true);
+  const delivery = {
+    id: 'wd-scope-1-0',
+    tenantId,
+    destinationId: destination.id,
+    fromSeq: 1n,
+    fromOffset: 0,
+    status: 'pending',
+    body: '{}',
+    users: 2,
+    createdAt: new Date(now),
+  };
+  const capWindow = { capId: cap.id, bucket: 1n, levels: new Uint8Array(4), version: null };
+  const rows = { deliveries: [delivery], capWindows: [capWindow], capped: [], quiet: [] };
+  expect(await commitCutRound(database(), destination, read, { ...read, cursor: 1n }, rows)).toBe(true);
+  const viewer = { admin: false };
+  expect((await listDeliveries(database(), tenantId, 'crm', { limit: 10 }, viewer)).deliveries.map((d) => d.id)).toEqual([delivery.id]);
+  expect((await getDelivery(database(), tenantId, 'crm', delivery.id, viewer)).status).toBe('pending');
   const capped = (id: string) => ({ id, tenantId, destinationId: destination.id, seq: null, instanceId, step: 'done', users, count: 2, timeMs: BigInt(now) });
   await db().cappedDelivery.createMany({ data: [capped('cd-1'), capped('cd-2')] });
   await replaceCappedRows(database(), ['cd-1', 'cd-2'], capped('cd-3'));
@@ -246,7 +249,6 @@ async function webhookOperations(tenantId: string, instanceId: string, now: numb
   await db().quietDelivery.createMany({ data: [quiet('qd-1', 'held'), quiet('qd-2', 'dropped'), quiet('qd-3', 'dropped')] });
   expect(await releaseQuietPart(database(), { id: 'qd-1', tenantId, releasedUsers: 0 }, 2, true, [])).toBe(true);
   await replaceQuietRows(database(), ['qd-2', 'qd-3'], quiet('qd-4', 'dropped'));
-  const cap = await db().frequencyCap.create({ data: { id: 'fc-scope', tenantId, name: 'daily', maxDeliveries: 2, windowMs: 86_400_000n, exempt: '[]' } });
   await updateCapRow(database(), cap, { maxDeliveries: 3 }, true);
   expect(await db().cappedDelivery.count({ where: { tenantId } })).toBe(1);
   expect(await db().quietDelivery.findMany({ where: { tenantId }, select: { id: true, status: true }, orderBy: { id: 'asc' } })).toEqual([

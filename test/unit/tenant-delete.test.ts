@@ -40,7 +40,7 @@ async function fill(tenant: Tenant): Promise<void> {
   await db().instanceSnapshot.create({
     data: { instanceId, tenantId: id, counts: '{}', bitmaps: Buffer.from([1]), expiresAt: new Date(Date.now() + 86_400_000) },
   });
-  await db().shardCheckpoint.create({ data: { instanceId, partition: 0, journalSeq: 0n, data: Buffer.from([0]) } });
+  await db().shardCheckpoint.create({ data: { tenantId: id, instanceId, partition: 0, journalSeq: 0n, data: Buffer.from([0]) } });
   await appendEvents(database(), app().state, id, [{ user: 1, type: 'visit', data: {}, time: 0 }]);
   await db().ingestRecord.create({ data: { tenantId: id, seq: 1n, accepted: 1, duplicates: 0, createdAtMs: 0n } });
   await db().partitionState.create({ data: { tenantId: id, partition: 0 } });

@@ -30,7 +30,7 @@ async function recordInstance(tenant: Tenant, workflowId: string, id: string, st
     data: { instanceId: id, tenantId: tenant.id, counts: '{}', bitmaps: Buffer.from([1, 2, 3]), expiresAt: new Date(Date.now() + 86_400_000) },
   });
   for (const partition of [0, 1]) {
-    await db().shardCheckpoint.create({ data: { instanceId: id, partition, journalSeq: 0n, data: Buffer.from([partition]) } });
+    await db().shardCheckpoint.create({ data: { tenantId: tenant.id, instanceId: id, partition, journalSeq: 0n, data: Buffer.from([partition]) } });
   }
 }
 

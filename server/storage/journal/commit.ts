@@ -8,7 +8,7 @@ import { type ConversionWrite, deleteConversions, insertConversions } from './co
 import { type CrowdChangeWrite, crowdChangeInserts } from './crowd-changes';
 import { journalMaxSeqSql } from './max-seq';
 import { LeaseLostError, type Lease } from './leases';
-import { BYTES_PER_STATEMENT, uniqueShardChunks } from './shard-rows';
+import { BYTES_PER_STATEMENT, type OfTenant, uniqueShardChunks } from './shard-rows';
 import { deleteTimerPlans, writeTimerPlans, type TimerPlanWrite } from './timer-plans';
 import type { Database } from '../database';
 
@@ -187,7 +187,7 @@ function insertBulkMoves(database: Database, entries: { tenantId: string; move: 
  * Checkpoints as multi-row statements, each including every journal row committed before it in this transaction:
  * journalSeq = the journal's max. Those with and without `unjournaled` go apart, since the flag adds to the row's count.
  */
-function writeCheckpoints(database: Database, checkpoints: CheckpointWrite[]): RawStatement[] {
+function writeCheckpoints(database: Database, checkpoints: OfTenant<CheckpointWrite>[]): RawStatement[] {
   const t = database.dialect.table('ShardCheckpoint');
   const maxSeq = journalMaxSeqSql(database);
   const kinds = [checkpoints.filter((cp) => !cp.unjournaled), checkpoints.filter((cp) => cp.unjournaled)];
@@ -195,10 +195,11 @@ function writeCheckpoints(database: Database, checkpoints: CheckpointWrite[]): R
     uniqueShardChunks(kind, (cp) => cp.data.byteLength).map((chunk) =>
       statement(database, (bind) => {
         const rows = chunk.map(
-          (cp) => `(${bind(cp.instanceId)}, ${bind(cp.partition)}, ${maxSeq}, ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})`,
+          (cp) =>
+            `(${bind(cp.tenantId)}, ${bind(cp.instanceId)}, ${bind(cp.partition)}, ${maxSeq}, ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})`,
         );
-        return `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "data") VALUES ${rows.join(', ')}
-          ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data",
+        return `INSERT INTO ${t} ("tenantId", "instanceId", "partition", "journalSeq", "data") VALUES ${rows.join(', ')}
+          ON CONFLICT ("tenantId", "instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data",
             "updatedAt" = CURRENT_TIMESTAMP, "unjournaled" = ${t}."unjournaled" + ${unjournaled}`;
       }),
     ),
@@ -271,13 +272,13 @@ function commitStatements(database: Database, commits: TenantCommit[]): RawState
     ),
   );
   // Checkpoints replace their shards' conversion rows and timer plans; the plans of shards without one come after.
-  const checkpoints = commits.flatMap(({ commit }) => commit.checkpoints ?? []);
+  const checkpoints = commits.flatMap(({ tenantId, commit }) => ofTenant(tenantId, commit.checkpoints));
   if (checkpoints.length > 0)
     statements.push(...writeCheckpoints(database, checkpoints), deleteConversions(database, checkpoints), deleteTimerPlans(database, checkpoints));
   statements.push(
     ...writeTimerPlans(
       database,
-      commits.flatMap(({ commit }) => commit.timerPlans ?? []),
+      commits.flatMap(({ tenantId, commit }) => ofTenant(tenantId, commit.timerPlans)),
     ),
   );
   for (const { tenantId, commit } of commits) statements.push(...afterTheJournal(database, tenantId, commit));
@@ -286,10 +287,15 @@ function commitStatements(database: Database, commits: TenantCommit[]): RawState
 
 /** The statements of a commit's other rows, in this order. */
 function afterTheJournal(database: Database, tenantId: string, commit: Omit<BatchCommit, 'also'>): RawStatement[] {
-  const statements = [...deadLetterInserts(database, tenantId, commit.deadLetters ?? []), ...insertConversions(database, commit.conversions ?? [])];
+  const statements = [...deadLetterInserts(database, tenantId, commit.deadLetters ?? []), ...insertConversions(database, tenantId, commit.conversions ?? [])];
   if (commit.started) statements.push(markRunning(database, tenantId, commit.started, commit.now));
-  statements.push(...crowdChangeInserts(database, commit.crowdChanges ?? []));
+  statements.push(...crowdChangeInserts(database, tenantId, commit.crowdChanges ?? []));
   return statements;
+}
+
+/** A commit's shard rows with its tenant: several tenants' rows go into one statement. */
+function ofTenant<Row extends object>(tenantId: string, rows: Row[] | undefined): OfTenant<Row>[] {
+  return (rows ?? []).map((row) => ({ ...row, tenantId }));
 }
 
 function markRunning(database: Database, tenantId: string, started: NonNullable<BatchCommit['started']>, now: number): RawStatement {

@@ -13,21 +13,21 @@ export type CrowdChangeRow = { partition: number; journalSeq: number; timeMs: nu
 export type CrowdChangeWrite = { instanceId: string; partition: number; timeMs: number; data: Buffer };
 
 /** Records each shard's change in the update's transaction (./commit.ts), after the journal rows it follows. */
-export function crowdChangeInserts(database: Database, changes: CrowdChangeWrite[]): RawStatement[] {
+export function crowdChangeInserts(database: Database, tenantId: string, changes: CrowdChangeWrite[]): RawStatement[] {
   return changes.map(({ instanceId, partition, timeMs, data }) => {
     const { params, bind } = database.dialect.parameters();
-    const sql = `INSERT INTO ${database.dialect.table('CrowdChange')} ("instanceId", "partition", "journalSeq", "timeMs", "data")
-    SELECT ${bind(instanceId)}, ${bind(partition)}, ${journalMaxSeqSql(database)}, ${bind(timeMs)}, ${bind(data)}`;
+    const sql = `INSERT INTO ${database.dialect.table('CrowdChange')} ("tenantId", "instanceId", "partition", "journalSeq", "timeMs", "data")
+    SELECT ${bind(tenantId)}, ${bind(instanceId)}, ${bind(partition)}, ${journalMaxSeqSql(database)}, ${bind(timeMs)}, ${bind(data)}`;
     return { sql, params };
   });
 }
 
 /** Per partition of one instance: how many changes it has recorded, and when the first was made. */
-export async function crowdChangeCounts(database: Database, instanceId: string): Promise<Map<number, { count: number; firstMs: number }>> {
+export async function crowdChangeCounts(database: Database, tenantId: string, instanceId: string): Promise<Map<number, { count: number; firstMs: number }>> {
   const { params, bind } = database.dialect.parameters();
   const rows = await (await database.raw()).query<{ partition: unknown; count: unknown; firstMs: unknown }>(
     `SELECT "partition", COUNT(*) AS "count", MIN("timeMs") AS "firstMs" FROM ${database.dialect.table('CrowdChange')}
-     WHERE "instanceId" = ${bind(instanceId)} GROUP BY "partition"`,
+     WHERE "tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)} GROUP BY "partition"`,
     params,
   );
   return new Map(rows.map((row) => [num(row.partition), { count: num(row.count), firstMs: num(row.firstMs) }]));
@@ -36,6 +36,7 @@ export async function crowdChangeCounts(database: Database, instanceId: string):
 /** The changes of the given shards of one instance made in (`afterMs`, `untilMs`], in the order they were made. */
 export async function crowdChangeRows(
   database: Database,
+  tenantId: string,
   instanceId: string,
   partitions: number[],
   afterMs: number,
@@ -44,7 +45,7 @@ export async function crowdChangeRows(
   const { params, bind } = database.dialect.parameters();
   const { numberColumn, table } = database.dialect;
   // Placeholders are bound in text order (SQLite's `?` are positional).
-  const shards = `"instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`;
+  const shards = `"tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`;
   const after = Number.isFinite(afterMs) ? ` AND "timeMs" > ${bind(afterMs)}` : '';
   const until = Number.isFinite(untilMs) ? ` AND "timeMs" <= ${bind(untilMs)}` : '';
   const rows = await (await database.raw()).query<{ partition: unknown; journalSeq: unknown; timeMs: unknown; data: Uint8Array }>(

@@ -11,26 +11,27 @@ export interface Checkpoint {
   unjournaled: number;
 }
 
-export async function loadCheckpoint(database: Database, instanceId: string, partition: number): Promise<Checkpoint | null> {
-  return (await loadCheckpoints(database, instanceId, [partition])).get(partition) ?? null;
+export async function loadCheckpoint(database: Database, tenantId: string, instanceId: string, partition: number): Promise<Checkpoint | null> {
+  return (await loadCheckpoints(database, tenantId, instanceId, [partition])).get(partition) ?? null;
 }
 
 /** The checkpoints of the given partitions of one instance (absent partitions have none), in one statement. */
-export async function loadCheckpoints(database: Database, instanceId: string, partitions: number[]): Promise<Map<number, Checkpoint>> {
+export async function loadCheckpoints(database: Database, tenantId: string, instanceId: string, partitions: number[]): Promise<Map<number, Checkpoint>> {
   const { params, bind } = database.dialect.parameters();
   const rows = await (await database.raw()).query<{ partition: unknown; journalSeq: unknown; data: Uint8Array; unjournaled: unknown }>(
     `SELECT "partition", "journalSeq", "data", "unjournaled" FROM ${database.dialect.table('ShardCheckpoint')}
-     WHERE "instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`,
+     WHERE "tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`,
     params,
   );
   return new Map(rows.map((row) => [num(row.partition), { journalSeq: num(row.journalSeq), data: row.data, unjournaled: num(row.unjournaled) }]));
 }
 
 /** The `unjournaled` count of the shard's checkpoint, without its data (null: it has none). */
-export async function unjournaledCheckpoints(database: Database, instanceId: string, partition: number): Promise<number | null> {
+export async function unjournaledCheckpoints(database: Database, tenantId: string, instanceId: string, partition: number): Promise<number | null> {
   const { params, bind } = database.dialect.parameters();
   const rows = await (await database.raw()).query<{ unjournaled: unknown }>(
-    `SELECT "unjournaled" FROM ${database.dialect.table('ShardCheckpoint')} WHERE "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
+    `SELECT "unjournaled" FROM ${database.dialect.table('ShardCheckpoint')}
+     WHERE "tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)} AND "partition" = ${bind(partition)}`,
     params,
   );
   return rows.length > 0 ? num(rows[0].unjournaled) : null;

@@ -8,6 +8,9 @@ export interface ShardKey {
   partition: number;
 }
 
+/** A shard's row with its instance's tenant, which every statement on these tables names (docs/SCALING.md). */
+export type OfTenant<Row> = Row & { tenantId: string };
+
 /** Rows per multi-row statement: a few parameters each, well under SQLite's and PostgreSQL's bind limits. */
 const ROWS_PER_STATEMENT = 500;
 
@@ -45,11 +48,11 @@ export function uniqueShardChunks<Row extends ShardKey>(rows: Row[], bytesOf: (r
 }
 
 /** Deletes the table's rows of every given shard, the shards bound as one JSON array. */
-export function deleteShardRows(database: Database, table: 'Conversion' | 'ShardTimerPlan', shards: ShardKey[]): RawStatement {
+export function deleteShardRows(database: Database, table: 'Conversion' | 'ShardTimerPlan', shards: OfTenant<ShardKey>[]): RawStatement {
   const { params, bind } = database.dialect.parameters();
-  const j = database.dialect.jsonArrayRows(bind(JSON.stringify(shards.map((shard) => [shard.instanceId, shard.partition]))));
+  const j = database.dialect.jsonArrayRows(bind(JSON.stringify(shards.map((shard) => [shard.tenantId, shard.instanceId, shard.partition]))));
   return {
-    sql: `DELETE FROM ${database.dialect.table(table)} WHERE ("instanceId", "partition") IN (SELECT ${j.field(0)}, ${j.field(1, 'int')} FROM ${j.from})`,
+    sql: `DELETE FROM ${database.dialect.table(table)} WHERE ("tenantId", "instanceId", "partition") IN (SELECT ${j.field(0)}, ${j.field(1)}, ${j.field(2, 'int')} FROM ${j.from})`,
     params,
   };
 }

@@ -8,7 +8,7 @@ import { num } from './row-number';
 import type { RawStatement } from '../raw';
 import type { Database } from '../database';
 import { journalMaxSeqSql } from './max-seq';
-import { deleteShardRows, uniqueShardChunks, type ShardKey } from './shard-rows';
+import { deleteShardRows, type OfTenant, uniqueShardChunks, type ShardKey } from './shard-rows';
 
 export interface TimerPlanWrite {
   instanceId: string;
@@ -27,31 +27,33 @@ export interface TimerPlan {
  * The plans as multi-row statements (a timer firing over many tenants writes thousands), each plan including every
  * journal row committed before it in this transaction: journalSeq = the journal's max.
  */
-export function writeTimerPlans(database: Database, plans: TimerPlanWrite[]): RawStatement[] {
+export function writeTimerPlans(database: Database, plans: OfTenant<TimerPlanWrite>[]): RawStatement[] {
   const t = database.dialect.table('ShardTimerPlan');
   return uniqueShardChunks(plans).map((chunk) => {
     const { params, bind } = database.dialect.parameters();
     const maxSeq = journalMaxSeqSql(database);
-    const rows = chunk.map((plan) => `(${bind(plan.instanceId)}, ${bind(plan.partition)}, ${maxSeq}, ${bind(JSON.stringify(plan.cronNext))})`);
+    const rows = chunk.map(
+      (plan) => `(${bind(plan.tenantId)}, ${bind(plan.instanceId)}, ${bind(plan.partition)}, ${maxSeq}, ${bind(JSON.stringify(plan.cronNext))})`,
+    );
     return {
-      sql: `INSERT INTO ${t} ("instanceId", "partition", "journalSeq", "cronNext") VALUES ${rows.join(', ')}
-       ON CONFLICT ("instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "cronNext" = excluded."cronNext"`,
+      sql: `INSERT INTO ${t} ("tenantId", "instanceId", "partition", "journalSeq", "cronNext") VALUES ${rows.join(', ')}
+       ON CONFLICT ("tenantId", "instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "cronNext" = excluded."cronNext"`,
       params,
     };
   });
 }
 
 /** With checkpoints of the shards, in the same transaction: the checkpoints hold the plans now. */
-export function deleteTimerPlans(database: Database, shards: ShardKey[]): RawStatement {
+export function deleteTimerPlans(database: Database, shards: OfTenant<ShardKey>[]): RawStatement {
   return deleteShardRows(database, 'ShardTimerPlan', shards);
 }
 
 /** The plans of the given partitions of one instance written since their checkpoints (absent partitions have none). */
-export async function loadTimerPlans(database: Database, instanceId: string, partitions: number[]): Promise<Map<number, TimerPlan>> {
+export async function loadTimerPlans(database: Database, tenantId: string, instanceId: string, partitions: number[]): Promise<Map<number, TimerPlan>> {
   const { params, bind } = database.dialect.parameters();
   const rows = await (await database.raw()).query<{ partition: unknown; journalSeq: unknown; cronNext: string }>(
     `SELECT "partition", "journalSeq", "cronNext" FROM ${database.dialect.table('ShardTimerPlan')}
-     WHERE "instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`,
+     WHERE "tenantId" = ${bind(tenantId)} AND "instanceId" = ${bind(instanceId)} AND "partition" IN (${partitions.map(bind).join(', ')})`,
     params,
   );
   return new Map(rows.map((row) => [num(row.partition), { journalSeq: num(row.journalSeq), cronNext: JSON.parse(row.cronNext) }]));
