@@ -3,7 +3,7 @@
 // second added ~2 MB/s. What retention deletes is recorded per tenant as a watermark (JournalTrim.trimmedThrough), and
 // a reader or consumer whose cursor is behind it is told (`lost`), never left to find moves silently missing.
 // Entries a running instance still needs to recover (newer than its shard's checkpoint) stay, and so does the
-// journal's newest entry (seqs continue from the max).
+// tenant's newest entry (server/storage/journal-trim.ts).
 import type { Clock } from '../clock';
 import { tenantLimits } from '../limits/limits';
 import { ACTIVE_INSTANCE_STATES } from '../tenants/tenants';

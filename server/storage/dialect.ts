@@ -35,10 +35,12 @@ export interface Dialect {
   /** `select` with its rows locked for update (against `lockFoundRows` holders); unchanged on SQLite. */
   lockedForTakeover(select: string): string;
   /**
-   * A statement that serializes, until commit, every transaction that runs it with the same key; null where the
-   * write transaction already does (SQLite: one writer at a time).
+   * A statement that serializes, until commit, every transaction that runs it with the same key and a scope in common
+   * (a tenant); null where the write transaction already does (SQLite: one writer at a time).
    */
-  serializeWriters(key: number): RawStatement | null;
+  serializeWriters(key: number, scopes: readonly string[]): RawStatement | null;
+  /** The next value of the sequence `name`, in SQL; null where there are no sequences (SQLite). */
+  nextInSequence(name: string): string | null;
   /**
    * Within an interactive transaction: waits until no other transaction holding `key` is open, and holds it to the
    * commit. SQLite takes its (single) write lock now, so the reads that follow see every committed write.
@@ -116,6 +118,7 @@ function sqliteDialect(): Dialect {
     lockFoundRows: '',
     lockedForTakeover: (select) => select,
     serializeWriters: () => null,
+    nextInSequence: () => null,
     lockUntilCommit: async (tx) => {
       // A write that changes nothing still starts the write transaction (WAL readers would keep an older snapshot).
       await tx.$executeRawUnsafe('UPDATE "Tenant" SET "id" = "id" WHERE 1 = 0');
@@ -153,7 +156,14 @@ function postgresDialect(schema: string): Dialect {
     lockFoundRows: ' FOR KEY SHARE',
     lockedForTakeover: (select) => `${select} FOR UPDATE`,
     // Scoped to the schema like lockUntilCommit: other schemas' writers (test runs, bench runs) never wait for it.
-    serializeWriters: (key) => ({ sql: 'SELECT pg_advisory_xact_lock(hashtext($1))', params: [`${schema}:${Math.trunc(key)}`] }),
+    // One lock per scope, taken in the order of their hashes (the lock keys), so two transactions sharing scopes never
+    // wait for each other crosswise; a volatile function in the select list runs after the ORDER BY. The scopes travel
+    // as JSON text, which Prisma's raw calls (a commit with `also`) pass like the raw driver.
+    serializeWriters: (key, scopes) => ({
+      sql: 'SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtext($1 || s) AS k FROM json_array_elements_text($2::json) AS s) AS keys ORDER BY k',
+      params: [`${schema}:${Math.trunc(key)}:`, JSON.stringify(scopes)],
+    }),
+    nextInSequence: (name) => `nextval('${quotedSchema.replace(/'/g, "''")}."${name}"')`,
     lockUntilCommit: async (tx, key) => {
       // Advisory locks are database-wide: the schema keeps processes on other schemas (test runs) out of the way.
       await tx.$queryRawUnsafe('SELECT 1 AS "locked" FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS "lock"', `${schema}:${key}`);

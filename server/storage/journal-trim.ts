@@ -1,7 +1,8 @@
 // Journal retention's statements (server/engine/journal-retention.ts decides what each tenant keeps): the
 // tenant's entries are deleted a chunk at a time, and its watermark (JournalTrim.trimmedThrough) is raised in the same
 // transaction, so a reader never finds entries gone unannounced. Entries a running instance still needs to recover
-// (newer than its shard's checkpoint) stay, and so does the journal's newest entry (seqs continue from the max).
+// (newer than its shard's checkpoint) stay, and so does the tenant's newest entry (on SQLite seqs continue from the
+// journal's max, which is some tenant's newest; the newest of each is also where a consumer starting at the tail starts).
 import type { Database } from './database';
 
 /** The seq through which retention deleted the tenant's entries; 0 when it never deleted any. */
@@ -46,7 +47,7 @@ export async function trimJournalChunk(database: Database, { tenantId, olderThan
   // named with the tenant, so each statement stays within one tenant's rows (docs/SCALING.md).
   const chunk = (bind: (value: unknown) => string) => `SELECT j."seq" FROM ${journal} j WHERE j."tenantId" = ${bind(tenantId)}
       AND (j."timeMs" < ${bind(olderThan)}${throughSeq === null ? '' : ` OR j."seq" <= ${bind(throughSeq)}`})
-      AND j."seq" < (SELECT MAX("seq") FROM ${journal})
+      AND j."seq" < (SELECT MAX(n."seq") FROM ${journal} n WHERE n."tenantId" = j."tenantId")
       AND NOT EXISTS (
         SELECT 1 FROM ${instance} i WHERE i."tenantId" = j."tenantId" AND i."id" = j."instanceId"
           AND i."state" IN (${runningStates.map(bind).join(', ')})

@@ -1,6 +1,7 @@
 // A tenant's rows as whole operations, each one transaction: deleting the tenant with everything it owns, and revoking
 // an API key with every key it created. The domain (server/tenants/tenants.ts) turns their outcomes into answers.
 import type { Database } from './database';
+import { seqsFollowTheNewestRow } from './journal/max-seq';
 
 export type TenantRowsDeleted = { kind: 'deleted' } | { kind: 'missing' } | { kind: 'active'; instances: number };
 
@@ -15,10 +16,10 @@ export async function deleteTenantRows(database: Database, tenantId: string, act
       if (!(await database.dialect.lockRowForUpdate(tx, 'Tenant', tenantId))) return { kind: 'missing' };
       const instances = await tx.instance.count({ where: { tenantId, state: { in: [...activeStates] } } });
       if (instances > 0) return { kind: 'active', instances };
-      // Not cascaded: the journal's newest entry stays even when it is this tenant's (seqs continue from the max, so
-      // deleting it would hand out seqs again that other tenants' checkpoints and consumer cursors have passed) ...
-      const newest = await tx.journal.aggregate({ _max: { seq: true } });
-      await tx.journal.deleteMany({ where: { tenantId, seq: { lt: newest._max.seq ?? 0n } } });
+      // Not cascaded: on SQLite the journal's newest entry stays even when it is this tenant's (seqs continue from the
+      // max, so deleting it would hand out seqs again that other tenants' checkpoints and consumer cursors have passed) ...
+      const newest = seqsFollowTheNewestRow(database) ? (await tx.journal.aggregate({ _max: { seq: true } }))._max.seq : null;
+      await tx.journal.deleteMany({ where: { tenantId, ...(newest === null ? {} : { seq: { lt: newest } }) } });
       // ... and unfinished procedures are kept (their runner finishes them; the tenant is then gone).
       await tx.procedure.deleteMany({ where: { tenantId, state: { in: ['done', 'failed'] } } });
       await tx.tenant.delete({ where: { id: tenantId } });

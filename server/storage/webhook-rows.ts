@@ -19,6 +19,22 @@ export type CutRoundRows = {
 };
 
 /**
+ * The destinations whose cursor is behind their tenant's newest journal seq, each with that seq: a tenant's seqs
+ * follow its commits, while another tenant's may commit out of their order (PostgreSQL takes them from one sequence),
+ * so a cursor is compared with its own tenant's. One statement over every destination, as the pump's sweeps are.
+ */
+export async function destinationsBehind(database: Database): Promise<{ id: string; newest: bigint }[]> {
+  const { table } = database.dialect;
+  const rows = await database.db.$queryRawUnsafe<{ id: string; cursor: unknown; newest: unknown }[]>(
+    `SELECT d."id", d."cursor", (SELECT MAX(j."seq") FROM ${table('Journal')} j WHERE j."tenantId" = d."tenantId") AS "newest"
+     FROM ${table('WebhookDestination')} d`,
+  );
+  return rows.flatMap(({ id, cursor, newest }) =>
+    newest !== null && BigInt(String(cursor)) < BigInt(String(newest)) ? [{ id, newest: BigInt(String(newest)) }] : [],
+  );
+}
+
+/**
  * Commits a round only if the destination's cursor is still `read` and no window it counted into changed meanwhile
  * (compare-and-set on the window's version; a window two rounds create clashes on its key). False, with nothing
  * written, when either raced: the round is cut again from what committed.

@@ -13,6 +13,7 @@ import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './de
 import { compactDroppedQuiet, dropSentQuiet, type ZoneGrouping } from './quiet-holding';
 import { releaseDueQuiet } from './quiet-release';
 import type { Database } from '../storage/database';
+import { destinationsBehind } from '../storage/webhook-rows';
 
 export const DEFAULT_POLL_MS = 250;
 /** How often pending deliveries without a procedure (a crash between commit and submit) are looked for, and old
@@ -89,14 +90,12 @@ export class WebhookPump {
       );
       cut += ids.length;
     }
-    const newest = await this.database.db.journal.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
-    if (!newest) return cut;
-    const behind = await this.database.db.webhookDestination.findMany({ where: { cursor: { lt: newest.seq } }, select: { id: true } });
+    const behind = await destinationsBehind(this.database);
     const live = new Set(behind.map(({ id }) => id));
     for (const id of this.idleAt.keys()) if (!live.has(id)) this.idleAt.delete(id);
-    for (const { id } of behind) {
-      if (this.idleAt.get(id) === newest.seq) continue;
-      cut += await this.pumpDestination(id, newest.seq);
+    for (const { id, newest } of behind) {
+      if (this.idleAt.get(id) === newest) continue;
+      cut += await this.pumpDestination(id, newest);
     }
     return cut;
   }

@@ -1,19 +1,23 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { api, createTenant, expectError } from '../helpers/api';
 import { serverSql } from '../helpers/server-db';
+import { parseDatabaseUrl } from '../../server/storage/database-url';
+import { JOURNAL_SEQUENCE } from '../../server/storage/journal/max-seq';
 
-/** The engine core's journal-writer lock (server/storage/journal/commit.ts): our test rows queue behind its commits. */
-const JOURNAL_WRITER_LOCK = 7300400001;
+/** The next journal seq as the engine takes it (server/storage/journal/max-seq.ts), so the server's own later rows never repeat it. */
+const NEXT_SEQ =
+  parseDatabaseUrl(inject('serverDatabaseUrl')).provider === 'postgres'
+    ? `nextval('"${JOURNAL_SEQUENCE}"')`
+    : '(SELECT COALESCE(MAX("seq"), 0) + 1 FROM "Journal")';
 
-/** A journal row as the engine writes it, with the next global seq; returns that seq. */
+/** A journal row as the engine writes it, with the next seq; returns that seq. */
 async function journalMove(tenantId: string, move: { user?: number; users?: number[]; from?: string | null; to: string }): Promise<number> {
   const bitmap = move.users ? serializeBitmap(new RoaringBitmap32(move.users)) : null;
   const rows = await serverSql<{ seq: number | string }>(
     `INSERT INTO "Journal" ("seq", "tenantId", "instanceId", "partition", "fromStep", "toStep", "user", "bitmap", "count", "leaveAction", "enterAction", "timeMs")
-     VALUES ((SELECT COALESCE(MAX("seq"), 0) + 1 FROM "Journal"), $1, 'in_test', 0, $2, $3, $4, $5, $6, 'bye', 'hello', $7) RETURNING "seq"`,
+     VALUES (${NEXT_SEQ}, $1, 'in_test', 0, $2, $3, $4, $5, $6, 'bye', 'hello', $7) RETURNING "seq"`,
     [tenantId, move.from ?? null, move.to, move.user ?? null, bitmap, move.users?.length ?? 1, Date.UTC(2026, 5, 1)],
-    { pgAdvisoryLock: JOURNAL_WRITER_LOCK },
   );
   return Number(rows[0].seq);
 }

@@ -7,13 +7,8 @@ import { parseDatabaseUrl } from '../../server/storage/database-url';
  * Runs SQL on the database of the real test server (API tests check what a request wrote, or did not write).
  * Write the SQL with `$1, $2…` placeholders and unqualified quoted table names; it runs in one transaction.
  * `databaseUrl` names another server's database (a test that runs servers of its own).
- * On PostgreSQL, `pgAdvisoryLock` is taken first (transaction-scoped) to queue behind writers that use it.
  */
-export async function serverSql<T = Record<string, unknown>>(
-  sql: string,
-  params: unknown[] = [],
-  options: { pgAdvisoryLock?: number; databaseUrl?: string } = {},
-): Promise<T[]> {
+export async function serverSql<T = Record<string, unknown>>(sql: string, params: unknown[] = [], options: { databaseUrl?: string } = {}): Promise<T[]> {
   const target = parseDatabaseUrl(options.databaseUrl ?? inject('serverDatabaseUrl'));
   if (target.provider === 'sqlite') {
     const database = new Database(target.file, { timeout: 30_000 });
@@ -30,7 +25,6 @@ export async function serverSql<T = Record<string, unknown>>(
   try {
     await client.query(`SET search_path TO "${target.schema.replace(/"/g, '""')}"`);
     await client.query('BEGIN');
-    if (options.pgAdvisoryLock !== undefined) await client.query('SELECT pg_advisory_xact_lock($1)', [options.pgAdvisoryLock]);
     const result = await client.query(sql, params);
     await client.query('COMMIT');
     return result.rows as T[];

@@ -6,7 +6,7 @@ import { type DeadLetterWrite, deadLetterInserts } from '../dead-letters';
 import type { RawStatement } from '../raw';
 import { type ConversionWrite, deleteConversions, insertConversions } from './conversions';
 import { type CrowdChangeWrite, crowdChangeInserts } from './crowd-changes';
-import { journalMaxSeqSql } from './max-seq';
+import { JOURNAL_SEQUENCE, nextJournalSeqSql, tenantMaxSeqSql } from './max-seq';
 import { LeaseLostError, type Lease } from './leases';
 import { BYTES_PER_STATEMENT, type OfTenant, uniqueShardChunks } from './shard-rows';
 import { deleteTimerPlans, writeTimerPlans, type TimerPlanWrite } from './timer-plans';
@@ -90,15 +90,15 @@ function fences(database: Database, leases: Lease[], offset?: number): RawStatem
 const JOURNAL_ROWS_PER_STATEMENT = 20_000;
 /** Bulk moves per statement: 11 parameters each, and their bitmaps' bytes bounded (BYTES_PER_STATEMENT). */
 const BULK_ROWS_PER_STATEMENT = 1_000;
-/** The PostgreSQL advisory lock key of journal writers. */
+/** The PostgreSQL advisory lock key of journal writers (one lock per tenant). */
 const JOURNAL_LOCK = 7300400001;
 
 /**
  * Journal rows travel as ONE JSON parameter per statement, unpacked by SQLite's json_each / PostgreSQL's
- * json_array_elements (one statement and one round trip however many moves); seqs continue from the journal's max
- * inside the statement. On PostgreSQL a transaction-scoped advisory lock (JOURNAL_LOCK, taken before the first statement
- * that reads the max seq) serializes journal writers, so seq order is commit order and a reader after cursor N never
- * misses a later-committing smaller seq.
+ * json_array_elements (one statement and one round trip however many moves); seqs are taken inside the statement
+ * (./max-seq.ts). On PostgreSQL a transaction-scoped advisory lock per tenant (JOURNAL_LOCK, taken before the first
+ * statement that takes a seq) serializes each tenant's journal writers, so a tenant's seq order is its commit order and
+ * a reader after cursor N never misses a later-committing smaller seq of that tenant; other tenants commit meanwhile.
  */
 function insertJournal(database: Database, parts: TenantMoves[]): RawStatement[] {
   const entries = parts.flatMap(({ tenantId, moves }) => moves.map((move) => ({ tenantId, move })));
@@ -155,7 +155,7 @@ function insertSingleMoves(database: Database, tenantId: string, moves: JournalM
       j.field(7),
       j.field(8, 'bigint'),
     ];
-    return `INSERT INTO ${t} (${journalColumns()}) SELECT ${journalMaxSeqSql(database)} + ${j.ordinal}, ${tenant}, ${fields.join(', ')} FROM ${j.from} ORDER BY ${j.ordinal}`;
+    return `INSERT INTO ${t} (${journalColumns()}) SELECT ${nextJournalSeqSql(database, j.ordinal)}, ${tenant}, ${fields.join(', ')} FROM ${j.from} ORDER BY ${j.ordinal}`;
   });
 }
 
@@ -163,9 +163,10 @@ function insertSingleMoves(database: Database, tenantId: string, moves: JournalM
 const BULK_MOVE_TYPES = ['text', 'text', 'int', 'text', 'text', 'bigint', 'bytea', 'bigint', 'text', 'text', 'bigint'] as const;
 
 /**
- * Bulk moves as one multi-row INSERT: every row's seq is the journal's max, read ONCE (with the statement's snapshot),
- * plus its position. A max subquery per row cost PostgreSQL a plan each: 512 rows (64 tenants' minute firing) took
- * 190–300 ms to insert where the one read takes 15 ms, and 1,000 tenants' firing spent ~4 s there.
+ * Bulk moves as one multi-row INSERT: every row's seq is the sequence's next value (PostgreSQL) or the journal's max,
+ * read ONCE (with the statement's snapshot), plus its position (SQLite). A max subquery per row cost PostgreSQL a plan
+ * each: 512 rows (64 tenants' minute firing) took 190–300 ms to insert where the one read takes 15 ms, and 1,000
+ * tenants' firing spent ~4 s there.
  */
 function insertBulkMoves(database: Database, entries: { tenantId: string; move: JournalMove }[]): RawStatement {
   const { dialect } = database;
@@ -177,26 +178,28 @@ function insertBulkMoves(database: Database, entries: { tenantId: string; move: 
     });
     // VALUES columns are column1, column2, … on both SQLite and PostgreSQL; column1 is the row's position.
     const columns = BULK_MOVE_TYPES.map((_, v) => `v.column${v + 2}`).join(', ');
-    return `INSERT INTO ${dialect.table('Journal')} (${journalColumns()})
-      SELECT m.s + v.column1, ${columns} FROM (SELECT COALESCE(MAX("seq"), 0) AS s FROM ${dialect.table('Journal')}) AS m, (VALUES ${rows.join(', ')}) AS v
-      ORDER BY v.column1`;
+    const next = dialect.nextInSequence(JOURNAL_SEQUENCE);
+    const from = next
+      ? `SELECT ${next}, ${columns} FROM (VALUES ${rows.join(', ')}) AS v`
+      : `SELECT m.s + v.column1, ${columns} FROM (SELECT COALESCE(MAX("seq"), 0) AS s FROM ${dialect.table('Journal')}) AS m, (VALUES ${rows.join(', ')}) AS v`;
+    return `INSERT INTO ${dialect.table('Journal')} (${journalColumns()}) ${from} ORDER BY v.column1`;
   });
 }
 
 /**
- * Checkpoints as multi-row statements, each including every journal row committed before it in this transaction:
- * journalSeq = the journal's max. Those with and without `unjournaled` go apart, since the flag adds to the row's count.
+ * Checkpoints as multi-row statements, each including every journal row of its tenant committed before it in this
+ * transaction: journalSeq = the tenant's max. Those with and without `unjournaled` go apart, since the flag adds to the
+ * row's count.
  */
 function writeCheckpoints(database: Database, checkpoints: OfTenant<CheckpointWrite>[]): RawStatement[] {
   const t = database.dialect.table('ShardCheckpoint');
-  const maxSeq = journalMaxSeqSql(database);
   const kinds = [checkpoints.filter((cp) => !cp.unjournaled), checkpoints.filter((cp) => cp.unjournaled)];
   return kinds.flatMap((kind, unjournaled) =>
     uniqueShardChunks(kind, (cp) => cp.data.byteLength).map((chunk) =>
       statement(database, (bind) => {
         const rows = chunk.map(
           (cp) =>
-            `(${bind(cp.tenantId)}, ${bind(cp.instanceId)}, ${bind(cp.partition)}, ${maxSeq}, ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})`,
+            `(${bind(cp.tenantId)}, ${bind(cp.instanceId)}, ${bind(cp.partition)}, ${tenantMaxSeqSql(database, bind(cp.tenantId))}, ${bind(Buffer.from(cp.data.buffer, cp.data.byteOffset, cp.data.byteLength))})`,
         );
         return `INSERT INTO ${t} ("tenantId", "instanceId", "partition", "journalSeq", "data") VALUES ${rows.join(', ')}
           ON CONFLICT ("tenantId", "instanceId", "partition") DO UPDATE SET "journalSeq" = excluded."journalSeq", "data" = excluded."data",
@@ -216,7 +219,7 @@ export interface BatchCommit {
   leases: Lease[];
   offsets?: { from: number; to: number };
   moves: JournalMove[];
-  /** Written with journalSeq = the journal's max after this commit's moves, so they include them. */
+  /** Written with journalSeq = the tenant's max seq after this commit's moves, so they include them. */
   checkpoints?: CheckpointWrite[];
   /** Timer plans of shards without a checkpoint in this commit (timer-plans.ts), with journalSeq like checkpoints. */
   timerPlans?: TimerPlanWrite[];
@@ -259,12 +262,12 @@ function commitStatements(database: Database, commits: TenantCommit[]): RawState
       ),
     );
   }
-  // Only what reads the journal's max seq needs the journal lock, and it is held to the commit: taken this late, a
+  // Only what takes or reads a tenant's seqs needs its journal lock, and it is held to the commit: taken this late, a
   // commit holds it for its journal and checkpoint statements only, and one without either never waits for it. The
   // fences above keep their lease rows locked meanwhile, so waiting here cannot let a takeover in.
-  const journalLock = database.dialect.serializeWriters(JOURNAL_LOCK);
-  const readsMaxSeq = commits.some(({ commit }) => commit.moves.length > 0 || (commit.checkpoints?.length ?? 0) > 0 || (commit.timerPlans?.length ?? 0) > 0);
-  if (journalLock && readsMaxSeq) statements.push(journalLock);
+  const readingSeqs = commits.filter(({ commit }) => readsSeqs(commit)).map(({ tenantId }) => tenantId);
+  const journalLock = readingSeqs.length > 0 ? database.dialect.serializeWriters(JOURNAL_LOCK, readingSeqs) : null;
+  if (journalLock) statements.push(journalLock);
   statements.push(
     ...insertJournal(
       database,
@@ -283,6 +286,10 @@ function commitStatements(database: Database, commits: TenantCommit[]): RawState
   );
   for (const { tenantId, commit } of commits) statements.push(...afterTheJournal(database, tenantId, commit));
   return statements;
+}
+
+function readsSeqs(commit: Omit<BatchCommit, 'also'>): boolean {
+  return [commit.moves, commit.checkpoints, commit.timerPlans, commit.crowdChanges].some((rows) => (rows?.length ?? 0) > 0);
 }
 
 /** The statements of a commit's other rows, in this order. */

@@ -3,10 +3,10 @@
 // follow; read by instance and partition, in the order they were made.
 import type { Database } from '../database';
 import type { RawStatement } from '../raw';
-import { journalMaxSeqSql } from './max-seq';
+import { tenantMaxSeqSql } from './max-seq';
 import { num } from './row-number';
 
-/** A stored change: its shard's partition, the journal's max seq at the update, when it was made, and its bytes. */
+/** A stored change: its shard's partition, its tenant's max journal seq at the update, when it was made, and its bytes. */
 export type CrowdChangeRow = { partition: number; journalSeq: number; timeMs: number; data: Uint8Array };
 
 /** A shard's change to record: its bytes as server/engine/crowd-changes.ts encodes them. */
@@ -17,7 +17,7 @@ export function crowdChangeInserts(database: Database, tenantId: string, changes
   return changes.map(({ instanceId, partition, timeMs, data }) => {
     const { params, bind } = database.dialect.parameters();
     const sql = `INSERT INTO ${database.dialect.table('CrowdChange')} ("tenantId", "instanceId", "partition", "journalSeq", "timeMs", "data")
-    SELECT ${bind(tenantId)}, ${bind(instanceId)}, ${bind(partition)}, ${journalMaxSeqSql(database)}, ${bind(timeMs)}, ${bind(data)}`;
+    SELECT ${bind(tenantId)}, ${bind(instanceId)}, ${bind(partition)}, ${tenantMaxSeqSql(database, bind(tenantId))}, ${bind(timeMs)}, ${bind(data)}`;
     return { sql, params };
   });
 }

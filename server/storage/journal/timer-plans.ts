@@ -2,12 +2,12 @@
 // nobody in the partition. Such a tick changes nothing the journal carries, only when the step fires next, and
 // before these rows it committed a checkpoint of the whole shard to make that durable: megabytes for a few numbers on
 // every firing of an empty timer step beside a large crowd (2.5 MB per partition of a 10M-user instance). A row is
-// written with journalSeq = the journal's max, so recovery applies it where it falls among the replayed moves; the
+// written with journalSeq = the tenant's max seq, so recovery applies it where it falls among the replayed moves; the
 // next checkpoint of the shard includes the plan and deletes the row.
 import { num } from './row-number';
 import type { RawStatement } from '../raw';
 import type { Database } from '../database';
-import { journalMaxSeqSql } from './max-seq';
+import { tenantMaxSeqSql } from './max-seq';
 import { deleteShardRows, type OfTenant, uniqueShardChunks, type ShardKey } from './shard-rows';
 
 export interface TimerPlanWrite {
@@ -25,15 +25,15 @@ export interface TimerPlan {
 
 /**
  * The plans as multi-row statements (a timer firing over many tenants writes thousands), each plan including every
- * journal row committed before it in this transaction: journalSeq = the journal's max.
+ * journal row committed before it in this transaction: journalSeq = the tenant's max seq.
  */
 export function writeTimerPlans(database: Database, plans: OfTenant<TimerPlanWrite>[]): RawStatement[] {
   const t = database.dialect.table('ShardTimerPlan');
   return uniqueShardChunks(plans).map((chunk) => {
     const { params, bind } = database.dialect.parameters();
-    const maxSeq = journalMaxSeqSql(database);
     const rows = chunk.map(
-      (plan) => `(${bind(plan.tenantId)}, ${bind(plan.instanceId)}, ${bind(plan.partition)}, ${maxSeq}, ${bind(JSON.stringify(plan.cronNext))})`,
+      (plan) =>
+        `(${bind(plan.tenantId)}, ${bind(plan.instanceId)}, ${bind(plan.partition)}, ${tenantMaxSeqSql(database, bind(plan.tenantId))}, ${bind(JSON.stringify(plan.cronNext))})`,
     );
     return {
       sql: `INSERT INTO ${t} ("tenantId", "instanceId", "partition", "journalSeq", "cronNext") VALUES ${rows.join(', ')}
