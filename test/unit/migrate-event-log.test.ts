@@ -1,11 +1,10 @@
 import { afterAll, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import { decodeEvents } from '../../server/engine/log-codec';
 import type { LoggedEvent } from '../../server/engine/types';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
 import { createTestDatabase } from '../helpers/test-database';
+import { sqlOn } from '../helpers/database-sql';
 
 const BYTES_MIGRATION = '20261130120415_event_log_bytes';
 const provider = process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite';
@@ -17,27 +16,8 @@ const events: LoggedEvent[] = [
   { user: 5, type: 'view', data: {}, time: 1_700_000_000_001 },
 ];
 
-/** Runs `sql` on the upgrade database and returns its rows (the raw driver of the provider, as the migrator uses). */
-async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const target = parseDatabaseUrl(database.url);
-  if (target.provider === 'sqlite') {
-    const sqlite = new Database(target.file);
-    try {
-      const statement = sqlite.prepare(text.replace(/\$\d+/g, '?'));
-      return (statement.reader ? statement.all(...params) : (statement.run(...params), [])) as T[];
-    } finally {
-      sqlite.close();
-    }
-  }
-  const client = new pg.Client({ connectionString: target.connectionString });
-  await client.connect();
-  try {
-    await client.query(`SET search_path TO "${target.schema}"`);
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
+/** Runs `text` on the upgrade database and returns its rows. */
+const sql = <T>(text: string, params: unknown[] = []) => sqlOn<T>(database.url, text, params);
 
 it('an upgrade keeps EventLog rows written as JSON text before the byte format, and they read back as they were', async () => {
   const target = parseDatabaseUrl(database.url);

@@ -1,38 +1,18 @@
 // The upgrade that gives the rows keyed by an instance, workflow, destination or cap their tenant (migration
 // shard_rows_tenant), on a database an older release wrote, and on PostgreSQL the journal sequence that follows it.
 import { afterAll, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import { parseDatabaseUrl } from '../../server/storage/database-url';
 import { applyMigrations } from '../../server/storage/migrate';
 import { createTestDatabase } from '../helpers/test-database';
+import { sqlOn } from '../helpers/database-sql';
 
 const BACKFILL_MIGRATION = '20261207211444_shard_rows_tenant';
 const provider = process.env.CROWDFLOW_TEST_PROVIDER ?? 'sqlite';
 const database = createTestDatabase(provider, 'backfill');
 afterAll(() => database.drop());
 
-/** Runs `sql` on the upgrade database and returns its rows (the raw driver of the provider, as the migrator uses). */
-async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const target = parseDatabaseUrl(database.url);
-  if (target.provider === 'sqlite') {
-    const sqlite = new Database(target.file);
-    try {
-      const statement = sqlite.prepare(text.replace(/\$\d+/g, '?'));
-      return (statement.reader ? statement.all(...params) : (statement.run(...params), [])) as T[];
-    } finally {
-      sqlite.close();
-    }
-  }
-  const client = new pg.Client({ connectionString: target.connectionString });
-  await client.connect();
-  try {
-    await client.query(`SET search_path TO "${target.schema}"`);
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
+/** Runs `text` on the upgrade database and returns its rows. */
+const sql = <T>(text: string, params: unknown[] = []) => sqlOn<T>(database.url, text, params);
 
 /** A tenant's rows as the release before the backfill wrote them: one in each table that had no tenant column. */
 async function olderRows(tenant: string): Promise<void> {
