@@ -23,14 +23,14 @@ export type CutRoundRows = {
  * follow its commits, while another tenant's may commit out of their order (PostgreSQL takes them from one sequence),
  * so a cursor is compared with its own tenant's. One statement over every destination, as the pump's sweeps are.
  */
-export async function destinationsBehind(database: Database): Promise<{ id: string; newest: bigint }[]> {
+export async function destinationsBehind(database: Database): Promise<{ id: string; tenantId: string; newest: bigint }[]> {
   const { table } = database.dialect;
-  const rows = await database.db.$queryRawUnsafe<{ id: string; cursor: unknown; newest: unknown }[]>(
-    `SELECT d."id", d."cursor", (SELECT MAX(j."seq") FROM ${table('Journal')} j WHERE j."tenantId" = d."tenantId") AS "newest"
+  const rows = await database.db.$queryRawUnsafe<{ id: string; tenantId: string; cursor: unknown; newest: unknown }[]>(
+    `SELECT d."id", d."tenantId", d."cursor", (SELECT MAX(j."seq") FROM ${table('Journal')} j WHERE j."tenantId" = d."tenantId") AS "newest"
      FROM ${table('WebhookDestination')} d`,
   );
-  return rows.flatMap(({ id, cursor, newest }) =>
-    newest !== null && BigInt(String(cursor)) < BigInt(String(newest)) ? [{ id, newest: BigInt(String(newest)) }] : [],
+  return rows.flatMap(({ id, tenantId, cursor, newest }) =>
+    newest !== null && BigInt(String(cursor)) < BigInt(String(newest)) ? [{ id, tenantId, newest: BigInt(String(newest)) }] : [],
   );
 }
 

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { deserializeBitmap, RoaringBitmap32, serializeBitmap } from '../crowd/bitmap';
 import { applyCaps, CapLevels } from './cap-bitmaps';
 import type { CapExempt } from './caps';
-import { isActionFor, type DestinationRow } from './destinations';
+import { isActionFor, type DestinationKey, type DestinationRow } from './destinations';
 import type { Database } from '../storage/database';
 import { replaceCappedRows, type CapWindowWrite } from '../storage/webhook-rows';
 
@@ -157,13 +157,16 @@ export class RoundCaps {
 async function journeyName(database: Database, tenantId: string, instanceId: string): Promise<string | null> {
   const instance = await database.db.instance.findFirst({ where: { id: instanceId, tenantId }, select: { workflowId: true } });
   if (!instance) return null;
-  const workflow = await database.db.workflow.findUnique({ where: { id: instance.workflowId }, select: { name: true } });
+  const workflow = await database.db.workflow.findUnique({ where: { id: instance.workflowId, tenantId }, select: { name: true } });
   return workflow?.name ?? null;
 }
 
 /** The users a cap skipped in a bulk move for a destination (the decision of its first round), if any. */
-export async function bulkDecision(database: Database, destinationId: string, seq: bigint): Promise<{ id: string; capped: RoaringBitmap32 } | undefined> {
-  const row = await database.db.cappedDelivery.findFirst({ where: { destinationId, seq }, select: { id: true, users: true } });
+export async function bulkDecision(database: Database, destination: DestinationKey, seq: bigint): Promise<{ id: string; capped: RoaringBitmap32 } | undefined> {
+  const row = await database.db.cappedDelivery.findFirst({
+    where: { tenantId: destination.tenantId, destinationId: destination.id, seq },
+    select: { id: true, users: true },
+  });
   return row ? { id: row.id, capped: deserializeBitmap(row.users) } : undefined;
 }
 
@@ -201,16 +204,17 @@ export async function cappedStepUsers(database: Database, tenantId: string, inst
  */
 export async function compactCapped(database: Database): Promise<number> {
   const groups = await database.db.cappedDelivery.groupBy({
-    by: ['destinationId', 'instanceId', 'step'],
+    by: ['tenantId', 'destinationId', 'instanceId', 'step'],
     _count: { id: true },
     having: { id: { _count: { gt: 1 } } },
   });
   let merged = 0;
   for (const group of groups) {
-    const destination = await database.db.webhookDestination.findUnique({ where: { id: group.destinationId }, select: { cursor: true } });
+    const { tenantId } = group;
+    const destination = await database.db.webhookDestination.findUnique({ where: { id: group.destinationId, tenantId }, select: { cursor: true } });
     const done = destination ? { OR: [{ seq: null }, { seq: { lte: destination.cursor } }] } : {};
     const rows = await database.db.cappedDelivery.findMany({
-      where: { destinationId: group.destinationId, instanceId: group.instanceId, step: group.step, ...done },
+      where: { tenantId, destinationId: group.destinationId, instanceId: group.instanceId, step: group.step, ...done },
     });
     if (rows.length < 2) continue;
     const users = RoaringBitmap32.orMany(rows.map((row) => deserializeBitmap(row.users)));

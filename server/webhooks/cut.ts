@@ -9,7 +9,7 @@ import { deserializeBitmap, RoaringBitmap32 } from '../crowd/bitmap';
 import { trimmedThrough } from '../storage/journal-trim';
 import { commitCutRound } from '../storage/webhook-rows';
 import { bulkDecision, RoundCaps } from './capping';
-import { isActionFor, movesTo, type DestinationRow } from './destinations';
+import { isActionFor, movesTo, type DestinationKey, type DestinationRow } from './destinations';
 import { HoldoutPlans, withoutHeldOut } from './holdout';
 import { isHeldOut, type HoldoutPlan } from '../../core/model/holdout';
 import { quietDecision, RoundQuiet, type ZoneGrouping } from './quiet-holding';
@@ -22,6 +22,7 @@ const ROWS_PER_ROUND = 500;
 const USERS_PER_ROUND = 200_000;
 
 type JournalHead = {
+  tenantId: string;
   seq: bigint;
   instanceId: string;
   fromStep: string | null;
@@ -32,6 +33,9 @@ type JournalHead = {
   enterAction: string | null;
   timeMs: bigint;
 };
+
+/** A journal row as DecodedMoves reads it: by its seq, and its tenant, which every statement on the journal names. */
+type MoveKey = Pick<JournalHead, 'tenantId' | 'seq'>;
 
 /** One move (or the part of a bulk move) in a delivery body. */
 export type MovePart = {
@@ -100,13 +104,13 @@ export class DecodedMoves {
     this.holdouts = new HoldoutPlans(database);
   }
 
-  async bitmap(seq: bigint, holdout: HoldoutPlan | null = null): Promise<RoaringBitmap32> {
-    const entry = await this.entry(seq);
+  async bitmap(move: MoveKey, holdout: HoldoutPlan | null = null): Promise<RoaringBitmap32> {
+    const entry = await this.entry(move);
     return holdout ? this.treated(entry, holdout).bitmap : entry.bitmap;
   }
 
-  async users(seq: bigint, holdout: HoldoutPlan | null = null): Promise<Uint32Array> {
-    const entry = await this.entry(seq);
+  async users(move: MoveKey, holdout: HoldoutPlan | null = null): Promise<Uint32Array> {
+    const entry = await this.entry(move);
     if (holdout) {
       const treated = this.treated(entry, holdout);
       treated.users ??= treated.bitmap.toUint32Array();
@@ -122,10 +126,10 @@ export class DecodedMoves {
     return entry.treated;
   }
 
-  private async entry(seq: bigint): Promise<DecodedMove> {
+  private async entry({ tenantId, seq }: MoveKey): Promise<DecodedMove> {
     const hit = this.entries.find((entry) => entry.seq === seq);
     if (hit) return hit;
-    const row = await this.database.db.journal.findUnique({ where: { seq }, select: { bitmap: true } });
+    const row = await this.database.db.journal.findUnique({ where: { seq, tenantId }, select: { bitmap: true } });
     const entry: DecodedMove = { seq, bitmap: row?.bitmap ? deserializeBitmap(row.bitmap) : new RoaringBitmap32() };
     this.entries.unshift(entry);
     this.entries.length = Math.min(this.entries.length, 2);
@@ -140,17 +144,17 @@ export class DecodedMoves {
   }
 
   /**
-   * The users of a bulk move still owed to `destinationId` when a round resumes inside it: less those held out, those
+   * The users of a bulk move still owed to `destination` when a round resumes inside it: less those held out, those
    * a cap skipped and those quiet hours held or dropped (the decisions of its first round, keyed as that round did).
    */
-  async resumed(seq: bigint, destinationId: string, holdout: HoldoutPlan | null): Promise<Uint32Array> {
-    const capped = await bulkDecision(this.database, destinationId, seq);
-    const quiet = await quietDecision(this.database, destinationId, seq);
-    if (!capped && !quiet) return this.users(seq, holdout);
+  async resumed(move: MoveKey, destination: DestinationKey, holdout: HoldoutPlan | null): Promise<Uint32Array> {
+    const capped = await bulkDecision(this.database, destination, move.seq);
+    const quiet = await quietDecision(this.database, destination, move.seq);
+    if (!capped && !quiet) return this.users(move, holdout);
     const key = decisionKey(capped?.id, quiet?.ids ?? []);
     const hit = this.delivered.find((entry) => entry.id === key);
     if (hit) return hit.users;
-    let users = await this.bitmap(seq, holdout);
+    let users = await this.bitmap(move, holdout);
     if (capped) users = RoaringBitmap32.andNot(users, capped.capped);
     if (quiet) users = RoaringBitmap32.andNot(users, quiet.users);
     return this.remember(key, users.toUint32Array());
@@ -173,7 +177,18 @@ export async function cutRound(
     where: { tenantId: destination.tenantId, seq: { gt: destination.cursor } },
     orderBy: { seq: 'asc' },
     take: ROWS_PER_ROUND,
-    select: { seq: true, instanceId: true, fromStep: true, toStep: true, user: true, count: true, leaveAction: true, enterAction: true, timeMs: true },
+    select: {
+      tenantId: true,
+      seq: true,
+      instanceId: true,
+      fromStep: true,
+      toStep: true,
+      user: true,
+      count: true,
+      leaveAction: true,
+      enterAction: true,
+      timeMs: true,
+    },
   });
   const round: CutRound = {
     deliveries: [],
@@ -222,7 +237,7 @@ export async function cutRound(
     let users: Uint32Array;
     if (row.user === null && round.cursorUsers > 0) {
       // Resuming inside a bulk move: its first round decided who a cap skips.
-      users = await decoded.resumed(row.seq, destination.id, holdout);
+      users = await decoded.resumed(row, destination, holdout);
     } else if (row.user !== null && holdout && isHeldOut(holdout, Number(row.user))) {
       Object.assign(round, { cursor: row.seq, cursorUsers: 0 });
       continue;
@@ -239,7 +254,7 @@ export async function cutRound(
         users = await decideBulk(round, decoded, row, holdout);
       }
     } else {
-      users = row.user === null ? await decoded.users(row.seq, holdout) : Uint32Array.of(Number(row.user));
+      users = row.user === null ? await decoded.users(row, holdout) : Uint32Array.of(Number(row.user));
     }
     // The first matching row after the cursor may be partly cut already (round.cursorUsers of its users).
     let offset = round.cursorUsers;
@@ -270,7 +285,7 @@ function decisionKey(capped: string | undefined, quiet: string[]): string {
 
 /** An action bulk move's users delivered to now: caps skip some (./capping.ts), then quiet hours hold or drop some. */
 async function decideBulk(round: CutRound, decoded: DecodedMoves, row: JournalHead, holdout: HoldoutPlan | null): Promise<Uint32Array> {
-  let users = await decoded.bitmap(row.seq, holdout);
+  let users = await decoded.bitmap(row, holdout);
   let capped: string | undefined;
   if (round.caps) {
     const { delivered, decisionId } = await round.caps.decideBulk(row, users);
@@ -278,7 +293,7 @@ async function decideBulk(round: CutRound, decoded: DecodedMoves, row: JournalHe
     capped = decisionId;
   }
   const { sendNow, ids } = await round.quiet.decideBulk(row, users);
-  if (capped === undefined && ids.length === 0) return decoded.users(row.seq, holdout);
+  if (capped === undefined && ids.length === 0) return decoded.users(row, holdout);
   return decoded.remember(decisionKey(capped, ids), sendNow.toUint32Array());
 }
 

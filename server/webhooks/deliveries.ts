@@ -83,10 +83,12 @@ async function attempt(
 ): Promise<ProcedureStatus> {
   const { database, clock } = ctx;
   const now = clock.now();
-  const delivery = await database.db.webhookDelivery.findUnique({ where: { id: deliveryId, ...tenantOf(ctx) }, include: { destination: true } });
+  const delivery = await database.db.webhookDelivery.findUnique({ where: { id: deliveryId, ...tenantOf(ctx) } });
   // Deleted with its destination, delivered already, or taken over by a replay: nothing left for this round.
   if (delivery?.status !== 'pending' || delivery.replays !== replays) return { kind: 'done', output: { skipped: true } };
-  const { destination } = delivery;
+  // Read apart rather than included: Prisma loads an included relation by its id alone.
+  const destination = await database.db.webhookDestination.findUnique({ where: { id: delivery.destinationId, tenantId: delivery.tenantId } });
+  if (!destination) return { kind: 'done', output: { skipped: true } };
   const headers = JSON.parse(destination.headers) as Record<string, string>;
   const result = await sendDelivery(
     { url: destination.url, secret: destination.secret, headers, timeoutMs: destination.timeoutMs },

@@ -92,6 +92,8 @@ export const UpdateDestinationBody = z
   .partial();
 
 export type DestinationRow = Awaited<ReturnType<typeof requireDestination>>;
+/** What finds a destination's rows: its id, and its tenant, which every statement on them names. */
+export type DestinationKey = Pick<DestinationRow, 'id' | 'tenantId'>;
 
 export type DestinationView = {
   name: string;

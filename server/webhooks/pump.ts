@@ -10,6 +10,7 @@ import type { ProcedureRunner } from '../procedures/types';
 import { compactCapped, dropOldCapWindows } from './capping';
 import { commitRound, cutRound, DecodedMoves } from './cut';
 import { registerWebhookProcedures, submitDeliveries, submitOrphans } from './deliveries';
+import type { DestinationKey } from './destinations';
 import { compactDroppedQuiet, dropSentQuiet, type ZoneGrouping } from './quiet-holding';
 import { releaseDueQuiet } from './quiet-release';
 import type { Database } from '../storage/database';
@@ -93,18 +94,18 @@ export class WebhookPump {
     const behind = await destinationsBehind(this.database);
     const live = new Set(behind.map(({ id }) => id));
     for (const id of this.idleAt.keys()) if (!live.has(id)) this.idleAt.delete(id);
-    for (const { id, newest } of behind) {
+    for (const { id, tenantId, newest } of behind) {
       if (this.idleAt.get(id) === newest) continue;
-      cut += await this.pumpDestination(id, newest);
+      cut += await this.pumpDestination({ id, tenantId }, newest);
     }
     return cut;
   }
 
   /** Rounds for one destination until it has read the journal through (or another process took over). */
-  private async pumpDestination(id: string, newest: bigint): Promise<number> {
+  private async pumpDestination({ id, tenantId }: DestinationKey, newest: bigint): Promise<number> {
     let cut = 0;
     for (;;) {
-      const destination = await this.database.db.webhookDestination.findUnique({ where: { id }, include: { tenant: { select: { name: true } } } });
+      const destination = await this.database.db.webhookDestination.findUnique({ where: { id, tenantId }, include: { tenant: { select: { name: true } } } });
       if (!destination) return cut;
       const round = await cutRound(this.database, destination, destination.tenant.name, this.clock.now(), this.decoded);
       if (round.readRows === 0 && round.deliveries.length === 0) {

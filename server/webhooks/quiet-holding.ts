@@ -17,7 +17,7 @@ import type { ProfileCalls } from '../profiles/calls';
 import type { QuietZoneGroups } from '../profiles/zones';
 import type { Database } from '../storage/database';
 import { replaceQuietRows } from '../storage/webhook-rows';
-import type { DestinationRow } from './destinations';
+import type { DestinationKey, DestinationRow } from './destinations';
 import { QuietRules } from './quiet-rules';
 
 /** The journal row fields a quiet-hours decision reads and a released delivery's body repeats. */
@@ -163,9 +163,13 @@ export class RoundQuiet {
 }
 
 /** The users quiet hours took out of a bulk move for a destination (its first round's decision), with the rows' ids. */
-export async function quietDecision(database: Database, destinationId: string, seq: bigint): Promise<{ ids: string[]; users: RoaringBitmap32 } | undefined> {
+export async function quietDecision(
+  database: Database,
+  destination: DestinationKey,
+  seq: bigint,
+): Promise<{ ids: string[]; users: RoaringBitmap32 } | undefined> {
   const rows = await database.db.quietDelivery.findMany({
-    where: { destinationId, seq, bulk: true },
+    where: { tenantId: destination.tenantId, destinationId: destination.id, seq, bulk: true },
     orderBy: { offsetBase: 'asc' },
     select: { id: true, users: true },
   });
@@ -212,10 +216,12 @@ export async function quietStepUsers(database: Database, tenantId: string, insta
  * destination's cursor is past their move, they go (the pump's sweep).
  */
 export async function dropSentQuiet(database: Database): Promise<void> {
-  const groups = await database.db.quietDelivery.groupBy({ by: ['destinationId'], where: { status: 'sent' } });
-  for (const { destinationId } of groups) {
-    const destination = await database.db.webhookDestination.findUnique({ where: { id: destinationId }, select: { cursor: true } });
-    await database.db.quietDelivery.deleteMany({ where: { destinationId, status: 'sent', ...(destination ? { seq: { lte: destination.cursor } } : {}) } });
+  const groups = await database.db.quietDelivery.groupBy({ by: ['tenantId', 'destinationId'], where: { status: 'sent' } });
+  for (const { tenantId, destinationId } of groups) {
+    const destination = await database.db.webhookDestination.findUnique({ where: { id: destinationId, tenantId }, select: { cursor: true } });
+    await database.db.quietDelivery.deleteMany({
+      where: { tenantId, destinationId, status: 'sent', ...(destination ? { seq: { lte: destination.cursor } } : {}) },
+    });
   }
 }
 
@@ -226,16 +232,18 @@ export async function dropSentQuiet(database: Database): Promise<void> {
  */
 export async function compactDroppedQuiet(database: Database): Promise<number> {
   const groups = await database.db.quietDelivery.groupBy({
-    by: ['destinationId', 'instanceId', 'step', 'zone'],
+    by: ['tenantId', 'destinationId', 'instanceId', 'step', 'zone'],
     where: { status: 'dropped' },
     _count: { id: true },
     having: { id: { _count: { gt: 1 } } },
   });
   let merged = 0;
   for (const group of groups) {
-    const destination = await database.db.webhookDestination.findUnique({ where: { id: group.destinationId }, select: { cursor: true } });
+    const { tenantId } = group;
+    const destination = await database.db.webhookDestination.findUnique({ where: { id: group.destinationId, tenantId }, select: { cursor: true } });
     const rows = await database.db.quietDelivery.findMany({
       where: {
+        tenantId,
         destinationId: group.destinationId,
         instanceId: group.instanceId,
         step: group.step,

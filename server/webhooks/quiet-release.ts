@@ -36,7 +36,10 @@ export async function releaseDueQuiet(database: Database, now: number, usersPerR
   });
   const released: { tenantId: string; ids: string[] }[] = [];
   for (const row of due) {
-    const destination = await database.db.webhookDestination.findUnique({ where: { id: row.destinationId }, include: { tenant: { select: { name: true } } } });
+    const destination = await database.db.webhookDestination.findUnique({
+      where: { id: row.destinationId, tenantId: row.tenantId },
+      include: { tenant: { select: { name: true } } },
+    });
     const bitmap = deserializeBitmap(row.users);
     // Whole deliveries per part, so the next part's first delivery starts where this part's last one ended.
     const batch = destination?.batchSize ?? 1;

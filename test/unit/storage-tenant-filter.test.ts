@@ -2,9 +2,9 @@
 // distributed by tenant with Citus (tenant id as distribution column, colocated) and each statement routed to the one
 // node holding that tenant, with no change to the code (docs/SCALING.md). The evidence is the real statements: a
 // small journey runs on this file's database (ingest with dedupe, moves, timers, checkpoints, recovery, a crowd
-// update, point-in-time reads, paths and funnels, notifications, retention, the storage's webhook operations, stop,
-// tenant delete) while every statement sent through the drivers is recorded, and each reference to a distributed
-// table must filter (or, for an INSERT, carry) `tenantId`.
+// update, point-in-time reads, paths and funnels, notifications, retention, the storage's webhook operations, a
+// webhook pump round, stop, tenant delete) while every statement sent through the drivers is recorded, and each
+// reference to a distributed table must filter (or, for an INSERT, carry) `tenantId`.
 // The exceptions are listed below, each with why.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { app } from '../../server/app';
@@ -23,6 +23,7 @@ import { captureStatements, models, normalized, tableReferences } from '../helpe
 import { seqsFollowTheNewestRow } from '../../server/storage/journal/max-seq';
 import { RoaringBitmap32, serializeBitmap } from '../../server/crowd/bitmap';
 import { getDelivery, listDeliveries } from '../../server/webhooks/deliveries';
+import { WebhookPump } from '../../server/webhooks/pump';
 import { commitCutRound, releaseQuietPart, replaceCappedRows, replaceQuietRows, updateCapRow } from '../../server/storage/webhook-rows';
 
 const MINUTE = 60_000;
@@ -66,6 +67,36 @@ const ACROSS_TENANTS: { table: string; query: RegExp; why: string; sqliteOnly?: 
     query: /^SELECT COUNT\(\*\) AS "_count\$_all", "Journal"\."tenantId" FROM "Journal" WHERE 1=1 GROUP BY "Journal"\."tenantId"/,
     why: 'retention: tenants',
   },
+  // The webhook pump over every tenant's destinations: which are behind their tenant's newest seq, held deliveries
+  // coming due; and its sweeps (once a minute): old deliveries, deliveries whose procedure was never submitted, cap
+  // windows no move counts in any more, and the compactions, grouped by tenant first.
+  {
+    table: 'WebhookDestination',
+    query: /^SELECT d\."id", d\."tenantId", d\."cursor", \(.*\) AS "newest" FROM "WebhookDestination" d$/,
+    why: 'pump: destinations behind',
+  },
+  {
+    table: 'QuietDelivery',
+    query: /WHERE \("QuietDelivery"\."status" = \S+ AND "QuietDelivery"\."releaseAt" <= \S+\) ORDER BY/,
+    why: 'pump: held deliveries due',
+  },
+  {
+    table: 'WebhookDelivery',
+    query: /^DELETE FROM "WebhookDelivery" WHERE \("WebhookDelivery"\."status" IN \(.*\) AND "WebhookDelivery"\."createdAt" < \S+\)$/,
+    why: 'pump sweep: old deliveries',
+  },
+  {
+    table: 'WebhookDelivery',
+    query: /WHERE \("WebhookDelivery"\."status" = \S+ AND "WebhookDelivery"\."id" > \S+\) ORDER BY "WebhookDelivery"\."id"/,
+    why: 'pump sweep: orphans',
+  },
+  {
+    table: 'FrequencyCap',
+    query: /^SELECT "FrequencyCap"\."id", "FrequencyCap"\."tenantId", "FrequencyCap"\."windowMs" FROM "FrequencyCap" WHERE 1=1/,
+    why: 'pump sweep: old cap windows',
+  },
+  { table: 'CappedDelivery', query: /GROUP BY "CappedDelivery"\."tenantId", /, why: 'pump sweep: capped compaction' },
+  { table: 'QuietDelivery', query: /GROUP BY "QuietDelivery"\."tenantId", /, why: 'pump sweep: quiet compaction' },
   // The hourly downsampling of the counts history: minute samples older than 2 days, hour samples older than 90.
   {
     table: 'CountsSample',
@@ -172,6 +203,8 @@ describe('storage statements name their tenant', () => {
       await advance(h, 3 * 60 * MINUTE);
       await applyJournalRetention(database(), h.clock);
       await webhookOperations(h.tenantId, instanceId, h.clock.now());
+      // The pump's round over the tenant's moves, as its loop runs it (every move to the destination, its sweeps).
+      expect(await new WebhookPump({ database: database(), runner: h.runner, clock: h.clock }).pumpOnce()).toBeGreaterThan(0);
       await settle(h, h.engine.stopInstance(h.tenantId, instanceId));
       await deleteTenant(database(), tenant);
     } finally {
@@ -235,7 +268,10 @@ describe('storage statements name their tenant', () => {
 async function webhookOperations(tenantId: string, instanceId: string, now: number): Promise<void> {
   const users = serializeBitmap(RoaringBitmap32.from([1, 2]));
   const destination = await db().webhookDestination.create({
-    data: { id: 'wd-scope', tenantId, name: 'crm', url: 'https://hooks.example/crm', secret: 's', headers: '{}', batchSize: 100, timeoutMs: 1_000, cursor: 0n },
+    data: {
+      ...{ id: 'wd-scope', tenantId, name: 'crm', url: 'https://hooks.example/crm', secret: 's', headers: '{}' },
+      ...{ batchSize: 100, timeoutMs: 1_000, cursor: 0n, allNotifications: true },
+    },
   });
   const cap = await db().frequencyCap.create({ data: { id: 'fc-scope', tenantId, name: 'daily', maxDeliveries: 2, windowMs: 86_400_000n, exempt: '[]' } });
   const read = { cursor: 0n, cursorUsers: 0, lostThrough: 0n };
